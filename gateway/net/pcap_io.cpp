@@ -1,0 +1,94 @@
+#include "net/pcap_io.hpp"
+
+#include <pcap/pcap.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace itchbench::net {
+
+PcapReader::PcapReader(const std::string& path) {
+  char err[PCAP_ERRBUF_SIZE] = {0};
+  handle_ = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
+  if (!handle_) throw std::runtime_error(path + ": not a readable capture: " + err);
+  linktype_ = pcap_datalink(handle_);
+}
+
+PcapReader::~PcapReader() {
+  if (handle_) pcap_close(handle_);
+}
+
+PcapReader::Next PcapReader::next(PcapRecord& rec) {
+  pcap_pkthdr* hdr = nullptr;
+  const u_char* data = nullptr;
+  const int rc = pcap_next_ex(handle_, &hdr, &data);
+  if (rc == 1) {
+    // With nanosecond precision requested, tv_usec carries nanoseconds.
+    rec.timestamp_ns = uint64_t(hdr->ts.tv_sec) * 1000000000ull + uint64_t(hdr->ts.tv_usec);
+    rec.data = data;
+    rec.caplen = hdr->caplen;
+    rec.wirelen = hdr->len;
+    ++records_;
+    return Next::kRecord;
+  }
+  if (rc == PCAP_ERROR_BREAK) return Next::kEnd;
+  error_ = "record " + std::to_string(records_ + 1) + ": " + pcap_geterr(handle_);
+  return Next::kError;
+}
+
+PcapWriter::PcapWriter(const std::string& path, int linktype, int snaplen)
+    : path_(path), tmp_path_(path + ".tmp") {
+  dead_ = pcap_open_dead_with_tstamp_precision(linktype, snaplen, PCAP_TSTAMP_PRECISION_NANO);
+  if (!dead_) throw std::runtime_error("pcap_open_dead failed");
+  file_ = std::fopen(tmp_path_.c_str(), "wb");
+  if (!file_) {
+    pcap_close(dead_);
+    throw std::runtime_error(tmp_path_ + ": " + std::strerror(errno));
+  }
+  std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
+  dumper_ = pcap_dump_fopen(dead_, file_);
+  if (!dumper_) {
+    std::fclose(file_);
+    pcap_close(dead_);
+    throw std::runtime_error(tmp_path_ + ": " + pcap_geterr(dead_));
+  }
+}
+
+PcapWriter::~PcapWriter() {
+  if (committed_) return;
+  if (dumper_) pcap_dump_close(dumper_);  // closes file_
+  if (dead_) pcap_close(dead_);
+  std::remove(tmp_path_.c_str());
+}
+
+void PcapWriter::write(uint64_t timestamp_ns, const uint8_t* frame, size_t len) {
+  pcap_pkthdr hdr{};
+  hdr.ts.tv_sec = time_t(timestamp_ns / 1000000000ull);
+  hdr.ts.tv_usec = suseconds_t(timestamp_ns % 1000000000ull);
+  hdr.caplen = bpf_u_int32(len);
+  hdr.len = bpf_u_int32(len);
+  pcap_dump(reinterpret_cast<u_char*>(dumper_), &hdr, frame);
+  ++records_;
+  bytes_ += len;
+}
+
+void PcapWriter::commit() {
+  const bool flushed = pcap_dump_flush(dumper_) == 0 && !std::ferror(file_);
+  pcap_dump_close(dumper_);
+  dumper_ = nullptr;
+  pcap_close(dead_);
+  dead_ = nullptr;
+  if (!flushed) {
+    std::remove(tmp_path_.c_str());
+    throw std::runtime_error(path_ + ": write failed");
+  }
+  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+    const int e = errno;
+    std::remove(tmp_path_.c_str());
+    throw std::runtime_error(path_ + ": rename: " + std::strerror(e));
+  }
+  committed_ = true;
+}
+
+}  // namespace itchbench::net

@@ -1,0 +1,69 @@
+// pcap capture files through libpcap, nanosecond timestamps throughout.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+struct pcap;
+struct pcap_dumper;
+
+namespace itchbench::net {
+
+struct PcapRecord {
+  uint64_t timestamp_ns = 0;  // since the Unix epoch
+  const uint8_t* data = nullptr;
+  size_t caplen = 0;          // bytes present in the file
+  size_t wirelen = 0;         // bytes on the wire
+};
+
+// Reads pcap and pcapng files. Constructor throws std::runtime_error with
+// libpcap's explanation (bad magic, unreadable file, ...).
+class PcapReader {
+ public:
+  explicit PcapReader(const std::string& path);
+  ~PcapReader();
+  PcapReader(const PcapReader&) = delete;
+  PcapReader& operator=(const PcapReader&) = delete;
+
+  enum class Next { kRecord, kEnd, kError };
+  // kError leaves the explanation in error(); records before it were valid.
+  Next next(PcapRecord& rec);
+  int linktype() const { return linktype_; }
+  const std::string& error() const { return error_; }
+  uint64_t records_read() const { return records_; }
+
+ private:
+  pcap* handle_ = nullptr;
+  int linktype_ = 0;
+  uint64_t records_ = 0;
+  std::string error_;
+};
+
+// Writes a nanosecond pcap to PATH.tmp and renames it to PATH on commit(),
+// so a crashed or failed writer never leaves a partial file under the final
+// name. Destroyed without commit(), it removes the temporary file.
+class PcapWriter {
+ public:
+  PcapWriter(const std::string& path, int linktype, int snaplen = 65535);
+  ~PcapWriter();
+  PcapWriter(const PcapWriter&) = delete;
+  PcapWriter& operator=(const PcapWriter&) = delete;
+
+  void write(uint64_t timestamp_ns, const uint8_t* frame, size_t len);
+  void commit();  // flush, close, rename; throws on I/O error
+  uint64_t records_written() const { return records_; }
+  uint64_t bytes_written() const { return bytes_; }
+
+ private:
+  std::string path_;
+  std::string tmp_path_;
+  pcap* dead_ = nullptr;
+  pcap_dumper* dumper_ = nullptr;
+  std::FILE* file_ = nullptr;
+  uint64_t records_ = 0;
+  uint64_t bytes_ = 0;
+  bool committed_ = false;
+};
+
+}  // namespace itchbench::net

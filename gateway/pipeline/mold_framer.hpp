@@ -1,0 +1,68 @@
+// Framer stage: a UDP payload in, MoldUDP64-sequenced messages out.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "pipeline/sequence_tracker.hpp"
+#include "protocol/moldudp64.hpp"
+
+namespace itchbench {
+
+struct FramerCounters {
+  uint64_t packets = 0;
+  uint64_t heartbeats = 0;
+  uint64_t end_of_session = 0;
+  uint64_t rejected_too_short = 0;
+  uint64_t rejected_length_overrun = 0;
+  uint64_t rejected_count_mismatch = 0;
+  uint64_t messages = 0;  // handed on, in sequence
+  uint64_t rejected() const {
+    return rejected_too_short + rejected_length_overrun + rejected_count_mismatch;
+  }
+};
+
+class MoldFramer {
+ public:
+  // Calls on_message(seq, bytes, len) for each in-sequence message of the
+  // packet; returns the parse verdict (rejected packets deliver nothing).
+  template <class OnMessage>
+  mold::ParseStatus on_datagram(const uint8_t* data, size_t len, OnMessage&& on_message) {
+    ++counters_.packets;
+    mold::Packet pkt;
+    const mold::ParseStatus st = mold::parse(data, len, pkt);
+    if (st != mold::ParseStatus::kOk) {
+      count_rejection(st);
+      return st;
+    }
+    switch (pkt.kind()) {
+      case mold::PacketKind::kHeartbeat:
+        ++counters_.heartbeats;
+        sequence_.on_packet(pkt.sequence(), 0);
+        return st;
+      case mold::PacketKind::kEndOfSession:
+        ++counters_.end_of_session;
+        sequence_.on_packet(pkt.sequence(), 0);
+        return st;
+      case mold::PacketKind::kMessages:
+        break;
+    }
+    const uint64_t skip = sequence_.on_packet(pkt.sequence(), pkt.count());
+    uint64_t index = 0;
+    pkt.for_each_message([&](uint64_t seq, const uint8_t* msg, size_t msg_len) {
+      if (index++ < skip) return;
+      ++counters_.messages;
+      on_message(seq, msg, msg_len);
+    });
+    return st;
+  }
+
+  const FramerCounters& counters() const { return counters_; }
+  const SequenceTracker& sequence() const { return sequence_; }
+
+ private:
+  void count_rejection(mold::ParseStatus st);
+  FramerCounters counters_;
+  SequenceTracker sequence_;
+};
+
+}  // namespace itchbench

@@ -1,0 +1,59 @@
+#include "protocol/itch_file.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace itchbench::itch {
+
+ItchFile::ItchFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw std::runtime_error(path + ": " + std::strerror(e));
+  }
+  size_ = size_t(st.st_size);
+  if (size_ > 0) {
+    void* m = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) {
+      const int e = errno;
+      ::close(fd);
+      throw std::runtime_error(path + ": mmap: " + std::strerror(e));
+    }
+    ::madvise(m, size_, MADV_SEQUENTIAL);
+    data_ = static_cast<const uint8_t*>(m);
+  }
+  ::close(fd);
+}
+
+ItchFile::~ItchFile() {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+std::string hex_byte(uint8_t b) {
+  static const char* digits = "0123456789abcdef";
+  return std::string{digits[b >> 4], digits[b & 15]};
+}
+
+bool looks_like_itch_file(const uint8_t* data, size_t size) {
+  size_t off = 0;
+  int seen = 0;
+  while (seen < 4 && off + 3 <= size) {
+    const size_t len = load_be16(data + off);
+    if (len == 0 || off + 2 + len > size) return false;
+    if (message_length(char(data[off + 2])) != len) return false;
+    off += 2 + len;
+    ++seen;
+  }
+  return seen > 0 && (seen == 4 || off == size);
+}
+
+}  // namespace itchbench::itch

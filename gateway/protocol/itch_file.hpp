@@ -1,0 +1,82 @@
+// NASDAQ's binary ITCH 5.0 file: each message behind a 2-byte big-endian
+// length. The file is memory-mapped and walked without copying.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "protocol/itch.hpp"
+
+namespace itchbench::itch {
+
+struct FileError {
+  uint64_t offset = 0;   // byte offset of the length prefix that failed
+  uint64_t message = 0;  // 1-based position of the message that failed
+  std::string reason;
+};
+
+// Memory-mapped read-only view of a binary ITCH file.
+class ItchFile {
+ public:
+  // Throws std::runtime_error (with the path and errno text) if it cannot open.
+  explicit ItchFile(const std::string& path);
+  ~ItchFile();
+  ItchFile(const ItchFile&) = delete;
+  ItchFile& operator=(const ItchFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+std::string hex_byte(uint8_t b);
+
+// Walks length-prefixed messages in [data, data+size). Calls
+// f(position (1-based), bytes, length) for each message whose prefix matches
+// its type. Stops at the first framing error and describes it: after a bad
+// prefix the rest of the stream cannot be trusted to be aligned.
+// Returns true when the whole buffer was consumed cleanly.
+template <class F>
+bool walk_length_prefixed(const uint8_t* data, size_t size, F&& f, FileError* error) {
+  size_t off = 0;
+  uint64_t position = 0;
+  while (off < size) {
+    ++position;
+    if (size - off < 2) {
+      if (error) *error = {off, position, "truncated length prefix at end of file"};
+      return false;
+    }
+    const size_t len = load_be16(data + off);
+    if (size - off - 2 < len) {
+      if (error)
+        *error = {off, position,
+                  "message of length " + std::to_string(len) + " runs past the end of the file"};
+      return false;
+    }
+    const uint8_t* msg = data + off + 2;
+    const DecodeStatus st = validate(msg, len);
+    if (st != DecodeStatus::kOk) {
+      std::string why = to_string(st);
+      if (st == DecodeStatus::kUnknownType)
+        why += " (byte 0x" + hex_byte(msg[0]) + ")";
+      else if (st == DecodeStatus::kWrongLength)
+        why += ": type '" + std::string(1, char(msg[0])) + "' is " +
+               std::to_string(message_length(char(msg[0]))) + " bytes, prefix says " +
+               std::to_string(len);
+      if (error) *error = {off, position, why};
+      return false;
+    }
+    f(position, msg, len);
+    off += 2 + len;
+  }
+  return true;
+}
+
+// Heuristic used to tell a binary ITCH file from a pcap by content: the first
+// few messages are length-prefixed ITCH messages of matching lengths.
+bool looks_like_itch_file(const uint8_t* data, size_t size);
+
+}  // namespace itchbench::itch

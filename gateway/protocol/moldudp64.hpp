@@ -1,0 +1,91 @@
+// MoldUDP64 downstream packets: session (10) + sequence of the first message
+// (8) + message count (2), then per message a 2-byte length and its bytes.
+// Count 0 is a heartbeat, 0xFFFF the end of the session.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "protocol/endian.hpp"
+
+namespace itchbench::mold {
+
+constexpr size_t kHeaderLength = 20;
+constexpr size_t kSessionLength = 10;
+constexpr uint16_t kHeartbeatCount = 0;
+constexpr uint16_t kEndOfSessionCount = 0xFFFF;
+
+using Session = std::array<char, kSessionLength>;
+Session make_session(std::string_view name);  // space-padded
+
+enum class PacketKind : uint8_t { kMessages, kHeartbeat, kEndOfSession };
+
+enum class ParseStatus : uint8_t {
+  kOk,
+  kTooShort,        // fewer than 20 bytes: no complete header
+  kLengthOverrun,   // a message length runs past the end of the packet
+  kCountMismatch,   // fewer messages than the count, or bytes left after them
+};
+const char* to_string(ParseStatus s);
+
+// A packet whose framing has been checked in full. Iterating it cannot run
+// past the buffer, so the hot path trusts it.
+class Packet {
+ public:
+  Packet() = default;
+
+  const Session& session() const { return session_; }
+  uint64_t sequence() const { return sequence_; }  // of the first message
+  uint16_t count() const { return kind_ == PacketKind::kMessages ? count_ : 0; }
+  PacketKind kind() const { return kind_; }
+
+  // Calls f(sequence, bytes, length) for every message, in order.
+  template <class F>
+  void for_each_message(F&& f) const {
+    const uint8_t* p = body_;
+    for (uint16_t i = 0; i < count(); ++i) {
+      const uint16_t len = load_be16(p);
+      f(sequence_ + i, p + 2, size_t(len));
+      p += 2 + len;
+    }
+  }
+
+ private:
+  friend ParseStatus parse(const uint8_t*, size_t, Packet&);
+  Session session_{};
+  uint64_t sequence_ = 0;
+  uint16_t count_ = 0;
+  PacketKind kind_ = PacketKind::kHeartbeat;
+  const uint8_t* body_ = nullptr;
+};
+
+// Checks the whole packet before anything is delivered, so a damaged packet
+// is rejected as a unit instead of half applied.
+ParseStatus parse(const uint8_t* data, size_t len, Packet& out);
+
+// Builds packets into a caller-owned buffer; no allocation.
+class PacketBuilder {
+ public:
+  PacketBuilder(uint8_t* buffer, size_t capacity) : buf_(buffer), cap_(capacity) {}
+
+  void start(const Session& session, uint64_t first_sequence);
+  // False (and nothing written) when the message would not fit.
+  bool add(const uint8_t* msg, uint16_t len);
+  size_t finish_messages();  // returns the packet length
+  size_t finish_heartbeat();
+  size_t finish_end_of_session();
+
+  uint16_t count() const { return count_; }
+  size_t size() const { return used_; }
+  const uint8_t* data() const { return buf_; }
+
+ private:
+  size_t finish(uint16_t count_field);
+  uint8_t* buf_;
+  size_t cap_;
+  size_t used_ = 0;
+  uint16_t count_ = 0;
+};
+
+}  // namespace itchbench::mold

@@ -1,0 +1,64 @@
+#include "source/capture_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace itchbench {
+
+const char* to_string(CaptureKind k) {
+  return k == CaptureKind::kPcap ? "pcap" : "itch";
+}
+
+namespace {
+bool is_pcap_magic(const uint8_t* m) {
+  static const uint8_t magics[][4] = {
+      {0xd4, 0xc3, 0xb2, 0xa1}, {0xa1, 0xb2, 0xc3, 0xd4},  // microsecond, both byte orders
+      {0x4d, 0x3c, 0xb2, 0xa1}, {0xa1, 0xb2, 0x3c, 0x4d},  // nanosecond
+      {0x0a, 0x0d, 0x0d, 0x0a},                            // pcapng section header
+  };
+  for (const auto& magic : magics)
+    if (std::memcmp(m, magic, 4) == 0) return true;
+  return false;
+}
+}  // namespace
+
+CaptureKind detect_capture_kind(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw CaptureError(path + ": " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw CaptureError(path + ": is a directory, not a capture");
+  if (st.st_size == 0) throw CaptureError(path + ": empty capture (0 bytes)");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw CaptureError(path + ": " + std::strerror(errno));
+  uint8_t head[512];
+  const ssize_t n = ::read(fd, head, sizeof head);
+  ::close(fd);
+  if (n < 0) throw CaptureError(path + ": " + std::strerror(errno));
+  if (n >= 4 && is_pcap_magic(head)) return CaptureKind::kPcap;
+  if (itch::looks_like_itch_file(head, size_t(n))) return CaptureKind::kItchFile;
+  throw CaptureError(path +
+                     ": not a capture: neither a pcap/pcapng file nor a binary ITCH 5.0 file "
+                     "(length-prefixed messages)");
+}
+
+CaptureReader::CaptureReader(const std::string& path, std::optional<uint16_t> port)
+    : path_(path), kind_(detect_capture_kind(path)), port_(port) {
+  if (kind_ == CaptureKind::kPcap) {
+    try {
+      net::PcapReader probe(path_);
+      if (!net::is_supported_linktype(probe.linktype()))
+        throw CaptureError(path_ + ": unsupported link type " + std::to_string(probe.linktype()) +
+                           " (supported: Ethernet, raw IPv4, Linux cooked v1/v2)");
+    } catch (const CaptureError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw CaptureError(e.what());
+    }
+  }
+}
+
+}  // namespace itchbench

@@ -1,0 +1,65 @@
+// Deterministic ITCH 5.0 session generator: a seed and a configuration give
+// the same message stream, byte for byte, on every machine.
+//
+// Book dynamics are valid: executions, cancels, deletes and replaces name
+// live orders only (unless unknown_ref_ppm asks for references to orders
+// that never existed, as in a capture joined mid-session), shares never go
+// below zero, replaced orders keep their side.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "protocol/itch.hpp"
+#include "replay/lib/rng.hpp"
+
+namespace itchbench::replay {
+
+// Relative weights per message type for the body of the session (after the
+// preamble). Integer weights keep the draw exact and portable.
+using MessageMix = std::array<uint32_t, itch::kTypeCount>;
+MessageMix parse_mix(const std::string& spec);  // "A=44,D=43,U=7"; throws on bad input
+std::string format_mix(const MessageMix& mix);
+
+struct Timing {
+  // Two-state arrival process: quiet and burst, each with uniformly drawn
+  // gaps of the given mean; switching with the given per-message chances.
+  uint64_t quiet_mean_gap_ns = 2409639;  // ~415 msg/s
+  uint64_t burst_mean_gap_ns = 0;        // 0: no bursts
+  uint32_t enter_burst_ppm = 0;
+  uint32_t leave_burst_ppm = 0;
+};
+
+struct GeneratorConfig {
+  std::string profile;
+  uint64_t seed = 1;
+  uint64_t messages = 7000;  // total, preamble and end-of-day events included
+  std::vector<std::string> symbols;
+  MessageMix mix{};
+  bool price_changing_replaces = false;  // U always moves the price
+  uint32_t unknown_ref_ppm = 0;          // E/C/X/D/U naming orders that never existed
+  uint64_t start_ns = 34200000000000ull; // 09:30:00 in ns since midnight
+  Timing timing;
+  bool end_of_day_events = false;        // S M/E/C at the end
+};
+
+GeneratorConfig seed_workload_profile();
+GeneratorConfig nasdaq_day_profile(size_t symbol_count = 500);
+// Names "profile" resolves to; throws std::invalid_argument for others.
+GeneratorConfig profile_by_name(const std::string& name);
+std::vector<std::string> synthetic_symbols(size_t count);  // deterministic names
+
+struct GeneratorStats {
+  uint64_t messages = 0;
+  uint64_t per_type[itch::kTypeCount] = {};
+  uint64_t max_live_orders = 0;
+  uint64_t last_timestamp_ns = 0;
+};
+
+// Calls sink(bytes, length, itch_timestamp_ns) for every message, in order.
+using MessageSink = std::function<void(const uint8_t*, uint16_t, uint64_t)>;
+GeneratorStats generate_session(const GeneratorConfig& config, const MessageSink& sink);
+
+}  // namespace itchbench::replay
