@@ -47,12 +47,15 @@ class MoldFramer {
         break;
     }
     const uint64_t skip = sequence_.on_packet(pkt.sequence(), pkt.count());
-    uint64_t index = 0;
-    pkt.for_each_message([&](uint64_t seq, const uint8_t* msg, size_t msg_len) {
-      if (index++ < skip) return;
-      ++counters_.messages;
-      on_message(seq, msg, msg_len);
-    });
+    counters_.messages += pkt.count() - skip;
+    if (skip == 0) {
+      pkt.for_each_message(on_message);
+    } else {
+      uint64_t index = 0;
+      pkt.for_each_message([&](uint64_t seq, const uint8_t* msg, size_t msg_len) {
+        if (index++ >= skip) on_message(seq, msg, msg_len);
+      });
+    }
     return st;
   }
 

@@ -2,7 +2,7 @@
 
 namespace itchbench {
 
-uint64_t SequenceTracker::on_packet(uint64_t first, uint64_t count) {
+uint64_t SequenceTracker::on_packet_out_of_line(uint64_t first, uint64_t count) {
   if (!started_) {
     // A capture may join mid-session: the first sequence seen is the start.
     started_ = true;

@@ -24,7 +24,13 @@ class SequenceTracker {
   // them, from the front, to skip (those behind the expected sequence).
   // The remaining messages are to be applied. Heartbeats pass count 0: their
   // sequence is the next expected one, which reveals a gap at the tail.
-  uint64_t on_packet(uint64_t first, uint64_t count);
+  uint64_t on_packet(uint64_t first, uint64_t count) {
+    if (first == expected_ && started_) {  // the in-sequence case, inline
+      expected_ += count;
+      return 0;
+    }
+    return on_packet_out_of_line(first, count);
+  }
 
   bool started() const { return started_; }
   uint64_t expected() const { return expected_; }
@@ -37,6 +43,7 @@ class SequenceTracker {
   // Recent gaps only: a late message older than the last kGapMemory gaps is
   // counted as a duplicate. Fixed size keeps this allocation-free.
   static constexpr size_t kGapMemory = 64;
+  uint64_t on_packet_out_of_line(uint64_t first, uint64_t count);
   void remember_gap(uint64_t lo, uint64_t hi);
   bool fill_gap(uint64_t seq);
 

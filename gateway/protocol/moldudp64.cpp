@@ -20,28 +20,6 @@ const char* to_string(ParseStatus s) {
   return "?";
 }
 
-ParseStatus parse(const uint8_t* data, size_t len, Packet& out) {
-  if (len < kHeaderLength) return ParseStatus::kTooShort;
-  std::memcpy(out.session_.data(), data, kSessionLength);
-  out.sequence_ = load_be64(data + 10);
-  out.count_ = load_be16(data + 18);
-  out.body_ = data + kHeaderLength;
-  const uint8_t* p = out.body_;
-  const uint8_t* end = data + len;
-  if (out.count_ == kHeartbeatCount || out.count_ == kEndOfSessionCount) {
-    out.kind_ = out.count_ == kHeartbeatCount ? PacketKind::kHeartbeat : PacketKind::kEndOfSession;
-    return p == end ? ParseStatus::kOk : ParseStatus::kCountMismatch;
-  }
-  out.kind_ = PacketKind::kMessages;
-  for (uint16_t i = 0; i < out.count_; ++i) {
-    if (end - p < 2) return ParseStatus::kCountMismatch;
-    const size_t msg_len = load_be16(p);
-    if (size_t(end - p) - 2 < msg_len) return ParseStatus::kLengthOverrun;
-    p += 2 + msg_len;
-  }
-  return p == end ? ParseStatus::kOk : ParseStatus::kCountMismatch;
-}
-
 void PacketBuilder::start(const Session& session, uint64_t first_sequence) {
   std::memcpy(buf_, session.data(), kSessionLength);
   store_be64(buf_ + 10, first_sequence);

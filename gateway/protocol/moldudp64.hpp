@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "protocol/endian.hpp"
@@ -29,6 +30,9 @@ enum class ParseStatus : uint8_t {
 };
 const char* to_string(ParseStatus s);
 
+class Packet;
+inline ParseStatus parse(const uint8_t* data, size_t len, Packet& out);
+
 // A packet whose framing has been checked in full. Iterating it cannot run
 // past the buffer, so the hot path trusts it.
 class Packet {
@@ -52,7 +56,7 @@ class Packet {
   }
 
  private:
-  friend ParseStatus parse(const uint8_t*, size_t, Packet&);
+  friend ParseStatus parse(const uint8_t* data, size_t len, Packet& out);
   Session session_{};
   uint64_t sequence_ = 0;
   uint16_t count_ = 0;
@@ -61,8 +65,29 @@ class Packet {
 };
 
 // Checks the whole packet before anything is delivered, so a damaged packet
-// is rejected as a unit instead of half applied.
-ParseStatus parse(const uint8_t* data, size_t len, Packet& out);
+// is rejected as a unit instead of half applied. Inline: it runs once per
+// datagram on the hot path.
+inline ParseStatus parse(const uint8_t* data, size_t len, Packet& out) {
+  if (len < kHeaderLength) return ParseStatus::kTooShort;
+  std::memcpy(out.session_.data(), data, kSessionLength);
+  out.sequence_ = load_be64(data + 10);
+  out.count_ = load_be16(data + 18);
+  out.body_ = data + kHeaderLength;
+  const uint8_t* p = out.body_;
+  const uint8_t* end = data + len;
+  if (out.count_ == kHeartbeatCount || out.count_ == kEndOfSessionCount) {
+    out.kind_ = out.count_ == kHeartbeatCount ? PacketKind::kHeartbeat : PacketKind::kEndOfSession;
+    return p == end ? ParseStatus::kOk : ParseStatus::kCountMismatch;
+  }
+  out.kind_ = PacketKind::kMessages;
+  for (uint16_t i = 0; i < out.count_; ++i) {
+    if (end - p < 2) return ParseStatus::kCountMismatch;
+    const size_t msg_len = load_be16(p);
+    if (size_t(end - p) - 2 < msg_len) return ParseStatus::kLengthOverrun;
+    p += 2 + msg_len;
+  }
+  return p == end ? ParseStatus::kOk : ParseStatus::kCountMismatch;
+}
 
 // Builds packets into a caller-owned buffer; no allocation.
 class PacketBuilder {

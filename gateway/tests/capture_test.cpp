@@ -1,0 +1,208 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "net/pcap_io.hpp"
+#include "net/udp_frame.hpp"
+#include "protocol/endian.hpp"
+#include "source/capture_file.hpp"
+#include "test_files.hpp"
+
+using namespace itchbench;
+using namespace itchbench::net;
+using itchbench::testing::ScratchDir;
+
+namespace {
+
+std::vector<uint8_t> udp_frame(const std::vector<uint8_t>& payload, uint16_t port = 26477) {
+  Endpoints ep;
+  ep.dst_port = port;
+  std::vector<uint8_t> f(2048);
+  f.resize(build_udp_frame(f.data(), f.size(), ep, 1, payload.data(), payload.size()));
+  return f;
+}
+
+std::vector<std::vector<uint8_t>> read_payloads(const std::string& path) {
+  CaptureReader r(path);
+  std::vector<std::vector<uint8_t>> out;
+  EXPECT_TRUE(r.run([&](uint64_t, const uint8_t* p, size_t n) { out.emplace_back(p, p + n); },
+                    [](uint64_t, const uint8_t*, size_t) {}))
+      << r.error();
+  return out;
+}
+
+}  // namespace
+
+TEST(UdpFrame, ChecksumsVerify) {
+  const std::vector<uint8_t> payload = {1, 2, 3, 4, 5};  // odd length exercises padding
+  const auto f = udp_frame(payload);
+  ASSERT_EQ(f.size(), kUdpFrameOverhead + 5);
+  // A correct header checksums to zero when summed with its checksum field.
+  EXPECT_EQ(ipv4_header_checksum(f.data() + 14, 20), 0);
+  const uint16_t stored = load_be16(f.data() + 14 + 20 + 6);
+  std::vector<uint8_t> udp(f.begin() + 34, f.end());
+  udp[6] = udp[7] = 0;
+  EXPECT_EQ(udp_checksum(0x7F000002, 0x7F000001, udp.data(), udp.size()), stored);
+  EXPECT_NE(stored, 0);
+}
+
+TEST(UdpFrame, KnownChecksum) {
+  // IPv4 header example from RFC 1071 practice: 4500 0073 0000 4000 4011 b861 c0a8 0001 c0a8 00c7
+  const uint8_t hdr[20] = {0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11,
+                           0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7};
+  EXPECT_EQ(ipv4_header_checksum(hdr, 20), 0xb861);
+}
+
+TEST(UdpFrame, ExtractsFromEveryLinkType) {
+  const std::vector<uint8_t> payload = {9, 8, 7};
+  const auto eth = udp_frame(payload);
+  const std::vector<uint8_t> ip(eth.begin() + 14, eth.end());
+  UdpDatagram d;
+
+  ASSERT_EQ(extract_udp(kLinkEthernet, eth.data(), eth.size(), d), FrameStatus::kOk);
+  EXPECT_EQ(std::vector<uint8_t>(d.payload, d.payload + d.length), payload);
+  EXPECT_EQ(d.dst_port, 26477);
+  EXPECT_EQ(d.dst_ip, 0x7F000001u);
+
+  std::vector<uint8_t> vlan(eth.begin(), eth.begin() + 12);  // two stacked tags
+  for (uint8_t b : {0x88, 0xA8, 0x00, 0x64, 0x81, 0x00, 0x00, 0x0A}) vlan.push_back(b);
+  vlan.insert(vlan.end(), eth.begin() + 12, eth.end());
+  ASSERT_EQ(extract_udp(kLinkEthernet, vlan.data(), vlan.size(), d), FrameStatus::kOk);
+  EXPECT_EQ(d.length, 3u);
+
+  ASSERT_EQ(extract_udp(kLinkRaw, ip.data(), ip.size(), d), FrameStatus::kOk);
+  ASSERT_EQ(extract_udp(kLinkIpv4, ip.data(), ip.size(), d), FrameStatus::kOk);
+
+  std::vector<uint8_t> sll(16, 0);
+  sll[14] = 0x08;
+  sll.insert(sll.end(), ip.begin(), ip.end());
+  ASSERT_EQ(extract_udp(kLinkLinuxSll, sll.data(), sll.size(), d), FrameStatus::kOk);
+
+  std::vector<uint8_t> sll2(20, 0);
+  sll2[0] = 0x08;
+  sll2.insert(sll2.end(), ip.begin(), ip.end());
+  ASSERT_EQ(extract_udp(kLinkLinuxSll2, sll2.data(), sll2.size(), d), FrameStatus::kOk);
+  EXPECT_EQ(std::vector<uint8_t>(d.payload, d.payload + d.length), payload);
+}
+
+TEST(UdpFrame, RejectsDamagedFrames) {
+  const auto eth = udp_frame({1, 2, 3, 4});
+  UdpDatagram d;
+  for (size_t n = 0; n < eth.size(); ++n)
+    EXPECT_EQ(extract_udp(kLinkEthernet, eth.data(), n, d), FrameStatus::kTruncated) << n;
+  auto tcp = eth;
+  tcp[14 + 9] = 6;
+  EXPECT_EQ(extract_udp(kLinkEthernet, tcp.data(), tcp.size(), d), FrameStatus::kNotUdp);
+  auto arp = eth;
+  arp[12] = 0x08;
+  arp[13] = 0x06;
+  EXPECT_EQ(extract_udp(kLinkEthernet, arp.data(), arp.size(), d), FrameStatus::kNotIpv4);
+  auto frag = eth;
+  frag[14 + 6] = 0x20;  // more fragments
+  EXPECT_EQ(extract_udp(kLinkEthernet, frag.data(), frag.size(), d), FrameStatus::kFragment);
+  auto ihl = eth;
+  ihl[14] = 0x44;  // IHL 16 bytes
+  EXPECT_EQ(extract_udp(kLinkEthernet, ihl.data(), ihl.size(), d), FrameStatus::kBadIpHeader);
+  auto ulen = eth;
+  ulen[14 + 20 + 5] = 0xFF;  // UDP length beyond the IP datagram
+  EXPECT_EQ(extract_udp(kLinkEthernet, ulen.data(), ulen.size(), d), FrameStatus::kBadUdpLength);
+}
+
+TEST(Pcap, WriteThenReadKeepsNanosecondsAndBytes) {
+  ScratchDir dir;
+  const std::string path = dir.file("a.pcap");
+  {
+    PcapWriter w(path, kLinkEthernet);
+    w.write(1704153600123456789ull, udp_frame({1}).data(), udp_frame({1}).size());
+    w.write(1704153600123456790ull, udp_frame({2, 2}).data(), udp_frame({2, 2}).size());
+    w.commit();
+  }
+  PcapReader r(path);
+  EXPECT_EQ(r.linktype(), kLinkEthernet);
+  PcapRecord rec;
+  ASSERT_EQ(r.next(rec), PcapReader::Next::kRecord);
+  EXPECT_EQ(rec.timestamp_ns, 1704153600123456789ull);
+  ASSERT_EQ(r.next(rec), PcapReader::Next::kRecord);
+  EXPECT_EQ(rec.timestamp_ns, 1704153600123456790ull);
+  EXPECT_EQ(rec.caplen, kUdpFrameOverhead + 2);
+  EXPECT_EQ(r.next(rec), PcapReader::Next::kEnd);
+  EXPECT_EQ(read_payloads(path), (std::vector<std::vector<uint8_t>>{{1}, {2, 2}}));
+}
+
+TEST(Pcap, UncommittedWriterLeavesNothing) {
+  ScratchDir dir;
+  const std::string path = dir.file("b.pcap");
+  {
+    PcapWriter w(path, kLinkEthernet);
+    w.write(1, udp_frame({1}).data(), udp_frame({1}).size());
+  }  // destroyed without commit, as when a writer fails half way
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+TEST(Pcap, TruncatedRecordIsAnExplainedErrorAfterTheGoodOnes) {
+  ScratchDir dir;
+  const std::string path = dir.file("t.pcap");
+  {
+    PcapWriter w(path, kLinkEthernet);
+    for (int i = 0; i < 3; ++i) w.write(uint64_t(i), udp_frame({uint8_t(i)}).data(), udp_frame({1}).size());
+    w.commit();
+  }
+  auto bytes = itchbench::testing::read_bytes(path);
+  bytes.resize(bytes.size() - 10);  // cut into the last record
+  itchbench::testing::write_bytes(path, bytes);
+  CaptureReader r(path);
+  int delivered = 0;
+  EXPECT_FALSE(r.run([&](uint64_t, const uint8_t*, size_t) { ++delivered; }, [](uint64_t, const uint8_t*, size_t) {}));
+  EXPECT_EQ(delivered, 2);
+  EXPECT_NE(r.error().find("record 3"), std::string::npos) << r.error();
+  EXPECT_NE(r.error().find("truncated"), std::string::npos) << r.error();
+}
+
+TEST(Capture, ClearErrorsForBadInputs) {
+  ScratchDir dir;
+  auto expect_error = [](const std::string& path, const std::string& fragment) {
+    try {
+      CaptureReader r(path);
+      ADD_FAILURE() << "no error for " << path;
+    } catch (const CaptureError& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect_error(dir.file("missing.pcap"), "No such file");
+  itchbench::testing::write_bytes(dir.file("empty"), {});
+  expect_error(dir.file("empty"), "empty capture");
+  itchbench::testing::write_bytes(dir.file("text"), {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd'});
+  expect_error(dir.file("text"), "not a capture");
+  // pcap magic followed by garbage: libpcap's own explanation comes through
+  itchbench::testing::write_bytes(dir.file("badhdr.pcap"), {0xd4, 0xc3, 0xb2, 0xa1, 1, 2});
+  expect_error(dir.file("badhdr.pcap"), "not a readable capture");
+  expect_error(dir.file(""), "is a directory");
+}
+
+TEST(Capture, NonUdpAndOtherPortsAreCountedNotDelivered) {
+  ScratchDir dir;
+  const std::string path = dir.file("mixed.pcap");
+  {
+    PcapWriter w(path, kLinkEthernet);
+    auto f = udp_frame({1});
+    w.write(1, f.data(), f.size());
+    auto tcp = f;
+    tcp[14 + 9] = 6;
+    w.write(2, tcp.data(), tcp.size());
+    auto other = udp_frame({2}, 9999);
+    w.write(3, other.data(), other.size());
+    auto bad = f;
+    bad[14 + 20 + 5] = 0xFF;
+    w.write(4, bad.data(), bad.size());
+    w.commit();
+  }
+  CaptureReader r(path, uint16_t(26477));
+  int delivered = 0;
+  EXPECT_TRUE(r.run([&](uint64_t, const uint8_t*, size_t) { ++delivered; }, [](uint64_t, const uint8_t*, size_t) {}));
+  EXPECT_EQ(delivered, 1);
+  EXPECT_EQ(r.stats().records, 4u);
+  EXPECT_EQ(r.stats().not_udp, 1u);
+  EXPECT_EQ(r.stats().other_port, 1u);
+  EXPECT_EQ(r.stats().bad_frames, 1u);
+}

@@ -1,0 +1,79 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "protocol/itch_file.hpp"
+
+using namespace itchbench;
+using namespace itchbench::itch;
+
+namespace {
+void append(std::vector<uint8_t>& out, const uint8_t* m, uint16_t len) {
+  out.push_back(uint8_t(len >> 8));
+  out.push_back(uint8_t(len));
+  out.insert(out.end(), m, m + len);
+}
+std::vector<uint8_t> two_messages() {
+  std::vector<uint8_t> f;
+  uint8_t buf[kMaxMessageLength];
+  SystemEvent s;
+  s.event_code = 'O';
+  s.encode(buf);
+  append(f, buf, 12);
+  OrderDelete d;
+  d.order_ref = 7;
+  d.encode(buf);
+  append(f, buf, 19);
+  return f;
+}
+}  // namespace
+
+TEST(ItchFile, WalksMessagesWithPositions) {
+  const auto f = two_messages();
+  std::vector<std::pair<uint64_t, char>> seen;
+  FileError err;
+  EXPECT_TRUE(walk_length_prefixed(f.data(), f.size(), [&](uint64_t pos, const uint8_t* m, size_t) {
+    seen.push_back({pos, char(m[0])});
+  }, &err));
+  EXPECT_EQ(seen, (std::vector<std::pair<uint64_t, char>>{{1, 'S'}, {2, 'D'}}));
+  EXPECT_TRUE(looks_like_itch_file(f.data(), f.size()));
+}
+
+TEST(ItchFile, PrefixDisagreeingWithTypeIsAnErrorWithOffset) {
+  auto f = two_messages();
+  f[14 + 1] = 20;  // second prefix (offset 14) says 20, 'D' is 19
+  f.push_back(0);  // keep the byte count consistent with the lie
+  FileError err;
+  int delivered = 0;
+  EXPECT_FALSE(walk_length_prefixed(f.data(), f.size(), [&](uint64_t, const uint8_t*, size_t) { ++delivered; }, &err));
+  EXPECT_EQ(delivered, 1);
+  EXPECT_EQ(err.offset, 14u);
+  EXPECT_EQ(err.message, 2u);
+  EXPECT_NE(err.reason.find("'D' is 19 bytes, prefix says 20"), std::string::npos) << err.reason;
+}
+
+TEST(ItchFile, UnknownTypeTruncationAndOverrun) {
+  FileError err;
+  auto noop = [](uint64_t, const uint8_t*, size_t) {};
+  auto f = two_messages();
+  f[2] = 'z';
+  EXPECT_FALSE(walk_length_prefixed(f.data(), f.size(), noop, &err));
+  EXPECT_NE(err.reason.find("unknown message type (byte 0x7a)"), std::string::npos) << err.reason;
+
+  f = two_messages();
+  f.push_back(0x00);  // half a length prefix
+  EXPECT_FALSE(walk_length_prefixed(f.data(), f.size(), noop, &err));
+  EXPECT_EQ(err.offset, f.size() - 1);
+  EXPECT_NE(err.reason.find("truncated length prefix"), std::string::npos);
+
+  f = two_messages();
+  f.resize(f.size() - 5);  // last message cut short
+  EXPECT_FALSE(walk_length_prefixed(f.data(), f.size(), noop, &err));
+  EXPECT_NE(err.reason.find("runs past the end"), std::string::npos);
+}
+
+TEST(ItchFile, ContentSniffing) {
+  const uint8_t text[] = "hello, this is not ITCH";
+  EXPECT_FALSE(looks_like_itch_file(text, sizeof text));
+  EXPECT_FALSE(looks_like_itch_file(text, 0));
+}

@@ -1,0 +1,164 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "protocol/itch.hpp"
+
+using namespace itchbench;
+using namespace itchbench::itch;
+
+namespace {
+
+// Deterministic byte pattern so that every field carries a distinct value.
+std::vector<uint8_t> patterned(char type, size_t len, uint8_t salt) {
+  std::vector<uint8_t> b(len);
+  b[0] = uint8_t(type);
+  for (size_t i = 1; i < len; ++i) b[i] = uint8_t(i * 37 + salt);
+  return b;
+}
+
+template <class Msg>
+void expect_round_trip() {
+  SCOPED_TRACE(std::string(1, Msg::kType));
+  for (uint8_t salt : {0, 1, 0x80, 0xFF}) {
+    const std::vector<uint8_t> wire = patterned(Msg::kType, Msg::kLength, salt);
+    // bytes -> value -> bytes is the identity when every byte is a field
+    const Msg value = Msg::decode(wire.data());
+    std::vector<uint8_t> again(Msg::kLength);
+    value.encode(again.data());
+    EXPECT_EQ(wire, again);
+    // The view and the value agree on the header.
+    int calls = 0;
+    EXPECT_EQ(decode(wire.data(), wire.size(), [&](auto view) {
+      ++calls;
+      EXPECT_EQ(decltype(view)::kType, Msg::kType);
+      EXPECT_EQ(view.stock_locate(), value.stock_locate);
+      EXPECT_EQ(view.timestamp(), value.timestamp);
+      using V = decltype(view);
+      if constexpr (std::is_same_v<typename V::Value, Msg>) {
+        EXPECT_EQ(view.value(), value);
+      }
+    }), DecodeStatus::kOk);
+    EXPECT_EQ(calls, 1);
+  }
+}
+
+}  // namespace
+
+TEST(Itch, LengthsMatchTheSpec) {
+  const std::pair<char, size_t> spec[] = {
+      {'S', 12}, {'R', 39}, {'H', 25}, {'Y', 20}, {'L', 26}, {'V', 35}, {'W', 12}, {'K', 28},
+      {'J', 35}, {'h', 21}, {'A', 36}, {'F', 40}, {'E', 31}, {'C', 36}, {'X', 23}, {'D', 19},
+      {'U', 35}, {'P', 44}, {'Q', 40}, {'B', 19}, {'I', 50}, {'N', 20}, {'O', 48}};
+  ASSERT_EQ(std::size(spec), kTypeCount);
+  std::set<size_t> indices;
+  for (auto [type, len] : spec) {
+    EXPECT_EQ(message_length(type), len) << type;
+    indices.insert(type_index(type));
+  }
+  EXPECT_EQ(indices.size(), kTypeCount);  // dense and distinct
+  for (int b = 0; b < 256; ++b) {
+    bool listed = false;
+    for (auto [type, len] : spec) listed |= uint8_t(type) == b;
+    EXPECT_EQ(is_known_type(char(b)), listed) << b;
+  }
+}
+
+TEST(Itch, EveryTypeRoundTrips) {
+#define ITCH_MESSAGE(Name, type_char, length, FIELDS) expect_round_trip<Name>();
+#include "protocol/itch_messages.def"
+#undef ITCH_MESSAGE
+}
+
+// Byte vectors assembled by hand from the ITCH 5.0 specification.
+TEST(Itch, AddOrderKnownBytes) {
+  const uint8_t wire[36] = {
+      'A',
+      0x00, 0x0D,                          // stock locate 13
+      0x00, 0x00,                          // tracking 0
+      0x1F, 0x1A, 0xCE, 0xD9, 0xF0, 0x00,  // 34,200,000,000,000 ns = 09:30:00
+      0, 0, 0, 0, 0, 0, 0x30, 0x39,        // order ref 12345
+      'B',
+      0x00, 0x00, 0x01, 0x2C,              // 300 shares
+      'A', 'A', 'P', 'L', ' ', ' ', ' ', ' ',
+      0x00, 0x16, 0xE3, 0x60,              // 1,500,000 = $150.0000
+  };
+  AddOrder expected;
+  expected.stock_locate = 13;
+  expected.timestamp = 34200000000000ull;
+  expected.order_ref = 12345;
+  expected.side = 'B';
+  expected.shares = 300;
+  expected.stock = alpha8::from("AAPL");
+  expected.price = 1500000;
+  EXPECT_EQ(AddOrder::decode(wire), expected);
+  uint8_t out[36];
+  expected.encode(out);
+  EXPECT_EQ(0, std::memcmp(out, wire, 36));
+  EXPECT_EQ(AddOrderView(wire).stock().trimmed(), "AAPL");
+}
+
+TEST(Itch, OrderReplaceKnownBytes) {
+  const uint8_t wire[35] = {
+      'U', 0x00, 0x02, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x03, 0xE8,  // locate 2, tracking 7, ts 1000
+      0, 0, 0, 0, 0, 0, 0, 0x01,                                      // original ref 1
+      0, 0, 0, 0, 0, 0, 0, 0x02,                                      // new ref 2
+      0x00, 0x00, 0x00, 0x64,                                         // 100 shares
+      0x00, 0x01, 0x86, 0xA0,                                         // $10.0000
+  };
+  const OrderReplaceView v(wire);
+  EXPECT_EQ(v.stock_locate(), 2);
+  EXPECT_EQ(v.tracking_number(), 7);
+  EXPECT_EQ(v.timestamp(), 1000u);
+  EXPECT_EQ(v.original_order_ref(), 1u);
+  EXPECT_EQ(v.new_order_ref(), 2u);
+  EXPECT_EQ(v.shares(), 100u);
+  EXPECT_EQ(v.price(), 100000u);
+}
+
+TEST(Itch, NoiiKnownBytes) {
+  Noii n;
+  n.paired_shares = 0x0102030405060708ull;
+  n.imbalance_direction = 'S';
+  n.stock = alpha8::from("SPY");
+  n.far_price = 1;
+  n.cross_type = 'O';
+  n.price_variation_indicator = 'L';
+  uint8_t out[50];
+  n.encode(out);
+  EXPECT_EQ(out[0], 'I');
+  EXPECT_EQ(out[11], 0x01);
+  EXPECT_EQ(out[18], 0x08);
+  EXPECT_EQ(out[27], 'S');
+  EXPECT_EQ(0, std::memcmp(out + 28, "SPY     ", 8));
+  EXPECT_EQ(out[39], 0x01);
+  EXPECT_EQ(out[48], 'O');
+  EXPECT_EQ(out[49], 'L');
+}
+
+TEST(Itch, TimestampUsesAllSixBytes) {
+  SystemEvent s;
+  s.timestamp = 0xFFFFFFFFFFFFull;  // largest 48-bit value
+  s.event_code = 'O';
+  uint8_t out[12];
+  s.encode(out);
+  EXPECT_EQ(SystemEvent::decode(out).timestamp, 0xFFFFFFFFFFFFull);
+}
+
+TEST(Itch, RejectsUnknownTypeWrongLengthAndEmpty) {
+  int calls = 0;
+  auto count = [&](auto) { ++calls; };
+  const uint8_t unknown[12] = {'Z'};
+  EXPECT_EQ(decode(unknown, 12, count), DecodeStatus::kUnknownType);
+  EXPECT_EQ(decode(unknown, 0, count), DecodeStatus::kEmpty);
+  for (const TypeInfo& t : kTypes) {
+    std::vector<uint8_t> b = patterned(t.type, 64, 3);
+    EXPECT_EQ(decode(b.data(), t.length - 1, count), DecodeStatus::kWrongLength) << t.type;
+    EXPECT_EQ(decode(b.data(), t.length + 1u, count), DecodeStatus::kWrongLength) << t.type;
+    EXPECT_EQ(decode(b.data(), 1, count), DecodeStatus::kWrongLength) << t.type;
+    EXPECT_EQ(validate(b.data(), t.length), DecodeStatus::kOk) << t.type;
+  }
+  EXPECT_EQ(calls, 0);  // no view was made for any bad message
+}

@@ -1,0 +1,121 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "protocol/moldudp64.hpp"
+
+using namespace itchbench;
+using namespace itchbench::mold;
+
+namespace {
+std::vector<uint8_t> packet(uint64_t seq, const std::vector<std::vector<uint8_t>>& msgs) {
+  std::vector<uint8_t> buf(2000);
+  PacketBuilder b(buf.data(), buf.size());
+  b.start(make_session("SESSION001"), seq);
+  for (const auto& m : msgs) EXPECT_TRUE(b.add(m.data(), uint16_t(m.size())));
+  buf.resize(b.finish_messages());
+  return buf;
+}
+std::vector<std::pair<uint64_t, std::vector<uint8_t>>> messages_of(const Packet& p) {
+  std::vector<std::pair<uint64_t, std::vector<uint8_t>>> out;
+  p.for_each_message([&](uint64_t seq, const uint8_t* m, size_t n) { out.push_back({seq, {m, m + n}}); });
+  return out;
+}
+}  // namespace
+
+TEST(MoldUdp64, BuildThenParse) {
+  const auto wire = packet(41, {{'a'}, {'b', 'c'}, {}});
+  ASSERT_EQ(wire.size(), 20u + 3 + 4 + 2);
+  EXPECT_EQ(std::string(wire.begin(), wire.begin() + 10), "SESSION001");
+  Packet p;
+  ASSERT_EQ(parse(wire.data(), wire.size(), p), ParseStatus::kOk);
+  EXPECT_EQ(p.kind(), PacketKind::kMessages);
+  EXPECT_EQ(p.sequence(), 41u);
+  EXPECT_EQ(p.count(), 3);
+  const auto msgs = messages_of(p);
+  ASSERT_EQ(msgs.size(), 3u);
+  EXPECT_EQ(msgs[0], (std::pair<uint64_t, std::vector<uint8_t>>{41, {'a'}}));
+  EXPECT_EQ(msgs[1], (std::pair<uint64_t, std::vector<uint8_t>>{42, {'b', 'c'}}));
+  EXPECT_EQ(msgs[2], (std::pair<uint64_t, std::vector<uint8_t>>{43, {}}));  // zero-length message
+}
+
+TEST(MoldUdp64, HeaderKnownBytes) {
+  const uint8_t wire[] = {'N', 'A', 'S', 'D', 'A', 'Q', ' ', ' ', ' ', ' ',
+                          0, 0, 0, 0, 0, 0, 0x01, 0x00,  // sequence 256
+                          0x00, 0x01,                    // one message
+                          0x00, 0x02, 'x', 'y'};
+  Packet p;
+  ASSERT_EQ(parse(wire, sizeof wire, p), ParseStatus::kOk);
+  EXPECT_EQ(p.sequence(), 256u);
+  EXPECT_EQ(messages_of(p).at(0).second, (std::vector<uint8_t>{'x', 'y'}));
+}
+
+TEST(MoldUdp64, HeartbeatAndEndOfSession) {
+  uint8_t buf[64];
+  PacketBuilder b(buf, sizeof buf);
+  b.start(make_session("S"), 100);
+  size_t n = b.finish_heartbeat();
+  Packet p;
+  ASSERT_EQ(parse(buf, n, p), ParseStatus::kOk);
+  EXPECT_EQ(p.kind(), PacketKind::kHeartbeat);
+  EXPECT_EQ(p.sequence(), 100u);
+  EXPECT_TRUE(messages_of(p).empty());
+
+  b.start(make_session("S"), 100);
+  n = b.finish_end_of_session();
+  ASSERT_EQ(parse(buf, n, p), ParseStatus::kOk);
+  EXPECT_EQ(p.kind(), PacketKind::kEndOfSession);
+  EXPECT_EQ(p.count(), 0);
+  EXPECT_TRUE(messages_of(p).empty());
+}
+
+TEST(MoldUdp64, RejectsShortPacket) {
+  const auto wire = packet(1, {{'a'}});
+  Packet p;
+  for (size_t n = 0; n < kHeaderLength; ++n) EXPECT_EQ(parse(wire.data(), n, p), ParseStatus::kTooShort) << n;
+}
+
+TEST(MoldUdp64, RejectsLengthPastTheEnd) {
+  auto wire = packet(1, {{'a', 'b', 'c'}});
+  wire[21] = 4;  // message claims 4 bytes, 3 present
+  Packet p;
+  EXPECT_EQ(parse(wire.data(), wire.size(), p), ParseStatus::kLengthOverrun);
+  wire[20] = 0xFF;  // absurd length
+  EXPECT_EQ(parse(wire.data(), wire.size(), p), ParseStatus::kLengthOverrun);
+}
+
+TEST(MoldUdp64, RejectsCountMismatch) {
+  auto wire = packet(1, {{'a'}, {'b'}});
+  Packet p;
+  wire[19] = 3;  // count says 3, only 2 present
+  EXPECT_EQ(parse(wire.data(), wire.size(), p), ParseStatus::kCountMismatch);
+  wire[19] = 1;  // count says 1, a second message trails
+  EXPECT_EQ(parse(wire.data(), wire.size(), p), ParseStatus::kCountMismatch);
+  // one byte of a length field left dangling
+  auto odd = packet(1, {{'a'}});
+  odd[19] = 2;
+  odd.push_back(0);
+  EXPECT_EQ(parse(odd.data(), odd.size(), p), ParseStatus::kCountMismatch);
+}
+
+TEST(MoldUdp64, RejectsControlPacketsWithData) {
+  auto wire = packet(1, {{'a'}});
+  Packet p;
+  wire[18] = 0;
+  wire[19] = 0;  // heartbeat carrying a message
+  EXPECT_EQ(parse(wire.data(), wire.size(), p), ParseStatus::kCountMismatch);
+  wire[18] = 0xFF;
+  wire[19] = 0xFF;  // end of session carrying a message
+  EXPECT_EQ(parse(wire.data(), wire.size(), p), ParseStatus::kCountMismatch);
+}
+
+TEST(MoldUdp64, BuilderRefusesWhatDoesNotFit) {
+  uint8_t buf[30];
+  PacketBuilder b(buf, sizeof buf);
+  b.start(make_session("S"), 1);
+  const uint8_t m[8] = {};
+  EXPECT_TRUE(b.add(m, 8));   // 20 + 10 = 30
+  EXPECT_FALSE(b.add(m, 1));  // would be 33
+  EXPECT_EQ(b.count(), 1);
+  EXPECT_EQ(b.finish_messages(), 30u);
+}
