@@ -31,7 +31,7 @@ bool PacketBuilder::add(const uint8_t* msg, uint16_t len) {
   // 0xFFFE is the largest count that is not a control value.
   if (used_ + 2 + len > cap_ || count_ == kEndOfSessionCount - 1) return false;
   store_be16(buf_ + used_, len);
-  std::memcpy(buf_ + used_ + 2, msg, len);
+  if (len) std::memcpy(buf_ + used_ + 2, msg, len);  // msg may be null when len is 0
   used_ += 2 + len;
   ++count_;
   return true;

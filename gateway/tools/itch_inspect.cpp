@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   args.positional("CAPTURE", "capture file");
   args.option("port", "PORT", "only UDP datagrams to this destination port");
   args.flag("json", "print one JSON object instead of a table");
+  args.flag("list", "print one line per message: sequence and type, nothing else");
   args.parse(argc, argv);
 
   std::optional<uint16_t> port;
@@ -58,22 +59,29 @@ int main(int argc, char** argv) {
     CaptureReader reader(args.positionals()[0], port);
     MoldFramer framer;
     DecodeCounts counts;
+    const bool list = args.flag_set("list");
+    std::string listing;
+    auto on_message = [&](uint64_t seq, const uint8_t* m, size_t len) {
+      counts.on_message(seq, m, len);
+      if (list) listing += std::to_string(seq) + " " + (len ? std::string(1, char(m[0])) : "-") + "\n";
+    };
     const bool clean = reader.run(
         [&](uint64_t ts, const uint8_t* p, size_t n) {
           if (counts.first_ts == 0) counts.first_ts = ts;
           counts.last_ts = ts;
-          framer.on_datagram(p, n, [&](uint64_t seq, const uint8_t* m, size_t len) {
-            counts.on_message(seq, m, len);
-          });
+          framer.on_datagram(p, n, on_message);
         },
-        [&](uint64_t pos, const uint8_t* m, size_t len) { counts.on_message(pos, m, len); });
+        on_message);
 
     const FramerCounters& fc = framer.counters();
     const SequenceCounters& sc = framer.sequence().counters();
     const CaptureStats& cs = reader.stats();
     const uint64_t rejected = counts.unknown_type + counts.wrong_length + counts.empty +
                               fc.rejected() + cs.bad_frames;
-    if (args.flag_set("json")) {
+    if (list) {
+      std::fputs(listing.c_str(), stdout);
+      if (!clean) std::fprintf(stderr, "itch-inspect: %s\n", reader.error().c_str());
+    } else if (args.flag_set("json")) {
       JsonWriter j;
       j.begin_object();
       j.field("capture", reader.path()).field("kind", to_string(reader.kind()));

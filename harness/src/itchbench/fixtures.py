@@ -1,0 +1,93 @@
+"""Committed fixtures: each regenerated from its recipe and checked by sha256."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import paths
+from .tools import run_tool
+
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Fixture:
+    name: str
+    file: str
+    tool: str
+    args: list[str]
+    sha256: str
+    description: str = ""
+    golden: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return paths.fixtures_dir() / self.file
+
+    def recipe(self) -> str:
+        return " ".join([self.tool, *self.args, "--out", self.file])
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_manifest(directory: Path | None = None) -> list[Fixture]:
+    directory = directory or paths.fixtures_dir()
+    data = json.loads((directory / MANIFEST).read_text())
+    return [Fixture(**entry) for entry in data["fixtures"]]
+
+
+def save_manifest(fixtures: list[Fixture], directory: Path | None = None) -> None:
+    directory = directory or paths.fixtures_dir()
+    entries = [f.__dict__ for f in fixtures]
+    text = json.dumps({"fixtures": entries}, indent=2, sort_keys=False) + "\n"
+    tmp = directory / (MANIFEST + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(directory / MANIFEST)
+
+
+def regenerate(fx: Fixture, out: Path) -> Path:
+    """Run the fixture's recipe, writing to out."""
+    run_tool(fx.tool, [*fx.args, "--out", out])
+    return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    fixture: Fixture
+    committed_sha256: str | None
+    regenerated_sha256: str
+
+    @property
+    def ok(self) -> bool:
+        return self.committed_sha256 == self.fixture.sha256 == self.regenerated_sha256
+
+    def explain(self) -> str:
+        if self.ok:
+            return f"{self.fixture.file}: ok ({self.fixture.sha256[:16]}…)"
+        parts = [f"{self.fixture.file}: MISMATCH"]
+        if self.committed_sha256 is None:
+            parts.append("committed file missing")
+        elif self.committed_sha256 != self.fixture.sha256:
+            parts.append(f"committed file {self.committed_sha256[:16]}… != manifest {self.fixture.sha256[:16]}…")
+        if self.regenerated_sha256 != self.fixture.sha256:
+            parts.append(f"recipe now gives {self.regenerated_sha256[:16]}… != manifest {self.fixture.sha256[:16]}…")
+        return "; ".join(parts)
+
+
+def verify(fx: Fixture) -> Verdict:
+    with tempfile.TemporaryDirectory(prefix="itchbench-fixture-") as tmp:
+        fresh = regenerate(fx, Path(tmp) / fx.file)
+        regenerated = sha256_of(fresh)
+    committed = sha256_of(fx.path) if fx.path.is_file() else None
+    return Verdict(fx, committed, regenerated)

@@ -1,0 +1,39 @@
+"""Where the repository, its build and its fixtures are."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class ToolMissing(RuntimeError):
+    """A C++ tool has not been built."""
+
+
+def repo_root() -> Path:
+    """The repository this package was installed from (editable install)."""
+    return Path(__file__).resolve().parents[3]
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("ITCHBENCH_BUILD_DIR", repo_root() / "build"))
+
+
+_TOOL_DIRS = {
+    "itch-inspect": "gateway",
+    "itch-gateway": "gateway",
+    "itch-synth": "replay",
+    "itch2pcap": "replay",
+}
+
+
+def tool(name: str) -> Path:
+    """Path of a built C++ tool, or ToolMissing with the command that builds it."""
+    path = build_dir() / _TOOL_DIRS[name] / name
+    if not path.is_file():
+        raise ToolMissing(f"{path} is not built; run: bash harness/bin/setup")
+    return path
+
+
+def fixtures_dir() -> Path:
+    return repo_root() / "fixtures"

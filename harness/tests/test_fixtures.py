@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from itchbench import fixtures
+from itchbench.tools import inspect_capture
+
+ALL_TYPES = set("SRHYLVWKJhAFECXDUPQBINO")
+
+
+def test_every_fixture_regenerates_byte_identical():
+    fxs = fixtures.load_manifest()
+    assert {fx.name for fx in fxs} >= {"seed-workload", "nasdaq-day-sample"}
+    for fx in fxs:
+        verdict = fixtures.verify(fx)
+        assert verdict.ok, verdict.explain()
+
+
+def test_fixtures_are_small():
+    total = sum(fx.path.stat().st_size for fx in fixtures.load_manifest())
+    assert total < 2_000_000
+
+
+def test_nasdaq_day_sample_holds_every_type():
+    fx = next(f for f in fixtures.load_manifest() if f.name == "nasdaq-day-sample")
+    report = inspect_capture(fx.path)
+    present = {t for t, n in report["per_type"].items() if n > 0}
+    assert present == ALL_TYPES
+    assert not any(report["rejected"].values())
+
+
+def test_seed_workload_shape():
+    fx = next(f for f in fixtures.load_manifest() if f.name == "seed-workload")
+    report = inspect_capture(fx.path)
+    assert report["messages"] == 7000
+    per = report["per_type"]
+    assert per["R"] == 8
+    body = per["A"] + per["U"]
+    assert 0.98 < per["A"] / body < 0.995
+    span_s = (report["capture_stats"]["last_timestamp_ns"] - report["capture_stats"]["first_timestamp_ns"]) / 1e9
+    assert 395 < 7000 / span_s < 435
+
+
+def test_verify_detects_a_changed_file(tmp_path, monkeypatch):
+    fx = fixtures.load_manifest()[0]
+    copy = tmp_path / fx.file
+    copy.write_bytes(fx.path.read_bytes()[:-1] + b"\x00")
+    monkeypatch.setattr(fixtures.paths, "fixtures_dir", lambda: tmp_path)
+    verdict = fixtures.verify(fx)
+    assert not verdict.ok
+    assert "committed file" in verdict.explain()

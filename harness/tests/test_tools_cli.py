@@ -1,0 +1,118 @@
+"""The C++ tools as a user runs them: help, determinism, conversion, bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from itchbench.cli import main as itchbench_main
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("name", ["itch-synth", "itch2pcap", "itch-inspect"])
+def test_help_and_bad_arguments(tool, name):
+    ok = tool(name, "--help")
+    assert ok.returncode == 0 and "usage:" in ok.stdout
+    bad = tool(name, "--no-such-option")
+    assert bad.returncode == 2 and "unknown option --no-such-option" in bad.stderr
+
+
+def test_itchbench_help(capsys):
+    with pytest.raises(SystemExit) as e:
+        itchbench_main(["--help"])
+    assert e.value.code == 0
+    assert "demo" in capsys.readouterr().out
+
+
+def test_synth_is_deterministic_and_seed_sensitive(tool, tmp_path):
+    args = ["--profile", "nasdaq-day", "--messages", "3000", "--symbol-count", "10"]
+    for name, seed in [("a", "5"), ("b", "5"), ("c", "6")]:
+        r = tool("itch-synth", *args, "--seed", seed, "--out", tmp_path / f"{name}.pcap")
+        assert r.returncode == 0, r.stderr
+    assert digest(tmp_path / "a.pcap") == digest(tmp_path / "b.pcap")
+    assert digest(tmp_path / "a.pcap") != digest(tmp_path / "c.pcap")
+
+
+def test_synth_rejects_bad_values_without_leaving_output(tool, tmp_path):
+    out = tmp_path / "x.pcap"
+    for bad in (["--profile", "nope"], ["--mix", "A=1,Z=2"], ["--messages", "3"], ["--port", "70000"],
+                ["--start", "25:00:00"], ["--seed", "-1"]):
+        r = tool("itch-synth", *bad, "--out", out)
+        assert r.returncode != 0, bad
+        assert r.stderr.strip(), bad
+        assert not out.exists() and not Path(str(out) + ".tmp").exists(), bad
+
+
+def test_itch2pcap_round_trip(tool, tmp_path):
+    itch = tmp_path / "s.itch"
+    r = tool("itch-synth", "--profile", "nasdaq-day", "--messages", "4000", "--symbol-count", "8",
+             "--format", "itch", "--out", itch)
+    assert r.returncode == 0, r.stderr
+    pcap = tmp_path / "s.pcap"
+    r = tool("itch2pcap", itch, "--out", pcap, "--per-packet", "8")
+    assert r.returncode == 0, r.stderr
+    from_itch = json.loads(tool("itch-inspect", itch, "--json").stdout)
+    from_pcap = json.loads(tool("itch-inspect", pcap, "--json").stdout)
+    assert from_itch["kind"] == "itch" and from_pcap["kind"] == "pcap"
+    assert from_itch["per_type"] == from_pcap["per_type"]
+    assert from_pcap["messages"] == 4000
+    assert from_pcap["mold"]["gap_messages"] == 0
+    assert from_pcap["mold"]["end_of_session"] == 1
+    # messages per packet honoured
+    assert from_pcap["mold"]["packets"] >= 4000 / 8
+
+
+def test_itch2pcap_reports_offset_of_a_bad_prefix(tool, tmp_path):
+    itch = tmp_path / "s.itch"
+    tool("itch-synth", "--messages", "100", "--format", "itch", "--out", itch)
+    data = bytearray(itch.read_bytes())
+    # First message is S (12 bytes) at offset 0; the second prefix is at 14.
+    data[15] = 13  # lie: 'R' is 39 bytes
+    itch.write_bytes(bytes(data))
+    out = tmp_path / "out.pcap"
+    r = tool("itch2pcap", itch, "--out", out)
+    assert r.returncode == 1
+    assert "offset 14 (message 2)" in r.stderr
+    assert "'R' is 39 bytes, prefix says 13" in r.stderr
+    assert not out.exists()
+
+
+def test_inspect_counts_malformed_and_truncated(tool, tmp_path):
+    pcap = tmp_path / "s.pcap"
+    tool("itch-synth", "--messages", "200", "--out", pcap)
+    data = bytearray(pcap.read_bytes())
+    # Corrupt the ITCH type byte of the first message of packet 20, then cut the file mid-record.
+    offset = 24
+    for _ in range(19):
+        offset += 16 + int.from_bytes(data[offset + 8:offset + 12], "little")
+    type_byte = offset + 16 + 42 + 20 + 2
+    data[type_byte] = ord("z")
+    # The file ends with the end-of-session record (16 + 62 bytes); cut through it
+    # and 7 bytes into the last message's record.
+    pcap.write_bytes(bytes(data[:-(16 + 62 + 7)]))
+    r = tool("itch-inspect", pcap, "--json")
+    assert r.returncode == 1
+    rep = json.loads(r.stdout)
+    assert rep["rejected"]["unknown_type"] == 1
+    assert rep["complete"] is False and "truncated" in rep["error"]
+    assert rep["messages"] == 200 - 1 - 1  # the unknown one and the one cut short
+    assert rep["mold"]["end_of_session"] == 0
+
+
+def test_inspect_errors_on_non_captures(tool, tmp_path):
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(b"")
+    r = tool("itch-inspect", empty)
+    assert r.returncode == 2 and "empty capture" in r.stderr
+    text = tmp_path / "notes.txt"
+    text.write_text("not a capture at all\n")
+    r = tool("itch-inspect", text)
+    assert r.returncode == 2 and "not a capture" in r.stderr
+    r = tool("itch-inspect", tmp_path / "missing.pcap")
+    assert r.returncode == 2 and "No such file" in r.stderr
