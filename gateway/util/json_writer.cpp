@@ -1,5 +1,6 @@
 #include "util/json_writer.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -72,8 +73,9 @@ JsonWriter& JsonWriter::value(double v) {
     return *this;
   }
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  out_ += buf;
+  // Shortest text that reads back as the same double: stable and readable.
+  const auto res = std::to_chars(buf, buf + sizeof buf, v);
+  out_.append(buf, res.ptr);
   return *this;
 }
 JsonWriter& JsonWriter::value(bool v) {

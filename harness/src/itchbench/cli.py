@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import __version__, fixtures, paths
-from .tools import ToolError, inspect_capture, run_tool
+import tempfile
+
+from . import __version__, dump, fixtures, logs, paths, rundir, sim
+from .tools import ToolError, inspect_capture
 
 
 class UserError(RuntimeError):
@@ -37,15 +39,25 @@ def cmd_fixtures(args: argparse.Namespace) -> int:
             print(verdict.explain())
             bad += not verdict.ok
         return 1 if bad else 0
-    # regenerate: rewrite the files and the manifest's sha256 from the recipes
+    # regenerate: rewrite the files, their sha256 and golden BBO digests
     updated = []
     for fx in fxs:
         fixtures.regenerate(fx, fx.path)
         sha = fixtures.sha256_of(fx.path)
-        print(f"{fx.file}: {sha}{'' if sha == fx.sha256 else '  (changed)'}")
-        updated.append(fixtures.Fixture(**{**fx.__dict__, "sha256": sha}))
+        golden = golden_of(fx.path)
+        changed = sha != fx.sha256 or golden != fx.golden
+        print(f"{fx.file}: {sha} {golden['bbo_digest']}{'  (changed)' if changed else ''}")
+        updated.append(fixtures.Fixture(**{**fx.__dict__, "sha256": sha, "golden": golden}))
     fixtures.save_manifest(updated)
     return 0
+
+
+def golden_of(capture: Path) -> dict[str, object]:
+    """The BBO digest and event count of a simulation run, for the manifest."""
+    with tempfile.TemporaryDirectory(prefix="itchbench-golden-") as tmp:
+        run = sim.run_sim(capture, Path(tmp) / "run", echo=False, latency_log=False)
+        summary = rundir.read_json(run / "summary.json")
+    return {"bbo_digest": summary["bbo"]["digest"], "bbo_events": summary["bbo"]["events"]}
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -63,23 +75,54 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     fxs = fixtures.load_manifest()
-    print(f"[1/2] verifying {len(fxs)} fixtures against their recipes")
+    print(f"[1/3] verifying {len(fxs)} fixtures against their recipes")
     failed = False
     for fx in fxs:
         verdict = fixtures.verify(fx)
         print("  " + verdict.explain())
         failed |= not verdict.ok
-    print("[2/2] decoding the fixtures")
+    print("[2/3] decoding the fixtures")
     reports = {fx.name: inspect_capture(fx.path) for fx in fxs}
     print(_type_table(reports))
-    for name, rep in reports.items():
-        mold = rep["mold"]
-        rejected = sum(rep["rejected"].values())
-        print(f"  {name}: {rep['messages']:,} messages in {mold['packets']:,} packets, "
-              f"sequence {mold['first_sequence']}..{mold['last_sequence']}, "
-              f"{mold['gap_messages']} missing, {rejected} rejected")
-        failed |= rejected > 0 or not rep["complete"]
+    print("[3/3] running the gateway on each fixture in deterministic simulation")
+    runs = []
+    for fx in fxs:
+        run = sim.run_sim(fx.path, echo=False)
+        summary = rundir.read_json(run / "summary.json")
+        rec = summary["reconciliation"]
+        golden = fx.golden.get("bbo_digest")
+        verdict = "matches golden" if summary["bbo"]["digest"] == golden else f"DIFFERS from golden {golden}"
+        failed |= summary["bbo"]["digest"] != golden or not rec["balanced"]
+        print(f"  {fx.name}: {rec['received']:,} messages, {rec['rejected']} rejected, {rec['missing']} missing, "
+              f"{summary['bbo']['events']:,} BBO events, digest {summary['bbo']['digest'][:23]}… {verdict}; "
+              f"{summary['performance']['messages_per_s'] / 1e6:.1f} M msg/s")
+        runs.append(run)
+    for run in runs:
+        print(f"run directory: {run}")
     return 1 if failed else 0
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    run = sim.run_sim(Path(args.capture), Path(args.out) if args.out else None, port=args.port,
+                      latency_log=not args.no_latency_log)
+    summary = rundir.read_json(run / "summary.json")
+    rec = summary["reconciliation"]
+    print(f"{rec['received']:,} messages ({rec['decoded']:,} decoded, {rec['rejected']} rejected, "
+          f"{rec['missing']} missing), {summary['bbo']['events']:,} BBO events, "
+          f"{summary['performance']['messages_per_s'] / 1e6:.2f} M msg/s")
+    print(f"BBO digest {summary['bbo']['digest']}")
+    if not rec["balanced"]:
+        print(f"RECONCILIATION FAILED: {rec['checks']}")
+    print(f"run directory: {run}")
+    return 0 if rec["balanced"] else 1
+
+
+def cmd_dump(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "bbo.bbo").is_file():
+        raise UserError(f"{run_dir} is not a run directory (no bbo.bbo)")
+    dump.dump_bbo(run_dir, sys.stdout)
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,12 +134,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"itchbench {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    d = sub.add_parser("demo", help="verify and decode the bundled fixtures (the README's main job)")
+    d = sub.add_parser("demo", help="verify, decode and simulate the bundled fixtures (the README's main job)")
     d.set_defaults(func=cmd_demo)
 
     f = sub.add_parser("fixtures", help="check or rebuild the committed fixtures from their recipes")
     f.add_argument("action", choices=["verify", "regenerate"])
     f.set_defaults(func=cmd_fixtures)
+
+    s = sub.add_parser("sim", help="run the gateway on a capture in deterministic simulation")
+    s.add_argument("capture", help="pcap/pcapng of MoldUDP64 over UDP (any port), or a binary ITCH 5.0 file")
+    s.add_argument("--out", metavar="RUN_DIR", help="new run directory (default: reports/runs/RUN_ID)")
+    s.add_argument("--port", type=int, help="only UDP datagrams to this port")
+    s.add_argument("--no-latency-log", action="store_true", help="record the BBO stream only")
+    s.set_defaults(func=cmd_sim)
+
+    dp = sub.add_parser("dump", help="a run's logs as CSV on stdout")
+    dp.add_argument("what", choices=["bbo"], help="bbo: seq,stock,bid_px,bid_qty,ask_px,ask_qty")
+    dp.add_argument("run_dir", metavar="RUN_DIR")
+    dp.set_defaults(func=cmd_dump)
 
     i = sub.add_parser("inspect", help="per-type message counts and framing accounting of a capture")
     i.add_argument("capture", help="pcap/pcapng of MoldUDP64 over UDP, or a binary ITCH 5.0 file")
@@ -115,6 +170,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as e:
         print(f"itchbench: {e}", file=sys.stderr)
         return 2
+    except (sim.CaptureError, rundir.RunDirError, logs.LogFormatError) as e:
+        print(f"itchbench: {e}", file=sys.stderr)
+        return 2
+    except sim.IncompleteRun as e:
+        print(f"itchbench: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
     except (ToolError, paths.ToolMissing, FileNotFoundError) as e:
         print(f"itchbench: {e}", file=sys.stderr)
         return 1

@@ -1,0 +1,27 @@
+// Best bid and offer of one stock: price (4 implied decimals) and aggregate
+// shares at that price, per side. An empty side is price 0, shares 0.
+#pragma once
+#include <cstdint>
+
+namespace itchbench {
+
+struct Bbo {
+  uint32_t bid_px = 0;
+  uint32_t ask_px = 0;
+  uint64_t bid_qty = 0;
+  uint64_t ask_qty = 0;
+  bool operator==(const Bbo& o) const {
+    return bid_px == o.bid_px && ask_px == o.ask_px && bid_qty == o.bid_qty && ask_qty == o.ask_qty;
+  }
+  bool operator!=(const Bbo& o) const { return !(*this == o); }
+};
+
+// One BBO event: emitted after a book message changed the stock's BBO.
+struct BboEvent {
+  uint64_t seq;        // sequence number of the message that changed it
+  uint64_t timestamp;  // that message's ITCH timestamp, ns since midnight
+  uint16_t stock_locate;
+  Bbo bbo;
+};
+
+}  // namespace itchbench

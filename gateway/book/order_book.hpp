@@ -1,0 +1,123 @@
+// Full-depth order book for all stocks of an ITCH session, with the BBO
+// semantics of DESIGN.md:
+//  - A/F add; E and C reduce by the executed shares; X by the cancelled
+//    shares; a reduction never goes below zero and an order at zero is
+//    removed; D removes; U removes the original and adds the new reference
+//    with the same side and stock, the new shares and price.
+//  - A message naming an unknown order reference changes nothing and is
+//    counted; so is an add reusing a live reference, or with a side other
+//    than B/S or zero shares.
+//
+// Layout for speed: orders live in a pool (slots reused through a free
+// list), found by reference through OrderIndex. Each stock side is a sorted
+// array of price levels with the best level at the back, so the BBO is O(1)
+// and activity near the touch moves little memory. Nothing is allocated per
+// message once the pool, index and level arrays have reached the session's
+// size.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "book/bbo.hpp"
+#include "book/order_index.hpp"
+
+namespace itchbench {
+
+struct BookCounters {
+  uint64_t unknown_refs = 0;    // E/C/X/D/U naming an order not in the book
+  uint64_t duplicate_refs = 0;  // A/F/U adding a reference that is already live
+  uint64_t invalid_orders = 0;  // A/F with a side other than B/S, or zero shares
+};
+
+class OrderBook {
+ public:
+  static constexpr uint32_t kUnchanged = UINT32_MAX;
+  static constexpr size_t kStocks = 65536;
+
+  explicit OrderBook(size_t expected_orders = 1 << 20);
+
+  // Each returns the stock locate whose book changed, or kUnchanged.
+  uint32_t add(uint16_t locate, uint64_t ref, char side, uint32_t shares, uint32_t price);
+  uint32_t execute(uint64_t ref, uint32_t shares) { return reduce(ref, shares); }  // E, C
+  uint32_t cancel(uint64_t ref, uint32_t shares) { return reduce(ref, shares); }   // X
+  uint32_t remove(uint64_t ref);                                                     // D
+  uint32_t replace(uint64_t original_ref, uint64_t new_ref, uint32_t shares, uint32_t price);  // U
+
+  Bbo bbo(uint16_t locate) const;
+  // True when the stock's BBO differs from the last one taken; out = the new.
+  bool take_bbo_change(uint16_t locate, Bbo& out) {
+    Stock& s = stocks_[locate];
+    const Bbo now = bbo_of(s);
+    if (now == s.last_emitted) return false;
+    s.last_emitted = now;
+    out = now;
+    return true;
+  }
+
+  struct LevelView {
+    uint32_t price;
+    uint32_t orders;
+    uint64_t shares;
+  };
+  // Levels of one side, best first (for tests and dumps, not the hot path).
+  std::vector<LevelView> levels(uint16_t locate, char side) const;
+  struct OrderView {
+    uint16_t locate;
+    char side;
+    uint32_t shares;
+    uint32_t price;
+  };
+  bool find_order(uint64_t ref, OrderView& out) const;
+
+  size_t live_orders() const { return index_.size(); }
+  size_t memory_bytes() const;
+  const BookCounters& counters() const { return counters_; }
+  uint64_t index_grows() const { return index_.grows(); }
+
+ private:
+  struct Level {
+    uint32_t key;  // bid: price; ask: ~price, so that both sides sort ascending, best last
+    uint32_t orders;
+    uint64_t shares;
+  };
+  struct Order {
+    uint64_t ref;
+    uint32_t key;
+    uint32_t shares;
+    uint16_t locate;
+    uint8_t side;  // 0 ask, 1 bid
+  };
+  struct Stock {
+    std::vector<Level> sides[2];  // [0] asks, [1] bids
+    Bbo last_emitted;
+  };
+
+  static uint32_t key_of(uint32_t price, bool bid) { return bid ? price : ~price; }
+  static uint32_t price_of(uint32_t key, bool bid) { return bid ? key : ~key; }
+  static Bbo bbo_of(const Stock& s) {
+    Bbo b;
+    if (!s.sides[1].empty()) {
+      b.bid_px = s.sides[1].back().key;
+      b.bid_qty = s.sides[1].back().shares;
+    }
+    if (!s.sides[0].empty()) {
+      b.ask_px = ~s.sides[0].back().key;
+      b.ask_qty = s.sides[0].back().shares;
+    }
+    return b;
+  }
+
+  uint32_t reduce(uint64_t ref, uint32_t shares);
+  uint32_t insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t key);
+  void erase_order(uint32_t slot);  // removes it from its level and the pool (not the index)
+  static std::vector<Level>::iterator find_level(std::vector<Level>& levels, uint32_t key);
+
+  std::vector<Stock> stocks_;
+  std::vector<Order> pool_;
+  std::vector<uint32_t> free_slots_;
+  OrderIndex index_;
+  BookCounters counters_;
+};
+
+}  // namespace itchbench

@@ -1,0 +1,86 @@
+// Binary log formats written by the gateway (documented in FORMAT.md beside
+// this file; the harness reads them with one numpy dtype per format).
+// Little-endian, fixed-size records after a 128-byte header.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace itchbench::logfmt {
+
+constexpr char kMagic[8] = {'I', 'T', 'C', 'H', 'B', 'L', 'O', 'G'};
+constexpr uint16_t kVersion = 1;
+constexpr size_t kHeaderSize = 128;
+
+enum class Kind : uint16_t { kLatency = 1, kBbo = 2 };
+
+// Clock of the stage stamps (t_receive .. t_published).
+enum class StageClock : uint16_t {
+  kNone = 0,
+  kMonotonic = 1,  // CLOCK_MONOTONIC, ns
+  kTsc = 2,        // invariant TSC converted to ns (origin: CLOCK_MONOTONIC at calibration)
+};
+// Clock of t_origin.
+enum class OriginClock : uint16_t {
+  kNone = 0,
+  kCaptureEpoch = 1,     // capture timestamp, ns since the Unix epoch (simulation)
+  kSenderMonotonic = 2,  // sender's CLOCK_MONOTONIC ns, same host (serial line)
+  kItchTimestamp = 3,    // the message's ITCH timestamp, ns since midnight
+};
+
+constexpr uint32_t kFlagFinalized = 1;  // record_count is exact; file was closed cleanly
+
+struct Header {
+  char magic[8];
+  uint16_t version;
+  uint16_t header_size;
+  uint16_t record_size;
+  uint16_t kind;
+  uint16_t stage_clock;
+  uint16_t origin_clock;
+  uint32_t flags;
+  uint64_t record_count;   // exact when finalized; 0 while writing
+  uint64_t dropped;        // records not written (log full), exact when finalized
+  char run_id[32];         // NUL-padded ASCII
+  char commit[48];         // NUL-padded ASCII: git commit, "-dirty" if modified
+  uint8_t reserved[8];
+};
+static_assert(sizeof(Header) == kHeaderSize);
+
+// Every record ends its write by storing `written` (nonzero): in a log that
+// was never finalized, the records are the leading run with written != 0.
+constexpr uint8_t kWritten = 0x80;
+
+struct LatencyRecord {
+  uint64_t seq;           // MoldUDP64 sequence (binary ITCH file: 1-based position)
+  uint64_t t_origin;      // per header.origin_clock; 0 when none
+  uint64_t t_receive;     // per header.stage_clock: packet received
+  uint64_t t_decoded;     //   message decoded into its typed view
+  uint64_t t_book;        //   book updated (or found unchanged)
+  uint64_t t_published;   //   BBO event recorded and published; 0 if none
+  uint16_t stock_locate;
+  char msg_type;          // ITCH type byte as received
+  uint8_t flags;          // kWritten | LatencyFlags
+  uint8_t reserved[4];    // zero: explicit, so no byte of a log is left undefined
+};
+static_assert(sizeof(LatencyRecord) == 56);
+
+enum LatencyFlags : uint8_t {
+  kBboEvent = 1,     // the message changed the BBO
+  kUnknownRef = 2,   // named an order not in the book
+  kRejected = 4,     // malformed (unknown type / wrong length): not applied
+};
+
+struct BboRecord {
+  uint64_t seq;
+  uint64_t timestamp;     // ITCH timestamp of the message, ns since midnight
+  uint64_t bid_qty;
+  uint64_t ask_qty;
+  uint32_t bid_px;        // 4 implied decimals; 0 = empty side
+  uint32_t ask_px;
+  uint16_t stock_locate;
+  uint8_t flags;          // kWritten
+  uint8_t reserved[5];
+};
+static_assert(sizeof(BboRecord) == 48);
+
+}  // namespace itchbench::logfmt

@@ -1,0 +1,86 @@
+#include "log/mmap_log.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+
+namespace itchbench {
+
+namespace {
+[[noreturn]] void fail(const std::string& path, const char* what) {
+  throw std::runtime_error(path + ": " + what + ": " + std::strerror(errno));
+}
+void copy_padded(char* dst, size_t n, const std::string& s) {
+  std::memset(dst, 0, n);
+  std::memcpy(dst, s.data(), std::min(n - 1, s.size()));
+}
+}  // namespace
+
+MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size, const LogIdentity& id,
+                 size_t capacity_bytes)
+    : path_(path), record_size_(record_size) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail(path, "open");
+  reserved_ = capacity_bytes;
+  // Reserve address space for the whole log once; pages beyond the file's
+  // end are never touched because the file is grown ahead of the cursor.
+  void* m = ::mmap(nullptr, reserved_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd_, 0);
+  if (m == MAP_FAILED) {
+    const int e = errno;
+    ::close(fd_);
+    errno = e;
+    fail(path, "mmap");
+  }
+  base_ = static_cast<uint8_t*>(m);
+  mapped_end_ = base_;
+  first_record_ = cursor_ = base_ + logfmt::kHeaderSize;
+  if (!grow()) fail(path, "ftruncate");
+
+  logfmt::Header h{};
+  std::memcpy(h.magic, logfmt::kMagic, sizeof h.magic);
+  h.version = logfmt::kVersion;
+  h.header_size = logfmt::kHeaderSize;
+  h.record_size = uint16_t(record_size);
+  h.kind = uint16_t(kind);
+  h.stage_clock = uint16_t(id.stage_clock);
+  h.origin_clock = uint16_t(id.origin_clock);
+  copy_padded(h.run_id, sizeof h.run_id, id.run_id);
+  copy_padded(h.commit, sizeof h.commit, id.commit);
+  std::memcpy(base_, &h, sizeof h);
+}
+
+bool MmapLog::grow() {
+  const size_t used = size_t(mapped_end_ - base_);
+  const size_t want = used + kChunkBytes;
+  if (want > reserved_) return false;
+  if (::ftruncate(fd_, off_t(want)) != 0) return false;
+  mapped_end_ = base_ + want;
+  return true;
+}
+
+void MmapLog::close() {
+  if (fd_ < 0) return;
+  auto* h = reinterpret_cast<logfmt::Header*>(base_);
+  h->record_count = records();
+  h->dropped = dropped_;
+  h->flags |= logfmt::kFlagFinalized;
+  const size_t final_size = size_t(cursor_ - base_);
+  ::munmap(base_, reserved_);
+  const bool ok = ::ftruncate(fd_, off_t(final_size)) == 0;
+  ::close(fd_);
+  fd_ = -1;
+  base_ = nullptr;
+  if (!ok) fail(path_, "ftruncate");
+}
+
+MmapLog::~MmapLog() {
+  try {
+    close();
+  } catch (...) {
+  }
+}
+
+}  // namespace itchbench

@@ -1,0 +1,101 @@
+// Append-only binary log written through a shared memory mapping: a record
+// is a few stores into mapped memory, never a syscall. The file grows in
+// chunks (one ftruncate per chunk); close() writes the exact count, sets the
+// finalized flag and trims the file to its last record.
+//
+// After a crash the file holds the header (not finalized) and every record
+// whose write completed, followed by zeros up to the chunk end: readers take
+// the leading records whose `written` byte is set.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "log/log_format.hpp"
+
+namespace itchbench {
+
+struct LogIdentity {
+  logfmt::StageClock stage_clock = logfmt::StageClock::kNone;
+  logfmt::OriginClock origin_clock = logfmt::OriginClock::kNone;
+  std::string run_id;
+  std::string commit;
+};
+
+class MmapLog {
+ public:
+  static constexpr size_t kChunkBytes = size_t(64) << 20;
+  static constexpr size_t kDefaultCapacityBytes = size_t(64) << 30;  // address space reserved
+
+  // Throws std::runtime_error naming the path on failure.
+  MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size, const LogIdentity& id,
+          size_t capacity_bytes = kDefaultCapacityBytes);
+  ~MmapLog();  // closes (finalizes) if close() was not called
+  MmapLog(const MmapLog&) = delete;
+  MmapLog& operator=(const MmapLog&) = delete;
+
+  // Space for the next record, or nullptr (counted as dropped) when full.
+  uint8_t* next() {
+    if (cursor_ + record_size_ > mapped_end_) {
+      if (!grow()) {
+        ++dropped_;
+        return nullptr;
+      }
+    }
+    uint8_t* p = cursor_;
+    cursor_ += record_size_;
+    return p;
+  }
+
+  uint64_t records() const { return uint64_t(cursor_ - first_record_) / record_size_; }
+  uint64_t dropped() const { return dropped_; }
+  void close();
+
+ private:
+  bool grow();
+
+  std::string path_;
+  int fd_ = -1;
+  uint8_t* base_ = nullptr;
+  size_t reserved_ = 0;
+  size_t record_size_;
+  uint8_t* first_record_ = nullptr;
+  uint8_t* cursor_ = nullptr;
+  uint8_t* mapped_end_ = nullptr;  // end of the part of the file that exists
+  uint64_t dropped_ = 0;
+};
+
+// Typed front end: fill a record and commit it with its written marker last.
+template <class Record>
+class RecordLog {
+ public:
+  RecordLog(const std::string& path, logfmt::Kind kind, const LogIdentity& id)
+      : log_(path, kind, sizeof(Record), id) {}
+
+  // Writes r with its flags byte (which carries kWritten) stored last, so a
+  // crash mid-record never leaves a record that looks whole.
+  void append(const Record& r) {
+    uint8_t* p = log_.next();
+    if (!p) return;
+    constexpr size_t kFlags = offsetof(Record, flags);
+    std::memcpy(p, &r, kFlags);
+    std::memcpy(p + kFlags + 1, reinterpret_cast<const uint8_t*>(&r) + kFlags + 1,
+                sizeof(Record) - kFlags - 1);
+    // Compiler barrier: the marker is stored after the fields. (A process
+    // crash keeps every store made to a shared mapping.)
+    __atomic_signal_fence(__ATOMIC_RELEASE);
+    p[kFlags] = uint8_t(r.flags | logfmt::kWritten);
+  }
+  uint64_t records() const { return log_.records(); }
+  uint64_t dropped() const { return log_.dropped(); }
+  void close() { log_.close(); }
+
+ private:
+  MmapLog log_;
+};
+
+using LatencyLog = RecordLog<logfmt::LatencyRecord>;
+using BboLog = RecordLog<logfmt::BboRecord>;
+
+}  // namespace itchbench

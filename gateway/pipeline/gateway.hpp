@@ -1,0 +1,161 @@
+// The gateway pipeline: source -> framer -> decoder -> book -> BBO sink.
+//
+// A source hands over either a UDP payload (on_datagram: MoldUDP64 framing
+// and sequence tracking) or one already-sequenced message (on_message: a
+// binary ITCH file, a serial line). Every message gets a latency record with
+// its stage stamps; every BBO change becomes one BboEvent, recorded to the
+// BBO log and handed to the publisher, whose return is the last stage stamp.
+//
+// Publisher: any type with `void publish(const BboEvent&)`.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+
+#include "book/order_book.hpp"
+#include "log/mmap_log.hpp"
+#include "pipeline/mold_framer.hpp"
+#include "protocol/itch.hpp"
+#include "util/stage_clock.hpp"
+
+namespace itchbench {
+
+struct DecodeCounters {
+  uint64_t per_type[itch::kTypeCount] = {};
+  uint64_t unknown_type = 0;
+  uint64_t wrong_length = 0;
+  uint64_t empty = 0;
+  uint64_t messages() const {
+    uint64_t n = 0;
+    for (uint64_t c : per_type) n += c;
+    return n;
+  }
+  uint64_t rejected() const { return unknown_type + wrong_length + empty; }
+};
+
+// Symbols from the stock directory (R) messages, by locate.
+class SymbolTable {
+ public:
+  SymbolTable() : names_(std::make_unique<std::array<itch::alpha8, OrderBook::kStocks>>()) {}
+  void set(uint16_t locate, const itch::alpha8& stock) {
+    (*names_)[locate] = stock;
+    seen_[locate] = true;
+  }
+  bool has(uint16_t locate) const { return seen_[locate]; }
+  const itch::alpha8& name(uint16_t locate) const { return (*names_)[locate]; }
+
+ private:
+  std::unique_ptr<std::array<itch::alpha8, OrderBook::kStocks>> names_;
+  std::array<bool, OrderBook::kStocks> seen_{};
+};
+
+struct NullPublisher {
+  void publish(const BboEvent&) {}
+};
+
+template <class Publisher>
+class Gateway {
+ public:
+  // latency and bbo_log may be null (not recorded).
+  Gateway(OrderBook& book, const StageClock& clock, LatencyLog* latency, BboLog* bbo_log, Publisher& publisher)
+      : book_(book), clock_(clock), latency_(latency), bbo_log_(bbo_log), publisher_(publisher) {}
+
+  void on_datagram(const uint8_t* data, size_t len, uint64_t t_receive, uint64_t t_origin) {
+    framer_.on_datagram(data, len, [&](uint64_t seq, const uint8_t* msg, size_t msg_len) {
+      on_message(seq, msg, msg_len, t_receive, t_origin);
+    });
+  }
+
+  void on_message(uint64_t seq, const uint8_t* msg, size_t len, uint64_t t_receive, uint64_t t_origin) {
+    logfmt::LatencyRecord r{};
+    r.seq = seq;
+    r.t_origin = t_origin;
+    r.t_receive = t_receive;
+    r.stock_locate = len >= 3 ? load_be16(msg + 1) : 0;
+    r.msg_type = len ? char(msg[0]) : '\0';
+    r.flags = 0;
+    const uint64_t unknown_before = book_.counters().unknown_refs;
+    uint32_t changed = OrderBook::kUnchanged;
+    const itch::DecodeStatus st = itch::decode(msg, len, [&](const auto& view) {
+      r.t_decoded = clock_.now();
+      ++decode_.per_type[itch::type_index(view.kType)];
+      changed = apply(view);
+    });
+    if (st != itch::DecodeStatus::kOk) {
+      count_rejection(st);
+      r.flags = logfmt::kRejected;
+      if (latency_) latency_->append(r);
+      return;
+    }
+    r.t_book = clock_.now();
+    if (book_.counters().unknown_refs != unknown_before) r.flags |= logfmt::kUnknownRef;
+    Bbo bbo;
+    if (changed != OrderBook::kUnchanged && book_.take_bbo_change(uint16_t(changed), bbo)) {
+      const BboEvent ev{seq, load_be48(msg + 5), uint16_t(changed), bbo};
+      if (bbo_log_) {
+        logfmt::BboRecord b{};
+        b.seq = ev.seq;
+        b.timestamp = ev.timestamp;
+        b.bid_qty = bbo.bid_qty;
+        b.ask_qty = bbo.ask_qty;
+        b.bid_px = bbo.bid_px;
+        b.ask_px = bbo.ask_px;
+        b.stock_locate = ev.stock_locate;
+        bbo_log_->append(b);
+      }
+      publisher_.publish(ev);
+      ++bbo_events_;
+      r.t_published = clock_.now();
+      r.flags |= logfmt::kBboEvent;
+    }
+    if (latency_) latency_->append(r);
+  }
+
+  const MoldFramer& framer() const { return framer_; }
+  const DecodeCounters& decode_counters() const { return decode_; }
+  const SymbolTable& symbols() const { return symbols_; }
+  uint64_t bbo_events() const { return bbo_events_; }
+
+ private:
+  uint32_t apply(const itch::AddOrderView& v) {
+    return book_.add(v.stock_locate(), v.order_ref(), char(v.side()), v.shares(), v.price());
+  }
+  uint32_t apply(const itch::AddOrderMpidView& v) {
+    return book_.add(v.stock_locate(), v.order_ref(), char(v.side()), v.shares(), v.price());
+  }
+  uint32_t apply(const itch::OrderExecutedView& v) { return book_.execute(v.order_ref(), v.executed_shares()); }
+  uint32_t apply(const itch::OrderExecutedWithPriceView& v) {
+    return book_.execute(v.order_ref(), v.executed_shares());
+  }
+  uint32_t apply(const itch::OrderCancelView& v) { return book_.cancel(v.order_ref(), v.cancelled_shares()); }
+  uint32_t apply(const itch::OrderDeleteView& v) { return book_.remove(v.order_ref()); }
+  uint32_t apply(const itch::OrderReplaceView& v) {
+    return book_.replace(v.original_order_ref(), v.new_order_ref(), v.shares(), v.price());
+  }
+  uint32_t apply(const itch::StockDirectoryView& v) {
+    symbols_.set(v.stock_locate(), v.stock());
+    return OrderBook::kUnchanged;
+  }
+  template <class View>
+  uint32_t apply(const View&) {  // P, Q, B and the rest do not change the book
+    return OrderBook::kUnchanged;
+  }
+
+  void count_rejection(itch::DecodeStatus st) {
+    if (st == itch::DecodeStatus::kUnknownType) ++decode_.unknown_type;
+    if (st == itch::DecodeStatus::kWrongLength) ++decode_.wrong_length;
+    if (st == itch::DecodeStatus::kEmpty) ++decode_.empty;
+  }
+
+  OrderBook& book_;
+  const StageClock& clock_;
+  LatencyLog* latency_;
+  BboLog* bbo_log_;
+  Publisher& publisher_;
+  MoldFramer framer_;
+  DecodeCounters decode_;
+  SymbolTable symbols_;
+  uint64_t bbo_events_ = 0;
+};
+
+}  // namespace itchbench

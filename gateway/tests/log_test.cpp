@@ -1,0 +1,108 @@
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "log/mmap_log.hpp"
+#include "test_files.hpp"
+
+using namespace itchbench;
+using itchbench::testing::ScratchDir;
+
+namespace {
+logfmt::Header header_of(const std::vector<uint8_t>& bytes) {
+  logfmt::Header h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  return h;
+}
+logfmt::BboRecord bbo_record(uint64_t i) {
+  logfmt::BboRecord r{};
+  r.seq = i + 1;
+  r.timestamp = 1000 * i;
+  r.bid_px = uint32_t(i);
+  r.stock_locate = uint16_t(i % 10);
+  return r;
+}
+}  // namespace
+
+TEST(MmapLog, FinalizedLogHasExactCountAndSize) {
+  ScratchDir dir;
+  const std::string path = dir.file("b.bbo");
+  {
+    BboLog log(path, logfmt::Kind::kBbo, {logfmt::StageClock::kNone, logfmt::OriginClock::kNone, "run-1", "abc123"});
+    for (uint64_t i = 0; i < 1000; ++i) log.append(bbo_record(i));
+    EXPECT_EQ(log.records(), 1000u);
+    log.close();
+  }
+  const auto bytes = itchbench::testing::read_bytes(path);
+  ASSERT_EQ(bytes.size(), logfmt::kHeaderSize + 1000 * sizeof(logfmt::BboRecord));
+  const logfmt::Header h = header_of(bytes);
+  EXPECT_EQ(std::memcmp(h.magic, "ITCHBLOG", 8), 0);
+  EXPECT_EQ(h.version, 1);
+  EXPECT_EQ(h.record_size, 48);
+  EXPECT_EQ(h.kind, 2);
+  EXPECT_EQ(h.flags & logfmt::kFlagFinalized, logfmt::kFlagFinalized);
+  EXPECT_EQ(h.record_count, 1000u);
+  EXPECT_STREQ(h.run_id, "run-1");
+  EXPECT_STREQ(h.commit, "abc123");
+  logfmt::BboRecord r;
+  std::memcpy(&r, bytes.data() + logfmt::kHeaderSize + 999 * sizeof r, sizeof r);
+  EXPECT_EQ(r.seq, 1000u);
+  EXPECT_EQ(r.flags, logfmt::kWritten);
+}
+
+TEST(MmapLog, CrashedWriterLeavesWholeRecordsThenZeros) {
+  ScratchDir dir;
+  const std::string path = dir.file("crash.lat");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    LatencyLog log(path, logfmt::Kind::kLatency, {logfmt::StageClock::kTsc, logfmt::OriginClock::kNone, "crash", ""});
+    for (uint64_t i = 0; i < 12345; ++i) {
+      logfmt::LatencyRecord r{};
+      r.seq = i + 1;
+      r.msg_type = 'A';
+      log.append(r);
+    }
+    ::raise(SIGKILL);  // no close(), no destructors: as a crash
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  const auto bytes = itchbench::testing::read_bytes(path);
+  const logfmt::Header h = header_of(bytes);
+  EXPECT_EQ(h.flags & logfmt::kFlagFinalized, 0u);
+  EXPECT_EQ(h.record_count, 0u);
+  const size_t rs = sizeof(logfmt::LatencyRecord);
+  ASSERT_GT(bytes.size(), logfmt::kHeaderSize + 12345 * rs);  // chunk-rounded
+  size_t whole = 0;
+  while (logfmt::kHeaderSize + (whole + 1) * rs <= bytes.size() &&
+         (bytes[logfmt::kHeaderSize + whole * rs + offsetof(logfmt::LatencyRecord, flags)] & logfmt::kWritten))
+    ++whole;
+  EXPECT_EQ(whole, 12345u);
+  logfmt::LatencyRecord last;
+  std::memcpy(&last, bytes.data() + logfmt::kHeaderSize + (whole - 1) * rs, rs);
+  EXPECT_EQ(last.seq, 12345u);
+}
+
+TEST(MmapLog, FullLogDropsAndCounts) {
+  ScratchDir dir;
+  // Capacity of one chunk: header + as many records as fit.
+  MmapLog log(dir.file("small"), logfmt::Kind::kBbo, 48, {}, MmapLog::kChunkBytes);
+  const uint64_t fit = (MmapLog::kChunkBytes - logfmt::kHeaderSize) / 48;
+  for (uint64_t i = 0; i < fit + 10; ++i) log.next();
+  EXPECT_EQ(log.records(), fit);
+  EXPECT_EQ(log.dropped(), 10u);
+  log.close();
+}
+
+TEST(MmapLog, UnwritableDirectoryIsAClearError) {
+  try {
+    BboLog log("/nonexistent-dir/x.bbo", logfmt::Kind::kBbo, {});
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.bbo: open"), std::string::npos) << e.what();
+  }
+}

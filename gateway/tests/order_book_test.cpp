@@ -1,0 +1,373 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "book/order_book.hpp"
+#include "pipeline/gateway.hpp"
+#include "reference_book.hpp"
+#include "replay/lib/rng.hpp"
+#include "replay/lib/session_generator.hpp"
+
+using namespace itchbench;
+using itchbench::testing::ReferenceBook;
+
+namespace {
+
+struct CollectingPublisher {
+  std::vector<BboEvent> events;
+  void publish(const BboEvent& e) { events.push_back(e); }
+};
+
+// Drives a Gateway with hand-built messages, one sequence number each.
+class Harness {
+ public:
+  Harness() : clock_(StageClock::monotonic()), gw_(book, clock_, nullptr, nullptr, pub) {}
+
+  template <class Msg>
+  void send(Msg m, uint16_t locate = 1) {
+    m.stock_locate = locate;
+    m.timestamp = 1000 + seq_;
+    uint8_t buf[itch::kMaxMessageLength];
+    m.encode(buf);
+    gw_.on_message(++seq_, buf, Msg::kLength, 0, 0);
+  }
+  void add(uint64_t ref, char side, uint32_t shares, uint32_t price, uint16_t locate = 1) {
+    itch::AddOrder a;
+    a.order_ref = ref;
+    a.side = uint8_t(side);
+    a.shares = shares;
+    a.price = price;
+    a.stock = itch::alpha8::from("TEST");
+    send(a, locate);
+  }
+  void exec(uint64_t ref, uint32_t shares) {
+    itch::OrderExecuted e;
+    e.order_ref = ref;
+    e.executed_shares = shares;
+    send(e);
+  }
+  void exec_px(uint64_t ref, uint32_t shares) {
+    itch::OrderExecutedWithPrice c;
+    c.order_ref = ref;
+    c.executed_shares = shares;
+    c.printable = 'Y';
+    send(c);
+  }
+  void cancel(uint64_t ref, uint32_t shares) {
+    itch::OrderCancel x;
+    x.order_ref = ref;
+    x.cancelled_shares = shares;
+    send(x);
+  }
+  void del(uint64_t ref) {
+    itch::OrderDelete d;
+    d.order_ref = ref;
+    send(d);
+  }
+  void replace(uint64_t orig, uint64_t fresh, uint32_t shares, uint32_t price) {
+    itch::OrderReplace u;
+    u.original_order_ref = orig;
+    u.new_order_ref = fresh;
+    u.shares = shares;
+    u.price = price;
+    send(u);
+  }
+  // The BBO of the last event, checking that the last message produced one.
+  Bbo last_event_bbo() {
+    EXPECT_FALSE(pub.events.empty());
+    EXPECT_EQ(pub.events.back().seq, seq_) << "the last message emitted no event";
+    return pub.events.back().bbo;
+  }
+  size_t events() const { return pub.events.size(); }
+
+  OrderBook book{1024};
+  CollectingPublisher pub;
+
+ private:
+  StageClock clock_;
+  Gateway<CollectingPublisher> gw_;
+  uint64_t seq_ = 0;
+
+ public:
+  const Gateway<CollectingPublisher>& gateway() const { return gw_; }
+};
+
+Bbo make_bbo(uint32_t bp, uint64_t bq, uint32_t ap, uint64_t aq) {
+  Bbo b;
+  b.bid_px = bp;
+  b.bid_qty = bq;
+  b.ask_px = ap;
+  b.ask_qty = aq;
+  return b;
+}
+
+}  // namespace
+
+TEST(OrderBook, AddsAggregateAtTheBestLevel) {
+  Harness h;
+  h.add(1, 'B', 100, 10000);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(10000, 100, 0, 0));
+  h.add(2, 'B', 50, 10000);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(10000, 150, 0, 0));
+  h.add(3, 'S', 70, 10100);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(10000, 150, 10100, 70));
+  h.add(4, 'B', 10, 9900);  // below the best bid: BBO unchanged, no event
+  EXPECT_EQ(h.events(), 3u);
+  h.add(5, 'S', 5, 10050);  // better ask
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(10000, 150, 10050, 5));
+  const auto bids = h.book.levels(1, 'B');
+  ASSERT_EQ(bids.size(), 2u);
+  EXPECT_EQ(bids[0].price, 10000u);
+  EXPECT_EQ(bids[0].orders, 2u);
+  EXPECT_EQ(bids[1].price, 9900u);
+}
+
+TEST(OrderBook, PartialAndFullExecutions) {
+  Harness h;
+  h.add(1, 'S', 300, 20000);
+  h.exec(1, 100);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(0, 0, 20000, 200));
+  h.exec_px(1, 150);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(0, 0, 20000, 50));
+  h.exec(1, 50);  // exactly the rest: removed, side empty
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(0, 0, 0, 0));
+  EXPECT_EQ(h.book.live_orders(), 0u);
+}
+
+TEST(OrderBook, ExecutionOrCancelBeyondRemainingStopsAtZero) {
+  Harness h;
+  h.add(1, 'B', 100, 10000);
+  h.add(2, 'B', 100, 9000);
+  h.exec(1, 500);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(9000, 100, 0, 0));
+  h.cancel(2, 101);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(0, 0, 0, 0));
+  EXPECT_EQ(h.book.live_orders(), 0u);
+  EXPECT_EQ(h.book.counters().unknown_refs, 0u);
+}
+
+TEST(OrderBook, PartialCancelAndDelete) {
+  Harness h;
+  h.add(1, 'B', 100, 10000);
+  h.add(2, 'B', 40, 10000);
+  h.cancel(1, 30);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(10000, 110, 0, 0));
+  h.del(2);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(10000, 70, 0, 0));
+  h.del(1);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(0, 0, 0, 0));
+}
+
+TEST(OrderBook, ReplaceKeepsSideAndMayCrossTheSpread) {
+  Harness h;
+  h.add(1, 'B', 100, 10000);
+  h.add(2, 'S', 100, 10100);
+  // Replace the bid to a price above the best ask: it stays a bid.
+  h.replace(1, 3, 60, 10200);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(10200, 60, 10100, 100));
+  OrderBook::OrderView o;
+  EXPECT_FALSE(h.book.find_order(1, o));
+  ASSERT_TRUE(h.book.find_order(3, o));
+  EXPECT_EQ(o.side, 'B');
+  EXPECT_EQ(o.shares, 60u);
+  EXPECT_EQ(o.locate, 1);
+  // Replace to zero shares leaves nothing behind.
+  h.replace(3, 4, 0, 10000);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(0, 0, 10100, 100));
+  EXPECT_FALSE(h.book.find_order(4, o));
+}
+
+TEST(OrderBook, UnknownReferencesChangeNothing) {
+  Harness h;
+  h.add(1, 'B', 100, 10000);
+  const size_t events = h.events();
+  h.exec(99, 10);
+  h.exec_px(99, 10);
+  h.cancel(99, 10);
+  h.del(99);
+  h.replace(99, 100, 10, 20000);
+  EXPECT_EQ(h.events(), events);
+  EXPECT_EQ(h.book.counters().unknown_refs, 5u);
+  EXPECT_EQ(h.book.bbo(1), make_bbo(10000, 100, 0, 0));
+  OrderBook::OrderView o;
+  EXPECT_FALSE(h.book.find_order(100, o));
+}
+
+TEST(OrderBook, DuplicateReferencesAndInvalidAddsAreCounted) {
+  Harness h;
+  h.add(1, 'B', 100, 10000);
+  h.add(1, 'S', 100, 20000);  // reuse of a live reference
+  h.add(2, 'X', 100, 10000);  // no such side
+  h.add(3, 'B', 0, 10000);    // zero shares
+  h.add(4, 'S', 10, 20000);
+  h.replace(4, 1, 10, 21000);  // new reference already live
+  EXPECT_EQ(h.book.counters().duplicate_refs, 2u);
+  EXPECT_EQ(h.book.counters().invalid_orders, 2u);
+  EXPECT_EQ(h.book.live_orders(), 2u);
+  EXPECT_EQ(h.book.bbo(1), make_bbo(10000, 100, 20000, 10));
+}
+
+TEST(OrderBook, StocksAreIndependentAndEventsCarrySequenceNumbers) {
+  Harness h;
+  h.add(1, 'B', 100, 10000, 1);
+  h.add(2, 'B', 100, 50000, 2);
+  ASSERT_EQ(h.pub.events.size(), 2u);
+  EXPECT_EQ(h.pub.events[0].stock_locate, 1);
+  EXPECT_EQ(h.pub.events[0].seq, 1u);
+  EXPECT_EQ(h.pub.events[1].stock_locate, 2);
+  EXPECT_EQ(h.pub.events[1].seq, 2u);
+  EXPECT_EQ(h.pub.events[1].timestamp, 1001u);
+  EXPECT_EQ(h.book.bbo(1), make_bbo(10000, 100, 0, 0));
+  EXPECT_EQ(h.book.bbo(2), make_bbo(50000, 100, 0, 0));
+}
+
+TEST(OrderBook, NonBookMessagesDoNotChangeIt) {
+  Harness h;
+  h.add(1, 'B', 100, 10000);
+  itch::Trade p;
+  p.order_ref = 1;
+  p.shares = 100;
+  h.send(p);
+  itch::CrossTrade q;
+  q.shares = 100;
+  h.send(q);
+  itch::BrokenTrade b;
+  h.send(b);
+  EXPECT_EQ(h.events(), 1u);
+  EXPECT_EQ(h.book.bbo(1), make_bbo(10000, 100, 0, 0));
+}
+
+TEST(OrderBook, IndexSurvivesChurnAndGrowth) {
+  OrderBook book(16);  // deliberately small: forces the index to grow
+  for (uint64_t ref = 1; ref <= 5000; ++ref) book.add(uint16_t(ref % 7), ref * 7919, ref % 2 ? 'B' : 'S', 100, uint32_t(10000 + ref % 50));
+  EXPECT_GT(book.index_grows(), 0u);
+  for (uint64_t ref = 1; ref <= 5000; ref += 2) EXPECT_NE(book.remove(ref * 7919), OrderBook::kUnchanged);
+  EXPECT_EQ(book.live_orders(), 2500u);
+  OrderBook::OrderView o;
+  for (uint64_t ref = 2; ref <= 5000; ref += 2) ASSERT_TRUE(book.find_order(ref * 7919, o)) << ref;
+  for (uint64_t ref = 1; ref <= 5000; ref += 2) ASSERT_FALSE(book.find_order(ref * 7919, o)) << ref;
+}
+
+// Differential test: the real book against the naive reference, in
+// lockstep, on generated sessions with edge cases injected.
+namespace {
+
+struct Lockstep {
+  OrderBook book{64};  // small, so growth paths run too
+  ReferenceBook ref;
+  std::map<uint16_t, Bbo> ref_last;
+  std::vector<std::tuple<uint64_t, uint16_t, Bbo>> real_events, ref_events;
+  std::set<uint16_t> stocks;
+  uint64_t seq = 0;
+
+  void apply(const uint8_t* m, size_t n) {
+    ++seq;
+    uint32_t real = OrderBook::kUnchanged;
+    int naive = -1;
+    itch::decode(m, n, [&](const auto& v) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<V, itch::AddOrderView> || std::is_same_v<V, itch::AddOrderMpidView>) {
+        real = book.add(v.stock_locate(), v.order_ref(), char(v.side()), v.shares(), v.price());
+        naive = ref.add(v.stock_locate(), v.order_ref(), char(v.side()), v.shares(), v.price());
+        stocks.insert(v.stock_locate());
+      } else if constexpr (std::is_same_v<V, itch::OrderExecutedView> || std::is_same_v<V, itch::OrderExecutedWithPriceView>) {
+        real = book.execute(v.order_ref(), v.executed_shares());
+        naive = ref.reduce(v.order_ref(), v.executed_shares());
+      } else if constexpr (std::is_same_v<V, itch::OrderCancelView>) {
+        real = book.cancel(v.order_ref(), v.cancelled_shares());
+        naive = ref.reduce(v.order_ref(), v.cancelled_shares());
+      } else if constexpr (std::is_same_v<V, itch::OrderDeleteView>) {
+        real = book.remove(v.order_ref());
+        naive = ref.remove(v.order_ref());
+      } else if constexpr (std::is_same_v<V, itch::OrderReplaceView>) {
+        real = book.replace(v.original_order_ref(), v.new_order_ref(), v.shares(), v.price());
+        naive = ref.replace(v.original_order_ref(), v.new_order_ref(), v.shares(), v.price());
+      }
+    });
+    ASSERT_EQ(real == OrderBook::kUnchanged ? -1 : int(real), naive) << "seq " << seq;
+    Bbo b;
+    if (real != OrderBook::kUnchanged && book.take_bbo_change(uint16_t(real), b)) real_events.emplace_back(seq, uint16_t(real), b);
+    if (naive >= 0) {
+      const Bbo now = ref.bbo(uint16_t(naive));
+      if (now != ref_last[uint16_t(naive)]) {
+        ref_last[uint16_t(naive)] = now;
+        ref_events.emplace_back(seq, uint16_t(naive), now);
+      }
+    }
+  }
+
+  void expect_same_state() {
+    ASSERT_EQ(book.live_orders(), ref.orders.size());
+    for (uint16_t s : stocks)
+      for (char side : {'B', 'S'}) {
+        const auto real = book.levels(s, side);
+        const auto naive = ref.levels(s, side);
+        ASSERT_EQ(real.size(), naive.size()) << "stock " << s << " side " << side;
+        for (size_t i = 0; i < real.size(); ++i) {
+          ASSERT_EQ(real[i].price, std::get<0>(naive[i]));
+          ASSERT_EQ(real[i].orders, std::get<1>(naive[i]));
+          ASSERT_EQ(real[i].shares, std::get<2>(naive[i]));
+        }
+      }
+    for (const auto& [r, o] : ref.orders) {
+      OrderBook::OrderView v;
+      ASSERT_TRUE(book.find_order(r, v));
+      ASSERT_EQ(v.shares, o.shares);
+      ASSERT_EQ(v.price, o.price);
+      ASSERT_EQ(v.side, o.side);
+      ASSERT_EQ(v.locate, o.locate);
+    }
+  }
+};
+
+// Injects what a clean generated stream never has: over-cancels and
+// over-executions, duplicate adds, bad sides, zero-share replaces, replaces
+// to a live reference.
+void mutate(std::vector<uint8_t>& m, replay::Rng& rng, uint64_t& last_add_ref) {
+  const char type = char(m[0]);
+  if (type == 'A') {
+    const uint64_t ref = load_be64(&m[11]);
+    if (last_add_ref && rng.chance_ppm(20000)) store_be64(&m[11], last_add_ref);  // duplicate
+    else if (rng.chance_ppm(5000)) m[19] = 'Z';                                     // bad side
+    last_add_ref = ref;
+  } else if ((type == 'X' || type == 'E') && rng.chance_ppm(100000)) {
+    store_be32(&m[19], load_be32(&m[19]) + uint32_t(rng.between(1, 1000)));  // beyond remaining
+  } else if (type == 'U') {
+    if (rng.chance_ppm(20000)) store_be32(&m[27], 0);                          // to zero shares
+    else if (last_add_ref && rng.chance_ppm(20000)) store_be64(&m[19], last_add_ref);  // onto a live ref
+  }
+}
+
+}  // namespace
+
+TEST(OrderBook, MatchesNaiveReferenceOnGeneratedSessions) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    replay::GeneratorConfig cfg = replay::nasdaq_day_profile(seed % 2 ? 5 : 40);
+    cfg.seed = seed;
+    cfg.messages = 15000;
+    cfg.unknown_ref_ppm = seed % 3 == 0 ? 20000 : 0;
+    Lockstep ls;
+    replay::Rng rng(seed * 101);
+    uint64_t last_add = 0;
+    uint64_t n = 0;
+    replay::generate_session(cfg, [&](const uint8_t* m, uint16_t len, uint64_t) {
+      std::vector<uint8_t> msg(m, m + len);
+      mutate(msg, rng, last_add);
+      ls.apply(msg.data(), msg.size());
+      if (++n % 2500 == 0) ls.expect_same_state();
+    });
+    ls.expect_same_state();
+    ASSERT_EQ(ls.real_events.size(), ls.ref_events.size());
+    for (size_t i = 0; i < ls.real_events.size(); ++i) ASSERT_EQ(ls.real_events[i], ls.ref_events[i]) << "event " << i;
+    EXPECT_EQ(ls.book.counters().unknown_refs, ls.ref.unknown);
+    EXPECT_EQ(ls.book.counters().duplicate_refs, ls.ref.duplicate);
+    EXPECT_EQ(ls.book.counters().invalid_orders, ls.ref.invalid);
+    EXPECT_GT(ls.ref.duplicate + ls.ref.invalid, 0u);  // the mutations did happen
+    EXPECT_GT(ls.real_events.size(), 1000u);
+  }
+}

@@ -1,0 +1,40 @@
+"""`itchbench dump`: a run's logs as CSV."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+import pandas as pd
+
+from . import logs, rundir
+
+BBO_COLUMNS = ["seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty"]
+
+
+def symbol_names(run_dir: Path) -> np.ndarray:
+    """Locate -> symbol (trailing spaces removed); the locate number where no R message named it."""
+    names = np.arange(65536).astype(str).astype(object)
+    for locate, name in rundir.read_json(run_dir / "gateway.json")["symbols"].items():
+        names[int(locate)] = name
+    return names
+
+
+def bbo_frame(run_dir: Path) -> pd.DataFrame:
+    rec = logs.read_bbo(Path(run_dir) / "bbo.bbo").records
+    names = symbol_names(Path(run_dir))
+    return pd.DataFrame({
+        "seq": rec["seq"],
+        "stock": names[rec["stock_locate"]],
+        "bid_px": rec["bid_px"],
+        "bid_qty": rec["bid_qty"],
+        "ask_px": rec["ask_px"],
+        "ask_qty": rec["ask_qty"],
+    }, columns=BBO_COLUMNS)
+
+
+def dump_bbo(run_dir: Path, out: TextIO) -> int:
+    frame = bbo_frame(run_dir)
+    frame.to_csv(out, index=False, lineterminator="\n")
+    return len(frame)

@@ -1,0 +1,89 @@
+"""What a run was measured on: recorded in every run's manifest.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import paths
+
+
+def _run(cmd: list[str], cwd: Path | None = None) -> str | None:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (proc.stdout or proc.stderr).strip() if proc.returncode == 0 else None
+
+
+def _first_line(text: str | None) -> str | None:
+    return text.splitlines()[0].strip() if text else None
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def git_state(root: Path | None = None) -> dict[str, Any]:
+    root = root or paths.repo_root()
+    commit = _run(["git", "rev-parse", "HEAD"], root)
+    status = _run(["git", "status", "--porcelain", "--untracked-files=no"], root)
+    return {"commit": commit or "unknown", "dirty": bool(status) if status is not None else None}
+
+
+def commit_label(state: dict[str, Any]) -> str:
+    """What goes into log headers: the commit, '-dirty' if modified."""
+    return str(state["commit"]) + ("-dirty" if state.get("dirty") else "")
+
+
+def cpu_model() -> str:
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def gateway_build() -> dict[str, Any]:
+    out = _run([str(paths.tool("itch-gateway")), "--build-info"])
+    return json.loads(out) if out else {}
+
+
+def tool_versions() -> dict[str, str | None]:
+    import numpy
+    import pandas
+
+    return {
+        "python": sys.version.split()[0],
+        "numpy": numpy.__version__,
+        "pandas": pandas.__version__,
+        "tcpreplay": _first_line(_run(["tcpreplay", "--version"])),
+        "socat": (_run(["socat", "-V"]) or "").splitlines()[1].strip() if _run(["socat", "-V"]) else None,
+        "tshark": _first_line(_run(["tshark", "--version"])),
+        "libpcap": _first_line(_run(["dpkg-query", "-W", "-f=${Version}", "libpcap0.8"])),
+    }
+
+
+def snapshot() -> dict[str, Any]:
+    """The machine, the build and the tools, as a run found them."""
+    affinity = sorted(os.sched_getaffinity(0))
+    return {
+        "git": git_state(),
+        "build": gateway_build(),
+        "tools": tool_versions(),
+        "kernel": platform.release(),
+        "os": _read("/etc/debian_version") and f"Debian {_read('/etc/debian_version')}",
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpu_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") or "unavailable",
+        "isolated_cpus": _read("/sys/devices/system/cpu/isolated") or "",
+        "affinity": affinity,
+        "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+    }

@@ -1,0 +1,147 @@
+"""Readers for the gateway's binary logs (format: gateway/log/FORMAT.md).
+
+One numpy dtype per format; a file is memory-mapped, never parsed record by
+record. A log cut short — by a crash, or a copy that stopped early — is read
+to its last whole record with a warning; a file that is not such a log is an
+error, never misread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+MAGIC = b"ITCHBLOG"
+VERSION = 1
+HEADER_SIZE = 128
+KIND_LATENCY = 1
+KIND_BBO = 2
+FLAG_FINALIZED = 1
+WRITTEN = 0x80
+
+FLAG_BBO_EVENT = 0x01
+FLAG_UNKNOWN_REF = 0x02
+FLAG_REJECTED = 0x04
+
+HEADER_DTYPE = np.dtype([
+    ("magic", "S8"), ("version", "<u2"), ("header_size", "<u2"), ("record_size", "<u2"),
+    ("kind", "<u2"), ("stage_clock", "<u2"), ("origin_clock", "<u2"), ("flags", "<u4"),
+    ("record_count", "<u8"), ("dropped", "<u8"), ("run_id", "S32"), ("commit", "S48"),
+    ("reserved", "V8"),
+])
+LATENCY_DTYPE = np.dtype([
+    ("seq", "<u8"), ("t_origin", "<u8"), ("t_receive", "<u8"), ("t_decoded", "<u8"),
+    ("t_book", "<u8"), ("t_published", "<u8"), ("stock_locate", "<u2"), ("msg_type", "S1"),
+    ("flags", "u1"), ("reserved", "V4"),
+])
+BBO_DTYPE = np.dtype([
+    ("seq", "<u8"), ("timestamp", "<u8"), ("bid_qty", "<u8"), ("ask_qty", "<u8"),
+    ("bid_px", "<u4"), ("ask_px", "<u4"), ("stock_locate", "<u2"), ("flags", "u1"),
+    ("reserved", "V5"),
+])
+assert HEADER_DTYPE.itemsize == HEADER_SIZE
+assert LATENCY_DTYPE.itemsize == 56 and BBO_DTYPE.itemsize == 48
+
+STAGE_CLOCKS = {0: "none", 1: "monotonic", 2: "tsc"}
+ORIGIN_CLOCKS = {0: "none", 1: "capture-epoch", 2: "sender-monotonic", 3: "itch-timestamp"}
+_KINDS = {KIND_LATENCY: ("latency", LATENCY_DTYPE), KIND_BBO: ("bbo", BBO_DTYPE)}
+
+
+class LogFormatError(ValueError):
+    """The file is not a readable itchbench log."""
+
+
+class TruncatedLogWarning(UserWarning):
+    """The log was cut short; only its whole records were read."""
+
+
+@dataclass
+class LogFile:
+    path: Path
+    kind: str
+    header: dict[str, object]
+    records: np.ndarray
+    finalized: bool
+    notes: list[str] = field(default_factory=list)  # what was wrong and how it was read
+
+    @property
+    def complete(self) -> bool:
+        return self.finalized and not self.notes
+
+    def record_bytes(self) -> memoryview:
+        """The raw bytes of the records read (for digests)."""
+        return memoryview(self.records.view(np.uint8).reshape(-1))
+
+
+def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
+    path = Path(path)
+    raw = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else np.zeros(0, np.uint8)
+    if raw.size < HEADER_SIZE:
+        raise LogFormatError(f"{path}: {raw.size} bytes, shorter than the {HEADER_SIZE}-byte log header")
+    hdr = raw[:HEADER_SIZE].view(HEADER_DTYPE)[0]
+    if bytes(hdr["magic"]) != MAGIC:
+        raise LogFormatError(f"{path}: not an itchbench log (magic {bytes(hdr['magic'])!r}, expected {MAGIC!r})")
+    if int(hdr["version"]) != VERSION:
+        raise LogFormatError(f"{path}: log format version {int(hdr['version'])}, this reader knows {VERSION}")
+    kind = int(hdr["kind"])
+    if kind not in _KINDS:
+        raise LogFormatError(f"{path}: unknown log kind {kind}")
+    if expect_kind is not None and kind != expect_kind:
+        raise LogFormatError(f"{path}: a {_KINDS[kind][0]} log, expected a {_KINDS[expect_kind][0]} log")
+    name, dtype = _KINDS[kind]
+    if int(hdr["record_size"]) != dtype.itemsize or int(hdr["header_size"]) != HEADER_SIZE:
+        raise LogFormatError(
+            f"{path}: record size {int(hdr['record_size'])} / header size {int(hdr['header_size'])} "
+            f"do not match the {name} format ({dtype.itemsize} / {HEADER_SIZE})")
+
+    notes: list[str] = []
+    body = raw.size - HEADER_SIZE
+    whole = body // dtype.itemsize
+    if body % dtype.itemsize:
+        notes.append(f"file ends mid-record: {body % dtype.itemsize} trailing bytes ignored")
+    records = raw[HEADER_SIZE:HEADER_SIZE + whole * dtype.itemsize].view(dtype)
+    finalized = bool(int(hdr["flags"]) & FLAG_FINALIZED)
+    if finalized:
+        count = int(hdr["record_count"])
+        if count < whole:
+            notes.append(f"{whole - count} records beyond the header's count of {count} ignored")
+            records = records[:count]
+        elif count > whole:
+            notes.append(f"header counts {count} records, the file holds {whole}: read {whole}")
+    else:
+        unwritten = np.flatnonzero((records["flags"] & WRITTEN) == 0)
+        n = int(unwritten[0]) if unwritten.size else whole
+        records = records[:n]
+        notes.append(f"log was never closed (writer crashed or still running): read {n} whole records")
+    if notes:
+        warnings.warn(f"{path}: " + "; ".join(notes), TruncatedLogWarning, stacklevel=2)
+
+    header = {
+        "version": int(hdr["version"]),
+        "kind": name,
+        "record_size": int(hdr["record_size"]),
+        "stage_clock": STAGE_CLOCKS.get(int(hdr["stage_clock"]), str(int(hdr["stage_clock"]))),
+        "origin_clock": ORIGIN_CLOCKS.get(int(hdr["origin_clock"]), str(int(hdr["origin_clock"]))),
+        "record_count": int(hdr["record_count"]),
+        "dropped": int(hdr["dropped"]),
+        "run_id": bytes(hdr["run_id"]).rstrip(b"\0").decode("ascii", "replace"),
+        "commit": bytes(hdr["commit"]).rstrip(b"\0").decode("ascii", "replace"),
+    }
+    return LogFile(path, name, header, records, finalized, notes)
+
+
+def read_bbo(path: Path | str) -> LogFile:
+    return read_log(path, KIND_BBO)
+
+
+def read_latency(path: Path | str) -> LogFile:
+    return read_log(path, KIND_LATENCY)
+
+
+def bbo_digest(log: LogFile) -> str:
+    """SHA-256 of the BBO records: the run's deterministic fingerprint."""
+    return "sha256:" + hashlib.sha256(log.record_bytes()).hexdigest()

@@ -1,0 +1,58 @@
+"""Run directories: created once, never overwritten; JSON written atomically."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+
+class RunDirError(RuntimeError):
+    """The run directory cannot be created or is not a run directory."""
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def scenario_hash(resolved: dict[str, Any]) -> str:
+    return "sha256:" + hashlib.sha256(canonical_json(resolved).encode()).hexdigest()
+
+
+def new_run_id(label: str) -> str:
+    """Readable and unique: UTC time, label, 4 random hex digits."""
+    return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{label}-{secrets.token_hex(2)}"
+
+
+def create(path: Path) -> Path:
+    """Make a new, empty run directory; refuse to reuse one that has content."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RunDirError(f"cannot create run directory {path}: {e.strerror}") from e
+    if any(path.iterdir()):
+        raise RunDirError(f"{path} already holds files; runs are never overwritten (choose a new --out)")
+    if not os.access(path, os.W_OK):
+        raise RunDirError(f"run directory {path} is not writable")
+    return path
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Stable bytes (sorted keys, 2-space indent, newline), written atomically."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError as e:
+        raise RunDirError(f"{path.parent} is not a run directory: {path.name} is missing") from e
+    except json.JSONDecodeError as e:
+        raise RunDirError(f"{path}: not valid JSON ({e})") from e

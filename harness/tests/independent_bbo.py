@@ -1,0 +1,94 @@
+"""An independent BBO computation in plain Python, for cross-checking the
+gateway: its own pcap, MoldUDP64 and ITCH parsing (struct), its own book
+(dicts), the BBO semantics of DESIGN.md. Slow and simple on purpose; only for
+small captures."""
+
+from __future__ import annotations
+
+import struct
+from collections import defaultdict
+from pathlib import Path
+
+
+def mold_messages(pcap: Path):
+    """(sequence, message bytes) of every message, for Ethernet pcaps as itch-synth writes them."""
+    data = pcap.read_bytes()
+    magic = struct.unpack_from("<I", data, 0)[0]
+    assert magic in (0xA1B2C3D4, 0xA1B23C4D), "little-endian pcap expected"
+    off = 24
+    while off + 16 <= len(data):
+        incl = struct.unpack_from("<I", data, off + 8)[0]
+        frame = data[off + 16: off + 16 + incl]
+        off += 16 + incl
+        ihl = (frame[14] & 0x0F) * 4
+        payload = frame[14 + ihl + 8:]
+        seq, count = struct.unpack_from(">QH", payload, 10)
+        if count in (0, 0xFFFF):
+            continue
+        p = 20
+        for i in range(count):
+            (n,) = struct.unpack_from(">H", payload, p)
+            yield seq + i, payload[p + 2: p + 2 + n]
+            p += 2 + n
+
+
+def bbo_events(pcap: Path) -> list[tuple[int, str, int, int, int, int]]:
+    orders: dict[int, list] = {}  # ref -> [locate, side, shares, price]
+    names: dict[int, str] = {}
+    last: dict[int, tuple[int, int, int, int]] = defaultdict(lambda: (0, 0, 0, 0))
+    events = []
+
+    def bbo(locate: int) -> tuple[int, int, int, int]:
+        bids: dict[int, int] = defaultdict(int)
+        asks: dict[int, int] = defaultdict(int)
+        for loc, side, shares, price in orders.values():
+            if loc == locate:
+                (bids if side == "B" else asks)[price] += shares
+        bp = max(bids) if bids else 0
+        ap = min(asks) if asks else 0
+        return bp, bids.get(bp, 0), ap, asks.get(ap, 0)
+
+    def reduce(ref: int, n: int) -> int | None:
+        o = orders.get(ref)
+        if o is None:
+            return None
+        o[2] -= min(n, o[2])
+        if o[2] == 0:
+            del orders[ref]
+        return o[0]
+
+    for seq, m in mold_messages(pcap):
+        t = chr(m[0])
+        (locate,) = struct.unpack_from(">H", m, 1)
+        touched = None
+        if t == "R":
+            names[locate] = m[11:19].decode().rstrip(" ")
+        elif t in "AF":
+            ref, side, shares, price = struct.unpack_from(">QcI8xI", m, 11)
+            if ref not in orders and side in (b"B", b"S") and shares > 0:
+                orders[ref] = [locate, side.decode(), shares, price]
+                touched = locate
+        elif t in "EC":
+            ref, n = struct.unpack_from(">QI", m, 11)
+            touched = reduce(ref, n)
+        elif t == "X":
+            ref, n = struct.unpack_from(">QI", m, 11)
+            touched = reduce(ref, n)
+        elif t == "D":
+            (ref,) = struct.unpack_from(">Q", m, 11)
+            o = orders.pop(ref, None)
+            touched = o[0] if o else None
+        elif t == "U":
+            orig, new, shares, price = struct.unpack_from(">QQII", m, 11)
+            o = orders.get(orig)
+            if o is not None and (new == orig or new not in orders):
+                del orders[orig]
+                if shares > 0:
+                    orders[new] = [o[0], o[1], shares, price]
+                touched = o[0]
+        if touched is not None:
+            now = bbo(touched)
+            if now != last[touched]:
+                last[touched] = now
+                events.append((seq, names.get(touched, str(touched)), now[0], now[1], now[2], now[3]))
+    return events

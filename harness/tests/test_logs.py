@@ -1,0 +1,85 @@
+"""Log readers against cut, crashed and corrupt files."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from itchbench import fixtures, logs, sim
+
+HEADER = logs.HEADER_SIZE
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    return sim.run_sim(fixtures.load_manifest()[1].path, tmp_path_factory.mktemp("logs") / "run", echo=False)
+
+
+def copy_with(src: Path, dst: Path, data: bytes) -> Path:
+    dst.write_bytes(data)
+    return dst
+
+
+def test_whole_log_reads_without_warnings(run_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        log = logs.read_bbo(run_dir / "bbo.bbo")
+    assert log.complete and len(log.records) == log.header["record_count"] > 0
+
+
+def test_cut_mid_record_reads_whole_records_with_a_warning(run_dir, tmp_path):
+    raw = (run_dir / "latency.lat").read_bytes()
+    full = logs.read_latency(run_dir / "latency.lat").records
+    cut = copy_with(run_dir, tmp_path / "cut.lat", raw[:HEADER + 100 * 56 + 17])
+    with pytest.warns(logs.TruncatedLogWarning, match="17 trailing bytes"):
+        log = logs.read_latency(cut)
+    assert len(log.records) == 100 and not log.complete
+    assert np.array_equal(log.records, full[:100])
+
+
+def test_crashed_writer_is_read_to_the_last_written_record(run_dir, tmp_path):
+    raw = bytearray((run_dir / "bbo.bbo").read_bytes())
+    n = (len(raw) - HEADER) // 48
+    raw[20:24] = b"\0\0\0\0"                     # not finalized
+    raw[24:32] = b"\0" * 8                       # no count
+    keep = n // 2
+    raw[HEADER + keep * 48:] = b"\0" * (len(raw) - HEADER - keep * 48)  # zeros after, as mapped pages
+    raw += b"\0" * 48 * 1000
+    with pytest.warns(logs.TruncatedLogWarning, match="never closed"):
+        log = logs.read_bbo(copy_with(run_dir, tmp_path / "crash.bbo", bytes(raw)))
+    assert len(log.records) == keep
+
+
+def test_finalized_count_larger_than_the_file(run_dir, tmp_path):
+    raw = (run_dir / "bbo.bbo").read_bytes()
+    with pytest.warns(logs.TruncatedLogWarning, match="header counts"):
+        log = logs.read_bbo(copy_with(run_dir, tmp_path / "short.bbo", raw[:HEADER + 48 * 10]))
+    assert len(log.records) == 10
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda b: b[:50], "shorter than the 128-byte log header"),
+    (lambda b: b"NOTALOG!" + b[8:], "not an itchbench log"),
+    (lambda b: b[:8] + b"\x09\x00" + b[10:], "version 9"),
+    (lambda b: b[:12] + b"\x20\x00" + b[14:], "record size 32"),
+    (lambda b: b[:14] + b"\x07\x00" + b[16:], "unknown log kind 7"),
+])
+def test_corrupt_headers_are_errors_not_misreads(run_dir, tmp_path, mutate, message):
+    bad = copy_with(run_dir, tmp_path / "bad.bbo", mutate((run_dir / "bbo.bbo").read_bytes()))
+    with pytest.raises(logs.LogFormatError, match=message):
+        logs.read_bbo(bad)
+
+
+def test_wrong_kind_is_an_error(run_dir):
+    with pytest.raises(logs.LogFormatError, match="a latency log, expected a bbo log"):
+        logs.read_bbo(run_dir / "latency.lat")
+
+
+def test_empty_file(tmp_path):
+    empty = tmp_path / "e.bbo"
+    empty.write_bytes(b"")
+    with pytest.raises(logs.LogFormatError, match="0 bytes"):
+        logs.read_bbo(empty)

@@ -1,0 +1,150 @@
+"""itchbench sim and dump bbo, as a user runs them."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from itchbench import dump, fixtures, logs, rundir, sim
+from itchbench.cli import main as itchbench_main
+
+from independent_bbo import bbo_events
+
+FIXTURES = fixtures.load_manifest()
+
+
+@pytest.mark.parametrize("fx", FIXTURES, ids=lambda f: f.name)
+def test_three_runs_give_the_golden_digest(fx, tmp_path):
+    digests = []
+    for i in range(3):
+        run = sim.run_sim(fx.path, tmp_path / f"run{i}", echo=False)
+        summary = rundir.read_json(run / "summary.json")
+        assert summary["complete"] and summary["reconciliation"]["balanced"], summary["reconciliation"]
+        digests.append(summary["bbo"]["digest"])
+    assert digests == [fx.golden["bbo_digest"]] * 3
+    assert summary["bbo"]["events"] == fx.golden["bbo_events"]
+
+
+@pytest.mark.parametrize("fx", FIXTURES, ids=lambda f: f.name)
+def test_dump_bbo_matches_an_independent_python_book(fx, tmp_path, capsys):
+    run = sim.run_sim(fx.path, tmp_path / "run", echo=False)
+    assert itchbench_main(["dump", "bbo", str(run)]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0] == "seq,stock,bid_px,bid_qty,ask_px,ask_qty"
+    rows = [(int(r["seq"]), r["stock"], int(r["bid_px"]), int(r["bid_qty"]), int(r["ask_px"]), int(r["ask_qty"]))
+            for r in csv.DictReader(io.StringIO(text))]
+    expected = bbo_events(fx.path)
+    assert len(rows) == len(expected) > 100
+    assert rows == expected
+
+
+def test_binary_itch_file_gives_the_same_bbo_stream(tool, tmp_path):
+    fx = next(f for f in FIXTURES if f.name == "nasdaq-day-sample")
+    itch = tmp_path / "same-session.itch"
+    r = tool("itch-synth", *fx.args, "--format", "itch", "--out", itch)
+    assert r.returncode == 0, r.stderr
+    run = sim.run_sim(itch, tmp_path / "run", echo=False)
+    summary = rundir.read_json(run / "summary.json")
+    # Positions in the file equal the MoldUDP64 sequence numbers of the pcap.
+    assert summary["bbo"]["digest"] == fx.golden["bbo_digest"]
+    assert rundir.read_json(run / "manifest.json")["scenario"]["transport"] == "sim"
+
+
+def test_latency_log_has_one_ordered_record_per_message(tmp_path):
+    fx = FIXTURES[1]
+    run = sim.run_sim(fx.path, tmp_path / "run", echo=False)
+    lat = logs.read_latency(run / "latency.lat")
+    rec = lat.records
+    assert lat.complete and lat.header["stage_clock"] in ("tsc", "monotonic")
+    assert len(rec) == 8000
+    assert np.array_equal(rec["seq"], np.arange(1, 8001))
+    assert np.all(rec["t_receive"] <= rec["t_decoded"])
+    assert np.all(rec["t_decoded"] <= rec["t_book"])
+    published = rec["t_published"] != 0
+    assert np.all(rec["t_book"][published] <= rec["t_published"][published])
+    assert np.count_nonzero(rec["flags"] & logs.FLAG_BBO_EVENT) == fx.golden["bbo_events"] == published.sum()
+    assert np.all(rec["flags"] & logs.WRITTEN)
+    assert lat.header["run_id"] == rundir.read_json(run / "manifest.json")["run_id"]
+
+
+def test_manifest_records_the_environment(tmp_path):
+    run = sim.run_sim(FIXTURES[0].path, tmp_path / "run", echo=False)
+    m = rundir.read_json(run / "manifest.json")
+    env = m["environment"]
+    for key in ("git", "build", "tools", "kernel", "cpu_model", "cpu_governor", "affinity", "isolated_cpus"):
+        assert key in env, key
+    assert env["build"]["build_type"] == "Release" and "-Wall" in env["build"]["cxx_flags"]
+    assert m["capture_sha256"] == FIXTURES[0].sha256
+    assert m["scenario_hash"] == rundir.scenario_hash(m["scenario"])
+
+
+def test_malformed_messages_are_counted_and_the_run_still_balances(tool, tmp_path):
+    pcap = tmp_path / "s.pcap"
+    tool("itch-synth", "--messages", "300", "--out", pcap)
+    data = bytearray(pcap.read_bytes())
+    # First message of record 50: corrupt its type byte.
+    off = 24
+    for _ in range(49):
+        off += 16 + int.from_bytes(data[off + 8:off + 12], "little")
+    data[off + 16 + 42 + 20 + 2] = ord("z")
+    pcap.write_bytes(bytes(data))
+    run = sim.run_sim(pcap, tmp_path / "run", echo=False)
+    rec = rundir.read_json(run / "summary.json")["reconciliation"]
+    assert rec["received"] == 300 and rec["rejected"] == 1 and rec["decoded"] == 299
+    assert rec["balanced"]
+    lat = logs.read_latency(run / "latency.lat").records
+    rejected = lat[(lat["flags"] & logs.FLAG_REJECTED) != 0]
+    assert list(rejected["seq"]) == [50] and rejected["msg_type"][0] == b"z"
+
+
+def test_truncated_capture_gives_an_incomplete_run(tool, tmp_path, capsys):
+    pcap = tmp_path / "cut.pcap"
+    tool("itch-synth", "--messages", "300", "--out", pcap)
+    pcap.write_bytes(pcap.read_bytes()[:-150])
+    assert itchbench_main(["sim", str(pcap), "--out", str(tmp_path / "run")]) == 1
+    assert "INCOMPLETE" in capsys.readouterr().err
+    summary = rundir.read_json(tmp_path / "run" / "summary.json")
+    assert summary["complete"] is False and "truncated" in summary["error"]
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "capture not found"),
+    (b"", "empty capture"),
+    (b"this is a text file, not a capture\n", "not a capture"),
+])
+def test_clear_errors_for_bad_captures(tmp_path, capsys, content, message):
+    capture = tmp_path / "input"
+    if content is not None:
+        capture.write_bytes(content)
+    assert itchbench_main(["sim", str(capture), "--out", str(tmp_path / "run")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
+
+
+def test_unwritable_or_reused_output_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert itchbench_main(["sim", str(FIXTURES[0].path), "--out", str(blocker / "run")]) == 2
+    assert "cannot create run directory" in capsys.readouterr().err
+    run = sim.run_sim(FIXTURES[0].path, tmp_path / "run", echo=False)
+    assert itchbench_main(["sim", str(FIXTURES[0].path), "--out", str(run)]) == 2
+    assert "never overwritten" in capsys.readouterr().err
+
+
+def test_dump_of_a_non_run_directory_is_an_error(tmp_path, capsys):
+    assert itchbench_main(["dump", "bbo", str(tmp_path)]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+
+
+def test_symbols_fall_back_to_locate_numbers(tmp_path):
+    run = sim.run_sim(FIXTURES[0].path, tmp_path / "run", echo=False)
+    gw = json.loads((run / "gateway.json").read_text())
+    gw["symbols"].pop("1")
+    (run / "gateway.json").write_text(json.dumps(gw))
+    frame = dump.bbo_frame(run)
+    assert "1" in set(frame["stock"]) and "AAPL" not in set(frame["stock"])
