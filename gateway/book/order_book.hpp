@@ -74,6 +74,7 @@ class OrderBook {
   size_t memory_bytes() const;
   const BookCounters& counters() const { return counters_; }
   uint64_t index_grows() const { return index_.grows(); }
+  bool index_mixed_hash() const { return index_.mixed_hash(); }
 
  private:
   struct Level {

@@ -39,17 +39,25 @@ uint32_t OrderIndex::erase(uint64_t ref) {
   return value;
 }
 
-void OrderIndex::grow() {
+void OrderIndex::rebuild(size_t capacity) {
   std::vector<Entry> old;
   old.swap(entries_);
-  const size_t cap = old.size() * 2;
-  entries_.assign(cap, Entry{kEmpty, 0});
-  mask_ = cap - 1;
-  shift_ = unsigned(64 - __builtin_ctzll(cap));
+  entries_.assign(capacity, Entry{kEmpty, 0});
+  mask_ = capacity - 1;
+  shift_ = unsigned(64 - __builtin_ctzll(capacity));
   size_ = 0;
-  ++grows_;
   for (const Entry& e : old)
     if (e.ref != kEmpty) insert(e.ref, e.value);
+}
+
+void OrderIndex::grow() {
+  ++grows_;
+  rebuild(entries_.size() * 2);
+}
+
+void OrderIndex::switch_to_mixed_hash() {
+  mixed_ = true;
+  rebuild(entries_.size());
 }
 
 }  // namespace itchbench

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <stdexcept>
 
 namespace itchbench {
@@ -37,7 +38,12 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
   base_ = static_cast<uint8_t*>(m);
   mapped_end_ = base_;
   first_record_ = cursor_ = base_ + logfmt::kHeaderSize;
-  if (!grow()) fail(path, "ftruncate");
+  written_end_.store(cursor_);
+  {
+    std::lock_guard<std::mutex> lock(grow_mutex_);
+    if (!grow_locked()) fail(path, "ftruncate");
+  }
+  ready_end_cached_ = ready_end_.load();
 
   logfmt::Header h{};
   std::memcpy(h.magic, logfmt::kMagic, sizeof h.magic);
@@ -50,19 +56,49 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
   copy_padded(h.run_id, sizeof h.run_id, id.run_id);
   copy_padded(h.commit, sizeof h.commit, id.commit);
   std::memcpy(base_, &h, sizeof h);
+  provisioner_ = std::thread([this] { provision(); });
 }
 
-bool MmapLog::grow() {
+bool MmapLog::grow_locked() {
   const size_t used = size_t(mapped_end_ - base_);
   const size_t want = used + kChunkBytes;
   if (want > reserved_) return false;
   if (::ftruncate(fd_, off_t(want)) != 0) return false;
+  // Fault the chunk's pages in with one call. Best effort: older kernels
+  // lack it, and then the writer takes the faults.
+  ::madvise(base_ + used, kChunkBytes, MADV_POPULATE_WRITE);
   mapped_end_ = base_ + want;
+  ready_end_.store(mapped_end_, std::memory_order_release);
   return true;
+}
+
+bool MmapLog::catch_up() {
+  ready_end_cached_ = ready_end_.load(std::memory_order_acquire);
+  if (cursor_ + record_size_ <= ready_end_cached_) return true;
+  std::lock_guard<std::mutex> lock(grow_mutex_);
+  ++writer_grows_;
+  while (mapped_end_ < cursor_ + record_size_)
+    if (!grow_locked()) return false;
+  ready_end_cached_ = mapped_end_;
+  return true;
+}
+
+void MmapLog::provision() {
+  while (!stop_.load(std::memory_order_relaxed)) {
+    {
+      std::lock_guard<std::mutex> lock(grow_mutex_);
+      const uint8_t* written = written_end_.load(std::memory_order_relaxed);
+      while (size_t(mapped_end_ - written) < 2 * kChunkBytes)
+        if (!grow_locked()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void MmapLog::close() {
   if (fd_ < 0) return;
+  stop_.store(true);
+  if (provisioner_.joinable()) provisioner_.join();
   auto* h = reinterpret_cast<logfmt::Header*>(base_);
   h->record_count = records();
   h->dropped = dropped_;

@@ -76,8 +76,10 @@ class Gateway {
     r.flags = 0;
     const uint64_t unknown_before = book_.counters().unknown_refs;
     uint32_t changed = OrderBook::kUnchanged;
+    // Stage stamps only when they are recorded: each is a TSC read.
+    const bool timed = latency_ != nullptr;
     const itch::DecodeStatus st = itch::decode(msg, len, [&](const auto& view) {
-      r.t_decoded = clock_.now();
+      if (timed) r.t_decoded = clock_.now();
       ++decode_.per_type[itch::type_index(view.kType)];
       changed = apply(view);
     });
@@ -87,7 +89,7 @@ class Gateway {
       if (latency_) latency_->append(r);
       return;
     }
-    r.t_book = clock_.now();
+    if (timed) r.t_book = clock_.now();
     if (book_.counters().unknown_refs != unknown_before) r.flags |= logfmt::kUnknownRef;
     Bbo bbo;
     if (changed != OrderBook::kUnchanged && book_.take_bbo_change(uint16_t(changed), bbo)) {
@@ -105,7 +107,7 @@ class Gateway {
       }
       publisher_.publish(ev);
       ++bbo_events_;
-      r.t_published = clock_.now();
+      if (timed) r.t_published = clock_.now();
       r.flags |= logfmt::kBboEvent;
     }
     if (latency_) latency_->append(r);

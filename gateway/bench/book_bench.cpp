@@ -1,0 +1,169 @@
+// Gateway core benchmarks on a nasdaq-day session generated at benchmark
+// time: decode + book + BBO per message, the same with both logs recorded,
+// memory per live order, the latency recorder's cost per record, and the
+// cost of one stage stamp.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_capture.hpp"
+#include "pipeline/gateway.hpp"
+#include "util/stage_clock.hpp"
+
+using namespace itchbench;
+
+namespace {
+
+constexpr uint64_t kMessages = 5000000;
+
+std::string scratch(const char* name) { return "/tmp/itchbench-bench-" + std::to_string(::getpid()) + "-" + name; }
+
+template <class Run>
+void feed(const bench::InMemoryCapture& cap, Run&& on_datagram) {
+  for (size_t i = 0; i < cap.datagrams(); ++i)
+    on_datagram(cap.bytes.data() + cap.offsets[i], cap.offsets[i + 1] - cap.offsets[i]);
+}
+
+// Framing + decoding + book + BBO detection, nothing recorded.
+void BM_DecodeBookBbo(benchmark::State& state) {
+  const auto& cap = bench::nasdaq_day_capture(kMessages);
+  const StageClock clock = StageClock::calibrate();
+  uint64_t live = 0, memory = 0, events = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto book = std::make_unique<OrderBook>(size_t(state.range(0)));
+    NullPublisher pub;
+    Gateway<NullPublisher> gw(*book, clock, nullptr, nullptr, pub);
+    state.ResumeTiming();
+    feed(cap, [&](const uint8_t* p, size_t n) { gw.on_datagram(p, n, 0, 0); });
+    state.PauseTiming();
+    live = book->live_orders();
+    memory = book->memory_bytes();
+    events = gw.bbo_events();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(int64_t(state.iterations() * cap.messages));
+  state.counters["ns_per_msg"] = benchmark::Counter(double(cap.messages), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["bbo_events"] = double(events);
+  state.counters["live_orders_end"] = double(live);
+  state.counters["book_MiB"] = double(memory) / (1 << 20);
+}
+BENCHMARK(BM_DecodeBookBbo)->Arg(1 << 16)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+// Memory per live order: a book pre-sized for and holding N live orders (no
+// deletes), minus a book sized for none, per order: pool slot, index slots
+// (at most half full) and price levels.
+void BM_MemoryPerLiveOrder(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  double per_order = 0;
+  for (auto _ : state) {
+    OrderBook full(n);
+    for (size_t i = 0; i < n; ++i)
+      full.add(uint16_t(1 + i % 500), i + 1, i % 2 ? 'B' : 'S', 100, uint32_t(100000 + (i * 7919) % 2000 * 100));
+    per_order = double(full.memory_bytes() - OrderBook(0).memory_bytes()) / double(n);
+    benchmark::DoNotOptimize(full);
+  }
+  state.counters["bytes_per_live_order"] = per_order;
+}
+BENCHMARK(BM_MemoryPerLiveOrder)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// The whole simulation pipeline: stage stamps, latency and BBO logs.
+void BM_PipelineRecorded(benchmark::State& state) {
+  const auto& cap = bench::nasdaq_day_capture(kMessages);
+  const StageClock clock = StageClock::calibrate();
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto book = std::make_unique<OrderBook>(1 << 20);
+    LatencyLog lat(scratch("lat"), logfmt::Kind::kLatency, {});
+    BboLog bbo(scratch("bbo"), logfmt::Kind::kBbo, {});
+    NullPublisher pub;
+    Gateway<NullPublisher> gw(*book, clock, &lat, &bbo, pub);
+    state.ResumeTiming();
+    feed(cap, [&](const uint8_t* p, size_t n) { gw.on_datagram(p, n, clock.now(), 0); });
+    state.PauseTiming();
+    lat.close();
+    bbo.close();
+    ::unlink(scratch("lat").c_str());
+    ::unlink(scratch("bbo").c_str());
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(int64_t(state.iterations() * cap.messages));
+  state.counters["ns_per_msg"] = benchmark::Counter(double(cap.messages), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_PipelineRecorded)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+// The latency recorder, hot path: one 56-byte record appended into pages the
+// provisioning thread has already made ready (what the gateway sees at any
+// message rate it can sustain). Wall-clock time.
+void BM_LatencyRecordAppend(benchmark::State& state) {
+  constexpr uint64_t kRecords = 2000000;  // 112 MB: within the two chunks kept ahead
+  uint64_t writer_grows = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto lat = std::make_unique<LatencyLog>(scratch("rec"), logfmt::Kind::kLatency, LogIdentity{});
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // let provisioning get ahead
+    logfmt::LatencyRecord r{};
+    r.msg_type = 'A';
+    state.ResumeTiming();
+    for (uint64_t i = 0; i < kRecords; ++i) {
+      r.seq = i;
+      r.t_receive = i;
+      lat->append(r);
+    }
+    state.PauseTiming();
+    writer_grows += lat->writer_grows();
+    lat->close();
+    ::unlink(scratch("rec").c_str());
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(int64_t(state.iterations() * kRecords));
+  state.counters["ns_per_record"] = benchmark::Counter(double(kRecords), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["writer_grows"] = double(writer_grows);
+}
+BENCHMARK(BM_LatencyRecordAppend)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+
+// The recorder flooded: records appended as fast as one core can store,
+// 4x more than is provisioned ahead, so the writer outruns the kernel's page
+// provisioning and waits for it. The sustained ceiling, not the hot path.
+void BM_LatencyRecordFlood(benchmark::State& state) {
+  constexpr uint64_t kRecords = 8000000;
+  for (auto _ : state) {
+    state.PauseTiming();
+    LatencyLog lat(scratch("flood"), logfmt::Kind::kLatency, {});
+    logfmt::LatencyRecord r{};
+    r.msg_type = 'A';
+    state.ResumeTiming();
+    for (uint64_t i = 0; i < kRecords; ++i) {
+      r.seq = i;
+      lat.append(r);
+    }
+    state.PauseTiming();
+    lat.close();
+    ::unlink(scratch("flood").c_str());
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(int64_t(state.iterations() * kRecords));
+  state.counters["ns_per_record"] = benchmark::Counter(double(kRecords), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_LatencyRecordFlood)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+
+// Cost of one stage stamp: every latency figure includes it.
+void BM_StageClockNow(benchmark::State& state) {
+  const StageClock clock = StageClock::calibrate();
+  for (auto _ : state) benchmark::DoNotOptimize(clock.now());
+}
+BENCHMARK(BM_StageClockNow);
+
+void BM_ClockGettimeMonotonic(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(monotonic_ns());
+}
+BENCHMARK(BM_ClockGettimeMonotonic);
+
+}  // namespace
+
+BENCHMARK_MAIN();
