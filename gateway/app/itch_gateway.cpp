@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <vector>
 
 #include "app/gateway_report.hpp"
 #include "source/capture_file.hpp"
+#include "util/atomic_file.hpp"
 #include "util/cli.hpp"
 
 using namespace itchbench;
@@ -36,16 +36,6 @@ double timer_overhead_ns(const StageClock& clock) {
 
 const char* stage_clock_name(logfmt::StageClock c) {
   return c == logfmt::StageClock::kTsc ? "tsc" : c == logfmt::StageClock::kMonotonic ? "monotonic" : "none";
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out.flush()) throw std::runtime_error(tmp + ": write failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error(path + ": rename failed");
 }
 
 }  // namespace
@@ -129,11 +119,7 @@ int main(int argc, char** argv) {
     j.field("stage", stage_clock_name(clock.source())).field("ticks_per_ns", clock.ticks_per_ns());
     j.field("timer_overhead_ns", overhead);
     j.end_object();
-    j.key("capture_stats").begin_object();
-    j.field("records", reader.stats().records).field("udp_datagrams", reader.stats().udp_datagrams);
-    j.field("not_udp", reader.stats().not_udp).field("other_port", reader.stats().other_port);
-    j.field("bad_frames", reader.stats().bad_frames).field("itch_messages", reader.stats().itch_messages);
-    j.end_object();
+    write_capture_json(j, reader.stats());
     write_pipeline_counters(j, gw, book);
     j.key("logs").begin_object();
     j.field("latency_records", latency ? latency->records() : 0).field("latency_dropped", latency ? latency->dropped() : 0);

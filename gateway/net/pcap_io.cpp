@@ -6,6 +6,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "util/atomic_file.hpp"
+
 namespace itchbench::net {
 
 PcapReader::PcapReader(const std::string& path) {
@@ -38,7 +40,7 @@ PcapReader::Next PcapReader::next(PcapRecord& rec) {
 }
 
 PcapWriter::PcapWriter(const std::string& path, int linktype, int snaplen)
-    : path_(path), tmp_path_(path + ".tmp") {
+    : path_(path), tmp_path_(temporary_path(path)) {
   dead_ = pcap_open_dead_with_tstamp_precision(linktype, snaplen, PCAP_TSTAMP_PRECISION_NANO);
   if (!dead_) throw std::runtime_error("pcap_open_dead failed");
   file_ = std::fopen(tmp_path_.c_str(), "wb");
@@ -79,16 +81,8 @@ void PcapWriter::commit() {
   dumper_ = nullptr;
   pcap_close(dead_);
   dead_ = nullptr;
-  if (!flushed) {
-    std::remove(tmp_path_.c_str());
-    throw std::runtime_error(path_ + ": write failed");
-  }
-  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    const int e = errno;
-    std::remove(tmp_path_.c_str());
-    throw std::runtime_error(path_ + ": rename: " + std::strerror(e));
-  }
-  committed_ = true;
+  committed_ = true;  // the temporary file is renamed or removed below, either way
+  commit_temporary(tmp_path_, path_, flushed);
 }
 
 }  // namespace itchbench::net

@@ -14,24 +14,12 @@
 
 #include "book/order_book.hpp"
 #include "log/mmap_log.hpp"
+#include "pipeline/decode_counters.hpp"
 #include "pipeline/mold_framer.hpp"
 #include "protocol/itch.hpp"
 #include "util/stage_clock.hpp"
 
 namespace itchbench {
-
-struct DecodeCounters {
-  uint64_t per_type[itch::kTypeCount] = {};
-  uint64_t unknown_type = 0;
-  uint64_t wrong_length = 0;
-  uint64_t empty = 0;
-  uint64_t messages() const {
-    uint64_t n = 0;
-    for (uint64_t c : per_type) n += c;
-    return n;
-  }
-  uint64_t rejected() const { return unknown_type + wrong_length + empty; }
-};
 
 // Symbols from the stock directory (R) messages, by locate.
 class SymbolTable {
@@ -84,7 +72,7 @@ class Gateway {
       changed = apply(view);
     });
     if (st != itch::DecodeStatus::kOk) {
-      count_rejection(st);
+      decode_.count_rejection(st);
       r.flags = logfmt::kRejected;
       if (latency_) latency_->append(r);
       return;
@@ -141,12 +129,6 @@ class Gateway {
   template <class View>
   uint32_t apply(const View&) {  // P, Q, B and the rest do not change the book
     return OrderBook::kUnchanged;
-  }
-
-  void count_rejection(itch::DecodeStatus st) {
-    if (st == itch::DecodeStatus::kUnknownType) ++decode_.unknown_type;
-    if (st == itch::DecodeStatus::kWrongLength) ++decode_.wrong_length;
-    if (st == itch::DecodeStatus::kEmpty) ++decode_.empty;
   }
 
   OrderBook& book_;

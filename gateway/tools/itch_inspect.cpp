@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include "pipeline/counters_json.hpp"
+#include "pipeline/decode_counters.hpp"
 #include "pipeline/mold_framer.hpp"
 #include "protocol/itch.hpp"
 #include "source/capture_file.hpp"
@@ -14,29 +16,11 @@ using namespace itchbench;
 
 namespace {
 
-struct DecodeCounts {
-  uint64_t per_type[itch::kTypeCount] = {};
-  uint64_t unknown_type = 0;
-  uint64_t wrong_length = 0;
-  uint64_t empty = 0;
+// What inspect adds to the decoder's counters: where the capture starts and ends.
+struct Extent {
   uint64_t first_seq = 0, last_seq = 0;
   uint64_t first_ts = 0, last_ts = 0;  // capture time, ns since epoch (pcap only)
-
-  void on_message(uint64_t seq, const uint8_t* p, size_t len) {
-    const itch::DecodeStatus st = itch::decode(p, len, [&](auto view) {
-      ++per_type[itch::type_index(decltype(view)::kType)];
-    });
-    if (st == itch::DecodeStatus::kUnknownType) ++unknown_type;
-    if (st == itch::DecodeStatus::kWrongLength) ++wrong_length;
-    if (st == itch::DecodeStatus::kEmpty) ++empty;
-    if (first_seq == 0) first_seq = seq;
-    last_seq = seq;
-  }
-  uint64_t decoded() const {
-    uint64_t n = 0;
-    for (uint64_t c : per_type) n += c;
-    return n;
-  }
+  bool any = false;
 };
 
 }  // namespace
@@ -58,17 +42,24 @@ int main(int argc, char** argv) {
   try {
     CaptureReader reader(args.positionals()[0], port);
     MoldFramer framer;
-    DecodeCounts counts;
+    DecodeCounters decode;
+    Extent extent;
     const bool list = args.flag_set("list");
     std::string listing;
     auto on_message = [&](uint64_t seq, const uint8_t* m, size_t len) {
-      counts.on_message(seq, m, len);
+      const itch::DecodeStatus st = itch::decode(m, len, [&](const auto& view) {
+        ++decode.per_type[itch::type_index(view.kType)];
+      });
+      decode.count_rejection(st);
+      if (!extent.any) extent.first_seq = seq;
+      extent.any = true;
+      extent.last_seq = seq;
       if (list) listing += std::to_string(seq) + " " + (len ? std::string(1, char(m[0])) : "-") + "\n";
     };
     const bool clean = reader.run(
         [&](uint64_t ts, const uint8_t* p, size_t n) {
-          if (counts.first_ts == 0) counts.first_ts = ts;
-          counts.last_ts = ts;
+          if (extent.first_ts == 0) extent.first_ts = ts;
+          extent.last_ts = ts;
           framer.on_datagram(p, n, on_message);
         },
         on_message);
@@ -76,8 +67,7 @@ int main(int argc, char** argv) {
     const FramerCounters& fc = framer.counters();
     const SequenceCounters& sc = framer.sequence().counters();
     const CaptureStats& cs = reader.stats();
-    const uint64_t rejected = counts.unknown_type + counts.wrong_length + counts.empty +
-                              fc.rejected() + cs.bad_frames;
+    const uint64_t rejected = decode.rejected() + fc.rejected() + cs.bad_frames;
     if (list) {
       std::fputs(listing.c_str(), stdout);
       if (!clean) std::fprintf(stderr, "itch-inspect: %s\n", reader.error().c_str());
@@ -85,34 +75,13 @@ int main(int argc, char** argv) {
       JsonWriter j;
       j.begin_object();
       j.field("capture", reader.path()).field("kind", to_string(reader.kind()));
-      j.field("complete", clean);
-      if (!clean) j.field("error", reader.error());
-      j.field("messages", counts.decoded());
-      j.key("per_type").begin_object();
-      for (const auto& t : itch::kTypes)
-        j.field(std::string(1, t.type), counts.per_type[itch::type_index(t.type)]);
-      j.end_object();
-      j.key("rejected").begin_object();
-      j.field("unknown_type", counts.unknown_type).field("wrong_length", counts.wrong_length);
-      j.field("empty_message", counts.empty);
-      j.field("mold_too_short", fc.rejected_too_short)
-          .field("mold_length_overrun", fc.rejected_length_overrun)
-          .field("mold_count_mismatch", fc.rejected_count_mismatch);
-      j.field("bad_frames", cs.bad_frames);
-      j.end_object();
-      j.key("capture_stats").begin_object();
-      j.field("records", cs.records).field("udp_datagrams", cs.udp_datagrams);
-      j.field("not_udp", cs.not_udp).field("other_port", cs.other_port);
-      j.field("first_timestamp_ns", counts.first_ts).field("last_timestamp_ns", counts.last_ts);
-      j.end_object();
-      j.key("mold").begin_object();
-      j.field("packets", fc.packets).field("heartbeats", fc.heartbeats);
-      j.field("end_of_session", fc.end_of_session);
-      j.field("first_sequence", counts.first_seq).field("last_sequence", counts.last_seq);
-      j.field("gap_events", sc.gap_events).field("gap_messages", sc.gap_messages);
-      j.field("duplicate_messages", sc.duplicate_messages)
-          .field("reordered_messages", sc.reordered_messages);
-      j.end_object();
+      j.field("complete", clean).field("error", reader.error());
+      j.field("messages", decode.messages()).field("rejected", rejected);
+      j.field("first_sequence", extent.first_seq).field("last_sequence", extent.last_seq);
+      j.field("first_timestamp_ns", extent.first_ts).field("last_timestamp_ns", extent.last_ts);
+      write_decode_json(j, decode);
+      write_mold_json(j, framer);
+      write_capture_json(j, cs);
       j.end_object();
       std::fputs(j.str().c_str(), stdout);
     } else {
@@ -123,22 +92,20 @@ int main(int argc, char** argv) {
                     (unsigned long long)cs.records, (unsigned long long)cs.udp_datagrams,
                     (unsigned long long)fc.packets, (unsigned long long)fc.heartbeats,
                     (unsigned long long)fc.end_of_session);
-      std::printf("  %llu messages decoded, sequence %llu..%llu\n",
-                  (unsigned long long)counts.decoded(), (unsigned long long)counts.first_seq,
-                  (unsigned long long)counts.last_seq);
+      std::printf("  %llu messages decoded, sequence %llu..%llu\n", (unsigned long long)decode.messages(),
+                  (unsigned long long)extent.first_seq, (unsigned long long)extent.last_seq);
       std::printf("  %-4s %-28s %12s\n", "type", "name", "count");
       for (const auto& t : itch::kTypes)
         std::printf("  %-4c %-28s %12llu\n", t.type, t.name,
-                    (unsigned long long)counts.per_type[itch::type_index(t.type)]);
+                    (unsigned long long)decode.per_type[itch::type_index(t.type)]);
       std::printf("  rejected: %llu (unknown type %llu, wrong length %llu, bad MoldUDP64 %llu, "
                   "bad frames %llu)\n",
-                  (unsigned long long)rejected, (unsigned long long)counts.unknown_type,
-                  (unsigned long long)counts.wrong_length, (unsigned long long)fc.rejected(),
+                  (unsigned long long)rejected, (unsigned long long)decode.unknown_type,
+                  (unsigned long long)decode.wrong_length, (unsigned long long)fc.rejected(),
                   (unsigned long long)cs.bad_frames);
       std::printf("  sequence: %llu gaps (%llu messages), %llu duplicates, %llu reordered\n",
                   (unsigned long long)sc.gap_events, (unsigned long long)sc.gap_messages,
-                  (unsigned long long)sc.duplicate_messages,
-                  (unsigned long long)sc.reordered_messages);
+                  (unsigned long long)sc.duplicate_messages, (unsigned long long)sc.reordered_messages);
       if (!clean) std::printf("  ERROR: %s\n", reader.error().c_str());
     }
     return clean && rejected == 0 ? 0 : 1;

@@ -60,9 +60,9 @@ def test_itch2pcap_round_trip(tool, tmp_path):
     from_itch = json.loads(tool("itch-inspect", itch, "--json").stdout)
     from_pcap = json.loads(tool("itch-inspect", pcap, "--json").stdout)
     assert from_itch["kind"] == "itch" and from_pcap["kind"] == "pcap"
-    assert from_itch["per_type"] == from_pcap["per_type"]
+    assert from_itch["decode"]["per_type"] == from_pcap["decode"]["per_type"]
     assert from_pcap["messages"] == 4000
-    assert from_pcap["mold"]["gap_messages"] == 0
+    assert from_pcap["sequence"]["gap_messages"] == 0
     assert from_pcap["mold"]["end_of_session"] == 1
     # messages per packet honoured
     assert from_pcap["mold"]["packets"] >= 4000 / 8
@@ -99,7 +99,7 @@ def test_inspect_counts_malformed_and_truncated(tool, tmp_path):
     r = tool("itch-inspect", pcap, "--json")
     assert r.returncode == 1
     rep = json.loads(r.stdout)
-    assert rep["rejected"]["unknown_type"] == 1
+    assert rep["decode"]["rejected_unknown_type"] == 1 and rep["rejected"] == 1
     assert rep["complete"] is False and "truncated" in rep["error"]
     assert rep["messages"] == 200 - 1 - 1  # the unknown one and the one cut short
     assert rep["mold"]["end_of_session"] == 0

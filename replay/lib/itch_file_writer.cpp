@@ -5,10 +5,11 @@
 #include <stdexcept>
 
 #include "protocol/endian.hpp"
+#include "util/atomic_file.hpp"
 
 namespace itchbench::replay {
 
-ItchFileWriter::ItchFileWriter(const std::string& path) : path_(path), tmp_path_(path + ".tmp") {
+ItchFileWriter::ItchFileWriter(const std::string& path) : path_(path), tmp_path_(temporary_path(path)) {
   file_ = std::fopen(tmp_path_.c_str(), "wb");
   if (!file_) throw std::runtime_error(tmp_path_ + ": " + std::strerror(errno));
   std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
@@ -31,15 +32,7 @@ void ItchFileWriter::commit() {
   const bool ok = std::fflush(file_) == 0 && !std::ferror(file_);
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
-  if (!ok || !closed) {
-    std::remove(tmp_path_.c_str());
-    throw std::runtime_error(path_ + ": write failed");
-  }
-  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    const int e = errno;
-    std::remove(tmp_path_.c_str());
-    throw std::runtime_error(path_ + ": rename: " + std::strerror(e));
-  }
+  commit_temporary(tmp_path_, path_, ok && closed);
 }
 
 uint64_t epoch_ns_of_date(const std::string& date) {

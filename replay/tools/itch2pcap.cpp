@@ -5,6 +5,7 @@
 #include "protocol/itch_file.hpp"
 #include "replay/lib/itch_file_writer.hpp"
 #include "replay/lib/mold_packetizer.hpp"
+#include "replay/lib/packetizer_options.hpp"
 #include "util/cli.hpp"
 
 using namespace itchbench;
@@ -18,29 +19,14 @@ int main(int argc, char** argv) {
                  "output file is left behind.");
   args.positional("ITCH_FILE", "binary ITCH 5.0 file");
   args.option("out", "PCAP", "output pcap (written as PCAP.tmp, renamed when complete)");
-  args.option("per-packet", "N", "most messages in one MoldUDP64 packet", "16");
-  args.option("batch-window-ns", "NS", "only batch messages this close in time", "50000");
-  args.option("heartbeat-ms", "MS", "heartbeat after this much idle time, 0 for none", "1000");
-  args.option("end-of-session", "yes|no", "finish with a MoldUDP64 end-of-session packet", "yes");
-  args.option("date", "YYYY-MM-DD", "session date for pcap timestamps (UTC)", "2024-01-02");
-  args.option("session", "NAME", "MoldUDP64 session name", "ITCHBENCH0");
-  args.option("port", "PORT", "UDP destination port", "26477");
+  const PacketizerDefaults defaults{16, 50000, "", ""};
+  add_packetizer_options(args, defaults);
   args.parse(argc, argv);
   if (!args.has("out")) args.fail("--out is required");
-  const std::string eos = args.get("end-of-session");
-  if (eos != "yes" && eos != "no") args.fail("--end-of-session takes yes or no");
-  if (args.get("session").size() > 10) args.fail("--session: 10 characters at most");
-  const uint64_t port = args.get_u64("port");
-  if (port == 0 || port > 65535) args.fail("--port must be 1..65535");
+  const PacketizerConfig pc = packetizer_config(args, defaults);
+  const bool eos = end_of_session(args);
 
   try {
-    PacketizerConfig pc;
-    pc.session = args.get("session");
-    pc.max_messages_per_packet = uint32_t(args.get_u64("per-packet"));
-    pc.batch_window_ns = args.get_u64("batch-window-ns");
-    pc.heartbeat_interval_ns = args.get_u64("heartbeat-ms") * 1000000ull;
-    pc.epoch_base_ns = epoch_ns_of_date(args.get("date"));
-    pc.endpoints.dst_port = uint16_t(port);
 
     itch::ItchFile in(args.positionals()[0]);
     net::PcapWriter writer(args.get("out"), net::kLinkEthernet);
@@ -66,7 +52,7 @@ int main(int argc, char** argv) {
                    (unsigned long long)err.message, err.reason.c_str());
       return 1;
     }
-    packetizer.finish(eos == "yes");
+    packetizer.finish(eos);
     writer.commit();
     const PacketizerStats& ps = packetizer.stats();
     std::fprintf(stderr, "itch2pcap: wrote %s: %llu messages in %llu packets (%llu heartbeats)%s\n",

@@ -7,6 +7,7 @@
 
 #include "replay/lib/itch_file_writer.hpp"
 #include "replay/lib/mold_packetizer.hpp"
+#include "replay/lib/packetizer_options.hpp"
 #include "replay/lib/session_generator.hpp"
 #include "util/cli.hpp"
 
@@ -46,15 +47,9 @@ int main(int argc, char** argv) {
   args.option("mix", "SPEC", "message mix as TYPE=WEIGHT,... e.g. A=44,D=43,U=7 (default: the profile's)");
   args.option("rate", "MSG_PER_S", "mean message rate outside bursts (default: the profile's)");
   args.option("unknown-ref-ppm", "N", "per million order messages naming orders that never existed", "0");
-  args.option("per-packet", "N", "most messages in one MoldUDP64 packet (default: 1, nasdaq-day 16)");
-  args.option("batch-window-ns", "NS", "only batch messages this close in time (default: 0, nasdaq-day 50000)");
-  args.option("heartbeat-ms", "MS", "heartbeat after this much idle time, 0 for none", "1000");
-  args.option("end-of-session", "yes|no", "finish with a MoldUDP64 end-of-session packet", "yes");
   args.option("start", "HH:MM:SS", "time of the first message", "09:30:00");
-  args.option("date", "YYYY-MM-DD", "session date for pcap timestamps (UTC)", "2024-01-02");
-  args.option("session", "NAME", "MoldUDP64 session name (10 characters at most)", "ITCHBENCH0");
-  args.option("port", "PORT", "UDP destination port", "26477");
   args.option("format", "pcap|itch", "output format", "pcap");
+  add_packetizer_options(args, {1, 0, "(default: 1, nasdaq-day 16)", "(default: 0, nasdaq-day 50000)"});
   args.parse(argc, argv);
   if (!args.has("out")) args.fail("--out is required");
 
@@ -74,21 +69,10 @@ int main(int argc, char** argv) {
     }
     cfg.unknown_ref_ppm = uint32_t(args.get_u64("unknown-ref-ppm"));
     cfg.start_ns = ns_of_time_of_day(args.get("start"));
-    const std::string eos = args.get("end-of-session");
-    if (eos != "yes" && eos != "no") args.fail("--end-of-session takes yes or no");
     const std::string format = args.get("format");
     if (format != "pcap" && format != "itch") args.fail("--format takes pcap or itch");
-    if (args.get("session").size() > 10) args.fail("--session: 10 characters at most");
-
-    PacketizerConfig pc;
-    pc.session = args.get("session");
-    pc.max_messages_per_packet = uint32_t(args.has("per-packet") ? args.get_u64("per-packet") : nasdaq ? 16 : 1);
-    pc.batch_window_ns = args.has("batch-window-ns") ? args.get_u64("batch-window-ns") : nasdaq ? 50000 : 0;
-    pc.heartbeat_interval_ns = args.get_u64("heartbeat-ms") * 1000000ull;
-    pc.epoch_base_ns = epoch_ns_of_date(args.get("date"));
-    const uint64_t port = args.get_u64("port");
-    if (port == 0 || port > 65535) args.fail("--port must be 1..65535");
-    pc.endpoints.dst_port = uint16_t(port);
+    const PacketizerConfig pc = packetizer_config(args, nasdaq ? PacketizerDefaults{16, 50000, "", ""} : PacketizerDefaults{1, 0, "", ""});
+    const bool eos = end_of_session(args);
 
     const auto t0 = std::chrono::steady_clock::now();
     const std::string out = args.get("out");
@@ -108,7 +92,7 @@ int main(int argc, char** argv) {
         packetizer->add(m, len, ts);
         progress(++n);
       });
-      packetizer->finish(eos == "yes");
+      packetizer->finish(eos);
       ps = packetizer->stats();
       writer.commit();
     } else {

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 import tempfile
 
 from . import __version__, dump, fixtures, logs, paths, rundir, sim
-from .tools import ToolError, inspect_capture
+from .tools import ToolError, inspect_capture, rejections
 
 
 class UserError(RuntimeError):
@@ -23,9 +23,9 @@ def _type_table(reports: dict[str, dict]) -> str:
     names = list(reports)
     width = max(12, *(len(n) for n in names))
     lines = ["type  " + "".join(f"{n:>{width + 2}}" for n in names)]
-    types = list(next(iter(reports.values()))["per_type"])
+    types = list(next(iter(reports.values()))["decode"]["per_type"])
     for t in types:
-        lines.append(f"{t:<6}" + "".join(f"{reports[n]['per_type'][t]:>{width + 2},}" for n in names))
+        lines.append(f"{t:<6}" + "".join(f"{reports[n]['decode']['per_type'][t]:>{width + 2},}" for n in names))
     lines.append(f"{'total':<6}" + "".join(f"{reports[n]['messages']:>{width + 2},}" for n in names))
     return "\n".join(lines)
 
@@ -66,11 +66,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(_type_table({Path(args.capture).name: report}))
-        rej = {k: v for k, v in report["rejected"].items() if v}
+        rej = {k: v for k, v in rejections(report).items() if v}
         print(f"rejected: {rej or 'none'}")
         if not report["complete"]:
             print(f"ERROR: {report['error']}")
-    return 0 if report["complete"] and not any(report["rejected"].values()) else 1
+    return 0 if report["complete"] and report["rejected"] == 0 else 1
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

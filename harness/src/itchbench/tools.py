@@ -32,6 +32,20 @@ def inspect_capture(capture: Path, port: int | None = None) -> dict[str, Any]:
     return json.loads(proc.stdout)
 
 
+def rejections(report: dict[str, Any]) -> dict[str, int]:
+    """Every rejection counted in an itch-inspect or itch-gateway report, by reason."""
+    dec, mold, cap = report["decode"], report["mold"], report["capture_stats"]
+    return {
+        "unknown_type": dec["rejected_unknown_type"],
+        "wrong_length": dec["rejected_wrong_length"],
+        "empty_message": dec["rejected_empty"],
+        "mold_too_short": mold["rejected_too_short"],
+        "mold_length_overrun": mold["rejected_length_overrun"],
+        "mold_count_mismatch": mold["rejected_count_mismatch"],
+        "bad_frames": cap["bad_frames"],
+    }
+
+
 def message_sequences(capture: Path) -> list[int]:
     """Sequence number of every message, in capture order."""
     proc = run_tool("itch-inspect", [capture, "--list"], ok_codes=(0, 1))

@@ -1,0 +1,43 @@
+#include "pipeline/counters_json.hpp"
+
+#include <string>
+
+namespace itchbench {
+
+void write_mold_json(JsonWriter& j, const MoldFramer& framer) {
+  const FramerCounters& fc = framer.counters();
+  const SequenceCounters& sc = framer.sequence().counters();
+  j.key("mold").begin_object();
+  j.field("packets", fc.packets).field("heartbeats", fc.heartbeats).field("end_of_session", fc.end_of_session);
+  j.field("rejected_too_short", fc.rejected_too_short)
+      .field("rejected_length_overrun", fc.rejected_length_overrun)
+      .field("rejected_count_mismatch", fc.rejected_count_mismatch);
+  j.field("messages", fc.messages);
+  j.end_object();
+  j.key("sequence").begin_object();
+  j.field("gap_events", sc.gap_events).field("gap_messages", sc.gap_messages);
+  j.field("duplicate_messages", sc.duplicate_messages).field("reordered_messages", sc.reordered_messages);
+  j.field("missing_messages", sc.missing_messages());
+  j.end_object();
+}
+
+void write_decode_json(JsonWriter& j, const DecodeCounters& dc) {
+  j.key("decode").begin_object();
+  j.field("messages", dc.messages());
+  j.key("per_type").begin_object();
+  for (const auto& t : itch::kTypes) j.field(std::string(1, t.type), dc.per_type[itch::type_index(t.type)]);
+  j.end_object();
+  j.field("rejected_unknown_type", dc.unknown_type).field("rejected_wrong_length", dc.wrong_length);
+  j.field("rejected_empty", dc.empty);
+  j.end_object();
+}
+
+void write_capture_json(JsonWriter& j, const CaptureStats& cs) {
+  j.key("capture_stats").begin_object();
+  j.field("records", cs.records).field("udp_datagrams", cs.udp_datagrams);
+  j.field("not_udp", cs.not_udp).field("other_port", cs.other_port);
+  j.field("bad_frames", cs.bad_frames).field("itch_messages", cs.itch_messages);
+  j.end_object();
+}
+
+}  // namespace itchbench
