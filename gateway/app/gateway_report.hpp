@@ -9,9 +9,10 @@
 
 namespace itchbench {
 
+// Decoder, book, BBO and symbol counters; the caller writes the framing
+// ("mold", "sequence") of its source.
 template <class Publisher>
 void write_pipeline_counters(JsonWriter& j, const Gateway<Publisher>& gw, const OrderBook& book) {
-  write_mold_json(j, gw.framer());
   write_decode_json(j, gw.decode_counters());
   j.key("book").begin_object();
   j.field("unknown_refs", book.counters().unknown_refs).field("duplicate_refs", book.counters().duplicate_refs);

@@ -4,9 +4,7 @@
 
 namespace itchbench {
 
-void write_mold_json(JsonWriter& j, const MoldFramer& framer) {
-  const FramerCounters& fc = framer.counters();
-  const SequenceCounters& sc = framer.sequence().counters();
+void write_mold_json(JsonWriter& j, const FramerCounters& fc) {
   j.key("mold").begin_object();
   j.field("packets", fc.packets).field("heartbeats", fc.heartbeats).field("end_of_session", fc.end_of_session);
   j.field("rejected_too_short", fc.rejected_too_short)
@@ -14,6 +12,9 @@ void write_mold_json(JsonWriter& j, const MoldFramer& framer) {
       .field("rejected_count_mismatch", fc.rejected_count_mismatch);
   j.field("messages", fc.messages);
   j.end_object();
+}
+
+void write_sequence_json(JsonWriter& j, const SequenceCounters& sc) {
   j.key("sequence").begin_object();
   j.field("gap_events", sc.gap_events).field("gap_messages", sc.gap_messages);
   j.field("duplicate_messages", sc.duplicate_messages).field("reordered_messages", sc.reordered_messages);

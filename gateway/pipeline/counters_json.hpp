@@ -8,7 +8,8 @@
 
 namespace itchbench {
 
-void write_mold_json(JsonWriter& j, const MoldFramer& framer);       // "mold" and "sequence"
+void write_mold_json(JsonWriter& j, const FramerCounters& framer);           // "mold"
+void write_sequence_json(JsonWriter& j, const SequenceCounters& sequence);  // "sequence"
 void write_decode_json(JsonWriter& j, const DecodeCounters& decode);  // "decode"
 void write_capture_json(JsonWriter& j, const CaptureStats& stats);    // "capture_stats"
 

@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
       j.field("first_sequence", extent.first_seq).field("last_sequence", extent.last_seq);
       j.field("first_timestamp_ns", extent.first_ts).field("last_timestamp_ns", extent.last_ts);
       write_decode_json(j, decode);
-      write_mold_json(j, framer);
+      write_mold_json(j, framer.counters());
+      write_sequence_json(j, framer.sequence().counters());
       write_capture_json(j, cs);
       j.end_object();
       std::fputs(j.str().c_str(), stdout);

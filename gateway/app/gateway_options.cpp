@@ -1,0 +1,108 @@
+#include "app/gateway_options.hpp"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "util/cli.hpp"
+#include "util/json_writer.hpp"
+
+namespace itchbench {
+
+GatewayOptions parse_gateway_options(int argc, char** argv) {
+  cli::Args args("itch-gateway", "itch-gateway --source sim|udp|serial --out DIR [options]",
+                 "The gateway under test: ITCH 5.0 in, order book, BBO events out, latency and BBO\n"
+                 "logs written to DIR (latency.lat, bbo.bbo, gateway.json).\n"
+                 "  sim     a capture read in-process (pcap of MoldUDP64, or binary ITCH): no sockets,\n"
+                 "          no sleeping, time is the capture's\n"
+                 "  udp     MoldUDP64 datagrams on 127.0.0.1:PORT, kernel receive timestamps\n"
+                 "  serial  ITCH lines (SERIAL_LINE.md) on a serial port or pty\n"
+                 "Live sources publish BBO frames on TCP 127.0.0.1 and print 'LISTENING udp=.. tcp=..'\n"
+                 "then 'READY' on stdout; they stop at the end of session, on SIGINT/SIGTERM or after\n"
+                 "--idle-exit-ms without input, and always finalize their logs.\n"
+                 "Exit status: 0 the input was processed (malformed messages are counted, not fatal),\n"
+                 "1 the capture ended in an error, 2 usage, I/O or a real-time option not granted.");
+  args.option("source", "KIND", "sim, udp or serial", "sim");
+  args.option("out", "DIR", "existing directory for the logs");
+  args.option("run-id", "ID", "run identifier written into log headers", "");
+  args.option("commit", "SHA", "commit identifier written into log headers", "");
+  args.option("expected-orders", "N", "order index pre-sized for this many live orders", "65536");
+  args.flag("no-latency-log", "do not record per-message latency (no stage stamps are taken)");
+  args.flag("progress", "sim: print progress to stderr every million datagrams");
+  args.option("capture", "FILE", "sim: the capture");
+  args.option("port", "PORT", "sim: only UDP datagrams to this port; udp: port to bind (0: any free)");
+  args.option("rcvbuf", "BYTES", "udp: SO_RCVBUF to request", "0");
+  args.flag("busy-poll", "udp: spin on a non-blocking receive instead of waiting in epoll");
+  args.option("device", "PATH", "serial: the serial port (a pty from socat)");
+  args.option("baud", "N", "serial: baud rate set on the port", "115200");
+  args.option("idle-exit-ms", "MS", "live: stop after this long without input, once input came", "3000");
+  args.option("publish-port", "PORT", "live: TCP port for BBO subscribers (0: any free)", "0");
+  args.option("subscriber-queue", "N", "live: frames queued per subscriber before it counts as slow", "8192");
+  args.option("slow-subscriber", "drop|disconnect", "live: what a full subscriber queue does", "drop");
+  args.option("wait-subscribers", "N", "live: wait (10 s at most) for N subscribers before READY", "0");
+  args.option("cpu", "N", "pin the receive (hot path) thread to this CPU");
+  args.option("publisher-cpu", "N", "pin the publisher thread to this CPU");
+  args.option("sched-fifo", "PRIO", "run the receive thread SCHED_FIFO at this priority (1-99)");
+  args.flag("mlockall", "lock the process's memory (pages locked as they are touched)");
+  args.flag("build-info", "print how this binary was built (JSON) and exit");
+  args.parse(argc, argv);
+
+  if (args.flag_set("build-info")) {
+    JsonWriter j;
+    j.begin_object();
+    j.field("build_type", ITCHBENCH_BUILD_TYPE).field("cxx_flags", ITCHBENCH_CXX_FLAGS);
+    j.field("compiler", ITCHBENCH_COMPILER);
+    j.end_object();
+    std::fputs(j.str().c_str(), stdout);
+    std::exit(0);
+  }
+
+  GatewayOptions o;
+  o.source = args.get("source");
+  if (o.source != "sim" && o.source != "udp" && o.source != "serial") args.fail("--source takes sim, udp or serial");
+  if (!args.has("out")) args.fail("--out is required");
+  o.out = args.get("out");
+  struct stat st {};
+  if (::stat(o.out.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) args.fail("--out: " + o.out + " is not a directory");
+  o.run_id = args.get("run-id");
+  o.commit = args.get("commit");
+  o.expected_orders = args.get_u64("expected-orders");
+  o.latency_log = !args.flag_set("no-latency-log");
+  o.progress = args.flag_set("progress");
+  if (args.has("port")) {
+    const uint64_t p = args.get_u64("port");
+    if (p > 65535) args.fail("--port must be 0..65535");
+    o.port = uint16_t(p);
+  }
+  if (o.source == "sim") {
+    if (!args.has("capture")) args.fail("--capture is required with --source sim");
+    o.capture = args.get("capture");
+  }
+  o.rcvbuf_bytes = int(args.get_u64("rcvbuf"));
+  o.busy_poll = args.flag_set("busy-poll");
+  if (o.source == "serial") {
+    if (!args.has("device")) args.fail("--device is required with --source serial");
+    o.device = args.get("device");
+  }
+  o.baud = unsigned(args.get_u64("baud"));
+  o.idle_exit_ms = args.get_u64("idle-exit-ms");
+  const uint64_t pp = args.get_u64("publish-port");
+  if (pp > 65535) args.fail("--publish-port must be 0..65535");
+  o.publish_port = uint16_t(pp);
+  o.subscriber_queue = args.get_u64("subscriber-queue");
+  if (o.subscriber_queue == 0) args.fail("--subscriber-queue must be at least 1");
+  const std::string slow = args.get("slow-subscriber");
+  if (slow != "drop" && slow != "disconnect") args.fail("--slow-subscriber takes drop or disconnect");
+  o.disconnect_slow = slow == "disconnect";
+  o.wait_subscribers = args.get_u64("wait-subscribers");
+  if (args.has("cpu")) o.cpu = int(args.get_u64("cpu"));
+  if (args.has("publisher-cpu")) o.publisher_cpu = int(args.get_u64("publisher-cpu"));
+  if (args.has("sched-fifo")) {
+    o.sched_fifo = int(args.get_u64("sched-fifo"));
+    if (o.sched_fifo < 1 || o.sched_fifo > 99) args.fail("--sched-fifo takes a priority from 1 to 99");
+  }
+  o.mlockall = args.flag_set("mlockall");
+  return o;
+}
+
+}  // namespace itchbench

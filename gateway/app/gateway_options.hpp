@@ -1,0 +1,41 @@
+// itch-gateway's command line, parsed once for every source.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace itchbench {
+
+struct GatewayOptions {
+  std::string source = "sim";  // sim | udp | serial
+  std::string out;
+  std::string run_id, commit;
+  uint64_t expected_orders = 65536;
+  bool latency_log = true;
+  bool progress = false;
+  // sim
+  std::string capture;
+  std::optional<uint16_t> port;  // sim: filter; udp: bind port
+  // udp
+  int rcvbuf_bytes = 0;
+  bool busy_poll = false;
+  // serial
+  std::string device;
+  unsigned baud = 115200;
+  // live
+  uint64_t idle_exit_ms = 3000;
+  uint16_t publish_port = 0;
+  uint64_t subscriber_queue = 8192;
+  bool disconnect_slow = false;
+  uint64_t wait_subscribers = 0;
+  // real time
+  int cpu = -1;
+  int publisher_cpu = -1;
+  int sched_fifo = 0;
+  bool mlockall = false;
+};
+
+// Parses argv; exits 0 after --help / --build-info, 2 on bad arguments.
+GatewayOptions parse_gateway_options(int argc, char** argv);
+
+}  // namespace itchbench

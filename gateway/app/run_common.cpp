@@ -1,0 +1,49 @@
+#include "app/run_common.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace itchbench {
+
+void RunLogs::close() {
+  if (latency) latency->close();
+  if (bbo) bbo->close();
+}
+
+RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::OriginClock origin) {
+  RunLogs logs;
+  if (o.latency_log)
+    logs.latency = std::make_unique<LatencyLog>(o.out + "/latency.lat", logfmt::Kind::kLatency,
+                                                LogIdentity{clock.source(), origin, o.run_id, o.commit});
+  logs.bbo = std::make_unique<BboLog>(o.out + "/bbo.bbo", logfmt::Kind::kBbo,
+                                      LogIdentity{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit});
+  return logs;
+}
+
+double timer_overhead_ns(const StageClock& clock) {
+  std::vector<uint64_t> d(2001);
+  for (auto& x : d) {
+    const uint64_t a = clock.now();
+    const uint64_t b = clock.now();
+    x = b - a;  // two stamps bracket one stamp's cost
+  }
+  std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+  return double(d[d.size() / 2]);
+}
+
+void write_clock_json(JsonWriter& j, const StageClock& clock, double overhead_ns) {
+  const char* name = clock.source() == logfmt::StageClock::kTsc ? "tsc" : "monotonic";
+  j.key("clock").begin_object();
+  j.field("stage", name).field("ticks_per_ns", clock.ticks_per_ns()).field("timer_overhead_ns", overhead_ns);
+  j.end_object();
+}
+
+void write_logs_json(JsonWriter& j, const RunLogs& logs) {
+  j.key("logs").begin_object();
+  j.field("latency_records", logs.latency ? logs.latency->records() : 0);
+  j.field("latency_dropped", logs.latency ? logs.latency->dropped() : 0);
+  j.field("bbo_records", logs.bbo->records()).field("bbo_dropped", logs.bbo->dropped());
+  j.end_object();
+}
+
+}  // namespace itchbench

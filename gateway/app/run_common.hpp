@@ -1,0 +1,30 @@
+// What every gateway run shares: the stage clock, the logs, the JSON header
+// of gateway.json and its atomic write.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "app/gateway_options.hpp"
+#include "log/mmap_log.hpp"
+#include "util/json_writer.hpp"
+#include "util/stage_clock.hpp"
+
+namespace itchbench {
+
+struct RunLogs {
+  std::unique_ptr<LatencyLog> latency;  // null with --no-latency-log
+  std::unique_ptr<BboLog> bbo;
+  void close();
+};
+
+RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::OriginClock origin);
+
+// Median cost of one stage stamp, measured in place: every latency figure
+// of the run includes it.
+double timer_overhead_ns(const StageClock& clock);
+
+// "clock" and "logs" objects.
+void write_clock_json(JsonWriter& j, const StageClock& clock, double overhead_ns);
+void write_logs_json(JsonWriter& j, const RunLogs& logs);
+
+}  // namespace itchbench

@@ -1,0 +1,155 @@
+// Live sources: UDP (tcpreplay) and serial (serial-replay through socat),
+// with the TCP BBO publisher and the real-time options.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "app/gateway_report.hpp"
+#include "app/run_common.hpp"
+#include "app/runs.hpp"
+#include "publish/tcp_publisher.hpp"
+#include "source/serial_source.hpp"
+#include "source/stop_flag.hpp"
+#include "source/udp_source.hpp"
+#include "util/atomic_file.hpp"
+#include "util/realtime.hpp"
+
+namespace itchbench {
+
+namespace {
+
+struct Grant {
+  bool requested = false;
+  std::string error;  // empty: granted
+};
+
+void write_grant(JsonWriter& j, const char* name, const Grant& g, int value) {
+  j.key(name).begin_object();
+  j.field("requested", g.requested);
+  if (g.requested) j.field("value", value).field("granted", g.error.empty()).field("error", g.error);
+  j.end_object();
+}
+
+}  // namespace
+
+int run_live(const GatewayOptions& o) {
+  install_stop_signal_handlers();
+  const StageClock clock = StageClock::calibrate();
+  const bool udp = o.source == "udp";
+
+  // Real-time options first, on this (the receive) thread; a request that
+  // is not granted is an error, never a silent downgrade.
+  Grant mlock{o.mlockall, o.mlockall ? lock_all_memory() : ""};
+  Grant pin{o.cpu >= 0, o.cpu >= 0 ? pin_current_thread(o.cpu) : ""};
+  Grant fifo{o.sched_fifo > 0, o.sched_fifo > 0 ? set_sched_fifo(o.sched_fifo) : ""};
+  for (const Grant* g : {&mlock, &pin, &fifo})
+    if (!g->error.empty()) {
+      std::fprintf(stderr, "itch-gateway: %s\n", g->error.c_str());
+      return 2;
+    }
+
+  RunLogs logs = open_run_logs(o, clock, udp ? logfmt::OriginClock::kNone : logfmt::OriginClock::kSenderMonotonic);
+  OrderBook book(o.expected_orders);
+  PublisherOptions po;
+  po.port = o.publish_port;
+  po.subscriber_queue = o.subscriber_queue;
+  po.policy = o.disconnect_slow ? SlowSubscriberPolicy::kDisconnect : SlowSubscriberPolicy::kDrop;
+  po.cpu = o.publisher_cpu;
+  TcpPublisher publisher(po);
+  Gateway<TcpPublisher> gw(book, clock, logs.latency.get(), logs.bbo.get(), publisher);
+  const double overhead = timer_overhead_ns(clock);
+  const bool timed = o.latency_log;
+
+  std::unique_ptr<UdpSource> udp_source;
+  std::unique_ptr<SerialSource> serial_source;
+  if (udp) {
+    UdpSourceOptions uo;
+    uo.port = o.port.value_or(0);
+    uo.rcvbuf_bytes = o.rcvbuf_bytes;
+    uo.busy_poll = o.busy_poll;
+    uo.idle_exit_ms = o.idle_exit_ms;
+    udp_source = std::make_unique<UdpSource>(uo);
+  } else {
+    serial_source = std::make_unique<SerialSource>(SerialSourceOptions{o.device, o.baud, o.idle_exit_ms});
+  }
+  publisher.start();
+  std::printf("LISTENING udp=%u tcp=%u\n", udp ? unsigned(udp_source->port()) : 0u, unsigned(publisher.port()));
+  std::fflush(stdout);
+  if (o.wait_subscribers && !publisher.wait_for_subscribers(o.wait_subscribers, 10000)) {
+    std::fprintf(stderr, "itch-gateway: %llu subscribers did not connect within 10 s\n",
+                 (unsigned long long)o.wait_subscribers);
+    publisher.stop(0);
+    logs.close();
+    return 2;
+  }
+  std::printf("READY\n");
+  std::fflush(stdout);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t received = 0;
+  if (udp) {
+    udp_source->run(clock, [&](const uint8_t* p, size_t n, uint64_t t_receive) {
+      gw.on_datagram(p, n, timed ? t_receive : 0, 0);
+      return gw.framer().counters().end_of_session == 0;
+    });
+    received = gw.framer().counters().messages;
+  } else {
+    serial_source->run(clock, [&](uint64_t seq, const uint8_t* m, size_t n, uint64_t t_receive, uint64_t t_send) {
+      gw.on_message(seq, m, n, timed ? t_receive : 0, t_send);
+      ++received;
+    });
+  }
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  publisher.stop();
+  logs.close();
+
+  JsonWriter j;
+  j.begin_object();
+  j.field("source", o.source).field("complete", true).field("error", "");
+  j.field("stop_reason", udp ? udp_source->stats().stop_reason : serial_source->stats().stop_reason);
+  j.field("elapsed_s", elapsed).field("messages_per_s", elapsed > 0 ? double(received) / elapsed : 0.0);
+  j.field("messages_received", received);
+  write_clock_json(j, clock, overhead);
+  if (udp) {
+    const UdpSourceStats& us = udp_source->stats();
+    j.key("udp").begin_object();
+    j.field("port", uint64_t(udp_source->port())).field("datagrams", us.datagrams).field("bytes", us.bytes);
+    j.field("truncated", us.truncated).field("kernel_timestamps", us.kernel_timestamps);
+    j.field("rcvbuf_requested", o.rcvbuf_bytes).field("rcvbuf_granted", us.rcvbuf_granted);
+    j.field("busy_poll", o.busy_poll);
+    j.end_object();
+    write_mold_json(j, gw.framer().counters());
+    write_sequence_json(j, gw.framer().sequence().counters());
+  } else {
+    const serial::LineCounters& lc = serial_source->lines();
+    j.key("serial").begin_object();
+    j.field("device", o.device).field("baud", uint64_t(o.baud)).field("bytes", lc.bytes).field("lines", lc.lines);
+    j.field("end_of_session", lc.end_of_session).field("garbage_bytes", lc.garbage_bytes);
+    j.field("bad_checksum", lc.bad_checksum).field("malformed", lc.malformed).field("overlong", lc.overlong);
+    j.end_object();
+    write_mold_json(j, gw.framer().counters());
+    write_sequence_json(j, serial_source->sequence().counters());
+  }
+  write_pipeline_counters(j, gw, book);
+  const PublisherCounters& pc = publisher.counters();
+  j.key("publisher").begin_object();
+  j.field("port", uint64_t(publisher.port())).field("published", pc.published).field("ring_dropped", pc.ring_dropped);
+  j.field("accepted", pc.accepted.load()).field("disconnected", pc.disconnected.load());
+  j.field("slow_disconnects", pc.slow_disconnects.load()).field("frames_sent", pc.frames_sent.load());
+  j.field("frames_dropped", pc.frames_dropped.load());
+  j.field("policy", o.disconnect_slow ? "disconnect" : "drop").field("subscriber_queue", o.subscriber_queue);
+  j.end_object();
+  j.key("realtime").begin_object();
+  write_grant(j, "cpu", pin, o.cpu);
+  write_grant(j, "sched_fifo", fifo, o.sched_fifo);
+  write_grant(j, "mlockall", mlock, 1);
+  Grant pub_pin{o.publisher_cpu >= 0, publisher.pin_error()};
+  write_grant(j, "publisher_cpu", pub_pin, o.publisher_cpu);
+  j.end_object();
+  write_logs_json(j, logs);
+  j.end_object();
+  write_file_atomically(o.out + "/gateway.json", j.str());
+  return 0;
+}
+
+}  // namespace itchbench

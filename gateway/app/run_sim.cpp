@@ -1,0 +1,59 @@
+// The simulation source: a capture read in-process, no sockets, no sleeping.
+#include <chrono>
+#include <cstdio>
+
+#include "app/gateway_report.hpp"
+#include "app/run_common.hpp"
+#include "app/runs.hpp"
+#include "source/capture_file.hpp"
+#include "util/atomic_file.hpp"
+
+namespace itchbench {
+
+int run_sim(const GatewayOptions& o) {
+  CaptureReader reader(o.capture, o.port);
+  const StageClock clock = StageClock::calibrate();
+  const bool pcap = reader.kind() == CaptureKind::kPcap;
+  RunLogs logs = open_run_logs(o, clock, pcap ? logfmt::OriginClock::kCaptureEpoch : logfmt::OriginClock::kItchTimestamp);
+  OrderBook book(o.expected_orders);
+  NullPublisher publisher;
+  Gateway<NullPublisher> gw(book, clock, logs.latency.get(), logs.bbo.get(), publisher);
+  const double overhead = timer_overhead_ns(clock);
+  // Without a latency log no stage is stamped, so no receive stamp either.
+  const bool timed = o.latency_log;
+
+  uint64_t datagrams = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool complete = reader.run(
+      [&](uint64_t capture_ns, const uint8_t* p, size_t n) {
+        gw.on_datagram(p, n, timed ? clock.now() : 0, capture_ns);
+        if (o.progress && ++datagrams % 1000000 == 0)
+          std::fprintf(stderr, "itch-gateway: %llu datagrams, %llu messages\n", (unsigned long long)datagrams,
+                       (unsigned long long)gw.decode_counters().messages());
+      },
+      [&](uint64_t position, const uint8_t* m, size_t n) {
+        gw.on_message(position, m, n, timed ? clock.now() : 0, n >= 11 ? load_be48(m + 5) : 0);
+      });
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  logs.close();
+
+  const uint64_t received = pcap ? gw.framer().counters().messages : reader.stats().itch_messages;
+  JsonWriter j;
+  j.begin_object();
+  j.field("source", "sim").field("capture", reader.path()).field("capture_kind", to_string(reader.kind()));
+  j.field("complete", complete).field("error", reader.error());
+  j.field("elapsed_s", elapsed).field("messages_per_s", elapsed > 0 ? double(received) / elapsed : 0.0);
+  j.field("messages_received", received);
+  write_clock_json(j, clock, overhead);
+  write_capture_json(j, reader.stats());
+  write_mold_json(j, gw.framer().counters());
+  write_sequence_json(j, gw.framer().sequence().counters());
+  write_pipeline_counters(j, gw, book);
+  write_logs_json(j, logs);
+  j.end_object();
+  write_file_atomically(o.out + "/gateway.json", j.str());
+  if (!complete) std::fprintf(stderr, "itch-gateway: %s\n", reader.error().c_str());
+  return complete ? 0 : 1;
+}
+
+}  // namespace itchbench

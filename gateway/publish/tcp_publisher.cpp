@@ -1,0 +1,182 @@
+#include "publish/tcp_publisher.hpp"
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <deque>
+#include <list>
+#include <vector>
+
+#include "util/realtime.hpp"
+
+namespace itchbench {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+// One subscriber: a fixed-capacity queue of frames and at most one write in
+// flight, which sends the contiguous run at the queue's head.
+class Subscriber : public std::enable_shared_from_this<Subscriber> {
+ public:
+  Subscriber(tcp::socket socket, size_t capacity, PublisherCounters& counters)
+      : socket_(std::move(socket)), frames_(capacity), counters_(counters) {
+    socket_.set_option(tcp::no_delay(true));
+  }
+
+  // False when the queue is full.
+  bool enqueue(const logfmt::BboRecord& r) {
+    if (size_ == frames_.size()) return false;
+    frames_[(head_ + size_) % frames_.size()] = r;
+    ++size_;
+    if (!writing_) write_next();
+    return true;
+  }
+  bool open() const { return open_; }
+  bool idle() const { return size_ == 0; }
+  void close() {
+    if (!open_) return;
+    open_ = false;
+    boost::system::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+ private:
+  void write_next() {
+    if (!open_ || size_ == 0) return;
+    const size_t run = std::min(size_, frames_.size() - head_);
+    writing_ = true;
+    auto self = shared_from_this();
+    asio::async_write(socket_, asio::buffer(&frames_[head_], run * sizeof(logfmt::BboRecord)),
+                      [this, self, run](const boost::system::error_code& ec, size_t) {
+                        writing_ = false;
+                        if (ec) {
+                          if (open_) ++counters_.disconnected;
+                          close();
+                          return;
+                        }
+                        counters_.frames_sent += run;
+                        head_ = (head_ + run) % frames_.size();
+                        size_ -= run;
+                        write_next();
+                      });
+  }
+
+  tcp::socket socket_;
+  std::vector<logfmt::BboRecord> frames_;
+  size_t head_ = 0, size_ = 0;
+  bool writing_ = false;
+  bool open_ = true;
+  PublisherCounters& counters_;
+};
+
+}  // namespace
+
+struct TcpPublisher::Impl {
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  asio::steady_timer timer{io};
+  std::list<std::shared_ptr<Subscriber>> subscribers;
+  std::atomic<uint64_t> connected{0};
+  bool stopping = false;  // io thread only
+  std::chrono::steady_clock::time_point flush_deadline;
+};
+
+TcpPublisher::TcpPublisher(const PublisherOptions& options) : impl_(std::make_unique<Impl>()), options_(options) {
+  tcp::endpoint ep(asio::ip::address_v4::loopback(), options.port);
+  impl_->acceptor.open(ep.protocol());
+  impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
+  impl_->acceptor.bind(ep);
+  impl_->acceptor.listen();
+  port_ = impl_->acceptor.local_endpoint().port();
+}
+
+TcpPublisher::~TcpPublisher() {
+  if (thread_.joinable()) stop(0);
+}
+
+void TcpPublisher::accept_next() {
+  impl_->acceptor.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
+    if (ec) return;  // acceptor closed
+    impl_->subscribers.push_back(std::make_shared<Subscriber>(std::move(socket), options_.subscriber_queue, counters_));
+    ++counters_.accepted;
+    ++impl_->connected;
+    accept_next();
+  });
+}
+
+// Moves events from the ring to every subscriber's queue (io thread).
+void TcpPublisher::drain() {
+  logfmt::BboRecord r;
+  while (ring_.pop(r)) {
+    for (auto& s : impl_->subscribers) {
+      if (!s->open() || s->enqueue(r)) continue;
+      if (options_.policy == SlowSubscriberPolicy::kDisconnect) {
+        ++counters_.slow_disconnects;
+        s->close();
+      } else {
+        ++counters_.frames_dropped;
+      }
+    }
+  }
+  impl_->subscribers.remove_if([this](const std::shared_ptr<Subscriber>& s) {
+    if (s->open()) return false;
+    --impl_->connected;
+    return true;
+  });
+}
+
+void TcpPublisher::tick() {
+  Impl& im = *impl_;
+  drain();
+  if (im.stopping) {
+    // Flush: wait (bounded) for the queues to empty, then close everything.
+    bool pending = false;
+    for (auto& s : im.subscribers) pending |= !s->idle();
+    if (!pending || std::chrono::steady_clock::now() >= im.flush_deadline) {
+      boost::system::error_code ignored;
+      im.acceptor.close(ignored);
+      for (auto& s : im.subscribers) s->close();
+      im.subscribers.clear();
+      return;  // no more work: io.run() returns
+    }
+  }
+  im.timer.expires_after(std::chrono::microseconds(options_.poll_interval_us));
+  im.timer.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) tick();
+  });
+}
+
+void TcpPublisher::start() {
+  thread_ = std::thread([this] {
+    if (options_.cpu >= 0) {
+      const std::string err = pin_current_thread(options_.cpu);
+      pinned_ = err.empty();
+      pin_error_ = err;
+    }
+    accept_next();
+    tick();
+    impl_->io.run();
+  });
+}
+
+bool TcpPublisher::wait_for_subscribers(uint64_t n, uint64_t timeout_ms) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (impl_->connected.load() < n) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+void TcpPublisher::stop(uint64_t flush_ms) {
+  if (!thread_.joinable()) return;
+  asio::post(impl_->io, [this, flush_ms] {
+    impl_->stopping = true;
+    impl_->flush_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(flush_ms);
+  });
+  thread_.join();
+}
+
+}  // namespace itchbench

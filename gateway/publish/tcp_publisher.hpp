@@ -1,0 +1,94 @@
+// TCP BBO publisher on 127.0.0.1. Subscribers receive every BBO event as a
+// 48-byte frame, byte for byte the BBO log's record (gateway/log/FORMAT.md).
+//
+// The hot path only pushes the event into a lock-free SPSC ring (publish();
+// no syscall, no allocation). A publisher thread running a Boost.Asio
+// io_context drains the ring into a bounded queue per subscriber and writes
+// asynchronously. A subscriber whose queue is full — slow or stuck — loses
+// frames (counted) or is disconnected, by policy; it never slows the hot
+// path. If the publisher thread itself falls behind, the ring refuses
+// events and the hot path counts them as dropped.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "book/bbo.hpp"
+#include "log/log_format.hpp"
+#include "pipeline/spsc_ring.hpp"
+
+namespace itchbench {
+
+enum class SlowSubscriberPolicy { kDrop, kDisconnect };
+
+struct PublisherCounters {
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> disconnected{0};       // subscriber closed or errored
+  std::atomic<uint64_t> slow_disconnects{0};   // closed by policy
+  std::atomic<uint64_t> frames_sent{0};        // summed over subscribers
+  std::atomic<uint64_t> frames_dropped{0};     // subscriber queue full (drop policy)
+  uint64_t ring_dropped = 0;                   // hot path: ring full (hot-path thread only)
+  uint64_t published = 0;                      // hot path: events handed over
+};
+
+struct PublisherOptions {
+  uint16_t port = 0;  // 0: any free port
+  size_t subscriber_queue = 8192;  // frames per subscriber
+  SlowSubscriberPolicy policy = SlowSubscriberPolicy::kDrop;
+  uint64_t poll_interval_us = 50;  // how often the thread drains the ring
+  int cpu = -1;                    // pin the publisher thread
+};
+
+class TcpPublisher {
+ public:
+  explicit TcpPublisher(const PublisherOptions& options);  // binds; throws on failure
+  ~TcpPublisher();
+
+  uint16_t port() const { return port_; }
+  void start();  // the publisher thread; pinned() says whether options.cpu was granted
+  // Blocks until n subscribers are connected or timeout_ms passes.
+  bool wait_for_subscribers(uint64_t n, uint64_t timeout_ms) const;
+
+  void publish(const BboEvent& e) {  // hot path
+    logfmt::BboRecord r{};
+    r.seq = e.seq;
+    r.timestamp = e.timestamp;
+    r.bid_qty = e.bbo.bid_qty;
+    r.ask_qty = e.bbo.ask_qty;
+    r.bid_px = e.bbo.bid_px;
+    r.ask_px = e.bbo.ask_px;
+    r.stock_locate = e.stock_locate;
+    r.flags = logfmt::kWritten;
+    if (ring_.push(r))
+      ++counters_.published;
+    else
+      ++counters_.ring_dropped;
+  }
+
+  // Drains the ring, gives subscribers up to flush_ms to receive what is
+  // queued, closes them and joins the thread.
+  void stop(uint64_t flush_ms = 2000);
+  const PublisherCounters& counters() const { return counters_; }
+  bool pinned() const { return pinned_.load(); }
+  const std::string& pin_error() const { return pin_error_; }
+
+ private:
+  struct Impl;
+  void accept_next();
+  void drain();
+  void tick();
+
+  std::unique_ptr<Impl> impl_;
+  PublisherOptions options_;
+  uint16_t port_ = 0;
+  SpscRing<logfmt::BboRecord> ring_{1 << 16};
+  PublisherCounters counters_;
+  std::thread thread_;
+  std::atomic<bool> pinned_{false};
+  std::string pin_error_;
+};
+
+}  // namespace itchbench

@@ -1,0 +1,145 @@
+#include "source/udp_source.hpp"
+
+#include <sys/socket.h>
+#include <time.h>
+
+#include <boost/asio.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+#include "source/stop_flag.hpp"
+
+namespace itchbench {
+
+namespace asio = boost::asio;
+using asio::ip::udp;
+
+struct UdpSource::Impl {
+  asio::io_context io;
+  udp::socket socket{io};
+  asio::steady_timer timer{io};
+  alignas(64) uint8_t buffer[65536];
+  alignas(8) uint8_t control[256];
+};
+
+namespace {
+uint64_t realtime_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+}  // namespace
+
+UdpSource::UdpSource(const UdpSourceOptions& options) : impl_(new Impl), options_(options) {
+  try {
+    udp::endpoint ep(asio::ip::address_v4::loopback(), options.port);
+    impl_->socket.open(ep.protocol());
+    if (options.rcvbuf_bytes > 0) impl_->socket.set_option(asio::socket_base::receive_buffer_size(options.rcvbuf_bytes));
+    const int on = 1;
+    if (::setsockopt(impl_->socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) != 0)
+      throw std::runtime_error(std::string("SO_TIMESTAMPNS: ") + std::strerror(errno));
+    impl_->socket.bind(ep);
+    impl_->socket.non_blocking(true);
+    asio::socket_base::receive_buffer_size granted;
+    impl_->socket.get_option(granted);
+    stats_.rcvbuf_granted = granted.value();
+    port_ = impl_->socket.local_endpoint().port();
+  } catch (const boost::system::system_error& e) {
+    delete impl_;
+    throw std::runtime_error("UDP 127.0.0.1:" + std::to_string(options.port) + ": " + e.what());
+  }
+}
+
+UdpSource::~UdpSource() { delete impl_; }
+
+void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
+  Impl& im = *impl_;
+  const int fd = im.socket.native_handle();
+  auto last_rx = std::chrono::steady_clock::now();
+  bool done = false;
+
+  // Reads every datagram waiting now; false when the consumer said stop.
+  auto drain = [&]() -> bool {
+    for (;;) {
+      iovec iov{im.buffer, sizeof im.buffer};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = im.control;
+      msg.msg_controllen = sizeof im.control;
+      const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
+      if (n < 0) return true;  // EAGAIN: nothing more now
+      uint64_t t_receive = clock.now();
+      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+          timespec ts;
+          std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+          const uint64_t kernel = uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+          const uint64_t age = realtime_ns() - kernel;  // how long the datagram waited
+          t_receive -= age < t_receive ? age : 0;
+          ++stats_.kernel_timestamps;
+        }
+      }
+      ++stats_.datagrams;
+      stats_.bytes += size_t(n);
+      if (msg.msg_flags & MSG_TRUNC) ++stats_.truncated;
+      last_rx = std::chrono::steady_clock::now();
+      if (!on_datagram(im.buffer, size_t(n), t_receive)) {
+        stats_.stop_reason = "end of session";
+        return false;
+      }
+    }
+  };
+  auto should_stop = [&]() -> bool {
+    if (stop_requested().load()) {
+      stats_.stop_reason = "signal";
+      return true;
+    }
+    if (options_.idle_exit_ms && stats_.datagrams > 0 &&
+        std::chrono::steady_clock::now() - last_rx > std::chrono::milliseconds(options_.idle_exit_ms)) {
+      stats_.stop_reason = "idle timeout";
+      return true;
+    }
+    return false;
+  };
+
+  if (options_.busy_poll) {
+    uint64_t spins = 0;
+    while (!done) {
+      if (!drain()) break;
+      if ((++spins & 0xFFF) == 0 && should_stop()) break;
+    }
+    return;
+  }
+
+  std::function<void()> arm_read = [&] {
+    im.socket.async_wait(udp::socket::wait_read, [&](const boost::system::error_code& ec) {
+      if (ec || done) return;
+      if (!drain()) {
+        done = true;
+        im.io.stop();
+        return;
+      }
+      arm_read();
+    });
+  };
+  std::function<void()> arm_timer = [&] {
+    im.timer.expires_after(std::chrono::milliseconds(20));
+    im.timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec || done) return;
+      if (should_stop()) {
+        done = true;
+        im.io.stop();
+        return;
+      }
+      arm_timer();
+    });
+  };
+  arm_read();
+  arm_timer();
+  im.io.run();
+}
+
+}  // namespace itchbench

@@ -1,0 +1,53 @@
+// UDP source: datagrams from a socket bound on loopback, each stamped with
+// the kernel's receive time (SO_TIMESTAMPNS) converted to the stage clock.
+//
+// Receive: Boost.Asio waits for readiness (epoll) and the datagrams are then
+// drained with recvmsg() — Asio has no access to control messages, which
+// carry the kernel timestamp. With busy_poll the thread spins on a
+// non-blocking recvmsg() instead and never sleeps.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "util/stage_clock.hpp"
+
+namespace itchbench {
+
+struct UdpSourceOptions {
+  uint16_t port = 0;          // 0: any free port
+  int rcvbuf_bytes = 0;       // SO_RCVBUF request; 0 leaves the default
+  bool busy_poll = false;
+  uint64_t idle_exit_ms = 0;  // stop after this long without a datagram (once one came); 0: never
+};
+
+struct UdpSourceStats {
+  uint64_t datagrams = 0;
+  uint64_t bytes = 0;
+  uint64_t truncated = 0;          // datagrams larger than the buffer (MSG_TRUNC)
+  uint64_t kernel_timestamps = 0;  // datagrams that carried SO_TIMESTAMPNS
+  int rcvbuf_granted = 0;          // what the kernel gave (it doubles the request)
+  std::string stop_reason;
+};
+
+class UdpSource {
+ public:
+  explicit UdpSource(const UdpSourceOptions& options);  // binds 127.0.0.1; throws
+  ~UdpSource();
+  uint16_t port() const { return port_; }
+
+  // Calls on_datagram(data, len, t_receive) until it returns false, a stop
+  // is requested (stop_flag.hpp) or the idle timeout passes.
+  using OnDatagram = std::function<bool(const uint8_t*, size_t, uint64_t)>;
+  void run(const StageClock& clock, const OnDatagram& on_datagram);
+  const UdpSourceStats& stats() const { return stats_; }
+
+ private:
+  struct Impl;
+  Impl* impl_;
+  UdpSourceOptions options_;
+  uint16_t port_ = 0;
+  UdpSourceStats stats_;
+};
+
+}  // namespace itchbench

@@ -1,0 +1,178 @@
+// serial-replay: a capture -> ITCH lines (SERIAL_LINE.md) on a serial port or
+// pty, paced like a UART at a baud rate (8N1: 10 bits a byte) and/or at the
+// capture's timing times a multiplier, against absolute deadlines.
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "pipeline/mold_framer.hpp"
+#include "protocol/serial_line.hpp"
+#include "source/capture_file.hpp"
+#include "util/cli.hpp"
+#include "util/json_writer.hpp"
+#include "util/stage_clock.hpp"
+
+using namespace itchbench;
+
+namespace {
+
+// Sleeps until the absolute CLOCK_MONOTONIC deadline: the kernel for most of
+// the wait, a spin for the last stretch, where sleeping overshoots.
+void wait_until(uint64_t deadline_ns) {
+  constexpr uint64_t kSpinNs = 50000;
+  const uint64_t now = monotonic_ns();
+  if (deadline_ns > now + kSpinNs) {
+    const uint64_t wake = deadline_ns - kSpinNs;
+    timespec ts{time_t(wake / 1000000000ull), long(wake % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
+  }
+  while (monotonic_ns() < deadline_ns) {
+  }
+}
+
+struct Message {
+  uint64_t seq;
+  uint64_t capture_ns;
+  std::vector<uint8_t> bytes;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cli::Args args("serial-replay", "serial-replay CAPTURE --device PATH [options]",
+                 "Replay a capture (pcap of MoldUDP64, or binary ITCH) as ITCH lines on a serial port\n"
+                 "or pty, paced like a UART. A line is handed over when its last byte would have\n"
+                 "left the wire; it carries the time its first byte was due (CLOCK_MONOTONIC).\n"
+                 "Deadlines are absolute: no drift accumulates. Prints what it sent.");
+  args.positional("CAPTURE", "capture to replay");
+  args.option("device", "PATH", "serial port or pty to write to");
+  args.option("baud", "N", "line rate in baud (8N1: 10 bits per byte)", "115200");
+  args.option("timing", "baud|capture", "baud: back to back at the line rate; capture: at the capture's "
+              "timing x --multiplier, never faster than the line rate", "baud");
+  args.option("multiplier", "X", "speed-up of the capture's timing (with --timing capture)", "1");
+  args.option("port", "PORT", "only UDP datagrams to this port (pcap)");
+  args.option("end-of-session", "yes|no", "send the end-of-session line at the end", "yes");
+  args.option("garbage-every", "N", "insert a burst of line noise before every Nth line (0: never)", "0");
+  args.option("corrupt-every", "N", "damage one hex digit of every Nth line (0: never)", "0");
+  args.option("report", "FILE", "also write the report as JSON to FILE");
+  args.parse(argc, argv);
+  if (!args.has("device")) args.fail("--device is required");
+  const uint64_t baud = args.get_u64("baud");
+  if (baud < 300 || baud > 100000000) args.fail("--baud must be 300..100000000");
+  const std::string timing = args.get("timing");
+  if (timing != "baud" && timing != "capture") args.fail("--timing takes baud or capture");
+  const double multiplier = args.get_double("multiplier");
+  if (!(multiplier > 0)) args.fail("--multiplier must be positive");
+  const std::string eos = args.get("end-of-session");
+  if (eos != "yes" && eos != "no") args.fail("--end-of-session takes yes or no");
+  const uint64_t garbage_every = args.get_u64("garbage-every");
+  const uint64_t corrupt_every = args.get_u64("corrupt-every");
+  std::optional<uint16_t> port;
+  if (args.has("port")) port = uint16_t(args.get_u64("port"));
+
+  try {
+    // Read the whole capture first: pacing must not wait on the disk.
+    CaptureReader reader(args.positionals()[0], port);
+    std::vector<Message> messages;
+    MoldFramer framer;
+    const bool complete = reader.run(
+        [&](uint64_t ts, const uint8_t* p, size_t n) {
+          framer.on_datagram(p, n, [&](uint64_t seq, const uint8_t* m, size_t len) {
+            messages.push_back({seq, ts, {m, m + len}});
+          });
+        },
+        [&](uint64_t pos, const uint8_t* m, size_t len) {
+          messages.push_back({pos, len >= 11 ? load_be48(m + 5) : 0, {m, m + len}});
+        });
+    if (!complete) {
+      std::fprintf(stderr, "serial-replay: %s\n", reader.error().c_str());
+      return 1;
+    }
+    const int fd = ::open(args.get("device").c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error(args.get("device") + ": " + std::strerror(errno));
+
+    const double ns_per_byte = 10.0 * 1e9 / double(baud);
+    uint8_t line[serial::kMaxLine + 64];
+    uint64_t lines = 0, bytes = 0, late = 0, max_late_ns = 0, oversize = 0;
+    const uint64_t t0 = monotonic_ns() + 20000000;  // start 20 ms from now
+    uint64_t line_free_at = t0;                    // when the wire is idle again
+    const uint64_t capture0 = messages.empty() ? 0 : messages.front().capture_ns;
+    auto send = [&](const uint8_t* msg, size_t len, uint64_t seq, uint64_t not_before) {
+      const uint64_t start = std::max(line_free_at, not_before);
+      size_t n = 0;
+      if (garbage_every && (lines + 1) % garbage_every == 0) {
+        static const char kNoise[] = "~!noise#%";
+        std::memcpy(line, kNoise, sizeof kNoise - 1);
+        n = sizeof kNoise - 1;
+      }
+      if (msg && len > serial::kMaxPayload) {
+        ++oversize;  // cannot be framed: counted, not sent
+        return;
+      }
+      const size_t body = serial::encode_line(line + n, seq, start, msg, len);
+      if (corrupt_every && msg && (lines + 1) % corrupt_every == 0) line[n + body - 6] ^= 0x01;  // a payload digit
+      n += body;
+      const uint64_t end = start + uint64_t(double(n) * ns_per_byte);
+      const uint64_t now = monotonic_ns();
+      if (now > end) {
+        ++late;
+        max_late_ns = std::max(max_late_ns, now - end);
+      } else {
+        wait_until(end);
+      }
+      size_t off = 0;
+      while (off < n) {
+        const ssize_t w = ::write(fd, line + off, n - off);
+        if (w < 0) {
+          if (errno == EINTR) continue;
+          throw std::runtime_error(args.get("device") + ": write: " + std::strerror(errno));
+        }
+        off += size_t(w);
+      }
+      line_free_at = end;
+      bytes += n;
+      if (msg) ++lines;
+    };
+    for (const Message& m : messages) {
+      const uint64_t not_before =
+          timing == "capture" ? t0 + uint64_t(double(m.capture_ns - capture0) / multiplier) : 0;
+      send(m.bytes.data(), m.bytes.size(), m.seq, not_before);
+    }
+    if (eos == "yes") send(nullptr, 0, messages.empty() ? 1 : messages.back().seq + 1, 0);
+    const uint64_t finished = monotonic_ns();
+    ::close(fd);
+
+    const double wire_s = double(line_free_at - t0) / 1e9;
+    const double elapsed_s = double(finished - t0) / 1e9;
+    const double ideal_s = double(bytes) * ns_per_byte / 1e9;
+    JsonWriter j;
+    j.begin_object();
+    j.field("device", args.get("device")).field("baud", baud).field("timing", timing).field("multiplier", multiplier);
+    j.field("messages", uint64_t(messages.size())).field("lines", lines).field("bytes", bytes);
+    j.field("not_sent_oversize", oversize);
+    j.field("elapsed_s", elapsed_s).field("wire_time_s", wire_s);
+    j.field("line_utilisation", elapsed_s > 0 ? ideal_s / elapsed_s : 0.0);
+    j.field("late_lines", late).field("max_late_ns", max_late_ns);
+    j.field("garbage_bursts", garbage_every ? lines / garbage_every : 0);
+    j.field("corrupted_lines", corrupt_every ? lines / corrupt_every : 0);
+    j.end_object();
+    std::fputs(j.str().c_str(), stdout);
+    if (args.has("report")) {
+      std::FILE* f = std::fopen(args.get("report").c_str(), "w");
+      if (!f) throw std::runtime_error(args.get("report") + ": " + std::strerror(errno));
+      std::fputs(j.str().c_str(), f);
+      std::fclose(f);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "serial-replay: %s\n", e.what());
+    return 2;
+  }
+}
