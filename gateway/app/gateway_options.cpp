@@ -33,6 +33,7 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.option("port", "PORT", "sim: only UDP datagrams to this port; udp: port to bind (0: any free)");
   args.option("rcvbuf", "BYTES", "udp: SO_RCVBUF to request", "0");
   args.flag("busy-poll", "udp: spin on a non-blocking receive instead of waiting in epoll");
+  args.flag("ignore-end-of-session", "udp: keep receiving after an end-of-session packet (looped replays)");
   args.option("device", "PATH", "serial: the serial port (a pty from socat)");
   args.option("baud", "N", "serial: baud rate set on the port", "115200");
   args.option("idle-exit-ms", "MS", "live: stop after this long without input, once input came", "3000");
@@ -80,6 +81,7 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   }
   o.rcvbuf_bytes = int(args.get_u64("rcvbuf"));
   o.busy_poll = args.flag_set("busy-poll");
+  o.ignore_end_of_session = args.flag_set("ignore-end-of-session");
   if (o.source == "serial") {
     if (!args.has("device")) args.fail("--device is required with --source serial");
     o.device = args.get("device");

@@ -19,6 +19,7 @@ struct GatewayOptions {
   // udp
   int rcvbuf_bytes = 0;
   bool busy_poll = false;
+  bool ignore_end_of_session = false;
   // serial
   std::string device;
   unsigned baud = 115200;

@@ -90,7 +90,7 @@ int run_live(const GatewayOptions& o) {
   if (udp) {
     udp_source->run(clock, [&](const uint8_t* p, size_t n, uint64_t t_receive) {
       gw.on_datagram(p, n, timed ? t_receive : 0, 0);
-      return gw.framer().counters().end_of_session == 0;
+      return o.ignore_end_of_session || gw.framer().counters().end_of_session == 0;
     });
     received = gw.framer().counters().messages;
   } else {
@@ -103,10 +103,14 @@ int run_live(const GatewayOptions& o) {
   publisher.stop();
   logs.close();
 
+  // Stopped by a signal, the input was not seen to its end.
+  const std::string stop_reason = udp ? udp_source->stats().stop_reason : serial_source->stats().stop_reason;
+  const bool complete = stop_reason != "signal";
   JsonWriter j;
   j.begin_object();
-  j.field("source", o.source).field("complete", true).field("error", "");
-  j.field("stop_reason", udp ? udp_source->stats().stop_reason : serial_source->stats().stop_reason);
+  j.field("source", o.source).field("complete", complete);
+  j.field("error", complete ? "" : "stopped by a signal before the end of the session");
+  j.field("stop_reason", stop_reason);
   j.field("elapsed_s", elapsed).field("messages_per_s", elapsed > 0 ? double(received) / elapsed : 0.0);
   j.field("messages_received", received);
   write_clock_json(j, clock, overhead);

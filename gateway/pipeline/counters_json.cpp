@@ -38,6 +38,7 @@ void write_capture_json(JsonWriter& j, const CaptureStats& cs) {
   j.field("records", cs.records).field("udp_datagrams", cs.udp_datagrams);
   j.field("not_udp", cs.not_udp).field("other_port", cs.other_port);
   j.field("bad_frames", cs.bad_frames).field("itch_messages", cs.itch_messages);
+  j.field("linktype", int64_t(cs.linktype));
   j.end_object();
 }
 

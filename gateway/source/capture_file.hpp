@@ -33,6 +33,7 @@ struct CaptureStats {
   uint64_t not_udp = 0;          // non-IPv4 / non-UDP frames, skipped
   uint64_t bad_frames = 0;       // truncated or malformed IP/UDP, skipped
   uint64_t itch_messages = 0;    // binary ITCH file: messages handed on
+  int linktype = -1;             // pcap link type (DLT_*), -1 for a binary ITCH file
 };
 
 class CaptureReader {
@@ -80,6 +81,7 @@ bool CaptureReader::run(OnDatagram&& on_datagram, OnMessage&& on_message) {
   }
   net::PcapReader reader(path_);
   const int linktype = reader.linktype();
+  stats_.linktype = linktype;
   net::PcapRecord rec;
   for (;;) {
     const net::PcapReader::Next n = reader.next(rec);

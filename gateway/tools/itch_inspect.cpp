@@ -35,12 +35,17 @@ int main(int argc, char** argv) {
   args.option("port", "PORT", "only UDP datagrams to this destination port");
   args.flag("json", "print one JSON object instead of a table");
   args.flag("list", "print one line per message: sequence and type, nothing else");
+  args.flag("check", "only check that CAPTURE is a readable capture; print its kind (pcap or itch)");
   args.parse(argc, argv);
 
   std::optional<uint16_t> port;
   if (args.has("port")) port = uint16_t(args.get_u64("port"));
   try {
     CaptureReader reader(args.positionals()[0], port);
+    if (args.flag_set("check")) {
+      std::printf("%s\n", to_string(reader.kind()));
+      return 0;
+    }
     MoldFramer framer;
     DecodeCounters decode;
     Extent extent;

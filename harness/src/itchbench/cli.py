@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 import tempfile
 
 from . import __version__, dump, fixtures, logs, paths, rundir, sim
+from .scenario import ScenarioError
 from .tools import ToolError, inspect_capture, rejections
 
 
@@ -103,8 +104,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    run = sim.run_sim(Path(args.capture), Path(args.out) if args.out else None, port=args.port,
-                      latency_log=not args.no_latency_log)
+    run = sim.run_sim(Path(args.capture), Path(args.out) if args.out else None, latency_log=not args.no_latency_log)
     summary = rundir.read_json(run / "summary.json")
     rec = summary["reconciliation"]
     print(f"{rec['received']:,} messages ({rec['decoded']:,} decoded, {rec['rejected']} rejected, "
@@ -115,6 +115,55 @@ def cmd_sim(args: argparse.Namespace) -> int:
         print(f"RECONCILIATION FAILED: {rec['checks']}")
     print(f"run directory: {run}")
     return 0 if rec["balanced"] else 1
+
+
+def _run_line(summary: dict) -> str:
+    rec = summary.get("reconciliation", {})
+    transport = summary["transport"]
+    hop = rec.get(transport, {})
+    parts = [f"{rec.get('received', 0):,} messages"]
+    if transport == "udp":
+        parts.append(f"sent {hop['tcpreplay_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
+                     f"dropped {hop['kernel_dropped']:,}")
+    if transport == "serial":
+        util = hop.get("line_utilisation")
+        parts.append(f"{hop['lines_good']:,} good lines, {hop['lines_bad']} bad, "
+                     f"line utilisation {util * 100:.2f}%" if util is not None else "")
+    parts.append(f"{rec.get('missing', 0)} missing, {rec.get('rejected', 0)} rejected")
+    parts.append(f"{summary.get('bbo', {}).get('events', 0):,} BBO events")
+    if "BBO digest = simulation's digest" in rec.get("checks", {}):
+        parts.append("digest = simulation" if rec["checks"]["BBO digest = simulation's digest"] else "DIGEST DIFFERS")
+    verdict = "balanced" if rec.get("balanced") else "NOT BALANCED: " + ", ".join(
+        k for k, ok in rec.get("checks", {}).items() if not ok)
+    return "; ".join(p for p in parts if p) + f" — {verdict}"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from . import runner, scenario
+
+    configs = scenario.load(Path(args.scenario))
+    root = Path(args.out) if args.out else runner.default_root()
+    plan = [(c, r) for c in configs for r in range(1, c.values["repetitions"] + 1)]
+    print(f"{Path(args.scenario).name}: {len(configs)} configuration(s), {len(plan)} run(s) -> {root}")
+    failed = 0
+    dirs = []
+    for i, (config, rep) in enumerate(plan, 1):
+        print(f"[{i}/{len(plan)}] {config.label} ({config.transport}) repetition {rep}/{config.values['repetitions']}",
+              flush=True)
+        try:
+            run = runner.execute(config.values, config.label, root=root)
+        except runner.RunError as e:
+            print(f"  FAILED: {e}")
+            failed += 1
+            continue
+        summary = rundir.read_json(run / "summary.json")
+        print("  " + _run_line(summary))
+        failed += not (summary["complete"] and summary["reconciliation"]["balanced"])
+        dirs.append(run)
+    for d in dirs:
+        print(f"run directory: {d}")
+    print(f"{len(plan) - failed} of {len(plan)} runs complete and balanced")
+    return 1 if failed else 0
 
 
 def cmd_dump(args: argparse.Namespace) -> int:
@@ -144,9 +193,13 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sim", help="run the gateway on a capture in deterministic simulation")
     s.add_argument("capture", help="pcap/pcapng of MoldUDP64 over UDP (any port), or a binary ITCH 5.0 file")
     s.add_argument("--out", metavar="RUN_DIR", help="new run directory (default: reports/runs/RUN_ID)")
-    s.add_argument("--port", type=int, help="only UDP datagrams to this port")
     s.add_argument("--no-latency-log", action="store_true", help="record the BBO stream only")
     s.set_defaults(func=cmd_sim)
+
+    r = sub.add_parser("run", help="run a scenario (sim, udp via tcpreplay, serial via socat) into run directories")
+    r.add_argument("scenario", help="scenario file (TOML), e.g. scenarios/udp-baseline.toml")
+    r.add_argument("--out", metavar="DIR", help="where run directories go (default: reports/runs)")
+    r.set_defaults(func=cmd_run)
 
     dp = sub.add_parser("dump", help="a run's logs as CSV on stdout")
     dp.add_argument("what", choices=["bbo"], help="bbo: seq,stock,bid_px,bid_qty,ask_px,ask_qty")
@@ -170,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as e:
         print(f"itchbench: {e}", file=sys.stderr)
         return 2
-    except (sim.CaptureError, rundir.RunDirError, logs.LogFormatError) as e:
+    except (sim.CaptureError, rundir.RunDirError, logs.LogFormatError, ScenarioError) as e:
         print(f"itchbench: {e}", file=sys.stderr)
         return 2
     except sim.IncompleteRun as e:

@@ -24,6 +24,7 @@ _TOOL_DIRS = {
     "itch-gateway": "gateway",
     "itch-synth": "replay",
     "itch2pcap": "replay",
+    "serial-replay": "replay",
 }
 
 

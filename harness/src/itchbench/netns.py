@@ -1,0 +1,67 @@
+"""A private network namespace for one run, made by the run and gone with it.
+
+Held by `unshare --net sleep infinity` (started with PDEATHSIG), entered by
+`nsenter --net=/proc/PID/ns/net`. Its loopback is brought up and set to
+accept replayed frames addressed to 127.0.0.1 (route_localnet, accept_local),
+as DESIGN.md records. Nothing on the host changes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Sequence
+
+from .procs import ProcessGroup
+
+SYSCTLS = [
+    "net.ipv4.conf.all.route_localnet=1",
+    "net.ipv4.conf.lo.route_localnet=1",
+    "net.ipv4.conf.all.accept_local=1",
+    "net.ipv4.conf.lo.accept_local=1",
+]
+
+
+class NetnsError(RuntimeError):
+    pass
+
+
+class PrivateNetns:
+    def __init__(self, group: ProcessGroup) -> None:
+        self._holder = group.start("netns-holder", ["unshare", "--net", "--", "sleep", "infinity"])
+        self.path = Path(f"/proc/{self._holder.pid}/ns/net")
+        deadline = time.monotonic() + 5
+        # unshare execs sleep once the namespace exists: wait until it differs from ours.
+        while time.monotonic() < deadline:
+            try:
+                if self.path.resolve() != Path("/proc/self/ns/net").resolve():
+                    break
+            except OSError:
+                pass
+            if self._holder.poll() is not None:
+                raise NetnsError("could not create a network namespace (unshare --net failed; needs root)")
+            time.sleep(0.01)
+        self.run(["ip", "link", "set", "lo", "up"])
+        self.run(["sysctl", "-q", "-w", *SYSCTLS])
+
+    @property
+    def holder_pid(self) -> int:
+        return self._holder.pid
+
+    def wrap(self, cmd: Sequence[str]) -> list[str]:
+        return ["nsenter", f"--net={self.path}", "--", *cmd]
+
+    def run(self, cmd: Sequence[str]) -> str:
+        proc = subprocess.run(self.wrap(cmd), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise NetnsError(f"{' '.join(cmd)} in the run's namespace failed: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def udp_counters(self) -> dict[str, int]:
+        """The namespace's UDP counters (all zero when it was made)."""
+        data = json.loads(self.run(["nstat", "-a", "-z", "-j"]))
+        counters = data.get("kernel", data)
+        keys = ["UdpInDatagrams", "UdpInErrors", "UdpRcvbufErrors", "UdpNoPorts", "UdpOutDatagrams"]
+        return {k: int(counters.get(k, 0)) for k in keys}

@@ -1,0 +1,194 @@
+"""Scenarios: declarative run configurations in TOML (scenarios/*.toml).
+
+A scenario names a transport, a capture and how to replay it; a [matrix]
+table expands it into several configurations (e.g. transports x pinning).
+Every key is checked: an unknown one is reported with the nearest valid
+name, a bad value with what is allowed, a missing capture by its path.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import itertools
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import rundir
+
+
+class ScenarioError(ValueError):
+    """The scenario file is not valid; the message says where and why."""
+
+
+# key -> (type, default, check, description). Types: bool, int, float, str.
+_Spec = tuple[type, Any, Any, str]
+
+
+def _choice(*options: str):
+    return lambda v: v in options or f"must be one of {', '.join(options)}"
+
+
+def _at_least(lo: float):
+    return lambda v: v >= lo or f"must be at least {lo}"
+
+
+def _between(lo: float, hi: float):
+    return lambda v: lo <= v <= hi or f"must be between {lo} and {hi}"
+
+
+SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
+    "name": (str, None, None, "scenario name (required)"),
+    "description": (str, "", None, "what the scenario measures"),
+    "transport": (str, None, _choice("sim", "udp", "serial"), "sim, udp or serial (required)"),
+    "capture": (str, None, None, "capture file, relative to the scenario file (required)"),
+    "repetitions": (int, 1, _between(1, 1000), "runs of each configuration"),
+    "warmup_messages": (int, 0, _at_least(0), "first messages left out of the latency statistics"),
+    "subscribers": (int, 1, _between(0, 16), "TCP subscribers attached during live runs"),
+    "replay": {
+        "rate": (str, "capture", _choice("capture", "multiplier", "pps", "topspeed"), "tcpreplay pacing"),
+        "multiplier": (float, 1.0, lambda v: v > 0 or "must be positive", "with rate = multiplier"),
+        "pps": (int, 10000, _at_least(1), "packets per second, with rate = pps"),
+        "loops": (int, 1, _between(1, 1000), "times through the capture"),
+    },
+    "serial": {
+        "baud": (int, 115200, _between(300, 100_000_000), "line rate (8N1: 10 bits a byte)"),
+        "timing": (str, "baud", _choice("baud", "capture"), "back to back at the line rate, or at capture timing"),
+        "multiplier": (float, 1.0, lambda v: v > 0 or "must be positive", "speed-up of capture timing"),
+    },
+    "gateway": {
+        "cpu": (int, -1, _at_least(-1), "pin the receive thread (-1: no)"),
+        "publisher_cpu": (int, -1, _at_least(-1), "pin the publisher thread (-1: no)"),
+        "sched_fifo": (int, 0, _between(0, 99), "SCHED_FIFO priority of the receive thread (0: off)"),
+        "mlockall": (bool, False, None, "lock the gateway's memory"),
+        "rcvbuf": (int, 8 << 20, _at_least(0), "UDP SO_RCVBUF request, bytes"),
+        "busy_poll": (bool, False, None, "spin on the UDP socket instead of epoll"),
+        "expected_orders": (int, 65536, _at_least(16), "order index pre-size"),
+        "subscriber_queue": (int, 8192, _at_least(1), "frames queued per subscriber"),
+        "slow_subscriber": (str, "drop", _choice("drop", "disconnect"), "what a full subscriber queue does"),
+        "idle_exit_ms": (int, 3000, _at_least(100), "gateway stops after this long without input"),
+        "latency_log": (bool, True, None, "record per-message latency (stage stamps)"),
+    },
+}
+_TABLES = [k for k, v in SCHEMA.items() if isinstance(v, dict)]
+_REQUIRED = ["name", "transport", "capture"]
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One fully resolved configuration of a scenario."""
+
+    scenario: str
+    label: str  # scenario name plus matrix values
+    values: dict[str, Any]
+    source: Path
+
+    @property
+    def capture(self) -> Path:
+        return Path(self.values["capture"])
+
+    @property
+    def transport(self) -> str:
+        return str(self.values["transport"])
+
+    def hash(self) -> str:
+        return rundir.scenario_hash(self.values)
+
+
+def _nearest(key: str, valid: list[str]) -> str:
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    return f" (did you mean '{close[0]}'?)" if close else f" (valid: {', '.join(sorted(valid))})"
+
+
+def _check_value(where: str, spec: _Spec, value: Any) -> Any:
+    typ, _, check, _ = spec
+    if typ is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+        raise ScenarioError(f"{where}: expected {typ.__name__}, got {type(value).__name__} {value!r}")
+    if check is not None:
+        verdict = check(value)
+        if verdict is not True:
+            raise ScenarioError(f"{where}: {value!r} {verdict}")
+    return value
+
+
+def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
+    """Defaults filled in, every key and value checked."""
+    out: dict[str, Any] = {}
+    for key in raw:
+        if key not in SCHEMA:
+            raise ScenarioError(f"{origin}: unknown key '{key}'{_nearest(key, list(SCHEMA))}")
+    for key, spec in SCHEMA.items():
+        if isinstance(spec, dict):
+            table = raw.get(key, {})
+            if not isinstance(table, dict):
+                raise ScenarioError(f"{origin}: '{key}' must be a table")
+            for sub in table:
+                if sub not in spec:
+                    raise ScenarioError(f"{origin}: unknown key '{key}.{sub}'{_nearest(sub, list(spec))}")
+            out[key] = {sub: _check_value(f"{origin}: {key}.{sub}", s, table.get(sub, s[1])) for sub, s in spec.items()}
+        elif key in raw:
+            out[key] = _check_value(f"{origin}: {key}", spec, raw[key])
+        elif key in _REQUIRED:
+            raise ScenarioError(f"{origin}: missing required key '{key}'")
+        else:
+            out[key] = spec[1]
+    return out
+
+
+def _set_path(values: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    target = values
+    for p in parts[:-1]:
+        target = target[p]
+    target[parts[-1]] = value
+
+
+def _matrix_keys() -> list[str]:
+    keys = [k for k, v in SCHEMA.items() if not isinstance(v, dict) and k != "name"]
+    keys += [f"{t}.{s}" for t in _TABLES for s in SCHEMA[t]]  # type: ignore[union-attr]
+    return keys
+
+
+def defaults(**top: Any) -> dict[str, Any]:
+    """A resolved configuration from defaults and the given top-level keys."""
+    return _resolve(dict(top), "itchbench")
+
+
+def load(path: Path | str) -> list[Configuration]:
+    """Read, validate and expand a scenario into its configurations."""
+    path = Path(path)
+    if not path.is_file():
+        raise ScenarioError(f"scenario not found: {path}")
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: not valid TOML: {e}") from e
+    matrix = raw.pop("matrix", {})
+    if not isinstance(matrix, dict):
+        raise ScenarioError(f"{path}: 'matrix' must be a table of lists")
+    valid_matrix = _matrix_keys()
+    for key, options in matrix.items():
+        if key not in valid_matrix:
+            raise ScenarioError(f"{path}: unknown matrix key '{key}'{_nearest(key, valid_matrix)}")
+        if not isinstance(options, list) or not options:
+            raise ScenarioError(f"{path}: matrix.{key} must be a non-empty list")
+
+    base = _resolve(raw, str(path))
+    configs = []
+    keys = list(matrix)
+    for combo in itertools.product(*(matrix[k] for k in keys)) if keys else [()]:
+        values = copy.deepcopy(base)
+        for key, value in zip(keys, combo):
+            _set_path(values, key, value)
+        values = _resolve(values, f"{path} [{', '.join(f'{k}={v}' for k, v in zip(keys, combo))}]")
+        capture = (path.parent / values["capture"]).resolve()
+        if not capture.is_file():
+            raise ScenarioError(f"{path}: capture not found: {capture}")
+        values["capture"] = str(capture)
+        label = values["name"] + "".join(f"-{k.split('.')[-1]}={v}" for k, v in zip(keys, combo))
+        configs.append(Configuration(values["name"], label, values, path.resolve()))
+    return configs
