@@ -15,6 +15,8 @@ using asio::ip::tcp;
 
 namespace {
 
+constexpr int kSendBuffer = 256 * 1024;
+
 // One subscriber: a fixed-capacity queue of frames and at most one write in
 // flight, which sends the contiguous run at the queue's head.
 class Subscriber : public std::enable_shared_from_this<Subscriber> {
@@ -22,6 +24,9 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   Subscriber(tcp::socket socket, size_t capacity, PublisherCounters& counters)
       : socket_(std::move(socket)), frames_(capacity), counters_(counters) {
     socket_.set_option(tcp::no_delay(true));
+    // A bounded kernel buffer: a stuck subscriber shows up as a full queue
+    // after kSendBuffer bytes instead of after the autotuned maximum (MBs).
+    socket_.set_option(asio::socket_base::send_buffer_size(kSendBuffer));
   }
 
   // False when the queue is full.

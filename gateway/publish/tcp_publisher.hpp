@@ -6,7 +6,9 @@
 // io_context drains the ring into a bounded queue per subscriber and writes
 // asynchronously. A subscriber whose queue is full — slow or stuck — loses
 // frames (counted) or is disconnected, by policy; it never slows the hot
-// path. If the publisher thread itself falls behind, the ring refuses
+// path. Each subscriber socket's send buffer is capped (256 KiB) so that a
+// stuck one is noticed after a bounded amount of data. If the publisher
+// thread itself falls behind, the ring refuses
 // events and the hot path counts them as dropped.
 #pragma once
 #include <atomic>

@@ -9,8 +9,26 @@
 
 namespace itchbench {
 
+namespace {
+// The CPUs the process may use, read when it starts: threads created after
+// another was pinned inherit the pinned mask, which is not the limit.
+cpu_set_t initial_affinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  sched_getaffinity(0, sizeof set, &set);
+  return set;
+}
+const cpu_set_t kProcessCpus = initial_affinity();
+}  // namespace
+
 std::string pin_current_thread(int cpu) {
-  if (cpu < 0 || cpu >= CPU_SETSIZE) return "cpu " + std::to_string(cpu) + " out of range";
+  const cpu_set_t& allowed = kProcessCpus;
+  if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) {
+    std::string list;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &allowed)) list += (list.empty() ? "" : ",") + std::to_string(c);
+    return "cpu " + std::to_string(cpu) + " is not available to this process (allowed: " + list + ")";
+  }
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);

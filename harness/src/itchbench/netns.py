@@ -9,6 +9,7 @@ as DESIGN.md records. Nothing on the host changes.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -32,19 +33,24 @@ class PrivateNetns:
     def __init__(self, group: ProcessGroup) -> None:
         self._holder = group.start("netns-holder", ["unshare", "--net", "--", "sleep", "infinity"])
         self.path = Path(f"/proc/{self._holder.pid}/ns/net")
+        # Until unshare has made the namespace, the holder is still in ours:
+        # anything entered before then would change the host. Wait for the
+        # namespace identity ("net:[inode]") to differ from ours.
+        host = os.readlink("/proc/self/ns/net")
         deadline = time.monotonic() + 5
-        # unshare execs sleep once the namespace exists: wait until it differs from ours.
-        while time.monotonic() < deadline:
+        while True:
             try:
-                if self.path.resolve() != Path("/proc/self/ns/net").resolve():
+                if os.readlink(self.path) != host:
                     break
             except OSError:
                 pass
-            if self._holder.poll() is not None:
+            if self._holder.poll() is not None or time.monotonic() > deadline:
                 raise NetnsError("could not create a network namespace (unshare --net failed; needs root)")
-            time.sleep(0.01)
+            time.sleep(0.005)
         self.run(["ip", "link", "set", "lo", "up"])
         self.run(["sysctl", "-q", "-w", *SYSCTLS])
+        if "UP" not in self.run(["ip", "-o", "link", "show", "lo"]).split(">")[0]:
+            raise NetnsError("the namespace's loopback did not come up")
 
     @property
     def holder_pid(self) -> int:

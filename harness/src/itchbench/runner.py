@@ -332,7 +332,8 @@ def _run_serial(run: Run, group: ProcessGroup) -> None:
     report = run.dir / "serial-replay.json"
     sr = group.start("serial-replay", [str(paths.tool("serial-replay")), run.values["capture"], "--device",
                                        str(replay_end), "--baud", str(s["baud"]), "--timing", s["timing"],
-                                       "--multiplier", str(s["multiplier"]), "--report", str(report)],
+                                       "--multiplier", str(s["multiplier"]), "--report", str(report),
+                                       "--garbage-every", str(s["garbage_every"]), "--corrupt-every", str(s["corrupt_every"])],
                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _wait_with_progress(run, sr, "replaying", expected_s)
     if sr.returncode != 0:

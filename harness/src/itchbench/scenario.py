@@ -57,6 +57,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "baud": (int, 115200, _between(300, 100_000_000), "line rate (8N1: 10 bits a byte)"),
         "timing": (str, "baud", _choice("baud", "capture"), "back to back at the line rate, or at capture timing"),
         "multiplier": (float, 1.0, lambda v: v > 0 or "must be positive", "speed-up of capture timing"),
+        "garbage_every": (int, 0, _at_least(0), "line noise before every Nth line (0: none)"),
+        "corrupt_every": (int, 0, _at_least(0), "damage every Nth line (0: none)"),
     },
     "gateway": {
         "cpu": (int, -1, _at_least(-1), "pin the receive thread (-1: no)"),

@@ -1,0 +1,38 @@
+"""Shared pieces of the live-transport tests."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from itchbench import paths, rundir, scenario
+
+MARKERS = ["itch-gateway", "serial-replay", "tcpreplay", "itchbench.subscriber", "socat pty", "sleep infinity"]
+
+
+def make_capture(tmp: Path, name: str, *args: str) -> Path:
+    out = tmp / name
+    proc = subprocess.run([str(paths.tool("itch-synth")), *args, "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def config(capture: Path, transport: str, **tables: dict[str, Any]) -> dict[str, Any]:
+    values = scenario.defaults(name=f"test-{transport}", transport=transport, capture=str(capture))
+    for table, entries in tables.items():
+        if isinstance(entries, dict):
+            values[table].update(entries)
+        else:
+            values[table] = entries
+    return values
+
+
+def summary_of(run: Path) -> dict[str, Any]:
+    return rundir.read_json(run / "summary.json")
+
+
+def leftover_processes() -> list[str]:
+    """Processes of ours still alive (a run must leave none)."""
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout.splitlines()[1:]
+    return [line for line in out if any(m in line for m in MARKERS) and "ps -eo" not in line]

@@ -1,0 +1,73 @@
+"""Scenario validation: every mistake reported with where and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from itchbench import scenario
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "cap.pcap").write_bytes((REPO / "fixtures" / "seed-workload.pcap").read_bytes())
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    return p
+
+
+BASE = 'name = "t"\ntransport = "udp"\ncapture = "cap.pcap"\n'
+
+
+def test_every_bundled_scenario_loads():
+    names = {p.stem for p in (REPO / "scenarios").glob("*.toml")}
+    assert {"sim", "udp-baseline", "udp-pinned", "udp-rt", "udp-topspeed", "uart-115200"} <= names
+    for p in (REPO / "scenarios").glob("*.toml"):
+        configs = scenario.load(p)
+        assert configs and all(c.capture.is_file() for c in configs)
+
+
+def test_defaults_and_resolution(tmp_path):
+    (c,) = scenario.load(write(tmp_path, BASE))
+    assert c.values["replay"] == {"rate": "capture", "multiplier": 1.0, "pps": 10000, "loops": 1}
+    assert c.values["gateway"]["cpu"] == -1 and c.values["repetitions"] == 1
+    assert Path(c.values["capture"]).is_absolute()
+    assert c.hash() == scenario.load(write(tmp_path, BASE))[0].hash()
+
+
+@pytest.mark.parametrize("text, message", [
+    (BASE + "repetition = 3\n", "unknown key 'repetition' (did you mean 'repetitions'?)"),
+    (BASE + "[replay]\nrat = 'pps'\n", "unknown key 'replay.rat' (did you mean 'rate'?)"),
+    (BASE + "[gatway]\ncpu = 1\n", "unknown key 'gatway' (did you mean 'gateway'?)"),
+    (BASE + "[replay]\nrate = 'warp'\n", "replay.rate: 'warp' must be one of capture, multiplier, pps, topspeed"),
+    (BASE + "[gateway]\ncpu = 'one'\n", "gateway.cpu: expected int, got str 'one'"),
+    (BASE + "[gateway]\nsched_fifo = 120\n", "gateway.sched_fifo: 120 must be between 0 and 99"),
+    (BASE + "[gateway]\nmlockall = 1\n", "gateway.mlockall: expected bool, got int 1"),
+    ('name = "t"\ntransport = "udp"\n', "missing required key 'capture'"),
+    ('name = "t"\ntransport = "carrier-pigeon"\ncapture = "cap.pcap"\n', "must be one of sim, udp, serial"),
+    ('name = "t"\ntransport = "udp"\ncapture = "nope.pcap"\n', "capture not found"),
+    (BASE + "[matrix]\n'gateway.cpus' = [0, 1]\n", "unknown matrix key 'gateway.cpus' (did you mean 'gateway.cpu'?)"),
+    (BASE + "[matrix]\ntransport = []\n", "matrix.transport must be a non-empty list"),
+    (BASE + "[matrix]\n'gateway.cpu' = [0, 'x']\n", "gateway.cpu: expected int"),
+    (BASE + "transport = ", "not valid TOML"),
+])
+def test_mistakes_are_reported(tmp_path, text, message):
+    with pytest.raises(scenario.ScenarioError) as e:
+        scenario.load(write(tmp_path, text))
+    assert message in str(e.value)
+
+
+def test_missing_scenario_file(tmp_path):
+    with pytest.raises(scenario.ScenarioError, match="scenario not found"):
+        scenario.load(tmp_path / "absent.toml")
+
+
+def test_matrix_expands_to_every_combination(tmp_path):
+    configs = scenario.load(write(tmp_path, BASE + "[matrix]\ntransport = ['udp', 'serial']\n'gateway.cpu' = [-1, 1]\n"))
+    assert [c.label for c in configs] == ["t-transport=udp-cpu=-1", "t-transport=udp-cpu=1",
+                                          "t-transport=serial-cpu=-1", "t-transport=serial-cpu=1"]
+    assert {(c.transport, c.values["gateway"]["cpu"]) for c in configs} == {
+        ("udp", -1), ("udp", 1), ("serial", -1), ("serial", 1)}
+    assert len({c.hash() for c in configs}) == 4
