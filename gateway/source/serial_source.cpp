@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "source/stop_flag.hpp"
+#include "source/stop_timer.hpp"
 
 namespace itchbench {
 
@@ -72,19 +73,17 @@ void SerialSource::run(const StageClock& clock, const OnMessage& on_message) {
       arm_read();
     });
   };
-  std::function<void()> arm_timer = [&] {
-    im.timer.expires_after(std::chrono::milliseconds(20));
-    im.timer.async_wait([&](const boost::system::error_code& ec) {
-      if (ec || done) return;
-      if (stop_requested().load()) return finish("signal");
-      if (options_.idle_exit_ms && reader_.counters().bytes > 0 &&
-          std::chrono::steady_clock::now() - last_rx > std::chrono::milliseconds(options_.idle_exit_ms))
-        return finish("idle timeout");
-      arm_timer();
-    });
+  const char* why = "";
+  auto should_stop = [&] {
+    if (done) return true;
+    if (stop_requested().load()) why = "signal";
+    else if (options_.idle_exit_ms && reader_.counters().bytes > 0 &&
+             std::chrono::steady_clock::now() - last_rx > std::chrono::milliseconds(options_.idle_exit_ms))
+      why = "idle timeout";
+    return *why != '\0';
   };
   arm_read();
-  arm_timer();
+  arm_stop_timer(im.timer, should_stop, [&] { finish(why); });
   im.io.run();
 }
 

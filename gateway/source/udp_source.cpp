@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "source/stop_flag.hpp"
+#include "source/stop_timer.hpp"
 
 namespace itchbench {
 
@@ -125,20 +126,11 @@ void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
       arm_read();
     });
   };
-  std::function<void()> arm_timer = [&] {
-    im.timer.expires_after(std::chrono::milliseconds(20));
-    im.timer.async_wait([&](const boost::system::error_code& ec) {
-      if (ec || done) return;
-      if (should_stop()) {
-        done = true;
-        im.io.stop();
-        return;
-      }
-      arm_timer();
-    });
-  };
   arm_read();
-  arm_timer();
+  arm_stop_timer(im.timer, [&] { return done || should_stop(); }, [&] {
+    done = true;
+    im.io.stop();
+  });
   im.io.run();
 }
 

@@ -12,6 +12,7 @@ import tempfile
 
 from . import __version__, dump, fixtures, logs, paths, rundir, sim
 from .scenario import ScenarioError
+from .stats import StatsError
 from .tools import ToolError, inspect_capture, rejections
 
 
@@ -75,31 +76,34 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from . import runner, scenario, summary_index
+
     fxs = fixtures.load_manifest()
-    print(f"[1/3] verifying {len(fxs)} fixtures against their recipes")
+    print(f"[1/3] verifying {len(fxs)} fixtures against their recipes and golden BBO digests", flush=True)
     failed = False
     for fx in fxs:
         verdict = fixtures.verify(fx)
-        print("  " + verdict.explain())
+        print("  " + verdict.explain(), flush=True)
         failed |= not verdict.ok
-    print("[2/3] decoding the fixtures")
-    reports = {fx.name: inspect_capture(fx.path) for fx in fxs}
-    print(_type_table(reports))
-    print("[3/3] running the gateway on each fixture in deterministic simulation")
+    configs = scenario.load(paths.repo_root() / "scenarios" / "demo.toml")
+    print(f"[2/3] running scenarios/demo.toml: {', '.join(c.transport for c in configs)}", flush=True)
     runs = []
-    for fx in fxs:
-        run = sim.run_sim(fx.path, echo=False)
+    for i, config in enumerate(configs, 1):
+        print(f"  ({i}/{len(configs)}) {config.transport}", flush=True)
+        try:
+            run = runner.execute(config.values, config.label)
+        except runner.RunError as e:
+            print(f"    FAILED: {e}")
+            failed = True
+            continue
         summary = rundir.read_json(run / "summary.json")
-        rec = summary["reconciliation"]
-        golden = fx.golden.get("bbo_digest")
-        verdict = "matches golden" if summary["bbo"]["digest"] == golden else f"DIFFERS from golden {golden}"
-        failed |= summary["bbo"]["digest"] != golden or not rec["balanced"]
-        print(f"  {fx.name}: {rec['received']:,} messages, {rec['rejected']} rejected, {rec['missing']} missing, "
-              f"{summary['bbo']['events']:,} BBO events, digest {summary['bbo']['digest'][:23]}… {verdict}; "
-              f"{summary['performance']['messages_per_s'] / 1e6:.1f} M msg/s")
+        print("    " + _run_line(summary), flush=True)
+        failed |= not (summary["complete"] and summary["reconciliation"]["balanced"])
         runs.append(run)
-    for run in runs:
-        print(f"run directory: {run}")
+    golden = {str(fx.path.resolve()): fx.golden.get("bbo_digest") for fx in fxs}
+    print("[3/3] writing the comparison", flush=True)
+    index = summary_index.write(runs, golden, title="itchbench demo: the seed workload through every transport")
+    print(f"report: {index}")
     return 1 if failed else 0
 
 
@@ -166,6 +170,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from . import report
+
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "manifest.json").is_file():
+        raise UserError(f"{run_dir} is not a run directory (no manifest.json)")
+    print(report.build(run_dir, method=args.method, csv=args.csv))
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from . import external
+
+    result = external.stats_of_csv(Path(args.file), args.column, args.method)
+    if args.json:
+        print(json.dumps(result.figures, indent=2))
+    else:
+        print(external.format_table(result))
+    return 0
+
+
 def cmd_dump(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "bbo.bbo").is_file():
@@ -201,6 +226,22 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="DIR", help="where run directories go (default: reports/runs)")
     r.set_defaults(func=cmd_run)
 
+    from .stats import METHODS, NEAREST
+
+    rp = sub.add_parser("report", help="(re)build a run's report.md, plots, HdrHistogram logs and summary latency")
+    rp.add_argument("run_dir", metavar="RUN_DIR")
+    rp.add_argument("--method", choices=METHODS, default=NEAREST, help="percentile method (default: nearest rank)")
+    rp.add_argument("--csv", action="store_true", help="also write latency.csv, one row per message")
+    rp.set_defaults(func=cmd_report)
+
+    st = sub.add_parser("stats", help="latency statistics of an external CSV log (one latency in ns per line)")
+    st.add_argument("file", help="CSV with a header row")
+    st.add_argument("--column", help="the column holding latencies in ns (default: the only column)")
+    st.add_argument("--method", choices=METHODS, default=NEAREST, help="percentile method (default: nearest rank)")
+    st.add_argument("--json", action="store_true",
+                    help="one JSON object: count, mean, min, max, p50, p90, p95, p99, p999, p9999, stddev")
+    st.set_defaults(func=cmd_stats)
+
     dp = sub.add_parser("dump", help="a run's logs as CSV on stdout")
     dp.add_argument("what", choices=["bbo"], help="bbo: seq,stock,bid_px,bid_qty,ask_px,ask_qty")
     dp.add_argument("run_dir", metavar="RUN_DIR")
@@ -223,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as e:
         print(f"itchbench: {e}", file=sys.stderr)
         return 2
-    except (sim.CaptureError, rundir.RunDirError, logs.LogFormatError, ScenarioError) as e:
+    except (sim.CaptureError, rundir.RunDirError, logs.LogFormatError, ScenarioError, StatsError) as e:
         print(f"itchbench: {e}", file=sys.stderr)
         return 2
     except sim.IncompleteRun as e:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import environment, fixtures, paths, reconcile, rundir
+from . import environment, fixtures, paths, reconcile, report, rundir
 from .netns import PrivateNetns
 from .procs import ProcessGroup, wait_for_line
 from .tools import inspect_capture, run_tool
@@ -374,4 +374,6 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
         run.extras.pop("_stuck", None)
         run.extras.pop("_subscribers", None)
         reconcile.write_summary(run, error)
+        if (run.dir / "gateway.json").exists():
+            report.build(run.dir)
     return run.dir

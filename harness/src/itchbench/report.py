@@ -1,0 +1,209 @@
+"""Per-run reports: report.md, summary.json's latency section, plots, HdrHistogram
+logs and (on request) a per-message CSV — rebuilt from the run directory
+alone, so `itchbench report RUN_DIR` gives the same bytes every time."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import dump, hlog, logs, plots, rundir, stats
+
+HEADLINE = "receive_to_book"
+
+
+def _ns(v: float) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.0f}"
+
+
+def _num(v: float, digits: int = 1) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.{digits}f}"
+
+
+def _stats_json(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for name, row in frame.iterrows():
+        out[str(name)] = {k: (int(row[k]) if k == "count" else (None if math.isnan(row[k]) else round(float(row[k]), 3)))
+                          for k in stats.STAT_KEYS}
+    return out
+
+
+def _table(frame: pd.DataFrame, label: str, names: dict[str, str] | None = None) -> list[str]:
+    cols = ["count", "mean", "min", "p50", "p90", "p99", "p999", "p9999", "max", "stddev"]
+    head = f"| {label} | " + " | ".join(cols) + " |"
+    lines = [head, "|" + "---|" * (len(cols) + 1)]
+    for name, row in frame.iterrows():
+        cells = [f"{int(row['count']):,}", _num(row["mean"])] + [_ns(row[c]) for c in cols[2:-1]] + [_num(row["stddev"])]
+        lines.append(f"| {names.get(str(name), str(name)) if names else name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _text_histogram(values: np.ndarray, width: int = 40) -> list[str]:
+    v = values[np.isfinite(values)]
+    v = np.maximum(v, 1)
+    if v.size == 0:
+        return ["(no values)"]
+    exp = np.floor(np.log2(v)).astype(int)
+    lo, hi = int(exp.min()), int(exp.max())
+    counts = np.bincount(exp - lo, minlength=hi - lo + 1)
+    top = counts.max()
+    lines = ["```", f"{'ns from':>12} {'to':>12} {'messages':>10}"]
+    for i, c in enumerate(counts):
+        bar = "█" * int(round(width * c / top)) if c else ""
+        lines.append(f"{2 ** (lo + i):>12,} {2 ** (lo + i + 1):>12,} {int(c):>10,} {bar}")
+    lines.append("```")
+    return lines
+
+
+def build(run_dir: Path, *, method: str = stats.NEAREST, csv: bool = False) -> Path:
+    run_dir = Path(run_dir)
+    manifest = rundir.read_json(run_dir / "manifest.json")
+    summary = rundir.read_json(run_dir / "summary.json")
+    gw = rundir.read_json(run_dir / "gateway.json") if (run_dir / "gateway.json").exists() else {}
+    scen = manifest["scenario"]
+    env = manifest["environment"]
+    plot_dir = run_dir / "plots"
+    plot_dir.mkdir(exist_ok=True)
+    md: list[str] = []
+    title = manifest.get("label", manifest["run_id"])
+    md += [f"# itchbench run: {title}", "",
+           f"Run `{manifest['run_id']}`, {scen['transport']} transport, created {manifest['created_utc']}. "
+           f"Complete: **{'yes' if summary['complete'] else 'NO'}**; reconciliation "
+           f"**{'balanced' if summary.get('reconciliation', {}).get('balanced') else 'NOT balanced'}**.", ""]
+    if summary.get("error"):
+        md += [f"> Error: {summary['error']}", ""]
+
+    # Environment
+    git, build_info = env["git"], env.get("build", {})
+    md += ["## Environment", "",
+           "| | |", "|---|---|",
+           f"| commit | `{git['commit']}`{' (dirty)' if git.get('dirty') else ''} |",
+           f"| build | {build_info.get('build_type', '?')}, `{build_info.get('cxx_flags', '')}`, {build_info.get('compiler', '')} |",
+           f"| kernel | {env['kernel']} |",
+           f"| CPU | {env['cpu_model']} × {env['cpu_count']}, governor {env['cpu_governor']}, isolated [{env['isolated_cpus']}], harness affinity {env['affinity']} |",
+           f"| clock | stage stamps: {summary.get('performance', {}).get('stage_clock', '?')}, one stamp costs "
+           f"{_num(summary.get('performance', {}).get('timer_overhead_ns', float('nan')), 0)} ns (included in every figure); clocksource {env.get('clocksource')} |",
+           f"| tools | " + ", ".join(f"{k} {v}" for k, v in env["tools"].items() if v) + " |", ""]
+    rt = summary.get("gateway", {}).get("realtime")
+    if rt:
+        granted = [f"{k}={v['value']} ({'granted' if v['granted'] else 'NOT granted: ' + v['error']})"
+                   for k, v in rt.items() if v.get("requested")]
+        md += [f"Real-time options: {', '.join(granted) if granted else 'none requested'}.", ""]
+
+    # Workload
+    per_type = summary.get("messages", {}).get("per_type", {})
+    md += ["## Workload", "",
+           f"Capture `{scen['capture']}` (sha256 `{manifest['capture_sha256'][:16]}…`), scenario hash "
+           f"`{manifest['scenario_hash'][:23]}…`.", ""]
+    if scen["transport"] == "udp":
+        r = scen["replay"]
+        md += [f"tcpreplay: rate {r['rate']}" + {"multiplier": f" ×{r['multiplier']}", "pps": f" {r['pps']:,} pps"}.get(r["rate"], "")
+               + f", {r['loops']} loop(s), into a private network namespace.", ""]
+    if scen["transport"] == "serial":
+        s = scen["serial"]
+        md += [f"serial-replay: {s['baud']:,} baud 8N1, timing {s['timing']}, through a socat pty pair.", ""]
+    if per_type:
+        nonzero = {t: n for t, n in per_type.items() if n}
+        md += ["| type | " + " | ".join(nonzero) + " |", "|---|" + "---|" * len(nonzero),
+               "| messages | " + " | ".join(f"{n:,}" for n in nonzero.values()) + " |", ""]
+
+    # Latency
+    lat_path = run_dir / "latency.lat"
+    latency_json: dict[str, Any] = {"method": method}
+    if lat_path.exists():
+        lat = stats.latencies(logs.read_latency(lat_path), int(scen.get("warmup_messages", 0)))
+        stage_names = dict(lat.stages)
+        by_stage = stats.by_stage(lat, method)
+        latency_json["stages"] = _stats_json(by_stage)
+        latency_json["stage_descriptions"] = stage_names
+        latency_json["warmup_messages"] = len(lat.warmup)
+        latency_json["rejected_messages"] = lat.rejected
+        md += ["## Latency", "",
+               f"All figures in nanoseconds. Percentiles by **{method}**"
+               + (" rank (the sorted value at index ⌊n·p⌋)" if method == stats.NEAREST else "")
+               + f"; {len(lat.frame):,} messages"
+               + (f" after a warm-up of {len(lat.warmup):,}" if len(lat.warmup) else "")
+               + (f"; {lat.rejected} rejected messages left out" if lat.rejected else "") + ".", ""]
+        head = by_stage.loc[HEADLINE] if HEADLINE in by_stage.index else None
+        if head is not None:
+            md += ["```",
+                   f"{stage_names[HEADLINE]}: n={int(head['count']):,}  mean={_num(head['mean'])}  "
+                   f"p50={_ns(head['p50'])}  p90={_ns(head['p90'])}  p99={_ns(head['p99'])}  "
+                   f"p99.9={_ns(head['p999'])}  p99.99={_ns(head['p9999'])}  max={_ns(head['max'])}  "
+                   f"stddev={_num(head['stddev'])}", "```", ""]
+        md += ["### By stage", ""] + _table(by_stage, "stage", stage_names) + [""]
+        if len(lat.warmup):
+            warm = stats.by_stage(lat, method, frame=lat.warmup)
+            latency_json["warmup"] = _stats_json(warm)
+            md += ["### Warm-up (excluded above)", ""] + _table(warm, "stage", stage_names) + [""]
+        if HEADLINE in stage_names:
+            md += [f"### Distribution: {stage_names[HEADLINE]}", ""] + _text_histogram(lat.frame[HEADLINE].to_numpy()) + [""]
+            by_type = stats.by_key(lat, "type", HEADLINE, method)
+            latency_json["by_type"] = _stats_json(by_type)
+            md += [f"### By message type ({stage_names[HEADLINE]})", ""] + _table(by_type, "type") + [""]
+            by_sym = stats.by_key(lat, "locate", HEADLINE, method).sort_values("count", ascending=False, kind="stable")
+            names = dump.symbol_names(run_dir)
+            sym_names = {str(i): names[int(i)] for i in by_sym.index}
+            latency_json["by_symbol"] = {sym_names[k]: v for k, v in _stats_json(by_sym).items()}
+            shown = by_sym.head(20)
+            md += [f"### By symbol ({stage_names[HEADLINE]}, {min(20, len(by_sym))} busiest of {len(by_sym)})", ""] \
+                + _table(shown, "symbol", sym_names) + [""]
+        thr = stats.throughput(lat.frame["t_receive"].to_numpy())
+        if len(thr):
+            latency_json["throughput_peak_mps"] = round(float(thr["messages_per_s"].max()), 1)
+            latency_json["throughput_mean_mps"] = round(float(thr["messages_per_s"].mean()), 1)
+        plotted = [(n, d) for n, d in lat.stages if n in (HEADLINE, "receive_to_published", "decode", "book", "one_way")]
+        plots.histogram(lat.frame, plotted, plot_dir / "histogram.png", f"Latency distribution — {title}")
+        plots.percentile_curve(lat.frame, plotted, plot_dir / "percentiles.png", f"Latency by percentile — {title}")
+        if HEADLINE in stage_names:
+            plots.over_time(lat.frame, (HEADLINE, stage_names[HEADLINE]), plot_dir / "over-time.png",
+                            f"Latency over the run — {title}")
+        md += ["### Plots", "", "![histogram](plots/histogram.png)", "", "![percentiles](plots/percentiles.png)", "",
+               "![over time](plots/over-time.png)", "",
+               f"Throughput: mean {_num(latency_json.get('throughput_mean_mps', float('nan')), 0)} msg/s, "
+               f"peak {_num(latency_json.get('throughput_peak_mps', float('nan')), 0)} msg/s (100 equal time bins).", ""]
+        hlog_dir = run_dir / "hlog"
+        hlog_dir.mkdir(exist_ok=True)
+        t = lat.frame["t_receive"].to_numpy(np.int64)
+        span = float(t.max() - t.min()) / 1e9 if len(t) else 0.0
+        start = pd.Timestamp(manifest["created_utc"]).timestamp()
+        for name, desc in lat.stages:
+            hlog.write(hlog_dir / f"{name}.hlog", lat.frame[name].dropna().to_numpy(), start, span,
+                       f"itchbench {manifest['run_id']}: {desc}, nanoseconds")
+        md += [f"HdrHistogram logs (ns): " + ", ".join(f"`hlog/{n}.hlog`" for n, _ in lat.stages) + ".", ""]
+        if csv:
+            out = lat.frame.copy()
+            out.insert(2, "symbol", dump.symbol_names(run_dir)[out["locate"].to_numpy()])
+            out.to_csv(run_dir / "latency.csv", index=False, lineterminator="\n", float_format="%.0f")
+            md += ["Per-message latencies: `latency.csv`.", ""]
+    else:
+        md += ["## Latency", "", "No latency log in this run (recorded without stage stamps).", ""]
+
+    # Reconciliation
+    rec = summary.get("reconciliation")
+    if rec:
+        md += ["## Reconciliation", ""]
+        hop = rec.get(scen["transport"], {})
+        rows = [(k, v) for k, v in {**hop, **{k: rec[k] for k in ("received", "decoded", "rejected", "missing",
+                                                                     "duplicates", "reordered", "bbo_events",
+                                                                     "latency_records", "bbo_records")}}.items()
+                if not isinstance(v, (dict, list))]
+        md += ["| count | value |", "|---|---|"] + [f"| {k} | {v:,} |" if isinstance(v, int) and not isinstance(v, bool)
+                                                   else f"| {k} | {v} |" for k, v in rows] + [""]
+        md += ["| check | |", "|---|---|"] + [f"| {k} | {'✓' if ok else '✗ FAILED'} |" for k, ok in rec["checks"].items()] + [""]
+        for sub in rec.get("subscribers", []):
+            md.append(f"- subscriber `{sub['file']}`{' (stuck, never reads)' if sub['stuck'] else ''}: "
+                      f"{sub['frames']:,} frames, identical to the BBO log: {sub['identical_to_bbo_log']}")
+        md += ["", f"BBO digest `{summary['bbo']['digest']}` over {summary['bbo']['events']:,} events.", ""]
+
+    summary["latency"] = latency_json
+    rundir.write_json(run_dir / "summary.json", summary)
+    report = run_dir / "report.md"
+    tmp = report.with_name("report.md.tmp")
+    tmp.write_text("\n".join(md).rstrip() + "\n")
+    tmp.replace(report)
+    return report

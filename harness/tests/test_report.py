@@ -1,0 +1,81 @@
+"""Reports: rebuilt byte for byte, complete, readable."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+
+from itchbench import fixtures, report, rundir, sim
+from itchbench.cli import main as itchbench_main
+
+
+def digest_tree(run: Path) -> dict[str, str]:
+    return {str(p.relative_to(run)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(run.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    return sim.run_sim(fixtures.load_manifest()[1].path, tmp_path_factory.mktemp("rep") / "run", echo=False)
+
+
+def test_report_rebuilds_byte_for_byte(run_dir, capsys):
+    before = digest_tree(run_dir)
+    assert itchbench_main(["report", str(run_dir)]) == 0
+    first = digest_tree(run_dir)
+    assert itchbench_main(["report", str(run_dir)]) == 0
+    assert digest_tree(run_dir) == first
+    assert first == before  # the run already wrote the same report
+    for name in ["report.md", "summary.json", "plots/histogram.png", "plots/percentiles.png", "plots/over-time.png",
+                 "hlog/receive_to_book.hlog"]:
+        assert name in first, name
+
+
+def test_report_sections_and_latency_summary(run_dir):
+    text = (run_dir / "report.md").read_text()
+    for heading in ["## Environment", "## Workload", "## Latency", "### By stage", "### Distribution",
+                    "### By message type", "### By symbol", "### Plots", "## Reconciliation"]:
+        assert heading in text, heading
+    assert "Percentiles by **nearest** rank" in text
+    lat = rundir.read_json(run_dir / "summary.json")["latency"]
+    assert lat["method"] == "nearest"
+    assert lat["stages"]["receive_to_book"]["count"] == 8000
+    assert set(lat["stages"]["receive_to_book"]) == {"count", "mean", "min", "max", "p50", "p90", "p95", "p99",
+                                                      "p999", "p9999", "stddev"}
+    assert "AAPL" in lat["by_symbol"] and "A" in lat["by_type"]
+
+
+def test_hlog_reads_back_with_the_hdrhistogram_reader(run_dir):
+    reader = HistogramLogReader(str(run_dir / "hlog" / "receive_to_book.hlog"), HdrHistogram(1, 3_600_000_000_000, 3))
+    h = reader.get_next_interval_histogram()
+    assert h.get_total_count() == 8000
+    ours = rundir.read_json(run_dir / "summary.json")["latency"]["stages"]["receive_to_book"]["p50"]
+    assert abs(h.get_value_at_percentile(50) - ours) <= ours * 0.001 + 1
+
+
+def test_warmup_is_reported_apart_and_csv_on_request(run_dir, tmp_path):
+    import shutil
+    import json
+
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["scenario"]["warmup_messages"] = 1000
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    report.build(copy, method="linear", csv=True)
+    lat = rundir.read_json(copy / "summary.json")["latency"]
+    assert lat["warmup_messages"] == 1000 and lat["stages"]["receive_to_book"]["count"] == 7000
+    assert lat["warmup"]["receive_to_book"]["count"] == 1000
+    assert lat["method"] == "linear" and "### Warm-up (excluded above)" in (copy / "report.md").read_text()
+    header = (copy / "latency.csv").read_text().splitlines()[0]
+    assert header.startswith("seq,type,symbol,locate,t_receive,decode,book")
+    assert len((copy / "latency.csv").read_text().splitlines()) == 7001
+
+
+def test_report_of_a_non_run_directory(tmp_path, capsys):
+    assert itchbench_main(["report", str(tmp_path)]) == 2
+    assert "not a run directory" in capsys.readouterr().err

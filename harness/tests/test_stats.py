@@ -1,0 +1,103 @@
+"""Statistics against values computed by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from itchbench import stats
+from itchbench.cli import main as itchbench_main
+
+
+def test_nearest_rank_by_hand():
+    # 1..10: nearest rank takes index floor(n*p): p50 -> index 5 -> 6; p90 -> 9 -> 10; p99 -> 9 (clamped) -> 10
+    d = stats.describe(np.arange(1, 11))
+    assert d["count"] == 10 and d["min"] == 1 and d["max"] == 10
+    assert d["mean"] == 5.5
+    assert d["p50"] == 6 and d["p90"] == 10 and d["p95"] == 10 and d["p99"] == 10
+    assert math.isclose(d["stddev"], math.sqrt(8.25))  # population: mean of squared deviations = 8.25
+
+
+def test_nearest_rank_on_1000_values():
+    v = np.arange(1000, 0, -1)  # unsorted input: 1000 .. 1
+    d = stats.describe(v)
+    assert d["p50"] == 501      # index 500 of 1..1000
+    assert d["p90"] == 901
+    assert d["p99"] == 991
+    assert d["p999"] == 1000    # index 999
+    assert d["p9999"] == 1000   # index 9999 clamped to 999
+
+
+def test_other_methods_are_numpy_percentiles():
+    v = np.array([10.0, 20.0, 30.0, 40.0])
+    lin = stats.describe(v, "linear")
+    assert lin["p50"] == 25.0 and math.isclose(lin["p90"], 37.0)
+    assert stats.describe(v, "lower")["p50"] == 20.0
+    with pytest.raises(stats.StatsError, match="unknown percentile method"):
+        stats.describe(v, "vibes")
+
+
+def test_grouped_equals_describe_per_group():
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 7, 5000)
+    values = rng.exponential(1000, 5000)
+    frame = stats.grouped(keys, values)
+    for k in range(7):
+        expect = stats.describe(values[keys == k])
+        for col, want in expect.items():
+            assert math.isclose(frame.loc[k, col], want, rel_tol=1e-12), (k, col)
+
+
+def test_empty_sample():
+    d = stats.describe(np.array([]))
+    assert d["count"] == 0 and math.isnan(d["p50"])
+
+
+def test_throughput_over_time():
+    t = np.array([0, 0.1, 0.2, 1.5, 1.6, 1.7, 1.8, 1.9]) * 1e9
+    thr = stats.throughput(t.astype(np.int64), bins=2)  # bins of 0.95 s
+    assert list(thr["messages_per_s"].round(3)) == [round(3 / 0.95, 3), round(5 / 0.95, 3)]
+
+
+def write_csv(tmp_path, text: str):
+    p = tmp_path / "lat.csv"
+    p.write_text(text)
+    return p
+
+
+def test_stats_command_json(tmp_path, capsys):
+    p = write_csv(tmp_path, "id,latency_ns\n" + "".join(f"{i},{i * 10}\n" for i in range(1, 101)))
+    assert itchbench_main(["stats", str(p), "--column", "latency_ns", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out) == ["count", "mean", "min", "max", "p50", "p90", "p95", "p99", "p999", "p9999", "stddev"]
+    assert out["count"] == 100 and out["min"] == 10 and out["max"] == 1000
+    assert out["p50"] == 510 and out["p90"] == 910 and out["p99"] == 1000 and out["mean"] == 505
+
+
+def test_stats_command_table_names_the_method(tmp_path, capsys):
+    p = write_csv(tmp_path, "ns\n5\n1\n3\n")
+    assert itchbench_main(["stats", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "percentiles by nearest rank" in out and "3 latencies" in out
+
+
+@pytest.mark.parametrize("text, args, message", [
+    ("a,b\n1,2\n", [], "has 2 columns (a, b): choose one with --column"),
+    ("a\n1\n", ["--column", "zz"], "no column 'zz' (columns: a)"),
+    ("a\n1\nfast\n3\n", [], "1 value(s) in 'a' are not numbers (first at line 3: 'fast')"),
+    ("a\n", [], "no values in 'a'"),
+    ("", [], "empty file"),
+    ("a\n5\n-1\n", [], "negative latencies"),
+])
+def test_stats_command_errors(tmp_path, capsys, text, args, message):
+    p = write_csv(tmp_path, text)
+    assert itchbench_main(["stats", str(p), *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_stats_command_missing_file(tmp_path, capsys):
+    assert itchbench_main(["stats", str(tmp_path / "none.csv")]) == 2
+    assert "no such file" in capsys.readouterr().err
