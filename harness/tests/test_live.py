@@ -173,3 +173,11 @@ def test_harness_killed_outright_leaves_nothing_behind(short_day, tmp_path):
     while leftover_processes() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert leftover_processes() == []
+
+
+def test_a_run_without_subscribers(short_day, tmp_path):
+    # LISTENING and READY then arrive in one read: neither may be lost.
+    run = runner.execute(config(short_day, "udp", replay={"rate": "topspeed"}, subscribers=0), "nosub",
+                         root=tmp_path, echo=False)
+    s = summary_of(run)
+    assert s["complete"] and s["reconciliation"]["balanced"] and s["reconciliation"]["subscribers"] == []

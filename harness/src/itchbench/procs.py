@@ -68,23 +68,33 @@ class ProcessGroup:
         self.close()
 
 
-def wait_for_line(proc: subprocess.Popen, prefix: str, timeout: float, seen: list[str]) -> str:
-    """Read proc's stdout until a line starting with prefix; collects lines read."""
-    assert proc.stdout is not None
-    os.set_blocking(proc.stdout.fileno(), False)
-    deadline = time.monotonic() + timeout
-    buf = ""
-    while time.monotonic() < deadline:
-        chunk = proc.stdout.read()
-        if chunk:
-            buf += chunk.decode() if isinstance(chunk, bytes) else chunk
-            while "\n" in buf:
-                line, buf = buf.split("\n", 1)
-                seen.append(line)
+class LineWaiter:
+    """Reads a child's stdout without blocking and hands out the lines in
+    order; a line that arrived together with an earlier one is not lost."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        self._proc = proc
+        os.set_blocking(proc.stdout.fileno(), False)
+        self._buf = ""
+        self.lines: list[str] = []
+        self._next = 0
+
+    def wait_for(self, prefix: str, timeout: float) -> str:
+        """The next line starting with prefix; TimeoutError if none comes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            while self._next < len(self.lines):
+                line = self.lines[self._next]
+                self._next += 1
                 if line.startswith(prefix):
                     return line
-        elif proc.poll() is not None:
-            break
-        else:
+            chunk = self._proc.stdout.read()  # type: ignore[union-attr]
+            if chunk:
+                self._buf += chunk.decode() if isinstance(chunk, bytes) else chunk
+                *complete, self._buf = self._buf.split("\n")
+                self.lines.extend(complete)
+                continue
+            if self._proc.poll() is not None or time.monotonic() >= deadline:
+                raise TimeoutError(f"no '{prefix}' line within {timeout:.0f} s (exit status {self._proc.poll()})")
             time.sleep(0.01)
-    raise TimeoutError(f"no '{prefix}' line within {timeout:.0f} s (exit status {proc.poll()})")

@@ -143,6 +143,7 @@ def build(run_dir: Path, *, method: str = stats.NEAREST, csv: bool = False) -> P
         if HEADLINE in stage_names:
             md += [f"### Distribution: {stage_names[HEADLINE]}", ""] + _text_histogram(lat.frame[HEADLINE].to_numpy()) + [""]
             by_type = stats.by_key(lat, "type", HEADLINE, method)
+            by_type.index = [stats.TYPE_NAMES.get(int(t), f"0x{int(t):02x}") for t in by_type.index]
             latency_json["by_type"] = _stats_json(by_type)
             md += [f"### By message type ({stage_names[HEADLINE]})", ""] + _table(by_type, "type") + [""]
             by_sym = stats.by_key(lat, "locate", HEADLINE, method).sort_values("count", ascending=False, kind="stable")
@@ -177,6 +178,7 @@ def build(run_dir: Path, *, method: str = stats.NEAREST, csv: bool = False) -> P
         md += [f"HdrHistogram logs (ns): " + ", ".join(f"`hlog/{n}.hlog`" for n, _ in lat.stages) + ".", ""]
         if csv:
             out = lat.frame.copy()
+            out["type"] = out["type"].map(stats.TYPE_NAMES)
             out.insert(2, "symbol", dump.symbol_names(run_dir)[out["locate"].to_numpy()])
             out.to_csv(run_dir / "latency.csv", index=False, lineterminator="\n", float_format="%.0f")
             md += ["Per-message latencies: `latency.csv`.", ""]

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from . import environment, fixtures, paths, reconcile, report, rundir
 from .netns import PrivateNetns
-from .procs import ProcessGroup, wait_for_line
+from .procs import LineWaiter, ProcessGroup
 from .tools import inspect_capture, run_tool
 
 UDP_PORT = 26477  # inside the run's own namespace: no clash with anything
@@ -160,9 +160,9 @@ def _run_sim(run: Run, group: ProcessGroup) -> None:
 def _start_live_gateway(run: Run, group: ProcessGroup, cmd: list[str], wrap: Callable[[list[str]], list[str]],
                         stuck_subscribers: int) -> subprocess.Popen:
     gw = group.start("gateway", wrap(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    seen: list[str] = []
+    lines = LineWaiter(gw)
     try:
-        listening = wait_for_line(gw, "LISTENING", 15, seen)
+        listening = lines.wait_for("LISTENING", 15)
     except TimeoutError as e:
         err = gw.stderr.read().decode() if gw.poll() is not None and gw.stderr else ""
         raise RunError(f"the gateway did not start: {err.strip() or e}") from e
@@ -176,7 +176,7 @@ def _start_live_gateway(run: Run, group: ProcessGroup, cmd: list[str], wrap: Cal
         subs.append((group.start(f"subscriber-{i}", wrap(cmd_sub + (["--stuck"] if stuck else []))), out, stuck))
     run.extras["_subscribers"] = subs
     try:
-        wait_for_line(gw, "READY", 15, seen)
+        lines.wait_for("READY", 15)
     except TimeoutError as e:
         err = gw.stderr.read().decode() if gw.poll() is not None and gw.stderr else ""
         raise RunError(f"the gateway did not become ready: {err.strip() or e}") from e
