@@ -4,10 +4,7 @@
 
 namespace itchbench {
 
-OrderBook::OrderBook(size_t expected_orders) : stocks_(kStocks), index_(expected_orders) {
-  pool_.reserve(expected_orders);
-  free_slots_.reserve(expected_orders);
-}
+OrderBook::OrderBook(size_t expected_orders) : stocks_(kStocks), orders_(expected_orders) {}
 
 std::vector<OrderBook::Level>::iterator OrderBook::find_level(std::vector<Level>& levels, uint32_t key) {
   // Most activity is at or near the best level (the back): look there first.
@@ -20,16 +17,7 @@ std::vector<OrderBook::Level>::iterator OrderBook::find_level(std::vector<Level>
 }
 
 uint32_t OrderBook::insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t key) {
-  uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-    pool_[slot] = {ref, key, shares, locate, side};
-  } else {
-    slot = uint32_t(pool_.size());
-    pool_.push_back({ref, key, shares, locate, side});
-  }
-  index_.insert(ref, slot);
+  orders_.insert(ref, {key, shares, locate, side});
   std::vector<Level>& levels = stocks_[locate].sides[side];
   auto it = find_level(levels, key);
   if (it != levels.end() && it->key == key) {
@@ -41,21 +29,19 @@ uint32_t OrderBook::insert_order(uint16_t locate, uint64_t ref, uint8_t side, ui
   return locate;
 }
 
-void OrderBook::erase_order(uint32_t slot) {
-  const Order& o = pool_[slot];
+void OrderBook::leave_level(const Order& o) {
   std::vector<Level>& levels = stocks_[o.locate].sides[o.side];
   auto it = find_level(levels, o.key);
   it->shares -= o.shares;
   if (--it->orders == 0) levels.erase(it);
-  free_slots_.push_back(slot);
 }
 
 uint32_t OrderBook::add(uint16_t locate, uint64_t ref, char side, uint32_t shares, uint32_t price) {
-  if ((side != 'B' && side != 'S') || shares == 0 || ref == OrderIndex::kEmpty) {
+  if ((side != 'B' && side != 'S') || shares == 0 || ref == OrderTable<Order>::kEmpty) {
     ++counters_.invalid_orders;
     return kUnchanged;
   }
-  if (index_.find(ref) != OrderIndex::kNotFound) {
+  if (orders_.find(ref)) {
     ++counters_.duplicate_refs;
     return kUnchanged;
   }
@@ -64,50 +50,48 @@ uint32_t OrderBook::add(uint16_t locate, uint64_t ref, char side, uint32_t share
 }
 
 uint32_t OrderBook::reduce(uint64_t ref, uint32_t shares) {
-  const uint32_t slot = index_.find(ref);
-  if (slot == OrderIndex::kNotFound) {
+  Order* o = orders_.find(ref);
+  if (!o) {
     ++counters_.unknown_refs;
     return kUnchanged;
   }
-  Order& o = pool_[slot];
-  const uint16_t locate = o.locate;
-  if (shares >= o.shares) {  // to zero: the order goes
-    index_.erase(ref);
-    erase_order(slot);
+  const uint16_t locate = o->locate;
+  if (shares >= o->shares) {  // to zero: the order goes
+    Order gone;
+    orders_.erase(ref, &gone);
+    leave_level(gone);
     return locate;
   }
-  auto it = find_level(stocks_[locate].sides[o.side], o.key);
+  auto it = find_level(stocks_[locate].sides[o->side], o->key);
   it->shares -= shares;
-  o.shares -= shares;
+  o->shares -= shares;
   return locate;
 }
 
 uint32_t OrderBook::remove(uint64_t ref) {
-  const uint32_t slot = index_.erase(ref);
-  if (slot == OrderIndex::kNotFound) {
+  Order gone;
+  if (!orders_.erase(ref, &gone)) {
     ++counters_.unknown_refs;
     return kUnchanged;
   }
-  const uint16_t locate = pool_[slot].locate;
-  erase_order(slot);
-  return locate;
+  leave_level(gone);
+  return gone.locate;
 }
 
 uint32_t OrderBook::replace(uint64_t original_ref, uint64_t new_ref, uint32_t shares, uint32_t price) {
-  const uint32_t slot = index_.find(original_ref);
-  if (slot == OrderIndex::kNotFound) {
+  if (!orders_.find(original_ref)) {
     ++counters_.unknown_refs;
     return kUnchanged;
   }
-  if (new_ref != original_ref && index_.find(new_ref) != OrderIndex::kNotFound) {
+  if (new_ref != original_ref && orders_.find(new_ref)) {
     ++counters_.duplicate_refs;
     return kUnchanged;
   }
-  const Order o = pool_[slot];
-  index_.erase(original_ref);
-  erase_order(slot);
+  Order o;
+  orders_.erase(original_ref, &o);
+  leave_level(o);
   // A replacement to zero shares leaves no order behind.
-  if (shares != 0 && new_ref != OrderIndex::kEmpty)
+  if (shares != 0 && new_ref != OrderTable<Order>::kEmpty)
     insert_order(o.locate, new_ref, o.side, shares, key_of(price, o.side == 1));
   return o.locate;
 }
@@ -124,18 +108,16 @@ std::vector<OrderBook::LevelView> OrderBook::levels(uint16_t locate, char side) 
 }
 
 bool OrderBook::find_order(uint64_t ref, OrderView& out) const {
-  const uint32_t slot = index_.find(ref);
-  if (slot == OrderIndex::kNotFound) return false;
-  const Order& o = pool_[slot];
-  out = {o.locate, o.side ? 'B' : 'S', o.shares, price_of(o.key, o.side == 1)};
+  const Order* o = orders_.find(ref);
+  if (!o) return false;
+  out = {o->locate, o->side ? 'B' : 'S', o->shares, price_of(o->key, o->side == 1)};
   return true;
 }
 
 size_t OrderBook::memory_bytes() const {
   size_t levels = 0;
   for (const Stock& s : stocks_) levels += (s.sides[0].capacity() + s.sides[1].capacity()) * sizeof(Level);
-  return stocks_.capacity() * sizeof(Stock) + pool_.capacity() * sizeof(Order) +
-         free_slots_.capacity() * sizeof(uint32_t) + index_.bytes() + levels;
+  return stocks_.capacity() * sizeof(Stock) + orders_.bytes() + levels;
 }
 
 }  // namespace itchbench

@@ -8,12 +8,11 @@
 //    counted; so is an add reusing a live reference, or with a side other
 //    than B/S or zero shares.
 //
-// Layout for speed: orders live in a pool (slots reused through a free
-// list), found by reference through OrderIndex. Each stock side is a sorted
-// array of price levels with the best level at the back, so the BBO is O(1)
-// and activity near the touch moves little memory. Nothing is allocated per
-// message once the pool, index and level arrays have reached the session's
-// size.
+// Layout for speed: orders live inside the reference table (OrderTable), so
+// finding one is one cache miss. Each stock side is a sorted array of price
+// levels with the best level at the back, so the BBO is O(1) and activity
+// near the touch moves little memory. Nothing is allocated per message once
+// the table and level arrays have reached the session's size.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -70,11 +69,11 @@ class OrderBook {
   };
   bool find_order(uint64_t ref, OrderView& out) const;
 
-  size_t live_orders() const { return index_.size(); }
+  size_t live_orders() const { return orders_.size(); }
   size_t memory_bytes() const;
   const BookCounters& counters() const { return counters_; }
-  uint64_t index_grows() const { return index_.grows(); }
-  bool index_mixed_hash() const { return index_.mixed_hash(); }
+  uint64_t index_grows() const { return orders_.grows(); }
+  bool index_mixed_hash() const { return orders_.mixed_hash(); }
 
  private:
   struct Level {
@@ -83,7 +82,6 @@ class OrderBook {
     uint64_t shares;
   };
   struct Order {
-    uint64_t ref;
     uint32_t key;
     uint32_t shares;
     uint16_t locate;
@@ -111,13 +109,11 @@ class OrderBook {
 
   uint32_t reduce(uint64_t ref, uint32_t shares);
   uint32_t insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t key);
-  void erase_order(uint32_t slot);  // removes it from its level and the pool (not the index)
+  void leave_level(const Order& o);  // takes an order's shares off its price level
   static std::vector<Level>::iterator find_level(std::vector<Level>& levels, uint32_t key);
 
   std::vector<Stock> stocks_;
-  std::vector<Order> pool_;
-  std::vector<uint32_t> free_slots_;
-  OrderIndex index_;
+  OrderTable<Order> orders_;
   BookCounters counters_;
 };
 

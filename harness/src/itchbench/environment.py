@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,15 @@ def gateway_build() -> dict[str, Any]:
     return json.loads(out) if out else {}
 
 
+def _version_of(cmd: list[str], line: int = 0) -> str | None:
+    """The version number a tool prints (the first dotted number on the line)."""
+    out = _run(cmd)
+    if not out or len(out.splitlines()) <= line:
+        return None
+    m = re.search(r"\d+(\.\d+)+", out.splitlines()[line])
+    return m.group(0) if m else out.splitlines()[line].strip()
+
+
 def tool_versions() -> dict[str, str | None]:
     import numpy
     import pandas
@@ -64,9 +74,9 @@ def tool_versions() -> dict[str, str | None]:
         "python": sys.version.split()[0],
         "numpy": numpy.__version__,
         "pandas": pandas.__version__,
-        "tcpreplay": _first_line(_run(["tcpreplay", "--version"])),
-        "socat": (_run(["socat", "-V"]) or "").splitlines()[1].strip() if _run(["socat", "-V"]) else None,
-        "tshark": _first_line(_run(["tshark", "--version"])),
+        "tcpreplay": _version_of(["tcpreplay", "--version"]),
+        "socat": _version_of(["socat", "-V"], 1),
+        "tshark": _version_of(["tshark", "--version"]),
         "libpcap": _first_line(_run(["dpkg-query", "-W", "-f=${Version}", "libpcap0.8"])),
     }
 
