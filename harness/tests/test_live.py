@@ -181,3 +181,13 @@ def test_a_run_without_subscribers(short_day, tmp_path):
                          root=tmp_path, echo=False)
     s = summary_of(run)
     assert s["complete"] and s["reconciliation"]["balanced"] and s["reconciliation"]["subscribers"] == []
+
+
+def test_busy_poll_receive_loop(short_day, tmp_path):
+    run = runner.execute(config(short_day, "udp", replay={"rate": "pps", "pps": 20000}, gateway={"busy_poll": True}),
+                         "busy", root=tmp_path, echo=False)
+    s = summary_of(run)
+    assert s["complete"] and s["reconciliation"]["balanced"] and s["reconciliation"]["udp"]["lossless"]
+    assert s["gateway"]["udp"]["busy_poll"] is True
+    assert s["gateway"]["stop_reason"] == "end of session"
+    assert s["bbo"]["digest"] == runner.sim_digest(short_day)
