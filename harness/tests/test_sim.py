@@ -14,6 +14,7 @@ from itchbench import dump, fixtures, logs, rundir, sim
 from itchbench.cli import main as itchbench_main
 
 from independent_bbo import bbo_events
+from pcap_edit import corrupt_first_type_byte
 
 FIXTURES = fixtures.load_manifest()
 
@@ -86,13 +87,7 @@ def test_manifest_records_the_environment(tmp_path):
 def test_malformed_messages_are_counted_and_the_run_still_balances(tool, tmp_path):
     pcap = tmp_path / "s.pcap"
     tool("itch-synth", "--messages", "300", "--out", pcap)
-    data = bytearray(pcap.read_bytes())
-    # First message of record 50: corrupt its type byte.
-    off = 24
-    for _ in range(49):
-        off += 16 + int.from_bytes(data[off + 8:off + 12], "little")
-    data[off + 16 + 42 + 20 + 2] = ord("z")
-    pcap.write_bytes(bytes(data))
+    corrupt_first_type_byte(pcap, 49)  # the 50th message
     run = sim.run_sim(pcap, tmp_path / "run", echo=False)
     rec = rundir.read_json(run / "summary.json")["reconciliation"]
     assert rec["received"] == 300 and rec["rejected"] == 1 and rec["decoded"] == 299

@@ -10,6 +10,8 @@ import pytest
 
 from itchbench.cli import main as itchbench_main
 
+from pcap_edit import corrupt_first_type_byte
+
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -86,13 +88,8 @@ def test_itch2pcap_reports_offset_of_a_bad_prefix(tool, tmp_path):
 def test_inspect_counts_malformed_and_truncated(tool, tmp_path):
     pcap = tmp_path / "s.pcap"
     tool("itch-synth", "--messages", "200", "--out", pcap)
-    data = bytearray(pcap.read_bytes())
-    # Corrupt the ITCH type byte of the first message of packet 20, then cut the file mid-record.
-    offset = 24
-    for _ in range(19):
-        offset += 16 + int.from_bytes(data[offset + 8:offset + 12], "little")
-    type_byte = offset + 16 + 42 + 20 + 2
-    data[type_byte] = ord("z")
+    corrupt_first_type_byte(pcap, 19)  # the 20th packet, then cut the file mid-record
+    data = pcap.read_bytes()
     # The file ends with the end-of-session record (16 + 62 bytes); cut through it
     # and 7 bytes into the last message's record.
     pcap.write_bytes(bytes(data[:-(16 + 62 + 7)]))
