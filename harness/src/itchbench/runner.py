@@ -61,7 +61,9 @@ class Run:
     label: str
     env: dict[str, Any]
     echo: bool
-    extras: dict[str, Any] = field(default_factory=dict)
+    stuck_subscribers: int = 0  # how many of the subscribers connect and never read (tests)
+    extras: dict[str, Any] = field(default_factory=dict)  # what the transport reports, into summary.json
+    subscriber_procs: list[tuple[subprocess.Popen, Path, bool]] = field(default_factory=list)
 
     def say(self, text: str) -> None:
         if self.echo:
@@ -157,8 +159,8 @@ def _run_sim(run: Run, group: ProcessGroup) -> None:
         raise RunError("\n".join(tail).replace("itch-gateway: ", "") or "the gateway failed to start")
 
 
-def _start_live_gateway(run: Run, group: ProcessGroup, cmd: list[str], wrap: Callable[[list[str]], list[str]],
-                        stuck_subscribers: int) -> subprocess.Popen:
+def _start_live_gateway(run: Run, group: ProcessGroup, cmd: list[str],
+                        wrap: Callable[[list[str]], list[str]]) -> subprocess.Popen:
     gw = group.start("gateway", wrap(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lines = LineWaiter(gw)
     try:
@@ -168,13 +170,12 @@ def _start_live_gateway(run: Run, group: ProcessGroup, cmd: list[str], wrap: Cal
         raise RunError(f"the gateway did not start: {err.strip() or e}") from e
     tcp_port = int(re.search(r"tcp=(\d+)", listening).group(1))  # type: ignore[union-attr]
     run.extras["publisher_port"] = tcp_port
-    subs = []
     for i in range(run.values["subscribers"]):
-        stuck = i < stuck_subscribers
+        stuck = i < run.stuck_subscribers
         out = run.dir / f"subscriber-{i}.bbo"
         cmd_sub = [sys.executable, "-m", "itchbench.subscriber", "--port", str(tcp_port), "--out", str(out)]
-        subs.append((group.start(f"subscriber-{i}", wrap(cmd_sub + (["--stuck"] if stuck else []))), out, stuck))
-    run.extras["_subscribers"] = subs
+        run.subscriber_procs.append((group.start(f"subscriber-{i}", wrap(cmd_sub + (["--stuck"] if stuck else []))),
+                                     out, stuck))
     try:
         lines.wait_for("READY", 15)
     except TimeoutError as e:
@@ -194,9 +195,8 @@ def _finish_live_gateway(run: Run, group: ProcessGroup, gw: subprocess.Popen) ->
     err = gw.stderr.read().decode().strip() if gw.stderr else ""
     if err:
         run.extras["gateway_stderr"] = err[-2000:]
-    subs = run.extras.pop("_subscribers", [])
     results = []
-    for proc, out, stuck in subs:
+    for proc, out, stuck in run.subscriber_procs:
         if stuck:
             group.stop(proc)
         else:
@@ -293,15 +293,12 @@ def _run_udp(run: Run, group: ProcessGroup) -> None:
         cmd.append("--busy-poll")
     if replay["loops"] > 1:
         cmd.append("--ignore-end-of-session")
-    gw = _start_live_gateway(run, group, cmd, ns.wrap, run.extras.pop("_stuck", 0))
+    gw = _start_live_gateway(run, group, cmd, ns.wrap)
     facts = facts_of(capture)
-    expected = None
-    if replay["rate"] == "capture":
-        expected = None  # depends on the capture's span; tcpreplay reports it
     run.say(f"  tcpreplay: {facts['datagrams'] * replay['loops']:,} packets, rate {replay['rate']}")
     tr = group.start("tcpreplay", ns.wrap(["tcpreplay", "-i", "lo", *tcpreplay_flags(replay), str(rewritten)]),
                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    _wait_with_progress(run, tr, "replaying", expected)
+    _wait_with_progress(run, tr, "replaying", None)
     text = tr.stdout.read().decode() if tr.stdout else ""
     (run.dir / "tcpreplay.txt").write_text(text)
     if tr.returncode != 0:
@@ -325,7 +322,7 @@ def _run_serial(run: Run, group: ProcessGroup) -> None:
         time.sleep(0.01)
     run.extras["ptys"] = [str(gw_end.resolve()), str(replay_end.resolve())]
     cmd = [*gateway_args(run), "--source", "serial", "--device", str(gw_end), "--baud", str(s["baud"])]
-    gw = _start_live_gateway(run, group, cmd, lambda c: c, run.extras.pop("_stuck", 0))
+    gw = _start_live_gateway(run, group, cmd, lambda c: c)
     facts = facts_of(Path(run.values["capture"]))
     expected_s = facts["messages"] * 110 * 10 / s["baud"]
     run.say(f"  serial-replay: {facts['messages']:,} lines at {s['baud']} baud (~{expected_s:.0f} s)")
@@ -356,7 +353,7 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
     returns it. Raises RunError (after writing an incomplete summary) on failure."""
     check_capture(Path(values["capture"]))
     run = start(values, label, run_dir=run_dir, root=root, echo=echo, command=command)
-    run.extras["_stuck"] = stuck_subscribers
+    run.stuck_subscribers = stuck_subscribers
     error: str | None = None
     try:
         with ProcessGroup() as group:
@@ -371,8 +368,6 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
         error = f"{type(e).__name__}: {e}"
         raise
     finally:
-        run.extras.pop("_stuck", None)
-        run.extras.pop("_subscribers", None)
         reconcile.write_summary(run, error)
         if (run.dir / "gateway.json").exists():
             report.build(run.dir)
