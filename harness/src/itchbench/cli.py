@@ -208,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"itchbench {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    d = sub.add_parser("demo", help="verify, decode and simulate the bundled fixtures (the README's main job)")
+    d = sub.add_parser("demo", help="the README's main job: verify the fixtures, run scenarios/demo.toml (sim, UDP, serial), compare")
     d.set_defaults(func=cmd_demo)
 
     f = sub.add_parser("fixtures", help="check or rebuild the committed fixtures from their recipes")
