@@ -71,8 +71,6 @@ void PcapWriter::write(uint64_t timestamp_ns, const uint8_t* frame, size_t len) 
   hdr.caplen = bpf_u_int32(len);
   hdr.len = bpf_u_int32(len);
   pcap_dump(reinterpret_cast<u_char*>(dumper_), &hdr, frame);
-  ++records_;
-  bytes_ += len;
 }
 
 void PcapWriter::commit() {

@@ -31,7 +31,6 @@ class PcapReader {
   Next next(PcapRecord& rec);
   int linktype() const { return linktype_; }
   const std::string& error() const { return error_; }
-  uint64_t records_read() const { return records_; }
 
  private:
   pcap* handle_ = nullptr;
@@ -52,8 +51,6 @@ class PcapWriter {
 
   void write(uint64_t timestamp_ns, const uint8_t* frame, size_t len);
   void commit();  // flush, close, rename; throws on I/O error
-  uint64_t records_written() const { return records_; }
-  uint64_t bytes_written() const { return bytes_; }
 
  private:
   std::string path_;
@@ -61,8 +58,6 @@ class PcapWriter {
   pcap* dead_ = nullptr;
   pcap_dumper* dumper_ = nullptr;
   std::FILE* file_ = nullptr;
-  uint64_t records_ = 0;
-  uint64_t bytes_ = 0;
   bool committed_ = false;
 };
 

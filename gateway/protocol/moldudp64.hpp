@@ -39,7 +39,6 @@ class Packet {
  public:
   Packet() = default;
 
-  const Session& session() const { return session_; }
   uint64_t sequence() const { return sequence_; }  // of the first message
   uint16_t count() const { return kind_ == PacketKind::kMessages ? count_ : 0; }
   PacketKind kind() const { return kind_; }
@@ -57,7 +56,6 @@ class Packet {
 
  private:
   friend ParseStatus parse(const uint8_t* data, size_t len, Packet& out);
-  Session session_{};
   uint64_t sequence_ = 0;
   uint16_t count_ = 0;
   PacketKind kind_ = PacketKind::kHeartbeat;
@@ -69,7 +67,6 @@ class Packet {
 // datagram on the hot path.
 inline ParseStatus parse(const uint8_t* data, size_t len, Packet& out) {
   if (len < kHeaderLength) return ParseStatus::kTooShort;
-  std::memcpy(out.session_.data(), data, kSessionLength);
   out.sequence_ = load_be64(data + 10);
   out.count_ = load_be16(data + 18);
   out.body_ = data + kHeaderLength;
@@ -102,8 +99,6 @@ class PacketBuilder {
   size_t finish_end_of_session();
 
   uint16_t count() const { return count_; }
-  size_t size() const { return used_; }
-  const uint8_t* data() const { return buf_; }
 
  private:
   size_t finish(uint16_t count_field);

@@ -54,7 +54,6 @@ void SerialSource::run(const StageClock& clock, const OnMessage& on_message) {
         return;
       }
       const uint64_t t_receive = clock.now();
-      ++stats_.reads;
       last_rx = std::chrono::steady_clock::now();
       bool ended = false;
       reader_.feed(

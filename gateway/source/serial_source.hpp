@@ -20,7 +20,6 @@ struct SerialSourceOptions {
 };
 
 struct SerialSourceStats {
-  uint64_t reads = 0;
   std::string stop_reason;
 };
 

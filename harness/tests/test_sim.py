@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 

@@ -7,7 +7,6 @@ against the next. A check that fails says which hop lost what.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 

@@ -63,7 +63,6 @@ def build(run_dir: Path, *, method: str = stats.NEAREST, csv: bool = False) -> P
     run_dir = Path(run_dir)
     manifest = rundir.read_json(run_dir / "manifest.json")
     summary = rundir.read_json(run_dir / "summary.json")
-    gw = rundir.read_json(run_dir / "gateway.json") if (run_dir / "gateway.json").exists() else {}
     scen = manifest["scenario"]
     env = manifest["environment"]
     plot_dir = run_dir / "plots"
@@ -87,7 +86,7 @@ def build(run_dir: Path, *, method: str = stats.NEAREST, csv: bool = False) -> P
            f"| CPU | {env['cpu_model']} × {env['cpu_count']}, governor {env['cpu_governor']}, isolated [{env['isolated_cpus']}], harness affinity {env['affinity']} |",
            f"| clock | stage stamps: {summary.get('performance', {}).get('stage_clock', '?')}, one stamp costs "
            f"{_num(summary.get('performance', {}).get('timer_overhead_ns', float('nan')), 0)} ns (included in every figure); clocksource {env.get('clocksource')} |",
-           f"| tools | " + ", ".join(f"{k} {v}" for k, v in env["tools"].items() if v) + " |", ""]
+           "| tools | " + ", ".join(f"{k} {v}" for k, v in env["tools"].items() if v) + " |", ""]
     rt = summary.get("gateway", {}).get("realtime")
     if rt:
         granted = [f"{k}={v['value']} ({'granted' if v['granted'] else 'NOT granted: ' + v['error']})"
@@ -175,7 +174,7 @@ def build(run_dir: Path, *, method: str = stats.NEAREST, csv: bool = False) -> P
         for name, desc in lat.stages:
             hlog.write(hlog_dir / f"{name}.hlog", lat.frame[name].dropna().to_numpy(), start, span,
                        f"itchbench {manifest['run_id']}: {desc}, nanoseconds")
-        md += [f"HdrHistogram logs (ns): " + ", ".join(f"`hlog/{n}.hlog`" for n, _ in lat.stages) + ".", ""]
+        md += ["HdrHistogram logs (ns): " + ", ".join(f"`hlog/{n}.hlog`" for n, _ in lat.stages) + ".", ""]
         if csv:
             out = lat.frame.copy()
             out["type"] = out["type"].map(stats.TYPE_NAMES)

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.stuck:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         open(args.out, "wb").close()
-        while sock.recv(0) is not None:  # never consumes: sleeps until killed
+        while True:  # holds the connection, never reads: until killed
             time.sleep(3600)
         return 0
     sock.settimeout(None)
