@@ -17,7 +17,7 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("name", ["itch-synth", "itch2pcap", "itch-inspect"])
+@pytest.mark.parametrize("name", ["itch-synth", "itch2pcap", "itch-inspect", "itch-gateway", "serial-replay"])
 def test_help_and_bad_arguments(tool, name):
     ok = tool(name, "--help")
     assert ok.returncode == 0 and "usage:" in ok.stdout
@@ -113,3 +113,27 @@ def test_inspect_errors_on_non_captures(tool, tmp_path):
     assert r.returncode == 2 and "not a capture" in r.stderr
     r = tool("itch-inspect", tmp_path / "missing.pcap")
     assert r.returncode == 2 and "No such file" in r.stderr
+
+
+@pytest.mark.parametrize("name, args, message", [
+    ("itch-gateway", ["--source", "carrier-pigeon", "--out", "/tmp"], "--source takes sim, udp or serial"),
+    ("itch-gateway", ["--source", "sim", "--out", "/nonexistent-dir", "--capture", "x"], "is not a directory"),
+    ("itch-gateway", ["--source", "sim", "--out", "/tmp"], "--capture is required"),
+    ("itch-gateway", ["--source", "serial", "--out", "/tmp"], "--device is required"),
+    ("itch-gateway", ["--source", "udp", "--out", "/tmp", "--sched-fifo", "120"], "priority from 1 to 99"),
+    ("itch-gateway", ["--source", "udp", "--out", "/tmp", "--slow-subscriber", "ignore"], "drop or disconnect"),
+    ("serial-replay", ["cap.pcap"], "--device is required"),
+    ("serial-replay", ["cap.pcap", "--device", "/dev/null", "--baud", "12"], "--baud must be 300..100000000"),
+    ("serial-replay", ["cap.pcap", "--device", "/dev/null", "--timing", "vibes"], "--timing takes baud or capture"),
+    ("serial-replay", ["cap.pcap", "--device", "/dev/null", "--multiplier", "0"], "--multiplier must be positive"),
+])
+def test_bad_values_are_refused_with_the_reason(tool, name, args, message):
+    r = tool(name, *args)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+def test_serial_replay_reports_an_unopenable_device(tool, tmp_path):
+    cap = tmp_path / "s.pcap"
+    tool("itch-synth", "--messages", "50", "--out", cap)
+    r = tool("serial-replay", cap, "--device", str(tmp_path / "no-such-pty"))
+    assert r.returncode == 2 and "no-such-pty: No such file or directory" in r.stderr
