@@ -37,7 +37,7 @@ void OrderBook::leave_level(const Order& o) {
 }
 
 uint32_t OrderBook::add(uint16_t locate, uint64_t ref, char side, uint32_t shares, uint32_t price) {
-  if ((side != 'B' && side != 'S') || shares == 0 || ref == OrderTable<Order>::kEmpty) {
+  if ((side != 'B' && side != 'S') || shares == 0) {
     ++counters_.invalid_orders;
     return kUnchanged;
   }
@@ -91,7 +91,7 @@ uint32_t OrderBook::replace(uint64_t original_ref, uint64_t new_ref, uint32_t sh
   orders_.erase(original_ref, &o);
   leave_level(o);
   // A replacement to zero shares leaves no order behind.
-  if (shares != 0 && new_ref != OrderTable<Order>::kEmpty)
+  if (shares != 0)
     insert_order(o.locate, new_ref, o.side, shares, key_of(price, o.side == 1));
   return o.locate;
 }

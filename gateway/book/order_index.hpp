@@ -9,6 +9,10 @@
 // hash, which scatters every lookup: book_bench). A stream whose references
 // collide under that (a power-of-two stride) makes probe runs long: the
 // first run over kMaxProbe rehashes once with Fibonacci mixing (counted).
+//
+// Every 64-bit reference is a valid key. The all-ones value marks empty
+// slots, so an order that really has that reference (a hostile or broken
+// feed can send one) lives in a slot of its own beside the table.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,12 +23,11 @@ namespace itchbench {
 template <class Value>
 class OrderTable {
  public:
-  static constexpr uint64_t kEmpty = UINT64_MAX;  // not a usable order reference
-
   explicit OrderTable(size_t expected_orders) { rebuild(pow2_at_least(expected_orders * 2)); }
 
   // The order, or nullptr; valid until the next insert or erase.
   Value* find(uint64_t ref) {
+    if (__builtin_expect(ref == kEmpty, 0)) return empty_key_live_ ? &empty_key_value_ : nullptr;
     for (size_t i = slot_of(ref);; i = (i + 1) & mask_) {
       Entry& e = entries_[i];
       if (e.ref == ref) return &e.value;
@@ -33,8 +36,14 @@ class OrderTable {
   }
   const Value* find(uint64_t ref) const { return const_cast<OrderTable*>(this)->find(ref); }
 
-  // Caller guarantees ref is absent and not kEmpty.
+  // Caller guarantees ref is absent.
   void insert(uint64_t ref, const Value& value) {
+    if (__builtin_expect(ref == kEmpty, 0)) {
+      empty_key_value_ = value;
+      empty_key_live_ = true;
+      ++size_;
+      return;
+    }
     if (size_ + 1 > (mask_ + 1) / 2) {
       ++grows_;
       rebuild((mask_ + 1) * 2);
@@ -55,6 +64,13 @@ class OrderTable {
 
   // Removes ref, copying its order to *out; false when absent.
   bool erase(uint64_t ref, Value* out) {
+    if (__builtin_expect(ref == kEmpty, 0)) {
+      if (!empty_key_live_) return false;
+      *out = empty_key_value_;
+      empty_key_live_ = false;
+      --size_;
+      return true;
+    }
     size_t i = slot_of(ref);
     while (entries_[i].ref != ref) {
       if (entries_[i].ref == kEmpty) return false;
@@ -86,6 +102,7 @@ class OrderTable {
     uint64_t ref;
     Value value;
   };
+  static constexpr uint64_t kEmpty = UINT64_MAX;  // marks an empty slot
   static constexpr size_t kMaxProbe = 64;
 
   static size_t pow2_at_least(size_t n) {
@@ -103,7 +120,7 @@ class OrderTable {
     entries_.assign(capacity, Entry{kEmpty, Value{}});
     mask_ = capacity - 1;
     shift_ = unsigned(64 - __builtin_ctzll(capacity));
-    size_ = 0;
+    size_ = empty_key_live_ ? 1 : 0;
     for (const Entry& e : old)
       if (e.ref != kEmpty) insert(e.ref, e.value);
   }
@@ -114,6 +131,8 @@ class OrderTable {
   size_t size_ = 0;
   uint64_t grows_ = 0;
   bool mixed_ = false;
+  bool empty_key_live_ = false;  // the order whose reference is kEmpty
+  Value empty_key_value_{};
 };
 
 }  // namespace itchbench

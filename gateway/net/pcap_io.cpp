@@ -64,12 +64,12 @@ PcapWriter::~PcapWriter() {
   std::remove(tmp_path_.c_str());
 }
 
-void PcapWriter::write(uint64_t timestamp_ns, const uint8_t* frame, size_t len) {
+void PcapWriter::write(uint64_t timestamp_ns, const uint8_t* frame, size_t len, size_t wire_len) {
   pcap_pkthdr hdr{};
   hdr.ts.tv_sec = time_t(timestamp_ns / 1000000000ull);
   hdr.ts.tv_usec = suseconds_t(timestamp_ns % 1000000000ull);
   hdr.caplen = bpf_u_int32(len);
-  hdr.len = bpf_u_int32(len);
+  hdr.len = bpf_u_int32(wire_len ? wire_len : len);
   pcap_dump(reinterpret_cast<u_char*>(dumper_), &hdr, frame);
 }
 

@@ -49,7 +49,9 @@ class PcapWriter {
   PcapWriter(const PcapWriter&) = delete;
   PcapWriter& operator=(const PcapWriter&) = delete;
 
-  void write(uint64_t timestamp_ns, const uint8_t* frame, size_t len);
+  // wire_len: the frame's length on the wire when only its first len bytes
+  // were captured (a snaplen); 0 means the whole frame is here.
+  void write(uint64_t timestamp_ns, const uint8_t* frame, size_t len, size_t wire_len = 0);
   void commit();  // flush, close, rename; throws on I/O error
 
  private:

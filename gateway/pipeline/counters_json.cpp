@@ -37,7 +37,9 @@ void write_capture_json(JsonWriter& j, const CaptureStats& cs) {
   j.key("capture_stats").begin_object();
   j.field("records", cs.records).field("udp_datagrams", cs.udp_datagrams);
   j.field("not_udp", cs.not_udp).field("other_port", cs.other_port);
-  j.field("bad_frames", cs.bad_frames).field("itch_messages", cs.itch_messages);
+  j.field("bad_frames", cs.bad_frames).field("truncated_frames", cs.truncated_frames);
+  j.field("fragments", cs.fragments).field("malformed_frames", cs.malformed_frames);
+  j.field("itch_messages", cs.itch_messages);
   j.field("linktype", int64_t(cs.linktype));
   j.end_object();
 }

@@ -31,7 +31,10 @@ struct CaptureStats {
   uint64_t udp_datagrams = 0;    // handed on
   uint64_t other_port = 0;       // UDP to another port (with a port filter)
   uint64_t not_udp = 0;          // non-IPv4 / non-UDP frames, skipped
-  uint64_t bad_frames = 0;       // truncated or malformed IP/UDP, skipped
+  uint64_t bad_frames = 0;       // truncated or malformed IP/UDP, skipped; by reason:
+  uint64_t truncated_frames = 0;  //   captured short (a small snaplen) or frame short
+  uint64_t fragments = 0;         //   IPv4 fragments (no reassembly)
+  uint64_t malformed_frames = 0;  //   impossible IPv4 header or UDP length
   uint64_t itch_messages = 0;    // binary ITCH file: messages handed on
   int linktype = -1;             // pcap link type (DLT_*), -1 for a binary ITCH file
 };
@@ -99,6 +102,9 @@ bool CaptureReader::run(OnDatagram&& on_datagram, OnMessage&& on_message) {
     }
     if (st != net::FrameStatus::kOk) {
       ++stats_.bad_frames;
+      ++(st == net::FrameStatus::kTruncated  ? stats_.truncated_frames
+         : st == net::FrameStatus::kFragment ? stats_.fragments
+                                             : stats_.malformed_frames);
       continue;
     }
     if (port_ && dg.dst_port != *port_) {

@@ -195,14 +195,22 @@ TEST(Capture, NonUdpAndOtherPortsAreCountedNotDelivered) {
     auto bad = f;
     bad[14 + 20 + 5] = 0xFF;
     w.write(4, bad.data(), bad.size());
+    w.write(5, f.data(), 14 + 20 + 4, f.size());  // cut by a 38-byte snaplen, inside the UDP header
+    w.write(6, f.data(), f.size() - 1, f.size());  // cut one byte short of the datagram
+    auto frag = f;
+    frag[14 + 6] = 0x20;  // more fragments follow
+    w.write(7, frag.data(), frag.size());
     w.commit();
   }
   CaptureReader r(path, uint16_t(26477));
   int delivered = 0;
   EXPECT_TRUE(r.run([&](uint64_t, const uint8_t*, size_t) { ++delivered; }, [](uint64_t, const uint8_t*, size_t) {}));
   EXPECT_EQ(delivered, 1);
-  EXPECT_EQ(r.stats().records, 4u);
+  EXPECT_EQ(r.stats().records, 7u);
   EXPECT_EQ(r.stats().not_udp, 1u);
   EXPECT_EQ(r.stats().other_port, 1u);
-  EXPECT_EQ(r.stats().bad_frames, 1u);
+  EXPECT_EQ(r.stats().bad_frames, 4u);
+  EXPECT_EQ(r.stats().malformed_frames, 1u);
+  EXPECT_EQ(r.stats().truncated_frames, 2u);
+  EXPECT_EQ(r.stats().fragments, 1u);
 }

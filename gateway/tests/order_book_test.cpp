@@ -211,6 +211,42 @@ TEST(OrderBook, DuplicateReferencesAndInvalidAddsAreCounted) {
   EXPECT_EQ(h.book.bbo(1), make_bbo(10000, 100, 20000, 10));
 }
 
+// The references an open-addressing table is tempted to use as markers
+// (all ones, zero) are ordinary orders to the feed: they must add, execute,
+// replace and delete like any other, next to orders in normal slots.
+TEST(OrderBook, SentinelReferencesAreOrdinaryOrders) {
+  Harness h;
+  h.add(UINT64_MAX, 'B', 100, 10000);
+  h.add(0, 'B', 50, 10000);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(10000, 150, 0, 0));
+  h.exec(UINT64_MAX, 30);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(10000, 120, 0, 0));
+  h.replace(UINT64_MAX, UINT64_MAX, 10, 10100);  // onto itself: new price, new shares
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(10100, 10, 0, 0));
+  h.replace(0, UINT64_MAX, 5, 9000);  // onto a live reference: refused
+  EXPECT_EQ(h.book.counters().duplicate_refs, 1u);
+  h.del(UINT64_MAX);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(10000, 50, 0, 0));
+  h.del(UINT64_MAX);  // gone now: unknown
+  EXPECT_EQ(h.book.counters().unknown_refs, 1u);
+  h.cancel(0, 50);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(0, 0, 0, 0));
+  EXPECT_EQ(h.book.live_orders(), 0u);
+}
+
+TEST(OrderBook, ExtremePricesSharesAndLocates) {
+  Harness h;
+  h.add(1, 'S', UINT32_MAX, UINT32_MAX, 0xFFFF);
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(0, 0, UINT32_MAX, UINT32_MAX));
+  h.add(2, 'S', UINT32_MAX, UINT32_MAX, 0xFFFF);  // aggregate beyond 32 bits
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(0, 0, UINT32_MAX, 2ull * UINT32_MAX));
+  h.add(3, 'B', 7, 0, 0);  // a bid at price zero is a real level
+  EXPECT_EQ(h.last_event_bbo(), make_bbo(0, 7, 0, 0));
+  EXPECT_EQ(h.book.bbo(0xFFFF), make_bbo(0, 0, UINT32_MAX, 2ull * UINT32_MAX));
+  h.exec(1, UINT32_MAX);
+  EXPECT_EQ(h.book.bbo(0xFFFF), make_bbo(0, 0, UINT32_MAX, UINT32_MAX));
+}
+
 TEST(OrderBook, StocksAreIndependentAndEventsCarrySequenceNumbers) {
   Harness h;
   h.add(1, 'B', 100, 10000, 1);
@@ -339,19 +375,35 @@ struct Lockstep {
 
 // Injects what a clean generated stream never has: over-cancels and
 // over-executions, duplicate adds, bad sides, zero-share replaces, replaces
-// to a live reference.
+// to a live reference and onto themselves, and extreme values: the
+// references a hash table might use as sentinels (0, all ones), the largest
+// prices and share counts, the first and last stock locates.
+constexpr uint64_t kExtremeRefs[] = {0, UINT64_MAX, UINT64_MAX - 1, uint64_t(1) << 63};
+constexpr uint32_t kExtremeU32[] = {0, 1, UINT32_MAX, UINT32_MAX - 1, 0x7FFFFFFF};
+
 void mutate(std::vector<uint8_t>& m, replay::Rng& rng, uint64_t& last_add_ref) {
   const char type = char(m[0]);
+  const auto extreme_ref = [&] { return kExtremeRefs[rng.below(4)]; };
+  const auto extreme_u32 = [&] { return kExtremeU32[rng.below(5)]; };
   if (type == 'A') {
-    const uint64_t ref = load_be64(&m[11]);
     if (last_add_ref && rng.chance_ppm(20000)) store_be64(&m[11], last_add_ref);  // duplicate
     else if (rng.chance_ppm(5000)) m[19] = 'Z';                                     // bad side
-    last_add_ref = ref;
+    else if (rng.chance_ppm(10000)) store_be64(&m[11], extreme_ref());
+    if (rng.chance_ppm(5000)) store_be32(&m[20], extreme_u32());  // shares
+    if (rng.chance_ppm(5000)) store_be32(&m[32], extreme_u32());  // price
+    if (rng.chance_ppm(2000)) store_be16(&m[1], rng.chance_ppm(500000) ? 0 : 0xFFFF);  // locate
+    last_add_ref = load_be64(&m[11]);
   } else if ((type == 'X' || type == 'E') && rng.chance_ppm(100000)) {
     store_be32(&m[19], load_be32(&m[19]) + uint32_t(rng.between(1, 1000)));  // beyond remaining
+  } else if ((type == 'X' || type == 'E' || type == 'D') && rng.chance_ppm(10000)) {
+    store_be64(&m[11], extreme_ref());
   } else if (type == 'U') {
     if (rng.chance_ppm(20000)) store_be32(&m[27], 0);                          // to zero shares
     else if (last_add_ref && rng.chance_ppm(20000)) store_be64(&m[19], last_add_ref);  // onto a live ref
+    else if (rng.chance_ppm(10000)) store_be64(&m[19], load_be64(&m[11]));    // onto itself
+    else if (rng.chance_ppm(10000)) store_be64(&m[rng.chance_ppm(500000) ? 11 : 19], extreme_ref());
+    if (rng.chance_ppm(5000)) store_be32(&m[27], extreme_u32());  // shares
+    if (rng.chance_ppm(5000)) store_be32(&m[31], extreme_u32());  // price
   }
 }
 

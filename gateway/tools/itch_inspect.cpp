@@ -1,12 +1,14 @@
 // itch-inspect: frames and decodes a capture (pcap or binary ITCH file) and
 // prints what it holds: per-type message counts, MoldUDP64 framing and
 // sequence accounting, and every rejection by reason.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "pipeline/counters_json.hpp"
 #include "pipeline/decode_counters.hpp"
 #include "pipeline/mold_framer.hpp"
+#include "protocol/endian.hpp"
 #include "protocol/itch.hpp"
 #include "source/capture_file.hpp"
 #include "util/cli.hpp"
@@ -19,7 +21,17 @@ namespace {
 // What inspect adds to the decoder's counters: where the capture starts and ends.
 struct Extent {
   uint64_t first_seq = 0, last_seq = 0;
-  uint64_t first_ts = 0, last_ts = 0;  // capture time, ns since epoch (pcap only)
+  // Capture time, ns since the epoch (pcap) or since midnight (ITCH file, the
+  // messages' own stamps); the latest one bounds a replay at capture timing
+  // even when stamps go backwards.
+  bool any_ts = false;
+  uint64_t first_ts = 0, last_ts = 0, max_ts = 0;
+  void stamp(uint64_t ts) {
+    if (!any_ts) first_ts = ts;
+    any_ts = true;
+    last_ts = ts;
+    max_ts = std::max(max_ts, ts);
+  }
   bool any = false;
 };
 
@@ -63,11 +75,13 @@ int main(int argc, char** argv) {
     };
     const bool clean = reader.run(
         [&](uint64_t ts, const uint8_t* p, size_t n) {
-          if (extent.first_ts == 0) extent.first_ts = ts;
-          extent.last_ts = ts;
+          extent.stamp(ts);
           framer.on_datagram(p, n, on_message);
         },
-        on_message);
+        [&](uint64_t position, const uint8_t* m, size_t len) {
+          if (len >= 11) extent.stamp(load_be48(m + 5));
+          on_message(position, m, len);
+        });
 
     const FramerCounters& fc = framer.counters();
     const SequenceCounters& sc = framer.sequence().counters();
@@ -84,6 +98,7 @@ int main(int argc, char** argv) {
       j.field("messages", decode.messages()).field("rejected", rejected);
       j.field("first_sequence", extent.first_seq).field("last_sequence", extent.last_seq);
       j.field("first_timestamp_ns", extent.first_ts).field("last_timestamp_ns", extent.last_ts);
+      j.field("max_timestamp_ns", extent.max_ts);
       write_decode_json(j, decode);
       write_mold_json(j, framer.counters());
       write_sequence_json(j, framer.sequence().counters());

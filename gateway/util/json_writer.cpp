@@ -98,7 +98,11 @@ void JsonWriter::write_string(std::string_view v) {
       case '\n': out_ += "\\n"; break;
       case '\t': out_ += "\\t"; break;
       default:
-        if (uint8_t(c) < 0x20) {
+        // Strings are bytes (ITCH alpha fields may hold anything): a control
+        // byte or one outside ASCII becomes \u00XX, the code point of that
+        // byte's value, so the output is always ASCII, hence valid UTF-8,
+        // and a reader gets the exact bytes back by encoding as Latin-1.
+        if (uint8_t(c) < 0x20 || uint8_t(c) >= 0x7F) {
           char buf[8];
           std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(uint8_t(c)));
           out_ += buf;

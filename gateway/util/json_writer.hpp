@@ -1,5 +1,6 @@
 // Small streaming JSON writer for tool output (counters, summaries). Keys
-// come out in the order written, so output is stable byte for byte.
+// come out in the order written, so output is stable byte for byte. The
+// output is pure ASCII whatever bytes a string holds (see write_string).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pipeline/mold_framer.hpp"
+#include "replay/lib/capture_schedule.hpp"
 #include "protocol/serial_line.hpp"
 #include "source/capture_file.hpp"
 #include "util/cli.hpp"
@@ -103,7 +104,7 @@ int main(int argc, char** argv) {
     uint64_t lines = 0, bytes = 0, late = 0, max_late_ns = 0, oversize = 0;
     const uint64_t t0 = monotonic_ns() + 20000000;  // start 20 ms from now
     uint64_t line_free_at = t0;                    // when the wire is idle again
-    const uint64_t capture0 = messages.empty() ? 0 : messages.front().capture_ns;
+    replay::CaptureSchedule schedule(multiplier);
     auto send = [&](const uint8_t* msg, size_t len, uint64_t seq, uint64_t not_before) {
       const uint64_t start = std::max(line_free_at, not_before);
       size_t n = 0;
@@ -141,8 +142,7 @@ int main(int argc, char** argv) {
       if (msg) ++lines;
     };
     for (const Message& m : messages) {
-      const uint64_t not_before =
-          timing == "capture" ? t0 + uint64_t(double(m.capture_ns - capture0) / multiplier) : 0;
+      const uint64_t not_before = timing == "capture" ? t0 + schedule.due(m.capture_ns) : 0;
       send(m.bytes.data(), m.bytes.size(), m.seq, not_before);
     }
     if (eos == "yes") send(nullptr, 0, messages.empty() ? 1 : messages.back().seq + 1, 0);
@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
     j.begin_object();
     j.field("device", args.get("device")).field("baud", baud).field("timing", timing).field("multiplier", multiplier);
     j.field("messages", uint64_t(messages.size())).field("lines", lines).field("bytes", bytes);
-    j.field("not_sent_oversize", oversize);
+    j.field("not_sent_oversize", oversize).field("timestamps_backwards", schedule.backwards_steps());
     j.field("elapsed_s", elapsed_s).field("wire_time_s", wire_s);
     j.field("line_utilisation", elapsed_s > 0 ? ideal_s / elapsed_s : 0.0);
     j.field("late_lines", late).field("max_late_ns", max_late_ns);
