@@ -142,6 +142,14 @@ int run_live(const GatewayOptions& o) {
   j.field("slow_disconnects", pc.slow_disconnects.load()).field("frames_sent", pc.frames_sent.load());
   j.field("frames_dropped", pc.frames_dropped.load());
   j.field("policy", o.disconnect_slow ? "disconnect" : "drop").field("subscriber_queue", o.subscriber_queue);
+  j.key("subscribers").begin_array();
+  for (const SubscriberReport& r : publisher.subscriber_reports()) {
+    j.begin_object();
+    j.field("peer_port", uint64_t(r.peer_port)).field("frames_sent", r.frames_sent);
+    j.field("frames_dropped", r.frames_dropped).field("closed_by", r.closed_by);
+    j.end_object();
+  }
+  j.end_array();
   j.end_object();
   j.key("realtime").begin_object();
   write_grant(j, "cpu", pin, o.cpu);

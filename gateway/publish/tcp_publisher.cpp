@@ -23,6 +23,8 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
  public:
   Subscriber(tcp::socket socket, size_t capacity, PublisherCounters& counters)
       : socket_(std::move(socket)), frames_(capacity), counters_(counters) {
+    boost::system::error_code ignored;
+    report_.peer_port = socket_.remote_endpoint(ignored).port();
     socket_.set_option(tcp::no_delay(true));
     // A bounded kernel buffer: a stuck subscriber shows up as a full queue
     // after kSendBuffer bytes instead of after the autotuned maximum (MBs).
@@ -31,7 +33,10 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
 
   // False when the queue is full.
   bool enqueue(const logfmt::BboRecord& r) {
-    if (size_ == frames_.size()) return false;
+    if (size_ == frames_.size()) {
+      ++report_.frames_dropped;
+      return false;
+    }
     frames_[(head_ + size_) % frames_.size()] = r;
     ++size_;
     if (!writing_) write_next();
@@ -39,8 +44,10 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   }
   bool open() const { return open_; }
   bool idle() const { return size_ == 0; }
-  void close() {
+  const SubscriberReport& report() const { return report_; }
+  void close(const char* by = "") {
     if (!open_) return;
+    report_.closed_by = by;
     open_ = false;
     boost::system::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
@@ -58,10 +65,11 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
                         writing_ = false;
                         if (ec) {
                           if (open_) ++counters_.disconnected;
-                          close();
+                          close("peer");
                           return;
                         }
                         counters_.frames_sent += run;
+                        report_.frames_sent += run;
                         head_ = (head_ + run) % frames_.size();
                         size_ -= run;
                         write_next();
@@ -74,6 +82,7 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   bool writing_ = false;
   bool open_ = true;
   PublisherCounters& counters_;
+  SubscriberReport report_;
 };
 
 }  // namespace
@@ -83,6 +92,7 @@ struct TcpPublisher::Impl {
   tcp::acceptor acceptor{io};
   asio::steady_timer timer{io};
   std::list<std::shared_ptr<Subscriber>> subscribers;
+  std::vector<std::shared_ptr<Subscriber>> all;  // every one that connected, for the reports
   std::atomic<uint64_t> connected{0};
   bool stopping = false;  // io thread only
   std::chrono::steady_clock::time_point flush_deadline;
@@ -105,6 +115,7 @@ void TcpPublisher::accept_next() {
   impl_->acceptor.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
     if (ec) return;  // acceptor closed
     impl_->subscribers.push_back(std::make_shared<Subscriber>(std::move(socket), options_.subscriber_queue, counters_));
+    impl_->all.push_back(impl_->subscribers.back());
     ++counters_.accepted;
     ++impl_->connected;
     accept_next();
@@ -119,7 +130,7 @@ void TcpPublisher::drain() {
       if (!s->open() || s->enqueue(r)) continue;
       if (options_.policy == SlowSubscriberPolicy::kDisconnect) {
         ++counters_.slow_disconnects;
-        s->close();
+        s->close("policy");
       } else {
         ++counters_.frames_dropped;
       }
@@ -164,6 +175,12 @@ void TcpPublisher::start() {
     tick();
     impl_->io.run();
   });
+}
+
+std::vector<SubscriberReport> TcpPublisher::subscriber_reports() const {
+  std::vector<SubscriberReport> out;
+  for (const auto& s : impl_->all) out.push_back(s->report());
+  return out;
 }
 
 bool TcpPublisher::wait_for_subscribers(uint64_t n, uint64_t timeout_ms) const {

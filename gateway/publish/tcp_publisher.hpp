@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "book/bbo.hpp"
 #include "log/log_format.hpp"
@@ -34,6 +35,15 @@ struct PublisherCounters {
   std::atomic<uint64_t> frames_dropped{0};     // subscriber queue full (drop policy)
   uint64_t ring_dropped = 0;                   // hot path: ring full (hot-path thread only)
   uint64_t published = 0;                      // hot path: events handed over
+};
+
+// One subscriber's share of the stream, for per-subscriber reconciliation:
+// what a slow or stuck subscriber lost is counted against it alone.
+struct SubscriberReport {
+  uint16_t peer_port = 0;     // the subscriber's own (local) TCP port
+  uint64_t frames_sent = 0;
+  uint64_t frames_dropped = 0;  // its queue was full (drop policy)
+  std::string closed_by;        // "", "policy" (slow, disconnect policy), "peer" (it left or errored)
 };
 
 struct PublisherOptions {
@@ -74,6 +84,8 @@ class TcpPublisher {
   // queued, closes them and joins the thread.
   void stop(uint64_t flush_ms = 2000);
   const PublisherCounters& counters() const { return counters_; }
+  // Every subscriber that connected, in connection order (after stop()).
+  std::vector<SubscriberReport> subscriber_reports() const;
   bool pinned() const { return pinned_.load(); }
   const std::string& pin_error() const { return pin_error_; }
 

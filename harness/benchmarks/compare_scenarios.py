@@ -15,7 +15,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from itchbench import rundir, runner, scenario
+from itchbench import rundir
+from itchbench.runs import runner, scenario
 
 STAGES = ["decode", "book", "publish", "receive_to_book", "receive_to_published", "one_way"]
 

@@ -17,7 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from itchbench import paths, sim
+from itchbench import paths
+from itchbench.runs import sim
 
 
 def main() -> int:

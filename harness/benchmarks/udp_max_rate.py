@@ -16,7 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from itchbench import paths, rundir, runner, scenario
+from itchbench import paths, rundir
+from itchbench.runs import runner, scenario
 
 
 def main() -> int:

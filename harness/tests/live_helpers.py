@@ -6,9 +6,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from itchbench import paths, rundir, scenario
+from itchbench import paths, rundir
+from itchbench.runs import scenario
 
-MARKERS = ["itch-gateway", "serial-replay", "tcpreplay", "itchbench.subscriber", "socat pty", "sleep infinity"]
+MARKERS = ["itch-gateway", "serial-replay", "tcpreplay", "itchbench.runs.subscriber", "socat pty", "sleep infinity"]
 
 
 def make_capture(tmp: Path, name: str, *args: str) -> Path:

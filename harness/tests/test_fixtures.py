@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from itchbench import fixtures
-from itchbench.tools import inspect_capture, rejections
+from itchbench.captures import fixtures
+from itchbench.captures.inspect import inspect_capture, rejections
 
 ALL_TYPES = set("SRHYLVWKJhAFECXDUPQBINO")
 

@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from itchbench import fixtures, logs, sim
+from itchbench.analysis import logs
+from itchbench.captures import fixtures
+from itchbench.runs import sim
 
 HEADER = logs.HEADER_SIZE
 

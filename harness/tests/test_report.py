@@ -12,7 +12,10 @@ import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
-from itchbench import fixtures, logs, report, rundir, sim, stats
+from itchbench import rundir
+from itchbench.analysis import logs, report, stats
+from itchbench.captures import fixtures
+from itchbench.runs import sim
 from itchbench.cli import main as itchbench_main
 
 

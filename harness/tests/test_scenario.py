@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from itchbench import scenario
+from itchbench.runs import scenario
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from itchbench import dump, fixtures, logs, rundir, sim
+from itchbench import rundir
+from itchbench.analysis import dump, logs
+from itchbench.captures import fixtures
+from itchbench.runs import sim
 from itchbench.cli import main as itchbench_main
 
 from independent_bbo import bbo_events
@@ -90,6 +93,9 @@ def test_malformed_messages_are_counted_and_the_run_still_balances(tool, tmp_pat
     rec = rundir.read_json(run / "summary.json")["reconciliation"]
     assert rec["received"] == 300 and rec["rejected"] == 1 and rec["decoded"] == 299
     assert rec["balanced"]
+    # A skipped message is a loss, said as such: never "lossless".
+    verdict = rundir.read_json(run / "summary.json")["verdict"]
+    assert verdict["status"] == "lost" and "gateway rejected 1 messages" in verdict["headline"]
     lat = logs.read_latency(run / "latency.lat").records
     rejected = lat[(lat["flags"] & logs.FLAG_REJECTED) != 0]
     assert list(rejected["seq"]) == [50] and rejected["msg_type"][0] == b"z"
@@ -100,7 +106,7 @@ def test_truncated_capture_gives_an_incomplete_run(tool, tmp_path, capsys):
     tool("itch-synth", "--messages", "300", "--out", pcap)
     pcap.write_bytes(pcap.read_bytes()[:-150])
     assert itchbench_main(["sim", str(pcap), "--out", str(tmp_path / "run")]) == 1
-    assert "INCOMPLETE" in capsys.readouterr().err
+    assert "INCOMPLETE" in capsys.readouterr().out
     summary = rundir.read_json(tmp_path / "run" / "summary.json")
     assert summary["complete"] is False and "truncated" in summary["error"]
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from itchbench import stats
+from itchbench.analysis import stats
 from itchbench.cli import main as itchbench_main
 
 

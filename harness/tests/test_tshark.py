@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from itchbench import fixtures
-from itchbench.tools import message_sequences
+from itchbench.captures import fixtures
+from itchbench.captures.inspect import message_sequences
 
 pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 

@@ -25,6 +25,7 @@ _TOOL_DIRS = {
     "itch-synth": "replay",
     "itch2pcap": "replay",
     "serial-replay": "replay",
+    "itch-faults": "replay",
 }
 
 

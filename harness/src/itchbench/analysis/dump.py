@@ -8,7 +8,8 @@ from typing import TextIO
 import numpy as np
 import pandas as pd
 
-from . import logs, rundir
+from .. import rundir
+from . import logs
 
 BBO_COLUMNS = ["seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty"]
 

@@ -1,4 +1,5 @@
-"""Committed fixtures: each regenerated from its recipe and checked by sha256."""
+"""Committed fixtures: each regenerated from its recipe and checked by sha256,
+and its BBO stream in simulation checked against the golden digest."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import paths
-from .tools import run_tool
+from .. import paths
+from ..tools import run_tool
+from .digest import sim_bbo
 
 MANIFEST = "manifest.json"
 
@@ -62,19 +64,28 @@ def regenerate(fx: Fixture, out: Path) -> Path:
     return out
 
 
+def golden_of(capture: Path) -> dict[str, Any]:
+    """The BBO digest and event count of the capture in simulation, for the manifest."""
+    digest, events = sim_bbo(capture)
+    return {"bbo_digest": digest, "bbo_events": events}
+
+
 @dataclass(frozen=True)
 class Verdict:
     fixture: Fixture
     committed_sha256: str | None
     regenerated_sha256: str
+    golden: dict[str, Any] | None  # the committed file's BBO digest and events now; None if missing
 
     @property
     def ok(self) -> bool:
-        return self.committed_sha256 == self.fixture.sha256 == self.regenerated_sha256
+        return (self.committed_sha256 == self.fixture.sha256 == self.regenerated_sha256
+                and bool(self.fixture.golden) and self.golden == self.fixture.golden)
 
     def explain(self) -> str:
         if self.ok:
-            return f"{self.fixture.file}: ok ({self.fixture.sha256[:16]}…)"
+            return (f"{self.fixture.file}: ok (sha256 {self.fixture.sha256[:16]}…, "
+                    f"BBO {self.fixture.golden['bbo_events']:,} events {self.fixture.golden['bbo_digest'][7:23]}…)")
         parts = [f"{self.fixture.file}: MISMATCH"]
         if self.committed_sha256 is None:
             parts.append("committed file missing")
@@ -82,12 +93,20 @@ class Verdict:
             parts.append(f"committed file {self.committed_sha256[:16]}… != manifest {self.fixture.sha256[:16]}…")
         if self.regenerated_sha256 != self.fixture.sha256:
             parts.append(f"recipe now gives {self.regenerated_sha256[:16]}… != manifest {self.fixture.sha256[:16]}…")
+        if not self.fixture.golden:
+            parts.append("the manifest has no golden BBO digest")
+        elif self.golden is not None and self.golden != self.fixture.golden:
+            parts.append(f"simulation now gives BBO {self.golden['bbo_digest']} ({self.golden['bbo_events']} events) "
+                         f"!= golden {self.fixture.golden.get('bbo_digest')} ({self.fixture.golden.get('bbo_events')} events)")
         return "; ".join(parts)
 
 
 def verify(fx: Fixture) -> Verdict:
+    """Regenerate from the recipe, hash both files, and replay the committed one
+    in simulation against its golden BBO digest."""
     with tempfile.TemporaryDirectory(prefix="itchbench-fixture-") as tmp:
         fresh = regenerate(fx, Path(tmp) / fx.file)
         regenerated = sha256_of(fresh)
     committed = sha256_of(fx.path) if fx.path.is_file() else None
-    return Verdict(fx, committed, regenerated)
+    golden = golden_of(fx.path) if committed is not None else None
+    return Verdict(fx, committed, regenerated, golden)

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import rundir
+from .. import rundir
 
 
 class ScenarioError(ValueError):
     """The scenario file is not valid; the message says where and why."""
 
 
-# key -> (type, default, check, description). Types: bool, int, float, str.
+# key -> (type, default, check, description). Types: bool, int, float, str, list.
 _Spec = tuple[type, Any, Any, str]
 
 
@@ -33,6 +33,11 @@ def _choice(*options: str):
 
 def _at_least(lo: float):
     return lambda v: v >= lo or f"must be at least {lo}"
+
+
+def _modes(v: list) -> bool | str:
+    bad = [m for m in v if m not in ("fast", "stuck", "slow", "reconnect")]
+    return not bad or f"has unknown subscriber modes {bad} (fast, stuck, slow, reconnect)"
 
 
 def _between(lo: float, hi: float):
@@ -47,6 +52,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
     "repetitions": (int, 1, _between(1, 1000), "runs of each configuration"),
     "warmup_messages": (int, 0, _at_least(0), "first messages left out of the latency statistics"),
     "subscribers": (int, 1, _between(0, 16), "TCP subscribers attached during live runs"),
+    "subscriber_modes": (list, [], _modes, "modes of the first subscribers (fast, stuck, slow, reconnect); "
+                         "the rest are fast. Only fast ones must receive every frame"),
     "replay": {
         "rate": (str, "capture", _choice("capture", "multiplier", "pps", "topspeed"), "tcpreplay pacing"),
         "multiplier": (float, 1.0, lambda v: v > 0 or "must be positive", "with rate = multiplier"),
@@ -137,7 +144,10 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
         elif key in _REQUIRED:
             raise ScenarioError(f"{origin}: missing required key '{key}'")
         else:
-            out[key] = spec[1]
+            out[key] = copy.deepcopy(spec[1])
+    if len(out["subscriber_modes"]) > out["subscribers"]:
+        raise ScenarioError(f"{origin}: subscriber_modes names {len(out['subscriber_modes'])} subscribers "
+                            f"but subscribers = {out['subscribers']}")
     return out
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import paths
+from .. import paths
 
 
 def _run(cmd: list[str], cwd: Path | None = None) -> str | None:

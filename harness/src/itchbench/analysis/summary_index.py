@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import paths, rundir
+from .. import paths, rundir
 
 
 def _fmt(v: object) -> str:

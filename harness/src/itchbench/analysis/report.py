@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import dump, hlog, logs, plots, rundir, stats
+from .. import rundir
+from . import dump, hlog, logs, plots, stats
 
 HEADLINE = "receive_to_book"
 
@@ -70,9 +71,11 @@ def build(run_dir: Path, *, method: str = stats.NEAREST, csv: bool = False) -> P
     md: list[str] = []
     title = manifest.get("label", manifest["run_id"])
     md += [f"# itchbench run: {title}", "",
+           f"**{summary['verdict']['headline']}**", "",
            f"Run `{manifest['run_id']}`, {scen['transport']} transport, created {manifest['created_utc']}. "
            f"Complete: **{'yes' if summary['complete'] else 'NO'}**; reconciliation "
-           f"**{'balanced' if summary.get('reconciliation', {}).get('balanced') else 'NOT balanced'}**.", ""]
+           f"**{'balanced' if summary.get('balanced') else 'NOT balanced'}**; "
+           f"**{'lossless' if summary.get('lossless') else 'NOT lossless'}** (docs/verdicts.md).", ""]
     if summary.get("error"):
         md += [f"> Error: {summary['error']}", ""]
 
@@ -197,8 +200,8 @@ def build(run_dir: Path, *, method: str = stats.NEAREST, csv: bool = False) -> P
                                                    else f"| {k} | {v} |" for k, v in rows] + [""]
         md += ["| check | |", "|---|---|"] + [f"| {k} | {'✓' if ok else '✗ FAILED'} |" for k, ok in rec["checks"].items()] + [""]
         for sub in rec.get("subscribers", []):
-            md.append(f"- subscriber `{sub['file']}`{' (stuck, never reads)' if sub['stuck'] else ''}: "
-                      f"{sub['frames']:,} frames, identical to the BBO log: {sub['identical_to_bbo_log']}")
+            md.append(f"- subscriber `{sub['file']}` ({sub['mode']}): {sub['frames']:,} frames, "
+                      f"{sub['frames_dropped']:,} dropped to it, identical to the BBO log: {sub['identical_to_bbo_log']}")
         md += ["", f"BBO digest `{summary['bbo']['digest']}` over {summary['bbo']['events']:,} events.", ""]
 
     summary["latency"] = latency_json

@@ -1,0 +1,1 @@
+"""Analysis: log readers, statistics, plots and reports of run directories."""

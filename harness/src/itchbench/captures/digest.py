@@ -1,0 +1,25 @@
+"""The BBO digest of a capture in simulation: the fixtures' golden value and
+what a lossless live run must reproduce."""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+from pathlib import Path
+
+from ..analysis import logs
+from ..tools import run_tool
+
+
+@functools.lru_cache(maxsize=32)
+def _digest(capture: str, mtime_ns: int) -> tuple[str, int]:
+    with tempfile.TemporaryDirectory(prefix="itchbench-digest-") as tmp:
+        run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", tmp, "--no-latency-log"],
+                 ok_codes=(0, 1))
+        bbo = logs.read_bbo(Path(tmp) / "bbo.bbo")
+        return logs.bbo_digest(bbo), len(bbo.records)
+
+
+def sim_bbo(capture: Path) -> tuple[str, int]:
+    """(digest, events) of the capture's BBO stream in simulation."""
+    return _digest(str(capture), capture.stat().st_mtime_ns)

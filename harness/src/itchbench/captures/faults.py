@@ -1,0 +1,83 @@
+"""Deterministic fault injection (replay/tools/itch_faults.cpp) and the exact
+reconciliation of a run with the faults it was given.
+
+`itchbench faults IN OUT --seed N …` writes OUT and OUT.faults.json, the
+sidecar: integer counts per kind and the sequence numbers affected. Any run
+of a capture that has a sidecar beside it is reconciled with it, kind by
+kind (docs/faults.md):
+
+    messages not applied   = dropped + truncated + late (reordered) messages
+    gateway duplicates     = duplicated messages
+    gateway late discards  = reordered messages
+    gateway packet rejects = truncated packets
+    gateway message rejects = corrupted messages that fail validation
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..tools import run_tool
+
+SIDECAR_SUFFIX = ".faults.json"
+OPTIONS = ("drop", "duplicate", "reorder", "truncate", "corrupt")
+
+
+def sidecar_path(capture: Path) -> Path:
+    return capture.with_name(capture.name + SIDECAR_SUFFIX)
+
+
+def sidecar_of(capture: Path) -> dict[str, Any] | None:
+    path = sidecar_path(capture)
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def inject(src: Path, dst: Path, *, seed: int, drop: float = 0, duplicate: float = 0, reorder: float = 0,
+           reorder_window: int = 4, truncate: float = 0, corrupt: float = 0,
+           burst_drop: str | None = None) -> dict[str, Any]:
+    """Write dst (and its sidecar) from src; returns the sidecar."""
+    args: list[str | Path] = [src, dst, "--seed", str(seed), "--drop", str(drop), "--duplicate", str(duplicate),
+                              "--reorder", str(reorder), "--reorder-window", str(reorder_window),
+                              "--truncate", str(truncate), "--corrupt", str(corrupt)]
+    if burst_drop:
+        args += ["--burst-drop", burst_drop]
+    run_tool("itch-faults", args)
+    sidecar = sidecar_of(dst)
+    assert sidecar is not None, "itch-faults wrote no sidecar"
+    return sidecar
+
+
+def reconcile(injected: dict[str, Any], rec: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+    """Check the gateway's counters against the sidecar, per kind."""
+    loss = rec["loss"]
+    not_applied = (injected["dropped_messages"] + injected["truncated_messages"]
+                   + injected["reordered_messages"])
+    expected = injected["messages_in"]
+    checks["messages not applied = dropped + truncated + reordered messages (sidecar)"] = (
+        expected - rec["received"] == not_applied)
+    checks["gateway duplicates = duplicated messages (sidecar)"] = rec["duplicates"] == injected["duplicated_messages"]
+    checks["gateway late discards = reordered messages (sidecar)"] = rec["reordered"] == injected["reordered_messages"]
+    checks["gateway rejected packets = truncated packets (sidecar)"] = (
+        rec["rejected_packets"] == injected["truncated_packets"])
+    checks["gateway rejected messages = corrupted messages failing validation (sidecar)"] = (
+        rec["rejected"] == injected["corrupted_messages_rejected"])
+    loss["expected_messages"] = expected
+    loss["messages_not_applied"] = max(0, expected - rec["received"])
+    summary = ", ".join(f"{injected[k]:,} {k.replace('_', ' ')}" for k in
+                        ("dropped_packets", "duplicated_packets", "reordered_packets", "truncated_packets",
+                         "corrupted_packets") if injected[k])
+    return {"source": "sidecar", "injected": injected, "summary": summary or "no faults drawn",
+            "corrupted_but_decoded": injected["corrupted_messages_decoded"]}
+
+
+def reconcile_serial(rec: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+    """serial-replay's own corruption (serial.corrupt_every): each corrupted
+    line must be rejected by its checksum and be the only messages lost."""
+    hop = rec["serial"]
+    corrupted = int(hop.get("corrupted_lines", 0))
+    checks["bad lines = lines corrupted by serial-replay"] = hop["lines_bad"] == corrupted
+    checks["messages not applied = lines corrupted"] = rec["loss"]["messages_not_applied"] == corrupted
+    return {"source": "serial-replay", "injected": {"corrupted_lines": corrupted},
+            "summary": f"{corrupted:,} corrupted lines", "corrupted_but_decoded": 0}

@@ -1,0 +1,79 @@
+"""What a capture holds, from itch-inspect: per-type counts, framing,
+sequence accounting and rejections; and the check that a file is a capture
+at all, made before any run directory exists."""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from .. import paths
+from ..tools import run_tool
+
+
+class CaptureError(RuntimeError):
+    """The capture cannot be used (missing, empty, not a capture): no run is made."""
+
+
+def check_capture(capture: Path) -> Path:
+    if not capture.exists():
+        raise CaptureError(f"capture not found: {capture}")
+    if capture.is_dir():
+        raise CaptureError(f"{capture} is a directory, not a capture")
+    if capture.stat().st_size == 0:
+        raise CaptureError(f"{capture}: empty capture (0 bytes)")
+    proc = subprocess.run([str(paths.tool("itch-inspect")), str(capture), "--check"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CaptureError(proc.stderr.strip().replace("itch-inspect: ", ""))
+    return capture.resolve()
+
+
+def inspect_capture(capture: Path, port: int | None = None) -> dict[str, Any]:
+    """itch-inspect --json: per-type counts, framing and sequence accounting."""
+    args: list[str | Path] = [capture, "--json"]
+    if port is not None:
+        args += ["--port", str(port)]
+    proc = run_tool("itch-inspect", args, ok_codes=(0, 1))
+    return json.loads(proc.stdout)
+
+
+def rejections(report: dict[str, Any]) -> dict[str, int]:
+    """Every rejection counted in an itch-inspect or itch-gateway report, by reason."""
+    dec, mold, cap = report["decode"], report["mold"], report["capture_stats"]
+    return {
+        "unknown_type": dec["rejected_unknown_type"],
+        "wrong_length": dec["rejected_wrong_length"],
+        "empty_message": dec["rejected_empty"],
+        "mold_too_short": mold["rejected_too_short"],
+        "mold_length_overrun": mold["rejected_length_overrun"],
+        "mold_count_mismatch": mold["rejected_count_mismatch"],
+        "bad_frames": cap["bad_frames"],
+    }
+
+
+def message_sequences(capture: Path) -> list[int]:
+    """Sequence number of every message, in capture order."""
+    proc = run_tool("itch-inspect", [capture, "--list"], ok_codes=(0, 1))
+    return [int(line.split()[0]) for line in proc.stdout.splitlines()]
+
+
+@functools.lru_cache(maxsize=32)
+def _facts(capture: str, mtime_ns: int) -> dict[str, Any]:
+    rep = inspect_capture(Path(capture))
+    return {
+        "kind": rep["kind"],
+        "datagrams": rep["capture_stats"]["udp_datagrams"],
+        "messages": rep["mold"]["messages"] if rep["kind"] == "pcap" else rep["capture_stats"]["itch_messages"],
+        "linktype": rep["capture_stats"]["linktype"],
+        "complete": rep["complete"],
+        "first_timestamp_ns": rep["first_timestamp_ns"],
+        "max_timestamp_ns": rep["max_timestamp_ns"],
+    }
+
+
+def facts_of(capture: Path) -> dict[str, Any]:
+    """What the capture holds (kind, datagrams, messages, link type), cached per file version."""
+    return _facts(str(capture), capture.stat().st_mtime_ns)

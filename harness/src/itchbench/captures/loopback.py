@@ -1,0 +1,53 @@
+"""A capture rewritten for the run namespace's loopback, for tcpreplay.
+
+Zero MACs, every destination 127.0.0.1 and source 127.0.0.2, every UDP port
+to the gateway's, checksums fixed (tcprewrite), as docs/transports.md
+explains. Cached by content under reports/cache/, so a capture is rewritten
+once. A binary ITCH file is first turned into a pcap with itch2pcap.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from .. import paths
+from ..tools import run_tool
+from .fixtures import sha256_of
+from .inspect import facts_of
+
+
+class RewriteError(RuntimeError):
+    """tcprewrite could not rewrite the capture."""
+
+
+def cache_dir() -> Path:
+    cache = paths.repo_root() / "reports" / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    return cache
+
+
+def loopback_capture(capture: Path, port: int) -> Path:
+    cache = cache_dir()
+    key = sha256_of(capture)[:16]
+    out = cache / f"{key}-lo{port}.pcap"
+    if out.is_file():
+        return out
+    source = capture
+    if facts_of(capture)["kind"] == "itch":
+        source = cache / f"{key}.pcap"
+        if not source.is_file():
+            run_tool("itch2pcap", [capture, "--out", source, "--port", str(port)])
+    linktype = facts_of(source)["linktype"]
+    tmp = out.with_suffix(".tmp.pcap")
+    cmd = ["tcprewrite", f"--infile={source}", f"--outfile={tmp}", "--enet-dmac=00:00:00:00:00:00",
+           "--enet-smac=00:00:00:00:00:00", "--dstipmap=0.0.0.0/0:127.0.0.1/32",
+           "--srcipmap=0.0.0.0/0:127.0.0.2/32", f"--portmap=1-65535:{port}", "--fixcsum"]
+    if linktype != 1:
+        cmd.append("--dlt=enet")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise RewriteError(f"tcprewrite failed on {capture}: {proc.stderr.strip()}")
+    tmp.replace(out)
+    return out

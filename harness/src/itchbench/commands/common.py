@@ -1,0 +1,37 @@
+"""What several commands print: a run's one-line result and its verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .. import rundir
+
+
+class UserError(RuntimeError):
+    """Bad input from the user: printed without a traceback, exit 2."""
+
+
+def run_line(summary: dict[str, Any]) -> str:
+    """The counts of a run, hop by hop, on one line."""
+    rec = summary.get("reconciliation") or {}
+    transport = summary["transport"]
+    hop = rec.get(transport, {})
+    parts = [f"{rec.get('received', 0):,} messages applied"]
+    if transport == "udp" and hop:
+        parts.append(f"sent {hop['tcpreplay_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
+                     f"dropped {hop['kernel_dropped']:,}")
+    if transport == "serial" and hop:
+        util = hop.get("line_utilisation")
+        parts.append(f"{hop['lines_good']:,} good lines, {hop['lines_bad']} bad"
+                     + (f", line utilisation {util * 100:.2f}%" if util is not None else ""))
+    if rec:
+        parts.append(f"{rec.get('missing', 0)} missing, {rec.get('rejected', 0)} rejected, "
+                     f"{rec.get('duplicates', 0)} duplicates")
+    parts.append(f"{summary.get('bbo', {}).get('events', 0):,} BBO events")
+    return "; ".join(parts)
+
+
+def verdict_of(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    summary = rundir.read_json(run_dir / "summary.json")
+    return summary, summary["verdict"]

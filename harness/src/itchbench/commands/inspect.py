@@ -1,0 +1,43 @@
+"""itchbench inspect CAPTURE: what a capture holds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..captures.inspect import inspect_capture, rejections
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    i = sub.add_parser("inspect", help="per-type message counts and framing accounting of a capture")
+    i.add_argument("capture", help="pcap/pcapng of MoldUDP64 over UDP, or a binary ITCH 5.0 file")
+    i.add_argument("--port", type=int, help="only UDP datagrams to this port")
+    i.add_argument("--json", action="store_true", help="print the full JSON report")
+    i.set_defaults(func=run)
+
+
+def type_table(reports: dict[str, dict[str, Any]]) -> str:
+    """Per-type message counts, one column per capture."""
+    names = list(reports)
+    width = max(12, *(len(n) for n in names))
+    lines = ["type  " + "".join(f"{n:>{width + 2}}" for n in names)]
+    types = list(next(iter(reports.values()))["decode"]["per_type"])
+    for t in types:
+        lines.append(f"{t:<6}" + "".join(f"{reports[n]['decode']['per_type'][t]:>{width + 2},}" for n in names))
+    lines.append(f"{'total':<6}" + "".join(f"{reports[n]['messages']:>{width + 2},}" for n in names))
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    report = inspect_capture(Path(args.capture), args.port)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(type_table({Path(args.capture).name: report}))
+        rej = {k: v for k, v in rejections(report).items() if v}
+        print(f"rejected: {rej or 'none'}")
+        if not report["complete"]:
+            print(f"ERROR: {report['error']}")
+    return 0 if report["complete"] and report["rejected"] == 0 else 1

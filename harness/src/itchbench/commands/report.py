@@ -1,0 +1,26 @@
+"""itchbench report RUN_DIR: rebuild a run's report, byte for byte."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..analysis import report
+from ..analysis.stats import METHODS, NEAREST
+from .common import UserError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    rp = sub.add_parser("report", help="(re)build a run's report.md, plots, HdrHistogram logs and summary latency")
+    rp.add_argument("run_dir", metavar="RUN_DIR")
+    rp.add_argument("--method", choices=METHODS, default=NEAREST, help="percentile method (default: %(default)s)")
+    rp.add_argument("--csv", action="store_true", help="also write latency.csv, one row per message")
+    rp.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "manifest.json").is_file():
+        raise UserError(f"{run_dir} is not a run directory (no manifest.json)")
+    print(report.build(run_dir, method=args.method, csv=args.csv))
+    return 0

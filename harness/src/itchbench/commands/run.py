@@ -1,0 +1,42 @@
+"""itchbench run SCENARIO: every configuration and repetition of a scenario."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..runs import runner, scenario, verdict
+from .common import run_line, verdict_of
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    r = sub.add_parser("run", help="run a scenario (sim, udp via tcpreplay, serial via socat) into run directories",
+                       description="Run every configuration and repetition of a scenario. Each run ends with "
+                       "its verdict (LOSSLESS, FAULTS ACCOUNTED, LOST, NOT BALANCED, INCOMPLETE); the last line "
+                       "counts them. Exit 0 only when every run is lossless or its losses are exactly the "
+                       "declared faults; 1 otherwise; 2 for a bad scenario.")
+    r.add_argument("scenario", help="scenario file (TOML), e.g. scenarios/udp-baseline.toml")
+    r.add_argument("--out", metavar="DIR", help="where run directories go (default: reports/runs)")
+    r.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    configs = scenario.load(Path(args.scenario))
+    root = Path(args.out) if args.out else runner.default_root()
+    plan = [(c, r) for c in configs for r in range(1, c.values["repetitions"] + 1)]
+    print(f"{Path(args.scenario).name}: {len(configs)} configuration(s), {len(plan)} run(s) -> {root}", flush=True)
+    statuses: list[str] = []
+    try:
+        for i, (config, rep) in enumerate(plan, 1):
+            print(f"[{i}/{len(plan)}] {config.label} ({config.transport}) repetition "
+                  f"{rep}/{config.values['repetitions']}", flush=True)
+            run_dir = runner.execute(config.values, config.label, root=root)
+            summary, v = verdict_of(run_dir)
+            print(f"  {run_line(summary)}\n  {v['headline']}\n  run directory: {run_dir}", flush=True)
+            statuses.append(v["status"])
+    except KeyboardInterrupt:
+        statuses.append("incomplete")
+        print(verdict.closing_line(statuses) + " (interrupted)")
+        raise
+    print(verdict.closing_line(statuses))
+    return verdict.exit_status(statuses)

@@ -1,0 +1,32 @@
+"""itchbench sim CAPTURE: the gateway on a capture in deterministic simulation."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..runs.sim import run_sim
+from .common import run_line, verdict_of
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("sim", help="run the gateway on a capture in deterministic simulation",
+                       description="Run the gateway on a capture in deterministic simulation. A capture with a "
+                       "fault sidecar beside it (CAPTURE.faults.json, from `itchbench faults`) is reconciled "
+                       "with it exactly. Exit 0: lossless or every loss an accounted fault; 1: lost, "
+                       "not balanced or incomplete; 2: unusable input.")
+    s.add_argument("capture", help="pcap/pcapng of MoldUDP64 over UDP (any port), or a binary ITCH 5.0 file")
+    s.add_argument("--out", metavar="RUN_DIR", help="new run directory (default: reports/runs/RUN_ID)")
+    s.add_argument("--no-latency-log", action="store_true", help="record the BBO stream only")
+    s.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    run_dir = run_sim(Path(args.capture), Path(args.out) if args.out else None, latency_log=not args.no_latency_log)
+    summary, verdict = verdict_of(run_dir)
+    print(run_line(summary))
+    if "performance" in summary:
+        print(f"{summary['performance']['messages_per_s'] / 1e6:.2f} M msg/s; BBO digest {summary['bbo']['digest']}")
+    print(f"run directory: {run_dir}")
+    print(verdict["headline"])
+    return int(verdict["exit_status"])

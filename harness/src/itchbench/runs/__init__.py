@@ -1,0 +1,2 @@
+"""Runs: scenarios, run directories, transports and their processes,
+reconciliation and verdicts."""

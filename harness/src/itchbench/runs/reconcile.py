@@ -1,0 +1,208 @@
+"""summary.json: completeness, the BBO digest, every message accounted for,
+and the verdict.
+
+For each transport the counts are followed hop by hop — capture, sender,
+kernel, gateway, decoder, logs, subscribers — and each hop is checked
+against the next (`checks`: the accounting adds up, `balanced`). Separately,
+`loss` says what did not arrive and where (`lossless`: nothing). A run whose
+capture carries a fault sidecar (itchbench faults) is reconciled with it
+exactly, per kind. docs/verdicts.md defines every field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..analysis import logs
+from ..captures import faults
+from ..captures.digest import sim_bbo
+from ..captures.inspect import facts_of
+from .. import rundir
+from . import verdict
+from .failure import RunError
+
+if TYPE_CHECKING:
+    from .runner import Run
+
+
+def _gateway(gw: dict[str, Any], latency_records: int | None, bbo_records: int,
+             checks: dict[str, bool]) -> dict[str, Any]:
+    dec = gw["decode"]
+    rejected = dec["rejected_unknown_type"] + dec["rejected_wrong_length"] + dec["rejected_empty"]
+    received = gw["messages_received"]
+    checks["decoded + rejected = received"] = dec["messages"] + rejected == received
+    if latency_records is not None:
+        checks["one latency record per message"] = latency_records == received
+    checks["one BBO record per event"] = bbo_records == gw["bbo_events"]
+    checks["no log record dropped"] = gw["logs"]["latency_dropped"] == 0 and gw["logs"]["bbo_dropped"] == 0
+    seq, mold = gw["sequence"], gw["mold"]
+    return {
+        "received": received, "decoded": dec["messages"], "rejected": rejected,
+        "missing": seq["missing_messages"], "duplicates": seq["duplicate_messages"],
+        "reordered": seq["reordered_messages"], "gap_events": seq["gap_events"],
+        "rejected_packets": mold["rejected_too_short"] + mold["rejected_length_overrun"]
+        + mold["rejected_count_mismatch"],
+        "latency_records": latency_records, "bbo_events": gw["bbo_events"], "bbo_records": bbo_records,
+    }
+
+
+def _udp(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+    loops = run.values["replay"]["loops"]
+    tr, kernel = run.extras.get("tcpreplay", {}), run.extras.get("kernel", {})
+    expected_datagrams = facts["datagrams"] * loops
+    sent, failed = int(tr.get("successful", 0)), int(tr.get("failed", 0))
+    delivered = kernel.get("UdpInDatagrams", 0)
+    dropped = kernel.get("UdpInErrors", 0)
+    checks["tcpreplay sent + failed = capture datagrams x loops"] = sent + failed == expected_datagrams
+    checks["kernel delivered + dropped + no port = sent"] = (
+        delivered + dropped + kernel.get("UdpNoPorts", 0) == sent)
+    checks["gateway datagrams = kernel delivered"] = gw["udp"]["datagrams"] == delivered
+    return {
+        "capture_datagrams": facts["datagrams"], "loops": loops, "expected_messages": facts["messages"] * loops,
+        "tcpreplay_sent": sent, "tcpreplay_failed": failed,
+        "kernel_delivered": delivered, "kernel_dropped": dropped,
+        "kernel_rcvbuf_errors": kernel.get("UdpRcvbufErrors", 0), "kernel_no_port": kernel.get("UdpNoPorts", 0),
+        "gateway_datagrams": gw["udp"]["datagrams"],
+    }
+
+
+def _serial(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+    sr = run.extras.get("serial_replay", {})
+    ser = gw["serial"]
+    lines_sent = int(sr.get("lines", 0))
+    bad_lines = ser["bad_checksum"] + ser["malformed"] + ser["overlong"]
+    checks["serial-replay sent every message"] = lines_sent + int(sr.get("not_sent_oversize", 0)) == facts["messages"]
+    checks["good + bad lines = lines sent"] = ser["lines"] + bad_lines == lines_sent
+    return {
+        "expected_messages": facts["messages"], "lines_sent": lines_sent,
+        "not_sent_oversize": int(sr.get("not_sent_oversize", 0)), "lines_good": ser["lines"],
+        "lines_bad": bad_lines, "garbage_bytes": ser["garbage_bytes"],
+        "line_utilisation": sr.get("line_utilisation"), "late_lines": sr.get("late_lines"),
+        "timestamps_backwards": sr.get("timestamps_backwards", 0),
+        "corrupted_lines": int(sr.get("corrupted_lines", 0)),
+    }
+
+
+def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict[str, bool]) -> list[dict[str, Any]]:
+    """Each subscriber against the gateway's counters for its own connection(s):
+    a fast one must hold the BBO log byte for byte; what was dropped to a
+    slow or stuck one is counted against it alone."""
+    expected = bytes(bbo.record_bytes())
+    by_port = {r["peer_port"]: r for r in gw.get("publisher", {}).get("subscribers", [])}
+    out = []
+    for sub in run.extras.get("subscribers", []):
+        path = run.dir / sub["file"]
+        got = path.read_bytes() if path.exists() else b""
+        conns = [by_port[p] for p in sub["local_ports"] if p in by_port]
+        dropped = sum(c["frames_dropped"] for c in conns)
+        closed = [c["closed_by"] for c in conns if c["closed_by"]]
+        same = got == expected
+        entry = {**sub, "frames": len(got) // logs.BBO_DTYPE.itemsize, "frames_dropped": dropped,
+                 "closed_by": closed, "identical_to_bbo_log": same}
+        if sub["mode"] == "fast":
+            name = f"subscriber {sub['index']}"
+            checks[f"{name} is known to the gateway"] = len(conns) == len(sub["local_ports"]) == 1
+            checks[f"{name} finished in time"] = not sub["timed_out"]
+            # Identity is required exactly when the gateway says it sent everything to it.
+            if dropped == 0 and not closed:
+                checks[f"{name} received the BBO log exactly"] = same
+        out.append(entry)
+    return out
+
+
+def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]]) -> dict[str, Any]:
+    """What did not arrive, hop by hop, in messages (datagrams where so named)."""
+    hop = rec.get(transport, {})
+    expected = hop.get("expected_messages", rec["received"] + rec["missing"] + rec["reordered"])
+    not_applied = max(0, expected - rec["received"])
+    loss = {
+        "expected_messages": expected,
+        "messages_not_applied": not_applied,
+        "sequence_gap_messages": rec["missing"],
+        "late_messages_discarded": rec["reordered"],
+        "undetected_messages": max(0, not_applied - rec["missing"] - rec["reordered"]),
+        "duplicate_messages": rec["duplicates"],
+        "rejected_messages": rec["rejected"],
+        "rejected_packets": rec["rejected_packets"],
+        "sender_failed_packets": hop.get("tcpreplay_failed", 0) + hop.get("not_sent_oversize", 0),
+        "kernel_dropped_datagrams": hop.get("kernel_dropped", 0),
+        "serial_bad_lines": hop.get("lines_bad", 0),
+        "subscriber_frames_dropped": {f"subscriber {s['index']}": s["frames_dropped"]
+                                      for s in subs if s["mode"] == "fast" and s["frames_dropped"]},
+    }
+    loss["lossless"] = not (not_applied or rec["rejected"] or rec["rejected_packets"]
+                            or loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"]
+                            or loss["serial_bad_lines"] or loss["subscriber_frames_dropped"])
+    return loss
+
+
+def write_summary(run: "Run", failure: RunError | None) -> dict[str, Any]:
+    """Write summary.json, with its verdict, whatever state the run is in."""
+    summary: dict[str, Any] = {
+        "run_id": run.run_id, "label": run.label, "transport": run.values["transport"],
+        "capture": run.values["capture"], "complete": False, "balanced": False, "lossless": False,
+        "failure": {"kind": failure.kind, "message": str(failure)} if failure else None,
+        "error": str(failure) if failure else "", "transport_details": run.extras,
+    }
+    try:
+        _reconcile(run, failure, summary)
+    except Exception as e:  # noqa: BLE001 - a summary is always written; the defect is named
+        summary["complete"] = summary["balanced"] = summary["lossless"] = False
+        if not failure:
+            summary["failure"] = {"kind": "defect", "message": f"reconciliation failed: {type(e).__name__}: {e}"}
+            summary["error"] = summary["failure"]["message"]
+    summary["verdict"] = verdict.judge(summary)
+    rundir.write_json(run.dir / "summary.json", summary)
+    return summary
+
+
+def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) -> None:
+    gw_path = run.dir / "gateway.json"
+    if not gw_path.exists():
+        if not failure:
+            summary["failure"] = {"kind": "gateway_failed", "message": "the gateway wrote no counters (gateway.json)"}
+            summary["error"] = summary["failure"]["message"]
+        return
+    gw = rundir.read_json(gw_path)
+    capture = Path(run.values["capture"])
+    bbo = logs.read_bbo(run.dir / "bbo.bbo")
+    lat_path = run.dir / "latency.lat"
+    latency_records = len(logs.read_latency(lat_path).records) if lat_path.exists() else None
+    checks: dict[str, bool] = {}
+    rec = _gateway(gw, latency_records, len(bbo.records), checks)
+    transport = run.values["transport"]
+    if transport == "udp":
+        rec["udp"] = _udp(run, gw, facts_of(capture), checks)
+    elif transport == "serial":
+        rec["serial"] = _serial(run, gw, facts_of(capture), checks)
+    subs = _subscribers(run, gw, bbo, checks) if transport != "sim" else []
+    if transport != "sim":
+        rec["subscribers"] = subs
+    rec["loss"] = _loss(transport, rec, subs)
+    injected = faults.sidecar_of(capture)
+    if injected is not None:
+        rec["faults"] = faults.reconcile(injected, rec, checks)
+    elif transport == "serial" and run.values["serial"]["corrupt_every"]:
+        rec["faults"] = faults.reconcile_serial(rec, checks)
+    digest = logs.bbo_digest(bbo)
+    if transport != "sim" and rec["loss"]["lossless"] and not failure:
+        checks["BBO digest = simulation's digest"] = digest == sim_bbo(capture)[0]
+    rec["checks"] = checks
+    rec["balanced"] = all(checks.values())
+    complete = bool(gw["complete"]) and bbo.complete and not failure
+    gw_error = gw.get("error", "") or "; ".join(bbo.notes)
+    summary.update({
+        "complete": complete,
+        "balanced": rec["balanced"],
+        "lossless": rec["loss"]["lossless"],
+        "error": summary["error"] or gw_error,
+        "bbo": {"digest": digest, "events": len(bbo.records)},
+        "messages": {"per_type": gw["decode"]["per_type"]},
+        "book": gw["book"],
+        "reconciliation": rec,
+        "gateway": {k: gw[k] for k in ("stop_reason", "udp", "serial", "publisher", "realtime", "capture_stats")
+                    if k in gw},
+        "performance": {"elapsed_s": gw["elapsed_s"], "messages_per_s": gw["messages_per_s"],
+                        "timer_overhead_ns": gw["clock"]["timer_overhead_ns"], "stage_clock": gw["clock"]["stage"]},
+    })

@@ -1,0 +1,106 @@
+"""Running one configuration: run directory, transport, gateway, verdict.
+
+    sim     the gateway reads the capture in-process
+    udp     tcpreplay -> loopback of a private network namespace -> gateway
+    serial  serial-replay -> socat pty pair -> gateway
+
+Every run writes manifest.json first and summary.json last — always, also
+when the run fails, is interrupted or the harness itself has a defect — and
+summary.json carries the verdict (runs/verdict.py). Child processes, the
+namespace and the pty pair are gone when execute() returns, whatever
+happened (procs.ProcessGroup).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import paths
+from ..analysis import report
+from ..captures.fixtures import sha256_of
+from ..captures.inspect import check_capture
+from .. import rundir
+from . import environment, reconcile
+from .failure import Interrupted, RunError
+from .procs import ProcessGroup
+
+
+@dataclass
+class Run:
+    dir: Path
+    run_id: str
+    values: dict[str, Any]
+    label: str
+    env: dict[str, Any]
+    echo: bool
+    extras: dict[str, Any] = field(default_factory=dict)  # what the transport reports, into summary.json
+    subscriber_procs: list[tuple[subprocess.Popen, Path, str]] = field(default_factory=list)  # proc, out, kind
+
+    def say(self, text: str) -> None:
+        if self.echo:
+            print(text, file=sys.stderr, flush=True)
+
+
+def default_root() -> Path:
+    return paths.repo_root() / "reports" / "runs"
+
+
+def start(values: dict[str, Any], label: str, *, run_dir: Path | None, root: Path | None, echo: bool,
+          command: str) -> Run:
+    """Create the run directory — run_dir itself, or root/RUN_ID — and its manifest."""
+    run_id = rundir.new_run_id(label)
+    run_dir = rundir.create(run_dir if run_dir is not None else (root or default_root()) / run_id)
+    env = environment.snapshot()
+    manifest = {
+        "run_id": run_id,
+        "label": label,
+        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": command,
+        "scenario": values,
+        "scenario_hash": rundir.scenario_hash(values),
+        "capture_sha256": sha256_of(Path(values["capture"])),
+        "environment": env,
+    }
+    rundir.write_json(run_dir / "manifest.json", manifest)
+    return Run(run_dir, run_id, values, label, env, echo)
+
+
+def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, root: Path | None = None,
+            echo: bool = True, command: str = "itchbench run") -> Path:
+    """Run one configuration into a new run directory (run_dir, or root/RUN_ID)
+    and return it. Its summary.json holds the verdict; an interrupt is raised
+    again once the summary is written."""
+    from .transports import TRANSPORTS
+
+    check_capture(Path(values["capture"]))
+    run = start(values, label, run_dir=run_dir, root=root, echo=echo, command=command)
+    failure: RunError | None = None
+    interrupted: BaseException | None = None
+    try:
+        with ProcessGroup() as group:
+            TRANSPORTS[values["transport"]](run, group)
+    except RunError as e:
+        failure = e
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM as Interrupted
+        what = "SIGTERM" if isinstance(e, Interrupted) else "SIGINT (Ctrl-C)"
+        failure = RunError("interrupted", f"interrupted by {what}")
+        interrupted = e
+    except Exception as e:  # a defect of ours: the run still ends with an honest summary
+        failure = RunError("defect", f"harness defect: {type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}")
+    finally:
+        # Clean-up has run (the group is closed); nothing below may hide the original failure.
+        summary = reconcile.write_summary(run, failure)
+        if (run.dir / "gateway.json").exists():
+            try:
+                report.build(run.dir)
+            except Exception as e:  # noqa: BLE001 - the verdict stands; the report's absence is said
+                run.say(f"  report not written: {type(e).__name__}: {e}")
+    if interrupted is not None:
+        raise interrupted
+    return run.dir

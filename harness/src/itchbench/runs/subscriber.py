@@ -1,0 +1,92 @@
+"""A real TCP subscriber of the gateway's BBO stream, as its own process
+(it has to run inside the run's network namespace, where the gateway is).
+
+    python -m itchbench.runs.subscriber --port PORT --out FILE [--mode MODE]
+
+Writes every byte received to FILE until the gateway closes the connection,
+and beside it FILE.json with its local TCP port(s), by which the gateway's
+per-subscriber counters name it. Modes:
+  fast       reads as fast as it can (the one whose bytes are checked)
+  stuck      connects and never reads: it must not slow the gateway down
+  slow       reads 4 KiB every 50 ms
+  reconnect  reads, and disconnects and reconnects every 3 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import time
+from pathlib import Path
+
+MODES = ("fast", "stuck", "slow", "reconnect")
+RECONNECT_EVERY_S = 3.0
+
+
+def _connect(port: int, patience_s: float) -> socket.socket | None:
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=2)
+        except OSError as e:
+            if time.monotonic() > deadline:
+                print(f"itchbench-subscriber: cannot connect to 127.0.0.1:{port}: {e}", file=sys.stderr)
+                return None
+            time.sleep(0.05)
+
+
+def _record(info: Path, ports: list[int]) -> None:
+    tmp = info.with_name(info.name + ".tmp")
+    tmp.write_text(json.dumps({"local_ports": ports}) + "\n")
+    tmp.replace(info)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="itchbench-subscriber", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--mode", choices=MODES, default="fast")
+    args = p.parse_args(argv)
+    out_path = Path(args.out)
+    info = out_path.with_suffix(".json")
+    ports: list[int] = []
+    sock = _connect(args.port, 10)
+    if sock is None:
+        return 1
+    ports.append(sock.getsockname()[1])
+    _record(info, ports)
+    if args.mode == "stuck":
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        out_path.write_bytes(b"")
+        while True:  # holds the connection, never reads: until killed
+            time.sleep(3600)
+    reconnecting = args.mode == "reconnect"
+    with open(out_path, "wb") as out:
+        sock.settimeout(0.2 if reconnecting else None)
+        connected_at = time.monotonic()
+        while True:
+            if reconnecting and time.monotonic() - connected_at > RECONNECT_EVERY_S:
+                sock.close()
+                sock = _connect(args.port, 2)
+                if sock is None:
+                    return 0  # the gateway is gone
+                sock.settimeout(0.2)
+                connected_at = time.monotonic()
+                ports.append(sock.getsockname()[1])
+                _record(info, ports)
+                continue
+            try:
+                chunk = sock.recv(4096 if args.mode == "slow" else 1 << 16)
+            except socket.timeout:
+                continue
+            if not chunk:
+                return 0  # the gateway closed the stream: done
+            out.write(chunk)
+            if args.mode == "slow":
+                time.sleep(0.05)
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""serial: serial-replay -> socat pty pair -> the gateway's serial port."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ... import paths
+from ...captures.inspect import facts_of
+from ..deadlines import serial_sender_seconds
+from ..failure import RunError, describe_exit
+from .gateway import gateway_args
+from .live import finish_gateway, start_gateway, wait_for_sender
+
+if TYPE_CHECKING:
+    from ..procs import ProcessGroup
+    from ..runner import Run
+
+
+def run_serial(run: "Run", group: "ProcessGroup") -> None:
+    s = run.values["serial"]
+    pty_dir = Path(tempfile.mkdtemp(prefix="itchbench-pty-"))
+    group.on_close(lambda: shutil.rmtree(pty_dir, ignore_errors=True))
+    gw_end, replay_end = pty_dir / "gateway", pty_dir / "replay"
+    socat = group.start("socat", ["socat", f"pty,raw,echo=0,link={gw_end}", f"pty,raw,echo=0,link={replay_end}"],
+                        stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 5
+    while not (gw_end.exists() and replay_end.exists()):
+        if socat.poll() is not None or time.monotonic() > deadline:
+            raise RunError("setup", "socat did not create the pty pair")
+        time.sleep(0.01)
+    run.extras["ptys"] = [str(gw_end.resolve()), str(replay_end.resolve())]
+    cmd = [*gateway_args(run), "--source", "serial", "--device", str(gw_end), "--baud", str(s["baud"])]
+    gw = start_gateway(run, group, cmd, lambda c: c)
+    facts = facts_of(Path(run.values["capture"]))
+    expected_s = serial_sender_seconds(run.values, facts)
+    run.say(f"  serial-replay: {facts['messages']:,} lines at {s['baud']} baud (~{expected_s:.0f} s)")
+    report = run.dir / "serial-replay.json"
+    err = open(run.dir / "serial-replay.stderr", "wb")
+    group.on_close(err.close)
+    sr = group.start("serial-replay", [str(paths.tool("serial-replay")), run.values["capture"], "--device",
+                                       str(replay_end), "--baud", str(s["baud"]), "--timing", s["timing"],
+                                       "--multiplier", str(s["multiplier"]), "--report", str(report),
+                                       "--garbage-every", str(s["garbage_every"]), "--corrupt-every", str(s["corrupt_every"])],
+                     stdout=subprocess.DEVNULL, stderr=err)
+    wait_for_sender(run, group, sr, gw, "serial-replay", expected_s)
+    if sr.returncode != 0:
+        text = (run.dir / "serial-replay.stderr").read_text(errors="replace").strip()
+        raise RunError("sender_failed", f"serial-replay {describe_exit(sr.returncode)}: {text[-500:]}")
+    run.extras["serial_replay"] = json.loads(report.read_text())
+    finish_gateway(run, group, gw)
+    group.stop(socat)

@@ -1,0 +1,42 @@
+"""sim: the gateway reads the capture in-process, with a deadline."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...captures.inspect import facts_of
+from ..deadlines import sim_seconds
+from ..failure import RunError
+from .gateway import gateway_args, judge_exit
+
+if TYPE_CHECKING:
+    from ..procs import ProcessGroup
+    from ..runner import Run
+
+
+def run_sim(run: "Run", group: "ProcessGroup") -> None:
+    cmd = [*gateway_args(run), "--source", "sim", "--capture", run.values["capture"], "--progress"]
+    deadline_s = sim_seconds(facts_of(Path(run.values["capture"])))
+    run.extras["deadline_s"] = round(deadline_s, 1)
+    proc = group.start("gateway", cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                       errors="replace")
+    lines: list[str] = []
+
+    def pump() -> None:  # progress lines as they come, and the whole stderr for the verdict
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            run.say(line.rstrip())
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        rc = proc.wait(deadline_s)
+    except subprocess.TimeoutExpired:
+        group.stop(proc)
+        raise RunError("deadline", f"the gateway did not finish the capture within {deadline_s:.0f} s") from None
+    reader.join(5)
+    judge_exit(run, rc, "".join(lines))
