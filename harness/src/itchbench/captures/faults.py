@@ -15,6 +15,7 @@ kind (docs/faults.md):
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,26 @@ def inject(src: Path, dst: Path, *, seed: int, drop: float = 0, duplicate: float
     sidecar = sidecar_of(dst)
     assert sidecar is not None, "itch-faults wrote no sidecar"
     return sidecar
+
+
+def any_faults(table: dict[str, Any]) -> bool:
+    return any(table[k] for k in OPTIONS) or bool(table["burst_drop"])
+
+
+def faulted_capture(capture: Path, table: dict[str, Any]) -> Path:
+    """The capture with a scenario's [faults] applied, cached by content and
+    options under reports/cache/ (its sidecar beside it)."""
+    from .fixtures import sha256_of
+    from .loopback import cache_dir
+
+    options = {k: table[k] for k in sorted(table)}
+    key = hashlib.sha256((sha256_of(capture) + json.dumps(options, sort_keys=True)).encode()).hexdigest()[:16]
+    out = cache_dir() / f"{key}-faults.pcap"
+    if not (out.is_file() and sidecar_path(out).is_file()):
+        inject(capture, out, seed=table["seed"], drop=table["drop"], duplicate=table["duplicate"],
+               reorder=table["reorder"], reorder_window=table["reorder_window"], truncate=table["truncate"],
+               corrupt=table["corrupt"], burst_drop=table["burst_drop"] or None)
+    return out
 
 
 def reconcile(injected: dict[str, Any], rec: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import paths
 from ..analysis import report
+from ..captures import faults
 from ..captures.fixtures import sha256_of
 from ..captures.inspect import check_capture
 from .. import rundir
@@ -79,6 +80,10 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
     from .transports import TRANSPORTS
 
     check_capture(Path(values["capture"]))
+    if faults.any_faults(values["faults"]):
+        # Applied before any transport; the run reconciles with the sidecar.
+        values = {**values, "source_capture": values["capture"],
+                  "capture": str(faults.faulted_capture(Path(values["capture"]), values["faults"]))}
     run = start(values, label, run_dir=run_dir, root=root, echo=echo, command=command)
     failure: RunError | None = None
     interrupted: BaseException | None = None

@@ -67,6 +67,16 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "garbage_every": (int, 0, _at_least(0), "line noise before every Nth line (0: none)"),
         "corrupt_every": (int, 0, _at_least(0), "damage every Nth line (0: none)"),
     },
+    "faults": {
+        "seed": (int, 1, _at_least(0), "seed of the fault draw (recorded in the sidecar)"),
+        "drop": (float, 0.0, _between(0, 1), "probability a packet is dropped"),
+        "duplicate": (float, 0.0, _between(0, 1), "probability a packet is sent twice"),
+        "reorder": (float, 0.0, _between(0, 1), "probability a packet moves later"),
+        "reorder_window": (int, 4, _between(1, 64), "a reordered packet moves later by 1..K packets"),
+        "truncate": (float, 0.0, _between(0, 1), "probability a packet's payload is cut short"),
+        "corrupt": (float, 0.0, _between(0, 1), "probability one message of a packet is damaged"),
+        "burst_drop": (str, "", lambda v: v == "" or "@" in v or "must be LEN@P", "LEN@P: bursts of drops"),
+    },
     "gateway": {
         "cpu": (int, -1, _at_least(-1), "pin the receive thread (-1: no)"),
         "publisher_cpu": (int, -1, _at_least(-1), "pin the publisher thread (-1: no)"),

@@ -1,0 +1,171 @@
+"""The fault injector: deterministic for a seed, its sidecar equal to an
+independent count of its output, and every run of the output reconciled with
+the sidecar exactly, kind by kind (docs/faults.md)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from itchbench import rundir
+from itchbench.captures import faults, fixtures
+from itchbench.cli import main as itchbench_main
+from itchbench.runs import runner
+
+from live_helpers import config, leftover_processes, summary_of
+
+DAY = next(fx for fx in fixtures.load_manifest() if fx.name == "nasdaq-day-sample").path
+ITCH_TYPES = set(b"SRHYLVWKJhAFECXDUPQBINO")
+ALL_FAULTS = ["--drop", "0.02", "--duplicate", "0.02", "--reorder", "0.02", "--truncate", "0.02",
+              "--corrupt", "0.03", "--burst-drop", "3@0.005"]
+
+
+def packets(pcap: Path) -> list[bytes]:
+    """UDP payloads in file order: a reader of our own, not the C++ one."""
+    data = pcap.read_bytes()
+    off, out = 24, []
+    while off + 16 <= len(data):
+        incl = struct.unpack_from("<I", data, off + 8)[0]
+        frame = data[off + 16: off + 16 + incl]
+        off += 16 + incl
+        ihl = (frame[14] & 0x0F) * 4
+        udp_len = struct.unpack_from(">H", frame, 14 + ihl + 4)[0]
+        out.append(frame[14 + ihl + 8: 14 + ihl + udp_len])
+    return out
+
+
+def mold(payload: bytes) -> tuple[int, int, list[bytes]] | None:
+    """(first sequence, count, messages), or None when MoldUDP64 validation fails."""
+    if len(payload) < 20:
+        return None
+    seq, count = struct.unpack_from(">QH", payload, 10)
+    if count in (0, 0xFFFF):
+        return (seq, 0, []) if len(payload) == 20 else None
+    msgs, p = [], 20
+    for _ in range(count):
+        if p + 2 > len(payload):
+            return None
+        (n,) = struct.unpack_from(">H", payload, p)
+        if p + 2 + n > len(payload):
+            return None
+        msgs.append(payload[p + 2: p + 2 + n])
+        p += 2 + n
+    return (seq, count, msgs) if p == len(payload) else None
+
+
+def independent_count(original: Path, faulty: Path) -> dict[str, int]:
+    before = {m[0]: m for m in (mold(p) for p in packets(original)) if m and m[1]}
+    out = packets(faulty)
+    parsed = [mold(p) for p in out]
+    seen = Counter((m[0], m[1]) for m in parsed if m and m[1])
+    present = {seq for seq, _ in seen}
+    highest, reordered_packets, reordered_messages = 0, 0, 0
+    first_copy: set[int] = set()
+    for m in parsed:
+        if not m:
+            continue
+        seq, count, _ = m
+        if seq < highest and seq not in first_copy:  # arrives after a higher sequence
+            reordered_packets += 1
+            reordered_messages += count
+        first_copy.add(seq)
+        highest = max(highest, seq + count)
+    bad_types = decoded = 0
+    for m in parsed:
+        if m and m[1]:
+            for i, msg in enumerate(m[2]):
+                if msg[0] not in ITCH_TYPES:
+                    bad_types += 1
+                elif msg != before[m[0]][2][i]:
+                    decoded += 1
+    dup_packets = sum(n - 1 for n in seen.values())
+    return {
+        "packets_out": len(out),
+        "truncated_packets": sum(1 for m in parsed if m is None),
+        "duplicated_packets": dup_packets,
+        "duplicated_messages": sum((n - 1) * count for (seq, count), n in seen.items()),
+        "reordered_messages": reordered_messages,
+        "corrupted_messages_rejected": bad_types,
+        "corrupted_messages_decoded": decoded,
+        # Messages that reach the gateway nowhere, valid: dropped or truncated.
+        "lost_messages": sum(c for s, (_, c, _) in before.items() if s not in present),
+    }
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 11])
+def test_sidecar_equals_an_independent_count_of_the_output(tmp_path, seed):
+    out = tmp_path / "faulty.pcap"
+    assert itchbench_main(["faults", str(DAY), str(out), "--seed", str(seed), *ALL_FAULTS]) == 0
+    side = json.loads((tmp_path / "faulty.pcap.faults.json").read_text())
+    mine = independent_count(DAY, out)
+    for key in ("packets_out", "truncated_packets", "duplicated_packets", "duplicated_messages",
+                "reordered_messages", "corrupted_messages_rejected", "corrupted_messages_decoded"):
+        assert side[key] == mine[key], key
+    assert side["dropped_messages"] + side["truncated_messages"] == mine["lost_messages"]
+    assert side["packets_out"] == side["packets_in"] - side["dropped_packets"] + side["duplicated_packets"]
+    assert side["seed"] == seed
+    # Every kind was drawn at least once at these rates: the counts are not vacuous.
+    assert all(side[k] > 0 for k in ("dropped_packets", "duplicated_packets", "reordered_packets",
+                                     "truncated_packets", "corrupted_messages_rejected"))
+    assert len(side["sequences"]["dropped"]) == side["dropped_messages"]
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
+    outs = []
+    for name, seed in [("a", 5), ("b", 5), ("c", 6)]:
+        out = tmp_path / f"{name}.pcap"
+        faults.inject(DAY, out, seed=seed, drop=0.02, reorder=0.02, corrupt=0.02)
+        outs.append((out.read_bytes(), faults.sidecar_path(out).read_text()))
+    assert outs[0] == outs[1]
+    assert outs[0][0] != outs[2][0]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_simulation_counters_equal_the_sidecar(tmp_path, seed):
+    out = tmp_path / "faulty.pcap"
+    assert itchbench_main(["faults", str(DAY), str(out), "--seed", str(seed), *ALL_FAULTS]) == 0
+    assert itchbench_main(["sim", str(out), "--out", str(tmp_path / "run"), "--no-latency-log"]) == 0
+    s = rundir.read_json(tmp_path / "run" / "summary.json")
+    rec, side = s["reconciliation"], faults.sidecar_of(out)
+    assert s["verdict"]["status"] == "faults_accounted" and s["balanced"] and not s["lossless"]
+    assert rec["duplicates"] == side["duplicated_messages"]
+    assert rec["reordered"] == side["reordered_messages"]
+    assert rec["rejected_packets"] == side["truncated_packets"]
+    assert rec["rejected"] == side["corrupted_messages_rejected"]
+    assert side["messages_in"] - rec["received"] == (side["dropped_messages"] + side["truncated_messages"]
+                                                     + side["reordered_messages"])
+
+
+def test_sidecar_that_does_not_match_is_not_balanced(tmp_path):
+    out = tmp_path / "faulty.pcap"
+    faults.inject(DAY, out, seed=4, drop=0.05)
+    side = faults.sidecar_path(out)
+    data = json.loads(side.read_text())
+    data["dropped_messages"] += 1  # a claim the gateway's counters contradict
+    side.write_text(json.dumps(data))
+    assert itchbench_main(["sim", str(out), "--out", str(tmp_path / "run"), "--no-latency-log"]) == 1
+    s = rundir.read_json(tmp_path / "run" / "summary.json")
+    assert s["verdict"]["status"] == "unbalanced" and not s["balanced"]
+
+
+def test_udp_counters_equal_the_sidecar_through_a_scenario(tmp_path):
+    values = config(DAY, "udp", replay={"rate": "pps", "pps": 20000},
+                    faults={"seed": 9, "drop": 0.02, "duplicate": 0.02, "reorder": 0.02, "truncate": 0.01,
+                            "corrupt": 0.01, "burst_drop": "3@0.005"})
+    run = runner.execute(values, "udp-faults", root=tmp_path, echo=False)
+    s = summary_of(run)
+    assert s["verdict"]["status"] == "faults_accounted", s["verdict"]
+    assert s["reconciliation"]["faults"]["injected"]["seed"] == 9
+    assert s["reconciliation"]["udp"]["kernel_dropped"] == 0
+    assert leftover_processes() == []
+
+
+def test_bad_fault_options_are_clear_errors(tmp_path, capsys):
+    out = tmp_path / "x.pcap"
+    assert itchbench_main(["faults", str(DAY), str(out), "--seed", "1", "--burst-drop", "nonsense"]) == 1
+    assert "LEN@P" in capsys.readouterr().err
+    assert not out.exists()
