@@ -1,5 +1,5 @@
 // Full-depth order book for all stocks of an ITCH session, with the BBO
-// semantics of DESIGN.md:
+// semantics of docs/book-and-bbo.md:
 //  - A/F add; E and C reduce by the executed shares; X by the cancelled
 //    shares; a reduction never goes below zero and an order at zero is
 //    removed; D removes; U removes the original and adds the new reference

@@ -1,6 +1,6 @@
 // A deliberately naive order book for differential tests: std::map of orders,
 // the BBO recomputed by scanning every order of the stock. Written apart from
-// the real book and from the spec text in DESIGN.md, never from its code.
+// the real book and from the spec text in docs/book-and-bbo.md, never from its code.
 #pragma once
 #include <algorithm>
 #include <cstdint>

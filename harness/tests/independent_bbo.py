@@ -1,6 +1,6 @@
 """An independent BBO computation in plain Python, for cross-checking the
 gateway: its own pcap, MoldUDP64 and ITCH parsing (struct), its own book
-(dicts), the BBO semantics of DESIGN.md. Slow and simple on purpose; only for
+(dicts), the BBO semantics of docs/book-and-bbo.md. Slow and simple on purpose; only for
 small captures."""
 
 from __future__ import annotations

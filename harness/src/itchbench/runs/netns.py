@@ -3,7 +3,7 @@
 Held by `unshare --net sleep infinity` (started with PDEATHSIG), entered by
 `nsenter --net=/proc/PID/ns/net`. Its loopback is brought up and set to
 accept replayed frames addressed to 127.0.0.1 (route_localnet, accept_local),
-as DESIGN.md records. Nothing on the host changes.
+as docs/transports.md records. Nothing on the host changes.
 """
 
 from __future__ import annotations
