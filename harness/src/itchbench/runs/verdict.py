@@ -19,26 +19,22 @@ from typing import Any
 EXIT = {"lossless": 0, "faults_accounted": 0, "lost": 1, "unbalanced": 1, "incomplete": 1}
 
 
+# What each kind of loss is called in a headline, in hop order.
+_LOSS_WORDS = [
+    ("sender_failed_packets", "sender failed {:,} packets"),
+    ("kernel_dropped_datagrams", "kernel dropped {:,} datagrams"),
+    ("serial_bad_lines", "{:,} bad serial lines"),
+    ("sequence_gap_messages", "sequence gaps {:,} messages"),
+    ("late_messages_discarded", "{:,} arrived late (discarded)"),
+    ("undetected_messages", "{:,} never seen (no later packet showed the gap)"),
+    ("rejected_packets", "gateway rejected {:,} packets"),
+    ("rejected_messages", "gateway rejected {:,} messages"),
+]
+
+
 def _where(loss: dict[str, Any]) -> str:
-    parts = []
-    if loss["sender_failed_packets"]:
-        parts.append(f"sender failed {loss['sender_failed_packets']:,} packets")
-    if loss["kernel_dropped_datagrams"]:
-        parts.append(f"kernel dropped {loss['kernel_dropped_datagrams']:,} datagrams")
-    if loss["serial_bad_lines"]:
-        parts.append(f"{loss['serial_bad_lines']:,} bad serial lines")
-    if loss["sequence_gap_messages"]:
-        parts.append(f"sequence gaps {loss['sequence_gap_messages']:,} messages")
-    if loss["late_messages_discarded"]:
-        parts.append(f"{loss['late_messages_discarded']:,} arrived late (discarded)")
-    if loss["undetected_messages"]:
-        parts.append(f"{loss['undetected_messages']:,} never seen (no later packet showed the gap)")
-    if loss["rejected_packets"]:
-        parts.append(f"gateway rejected {loss['rejected_packets']:,} packets")
-    if loss["rejected_messages"]:
-        parts.append(f"gateway rejected {loss['rejected_messages']:,} messages")
-    for name, n in loss["subscriber_frames_dropped"].items():
-        parts.append(f"{name} missed {n:,} BBO frames")
+    parts = [words.format(loss[key]) for key, words in _LOSS_WORDS if loss[key]]
+    parts += [f"{name} missed {n:,} BBO frames" for name, n in loss["subscriber_frames_dropped"].items()]
     return "; ".join(parts)
 
 
