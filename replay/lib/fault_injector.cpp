@@ -17,6 +17,7 @@ enum class Fault : uint8_t { kNone, kDrop, kDuplicate, kReorder, kTruncate, kCor
 
 struct Item {
   uint64_t timestamp_ns;
+  net::Endpoints endpoints;  // of a MoldUDP64 packet: to rebuild it when cut
   std::vector<uint8_t> frame;  // as written: a rebuilt UDP frame, or an untouched one
   bool mold = false;           // a MoldUDP64 packet we parsed
   bool end_of_session = false;
@@ -35,8 +36,11 @@ std::vector<uint8_t> build(const net::Endpoints& ep, uint16_t ip_id, const uint8
   return frame;
 }
 
-void append_sequences(std::vector<uint64_t>& out, const Item& it) {
-  for (uint16_t i = 0; i < it.count; ++i) out.push_back(it.first_seq + i);
+// One faulted packet: its count, its messages and their sequence numbers.
+void tally(uint64_t& packets, uint64_t& messages, std::vector<uint64_t>& sequences, const Item& it) {
+  ++packets;
+  messages += it.count;
+  for (uint16_t i = 0; i < it.count; ++i) sequences.push_back(it.first_seq + i);
 }
 
 }  // namespace
@@ -53,17 +57,16 @@ FaultReport inject_faults(const std::string& in, const std::string& out, const F
     const auto n = reader.next(rec);
     if (n == net::PcapReader::Next::kEnd) break;
     if (n == net::PcapReader::Next::kError) throw std::runtime_error(in + ": " + reader.error());
-    Item it{rec.timestamp_ns, {}, false, false, 0, 0, Fault::kNone, 0};
+    Item it{rec.timestamp_ns, {}, {}, false, false, 0, 0, Fault::kNone, 0};
     net::UdpDatagram dg;
     mold::Packet pkt;
     if (net::extract_udp(linktype, rec.data, rec.caplen, dg) == net::FrameStatus::kOk &&
         mold::parse(dg.payload, dg.length, pkt) == mold::ParseStatus::kOk) {
-      net::Endpoints ep;
-      ep.src_ip = dg.src_ip;
-      ep.dst_ip = dg.dst_ip;
-      ep.src_port = dg.src_port;
-      ep.dst_port = dg.dst_port;
-      it.frame = build(ep, ip_id++, dg.payload, dg.length);
+      it.endpoints.src_ip = dg.src_ip;
+      it.endpoints.dst_ip = dg.dst_ip;
+      it.endpoints.src_port = dg.src_port;
+      it.endpoints.dst_port = dg.dst_port;
+      it.frame = build(it.endpoints, ip_id++, dg.payload, dg.length);
       it.mold = true;
       it.end_of_session = pkt.kind() == mold::PacketKind::kEndOfSession;
       it.first_seq = pkt.sequence();
@@ -116,12 +119,7 @@ FaultReport inject_faults(const std::string& in, const std::string& out, const F
       const size_t payload = it.frame.size() - kPayloadOffset;
       const size_t cut = size_t(rng.below(payload));  // any strict prefix fails validation
       std::vector<uint8_t> p(it.frame.begin() + kPayloadOffset, it.frame.begin() + long(kPayloadOffset + cut));
-      net::Endpoints ep;
-      ep.src_ip = load_be32(&it.frame[14 + 12]);
-      ep.dst_ip = load_be32(&it.frame[14 + 16]);
-      ep.src_port = load_be16(&it.frame[14 + 20]);
-      ep.dst_port = load_be16(&it.frame[14 + 22]);
-      it.frame = build(ep, load_be16(&it.frame[14 + 4]), p.data(), p.size());
+      it.frame = build(it.endpoints, load_be16(&it.frame[14 + 4]), p.data(), p.size());
     } else if (it.count > 0 && rng.chance_ppm(o.corrupt_ppm)) {
       it.fault = Fault::kCorrupt;
       // Find the chosen message inside the MoldUDP64 payload.
@@ -143,7 +141,7 @@ FaultReport inject_faults(const std::string& in, const std::string& out, const F
       // The UDP checksum covers the payload: recompute it.
       const size_t udp = 14 + 20;
       store_be16(&it.frame[udp + 6], 0);
-      store_be16(&it.frame[udp + 6], net::udp_checksum(load_be32(&it.frame[14 + 12]), load_be32(&it.frame[14 + 16]),
+      store_be16(&it.frame[udp + 6], net::udp_checksum(it.endpoints.src_ip, it.endpoints.dst_ip,
                                                        &it.frame[udp], it.frame.size() - udp));
     }
   }
@@ -164,29 +162,20 @@ FaultReport inject_faults(const std::string& in, const std::string& out, const F
     (void)key;
     if (!it->mold) continue;
     const uint64_t end = it->first_seq + it->count;
-    if (it->fault == Fault::kReorder && it->first_seq < highest_end) {
-      ++r.reordered_packets;
-      r.reordered_messages += it->count;
-      append_sequences(r.reordered_sequences, *it);
-    }
+    if (it->fault == Fault::kReorder && it->first_seq < highest_end)
+      tally(r.reordered_packets, r.reordered_messages, r.reordered_sequences, *it);
     highest_end = std::max(highest_end, end);
   }
   for (const Item& it : items) {
     switch (it.fault) {
       case Fault::kDrop:
-        ++r.dropped_packets;
-        r.dropped_messages += it.count;
-        append_sequences(r.dropped_sequences, it);
+        tally(r.dropped_packets, r.dropped_messages, r.dropped_sequences, it);
         break;
       case Fault::kDuplicate:
-        ++r.duplicated_packets;
-        r.duplicated_messages += it.count;
-        append_sequences(r.duplicated_sequences, it);
+        tally(r.duplicated_packets, r.duplicated_messages, r.duplicated_sequences, it);
         break;
       case Fault::kTruncate:
-        ++r.truncated_packets;
-        r.truncated_messages += it.count;
-        append_sequences(r.truncated_sequences, it);
+        tally(r.truncated_packets, r.truncated_messages, r.truncated_sequences, it);
         break;
       case Fault::kCorrupt:
         ++r.corrupted_packets;
