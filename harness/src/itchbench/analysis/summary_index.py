@@ -20,7 +20,7 @@ def write(runs: list[Path], golden: dict[str, str | None], *, title: str) -> Pat
              "Latency from the gateway's receive stamp to the book applied, in nanoseconds, percentiles by nearest "
              "rank. For UDP the receive stamp is the kernel's; for serial the one-way column adds the wire "
              "(sender's stamp to receive, serialisation at the baud rate included).", "",
-             "| transport | messages | BBO events | digest = golden | balanced | p50 | p99 | p99.9 | max | one-way p50 | run |",
+             "| transport | verdict | messages | BBO events | digest = golden | p50 | p99 | p99.9 | max | one-way p50 | run |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for run in runs:
         s = rundir.read_json(run / "summary.json")
@@ -28,10 +28,12 @@ def write(runs: list[Path], golden: dict[str, str | None], *, title: str) -> Pat
         head = stages.get("receive_to_book", {})
         one_way = stages.get("one_way", {}).get("p50")
         rel = Path("..") / "runs" / run.name / "report.md" if run.parent.name == "runs" else run / "report.md"
+        received = (s.get("reconciliation") or {}).get("received", 0)
+        bbo = s.get("bbo", {})
         lines.append(
-            f"| {s['transport']} | {s['reconciliation']['received']:,} | {s['bbo']['events']:,} | "
-            f"{'yes' if golden.get(s['capture']) == s['bbo']['digest'] else 'NO'} | "
-            f"{'yes' if s['reconciliation']['balanced'] else 'NO'} | {_fmt(head.get('p50'))} | {_fmt(head.get('p99'))} | "
+            f"| {s['transport']} | {s['verdict']['status'].replace('_', ' ')} | {received:,} | {bbo.get('events', 0):,} | "
+            f"{'yes' if bbo and golden.get(s['capture']) == bbo['digest'] else 'NO'} | "
+            f"{_fmt(head.get('p50'))} | {_fmt(head.get('p99'))} | "
             f"{_fmt(head.get('p999'))} | {_fmt(head.get('max'))} | {_fmt(one_way)} | [{run.name}]({rel}) |")
     lines.append("")
     path.write_text("\n".join(lines))
