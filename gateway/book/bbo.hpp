@@ -22,6 +22,7 @@ struct BboEvent {
   uint64_t timestamp;  // that message's ITCH timestamp, ns since midnight
   uint16_t stock_locate;
   Bbo bbo;
+  uint8_t flags = 0;  // logfmt::BboFlags
 };
 
 }  // namespace itchbench

@@ -4,7 +4,9 @@
 
 namespace itchbench {
 
-OrderBook::OrderBook(size_t expected_orders) : stocks_(kStocks), orders_(expected_orders) {}
+OrderBook::OrderBook(size_t expected_orders) : orders_(expected_orders) {}
+
+void OrderBook::grow_stocks(uint16_t locate) { stocks_.resize(size_t(locate) + 1); }
 
 std::vector<OrderBook::Level>::iterator OrderBook::find_level(std::vector<Level>& levels, uint32_t key) {
   // Most activity is at or near the best level (the back): look there first.
@@ -17,6 +19,7 @@ std::vector<OrderBook::Level>::iterator OrderBook::find_level(std::vector<Level>
 }
 
 uint32_t OrderBook::insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t key) {
+  if (__builtin_expect(locate >= stocks_.size(), 0)) grow_stocks(locate);
   orders_.insert(ref, {key, shares, locate, side});
   std::vector<Level>& levels = stocks_[locate].sides[side];
   auto it = find_level(levels, key);
@@ -96,12 +99,13 @@ uint32_t OrderBook::replace(uint64_t original_ref, uint64_t new_ref, uint32_t sh
   return o.locate;
 }
 
-Bbo OrderBook::bbo(uint16_t locate) const { return bbo_of(stocks_[locate]); }
+Bbo OrderBook::bbo(uint16_t locate) const { return locate < stocks_.size() ? bbo_of(stocks_[locate]) : Bbo{}; }
 
 std::vector<OrderBook::LevelView> OrderBook::levels(uint16_t locate, char side) const {
   const bool bid = side == 'B';
-  const std::vector<Level>& levels = stocks_[locate].sides[bid ? 1 : 0];
   std::vector<LevelView> out;
+  if (locate >= stocks_.size()) return out;
+  const std::vector<Level>& levels = stocks_[locate].sides[bid ? 1 : 0];
   for (auto it = levels.rbegin(); it != levels.rend(); ++it)
     out.push_back({price_of(it->key, bid), it->orders, it->shares});
   return out;

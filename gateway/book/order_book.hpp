@@ -45,6 +45,7 @@ class OrderBook {
 
   Bbo bbo(uint16_t locate) const;
   // True when the stock's BBO differs from the last one taken; out = the new.
+  // locate is one that a book method returned (so its stock exists).
   bool take_bbo_change(uint16_t locate, Bbo& out) {
     Stock& s = stocks_[locate];
     const Bbo now = bbo_of(s);
@@ -110,9 +111,10 @@ class OrderBook {
   uint32_t reduce(uint64_t ref, uint32_t shares);
   uint32_t insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t key);
   void leave_level(const Order& o);  // takes an order's shares off its price level
+  void grow_stocks(uint16_t locate);  // room for stocks up to locate (first order of a new stock)
   static std::vector<Level>::iterator find_level(std::vector<Level>& levels, uint32_t key);
 
-  std::vector<Stock> stocks_;
+  std::vector<Stock> stocks_;  // by locate, up to the highest that has had an order: memory in proportion
   OrderTable<Order> orders_;
   BookCounters counters_;
 };

@@ -70,6 +70,13 @@ enum LatencyFlags : uint8_t {
   kRejected = 4,     // malformed (unknown type / wrong length): not applied
 };
 
+enum BboFlags : uint8_t {
+  // Messages were lost (a sequence gap, or a late message discarded) or
+  // rejected before this event, so any stock's book may be wrong from then
+  // on: the event is what the gateway computed, not what the feed meant.
+  kBookMayBeStale = 1,
+};
+
 struct BboRecord {
   uint64_t seq;
   uint64_t timestamp;     // ITCH timestamp of the message, ns since midnight
@@ -78,7 +85,7 @@ struct BboRecord {
   uint32_t bid_px;        // 4 implied decimals; 0 = empty side
   uint32_t ask_px;
   uint16_t stock_locate;
-  uint8_t flags;          // kWritten
+  uint8_t flags;          // kWritten | BboFlags
   uint8_t reserved[5];
 };
 static_assert(sizeof(BboRecord) == 48);

@@ -17,6 +17,16 @@ PcapReader::PcapReader(const std::string& path) {
   linktype_ = pcap_datalink(handle_);
 }
 
+PcapReader::PcapReader(FILE* stream, const std::string& name) {
+  char err[PCAP_ERRBUF_SIZE] = {0};
+  handle_ = pcap_fopen_offline_with_tstamp_precision(stream, PCAP_TSTAMP_PRECISION_NANO, err);
+  if (!handle_) {
+    std::fclose(stream);
+    throw std::runtime_error(name + ": not a readable capture: " + err);
+  }
+  linktype_ = pcap_datalink(handle_);
+}
+
 PcapReader::~PcapReader() {
   if (handle_) pcap_close(handle_);
 }

@@ -22,6 +22,8 @@ struct PcapRecord {
 class PcapReader {
  public:
   explicit PcapReader(const std::string& path);
+  // From an open stream (e.g. fmemopen for fuzzing); takes ownership of it.
+  PcapReader(FILE* stream, const std::string& name);
   ~PcapReader();
   PcapReader(const PcapReader&) = delete;
   PcapReader& operator=(const PcapReader&) = delete;

@@ -55,6 +55,9 @@ class Gateway {
   }
 
   void on_message(uint64_t seq, const uint8_t* msg, size_t len, uint64_t t_receive, uint64_t t_origin) {
+    // Sources hand over messages in sequence order; a jump means some were lost.
+    if (__builtin_expect(seq != last_seq_ + 1, 0) && last_seq_ != 0) bbo_flags_ = logfmt::kBookMayBeStale;
+    last_seq_ = seq;
     logfmt::LatencyRecord r{};
     r.seq = seq;
     r.t_origin = t_origin;
@@ -73,6 +76,7 @@ class Gateway {
     });
     if (st != itch::DecodeStatus::kOk) {
       decode_.count_rejection(st);
+      bbo_flags_ = logfmt::kBookMayBeStale;
       r.flags = logfmt::kRejected;
       if (latency_) latency_->append(r);
       return;
@@ -81,7 +85,7 @@ class Gateway {
     if (book_.counters().unknown_refs != unknown_before) r.flags |= logfmt::kUnknownRef;
     Bbo bbo;
     if (changed != OrderBook::kUnchanged && book_.take_bbo_change(uint16_t(changed), bbo)) {
-      const BboEvent ev{seq, load_be48(msg + 5), uint16_t(changed), bbo};
+      const BboEvent ev{seq, load_be48(msg + 5), uint16_t(changed), bbo, bbo_flags_};
       if (bbo_log_) {
         logfmt::BboRecord b{};
         b.seq = ev.seq;
@@ -91,6 +95,7 @@ class Gateway {
         b.bid_px = bbo.bid_px;
         b.ask_px = bbo.ask_px;
         b.stock_locate = ev.stock_locate;
+        b.flags = ev.flags;  // the log adds kWritten
         bbo_log_->append(b);
       }
       publisher_.publish(ev);
@@ -140,6 +145,8 @@ class Gateway {
   DecodeCounters decode_;
   SymbolTable symbols_;
   uint64_t bbo_events_ = 0;
+  uint64_t last_seq_ = 0;     // of the last message handed over
+  uint8_t bbo_flags_ = 0;     // logfmt::BboFlags for every event from here on
 };
 
 }  // namespace itchbench

@@ -73,7 +73,7 @@ class TcpPublisher {
     r.bid_px = e.bbo.bid_px;
     r.ask_px = e.bbo.ask_px;
     r.stock_locate = e.stock_locate;
-    r.flags = logfmt::kWritten;
+    r.flags = uint8_t(logfmt::kWritten | e.flags);
     if (ring_.push(r))
       ++counters_.published;
     else

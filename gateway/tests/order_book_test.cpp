@@ -8,6 +8,7 @@
 
 #include "book/order_book.hpp"
 #include "pipeline/gateway.hpp"
+#include "lockstep_book.hpp"
 #include "reference_book.hpp"
 #include "replay/lib/rng.hpp"
 #include "replay/lib/session_generator.hpp"
@@ -305,74 +306,6 @@ TEST(OrderBook, PowerOfTwoStrideReferencesSwitchTheIndexToAMixingHash) {
 // lockstep, on generated sessions with edge cases injected.
 namespace {
 
-struct Lockstep {
-  OrderBook book{64};  // small, so growth paths run too
-  ReferenceBook ref;
-  std::map<uint16_t, Bbo> ref_last;
-  std::vector<std::tuple<uint64_t, uint16_t, Bbo>> real_events, ref_events;
-  std::set<uint16_t> stocks;
-  uint64_t seq = 0;
-
-  void apply(const uint8_t* m, size_t n) {
-    ++seq;
-    uint32_t real = OrderBook::kUnchanged;
-    int naive = -1;
-    itch::decode(m, n, [&](const auto& v) {
-      using V = std::decay_t<decltype(v)>;
-      if constexpr (std::is_same_v<V, itch::AddOrderView> || std::is_same_v<V, itch::AddOrderMpidView>) {
-        real = book.add(v.stock_locate(), v.order_ref(), char(v.side()), v.shares(), v.price());
-        naive = ref.add(v.stock_locate(), v.order_ref(), char(v.side()), v.shares(), v.price());
-        stocks.insert(v.stock_locate());
-      } else if constexpr (std::is_same_v<V, itch::OrderExecutedView> || std::is_same_v<V, itch::OrderExecutedWithPriceView>) {
-        real = book.execute(v.order_ref(), v.executed_shares());
-        naive = ref.reduce(v.order_ref(), v.executed_shares());
-      } else if constexpr (std::is_same_v<V, itch::OrderCancelView>) {
-        real = book.cancel(v.order_ref(), v.cancelled_shares());
-        naive = ref.reduce(v.order_ref(), v.cancelled_shares());
-      } else if constexpr (std::is_same_v<V, itch::OrderDeleteView>) {
-        real = book.remove(v.order_ref());
-        naive = ref.remove(v.order_ref());
-      } else if constexpr (std::is_same_v<V, itch::OrderReplaceView>) {
-        real = book.replace(v.original_order_ref(), v.new_order_ref(), v.shares(), v.price());
-        naive = ref.replace(v.original_order_ref(), v.new_order_ref(), v.shares(), v.price());
-      }
-    });
-    ASSERT_EQ(real == OrderBook::kUnchanged ? -1 : int(real), naive) << "seq " << seq;
-    Bbo b;
-    if (real != OrderBook::kUnchanged && book.take_bbo_change(uint16_t(real), b)) real_events.emplace_back(seq, uint16_t(real), b);
-    if (naive >= 0) {
-      const Bbo now = ref.bbo(uint16_t(naive));
-      if (now != ref_last[uint16_t(naive)]) {
-        ref_last[uint16_t(naive)] = now;
-        ref_events.emplace_back(seq, uint16_t(naive), now);
-      }
-    }
-  }
-
-  void expect_same_state() {
-    ASSERT_EQ(book.live_orders(), ref.orders.size());
-    for (uint16_t s : stocks)
-      for (char side : {'B', 'S'}) {
-        const auto real = book.levels(s, side);
-        const auto naive = ref.levels(s, side);
-        ASSERT_EQ(real.size(), naive.size()) << "stock " << s << " side " << side;
-        for (size_t i = 0; i < real.size(); ++i) {
-          ASSERT_EQ(real[i].price, std::get<0>(naive[i]));
-          ASSERT_EQ(real[i].orders, std::get<1>(naive[i]));
-          ASSERT_EQ(real[i].shares, std::get<2>(naive[i]));
-        }
-      }
-    for (const auto& [r, o] : ref.orders) {
-      OrderBook::OrderView v;
-      ASSERT_TRUE(book.find_order(r, v));
-      ASSERT_EQ(v.shares, o.shares);
-      ASSERT_EQ(v.price, o.price);
-      ASSERT_EQ(v.side, o.side);
-      ASSERT_EQ(v.locate, o.locate);
-    }
-  }
-};
-
 // Injects what a clean generated stream never has: over-cancels and
 // over-executions, duplicate adds, bad sides, zero-share replaces, replaces
 // to a live reference and onto themselves, and extreme values: the
@@ -416,17 +349,19 @@ TEST(OrderBook, MatchesNaiveReferenceOnGeneratedSessions) {
     cfg.seed = seed;
     cfg.messages = 15000;
     cfg.unknown_ref_ppm = seed % 3 == 0 ? 20000 : 0;
-    Lockstep ls;
+    itchbench::testing::LockstepBooks ls;
     replay::Rng rng(seed * 101);
     uint64_t last_add = 0;
     uint64_t n = 0;
     replay::generate_session(cfg, [&](const uint8_t* m, uint16_t len, uint64_t) {
       std::vector<uint8_t> msg(m, m + len);
       mutate(msg, rng, last_add);
-      ls.apply(msg.data(), msg.size());
-      if (++n % 2500 == 0) ls.expect_same_state();
+      ASSERT_EQ(ls.apply(msg.data(), msg.size()), "");
+      if (++n % 2500 == 0) {
+        ASSERT_EQ(ls.compare_state(), "");
+      }
     });
-    ls.expect_same_state();
+    ASSERT_EQ(ls.compare_state(), "");
     ASSERT_EQ(ls.real_events.size(), ls.ref_events.size());
     for (size_t i = 0; i < ls.real_events.size(); ++i) ASSERT_EQ(ls.real_events[i], ls.ref_events[i]) << "event " << i;
     EXPECT_EQ(ls.book.counters().unknown_refs, ls.ref.unknown);

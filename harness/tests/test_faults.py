@@ -140,6 +140,21 @@ def test_simulation_counters_equal_the_sidecar(tmp_path, seed):
                                                      + side["reordered_messages"])
 
 
+def test_events_after_the_first_loss_are_marked_stale(tmp_path, capsys):
+    out = tmp_path / "faulty.pcap"
+    side = faults.inject(DAY, out, seed=2, drop=0.01, truncate=0.01, corrupt=0.01)
+    seqs = side["sequences"]
+    first_loss = min(seqs["dropped"] + seqs["truncated"] + seqs["corrupted_rejected"])
+    assert itchbench_main(["sim", str(out), "--out", str(tmp_path / "run"), "--no-latency-log"]) == 0
+    capsys.readouterr()
+    assert itchbench_main(["dump", "bbo", str(tmp_path / "run")]) == 0
+    rows = [line.split(",") for line in capsys.readouterr().out.splitlines()[1:]]
+    before = [r for r in rows if int(r[0]) < first_loss]
+    after = [r for r in rows if int(r[0]) > first_loss]
+    assert before and after
+    assert all(r[-1] == "0" for r in before) and all(r[-1] == "1" for r in after)
+
+
 def test_sidecar_that_does_not_match_is_not_balanced(tmp_path):
     out = tmp_path / "faulty.pcap"
     faults.inject(DAY, out, seed=4, drop=0.05)

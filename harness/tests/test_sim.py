@@ -37,12 +37,13 @@ def test_dump_bbo_matches_an_independent_python_book(fx, tmp_path, capsys):
     run = sim.run_sim(fx.path, tmp_path / "run", echo=False)
     assert itchbench_main(["dump", "bbo", str(run)]) == 0
     text = capsys.readouterr().out
-    assert text.splitlines()[0] == "seq,stock,bid_px,bid_qty,ask_px,ask_qty"
+    assert text.splitlines()[0] == "seq,stock,bid_px,bid_qty,ask_px,ask_qty,stale"
     rows = [(int(r["seq"]), r["stock"], int(r["bid_px"]), int(r["bid_qty"]), int(r["ask_px"]), int(r["ask_qty"]))
             for r in csv.DictReader(io.StringIO(text))]
     expected = bbo_events(fx.path)
     assert len(rows) == len(expected) > 100
     assert rows == expected
+    assert text.count(",0\n") == len(rows)  # nothing lost: no event is marked stale
 
 
 def test_binary_itch_file_gives_the_same_bbo_stream(tool, tmp_path):

@@ -11,7 +11,7 @@ import pandas as pd
 from .. import rundir
 from . import logs
 
-BBO_COLUMNS = ["seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty"]
+BBO_COLUMNS = ["seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty", "stale"]
 
 
 def symbol_names(run_dir: Path) -> np.ndarray:
@@ -32,6 +32,8 @@ def bbo_frame(run_dir: Path) -> pd.DataFrame:
         "bid_qty": rec["bid_qty"],
         "ask_px": rec["ask_px"],
         "ask_qty": rec["ask_qty"],
+        # 1: messages were lost or rejected before this event (gateway/log/FORMAT.md)
+        "stale": (rec["flags"] & logs.FLAG_BOOK_MAY_BE_STALE != 0).astype("u1"),
     }, columns=BBO_COLUMNS)
 
 

@@ -26,6 +26,7 @@ WRITTEN = 0x80
 FLAG_BBO_EVENT = 0x01
 FLAG_UNKNOWN_REF = 0x02
 FLAG_REJECTED = 0x04
+FLAG_BOOK_MAY_BE_STALE = 0x01  # BBO record flag
 
 HEADER_DTYPE = np.dtype([
     ("magic", "S8"), ("version", "<u2"), ("header_size", "<u2"), ("record_size", "<u2"),

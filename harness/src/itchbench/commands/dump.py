@@ -12,7 +12,8 @@ from .common import UserError
 
 def register(sub: argparse._SubParsersAction) -> None:
     dp = sub.add_parser("dump", help="a run's logs as CSV on stdout")
-    dp.add_argument("what", choices=["bbo"], help="bbo: seq,stock,bid_px,bid_qty,ask_px,ask_qty,flags")
+    dp.add_argument("what", choices=["bbo"], help="bbo: seq,stock,bid_px,bid_qty,ask_px,ask_qty,stale (1: messages were lost or "
+                    "rejected before this event, so the book may differ from the feed's)")
     dp.add_argument("run_dir", metavar="RUN_DIR")
     dp.set_defaults(func=run)
 

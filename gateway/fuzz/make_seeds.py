@@ -1,0 +1,77 @@
+"""Writes the committed seed corpora of the fuzz targets from the fixtures
+(deterministic: run it again and nothing changes). Usage:
+    .venv/bin/python gateway/fuzz/make_seeds.py
+"""
+
+from __future__ import annotations
+
+import struct
+from functools import reduce
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FIXTURE = HERE.parents[1] / "fixtures" / "nasdaq-day-sample.pcap"
+
+
+def records(pcap: bytes) -> list[bytes]:
+    off, out = 24, []
+    while off + 16 <= len(pcap):
+        incl = struct.unpack_from("<I", pcap, off + 8)[0]
+        out.append(pcap[off: off + 16 + incl])
+        off += 16 + incl
+    return out
+
+
+def payload(record: bytes) -> bytes:
+    frame = record[16:]
+    ihl = (frame[14] & 0x0F) * 4
+    udp_len = struct.unpack_from(">H", frame, 14 + ihl + 4)[0]
+    return frame[14 + ihl + 8: 14 + ihl + udp_len]
+
+
+def messages(payloads: list[bytes]) -> list[bytes]:
+    out = []
+    for p in payloads:
+        count = struct.unpack_from(">H", p, 18)[0]
+        off = 20
+        for _ in range(count if count != 0xFFFF else 0):
+            (n,) = struct.unpack_from(">H", p, off)
+            out.append(p[off + 2: off + 2 + n])
+            off += 2 + n
+    return out
+
+
+def pieces(items: list[bytes]) -> bytes:
+    return b"".join(struct.pack(">H", len(i)) + i for i in items)
+
+
+def serial_line(seq: int, t_send: int, msg: bytes) -> bytes:
+    body = f"{seq},{t_send},{msg.hex()}".encode()
+    ck = reduce(lambda a, b: a ^ b, body, 0)
+    return b"$" + body + b"*" + f"{ck:02x}".encode() + b"\n"
+
+
+def main() -> None:
+    pcap = FIXTURE.read_bytes()
+    recs = records(pcap)
+    pays = [payload(r) for r in recs]
+    msgs = messages(pays)
+    corpus = {
+        "mold_framer/in_order": pieces(pays[:40]),
+        "mold_framer/gap_duplicate_late": pieces([pays[0], pays[2], pays[1], pays[2], pays[3]]),
+        "mold_framer/heartbeat_and_end": pieces([pays[0], pays[0][:10] + pays[1][10:18] + b"\x00\x00",
+                                                 pays[0][:18] + b"\xff\xff"]),
+        "book_lockstep/session_start": pieces(msgs[:200]),
+        "book_lockstep/session_middle": pieces(msgs[2000:2300]),
+        "serial_line/lines": b"".join(serial_line(i + 1, 1000 * i, m) for i, m in enumerate(msgs[:20]) if len(m) <= 64)
+        + b"$21,1,END*" + f"{reduce(lambda a, b: a ^ b, b'21,1,END', 0):02x}".encode() + b"\n",
+        "serial_line/noise": b"~!noise#%" + serial_line(1, 5, msgs[0]) + b"$1,2,zz*00\n",
+        "capture_readers/small_pcap": pcap[:24] + b"".join(recs[:12]),
+        "capture_readers/small_itch": pieces(msgs[:50]),
+    }
+    for name, data in corpus.items():
+        (HERE / "corpus" / name).write_bytes(data)
+
+
+if __name__ == "__main__":
+    main()
