@@ -1,0 +1,104 @@
+"""Property-based tests (hypothesis) of the log readers over cut and
+corrupted logs: whatever happened to the file, a reader either refuses it
+with LogFormatError or returns a prefix of the records that were written —
+never a misread record, never another exception. The reference is the
+untouched log of a real run."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from itchbench.analysis import logs
+from itchbench.captures import fixtures
+from itchbench.runs import sim
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(scope="module")
+def original(tmp_path_factory) -> dict[str, bytes]:
+    fx = next(f for f in fixtures.load_manifest() if f.name == "seed-workload")
+    run = sim.run_sim(fx.path, tmp_path_factory.mktemp("run") / "run", echo=False)
+    return {"bbo": (run / "bbo.bbo").read_bytes(), "latency": (run / "latency.lat").read_bytes()}
+
+
+def read(tmp_path: Path, data: bytes) -> logs.LogFile | None:
+    path = tmp_path / "log"
+    path.write_bytes(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", logs.TruncatedLogWarning)
+        try:
+            return logs.read_log(path)
+        except logs.LogFormatError:
+            return None
+
+
+def records_of(data: bytes, kind: str) -> np.ndarray:
+    dtype = logs.BBO_DTYPE if kind == "bbo" else logs.LATENCY_DTYPE
+    body = data[logs.HEADER_SIZE:]
+    return np.frombuffer(body[: len(body) // dtype.itemsize * dtype.itemsize], dtype=dtype)
+
+
+def assert_prefix(got: logs.LogFile, data: bytes, kind: str) -> None:
+    full = records_of(data, kind)
+    assert len(got.records) <= len(full)
+    assert got.records.tobytes() == full[: len(got.records)].tobytes()
+
+
+@SETTINGS
+@given(kind=st.sampled_from(["bbo", "latency"]), cut=st.floats(0, 1))
+def test_a_cut_log_reads_to_its_last_whole_record(original, tmp_path, kind, cut):
+    data = original[kind]
+    n = int(cut * len(data))
+    got = read(tmp_path, data[:n])
+    if n < logs.HEADER_SIZE:
+        assert got is None
+        return
+    assert got is not None
+    size = logs.BBO_DTYPE.itemsize if kind == "bbo" else logs.LATENCY_DTYPE.itemsize
+    assert len(got.records) == (n - logs.HEADER_SIZE) // size
+    assert_prefix(got, data, kind)
+    assert got.complete == (n == len(data))
+
+
+@SETTINGS
+@given(kind=st.sampled_from(["bbo", "latency"]), cut=st.floats(0, 1), data=st.data())
+def test_a_crashed_writer_log_reads_to_its_first_unwritten_record(original, tmp_path, kind, cut, data):
+    raw = bytearray(original[kind])
+    raw[20] &= ~logs.FLAG_FINALIZED  # as if the writer never closed it
+    size = logs.BBO_DTYPE.itemsize if kind == "bbo" else logs.LATENCY_DTYPE.itemsize
+    whole = (len(raw) - logs.HEADER_SIZE) // size
+    unwritten = data.draw(st.integers(0, whole))
+    flag_at = logs.HEADER_SIZE + unwritten * size + (size - (5 if kind == "bbo" else 4) - 1)
+    if unwritten < whole:
+        raw[flag_at] &= ~logs.WRITTEN  # that record's flags byte never stored
+    n = logs.HEADER_SIZE + int(cut * (len(raw) - logs.HEADER_SIZE))
+    got = read(tmp_path, bytes(raw[:n]))
+    assert got is not None and not got.complete
+    assert len(got.records) == min(unwritten, (n - logs.HEADER_SIZE) // size)
+    assert_prefix(got, bytes(raw), kind)
+
+
+@SETTINGS
+@given(kind=st.sampled_from(["bbo", "latency"]), flips=st.lists(st.tuples(st.integers(0, 127), st.integers(0, 255)),
+                                                                min_size=1, max_size=4))
+def test_a_damaged_header_is_refused_or_read_as_a_prefix(original, tmp_path, kind, flips):
+    raw = bytearray(original[kind])
+    for at, value in flips:
+        raw[at] = value
+    got = read(tmp_path, bytes(raw))
+    if got is not None:  # still a valid header: what is read is what was written
+        assert_prefix(got, original[kind], got.kind)
+
+
+@SETTINGS
+@given(garbage=st.binary(min_size=0, max_size=600))
+def test_garbage_is_refused_with_a_clear_error(tmp_path, garbage):
+    got = read(tmp_path, garbage)
+    assert got is None or garbage[:8] == logs.MAGIC
