@@ -1,5 +1,7 @@
 #include "publish/tcp_publisher.hpp"
 
+#include <algorithm>
+
 #include <boost/asio.hpp>
 #include <chrono>
 #include <deque>
@@ -21,8 +23,9 @@ constexpr int kSendBuffer = 256 * 1024;
 // flight, which sends the contiguous run at the queue's head.
 class Subscriber : public std::enable_shared_from_this<Subscriber> {
  public:
-  Subscriber(tcp::socket socket, size_t capacity, PublisherCounters& counters)
+  Subscriber(tcp::socket socket, size_t capacity, PublisherCounters& counters, uint64_t connection)
       : socket_(std::move(socket)), frames_(capacity), counters_(counters) {
+    report_.connection = connection;
     boost::system::error_code ignored;
     report_.peer_port = socket_.remote_endpoint(ignored).port();
     socket_.set_option(tcp::no_delay(true));
@@ -92,7 +95,11 @@ struct TcpPublisher::Impl {
   tcp::acceptor acceptor{io};
   asio::steady_timer timer{io};
   std::list<std::shared_ptr<Subscriber>> subscribers;
-  std::vector<std::shared_ptr<Subscriber>> all;  // every one that connected, for the reports
+  // Reports of subscribers that are gone, kept instead of the subscribers
+  // themselves: a closed one's queue is freed, so reconnecting clients do
+  // not grow the gateway (found by the soak).
+  std::vector<SubscriberReport> closed;
+  uint64_t connections = 0;
   std::atomic<uint64_t> connected{0};
   bool stopping = false;  // io thread only
   std::chrono::steady_clock::time_point flush_deadline;
@@ -114,8 +121,8 @@ TcpPublisher::~TcpPublisher() {
 void TcpPublisher::accept_next() {
   impl_->acceptor.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
     if (ec) return;  // acceptor closed
-    impl_->subscribers.push_back(std::make_shared<Subscriber>(std::move(socket), options_.subscriber_queue, counters_));
-    impl_->all.push_back(impl_->subscribers.back());
+    impl_->subscribers.push_back(std::make_shared<Subscriber>(std::move(socket), options_.subscriber_queue, counters_,
+                                                              impl_->connections++));
     ++counters_.accepted;
     ++impl_->connected;
     accept_next();
@@ -138,6 +145,7 @@ void TcpPublisher::drain() {
   }
   impl_->subscribers.remove_if([this](const std::shared_ptr<Subscriber>& s) {
     if (s->open()) return false;
+    impl_->closed.push_back(s->report());
     --impl_->connected;
     return true;
   });
@@ -153,7 +161,10 @@ void TcpPublisher::tick() {
     if (!pending || std::chrono::steady_clock::now() >= im.flush_deadline) {
       boost::system::error_code ignored;
       im.acceptor.close(ignored);
-      for (auto& s : im.subscribers) s->close();
+      for (auto& s : im.subscribers) {
+        s->close();
+        im.closed.push_back(s->report());
+      }
       im.subscribers.clear();
       return;  // no more work: io.run() returns
     }
@@ -178,8 +189,9 @@ void TcpPublisher::start() {
 }
 
 std::vector<SubscriberReport> TcpPublisher::subscriber_reports() const {
-  std::vector<SubscriberReport> out;
-  for (const auto& s : impl_->all) out.push_back(s->report());
+  std::vector<SubscriberReport> out = impl_->closed;
+  std::sort(out.begin(), out.end(),
+            [](const SubscriberReport& a, const SubscriberReport& b) { return a.connection < b.connection; });
   return out;
 }
 

@@ -40,7 +40,8 @@ struct PublisherCounters {
 // One subscriber's share of the stream, for per-subscriber reconciliation:
 // what a slow or stuck subscriber lost is counted against it alone.
 struct SubscriberReport {
-  uint16_t peer_port = 0;     // the subscriber's own (local) TCP port
+  uint64_t connection = 0;      // 0 for the first to connect, and so on
+  uint16_t peer_port = 0;       // the subscriber's own (local) TCP port
   uint64_t frames_sent = 0;
   uint64_t frames_dropped = 0;  // its queue was full (drop policy)
   std::string closed_by;        // "", "policy" (slow, disconnect policy), "peer" (it left or errored)

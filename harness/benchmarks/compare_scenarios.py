@@ -32,8 +32,7 @@ def main() -> int:
         for c in configs:
             run = runner.execute(c.values, c.label, echo=False)
             s = rundir.read_json(run / "summary.json")
-            ok = s["complete"] and s["reconciliation"]["balanced"]
-            print(f"round {r + 1} {c.label}: {'balanced' if ok else 'NOT BALANCED'} {run.name}", flush=True)
+            print(f"round {r + 1} {c.label}: {s['verdict']['headline']} {run.name}", flush=True)
             results[c.label].append(s["latency"]["stages"])
     base = configs[0].label
     print(f"\n{'scenario':<14} {'stage':<22} {'p50':>9} {'p99':>9} {'p99.9':>9} {'max':>10}   vs {base}: p50, p99")

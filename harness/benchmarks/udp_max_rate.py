@@ -46,7 +46,7 @@ def main() -> int:
                 secs = tr.get("seconds", 0) or 1e-9
                 print(f"{rate:>10} {rep:>3} {udp['tcpreplay_sent'] / secs:>11,.0f} "
                       f"{udp['expected_messages'] / secs:>11,.0f} {udp['kernel_dropped']:>12,} "
-                      f"{udp['lost_messages']:>9,} {str(udp['lossless']):>8}", flush=True)
+                      f"{s['reconciliation']['loss']['messages_not_applied']:>9,} {str(s['lossless']):>8}", flush=True)
     return 0
 
 
