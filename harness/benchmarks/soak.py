@@ -31,18 +31,18 @@ from itchbench.captures.inspect import facts_of  # noqa: E402
 from itchbench.runs import runner, scenario  # noqa: E402
 
 
-def rss_kib(pid: int) -> int | None:
+def rss_kib(pid: int) -> tuple[int, int] | None:
+    """(VmRSS, RssAnon) in KiB: all resident memory, and the part that is not
+    a mapped file (the logs' pages count in the first only)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
+        fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+        return int(fields["VmRSS"].split()[0]), int(fields["RssAnon"].split()[0])
+    except (OSError, KeyError, ValueError):
         return None
-    return None
 
 
-def sample_gateway(root: Path, samples: list[tuple[float, int]], stop: threading.Event) -> None:
-    """(seconds since the gateway was first seen, RSS KiB), once a second."""
+def sample_gateway(root: Path, samples: list[tuple[float, int, int]], stop: threading.Event) -> None:
+    """(seconds since the gateway was first seen, RSS KiB, anonymous RSS KiB), once a second."""
     pid = None
     start = 0.0
     while not stop.is_set():
@@ -54,7 +54,7 @@ def sample_gateway(root: Path, samples: list[tuple[float, int]], stop: threading
             kib = rss_kib(pid)
             if kib is None:
                 break  # the gateway has exited
-            samples.append((time.monotonic() - start, kib))
+            samples.append((time.monotonic() - start, *kib))
         stop.wait(1.0)
 
 
@@ -80,7 +80,7 @@ def main() -> int:
         values["replay"].update({"rate": "pps", "pps": pps})
         values["gateway"].update({"latency_log": False, "expected_orders": 1 << 20})
         root = Path(tmp) / "runs"
-        samples: list[tuple[float, int]] = []
+        samples: list[tuple[float, int, int]] = []
         stop = threading.Event()
         sampler = threading.Thread(target=sample_gateway, args=(root, samples, stop), daemon=True)
         sampler.start()
@@ -89,22 +89,27 @@ def main() -> int:
         stop.set()
         sampler.join(5)
         summary = rundir.read_json(run / "summary.json")
-    steady = [kib for t, kib in samples if t >= 0.1 * samples[-1][0]] if samples else []
-    growth = (steady[-1] - steady[0]) / 1024 if len(steady) > 1 else None
+    # After the first tenth of the run (start-up, first book growth).
+    steady = [(rss, anon) for t, rss, anon in samples if t >= 0.1 * samples[-1][0]] if samples else []
+    growth = (steady[-1][0] - steady[0][0]) / 1024 if len(steady) > 1 else None
+    anon_growth = (steady[-1][1] - steady[0][1]) / 1024 if len(steady) > 1 else None
     result = {
         "verdict": summary["verdict"], "messages": messages, "packets_per_s": pps,
         "subscribers": summary.get("reconciliation", {}).get("subscribers", []),
         "checks": summary.get("reconciliation", {}).get("checks", {}),
-        "rss_mib_first_steady": steady[0] / 1024 if steady else None,
-        "rss_mib_last": steady[-1] / 1024 if steady else None, "rss_growth_mib_after_warmup": growth,
+        "rss_mib_first_steady": steady[0][0] / 1024 if steady else None,
+        "rss_mib_last": steady[-1][0] / 1024 if steady else None, "rss_growth_mib_after_warmup": growth,
+        "anon_rss_growth_mib_after_warmup": anon_growth,
         "rss_samples_kib": samples,
     }
     (args.out / "soak.json").write_text(json.dumps(result, indent=2) + "\n")
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    ax.plot([t for t, _ in samples], [k / 1024 for _, k in samples], lw=1.2)
+    ax.plot([t for t, _, _ in samples], [k / 1024 for _, k, _ in samples], lw=1.2, label="RSS")
+    ax.plot([t for t, _, _ in samples], [a / 1024 for _, _, a in samples], lw=1.2, label="anonymous RSS (not the logs)")
+    ax.legend(loc="lower right")
     ax.set_xlabel("seconds since the gateway started")
     ax.set_ylabel("gateway RSS (MiB)")
-    ax.set_ylim(0, max((k for _, k in samples), default=1024) / 1024 * 1.2)
+    ax.set_ylim(0, max((k for _, k, _ in samples), default=1024) / 1024 * 1.2)
     ax.set_title(f"UDP soak: {messages:,} messages at {pps:,} pkt/s, 3 subscribers")
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -115,7 +120,7 @@ def main() -> int:
               f"{sub['frames_dropped']:,} dropped to it, connections {len(sub['local_ports'])}, "
               f"identical: {sub['identical_to_bbo_log']}")
     print(f"RSS after warm-up: {result['rss_mib_first_steady']:.1f} -> {result['rss_mib_last']:.1f} MiB "
-          f"(growth {growth:+.1f} MiB); {args.out / 'soak-rss.png'}")
+          f"(growth {growth:+.1f} MiB, anonymous {anon_growth:+.1f} MiB); {args.out / 'soak-rss.png'}")
     return int(summary["verdict"]["exit_status"])
 
 
