@@ -10,13 +10,25 @@ void RunLogs::close() {
   if (bbo) bbo->close();
 }
 
-RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::OriginClock origin) {
+namespace {
+size_t capacity_for(uint64_t max_records, size_t record_size) {
+  if (max_records == 0) return MmapLog::kDefaultCapacityBytes;
+  const size_t bytes = logfmt::kHeaderSize + size_t(max_records) * record_size;
+  const size_t chunks = (bytes + MmapLog::kChunkBytes - 1) / MmapLog::kChunkBytes;
+  return std::min(MmapLog::kDefaultCapacityBytes, chunks * MmapLog::kChunkBytes);
+}
+}  // namespace
+
+RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::OriginClock origin,
+                      uint64_t max_records) {
   RunLogs logs;
   if (o.latency_log)
     logs.latency = std::make_unique<LatencyLog>(o.out + "/latency.lat", logfmt::Kind::kLatency,
-                                                LogIdentity{clock.source(), origin, o.run_id, o.commit});
+                                                LogIdentity{clock.source(), origin, o.run_id, o.commit},
+                                                capacity_for(max_records, sizeof(logfmt::LatencyRecord)));
   logs.bbo = std::make_unique<BboLog>(o.out + "/bbo.bbo", logfmt::Kind::kBbo,
-                                      LogIdentity{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit});
+                                      LogIdentity{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit},
+                                      capacity_for(max_records, sizeof(logfmt::BboRecord)));
   return logs;
 }
 

@@ -17,7 +17,10 @@ struct RunLogs {
   void close();
 };
 
-RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::OriginClock origin);
+// max_records: the most records the input can produce (0: unknown, live);
+// each log reserves address space for that many, not for the default 64 GiB.
+RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::OriginClock origin,
+                      uint64_t max_records = 0);
 
 // Median cost of one stage stamp, measured in place: every latency figure
 // of the run includes it.

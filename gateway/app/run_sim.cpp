@@ -1,6 +1,7 @@
 // The simulation source: a capture read in-process, no sockets, no sleeping.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "app/gateway_report.hpp"
 #include "app/run_common.hpp"
@@ -14,7 +15,11 @@ int run_sim(const GatewayOptions& o) {
   CaptureReader reader(o.capture, o.port);
   const StageClock clock = StageClock::calibrate();
   const bool pcap = reader.kind() == CaptureKind::kPcap;
-  RunLogs logs = open_run_logs(o, clock, pcap ? logfmt::OriginClock::kCaptureEpoch : logfmt::OriginClock::kItchTimestamp);
+  // Every message takes at least 14 bytes of the file (a 2-byte length and a
+  // 12-byte message, more in a pcap), so no log can outgrow this many records.
+  const uint64_t max_records = std::filesystem::file_size(o.capture) / 14 + 1;
+  RunLogs logs = open_run_logs(o, clock, pcap ? logfmt::OriginClock::kCaptureEpoch : logfmt::OriginClock::kItchTimestamp,
+                               max_records);
   OrderBook book(o.expected_orders);
   NullPublisher publisher;
   Gateway<NullPublisher> gw(book, clock, logs.latency.get(), logs.bbo.get(), publisher);

@@ -87,8 +87,9 @@ class MmapLog {
 template <class Record>
 class RecordLog {
  public:
-  RecordLog(const std::string& path, logfmt::Kind kind, const LogIdentity& id)
-      : log_(path, kind, sizeof(Record), id) {}
+  RecordLog(const std::string& path, logfmt::Kind kind, const LogIdentity& id,
+            size_t capacity_bytes = MmapLog::kDefaultCapacityBytes)
+      : log_(path, kind, sizeof(Record), id, capacity_bytes) {}
 
   // Writes r with its flags byte (which carries kWritten) stored last, so a
   // crash mid-record never leaves a record that looks whole.

@@ -84,3 +84,52 @@ def test_sentinel_references_and_hostile_fields(tmp_path, capsys):
         json.loads((run / name).read_bytes().decode("utf-8"))
     assert (run / "report.md").read_text(encoding="utf-8")
     assert rundir.read_json(run / "summary.json")["verdict"]["status"] == "lossless"
+
+
+def _set_record_time(pcap: Path, record: int, seconds: int) -> None:
+    from pcap_edit import record_offsets
+
+    data = bytearray(pcap.read_bytes())
+    off = record_offsets(bytes(data))[record]
+    data[off:off + 8] = struct.pack("<II", seconds, 0)
+    pcap.write_bytes(bytes(data))
+
+
+def test_backward_capture_timestamps_neither_hang_nor_underflow(tmp_path):
+    from itchbench.runs import runner
+
+    from live_helpers import config, make_capture, summary_of
+
+    cap = make_capture(tmp_path, "back.pcap", "--profile", "seed-workload", "--messages", "300", "--rate", "2000")
+    _set_record_time(cap, 100, 0)    # back to 1970
+    _set_record_time(cap, 200, 10)   # and again
+    for transport, table in [("udp", {"replay": {"rate": "capture"}}),
+                             ("serial", {"serial": {"baud": 2_000_000, "timing": "capture"}})]:
+        run = runner.execute(config(cap, transport, **table), f"back-{transport}", root=tmp_path, echo=False)
+        s = summary_of(run)
+        assert s["verdict"]["status"] == "lossless", s["verdict"]
+        if transport == "serial":
+            assert s["reconciliation"]["serial"]["timestamps_backwards"] == 2
+        # Paced by the capture, the whole replay takes about its real span (~0.15 s), not decades.
+        assert s["transport_details"]["deadlines_s"][{"udp": "tcpreplay", "serial": "serial-replay"}[transport]] < 120
+
+
+def test_a_record_cut_by_a_small_snaplen_is_counted_and_its_loss_said(tmp_path, capsys):
+    from pcap_edit import RECORD_HEADER, record_offsets
+
+    from live_helpers import make_capture
+
+    cap = make_capture(tmp_path, "cut.pcap", "--profile", "seed-workload", "--messages", "300")
+    data = bytearray(cap.read_bytes())
+    off = record_offsets(bytes(data))[150]
+    incl = struct.unpack_from("<I", data, off + 8)[0]
+    # Keep 40 bytes of that frame (a 40-byte snaplen); its wire length stays.
+    struct.pack_into("<I", data, off + 8, 40)
+    del data[off + RECORD_HEADER + 40: off + RECORD_HEADER + incl]
+    cap.write_bytes(bytes(data))
+    assert itchbench_main(["sim", str(cap), "--out", str(tmp_path / "run")]) == 1
+    out = capsys.readouterr().out
+    assert "LOST: 1 of" in out
+    s = rundir.read_json(tmp_path / "run" / "summary.json")
+    assert s["gateway"]["capture_stats"]["truncated_frames"] == 1
+    assert s["complete"] and s["balanced"] and s["reconciliation"]["missing"] == 1

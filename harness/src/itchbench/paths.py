@@ -29,9 +29,15 @@ _TOOL_DIRS = {
 }
 
 
+GATEWAY_OVERRIDE = "ITCHBENCH_GATEWAY"  # the gateway of another build (itchbench compare)
+
+
 def tool(name: str) -> Path:
-    """Path of a built C++ tool, or ToolMissing with the command that builds it."""
-    path = build_dir() / _TOOL_DIRS[name] / name
+    """Path of a built C++ tool, or ToolMissing with the command that builds it.
+    ITCHBENCH_GATEWAY names another build's itch-gateway; every other tool
+    stays this checkout's, so only the system under test differs."""
+    override = os.environ.get(GATEWAY_OVERRIDE) if name == "itch-gateway" else None
+    path = Path(override) if override else build_dir() / _TOOL_DIRS[name] / name
     if not path.is_file():
         raise ToolMissing(f"{path} is not built; run: bash harness/bin/setup")
     return path

@@ -7,12 +7,13 @@ import functools
 import tempfile
 from pathlib import Path
 
+from .. import paths
 from ..analysis import logs
 from ..tools import run_tool
 
 
 @functools.lru_cache(maxsize=32)
-def _digest(capture: str, mtime_ns: int) -> tuple[str, int]:
+def _digest(capture: str, mtime_ns: int, gateway: str) -> tuple[str, int]:
     with tempfile.TemporaryDirectory(prefix="itchbench-digest-") as tmp:
         run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", tmp, "--no-latency-log"],
                  ok_codes=(0, 1))
@@ -22,4 +23,4 @@ def _digest(capture: str, mtime_ns: int) -> tuple[str, int]:
 
 def sim_bbo(capture: Path) -> tuple[str, int]:
     """(digest, events) of the capture's BBO stream in simulation."""
-    return _digest(str(capture), capture.stat().st_mtime_ns)
+    return _digest(str(capture), capture.stat().st_mtime_ns, str(paths.tool("itch-gateway")))

@@ -68,6 +68,20 @@ class ProcessGroup:
         self.close()
 
 
+def wait_with_rusage(proc: subprocess.Popen, timeout: float) -> tuple[int, int]:
+    """Wait for a child (at most timeout seconds: TimeoutExpired) and return
+    (exit status as Popen gives it, peak RSS in KiB) from wait4."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, int(usage.ru_maxrss)
+        if time.monotonic() > deadline:
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+        time.sleep(0.005)
+
+
 class LineWaiter:
     """Reads a child's stdout without blocking and hands out the lines in
     order; a line that arrived together with an earlier one is not lost."""

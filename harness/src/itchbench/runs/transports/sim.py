@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ...captures.inspect import facts_of
 from ..deadlines import sim_seconds
 from ..failure import RunError
+from ..procs import wait_with_rusage
 from .gateway import gateway_args, judge_exit
 
 if TYPE_CHECKING:
@@ -34,7 +35,8 @@ def run_sim(run: "Run", group: "ProcessGroup") -> None:
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     try:
-        rc = proc.wait(deadline_s)
+        rc, max_rss_kib = wait_with_rusage(proc, deadline_s)
+        run.extras["gateway_max_rss_kib"] = max_rss_kib
     except subprocess.TimeoutExpired:
         group.stop(proc)
         raise RunError("deadline", f"the gateway did not finish the capture within {deadline_s:.0f} s") from None

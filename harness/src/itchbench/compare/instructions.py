@@ -1,0 +1,103 @@
+"""Instructions per message: exact and noise-free, from valgrind's callgrind
+on the gateway in simulation.
+
+The whole process is not repeatable (its clock calibration spins for a fixed
+time; a helper thread provisions log pages), but the functions that handle
+messages are: their inclusive counts are the same on every run. So one run
+on a fixed slice of the capture (its first N records), and per message:
+
+    message path   Gateway<…>::on_message, inclusive: decode, book, BBO, logs
+    book           OrderBook::add / reduce / remove / replace, inclusive
+    capture read   PcapReader::next (simulation's own input; not the gateway's)
+
+A stage whose function a revision does not have (renamed, inlined) is
+reported missing, and its verdict is "not comparable".
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import subprocess
+import tempfile
+from pathlib import Path
+
+
+from ..rundir import read_json
+
+SLICE_RECORDS = 4000
+
+
+class InstructionError(RuntimeError):
+    """The count could not be made (no valgrind, an unsupported capture)."""
+
+
+def _slice(capture: Path, records: int, out: Path) -> None:
+    data = capture.read_bytes()
+    magic = struct.unpack_from("<I", data, 0)[0] if len(data) >= 4 else 0
+    if magic in (0xA1B2C3D4, 0xA1B23C4D):  # classic little-endian pcap
+        off = 24
+        for _ in range(records):
+            if off + 16 > len(data):
+                break
+            off += 16 + struct.unpack_from("<I", data, off + 8)[0]
+        out.write_bytes(data[:off])
+        return
+    if data[:4] == b"\x0a\x0d\x0d\x0a":
+        raise InstructionError(f"{capture}: instruction counts need a classic pcap or a binary ITCH file, not pcapng")
+    off = 0
+    for _ in range(records):  # binary ITCH file: 2-byte big-endian length + message
+        if off + 2 > len(data):
+            break
+        off += 2 + struct.unpack_from(">H", data, off)[0]
+    out.write_bytes(data[:off])
+
+
+STAGES = {
+    "message_path": re.compile(r"itchbench::Gateway<[^>]*>::on_message\("),
+    "book": re.compile(r"itchbench::OrderBook::(add|reduce|remove|replace)\("),
+    "capture_read": re.compile(r"itchbench::net::PcapReader::next\("),
+}
+_LINE = re.compile(r"^\s*([\d,]+)\s+\([\s\d.]+%\)\s+\S*?:(.*)$")
+
+
+def _annotate(out: Path) -> dict[str, int]:
+    """Inclusive instructions of every function named in STAGES."""
+    proc = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise InstructionError(f"callgrind_annotate failed: {proc.stderr.strip()[-300:]}")
+    totals: dict[str, int] = {}
+    for line in proc.stdout.splitlines():
+        m = _LINE.match(line)
+        if not m:
+            continue
+        for stage, pattern in STAGES.items():
+            if pattern.match(m.group(2).strip()):
+                totals[stage] = totals.get(stage, 0) + int(m.group(1).replace(",", ""))
+    return totals
+
+
+def per_message(gateway: Path, capture: Path, records: int = SLICE_RECORDS) -> dict[str, object]:
+    """Instructions per message by stage, with what they were measured on."""
+    with tempfile.TemporaryDirectory(prefix="itchbench-callgrind-") as tmp_name:
+        tmp = Path(tmp_name)
+        piece = tmp / "slice"
+        _slice(capture, records, piece)
+        out, run = tmp / "callgrind.out", tmp / "run"
+        run.mkdir()
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", str(gateway), "--source", "sim",
+               "--capture", str(piece), "--out", str(run), "--no-latency-log"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        except FileNotFoundError:
+            raise InstructionError("valgrind is not installed (apt-get install valgrind)") from None
+        if proc.returncode not in (0, 1) or not out.is_file():
+            raise InstructionError(f"callgrind run failed: {proc.stderr.strip()[-400:]}")
+        messages = int(read_json(run / "gateway.json")["messages_received"])
+        totals = _annotate(out)
+    if messages == 0:
+        raise InstructionError(f"{capture}: no messages in the first {records} records")
+    return {"messages": messages, "slice_records": records,
+            "per_message": {stage: totals[stage] / messages for stage in STAGES if stage in totals},
+            "missing_stages": [stage for stage in STAGES if stage not in totals]}

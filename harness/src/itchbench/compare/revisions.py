@@ -1,0 +1,115 @@
+"""Revisions of the gateway: resolved in a git repository, each built once in
+its own git worktree with identical flags and cached by (commit, flags)
+under reports/cache/builds/. The working tree with its uncommitted changes
+is a revision too (`WORKTREE`), cached by the hash of its diff.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .. import paths
+
+WORKTREE = "WORKTREE"
+# Identical for every revision: what is compared is the code, never the flags.
+BUILD_OPTIONS = ["-DCMAKE_BUILD_TYPE=Release", "-DITCHBENCH_TESTS=OFF", "-DITCHBENCH_BENCHMARKS=OFF"]
+BUILD_TARGET = "itch-gateway"
+
+
+class RevisionError(RuntimeError):
+    """A revision cannot be resolved or built; the message says why."""
+
+
+@dataclass(frozen=True)
+class Revision:
+    spec: str            # as the user gave it
+    commit: str          # full sha (the HEAD under a dirty working tree)
+    diff_hash: str       # "" for a commit; sha256 of `git diff HEAD` for the working tree
+    subject: str
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.diff_hash)
+
+    @property
+    def label(self) -> str:
+        return self.commit[:12] + ("+dirty-" + self.diff_hash[:8] if self.dirty else "")
+
+    def as_dict(self) -> dict[str, object]:
+        return {"spec": self.spec, "commit": self.commit, "dirty": self.dirty, "diff_sha256": self.diff_hash,
+                "subject": self.subject, "label": self.label}
+
+
+def _git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RevisionError(f"git {' '.join(args)}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def resolve(repo: Path, spec: str) -> Revision:
+    """A commit, branch, tag or expression (HEAD~3), or WORKTREE."""
+    if not (repo / ".git").exists() and _git(repo, "rev-parse", "--is-inside-work-tree").strip() != "true":
+        raise RevisionError(f"{repo} is not a git repository")
+    if spec == WORKTREE:
+        commit = _git(repo, "rev-parse", "HEAD").strip()
+        diff = _git(repo, "diff", "HEAD", "--binary")
+        untracked = _git(repo, "ls-files", "--others", "--exclude-standard", "-z")
+        digest = hashlib.sha256(diff.encode() + untracked.encode()).hexdigest() if (diff or untracked) else ""
+        return Revision(spec, commit, digest, "(working tree)" if digest else _subject(repo, commit))
+    try:
+        commit = _git(repo, "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}").strip()
+    except RevisionError:
+        raise RevisionError(f"'{spec}' is not a commit of {repo} (a commit, branch, tag, HEAD~N or {WORKTREE})") \
+            from None
+    return Revision(spec, commit, "", _subject(repo, commit))
+
+
+def _subject(repo: Path, commit: str) -> str:
+    return _git(repo, "log", "-1", "--format=%s", commit).strip()
+
+
+def cache_root() -> Path:
+    return paths.repo_root() / "reports" / "cache" / "builds"
+
+
+def flags_hash() -> str:
+    return hashlib.sha256(" ".join(BUILD_OPTIONS).encode()).hexdigest()[:8]
+
+
+def build(repo: Path, rev: Revision, say: Callable[[str], None]) -> Path:
+    """The gateway binary of a revision, built (once) in its own worktree."""
+    key = f"{rev.label}-{flags_hash()}"
+    home = cache_root() / key
+    gateway = home / "build" / "gateway" / "itch-gateway"
+    if (home / "ok").is_file() and gateway.is_file():
+        say(f"  {rev.label}: cached build ({home})")
+        return gateway
+    if home.exists():
+        shutil.rmtree(home)  # a build that did not finish: start again
+    home.mkdir(parents=True)
+    if rev.dirty:
+        source = Path(repo)  # the working tree itself: its changes are the point
+    else:
+        source = home / "src"
+        _git(repo, "worktree", "add", "--detach", "--force", str(source), rev.commit)
+    say(f"  {rev.label}: building {BUILD_TARGET} ({rev.subject[:60]})")
+    log = home / "build.log"
+    with open(log, "w") as out:
+        for cmd in (["cmake", "-S", str(source), "-B", str(home / "build"), "-G", "Ninja", *BUILD_OPTIONS],
+                    ["cmake", "--build", str(home / "build"), "--target", BUILD_TARGET]):
+            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT)
+            if proc.returncode != 0:
+                tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+                raise RevisionError(f"{rev.label} does not build ({' '.join(cmd[:2])} failed):\n{tail}")
+    if not gateway.is_file():
+        raise RevisionError(f"{rev.label}: the build made no {BUILD_TARGET}")
+    if not rev.dirty:
+        _git(repo, "worktree", "remove", "--force", str(source))  # the binary is all the cache keeps
+    (home / "ok").write_text(rev.commit + "\n")
+    return gateway
