@@ -1,0 +1,113 @@
+"""itchbench compare BASE HEAD: two builds of the gateway on the same workloads."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .. import paths
+from ..compare import report, revisions, session, verdicts
+
+SEED = 20261122  # bootstrap resampling: fixed, recorded, so the same runs give the same report
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser("compare", help="compare two revisions (or two sets of run directories) of the gateway",
+                       description="Build BASE and HEAD (git revisions of --repo: a commit, branch, tag, HEAD~3, or "
+                       "WORKTREE for the working tree with its uncommitted changes), each once in its own git "
+                       "worktree, cached under reports/cache/builds; or take existing run directories. Run both on "
+                       "the same workloads, interleaved, and judge every metric. Exit 0: no regression; 1: a "
+                       "regression or an output difference; 2: usage error or not comparable.")
+    c.add_argument("base", metavar="BASE")
+    c.add_argument("head", metavar="HEAD")
+    c.add_argument("--scenario", type=Path, help="workloads from a scenario (default: simulation of the bundled "
+                   "fixtures and of a 300k-message generated session)")
+    c.add_argument("--repetitions", type=int, default=9, help="runs a side after the warm-up (default %(default)s)")
+    c.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
+                   help="smallest timing change that counts, in percent (default %(default)s)")
+    c.add_argument("--out", type=Path, help="output folder (default reports/compare/STAMP)")
+    c.add_argument("--repo", type=Path, default=Path.cwd(), help="the git repository (default: the current folder)")
+    c.add_argument("--no-instructions", action="store_true", help="skip the callgrind instruction counts")
+    c.set_defaults(func=run)
+
+
+def _side(name: str, spec: str, repo: Path, say) -> session.Side:
+    side = session.Side(name, spec)
+    path = Path(spec)
+    if spec != revisions.WORKTREE and path.is_dir() and not (path / ".git").exists():
+        session.load_run_dirs(side, path)
+    else:
+        session.prepare_revision(side, repo, say)
+    return side
+
+
+def run(args: argparse.Namespace) -> int:
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    if args.repetitions < verdicts.MIN_REPETITIONS:
+        print(f"itchbench: --repetitions must be at least {verdicts.MIN_REPETITIONS}", file=sys.stderr)
+        return 2
+    if args.repetitions < 9:
+        say(f"note: {args.repetitions} repetitions a side; below 9 the tests have little power")
+    out = args.out or paths.repo_root() / "reports" / "compare" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    out.mkdir(parents=True, exist_ok=True)
+    say(f"compare {args.base} -> {args.head}: building")
+    try:
+        base = _side("base", args.base, args.repo, say)
+        head = _side("head", args.head, args.repo, say)
+    except session.NotComparable as e:
+        print(f"itchbench: not comparable: {e}", file=sys.stderr)
+        return 2
+    to_run = [s for s in (base, head) if s.gateway is not None]
+    workloads = (session.scenario_workloads(args.scenario) if args.scenario else session.default_workloads()) \
+        if to_run else []
+    if to_run and not any(s.problem for s in (base, head)):
+        say(f"running {len(workloads)} workload(s), {args.repetitions} repetitions a side, interleaved")
+        session.run_interleaved(to_run, workloads, args.repetitions, out, say)
+        if not args.no_instructions:
+            session.measure_instructions(to_run, workloads, say)
+    problems = [f"{s.name} ({s.spec}): {s.problem}" for s in (base, head) if s.problem]
+    problems += session.identity_differences(base, head)
+    metrics = session.metric_verdicts(base, head, args.threshold / 100, SEED) if not problems else {}
+    outs = session.output_differences(base, head) if not problems else {}
+    slower = sorted({f"{label}: {name}" for label, t in metrics.items() for name, v in t.items()
+                     if v["verdict"] == verdicts.WORSE})
+    faster = sorted({f"{label}: {name}" for label, t in metrics.items() for name, v in t.items()
+                     if v["verdict"] == verdicts.BETTER})
+    differ = [label for label, o in outs.items() if not o["bbo"]["equal"]]
+    dirty = any(s.revision and s.revision.dirty for s in (base, head))
+    if problems:
+        headline, status = "NOT COMPARABLE: " + "; ".join(p.splitlines()[0] for p in problems), 2
+    elif slower or differ:
+        parts = ([f"BBO OUTPUT DIFFERS on {', '.join(differ)}"] if differ else []) + \
+                ([f"{len(slower)} metric(s) slower: {', '.join(slower[:4])}{' …' if len(slower) > 4 else ''}"]
+                 if slower else [])
+        headline, status = "REGRESSION: " + "; ".join(parts), 1
+    else:
+        headline = f"NO REGRESSION: output identical; {len(faster)} metric(s) faster" + \
+                   (f" ({', '.join(faster[:3])}{' …' if len(faster) > 3 else ''})" if faster else "")
+        status = 0
+    if dirty:
+        headline += " [dirty working tree]"
+    plot = None
+    main = next(iter(sorted(set(base.runs) & set(head.runs))), None)
+    if main and not problems and report.plot_percentiles(out / "percentiles.png", base.runs[main], head.runs[main], main):
+        plot = "percentiles.png"
+    result = {
+        "headline": headline, "exit_status": status, "repetitions": args.repetitions,
+        "threshold_pct": args.threshold, "alpha": verdicts.ALPHA, "seed": SEED,
+        "base": {"name": "base", "label": base.revision.label if base.revision else args.base, **base.describe()},
+        "head": {"name": "head", "label": head.revision.label if head.revision else args.head, **head.describe()},
+        "not_comparable": problems, "metrics": metrics, "outputs": outs,
+        "instructions": {"base": base.instructions, "head": head.instructions},
+        "runs": {s.name: {k: [str(p) for p in v] for k, v in s.runs.items()} for s in (base, head)},
+        "plot": plot,
+    }
+    report.write_json(out / "compare.json", result)
+    report.write_markdown(out / "compare.md", result)
+    say(f"report: {out / 'compare.md'}")
+    print(headline)
+    return status

@@ -1,0 +1,64 @@
+"""What two runs of the same capture produced: the BBO stream event by event,
+and the gateway's counters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import rundir
+from ..analysis import logs
+
+_FIELDS = ("seq", "stock_locate", "bid_px", "bid_qty", "ask_px", "ask_qty", "flags")
+
+
+def _event(rec: np.void) -> dict[str, int]:
+    return {f: int(rec[f]) for f in _FIELDS}
+
+
+def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
+    a = logs.read_bbo(base_run / "bbo.bbo").records
+    b = logs.read_bbo(head_run / "bbo.bbo").records
+    da, db = logs.bbo_digest(logs.read_bbo(base_run / "bbo.bbo")), logs.bbo_digest(logs.read_bbo(head_run / "bbo.bbo"))
+    out: dict[str, Any] = {"base_digest": da, "head_digest": db, "equal": da == db,
+                           "base_events": int(a.size), "head_events": int(b.size)}
+    if da == db:
+        return out
+    n = min(a.size, b.size)
+    fields = list(_FIELDS)
+    differs = np.zeros(n, dtype=bool)
+    for f in fields:
+        differs |= a[f][:n] != b[f][:n]
+    positions = np.flatnonzero(differs)
+    first = int(positions[0]) if positions.size else n
+    out["differing_events"] = int(positions.size) + abs(int(a.size) - int(b.size))
+    out["first_difference"] = {
+        "index": first,
+        "base": _event(a[first]) if first < a.size else None,
+        "head": _event(b[first]) if first < b.size else None,
+    }
+    return out
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            flat.update(_flatten(v, key + "."))
+        elif isinstance(v, (int, bool)) or v is None:
+            flat[key] = v
+    return flat
+
+
+def compare_counters(base_run: Path, head_run: Path) -> dict[str, list[Any]]:
+    """Counters of gateway.json that differ (per type, rejections, sequence, book), base then head."""
+    keep = ("decode", "mold", "sequence", "book", "bbo_events", "messages_received")
+    a, b = (rundir.read_json(r / "gateway.json") for r in (base_run, head_run))
+    fa = _flatten({k: a[k] for k in keep if k in a})
+    fb = _flatten({k: b[k] for k in keep if k in b})
+    skip = ("book.memory_bytes", "book.index_grows")  # layout, not behaviour
+    return {k: [fa.get(k), fb.get(k)] for k in sorted(set(fa) | set(fb))
+            if fa.get(k) != fb.get(k) and not k.startswith(skip)}

@@ -1,0 +1,102 @@
+"""compare.md, compare.json and the overlaid percentile plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ..analysis import logs, stats  # noqa: E402
+from .verdicts import BETTER, NOT_COMPARABLE, SAME, WORSE  # noqa: E402
+
+MARK = {BETTER: "✅ faster", WORSE: "❌ slower", SAME: "· unchanged", NOT_COMPARABLE: "⚠ not comparable"}
+SCHEMA_VERSION = 1
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:,.1f}" if abs(v) < 1e6 else f"{v:,.0f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def write_json(path: Path, result: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION, **result}, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def write_markdown(path: Path, result: dict[str, Any]) -> None:
+    base, head = result["base"], result["head"]
+    md = [f"# itchbench compare: {base['label']} → {head['label']}", "", f"**{result['headline']}**", ""]
+    for side in (base, head):
+        rev = side.get("revision") or {}
+        dirty = " — **DIRTY working tree: uncommitted changes are measured**" if rev.get("dirty") else ""
+        md.append(f"- {side['name']}: `{side['spec']}` {rev.get('label', '')} {rev.get('subject', '')}{dirty}")
+    md += ["", f"Repetitions: {result['repetitions']} a side after one discarded warm-up, interleaved; "
+           f"threshold ±{result['threshold_pct']:g} %; a timing verdict needs Mann-Whitney p < {result['alpha']} and "
+           f"the 95 % bootstrap CI of the ratio of medians (head/base, seed {result['seed']}) outside 1 ± threshold. "
+           "Instructions per message (callgrind, exact): any change beyond 0.5 %. See docs/compare.md.", ""]
+    for problem in result["not_comparable"]:
+        md += [f"> ⚠ not comparable: {problem}", ""]
+    for label, table in result["metrics"].items():
+        md += [f"## {label}", "", "| metric | base | head | Δ% | 95% CI of ratio | p | verdict |",
+               "|---|---:|---:|---:|---|---:|---|"]
+        for name, v in table.items():
+            ci = f"{v['ci'][0]:.3f}–{v['ci'][1]:.3f}" if "ci" in v else ""
+            p = f"{v['p']:.2g}" if "p" in v else ""
+            delta = f"{v['delta_pct']:+.1f}" if "delta_pct" in v else ""
+            md.append(f"| {name} | {_fmt(v.get('base'))} | {_fmt(v.get('head'))} | {delta} | {ci} | {p} | "
+                      f"{MARK[v['verdict']]} |")
+        out = result["outputs"].get(label)
+        if out:
+            bbo = out["bbo"]
+            if bbo["equal"]:
+                md += ["", f"BBO output identical: `{bbo['base_digest']}` ({bbo['base_events']:,} events)."]
+            else:
+                first = bbo["first_difference"]
+                md += ["", f"**BBO output differs**: {bbo['differing_events']:,} events differ "
+                       f"(base {bbo['base_events']:,}, head {bbo['head_events']:,} events). First difference at "
+                       f"event {first['index']:,}:", "", f"- base: `{first['base']}`", f"- head: `{first['head']}`"]
+            if out["counters"]:
+                md += ["", "| gateway counter | base | head |", "|---|---:|---:|"]
+                md += [f"| {k} | {_fmt(a)} | {_fmt(b)} |" for k, (a, b) in out["counters"].items()]
+        md.append("")
+    if result.get("plot"):
+        md += [f"![receive → book percentiles]({result['plot']})", ""]
+    path.write_text("\n".join(md).rstrip() + "\n")
+
+
+def plot_percentiles(path: Path, base_runs: list[Path], head_runs: list[Path], label: str) -> bool:
+    """Latency (receive → book) percentile curves of the first run of each side."""
+    if not base_runs or not head_runs:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 4))
+    qs = np.array([50, 75, 90, 95, 99, 99.5, 99.9, 99.99])
+    for name, run in (("base", base_runs[0]), ("head", head_runs[0])):
+        lat = run / "latency.lat"
+        if not lat.is_file():
+            plt.close(fig)
+            return False
+        d = stats.latencies(logs.read_latency(lat)).frame["receive_to_book"].dropna().to_numpy()
+        if d.size == 0:
+            plt.close(fig)
+            return False
+        ax.plot(np.arange(qs.size), np.percentile(d, qs, method="higher"), marker="o", label=name)
+    ax.set_xticks(np.arange(qs.size), [f"p{q:g}" for q in qs])
+    ax.set_yscale("log")
+    ax.set_ylabel("receive → book (ns)")
+    ax.set_title(f"{label}: receive → book, first run of each side")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True

@@ -1,0 +1,200 @@
+"""One comparison: two sides (revisions built here, or existing run
+directories), the same workloads, runs interleaved A B A B …, every run a
+fresh gateway process driven by this checkout's harness."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import paths, rundir
+from ..captures.fixtures import load_manifest
+from ..runs import runner, scenario
+from . import instructions, outputs, revisions, verdicts
+
+GENERATED_SESSION = ["--profile", "nasdaq-day", "--seed", "1", "--messages", "300000"]
+STAGES = ("receive_to_book", "decode", "book", "publish")
+PERCENTILES = ("p50", "p90", "p99", "p999", "max")
+# What must be equal for runs to be compared at all.
+IDENTITY = {"scenario_hash": ("scenario_hash",), "capture_sha256": ("capture_sha256",),
+            "cpu_model": ("environment", "cpu_model"), "kernel": ("environment", "kernel"),
+            "build_type": ("environment", "build", "build_type"), "cxx_flags": ("environment", "build", "cxx_flags")}
+
+
+class NotComparable(RuntimeError):
+    """The two sides cannot be compared; the message names what differs."""
+
+
+@dataclass
+class Workload:
+    label: str
+    values: dict[str, Any]
+
+
+@dataclass
+class Side:
+    name: str                               # "base" or "head"
+    spec: str
+    revision: revisions.Revision | None = None
+    gateway: Path | None = None
+    runs: dict[str, list[Path]] = field(default_factory=dict)  # workload label -> run directories
+    instructions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    problem: str = ""                        # why this side is not comparable
+
+    def describe(self) -> dict[str, Any]:
+        return {"spec": self.spec, "revision": self.revision.as_dict() if self.revision else None,
+                "gateway": str(self.gateway) if self.gateway else None, "problem": self.problem}
+
+
+def default_workloads() -> list[Workload]:
+    """Simulation of the bundled fixtures and of a larger generated session."""
+    out = [Workload(fx.name, scenario.defaults(name=fx.name, transport="sim", capture=str(fx.path)))
+           for fx in load_manifest()]
+    cache = paths.repo_root() / "reports" / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    generated = cache / "compare-nasdaq-day-300k.pcap"
+    if not generated.is_file():
+        subprocess.run([str(paths.tool("itch-synth")), *GENERATED_SESSION, "--out", str(generated)], check=True,
+                       capture_output=True)
+    out.append(Workload("nasdaq-day-300k", scenario.defaults(name="nasdaq-day-300k", transport="sim",
+                                                             capture=str(generated))))
+    for w in out:
+        w.values["gateway"]["latency_log"] = True
+    return out
+
+
+def scenario_workloads(path: Path) -> list[Workload]:
+    return [Workload(c.label, c.values) for c in scenario.load(path)]
+
+
+def _is_run_dir(p: Path) -> bool:
+    return (p / "manifest.json").is_file() and (p / "summary.json").is_file()
+
+
+def load_run_dirs(side: Side, path: Path) -> None:
+    """A run directory, or a folder of them (grouped by their label)."""
+    dirs = [path] if _is_run_dir(path) else sorted(p for p in path.rglob("*") if p.is_dir() and _is_run_dir(p))
+    if not dirs:
+        raise NotComparable(f"{side.name} {path}: neither a git revision nor a folder of run directories")
+    for d in dirs:
+        side.runs.setdefault(rundir.read_json(d / "manifest.json")["label"], []).append(d)
+
+
+def prepare_revision(side: Side, repo: Path, say: Callable[[str], None]) -> None:
+    try:
+        side.revision = revisions.resolve(repo, side.spec)
+        side.gateway = revisions.build(repo, side.revision, say)
+    except revisions.RevisionError as e:
+        side.problem = str(e)
+
+
+def _with_gateway(gateway: Path, fn: Callable[[], Path]) -> Path:
+    old = os.environ.get(paths.GATEWAY_OVERRIDE)
+    os.environ[paths.GATEWAY_OVERRIDE] = str(gateway)
+    try:
+        return fn()
+    finally:
+        if old is None:
+            os.environ.pop(paths.GATEWAY_OVERRIDE, None)
+        else:
+            os.environ[paths.GATEWAY_OVERRIDE] = old
+
+
+def run_interleaved(sides: list[Side], workloads: list[Workload], repetitions: int, out: Path,
+                    say: Callable[[str], None]) -> None:
+    """One discarded warm-up a side, then base, head, base, head, … per workload."""
+    live = [s for s in sides if s.gateway is not None and not s.problem]
+    plan = [(w, rep, s) for w in workloads for rep in range(0, repetitions + 1) for s in live]
+    started = time.monotonic()
+    for i, (w, rep, side) in enumerate(plan, 1):
+        elapsed = time.monotonic() - started
+        eta = f", ~{elapsed / (i - 1) * (len(plan) - i + 1):.0f} s left" if i > 1 else ""
+        what = "warm-up" if rep == 0 else f"repetition {rep}/{repetitions}"
+        say(f"  [{i}/{len(plan)}] {w.label}: {side.name} {side.revision.label if side.revision else ''} {what}{eta}")
+        root = out / "runs" / side.name / ("warmup" if rep == 0 else w.label)
+        assert side.gateway is not None
+        run_dir = _with_gateway(side.gateway, lambda: runner.execute(w.values, w.label, root=root, echo=False,
+                                                                     command="itchbench compare"))
+        summary = rundir.read_json(run_dir / "summary.json")
+        # A run that ends (even lossy or unbalanced) is compared; one that could not run is not.
+        if summary["verdict"]["status"] == "incomplete" and not side.problem:
+            side.problem = (f"its gateway could not run {w.label}: {summary['verdict']['headline']} "
+                            f"({run_dir})")
+        if rep > 0:
+            side.runs.setdefault(w.label, []).append(run_dir)
+
+
+def measure_instructions(sides: list[Side], workloads: list[Workload], say: Callable[[str], None]) -> None:
+    for w in workloads:
+        if w.values["transport"] != "sim":
+            continue
+        for side in sides:
+            if side.gateway is None or side.problem:
+                continue
+            say(f"  instructions: {w.label} {side.name} (callgrind)")
+            try:
+                side.instructions[w.label] = instructions.per_message(side.gateway, Path(w.values["capture"]))
+            except instructions.InstructionError as e:
+                side.instructions[w.label] = {"error": str(e)}
+
+
+def identity_differences(base: Side, head: Side) -> list[str]:
+    """The identity fields (scenario, capture, machine, build) that differ between the sides' runs."""
+    diffs = []
+    for label in sorted(set(base.runs) & set(head.runs)):
+        ma = rundir.read_json(base.runs[label][0] / "manifest.json")
+        mb = rundir.read_json(head.runs[label][0] / "manifest.json")
+        for name, keys in IDENTITY.items():
+            va, vb = ma, mb
+            for k in keys:
+                va = va.get(k) if isinstance(va, dict) else None
+                vb = vb.get(k) if isinstance(vb, dict) else None
+            if va != vb:
+                diffs.append(f"{label}: {name} differs ({va!r} vs {vb!r})")
+    return diffs
+
+
+def _summary_metrics(run_dir: Path) -> dict[str, float]:
+    s = rundir.read_json(run_dir / "summary.json")
+    m: dict[str, float] = {"throughput_msg_s": s["performance"]["messages_per_s"]}
+    rss = s.get("transport_details", {}).get("gateway_max_rss_kib")
+    if rss:
+        m["peak_rss_kib"] = rss
+    for stage in STAGES:
+        figures = s.get("latency", {}).get("stages", {}).get(stage)
+        if figures:
+            for p in PERCENTILES:
+                m[f"{stage}.{p}"] = figures[p]
+    return m
+
+
+def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per workload, per metric: the verdict."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for label in sorted(set(base.runs) | set(head.runs)):
+        a = [_summary_metrics(r) for r in base.runs.get(label, [])]
+        b = [_summary_metrics(r) for r in head.runs.get(label, [])]
+        names = sorted({k for m in a + b for k in m})
+        table: dict[str, dict[str, Any]] = {}
+        for i, name in enumerate(names):
+            table[name] = verdicts.timing([m[name] for m in a if name in m], [m[name] for m in b if name in m],
+                                          higher_is_better=name == "throughput_msg_s", threshold=threshold,
+                                          seed=seed + i)
+        ia, ib = base.instructions.get(label, {}), head.instructions.get(label, {})
+        for stage in instructions.STAGES:
+            table[f"instructions.{stage}"] = verdicts.exact(ia.get("per_message", {}).get(stage),
+                                                            ib.get("per_message", {}).get(stage))
+        out[label] = table
+    return out
+
+
+def output_differences(base: Side, head: Side) -> dict[str, dict[str, Any]]:
+    out = {}
+    for label in sorted(set(base.runs) & set(head.runs)):
+        ra, rb = base.runs[label][0], head.runs[label][0]
+        out[label] = {"bbo": outputs.compare_bbo(ra, rb), "counters": outputs.compare_counters(ra, rb)}
+    return out

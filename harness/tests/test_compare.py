@@ -1,0 +1,112 @@
+"""itchbench compare end to end, on planted changes in a scratch clone that
+the test makes: a spin loop in the per-message path, a change that drops
+every 1000th message, a build-flag change — and a commit against itself."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from itchbench import paths
+from itchbench.captures import fixtures
+from itchbench.cli import main as itchbench_main
+
+SEED_FIXTURE = next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path
+GATEWAY_HPP = "gateway/pipeline/gateway.hpp"
+ON_MESSAGE = "  void on_message(uint64_t seq, const uint8_t* msg, size_t len, uint64_t t_receive, uint64_t t_origin) {\n"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def plant(repo: Path, branch: str, path: str, old: str, new: str) -> str:
+    git(repo, "checkout", "-q", "-b", branch, "base")
+    f = repo / path
+    text = f.read_text()
+    assert old in text, f"{path} no longer has the line to plant into"
+    f.write_text(text.replace(old, new, 1))
+    git(repo, "commit", "-q", "-am", f"planted: {branch}")
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory) -> Path:
+    repo = tmp_path_factory.mktemp("scratch") / "repo"
+    subprocess.run(["git", "clone", "-q", str(paths.repo_root()), str(repo)], check=True)
+    git(repo, "config", "user.email", "tests@itchbench")
+    git(repo, "config", "user.name", "tests")
+    git(repo, "branch", "base")
+    plant(repo, "spin", GATEWAY_HPP, ON_MESSAGE, ON_MESSAGE + "    for (volatile int spin = 0; spin < 200; ++spin) {\n    }\n")
+    plant(repo, "drop", GATEWAY_HPP, ON_MESSAGE, ON_MESSAGE + "    if (seq % 1000 == 0) return;\n")
+    plant(repo, "flags", "CMakeLists.txt", "set(ITCHBENCH_EXTRA_FLAGS -Wall -Wextra)",
+          "set(ITCHBENCH_EXTRA_FLAGS -Wall -Wextra -fno-omit-frame-pointer)")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory) -> Path:
+    scen = tmp_path_factory.mktemp("scen") / "seed.toml"
+    scen.write_text(f'name = "seed"\ntransport = "sim"\ncapture = "{SEED_FIXTURE}"\n')
+    return scen
+
+
+def compare(scratch: Path, workload: Path, out: Path, base: str, head: str, *extra: str) -> tuple[int, dict]:
+    rc = itchbench_main(["compare", base, head, "--repo", str(scratch), "--scenario", str(workload),
+                         "--repetitions", "3", "--out", str(out), *extra])
+    return rc, json.loads((out / "compare.json").read_text())
+
+
+def test_a_commit_against_itself(scratch, workload, tmp_path):
+    rc, result = compare(scratch, workload, tmp_path, "base", "base")
+    assert rc == 0 and result["headline"].startswith("NO REGRESSION"), result["headline"]
+    table = result["metrics"]["seed"]
+    for stage in ("message_path", "book", "capture_read"):
+        assert table[f"instructions.{stage}"]["ratio"] == 1.0  # exact: the same to the instruction
+    assert result["outputs"]["seed"]["bbo"]["equal"]
+    assert (tmp_path / "compare.md").is_file() and (tmp_path / "percentiles.png").is_file()
+
+
+def test_a_spin_loop_in_the_message_path_is_a_regression(scratch, workload, tmp_path):
+    rc, result = compare(scratch, workload, tmp_path, "base", "spin")
+    assert rc == 1 and result["headline"].startswith("REGRESSION"), result["headline"]
+    path = result["metrics"]["seed"]["instructions.message_path"]
+    assert path["verdict"] == "slower" and path["head"] - path["base"] > 200  # the loop's 200 rounds and more
+    assert result["metrics"]["seed"]["instructions.book"]["verdict"] == "unchanged"
+    assert result["outputs"]["seed"]["bbo"]["equal"]
+
+
+def _bbo_rows(run_dir: str, capsys) -> list[list[str]]:
+    capsys.readouterr()
+    assert itchbench_main(["dump", "bbo", run_dir]) == 0
+    return list(csv.reader(io.StringIO(capsys.readouterr().out)))[1:]
+
+
+def test_dropping_every_1000th_message_shows_the_first_differing_event(scratch, workload, tmp_path, capsys):
+    rc, result = compare(scratch, workload, tmp_path, "base", "drop", "--no-instructions")
+    assert rc == 1 and "BBO OUTPUT DIFFERS" in result["headline"]
+    bbo = result["outputs"]["seed"]["bbo"]
+    # Independently: the first row where the two runs' dumps differ.
+    a = _bbo_rows(result["runs"]["base"]["seed"][0], capsys)
+    b = _bbo_rows(result["runs"]["head"]["seed"][0], capsys)
+    first = next(i for i, (x, y) in enumerate(zip(a + [None], b + [None])) if x != y)
+    assert bbo["first_difference"]["index"] == first
+    assert bbo["first_difference"]["base"]["seq"] == int(a[first][0])
+    counters = result["outputs"]["seed"]["counters"]
+    assert counters["decode.messages"] == [7000, 7000 - 7]  # seq 1000, 2000, … 7000 never decoded
+
+
+def test_a_build_flag_change_is_not_comparable(scratch, workload, tmp_path):
+    rc, result = compare(scratch, workload, tmp_path, "base", "flags", "--no-instructions")
+    assert rc == 2 and result["headline"].startswith("NOT COMPARABLE")
+    assert any("cxx_flags" in p for p in result["not_comparable"])
+
+
+def test_an_unknown_revision_is_not_comparable(scratch, workload, tmp_path, capsys):
+    rc, result = compare(scratch, workload, tmp_path, "base", "no-such-branch", "--no-instructions")
+    assert rc == 2 and "no-such-branch" in result["headline"]

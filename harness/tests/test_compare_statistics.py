@@ -1,0 +1,63 @@
+"""The statistics and verdicts of itchbench compare, against an independent
+implementation (scipy) and hand-made samples."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import mannwhitneyu
+
+from itchbench.compare import verdicts
+from itchbench.compare.statistics import bootstrap_ratio_ci, mann_whitney_u
+
+
+@pytest.mark.parametrize("n1, n2", [(3, 3), (5, 9), (9, 9), (12, 4), (30, 30)])
+@pytest.mark.parametrize("shift", [0.0, 0.7, 3.0])
+def test_exact_u_matches_scipy(n1, n2, shift):
+    rng = np.random.default_rng(n1 * 100 + n2)
+    a, b = rng.normal(0, 1, n1), rng.normal(shift, 1, n2)
+    mine = mann_whitney_u(a, b)
+    ref = mannwhitneyu(a, b, alternative="two-sided", method="exact")
+    assert mine.method == "exact"
+    assert mine.u == ref.statistic
+    assert mine.p == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-15)
+
+
+def test_ties_use_the_corrected_normal_approximation_like_scipy():
+    a = np.array([1, 2, 2, 3, 5, 5, 5, 8.0])
+    b = np.array([2, 4, 5, 6, 6, 9, 9, 10.0])
+    mine = mann_whitney_u(a, b)
+    ref = mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", use_continuity=True)
+    assert mine.method == "normal" and mine.p == pytest.approx(ref.pvalue, rel=1e-9)
+
+
+def test_bootstrap_is_seeded_and_covers_the_true_ratio():
+    rng = np.random.default_rng(3)
+    base, head = rng.normal(100, 2, 9), rng.normal(120, 2, 9)
+    ci = bootstrap_ratio_ci(base, head, seed=7)
+    assert ci == bootstrap_ratio_ci(base, head, seed=7)
+    assert ci[0] < 1.2 < ci[1] and ci[1] - ci[0] < 0.1
+
+
+def test_timing_verdicts():
+    rng = np.random.default_rng(11)
+    base = list(rng.normal(1000, 10, 9))
+    same = list(rng.normal(1000, 10, 9))
+    slower = list(rng.normal(1200, 10, 9))
+    small = list(rng.normal(1030, 10, 9))  # +3 %: below the 5 % threshold
+    assert verdicts.timing(base, same, higher_is_better=False, threshold=0.05, seed=1)["verdict"] == "unchanged"
+    assert verdicts.timing(base, slower, higher_is_better=False, threshold=0.05, seed=1)["verdict"] == "slower"
+    assert verdicts.timing(base, slower, higher_is_better=True, threshold=0.05, seed=1)["verdict"] == "faster"
+    assert verdicts.timing(base, small, higher_is_better=False, threshold=0.05, seed=1)["verdict"] == "unchanged"
+    # Three a side can never reach p < 0.002: no verdict is pretended.
+    few = verdicts.timing(base[:3], slower[:3], higher_is_better=False, threshold=0.05, seed=1)
+    assert few["verdict"] == "unchanged" and few["p"] > verdicts.ALPHA
+    assert verdicts.timing(base[:2], slower[:2], higher_is_better=False, threshold=0.05, seed=1)["verdict"] == \
+        "not comparable"
+
+
+def test_instruction_verdicts_are_exact():
+    assert verdicts.exact(300.0, 301.0)["verdict"] == "unchanged"   # +0.33 %
+    assert verdicts.exact(300.0, 302.0)["verdict"] == "slower"      # +0.67 %
+    assert verdicts.exact(300.0, 290.0)["verdict"] == "faster"
+    assert verdicts.exact(None, 290.0)["verdict"] == "not comparable"
