@@ -110,3 +110,41 @@ def test_a_build_flag_change_is_not_comparable(scratch, workload, tmp_path):
 def test_an_unknown_revision_is_not_comparable(scratch, workload, tmp_path, capsys):
     rc, result = compare(scratch, workload, tmp_path, "base", "no-such-branch", "--no-instructions")
     assert rc == 2 and "no-such-branch" in result["headline"]
+
+
+@pytest.fixture(scope="module")
+def history(scratch) -> list[str]:
+    """Ten commits after base: the 4th changes the book (an execution of all
+    of an order's shares leaves it at zero instead of removing it: another
+    BBO stream, and no more instructions), the 7th adds a spin loop; the rest
+    touch only the documentation."""
+    git(scratch, "checkout", "-q", "-b", "history", "base")
+    commits = []
+    for i in range(1, 11):
+        if i == 4:
+            f = scratch / "gateway/book/order_book.cpp"
+            old = "if (shares >= o->shares) {"
+            assert old in f.read_text()
+            f.write_text(f.read_text().replace(old, "if (shares > o->shares) {", 1))
+        elif i == 7:
+            f = scratch / GATEWAY_HPP
+            f.write_text(f.read_text().replace(ON_MESSAGE, ON_MESSAGE + "    for (volatile int spin = 0; spin < 200; "
+                                               "++spin) {\n    }\n", 1))
+        else:
+            with open(scratch / "README.md", "a") as readme:
+                readme.write(f"\nhistory line {i}\n")
+        git(scratch, "commit", "-q", "-am", f"history step {i}")
+        commits.append(git(scratch, "rev-parse", "HEAD"))
+    return commits
+
+
+@pytest.mark.parametrize("metric, planted", [("bbo", 4), ("instructions", 7)])
+def test_bisect_finds_the_planted_commit(scratch, history, tmp_path, capsys, metric, planted):
+    day = next(fx for fx in fixtures.load_manifest() if fx.name == "nasdaq-day-sample").path  # has executions
+    scen = tmp_path / "day.toml"
+    scen.write_text(f'name = "day"\ntransport = "sim"\ncapture = "{day}"\n')
+    rc = itchbench_main(["bisect", "base", "history", "--metric", metric, "--repo", str(scratch),
+                         "--scenario", str(scen)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert f"first bad commit: {history[planted - 1]} history step {planted}" in out

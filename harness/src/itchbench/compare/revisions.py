@@ -1,6 +1,7 @@
 """Revisions of the gateway: resolved in a git repository, each built once in
-its own git worktree with identical flags and cached by (commit, flags)
-under reports/cache/builds/. The working tree with its uncommitted changes
+its own git worktree with identical flags and cached under
+reports/cache/builds/ by (the content of its build inputs, flags): commits
+that differ elsewhere share one build. The working tree with its uncommitted changes
 is a revision too (`WORKTREE`), cached by the hash of its diff.
 """
 
@@ -82,9 +83,27 @@ def flags_hash() -> str:
     return hashlib.sha256(" ".join(BUILD_OPTIONS).encode()).hexdigest()[:8]
 
 
+# What the gateway's build reads: a revision whose copies of these are the
+# same as another's builds the same binary, so it shares that build.
+BUILD_INPUTS = ("CMakeLists.txt", "gateway", "replay")
+
+
+def source_key(repo: Path, rev: Revision) -> str:
+    """The git object ids of the build inputs (commits), or the diff hash (working tree)."""
+    if rev.dirty:
+        return f"{rev.commit[:12]}+dirty-{rev.diff_hash[:8]}"
+    ids = []
+    for path in BUILD_INPUTS:
+        try:
+            ids.append(_git(repo, "rev-parse", f"{rev.commit}:{path}").strip())
+        except RevisionError:
+            ids.append(f"{path}:absent")
+    return "src-" + hashlib.sha256(" ".join(ids).encode()).hexdigest()[:16]
+
+
 def build(repo: Path, rev: Revision, say: Callable[[str], None]) -> Path:
-    """The gateway binary of a revision, built (once) in its own worktree."""
-    key = f"{rev.label}-{flags_hash()}"
+    """The gateway binary of a revision, built (once per source) in its own worktree."""
+    key = f"{source_key(repo, rev)}-{flags_hash()}"
     home = cache_root() / key
     gateway = home / "build" / "gateway" / "itch-gateway"
     if (home / "ok").is_file() and gateway.is_file():
