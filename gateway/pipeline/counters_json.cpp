@@ -9,7 +9,8 @@ void write_mold_json(JsonWriter& j, const FramerCounters& fc) {
   j.field("packets", fc.packets).field("heartbeats", fc.heartbeats).field("end_of_session", fc.end_of_session);
   j.field("rejected_too_short", fc.rejected_too_short)
       .field("rejected_length_overrun", fc.rejected_length_overrun)
-      .field("rejected_count_mismatch", fc.rejected_count_mismatch);
+      .field("rejected_count_mismatch", fc.rejected_count_mismatch)
+      .field("rejected_sequence_overflow", fc.rejected_sequence_overflow);
   j.field("messages", fc.messages);
   j.end_object();
 }

@@ -7,6 +7,7 @@ void MoldFramer::count_rejection(mold::ParseStatus st) {
     case mold::ParseStatus::kTooShort: ++counters_.rejected_too_short; break;
     case mold::ParseStatus::kLengthOverrun: ++counters_.rejected_length_overrun; break;
     case mold::ParseStatus::kCountMismatch: ++counters_.rejected_count_mismatch; break;
+    case mold::ParseStatus::kSequenceOverflow: ++counters_.rejected_sequence_overflow; break;
     case mold::ParseStatus::kOk: break;
   }
 }

@@ -15,9 +15,10 @@ struct FramerCounters {
   uint64_t rejected_too_short = 0;
   uint64_t rejected_length_overrun = 0;
   uint64_t rejected_count_mismatch = 0;
+  uint64_t rejected_sequence_overflow = 0;
   uint64_t messages = 0;  // handed on, in sequence
   uint64_t rejected() const {
-    return rejected_too_short + rejected_length_overrun + rejected_count_mismatch;
+    return rejected_too_short + rejected_length_overrun + rejected_count_mismatch + rejected_sequence_overflow;
   }
 };
 

@@ -16,6 +16,7 @@ const char* to_string(ParseStatus s) {
     case ParseStatus::kTooShort: return "packet shorter than the 20-byte MoldUDP64 header";
     case ParseStatus::kLengthOverrun: return "message length runs past the end of the packet";
     case ParseStatus::kCountMismatch: return "message count does not match the packet's contents";
+    case ParseStatus::kSequenceOverflow: return "sequence number range passes 2^64 - 1";
   }
   return "?";
 }

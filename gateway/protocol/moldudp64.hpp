@@ -27,6 +27,7 @@ enum class ParseStatus : uint8_t {
   kTooShort,        // fewer than 20 bytes: no complete header
   kLengthOverrun,   // a message length runs past the end of the packet
   kCountMismatch,   // fewer messages than the count, or bytes left after them
+  kSequenceOverflow,  // the sequence after the packet would pass 2^64 - 1 (found by fuzzing)
 };
 const char* to_string(ParseStatus s);
 
@@ -69,6 +70,10 @@ inline ParseStatus parse(const uint8_t* data, size_t len, Packet& out) {
   if (len < kHeaderLength) return ParseStatus::kTooShort;
   out.sequence_ = load_be64(data + 10);
   out.count_ = load_be16(data + 18);
+  // Sequence arithmetic must never wrap: the tracker's next expected number
+  // (sequence + count) has to exist.
+  if (out.count_ != kEndOfSessionCount && out.sequence_ > UINT64_MAX - out.count_)
+    return ParseStatus::kSequenceOverflow;
   out.body_ = data + kHeaderLength;
   const uint8_t* p = out.body_;
   const uint8_t* end = data + len;

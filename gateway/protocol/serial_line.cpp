@@ -84,6 +84,7 @@ LineReader::Parsed LineReader::parse(uint64_t& seq, uint64_t& t_send, size_t& le
   const uint8_t* p = line_;
   const uint8_t* end = line_ + body;
   if (!get_decimal(p, end, ',', seq) || !get_decimal(p, end, ',', t_send)) return Parsed::kMalformed;
+  if (seq == UINT64_MAX) return Parsed::kMalformed;  // the next expected sequence must exist
   const size_t payload_chars = size_t(end - p);
   const bool is_end = payload_chars == 3 && std::memcmp(p, "END", 3) == 0;
   if (!is_end) {

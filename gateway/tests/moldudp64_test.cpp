@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "pipeline/mold_framer.hpp"
 #include "protocol/moldudp64.hpp"
 
 using namespace itchbench;
@@ -96,6 +97,26 @@ TEST(MoldUdp64, RejectsCountMismatch) {
   odd[19] = 2;
   odd.push_back(0);
   EXPECT_EQ(parse(odd.data(), odd.size(), p), ParseStatus::kCountMismatch);
+}
+
+// Found by fuzz_mold_framer: a packet at sequence 2^64 - 1 with 3 messages
+// handed on sequence numbers that wrapped to 0 and 1.
+TEST(MoldUdp64, RejectsSequenceRangesPastTwoToTheSixtyFour) {
+  Packet p;
+  auto wrap = packet(UINT64_MAX, {{'a'}, {'b'}, {'c'}});
+  EXPECT_EQ(parse(wrap.data(), wrap.size(), p), ParseStatus::kSequenceOverflow);
+  auto edge = packet(UINT64_MAX - 2, {{'a'}, {'b'}});  // next expected would be 2^64 - 1: still fine
+  EXPECT_EQ(parse(edge.data(), edge.size(), p), ParseStatus::kOk);
+  auto past = packet(UINT64_MAX - 1, {{'a'}, {'b'}});  // next expected would be 2^64: wraps
+  EXPECT_EQ(parse(past.data(), past.size(), p), ParseStatus::kSequenceOverflow);
+  auto heartbeat = packet(UINT64_MAX, {});
+  EXPECT_EQ(parse(heartbeat.data(), heartbeat.size(), p), ParseStatus::kOk);
+
+  MoldFramer framer;
+  uint64_t handed = 0;
+  framer.on_datagram(wrap.data(), wrap.size(), [&](uint64_t, const uint8_t*, size_t) { ++handed; });
+  EXPECT_EQ(handed, 0u);
+  EXPECT_EQ(framer.counters().rejected_sequence_overflow, 1u);
 }
 
 TEST(MoldUdp64, RejectsControlPacketsWithData) {

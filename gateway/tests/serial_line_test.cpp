@@ -91,3 +91,12 @@ TEST(SerialLine, NumbersThatOverflowAreMalformed) {
   feed(r, "$99999999999999999999999,1,0a*00\n");
   EXPECT_EQ(r.counters().malformed, 1u);
 }
+
+// The sequence after a line must exist: 2^64 - 1 would wrap the tracker.
+TEST(SerialLine, SequenceTwoToTheSixtyFourMinusOneIsMalformed) {
+  LineReader r;
+  const Collected c = feed(r, line_of(UINT64_MAX, 5, {'S'}) + line_of(UINT64_MAX - 1, 5, {'S'}));
+  ASSERT_EQ(c.lines.size(), 1u);
+  EXPECT_EQ(std::get<0>(c.lines[0]), UINT64_MAX - 1);
+  EXPECT_EQ(r.counters().malformed, 1u);
+}

@@ -50,6 +50,7 @@ def rejections(report: dict[str, Any]) -> dict[str, int]:
         "mold_too_short": mold["rejected_too_short"],
         "mold_length_overrun": mold["rejected_length_overrun"],
         "mold_count_mismatch": mold["rejected_count_mismatch"],
+        "mold_sequence_overflow": mold.get("rejected_sequence_overflow", 0),
         "bad_frames": cap["bad_frames"],
     }
 

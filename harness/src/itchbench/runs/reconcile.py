@@ -42,7 +42,7 @@ def _gateway(gw: dict[str, Any], latency_records: int | None, bbo_records: int,
         "missing": seq["missing_messages"], "duplicates": seq["duplicate_messages"],
         "reordered": seq["reordered_messages"], "gap_events": seq["gap_events"],
         "rejected_packets": mold["rejected_too_short"] + mold["rejected_length_overrun"]
-        + mold["rejected_count_mismatch"],
+        + mold["rejected_count_mismatch"] + mold.get("rejected_sequence_overflow", 0),
         "latency_records": latency_records, "bbo_events": gw["bbo_events"], "bbo_records": bbo_records,
     }
 
