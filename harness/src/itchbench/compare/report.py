@@ -13,9 +13,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..analysis import logs, stats  # noqa: E402
-from .verdicts import BETTER, NOT_COMPARABLE, SAME, WORSE  # noqa: E402
+from .verdicts import BETTER, NOT_COMPARABLE, SAME, SHOWN, WORSE  # noqa: E402
 
-MARK = {BETTER: "✅ faster", WORSE: "❌ slower", SAME: "· unchanged", NOT_COMPARABLE: "⚠ not comparable"}
+MARK = {BETTER: "✅ faster", WORSE: "❌ slower", SAME: "· unchanged", NOT_COMPARABLE: "⚠ not comparable",
+        SHOWN: "· (max: shown, not judged)"}
 SCHEMA_VERSION = 1
 
 

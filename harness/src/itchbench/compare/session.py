@@ -184,6 +184,8 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
             table[name] = verdicts.timing([m[name] for m in a if name in m], [m[name] for m in b if name in m],
                                           higher_is_better=name == "throughput_msg_s", threshold=threshold,
                                           seed=seed + i)
+            if name.endswith(".max") and table[name]["verdict"] != verdicts.NOT_COMPARABLE:
+                table[name]["verdict"] = verdicts.SHOWN
         ia, ib = base.instructions.get(label, {}), head.instructions.get(label, {})
         for stage in instructions.STAGES:
             table[f"instructions.{stage}"] = verdicts.exact(ia.get("per_message", {}).get(stage),

@@ -19,6 +19,7 @@ ALPHA = 0.002          # as asv: a timing change needs p < 0.002 ...
 INSTRUCTION_THRESHOLD = 0.005
 MIN_REPETITIONS = 3    # fewer cannot reach ALPHA at all; 9 is the default
 BETTER, WORSE, SAME, NOT_COMPARABLE = "faster", "slower", "unchanged", "not comparable"
+SHOWN = "shown, not judged"  # the max of a run is one sample: its changes are not verdicts
 
 
 def timing(base: list[float], head: list[float], *, higher_is_better: bool, threshold: float,
