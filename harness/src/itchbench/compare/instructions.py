@@ -7,8 +7,13 @@ messages are: their inclusive counts are the same on every run. So one run
 on a fixed slice of the capture (its first N records), and per message:
 
     message path   Gateway<…>::on_message, inclusive: decode, book, BBO, logs
+    decode         itch::decode<…> without the book calls it makes (validation, dispatch)
     book           OrderBook::add / reduce / remove / replace, inclusive
+    bbo and logs   the message path less decode and book: BBO check, log records
     capture read   PcapReader::next (simulation's own input; not the gateway's)
+
+MoldUDP64 framing is inlined into the simulation's read loop and has no
+function of its own to count: it is not reported apart.
 
 A stage whose function a revision does not have (renamed, inlined) is
 reported missing, and its verdict is "not comparable".
@@ -53,16 +58,28 @@ def _slice(capture: Path, records: int, out: Path) -> None:
     out.write_bytes(data[:off])
 
 
-STAGES = {
+FUNCTIONS = {
     "message_path": re.compile(r"itchbench::Gateway<[^>]*>::on_message\("),
+    "decode_and_apply": re.compile(r"itchbench::itch::DecodeStatus itchbench::itch::decode<"),
     "book": re.compile(r"itchbench::OrderBook::(add|reduce|remove|replace)\("),
     "capture_read": re.compile(r"itchbench::net::PcapReader::next\("),
 }
+STAGES = ("message_path", "decode", "book", "bbo_and_logs", "capture_read")
+
+
+def _stages(f: dict[str, int]) -> dict[str, int]:
+    """Per stage, from the functions' inclusive counts (derived stages need all their parts)."""
+    out = {k: f[k] for k in ("message_path", "book", "capture_read") if k in f}
+    if "decode_and_apply" in f and "book" in f:
+        out["decode"] = f["decode_and_apply"] - f["book"]
+        if "message_path" in f:
+            out["bbo_and_logs"] = f["message_path"] - f["decode_and_apply"]
+    return out
 _LINE = re.compile(r"^\s*([\d,]+)\s+\([\s\d.]+%\)\s+\S*?:(.*)$")
 
 
 def _annotate(out: Path) -> dict[str, int]:
-    """Inclusive instructions of every function named in STAGES."""
+    """Inclusive instructions of every function named in FUNCTIONS."""
     proc = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
@@ -72,7 +89,7 @@ def _annotate(out: Path) -> dict[str, int]:
         m = _LINE.match(line)
         if not m:
             continue
-        for stage, pattern in STAGES.items():
+        for stage, pattern in FUNCTIONS.items():
             if pattern.match(m.group(2).strip()):
                 totals[stage] = totals.get(stage, 0) + int(m.group(1).replace(",", ""))
     return totals
@@ -95,7 +112,7 @@ def per_message(gateway: Path, capture: Path, records: int = SLICE_RECORDS) -> d
         if proc.returncode not in (0, 1) or not out.is_file():
             raise InstructionError(f"callgrind run failed: {proc.stderr.strip()[-400:]}")
         messages = int(read_json(run / "gateway.json")["messages_received"])
-        totals = _annotate(out)
+        totals = _stages(_annotate(out))
     if messages == 0:
         raise InstructionError(f"{capture}: no messages in the first {records} records")
     return {"messages": messages, "slice_records": records,
