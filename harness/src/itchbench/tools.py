@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from . import paths
 

@@ -100,7 +100,7 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
         failure = RunError("defect", f"harness defect: {type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}")
     finally:
         # Clean-up has run (the group is closed); nothing below may hide the original failure.
-        summary = reconcile.write_summary(run, failure)
+        reconcile.write_summary(run, failure)
         if (run.dir / "gateway.json").exists():
             try:
                 report.build(run.dir)
