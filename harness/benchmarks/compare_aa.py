@@ -30,6 +30,7 @@ def main() -> int:
     args = p.parse_args()
     fired_comparisons = fired = judged = 0
     instruction_ratios: set[float] = set()
+    instruction_changes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="itchbench-aa-") as tmp:
         for i in range(1, args.comparisons + 1):
             out = Path(tmp) / f"aa-{i}"
@@ -45,6 +46,8 @@ def main() -> int:
                     if name.startswith("instructions."):
                         if "ratio" in v:
                             instruction_ratios.add(v["ratio"])
+                            if v["ratio"] != 1.0:
+                                instruction_changes.append(f"comparison {i} {label}:{name} {v['base']} -> {v['head']}")
                         continue
                     judged += 1
                     if v["verdict"] in ("faster", "slower"):
@@ -56,6 +59,8 @@ def main() -> int:
     print(f"comparisons with a timing verdict: {fired_comparisons} of {args.comparisons}; "
           f"timing verdicts: {fired} of {judged} metrics judged; "
           f"instruction ratios seen: {sorted(instruction_ratios)}")
+    for change in instruction_changes:
+        print(f"  instructions differ: {change}")
     return 0
 
 
