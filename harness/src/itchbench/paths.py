@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+from typing import Iterator
 
 
 class ToolMissing(RuntimeError):
@@ -41,6 +43,20 @@ def tool(name: str) -> Path:
     if not path.is_file():
         raise ToolMissing(f"{path} is not built; run: bash harness/bin/setup")
     return path
+
+
+@contextlib.contextmanager
+def gateway_override(gateway: Path) -> Iterator[None]:
+    """Within the block, paths.tool("itch-gateway") is that build's gateway."""
+    old = os.environ.get(GATEWAY_OVERRIDE)
+    os.environ[GATEWAY_OVERRIDE] = str(gateway)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(GATEWAY_OVERRIDE, None)
+        else:
+            os.environ[GATEWAY_OVERRIDE] = old
 
 
 def fixtures_dir() -> Path:

@@ -4,7 +4,6 @@ repetitions, no statistics. Builds are shared with compare's cache."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,15 +43,8 @@ def _measure(repo: Path, rev: revisions.Revision, metric: str, capture: Path, sa
         if "message_path" not in counts["per_message"]:
             raise BisectError(f"{rev.label}: its gateway has no Gateway::on_message to count")
         return counts["per_message"]["message_path"]
-    old = os.environ.get(paths.GATEWAY_OVERRIDE)
-    os.environ[paths.GATEWAY_OVERRIDE] = str(gateway)
-    try:
+    with paths.gateway_override(gateway):
         return sim_bbo(capture)[0]
-    finally:
-        if old is None:
-            os.environ.pop(paths.GATEWAY_OVERRIDE, None)
-        else:
-            os.environ[paths.GATEWAY_OVERRIDE] = old
 
 
 def bisect(repo: Path, good: str, bad: str, metric: str, capture: Path,

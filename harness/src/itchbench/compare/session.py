@@ -4,7 +4,6 @@ fresh gateway process driven by this checkout's harness."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -92,18 +91,6 @@ def prepare_revision(side: Side, repo: Path, say: Callable[[str], None]) -> None
         side.problem = str(e)
 
 
-def _with_gateway(gateway: Path, fn: Callable[[], Path]) -> Path:
-    old = os.environ.get(paths.GATEWAY_OVERRIDE)
-    os.environ[paths.GATEWAY_OVERRIDE] = str(gateway)
-    try:
-        return fn()
-    finally:
-        if old is None:
-            os.environ.pop(paths.GATEWAY_OVERRIDE, None)
-        else:
-            os.environ[paths.GATEWAY_OVERRIDE] = old
-
-
 def run_interleaved(sides: list[Side], workloads: list[Workload], repetitions: int, out: Path,
                     say: Callable[[str], None]) -> None:
     """One discarded warm-up a side, then base, head, base, head, … per workload."""
@@ -117,8 +104,8 @@ def run_interleaved(sides: list[Side], workloads: list[Workload], repetitions: i
         say(f"  [{i}/{len(plan)}] {w.label}: {side.name} {side.revision.label if side.revision else ''} {what}{eta}")
         root = out / "runs" / side.name / ("warmup" if rep == 0 else w.label)
         assert side.gateway is not None
-        run_dir = _with_gateway(side.gateway, lambda: runner.execute(w.values, w.label, root=root, echo=False,
-                                                                     command="itchbench compare"))
+        with paths.gateway_override(side.gateway):
+            run_dir = runner.execute(w.values, w.label, root=root, echo=False, command="itchbench compare")
         summary = rundir.read_json(run_dir / "summary.json")
         # A run that ends (even lossy or unbalanced) is compared; one that could not run is not.
         if summary["verdict"]["status"] == "incomplete" and not side.problem:
