@@ -97,3 +97,20 @@ def test_sigterm_of_the_harness_marks_the_run_interrupted(day, tmp_path):
     # The gateway was stopped cleanly: its counters were written and reconciled.
     assert (run / "gateway.json").exists() and "reconciliation" in s
     assert leftover_processes() == []
+
+
+def test_slow_and_reconnecting_subscribers_lose_only_their_own_frames(tmp_path):
+    big = make_capture(tmp_path, "big.pcap", "--profile", "nasdaq-day", "--messages", "100000", "--symbol-count", "50")
+    # ~8 s of replay: the reconnecting one (every 3 s) opens at least two more connections.
+    values = config(big, "udp", replay={"rate": "pps", "pps": 4000}, subscribers=3,
+                    subscriber_modes=["slow", "reconnect"], gateway={"subscriber_queue": 1024})
+    run = runner.execute(values, "modes", root=tmp_path, echo=False)
+    s = summary_of(run)
+    subs = {sub["mode"]: sub for sub in s["reconciliation"]["subscribers"]}
+    assert s["verdict"]["status"] == "lossless", s["verdict"]
+    assert subs["fast"]["identical_to_bbo_log"] and subs["fast"]["frames_dropped"] == 0
+    assert subs["slow"]["frames_dropped"] > 0 and not subs["slow"]["identical_to_bbo_log"]
+    assert len(subs["reconnect"]["local_ports"]) >= 3
+    # The gateway kept a report for every connection it had, and only those.
+    assert len(s["gateway"]["publisher"]["subscribers"]) == 2 + len(subs["reconnect"]["local_ports"])
+    assert leftover_processes() == []
