@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..tools import run_tool
+from .fixtures import sha256_of
+from .loopback import cache_dir
 
 SIDECAR_SUFFIX = ".faults.json"
 OPTIONS = ("drop", "duplicate", "reorder", "truncate", "corrupt")
@@ -57,9 +59,6 @@ def any_faults(table: dict[str, Any]) -> bool:
 def faulted_capture(capture: Path, table: dict[str, Any]) -> Path:
     """The capture with a scenario's [faults] applied, cached by content and
     options under reports/cache/ (its sidecar beside it)."""
-    from .fixtures import sha256_of
-    from .loopback import cache_dir
-
     options = {k: table[k] for k in sorted(table)}
     key = hashlib.sha256((sha256_of(capture) + json.dumps(options, sort_keys=True)).encode()).hexdigest()[:16]
     out = cache_dir() / f"{key}-faults.pcap"

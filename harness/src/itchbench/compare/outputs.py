@@ -19,9 +19,9 @@ def _event(rec: np.void) -> dict[str, int]:
 
 
 def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
-    a = logs.read_bbo(base_run / "bbo.bbo").records
-    b = logs.read_bbo(head_run / "bbo.bbo").records
-    da, db = logs.bbo_digest(logs.read_bbo(base_run / "bbo.bbo")), logs.bbo_digest(logs.read_bbo(head_run / "bbo.bbo"))
+    log_a, log_b = logs.read_bbo(base_run / "bbo.bbo"), logs.read_bbo(head_run / "bbo.bbo")
+    a, b = log_a.records, log_b.records
+    da, db = logs.bbo_digest(log_a), logs.bbo_digest(log_b)
     out: dict[str, Any] = {"base_digest": da, "head_digest": db, "equal": da == db,
                            "base_events": int(a.size), "head_events": int(b.size)}
     if da == db:
