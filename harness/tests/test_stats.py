@@ -12,8 +12,8 @@ from itchbench.analysis import stats
 from itchbench.cli import main as itchbench_main
 
 
-def test_nearest_rank_by_hand():
-    # 1..10: nearest rank takes index floor(n*p): p50 -> index 5 -> 6; p90 -> 9 -> 10; p99 -> 9 (clamped) -> 10
+def test_default_method_by_hand():
+    # 1..10, numpy's `higher`: index ceil(9p): p50 -> ceil(4.5) = 5 -> 6; p90 -> ceil(8.1) = 9 -> 10
     d = stats.describe(np.arange(1, 11))
     assert d["count"] == 10 and d["min"] == 1 and d["max"] == 10
     assert d["mean"] == 5.5
@@ -21,14 +21,35 @@ def test_nearest_rank_by_hand():
     assert math.isclose(d["stddev"], math.sqrt(8.25))  # population: mean of squared deviations = 8.25
 
 
-def test_nearest_rank_on_1000_values():
+def test_default_method_on_1000_values():
     v = np.arange(1000, 0, -1)  # unsorted input: 1000 .. 1
     d = stats.describe(v)
-    assert d["p50"] == 501      # index 500 of 1..1000
-    assert d["p90"] == 901
-    assert d["p99"] == 991
-    assert d["p999"] == 1000    # index 999
-    assert d["p9999"] == 1000   # index 9999 clamped to 999
+    assert d["p50"] == 501      # index ceil(999 * 0.5) = 500 of 1..1000
+    assert d["p90"] == 901      # ceil(899.1) = 900
+    assert d["p99"] == 991      # ceil(989.01) = 990
+    assert d["p999"] == 1000    # ceil(998.001) = 999
+    assert d["p9999"] == 1000
+
+
+def test_textbook_nearest_rank_is_one_rank_lower_when_np_is_whole():
+    # 1..1000, 1-based rank ceil(1000 * 0.5) = 500 -> 500 (the default gives 501)
+    d = stats.describe(np.arange(1, 1001), stats.NEAREST_RANK)
+    assert d["p50"] == 500 and d["p90"] == 900 and d["p99"] == 990 and d["p999"] == 999
+    # 1..7: 7 * 0.5 = 3.5 is not whole: rank 4 -> 4, the same value as the default's index ceil(3) = 3
+    assert stats.describe(np.arange(1, 8), stats.NEAREST_RANK)["p50"] == 4 == stats.describe(np.arange(1, 8))["p50"]
+
+
+@pytest.mark.parametrize("n", [*range(1, 120), 999, 1000, 1001, 9999, 10_000, 10_001, 123_457])
+def test_default_method_is_numpys_higher_and_floor_np(n):
+    rng = np.random.default_rng(n)
+    v = rng.integers(0, 10**6, n).astype(float)
+    d = stats.describe(v)
+    s = np.sort(v)
+    for name, p in stats.PERCENTILES.items():
+        assert d[name] == np.quantile(v, p, method="higher"), (name, n)  # (q/100 in np.percentile rounds)
+        assert d[name] == s[min(math.floor(n * p), n - 1)], (name, n)  # the same index for p = 1 - 1/m
+    g = stats.grouped(np.zeros(n, dtype=np.uint16), v)
+    assert [g.iloc[0][k] for k in stats.PERCENTILES] == [d[k] for k in stats.PERCENTILES]
 
 
 def test_other_methods_are_numpy_percentiles():
@@ -81,7 +102,7 @@ def test_stats_command_table_names_the_method(tmp_path, capsys):
     p = write_csv(tmp_path, "ns\n5\n1\n3\n")
     assert itchbench_main(["stats", str(p)]) == 0
     out = capsys.readouterr().out
-    assert "percentiles by nearest rank" in out and "3 latencies" in out
+    assert "percentiles by numpy's `higher` method" in out and "3 latencies" in out and "population" in out
 
 
 @pytest.mark.parametrize("text, args, message", [

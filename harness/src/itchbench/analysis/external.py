@@ -21,7 +21,7 @@ class ExternalStats:
     figures: dict[str, float]
 
 
-def stats_of_csv(path: Path, column: str | None, method: str = stats.NEAREST) -> ExternalStats:
+def stats_of_csv(path: Path, column: str | None, method: str = stats.DEFAULT_METHOD) -> ExternalStats:
     if not path.is_file():
         raise StatsError(f"{path}: no such file")
     try:
@@ -51,8 +51,8 @@ def stats_of_csv(path: Path, column: str | None, method: str = stats.NEAREST) ->
 
 def format_table(s: ExternalStats) -> str:
     f = s.figures
-    lines = [f"{s.path} column '{s.column}': {f['count']:,} latencies (ns), percentiles by {s.method}"
-             + (" rank" if s.method == stats.NEAREST else "")]
+    lines = [f"{s.path} column '{s.column}': {f['count']:,} latencies (ns), percentiles by "
+             f"{stats.method_text(s.method)}; stddev: population"]
     for key in stats.STAT_KEYS[1:]:
         label = {"p999": "p99.9", "p9999": "p99.99"}.get(key, key)
         lines.append(f"  {label:>7}  {f[key]:>16,.1f}")

@@ -60,7 +60,7 @@ def _text_histogram(values: np.ndarray, width: int = 40) -> list[str]:
     return lines
 
 
-def build(run_dir: Path, *, method: str = stats.NEAREST, csv: bool = False) -> Path:
+def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = False) -> Path:
     run_dir = Path(run_dir)
     manifest = rundir.read_json(run_dir / "manifest.json")
     summary = rundir.read_json(run_dir / "summary.json")
@@ -125,9 +125,8 @@ def build(run_dir: Path, *, method: str = stats.NEAREST, csv: bool = False) -> P
         latency_json["warmup_messages"] = len(lat.warmup)
         latency_json["rejected_messages"] = lat.rejected
         md += ["## Latency", "",
-               f"All figures in nanoseconds. Percentiles by **{method}**"
-               + (" rank (the sorted value at index ⌊n·p⌋)" if method == stats.NEAREST else "")
-               + f"; {len(lat.frame):,} messages"
+               f"All figures in nanoseconds. Percentiles by {stats.method_text(method)}; standard deviations "
+               f"are the population one (÷n); {len(lat.frame):,} messages"
                + (f" after a warm-up of {len(lat.warmup):,}" if len(lat.warmup) else "")
                + (f"; {lat.rejected} rejected messages left out" if lat.rejected else "") + ".", ""]
         head = by_stage.loc[HEADLINE] if HEADLINE in by_stage.index else None

@@ -1,9 +1,14 @@
 """Latency statistics, vectorised: one sort per breakdown, no loop over records.
 
-Percentiles are by nearest rank unless asked otherwise: the sorted value at
-index floor(n*p), 0-based (clamped to the last). Any numpy percentile method
-can be chosen instead ("linear", "lower", ...); the method travels with the
-figures so that a report always says how they were computed.
+Percentiles are by numpy's `higher` method unless asked otherwise: the sorted
+value at 0-based index ceil((n-1)*p), computed here with exact integer
+arithmetic from one partition. For the reported percentiles (p = 1 - 1/m)
+that index equals floor(n*p). It is not the textbook nearest rank, 1-based
+ceil(n*p) (HdrHistogram's), which is one rank lower whenever n*p is whole:
+`nearest_rank` computes that one. Any other numpy method ("linear",
+"lower", ...) can be chosen; the method travels with the figures so that a
+report always says how they were computed (method_text). Standard
+deviations are the population one (divided by n).
 """
 
 from __future__ import annotations
@@ -20,8 +25,12 @@ PERCENTILES: dict[str, float] = {
     "p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p999": 0.999, "p9999": 0.9999,
 }
 STAT_KEYS = ["count", "mean", "min", "max", *PERCENTILES, "stddev"]
-NEAREST = "nearest"
-METHODS = [NEAREST, "linear", "lower", "higher", "midpoint", "inverted_cdf", "closest_observation"]
+HIGHER = "higher"
+NEAREST_RANK = "nearest_rank"
+DEFAULT_METHOD = HIGHER
+METHODS = [HIGHER, NEAREST_RANK, "linear", "lower", "midpoint", "inverted_cdf", "closest_observation"]
+_RANKED = (HIGHER, NEAREST_RANK)  # computed here from one partition; the rest by numpy
+_P_DENOMINATOR = 1_000_000  # percentiles are exact fractions of this: integer index arithmetic, no float rounding
 
 # Pipeline stages: (name, description, start field, end field, BBO-emitting messages only)
 STAGES: list[tuple[str, str, str, str, bool]] = [
@@ -43,8 +52,27 @@ def _check_method(method: str) -> None:
         raise StatsError(f"unknown percentile method '{method}' (methods: {', '.join(METHODS)})")
 
 
-def _nearest_index(count: np.ndarray | int, p: float) -> np.ndarray | int:
-    return np.minimum(np.floor(np.asarray(count) * p).astype(np.int64), np.asarray(count) - 1)
+def method_text(method: str) -> str:
+    """What a percentile method is, for reports and tables."""
+    if method == HIGHER:
+        return ("numpy's `higher` method: the sorted value at 0-based index ⌈(n−1)·p⌉, for these percentiles "
+                "the same as ⌊n·p⌋; one rank above the textbook nearest rank ⌈n·p⌉ (HdrHistogram's) when n·p "
+                "is a whole number")
+    if method == NEAREST_RANK:
+        return "nearest rank: the sorted value at 1-based rank ⌈n·p⌉, as HdrHistogram reports it"
+    return f"numpy's `{method}` method"
+
+
+def rank_index(count: np.ndarray | int, p: float | np.ndarray, method: str = DEFAULT_METHOD) -> np.ndarray:
+    """0-based index into the sorted sample of the `higher` or `nearest_rank`
+    percentile p of count values, in integer arithmetic (p to 1e-6)."""
+    n = np.asarray(count, dtype=np.int64)
+    num = np.rint(np.asarray(p, dtype=np.float64) * _P_DENOMINATOR).astype(np.int64)
+    if method == HIGHER:  # ceil((n-1) * p)
+        idx = -((-(n - 1) * num) // _P_DENOMINATOR)
+    else:                 # ceil(n * p) - 1
+        idx = -((-n * num) // _P_DENOMINATOR) - 1
+    return np.clip(idx, 0, np.maximum(n - 1, 0))
 
 
 _KEY_SHIFT = 47  # packed sort: key in the top 16 bits, value offset in the low 47 (39 hours of ns)
@@ -68,7 +96,7 @@ def _sorted_by_key_then_value(keys: np.ndarray, v: np.ndarray) -> tuple[np.ndarr
     return keys[order], v[order]
 
 
-def grouped(keys: np.ndarray, values: np.ndarray, method: str = NEAREST) -> pd.DataFrame:
+def grouped(keys: np.ndarray, values: np.ndarray, method: str = DEFAULT_METHOD) -> pd.DataFrame:
     """STAT_KEYS for each distinct key, from one sort for all groups. Empty
     input gives an empty frame."""
     _check_method(method)
@@ -83,16 +111,16 @@ def grouped(keys: np.ndarray, values: np.ndarray, method: str = NEAREST) -> pd.D
     sq = np.add.reduceat((v - np.repeat(mean, count)) ** 2, start)
     out = {"count": count, "mean": mean, "min": v[start], "max": v[start + count - 1]}
     for name, p in PERCENTILES.items():
-        if method == NEAREST:
-            out[name] = v[start + _nearest_index(count, p)]
+        if method in _RANKED:
+            out[name] = v[start + rank_index(count, p, method)]
         else:  # per group, on the already sorted slices: a loop over groups, not records
             out[name] = np.array([np.percentile(v[s:s + c], p * 100, method=method) for s, c in zip(start, count)])
     out["stddev"] = np.sqrt(sq / count)  # population standard deviation
     return pd.DataFrame(out, index=uniq)[STAT_KEYS]
 
 
-def describe(values: np.ndarray, method: str = NEAREST) -> dict[str, float]:
-    """STAT_KEYS of one sample (empty: count 0, the rest NaN). Nearest-rank
+def describe(values: np.ndarray, method: str = DEFAULT_METHOD) -> dict[str, float]:
+    """STAT_KEYS of one sample (empty: count 0, the rest NaN). Ranked
     percentiles come from one partition, O(n), not a sort."""
     _check_method(method)
     v = np.asarray(values, dtype=np.float64)
@@ -101,8 +129,8 @@ def describe(values: np.ndarray, method: str = NEAREST) -> dict[str, float]:
         return {k: (0 if k == "count" else float("nan")) for k in STAT_KEYS}
     mean = float(v.mean())
     out: dict[str, float] = {"count": n, "mean": mean, "min": float(v.min()), "max": float(v.max())}
-    if method == NEAREST:
-        idx = {name: int(_nearest_index(n, p)) for name, p in PERCENTILES.items()}
+    if method in _RANKED:
+        idx = {name: int(rank_index(n, p, method)) for name, p in PERCENTILES.items()}
         part = np.partition(v, sorted(set(idx.values())))
         out.update({name: float(part[i]) for name, i in idx.items()})
     else:
@@ -114,14 +142,14 @@ def describe(values: np.ndarray, method: str = NEAREST) -> dict[str, float]:
 
 def percentile_points(values: np.ndarray, points: int = 2000) -> tuple[np.ndarray, np.ndarray]:
     """(p, value) at `points` percentiles spaced towards the tail, exact by
-    nearest rank: a percentile curve without plotting every record."""
+    the default method: a percentile curve without plotting every record."""
     v = np.asarray(values, dtype=np.float64)
     n = v.size
     if n == 0:
         return np.array([]), np.array([])
     tail = np.linspace(0, np.log10(n), points)
     p = np.unique(1.0 - 10.0 ** -tail)
-    idx = np.unique(_nearest_index(n, p))
+    idx = np.unique(np.minimum(np.ceil((n - 1) * p), n - 1).astype(np.int64))  # `higher`, in float: a plot's tail needs p finer than 1e-6
     part = np.partition(v, idx)
     return (idx + 0.5) / n, part[idx]
 
@@ -174,7 +202,7 @@ def latencies(lat: logs.LogFile, warmup_messages: int = 0) -> Latencies:
 TYPE_NAMES = {ord(t): t for t in "SRHYLVWKJhAFECXDUPQBINO"}
 
 
-def by_stage(lat: Latencies, method: str = NEAREST, frame: pd.DataFrame | None = None) -> pd.DataFrame:
+def by_stage(lat: Latencies, method: str = DEFAULT_METHOD, frame: pd.DataFrame | None = None) -> pd.DataFrame:
     frame = lat.frame if frame is None else frame
     rows = {}
     for name, _ in lat.stages:
@@ -183,7 +211,7 @@ def by_stage(lat: Latencies, method: str = NEAREST, frame: pd.DataFrame | None =
     return pd.DataFrame.from_dict(rows, orient="index", columns=STAT_KEYS)
 
 
-def by_key(lat: Latencies, key: str, stage: str, method: str = NEAREST) -> pd.DataFrame:
+def by_key(lat: Latencies, key: str, stage: str, method: str = DEFAULT_METHOD) -> pd.DataFrame:
     v = lat.frame[stage].to_numpy()
     keep = ~np.isnan(v)
     return grouped(lat.frame[key].to_numpy()[keep], v[keep], method)

@@ -17,8 +17,8 @@ def write(runs: list[Path], golden: dict[str, str | None], *, title: str) -> Pat
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.md"
     lines = [f"# {title}", "",
-             "Latency from the gateway's receive stamp to the book applied, in nanoseconds, percentiles by nearest "
-             "rank. For UDP the receive stamp is the kernel's; for serial the one-way column adds the wire "
+             "Latency from the gateway's receive stamp to the book applied, in nanoseconds, percentiles by numpy's "
+             "`higher` method (index ⌈(n−1)·p⌉ of the sorted sample). For UDP the receive stamp is the kernel's; for serial the one-way column adds the wire "
              "(sender's stamp to receive, serialisation at the baud rate included).", "",
              "| transport | verdict | messages | BBO events | digest = golden | p50 | p99 | p99.9 | max | one-way p50 | run |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 
 from ..analysis import report
-from ..analysis.stats import METHODS, NEAREST
+from ..analysis.stats import DEFAULT_METHOD, METHODS
 from .common import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     rp = sub.add_parser("report", help="(re)build a run's report.md, plots, HdrHistogram logs and summary latency")
     rp.add_argument("run_dir", metavar="RUN_DIR")
-    rp.add_argument("--method", choices=METHODS, default=NEAREST, help="percentile method (default: %(default)s)")
+    rp.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD, help="percentile method (default: %(default)s)")
     rp.add_argument("--csv", action="store_true", help="also write latency.csv, one row per message")
     rp.set_defaults(func=run)
 

@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 
 from ..analysis import external
-from ..analysis.stats import METHODS, NEAREST
+from ..analysis.stats import DEFAULT_METHOD, METHODS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     st = sub.add_parser("stats", help="latency statistics of an external CSV log (one latency in ns per line)")
     st.add_argument("file", help="CSV with a header row")
     st.add_argument("--column", help="the column holding latencies in ns (default: the only column)")
-    st.add_argument("--method", choices=METHODS, default=NEAREST, help="percentile method (default: %(default)s)")
+    st.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD, help="percentile method (default: %(default)s)")
     st.add_argument("--json", action="store_true",
                     help="one JSON object: count, mean, min, max, p50, p90, p95, p99, p999, p9999, stddev")
     st.set_defaults(func=run)
