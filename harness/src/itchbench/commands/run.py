@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 from pathlib import Path
 
 from ..runs import runner, scenario, verdict
@@ -30,7 +32,11 @@ def run(args: argparse.Namespace) -> int:
         for i, (config, rep) in enumerate(plan, 1):
             print(f"[{i}/{len(plan)}] {config.label} ({config.transport}) repetition "
                   f"{rep}/{config.values['repetitions']}", flush=True)
-            run_dir = runner.execute(config.values, config.label, root=root)
+            origin = {"scenario_file": str(Path(args.scenario)), "scenario_text": config.source.read_text(),
+                      "configuration": config.label, "repetition": rep,
+                      "repetitions": config.values["repetitions"],
+                      "command_line": shlex.join(["itchbench", *sys.argv[1:]])}
+            run_dir = runner.execute(config.values, config.label, root=root, origin=origin)
             summary, v = verdict_of(run_dir)
             print(f"  {run_line(summary)}\n  {v['headline']}\n  run directory: {run_dir}", flush=True)
             statuses.append(v["status"])

@@ -156,6 +156,9 @@ def _summary_metrics(run_dir: Path) -> dict[str, float]:
         if figures:
             for p in PERCENTILES:
                 m[f"{stage}.{p}"] = figures[p]
+    # A run's micro-benchmark figure is the median of its repetitions; the runs are the samples.
+    for name, b in s.get("microbench", {}).get("benchmarks", {}).items():
+        m[f"microbench.{name}.real_time_ns"] = b["real_time_ns"]
     return m
 
 

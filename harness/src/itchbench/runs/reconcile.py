@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import logs
+from ..analysis import logs, microbench
 from ..captures import faults
 from ..captures.digest import sim_bbo
 from ..captures.inspect import facts_of
@@ -152,6 +152,15 @@ def write_summary(run: "Run", failure: RunError | None) -> dict[str, Any]:
         if not failure:
             summary["failure"] = {"kind": "defect", "message": f"reconciliation failed: {type(e).__name__}: {e}"}
             summary["error"] = summary["failure"]["message"]
+    try:
+        bench = microbench.summarise(run.dir)
+        if bench is not None:
+            summary["microbench"] = bench
+    except microbench.MicrobenchError as e:
+        if not summary["failure"]:
+            summary["failure"] = {"kind": "microbench_failed", "message": str(e)}
+            summary["error"] = str(e)
+            summary["complete"] = False
     summary["verdict"] = verdict.judge(summary)
     rundir.write_json(run.dir / "summary.json", summary)
     return summary

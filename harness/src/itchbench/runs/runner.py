@@ -27,7 +27,7 @@ from ..captures import faults
 from ..captures.fixtures import sha256_of
 from ..captures.inspect import check_capture
 from .. import rundir
-from . import environment, reconcile
+from . import environment, microbench, reconcile
 from .failure import Interrupted, RunError
 from .procs import ProcessGroup
 
@@ -53,7 +53,7 @@ def default_root() -> Path:
 
 
 def start(values: dict[str, Any], label: str, *, run_dir: Path | None, root: Path | None, echo: bool,
-          command: str) -> Run:
+          command: str, origin: dict[str, Any] | None) -> Run:
     """Create the run directory — run_dir itself, or root/RUN_ID — and its manifest."""
     run_id = rundir.new_run_id(label)
     run_dir = rundir.create(run_dir if run_dir is not None else (root or default_root()) / run_id)
@@ -63,6 +63,7 @@ def start(values: dict[str, Any], label: str, *, run_dir: Path | None, root: Pat
         "label": label,
         "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": command,
+        "origin": origin or {},
         "scenario": values,
         "scenario_hash": rundir.scenario_hash(values),
         "capture_sha256": sha256_of(Path(values["capture"])),
@@ -73,23 +74,27 @@ def start(values: dict[str, Any], label: str, *, run_dir: Path | None, root: Pat
 
 
 def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, root: Path | None = None,
-            echo: bool = True, command: str = "itchbench run") -> Path:
+            echo: bool = True, command: str = "itchbench run", origin: dict[str, Any] | None = None) -> Path:
     """Run one configuration into a new run directory (run_dir, or root/RUN_ID)
     and return it. Its summary.json holds the verdict; an interrupt is raised
-    again once the summary is written."""
+    again once the summary is written. `origin` (scenario file and text,
+    repetition, command line) goes into the manifest, so a document can say
+    how to make the run again."""
     from .transports import TRANSPORTS
 
     check_capture(Path(values["capture"]))
+    microbench.planned(values)  # a filter that selects nothing is refused before anything runs
     if faults.any_faults(values["faults"]):
         # Applied before any transport; the run reconciles with the sidecar.
         values = {**values, "source_capture": values["capture"],
                   "capture": str(faults.faulted_capture(Path(values["capture"]), values["faults"]))}
-    run = start(values, label, run_dir=run_dir, root=root, echo=echo, command=command)
+    run = start(values, label, run_dir=run_dir, root=root, echo=echo, command=command, origin=origin)
     failure: RunError | None = None
     interrupted: BaseException | None = None
     try:
         with ProcessGroup() as group:
             TRANSPORTS[values["transport"]](run, group)
+        microbench.run_all(values, run.dir, run.say)
     except RunError as e:
         failure = e
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM as Interrupted

@@ -1,7 +1,9 @@
 """Scenarios: declarative run configurations in TOML (scenarios/*.toml).
 
-A scenario names a transport, a capture and how to replay it; a [matrix]
-table expands it into several configurations (e.g. transports x pinning).
+A scenario names a transport, a capture and how to replay it. Several
+configurations come from a [[configurations]] list (each a label and the keys
+it changes, for sets that are not a product, e.g. UART vs UDP pinned) and/or
+a [matrix] table (a product, e.g. transports x pinning).
 Every key is checked: an unknown one is reported with the nearest valid
 name, a bad value with what is allowed, a missing capture by its path.
 """
@@ -38,6 +40,14 @@ def _at_least(lo: float):
 def _modes(v: list) -> bool | str:
     bad = [m for m in v if m not in ("fast", "stuck", "slow", "reconnect")]
     return not bad or f"has unknown subscriber modes {bad} (fast, stuck, slow, reconnect)"
+
+
+def _benchmarks(v: list) -> bool | str:
+    bad = [b for b in v if b not in MICROBENCH_BINARIES]
+    return not bad or f"names unknown benchmark binaries {bad} ({', '.join(MICROBENCH_BINARIES)})"
+
+
+MICROBENCH_BINARIES = ("book_bench", "decode_bench")
 
 
 def _between(lo: float, hi: float):
@@ -89,6 +99,12 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "slow_subscriber": (str, "drop", _choice("drop", "disconnect"), "what a full subscriber queue does"),
         "idle_exit_ms": (int, 3000, _at_least(100), "gateway stops after this long without input"),
         "latency_log": (bool, True, None, "record per-message latency (stage stamps)"),
+    },
+    "microbench": {
+        "binaries": (list, [], _benchmarks, "Google Benchmark binaries of the gateway's own build, run after "
+                     "the transport; their JSON goes into the run (microbench/)"),
+        "filter": (str, "", None, "--benchmark_filter regex (empty: every benchmark)"),
+        "repetitions": (int, 5, _between(1, 100), "repetitions of each benchmark (each one a sample)"),
     },
 }
 _TABLES = [k for k, v in SCHEMA.items() if isinstance(v, dict)]
@@ -189,6 +205,7 @@ def load(path: Path | str) -> list[Configuration]:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{path}: not valid TOML: {e}") from e
+    entries = _configuration_entries(raw.pop("configurations", None), path)
     matrix = raw.pop("matrix", {})
     if not isinstance(matrix, dict):
         raise ScenarioError(f"{path}: 'matrix' must be a table of lists")
@@ -199,18 +216,50 @@ def load(path: Path | str) -> list[Configuration]:
         if not isinstance(options, list) or not options:
             raise ScenarioError(f"{path}: matrix.{key} must be a non-empty list")
 
-    base = _resolve(raw, str(path))
     configs = []
     keys = list(matrix)
-    for combo in itertools.product(*(matrix[k] for k in keys)) if keys else [()]:
-        values = copy.deepcopy(base)
-        for key, value in zip(keys, combo):
-            _set_path(values, key, value)
-        values = _resolve(values, f"{path} [{', '.join(f'{k}={v}' for k, v in zip(keys, combo))}]")
-        capture = (path.parent / values["capture"]).resolve()
-        if not capture.is_file():
-            raise ScenarioError(f"{path}: capture not found: {capture}")
-        values["capture"] = str(capture)
-        label = values["name"] + "".join(f"-{k.split('.')[-1]}={v}" for k, v in zip(keys, combo))
-        configs.append(Configuration(values["name"], label, values, path.resolve()))
+    for entry_label, overrides in entries:
+        base = _resolve(_merged(raw, overrides), f"{path}" + (f" [configuration {entry_label}]" if entry_label else ""))
+        for combo in itertools.product(*(matrix[k] for k in keys)) if keys else [()]:
+            values = copy.deepcopy(base)
+            for key, value in zip(keys, combo):
+                _set_path(values, key, value)
+            values = _resolve(values, f"{path} [{', '.join([entry_label] + [f'{k}={v}' for k, v in zip(keys, combo)])}]")
+            capture = (path.parent / values["capture"]).resolve()
+            if not capture.is_file():
+                raise ScenarioError(f"{path}: capture not found: {capture}")
+            values["capture"] = str(capture)
+            label = (entry_label or values["name"]) + "".join(f"-{k.split('.')[-1]}={v}" for k, v in zip(keys, combo))
+            configs.append(Configuration(values["name"], label, values, path.resolve()))
     return configs
+
+
+def _configuration_entries(entries: Any, path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """[(label, the keys it changes)] of a [[configurations]] list; one unnamed entry without one."""
+    if entries is None:
+        return [("", {})]
+    if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
+        raise ScenarioError(f"{path}: 'configurations' must be a non-empty list of tables ([[configurations]])")
+    out: list[tuple[str, dict[str, Any]]] = []
+    for i, entry in enumerate(entries, 1):
+        entry = dict(entry)
+        label = entry.pop("label", None)
+        if not isinstance(label, str) or not label:
+            raise ScenarioError(f"{path}: configuration {i} needs a label (a non-empty string)")
+        if any(label == known for known, _ in out):
+            raise ScenarioError(f"{path}: configuration label '{label}' is used twice")
+        if "name" in entry:
+            raise ScenarioError(f"{path}: configuration '{label}' cannot change the scenario's name")
+        out.append((label, entry))
+    return out
+
+
+def _merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """base with overrides applied, tables merged key by key."""
+    out = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = copy.deepcopy(value)
+    return out

@@ -1,0 +1,153 @@
+"""The numbers of a benchmark document, from the runs' own summaries.
+
+A configuration's figure is the median of its runs' figures, with the runs'
+minimum and maximum as its spread: repetitions are aggregated, never pooled
+into one sample. An improvement factor is baseline / configuration (above 1:
+lower latency than the baseline), with a percentile-bootstrap 95 % interval
+over the repetitions (compare.statistics, fixed seed)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..analysis import stats
+from ..compare.statistics import bootstrap_ratio_ci
+from .collect import Configuration, RunRecord
+
+STAGE = "receive_to_book"
+CI_SEED = 20261122
+CI_RESAMPLES = 10_000
+CONFIDENCE = 0.95
+MIN_RUNS_FOR_CI = 2
+PERCENTILE_ROWS = ("p50", "p90", "p99", "p999", "p9999", "max")
+STAT_LABELS = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "p999": "p99.9", "p9999": "p99.99",
+               "max": "max", "min": "min", "mean": "mean", "stddev": "stddev", "count": "samples"}
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The median of the runs' values, their min and max, how many runs."""
+
+    median: float
+    lo: float
+    hi: float
+    n: int
+
+
+def spread(values: list[float]) -> Spread | None:
+    values = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    if not values:
+        return None
+    return Spread(statistics.median(values), min(values), max(values), len(values))
+
+
+@dataclass(frozen=True)
+class Factor:
+    """baseline / configuration (lower is better: above 1 means lower than the baseline)."""
+
+    value: float
+    ci: tuple[float, float] | None  # None: fewer than MIN_RUNS_FOR_CI runs on a side
+
+    def phrase(self, what: str, than: str) -> str:
+        """'2.00× lower p50 than B (95% CI 1.80–2.20)', in the direction of the change, its interval with it."""
+        lower = self.value >= 1
+        size = self.value if lower else 1 / self.value
+        text = f"{size:.2f}× {'lower' if lower else 'higher'} {what} than {than}"
+        if self.ci is None:
+            return text + " (one run on a side: no confidence interval)"
+        lo, hi = self.ci if lower else (1 / self.ci[1], 1 / self.ci[0])
+        text += f" (95% CI {lo:.2f}–{hi:.2f}"
+        return text + ("; the interval includes 1: no difference shown)" if lo <= 1 <= hi else ")")
+
+
+def run_values(config: Configuration, get: Callable[[RunRecord], Any]) -> list[float]:
+    out = []
+    for r in config.runs:
+        try:
+            v = get(r)
+        except (KeyError, TypeError):
+            v = None
+        if v is not None:
+            out.append(float(v))
+    return out
+
+
+def stage_value(stage: str, key: str) -> Callable[[RunRecord], Any]:
+    return lambda r: (r.stage(stage) or {}).get(key)
+
+
+def factor(baseline: list[float], config: list[float], seed: int) -> Factor | None:
+    if not baseline or not config or statistics.median(config) == 0:
+        return None
+    value = statistics.median(baseline) / statistics.median(config)
+    if len(baseline) < MIN_RUNS_FOR_CI or len(config) < MIN_RUNS_FOR_CI:
+        return Factor(value, None)
+    # bootstrap_ratio_ci(base, head) bounds median(head) / median(base): here baseline / configuration.
+    lo, hi = bootstrap_ratio_ci(config, baseline, seed=seed, resamples=CI_RESAMPLES, confidence=CONFIDENCE)
+    return Factor(value, (lo, hi))
+
+
+def stage_table(config: Configuration, stage: str) -> dict[str, Spread | None]:
+    return {k: spread(run_values(config, stage_value(stage, k)))
+            for k in ("count", "mean", "min", *PERCENTILE_ROWS, "stddev")}
+
+
+def jitter(config: Configuration, stage: str) -> Spread | None:
+    """p99 / p50 of each run, aggregated."""
+    def ratio(r: RunRecord) -> float | None:
+        s = r.stage(stage)
+        return s["p99"] / s["p50"] if s and s.get("p50") else None
+    return spread(run_values(config, ratio))
+
+
+def keyed(config: Configuration, section: str, key: str, stat: str) -> Spread | None:
+    """A per-type or per-symbol figure (summary latency.by_type / by_symbol), aggregated over the runs."""
+    return spread(run_values(config, lambda r: r.summary["latency"][section][key][stat]))
+
+
+def loss_statement(configs: list[Configuration]) -> dict[str, Any]:
+    runs = [r for c in configs for r in c.runs]
+    statuses = [r.summary.get("verdict", {}).get("status", "incomplete") for r in runs]
+    expected = sum(int(r.summary.get("reconciliation", {}).get("loss", {}).get("expected_messages", 0)) for r in runs)
+    not_applied = sum(int(r.summary.get("reconciliation", {}).get("loss", {}).get("messages_not_applied", 0))
+                      for r in runs)
+    lossy = [r for r, s in zip(runs, statuses) if s not in ("lossless", "faults_accounted")]
+    return {"runs": len(runs), "lossless": statuses.count("lossless"),
+            "faults_accounted": statuses.count("faults_accounted"), "expected_messages": expected,
+            "messages_not_applied": not_applied, "lossy": lossy,
+            "all_lossless": not lossy and statuses.count("lossless") == len(runs)}
+
+
+def stage_descriptions(configs: list[Configuration]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for c in configs:
+        for r in c.runs:
+            out.update(r.summary.get("latency", {}).get("stage_descriptions", {}))
+    return out
+
+
+def type_order(configs: list[Configuration]) -> list[str]:
+    """Message types present, in the order of the ITCH 5.0 specification."""
+    present = {t for c in configs for r in c.runs for t in r.summary.get("latency", {}).get("by_type", {})}
+    known = [t for t in stats.TYPE_NAMES.values() if t in present]
+    return known + sorted(present - set(known))
+
+
+def busiest_symbols(configs: list[Configuration], limit: int) -> list[str]:
+    counts: dict[str, int] = {}
+    for c in configs:
+        for r in c.runs:
+            for sym, s in r.summary.get("latency", {}).get("by_symbol", {}).items():
+                counts[sym] = counts.get(sym, 0) + int(s["count"])
+    return [s for s, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
+
+
+def microbenchmarks(configs: list[Configuration]) -> list[str]:
+    return sorted({n for c in configs for r in c.runs for n in r.summary.get("microbench", {}).get("benchmarks", {})})
+
+
+def microbench_values(config: Configuration, name: str) -> list[float]:
+    return run_values(config, lambda r: r.summary["microbench"]["benchmarks"][name]["real_time_ns"])

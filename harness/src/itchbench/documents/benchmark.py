@@ -1,0 +1,184 @@
+"""The benchmark document: from stored runs to report.md, report.html and
+figures/, byte-identical from the same runs (docs/documents.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from .. import rundir
+from ..analysis import stats
+from . import aggregate as agg
+from . import figures, render
+from .collect import Configuration, DocumentError, RunRecord, choose_baseline, collect
+
+__all__ = ["build", "DocumentError"]
+
+HEADLINE_STATS = ("p50", "p99", "p999")
+SYMBOLS_SHOWN = 10
+
+
+def _pacing(values: dict[str, Any]) -> str:
+    t = values["transport"]
+    if t == "sim":
+        text = "simulation: the capture is read in-process, no sockets, no pacing"
+    elif t == "udp":
+        r = values["replay"]
+        rate = {"capture": "at the capture's timing", "multiplier": f"at {r['multiplier']:g}× the capture's timing",
+                "pps": f"at {r['pps']:,} packets/s", "topspeed": "as fast as it can"}[r["rate"]]
+        text = f"UDP: tcpreplay {rate}, {r['loops']} loop(s), into a private network namespace's loopback"
+    else:
+        s = values["serial"]
+        timing = "back to back at the line rate" if s["timing"] == "baud" else f"at {s['multiplier']:g}× capture timing"
+        text = f"serial: serial-replay at {s['baud']:,} baud 8N1 ({timing}) through a socat pty pair"
+    g = values["gateway"]
+    options = [f"receive thread on CPU {g['cpu']}" if g["cpu"] >= 0 else "",
+               f"publisher on CPU {g['publisher_cpu']}" if g["publisher_cpu"] >= 0 else "",
+               f"SCHED_FIFO {g['sched_fifo']}" if g["sched_fifo"] else "", "mlockall" if g["mlockall"] else "",
+               "busy poll" if g["busy_poll"] else ""]
+    options = [o for o in options if o]
+    return text + ("; " + ", ".join(options) if options else "; no pinning, default scheduling")
+
+
+def _clock(run: RunRecord) -> dict[str, Any]:
+    gw_path = run.dir / "gateway.json"
+    gw = rundir.read_json(gw_path) if gw_path.is_file() else {}
+    clock = gw.get("clock", {})
+    perf = run.summary.get("performance", {})
+    ticks = clock.get("ticks_per_ns")
+    return {"stage": perf.get("stage_clock", clock.get("stage", "?")), "timer_overhead_ns": perf.get("timer_overhead_ns"),
+            "resolution_ns": (1 / ticks) if ticks else None}
+
+
+def _workload(c: Configuration) -> dict[str, Any]:
+    r = c.runs[0]
+    per_type = r.summary.get("messages", {}).get("per_type", {})
+    loss = r.summary.get("reconciliation", {}).get("loss", {})
+    return {"capture": Path(r.manifest["scenario"]["capture"]).name, "sha256": r.manifest.get("capture_sha256", ""),
+            "messages": loss.get("expected_messages", sum(per_type.values())),
+            "symbols": len(r.summary.get("latency", {}).get("by_symbol", {})),
+            "mix": ", ".join(f"{t} {n:,}" for t, n in per_type.items() if n),
+            "pacing": _pacing(r.manifest["scenario"]), "transport": r.manifest["scenario"]["transport"],
+            "warmup": r.manifest["scenario"].get("warmup_messages", 0)}
+
+
+ENVIRONMENT_FACTS: list[tuple[str, Any]] = [
+    ("CPU", lambda e: f"{e['cpu_model']} × {e['cpu_count']}"),
+    ("kernel", lambda e: e["kernel"]), ("OS", lambda e: e.get("os", "?")),
+    ("isolated CPUs", lambda e: e.get("isolated_cpus") or "none"),
+    ("CPU governor", lambda e: e.get("cpu_governor", "?")), ("clocksource", lambda e: e.get("clocksource", "?")),
+    ("harness affinity", lambda e: ", ".join(map(str, e.get("affinity", [])))),
+    ("build", lambda e: f"{e['build'].get('build_type', '?')}, `{e['build'].get('cxx_flags', '')}`, "
+                        f"{e['build'].get('compiler', '')}"),
+    ("commit", lambda e: f"`{e['git']['commit'][:12]}`" + (" (dirty working tree)" if e["git"].get("dirty") else "")),
+    ("tools", lambda e: ", ".join(f"{k} {v}" for k, v in sorted(e.get("tools", {}).items()) if v)),
+]
+
+
+def _environment(configs: list[Configuration]) -> list[dict[str, str]]:
+    """One row per fact: its value when every run agrees, else each configuration's."""
+    rows = []
+    for name, get in ENVIRONMENT_FACTS:
+        per_config: dict[str, list[str]] = {}
+        for c in configs:
+            for r in c.runs:
+                try:
+                    v = str(get(r.manifest["environment"]))
+                except (KeyError, TypeError):
+                    v = "?"
+                if v not in per_config.setdefault(c.label, []):
+                    per_config[c.label].append(v)
+        distinct = {v for vs in per_config.values() for v in vs}
+        value = next(iter(distinct)) if len(distinct) == 1 else \
+            "; ".join(f"{label}: {' / '.join(vs)}" for label, vs in per_config.items())
+        rows.append({"fact": name, "value": value, "differs": len(distinct) > 1})
+    return rows
+
+
+def _reproduce(configs: list[Configuration], run_args: list[str], baseline: str, title: str | None) -> dict[str, Any]:
+    origins = [r.manifest.get("origin", {}) for c in configs for r in c.runs]
+    commits = sorted({r.manifest["environment"]["git"]["commit"] for c in configs for r in c.runs})
+    scenarios: dict[str, str] = {}
+    commands: list[str] = []
+    for o in origins:
+        if o.get("scenario_file") and o["scenario_file"] not in scenarios:
+            scenarios[o["scenario_file"]] = o.get("scenario_text", "")
+        if o.get("command_line") and o["command_line"] not in commands:
+            commands.append(o["command_line"])
+    doc = ["itchbench", "doc", *run_args, "--baseline", baseline] + (["--title", title] if title else [])
+    return {"commits": commits, "scenarios": scenarios, "commands": commands,
+            "doc_command": " ".join(json.dumps(a) if (" " in a or not a) else a for a in doc),
+            "missing_origin": sum(1 for o in origins if not o)}
+
+
+def build(run_paths: list[Path], out_dir: Path, *, title: str | None = None, baseline: str | None = None,
+          run_args: list[str] | None = None) -> tuple[Path, Path]:
+    configs = collect(run_paths)
+    base = choose_baseline(configs, baseline)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig_dir = out_dir / "figures"
+    if fig_dir.exists():
+        shutil.rmtree(fig_dir)  # figures of an earlier build that this one would not make must not linger
+    fig_dir.mkdir()
+    stage = agg.STAGE
+    descriptions = agg.stage_descriptions(configs)
+    description = descriptions.get(stage, stage)
+    methods = sorted({r.summary.get("latency", {}).get("method", "?") for c in configs for r in c.runs})
+
+    rows = []
+    for i, c in enumerate(configs):
+        table = agg.stage_table(c, stage)
+        factors = {k: agg.factor(agg.run_values(base, agg.stage_value(stage, k)),
+                                 agg.run_values(c, agg.stage_value(stage, k)), agg.CI_SEED + j)
+                   for j, k in enumerate(HEADLINE_STATS)} if c is not base else {}
+        hist = f"figures/histogram-{c.slug}.png"
+        rows.append({
+            "label": c.label, "slug": c.slug, "is_baseline": c is base, "table": table, "factors": factors,
+            "jitter": agg.jitter(c, stage), "workload": _workload(c), "clock": _clock(c.runs[0]),
+            "histogram": hist if figures.histogram(out_dir / hist, c, i, stage, description) else None,
+            "throughput": {k: agg.spread(agg.run_values(c, get)) for k, get in (
+                ("messages_per_s", lambda r: r.summary["performance"]["messages_per_s"]),
+                ("mean_mps", lambda r: r.summary["latency"]["throughput_mean_mps"]),
+                ("peak_mps", lambda r: r.summary["latency"]["throughput_peak_mps"]),
+                ("elapsed_s", lambda r: r.summary["performance"]["elapsed_s"]))},
+            "runs": [{"run_id": r.run_id, "link": render.relative_link(r.dir / "report.md", out_dir),
+                      "headline": r.summary.get("verdict", {}).get("headline", "?"),
+                      "created": r.manifest.get("created_utc", "?"), "stage": r.stage(stage) or {},
+                      "samples": (r.stage(stage) or {}).get("count")} for r in c.runs],
+        })
+    curves = "figures/percentiles.png"
+    summary_fig = "figures/summary.png"
+    labels = [c.label for c in configs]
+    bar_series = {k: [(t.median, t.lo, t.hi) if (t := row["table"][k]) else None for row in rows]
+                  for k in ("p50", "p99")}
+    types = agg.type_order(configs)
+    symbols = agg.busiest_symbols(configs, SYMBOLS_SHOWN)
+    benches = agg.microbenchmarks(configs)
+    context = {
+        "title": title or f"Benchmark: {', '.join(labels)}",
+        "baseline": base.label, "stage": stage, "stage_description": description, "descriptions": descriptions,
+        "configs": rows, "loss": agg.loss_statement(configs),
+        "method_texts": [stats.method_text(m) if m in stats.METHODS else m for m in methods],
+        "ci": {"seed": agg.CI_SEED, "resamples": agg.CI_RESAMPLES, "confidence": agg.CONFIDENCE,
+               "min_runs": agg.MIN_RUNS_FOR_CI},
+        "curves": curves if figures.percentile_curves(out_dir / curves, configs, stage, description) else None,
+        "summary_figure": summary_fig if figures.bars(out_dir / summary_fig, labels, bar_series, "ns",
+                                                      f"{description}: median of the runs, min–max") else None,
+        "transports": sorted({row["workload"]["transport"] for row in rows}),
+        "types": [{"type": t, "cells": [(agg.keyed(c, "by_type", t, "p50"), agg.keyed(c, "by_type", t, "p99"),
+                                         agg.keyed(c, "by_type", t, "count")) for c in configs]} for t in types],
+        "symbols": [{"symbol": s, "cells": [(agg.keyed(c, "by_symbol", s, "p50"), agg.keyed(c, "by_symbol", s, "p99"))
+                                            for c in configs]} for s in symbols],
+        "microbench": [{"name": b, "cells": [agg.spread(agg.microbench_values(c, b)) for c in configs],
+                        "factors": [agg.factor(agg.microbench_values(base, b), agg.microbench_values(c, b),
+                                               agg.CI_SEED + 100 + k) if c is not base else None
+                                    for k, c in enumerate(configs)]} for b in benches],
+        "environment": _environment(configs),
+        "reproduce": _reproduce(configs, run_args or [str(p) for p in run_paths], base.label, title),
+        "run_count": sum(len(c.runs) for c in configs),
+        "created_range": (min(r.manifest.get("created_utc", "") for c in configs for r in c.runs),
+                          max(r.manifest.get("created_utc", "") for c in configs for r in c.runs)),
+    }
+    return render.write(out_dir, "benchmark.md.j2", context, context["title"])

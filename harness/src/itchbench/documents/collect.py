@@ -1,0 +1,90 @@
+"""Run directories -> configurations: the runs of one label are the
+repetitions of one configuration, never pooled into one sample."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import rundir
+
+
+class DocumentError(ValueError):
+    """The runs cannot make a document; the message says why."""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    dir: Path
+    manifest: dict[str, Any]
+    summary: dict[str, Any]
+
+    @property
+    def run_id(self) -> str:
+        return str(self.manifest["run_id"])
+
+    @property
+    def label(self) -> str:
+        return str(self.manifest.get("label", self.run_id))
+
+    @property
+    def order(self) -> tuple[str, str]:
+        return (str(self.manifest.get("created_utc", "")), self.run_id)
+
+    def stage(self, stage: str) -> dict[str, Any] | None:
+        return self.summary.get("latency", {}).get("stages", {}).get(stage)
+
+
+@dataclass(frozen=True)
+class Configuration:
+    label: str
+    runs: list[RunRecord]  # in the order they were made
+
+    @property
+    def slug(self) -> str:
+        return "".join(c if c.isalnum() or c in "-_." else "-" for c in self.label)
+
+
+def is_run_dir(p: Path) -> bool:
+    return (p / "manifest.json").is_file() and (p / "summary.json").is_file()
+
+
+def run_dirs(path: Path) -> list[Path]:
+    """A run directory, or every run directory below a folder."""
+    path = Path(path)
+    if not path.exists():
+        raise DocumentError(f"{path}: no such file or folder")
+    if is_run_dir(path):
+        return [path]
+    found = sorted(p for p in path.rglob("manifest.json") if is_run_dir(p.parent))
+    if not found:
+        raise DocumentError(f"{path}: neither a run directory nor a folder of them (no manifest.json with a "
+                            "summary.json beside it)")
+    return [p.parent for p in found]
+
+
+def collect(paths: list[Path]) -> list[Configuration]:
+    """Configurations in the order of their first run; runs of a label in the
+    order they were made; the same run given twice counts once."""
+    seen: dict[Path, RunRecord] = {}
+    for path in paths:
+        for d in run_dirs(path):
+            key = d.resolve()
+            if key not in seen:
+                seen[key] = RunRecord(d, rundir.read_json(d / "manifest.json"), rundir.read_json(d / "summary.json"))
+    runs = sorted(seen.values(), key=lambda r: r.order)
+    by_label: dict[str, list[RunRecord]] = {}
+    for r in runs:
+        by_label.setdefault(r.label, []).append(r)
+    return [Configuration(label, rs) for label, rs in by_label.items()]
+
+
+def choose_baseline(configs: list[Configuration], label: str | None) -> Configuration:
+    if label is None:
+        return configs[0]
+    for c in configs:
+        if c.label == label:
+            return c
+    raise DocumentError(f"--baseline {label!r} is not a configuration of these runs "
+                        f"({', '.join(c.label for c in configs)})")

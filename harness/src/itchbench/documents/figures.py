@@ -1,0 +1,146 @@
+"""Document figures: matplotlib with one style (fixed font, sizes, palette),
+PNG without a version stamp, so the same runs give the same bytes."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ..analysis import logs, stats  # noqa: E402
+from .collect import Configuration, RunRecord  # noqa: E402
+
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf"]
+STYLE = {
+    "font.family": "DejaVu Sans",  # ships with matplotlib: the same glyphs everywhere
+    "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
+    "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
+    "figure.dpi": 100, "savefig.dpi": 110, "lines.linewidth": 1.4,
+}
+SIZE = (7.5, 3.6)
+PERCENTILE_TICKS = [50, 90, 99, 99.9, 99.99, 99.999]
+
+
+def color(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+@contextlib.contextmanager
+def _figure(path: Path) -> Iterator[plt.Axes]:
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=SIZE)
+        try:
+            yield ax
+            fig.tight_layout()
+            fig.savefig(path, format="png", metadata={"Software": None})
+        finally:
+            plt.close(fig)
+
+
+def _latencies(run: RunRecord, stage: str) -> np.ndarray:
+    path = run.dir / "latency.lat"
+    if not path.is_file():
+        return np.array([])
+    lat = stats.latencies(logs.read_latency(path), int(run.manifest["scenario"].get("warmup_messages", 0)))
+    if stage not in lat.frame:
+        return np.array([])
+    v = lat.frame[stage].to_numpy()
+    return v[~np.isnan(v)]
+
+
+def histogram(path: Path, config: Configuration, index: int, stage: str, description: str) -> bool:
+    """One step line per repetition, log2 bins: the repetitions side by side, not pooled."""
+    samples = [(r, _latencies(r, stage)) for r in config.runs]
+    samples = [(r, v) for r, v in samples if v.size]
+    if not samples:
+        return False
+    lo = max(1.0, min(float(v.min()) for _, v in samples))
+    hi = max(float(v.max()) for _, v in samples)
+    edges = 2.0 ** np.arange(np.floor(np.log2(lo)), np.ceil(np.log2(hi)) + 1.01, 0.25)
+    with _figure(path) as ax:
+        for k, (r, v) in enumerate(samples, 1):
+            counts, _ = np.histogram(np.maximum(v, 1), bins=edges)
+            ax.stairs(counts / v.size * 100, edges, color=color(index), alpha=0.35 + 0.65 / k,
+                      label=f"repetition {k}")
+        ax.set_xscale("log")
+        ax.set_xlabel(f"{description} (ns, log scale; bins of 2^¼)")
+        ax.set_ylabel("messages (%)")
+        ax.set_title(f"{config.label}: {description}")
+        ax.legend(loc="upper right")
+    return True
+
+
+def _tail_x(p: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 - np.minimum(p, 1 - 1e-9))
+
+
+def percentile_curves(path: Path, configs: Sequence[Configuration], stage: str, description: str) -> bool:
+    """Every run's percentile curve, coloured by configuration."""
+    drawn = False
+    with _figure(path) as ax:
+        for i, c in enumerate(configs):
+            for k, r in enumerate(c.runs):
+                v = _latencies(r, stage)
+                if not v.size:
+                    continue
+                p, q = stats.percentile_points(v, 400)
+                ax.plot(_tail_x(p), np.maximum(q, 1), color=color(i), alpha=0.8, linewidth=1.0,
+                        label=c.label if k == 0 else None)
+                drawn = True
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ticks = [t for t in PERCENTILE_TICKS]
+        ax.set_xticks(_tail_x(np.array(ticks) / 100), [f"p{t:g}" for t in ticks])
+        ax.set_xlabel("percentile (every run of every configuration)")
+        ax.set_ylabel(f"{description} (ns)")
+        ax.set_title(f"{description}: percentile curves")
+        ax.legend(loc="upper left")
+    return drawn
+
+
+def bars(path: Path, labels: Sequence[str], series: dict[str, list[tuple[float, float, float] | None]],
+         ylabel: str, title: str, log: bool = True) -> bool:
+    """Grouped bars: per label, one bar per series (median, with the runs' min-max as error bar)."""
+    if not labels or not series:
+        return False
+    x = np.arange(len(labels))
+    width = 0.8 / len(series)
+    with _figure(path) as ax:
+        for j, (name, values) in enumerate(series.items()):
+            med = np.array([v[0] if v else np.nan for v in values])
+            err = np.array([[v[0] - v[1], v[2] - v[0]] if v else [0, 0] for v in values]).T
+            ax.bar(x + (j - (len(series) - 1) / 2) * width, med, width, yerr=err, capsize=3, color=color(j),
+                   label=name)
+        ax.set_xticks(x, labels, rotation=15 if max(len(s) for s in labels) > 12 else 0, ha="right"
+                      if max(len(s) for s in labels) > 12 else "center")
+        if log:
+            ax.set_yscale("log")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend(loc="upper left")
+    return True
+
+
+def steps(path: Path, steps_labels: Sequence[str], series: dict[str, list[float | None]], ylabel: str,
+          title: str) -> bool:
+    """Lines across the steps of a journey (e.g. each metric relative to the first revision)."""
+    if not series:
+        return False
+    x = np.arange(len(steps_labels))
+    with _figure(path) as ax:
+        for j, (name, values) in enumerate(series.items()):
+            y = np.array([np.nan if v is None else v for v in values], dtype=float)
+            ax.plot(x, y, marker="o", color=color(j), label=name)
+        ax.axhline(1.0, color="#444444", linewidth=0.8, linestyle="--")
+        ax.set_xticks(x, steps_labels, rotation=15, ha="right")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend(loc="best")
+    return True
