@@ -148,3 +148,24 @@ def test_bisect_finds_the_planted_commit(scratch, history, tmp_path, capsys, met
     out = capsys.readouterr().out
     assert rc == 0, out
     assert f"first bad commit: {history[planted - 1]} history step {planted}" in out
+
+
+def test_a_journey_documents_each_step_and_the_cumulative_impact(scratch, workload, tmp_path):
+    out = tmp_path / "journey"
+    # base..spin is base, then the one commit above it (the spin loop): the same two builds as above, cached.
+    rc = itchbench_main(["doc", "--journey", "base..spin", "--repo", str(scratch), "--scenario", str(workload),
+                         "--repetitions", "3", "--out", str(out), "--title", "Spin journey"])
+    assert rc == 0
+    text = (out / "report.md").read_text()
+    data = json.loads((out / "journey.json").read_text())
+    assert [r["subject"] for r in data["revisions"]][1] == "planted: spin"
+    assert text.startswith("# Spin journey\n") and "## Step 1: planted: spin" in text and "## Cumulative impact" in text
+    step = data["steps"][0]["workloads"][0]
+    path = next(r for r in step["rows"] if r["metric"] == "instructions.message_path")
+    assert path["mark"] == "SLOWER" and path["head"] - path["base"] > 200
+    assert next(r for r in step["rows"] if r["metric"] == "instructions.book")["mark"] == "unchanged"
+    assert step["bbo"]["equal"]
+    row = next(line for line in text.splitlines() if line.startswith("| instructions.message_path |"))
+    assert row.endswith("| SLOWER |") and f"{path['base']:,.1f}" in row
+    assert (out / data["cumulative"]["seed"]).stat().st_size > 5000
+    assert (out / "report.html").read_text().count("data:image/png;base64,") == 1  # the cumulative figure

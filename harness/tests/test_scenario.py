@@ -52,6 +52,13 @@ def test_defaults_and_resolution(tmp_path):
     (BASE + "[matrix]\ntransport = []\n", "matrix.transport must be a non-empty list"),
     (BASE + "[matrix]\n'gateway.cpu' = [0, 'x']\n", "gateway.cpu: expected int"),
     (BASE + "transport = ", "not valid TOML"),
+    (BASE + "[[configurations]]\ngateway = { cpu = 1 }\n", "configuration 1 needs a label"),
+    (BASE + "[[configurations]]\nlabel = 'a'\n[[configurations]]\nlabel = 'a'\n", "label 'a' is used twice"),
+    (BASE + "[[configurations]]\nlabel = 'a'\ngateway = { cpux = 1 }\n",
+     "unknown key 'gateway.cpux' (did you mean 'cpu'?)"),
+    (BASE + "[[configurations]]\nlabel = 'a'\nname = 'b'\n", "cannot change the scenario's name"),
+    (BASE + "configurations = 3\n", "must be a non-empty list of tables"),
+    (BASE + "[microbench]\nbinaries = ['fast_bench']\n", "unknown benchmark binaries ['fast_bench']"),
 ])
 def test_mistakes_are_reported(tmp_path, text, message):
     with pytest.raises(scenario.ScenarioError) as e:
@@ -71,3 +78,22 @@ def test_matrix_expands_to_every_combination(tmp_path):
     assert {(c.transport, c.values["gateway"]["cpu"]) for c in configs} == {
         ("udp", -1), ("udp", 1), ("serial", -1), ("serial", 1)}
     assert len({c.hash() for c in configs}) == 4
+
+
+def test_configurations_change_only_their_keys_and_keep_their_order(tmp_path):
+    configs = scenario.load(write(tmp_path, BASE + "repetitions = 2\n[gateway]\nrcvbuf = 65536\n"
+                                  "[[configurations]]\nlabel = 'uart'\ntransport = 'serial'\nserial = { baud = 9600 }\n"
+                                  "[[configurations]]\nlabel = 'pinned'\ngateway = { cpu = 1 }\n"))
+    assert [c.label for c in configs] == ["uart", "pinned"]
+    uart, pinned = configs
+    assert uart.transport == "serial" and uart.values["serial"]["baud"] == 9600
+    assert pinned.transport == "udp" and pinned.values["gateway"]["cpu"] == 1
+    assert pinned.values["gateway"]["rcvbuf"] == 65536  # the table is merged, not replaced
+    assert uart.values["gateway"]["cpu"] == -1 and uart.values["repetitions"] == pinned.values["repetitions"] == 2
+
+
+def test_configurations_times_a_matrix(tmp_path):
+    configs = scenario.load(write(tmp_path, BASE + "[[configurations]]\nlabel = 'a'\n[[configurations]]\nlabel = 'b'\n"
+                                  "gateway = { cpu = 1 }\n[matrix]\n'gateway.mlockall' = [false, true]\n"))
+    assert [c.label for c in configs] == ["a-mlockall=False", "a-mlockall=True", "b-mlockall=False", "b-mlockall=True"]
+    assert [c.values["gateway"]["cpu"] for c in configs] == [-1, -1, 1, 1]

@@ -33,13 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=run)
 
 
-def _side(name: str, spec: str, repo: Path, say) -> session.Side:
+def _side(name: str, spec: str, repo: Path, say, benchmarks: bool) -> session.Side:
     side = session.Side(name, spec)
     path = Path(spec)
     if spec != revisions.WORKTREE and path.is_dir() and not (path / ".git").exists():
         session.load_run_dirs(side, path)
     else:
-        session.prepare_revision(side, repo, say)
+        session.prepare_revision(side, repo, say, benchmarks=benchmarks)
     return side
 
 
@@ -56,8 +56,9 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     say(f"compare {args.base} -> {args.head}: building")
     try:
-        base = _side("base", args.base, args.repo, say)
-        head = _side("head", args.head, args.repo, say)
+        benchmarks = bool(args.scenario) and session.wants_benchmarks(session.scenario_workloads(args.scenario))
+        base = _side("base", args.base, args.repo, say, benchmarks)
+        head = _side("head", args.head, args.repo, say, benchmarks)
     except session.NotComparable as e:
         print(f"itchbench: not comparable: {e}", file=sys.stderr)
         return 2

@@ -7,7 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..documents import benchmark
+from .. import paths
+from ..compare import session, verdicts
+from ..documents import benchmark, journey
+from ..documents.collect import DocumentError
 from .common import UserError
 
 
@@ -17,33 +20,64 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="From RUNS (run directories or folders of them, e.g. a scenario's --out): "
                        "DIR/report.md, DIR/report.html (one file: style and figures embedded) and DIR/figures/. "
                        "Runs with the same label are the repetitions of one configuration. The same runs give the "
-                       "same bytes. With --journey: build and run each revision (the compare machinery: cached "
-                       "builds, interleaved runs, verdicts) and write the journey document. See docs/documents.md.")
-    d.add_argument("runs", nargs="*", metavar="RUNS", help="run directories or folders of them")
-    d.add_argument("--out", type=Path, help="output folder (default: reports/docs/NAME, NAME from the title)")
+                       "same bytes. With --journey, the arguments are revisions (REV1 REV2 … or A..B): each is "
+                       "built and run with the compare machinery (cached builds, interleaved runs, verdicts) and "
+                       "the journey document is written. See docs/documents.md.")
+    d.add_argument("runs", nargs="*", metavar="RUNS|REVS", help="run directories or folders of them; with "
+                   "--journey, git revisions or a range A..B")
+    d.add_argument("--out", type=Path, help="output folder (default: reports/docs/NAME)")
     d.add_argument("--title", help="document title")
     d.add_argument("--baseline", metavar="LABEL", help="configuration the others are compared with (default: the "
                    "first configuration run)")
+    j = d.add_argument_group("journeys")
+    j.add_argument("--journey", action="store_true", help="the arguments are revisions: build, run, judge each step")
+    j.add_argument("--scenario", type=Path, help="workloads (default: as itchbench compare: simulation of the "
+                   "bundled fixtures and of a 300k-message generated session)")
+    j.add_argument("--repetitions", type=int, default=9, help="runs per revision and workload (default %(default)s)")
+    j.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
+                   help="smallest timing change that counts, percent (default %(default)s)")
+    j.add_argument("--repo", type=Path, default=Path.cwd(), help="the git repository (default: the current folder)")
+    j.add_argument("--no-instructions", action="store_true", help="skip the callgrind instruction counts")
     d.set_defaults(func=run)
 
 
-def _default_out(title: str | None, runs: list[str]) -> Path:
-    from .. import paths
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip("-") or "document"
 
-    name = title or Path(runs[0]).resolve().name
-    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in name).strip("-") or "document"
-    return paths.repo_root() / "reports" / "docs" / slug
+
+def _journey(args: argparse.Namespace) -> tuple[Path, Path]:
+    if args.repetitions < verdicts.MIN_REPETITIONS:
+        raise UserError(f"--repetitions must be at least {verdicts.MIN_REPETITIONS}")
+    specs = journey.expand(args.repo, args.runs)
+    out = args.out or paths.repo_root() / "reports" / "docs" / _slug(args.title or f"journey-{specs[0]}-{specs[-1]}")
+    out.mkdir(parents=True, exist_ok=True)
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    workloads = session.scenario_workloads(args.scenario) if args.scenario else session.default_workloads()
+    say(f"journey over {len(specs)} revisions: {' '.join(specs)}")
+    j = journey.run(args.repo, specs, workloads, args.repetitions, args.threshold / 100, out, say,
+                    instructions=not args.no_instructions)
+    for line in journey.step_lines(j):
+        say(line)
+    return journey.write(j, out, args.title, args.threshold, args.repetitions)
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.runs:
-        raise UserError("doc needs RUNS (run directories or folders of them); see itchbench doc --help")
-    out = args.out or _default_out(args.title, args.runs)
+        raise UserError("doc needs RUNS (run directories or folders of them), or --journey REV1 REV2 …; "
+                        "see itchbench doc --help")
     try:
-        md, html = benchmark.build([Path(r) for r in args.runs], out, title=args.title, baseline=args.baseline,
-                                   run_args=args.runs)
-    except benchmark.DocumentError as e:
+        if args.journey:
+            md, html = _journey(args)
+        else:
+            out = args.out or paths.repo_root() / "reports" / "docs" / _slug(args.title or
+                                                                           Path(args.runs[0]).resolve().name)
+            md, html = benchmark.build([Path(r) for r in args.runs], out, title=args.title, baseline=args.baseline,
+                                       run_args=args.runs)
+    except DocumentError as e:
         raise UserError(str(e)) from e
-    print(f"wrote {md}\nwrote {html}\nfigures: {out / 'figures'}", file=sys.stderr)
+    print(f"wrote {html}\nfigures: {md.parent / 'figures'}", file=sys.stderr)
     print(md)
     return 0

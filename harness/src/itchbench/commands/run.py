@@ -7,13 +7,15 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..runs import runner, scenario, verdict
+from ..runs import microbench, runner, scenario, verdict
+from ..runs.failure import RunError
 from .common import run_line, verdict_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="run a scenario (sim, udp via tcpreplay, serial via socat) into run directories",
-                       description="Run every configuration and repetition of a scenario. Each run ends with "
+                       description="Run every configuration and repetition of a scenario, repetitions "
+                       "interleaved across configurations (A B A B ...). Each run ends with "
                        "its verdict (LOSSLESS, FAULTS ACCOUNTED, LOST, NOT BALANCED, INCOMPLETE); the last line "
                        "counts them. Exit 0 only when every run is lossless or its losses are exactly the "
                        "declared faults; 1 otherwise; 2 for a bad scenario.")
@@ -24,8 +26,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     configs = scenario.load(Path(args.scenario))
+    for config in configs:  # a micro-benchmark filter that selects nothing is refused before anything runs
+        try:
+            microbench.planned(config.values)
+        except RunError as e:
+            raise scenario.ScenarioError(f"{args.scenario} [{config.label}]: {e}") from e
     root = Path(args.out) if args.out else runner.default_root()
-    plan = [(c, r) for c in configs for r in range(1, c.values["repetitions"] + 1)]
+    # Repetitions interleaved across configurations (A B C A B C ...): drift on a noisy machine falls on every
+    # configuration alike, so their figures can be set side by side.
+    most = max(c.values["repetitions"] for c in configs)
+    plan = [(c, r) for r in range(1, most + 1) for c in configs if r <= c.values["repetitions"]]
     print(f"{Path(args.scenario).name}: {len(configs)} configuration(s), {len(plan)} run(s) -> {root}", flush=True)
     statuses: list[str] = []
     try:

@@ -103,39 +103,54 @@ def source_key(repo: Path, rev: Revision) -> str:
     return "src-" + hashlib.sha256(" ".join(ids).encode()).hexdigest()[:16]
 
 
-def build(repo: Path, rev: Revision, say: Callable[[str], None]) -> Path:
-    """The gateway binary of a revision, built (once per source) in its own worktree."""
+def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: bool = False) -> Path:
+    """The gateway binary of a revision, built (once per source) in its own
+    worktree; with benchmarks, its Google Benchmark binaries beside it too
+    (those the revision has: gateway/bench/ in the same build)."""
     key = f"{source_key(repo, rev)}-{flags_hash()}"
     home = cache_root() / key
     gateway = home / "build" / "gateway" / "itch-gateway"
-    if (home / "ok").is_file() and gateway.is_file():
+    benchmarks_tried = home / "benchmarks-tried"
+    cached = (home / "ok").is_file() and gateway.is_file()
+    if cached and (not benchmarks or benchmarks_tried.is_file()):
         say(f"  {rev.label}: cached build ({home})")
         return gateway
-    if home.exists():
-        shutil.rmtree(home)  # a build that did not finish: start again
-    home.mkdir(parents=True)
-    if rev.dirty:
-        source = Path(repo)  # the working tree itself: its changes are the point
-    else:
-        source = home / "src"
-        _git(repo, "worktree", "add", "--detach", "--force", str(source), rev.commit)
-    say(f"  {rev.label}: building {BUILD_TARGET} ({rev.subject[:60]})")
-    log = home / "build.log"
-    with open(log, "w") as out:
-        for cmd in (["cmake", "-S", str(source), "-B", str(home / "build"), "-G", "Ninja", *BUILD_OPTIONS],
-                    ["cmake", "--build", str(home / "build"), "--target", BUILD_TARGET]):
-            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT)
-            if proc.returncode != 0:
-                tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-                raise RevisionError(f"{rev.label} does not build ({' '.join(cmd[:2])} failed):\n{tail}")
-        for target in BENCHMARK_TARGETS:
-            out.write(f"-- {target}: built if this revision has it\n")
-            out.flush()
-            subprocess.run(["cmake", "--build", str(home / "build"), "--target", target], stdout=out,
-                           stderr=subprocess.STDOUT)
-    if not gateway.is_file():
-        raise RevisionError(f"{rev.label}: the build made no {BUILD_TARGET}")
+    if not cached:
+        if home.exists():
+            shutil.rmtree(home)  # a build that did not finish: start again
+        home.mkdir(parents=True)
+    source = Path(repo) if rev.dirty else home / "src"  # the working tree itself: its changes are the point
     if not rev.dirty:
-        _git(repo, "worktree", "remove", "--force", str(source))  # the binary is all the cache keeps
-    (home / "ok").write_text(rev.commit + "\n")
+        if source.exists():
+            shutil.rmtree(source)
+            _git(repo, "worktree", "prune")
+        _git(repo, "worktree", "add", "--detach", "--force", str(source), rev.commit)
+    log = home / "build.log"
+    try:
+        with open(log, "a") as out:
+            if not cached:
+                say(f"  {rev.label}: building {BUILD_TARGET} ({rev.subject[:60]})")
+                for cmd in (["cmake", "-S", str(source), "-B", str(home / "build"), "-G", "Ninja", *BUILD_OPTIONS],
+                            ["cmake", "--build", str(home / "build"), "--target", BUILD_TARGET]):
+                    out.flush()
+                    proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT)
+                    if proc.returncode != 0:
+                        out.flush()
+                        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+                        raise RevisionError(f"{rev.label} does not build ({' '.join(cmd[:2])} failed):\n{tail}")
+            if benchmarks:
+                say(f"  {rev.label}: building its micro-benchmarks")
+                for target in BENCHMARK_TARGETS:  # an older revision may not have one: it is then not built
+                    out.write(f"-- {target}: built if this revision has it\n")
+                    out.flush()
+                    subprocess.run(["cmake", "--build", str(home / "build"), "--target", target], stdout=out,
+                                   stderr=subprocess.STDOUT)
+                benchmarks_tried.write_text("")
+    finally:
+        if not rev.dirty:
+            _git(repo, "worktree", "remove", "--force", str(source))  # the binaries are all the cache keeps
+    if not cached:
+        if not gateway.is_file():
+            raise RevisionError(f"{rev.label}: the build made no {BUILD_TARGET}")
+        (home / "ok").write_text(rev.commit + "\n")
     return gateway

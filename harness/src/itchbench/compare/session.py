@@ -83,10 +83,14 @@ def load_run_dirs(side: Side, path: Path) -> None:
         side.runs.setdefault(rundir.read_json(d / "manifest.json")["label"], []).append(d)
 
 
-def prepare_revision(side: Side, repo: Path, say: Callable[[str], None]) -> None:
+def wants_benchmarks(workloads: list[Workload]) -> bool:
+    return any(w.values["microbench"]["binaries"] for w in workloads)
+
+
+def prepare_revision(side: Side, repo: Path, say: Callable[[str], None], *, benchmarks: bool = False) -> None:
     try:
         side.revision = revisions.resolve(repo, side.spec)
-        side.gateway = revisions.build(repo, side.revision, say)
+        side.gateway = revisions.build(repo, side.revision, say, benchmarks=benchmarks)
     except revisions.RevisionError as e:
         side.problem = str(e)
 
@@ -145,7 +149,7 @@ def identity_differences(base: Side, head: Side) -> list[str]:
     return diffs
 
 
-def _summary_metrics(run_dir: Path) -> dict[str, float]:
+def summary_metrics(run_dir: Path) -> dict[str, float]:
     s = rundir.read_json(run_dir / "summary.json")
     m: dict[str, float] = {"throughput_msg_s": s["performance"]["messages_per_s"]}
     rss = s.get("transport_details", {}).get("gateway_max_rss_kib")
@@ -166,8 +170,8 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
     """Per workload, per metric: the verdict."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for label in sorted(set(base.runs) | set(head.runs)):
-        a = [_summary_metrics(r) for r in base.runs.get(label, [])]
-        b = [_summary_metrics(r) for r in head.runs.get(label, [])]
+        a = [summary_metrics(r) for r in base.runs.get(label, [])]
+        b = [summary_metrics(r) for r in head.runs.get(label, [])]
         names = sorted({k for m in a + b for k in m})
         table: dict[str, dict[str, Any]] = {}
         for i, name in enumerate(names):

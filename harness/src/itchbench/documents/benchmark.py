@@ -12,9 +12,7 @@ from .. import rundir
 from ..analysis import stats
 from . import aggregate as agg
 from . import figures, render
-from .collect import Configuration, DocumentError, RunRecord, choose_baseline, collect
-
-__all__ = ["build", "DocumentError"]
+from .collect import Configuration, RunRecord, choose_baseline, collect
 
 HEADLINE_STATS = ("p50", "p99", "p999")
 SYMBOLS_SHOWN = 10

@@ -26,6 +26,7 @@ STYLE = {
 }
 SIZE = (7.5, 3.6)
 PERCENTILE_TICKS = [50, 90, 99, 99.9, 99.99, 99.999]
+LINESTYLES = ["-", "--", ":", "-."]  # repetitions of one configuration: one colour, told apart by line
 
 
 def color(i: int) -> str:
@@ -65,10 +66,10 @@ def histogram(path: Path, config: Configuration, index: int, stage: str, descrip
     hi = max(float(v.max()) for _, v in samples)
     edges = 2.0 ** np.arange(np.floor(np.log2(lo)), np.ceil(np.log2(hi)) + 1.01, 0.25)
     with _figure(path) as ax:
-        for k, (r, v) in enumerate(samples, 1):
+        for k, (r, v) in enumerate(samples):
             counts, _ = np.histogram(np.maximum(v, 1), bins=edges)
-            ax.stairs(counts / v.size * 100, edges, color=color(index), alpha=0.35 + 0.65 / k,
-                      label=f"repetition {k}")
+            ax.stairs(counts / v.size * 100, edges, color=color(index), linestyle=LINESTYLES[k % len(LINESTYLES)],
+                      label=f"repetition {k + 1}")
         ax.set_xscale("log")
         ax.set_xlabel(f"{description} (ns, log scale; bins of 2^¼)")
         ax.set_ylabel("messages (%)")

@@ -36,7 +36,7 @@ def _spread(s: Spread | None, digits: int = 0) -> str:
 def _factor(f: Factor | None) -> str:
     if f is None:
         return "—"
-    ci = f" (95% CI {f.ci[0]:.2f}–{f.ci[1]:.2f})" if f.ci else " (one run: no CI)"
+    ci = f" (CI {f.ci[0]:.2f}–{f.ci[1]:.2f})" if f.ci else " (one run: no CI)"
     return f"{f.value:.2f}×{ci}"
 
 

@@ -83,7 +83,6 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
     from .transports import TRANSPORTS
 
     check_capture(Path(values["capture"]))
-    microbench.planned(values)  # a filter that selects nothing is refused before anything runs
     if faults.any_faults(values["faults"]):
         # Applied before any transport; the run reconciles with the sidecar.
         values = {**values, "source_capture": values["capture"],

@@ -1,0 +1,262 @@
+"""itchbench doc: a small matrix of real runs into a document, its numbers
+checked against the runs' own summaries (medians computed here with the
+statistics module), rebuilt byte for byte, and opened in a real headless
+Chromium."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import statistics
+import subprocess
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+from itchbench.captures import fixtures
+from itchbench.cli import main as itchbench_main
+
+SEED = next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path
+CONFIGS = ("small-index", "default-index")
+SECTIONS = ["## Executive summary", "## Methodology", "### Hardware and build", "### Clock", "### Workload",
+            "### Where each stamp is taken", "## Configuration: small-index",
+            "## Configuration: default-index (baseline)", "## Comparative analysis", "## Throughput",
+            "## Micro-benchmarks", "## Appendix: per message type", "## Appendix: per symbol",
+            "## Measurement accuracy", "## System configuration", "## Reproduce"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("doc")
+    scen = root / "matrix.toml"
+    scen.write_text(f'''name = "matrix"
+transport = "sim"
+capture = "{SEED}"
+repetitions = 3
+
+[microbench]
+binaries = ["book_bench"]
+filter = "BM_StageClockNow"
+repetitions = 2
+
+[[configurations]]
+label = "small-index"
+gateway = {{ expected_orders = 1024 }}
+
+[[configurations]]
+label = "default-index"
+''')
+    assert itchbench_main(["run", str(scen), "--out", str(root / "runs")]) == 0
+    return root / "runs"
+
+
+def _summaries(runs: Path) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for p in sorted(runs.glob("*/summary.json")):
+        s = json.loads(p.read_text())
+        out.setdefault(s["label"], []).append(s)
+    return out
+
+
+def _tree(d: Path) -> dict[str, str]:
+    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def document(runs) -> Path:
+    out = runs.parent / "doc-a"
+    assert itchbench_main(["doc", str(runs), "--out", str(out), "--baseline", "default-index",
+                           "--title", "Index sizes"]) == 0
+    return out
+
+
+def test_runs_are_interleaved_across_configurations(runs):
+    labels = [json.loads(p.read_text())["label"] for p in sorted(runs.glob("*/manifest.json"))]
+    order = sorted((json.loads((runs / p.parent.name / "manifest.json").read_text())["created_utc"], p.parent.name)
+                   for p in runs.glob("*/manifest.json"))
+    assert sorted(labels) == sorted(list(CONFIGS) * 3)
+    firsts = [name for _, name in order][:2]
+    assert {("small-index" in n) for n in firsts} == {True, False}  # one of each before any repeats
+
+
+def test_document_has_every_section_in_order(document):
+    text = (document / "report.md").read_text()
+    positions = [text.find(s + "\n") for s in SECTIONS]
+    assert all(p >= 0 for p in positions), [s for s, p in zip(SECTIONS, positions) if p < 0]
+    assert positions == sorted(positions)
+    assert text.startswith("# Index sizes\n")
+    for fig in ["figures/percentiles.png", "figures/summary.png", "figures/histogram-small-index.png",
+                "figures/histogram-default-index.png"]:
+        assert f"]({fig})" in text and (document / fig).stat().st_size > 5000
+
+
+def test_numbers_equal_the_runs_summaries(document, runs):
+    text = (document / "report.md").read_text()
+    by_label = _summaries(runs)
+    medians = {}
+    for label, summaries in by_label.items():
+        p50 = [s["latency"]["stages"]["receive_to_book"]["p50"] for s in summaries]
+        p99 = [s["latency"]["stages"]["receive_to_book"]["p99"] for s in summaries]
+        medians[label] = (statistics.median(p50), statistics.median(p99))
+        lo, hi = min(p50), max(p50)
+        shown = f"{statistics.median(p50):,.0f}" + (f" [{lo:,.0f}–{hi:,.0f}]" if lo != hi else "")
+        row = next(line for line in text.splitlines() if line.startswith(f"| {label}"))
+        assert f"| {shown} |" in row, (row, shown)
+        for s in summaries:  # each run's own row, linked to its own report
+            run_row = next(line for line in text.splitlines() if f"[{s['run_id']}](" in line)
+            assert f"| {s['latency']['stages']['receive_to_book']['p50']:,.0f} |" in run_row
+            link = re.search(r"\]\(([^)]+)\)", run_row).group(1)
+            assert (document / link).resolve() == (runs / s["run_id"] / "report.md").resolve()
+            assert (document / link).is_file()
+    factor = medians["default-index"][0] / medians["small-index"][0]
+    words = f"{factor:.2f}× lower p50" if factor >= 1 else f"{1 / factor:.2f}× higher p50"
+    assert f"**small-index**: {words} than default-index (95% CI " in text
+    expected = sum(s["reconciliation"]["loss"]["expected_messages"] for ss in by_label.values() for s in ss)
+    assert f"all 6 runs are LOSSLESS — {expected:,} messages" in text
+    bench = [s["microbench"]["benchmarks"]["BM_StageClockNow"]["real_time_ns"] for s in by_label["default-index"]]
+    assert f"| `BM_StageClockNow` |" in text and f"{statistics.median(bench):,.2f}" in text
+
+
+def test_statistics_say_what_they_are(document):
+    text = (document / "report.md").read_text()
+    assert "numpy's `higher` method" in text and "⌈(n−1)·p⌉" in text and "HdrHistogram" in text
+    assert "population" in text and "seed 20261122" in text
+
+
+def test_a_rebuild_is_byte_identical(document, runs):
+    again = runs.parent / "doc-b"  # a sibling: the same relative links to the runs
+    assert itchbench_main(["doc", str(runs), "--out", str(again), "--baseline", "default-index",
+                           "--title", "Index sizes"]) == 0
+    assert _tree(again) == _tree(document)
+    assert itchbench_main(["doc", str(runs), "--out", str(again), "--baseline", "default-index",
+                           "--title", "Index sizes"]) == 0  # over its own earlier output
+    assert _tree(again) == _tree(document)
+
+
+def test_markdown_tables_render_as_tables(document):
+    text = (document / "report.md").read_text()
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    tables = sum(1 for t in tokens if t.type == "table_open")
+    separators = sum(1 for line in text.splitlines() if re.fullmatch(r"\|(-{3}:?\|)+", line.replace("---:", "---:")))
+    assert tables == separators >= 10
+
+
+def test_githubs_own_renderer_makes_the_same_tables_and_figures(document):
+    # cmark-gfm is GitHub's reference implementation of GitHub Flavored Markdown: independent of markdown-it-py.
+    cmark = shutil.which("cmark-gfm")
+    assert cmark, "cmark-gfm is installed by harness/bin/test"
+    html = subprocess.run([cmark, "--extension", "table", str(document / "report.md")], check=True,
+                          capture_output=True, text=True).stdout
+    ours = (document / "report.html").read_text()
+    assert html.count("<table>") == ours.count("<table>") >= 10
+    assert html.count("<img ") == ours.count("<img ") == 4
+    assert html.count("<h2>") == ours.count("<h2>")
+
+
+def test_html_is_one_self_contained_file(document):
+    html = (document / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == len(list((document / "figures").glob("*.png"))) == 4
+    assert 'src="figures/' not in html and "http://" not in html and "https://" not in html
+    assert "<table>" in html and "@media print" in html
+
+
+def test_html_loads_in_headless_chromium_with_every_figure(document):
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    assert chromium and driver, "chromium and chromium-driver are installed by harness/bin/test"
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900"):
+        options.add_argument(arg)
+    options.binary_location = chromium
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    browser = webdriver.Chrome(service=Service(driver), options=options)
+    try:
+        browser.get((document / "report.html").resolve().as_uri())
+        images, loaded, width = browser.execute_script(
+            "const imgs = Array.from(document.images);"
+            "return [imgs.length, imgs.filter(i => i.complete && i.naturalWidth > 0).length,"
+            " Math.min(...imgs.map(i => i.getBoundingClientRect().width))];")
+        errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+        headings = browser.execute_script("return Array.from(document.querySelectorAll('h2')).map(h => h.textContent)")
+    finally:
+        browser.quit()
+    assert errors == []
+    assert images == loaded == 4 and width > 300
+    assert headings[0] == "Executive summary" and "Reproduce" in headings
+
+
+@pytest.mark.parametrize("args, message", [
+    (["doc", "/nonexistent-runs"], "no such file or folder"),
+    (["doc"], "doc needs RUNS"),
+])
+def test_bad_input_is_a_clear_error(args, message, capsys):
+    assert itchbench_main(args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_baseline_names_the_configurations(runs, tmp_path, capsys):
+    assert itchbench_main(["doc", str(runs), "--out", str(tmp_path / "d"), "--baseline", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--baseline 'nope'" in err and "small-index" in err and "default-index" in err
+
+
+def test_a_folder_without_runs_is_refused(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert itchbench_main(["doc", str(tmp_path / "empty"), "--out", str(tmp_path / "d")]) == 2
+    assert "neither a run directory nor a folder of them" in capsys.readouterr().err
+
+
+def test_compare_judges_micro_benchmarks_with_the_same_statistics(runs, tmp_path, capsys):
+    # Two folders of the same configuration's runs: compare reads them as two sides.
+    a, b = tmp_path / "a", tmp_path / "b"
+    for side in (a, b):
+        side.mkdir()
+    for p in sorted(runs.glob("*")):
+        if p.is_dir() and "default-index" in p.name:
+            shutil.copytree(p, a / p.name)
+            shutil.copytree(p, b / p.name)
+    rc = itchbench_main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp"), "--no-instructions"])
+    result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    metric = result["metrics"]["default-index"]["microbench.BM_StageClockNow.real_time_ns"]
+    assert metric["n"] == [3, 3] and metric["verdict"] == "unchanged" and metric["ratio"] == 1.0
+    assert rc == 0
+
+
+def _scenario(tmp_path: Path, microbench: str) -> Path:
+    scen = tmp_path / "mb.toml"
+    scen.write_text(f'name = "mb"\ntransport = "sim"\ncapture = "{SEED}"\n[microbench]\n{microbench}')
+    return scen
+
+
+def test_a_micro_benchmark_filter_that_selects_nothing_is_refused_before_the_run(tmp_path, capsys):
+    scen = _scenario(tmp_path, 'binaries = ["decode_bench"]\nfilter = "BM_NoSuchThing"\n')
+    assert itchbench_main(["run", str(scen), "--out", str(tmp_path / "runs")]) == 2
+    assert "selects no benchmark of decode_bench" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_crashing_micro_benchmark_makes_the_run_incomplete_and_names_the_signal(tmp_path, capsys, monkeypatch):
+    from itchbench import paths
+
+    build = tmp_path / "other-build"
+    (build / "bench").mkdir(parents=True)
+    shutil.copy(paths.tool("itch-gateway"), build / "itch-gateway")
+    bench = build / "bench" / "book_bench"  # lists one benchmark, then dies as a crashing benchmark would
+    bench.write_text('#!/bin/sh\ncase "$*" in *--benchmark_list_tests*) echo BM_Crash; exit 0;; esac\n'
+                     'echo "about to crash" >&2\nkill -SEGV $$\n')
+    bench.chmod(0o755)
+    monkeypatch.setenv(paths.GATEWAY_OVERRIDE, str(build / "itch-gateway"))
+    scen = _scenario(tmp_path, 'binaries = ["book_bench"]\n')
+    assert itchbench_main(["run", str(scen), "--out", str(tmp_path / "runs")]) == 1
+    out = capsys.readouterr().out
+    assert "INCOMPLETE (microbench_failed)" in out and "killed by SIGSEGV" in out and "about to crash" in out
+    run = next((tmp_path / "runs").iterdir())
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["failure"]["kind"] == "microbench_failed" and not summary["complete"]
+    assert not list((run / "microbench").glob("*.json"))  # no partial JSON presented as whole
