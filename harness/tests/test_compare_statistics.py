@@ -49,9 +49,14 @@ def test_timing_verdicts():
     assert verdicts.timing(base, slower, higher_is_better=False, threshold=0.05, seed=1)["verdict"] == "slower"
     assert verdicts.timing(base, slower, higher_is_better=True, threshold=0.05, seed=1)["verdict"] == "faster"
     assert verdicts.timing(base, small, higher_is_better=False, threshold=0.05, seed=1)["verdict"] == "unchanged"
-    # Three a side can never reach p < 0.002: no verdict is pretended.
+    # Three a side can never reach p < 0.002 (at best 2 / C(6, 3) = 0.1): neither "slower" nor "unchanged" is said.
     few = verdicts.timing(base[:3], slower[:3], higher_is_better=False, threshold=0.05, seed=1)
-    assert few["verdict"] == "unchanged" and few["p"] > verdicts.ALPHA
+    assert few["verdict"] == "not comparable" and "smallest possible p is 0.1" in few["reason"]
+    # Seven a side can (2 / C(14, 7) = 0.00058), six cannot (2 / C(12, 6) = 0.0022).
+    assert verdicts.timing_repetitions() == 7
+    assert verdicts.timing(base[:7], slower[:7], higher_is_better=False, threshold=0.05, seed=1)["verdict"] == "slower"
+    assert verdicts.timing(base[:6], slower[:6], higher_is_better=False, threshold=0.05, seed=1)["verdict"] == \
+        "not comparable"
     assert verdicts.timing(base[:2], slower[:2], higher_is_better=False, threshold=0.05, seed=1)["verdict"] == \
         "not comparable"
 

@@ -50,8 +50,9 @@ def run(args: argparse.Namespace) -> int:
     if args.repetitions < verdicts.MIN_REPETITIONS:
         print(f"itchbench: --repetitions must be at least {verdicts.MIN_REPETITIONS}", file=sys.stderr)
         return 2
-    if args.repetitions < 9:
-        say(f"note: {args.repetitions} repetitions a side; below 9 the tests have little power")
+    if args.repetitions < verdicts.timing_repetitions():
+        say(f"note: {args.repetitions} repetitions a side cannot reach p < {verdicts.ALPHA}: timings are shown, not "
+            f"judged (at least {verdicts.timing_repetitions()} for a timing verdict; 9 by default)")
     out = args.out or paths.repo_root() / "reports" / "compare" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out.mkdir(parents=True, exist_ok=True)
     say(f"compare {args.base} -> {args.head}: building")
@@ -91,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         headline = f"NO REGRESSION: output identical; {len(faster)} metric(s) faster" + \
                    (f" ({', '.join(faster[:3])}{' …' if len(faster) > 3 else ''})" if faster else "")
         status = 0
+    if not problems and args.repetitions < verdicts.timing_repetitions():
+        headline += f" (timings not judged: {args.repetitions} repetitions a side; exact metrics only)"
     if dirty:
         headline += " [dirty working tree]"
     plot = None

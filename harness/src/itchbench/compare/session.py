@@ -181,9 +181,11 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
             if name.endswith(".max") and table[name]["verdict"] != verdicts.NOT_COMPARABLE:
                 table[name]["verdict"] = verdicts.SHOWN
         ia, ib = base.instructions.get(label, {}), head.instructions.get(label, {})
+        why = "; ".join(f"{side.name}: {d['error'].strip().splitlines()[-1][:200]}"
+                        for side, d in ((base, ia), (head, ib)) if "error" in d)
         for stage in instructions.STAGES:
             table[f"instructions.{stage}"] = verdicts.exact(ia.get("per_message", {}).get(stage),
-                                                            ib.get("per_message", {}).get(stage))
+                                                            ib.get("per_message", {}).get(stage), why=why)
         out[label] = table
     return out
 

@@ -17,7 +17,8 @@ from .statistics import bootstrap_ratio_ci, mann_whitney_u
 
 ALPHA = 0.002          # as asv: a timing change needs p < 0.002 ...
 INSTRUCTION_THRESHOLD = 0.005
-MIN_REPETITIONS = 3    # fewer cannot reach ALPHA at all; 9 is the default
+MIN_REPETITIONS = 3    # fewer give no bootstrap interval; exact metrics (instructions, output) need no more
+# ... which the exact two-sided Mann-Whitney test reaches only from 7 runs a side (smallest p: 2 / C(2n, n)).
 BETTER, WORSE, SAME, NOT_COMPARABLE = "faster", "slower", "unchanged", "not comparable"
 SHOWN = "shown, not judged"  # the max of a run is one sample: its changes are not verdicts
 
@@ -28,6 +29,11 @@ def timing(base: list[float], head: list[float], *, higher_is_better: bool, thre
                            "head": statistics.median(head) if head else None, "n": [len(base), len(head)]}
     if len(base) < MIN_REPETITIONS or len(head) < MIN_REPETITIONS or not out["base"]:
         return {**out, "verdict": NOT_COMPARABLE, "reason": f"needs {MIN_REPETITIONS} repetitions a side"}
+    floor = smallest_p(len(base), len(head))
+    if floor >= ALPHA:
+        return {**out, "verdict": NOT_COMPARABLE, "reason": f"{len(base)} and {len(head)} runs cannot reach "
+                f"p < {ALPHA} (the smallest possible p is {floor:.2g}): use --repetitions {timing_repetitions()} "
+                "or more"}
     ratio = out["head"] / out["base"]
     lo, hi = bootstrap_ratio_ci(base, head, seed=seed)
     test = mann_whitney_u(base, head)
@@ -41,10 +47,25 @@ def timing(base: list[float], head: list[float], *, higher_is_better: bool, thre
             "p_method": test.method, "verdict": verdict}
 
 
-def exact(base: float | None, head: float | None, *, threshold: float = INSTRUCTION_THRESHOLD) -> dict[str, Any]:
-    """Lower is better (instructions)."""
+def smallest_p(n1: int, n2: int) -> float:
+    """The smallest two-sided p the exact Mann-Whitney test can give: all of one side below the other."""
+    return min(1.0, 2 / math.comb(n1 + n2, n1))
+
+
+def timing_repetitions() -> int:
+    """Fewest runs a side with which a timing verdict is possible at all."""
+    n = MIN_REPETITIONS
+    while smallest_p(n, n) >= ALPHA:
+        n += 1
+    return n
+
+
+def exact(base: float | None, head: float | None, *, threshold: float = INSTRUCTION_THRESHOLD,
+          why: str = "") -> dict[str, Any]:
+    """Lower is better (instructions). `why`: what stopped a measurement, if one failed."""
     if base is None or head is None or not base or math.isnan(base) or math.isnan(head):
-        return {"base": base, "head": head, "verdict": NOT_COMPARABLE, "reason": "not measured on both sides"}
+        return {"base": base, "head": head, "verdict": NOT_COMPARABLE,
+                "reason": "not measured on both sides" + (f" ({why})" if why else "")}
     ratio = head / base
     verdict = SAME if abs(ratio - 1) <= threshold else (WORSE if ratio > 1 else BETTER)
     return {"base": base, "head": head, "ratio": ratio, "delta_pct": (ratio - 1) * 100, "verdict": verdict}
