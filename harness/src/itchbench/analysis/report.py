@@ -176,7 +176,9 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
         for name, desc in lat.stages:
             hlog.write(hlog_dir / f"{name}.hlog", lat.frame[name].dropna().to_numpy(), start, span,
                        f"itchbench {manifest['run_id']}: {desc}, nanoseconds")
-        md += ["HdrHistogram logs (ns): " + ", ".join(f"`hlog/{n}.hlog`" for n, _ in lat.stages) + ".", ""]
+        md += ["HdrHistogram logs (ns): " + ", ".join(f"`hlog/{n}.hlog`" for n, _ in lat.stages) + ". HdrHistogram "
+               "reports the textbook nearest rank ⌈n·p⌉ at 3 significant digits, so its percentiles can sit one rank "
+               "below the tables above (where n·p is whole) and within 0.1 % of them.", ""]
         if csv:
             out = lat.frame.copy()
             out["type"] = out["type"].map(stats.TYPE_NAMES)
