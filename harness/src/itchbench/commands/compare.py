@@ -92,8 +92,11 @@ def run(args: argparse.Namespace) -> int:
         headline = f"NO REGRESSION: output identical; {len(faster)} metric(s) faster" + \
                    (f" ({', '.join(faster[:3])}{' …' if len(faster) > 3 else ''})" if faster else "")
         status = 0
-    if not problems and args.repetitions < verdicts.timing_repetitions():
-        headline += f" (timings not judged: {args.repetitions} repetitions a side; exact metrics only)"
+    unjudged = sorted({label for label, t in metrics.items() for v in t.values()
+                       if "cannot reach" in v.get("reason", "")})
+    if unjudged:
+        headline += (f" (timings not judged on {', '.join(unjudged)}: too few runs a side to reach p < "
+                     f"{verdicts.ALPHA}; exact metrics only)")
     if dirty:
         headline += " [dirty working tree]"
     plot = None
