@@ -43,10 +43,26 @@ double timer_overhead_ns(const StageClock& clock) {
   return double(d[d.size() / 2]);
 }
 
+// How far the stage clock is from CLOCK_MONOTONIC now (median of bracketed
+// samples): the error of every difference between a gateway stamp and a
+// sender's or a subscriber's (they stamp CLOCK_MONOTONIC).
+static int64_t offset_from_monotonic_ns(const StageClock& clock) {
+  std::vector<int64_t> d(101);
+  for (auto& x : d) {
+    const uint64_t before = monotonic_ns();
+    const uint64_t stage = clock.now();
+    const uint64_t after = monotonic_ns();
+    x = int64_t(stage) - int64_t(before + (after - before) / 2);
+  }
+  std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+  return d[d.size() / 2];
+}
+
 void write_clock_json(JsonWriter& j, const StageClock& clock, double overhead_ns) {
   const char* name = clock.source() == logfmt::StageClock::kTsc ? "tsc" : "monotonic";
   j.key("clock").begin_object();
   j.field("stage", name).field("ticks_per_ns", clock.ticks_per_ns()).field("timer_overhead_ns", overhead_ns);
+  j.field("offset_from_monotonic_ns_at_end", offset_from_monotonic_ns(clock));
   j.end_object();
 }
 

@@ -88,14 +88,14 @@ int run_live(const GatewayOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t received = 0;
   if (udp) {
-    udp_source->run(clock, [&](const uint8_t* p, size_t n, uint64_t t_receive) {
-      gw.on_datagram(p, n, timed ? t_receive : 0, 0);
+    udp_source->run(clock, [&](const uint8_t* p, size_t n, const logfmt::Arrival& arrival) {
+      gw.on_datagram(p, n, timed ? arrival : logfmt::Arrival{});
       return o.ignore_end_of_session || gw.framer().counters().end_of_session == 0;
     });
     received = gw.framer().counters().messages;
   } else {
-    serial_source->run(clock, [&](uint64_t seq, const uint8_t* m, size_t n, uint64_t t_receive, uint64_t t_send) {
-      gw.on_message(seq, m, n, timed ? t_receive : 0, t_send);
+    serial_source->run(clock, [&](uint64_t seq, const uint8_t* m, size_t n, const logfmt::Arrival& arrival) {
+      gw.on_message(seq, m, n, timed ? arrival : logfmt::Arrival{0, 0, arrival.t_origin});
       ++received;
     });
   }

@@ -31,13 +31,13 @@ int run_sim(const GatewayOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool complete = reader.run(
       [&](uint64_t capture_ns, const uint8_t* p, size_t n) {
-        gw.on_datagram(p, n, timed ? clock.now() : 0, capture_ns);
+        gw.on_datagram(p, n, logfmt::Arrival{0, timed ? clock.now() : 0, capture_ns});
         if (o.progress && ++datagrams % 1000000 == 0)
           std::fprintf(stderr, "itch-gateway: %llu datagrams, %llu messages\n", (unsigned long long)datagrams,
                        (unsigned long long)gw.decode_counters().messages());
       },
       [&](uint64_t position, const uint8_t* m, size_t n) {
-        gw.on_message(position, m, n, timed ? clock.now() : 0, n >= 11 ? load_be48(m + 5) : 0);
+        gw.on_message(position, m, n, logfmt::Arrival{0, timed ? clock.now() : 0, n >= 11 ? load_be48(m + 5) : 0});
       });
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   logs.close();

@@ -40,7 +40,7 @@ void BM_DecodeBookBbo(benchmark::State& state) {
     NullPublisher pub;
     Gateway<NullPublisher> gw(*book, clock, nullptr, nullptr, pub);
     state.ResumeTiming();
-    feed(cap, [&](const uint8_t* p, size_t n) { gw.on_datagram(p, n, 0, 0); });
+    feed(cap, [&](const uint8_t* p, size_t n) { gw.on_datagram(p, n, logfmt::Arrival{}); });
     state.PauseTiming();
     live = book->live_orders();
     memory = book->memory_bytes();
@@ -84,7 +84,7 @@ void BM_PipelineRecorded(benchmark::State& state) {
     NullPublisher pub;
     Gateway<NullPublisher> gw(*book, clock, &lat, &bbo, pub);
     state.ResumeTiming();
-    feed(cap, [&](const uint8_t* p, size_t n) { gw.on_datagram(p, n, clock.now(), 0); });
+    feed(cap, [&](const uint8_t* p, size_t n) { gw.on_datagram(p, n, logfmt::Arrival{0, clock.now(), 0}); });
     state.PauseTiming();
     lat.close();
     bbo.close();
@@ -112,7 +112,7 @@ void BM_LatencyRecordAppend(benchmark::State& state) {
     state.ResumeTiming();
     for (uint64_t i = 0; i < kRecords; ++i) {
       r.seq = i;
-      r.t_receive = i;
+      r.t_read = i;
       lat->append(r);
     }
     state.PauseTiming();

@@ -8,10 +8,16 @@
 namespace itchbench::logfmt {
 
 constexpr char kMagic[8] = {'I', 'T', 'C', 'H', 'B', 'L', 'O', 'G'};
-constexpr uint16_t kVersion = 1;
 constexpr size_t kHeaderSize = 128;
 
-enum class Kind : uint16_t { kLatency = 1, kBbo = 2 };
+enum class Kind : uint16_t {
+  kLatency = 1,  // the gateway: one record per message
+  kBbo = 2,      // the gateway: one record per BBO event
+  kSend = 3,     // a sender (udp-replay, serial-replay): one record per packet or line sent
+};
+
+// Each kind is versioned on its own; readers keep reading the earlier versions.
+constexpr uint16_t version_of(Kind k) { return k == Kind::kLatency ? 2 : 1; }
 
 // Clock of the stage stamps (t_receive .. t_published).
 enum class StageClock : uint16_t {
@@ -50,10 +56,13 @@ static_assert(sizeof(Header) == kHeaderSize);
 // was never finalized, the records are the leading run with written != 0.
 constexpr uint8_t kWritten = 0x80;
 
+// Version 2. (Version 1, 56 bytes, had one t_receive: the kernel's stamp where
+// the transport had one, else the read's; FORMAT.md keeps its layout.)
 struct LatencyRecord {
   uint64_t seq;           // MoldUDP64 sequence (binary ITCH file: 1-based position)
   uint64_t t_origin;      // per header.origin_clock; 0 when none
-  uint64_t t_receive;     // per header.stage_clock: packet received
+  uint64_t t_kernel;      // per header.stage_clock: the kernel received the packet (UDP); 0 when unknown
+  uint64_t t_read;        //   the read that returned it to user space (simulation: handed over)
   uint64_t t_decoded;     //   message decoded into its typed view
   uint64_t t_book;        //   book updated (or found unchanged)
   uint64_t t_published;   //   BBO event recorded and published; 0 if none
@@ -62,7 +71,31 @@ struct LatencyRecord {
   uint8_t flags;          // kWritten | LatencyFlags
   uint8_t reserved[4];    // zero: explicit, so no byte of a log is left undefined
 };
-static_assert(sizeof(LatencyRecord) == 56);
+static_assert(sizeof(LatencyRecord) == 64);
+
+// When and how a packet (or serial line) reached the gateway, as its source saw it.
+struct Arrival {
+  uint64_t t_kernel = 0;  // stage clock; 0 when the transport has no kernel stamp
+  uint64_t t_read = 0;    // stage clock; 0 when stamps are not recorded
+  uint64_t t_origin = 0;  // per origin_clock
+};
+
+// One per packet (udp-replay) or line (serial-replay), both stamps on
+// CLOCK_MONOTONIC: the clock the gateway's stage clock is calibrated to.
+struct SendRecord {
+  uint64_t seq;           // sequence number of its first message (0: none, e.g. a heartbeat)
+  uint64_t t_intended;    // when the schedule said it was due
+  uint64_t t_sent;        // when the send (sendmmsg / write) that carried it was called
+  uint16_t count;         // messages in it
+  uint8_t flags;          // kWritten | SendFlags
+  uint8_t reserved;
+  uint32_t bytes;         // payload bytes
+};
+static_assert(sizeof(SendRecord) == 32);
+
+enum SendFlags : uint8_t {
+  kSendFailed = 1,  // the send failed (not EAGAIN/ENOBUFS, which are retried): never left
+};
 
 enum LatencyFlags : uint8_t {
   kBboEvent = 1,     // the message changed the BBO

@@ -47,7 +47,7 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
 
   logfmt::Header h{};
   std::memcpy(h.magic, logfmt::kMagic, sizeof h.magic);
-  h.version = logfmt::kVersion;
+  h.version = logfmt::version_of(kind);
   h.header_size = logfmt::kHeaderSize;
   h.record_size = uint16_t(record_size);
   h.kind = uint16_t(kind);

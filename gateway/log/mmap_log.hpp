@@ -116,5 +116,6 @@ class RecordLog {
 
 using LatencyLog = RecordLog<logfmt::LatencyRecord>;
 using BboLog = RecordLog<logfmt::BboRecord>;
+using SendLog = RecordLog<logfmt::SendRecord>;
 
 }  // namespace itchbench

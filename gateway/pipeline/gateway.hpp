@@ -48,20 +48,21 @@ class Gateway {
   Gateway(OrderBook& book, const StageClock& clock, LatencyLog* latency, BboLog* bbo_log, Publisher& publisher)
       : book_(book), clock_(clock), latency_(latency), bbo_log_(bbo_log), publisher_(publisher) {}
 
-  void on_datagram(const uint8_t* data, size_t len, uint64_t t_receive, uint64_t t_origin) {
+  void on_datagram(const uint8_t* data, size_t len, const logfmt::Arrival& arrival) {
     framer_.on_datagram(data, len, [&](uint64_t seq, const uint8_t* msg, size_t msg_len) {
-      on_message(seq, msg, msg_len, t_receive, t_origin);
+      on_message(seq, msg, msg_len, arrival);
     });
   }
 
-  void on_message(uint64_t seq, const uint8_t* msg, size_t len, uint64_t t_receive, uint64_t t_origin) {
+  void on_message(uint64_t seq, const uint8_t* msg, size_t len, const logfmt::Arrival& arrival) {
     // Sources hand over messages in sequence order; a jump means some were lost.
     if (__builtin_expect(seq != last_seq_ + 1, 0) && last_seq_ != 0) bbo_flags_ = logfmt::kBookMayBeStale;
     last_seq_ = seq;
     logfmt::LatencyRecord r{};
     r.seq = seq;
-    r.t_origin = t_origin;
-    r.t_receive = t_receive;
+    r.t_origin = arrival.t_origin;
+    r.t_kernel = arrival.t_kernel;
+    r.t_read = arrival.t_read;
     r.stock_locate = len >= 3 ? load_be16(msg + 1) : 0;
     r.msg_type = len ? char(msg[0]) : '\0';
     r.flags = 0;

@@ -59,7 +59,7 @@ void SerialSource::run(const StageClock& clock, const OnMessage& on_message) {
       reader_.feed(
           im.buffer, n,
           [&](uint64_t seq, uint64_t t_send, const uint8_t* msg, size_t len) {
-            if (sequence_.on_packet(seq, 1) == 0) on_message(seq, msg, len, t_receive, t_send);
+            if (sequence_.on_packet(seq, 1) == 0) on_message(seq, msg, len, logfmt::Arrival{0, t_receive, t_send});
           },
           [&](uint64_t next_seq) {
             sequence_.on_packet(next_seq, 0);

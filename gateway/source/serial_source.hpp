@@ -28,10 +28,11 @@ class SerialSource {
   explicit SerialSource(const SerialSourceOptions& options);  // opens, configures 8N1; throws
   ~SerialSource();
 
-  // on_message(seq, bytes, len, t_receive, t_send) for every in-sequence
-  // message, until the end-of-session line, a stop request, the idle timeout
-  // or the port closing.
-  using OnMessage = std::function<void(uint64_t, const uint8_t*, size_t, uint64_t, uint64_t)>;
+  // on_message(seq, bytes, len, arrival) for every in-sequence message, until
+  // the end-of-session line, a stop request, the idle timeout or the port
+  // closing. arrival.t_read: when the read returned; t_origin: the sender's
+  // stamp in the line (when its first byte was due); no kernel stamp.
+  using OnMessage = std::function<void(uint64_t, const uint8_t*, size_t, const logfmt::Arrival&)>;
   void run(const StageClock& clock, const OnMessage& on_message);
 
   const serial::LineCounters& lines() const { return reader_.counters(); }

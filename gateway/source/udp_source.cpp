@@ -72,14 +72,16 @@ void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
       msg.msg_controllen = sizeof im.control;
       const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
       if (n < 0) return true;  // EAGAIN: nothing more now
-      uint64_t t_receive = clock.now();
+      logfmt::Arrival arrival;
+      arrival.t_read = clock.now();
       for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
           timespec ts;
           std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+          // The kernel stamps in CLOCK_REALTIME: its age, taken on that clock now, moves it onto the stage clock.
           const uint64_t kernel = uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-          const uint64_t age = realtime_ns() - kernel;  // how long the datagram waited
-          t_receive -= age < t_receive ? age : 0;
+          const uint64_t age = realtime_ns() - kernel;
+          arrival.t_kernel = arrival.t_read - (age < arrival.t_read ? age : 0);
           ++stats_.kernel_timestamps;
         }
       }
@@ -87,7 +89,7 @@ void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
       stats_.bytes += size_t(n);
       if (msg.msg_flags & MSG_TRUNC) ++stats_.truncated;
       last_rx = std::chrono::steady_clock::now();
-      if (!on_datagram(im.buffer, size_t(n), t_receive)) {
+      if (!on_datagram(im.buffer, size_t(n), arrival)) {
         stats_.stop_reason = "end of session";
         return false;
       }

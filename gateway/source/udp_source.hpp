@@ -36,9 +36,11 @@ class UdpSource {
   ~UdpSource();
   uint16_t port() const { return port_; }
 
-  // Calls on_datagram(data, len, t_receive) until it returns false, a stop
-  // is requested (stop_flag.hpp) or the idle timeout passes.
-  using OnDatagram = std::function<bool(const uint8_t*, size_t, uint64_t)>;
+  // Calls on_datagram(data, len, arrival) until it returns false, a stop is
+  // requested (stop_flag.hpp) or the idle timeout passes. arrival.t_read is
+  // when recvmsg returned; t_kernel the kernel's receive stamp on the same
+  // clock (0 when the kernel gave none).
+  using OnDatagram = std::function<bool(const uint8_t*, size_t, const logfmt::Arrival&)>;
   void run(const StageClock& clock, const OnDatagram& on_datagram);
   const UdpSourceStats& stats() const { return stats_; }
 

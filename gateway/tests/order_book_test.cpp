@@ -34,7 +34,7 @@ class Harness {
     m.timestamp = 1000 + seq_;
     uint8_t buf[itch::kMaxMessageLength];
     m.encode(buf);
-    gw_.on_message(++seq_, buf, Msg::kLength, 0, 0);
+    gw_.on_message(++seq_, buf, Msg::kLength, logfmt::Arrival{});
   }
   void add(uint64_t ref, char side, uint32_t shares, uint32_t price, uint16_t locate = 1) {
     itch::AddOrder a;

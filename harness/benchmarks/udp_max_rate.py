@@ -44,7 +44,7 @@ def main() -> int:
                 udp = s["reconciliation"]["udp"]
                 tr = s["transport_details"]["tcpreplay"]
                 secs = tr.get("seconds", 0) or 1e-9
-                print(f"{rate:>10} {rep:>3} {udp['tcpreplay_sent'] / secs:>11,.0f} "
+                print(f"{rate:>10} {rep:>3} {udp['sender_sent'] / secs:>11,.0f} "
                       f"{udp['expected_messages'] / secs:>11,.0f} {udp['kernel_dropped']:>12,} "
                       f"{s['reconciliation']['loss']['messages_not_applied']:>9,} {str(s['lossless']):>8}", flush=True)
     return 0

@@ -51,7 +51,7 @@ def test_udp_run_matches_simulation_and_reconciles(short_day, tmp_path):
     rec = s["reconciliation"]
     assert s["complete"] and rec["balanced"], rec["checks"]
     udp = rec["udp"]
-    assert udp["tcpreplay_sent"] == udp["capture_datagrams"] == udp["kernel_delivered"] == udp["gateway_datagrams"]
+    assert udp["sender_sent"] == udp["capture_datagrams"] == udp["kernel_delivered"] == udp["gateway_datagrams"]
     assert udp["kernel_dropped"] == 0 and rec["loss"]["messages_not_applied"] == 0 and s["lossless"]
     assert s["verdict"]["status"] == "lossless" and s["verdict"]["exit_status"] == 0
     assert rec["checks"]["BBO digest = simulation's digest"]

@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "log/mmap_log.hpp"
 #include "pipeline/mold_framer.hpp"
 #include "replay/lib/capture_schedule.hpp"
+#include "replay/lib/deadline.hpp"
 #include "protocol/serial_line.hpp"
 #include "source/capture_file.hpp"
 #include "util/cli.hpp"
@@ -22,21 +24,6 @@
 using namespace itchbench;
 
 namespace {
-
-// Sleeps until the absolute CLOCK_MONOTONIC deadline: the kernel for most of
-// the wait, a spin for the last stretch, where sleeping overshoots.
-void wait_until(uint64_t deadline_ns) {
-  constexpr uint64_t kSpinNs = 50000;
-  const uint64_t now = monotonic_ns();
-  if (deadline_ns > now + kSpinNs) {
-    const uint64_t wake = deadline_ns - kSpinNs;
-    timespec ts{time_t(wake / 1000000000ull), long(wake % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-    }
-  }
-  while (monotonic_ns() < deadline_ns) {
-  }
-}
 
 struct Message {
   uint64_t seq;
@@ -63,6 +50,8 @@ int main(int argc, char** argv) {
   args.option("garbage-every", "N", "insert a burst of line noise before every Nth line (0: never)", "0");
   args.option("corrupt-every", "N", "damage one hex digit of every Nth line (0: never)", "0");
   args.option("report", "FILE", "also write the report as JSON to FILE");
+  args.option("send-log", "FILE", "write every line's intended time (its first byte due) and the time its write "
+              "returned (gateway/log/FORMAT.md, kind 3)");
   args.parse(argc, argv);
   if (!args.has("device")) args.fail("--device is required");
   const uint64_t baud = args.get_u64("baud");
@@ -96,6 +85,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "serial-replay: %s\n", reader.error().c_str());
       return 1;
     }
+    std::optional<SendLog> log;
+    if (args.has("send-log"))
+      log.emplace(args.get("send-log"), logfmt::Kind::kSend,
+                  LogIdentity{logfmt::StageClock::kMonotonic, logfmt::OriginClock::kNone, "", ""});
     const int fd = ::open(args.get("device").c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) throw std::runtime_error(args.get("device") + ": " + std::strerror(errno));
 
@@ -126,8 +119,9 @@ int main(int argc, char** argv) {
         ++late;
         max_late_ns = std::max(max_late_ns, now - end);
       } else {
-        wait_until(end);
+        replay::wait_until(end);
       }
+      const uint64_t t_write = monotonic_ns();  // handed to the pty (its bytes have had their line time)
       size_t off = 0;
       while (off < n) {
         const ssize_t w = ::write(fd, line + off, n - off);
@@ -139,7 +133,18 @@ int main(int argc, char** argv) {
       }
       line_free_at = end;
       bytes += n;
-      if (msg) ++lines;
+      if (msg) {
+        ++lines;
+        if (log) {
+          logfmt::SendRecord rec{};
+          rec.seq = seq;
+          rec.count = 1;
+          rec.bytes = uint32_t(n);
+          rec.t_intended = start;
+          rec.t_sent = t_write;
+          log->append(rec);
+        }
+      }
     };
     for (const Message& m : messages) {
       const uint64_t not_before = timing == "capture" ? t0 + schedule.due(m.capture_ns) : 0;
@@ -148,6 +153,7 @@ int main(int argc, char** argv) {
     if (eos == "yes") send(nullptr, 0, messages.empty() ? 1 : messages.back().seq + 1, 0);
     const uint64_t finished = monotonic_ns();
     ::close(fd);
+    if (log) log->close();
 
     const double wire_s = double(line_free_at - t0) / 1e9;
     const double elapsed_s = double(finished - t0) / 1e9;

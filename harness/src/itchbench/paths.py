@@ -27,6 +27,7 @@ _TOOL_DIRS = {
     "itch-synth": "replay",
     "itch2pcap": "replay",
     "serial-replay": "replay",
+    "udp-replay": "replay",
     "itch-faults": "replay",
 }
 

@@ -16,10 +16,11 @@ from pathlib import Path
 import numpy as np
 
 MAGIC = b"ITCHBLOG"
-VERSION = 1
 HEADER_SIZE = 128
 KIND_LATENCY = 1
 KIND_BBO = 2
+KIND_SEND = 3
+KIND_SUBSCRIBER = 4
 FLAG_FINALIZED = 1
 WRITTEN = 0x80
 
@@ -27,6 +28,7 @@ FLAG_BBO_EVENT = 0x01
 FLAG_UNKNOWN_REF = 0x02
 FLAG_REJECTED = 0x04
 FLAG_BOOK_MAY_BE_STALE = 0x01  # BBO record flag
+SEND_FAILED = 0x01  # send record flag
 
 HEADER_DTYPE = np.dtype([
     ("magic", "S8"), ("version", "<u2"), ("header_size", "<u2"), ("record_size", "<u2"),
@@ -34,10 +36,22 @@ HEADER_DTYPE = np.dtype([
     ("record_count", "<u8"), ("dropped", "<u8"), ("run_id", "S32"), ("commit", "S48"),
     ("reserved", "V8"),
 ])
-LATENCY_DTYPE = np.dtype([
+LATENCY_DTYPE = np.dtype([  # version 2
+    ("seq", "<u8"), ("t_origin", "<u8"), ("t_kernel", "<u8"), ("t_read", "<u8"), ("t_decoded", "<u8"),
+    ("t_book", "<u8"), ("t_published", "<u8"), ("stock_locate", "<u2"), ("msg_type", "S1"),
+    ("flags", "u1"), ("reserved", "V4"),
+])
+LATENCY_V1_DTYPE = np.dtype([
     ("seq", "<u8"), ("t_origin", "<u8"), ("t_receive", "<u8"), ("t_decoded", "<u8"),
     ("t_book", "<u8"), ("t_published", "<u8"), ("stock_locate", "<u2"), ("msg_type", "S1"),
     ("flags", "u1"), ("reserved", "V4"),
+])
+SEND_DTYPE = np.dtype([
+    ("seq", "<u8"), ("t_intended", "<u8"), ("t_sent", "<u8"), ("count", "<u2"), ("flags", "u1"),
+    ("reserved", "V1"), ("bytes", "<u4"),
+])
+SUBSCRIBER_DTYPE = np.dtype([
+    ("seq", "<u8"), ("t_received", "<u8"), ("stock_locate", "<u2"), ("flags", "u1"), ("reserved", "V5"),
 ])
 BBO_DTYPE = np.dtype([
     ("seq", "<u8"), ("timestamp", "<u8"), ("bid_qty", "<u8"), ("ask_qty", "<u8"),
@@ -45,11 +59,16 @@ BBO_DTYPE = np.dtype([
     ("reserved", "V5"),
 ])
 assert HEADER_DTYPE.itemsize == HEADER_SIZE
-assert LATENCY_DTYPE.itemsize == 56 and BBO_DTYPE.itemsize == 48
+assert LATENCY_DTYPE.itemsize == 64 and LATENCY_V1_DTYPE.itemsize == 56 and BBO_DTYPE.itemsize == 48
+assert SEND_DTYPE.itemsize == 32 and SUBSCRIBER_DTYPE.itemsize == 24
 
 STAGE_CLOCKS = {0: "none", 1: "monotonic", 2: "tsc"}
 ORIGIN_CLOCKS = {0: "none", 1: "capture-epoch", 2: "sender-monotonic", 3: "itch-timestamp"}
-_KINDS = {KIND_LATENCY: ("latency", LATENCY_DTYPE), KIND_BBO: ("bbo", BBO_DTYPE)}
+KIND_NAMES = {KIND_LATENCY: "latency", KIND_BBO: "bbo", KIND_SEND: "send", KIND_SUBSCRIBER: "subscriber"}
+# (kind, version) -> record layout: every version a reader has met stays readable.
+FORMATS = {(KIND_LATENCY, 1): LATENCY_V1_DTYPE, (KIND_LATENCY, 2): LATENCY_DTYPE, (KIND_BBO, 1): BBO_DTYPE,
+           (KIND_SEND, 1): SEND_DTYPE, (KIND_SUBSCRIBER, 1): SUBSCRIBER_DTYPE}
+VERSIONS = {kind: max(v for k, v in FORMATS if k == kind) for kind in KIND_NAMES}  # what the writers write now
 
 
 class LogFormatError(ValueError):
@@ -86,14 +105,15 @@ def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
     hdr = raw[:HEADER_SIZE].view(HEADER_DTYPE)[0]
     if bytes(hdr["magic"]) != MAGIC:
         raise LogFormatError(f"{path}: not an itchbench log (magic {bytes(hdr['magic'])!r}, expected {MAGIC!r})")
-    if int(hdr["version"]) != VERSION:
-        raise LogFormatError(f"{path}: log format version {int(hdr['version'])}, this reader knows {VERSION}")
-    kind = int(hdr["kind"])
-    if kind not in _KINDS:
+    kind, version = int(hdr["kind"]), int(hdr["version"])
+    if kind not in KIND_NAMES:
         raise LogFormatError(f"{path}: unknown log kind {kind}")
     if expect_kind is not None and kind != expect_kind:
-        raise LogFormatError(f"{path}: a {_KINDS[kind][0]} log, expected a {_KINDS[expect_kind][0]} log")
-    name, dtype = _KINDS[kind]
+        raise LogFormatError(f"{path}: a {KIND_NAMES[kind]} log, expected a {KIND_NAMES[expect_kind]} log")
+    if (kind, version) not in FORMATS:
+        known = ", ".join(str(v) for k, v in sorted(FORMATS) if k == kind)
+        raise LogFormatError(f"{path}: {KIND_NAMES[kind]} log format version {version}, this reader knows {known}")
+    name, dtype = KIND_NAMES[kind], FORMATS[(kind, version)]
     if int(hdr["record_size"]) != dtype.itemsize or int(hdr["header_size"]) != HEADER_SIZE:
         raise LogFormatError(
             f"{path}: record size {int(hdr['record_size'])} / header size {int(hdr['header_size'])} "
@@ -133,6 +153,38 @@ def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
         "commit": bytes(hdr["commit"]).rstrip(b"\0").decode("ascii", "replace"),
     }
     return LogFile(path, name, header, records, finalized, notes)
+
+
+class LogWriter:
+    """The harness's own writer (subscriber logs): header first, records as they come, and on close() the exact
+    count and the finalized flag; a writer killed before close() leaves a log readers take to its last whole
+    record."""
+
+    def __init__(self, path: Path | str, kind: int, stage_clock: int) -> None:
+        self.kind, self.stage_clock, self.count = kind, stage_clock, 0
+        self.dtype = FORMATS[(kind, VERSIONS[kind])]
+        self._file = open(path, "wb")
+        self._file.write(self._header(finalized=False))
+        self._file.flush()
+
+    def _header(self, finalized: bool) -> bytes:
+        h = np.zeros(1, HEADER_DTYPE)
+        h["magic"], h["version"], h["header_size"] = MAGIC, VERSIONS[self.kind], HEADER_SIZE
+        h["record_size"], h["kind"], h["stage_clock"] = self.dtype.itemsize, self.kind, self.stage_clock
+        h["flags"], h["record_count"] = (FLAG_FINALIZED, self.count) if finalized else (0, 0)
+        return h.tobytes()
+
+    def append(self, records: np.ndarray) -> None:
+        records = records.astype(self.dtype, copy=False)
+        records["flags"] |= WRITTEN
+        self._file.write(records.tobytes())
+        self.count += len(records)
+
+    def close(self) -> None:
+        self._file.flush()
+        self._file.seek(0)
+        self._file.write(self._header(finalized=True))
+        self._file.close()
 
 
 def read_bbo(path: Path | str) -> LogFile:

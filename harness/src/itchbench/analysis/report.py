@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import rundir
-from . import dump, hlog, logs, plots, stats
+from . import dump, hlog, hops, logs, plots, stats
 
 HEADLINE = "receive_to_book"
 
@@ -58,6 +58,63 @@ def _text_histogram(values: np.ndarray, width: int = 40) -> list[str]:
         lines.append(f"{2 ** (lo + i):>12,} {2 ** (lo + i + 1):>12,} {int(c):>10,} {bar}")
     lines.append("```")
     return lines
+
+
+def _hop_rows(frame: pd.DataFrame) -> tuple[list[str], list[dict[str, Any]]]:
+    md = ["| hop | messages | p50 | p99 | p99.9 | mean | cumulative p50 | cumulative mean | share of the mean |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = []
+    for _, r in frame.iterrows():
+        md.append(f"| {r['hop']} | {int(r['count']):,} | {_ns(r['p50'])} | {_ns(r['p99'])} | {_ns(r['p999'])} | "
+                  f"{_num(r['mean'])} | {_ns(r['cumulative_p50'])} | {_num(r['cumulative_mean'])} | "
+                  f"{_num(r['share_of_mean'] * 100)} % |")
+        rows.append({k: (r[k] if k == "hop" else (int(r[k]) if k == "count" else round(float(r[k]), 3)))
+                     for k in hops.COLUMNS})
+    return md, rows
+
+
+def _hops_section(run_dir: Path, summary: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """Hop by hop, end to end (analysis/hops.py), and the coordinated-omission table."""
+    ch = hops.chain(run_dir)
+    if ch is None or not len(ch.frame) or not (ch.frame["t_book"] != 0).any():
+        return [], {}
+    gw_path = run_dir / "gateway.json"
+    clock = rundir.read_json(gw_path).get("clock", {}) if gw_path.is_file() else {}
+    offset = clock.get("offset_from_monotonic_ns_at_end")
+    sender = {"udp-replay": "udp-replay (every packet's intended and actual send time)",
+              "serial-replay": "serial-replay (every line's intended time and write)",
+              "tcpreplay": "tcpreplay (no sender stamps: the chain starts at the kernel)",
+              "": "none (simulation: the chain starts when a datagram is handed over)"}[ch.sender]
+    md = ["## Hop by hop", "",
+          f"Sender: {sender}. Every stamp is on one host clock (CLOCK_MONOTONIC, the gateway's stage clock mapped "
+          f"onto it)" + (f"; at the end of the run the stage clock was {offset:,} ns from CLOCK_MONOTONIC: the error "
+                         "of every hop between processes" if offset is not None else "") + ". "
+          "A message's hops add up exactly to its end-to-end latency; so do the means (the share column), "
+          "percentiles do not.", "", "### Every message, to the book", ""]
+    to_book_md, to_book = _hop_rows(hops.table(ch, to="t_book"))
+    md += to_book_md + [""]
+    out: dict[str, Any] = {"sender": ch.sender, "clock_offset_ns": offset, "to_book": to_book, "to_subscriber": {}}
+    modes = {f"t_sub_{s['index']}": s.get("mode", "fast")
+             for s in summary.get("transport_details", {}).get("subscribers", [])}
+    for col in ch.subscribers:
+        if not ((ch.frame[col] != 0) & ch.frame["bbo"]).any():
+            continue
+        name = col[len("t_sub_"):]
+        sub_md, rows = _hop_rows(hops.table(ch, to=col))
+        md += [f"### BBO events, to subscriber {name} ({modes.get(col, 'fast')})", ""] + sub_md + [""]
+        out["to_subscriber"][name] = rows
+    co = hops.coordinated_omission(ch)
+    if len(co) > 1:
+        md += ["### Coordinated omission", "",
+               "Latency to the book measured from when each packet was due, from when it was actually sent, and "
+               "the gateway's own service time. A stall that holds the sender back hides from the second and the "
+               "third; only the first sees it whole.", "",
+               "| measured | messages | p50 | p99 | p99.9 | max | mean |", "|---|---:|---:|---:|---:|---:|---:|"]
+        md += [f"| {r['measure']} | {int(r['count']):,} | {_ns(r['p50'])} | {_ns(r['p99'])} | {_ns(r['p999'])} | "
+               f"{_ns(r['max'])} | {_num(r['mean'])} |" for _, r in co.iterrows()] + [""]
+        out["coordinated_omission"] = [{k: (r[k] if k == "measure" else round(float(r[k]), 3)) for k in co.columns}
+                                       for _, r in co.iterrows()]
+    return md, out
 
 
 def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = False) -> Path:
@@ -187,6 +244,11 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
             md += ["Per-message latencies: `latency.csv`.", ""]
     else:
         md += ["## Latency", "", "No latency log in this run (recorded without stage stamps).", ""]
+
+    hop_md, hop_json = _hops_section(run_dir, summary)
+    md += hop_md
+    if hop_json:
+        latency_json["hops"] = hop_json
 
     # Reconciliation
     rec = summary.get("reconciliation")

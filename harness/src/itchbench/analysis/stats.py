@@ -32,8 +32,11 @@ METHODS = [HIGHER, NEAREST_RANK, "linear", "lower", "midpoint", "inverted_cdf", 
 _RANKED = (HIGHER, NEAREST_RANK)  # computed here from one partition; the rest by numpy
 _P_DENOMINATOR = 1_000_000  # percentiles are exact fractions of this: integer index arithmetic, no float rounding
 
-# Pipeline stages: (name, description, start field, end field, BBO-emitting messages only)
+# Pipeline stages: (name, description, start stamp, end stamp, BBO-emitting messages only). t_receive is the
+# receive stamp: the kernel's where the transport has one, else the read's (a version-1 log's only one).
 STAGES: list[tuple[str, str, str, str, bool]] = [
+    ("wakeup", "kernel receive -> read returned", "t_kernel", "t_read", False),
+    ("parse", "read returned -> decoded (user-space receipt -> parse complete)", "t_read", "t_decoded", False),
     ("decode", "receive -> decoded", "t_receive", "t_decoded", False),
     ("book", "decoded -> book applied", "t_decoded", "t_book", False),
     ("publish", "book applied -> published", "t_book", "t_published", True),
@@ -174,16 +177,19 @@ def latencies(lat: logs.LogFile, warmup_messages: int = 0) -> Latencies:
     if rejected:
         rec = rec[ok]
     bbo = (rec["flags"] & logs.FLAG_BBO_EVENT) != 0
+    stamps = {name: rec[name] for name in rec.dtype.names if name.startswith("t_")}
+    if "t_receive" not in stamps:  # version 2: the kernel's stamp where there is one, else the read's
+        stamps["t_receive"] = np.where(rec["t_kernel"] != 0, rec["t_kernel"], rec["t_read"])
     columns: dict[str, Any] = {
         "seq": rec["seq"], "type": rec["msg_type"].view(np.uint8), "locate": rec["stock_locate"],
-        "t_receive": rec["t_receive"].astype(np.int64),
+        "t_receive": stamps["t_receive"].astype(np.int64),
     }
-    stages = list(STAGES)
+    stages = [s for s in STAGES if s[2] in stamps and s[3] in stamps]
     if lat.header["origin_clock"] == "sender-monotonic":
         stages.insert(0, ONE_WAY)
     present = []
     for name, desc, start, end, bbo_only in stages:
-        a, b = rec[start], rec[end]
+        a, b = stamps[start], stamps[end]
         valid = (a != 0) & (b != 0)
         if bbo_only:
             valid &= bbo

@@ -19,7 +19,7 @@ def run_line(summary: dict[str, Any]) -> str:
     hop = rec.get(transport, {})
     parts = [f"{rec.get('received', 0):,} messages applied"]
     if transport == "udp" and hop:
-        parts.append(f"sent {hop['tcpreplay_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
+        parts.append(f"{hop['sender']} sent {hop['sender_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
                      f"dropped {hop['kernel_dropped']:,}")
     if transport == "serial" and hop:
         util = hop.get("line_utilisation")

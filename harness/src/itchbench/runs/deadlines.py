@@ -24,7 +24,7 @@ def capture_seconds(facts: dict[str, Any]) -> float:
 
 
 def udp_sender_seconds(values: dict[str, Any], facts: dict[str, Any]) -> float:
-    """Expected time for tcpreplay to send everything."""
+    """Expected time for the UDP sender to send everything."""
     replay = values["replay"]
     packets = facts["datagrams"] * replay["loops"]
     rate = replay["rate"]

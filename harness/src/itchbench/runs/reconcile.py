@@ -49,18 +49,23 @@ def _gateway(gw: dict[str, Any], latency_records: int | None, bbo_records: int,
 
 def _udp(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
     loops = run.values["replay"]["loops"]
-    tr, kernel = run.extras.get("tcpreplay", {}), run.extras.get("kernel", {})
+    sender, kernel = run.values["replay"]["sender"], run.extras.get("kernel", {})
     expected_datagrams = facts["datagrams"] * loops
-    sent, failed = int(tr.get("successful", 0)), int(tr.get("failed", 0))
+    if sender == "tcpreplay":
+        tr = run.extras.get("tcpreplay", {})
+        sent, failed = int(tr.get("successful", 0)), int(tr.get("failed", 0))
+    else:
+        ur = run.extras.get("udp_replay", {})
+        sent, failed = int(ur.get("sent", 0)), int(ur.get("failed", 0))
     delivered = kernel.get("UdpInDatagrams", 0)
     dropped = kernel.get("UdpInErrors", 0)
-    checks["tcpreplay sent + failed = capture datagrams x loops"] = sent + failed == expected_datagrams
+    checks[f"{sender} sent + failed = capture datagrams x loops"] = sent + failed == expected_datagrams
     checks["kernel delivered + dropped + no port = sent"] = (
         delivered + dropped + kernel.get("UdpNoPorts", 0) == sent)
     checks["gateway datagrams = kernel delivered"] = gw["udp"]["datagrams"] == delivered
     return {
         "capture_datagrams": facts["datagrams"], "loops": loops, "expected_messages": facts["messages"] * loops,
-        "tcpreplay_sent": sent, "tcpreplay_failed": failed,
+        "sender": sender, "sender_sent": sent, "sender_failed": failed,
         "kernel_delivered": delivered, "kernel_dropped": dropped,
         "kernel_rcvbuf_errors": kernel.get("UdpRcvbufErrors", 0), "kernel_no_port": kernel.get("UdpNoPorts", 0),
         "gateway_datagrams": gw["udp"]["datagrams"],
@@ -125,7 +130,7 @@ def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]]) -> di
         "duplicate_messages": rec["duplicates"],
         "rejected_messages": rec["rejected"],
         "rejected_packets": rec["rejected_packets"],
-        "sender_failed_packets": hop.get("tcpreplay_failed", 0) + hop.get("not_sent_oversize", 0),
+        "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
         "kernel_dropped_datagrams": hop.get("kernel_dropped", 0),
         "serial_bad_lines": hop.get("lines_bad", 0),
         "subscriber_frames_dropped": {f"subscriber {s['index']}": s["frames_dropped"]

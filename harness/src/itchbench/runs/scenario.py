@@ -65,10 +65,13 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
     "subscriber_modes": (list, [], _modes, "modes of the first subscribers (fast, stuck, slow, reconnect); "
                          "the rest are fast. Only fast ones must receive every frame"),
     "replay": {
-        "rate": (str, "capture", _choice("capture", "multiplier", "pps", "topspeed"), "tcpreplay pacing"),
+        "sender": (str, "tcpreplay", _choice("tcpreplay", "udp-replay"), "udp: tcpreplay, or udp-replay "
+                   "(sendmmsg batches, every packet's intended and actual send time, rates past tcpreplay's)"),
+        "rate": (str, "capture", _choice("capture", "multiplier", "pps", "topspeed"), "the sender's pacing"),
         "multiplier": (float, 1.0, lambda v: v > 0 or "must be positive", "with rate = multiplier"),
         "pps": (int, 10000, _at_least(1), "packets per second, with rate = pps"),
         "loops": (int, 1, _between(1, 1000), "times through the capture"),
+        "batch": (int, 64, _between(1, 1024), "udp-replay: most packets a sendmmsg"),
     },
     "serial": {
         "baud": (int, 115200, _between(300, 100_000_000), "line rate (8N1: 10 bits a byte)"),

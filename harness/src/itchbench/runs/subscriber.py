@@ -3,8 +3,10 @@
 
     python -m itchbench.runs.subscriber --port PORT --out FILE [--mode MODE]
 
-Writes every byte received to FILE until the gateway closes the connection,
-and beside it FILE.json with its local TCP port(s), by which the gateway's
+Writes every byte received to FILE until the gateway closes the connection;
+beside it FILE.recv, one record per whole BBO frame with the time the recv
+that completed it returned (CLOCK_MONOTONIC, gateway/log/FORMAT.md kind 4),
+and FILE.json with its local TCP port(s), by which the gateway's
 per-subscriber counters name it. Modes:
   fast       reads as fast as it can (the one whose bytes are checked)
   stuck      connects and never reads: it must not slow the gateway down
@@ -21,8 +23,13 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
+from ..analysis import logs
+
 MODES = ("fast", "stuck", "slow", "reconnect")
 RECONNECT_EVERY_S = 3.0
+FRAME = logs.BBO_DTYPE.itemsize  # the gateway publishes each BBO event as its 48-byte BBO record
 
 
 def _connect(port: int, patience_s: float) -> socket.socket | None:
@@ -58,35 +65,74 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     ports.append(sock.getsockname()[1])
     _record(info, ports)
+    receipts = ReceiveLog(out_path.with_suffix(".recv"))
     if args.mode == "stuck":
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         out_path.write_bytes(b"")
+        receipts.close()
         while True:  # holds the connection, never reads: until killed
             time.sleep(3600)
     reconnecting = args.mode == "reconnect"
     with open(out_path, "wb") as out:
-        sock.settimeout(0.2 if reconnecting else None)
-        connected_at = time.monotonic()
-        while True:
-            if reconnecting and time.monotonic() - connected_at > RECONNECT_EVERY_S:
-                sock.close()
-                sock = _connect(args.port, 2)
-                if sock is None:
-                    return 0  # the gateway is gone
-                sock.settimeout(0.2)
-                connected_at = time.monotonic()
-                ports.append(sock.getsockname()[1])
-                _record(info, ports)
-                continue
-            try:
-                chunk = sock.recv(4096 if args.mode == "slow" else 1 << 16)
-            except socket.timeout:
-                continue
-            if not chunk:
-                return 0  # the gateway closed the stream: done
-            out.write(chunk)
-            if args.mode == "slow":
-                time.sleep(0.05)
+        try:
+            return _receive(sock, args, out, receipts, info, ports, reconnecting)
+        finally:
+            receipts.close()
+
+
+class ReceiveLog:
+    """Stamps whole BBO frames as they complete; a partial frame waits for the next chunk. A reconnecting
+    subscriber starts its stream again on a frame boundary: the gateway sends whole frames to each connection."""
+
+    def __init__(self, path: Path) -> None:
+        self.writer = logs.LogWriter(path, logs.KIND_SUBSCRIBER, stage_clock=1)  # CLOCK_MONOTONIC
+        self.pending = b""
+
+    def add(self, chunk: bytes, t_received: int) -> None:
+        data = self.pending + chunk
+        whole = len(data) // FRAME * FRAME
+        self.pending = data[whole:]
+        if whole:
+            frames = np.frombuffer(data[:whole], dtype=logs.BBO_DTYPE)
+            rec = np.zeros(len(frames), logs.SUBSCRIBER_DTYPE)
+            rec["seq"], rec["stock_locate"], rec["t_received"] = frames["seq"], frames["stock_locate"], t_received
+            self.writer.append(rec)
+
+    def reset(self) -> None:
+        self.pending = b""
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _receive(sock: socket.socket, args: argparse.Namespace, out, receipts: ReceiveLog, info: Path,
+             ports: list[int], reconnecting: bool) -> int:
+    sock.settimeout(0.2 if reconnecting else None)
+    connected_at = time.monotonic()
+    while True:
+        if reconnecting and time.monotonic() - connected_at > RECONNECT_EVERY_S:
+            sock.close()
+            sock = _connect(args.port, 2)
+            if sock is None:
+                return 0  # the gateway is gone
+            sock.settimeout(0.2)
+            connected_at = time.monotonic()
+            ports.append(sock.getsockname()[1])
+            _record(info, ports)
+            receipts.reset()
+            continue
+        try:
+            chunk = sock.recv(4096 if args.mode == "slow" else 1 << 16)
+        except socket.timeout:
+            continue
+        t_received = time.monotonic_ns()
+        if not chunk:
+            return 0  # the gateway closed the stream: done
+        out.write(chunk)
+        receipts.add(chunk, t_received)
+        if args.mode == "slow":
+            time.sleep(0.05)
+
 
 if __name__ == "__main__":
     sys.exit(main())

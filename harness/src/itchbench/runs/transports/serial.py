@@ -46,6 +46,7 @@ def run_serial(run: "Run", group: "ProcessGroup") -> None:
     sr = group.start("serial-replay", [str(paths.tool("serial-replay")), run.values["capture"], "--device",
                                        str(replay_end), "--baud", str(s["baud"]), "--timing", s["timing"],
                                        "--multiplier", str(s["multiplier"]), "--report", str(report),
+                                       "--send-log", str(run.dir / "send.log"),
                                        "--garbage-every", str(s["garbage_every"]), "--corrupt-every", str(s["corrupt_every"])],
                      stdout=subprocess.DEVNULL, stderr=err)
     wait_for_sender(run, group, sr, gw, "serial-replay", expected_s)

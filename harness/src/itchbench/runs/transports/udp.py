@@ -1,12 +1,19 @@
-"""udp: tcpreplay -> loopback of the run's private network namespace -> gateway."""
+"""udp: tcpreplay or udp-replay -> loopback of the run's private network namespace -> gateway.
+
+tcpreplay (the default: users know it) sends a capture rewritten for the
+namespace's loopback and stamps nothing; udp-replay sends the capture's UDP
+payloads from a socket, in sendmmsg batches, and writes every packet's
+intended and actual send time to send.log (gateway/log/FORMAT.md)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ... import paths
 from ...captures.inspect import facts_of
 from ...captures.loopback import RewriteError, loopback_capture
 from ..deadlines import udp_sender_seconds
@@ -51,11 +58,19 @@ def parse_tcpreplay(text: str) -> dict[str, float]:
     return out
 
 
+def udp_replay_args(replay: dict[str, Any]) -> list[str]:
+    rate = replay["rate"]
+    flags = {"capture": ["--rate", "capture"], "multiplier": ["--rate", "capture", "--multiplier", str(replay["multiplier"])],
+             "pps": ["--rate", "pps", "--pps", str(replay["pps"])], "topspeed": ["--rate", "topspeed"]}[rate]
+    return [*flags, "--loops", str(replay["loops"]), "--batch", str(replay["batch"])]
+
+
 def run_udp(run: "Run", group: "ProcessGroup") -> None:
     capture = Path(run.values["capture"])
     replay = run.values["replay"]
+    tcpreplay = replay["sender"] == "tcpreplay"
     try:
-        rewritten = loopback_capture(capture, UDP_PORT)
+        rewritten = loopback_capture(capture, UDP_PORT) if tcpreplay else capture
         ns = PrivateNetns(group)
     except (RewriteError, NetnsError) as e:
         raise RunError("setup", str(e)) from e
@@ -69,23 +84,33 @@ def run_udp(run: "Run", group: "ProcessGroup") -> None:
     gw = start_gateway(run, group, cmd, ns.wrap)
     facts = facts_of(capture)
     expected_s = udp_sender_seconds(run.values, facts)
-    run.say(f"  tcpreplay: {facts['datagrams'] * replay['loops']:,} packets, rate {replay['rate']}")
-    out = open(run.dir / "tcpreplay.txt", "wb")
+    sender = replay["sender"]
+    run.say(f"  {sender}: {facts['datagrams'] * replay['loops']:,} packets, rate {replay['rate']}")
+    out_name = "tcpreplay.txt" if tcpreplay else "udp-replay.stderr"
+    out = open(run.dir / out_name, "wb")
     group.on_close(out.close)
-    tr = group.start("tcpreplay", ns.wrap(["tcpreplay", "-i", "lo", *tcpreplay_flags(replay), str(rewritten)]),
-                     stdout=out, stderr=subprocess.STDOUT)
+    if tcpreplay:
+        cmd = ["tcpreplay", "-i", "lo", *tcpreplay_flags(replay), str(rewritten)]
+        tr = group.start(sender, ns.wrap(cmd), stdout=out, stderr=subprocess.STDOUT)
+    else:
+        cmd = [str(paths.tool("udp-replay")), str(capture), "--port", str(UDP_PORT), *udp_replay_args(replay),
+               "--send-log", str(run.dir / "send.log"), "--report", str(run.dir / "udp-replay.json")]
+        tr = group.start(sender, ns.wrap(cmd), stdout=subprocess.DEVNULL, stderr=out)
     try:
-        wait_for_sender(run, group, tr, gw, "tcpreplay", expected_s)
+        wait_for_sender(run, group, tr, gw, sender, expected_s)
     finally:
         out.flush()
-        text = (run.dir / "tcpreplay.txt").read_text(errors="replace")
-        run.extras["tcpreplay"] = parse_tcpreplay(text)
-        run.extras["tcpreplay_exit"] = tr.returncode
+        text = (run.dir / out_name).read_text(errors="replace")
+        if tcpreplay:
+            run.extras["tcpreplay"] = parse_tcpreplay(text)
+        elif (run.dir / "udp-replay.json").is_file():
+            run.extras["udp_replay"] = json.loads((run.dir / "udp-replay.json").read_text())
+        run.extras["sender_exit"] = tr.returncode
         try:
             run.extras["kernel"] = ns.udp_counters()
         except NetnsError:
             pass
     if tr.returncode != 0:
-        raise RunError("sender_failed", f"tcpreplay {describe_exit(tr.returncode)}: {text.strip()[-500:]}")
+        raise RunError("sender_failed", f"{sender} {describe_exit(tr.returncode)}: {text.strip()[-500:]}")
     finish_gateway(run, group, gw)
     run.extras["kernel"] = ns.udp_counters()

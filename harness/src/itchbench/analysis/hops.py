@@ -1,0 +1,184 @@
+"""End-to-end latency, hop by hop: the sender's send log, the gateway's
+latency log and each subscriber's receive log joined by sequence number, on
+one host clock (gateway/log/FORMAT.md).
+
+Per message the stamps are, in path order: intended send, actual send,
+kernel receive, read returned, decoded, book applied, published, and per BBO
+event each subscriber's receive. A hop is the difference of two consecutive
+stamps that the transport has, so the hops of a message add up exactly to its
+end-to-end latency; the table's means add up too (its percentiles do not,
+and the table says so).
+
+Latency from the intended send time is free of coordinated omission: a
+gateway that stalls holds up a sender that waits for it (a serial line), and
+only the intended time still sees the whole stall.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import logs
+
+# (column, what it is)
+STAMPS: list[tuple[str, str]] = [
+    ("t_intended", "sender: due"),
+    ("t_sent", "sender: send called"),
+    ("t_kernel", "kernel receive"),
+    ("t_read", "read returned"),
+    ("t_decoded", "decoded"),
+    ("t_book", "book applied"),
+    ("t_published", "published"),
+]
+HOP_NAMES = {
+    ("t_intended", "t_sent"): "sender (due → send called)",
+    ("t_sent", "t_kernel"): "network (send called → kernel receive)",
+    ("t_sent", "t_read"): "line and pty (write called → read returned)",
+    ("t_kernel", "t_read"): "wake-up (kernel → read returned)",
+    ("t_read", "t_decoded"): "parse (user-space receipt → parse complete)",
+    ("t_decoded", "t_book"): "book (decoded → book applied)",
+    ("t_book", "t_published"): "publish (book applied → published)",
+}
+COLUMNS = ["hop", "count", "p50", "p99", "p999", "mean", "cumulative_p50", "cumulative_mean", "share_of_mean"]
+
+
+@dataclass
+class Chain:
+    """Every message's stamps (int64 ns, 0 where absent) and the subscribers' receive stamps."""
+
+    frame: pd.DataFrame                 # seq, bbo, and the STAMPS columns present
+    subscribers: list[str]              # columns t_sub_<name>, BBO events only
+    sender: str                         # "udp-replay", "serial-replay", "tcpreplay" or "" (simulation)
+
+
+def _send_per_message(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(seq, t_intended, t_sent) per message of the packets that left, first send of each sequence number."""
+    rec = logs.read_log(path, logs.KIND_SEND).records
+    ok = (rec["flags"] & logs.SEND_FAILED) == 0
+    rec = rec[ok & (rec["count"] > 0)]
+    counts = rec["count"].astype(np.int64)
+    starts = np.repeat(rec["seq"].astype(np.int64), counts)
+    within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    seq = starts + within
+    intended = np.repeat(rec["t_intended"].astype(np.int64), counts)
+    sent = np.repeat(rec["t_sent"].astype(np.int64), counts)
+    seq, first = np.unique(seq, return_index=True)  # a duplicated packet counts at its first send
+    return seq, intended[first], sent[first]
+
+
+def _lookup(keys: np.ndarray, table_keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """values at table_keys == keys (table_keys sorted, unique); 0 where absent."""
+    pos = np.searchsorted(table_keys, keys)
+    pos = np.minimum(pos, max(table_keys.size - 1, 0))
+    found = table_keys.size > 0
+    hit = (table_keys[pos] == keys) if found else np.zeros(keys.size, bool)
+    out = np.zeros(keys.size, dtype=np.int64)
+    if found:
+        out[hit] = values[pos[hit]]
+    return out
+
+
+def chain(run_dir: Path) -> Chain | None:
+    """The joined stamps of a run, or None when it recorded no latency log."""
+    run_dir = Path(run_dir)
+    lat_path = run_dir / "latency.lat"
+    if not lat_path.is_file():
+        return None
+    lat = logs.read_latency(lat_path)
+    rec = lat.records
+    rec = rec[(rec["flags"] & logs.FLAG_REJECTED) == 0]
+    seq = rec["seq"].astype(np.int64)
+    cols: dict[str, Any] = {"seq": seq, "bbo": (rec["flags"] & logs.FLAG_BBO_EVENT) != 0}
+    for name in ("t_kernel", "t_read", "t_decoded", "t_book", "t_published"):
+        if name in rec.dtype.names:
+            cols[name] = rec[name].astype(np.int64)
+    if "t_read" not in cols:  # version 1: one receive stamp, no wake-up or parse hop of its own
+        cols["t_read"] = rec["t_receive"].astype(np.int64)
+    sender = ""
+    send_path = run_dir / "send.log"
+    if send_path.is_file():
+        s_seq, s_int, s_sent = _send_per_message(send_path)
+        cols["t_intended"] = _lookup(seq, s_seq, s_int)
+        cols["t_sent"] = _lookup(seq, s_seq, s_sent)
+        sender = "serial-replay" if (run_dir / "serial-replay.json").is_file() else "udp-replay"
+    elif (run_dir / "tcpreplay.txt").is_file():
+        sender = "tcpreplay"
+    subscribers = []
+    for path in sorted(run_dir.glob("subscriber-*.recv")):
+        sub = logs.read_log(path, logs.KIND_SUBSCRIBER).records
+        keys, first = np.unique(sub["seq"].astype(np.int64), return_index=True)
+        name = f"t_sub_{path.stem.split('-', 1)[1]}"
+        received = _lookup(seq, keys, sub["t_received"].astype(np.int64)[first])
+        cols[name] = np.where(cols["bbo"], received, 0)
+        subscribers.append(name)
+    frame = pd.DataFrame(cols)
+    ordered = [c for c, _ in STAMPS if c in frame]
+    return Chain(frame[["seq", "bbo", *ordered, *subscribers]], subscribers, sender)
+
+
+def _present(frame: pd.DataFrame, columns: list[str]) -> list[str]:
+    """Stamps some message has (a transport without a kernel stamp leaves t_kernel all zero)."""
+    return [c for c in columns if c in frame and (frame[c] != 0).any()]
+
+
+def _row(name: str, d: np.ndarray, cumulative: np.ndarray, total_mean: float) -> dict[str, Any]:
+    from .stats import describe
+
+    s = describe(d)
+    c = describe(cumulative)
+    return {"hop": name, "count": int(s["count"]), "p50": s["p50"], "p99": s["p99"], "p999": s["p999"],
+            "mean": s["mean"], "cumulative_p50": c["p50"], "cumulative_mean": c["mean"],
+            "share_of_mean": s["mean"] / total_mean if total_mean else float("nan")}
+
+
+def table(ch: Chain, *, to: str) -> pd.DataFrame:
+    """Hop by hop to `to` ("t_book": every message; "t_published" or a subscriber column: BBO events only), over
+    the messages that have every stamp of the chain."""
+    frame = ch.frame
+    stamps = _present(frame, [c for c, _ in STAMPS])
+    stamps = stamps[: stamps.index(to) + 1] if to in stamps else stamps[: stamps.index("t_published") + 1] + [to]
+    rows = frame[frame["bbo"]] if to != "t_book" else frame
+    if to.startswith("t_sub_"):
+        rows = rows[rows[to] != 0]
+    have = np.ones(len(rows), dtype=bool)
+    for c in stamps:
+        have &= rows[c].to_numpy() != 0
+    rows = rows[have]
+    start = rows[stamps[0]].to_numpy()
+    total = rows[stamps[-1]].to_numpy() - start
+    total_mean = float(total.mean()) if total.size else float("nan")
+    out = []
+    for a, b in zip(stamps, stamps[1:]):
+        name = HOP_NAMES.get((a, b), f"{a} → {b}") if not b.startswith("t_sub_") else \
+            f"subscriber {b[6:]} (published → received)"
+        out.append(_row(name, (rows[b].to_numpy() - rows[a].to_numpy()).astype(np.float64),
+                        (rows[b].to_numpy() - start).astype(np.float64), total_mean))
+    label = dict(STAMPS).get(stamps[0], stamps[0])
+    end = dict(STAMPS).get(stamps[-1], "subscriber received")
+    out.append(_row(f"end to end ({label} → {end})", total.astype(np.float64), total.astype(np.float64), total_mean))
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def coordinated_omission(ch: Chain) -> pd.DataFrame:
+    """Latency to the book from the intended send time, from the actual send time, and the gateway's own service
+    time (read returned → book), side by side: every message."""
+    from .stats import describe
+
+    f = ch.frame
+    rows = []
+    for name, start in (("from the intended send time (free of coordinated omission)", "t_intended"),
+                        ("from the actual send time", "t_sent"),
+                        ("service time (read returned → book)", "t_read")):
+        if start not in f or not (f[start] != 0).any():
+            continue
+        ok = (f[start] != 0) & (f["t_book"] != 0)
+        d = (f["t_book"][ok] - f[start][ok]).to_numpy(np.float64)
+        s = describe(d)
+        rows.append({"measure": name, "count": int(s["count"]), "p50": s["p50"], "p99": s["p99"],
+                     "p999": s["p999"], "max": s["max"], "mean": s["mean"]})
+    return pd.DataFrame(rows, columns=["measure", "count", "p50", "p99", "p999", "max", "mean"])

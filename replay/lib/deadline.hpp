@@ -1,0 +1,28 @@
+// Absolute deadlines on CLOCK_MONOTONIC for the paced senders: no drift
+// accumulates, however long a send took.
+#pragma once
+#include <time.h>
+
+#include <cerrno>
+#include <cstdint>
+
+#include "util/stage_clock.hpp"
+
+namespace itchbench::replay {
+
+// Sleeps until the deadline: the kernel for most of the wait, a spin for the
+// last stretch, where sleeping overshoots.
+inline void wait_until(uint64_t deadline_ns) {
+  constexpr uint64_t kSpinNs = 50000;
+  const uint64_t now = monotonic_ns();
+  if (deadline_ns > now + kSpinNs) {
+    const uint64_t wake = deadline_ns - kSpinNs;
+    timespec ts{time_t(wake / 1000000000ull), long(wake % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
+  }
+  while (monotonic_ns() < deadline_ns) {
+  }
+}
+
+}  // namespace itchbench::replay
