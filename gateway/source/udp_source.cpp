@@ -26,6 +26,7 @@ struct UdpSource::Impl {
 };
 
 namespace {
+constexpr uint64_t kMaxBracketNs = 2000;  // a clock_gettime between two TSC reads takes ~40 ns
 uint64_t realtime_ns() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -78,10 +79,20 @@ void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
           timespec ts;
           std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-          // The kernel stamps in CLOCK_REALTIME: its age, taken on that clock now, moves it onto the stage clock.
+          // The kernel stamps in CLOCK_REALTIME: its age on that clock, taken between two stage-clock reads
+          // close together (a preemption between them would misplace it by its length), moves it onto the
+          // stage clock.
           const uint64_t kernel = uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-          const uint64_t age = realtime_ns() - kernel;
-          arrival.t_kernel = arrival.t_read - (age < arrival.t_read ? age : 0);
+          uint64_t mid = 0, now_rt = 0;
+          for (int attempt = 0; attempt < 4; ++attempt) {
+            const uint64_t before = clock.now();
+            now_rt = realtime_ns();
+            const uint64_t after = clock.now();
+            mid = before + (after - before) / 2;
+            if (after - before < kMaxBracketNs) break;
+          }
+          const uint64_t age = now_rt > kernel ? now_rt - kernel : 0;
+          arrival.t_kernel = std::min(arrival.t_read, mid - std::min(age, mid));
           ++stats_.kernel_timestamps;
         }
       }

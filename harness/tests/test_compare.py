@@ -18,7 +18,7 @@ from itchbench.cli import main as itchbench_main
 
 SEED_FIXTURE = next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path
 GATEWAY_HPP = "gateway/pipeline/gateway.hpp"
-ON_MESSAGE = "  void on_message(uint64_t seq, const uint8_t* msg, size_t len, uint64_t t_receive, uint64_t t_origin) {\n"
+ON_MESSAGE = "  void on_message(uint64_t seq, const uint8_t* msg, size_t len, const logfmt::Arrival& arrival) {\n"
 
 
 def git(repo: Path, *args: str) -> str:

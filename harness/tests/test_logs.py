@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import struct
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from itchbench.analysis import logs
+from itchbench.analysis import logs, stats
 from itchbench.captures import fixtures
 from itchbench.runs import sim
 
@@ -35,7 +36,7 @@ def test_whole_log_reads_without_warnings(run_dir):
 def test_cut_mid_record_reads_whole_records_with_a_warning(run_dir, tmp_path):
     raw = (run_dir / "latency.lat").read_bytes()
     full = logs.read_latency(run_dir / "latency.lat").records
-    cut = copy_with(run_dir, tmp_path / "cut.lat", raw[:HEADER + 100 * 56 + 17])
+    cut = copy_with(run_dir, tmp_path / "cut.lat", raw[:HEADER + 100 * 64 + 17])
     with pytest.warns(logs.TruncatedLogWarning, match="17 trailing bytes"):
         log = logs.read_latency(cut)
     assert len(log.records) == 100 and not log.complete
@@ -85,3 +86,28 @@ def test_empty_file(tmp_path):
     empty.write_bytes(b"")
     with pytest.raises(logs.LogFormatError, match="0 bytes"):
         logs.read_bbo(empty)
+
+
+def test_a_version_1_latency_log_is_still_read(tmp_path):
+    """Version 1 (56-byte records, one t_receive), written here byte by byte from FORMAT.md's layout."""
+    header = bytearray(HEADER)
+    header[0:8] = b"ITCHBLOG"
+    struct.pack_into("<HHHHHHIQQ", header, 8, 1, HEADER, 56, 1, 1, 0, 1, 2, 0)  # v1, latency, monotonic, finalized
+    recs = b"".join(struct.pack("<QQQQQQHcB4x", seq, 0, 1000 * seq, 1000 * seq + 70, 1000 * seq + 100, 0, 7, b"A", 0x80)
+                    for seq in (1, 2))
+    path = tmp_path / "v1.lat"
+    path.write_bytes(bytes(header) + recs)
+    log = logs.read_latency(path)
+    assert log.header["version"] == 1 and log.complete and list(log.records["seq"]) == [1, 2]
+    lat = stats.latencies(log)
+    assert [name for name, _ in lat.stages] == ["decode", "book", "receive_to_book"]  # no wake-up or parse hop in v1
+    assert list(lat.frame["decode"]) == [70, 70] and list(lat.frame["book"]) == [30, 30]
+
+
+def test_an_unknown_version_is_refused_by_name(run_dir, tmp_path):
+    raw = bytearray((run_dir / "latency.lat").read_bytes())
+    raw[8] = 9
+    path = tmp_path / "v9.lat"
+    path.write_bytes(bytes(raw))
+    with pytest.raises(logs.LogFormatError, match="latency log format version 9, this reader knows 1, 2"):
+        logs.read_latency(path)

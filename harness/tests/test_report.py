@@ -82,7 +82,7 @@ def test_warmup_is_reported_apart_and_csv_on_request(run_dir, tmp_path):
     assert lat["warmup"]["receive_to_book"]["count"] == 1000
     assert lat["method"] == "linear" and "### Warm-up (excluded above)" in (copy / "report.md").read_text()
     header = (copy / "latency.csv").read_text().splitlines()[0]
-    assert header.startswith("seq,type,symbol,locate,t_receive,decode,book")
+    assert header.startswith("seq,type,symbol,locate,t_receive,parse,decode,book")
     assert len((copy / "latency.csv").read_text().splitlines()) == 7001
 
 

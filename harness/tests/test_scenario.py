@@ -31,7 +31,8 @@ def test_every_bundled_scenario_loads():
 
 def test_defaults_and_resolution(tmp_path):
     (c,) = scenario.load(write(tmp_path, BASE))
-    assert c.values["replay"] == {"rate": "capture", "multiplier": 1.0, "pps": 10000, "loops": 1}
+    assert c.values["replay"] == {"sender": "tcpreplay", "rate": "capture", "multiplier": 1.0, "pps": 10000,
+                                  "loops": 1, "batch": 64}
     assert c.values["gateway"]["cpu"] == -1 and c.values["repetitions"] == 1
     assert Path(c.values["capture"]).is_absolute()
     assert c.hash() == scenario.load(write(tmp_path, BASE))[0].hash()

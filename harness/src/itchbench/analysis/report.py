@@ -68,8 +68,8 @@ def _hop_rows(frame: pd.DataFrame) -> tuple[list[str], list[dict[str, Any]]]:
         md.append(f"| {r['hop']} | {int(r['count']):,} | {_ns(r['p50'])} | {_ns(r['p99'])} | {_ns(r['p999'])} | "
                   f"{_num(r['mean'])} | {_ns(r['cumulative_p50'])} | {_num(r['cumulative_mean'])} | "
                   f"{_num(r['share_of_mean'] * 100)} % |")
-        rows.append({k: (r[k] if k == "hop" else (int(r[k]) if k == "count" else round(float(r[k]), 3)))
-                     for k in hops.COLUMNS})
+        rows.append({k: (r[k] if k == "hop" else int(r[k]) if k == "count" else
+                         round(float(r[k]), 9 if k == "share_of_mean" else 3)) for k in hops.COLUMNS})
     return md, rows
 
 

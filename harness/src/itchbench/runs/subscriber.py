@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import socket
 import sys
 import time
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--mode", choices=MODES, default="fast")
     args = p.parse_args(argv)
+    # Stopped by the harness (a stuck or slow one at the end): leave the receive log closed and whole.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     out_path = Path(args.out)
     info = out_path.with_suffix(".json")
     ports: list[int] = []
