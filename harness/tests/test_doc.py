@@ -89,6 +89,7 @@ def test_document_has_every_section_in_order(document):
     assert all(p >= 0 for p in positions), [s for s, p in zip(SECTIONS, positions) if p < 0]
     assert positions == sorted(positions)
     assert text.startswith("# Index sizes\n")
+    assert "Hop by hop, every message, to the book (sender: none, simulation)" in text
     for fig in ["figures/percentiles.png", "figures/summary.png", "figures/histogram-small-index.png",
                 "figures/histogram-default-index.png"]:
         assert f"]({fig})" in text and (document / fig).stat().st_size > 5000

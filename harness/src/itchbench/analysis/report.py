@@ -160,7 +160,7 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
            f"`{manifest['scenario_hash'][:23]}…`.", ""]
     if scen["transport"] == "udp":
         r = scen["replay"]
-        md += [f"tcpreplay: rate {r['rate']}" + {"multiplier": f" ×{r['multiplier']}", "pps": f" {r['pps']:,} pps"}.get(r["rate"], "")
+        md += [f"{r.get('sender', 'tcpreplay')}: rate {r['rate']}" + {"multiplier": f" ×{r['multiplier']}", "pps": f" {r['pps']:,} pps"}.get(r["rate"], "")
                + f", {r['loops']} loop(s), into a private network namespace.", ""]
     if scen["transport"] == "serial":
         s = scen["serial"]

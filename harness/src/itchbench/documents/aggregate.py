@@ -151,3 +151,27 @@ def microbenchmarks(configs: list[Configuration]) -> list[str]:
 
 def microbench_values(config: Configuration, name: str) -> list[float]:
     return run_values(config, lambda r: r.summary["microbench"]["benchmarks"][name]["real_time_ns"])
+
+
+def hop_tables(config: Configuration) -> list[dict[str, Any]]:
+    """The runs' hop-by-hop tables (summary latency.hops), each hop's figures aggregated over the runs:
+    [{title, sender, rows: [{hop, p50, p99, p999, mean, share}]}]."""
+    first = config.runs[0].summary.get("latency", {}).get("hops")
+    if not first:
+        return []
+    titles = [("to_book", "every message, to the book")] + \
+        [(f"to_subscriber/{k}", f"BBO events, to subscriber {k}") for k in first.get("to_subscriber", {})]
+    out = []
+    for key, title in titles:
+        def rows_of(r: RunRecord, key: str = key) -> list[dict[str, Any]]:
+            h = r.summary.get("latency", {}).get("hops", {})
+            return h.get("to_book", []) if key == "to_book" else h.get("to_subscriber", {}).get(key.split("/")[1], [])
+        names = [row["hop"] for row in rows_of(config.runs[0])]
+        rows = []
+        for i, name in enumerate(names):
+            def get(stat: str, i: int = i, name: str = name) -> Callable[[RunRecord], Any]:
+                return lambda r: next((row[stat] for row in rows_of(r) if row["hop"] == name), None)
+            rows.append({"hop": name, **{k: spread(run_values(config, get(k)))
+                                          for k in ("p50", "p99", "p999", "mean", "share_of_mean")}})
+        out.append({"title": title, "sender": first.get("sender", ""), "rows": rows})
+    return out

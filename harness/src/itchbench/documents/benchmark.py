@@ -26,7 +26,7 @@ def _pacing(values: dict[str, Any]) -> str:
         r = values["replay"]
         rate = {"capture": "at the capture's timing", "multiplier": f"at {r['multiplier']:g}× the capture's timing",
                 "pps": f"at {r['pps']:,} packets/s", "topspeed": "as fast as it can"}[r["rate"]]
-        text = f"UDP: tcpreplay {rate}, {r['loops']} loop(s), into a private network namespace's loopback"
+        text = f"UDP: {r.get('sender', 'tcpreplay')} {rate}, {r['loops']} loop(s), into a private network namespace's loopback"
     else:
         s = values["serial"]
         timing = "back to back at the line rate" if s["timing"] == "baud" else f"at {s['multiplier']:g}× capture timing"
@@ -47,7 +47,7 @@ def _clock(run: RunRecord) -> dict[str, Any]:
     perf = run.summary.get("performance", {})
     ticks = clock.get("ticks_per_ns")
     return {"stage": perf.get("stage_clock", clock.get("stage", "?")), "timer_overhead_ns": perf.get("timer_overhead_ns"),
-            "resolution_ns": (1 / ticks) if ticks else None}
+            "resolution_ns": (1 / ticks) if ticks else None, "offset_ns": clock.get("offset_from_monotonic_ns_at_end")}
 
 
 def _workload(c: Configuration) -> dict[str, Any]:
@@ -135,6 +135,7 @@ def build(run_paths: list[Path], out_dir: Path, *, title: str | None = None, bas
         rows.append({
             "label": c.label, "slug": c.slug, "is_baseline": c is base, "table": table, "factors": factors,
             "jitter": agg.jitter(c, stage), "workload": _workload(c), "clock": _clock(c.runs[0]),
+            "hops": agg.hop_tables(c),
             "histogram": hist if figures.histogram(out_dir / hist, c, i, stage, description) else None,
             "throughput": {k: agg.spread(agg.run_values(c, get)) for k, get in (
                 ("messages_per_s", lambda r: r.summary["performance"]["messages_per_s"]),
