@@ -77,7 +77,7 @@ def test_hops_add_up_to_the_end_to_end_figure(udp_run):
         *parts, total = rows
         assert total["hop"].startswith("end to end")
         assert sum(r["mean"] for r in parts) == pytest.approx(total["mean"], rel=1e-9, abs=0.01)
-        assert sum(r["share_of_mean"] for r in parts) == pytest.approx(1.0, abs=1e-9)
+        assert sum(r["share_of_mean"] for r in parts) == pytest.approx(1.0, abs=1e-8)  # rounded to 1e-9 each
         assert parts[-1]["cumulative_mean"] == pytest.approx(total["mean"], rel=1e-9, abs=0.01)
     names = [r["hop"] for r in lat["to_book"]]
     assert names[:5] == ["sender (due → send called)", "network (send called → kernel receive)",
@@ -97,23 +97,28 @@ def test_a_slow_subscriber_shows_in_its_own_hop_only(udp_run):
     assert "### BBO events, to subscriber 0 (slow)" in report and "### BBO events, to subscriber 1 (fast)" in report
 
 
-def _run_with_a_stall(values: dict, root: Path, after_s: float, stall_s: float) -> Path:
-    """Run a configuration; after_s into it, stop its gateway (SIGSTOP) for stall_s."""
+def _process(root: Path, program: bytes) -> int | None:
+    """The pid of a process of this run (its command line names the run's folder)."""
+    for pid in os.listdir("/proc"):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmd and cmd[0].endswith(program) and str(root).encode() in b" ".join(cmd):
+            return int(pid)
+    return None
+
+
+def _run_with_a_stall(values: dict, root: Path, sender: bytes, after_s: float, stall_s: float) -> Path:
+    """Run a configuration; after_s once its sender is sending, stop its gateway (SIGSTOP) for stall_s."""
     result: dict[str, Path] = {}
     thread = threading.Thread(target=lambda: result.update(run=runner.execute(values, "stall", root=root, echo=False)))
     thread.start()
-    gateway = None
-    deadline = time.monotonic() + 30
-    while gateway is None and time.monotonic() < deadline:
-        for pid in os.listdir("/proc"):
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if cmd and cmd[0].endswith(b"itch-gateway") and str(root).encode() in b" ".join(cmd):
-                gateway = int(pid)
-        time.sleep(0.01)
-    assert gateway is not None
+    deadline = time.monotonic() + 60
+    while _process(root, sender) is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    gateway = _process(root, b"itch-gateway")
+    assert gateway is not None, "the run's sender never started"
     time.sleep(after_s)
     os.kill(gateway, signal.SIGSTOP)
     time.sleep(stall_s)
@@ -129,17 +134,21 @@ def _from(frame, start: str) -> np.ndarray:
 def test_a_50ms_stall_shows_in_the_intended_time_distribution(day, tmp_path):
     # 3,000 messages in 600 packets at 1,000 a second: the stall comes in the middle of the run.
     values = config(day, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 1000}, subscribers=0)
-    run = _run_with_a_stall(values, tmp_path, after_s=0.3, stall_s=0.05)
+    run = _run_with_a_stall(values, tmp_path, b"udp-replay", after_s=0.3, stall_s=0.05)
     s = summary_of(run)
     assert s["lossless"], s["verdict"]["headline"]
     f = hops.chain(run).frame
     from_intended = _from(f, "t_intended")
-    assert from_intended.max() >= 50e6  # the whole stall, where it belongs
-    # Every packet due during the stall waited for the gateway: about 50 of them at 1,000 a second.
+    # The whole stall, where it belongs: the first packet due after SIGSTOP waited for it, less the part of a
+    # packet interval (1 ms) that had passed when the signal landed.
+    assert from_intended.max() >= 50e6 - 2e6
+    # Every packet due during the stall waited for the gateway: some 40 of them at least (50 ms at 1,000 a
+    # second, less the last 10 ms); more when the stop lasted longer than asked on a busy machine.
     late_packets = f[from_intended > 10e6]["t_intended"].nunique()
-    assert 35 <= late_packets <= 80, late_packets
+    assert late_packets >= 35, late_packets
+    assert late_packets <= from_intended.max() / 1e6 + 20  # no more than the stall that was measured explains
     co = {r["measure"]: r for r in s["latency"]["hops"]["coordinated_omission"]}
-    assert co["from the intended send time (free of coordinated omission)"]["max"] >= 50e6
+    assert co["from the intended send time (free of coordinated omission)"]["max"] == from_intended.max()
     assert co["service time (read returned → book)"]["p99"] < 1e6  # the gateway's own work never saw it
 
 
@@ -152,8 +161,8 @@ def stalled_serial_run(tmp_path_factory) -> Path:
     so serial-replay's writes block, as a sender that waits for its receiver does."""
     root = tmp_path_factory.mktemp("stall")
     capture = make_capture(root, "long.pcap", "--profile", "nasdaq-day", "--messages", "20000", "--seed", "12")
-    return _run_with_a_stall(config(capture, "serial", serial={"baud": SERIAL_BAUD}), root, after_s=1.0,
-                             stall_s=0.4)
+    return _run_with_a_stall(config(capture, "serial", serial={"baud": SERIAL_BAUD}), root, b"serial-replay",
+                             after_s=1.0, stall_s=0.4)
 
 
 def test_a_stall_that_holds_the_sender_back_hides_from_the_actual_send_time(stalled_serial_run):

@@ -15,6 +15,7 @@
 #include "pipeline/mold_framer.hpp"
 #include "replay/lib/capture_schedule.hpp"
 #include "replay/lib/deadline.hpp"
+#include "replay/lib/report_output.hpp"
 #include "protocol/serial_line.hpp"
 #include "source/capture_file.hpp"
 #include "util/cli.hpp"
@@ -169,13 +170,7 @@ int main(int argc, char** argv) {
     j.field("garbage_bursts", garbage_every ? lines / garbage_every : 0);
     j.field("corrupted_lines", corrupt_every ? lines / corrupt_every : 0);
     j.end_object();
-    std::fputs(j.str().c_str(), stdout);
-    if (args.has("report")) {
-      std::FILE* f = std::fopen(args.get("report").c_str(), "w");
-      if (!f) throw std::runtime_error(args.get("report") + ": " + std::strerror(errno));
-      std::fputs(j.str().c_str(), f);
-      std::fclose(f);
-    }
+    replay::emit_report(j.str(), args.get("report"));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "serial-replay: %s\n", e.what());

@@ -21,6 +21,7 @@
 #include "protocol/endian.hpp"
 #include "replay/lib/capture_schedule.hpp"
 #include "replay/lib/deadline.hpp"
+#include "replay/lib/report_output.hpp"
 #include "source/capture_file.hpp"
 #include "util/cli.hpp"
 #include "util/json_writer.hpp"
@@ -145,7 +146,22 @@ int main(int argc, char** argv) {
       return t0 + last_due;
     };
 
-    uint64_t next = 0;
+    uint64_t next = 0;  // the first packet of the batch being sent
+    // One send-log record a packet: k is its place in the batch being sent.
+    auto record = [&](size_t k, uint64_t t_sent, uint8_t flags) {
+      if (!log) return;
+      const Datagram& d = datagrams[size_t((next + k) % datagrams.size())];
+      const uint8_t* p = bytes.data() + d.offset;
+      logfmt::SendRecord rec{};
+      rec.seq = first_seq(p, d.length);
+      rec.count = message_count(p, d.length);
+      rec.bytes = d.length;
+      rec.t_intended = intended[k];
+      rec.t_sent = t_sent;
+      rec.flags = flags;
+      log->append(rec);
+    };
+
     uint64_t next_due = total ? due_at(0) : 0;
     while (next < total) {
       replay::wait_until(next_due);
@@ -182,18 +198,7 @@ int main(int argc, char** argv) {
           // Any other error loses this packet: recorded as failed, never silently.
           if (!first_error) first_error = errno;
           ++failed;
-          const Datagram& d = datagrams[size_t((next + done) % datagrams.size())];
-          const uint8_t* p = bytes.data() + d.offset;
-          if (log) {
-            logfmt::SendRecord rec{};
-            rec.seq = first_seq(p, d.length);
-            rec.count = message_count(p, d.length);
-            rec.bytes = d.length;
-            rec.t_intended = intended[done];
-            rec.t_sent = t_sent;
-            rec.flags = logfmt::kSendFailed;
-            log->append(rec);
-          }
+          record(done, t_sent, logfmt::kSendFailed);
           ++done;
           continue;
         }
@@ -205,15 +210,7 @@ int main(int argc, char** argv) {
           lag_sum += lag;
           sent_bytes += d.length;
           messages += message_count(p, d.length);
-          if (log) {
-            logfmt::SendRecord rec{};
-            rec.seq = first_seq(p, d.length);
-            rec.count = message_count(p, d.length);
-            rec.bytes = d.length;
-            rec.t_intended = intended[k];
-            rec.t_sent = t_sent;
-            log->append(rec);
-          }
+          record(k, t_sent, 0);
         }
         sent += uint64_t(r);
         done += size_t(r);
@@ -240,13 +237,7 @@ int main(int argc, char** argv) {
     j.field("timestamps_backwards", schedule.backwards_steps());
     j.field("send_log_dropped", log_dropped);
     j.end_object();
-    std::fputs(j.str().c_str(), stdout);
-    if (args.has("report")) {
-      std::FILE* f = std::fopen(args.get("report").c_str(), "w");
-      if (!f) throw std::runtime_error(args.get("report") + ": " + std::strerror(errno));
-      std::fputs(j.str().c_str(), f);
-      std::fclose(f);
-    }
+    replay::emit_report(j.str(), args.get("report"));
     return failed || log_dropped ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "udp-replay: %s\n", e.what());
