@@ -11,14 +11,14 @@ from . import __version__, paths
 from .analysis.logs import LogFormatError
 from .analysis.stats import StatsError
 from .captures.inspect import CaptureError
-from .commands import bisect, compare, demo, doc, dump, faults, fixtures, inspect, report, run, sim, stats
+from .commands import bisect, compare, demo, doc, dump, export, faults, fixtures, inspect, report, run, sim, stats
 from .commands.common import UserError
 from .runs.failure import Interrupted
 from .rundir import RunDirError
 from .runs.scenario import ScenarioError
 from .tools import ToolError
 
-COMMANDS = [demo, fixtures, sim, run, faults, compare, bisect, doc, report, stats, dump, inspect]
+COMMANDS = [demo, fixtures, sim, run, faults, compare, bisect, doc, report, stats, dump, export, inspect]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -56,7 +56,7 @@ class Chain:
     sender: str                         # "udp-replay", "serial-replay", "tcpreplay" or "" (simulation)
 
 
-def _send_per_message(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def send_stamps(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(seq, t_intended, t_sent) per message of the packets that left, first send of each sequence number."""
     rec = logs.read_log(path, logs.KIND_SEND).records
     ok = (rec["flags"] & logs.SEND_FAILED) == 0
@@ -71,7 +71,7 @@ def _send_per_message(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return seq, intended[first], sent[first]
 
 
-def _lookup(keys: np.ndarray, table_keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+def lookup(keys: np.ndarray, table_keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     """values at table_keys == keys (table_keys sorted, unique); 0 where absent."""
     pos = np.searchsorted(table_keys, keys)
     pos = np.minimum(pos, max(table_keys.size - 1, 0))
@@ -102,9 +102,9 @@ def chain(run_dir: Path) -> Chain | None:
     sender = ""
     send_path = run_dir / "send.log"
     if send_path.is_file():
-        s_seq, s_int, s_sent = _send_per_message(send_path)
-        cols["t_intended"] = _lookup(seq, s_seq, s_int)
-        cols["t_sent"] = _lookup(seq, s_seq, s_sent)
+        s_seq, s_int, s_sent = send_stamps(send_path)
+        cols["t_intended"] = lookup(seq, s_seq, s_int)
+        cols["t_sent"] = lookup(seq, s_seq, s_sent)
         sender = "serial-replay" if (run_dir / "serial-replay.json").is_file() else "udp-replay"
     elif (run_dir / "tcpreplay.txt").is_file():
         sender = "tcpreplay"
@@ -113,7 +113,7 @@ def chain(run_dir: Path) -> Chain | None:
         sub = logs.read_log(path, logs.KIND_SUBSCRIBER).records
         keys, first = np.unique(sub["seq"].astype(np.int64), return_index=True)
         name = f"t_sub_{path.stem.split('-', 1)[1]}"
-        received = _lookup(seq, keys, sub["t_received"].astype(np.int64)[first])
+        received = lookup(seq, keys, sub["t_received"].astype(np.int64)[first])
         cols[name] = np.where(cols["bbo"], received, 0)
         subscribers.append(name)
     frame = pd.DataFrame(cols)

@@ -1,0 +1,128 @@
+"""A run's per-message latency or its BBO events as Parquet or CSV, written
+in chunks through pyarrow with named, typed columns (schema:
+gateway/log/FORMAT.md, "Exported tables"), so pandas, Polars, DuckDB or
+Spark read the file as it is. Memory stays bounded by the chunk, whatever
+the run's size: the logs are memory-mapped and read a chunk at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from . import dump, hops, logs
+
+CHUNK_ROWS = 1 << 20
+FORMATS = ("parquet", "csv")
+
+_SYMBOL = pa.dictionary(pa.uint16(), pa.string())
+_TYPE = pa.dictionary(pa.uint8(), pa.string())
+STAMPS = ["t_intended_ns", "t_sent_ns", "t_kernel_ns", "t_read_ns", "t_decoded_ns", "t_book_ns", "t_published_ns"]
+LATENCY_SCHEMA = pa.schema([
+    ("seq", pa.uint64()), ("type", _TYPE), ("symbol", _SYMBOL), ("locate", pa.uint16()),
+    ("bbo_event", pa.bool_()), ("unknown_ref", pa.bool_()), ("rejected", pa.bool_()),
+    *[(name, pa.int64()) for name in STAMPS],
+    ("receive_to_book_ns", pa.int64()),
+])
+BBO_SCHEMA = pa.schema([
+    ("seq", pa.uint64()), ("itch_timestamp_ns", pa.uint64()), ("symbol", _SYMBOL), ("locate", pa.uint16()),
+    ("bid_price", pa.float64()), ("bid_qty", pa.uint64()), ("ask_price", pa.float64()), ("ask_qty", pa.uint64()),
+    ("bid_px_e4", pa.uint32()), ("ask_px_e4", pa.uint32()), ("stale", pa.bool_()),
+])
+
+
+class ExportError(ValueError):
+    """The run cannot be exported; the message says why."""
+
+
+def _stamp(values: np.ndarray) -> pa.Array:
+    """ns stamps as int64, null where the log has 0 (not stamped)."""
+    v = values.astype(np.int64)
+    return pa.array(v, type=pa.int64(), mask=v == 0)
+
+
+def _latency_chunks(run_dir: Path, chunk_rows: int) -> Iterator[pa.RecordBatch]:
+    rec = logs.read_latency(run_dir / "latency.lat").records
+    symbols = pa.array(dump.symbol_names(run_dir).tolist(), type=pa.string())
+    type_names = pa.array([chr(i) for i in range(256)], type=pa.string())
+    send = run_dir / "send.log"
+    sender = hops.send_stamps(send) if send.is_file() else None
+    for start in range(0, len(rec), chunk_rows):
+        r = rec[start:start + chunk_rows]
+        flags = r["flags"]
+        seq = r["seq"].astype(np.int64)
+        if "t_read" in r.dtype.names:
+            kernel, read = r["t_kernel"], r["t_read"]
+        else:  # a version-1 log: its one receive stamp
+            kernel, read = np.zeros(len(r), np.uint64), r["t_receive"]
+        receive = np.where(kernel != 0, kernel, read).astype(np.int64)
+        book = r["t_book"].astype(np.int64)
+        intended = hops.lookup(seq, *sender[:2]) if sender else np.zeros(len(r), np.int64)
+        sent = hops.lookup(seq, sender[0], sender[2]) if sender else np.zeros(len(r), np.int64)
+        columns = [
+            pa.array(r["seq"], type=pa.uint64()),
+            pa.DictionaryArray.from_arrays(pa.array(r["msg_type"].view(np.uint8), type=pa.uint8()), type_names),
+            pa.DictionaryArray.from_arrays(pa.array(r["stock_locate"], type=pa.uint16()), symbols),
+            pa.array(r["stock_locate"], type=pa.uint16()),
+            pa.array((flags & logs.FLAG_BBO_EVENT) != 0), pa.array((flags & logs.FLAG_UNKNOWN_REF) != 0),
+            pa.array((flags & logs.FLAG_REJECTED) != 0),
+            _stamp(intended), _stamp(sent), _stamp(kernel), _stamp(read), _stamp(r["t_decoded"]), _stamp(book),
+            _stamp(r["t_published"]),
+            pa.array(book - receive, type=pa.int64(), mask=(book == 0) | (receive == 0)),
+        ]
+        yield pa.RecordBatch.from_arrays(columns, schema=LATENCY_SCHEMA)
+
+
+def _bbo_chunks(run_dir: Path, chunk_rows: int) -> Iterator[pa.RecordBatch]:
+    rec = logs.read_bbo(run_dir / "bbo.bbo").records
+    symbols = pa.array(dump.symbol_names(run_dir).tolist(), type=pa.string())
+    for start in range(0, len(rec), chunk_rows):
+        r = rec[start:start + chunk_rows]
+        columns = [
+            pa.array(r["seq"], type=pa.uint64()), pa.array(r["timestamp"], type=pa.uint64()),
+            pa.DictionaryArray.from_arrays(pa.array(r["stock_locate"], type=pa.uint16()), symbols),
+            pa.array(r["stock_locate"], type=pa.uint16()),
+            pa.array(r["bid_px"] / 1e4), pa.array(r["bid_qty"], type=pa.uint64()),
+            pa.array(r["ask_px"] / 1e4), pa.array(r["ask_qty"], type=pa.uint64()),
+            pa.array(r["bid_px"], type=pa.uint32()), pa.array(r["ask_px"], type=pa.uint32()),
+            pa.array((r["flags"] & logs.FLAG_BOOK_MAY_BE_STALE) != 0),
+        ]
+        yield pa.RecordBatch.from_arrays(columns, schema=BBO_SCHEMA)
+
+
+def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
+           chunk_rows: int = CHUNK_ROWS) -> int:
+    """Write the table to out (through out.partial, renamed when whole); returns the rows written."""
+    run_dir = Path(run_dir)
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown format {fmt!r} ({', '.join(FORMATS)})")
+    source = run_dir / ("bbo.bbo" if bbo else "latency.lat")
+    if not source.is_file():
+        raise ExportError(f"{run_dir}: no {source.name}" + ("" if bbo else " (the run recorded no latency log)"))
+    schema = BBO_SCHEMA if bbo else LATENCY_SCHEMA
+    chunks = _bbo_chunks(run_dir, chunk_rows) if bbo else _latency_chunks(run_dir, chunk_rows)
+    partial = out.with_name(out.name + ".partial")
+    rows = 0
+    try:
+        if fmt == "parquet":
+            with pq.ParquetWriter(partial, schema, compression="zstd") as writer:
+                for batch in chunks:
+                    writer.write_batch(batch)
+                    rows += batch.num_rows
+        else:
+            # CSV has no dictionaries: symbols and types are written as their text.
+            plain = pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
+                               for f in schema])
+            with pacsv.CSVWriter(partial, plain) as writer:
+                for batch in chunks:
+                    writer.write_batch(batch.cast(plain))
+                    rows += batch.num_rows
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    partial.replace(out)
+    return rows

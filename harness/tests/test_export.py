@@ -1,0 +1,79 @@
+"""itchbench export: Parquet and CSV read back by pandas and pyarrow equal the
+logs read with numpy, whatever the chunk size."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from itchbench.analysis import export, logs
+from itchbench.captures import fixtures
+from itchbench.cli import main as itchbench_main
+from itchbench.runs import sim
+
+DAY = next(fx for fx in fixtures.load_manifest() if fx.name == "nasdaq-day-sample")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    return sim.run_sim(DAY.path, tmp_path_factory.mktemp("exp") / "run", echo=False)
+
+
+def test_latency_parquet_has_typed_columns_equal_to_the_log(run_dir, tmp_path):
+    out = tmp_path / "lat.parquet"
+    assert itchbench_main(["export", str(run_dir), "--out", str(out)]) == 0
+    schema = pq.read_schema(out)
+    assert schema.field("seq").type == "uint64" and str(schema.field("symbol").type).startswith("dictionary")
+    df = pd.read_parquet(out, dtype_backend="pyarrow")
+    rec = logs.read_latency(run_dir / "latency.lat").records
+    assert len(df) == len(rec) == 8000  # the fixture's recipe: --messages 8000
+    assert np.array_equal(df["seq"].to_numpy(), rec["seq"])
+    assert np.array_equal(df["t_book_ns"].to_numpy(), rec["t_book"].astype(np.int64))
+    assert np.array_equal(df["locate"].to_numpy(), rec["stock_locate"])
+    assert (df["type"].astype(str).to_numpy() == rec["msg_type"].astype(str)).all()
+    # Simulation has no kernel stamp and no sender: those columns are null, not zero.
+    assert df["t_kernel_ns"].isna().all() and df["t_intended_ns"].isna().all()
+    bbo = (rec["flags"] & logs.FLAG_BBO_EVENT) != 0
+    assert df["t_published_ns"].isna().to_numpy().sum() == (~bbo).sum()
+    expected = rec["t_book"].astype(np.int64) - rec["t_read"].astype(np.int64)
+    assert np.array_equal(df["receive_to_book_ns"].to_numpy(), expected)
+
+
+def test_bbo_export_keeps_exact_prices_and_the_symbol(run_dir, tmp_path):
+    out = tmp_path / "bbo.parquet"
+    assert itchbench_main(["export", str(run_dir), "--bbo", "--out", str(out)]) == 0
+    df = pd.read_parquet(out)
+    rec = logs.read_bbo(run_dir / "bbo.bbo").records
+    assert len(df) == len(rec) == DAY.golden["bbo_events"]
+    assert np.array_equal(df["bid_px_e4"].to_numpy(), rec["bid_px"])
+    assert np.allclose(df["ask_price"].to_numpy() * 1e4, rec["ask_px"])
+    named = json.loads((run_dir / "gateway.json").read_text())["symbols"]
+    expected = [named.get(str(locate), str(locate)) for locate in rec["stock_locate"]]
+    assert df["symbol"].astype(str).tolist() == expected
+
+
+def test_chunks_change_nothing_and_csv_says_the_same(run_dir, tmp_path):
+    whole, small = tmp_path / "whole.parquet", tmp_path / "small.parquet"
+    export.export(run_dir, whole)
+    export.export(run_dir, small, chunk_rows=777)
+    a, b = pd.read_parquet(whole), pd.read_parquet(small)
+    pd.testing.assert_frame_equal(a, b)
+    assert pq.ParquetFile(small).metadata.num_row_groups > 1
+    csv = tmp_path / "lat.csv"
+    export.export(run_dir, csv, fmt="csv")
+    c = pd.read_csv(csv)
+    assert list(c.columns) == list(a.columns) and len(c) == len(a)
+    assert (c["symbol"].astype(str).to_numpy() == a["symbol"].astype(str).to_numpy()).all()
+    assert np.array_equal(c["t_book_ns"].to_numpy(), a["t_book_ns"].to_numpy())
+
+
+def test_a_run_without_a_latency_log_is_a_clear_error(tmp_path, capsys):
+    run = sim.run_sim(DAY.path, tmp_path / "run", echo=False, latency_log=False)
+    assert itchbench_main(["export", str(run)]) == 2
+    assert "no latency.lat" in capsys.readouterr().err
+    assert not list(run.glob("*.partial")) and not (run / "latency.parquet").exists()
