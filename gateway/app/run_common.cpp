@@ -13,9 +13,9 @@ void RunLogs::close() {
 namespace {
 size_t capacity_for(uint64_t max_records, size_t record_size) {
   if (max_records == 0) return MmapLog::kDefaultCapacityBytes;
+  constexpr size_t kPage = 4096;
   const size_t bytes = logfmt::kHeaderSize + size_t(max_records) * record_size;
-  const size_t chunks = (bytes + MmapLog::kChunkBytes - 1) / MmapLog::kChunkBytes;
-  return std::min(MmapLog::kDefaultCapacityBytes, chunks * MmapLog::kChunkBytes);
+  return std::min(MmapLog::kDefaultCapacityBytes, (bytes + kPage - 1) / kPage * kPage);
 }
 }  // namespace
 

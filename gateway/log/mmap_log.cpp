@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <stdexcept>
@@ -26,6 +27,9 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail(path, "open");
   reserved_ = capacity_bytes;
+  // A log that can only be small grows (and populates) no more than it can hold: a 1,000-message run must not
+  // fault in two 64 MiB chunks.
+  chunk_bytes_ = std::min(kChunkBytes, reserved_);
   // Reserve address space for the whole log once; pages beyond the file's
   // end are never touched because the file is grown ahead of the cursor.
   void* m = ::mmap(nullptr, reserved_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd_, 0);
@@ -61,12 +65,12 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
 
 bool MmapLog::grow_locked() {
   const size_t used = size_t(mapped_end_ - base_);
-  const size_t want = used + kChunkBytes;
-  if (want > reserved_) return false;
+  const size_t want = std::min(used + chunk_bytes_, reserved_);
+  if (want <= used) return false;
   if (::ftruncate(fd_, off_t(want)) != 0) return false;
   // Fault the chunk's pages in with one call. Best effort: older kernels
   // lack it, and then the writer takes the faults.
-  ::madvise(base_ + used, kChunkBytes, MADV_POPULATE_WRITE);
+  ::madvise(base_ + used, want - used, MADV_POPULATE_WRITE);
   mapped_end_ = base_ + want;
   ready_end_.store(mapped_end_, std::memory_order_release);
   return true;
@@ -88,7 +92,7 @@ void MmapLog::provision() {
     {
       std::lock_guard<std::mutex> lock(grow_mutex_);
       const uint8_t* written = written_end_.load(std::memory_order_relaxed);
-      while (size_t(mapped_end_ - written) < 2 * kChunkBytes)
+      while (size_t(mapped_end_ - written) < 2 * chunk_bytes_)
         if (!grow_locked()) break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

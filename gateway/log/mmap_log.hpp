@@ -68,6 +68,7 @@ class MmapLog {
   int fd_ = -1;
   uint8_t* base_ = nullptr;
   size_t reserved_ = 0;
+  size_t chunk_bytes_ = kChunkBytes;  // what one grow adds: kChunkBytes, or less for a log that is small
   size_t record_size_;
   uint8_t* first_record_ = nullptr;
   uint8_t* cursor_ = nullptr;

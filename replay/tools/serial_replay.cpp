@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
     const double ns_per_byte = 10.0 * 1e9 / double(baud);
     uint8_t line[serial::kMaxLine + 64];
     uint64_t lines = 0, bytes = 0, late = 0, max_late_ns = 0, oversize = 0;
+    replay::tighten_timer_slack();
     const uint64_t t0 = monotonic_ns() + 20000000;  // start 20 ms from now
     uint64_t line_free_at = t0;                    // when the wire is idle again
     replay::CaptureSchedule schedule(multiplier);

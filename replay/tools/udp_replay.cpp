@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
     uint64_t max_lag = 0, lag_sum = 0;
     int first_error = 0;
     replay::CaptureSchedule schedule(multiplier);
+    replay::tighten_timer_slack();
     const uint64_t t0 = monotonic_ns() + 20000000;  // start 20 ms from now
     uint64_t loop_offset = 0;                       // capture timing restarts each loop, after the last
     uint64_t last_due = 0;
