@@ -104,6 +104,9 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
     if (o.sched_fifo < 1 || o.sched_fifo > 99) args.fail("--sched-fifo takes a priority from 1 to 99");
   }
   o.mlockall = args.flag_set("mlockall");
+  if (o.source == "sim" && (o.publisher_cpu >= 0 || o.sched_fifo > 0 || o.mlockall))
+    args.fail("--publisher-cpu, --sched-fifo and --mlockall apply to live sources; simulation has no publisher "
+              "thread and no receive wait (--cpu pins it)");
   return o;
 }
 

@@ -58,6 +58,13 @@ static int64_t offset_from_monotonic_ns(const StageClock& clock) {
   return d[d.size() / 2];
 }
 
+void write_grant(JsonWriter& j, const char* name, const Grant& g, int value) {
+  j.key(name).begin_object();
+  j.field("requested", g.requested);
+  if (g.requested) j.field("value", value).field("granted", g.error.empty()).field("error", g.error);
+  j.end_object();
+}
+
 void write_clock_json(JsonWriter& j, const StageClock& clock, double overhead_ns) {
   const char* name = clock.source() == logfmt::StageClock::kTsc ? "tsc" : "monotonic";
   j.key("clock").begin_object();

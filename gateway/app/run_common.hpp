@@ -28,6 +28,13 @@ double timer_overhead_ns(const StageClock& clock);
 
 // "clock" and "logs" objects.
 void write_clock_json(JsonWriter& j, const StageClock& clock, double overhead_ns);
+
+// A real-time option asked for, and whether the system granted it.
+struct Grant {
+  bool requested = false;
+  std::string error;  // empty: granted
+};
+void write_grant(JsonWriter& j, const char* name, const Grant& g, int value);
 void write_logs_json(JsonWriter& j, const RunLogs& logs);
 
 }  // namespace itchbench

@@ -18,18 +18,6 @@ namespace itchbench {
 
 namespace {
 
-struct Grant {
-  bool requested = false;
-  std::string error;  // empty: granted
-};
-
-void write_grant(JsonWriter& j, const char* name, const Grant& g, int value) {
-  j.key(name).begin_object();
-  j.field("requested", g.requested);
-  if (g.requested) j.field("value", value).field("granted", g.error.empty()).field("error", g.error);
-  j.end_object();
-}
-
 }  // namespace
 
 int run_live(const GatewayOptions& o) {

@@ -8,10 +8,17 @@
 #include "app/runs.hpp"
 #include "source/capture_file.hpp"
 #include "util/atomic_file.hpp"
+#include "util/realtime.hpp"
 
 namespace itchbench {
 
 int run_sim(const GatewayOptions& o) {
+  // Pinned before anything is measured; a pin that is not granted is an error, never ignored.
+  const Grant pin{o.cpu >= 0, o.cpu >= 0 ? pin_current_thread(o.cpu) : ""};
+  if (!pin.error.empty()) {
+    std::fprintf(stderr, "itch-gateway: %s\n", pin.error.c_str());
+    return 2;
+  }
   CaptureReader reader(o.capture, o.port);
   // 2 ms fits the TSC rate to ~50 ppm, plenty for differences within one process; live runs take 20 ms,
   // because there stamps are set against other processes' CLOCK_MONOTONIC.
@@ -52,6 +59,9 @@ int run_sim(const GatewayOptions& o) {
   j.field("elapsed_s", elapsed).field("messages_per_s", elapsed > 0 ? double(received) / elapsed : 0.0);
   j.field("messages_received", received);
   write_clock_json(j, clock, overhead);
+  j.key("realtime").begin_object();
+  write_grant(j, "cpu", pin, o.cpu);
+  j.end_object();
   write_capture_json(j, reader.stats());
   write_mold_json(j, gw.framer().counters());
   write_sequence_json(j, gw.framer().sequence().counters());

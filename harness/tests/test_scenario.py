@@ -60,6 +60,7 @@ def test_defaults_and_resolution(tmp_path):
     (BASE + "[[configurations]]\nlabel = 'a'\nname = 'b'\n", "cannot change the scenario's name"),
     (BASE + "configurations = 3\n", "must be a non-empty list of tables"),
     (BASE + "[microbench]\nbinaries = ['fast_bench']\n", "unknown benchmark binaries ['fast_bench']"),
+    (BASE.replace("udp", "sim") + "[gateway]\nsched_fifo = 80\n", "apply to live transports"),
 ])
 def test_mistakes_are_reported(tmp_path, text, message):
     with pytest.raises(scenario.ScenarioError) as e:

@@ -148,3 +148,23 @@ def test_symbols_fall_back_to_locate_numbers(tmp_path):
     (run / "gateway.json").write_text(json.dumps(gw))
     frame = dump.bbo_frame(run)
     assert "1" in set(frame["stock"]) and "AAPL" not in set(frame["stock"])
+
+
+def test_cpu_pins_the_simulation_or_the_run_fails_with_the_reason(tmp_path):
+    import os
+
+    from itchbench.runs import runner, scenario
+
+    fx = FIXTURES[0]
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    values = scenario.defaults(name="pinned", transport="sim", capture=str(fx.path))
+    values["gateway"]["cpu"] = cpu
+    run = runner.execute(values, "pinned", root=tmp_path, echo=False)
+    gw = rundir.read_json(run / "gateway.json")
+    assert gw["realtime"]["cpu"] == {"requested": True, "value": cpu, "granted": True, "error": ""}
+    assert rundir.read_json(run / "summary.json")["lossless"]
+    values["gateway"]["cpu"] = 4095  # no such CPU here
+    bad = runner.execute(values, "unpinnable", root=tmp_path, echo=False)
+    summary = rundir.read_json(bad / "summary.json")
+    assert summary["verdict"]["headline"].startswith("INCOMPLETE (gateway_failed)")
+    assert "4095" in summary["failure"]["message"]

@@ -174,6 +174,10 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
             raise ScenarioError(f"{origin}: missing required key '{key}'")
         else:
             out[key] = copy.deepcopy(spec[1])
+    g = out["gateway"]
+    if out["transport"] == "sim" and (g["publisher_cpu"] >= 0 or g["sched_fifo"] or g["mlockall"]):
+        raise ScenarioError(f"{origin}: gateway.publisher_cpu, sched_fifo and mlockall apply to live transports; "
+                            "simulation has no publisher thread and no receive wait (gateway.cpu pins it)")
     if len(out["subscriber_modes"]) > out["subscribers"]:
         raise ScenarioError(f"{origin}: subscriber_modes names {len(out['subscriber_modes'])} subscribers "
                             f"but subscribers = {out['subscribers']}")

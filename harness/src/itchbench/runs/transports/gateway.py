@@ -19,12 +19,12 @@ def gateway_args(run: "Run") -> list[str]:
             "--commit", environment.commit_label(run.env["git"]), "--expected-orders", str(g["expected_orders"])]
     if not g["latency_log"]:
         args.append("--no-latency-log")
+    if g["cpu"] >= 0:
+        args += ["--cpu", str(g["cpu"])]
     if run.values["transport"] == "sim":
         return args
     args += ["--idle-exit-ms", str(g["idle_exit_ms"]), "--subscriber-queue", str(g["subscriber_queue"]),
              "--slow-subscriber", g["slow_subscriber"], "--wait-subscribers", str(run.values["subscribers"])]
-    if g["cpu"] >= 0:
-        args += ["--cpu", str(g["cpu"])]
     if g["publisher_cpu"] >= 0:
         args += ["--publisher-cpu", str(g["publisher_cpu"])]
     if g["sched_fifo"] > 0:
