@@ -57,6 +57,9 @@ static int64_t offset_from_monotonic_ns(const StageClock& clock) {
   std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
   return d[d.size() / 2];
 }
+// The TSC rate fitted over a few ms drifts from CLOCK_MONOTONIC by some ppm:
+// the harness moves every stamp back linearly between the anchor (offset 0)
+// and this measurement before comparing it with another process's stamps.
 
 void write_grant(JsonWriter& j, const char* name, const Grant& g, int value) {
   j.key(name).begin_object();
@@ -69,7 +72,9 @@ void write_clock_json(JsonWriter& j, const StageClock& clock, double overhead_ns
   const char* name = clock.source() == logfmt::StageClock::kTsc ? "tsc" : "monotonic";
   j.key("clock").begin_object();
   j.field("stage", name).field("ticks_per_ns", clock.ticks_per_ns()).field("timer_overhead_ns", overhead_ns);
+  const uint64_t measured_at = clock.now();
   j.field("offset_from_monotonic_ns_at_end", offset_from_monotonic_ns(clock));
+  j.field("offset_measured_at_ns", measured_at).field("anchor_ns", clock.anchor_ns());
   j.end_object();
 }
 

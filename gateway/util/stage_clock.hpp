@@ -32,6 +32,8 @@ class StageClock {
   }
   logfmt::StageClock source() const { return tsc_ ? logfmt::StageClock::kTsc : logfmt::StageClock::kMonotonic; }
   double ticks_per_ns() const { return tsc_ ? 4294967296.0 / double(mult_) : 0.0; }
+  // The stage time at which the clock equalled CLOCK_MONOTONIC (the end of calibration).
+  uint64_t anchor_ns() const { return ns0_; }
 
  private:
   bool tsc_ = false;

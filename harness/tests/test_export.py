@@ -33,15 +33,22 @@ def test_latency_parquet_has_typed_columns_equal_to_the_log(run_dir, tmp_path):
     rec = logs.read_latency(run_dir / "latency.lat").records
     assert len(df) == len(rec) == 8000  # the fixture's recipe: --messages 8000
     assert np.array_equal(df["seq"].to_numpy(), rec["seq"])
-    assert np.array_equal(df["t_book_ns"].to_numpy(), rec["t_book"].astype(np.int64))
+    # Gateway stamps are moved onto CLOCK_MONOTONIC linearly from the anchor (FORMAT.md), computed here from it.
+    clock = json.loads((run_dir / "gateway.json").read_text())["clock"]
+    slope = clock["offset_from_monotonic_ns_at_end"] / (clock["offset_measured_at_ns"] - clock["anchor_ns"])
+
+    def moved(name: str) -> np.ndarray:
+        t = rec[name].astype(np.int64)
+        return t - np.rint((t - clock["anchor_ns"]) * slope).astype(np.int64)
+
+    assert np.array_equal(df["t_book_ns"].to_numpy(), moved("t_book"))
     assert np.array_equal(df["locate"].to_numpy(), rec["stock_locate"])
     assert (df["type"].astype(str).to_numpy() == rec["msg_type"].astype(str)).all()
     # Simulation has no kernel stamp and no sender: those columns are null, not zero.
     assert df["t_kernel_ns"].isna().all() and df["t_intended_ns"].isna().all()
     bbo = (rec["flags"] & logs.FLAG_BBO_EVENT) != 0
     assert df["t_published_ns"].isna().to_numpy().sum() == (~bbo).sum()
-    expected = rec["t_book"].astype(np.int64) - rec["t_read"].astype(np.int64)
-    assert np.array_equal(df["receive_to_book_ns"].to_numpy(), expected)
+    assert np.array_equal(df["receive_to_book_ns"].to_numpy(), moved("t_book") - moved("t_read"))
 
 
 def test_bbo_export_keeps_exact_prices_and_the_symbol(run_dir, tmp_path):

@@ -51,16 +51,17 @@ def _latency_chunks(run_dir: Path, chunk_rows: int) -> Iterator[pa.RecordBatch]:
     type_names = pa.array([chr(i) for i in range(256)], type=pa.string())
     send = run_dir / "send.log"
     sender = hops.send_stamps(send) if send.is_file() else None
+    clock = hops.gateway_clock(run_dir)
     for start in range(0, len(rec), chunk_rows):
         r = rec[start:start + chunk_rows]
         flags = r["flags"]
         seq = r["seq"].astype(np.int64)
         if "t_read" in r.dtype.names:
-            kernel, read = r["t_kernel"], r["t_read"]
+            kernel, read = hops.to_monotonic(r["t_kernel"], clock), hops.to_monotonic(r["t_read"], clock)
         else:  # a version-1 log: its one receive stamp
-            kernel, read = np.zeros(len(r), np.uint64), r["t_receive"]
-        receive = np.where(kernel != 0, kernel, read).astype(np.int64)
-        book = r["t_book"].astype(np.int64)
+            kernel, read = np.zeros(len(r), np.int64), hops.to_monotonic(r["t_receive"], clock)
+        receive = np.where(kernel != 0, kernel, read)
+        book = hops.to_monotonic(r["t_book"], clock)
         intended = hops.lookup(seq, *sender[:2]) if sender else np.zeros(len(r), np.int64)
         sent = hops.lookup(seq, sender[0], sender[2]) if sender else np.zeros(len(r), np.int64)
         columns = [
@@ -70,8 +71,9 @@ def _latency_chunks(run_dir: Path, chunk_rows: int) -> Iterator[pa.RecordBatch]:
             pa.array(r["stock_locate"], type=pa.uint16()),
             pa.array((flags & logs.FLAG_BBO_EVENT) != 0), pa.array((flags & logs.FLAG_UNKNOWN_REF) != 0),
             pa.array((flags & logs.FLAG_REJECTED) != 0),
-            _stamp(intended), _stamp(sent), _stamp(kernel), _stamp(read), _stamp(r["t_decoded"]), _stamp(book),
-            _stamp(r["t_published"]),
+            _stamp(intended), _stamp(sent), _stamp(kernel), _stamp(read),
+            _stamp(hops.to_monotonic(r["t_decoded"], clock)), _stamp(book),
+            _stamp(hops.to_monotonic(r["t_published"], clock)),
             pa.array(book - receive, type=pa.int64(), mask=(book == 0) | (receive == 0)),
         ]
         yield pa.RecordBatch.from_arrays(columns, schema=LATENCY_SCHEMA)

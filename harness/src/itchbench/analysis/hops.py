@@ -2,7 +2,10 @@
 latency log and each subscriber's receive log joined by sequence number, on
 one host clock (gateway/log/FORMAT.md).
 
-Per message the stamps are, in path order: intended send, actual send,
+The gateway's stamps are moved onto CLOCK_MONOTONIC first (to_monotonic:
+its TSC line drifts from it by some ppm over a run, which would otherwise
+show in every hop between processes). Per message the stamps are, in path
+order: intended send, actual send,
 kernel receive, read returned, decoded, book applied, published, and per BBO
 event each subscriber's receive. A hop is the difference of two consecutive
 stamps that the transport has, so the hops of a message add up exactly to its
@@ -16,6 +19,7 @@ only the intended time still sees the whole stall.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,6 +87,27 @@ def lookup(keys: np.ndarray, table_keys: np.ndarray, values: np.ndarray) -> np.n
     return out
 
 
+GATEWAY_STAMPS = ("t_kernel", "t_read", "t_decoded", "t_book", "t_published")
+
+
+def to_monotonic(stamps: np.ndarray, clock: dict[str, Any]) -> np.ndarray:
+    """The gateway's stage stamps moved onto CLOCK_MONOTONIC: its TSC line meets CLOCK_MONOTONIC at the anchor and
+    is `offset_from_monotonic_ns_at_end` away when that was measured; the drift between is taken as linear. Zero
+    (no stamp) stays zero; a gateway that did not measure it leaves the stamps as they are."""
+    offset, at, anchor = (clock.get(k) for k in ("offset_from_monotonic_ns_at_end", "offset_measured_at_ns",
+                                                 "anchor_ns"))
+    if offset is None or at is None or anchor is None or at <= anchor:
+        return stamps
+    t = stamps.astype(np.int64)
+    moved = t - np.rint((t - anchor) * (offset / (at - anchor))).astype(np.int64)
+    return np.where(t != 0, moved, 0)
+
+
+def gateway_clock(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / "gateway.json"
+    return json.loads(path.read_text()).get("clock", {}) if path.is_file() else {}
+
+
 def chain(run_dir: Path) -> Chain | None:
     """The joined stamps of a run, or None when it recorded no latency log."""
     run_dir = Path(run_dir)
@@ -94,11 +119,12 @@ def chain(run_dir: Path) -> Chain | None:
     rec = rec[(rec["flags"] & logs.FLAG_REJECTED) == 0]
     seq = rec["seq"].astype(np.int64)
     cols: dict[str, Any] = {"seq": seq, "bbo": (rec["flags"] & logs.FLAG_BBO_EVENT) != 0}
-    for name in ("t_kernel", "t_read", "t_decoded", "t_book", "t_published"):
+    clock = gateway_clock(run_dir)
+    for name in GATEWAY_STAMPS:
         if name in rec.dtype.names:
-            cols[name] = rec[name].astype(np.int64)
+            cols[name] = to_monotonic(rec[name], clock)
     if "t_read" not in cols:  # version 1: one receive stamp, no wake-up or parse hop of its own
-        cols["t_read"] = rec["t_receive"].astype(np.int64)
+        cols["t_read"] = to_monotonic(rec["t_receive"], clock)
     sender = ""
     send_path = run_dir / "send.log"
     if send_path.is_file():

@@ -86,9 +86,10 @@ def _hops_section(run_dir: Path, summary: dict[str, Any]) -> tuple[list[str], di
               "tcpreplay": "tcpreplay (no sender stamps: the chain starts at the kernel)",
               "": "none (simulation: the chain starts when a datagram is handed over)"}[ch.sender]
     md = ["## Hop by hop", "",
-          f"Sender: {sender}. Every stamp is on one host clock (CLOCK_MONOTONIC, the gateway's stage clock mapped "
-          f"onto it)" + (f"; at the end of the run the stage clock was {offset:,} ns from CLOCK_MONOTONIC: the error "
-                         "of every hop between processes" if offset is not None else "") + ". "
+          f"Sender: {sender}. Every stamp is on one host clock, CLOCK_MONOTONIC: the gateway's stage clock (a TSC "
+          f"line fitted at start) is moved onto it" + (f", linearly from its anchor to the {offset:,} ns it had "
+                                                         "drifted by the end of the run" if offset is not None
+                                                         else "") + ". "
           "A message's hops add up exactly to its end-to-end latency; so do the means (the share column), "
           "percentiles do not.", "", "### Every message, to the book", ""]
     to_book_md, to_book = _hop_rows(hops.table(ch, to="t_book"))
