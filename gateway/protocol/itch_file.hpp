@@ -3,7 +3,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "protocol/itch.hpp"
 
@@ -78,5 +81,45 @@ bool walk_length_prefixed(const uint8_t* data, size_t size, F&& f, FileError* er
 // Heuristic used to tell a binary ITCH file from a pcap by content: the first
 // few messages are length-prefixed ITCH messages of matching lengths.
 bool looks_like_itch_file(const uint8_t* data, size_t size);
+
+// The same walk over a stream (a decompressing FILE*), a megabyte at a time:
+// positions and offsets count from the start of the stream, as in a file.
+template <class F>
+bool walk_length_prefixed_stream(std::FILE* in, F&& f, FileError* error) {
+  std::vector<uint8_t> buf(size_t(1) << 20);  // more than the longest message (2 + 65535 bytes)
+  size_t have = 0;
+  uint64_t base_offset = 0, base_position = 0;
+  for (;;) {
+    const size_t got = std::fread(buf.data() + have, 1, buf.size() - have, in);
+    if (got == 0 && std::ferror(in)) {
+      if (error) *error = {base_offset + have, base_position + 1, "read error (a damaged compressed stream?)"};
+      return false;
+    }
+    have += got;
+    const bool end = got == 0;
+    size_t complete = 0;  // whole messages; at the end, everything (the walk names a cut-off tail)
+    while (have - complete >= 2 && have - complete - 2 >= load_be16(buf.data() + complete))
+      complete += 2 + load_be16(buf.data() + complete);
+    if (end) complete = have;
+    uint64_t walked = 0;
+    FileError e;
+    const bool ok = walk_length_prefixed(
+        buf.data(), complete,
+        [&](uint64_t position, const uint8_t* msg, size_t len) {
+          ++walked;
+          f(base_position + position, msg, len);
+        },
+        &e);
+    if (!ok) {
+      if (error) *error = {base_offset + e.offset, base_position + e.message, e.reason};
+      return false;
+    }
+    if (end) return true;
+    base_position += walked;
+    base_offset += complete;
+    std::memmove(buf.data(), buf.data() + complete, have - complete);
+    have -= complete;
+  }
+}
 
 }  // namespace itchbench::itch

@@ -26,7 +26,7 @@ bool is_pcap_magic(const uint8_t* m) {
 }
 }  // namespace
 
-CaptureKind detect_capture_kind(const std::string& path) {
+CaptureFormat detect_capture(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     throw CaptureError(path + ": " + std::strerror(errno));
@@ -35,23 +35,40 @@ CaptureKind detect_capture_kind(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw CaptureError(path + ": " + std::strerror(errno));
   uint8_t head[512];
-  const ssize_t n = ::read(fd, head, sizeof head);
+  ssize_t n = ::read(fd, head, sizeof head);
   ::close(fd);
   if (n < 0) throw CaptureError(path + ": " + std::strerror(errno));
-  if (n >= 4 && is_pcap_magic(head)) return CaptureKind::kPcap;
-  if (itch::looks_like_itch_file(head, size_t(n))) return CaptureKind::kItchFile;
-  throw CaptureError(path +
-                     ": not a capture: neither a pcap/pcapng file nor a binary ITCH 5.0 file "
-                     "(length-prefixed messages)");
+  const Compression c = detect_compression(head, size_t(n));
+  if (c != Compression::kNone) {  // what is inside decides
+    try {
+      std::unique_ptr<FILE, int (*)(FILE*)> in(open_decompressed(path, c), &std::fclose);
+      n = ssize_t(std::fread(head, 1, sizeof head, in.get()));
+      if (n == 0)
+        throw CaptureError(path + ": " + to_string(c) + " data that " +
+                           (std::ferror(in.get()) ? "cannot be decompressed" : "holds nothing"));
+    } catch (const std::runtime_error& e) {
+      throw CaptureError(e.what());
+    }
+  }
+  const std::string what = c == Compression::kNone ? "" : std::string(to_string(c)) + "-compressed ";
+  if (n >= 4 && is_pcap_magic(head)) return {CaptureKind::kPcap, c};
+  if (itch::looks_like_itch_file(head, size_t(n))) return {CaptureKind::kItchFile, c};
+  throw CaptureError(path + ": not a capture: " + what +
+                     "data that is neither a pcap/pcapng file nor a binary ITCH 5.0 file (length-prefixed messages)");
+}
+
+std::unique_ptr<net::PcapReader> CaptureReader::open_pcap() const {
+  if (format_.compression == Compression::kNone) return std::make_unique<net::PcapReader>(path_);
+  return std::make_unique<net::PcapReader>(open_decompressed(path_, format_.compression), path_);
 }
 
 CaptureReader::CaptureReader(const std::string& path, std::optional<uint16_t> port)
-    : path_(path), kind_(detect_capture_kind(path)), port_(port) {
-  if (kind_ == CaptureKind::kPcap) {
+    : path_(path), format_(detect_capture(path)), port_(port) {
+  if (format_.kind == CaptureKind::kPcap) {
     try {
-      net::PcapReader probe(path_);
-      if (!net::is_supported_linktype(probe.linktype()))
-        throw CaptureError(path_ + ": unsupported link type " + std::to_string(probe.linktype()) +
+      const std::unique_ptr<net::PcapReader> probe = open_pcap();
+      if (!net::is_supported_linktype(probe->linktype()))
+        throw CaptureError(path_ + ": unsupported link type " + std::to_string(probe->linktype()) +
                            " (supported: Ethernet, raw IPv4, Linux cooked v1/v2)");
     } catch (const CaptureError&) {
       throw;

@@ -1,7 +1,8 @@
 // Reads a capture from disk as the gateway's in-process source: a pcap /
-// pcapng of MoldUDP64 over UDP, or a NASDAQ binary ITCH 5.0 file. The kind is
-// told by content, not by file name. No pacing and no sockets: time is the
-// capture's own.
+// pcapng of MoldUDP64 over UDP, or a NASDAQ binary ITCH 5.0 file, each plain
+// or compressed (gzip, zstd: read as a stream). The kind and the compression
+// are told by content, not by file name. No pacing and no sockets: time is
+// the capture's own.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "net/pcap_io.hpp"
+#include "source/compressed_file.hpp"
 #include "net/udp_frame.hpp"
 #include "protocol/itch_file.hpp"
 
@@ -23,8 +25,13 @@ struct CaptureError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+struct CaptureFormat {
+  CaptureKind kind;
+  Compression compression;
+};
+
 // Throws CaptureError with a message fit for a user.
-CaptureKind detect_capture_kind(const std::string& path);
+CaptureFormat detect_capture(const std::string& path);
 
 struct CaptureStats {
   uint64_t records = 0;          // pcap records read
@@ -44,7 +51,8 @@ class CaptureReader {
   // Throws CaptureError. A port filter keeps only datagrams to that port.
   explicit CaptureReader(const std::string& path, std::optional<uint16_t> port = std::nullopt);
 
-  CaptureKind kind() const { return kind_; }
+  CaptureKind kind() const { return format_.kind; }
+  Compression compression() const { return format_.compression; }
 
   // Reads everything. pcap: on_datagram(capture_ns, payload, len) per UDP
   // datagram. ITCH file: on_message(position, bytes, len) per message, the
@@ -58,8 +66,10 @@ class CaptureReader {
   const std::string& path() const { return path_; }
 
  private:
+  std::unique_ptr<net::PcapReader> open_pcap() const;
+
   std::string path_;
-  CaptureKind kind_;
+  CaptureFormat format_;
   std::optional<uint16_t> port_;
   CaptureStats stats_;
   std::string error_;
@@ -67,22 +77,27 @@ class CaptureReader {
 
 template <class OnDatagram, class OnMessage>
 bool CaptureReader::run(OnDatagram&& on_datagram, OnMessage&& on_message) {
-  if (kind_ == CaptureKind::kItchFile) {
-    itch::ItchFile file(path_);
+  if (format_.kind == CaptureKind::kItchFile) {
     itch::FileError ferr;
-    const bool ok = itch::walk_length_prefixed(
-        file.data(), file.size(),
-        [&](uint64_t position, const uint8_t* msg, size_t len) {
-          ++stats_.itch_messages;
-          on_message(position, msg, len);
-        },
-        &ferr);
+    auto count = [&](uint64_t position, const uint8_t* msg, size_t len) {
+      ++stats_.itch_messages;
+      on_message(position, msg, len);
+    };
+    bool ok;
+    if (format_.compression == Compression::kNone) {
+      itch::ItchFile file(path_);
+      ok = itch::walk_length_prefixed(file.data(), file.size(), count, &ferr);
+    } else {
+      std::unique_ptr<FILE, int (*)(FILE*)> in(open_decompressed(path_, format_.compression), &std::fclose);
+      ok = itch::walk_length_prefixed_stream(in.get(), count, &ferr);
+    }
     if (!ok)
       error_ = path_ + ": offset " + std::to_string(ferr.offset) + " (message " +
                std::to_string(ferr.message) + "): " + ferr.reason;
     return ok;
   }
-  net::PcapReader reader(path_);
+  const std::unique_ptr<net::PcapReader> pcap = open_pcap();
+  net::PcapReader& reader = *pcap;
   const int linktype = reader.linktype();
   stats_.linktype = linktype;
   net::PcapRecord rec;

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..tools import run_tool
+from .compressed import plain_copy
 from .fixtures import sha256_of
 from .loopback import cache_dir
 
@@ -63,7 +64,7 @@ def faulted_capture(capture: Path, table: dict[str, Any]) -> Path:
     key = hashlib.sha256((sha256_of(capture) + json.dumps(options, sort_keys=True)).encode()).hexdigest()[:16]
     out = cache_dir() / f"{key}-faults.pcap"
     if not (out.is_file() and sidecar_path(out).is_file()):
-        inject(capture, out, seed=table["seed"], drop=table["drop"], duplicate=table["duplicate"],
+        inject(plain_copy(capture), out, seed=table["seed"], drop=table["drop"], duplicate=table["duplicate"],
                reorder=table["reorder"], reorder_window=table["reorder_window"], truncate=table["truncate"],
                corrupt=table["corrupt"], burst_drop=table["burst_drop"] or None)
     return out

@@ -3,7 +3,8 @@
 Zero MACs, every destination 127.0.0.1 and source 127.0.0.2, every UDP port
 to the gateway's, checksums fixed (tcprewrite), as docs/transports.md
 explains. Cached by content under reports/cache/, so a capture is rewritten
-once. A binary ITCH file is first turned into a pcap with itch2pcap.
+once. A compressed capture is decompressed into the cache first, a binary
+ITCH file turned into a pcap with itch2pcap.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from .. import paths
 from ..tools import run_tool
+from .compressed import DecompressError, plain_copy
 from .fixtures import sha256_of
 from .inspect import facts_of
 
@@ -33,11 +35,14 @@ def loopback_capture(capture: Path, port: int) -> Path:
     out = cache / f"{key}-lo{port}.pcap"
     if out.is_file():
         return out
-    source = capture
+    try:
+        source = plain_copy(capture)
+    except DecompressError as e:
+        raise RewriteError(str(e)) from e
     if facts_of(capture)["kind"] == "itch":
         source = cache / f"{key}.pcap"
         if not source.is_file():
-            run_tool("itch2pcap", [capture, "--out", source, "--port", str(port)])
+            run_tool("itch2pcap", [plain_copy(capture), "--out", source, "--port", str(port)])
     linktype = facts_of(source)["linktype"]
     tmp = out.with_suffix(".tmp.pcap")
     cmd = ["tcprewrite", f"--infile={source}", f"--outfile={tmp}", "--enet-dmac=00:00:00:00:00:00",

@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-
+from ..captures.compressed import plain_copy
 from ..rundir import read_json
 
 SLICE_RECORDS = 4000
@@ -38,7 +38,7 @@ class InstructionError(RuntimeError):
 
 
 def _slice(capture: Path, records: int, out: Path) -> None:
-    data = capture.read_bytes()
+    data = plain_copy(capture).read_bytes()
     magic = struct.unpack_from("<I", data, 0)[0] if len(data) >= 4 else 0
     if magic in (0xA1B2C3D4, 0xA1B23C4D):  # classic little-endian pcap
         off = 24

@@ -1,0 +1,87 @@
+"""Compressed captures (gzip, zstd) of each kind — pcap, pcapng, binary ITCH —
+read as a stream by the gateway and itch-inspect, decompressed once for the
+tools that need a plain file. The reference for every result is the same
+capture uncompressed."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from itchbench import rundir
+from itchbench.captures import fixtures
+from itchbench.captures.digest import sim_bbo
+from itchbench.captures.inspect import CaptureError, check_capture, inspect_capture
+from itchbench.runs import runner
+
+from live_helpers import config, make_capture
+
+SEED = next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload")
+
+
+def _gzip(src: Path, dst: Path) -> Path:
+    with open(src, "rb") as a, gzip.open(dst, "wb") as b:
+        shutil.copyfileobj(a, b)
+    return dst
+
+
+def _zstd(src: Path, dst: Path) -> Path:
+    subprocess.run(["zstd", "-q", "-f", str(src), "-o", str(dst)], check=True)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("plain")
+    pcapng = tmp / "seed.pcapng"
+    subprocess.run(["editcap", "-F", "pcapng", str(SEED.path), str(pcapng)], check=True)
+    itch = make_capture(tmp, "day.itch", "--profile", "nasdaq-day", "--messages", "5000", "--format", "itch",
+                        "--seed", "4")
+    return {"pcap": SEED.path, "pcapng": pcapng, "itch": itch}
+
+
+@pytest.mark.parametrize("kind", ["pcap", "pcapng", "itch"])
+@pytest.mark.parametrize("compress", [_gzip, _zstd], ids=["gzip", "zstd"])
+def test_a_compressed_capture_reads_as_the_plain_one(plain, kind, compress, tmp_path):
+    packed = compress(plain[kind], tmp_path / f"capture.{kind}.packed")  # the name says nothing: content decides
+    assert check_capture(packed)
+    a, b = inspect_capture(plain[kind]), inspect_capture(packed)
+    assert a["decode"]["per_type"] == b["decode"]["per_type"] and sum(a["decode"]["per_type"].values()) > 1000
+    assert sim_bbo(packed) == sim_bbo(plain[kind])  # the BBO digest and events of the plain capture
+    if kind == "pcap":
+        assert sim_bbo(packed)[0] == SEED.golden["bbo_digest"]
+
+
+def test_garbage_inside_gzip_is_refused_by_name(tmp_path):
+    bad = tmp_path / "notes.gz"
+    with gzip.open(bad, "wb") as f:
+        f.write(b"these are not packets\n" * 100)
+    with pytest.raises(CaptureError, match="gzip-compressed data that is neither a pcap"):
+        check_capture(bad)
+
+
+def test_a_cut_compressed_capture_ends_in_an_error_never_as_whole(plain, tmp_path):
+    packed = _gzip(plain["pcap"], tmp_path / "seed.pcap.gz")
+    cut = tmp_path / "cut.pcap.gz"
+    cut.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
+    values = config(cut, "sim")
+    run = runner.execute(values, "cut", root=tmp_path / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
+    assert not s["complete"] and s["verdict"]["exit_status"] == 1
+    assert s["verdict"]["headline"].startswith("INCOMPLETE")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+@pytest.mark.parametrize("sender", ["tcpreplay", "udp-replay"])
+def test_a_compressed_capture_replays_over_udp_with_either_sender(plain, sender, tmp_path):
+    packed = _zstd(plain["pcap"], tmp_path / "seed.pcap.zst")
+    values = config(packed, "udp", replay={"sender": sender, "rate": "pps", "pps": 20000}, subscribers=1)
+    run = runner.execute(values, f"zst-{sender}", root=tmp_path / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
+    assert s["lossless"], s["verdict"]["headline"]
+    assert s["bbo"]["digest"] == SEED.golden["bbo_digest"]
