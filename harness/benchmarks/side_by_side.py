@@ -1,0 +1,124 @@
+"""The gateway's simulation against any peer command on the same files,
+interleaved, each process pinned to the same CPU: per-round ratios, medians,
+peak RSS.
+
+    .venv/bin/python harness/benchmarks/side_by_side.py FILE [FILE ...] \\
+        --peer '../shared/peers/itch-book.sh run {file} replay' [--rounds 5] [--cpu 1] [--latency-log]
+
+Each round runs the gateway and the peer once per file, in alternating order
+(gateway first in odd rounds, peer first in even ones), each a fresh process.
+Throughput is what each reports of itself: the gateway's `messages_per_s`
+(gateway.json: its processing loop, capture reading included, latency log
+off unless --latency-log, BBO log on), and the peer's figure parsed from its
+output with --peer-rate (a regex whose first group is messages per second).
+Peak RSS is the process's own (wait4), the peer's wrapper script included
+when it has one. The ratio is gateway / peer: above 1, the gateway is faster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from itchbench import paths
+
+DEFAULT_PEER_RATE = r"([\d.]+) msg/s"
+
+
+def _run(cmd: list[str], cpu: int | None) -> tuple[str, int]:
+    """(stdout, peak RSS KiB). Called in a fresh Python child (_isolated): RUSAGE_CHILDREN's high-water mark is
+    then the largest process this one command ran, a wrapper script's children included."""
+    if cpu is not None:
+        cmd = ["taskset", "-c", str(cpu), *cmd]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"side_by_side: {shlex.join(cmd)} exited with {proc.returncode}: {proc.stderr.strip()[-500:]}")
+    return proc.stdout, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    p.add_argument("--peer", required=True, help="peer command; {file} is replaced by the file")
+    p.add_argument("--peer-rate", default=DEFAULT_PEER_RATE, help="regex, first group = messages per second")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--cpu", type=int, default=None, help="pin both to this CPU (taskset)")
+    p.add_argument("--latency-log", action="store_true", help="the gateway records its latency log too")
+    args = p.parse_args()
+    rate = re.compile(args.peer_rate)
+    for f in args.files:
+        if not f.is_file():
+            raise SystemExit(f"side_by_side: no such file: {f}")
+    print(f"gateway: {paths.tool('itch-gateway')} (latency log {'on' if args.latency_log else 'off'}, BBO log on)")
+    print(f"peer: {args.peer}")
+    print(f"pinned to CPU {args.cpu}" if args.cpu is not None else "not pinned")
+    for f in args.files:
+        print(f"\n{f.name}: {args.rounds} rounds, alternating order")
+        print(f"{'round':>5} {'gateway msg/s':>14} {'peer msg/s':>14} {'ratio':>7} {'gateway RSS MiB':>16} {'peer RSS MiB':>13}")
+        ratios, gws, peers, gw_rss, peer_rss = [], [], [], [], []
+        for r in range(1, args.rounds + 1):
+            order = ("gw", "peer") if r % 2 else ("peer", "gw")
+            results = {}
+            for who in order:
+                results[who] = _isolated(who, f, args)
+            g, gr = results["gw"]
+            pr, prss = results["peer"]
+            gws.append(g)
+            peers.append(pr)
+            gw_rss.append(gr)
+            peer_rss.append(prss)
+            ratios.append(g / pr)
+            print(f"{r:>5} {g:>14,.0f} {pr:>14,.0f} {g / pr:>7.3f} {gr / 1024:>16.1f} {prss / 1024:>13.1f}", flush=True)
+        print(f"{'median':>5} {statistics.median(gws):>14,.0f} {statistics.median(peers):>14,.0f} "
+              f"{statistics.median(ratios):>7.3f} {statistics.median(gw_rss) / 1024:>16.1f} "
+              f"{statistics.median(peer_rss) / 1024:>13.1f}")
+        print(f"ratio range {min(ratios):.3f}–{max(ratios):.3f} (gateway / peer; above 1 the gateway is faster)")
+    return 0
+
+
+def _isolated(who: str, capture: Path, args: argparse.Namespace) -> tuple[float, int]:
+    """One measurement in a fresh Python child, so that its peak RSS is that process's own."""
+    code = ("import json, re, sys; sys.path.insert(0, %r); import side_by_side as s; "
+            "from pathlib import Path; a = json.loads(sys.argv[1]); "
+            "r = s.gateway_once(Path(a['file']), a['cpu'], a['latency_log']) if a['who'] == 'gw' "
+            "else s.peer_once(a['peer'], Path(a['file']), a['cpu'], re.compile(a['rate'])); print(json.dumps(r))"
+            % str(Path(__file__).parent))
+    payload = json.dumps({"who": who, "file": str(capture), "cpu": args.cpu, "latency_log": args.latency_log,
+                          "peer": args.peer, "rate": args.peer_rate})
+    out = subprocess.run([sys.executable, "-c", code, payload], capture_output=True, text=True, env=os.environ)
+    if out.returncode != 0:
+        raise SystemExit(out.stderr.strip()[-800:])
+    value, rss = json.loads(out.stdout.strip().splitlines()[-1])
+    return value, rss
+
+
+def gateway_once(capture: Path, cpu: int | None, latency_log: bool) -> tuple[float, int]:
+    with tempfile.TemporaryDirectory(prefix="side-by-side-") as tmp:
+        cmd = [str(paths.tool("itch-gateway")), "--source", "sim", "--capture", str(capture), "--out", tmp]
+        if not latency_log:
+            cmd.append("--no-latency-log")
+        _, rss = _run(cmd, cpu)
+        gw = json.loads((Path(tmp) / "gateway.json").read_text())
+        return float(gw["messages_per_s"]), rss
+
+
+def peer_once(template: str, capture: Path, cpu: int | None, rate: re.Pattern[str]) -> tuple[float, int]:
+    cmd = shlex.split(template.replace("{file}", shlex.quote(str(capture))))
+    out, rss = _run(cmd, cpu)
+    m = rate.search(out)
+    if not m:
+        raise SystemExit(f"side_by_side: no rate matching {rate.pattern!r} in the peer's output:\n{out[-500:]}")
+    return float(m.group(1)), rss
+
+
+if __name__ == "__main__":
+    sys.exit(main())
