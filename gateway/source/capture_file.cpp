@@ -26,7 +26,7 @@ bool is_pcap_magic(const uint8_t* m) {
 }
 }  // namespace
 
-CaptureFormat detect_capture(const std::string& path) {
+CaptureFormat detect_capture(const std::string& path, bool itch_expected) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     throw CaptureError(path + ": " + std::strerror(errno));
@@ -52,7 +52,7 @@ CaptureFormat detect_capture(const std::string& path) {
   }
   const std::string what = c == Compression::kNone ? "" : std::string(to_string(c)) + "-compressed ";
   if (n >= 4 && is_pcap_magic(head)) return {CaptureKind::kPcap, c};
-  if (itch::looks_like_itch_file(head, size_t(n))) return {CaptureKind::kItchFile, c};
+  if (itch_expected || itch::looks_like_itch_file(head, size_t(n))) return {CaptureKind::kItchFile, c};
   throw CaptureError(path + ": not a capture: " + what +
                      "data that is neither a pcap/pcapng file nor a binary ITCH 5.0 file (length-prefixed messages)");
 }
@@ -62,8 +62,8 @@ std::unique_ptr<net::PcapReader> CaptureReader::open_pcap() const {
   return std::make_unique<net::PcapReader>(open_decompressed(path_, format_.compression), path_);
 }
 
-CaptureReader::CaptureReader(const std::string& path, std::optional<uint16_t> port)
-    : path_(path), format_(detect_capture(path)), port_(port) {
+CaptureReader::CaptureReader(const std::string& path, std::optional<uint16_t> port, bool itch_expected)
+    : path_(path), format_(detect_capture(path, itch_expected)), port_(port) {
   if (format_.kind == CaptureKind::kPcap) {
     try {
       const std::unique_ptr<net::PcapReader> probe = open_pcap();

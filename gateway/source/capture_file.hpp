@@ -30,8 +30,11 @@ struct CaptureFormat {
   Compression compression;
 };
 
-// Throws CaptureError with a message fit for a user.
-CaptureFormat detect_capture(const std::string& path);
+// Throws CaptureError with a message fit for a user. A caller that knows the
+// file must be a binary ITCH file (itch2pcap) says so with itch_expected: a
+// damaged one is then read, and its first bad message named, instead of the
+// whole file being refused as "not a capture".
+CaptureFormat detect_capture(const std::string& path, bool itch_expected = false);
 
 struct CaptureStats {
   uint64_t records = 0;          // pcap records read
@@ -49,7 +52,8 @@ struct CaptureStats {
 class CaptureReader {
  public:
   // Throws CaptureError. A port filter keeps only datagrams to that port.
-  explicit CaptureReader(const std::string& path, std::optional<uint16_t> port = std::nullopt);
+  explicit CaptureReader(const std::string& path, std::optional<uint16_t> port = std::nullopt,
+                         bool itch_expected = false);
 
   CaptureKind kind() const { return format_.kind; }
   Compression compression() const { return format_.compression; }

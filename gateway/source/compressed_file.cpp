@@ -25,8 +25,12 @@ namespace {
 
 // gzread handles concatenated members and reports corruption as -1.
 ssize_t gzip_read(void* cookie, char* buf, size_t size) {
-  const int n = gzread(static_cast<gzFile>(cookie), buf, unsigned(std::min<size_t>(size, 1u << 30)));
-  if (n < 0) {
+  auto* gz = static_cast<gzFile>(cookie);
+  const int n = gzread(gz, buf, unsigned(std::min<size_t>(size, 1u << 30)));
+  int status = Z_OK;
+  gzerror(gz, &status);
+  // A stream cut short ends with "unexpected end of file" (Z_BUF_ERROR) and no more data: an error, not an end.
+  if (n < 0 || (n == 0 && status != Z_OK && status != Z_STREAM_END)) {
     errno = EIO;
     return -1;
   }

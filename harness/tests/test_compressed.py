@@ -85,3 +85,17 @@ def test_a_compressed_capture_replays_over_udp_with_either_sender(plain, sender,
     s = rundir.read_json(run / "summary.json")
     assert s["lossless"], s["verdict"]["headline"]
     assert s["bbo"]["digest"] == SEED.golden["bbo_digest"]
+
+
+@pytest.mark.parametrize("compress", [_gzip, _zstd], ids=["gzip", "zstd"])
+def test_itch2pcap_converts_a_compressed_day_to_the_same_pcap(plain, compress, tool, tmp_path):
+    packed = compress(plain["itch"], tmp_path / "day.itch.packed")
+    a, b = tmp_path / "plain.pcap", tmp_path / "packed.pcap"
+    assert tool("itch2pcap", plain["itch"], "--out", a).returncode == 0
+    r = tool("itch2pcap", packed, "--out", b)
+    assert r.returncode == 0, r.stderr
+    assert a.read_bytes() == b.read_bytes()
+    cut = tmp_path / "cut.itch.packed"
+    cut.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
+    r = tool("itch2pcap", cut, "--out", tmp_path / "cut.pcap")
+    assert r.returncode == 1 and "no output written" in r.stderr and not (tmp_path / "cut.pcap").exists()

@@ -2,7 +2,7 @@
 // messages' own ITCH timestamps.
 #include <cstdio>
 
-#include "protocol/itch_file.hpp"
+#include "source/capture_file.hpp"
 #include "replay/lib/itch_file_writer.hpp"
 #include "replay/lib/mold_packetizer.hpp"
 #include "replay/lib/packetizer_options.hpp"
@@ -27,14 +27,15 @@ int main(int argc, char** argv) {
   const bool eos = end_of_session(args);
 
   try {
-
-    itch::ItchFile in(args.positionals()[0]);
+    // Plain or compressed (gzip, zstd: NASDAQ ships its days as .gz), told by content, read as a stream.
+    CaptureReader in(args.positionals()[0], std::nullopt, /*itch_expected=*/true);
+    if (in.kind() != CaptureKind::kItchFile)
+      throw std::runtime_error(args.positionals()[0] + ": a pcap already, not a binary ITCH file");
     net::PcapWriter writer(args.get("out"), net::kLinkEthernet);
     MoldPacketizer packetizer(writer, pc);
     uint64_t last_ts = 0, backwards = 0;
-    itch::FileError err;
-    const bool ok = itch::walk_length_prefixed(
-        in.data(), in.size(),
+    const bool ok = in.run(
+        [](uint64_t, const uint8_t*, size_t) {},
         [&](uint64_t, const uint8_t* msg, size_t len) {
           uint64_t ts = load_be48(msg + 5);
           // Capture time must not run backwards; hold a late stamp at the last.
@@ -44,12 +45,9 @@ int main(int argc, char** argv) {
           }
           last_ts = ts;
           packetizer.add(msg, uint16_t(len), ts);
-        },
-        &err);
+        });
     if (!ok) {
-      std::fprintf(stderr, "itch2pcap: %s: offset %llu (message %llu): %s; no output written\n",
-                   args.positionals()[0].c_str(), (unsigned long long)err.offset,
-                   (unsigned long long)err.message, err.reason.c_str());
+      std::fprintf(stderr, "itch2pcap: %s; no output written\n", in.error().c_str());
       return 1;
     }
     packetizer.finish(eos);
