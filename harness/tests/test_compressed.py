@@ -98,4 +98,5 @@ def test_itch2pcap_converts_a_compressed_day_to_the_same_pcap(plain, compress, t
     cut = tmp_path / "cut.itch.packed"
     cut.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
     r = tool("itch2pcap", cut, "--out", tmp_path / "cut.pcap")
-    assert r.returncode == 1 and "no output written" in r.stderr and not (tmp_path / "cut.pcap").exists()
+    # Refused at the start (nothing decompresses) or where the data ends: an error either way, no pcap.
+    assert r.returncode == 1 and str(cut) in r.stderr and not (tmp_path / "cut.pcap").exists()
