@@ -54,7 +54,7 @@ def main() -> int:
     p.add_argument("--cpu", type=int, default=None, help="pin both to this CPU (taskset)")
     p.add_argument("--latency-log", action="store_true", help="the gateway records its latency log too")
     args = p.parse_args()
-    rate = re.compile(args.peer_rate)
+    re.compile(args.peer_rate)  # a bad pattern fails here, before any run
     for f in args.files:
         if not f.is_file():
             raise SystemExit(f"side_by_side: no such file: {f}")
