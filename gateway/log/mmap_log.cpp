@@ -1,5 +1,7 @@
 #include "log/mmap_log.hpp"
 
+#include "util/realtime.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -88,6 +90,7 @@ bool MmapLog::catch_up() {
 }
 
 void MmapLog::provision() {
+  leave_hot_thread_alone();
   while (!stop_.load(std::memory_order_relaxed)) {
     {
       std::lock_guard<std::mutex> lock(grow_mutex_);

@@ -177,6 +177,7 @@ void TcpPublisher::tick() {
 
 void TcpPublisher::start() {
   thread_ = std::thread([this] {
+    leave_hot_thread_alone();  // then its own pin, if it was given one
     if (options_.cpu >= 0) {
       const std::string err = pin_current_thread(options_.cpu);
       pinned_ = err.empty();

@@ -46,6 +46,12 @@ std::string set_sched_fifo(int priority) {
   return why;
 }
 
+void leave_hot_thread_alone() {
+  sched_param p{};
+  pthread_setschedparam(pthread_self(), SCHED_OTHER, &p);
+  pthread_setaffinity_np(pthread_self(), sizeof kProcessCpus, &kProcessCpus);
+}
+
 std::string lock_all_memory() {
   // MCL_ONFAULT: lock pages as they are touched. Without it the logs' large
   // address-space reservations would be populated (and fail) at once.

@@ -8,5 +8,10 @@ namespace itchbench {
 std::string pin_current_thread(int cpu);
 std::string set_sched_fifo(int priority);  // current thread
 std::string lock_all_memory();             // mlockall, locking pages as they are touched
+// For helper threads (log provisioning, the publisher): a thread inherits
+// its creator's CPU pin and SCHED_FIFO, and a helper that shares the hot
+// thread's CPU at real-time priority stalls it (a 64 MiB page population
+// takes ~20 ms). Back to SCHED_OTHER on every CPU the process started with.
+void leave_hot_thread_alone();
 
 }  // namespace itchbench
