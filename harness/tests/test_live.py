@@ -129,10 +129,15 @@ def test_realtime_options_are_granted_and_recorded(short_day, tmp_path):
     values = config(short_day, "udp", replay={"rate": "topspeed"},
                     gateway={"cpu": 1, "publisher_cpu": 0, "sched_fifo": 10, "mlockall": True})
     run = runner.execute(values, "rt", root=tmp_path, echo=False)
-    rt = summary_of(run)["gateway"]["realtime"]
+    summary = summary_of(run)
+    rt = summary["gateway"]["realtime"]
     assert rt["cpu"] == {"requested": True, "value": 1, "granted": True, "error": ""}
     assert rt["sched_fifo"]["granted"] and rt["sched_fifo"]["value"] == 10
     assert rt["mlockall"]["granted"] and rt["publisher_cpu"]["granted"]
+    # The sender and the subscriber were kept off the receive thread's CPU.
+    others = sorted(set(os.sched_getaffinity(0)) - {1})
+    assert summary["transport_details"].get("testbench_cpus") == (others or None)
+    assert summary["lossless"], summary["verdict"]["headline"]
 
 
 def test_a_realtime_option_not_granted_is_a_clear_error(short_day, tmp_path):

@@ -8,6 +8,7 @@ the run; only an end of session may race the sender's own exit.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -25,6 +26,18 @@ if TYPE_CHECKING:
     from ..runner import Run
 
 START_TIMEOUT_S = 15.0
+
+
+def off_the_gateway_cpu(run: "Run", cmd: list[str]) -> list[str]:
+    """The testbench's own processes (sender, pty relay, subscribers) kept off the CPU the gateway's receive
+    thread is pinned to: on a machine this small they would otherwise take turns with it and show up as its
+    latency. Left as it is when the gateway is not pinned or no other CPU is allowed."""
+    cpu = run.values["gateway"]["cpu"]
+    others = sorted(set(os.sched_getaffinity(0)) - {cpu}) if cpu >= 0 else []
+    if not others:
+        return cmd
+    run.extras["testbench_cpus"] = others
+    return ["taskset", "-c", ",".join(map(str, others)), *cmd]
 
 
 def _stderr_of(run: "Run") -> str:
@@ -57,7 +70,8 @@ def start_gateway(run: "Run", group: "ProcessGroup", cmd: list[str],
         out = run.dir / f"subscriber-{i}.bbo"
         cmd_sub = [sys.executable, "-m", "itchbench.runs.subscriber", "--port", str(tcp_port), "--out", str(out),
                    "--mode", mode]
-        run.subscriber_procs.append((group.start(f"subscriber-{i}", wrap(cmd_sub)), out, mode))
+        run.subscriber_procs.append((group.start(f"subscriber-{i}", wrap(off_the_gateway_cpu(run, cmd_sub))), out,
+                                     mode))
     try:
         lines.wait_for("READY", START_TIMEOUT_S)
     except TimeoutError as e:

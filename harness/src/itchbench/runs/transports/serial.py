@@ -15,7 +15,7 @@ from ...captures.inspect import facts_of
 from ..deadlines import serial_sender_seconds
 from ..failure import RunError, describe_exit
 from .gateway import gateway_args
-from .live import finish_gateway, start_gateway, wait_for_sender
+from .live import finish_gateway, off_the_gateway_cpu, start_gateway, wait_for_sender
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
@@ -27,7 +27,8 @@ def run_serial(run: "Run", group: "ProcessGroup") -> None:
     pty_dir = Path(tempfile.mkdtemp(prefix="itchbench-pty-"))
     group.on_close(lambda: shutil.rmtree(pty_dir, ignore_errors=True))
     gw_end, replay_end = pty_dir / "gateway", pty_dir / "replay"
-    socat = group.start("socat", ["socat", f"pty,raw,echo=0,link={gw_end}", f"pty,raw,echo=0,link={replay_end}"],
+    socat = group.start("socat", off_the_gateway_cpu(run, ["socat", f"pty,raw,echo=0,link={gw_end}",
+                                                           f"pty,raw,echo=0,link={replay_end}"]),
                         stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 5
     while not (gw_end.exists() and replay_end.exists()):
@@ -43,12 +44,11 @@ def run_serial(run: "Run", group: "ProcessGroup") -> None:
     report = run.dir / "serial-replay.json"
     err = open(run.dir / "serial-replay.stderr", "wb")
     group.on_close(err.close)
-    sr = group.start("serial-replay", [str(paths.tool("serial-replay")), run.values["capture"], "--device",
-                                       str(replay_end), "--baud", str(s["baud"]), "--timing", s["timing"],
-                                       "--multiplier", str(s["multiplier"]), "--report", str(report),
-                                       "--send-log", str(run.dir / "send.log"),
-                                       "--garbage-every", str(s["garbage_every"]), "--corrupt-every", str(s["corrupt_every"])],
-                     stdout=subprocess.DEVNULL, stderr=err)
+    cmd_sr = [str(paths.tool("serial-replay")), run.values["capture"], "--device", str(replay_end),
+              "--baud", str(s["baud"]), "--timing", s["timing"], "--multiplier", str(s["multiplier"]),
+              "--report", str(report), "--send-log", str(run.dir / "send.log"),
+              "--garbage-every", str(s["garbage_every"]), "--corrupt-every", str(s["corrupt_every"])]
+    sr = group.start("serial-replay", off_the_gateway_cpu(run, cmd_sr), stdout=subprocess.DEVNULL, stderr=err)
     wait_for_sender(run, group, sr, gw, "serial-replay", expected_s)
     if sr.returncode != 0:
         text = (run.dir / "serial-replay.stderr").read_text(errors="replace").strip()

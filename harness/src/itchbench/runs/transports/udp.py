@@ -20,7 +20,7 @@ from ..deadlines import udp_sender_seconds
 from ..failure import RunError, describe_exit
 from ..netns import NetnsError, PrivateNetns
 from .gateway import gateway_args
-from .live import finish_gateway, start_gateway, wait_for_sender
+from .live import finish_gateway, off_the_gateway_cpu, start_gateway, wait_for_sender
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
@@ -91,11 +91,11 @@ def run_udp(run: "Run", group: "ProcessGroup") -> None:
     group.on_close(out.close)
     if tcpreplay:
         cmd = ["tcpreplay", "-i", "lo", *tcpreplay_flags(replay), str(rewritten)]
-        tr = group.start(sender, ns.wrap(cmd), stdout=out, stderr=subprocess.STDOUT)
+        tr = group.start(sender, ns.wrap(off_the_gateway_cpu(run, cmd)), stdout=out, stderr=subprocess.STDOUT)
     else:
         cmd = [str(paths.tool("udp-replay")), str(capture), "--port", str(UDP_PORT), *udp_replay_args(replay),
                "--send-log", str(run.dir / "send.log"), "--report", str(run.dir / "udp-replay.json")]
-        tr = group.start(sender, ns.wrap(cmd), stdout=subprocess.DEVNULL, stderr=out)
+        tr = group.start(sender, ns.wrap(off_the_gateway_cpu(run, cmd)), stdout=subprocess.DEVNULL, stderr=out)
     try:
         wait_for_sender(run, group, tr, gw, sender, expected_s)
     finally:
