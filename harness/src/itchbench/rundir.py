@@ -56,3 +56,16 @@ def read_json(path: Path) -> Any:
         raise RunDirError(f"{path.parent} is not a run directory: {path.name} is missing") from e
     except json.JSONDecodeError as e:
         raise RunDirError(f"{path}: not valid JSON ({e})") from e
+
+
+def is_run_dir(path: Path) -> bool:
+    """A finished-enough run directory: its manifest and its summary are there."""
+    return (path / "manifest.json").is_file() and (path / "summary.json").is_file()
+
+
+def find_run_dirs(path: Path) -> list[Path]:
+    """path itself when it is a run directory, else every run directory below it, sorted; [] when none."""
+    path = Path(path)
+    if is_run_dir(path):
+        return [path]
+    return sorted(p.parent for p in path.rglob("manifest.json") if is_run_dir(p.parent))

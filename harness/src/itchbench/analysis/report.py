@@ -78,9 +78,7 @@ def _hops_section(run_dir: Path, summary: dict[str, Any]) -> tuple[list[str], di
     ch = hops.chain(run_dir)
     if ch is None or not len(ch.frame) or not (ch.frame["t_book"] != 0).any():
         return [], {}
-    gw_path = run_dir / "gateway.json"
-    clock = rundir.read_json(gw_path).get("clock", {}) if gw_path.is_file() else {}
-    offset = clock.get("offset_from_monotonic_ns_at_end")
+    offset = hops.gateway_clock(run_dir).get("offset_from_monotonic_ns_at_end")
     sender = {"udp-replay": "udp-replay (every packet's intended and actual send time)",
               "serial-replay": "serial-replay (every line's intended time and write)",
               "tcpreplay": "tcpreplay (no sender stamps: the chain starts at the kernel)",

@@ -70,13 +70,9 @@ def scenario_workloads(path: Path) -> list[Workload]:
     return [Workload(c.label, c.values) for c in scenario.load(path)]
 
 
-def _is_run_dir(p: Path) -> bool:
-    return (p / "manifest.json").is_file() and (p / "summary.json").is_file()
-
-
 def load_run_dirs(side: Side, path: Path) -> None:
     """A run directory, or a folder of them (grouped by their label)."""
-    dirs = [path] if _is_run_dir(path) else sorted(p for p in path.rglob("*") if p.is_dir() and _is_run_dir(p))
+    dirs = rundir.find_run_dirs(path)
     if not dirs:
         raise NotComparable(f"{side.name} {path}: neither a git revision nor a folder of run directories")
     for d in dirs:

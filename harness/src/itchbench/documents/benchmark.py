@@ -8,8 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .. import rundir
-from ..analysis import stats
+from ..analysis import hops, stats
 from . import aggregate as agg
 from . import figures, render
 from .collect import Configuration, RunRecord, choose_baseline, collect
@@ -41,9 +40,7 @@ def _pacing(values: dict[str, Any]) -> str:
 
 
 def _clock(run: RunRecord) -> dict[str, Any]:
-    gw_path = run.dir / "gateway.json"
-    gw = rundir.read_json(gw_path) if gw_path.is_file() else {}
-    clock = gw.get("clock", {})
+    clock = hops.gateway_clock(run.dir)
     perf = run.summary.get("performance", {})
     ticks = clock.get("ticks_per_ns")
     return {"stage": perf.get("stage_clock", clock.get("stage", "?")), "timer_overhead_ns": perf.get("timer_overhead_ns"),

@@ -46,22 +46,16 @@ class Configuration:
         return "".join(c if c.isalnum() or c in "-_." else "-" for c in self.label)
 
 
-def is_run_dir(p: Path) -> bool:
-    return (p / "manifest.json").is_file() and (p / "summary.json").is_file()
-
-
 def run_dirs(path: Path) -> list[Path]:
     """A run directory, or every run directory below a folder."""
     path = Path(path)
     if not path.exists():
         raise DocumentError(f"{path}: no such file or folder")
-    if is_run_dir(path):
-        return [path]
-    found = sorted(p for p in path.rglob("manifest.json") if is_run_dir(p.parent))
+    found = rundir.find_run_dirs(path)
     if not found:
         raise DocumentError(f"{path}: neither a run directory nor a folder of them (no manifest.json with a "
                             "summary.json beside it)")
-    return [p.parent for p in found]
+    return found
 
 
 def collect(paths: list[Path]) -> list[Configuration]:
