@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import logs
+from .stats import describe
 
 # (column, what it is)
 STAMPS: list[tuple[str, str]] = [
@@ -153,8 +154,6 @@ def _present(frame: pd.DataFrame, columns: list[str]) -> list[str]:
 
 
 def _row(name: str, d: np.ndarray, cumulative: np.ndarray, total_mean: float) -> dict[str, Any]:
-    from .stats import describe
-
     s = describe(d)
     c = describe(cumulative)
     return {"hop": name, "count": int(s["count"]), "p50": s["p50"], "p99": s["p99"], "p999": s["p999"],
@@ -193,8 +192,6 @@ def table(ch: Chain, *, to: str) -> pd.DataFrame:
 def coordinated_omission(ch: Chain) -> pd.DataFrame:
     """Latency to the book from the intended send time, from the actual send time, and the gateway's own service
     time (read returned → book), side by side: every message."""
-    from .stats import describe
-
     f = ch.frame
     rows = []
     for name, start in (("from the intended send time (free of coordinated omission)", "t_intended"),
