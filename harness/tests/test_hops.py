@@ -143,10 +143,9 @@ def test_a_50ms_stall_shows_in_the_intended_time_distribution(day, tmp_path):
     # packet interval (1 ms) that had passed when the signal landed.
     assert from_intended.max() >= 50e6 - 2e6
     # Every packet due during the stall waited for the gateway: some 40 of them at least (50 ms at 1,000 a
-    # second, less the last 10 ms); more when the stop lasted longer than asked on a busy machine.
+    # second, less the last 10 ms). No upper bound: a slow start on a busy machine makes the first ones late too.
     late_packets = f[from_intended > 10e6]["t_intended"].nunique()
     assert late_packets >= 35, late_packets
-    assert late_packets <= from_intended.max() / 1e6 + 20  # no more than the stall that was measured explains
     co = {r["measure"]: r for r in s["latency"]["hops"]["coordinated_omission"]}
     assert co["from the intended send time (free of coordinated omission)"]["max"] == from_intended.max()
     assert co["service time (read returned → book)"]["p99"] < 1e6  # the gateway's own work never saw it
