@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <stdexcept>
 
+#include "source/feed_option.hpp"
 #include "util/cli.hpp"
 #include "util/json_writer.hpp"
 
@@ -30,7 +32,8 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.flag("no-latency-log", "do not record per-message latency (no stage stamps are taken)");
   args.flag("progress", "sim: print progress to stderr every million datagrams");
   args.option("capture", "FILE", "sim: the capture");
-  args.option("port", "PORT", "sim: only UDP datagrams to this port; udp: port to bind (0: any free)");
+  args.option("feed", "ADDR:PORT", std::string("sim: ") + kFeedOptionHelp);
+  args.option("port", "PORT", "udp: port to bind (0: any free)");
   args.option("rcvbuf", "BYTES", "udp: SO_RCVBUF to request", "0");
   args.flag("busy-poll", "udp: spin on a non-blocking receive instead of waiting in epoll");
   args.flag("ignore-end-of-session", "udp: keep receiving after an end-of-session packet (looped replays)");
@@ -78,7 +81,10 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   if (o.source == "sim") {
     if (!args.has("capture")) args.fail("--capture is required with --source sim");
     o.capture = args.get("capture");
+    if (o.port) args.fail("--port is the udp source's bind port; in simulation --feed ADDR:PORT picks the flow");
   }
+  o.feed = feed_option(args);
+  if (o.feed && o.source != "sim") args.fail("--feed applies to --source sim (a live source reads one socket or port)");
   o.rcvbuf_bytes = int(args.get_u64("rcvbuf"));
   o.busy_poll = args.flag_set("busy-poll");
   o.ignore_end_of_session = args.flag_set("ignore-end-of-session");

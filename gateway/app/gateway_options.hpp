@@ -2,6 +2,8 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+
+#include "source/feed.hpp"
 #include <string>
 
 namespace itchbench {
@@ -15,7 +17,8 @@ struct GatewayOptions {
   bool progress = false;
   // sim
   std::string capture;
-  std::optional<uint16_t> port;  // sim: filter; udp: bind port
+  std::optional<uint16_t> port;  // udp: bind port
+  std::optional<Feed> feed;      // sim: the capture's feed (default: chosen by census)
   // udp
   int rcvbuf_bytes = 0;
   bool busy_poll = false;

@@ -19,7 +19,8 @@ int run_sim(const GatewayOptions& o) {
     std::fprintf(stderr, "itch-gateway: %s\n", pin.error.c_str());
     return 2;
   }
-  CaptureReader reader(o.capture, o.port);
+  CaptureReader reader(o.capture, o.feed);
+  reader.select_feed();  // a capture with two sessions is refused before any log exists
   // 2 ms fits the TSC rate to ~50 ppm, plenty for differences within one process; live runs take 20 ms,
   // because there stamps are set against other processes' CLOCK_MONOTONIC.
   const StageClock clock = StageClock::calibrate(2);
@@ -62,7 +63,7 @@ int run_sim(const GatewayOptions& o) {
   j.key("realtime").begin_object();
   write_grant(j, "cpu", pin, o.cpu);
   j.end_object();
-  write_capture_json(j, reader.stats());
+  write_capture_json(j, reader.stats(), reader.feed());
   write_mold_json(j, gw.framer().counters());
   write_sequence_json(j, gw.framer().sequence().counters());
   write_pipeline_counters(j, gw, book);

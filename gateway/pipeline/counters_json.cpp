@@ -34,15 +34,33 @@ void write_decode_json(JsonWriter& j, const DecodeCounters& dc) {
   j.end_object();
 }
 
-void write_capture_json(JsonWriter& j, const CaptureStats& cs) {
+void write_capture_json(JsonWriter& j, const CaptureStats& cs, const std::optional<Feed>& feed) {
   j.key("capture_stats").begin_object();
+  j.field("feed", feed ? to_string(*feed) : std::string());
   j.field("records", cs.records).field("udp_datagrams", cs.udp_datagrams);
-  j.field("not_udp", cs.not_udp).field("other_port", cs.other_port);
+  j.key("not_feed").begin_object();
+  j.field("other_flow", cs.other_flow).field("not_udp", cs.not_udp).field("not_ipv4", cs.not_ipv4);
+  j.field("fragment", cs.fragments);
+  j.end_object();
   j.field("bad_frames", cs.bad_frames).field("truncated_frames", cs.truncated_frames);
-  j.field("fragments", cs.fragments).field("malformed_frames", cs.malformed_frames);
+  j.field("malformed_frames", cs.malformed_frames);
   j.field("itch_messages", cs.itch_messages);
   j.field("linktype", int64_t(cs.linktype));
   j.end_object();
+}
+
+void write_flows_json(JsonWriter& j, const std::vector<FlowCount>& flows) {
+  j.key("flows").begin_array();
+  for (const FlowCount& f : flows) {
+    j.begin_object();
+    j.field("destination", to_string(f.destination)).field("datagrams", f.datagrams);
+    j.field("mold_packets", f.mold_packets).field("mold_messages", f.mold_messages);
+    j.key("sessions").begin_array();
+    for (const mold::Session& s : f.sessions) j.value(session_text(s));
+    j.end_array();
+    j.end_object();
+  }
+  j.end_array();
 }
 
 }  // namespace itchbench

@@ -11,6 +11,8 @@ namespace itchbench {
 void write_mold_json(JsonWriter& j, const FramerCounters& framer);           // "mold"
 void write_sequence_json(JsonWriter& j, const SequenceCounters& sequence);  // "sequence"
 void write_decode_json(JsonWriter& j, const DecodeCounters& decode);  // "decode"
-void write_capture_json(JsonWriter& j, const CaptureStats& stats);    // "capture_stats"
+// "capture_stats", with "feed" (ADDR:PORT, "" when none: a binary ITCH file or a capture without UDP)
+void write_capture_json(JsonWriter& j, const CaptureStats& stats, const std::optional<Feed>& feed);
+void write_flows_json(JsonWriter& j, const std::vector<FlowCount>& flows);  // "flows", as choose_feed orders them
 
 }  // namespace itchbench

@@ -62,8 +62,11 @@ std::unique_ptr<net::PcapReader> CaptureReader::open_pcap() const {
   return std::make_unique<net::PcapReader>(open_decompressed(path_, format_.compression), path_);
 }
 
-CaptureReader::CaptureReader(const std::string& path, std::optional<uint16_t> port, bool itch_expected)
-    : path_(path), format_(detect_capture(path, itch_expected)), port_(port) {
+CaptureReader::CaptureReader(const std::string& path, std::optional<Feed> feed, bool itch_expected)
+    : path_(path), format_(detect_capture(path, itch_expected)), feed_(feed) {
+  if (format_.kind == CaptureKind::kItchFile && feed_)
+    throw CaptureError(path_ + ": a binary ITCH file has no UDP flows: a feed (" + to_string(*feed_) +
+                       ") applies to pcap captures only");
   if (format_.kind == CaptureKind::kPcap) {
     try {
       const std::unique_ptr<net::PcapReader> probe = open_pcap();
@@ -76,6 +79,26 @@ CaptureReader::CaptureReader(const std::string& path, std::optional<uint16_t> po
       throw CaptureError(e.what());
     }
   }
+}
+
+void CaptureReader::select_feed() {
+  if (format_.kind != CaptureKind::kPcap || feed_ || feed_selected_) return;
+  try {
+    feed_ = choose_feed(census(), std::nullopt);
+  } catch (const std::invalid_argument& e) {
+    throw CaptureError(path_ + ": " + e.what());
+  }
+  feed_selected_ = true;
+}
+
+std::vector<FlowCount> CaptureReader::census() const {
+  FlowCensus census;
+  CaptureStats stats;
+  std::string error;
+  for_each_udp(stats, error, [&](const net::PcapRecord&, const net::UdpDatagram& dg) {
+    census.add(Feed{dg.dst_ip, dg.dst_port}, dg.payload, dg.length);
+  });
+  return census.flows();  // a read error ends the census where run() will report it
 }
 
 }  // namespace itchbench

@@ -11,8 +11,9 @@
 #include <string>
 
 #include "net/pcap_io.hpp"
-#include "source/compressed_file.hpp"
 #include "net/udp_frame.hpp"
+#include "source/compressed_file.hpp"
+#include "source/feed.hpp"
 #include "protocol/itch_file.hpp"
 
 namespace itchbench {
@@ -38,12 +39,14 @@ CaptureFormat detect_capture(const std::string& path, bool itch_expected = false
 
 struct CaptureStats {
   uint64_t records = 0;          // pcap records read
-  uint64_t udp_datagrams = 0;    // handed on
-  uint64_t other_port = 0;       // UDP to another port (with a port filter)
-  uint64_t not_udp = 0;          // non-IPv4 / non-UDP frames, skipped
+  uint64_t udp_datagrams = 0;    // the feed's datagrams, handed on
+  // Not the feed, skipped and counted by kind:
+  uint64_t other_flow = 0;       //   UDP to another address or port
+  uint64_t not_udp = 0;          //   IPv4, another protocol
+  uint64_t not_ipv4 = 0;         //   another ethertype (ARP, IPv6, ...)
+  uint64_t fragments = 0;        //   IPv4 fragments (no reassembly; a lost feed datagram shows as a gap)
   uint64_t bad_frames = 0;       // truncated or malformed IP/UDP, skipped; by reason:
   uint64_t truncated_frames = 0;  //   captured short (a small snaplen) or frame short
-  uint64_t fragments = 0;         //   IPv4 fragments (no reassembly)
   uint64_t malformed_frames = 0;  //   impossible IPv4 header or UDP length
   uint64_t itch_messages = 0;    // binary ITCH file: messages handed on
   int linktype = -1;             // pcap link type (DLT_*), -1 for a binary ITCH file
@@ -51,8 +54,10 @@ struct CaptureStats {
 
 class CaptureReader {
  public:
-  // Throws CaptureError. A port filter keeps only datagrams to that port.
-  explicit CaptureReader(const std::string& path, std::optional<uint16_t> port = std::nullopt,
+  // Throws CaptureError. A pcap's feed is `feed`, or else chosen by a census
+  // pass over the capture (choose_feed) when run() or select_feed() is first
+  // called; a binary ITCH file has no flows, and a feed given for one is an error.
+  explicit CaptureReader(const std::string& path, std::optional<Feed> feed = std::nullopt,
                          bool itch_expected = false);
 
   CaptureKind kind() const { return format_.kind; }
@@ -65,16 +70,28 @@ class CaptureReader {
   template <class OnDatagram, class OnMessage>
   bool run(OnDatagram&& on_datagram, OnMessage&& on_message);
 
+  // Every UDP flow of a pcap (a pass over it): what a feed is chosen from.
+  std::vector<FlowCount> census() const;
+  // Chooses the feed now if none was given (throws CaptureError when the
+  // capture holds two sessions); run() calls it, callers may call it first.
+  void select_feed();
+  const std::optional<Feed>& feed() const { return feed_; }
+
   const CaptureStats& stats() const { return stats_; }
   const std::string& error() const { return error_; }
   const std::string& path() const { return path_; }
 
  private:
   std::unique_ptr<net::PcapReader> open_pcap() const;
+  // Calls on_udp(record, datagram) for every UDP datagram, counting the rest
+  // into stats; false on a read error (in error_).
+  template <class OnUdp>
+  bool for_each_udp(CaptureStats& stats, std::string& error, OnUdp&& on_udp) const;
 
   std::string path_;
   CaptureFormat format_;
-  std::optional<uint16_t> port_;
+  std::optional<Feed> feed_;
+  bool feed_selected_ = false;
   CaptureStats stats_;
   std::string error_;
 };
@@ -100,38 +117,54 @@ bool CaptureReader::run(OnDatagram&& on_datagram, OnMessage&& on_message) {
                std::to_string(ferr.message) + "): " + ferr.reason;
     return ok;
   }
+  select_feed();
+  const bool ok = for_each_udp(stats_, error_, [&](const net::PcapRecord& rec, const net::UdpDatagram& dg) {
+    if (!feed_ || dg.dst_ip != feed_->address || dg.dst_port != feed_->port) {
+      ++stats_.other_flow;
+      return;
+    }
+    ++stats_.udp_datagrams;
+    on_datagram(rec.timestamp_ns, dg.payload, dg.length);
+  });
+  if (ok && feed_ && stats_.udp_datagrams == 0 && stats_.other_flow > 0) {
+    error_ = path_ + ": no UDP datagram to the feed " + to_string(*feed_) + " (" +
+             std::to_string(stats_.other_flow) + " to other flows)";
+    return false;
+  }
+  return ok;
+}
+
+template <class OnUdp>
+bool CaptureReader::for_each_udp(CaptureStats& stats, std::string& error, OnUdp&& on_udp) const {
   const std::unique_ptr<net::PcapReader> pcap = open_pcap();
   net::PcapReader& reader = *pcap;
   const int linktype = reader.linktype();
-  stats_.linktype = linktype;
+  stats.linktype = linktype;
   net::PcapRecord rec;
   for (;;) {
     const net::PcapReader::Next n = reader.next(rec);
     if (n == net::PcapReader::Next::kEnd) return true;
     if (n == net::PcapReader::Next::kError) {
-      error_ = path_ + ": " + reader.error();
+      error = path_ + ": " + reader.error();
       return false;
     }
-    ++stats_.records;
+    ++stats.records;
     net::UdpDatagram dg;
-    const net::FrameStatus st = net::extract_udp(linktype, rec.data, rec.caplen, dg);
-    if (st == net::FrameStatus::kNotIpv4 || st == net::FrameStatus::kNotUdp) {
-      ++stats_.not_udp;
-      continue;
+    switch (net::extract_udp(linktype, rec.data, rec.caplen, dg)) {
+      case net::FrameStatus::kOk: on_udp(rec, dg); break;
+      case net::FrameStatus::kNotIpv4: ++stats.not_ipv4; break;
+      case net::FrameStatus::kNotUdp: ++stats.not_udp; break;
+      case net::FrameStatus::kFragment: ++stats.fragments; break;
+      case net::FrameStatus::kTruncated:
+        ++stats.bad_frames;
+        ++stats.truncated_frames;
+        break;
+      case net::FrameStatus::kBadIpHeader:
+      case net::FrameStatus::kBadUdpLength:
+        ++stats.bad_frames;
+        ++stats.malformed_frames;
+        break;
     }
-    if (st != net::FrameStatus::kOk) {
-      ++stats_.bad_frames;
-      ++(st == net::FrameStatus::kTruncated  ? stats_.truncated_frames
-         : st == net::FrameStatus::kFragment ? stats_.fragments
-                                             : stats_.malformed_frames);
-      continue;
-    }
-    if (port_ && dg.dst_port != *port_) {
-      ++stats_.other_port;
-      continue;
-    }
-    ++stats_.udp_datagrams;
-    on_datagram(rec.timestamp_ns, dg.payload, dg.length);
   }
 }
 

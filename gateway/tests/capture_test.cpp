@@ -180,7 +180,7 @@ TEST(Capture, ClearErrorsForBadInputs) {
   expect_error(dir.file(""), "is a directory");
 }
 
-TEST(Capture, NonUdpAndOtherPortsAreCountedNotDelivered) {
+TEST(Capture, WhatIsNotTheFeedIsCountedByKindNotDelivered) {
   ScratchDir dir;
   const std::string path = dir.file("mixed.pcap");
   {
@@ -202,14 +202,14 @@ TEST(Capture, NonUdpAndOtherPortsAreCountedNotDelivered) {
     w.write(7, frag.data(), frag.size());
     w.commit();
   }
-  CaptureReader r(path, uint16_t(26477));
+  CaptureReader r(path, Feed{0x7F000001, 26477});
   int delivered = 0;
   EXPECT_TRUE(r.run([&](uint64_t, const uint8_t*, size_t) { ++delivered; }, [](uint64_t, const uint8_t*, size_t) {}));
   EXPECT_EQ(delivered, 1);
   EXPECT_EQ(r.stats().records, 7u);
   EXPECT_EQ(r.stats().not_udp, 1u);
-  EXPECT_EQ(r.stats().other_port, 1u);
-  EXPECT_EQ(r.stats().bad_frames, 4u);
+  EXPECT_EQ(r.stats().other_flow, 1u);
+  EXPECT_EQ(r.stats().bad_frames, 3u);
   EXPECT_EQ(r.stats().malformed_frames, 1u);
   EXPECT_EQ(r.stats().truncated_frames, 2u);
   EXPECT_EQ(r.stats().fragments, 1u);

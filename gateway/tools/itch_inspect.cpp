@@ -11,6 +11,7 @@
 #include "protocol/endian.hpp"
 #include "protocol/itch.hpp"
 #include "source/capture_file.hpp"
+#include "source/feed_option.hpp"
 #include "util/cli.hpp"
 #include "util/json_writer.hpp"
 
@@ -41,23 +42,35 @@ int main(int argc, char** argv) {
   cli::Args args("itch-inspect", "itch-inspect [options] CAPTURE",
                  "Frame and decode an ITCH 5.0 capture (pcap/pcapng of MoldUDP64 over UDP, or a\n"
                  "NASDAQ binary ITCH file) and report per-type counts, framing and sequence\n"
-                 "accounting, and rejections. Exit status: 0 clean, 1 the capture has errors or\n"
-                 "rejections, 2 usage or unreadable input.");
+                 "accounting, and rejections. A pcap's UDP flows are listed; the feed is the one\n"
+                 "--feed names or else the one with the most MoldUDP64 messages, and the rest is\n"
+                 "counted as not-feed by kind. Exit status: 0 clean, 1 the capture has errors or\n"
+                 "rejections, 2 usage, unreadable input or no single feed (two sessions).");
   args.positional("CAPTURE", "capture file");
-  args.option("port", "PORT", "only UDP datagrams to this destination port");
+  args.option("feed", "ADDR:PORT", kFeedOptionHelp);
   args.flag("json", "print one JSON object instead of a table");
   args.flag("list", "print one line per message: sequence and type, nothing else");
   args.flag("check", "only check that CAPTURE is a readable capture; print its kind (pcap or itch)");
   args.parse(argc, argv);
 
-  std::optional<uint16_t> port;
-  if (args.has("port")) port = uint16_t(args.get_u64("port"));
+  const std::optional<Feed> requested = feed_option(args);
   try {
-    CaptureReader reader(args.positionals()[0], port);
+    CaptureReader probe(args.positionals()[0]);
     if (args.flag_set("check")) {
-      std::printf("%s\n", to_string(reader.kind()));
+      std::printf("%s\n", to_string(probe.kind()));
       return 0;
     }
+    std::vector<FlowCount> flows;
+    std::optional<Feed> feed;
+    if (probe.kind() == CaptureKind::kPcap) {
+      flows = probe.census();
+      try {
+        feed = choose_feed(flows, requested);
+      } catch (const std::invalid_argument& e) {
+        throw CaptureError(probe.path() + ": " + e.what());
+      }
+    }
+    CaptureReader reader(args.positionals()[0], feed ? feed : requested);
     MoldFramer framer;
     DecodeCounters decode;
     Extent extent;
@@ -102,17 +115,30 @@ int main(int argc, char** argv) {
       write_decode_json(j, decode);
       write_mold_json(j, framer.counters());
       write_sequence_json(j, framer.sequence().counters());
-      write_capture_json(j, cs);
+      write_capture_json(j, cs, reader.feed());
+      write_flows_json(j, flows);
       j.end_object();
       std::fputs(j.str().c_str(), stdout);
     } else {
       std::printf("%s (%s)\n", reader.path().c_str(), to_string(reader.kind()));
-      if (reader.kind() == CaptureKind::kPcap)
-        std::printf("  %llu records, %llu UDP datagrams, %llu MoldUDP64 packets "
+      if (reader.kind() == CaptureKind::kPcap) {
+        std::printf("  %llu records; feed %s: %llu UDP datagrams, %llu MoldUDP64 packets "
                     "(%llu heartbeats, %llu end-of-session)\n",
-                    (unsigned long long)cs.records, (unsigned long long)cs.udp_datagrams,
-                    (unsigned long long)fc.packets, (unsigned long long)fc.heartbeats,
-                    (unsigned long long)fc.end_of_session);
+                    (unsigned long long)cs.records, feed ? to_string(*feed).c_str() : "none",
+                    (unsigned long long)cs.udp_datagrams, (unsigned long long)fc.packets,
+                    (unsigned long long)fc.heartbeats, (unsigned long long)fc.end_of_session);
+        std::printf("  not the feed: %llu other flows, %llu not UDP, %llu not IPv4, %llu fragments\n",
+                    (unsigned long long)cs.other_flow, (unsigned long long)cs.not_udp,
+                    (unsigned long long)cs.not_ipv4, (unsigned long long)cs.fragments);
+        for (const FlowCount& f : flows) {
+          std::string sessions;
+          for (const mold::Session& s : f.sessions) sessions += " '" + session_text(s) + "'";
+          std::printf("  flow %-21s %10llu datagrams %12llu MoldUDP64 messages%s%s\n",
+                      to_string(f.destination).c_str(), (unsigned long long)f.datagrams,
+                      (unsigned long long)f.mold_messages, sessions.c_str(),
+                      feed && f.destination == *feed ? "  <- feed" : "");
+        }
+      }
       std::printf("  %llu messages decoded, sequence %llu..%llu\n", (unsigned long long)decode.messages(),
                   (unsigned long long)extent.first_seq, (unsigned long long)extent.last_seq);
       std::printf("  %-4s %-28s %12s\n", "type", "name", "count");

@@ -16,6 +16,7 @@
 #include "replay/lib/capture_schedule.hpp"
 #include "replay/lib/deadline.hpp"
 #include "replay/lib/report_output.hpp"
+#include "source/feed_option.hpp"
 #include "protocol/serial_line.hpp"
 #include "source/capture_file.hpp"
 #include "util/cli.hpp"
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
   args.option("timing", "baud|capture", "baud: back to back at the line rate; capture: at the capture's "
               "timing x --multiplier, never faster than the line rate", "baud");
   args.option("multiplier", "X", "speed-up of the capture's timing (with --timing capture)", "1");
-  args.option("port", "PORT", "only UDP datagrams to this port (pcap)");
+  args.option("feed", "ADDR:PORT", kFeedOptionHelp);
   args.option("end-of-session", "yes|no", "send the end-of-session line at the end", "yes");
   args.option("garbage-every", "N", "insert a burst of line noise before every Nth line (0: never)", "0");
   args.option("corrupt-every", "N", "damage one hex digit of every Nth line (0: never)", "0");
@@ -65,12 +66,11 @@ int main(int argc, char** argv) {
   if (eos != "yes" && eos != "no") args.fail("--end-of-session takes yes or no");
   const uint64_t garbage_every = args.get_u64("garbage-every");
   const uint64_t corrupt_every = args.get_u64("corrupt-every");
-  std::optional<uint16_t> port;
-  if (args.has("port")) port = uint16_t(args.get_u64("port"));
+  const std::optional<Feed> feed = feed_option(args);
 
   try {
     // Read the whole capture first: pacing must not wait on the disk.
-    CaptureReader reader(args.positionals()[0], port);
+    CaptureReader reader(args.positionals()[0], feed);
     std::vector<Message> messages;
     MoldFramer framer;
     const bool complete = reader.run(

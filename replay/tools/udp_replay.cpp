@@ -23,6 +23,7 @@
 #include "replay/lib/deadline.hpp"
 #include "replay/lib/report_output.hpp"
 #include "source/capture_file.hpp"
+#include "source/feed_option.hpp"
 #include "util/cli.hpp"
 #include "util/json_writer.hpp"
 #include "util/stage_clock.hpp"
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
   args.positional("CAPTURE", "capture to replay");
   args.option("port", "PORT", "destination UDP port");
   args.option("address", "IPV4", "destination address (loopback only)", "127.0.0.1");
-  args.option("only-port", "PORT", "send only the capture's datagrams to this UDP port (default: all)");
+  args.option("feed", "ADDR:PORT", kFeedOptionHelp);
   args.option("rate", "capture|pps|topspeed", "capture: the capture's timing x --multiplier; pps: --pps packets "
               "a second; topspeed: as fast as the socket takes them", "capture");
   args.option("multiplier", "X", "speed-up of the capture's timing (with --rate capture)", "1");
@@ -89,12 +90,11 @@ int main(int argc, char** argv) {
   dst.sin_port = htons(uint16_t(port));
   if (inet_pton(AF_INET, args.get("address").c_str(), &dst.sin_addr) != 1) args.fail("--address is not an IPv4 address");
   if (!is_loopback(dst.sin_addr)) args.fail("--address must be a loopback address (127.0.0.0/8): traffic stays local");
-  std::optional<uint16_t> only_port;
-  if (args.has("only-port")) only_port = uint16_t(args.get_u64("only-port"));
+  const std::optional<Feed> feed = feed_option(args);
 
   try {
     // The whole capture in memory first: pacing must not wait on the disk.
-    CaptureReader reader(args.positionals()[0], only_port);
+    CaptureReader reader(args.positionals()[0], feed);
     if (reader.kind() != CaptureKind::kPcap)
       throw std::runtime_error(args.positionals()[0] + ": udp-replay sends a pcap's UDP datagrams; this is a "
                                "binary ITCH file (make a pcap with itch2pcap)");
