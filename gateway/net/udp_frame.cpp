@@ -96,6 +96,7 @@ FrameStatus extract_udp(int linktype, const uint8_t* f, size_t n, UdpDatagram& o
   const uint8_t* udp = f + ip + ihl;
   const size_t udp_len = load_be16(udp + 4);
   if (udp_len < 8 || udp_len > total - ihl) return FrameStatus::kBadUdpLength;
+  out.ip_header = f + ip;
   out.src_ip = load_be32(f + ip + 12);
   out.dst_ip = load_be32(f + ip + 16);
   out.src_port = load_be16(udp);

@@ -26,6 +26,7 @@ enum class FrameStatus : uint8_t {
 const char* to_string(FrameStatus s);
 
 struct UdpDatagram {
+  const uint8_t* ip_header = nullptr;  // where the IPv4 datagram starts, past any link header and tags
   const uint8_t* payload = nullptr;
   size_t length = 0;
   uint32_t src_ip = 0;  // host byte order

@@ -69,6 +69,9 @@ class CaptureReader {
   // capture ends in an error (see error()); what came before was delivered.
   template <class OnDatagram, class OnMessage>
   bool run(OnDatagram&& on_datagram, OnMessage&& on_message);
+  // pcap only: on_frame(record, datagram) for every frame of the feed, whole (link header and all).
+  template <class OnFrame>
+  bool run_frames(OnFrame&& on_frame);
 
   // Every UDP flow of a pcap (a pass over it): what a feed is chosen from.
   std::vector<FlowCount> census() const;
@@ -87,6 +90,9 @@ class CaptureReader {
   // into stats; false on a read error (in error_).
   template <class OnUdp>
   bool for_each_udp(CaptureStats& stats, std::string& error, OnUdp&& on_udp) const;
+  // on_feed(record, datagram) for the feed's datagrams, the rest counted as not the feed.
+  template <class OnFeed>
+  bool for_each_feed_datagram(OnFeed&& on_feed);
 
   std::string path_;
   CaptureFormat format_;
@@ -117,6 +123,18 @@ bool CaptureReader::run(OnDatagram&& on_datagram, OnMessage&& on_message) {
                std::to_string(ferr.message) + "): " + ferr.reason;
     return ok;
   }
+  return for_each_feed_datagram([&](const net::PcapRecord& rec, const net::UdpDatagram& dg) {
+    on_datagram(rec.timestamp_ns, dg.payload, dg.length);
+  });
+}
+
+template <class OnFrame>
+bool CaptureReader::run_frames(OnFrame&& on_frame) {
+  return for_each_feed_datagram(on_frame);
+}
+
+template <class OnFeed>
+bool CaptureReader::for_each_feed_datagram(OnFeed&& on_feed) {
   select_feed();
   const bool ok = for_each_udp(stats_, error_, [&](const net::PcapRecord& rec, const net::UdpDatagram& dg) {
     if (!feed_ || dg.dst_ip != feed_->address || dg.dst_port != feed_->port) {
@@ -124,7 +142,7 @@ bool CaptureReader::run(OnDatagram&& on_datagram, OnMessage&& on_message) {
       return;
     }
     ++stats_.udp_datagrams;
-    on_datagram(rec.timestamp_ns, dg.payload, dg.length);
+    on_feed(rec, dg);
   });
   if (ok && feed_ && stats_.udp_datagrams == 0 && stats_.other_flow > 0) {
     error_ = path_ + ": no UDP datagram to the feed " + to_string(*feed_) + " (" +

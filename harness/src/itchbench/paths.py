@@ -24,6 +24,7 @@ def build_dir() -> Path:
 _TOOL_DIRS = {
     "itch-inspect": "gateway",
     "itch-gateway": "gateway",
+    "pcap-feed": "gateway",
     "itch-synth": "replay",
     "itch2pcap": "replay",
     "serial-replay": "replay",

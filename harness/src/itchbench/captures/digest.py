@@ -10,17 +10,19 @@ from pathlib import Path
 from .. import paths
 from ..analysis import logs
 from ..tools import run_tool
+from .inspect import gateway_feed_args
 
 
 @functools.lru_cache(maxsize=32)
-def _digest(capture: str, mtime_ns: int, gateway: str) -> tuple[str, int]:
+def _digest(capture: str, mtime_ns: int, gateway: str, feed_args: str) -> tuple[str, int]:
     with tempfile.TemporaryDirectory(prefix="itchbench-digest-") as tmp:
-        run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", tmp, "--no-latency-log"],
-                 ok_codes=(0, 1))
+        run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", tmp, "--no-latency-log",
+                                  *feed_args.split()], ok_codes=(0, 1))
         bbo = logs.read_bbo(Path(tmp) / "bbo.bbo")
         return logs.bbo_digest(bbo), len(bbo.records)
 
 
-def sim_bbo(capture: Path) -> tuple[str, int]:
-    """(digest, events) of the capture's BBO stream in simulation."""
-    return _digest(str(capture), capture.stat().st_mtime_ns, str(paths.tool("itch-gateway")))
+def sim_bbo(capture: Path, feed: str = "") -> tuple[str, int]:
+    """(digest, events) of the BBO stream of the capture's feed in simulation."""
+    return _digest(str(capture), capture.stat().st_mtime_ns, str(paths.tool("itch-gateway")),
+                   " ".join(gateway_feed_args(capture, feed)))

@@ -1,6 +1,7 @@
-"""What a capture holds, from itch-inspect: per-type counts, framing,
-sequence accounting and rejections; and the check that a file is a capture
-at all, made before any run directory exists."""
+"""What a capture holds, from itch-inspect: its UDP flows and which one is
+the feed (docs/feeds.md), per-type counts, framing, sequence accounting and
+rejections; and the check that a file is a capture with one feed, made
+before any run directory exists."""
 
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ class CaptureError(RuntimeError):
     """The capture cannot be used (missing, empty, not a capture): no run is made."""
 
 
-def check_capture(capture: Path) -> Path:
+def check_capture(capture: Path, feed: str = "") -> Path:
+    """The capture's resolved path; CaptureError if it cannot be used, or if
+    it has no single feed (two MoldUDP64 sessions and no `feed` chosen, or a
+    `feed` that is not in it)."""
     if not capture.exists():
         raise CaptureError(f"capture not found: {capture}")
     if capture.is_dir():
@@ -28,15 +32,19 @@ def check_capture(capture: Path) -> Path:
     proc = subprocess.run([str(paths.tool("itch-inspect")), str(capture), "--check"], capture_output=True, text=True)
     if proc.returncode != 0:
         raise CaptureError(proc.stderr.strip().replace("itch-inspect: ", ""))
+    facts_of(capture, feed)
     return capture.resolve()
 
 
-def inspect_capture(capture: Path, port: int | None = None) -> dict[str, Any]:
-    """itch-inspect --json: per-type counts, framing and sequence accounting."""
+def inspect_capture(capture: Path, feed: str = "") -> dict[str, Any]:
+    """itch-inspect --json: flows and feed, per-type counts, framing and
+    sequence accounting. CaptureError when there is no single feed."""
     args: list[str | Path] = [capture, "--json"]
-    if port is not None:
-        args += ["--port", str(port)]
-    proc = run_tool("itch-inspect", args, ok_codes=(0, 1))
+    if feed:
+        args += ["--feed", feed]
+    proc = subprocess.run([str(paths.tool("itch-inspect")), *map(str, args)], capture_output=True, text=True)
+    if proc.returncode not in (0, 1):
+        raise CaptureError((proc.stderr or proc.stdout).strip().replace("itch-inspect: ", ""))
     return json.loads(proc.stdout)
 
 
@@ -62,10 +70,14 @@ def message_sequences(capture: Path) -> list[int]:
 
 
 @functools.lru_cache(maxsize=32)
-def _facts(capture: str, mtime_ns: int) -> dict[str, Any]:
-    rep = inspect_capture(Path(capture))
+def _facts(capture: str, mtime_ns: int, feed: str) -> dict[str, Any]:
+    rep = inspect_capture(Path(capture), feed)
+    cap = rep["capture_stats"]
     return {
         "kind": rep["kind"],
+        "feed": cap["feed"],
+        "not_feed": cap["not_feed"],
+        "flows": rep["flows"],
         "datagrams": rep["capture_stats"]["udp_datagrams"],
         "messages": rep["mold"]["messages"] if rep["kind"] == "pcap" else rep["capture_stats"]["itch_messages"],
         "linktype": rep["capture_stats"]["linktype"],
@@ -75,6 +87,15 @@ def _facts(capture: str, mtime_ns: int) -> dict[str, Any]:
     }
 
 
-def facts_of(capture: Path) -> dict[str, Any]:
-    """What the capture holds (kind, datagrams, messages, link type), cached per file version."""
-    return _facts(str(capture), capture.stat().st_mtime_ns)
+def gateway_feed_args(capture: Path, feed: str) -> list[str]:
+    """The gateway's --feed for this capture: named only when the capture has other flows. Otherwise the
+    gateway's own default picks the same feed, and the gateways of revisions older than feed selection
+    (itchbench compare, bisect) still run the capture."""
+    facts = facts_of(capture, feed)
+    return ["--feed", facts["feed"]] if facts["not_feed"]["other_flow"] else []
+
+
+def facts_of(capture: Path, feed: str = "") -> dict[str, Any]:
+    """What the capture's feed holds (kind, feed, datagrams, messages, link
+    type) and what is not the feed, cached per file version and feed."""
+    return _facts(str(capture), capture.stat().st_mtime_ns, feed)

@@ -1,10 +1,10 @@
 """A capture rewritten for the run namespace's loopback, for tcpreplay.
 
-Zero MACs, every destination 127.0.0.1 and source 127.0.0.2, every UDP port
-to the gateway's, checksums fixed (tcprewrite), as docs/transports.md
-explains. Cached by content under reports/cache/, so a capture is rewritten
-once. A compressed capture is decompressed into the cache first, a binary
-ITCH file turned into a pcap with itch2pcap.
+Only the feed (pcap-feed, docs/feeds.md), then zero MACs, every destination
+127.0.0.1 and source 127.0.0.2, every UDP port to the gateway's, checksums
+fixed (tcprewrite), as docs/transports.md explains. Cached by content under
+reports/cache/, so a capture is rewritten once. A binary ITCH file is turned
+into a pcap with itch2pcap (from a decompressed copy when compressed).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from .. import paths
-from ..tools import run_tool
+from ..tools import ToolError, run_tool
 from .compressed import DecompressError, plain_copy
 from .fixtures import sha256_of
 from .inspect import facts_of
@@ -29,23 +29,33 @@ def cache_dir() -> Path:
     return cache
 
 
-def loopback_capture(capture: Path, port: int) -> Path:
+def loopback_capture(capture: Path, port: int, feed: str = "") -> Path:
+    """The capture's feed, and nothing else, ready for tcpreplay on the
+    namespace's loopback (a binary ITCH file becomes such a pcap first)."""
     cache = cache_dir()
     key = sha256_of(capture)[:16]
-    out = cache / f"{key}-lo{port}.pcap"
+    out = cache / f"{key}-{feed.replace(':', '_') or 'feed'}-lo{port}.pcap"
     if out.is_file():
         return out
-    try:
-        source = plain_copy(capture)
-    except DecompressError as e:
-        raise RewriteError(str(e)) from e
-    if facts_of(capture)["kind"] == "itch":
-        source = cache / f"{key}.pcap"
-        if not source.is_file():
-            run_tool("itch2pcap", [plain_copy(capture), "--out", source, "--port", str(port)])
-    linktype = facts_of(source)["linktype"]
+    if facts_of(capture, feed)["kind"] == "itch":
+        try:
+            plain = plain_copy(capture)
+        except DecompressError as e:
+            raise RewriteError(str(e)) from e
+        feed_only = cache / f"{key}.pcap"
+        if not feed_only.is_file():
+            run_tool("itch2pcap", [plain, "--out", feed_only, "--port", str(port)])
+    else:  # the feed alone, as untagged Ethernet: other flows, cooked headers and VLAN/QinQ tags left behind
+        feed_only = cache / f"{key}-{feed.replace(':', '_') or 'feed'}.eth.pcap"
+        if not feed_only.is_file():
+            try:
+                run_tool("pcap-feed", [capture, "--out", feed_only, "--plain-ethernet",
+                                       *(["--feed", feed] if feed else [])])
+            except ToolError as e:
+                raise RewriteError(str(e)) from e
+    linktype = facts_of(feed_only)["linktype"]
     tmp = out.with_suffix(".tmp.pcap")
-    cmd = ["tcprewrite", f"--infile={source}", f"--outfile={tmp}", "--enet-dmac=00:00:00:00:00:00",
+    cmd = ["tcprewrite", f"--infile={feed_only}", f"--outfile={tmp}", "--enet-dmac=00:00:00:00:00:00",
            "--enet-smac=00:00:00:00:00:00", "--dstipmap=0.0.0.0/0:127.0.0.1/32",
            "--srcipmap=0.0.0.0/0:127.0.0.2/32", f"--portmap=1-65535:{port}", "--fixcsum"]
     if linktype != 1:

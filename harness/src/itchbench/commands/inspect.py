@@ -13,7 +13,8 @@ from ..captures.inspect import inspect_capture, rejections
 def register(sub: argparse._SubParsersAction) -> None:
     i = sub.add_parser("inspect", help="per-type message counts and framing accounting of a capture")
     i.add_argument("capture", help="pcap/pcapng of MoldUDP64 over UDP, or a binary ITCH 5.0 file")
-    i.add_argument("--port", type=int, help="only UDP datagrams to this port")
+    i.add_argument("--feed", metavar="ADDR:PORT", default="",
+                   help="the feed flow (default: the flow with the most MoldUDP64 messages)")
     i.add_argument("--json", action="store_true", help="print the full JSON report")
     i.set_defaults(func=run)
 
@@ -30,11 +31,26 @@ def type_table(reports: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def flow_table(report: dict[str, Any]) -> str:
+    """The capture's UDP flows, the feed marked, and what is not the feed by kind."""
+    cap = report["capture_stats"]
+    lines = [f"{'flow':<22} {'datagrams':>10} {'MoldUDP64 msgs':>15}  sessions"]
+    for f in report["flows"]:
+        mark = "  <- feed" if f["destination"] == cap["feed"] else ""
+        lines.append(f"{f['destination']:<22} {f['datagrams']:>10,} {f['mold_messages']:>15,}  "
+                     f"{', '.join(f['sessions']) or '-'}{mark}")
+    skipped = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in cap["not_feed"].items())
+    lines.append(f"not the feed (skipped): {skipped}")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
-    report = inspect_capture(Path(args.capture), args.port)
+    report = inspect_capture(Path(args.capture), args.feed)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
+        if report["kind"] == "pcap":
+            print(flow_table(report) + "\n")
         print(type_table({Path(args.capture).name: report}))
         rej = {k: v for k, v in rejections(report).items() if v}
         print(f"rejected: {rej or 'none'}")

@@ -18,11 +18,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("capture", help="pcap/pcapng of MoldUDP64 over UDP (any port), or a binary ITCH 5.0 file")
     s.add_argument("--out", metavar="RUN_DIR", help="new run directory (default: reports/runs/RUN_ID)")
     s.add_argument("--no-latency-log", action="store_true", help="record the BBO stream only")
+    s.add_argument("--feed", metavar="ADDR:PORT", default="",
+                   help="the capture's feed flow (default: the flow with the most MoldUDP64 messages)")
     s.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    run_dir = run_sim(Path(args.capture), Path(args.out) if args.out else None, latency_log=not args.no_latency_log)
+    run_dir = run_sim(Path(args.capture), Path(args.out) if args.out else None, latency_log=not args.no_latency_log,
+                      feed=args.feed)
     summary, verdict = verdict_of(run_dir)
     print(run_line(summary))
     if "performance" in summary:

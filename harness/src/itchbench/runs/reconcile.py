@@ -26,6 +26,12 @@ if TYPE_CHECKING:
     from .runner import Run
 
 
+def _capture_facts(capture: Path, feed: str) -> dict[str, Any]:
+    """The feed the run read and what else the capture holds (counted, never replayed)."""
+    facts = facts_of(capture, feed)
+    return {"feed": facts["feed"], "not_feed": facts["not_feed"], "flows": facts["flows"]}
+
+
 def _gateway(gw: dict[str, Any], latency_records: int | None, bbo_records: int,
              checks: dict[str, bool]) -> dict[str, Any]:
     dec = gw["decode"]
@@ -187,9 +193,9 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     rec = _gateway(gw, latency_records, len(bbo.records), checks)
     transport = run.values["transport"]
     if transport == "udp":
-        rec["udp"] = _udp(run, gw, facts_of(capture), checks)
+        rec["udp"] = _udp(run, gw, facts_of(capture, run.values["feed"]), checks)
     elif transport == "serial":
-        rec["serial"] = _serial(run, gw, facts_of(capture), checks)
+        rec["serial"] = _serial(run, gw, facts_of(capture, run.values["feed"]), checks)
     subs = _subscribers(run, gw, bbo, checks) if transport != "sim" else []
     if transport != "sim":
         rec["subscribers"] = subs
@@ -201,7 +207,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         rec["faults"] = faults.reconcile_serial(rec, checks)
     digest = logs.bbo_digest(bbo)
     if transport != "sim" and rec["loss"]["lossless"] and not failure:
-        checks["BBO digest = simulation's digest"] = digest == sim_bbo(capture)[0]
+        checks["BBO digest = simulation's digest"] = digest == sim_bbo(capture, run.values["feed"])[0]
     rec["checks"] = checks
     rec["balanced"] = all(checks.values())
     complete = bool(gw["complete"]) and bbo.complete and not failure
@@ -213,6 +219,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         "error": summary["error"] or gw_error,
         "bbo": {"digest": digest, "events": len(bbo.records)},
         "messages": {"per_type": gw["decode"]["per_type"]},
+        "capture": _capture_facts(capture, run.values["feed"]),
         "book": gw["book"],
         "reconciliation": rec,
         "gateway": {k: gw[k] for k in ("stop_reason", "udp", "serial", "publisher", "realtime", "capture_stats")

@@ -82,7 +82,7 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
     how to make the run again."""
     from .transports import TRANSPORTS
 
-    check_capture(Path(values["capture"]))
+    check_capture(Path(values["capture"]), values["feed"])  # no single feed: refused before a run exists
     if faults.any_faults(values["faults"]):
         # Applied before any transport; the run reconciles with the sidecar.
         values = {**values, "source_capture": values["capture"],

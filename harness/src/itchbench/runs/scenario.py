@@ -50,6 +50,16 @@ def _benchmarks(v: list) -> bool | str:
 MICROBENCH_BINARIES = ("book_bench", "decode_bench")
 
 
+def _feed(v: str) -> bool | str:
+    if v == "":
+        return True
+    addr, _, port = v.rpartition(":")
+    parts = addr.split(".")
+    ok = (len(parts) == 4 and all(p.isdigit() and int(p) < 256 for p in parts)
+          and port.isdigit() and 0 < int(port) < 65536)
+    return ok or "must be ADDR:PORT (an IPv4 address and a UDP port), e.g. 233.54.12.111:26477"
+
+
 def _between(lo: float, hi: float):
     return lambda v: lo <= v <= hi or f"must be between {lo} and {hi}"
 
@@ -59,6 +69,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
     "description": (str, "", None, "what the scenario measures"),
     "transport": (str, None, _choice("sim", "udp", "serial"), "sim, udp or serial (required)"),
     "capture": (str, None, None, "capture file, relative to the scenario file (required)"),
+    "feed": (str, "", _feed, "the capture's feed flow ADDR:PORT (empty: the flow with the most MoldUDP64 "
+             "messages); everything else in the capture is counted as not the feed and never replayed"),
     "repetitions": (int, 1, _between(1, 1000), "runs of each configuration"),
     "warmup_messages": (int, 0, _at_least(0), "first messages left out of the latency statistics"),
     "subscribers": (int, 1, _between(0, 16), "TCP subscribers attached during live runs"),

@@ -38,7 +38,7 @@ def run_serial(run: "Run", group: "ProcessGroup") -> None:
     run.extras["ptys"] = [str(gw_end.resolve()), str(replay_end.resolve())]
     cmd = [*gateway_args(run), "--source", "serial", "--device", str(gw_end), "--baud", str(s["baud"])]
     gw = start_gateway(run, group, cmd, lambda c: c)
-    facts = facts_of(Path(run.values["capture"]))
+    facts = facts_of(Path(run.values["capture"]), run.values["feed"])
     expected_s = serial_sender_seconds(run.values, facts)
     run.say(f"  serial-replay: {facts['messages']:,} lines at {s['baud']} baud (~{expected_s:.0f} s)")
     report = run.dir / "serial-replay.json"
@@ -47,7 +47,8 @@ def run_serial(run: "Run", group: "ProcessGroup") -> None:
     cmd_sr = [str(paths.tool("serial-replay")), run.values["capture"], "--device", str(replay_end),
               "--baud", str(s["baud"]), "--timing", s["timing"], "--multiplier", str(s["multiplier"]),
               "--report", str(report), "--send-log", str(run.dir / "send.log"),
-              "--garbage-every", str(s["garbage_every"]), "--corrupt-every", str(s["corrupt_every"])]
+              "--garbage-every", str(s["garbage_every"]), "--corrupt-every", str(s["corrupt_every"]),
+              *(["--feed", run.values["feed"]] if run.values["feed"] else [])]
     sr = group.start("serial-replay", off_the_gateway_cpu(run, cmd_sr), stdout=subprocess.DEVNULL, stderr=err)
     wait_for_sender(run, group, sr, gw, "serial-replay", expected_s)
     if sr.returncode != 0:

@@ -70,7 +70,7 @@ def run_udp(run: "Run", group: "ProcessGroup") -> None:
     replay = run.values["replay"]
     tcpreplay = replay["sender"] == "tcpreplay"
     try:
-        rewritten = loopback_capture(capture, UDP_PORT) if tcpreplay else capture
+        rewritten = loopback_capture(capture, UDP_PORT, run.values["feed"]) if tcpreplay else capture
         ns = PrivateNetns(group)
     except (RewriteError, NetnsError) as e:
         raise RunError("setup", str(e)) from e
@@ -82,7 +82,7 @@ def run_udp(run: "Run", group: "ProcessGroup") -> None:
     if replay["loops"] > 1:
         cmd.append("--ignore-end-of-session")
     gw = start_gateway(run, group, cmd, ns.wrap)
-    facts = facts_of(capture)
+    facts = facts_of(capture, run.values["feed"])
     expected_s = udp_sender_seconds(run.values, facts)
     sender = replay["sender"]
     run.say(f"  {sender}: {facts['datagrams'] * replay['loops']:,} packets, rate {replay['rate']}")
@@ -94,6 +94,7 @@ def run_udp(run: "Run", group: "ProcessGroup") -> None:
         tr = group.start(sender, ns.wrap(off_the_gateway_cpu(run, cmd)), stdout=out, stderr=subprocess.STDOUT)
     else:
         cmd = [str(paths.tool("udp-replay")), str(capture), "--port", str(UDP_PORT), *udp_replay_args(replay),
+               *(["--feed", run.values["feed"]] if run.values["feed"] else []),
                "--send-log", str(run.dir / "send.log"), "--report", str(run.dir / "udp-replay.json")]
         tr = group.start(sender, ns.wrap(off_the_gateway_cpu(run, cmd)), stdout=subprocess.DEVNULL, stderr=out)
     try:

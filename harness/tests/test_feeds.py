@@ -1,0 +1,125 @@
+"""Feed selection on tap-like captures (tap_captures.py builds them byte by
+byte): inspect names the flows and the feed and counts the rest by kind;
+simulation reads only the feed and gives the fixture's golden BBO digest; a
+UDP replay sends only the feed and balances; two sessions are refused by
+name unless a feed is chosen. Expected counts come from the builder, the
+digest from the fixture manifest, and tshark checks the builder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from itchbench import rundir
+from itchbench.captures import fixtures
+from itchbench.captures.inspect import CaptureError, check_capture, inspect_capture
+from itchbench.runs import runner
+
+from live_helpers import config
+from tap_captures import FEED, tap_capture, two_session_capture
+
+SEED = next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload")
+FEED_TEXT = f"{FEED[0]}:{FEED[1]}"
+ROOT = os.geteuid() == 0
+
+
+@pytest.fixture(scope="module")
+def tap(tmp_path_factory):
+    return tap_capture(SEED.path, tmp_path_factory.mktemp("tap") / "tap.pcap")
+
+
+@pytest.fixture(scope="module")
+def two_sessions(tmp_path_factory):
+    return two_session_capture(SEED.path, tmp_path_factory.mktemp("two") / "two.pcap")
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+def test_tshark_reads_the_built_capture_as_built(tap):
+    """The builder is checked by a third party: frames, VLAN tags and the feed's datagrams."""
+    def count(display_filter: str) -> int:
+        out = subprocess.run(["tshark", "-r", str(tap.path), "-Y", display_filter, "-T", "fields", "-e",
+                              "frame.number"], capture_output=True, text=True, check=True).stdout
+        return len(out.split())
+
+    assert count(f"ip.dst == {FEED[0]} && udp.dstport == {FEED[1]}") == tap.feed_datagrams
+    assert count("arp") == tap.not_feed["not_ipv4"]
+    assert count("vlan.id == 100 && udp.dstport == 26477") == 2 * tap.feed_datagrams // 3
+    assert count("tcp") == tap.not_feed["not_udp"]
+
+
+def test_inspect_names_the_feed_and_counts_what_is_not(tap):
+    rep = inspect_capture(tap.path)
+    cap = rep["capture_stats"]
+    assert cap["feed"] == FEED_TEXT
+    assert cap["udp_datagrams"] == tap.feed_datagrams
+    assert cap["not_feed"] == {k: tap.not_feed[k] for k in ("other_flow", "not_udp", "not_ipv4", "fragment")}
+    assert len(rep["flows"]) == tap.flows
+    assert rep["flows"][0]["destination"] == FEED_TEXT  # the most MoldUDP64 messages, though HSRP came first
+    assert rep["mold"]["rejected_count_mismatch"] == 0  # HSRP hellos are no longer read as damaged MoldUDP64
+    plain = inspect_capture(SEED.path)
+    assert rep["decode"]["per_type"] == plain["decode"]["per_type"] and rep["rejected"] == 0
+
+
+def test_simulation_reads_the_feed_and_reproduces_the_golden_digest(tap, tmp_path):
+    run = runner.execute(config(tap.path, "sim"), "tap", root=tmp_path, echo=False)
+    s = rundir.read_json(run / "summary.json")
+    assert s["lossless"] and s["balanced"] and s["verdict"]["exit_status"] == 0, s["verdict"]["headline"]
+    assert s["bbo"]["digest"] == SEED.golden["bbo_digest"]
+    assert s["capture"]["feed"] == FEED_TEXT and s["capture"]["not_feed"]["other_flow"] == tap.not_feed["other_flow"]
+    assert f"Feed `{FEED_TEXT}`" in (run / "report.md").read_text()
+
+
+@pytest.mark.skipif(not ROOT, reason="network namespaces need root")
+@pytest.mark.parametrize("sender", ["tcpreplay", "udp-replay"])
+def test_a_udp_replay_sends_only_the_feed_and_balances(tap, sender, tmp_path):
+    values = config(tap.path, "udp", replay={"sender": sender, "rate": "pps", "pps": 20000}, subscribers=1)
+    run = runner.execute(values, f"tap-{sender}", root=tmp_path, echo=False)
+    s = rundir.read_json(run / "summary.json")
+    assert s["verdict"]["exit_status"] == 0 and s["balanced"] and s["lossless"], s["verdict"]["headline"]
+    udp = s["reconciliation"]["udp"]
+    assert udp["sender_sent"] == tap.feed_datagrams and udp["kernel_delivered"] == tap.feed_datagrams
+    assert s["bbo"]["digest"] == SEED.golden["bbo_digest"]
+    assert s["reconciliation"]["checks"]["BBO digest = simulation's digest"]
+
+
+def test_two_sessions_are_refused_by_name_before_any_run(two_sessions, tmp_path):
+    path, sessions = two_sessions
+    with pytest.raises(CaptureError) as e:
+        check_capture(path)
+    assert all(f"'{name}'" in str(e.value) for name in sessions.values()) and "--feed" in str(e.value)
+    root = tmp_path / "runs"
+    with pytest.raises(CaptureError):
+        runner.execute(config(path, "sim"), "two", root=root, echo=False)
+    assert not root.exists() or not any(root.iterdir())  # no run directory was made
+
+
+def test_a_chosen_feed_reads_its_session_alone(two_sessions, tmp_path):
+    path, sessions = two_sessions
+    for feed in sessions:
+        values = config(path, "sim")
+        values["feed"] = feed
+        run = runner.execute(values, "chosen", root=tmp_path, echo=False)
+        s = rundir.read_json(run / "summary.json")
+        assert s["lossless"] and s["verdict"]["exit_status"] == 0, s["verdict"]["headline"]
+        assert s["capture"]["feed"] == feed and s["capture"]["not_feed"]["other_flow"] > 0
+        # Both sessions carry the same messages: each, alone, gives the fixture's book.
+        assert s["bbo"]["digest"] == SEED.golden["bbo_digest"]
+
+
+def test_a_feed_that_is_not_in_the_capture_is_refused(tap):
+    with pytest.raises(CaptureError, match="233.54.12.111:9"):
+        check_capture(tap.path, f"{FEED[0]}:9")
+
+
+def test_the_cli_takes_feed_and_explains_two_sessions(two_sessions):
+    path, sessions = two_sessions
+    cli = [sys.executable, "-m", "itchbench.cli"]
+    r = subprocess.run([*cli, "inspect", str(path)], capture_output=True, text=True)
+    assert r.returncode == 2 and "ZZSECOND" in r.stderr, r.stderr
+    feed = next(f for f, name in sessions.items() if name == "ZZSECOND")
+    r = subprocess.run([*cli, "inspect", str(path), "--feed", feed], capture_output=True, text=True)
+    assert r.returncode == 0 and f"{feed}" in r.stdout and "<- feed" in r.stdout, r.stderr
