@@ -15,7 +15,7 @@ HIGHEST_NS = 3_600_000_000_000  # an hour
 SIGNIFICANT_DIGITS = 3
 
 
-def _bucket_counts(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _bucket_counts(v: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(lowest equivalent value, count) of every non-empty HdrHistogram bucket
     at 3 significant digits (2048 sub-buckets), counted with one bincount.
     Below 2048 a value is its own bucket; above, shifting it right by
@@ -25,22 +25,24 @@ def _bucket_counts(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     _, exponent = np.frexp(v)  # v = m * 2**exponent, m in [0.5, 1): exponent = bit length
     shift = np.maximum(exponent - 11, 0).astype(np.int64)
     index = (v.astype(np.int64) >> shift) + (shift << 10)
-    counts = np.bincount(index)
+    counts = np.rint(np.bincount(index, weights=weights)).astype(np.int64)
     nonzero = np.flatnonzero(counts)
     shifts = np.maximum((nonzero >> 10) - 1, 0)
     return (nonzero - (shifts << 10)) << shifts, counts[nonzero]
 
 
-def histogram_of(values_ns: np.ndarray) -> HdrHistogram:
+def histogram_of(values_ns: np.ndarray, counts: np.ndarray) -> HdrHistogram:
+    """An HdrHistogram of values (ns) seen counts times each."""
     h = HdrHistogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS)
-    v = values_ns[np.isfinite(values_ns)]
-    v = np.clip(v, LOWEST_NS, HIGHEST_NS)
-    for value, count in zip(*(a.tolist() for a in _bucket_counts(v))):  # one call per bucket, not per record
+    keep = np.isfinite(values_ns)
+    v = np.clip(values_ns[keep].astype(np.float64), LOWEST_NS, HIGHEST_NS)
+    for value, count in zip(*(a.tolist() for a in _bucket_counts(v, counts[keep]))):  # one call a bucket, not a record
         h.record_value(value, count)
     return h
 
 
-def write(path: Path, values_ns: np.ndarray, start_s: float, length_s: float, comment: str) -> None:
+def write(path: Path, values_ns: np.ndarray, counts: np.ndarray, start_s: float, length_s: float,
+          comment: str) -> None:
     """One interval covering the run, values in ns. (The Python writer drops
     histogram tags, so each stage gets a file of its own.)"""
     tmp = path.with_name(path.name + ".tmp")
@@ -52,5 +54,5 @@ def write(path: Path, values_ns: np.ndarray, start_s: float, length_s: float, co
         stamp = datetime.fromtimestamp(start_s, timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y")
         f.write(f"#[StartTime: {start_s:.3f} (seconds since epoch), {stamp}]\n")
         w.output_legend()
-        w.output_interval_histogram(histogram_of(values_ns), start_s, start_s + length_s, max_value_unit_ratio=1.0)
+        w.output_interval_histogram(histogram_of(values_ns, counts), start_s, start_s + length_s, max_value_unit_ratio=1.0)
     tmp.replace(path)

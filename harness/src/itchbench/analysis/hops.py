@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import logs
-from .stats import describe
+from .histogram import KeyedHistogram, describe_counts
 
 # (column, what it is)
 STAMPS: list[tuple[str, str]] = [
@@ -109,99 +109,132 @@ def gateway_clock(run_dir: Path) -> dict[str, Any]:
     return json.loads(path.read_text()).get("clock", {}) if path.is_file() else {}
 
 
+class ChainReader:
+    """Joins latency records, a chunk at a time, with the run's send log and
+    subscriber logs (read whole: one record a packet or BBO event), every
+    gateway stamp moved onto CLOCK_MONOTONIC."""
+
+    def __init__(self, run_dir: Path) -> None:
+        run_dir = Path(run_dir)
+        self.clock = gateway_clock(run_dir)
+        self.sender = ""
+        self.send: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        send_path = run_dir / "send.log"
+        if send_path.is_file():
+            self.send = send_stamps(send_path)
+            self.sender = "serial-replay" if (run_dir / "serial-replay.json").is_file() else "udp-replay"
+        elif (run_dir / "tcpreplay.txt").is_file():
+            self.sender = "tcpreplay"
+        self._subs: list[tuple[str, np.ndarray, np.ndarray]] = []
+        for path in sorted(run_dir.glob("subscriber-*.recv")):
+            sub = logs.read_log(path, logs.KIND_SUBSCRIBER).records
+            keys, first = np.unique(sub["seq"].astype(np.int64), return_index=True)
+            self._subs.append((f"t_sub_{path.stem.split('-', 1)[1]}", keys, sub["t_received"].astype(np.int64)[first]))
+        self.subscribers = [name for name, _, _ in self._subs]
+
+    def frame(self, rec: np.ndarray) -> pd.DataFrame:
+        """seq, bbo, the STAMPS the records and send log have, and t_sub_<name> (BBO events only) per record."""
+        seq = rec["seq"].astype(np.int64)
+        cols: dict[str, Any] = {"seq": seq, "bbo": (rec["flags"] & logs.FLAG_BBO_EVENT) != 0}
+        if self.send is not None:
+            cols["t_intended"] = lookup(seq, self.send[0], self.send[1])
+            cols["t_sent"] = lookup(seq, self.send[0], self.send[2])
+        for name in GATEWAY_STAMPS:
+            if name in rec.dtype.names:
+                cols[name] = to_monotonic(rec[name], self.clock)
+        if "t_read" not in cols:  # version 1: one receive stamp, no wake-up or parse hop of its own
+            cols["t_read"] = to_monotonic(rec["t_receive"], self.clock)
+        for name, keys, received in self._subs:
+            cols[name] = np.where(cols["bbo"], lookup(seq, keys, received), 0)
+        frame = pd.DataFrame(cols)
+        return frame[["seq", "bbo", *[c for c, _ in STAMPS if c in frame], *self.subscribers]]
+
+
+def accepted(records: np.ndarray) -> np.ndarray:
+    """The records of messages the gateway applied (rejected ones have no later stamps)."""
+    ok = (records["flags"] & logs.FLAG_REJECTED) == 0
+    return records if ok.all() else records[ok]
+
+
 def chain(run_dir: Path) -> Chain | None:
-    """The joined stamps of a run, or None when it recorded no latency log."""
-    run_dir = Path(run_dir)
-    lat_path = run_dir / "latency.lat"
+    """Every message's joined stamps, in memory, or None when the run recorded no latency log."""
+    lat_path = Path(run_dir) / "latency.lat"
     if not lat_path.is_file():
         return None
-    lat = logs.read_latency(lat_path)
-    rec = lat.records
-    rec = rec[(rec["flags"] & logs.FLAG_REJECTED) == 0]
-    seq = rec["seq"].astype(np.int64)
-    cols: dict[str, Any] = {"seq": seq, "bbo": (rec["flags"] & logs.FLAG_BBO_EVENT) != 0}
-    clock = gateway_clock(run_dir)
-    for name in GATEWAY_STAMPS:
-        if name in rec.dtype.names:
-            cols[name] = to_monotonic(rec[name], clock)
-    if "t_read" not in cols:  # version 1: one receive stamp, no wake-up or parse hop of its own
-        cols["t_read"] = to_monotonic(rec["t_receive"], clock)
-    sender = ""
-    send_path = run_dir / "send.log"
-    if send_path.is_file():
-        s_seq, s_int, s_sent = send_stamps(send_path)
-        cols["t_intended"] = lookup(seq, s_seq, s_int)
-        cols["t_sent"] = lookup(seq, s_seq, s_sent)
-        sender = "serial-replay" if (run_dir / "serial-replay.json").is_file() else "udp-replay"
-    elif (run_dir / "tcpreplay.txt").is_file():
-        sender = "tcpreplay"
-    subscribers = []
-    for path in sorted(run_dir.glob("subscriber-*.recv")):
-        sub = logs.read_log(path, logs.KIND_SUBSCRIBER).records
-        keys, first = np.unique(sub["seq"].astype(np.int64), return_index=True)
-        name = f"t_sub_{path.stem.split('-', 1)[1]}"
-        received = lookup(seq, keys, sub["t_received"].astype(np.int64)[first])
-        cols[name] = np.where(cols["bbo"], received, 0)
-        subscribers.append(name)
-    frame = pd.DataFrame(cols)
-    ordered = [c for c, _ in STAMPS if c in frame]
-    return Chain(frame[["seq", "bbo", *ordered, *subscribers]], subscribers, sender)
+    reader = ChainReader(run_dir)
+    return Chain(reader.frame(accepted(logs.read_latency(lat_path).records)), reader.subscribers, reader.sender)
 
 
-def _present(frame: pd.DataFrame, columns: list[str]) -> list[str]:
-    """Stamps some message has (a transport without a kernel stamp leaves t_kernel all zero)."""
-    return [c for c in columns if c in frame and (frame[c] != 0).any()]
+CO_MEASURES = [("from the intended send time (free of coordinated omission)", "t_intended"),
+               ("from the actual send time", "t_sent"),
+               ("service time (read returned → book)", "t_read")]
 
 
-def _row(name: str, d: np.ndarray, cumulative: np.ndarray, total_mean: float) -> dict[str, Any]:
-    s = describe(d)
-    c = describe(cumulative)
+class HopTables:
+    """Hop-by-hop tables and the coordinated-omission table, accumulated a
+    chunk of chain frames at a time in exact histograms (analysis/histogram.py),
+    so that a run of any length is tabled in bounded memory. `present` are the
+    stamps some message has (a transport without a kernel stamp leaves t_kernel
+    all zero): they make the chain."""
+
+    def __init__(self, present: list[str], subscribers: list[str]) -> None:
+        stamps = [c for c, _ in STAMPS if c in present]
+        self.chains: dict[str, list[str]] = {"t_book": stamps[: stamps.index("t_book") + 1]}
+        if "t_published" in stamps:
+            for sub in subscribers:
+                self.chains[sub] = stamps[: stamps.index("t_published") + 1] + [sub]
+        self._hops = {to: [(KeyedHistogram(), KeyedHistogram()) for _ in zip(c, c[1:])] + [(KeyedHistogram(), None)]
+                      for to, c in self.chains.items()}
+        self._co = {start: KeyedHistogram() for _, start in CO_MEASURES if start in present}
+
+    def add(self, frame: pd.DataFrame) -> None:
+        bbo = frame["bbo"].to_numpy()
+        for to, stamps in self.chains.items():
+            cols = {c: frame[c].to_numpy() for c in stamps}
+            have = np.ones(len(frame), dtype=bool) if to == "t_book" else bbo.copy()
+            for c in stamps:
+                have &= cols[c] != 0
+            start = cols[stamps[0]][have]
+            for (hop, cumulative), a, b in zip(self._hops[to], stamps, stamps[1:]):
+                hop.add(cols[b][have] - cols[a][have])
+                cumulative.add(cols[b][have] - start)
+            self._hops[to][-1][0].add(cols[stamps[-1]][have] - start)
+        book = frame["t_book"].to_numpy()
+        for start, hist in self._co.items():
+            t = frame[start].to_numpy()
+            ok = (t != 0) & (book != 0)
+            hist.add(book[ok] - t[ok])
+
+    def table(self, to: str) -> pd.DataFrame:
+        """Hop by hop to `to` ("t_book": every message; a subscriber column: BBO events it received), over the
+        messages that have every stamp of the chain."""
+        stamps = self.chains[to]
+        total = describe_counts(*self._hops[to][-1][0].values_counts())
+        rows = []
+        for (hop, cumulative), a, b in zip(self._hops[to], stamps, stamps[1:]):
+            name = HOP_NAMES.get((a, b), f"{a} → {b}") if not b.startswith("t_sub_") else \
+                f"subscriber {b[6:]} (published → received)"
+            rows.append(_row(name, describe_counts(*hop.values_counts()),
+                             describe_counts(*cumulative.values_counts()), total["mean"]))
+        label = dict(STAMPS).get(stamps[0], stamps[0])
+        end = dict(STAMPS).get(stamps[-1], "subscriber received")
+        rows.append(_row(f"end to end ({label} → {end})", total, total, total["mean"]))
+        return pd.DataFrame(rows, columns=COLUMNS)
+
+    def coordinated_omission(self) -> pd.DataFrame:
+        """Latency to the book from the intended send time, from the actual send time, and the gateway's own
+        service time (read returned → book), side by side: every message."""
+        rows = []
+        for name, start in CO_MEASURES:
+            if start not in self._co:
+                continue
+            s = describe_counts(*self._co[start].values_counts())
+            rows.append({"measure": name, "count": int(s["count"]), "p50": s["p50"], "p99": s["p99"],
+                         "p999": s["p999"], "max": s["max"], "mean": s["mean"]})
+        return pd.DataFrame(rows, columns=["measure", "count", "p50", "p99", "p999", "max", "mean"])
+
+
+def _row(name: str, s: dict[str, float], c: dict[str, float], total_mean: float) -> dict[str, Any]:
     return {"hop": name, "count": int(s["count"]), "p50": s["p50"], "p99": s["p99"], "p999": s["p999"],
             "mean": s["mean"], "cumulative_p50": c["p50"], "cumulative_mean": c["mean"],
             "share_of_mean": s["mean"] / total_mean if total_mean else float("nan")}
-
-
-def table(ch: Chain, *, to: str) -> pd.DataFrame:
-    """Hop by hop to `to` ("t_book": every message; "t_published" or a subscriber column: BBO events only), over
-    the messages that have every stamp of the chain."""
-    frame = ch.frame
-    stamps = _present(frame, [c for c, _ in STAMPS])
-    stamps = stamps[: stamps.index(to) + 1] if to in stamps else stamps[: stamps.index("t_published") + 1] + [to]
-    rows = frame[frame["bbo"]] if to != "t_book" else frame
-    if to.startswith("t_sub_"):
-        rows = rows[rows[to] != 0]
-    have = np.ones(len(rows), dtype=bool)
-    for c in stamps:
-        have &= rows[c].to_numpy() != 0
-    rows = rows[have]
-    start = rows[stamps[0]].to_numpy()
-    total = rows[stamps[-1]].to_numpy() - start
-    total_mean = float(total.mean()) if total.size else float("nan")
-    out = []
-    for a, b in zip(stamps, stamps[1:]):
-        name = HOP_NAMES.get((a, b), f"{a} → {b}") if not b.startswith("t_sub_") else \
-            f"subscriber {b[6:]} (published → received)"
-        out.append(_row(name, (rows[b].to_numpy() - rows[a].to_numpy()).astype(np.float64),
-                        (rows[b].to_numpy() - start).astype(np.float64), total_mean))
-    label = dict(STAMPS).get(stamps[0], stamps[0])
-    end = dict(STAMPS).get(stamps[-1], "subscriber received")
-    out.append(_row(f"end to end ({label} → {end})", total.astype(np.float64), total.astype(np.float64), total_mean))
-    return pd.DataFrame(out, columns=COLUMNS)
-
-
-def coordinated_omission(ch: Chain) -> pd.DataFrame:
-    """Latency to the book from the intended send time, from the actual send time, and the gateway's own service
-    time (read returned → book), side by side: every message."""
-    f = ch.frame
-    rows = []
-    for name, start in (("from the intended send time (free of coordinated omission)", "t_intended"),
-                        ("from the actual send time", "t_sent"),
-                        ("service time (read returned → book)", "t_read")):
-        if start not in f or not (f[start] != 0).any():
-            continue
-        ok = (f[start] != 0) & (f["t_book"] != 0)
-        d = (f["t_book"][ok] - f[start][ok]).to_numpy(np.float64)
-        s = describe(d)
-        rows.append({"measure": name, "count": int(s["count"]), "p50": s["p50"], "p99": s["p99"],
-                     "p999": s["p999"], "max": s["max"], "mean": s["mean"]})
-    return pd.DataFrame(rows, columns=["measure", "count", "p50", "p99", "p999", "max", "mean"])

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from . import stats  # noqa: E402
+from .histogram import percentile_points  # noqa: E402
 
 _SAVE = {"dpi": 110, "metadata": {"Software": None}}
 _COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
@@ -39,32 +39,31 @@ def _finish(fig, ax, path: Path, title: str, xlabel: str, ylabel: str, xlog: boo
     plt.close(fig)
 
 
-def histogram(frame: pd.DataFrame, stages: list[tuple[str, str]], path: Path, title: str) -> None:
+Series = list[tuple[str, np.ndarray, np.ndarray]]  # (description, distinct values in ns, their counts)
+
+
+def histogram(series: Series, path: Path, title: str) -> None:
     """Counts in 60 log-spaced bins per stage (binned on log10, uniform there)."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    logs = []
-    for name, _ in stages:
-        v = frame[name].to_numpy()
-        v = v[~np.isnan(v)]
-        logs.append(np.log10(np.maximum(v, 1.0) / 1000.0))  # µs
-    nonempty = [x for x in logs if x.size]
+    logs = [(desc, np.log10(np.maximum(v, 1.0) / 1000.0), c) for desc, v, c in series]  # µs
+    nonempty = [x for _, x, _ in logs if x.size]
     if nonempty:
         lo = min(float(x.min()) for x in nonempty)
         hi = max(float(x.max()) for x in nonempty)
         hi = max(hi, lo + 1.0)
-        for i, ((name, desc), x) in enumerate(zip(stages, logs)):
+        for i, (desc, x, c) in enumerate(logs):
             if x.size:
-                counts, edges = np.histogram(x, bins=60, range=(lo, hi))
-                ax.stairs(counts, 10.0 ** edges, color=_COLORS[i % 6], linewidth=1.4, label=f"{desc} (n={x.size:,})")
+                counts, edges = np.histogram(x, bins=60, range=(lo, hi), weights=c)
+                ax.stairs(counts, 10.0 ** edges, color=_COLORS[i % 6], linewidth=1.4,
+                          label=f"{desc} (n={int(c.sum()):,})")
     _finish(fig, ax, path, title, "latency (µs, log scale)", "messages (log scale)")
 
 
-def percentile_curve(frame: pd.DataFrame, stages: list[tuple[str, str]], path: Path, title: str) -> None:
+def percentile_curve(series: Series, path: Path, title: str) -> None:
     """Latency by percentile, the x axis stretched towards the tail (1/(1-p))."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for i, (name, desc) in enumerate(stages):
-        v = frame[name].to_numpy()
-        p, q = stats.percentile_points(v[~np.isnan(v)])
+    for i, (desc, v, c) in enumerate(series):
+        p, q = percentile_points(v, c)
         if p.size < 2:
             continue
         ax.plot(1.0 / (1.0 - p), _us(q), color=_COLORS[i % 6], linewidth=1.3, label=desc)
@@ -74,19 +73,11 @@ def percentile_curve(frame: pd.DataFrame, stages: list[tuple[str, str]], path: P
     _finish(fig, ax, path, title, "percentile", "latency (µs, log scale)", xlog=False, legend_loc="upper left")
 
 
-def over_time(frame: pd.DataFrame, stage: tuple[str, str], path: Path, title: str, bins: int = 100) -> None:
-    """p50, p99 and max of one stage in equal time bins of the run."""
-    name, desc = stage
-    v = frame[name].to_numpy()
-    keep = ~np.isnan(v)
-    t = frame["t_receive"].to_numpy()[keep]
+def over_time(per_bin: pd.DataFrame, edges_s: np.ndarray, desc: str, path: Path, title: str) -> None:
+    """p50, p99 and max of one stage in equal time bins of the run (per_bin: statistics indexed by bin)."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    if t.size:
-        secs = (t - t.min()) / 1e9
-        edges = np.linspace(0, max(float(secs.max()), 1e-9), bins + 1)
-        which = np.clip(np.digitize(secs, edges) - 1, 0, bins - 1).astype(np.uint16)
-        per_bin = stats.grouped(which, v[keep])
-        mids = ((edges[:-1] + edges[1:]) / 2)[per_bin.index.to_numpy()]
+    if len(per_bin):
+        mids = ((edges_s[:-1] + edges_s[1:]) / 2)[per_bin.index.to_numpy().astype(np.int64)]
         for col, color in [("p50", _COLORS[0]), ("p99", _COLORS[1]), ("max", "#7f7f7f")]:
             ax.plot(mids, _us(per_bin[col].to_numpy()), label=col, color=color, linewidth=1.2)
     _finish(fig, ax, path, title, "time since first message (s)", f"{desc} latency (µs, log scale)", xlog=False)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import rundir
-from . import dump, hlog, hops, logs, plots, stats
+from . import dump, hlog, hops, latency_pass, plots, stats
 
 HEADLINE = "receive_to_book"
 
@@ -43,21 +43,29 @@ def _table(frame: pd.DataFrame, label: str, names: dict[str, str] | None = None)
     return lines
 
 
-def _text_histogram(values: np.ndarray, width: int = 40) -> list[str]:
-    v = values[np.isfinite(values)]
-    v = np.maximum(v, 1)
-    if v.size == 0:
+def _text_histogram(values: np.ndarray, counts: np.ndarray, width: int = 40) -> list[str]:
+    """Counts in power-of-two buckets, from a histogram's distinct values and their counts."""
+    if values.size == 0:
         return ["(no values)"]
-    exp = np.floor(np.log2(v)).astype(int)
+    exp = np.floor(np.log2(np.maximum(values, 1).astype(np.float64))).astype(int)
     lo, hi = int(exp.min()), int(exp.max())
-    counts = np.bincount(exp - lo, minlength=hi - lo + 1)
-    top = counts.max()
+    per = np.bincount(exp - lo, weights=counts, minlength=hi - lo + 1).astype(np.int64)
+    top = per.max()
     lines = ["```", f"{'ns from':>12} {'to':>12} {'messages':>10}"]
-    for i, c in enumerate(counts):
+    for i, c in enumerate(per):
         bar = "█" * int(round(width * c / top)) if c else ""
         lines.append(f"{2 ** (lo + i):>12,} {2 ** (lo + i + 1):>12,} {int(c):>10,} {bar}")
     lines.append("```")
     return lines
+
+
+def _stage_frame(per_stage: dict[str, pd.DataFrame], stages: list[tuple[str, str]]) -> pd.DataFrame:
+    """One row a stage (in stage order) from each stage's one-key statistics; a stage without values: NaN."""
+    rows = {n: (per_stage[n].iloc[0] if len(per_stage[n]) else pd.Series({k: np.nan for k in stats.STAT_KEYS}))
+            for n, _ in stages}
+    frame = pd.DataFrame.from_dict({n: r.to_dict() for n, r in rows.items()}, orient="index", columns=stats.STAT_KEYS)
+    frame["count"] = frame["count"].fillna(0)
+    return frame
 
 
 def _hop_rows(frame: pd.DataFrame) -> tuple[list[str], list[dict[str, Any]]]:
@@ -73,16 +81,20 @@ def _hop_rows(frame: pd.DataFrame) -> tuple[list[str], list[dict[str, Any]]]:
     return md, rows
 
 
-def _hops_section(run_dir: Path, summary: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+def _hops_section(run_dir: Path, summary: dict[str, Any],
+                  lat: latency_pass.RunLatency | None) -> tuple[list[str], dict[str, Any]]:
     """Hop by hop, end to end (analysis/hops.py), and the coordinated-omission table."""
-    ch = hops.chain(run_dir)
-    if ch is None or not len(ch.frame) or not (ch.frame["t_book"] != 0).any():
+    tables = lat.hop_tables if lat is not None else None
+    if tables is None:
+        return [], {}
+    to_book_table = tables.table("t_book")
+    if not int(to_book_table.iloc[-1]["count"]):
         return [], {}
     offset = hops.gateway_clock(run_dir).get("offset_from_monotonic_ns_at_end")
     sender = {"udp-replay": "udp-replay (every packet's intended and actual send time)",
               "serial-replay": "serial-replay (every line's intended time and write)",
               "tcpreplay": "tcpreplay (no sender stamps: the chain starts at the kernel)",
-              "": "none (simulation: the chain starts when a datagram is handed over)"}[ch.sender]
+              "": "none (simulation: the chain starts when a datagram is handed over)"}[lat.sender]
     md = ["## Hop by hop", "",
           f"Sender: {sender}. Every stamp is on one host clock, CLOCK_MONOTONIC: the gateway's stage clock (a TSC "
           f"line fitted at start) is moved onto it" + (f", linearly from its anchor to the {offset:,} ns it had "
@@ -90,19 +102,22 @@ def _hops_section(run_dir: Path, summary: dict[str, Any]) -> tuple[list[str], di
                                                          else "") + ". "
           "A message's hops add up exactly to its end-to-end latency; so do the means (the share column), "
           "percentiles do not.", "", "### Every message, to the book", ""]
-    to_book_md, to_book = _hop_rows(hops.table(ch, to="t_book"))
+    to_book_md, to_book = _hop_rows(to_book_table)
     md += to_book_md + [""]
-    out: dict[str, Any] = {"sender": ch.sender, "clock_offset_ns": offset, "to_book": to_book, "to_subscriber": {}}
+    out: dict[str, Any] = {"sender": lat.sender, "clock_offset_ns": offset, "to_book": to_book, "to_subscriber": {}}
     modes = {f"t_sub_{s['index']}": s.get("mode", "fast")
              for s in summary.get("transport_details", {}).get("subscribers", [])}
-    for col in ch.subscribers:
-        if not ((ch.frame[col] != 0) & ch.frame["bbo"]).any():
+    for col in lat.subscribers:
+        if col not in tables.chains:
+            continue
+        sub_table = tables.table(col)
+        if not int(sub_table.iloc[-1]["count"]):
             continue
         name = col[len("t_sub_"):]
-        sub_md, rows = _hop_rows(hops.table(ch, to=col))
+        sub_md, rows = _hop_rows(sub_table)
         md += [f"### BBO events, to subscriber {name} ({modes.get(col, 'fast')})", ""] + sub_md + [""]
         out["to_subscriber"][name] = rows
-    co = hops.coordinated_omission(ch)
+    co = tables.coordinated_omission()
     if len(co) > 1:
         md += ["### Coordinated omission", "",
                "Latency to the book measured from when each packet was due, from when it was actually sent, and "
@@ -178,18 +193,23 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
     # Latency
     lat_path = run_dir / "latency.lat"
     latency_json: dict[str, Any] = {"method": method}
+    scanned: latency_pass.RunLatency | None = None
     if lat_path.exists():
-        lat = stats.latencies(logs.read_latency(lat_path), int(scen.get("warmup_messages", 0)))
+        names = dump.symbol_names(run_dir)
+        lat = latency_pass.scan(run_dir, int(scen.get("warmup_messages", 0)),
+                                csv=run_dir / "latency.csv" if csv else None, symbol_names=names)
+        scanned = lat
         stage_names = dict(lat.stages)
-        by_stage = stats.by_stage(lat, method)
+        by_stage = _stage_frame({n: h.stats(method) for n, h in lat.stage.items()}, lat.stages)
         latency_json["stages"] = _stats_json(by_stage)
         latency_json["stage_descriptions"] = stage_names
-        latency_json["warmup_messages"] = len(lat.warmup)
+        latency_json["warmup_messages"] = lat.warmup_messages
         latency_json["rejected_messages"] = lat.rejected
         md += ["## Latency", "",
-               f"All figures in nanoseconds. Percentiles by {stats.method_text(method)}; standard deviations "
-               f"are the population one (÷n); {len(lat.frame):,} messages"
-               + (f" after a warm-up of {len(lat.warmup):,}" if len(lat.warmup) else "")
+               f"All figures in nanoseconds, exact: every message's latency counted in integer-nanosecond "
+               f"histograms, nothing bucketed. Percentiles by {stats.method_text(method)}; standard deviations "
+               f"are the population one (÷n); {lat.messages:,} messages"
+               + (f" after a warm-up of {lat.warmup_messages:,}" if lat.warmup_messages else "")
                + (f"; {lat.rejected} rejected messages left out" if lat.rejected else "") + ".", ""]
         head = by_stage.loc[HEADLINE] if HEADLINE in by_stage.index else None
         if head is not None:
@@ -199,58 +219,57 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
                    f"p99.9={_ns(head['p999'])}  p99.99={_ns(head['p9999'])}  max={_ns(head['max'])}  "
                    f"stddev={_num(head['stddev'])}", "```", ""]
         md += ["### By stage", ""] + _table(by_stage, "stage", stage_names) + [""]
-        if len(lat.warmup):
-            warm = stats.by_stage(lat, method, frame=lat.warmup)
+        if lat.warmup_messages:
+            warm = _stage_frame({n: h.stats(method) for n, h in lat.warmup.items()}, lat.stages)
             latency_json["warmup"] = _stats_json(warm)
             md += ["### Warm-up (excluded above)", ""] + _table(warm, "stage", stage_names) + [""]
         if HEADLINE in stage_names:
-            md += [f"### Distribution: {stage_names[HEADLINE]}", ""] + _text_histogram(lat.frame[HEADLINE].to_numpy()) + [""]
-            by_type = stats.by_key(lat, "type", HEADLINE, method)
+            md += [f"### Distribution: {stage_names[HEADLINE]}", ""] \
+                + _text_histogram(*lat.stage[HEADLINE].values_counts()) + [""]
+            by_type = lat.by_type.stats(method)
             by_type.index = [stats.TYPE_NAMES.get(int(t), f"0x{int(t):02x}") for t in by_type.index]
             latency_json["by_type"] = _stats_json(by_type)
             md += [f"### By message type ({stage_names[HEADLINE]})", ""] + _table(by_type, "type") + [""]
-            by_sym = stats.by_key(lat, "locate", HEADLINE, method).sort_values("count", ascending=False, kind="stable")
-            names = dump.symbol_names(run_dir)
+            by_sym = lat.by_symbol.stats(method).sort_values("count", ascending=False, kind="stable")
             sym_names = {str(i): names[int(i)] for i in by_sym.index}
             latency_json["by_symbol"] = {sym_names[k]: v for k, v in _stats_json(by_sym).items()}
             shown = by_sym.head(20)
             md += [f"### By symbol ({stage_names[HEADLINE]}, {min(20, len(by_sym))} busiest of {len(by_sym)})", ""] \
                 + _table(shown, "symbol", sym_names) + [""]
-        thr = stats.throughput(lat.frame["t_receive"].to_numpy())
-        if len(thr):
-            latency_json["throughput_peak_mps"] = round(float(thr["messages_per_s"].max()), 1)
-            latency_json["throughput_mean_mps"] = round(float(thr["messages_per_s"].mean()), 1)
-        plotted = [(n, d) for n, d in lat.stages if n in (HEADLINE, "receive_to_published", "decode", "book", "one_way")]
-        plots.histogram(lat.frame, plotted, plot_dir / "histogram.png", f"Latency distribution — {title}")
-        plots.percentile_curve(lat.frame, plotted, plot_dir / "percentiles.png", f"Latency by percentile — {title}")
+        if lat.messages:
+            width = float(lat.time_edges_s[1] - lat.time_edges_s[0])
+            rates = lat.throughput_counts / width
+            latency_json["throughput_peak_mps"] = round(float(rates.max()), 1)
+            latency_json["throughput_mean_mps"] = round(float(rates.mean()), 1)
+        plotted = [(d, *lat.stage[n].values_counts()) for n, d in lat.stages
+                   if n in (HEADLINE, "receive_to_published", "decode", "book", "one_way")]
+        plots.histogram(plotted, plot_dir / "histogram.png", f"Latency distribution — {title}")
+        plots.percentile_curve(plotted, plot_dir / "percentiles.png", f"Latency by percentile — {title}")
         if HEADLINE in stage_names:
-            plots.over_time(lat.frame, (HEADLINE, stage_names[HEADLINE]), plot_dir / "over-time.png",
-                            f"Latency over the run — {title}")
+            plots.over_time(lat.over_time.stats(), lat.time_edges_s, stage_names[HEADLINE],
+                            plot_dir / "over-time.png", f"Latency over the run — {title}")
         md += ["### Plots", "", "![histogram](plots/histogram.png)", "", "![percentiles](plots/percentiles.png)", "",
                "![over time](plots/over-time.png)", "",
                f"Throughput: mean {_num(latency_json.get('throughput_mean_mps', float('nan')), 0)} msg/s, "
-               f"peak {_num(latency_json.get('throughput_peak_mps', float('nan')), 0)} msg/s (100 equal time bins).", ""]
+               f"peak {_num(latency_json.get('throughput_peak_mps', float('nan')), 0)} msg/s ({latency_pass.TIME_BINS} "
+               "equal time bins).", ""]
         hlog_dir = run_dir / "hlog"
         hlog_dir.mkdir(exist_ok=True)
-        t = lat.frame["t_receive"].to_numpy(np.int64)
-        span = float(t.max() - t.min()) / 1e9 if len(t) else 0.0
+        span = float(lat.time_edges_s[-1]) if lat.messages else 0.0
         start = pd.Timestamp(manifest["created_utc"]).timestamp()
         for name, desc in lat.stages:
-            hlog.write(hlog_dir / f"{name}.hlog", lat.frame[name].dropna().to_numpy(), start, span,
+            v, c = lat.stage[name].values_counts()
+            hlog.write(hlog_dir / f"{name}.hlog", v.astype(np.float64), c, start, span,
                        f"itchbench {manifest['run_id']}: {desc}, nanoseconds")
         md += ["HdrHistogram logs (ns): " + ", ".join(f"`hlog/{n}.hlog`" for n, _ in lat.stages) + ". HdrHistogram "
                "reports the textbook nearest rank ⌈n·p⌉ at 3 significant digits, so its percentiles can sit one rank "
                "below the tables above (where n·p is whole) and within 0.1 % of them.", ""]
         if csv:
-            out = lat.frame.copy()
-            out["type"] = out["type"].map(stats.TYPE_NAMES)
-            out.insert(2, "symbol", dump.symbol_names(run_dir)[out["locate"].to_numpy()])
-            out.to_csv(run_dir / "latency.csv", index=False, lineterminator="\n", float_format="%.0f")
             md += ["Per-message latencies: `latency.csv`.", ""]
     else:
         md += ["## Latency", "", "No latency log in this run (recorded without stage stamps).", ""]
 
-    hop_md, hop_json = _hops_section(run_dir, summary)
+    hop_md, hop_json = _hops_section(run_dir, summary, scanned)
     md += hop_md
     if hop_json:
         latency_json["hops"] = hop_json

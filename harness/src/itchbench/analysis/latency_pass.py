@@ -1,0 +1,178 @@
+"""Everything a run's report says about latency, from two passes over its
+latency log in chunks: memory bounded whatever the number of records, time
+linear in it.
+
+Pass 1 reads a few fields (receive stamps, locates, which stamps are ever
+set); pass 2 feeds exact integer histograms (analysis/histogram.py) for
+every stage, the warm-up, the headline stage by message type, by symbol and
+over time, the hop-by-hop tables, and optionally writes the per-message CSV.
+No statistic is approximated: percentiles, min, max, mean and standard
+deviation are those of the whole sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import hops, logs
+from .histogram import KeyedHistogram
+from .stats import ONE_WAY, STAGES, TYPE_NAMES
+
+HEADLINE = "receive_to_book"
+CHUNK_RECORDS = 1 << 22   # 256 MiB of version-2 records at a time
+TIME_BINS = 100           # throughput and latency over time
+_TYPE_KEYS = 256          # the type byte is the key
+_TYPE_BINS = 1024         # values below this (ns) counted densely per type; above, exactly but sparsely
+_SYMBOL_CELLS = 1 << 24   # dense symbol x value cells (128 MiB): 1,024 values a symbol for up to 16,384 symbols
+
+
+@dataclass
+class RunLatency:
+    stages: list[tuple[str, str]]                  # (name, description) of stages with values
+    stage: dict[str, KeyedHistogram]
+    warmup: dict[str, KeyedHistogram]
+    messages: int                                  # accepted, after the warm-up
+    warmup_messages: int
+    rejected: int
+    by_type: KeyedHistogram
+    by_symbol: KeyedHistogram
+    over_time: KeyedHistogram                      # the headline stage, keyed by time bin
+    time_edges_s: np.ndarray                       # TIME_BINS + 1 edges, seconds since the first receive stamp
+    throughput_counts: np.ndarray                  # messages per time bin
+    hop_tables: hops.HopTables | None
+    sender: str
+    subscribers: list[str] = field(default_factory=list)
+
+
+def _receive(rec: np.ndarray) -> np.ndarray:
+    """The receive stamp: the kernel's where the transport has one, else the read's (a version-1 log's only one)."""
+    if "t_receive" in rec.dtype.names:
+        return rec["t_receive"].astype(np.int64)
+    kernel = rec["t_kernel"].astype(np.int64)
+    return np.where(kernel != 0, kernel, rec["t_read"].astype(np.int64))
+
+
+def _chunks(records: np.ndarray, size: int):
+    for start in range(0, len(records), size):
+        yield start, hops.accepted(records[start:start + size])
+
+
+def _stage_list(lat: logs.LogFile) -> list[tuple[str, str, str, str, bool]]:
+    names = set(lat.records.dtype.names) | {"t_receive"}
+    stages = [s for s in STAGES if s[2] in names and s[3] in names]
+    if lat.header["origin_clock"] == "sender-monotonic":
+        stages.insert(0, ONE_WAY)
+    return stages
+
+
+def _stamps(rec: np.ndarray) -> dict[str, np.ndarray]:
+    out = {n: rec[n].astype(np.int64) for n in rec.dtype.names if n.startswith("t_")}
+    out["t_receive"] = _receive(rec)
+    return out
+
+
+def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
+         symbol_names: np.ndarray | None = None, chunk: int = CHUNK_RECORDS) -> RunLatency:
+    run_dir = Path(run_dir)
+    lat = logs.read_latency(run_dir / "latency.lat")
+    records = lat.records
+    stages = _stage_list(lat)
+
+    # Pass 1: the receive-stamp span after the warm-up, the largest locate, the stamps that are ever set and the
+    # stages that have a value (a stage no message has is left out, as a column of the CSV too).
+    accepted_total, t_lo, t_hi, max_locate = 0, None, None, 0
+    set_fields: set[str] = set()
+    found: set[str] = set()
+    for _, rec in _chunks(records, chunk):
+        skip = max(0, min(len(rec), warmup_messages - accepted_total))
+        accepted_total += len(rec)
+        if len(rec):
+            max_locate = max(max_locate, int(rec["stock_locate"].max()))
+            set_fields |= {n for n in rec.dtype.names if n.startswith("t_") and n not in set_fields and rec[n].any()}
+            if len(found) < len(stages):
+                stamps = _stamps(rec)
+                bbo = (rec["flags"] & logs.FLAG_BBO_EVENT) != 0
+                for name, _, start, end, bbo_only in stages:
+                    if name not in found and ((stamps[start] != 0) & (stamps[end] != 0) & (bbo | (not bbo_only))).any():
+                        found.add(name)
+        if skip < len(rec):
+            t = _receive(rec[skip:])
+            t_lo = int(t.min()) if t_lo is None else min(t_lo, int(t.min()))
+            t_hi = int(t.max()) if t_hi is None else max(t_hi, int(t.max()))
+    span_s = max((t_hi - t_lo) / 1e9, 1e-9) if t_lo is not None else 1e-9
+    edges = np.linspace(0.0, span_s, TIME_BINS + 1)
+
+    reader = hops.ChainReader(run_dir)
+    present = {"t_read" if n == "t_receive" else n for n in set_fields}
+    if reader.send is not None and reader.send[1].any():
+        present |= {"t_intended", "t_sent"}
+    hop_tables = hops.HopTables(sorted(present), reader.subscribers) if "t_book" in present else None
+
+    stages = [s for s in stages if s[0] in found]
+    stage_h = {s[0]: KeyedHistogram() for s in stages}
+    warm_h = {s[0]: KeyedHistogram(dense=1 << 12) for s in stages}
+    by_type = KeyedHistogram(_TYPE_KEYS, _TYPE_BINS)
+    symbol_bins = int(2 ** np.clip(np.floor(np.log2(_SYMBOL_CELLS / (max_locate + 1))), 6, 10))
+    by_symbol = KeyedHistogram(max_locate + 1, symbol_bins)
+    over_time = KeyedHistogram(TIME_BINS, 1 << 12)
+    throughput = np.zeros(TIME_BINS, np.int64)
+    seen, wrote_csv = 0, False
+
+    # Pass 2: every histogram, the hop tables, and the CSV.
+    for _, rec in _chunks(records, chunk):
+        split = max(0, min(len(rec), warmup_messages - seen))
+        seen += len(rec)
+        stamps = _stamps(rec)
+        bbo = (rec["flags"] & logs.FLAG_BBO_EVENT) != 0
+        t_rel = (stamps["t_receive"][split:] - (t_lo or 0)).astype(np.float64) / 1e9
+        throughput += np.histogram(t_rel, bins=TIME_BINS, range=(0.0, span_s))[0]
+        csv_cols: dict[str, Any] = {}
+        for name, _, start, end, bbo_only in stages:
+            a, b = stamps[start], stamps[end]
+            valid = (a != 0) & (b != 0)
+            if bbo_only:
+                valid &= bbo
+            d = b - a
+            warm_h[name].add(d[:split][valid[:split]])
+            main, ok = d[split:], valid[split:]
+            stage_h[name].add(main[ok])
+            if csv is not None:
+                csv_cols[name] = np.where(ok, main.astype(np.float64), np.nan)
+            if name == HEADLINE:
+                v = main[ok]
+                by_type.add(v, rec["msg_type"][split:].view(np.uint8)[ok])
+                by_symbol.add(v, rec["stock_locate"][split:][ok])
+                time_bin = np.clip(np.digitize(t_rel[ok], edges) - 1, 0, TIME_BINS - 1)
+                over_time.add(v, time_bin)
+        if hop_tables is not None:
+            hop_tables.add(reader.frame(rec))
+        if csv is not None:
+            _append_csv(csv, rec[split:], stamps["t_receive"][split:], csv_cols, symbol_names, header=not wrote_csv)
+            wrote_csv = True
+
+    kept = [(s[0], s[1]) for s in stages]
+    return RunLatency(
+        stages=kept, stage={n: stage_h[n] for n, _ in kept}, warmup={n: warm_h[n] for n, _ in kept},
+        messages=max(0, accepted_total - warmup_messages), warmup_messages=min(warmup_messages, accepted_total),
+        rejected=len(records) - accepted_total, by_type=by_type, by_symbol=by_symbol, over_time=over_time,
+        time_edges_s=edges, throughput_counts=throughput, hop_tables=hop_tables, sender=reader.sender,
+        subscribers=reader.subscribers)
+
+
+def _append_csv(path: Path, rec: np.ndarray, t_receive: np.ndarray, stage_cols: dict[str, np.ndarray],
+                symbol_names: np.ndarray | None, *, header: bool) -> None:
+    locate = rec["stock_locate"]
+    frame = pd.DataFrame({"seq": rec["seq"], "type": pd.Series(rec["msg_type"].view(np.uint8)).map(TYPE_NAMES)})
+    if symbol_names is not None:
+        frame["symbol"] = symbol_names[locate]
+    frame["locate"] = locate
+    frame["t_receive"] = t_receive
+    for name, col in stage_cols.items():
+        frame[name] = col
+    frame.to_csv(path, mode="w" if header else "a", header=header, index=False, lineterminator="\n",
+                 float_format="%.0f")
