@@ -42,7 +42,7 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
     fail(path, "mmap");
   }
   base_ = static_cast<uint8_t*>(m);
-  mapped_end_ = base_;
+  mapped_end_ = released_end_ = base_;
   first_record_ = cursor_ = base_ + logfmt::kHeaderSize;
   written_end_.store(cursor_);
   {
@@ -97,6 +97,12 @@ void MmapLog::provision() {
       const uint8_t* written = written_end_.load(std::memory_order_relaxed);
       while (size_t(mapped_end_ - written) < 2 * chunk_bytes_)
         if (!grow_locked()) break;
+      // Chunks the writer left two chunks behind leave the process (their data stays in the page cache, dirty,
+      // and goes to the file): a log of any length costs a few chunks of resident memory, not its size.
+      while (size_t(written - released_end_) >= 3 * chunk_bytes_) {
+        ::madvise(released_end_, chunk_bytes_, MADV_DONTNEED);
+        released_end_ += chunk_bytes_;
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }

@@ -4,6 +4,8 @@
 // (ftruncate + MADV_POPULATE_WRITE) two chunks ahead of the writer, because
 // first-touch faults on fresh pages cost ~20 ns per record amortized and
 // arrive as spikes; if the writer ever catches up it grows the file itself.
+// Behind the writer it releases written chunks (MADV_DONTNEED), so resident
+// memory stays a few chunks whatever the log's length.
 // close() writes the exact count, sets the finalized flag and trims the file
 // to its last record.
 //
@@ -78,6 +80,7 @@ class MmapLog {
 
   std::mutex grow_mutex_;
   uint8_t* mapped_end_ = nullptr;  // end of the file (guarded by grow_mutex_)
+  uint8_t* released_end_ = nullptr;  // pages before this were handed back to the kernel (provisioner's)
   std::atomic<uint8_t*> ready_end_{nullptr};  // pages before this are populated
   std::atomic<uint8_t*> written_end_{nullptr};
   std::atomic<bool> stop_{false};

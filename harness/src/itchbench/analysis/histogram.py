@@ -49,22 +49,41 @@ def _reduce(keys: np.ndarray, values: np.ndarray, counts: np.ndarray | None) -> 
 class KeyedHistogram:
     """Exact counts of int64 values per key in [0, n_keys)."""
 
-    def __init__(self, n_keys: int = 1, dense: int = 1 << 20) -> None:
+    def __init__(self, n_keys: int = 1, dense: int = 1 << 16) -> None:
         self.n_keys, self.dense_bins = n_keys, dense
         self._dense = np.zeros(n_keys * dense, np.int64)
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._part_entries = 0
 
     def add(self, values: np.ndarray, keys: np.ndarray | None = None) -> None:
         values = np.asarray(values, np.int64)
+        if values.size == 0:
+            return
+        if int(values.min()) >= 0 and int(values.max()) < self.dense_bins:  # the common case: no mask, no copy
+            self._count(values if keys is None else np.asarray(keys, np.int64) * self.dense_bins + values, keys is None)
+            return
         keys = np.zeros(values.size, np.int64) if keys is None else np.asarray(keys, np.int64)
         inside = (values >= 0) & (values < self.dense_bins)
-        if inside.all():
-            self._dense += np.bincount(keys * self.dense_bins + values, minlength=self._dense.size)
-            return
-        self._dense += np.bincount(keys[inside] * self.dense_bins + values[inside], minlength=self._dense.size)
-        self._parts.append(_reduce(keys[~inside], values[~inside], None))
-        if len(self._parts) > 1 and sum(p[0].size for p in self._parts) > _COMPACT_ENTRIES:
-            self._parts = [self._merged_parts()]
+        every = bool(inside.all())
+        cells = keys * self.dense_bins + values if every else keys[inside] * self.dense_bins + values[inside]
+        if cells.size:
+            self._count(cells, self.n_keys == 1)
+        if not every:
+            part = _reduce(keys[~inside], values[~inside], None)
+            self._parts.append(part)
+            self._part_entries += part[0].size
+            if len(self._parts) > 1 and self._part_entries > _COMPACT_ENTRIES:
+                self._parts = [self._merged_parts()]
+                self._part_entries = self._parts[0][0].size
+
+    def _count(self, cells: np.ndarray, compact: bool) -> None:
+        # One key's cells are a short range: a bincount as long as the largest. Many keys' cells are spread over
+        # the whole array, where add.at touches only the cells hit.
+        if compact:
+            counted = np.bincount(cells)
+            self._dense[:counted.size] += counted
+        else:
+            np.add.at(self._dense, cells, 1)
 
     def count(self) -> int:
         return int(self._dense.sum()) + sum(int(p[2].sum()) for p in self._parts)
@@ -82,7 +101,7 @@ class KeyedHistogram:
         if not self._parts:
             return dk, dv, dc
         sk, sv, sc = self._merged_parts()
-        self._parts = [(sk, sv, sc)]
+        self._parts, self._part_entries = [(sk, sv, sc)], sk.size
         k, v, c = np.concatenate((dk, sk)), np.concatenate((dv, sv)), np.concatenate((dc, sc))
         order = np.lexsort((v, k))  # distinct pairs only: a small sort
         return k[order], v[order], c[order]

@@ -132,7 +132,7 @@ class ChainReader:
             self._subs.append((f"t_sub_{path.stem.split('-', 1)[1]}", keys, sub["t_received"].astype(np.int64)[first]))
         self.subscribers = [name for name, _, _ in self._subs]
 
-    def frame(self, rec: np.ndarray) -> pd.DataFrame:
+    def columns(self, rec: np.ndarray) -> dict[str, np.ndarray]:
         """seq, bbo, the STAMPS the records and send log have, and t_sub_<name> (BBO events only) per record."""
         seq = rec["seq"].astype(np.int64)
         cols: dict[str, Any] = {"seq": seq, "bbo": (rec["flags"] & logs.FLAG_BBO_EVENT) != 0}
@@ -146,8 +146,7 @@ class ChainReader:
             cols["t_read"] = to_monotonic(rec["t_receive"], self.clock)
         for name, keys, received in self._subs:
             cols[name] = np.where(cols["bbo"], lookup(seq, keys, received), 0)
-        frame = pd.DataFrame(cols)
-        return frame[["seq", "bbo", *[c for c, _ in STAMPS if c in frame], *self.subscribers]]
+        return {c: cols[c] for c in ["seq", "bbo", *[c for c, _ in STAMPS if c in cols], *self.subscribers]}
 
 
 def accepted(records: np.ndarray) -> np.ndarray:
@@ -162,7 +161,8 @@ def chain(run_dir: Path) -> Chain | None:
     if not lat_path.is_file():
         return None
     reader = ChainReader(run_dir)
-    return Chain(reader.frame(accepted(logs.read_latency(lat_path).records)), reader.subscribers, reader.sender)
+    return Chain(pd.DataFrame(reader.columns(accepted(logs.read_latency(lat_path).records))), reader.subscribers,
+                 reader.sender)
 
 
 CO_MEASURES = [("from the intended send time (free of coordinated omission)", "t_intended"),
@@ -172,7 +172,7 @@ CO_MEASURES = [("from the intended send time (free of coordinated omission)", "t
 
 class HopTables:
     """Hop-by-hop tables and the coordinated-omission table, accumulated a
-    chunk of chain frames at a time in exact histograms (analysis/histogram.py),
+    chunk of chain columns at a time in exact histograms (analysis/histogram.py),
     so that a run of any length is tabled in bounded memory. `present` are the
     stamps some message has (a transport without a kernel stamp leaves t_kernel
     all zero): they make the chain."""
@@ -183,25 +183,34 @@ class HopTables:
         if "t_published" in stamps:
             for sub in subscribers:
                 self.chains[sub] = stamps[: stamps.index("t_published") + 1] + [sub]
-        self._hops = {to: [(KeyedHistogram(), KeyedHistogram()) for _ in zip(c, c[1:])] + [(KeyedHistogram(), None)]
-                      for to, c in self.chains.items()}
+        # Per chain, each hop and its cumulative latency from the chain's start. The first hop is its own
+        # cumulative, and the last cumulative is the end-to-end figure: one histogram serves both.
+        self._hops: dict[str, list[tuple[KeyedHistogram, KeyedHistogram]]] = {}
+        for to, c in self.chains.items():
+            chain_hops = []
+            for i in range(len(c) - 1):
+                hop = KeyedHistogram()
+                chain_hops.append((hop, hop if i == 0 else KeyedHistogram()))
+            self._hops[to] = chain_hops
         self._co = {start: KeyedHistogram() for _, start in CO_MEASURES if start in present}
 
-    def add(self, frame: pd.DataFrame) -> None:
-        bbo = frame["bbo"].to_numpy()
+    def add(self, cols: dict[str, np.ndarray]) -> None:
+        """One chunk of ChainReader.columns."""
+        bbo = cols["bbo"]
         for to, stamps in self.chains.items():
-            cols = {c: frame[c].to_numpy() for c in stamps}
-            have = np.ones(len(frame), dtype=bool) if to == "t_book" else bbo.copy()
+            have = np.ones(bbo.size, dtype=bool) if to == "t_book" else bbo.copy()
             for c in stamps:
                 have &= cols[c] != 0
-            start = cols[stamps[0]][have]
-            for (hop, cumulative), a, b in zip(self._hops[to], stamps, stamps[1:]):
-                hop.add(cols[b][have] - cols[a][have])
-                cumulative.add(cols[b][have] - start)
-            self._hops[to][-1][0].add(cols[stamps[-1]][have] - start)
-        book = frame["t_book"].to_numpy()
+            every = bool(have.all())  # then no copies
+            rows = {c: cols[c] if every else cols[c][have] for c in stamps}
+            start = rows[stamps[0]]
+            for i, ((hop, cumulative), a, b) in enumerate(zip(self._hops[to], stamps, stamps[1:])):
+                hop.add(rows[b] - rows[a])
+                if i:
+                    cumulative.add(rows[b] - start)
+        book = cols["t_book"]
         for start, hist in self._co.items():
-            t = frame[start].to_numpy()
+            t = cols[start]
             ok = (t != 0) & (book != 0)
             hist.add(book[ok] - t[ok])
 
@@ -209,7 +218,7 @@ class HopTables:
         """Hop by hop to `to` ("t_book": every message; a subscriber column: BBO events it received), over the
         messages that have every stamp of the chain."""
         stamps = self.chains[to]
-        total = describe_counts(*self._hops[to][-1][0].values_counts())
+        total = describe_counts(*self._hops[to][-1][1].values_counts())
         rows = []
         for (hop, cumulative), a, b in zip(self._hops[to], stamps, stamps[1:]):
             name = HOP_NAMES.get((a, b), f"{a} → {b}") if not b.startswith("t_sub_") else \

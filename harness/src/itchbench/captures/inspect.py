@@ -29,11 +29,25 @@ def check_capture(capture: Path, feed: str = "") -> Path:
         raise CaptureError(f"{capture} is a directory, not a capture")
     if capture.stat().st_size == 0:
         raise CaptureError(f"{capture}: empty capture (0 bytes)")
-    proc = subprocess.run([str(paths.tool("itch-inspect")), str(capture), "--check"], capture_output=True, text=True)
+    if capture_kind(capture) == "pcap":
+        facts_of(capture, feed)  # the feed is chosen (or refused) from the capture's flows
+    elif feed:
+        raise CaptureError(f"{capture}: a binary ITCH file has no UDP flows: a feed ({feed}) applies to pcap "
+                           "captures only")
+    return capture.resolve()
+
+
+@functools.lru_cache(maxsize=64)
+def _kind(capture: str, mtime_ns: int) -> str:
+    proc = subprocess.run([str(paths.tool("itch-inspect")), capture, "--check"], capture_output=True, text=True)
     if proc.returncode != 0:
         raise CaptureError(proc.stderr.strip().replace("itch-inspect: ", ""))
-    facts_of(capture, feed)
-    return capture.resolve()
+    return proc.stdout.strip()
+
+
+def capture_kind(capture: Path) -> str:
+    """"pcap" or "itch", told by content without reading the capture through (CaptureError if neither)."""
+    return _kind(str(capture), capture.stat().st_mtime_ns)
 
 
 def inspect_capture(capture: Path, feed: str = "") -> dict[str, Any]:
@@ -91,6 +105,8 @@ def gateway_feed_args(capture: Path, feed: str) -> list[str]:
     """The gateway's --feed for this capture: named only when the capture has other flows. Otherwise the
     gateway's own default picks the same feed, and the gateways of revisions older than feed selection
     (itchbench compare, bisect) still run the capture."""
+    if capture_kind(capture) != "pcap":
+        return []
     facts = facts_of(capture, feed)
     return ["--feed", facts["feed"]] if facts["not_feed"]["other_flow"] else []
 

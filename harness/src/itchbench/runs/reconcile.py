@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..analysis import logs, microbench
 from ..captures import faults
 from ..captures.digest import sim_bbo
-from ..captures.inspect import facts_of
+from ..captures.inspect import capture_kind, facts_of
 from .. import rundir
 from . import verdict
 from .failure import RunError
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 def _capture_facts(capture: Path, feed: str) -> dict[str, Any]:
     """The feed the run read and what else the capture holds (counted, never replayed)."""
+    if capture_kind(capture) != "pcap":
+        return {"feed": "", "not_feed": {}, "flows": []}
     facts = facts_of(capture, feed)
     return {"feed": facts["feed"], "not_feed": facts["not_feed"], "flows": facts["flows"]}
 

@@ -7,7 +7,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...captures.inspect import facts_of, gateway_feed_args
+from ...captures.compressed import compression_of
+from ...captures.inspect import gateway_feed_args
 from ..deadlines import sim_seconds
 from ..failure import RunError
 from ..procs import wait_with_rusage
@@ -22,7 +23,7 @@ def run_sim(run: "Run", group: "ProcessGroup") -> None:
     cmd = [*gateway_args(run), "--source", "sim", "--capture", run.values["capture"], "--progress"]
     capture = Path(run.values["capture"])
     cmd += gateway_feed_args(capture, run.values["feed"])
-    deadline_s = sim_seconds(facts_of(capture, run.values["feed"]))
+    deadline_s = sim_seconds(capture.stat().st_size, compression_of(capture) is not None)
     run.extras["deadline_s"] = round(deadline_s, 1)
     proc = group.start("gateway", cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                        errors="replace")
