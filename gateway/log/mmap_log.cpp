@@ -97,9 +97,9 @@ void MmapLog::provision() {
       const uint8_t* written = written_end_.load(std::memory_order_relaxed);
       while (size_t(mapped_end_ - written) < 2 * chunk_bytes_)
         if (!grow_locked()) break;
-      // Chunks the writer left two chunks behind leave the process (their data stays in the page cache, dirty,
+      // Chunks the writer has left a chunk behind leave the process (their data stays in the page cache, dirty,
       // and goes to the file): a log of any length costs a few chunks of resident memory, not its size.
-      while (size_t(written - released_end_) >= 3 * chunk_bytes_) {
+      while (size_t(written - released_end_) >= 2 * chunk_bytes_) {
         ::madvise(released_end_, chunk_bytes_, MADV_DONTNEED);
         released_end_ += chunk_bytes_;
       }

@@ -3,7 +3,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
 
 #include "log/mmap_log.hpp"
 #include "test_files.hpp"
@@ -25,7 +31,40 @@ logfmt::BboRecord bbo_record(uint64_t i) {
   r.stock_locate = uint16_t(i % 10);
   return r;
 }
+// This process's resident set, from /proc (kB).
+uint64_t resident_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
+  return 0;
+}
 }  // namespace
+
+TEST(MmapLog, ResidentMemoryStaysAFewChunksWhateverTheLength) {
+  // Ten chunks of records: written through the mapping, they would all stay resident unless released behind
+  // the writer. The ceiling, five chunks, is what the design keeps at most: two populated ahead, the one being
+  // written, up to two behind (released once a whole chunk lies behind the writer).
+  ScratchDir dir;
+  const std::string path = dir.file("long.bbo");
+  const uint64_t before = resident_kib();
+  const uint64_t records = 10 * MmapLog::kChunkBytes / sizeof(logfmt::BboRecord);
+  uint64_t peak = 0;
+  {
+    BboLog log(path, logfmt::Kind::kBbo, {});
+    for (uint64_t i = 0; i < records; ++i) {
+      log.append(bbo_record(i));
+      if (i % (1 << 20) == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the provisioner's turn, as a real feed gives
+        peak = std::max(peak, resident_kib());
+      }
+    }
+    EXPECT_EQ(log.dropped(), 0u);
+    log.close();
+  }
+  EXPECT_LT(peak - before, 5 * MmapLog::kChunkBytes / 1024) << "resident grew by " << (peak - before) << " kB";
+  EXPECT_EQ(std::filesystem::file_size(path), logfmt::kHeaderSize + records * sizeof(logfmt::BboRecord));
+}
 
 TEST(MmapLog, FinalizedLogHasExactCountAndSize) {
   ScratchDir dir;

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from itchbench.analysis import logs, stats
+from itchbench.analysis import latency_pass, logs
 from itchbench.captures import fixtures
 from itchbench.runs import sim
 
@@ -95,13 +95,15 @@ def test_a_version_1_latency_log_is_still_read(tmp_path):
     struct.pack_into("<HHHHHHIQQ", header, 8, 1, HEADER, 56, 1, 1, 0, 1, 2, 0)  # v1, latency, monotonic, finalized
     recs = b"".join(struct.pack("<QQQQQQHcB4x", seq, 0, 1000 * seq, 1000 * seq + 70, 1000 * seq + 100, 0, 7, b"A", 0x80)
                     for seq in (1, 2))
-    path = tmp_path / "v1.lat"
+    path = tmp_path / "latency.lat"
     path.write_bytes(bytes(header) + recs)
     log = logs.read_latency(path)
     assert log.header["version"] == 1 and log.complete and list(log.records["seq"]) == [1, 2]
-    lat = stats.latencies(log)
+    lat = latency_pass.scan(tmp_path)
     assert [name for name, _ in lat.stages] == ["decode", "book", "receive_to_book"]  # no wake-up or parse hop in v1
-    assert list(lat.frame["decode"]) == [70, 70] and list(lat.frame["book"]) == [30, 30]
+    for stage, value in (("decode", 70), ("book", 30)):
+        v, c = lat.stage[stage].values_counts()
+        assert list(v) == [value] and list(c) == [2]
 
 
 def test_an_unknown_version_is_refused_by_name(run_dir, tmp_path):

@@ -175,6 +175,19 @@ def describe_counts(values: np.ndarray, counts: np.ndarray, method: str = HIGHER
     return {k: (int(row[k]) if k == "count" else float(row[k])) for k in STAT_KEYS}
 
 
+def quantiles(values: np.ndarray, counts: np.ndarray, ps: np.ndarray, method: str = HIGHER) -> np.ndarray:
+    """The percentiles ps (fractions) of one histogram by `method`."""
+    n = np.array([int(counts.sum())])
+    cum = np.cumsum(counts)
+    out = []
+    for p in ps:
+        lo, hi, frac = _order_statistics(method, n, float(p))
+        a = float(values[np.searchsorted(cum, lo[0], side="right")])
+        b = float(values[np.searchsorted(cum, hi[0], side="right")])
+        out.append(a + frac[0] * (b - a) if frac[0] > 0 else a)
+    return np.array(out)
+
+
 def percentile_points(values: np.ndarray, counts: np.ndarray, points: int = 2000) -> tuple[np.ndarray, np.ndarray]:
     """(p, value) at `points` percentiles spaced towards the tail, by the
     default method: stats.percentile_points for a histogram."""

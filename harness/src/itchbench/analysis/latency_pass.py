@@ -12,6 +12,7 @@ deviation are those of the whole sample.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,18 @@ TIME_BINS = 100           # throughput and latency over time
 _TYPE_KEYS = 256          # the type byte is the key
 _TYPE_BINS = 1024         # values below this (ns) counted densely per type; above, exactly but sparsely
 _SYMBOL_CELLS = 1 << 24   # dense symbol x value cells (128 MiB): 1,024 values a symbol for up to 16,384 symbols
+
+
+def stages_of(run_dir: Path, warmup_messages: int) -> RunLatency:
+    """scan() without breakdowns, cached per log version: what documents and comparisons draw, several figures a
+    run."""
+    log = Path(run_dir) / "latency.lat"
+    return _stages(str(run_dir), warmup_messages, log.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _stages(run_dir: str, warmup_messages: int, _mtime_ns: int) -> RunLatency:
+    return scan(Path(run_dir), warmup_messages, breakdowns=False)
 
 
 @dataclass
@@ -82,7 +95,9 @@ def _stamps(rec: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
-         symbol_names: np.ndarray | None = None, chunk: int = CHUNK_RECORDS) -> RunLatency:
+         symbol_names: np.ndarray | None = None, breakdowns: bool = True, chunk: int = CHUNK_RECORDS) -> RunLatency:
+    """The run's latency histograms. breakdowns=False leaves out what only a run's own report shows (by type, by
+    symbol, over time, hop by hop): stages and warm-up are enough for comparisons and documents."""
     run_dir = Path(run_dir)
     lat = logs.read_latency(run_dir / "latency.lat")
     records = lat.records
@@ -118,14 +133,14 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
     present = {"t_read" if n == "t_receive" else n for n in set_fields}
     if reader.send is not None and reader.send[1].any():
         present |= {"t_intended", "t_sent"}
-    hop_tables = hops.HopTables(sorted(present), reader.subscribers) if "t_book" in present else None
+    hop_tables = hops.HopTables(sorted(present), reader.subscribers) if "t_book" in present and breakdowns else None
 
     stages = [s for s in stages if s[0] in found]
     stage_h = {s[0]: KeyedHistogram() for s in stages}
     warm_h = {s[0]: KeyedHistogram(dense=1 << 12) for s in stages}
-    by_type = KeyedHistogram(_TYPE_KEYS, _TYPE_BINS)
+    by_type = KeyedHistogram(_TYPE_KEYS if breakdowns else 1, _TYPE_BINS)
     symbol_bins = int(2 ** np.clip(np.floor(np.log2(_SYMBOL_CELLS / (max_locate + 1))), 6, 10))
-    by_symbol = KeyedHistogram(max_locate + 1, symbol_bins)
+    by_symbol = KeyedHistogram(max_locate + 1 if breakdowns else 1, symbol_bins)
     over_time = KeyedHistogram(TIME_BINS, 1 << 12)
     throughput = np.zeros(TIME_BINS, np.int64)
     seen, wrote_csv = 0, False
@@ -150,7 +165,7 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
             stage_h[name].add(main[ok])
             if csv is not None:
                 csv_cols[name] = np.where(ok, main.astype(np.float64), np.nan)
-            if name == HEADLINE:
+            if name == HEADLINE and breakdowns:
                 v = main[ok]
                 by_type.add(v, rec["msg_type"][split:].view(np.uint8)[ok])
                 by_symbol.add(v, rec["stock_locate"][split:][ok])

@@ -1,4 +1,7 @@
-"""Latency statistics, vectorised: one sort per breakdown, no loop over records.
+"""Latency statistics: the definitions every figure uses (percentile methods,
+stages), and the statistics of one sample in memory (itchbench stats, an
+external gateway's CSV). A run's own logs are summarised in bounded memory by
+analysis/latency_pass.py over analysis/histogram.py, to the same definitions.
 
 Percentiles are by numpy's `higher` method unless asked otherwise: the sorted
 value at 0-based index ceil((n-1)*p), computed here with exact integer
@@ -13,13 +16,7 @@ deviations are the population one (divided by n).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
-import pandas as pd
-
-from . import logs
 
 PERCENTILES: dict[str, float] = {
     "p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p999": 0.999, "p9999": 0.9999,
@@ -78,50 +75,6 @@ def rank_index(count: np.ndarray | int, p: float | np.ndarray, method: str = DEF
     return np.clip(idx, 0, np.maximum(n - 1, 0))
 
 
-_KEY_SHIFT = 47  # packed sort: key in the top 16 bits, value offset in the low 47 (39 hours of ns)
-
-
-def _sorted_by_key_then_value(keys: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """keys and values ordered by (key, value). Integral values with small
-    non-negative integer keys are packed into one int64 and sorted in place
-    (one plain sort, much cheaper than argsort); anything else falls back to
-    argsort plus a stable radix sort of the keys."""
-    integral = keys.dtype.kind in "ub" and keys.dtype.itemsize <= 2
-    if integral:
-        lo, hi = v.min(), v.max()
-        integral = hi - lo < 2**_KEY_SHIFT and bool(np.all(v == np.floor(v)))
-    if integral:
-        packed = (keys.astype(np.int64) << _KEY_SHIFT) | (v - lo).astype(np.int64)
-        packed.sort()
-        return packed >> _KEY_SHIFT, (packed & ((1 << _KEY_SHIFT) - 1)).astype(np.float64) + lo
-    order = np.argsort(v, kind="quicksort")
-    order = order[np.argsort(keys[order], kind="stable")]
-    return keys[order], v[order]
-
-
-def grouped(keys: np.ndarray, values: np.ndarray, method: str = DEFAULT_METHOD) -> pd.DataFrame:
-    """STAT_KEYS for each distinct key, from one sort for all groups. Empty
-    input gives an empty frame."""
-    _check_method(method)
-    values = np.asarray(values, dtype=np.float64)
-    if values.size == 0:
-        return pd.DataFrame(columns=STAT_KEYS)
-    k, v = _sorted_by_key_then_value(np.asarray(keys), values)
-    start = np.concatenate(([0], np.flatnonzero(k[1:] != k[:-1]) + 1))
-    count = np.diff(np.append(start, k.size))
-    uniq = k[start]
-    mean = np.add.reduceat(v, start) / count
-    sq = np.add.reduceat((v - np.repeat(mean, count)) ** 2, start)
-    out = {"count": count, "mean": mean, "min": v[start], "max": v[start + count - 1]}
-    for name, p in PERCENTILES.items():
-        if method in _RANKED:
-            out[name] = v[start + rank_index(count, p, method)]
-        else:  # per group, on the already sorted slices: a loop over groups, not records
-            out[name] = np.array([np.percentile(v[s:s + c], p * 100, method=method) for s, c in zip(start, count)])
-    out["stddev"] = np.sqrt(sq / count)  # population standard deviation
-    return pd.DataFrame(out, index=uniq)[STAT_KEYS]
-
-
 def describe(values: np.ndarray, method: str = DEFAULT_METHOD) -> dict[str, float]:
     """STAT_KEYS of one sample (empty: count 0, the rest NaN). Ranked
     percentiles come from one partition, O(n), not a sort."""
@@ -143,92 +96,4 @@ def describe(values: np.ndarray, method: str = DEFAULT_METHOD) -> dict[str, floa
     return {k: out[k] for k in STAT_KEYS}
 
 
-def percentile_points(values: np.ndarray, points: int = 2000) -> tuple[np.ndarray, np.ndarray]:
-    """(p, value) at `points` percentiles spaced towards the tail, exact by
-    the default method: a percentile curve without plotting every record."""
-    v = np.asarray(values, dtype=np.float64)
-    n = v.size
-    if n == 0:
-        return np.array([]), np.array([])
-    tail = np.linspace(0, np.log10(n), points)
-    p = np.unique(1.0 - 10.0 ** -tail)
-    idx = np.unique(np.minimum(np.ceil((n - 1) * p), n - 1).astype(np.int64))  # `higher`, in float: a plot's tail needs p finer than 1e-6
-    part = np.partition(v, idx)
-    return (idx + 0.5) / n, part[idx]
-
-
-@dataclass
-class Latencies:
-    """Per-message stage latencies (ns) of the records that count."""
-
-    frame: pd.DataFrame  # seq, type, locate, t_receive, and one column per stage (NaN where not applicable)
-    stages: list[tuple[str, str]]  # (name, description) present
-    warmup: pd.DataFrame
-    rejected: int
-
-
-def latencies(lat: logs.LogFile, warmup_messages: int = 0) -> Latencies:
-    """Stage latencies from a latency log; rejected messages and the warm-up
-    window are set apart. The log's memory map is read, not copied, unless
-    rejected records must be left out."""
-    rec = lat.records
-    ok = (rec["flags"] & logs.FLAG_REJECTED) == 0
-    rejected = int(rec.size - np.count_nonzero(ok))
-    if rejected:
-        rec = rec[ok]
-    bbo = (rec["flags"] & logs.FLAG_BBO_EVENT) != 0
-    stamps = {name: rec[name] for name in rec.dtype.names if name.startswith("t_")}
-    if "t_receive" not in stamps:  # version 2: the kernel's stamp where there is one, else the read's
-        stamps["t_receive"] = np.where(rec["t_kernel"] != 0, rec["t_kernel"], rec["t_read"])
-    columns: dict[str, Any] = {
-        "seq": rec["seq"], "type": rec["msg_type"].view(np.uint8), "locate": rec["stock_locate"],
-        "t_receive": stamps["t_receive"].astype(np.int64),
-    }
-    stages = [s for s in STAGES if s[2] in stamps and s[3] in stamps]
-    if lat.header["origin_clock"] == "sender-monotonic":
-        stages.insert(0, ONE_WAY)
-    present = []
-    for name, desc, start, end, bbo_only in stages:
-        a, b = stamps[start], stamps[end]
-        valid = (a != 0) & (b != 0)
-        if bbo_only:
-            valid &= bbo
-        if not valid.any():
-            continue
-        d = b.astype(np.float64)
-        d -= a
-        d[~valid] = np.nan
-        columns[name] = d
-        present.append((name, desc))
-    frame = pd.DataFrame(columns, copy=False)
-    n_warm = min(warmup_messages, len(frame))
-    return Latencies(frame.iloc[n_warm:], present, frame.iloc[:n_warm], rejected)
-
-
 TYPE_NAMES = {ord(t): t for t in "SRHYLVWKJhAFECXDUPQBINO"}
-
-
-def by_stage(lat: Latencies, method: str = DEFAULT_METHOD, frame: pd.DataFrame | None = None) -> pd.DataFrame:
-    frame = lat.frame if frame is None else frame
-    rows = {}
-    for name, _ in lat.stages:
-        v = frame[name].to_numpy()
-        rows[name] = describe(v[~np.isnan(v)], method)
-    return pd.DataFrame.from_dict(rows, orient="index", columns=STAT_KEYS)
-
-
-def by_key(lat: Latencies, key: str, stage: str, method: str = DEFAULT_METHOD) -> pd.DataFrame:
-    v = lat.frame[stage].to_numpy()
-    keep = ~np.isnan(v)
-    return grouped(lat.frame[key].to_numpy()[keep], v[keep], method)
-
-
-def throughput(t_ns: np.ndarray, bins: int = 100) -> pd.DataFrame:
-    """Messages per second over the run, in equal time bins."""
-    if len(t_ns) == 0:
-        return pd.DataFrame(columns=["t_s", "messages_per_s"])
-    t = (t_ns.astype(np.int64) - int(t_ns.min())).astype(np.float64) / 1e9
-    span = max(float(t.max()), 1e-9)
-    counts, edges = np.histogram(t, bins=bins, range=(0.0, span))
-    width = edges[1] - edges[0]
-    return pd.DataFrame({"t_s": edges[:-1], "messages_per_s": counts / width})

@@ -12,7 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..analysis import logs, stats  # noqa: E402
+from ..analysis import latency_pass  # noqa: E402
+from ..analysis.histogram import quantiles  # noqa: E402
 from .verdicts import BETTER, NOT_COMPARABLE, SAME, SHOWN, WORSE  # noqa: E402
 
 MARK = {BETTER: "✅ faster", WORSE: "❌ slower", SAME: "· unchanged", NOT_COMPARABLE: "⚠ not comparable",
@@ -86,11 +87,12 @@ def plot_percentiles(path: Path, base_runs: list[Path], head_runs: list[Path], l
         if not lat.is_file():
             plt.close(fig)
             return False
-        d = stats.latencies(logs.read_latency(lat)).frame["receive_to_book"].dropna().to_numpy()
-        if d.size == 0:
+        stages = latency_pass.stages_of(run, 0).stage
+        if "receive_to_book" not in stages or not stages["receive_to_book"].count():
             plt.close(fig)
             return False
-        ax.plot(np.arange(qs.size), np.percentile(d, qs, method="higher"), marker="o", label=name)
+        v, c = stages["receive_to_book"].values_counts()
+        ax.plot(np.arange(qs.size), quantiles(v, c, qs / 100), marker="o", label=name)
     ax.set_xticks(np.arange(qs.size), [f"p{q:g}" for q in qs])
     ax.set_yscale("log")
     ax.set_ylabel("receive → book (ns)")

@@ -13,7 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..analysis import logs, stats  # noqa: E402
+from ..analysis import latency_pass  # noqa: E402
+from ..analysis.histogram import percentile_points  # noqa: E402
 from .collect import Configuration, RunRecord  # noqa: E402
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -45,30 +46,30 @@ def _figure(path: Path) -> Iterator[plt.Axes]:
             plt.close(fig)
 
 
-def _latencies(run: RunRecord, stage: str) -> np.ndarray:
-    path = run.dir / "latency.lat"
-    if not path.is_file():
-        return np.array([])
-    lat = stats.latencies(logs.read_latency(path), int(run.manifest["scenario"].get("warmup_messages", 0)))
-    if stage not in lat.frame:
-        return np.array([])
-    v = lat.frame[stage].to_numpy()
-    return v[~np.isnan(v)]
+def _latencies(run: RunRecord, stage: str) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values in ns, counts) of a stage after the warm-up; empty when the run has none."""
+    if not (run.dir / "latency.lat").is_file():
+        return np.array([]), np.array([], np.int64)
+    lat = latency_pass.stages_of(run.dir, int(run.manifest["scenario"].get("warmup_messages", 0)))
+    if stage not in lat.stage:
+        return np.array([]), np.array([], np.int64)
+    v, c = lat.stage[stage].values_counts()
+    return v.astype(np.float64), c
 
 
 def histogram(path: Path, config: Configuration, index: int, stage: str, description: str) -> bool:
     """One step line per repetition, log2 bins: the repetitions side by side, not pooled."""
-    samples = [(r, _latencies(r, stage)) for r in config.runs]
-    samples = [(r, v) for r, v in samples if v.size]
+    samples = [(r, *_latencies(r, stage)) for r in config.runs]
+    samples = [(r, v, c) for r, v, c in samples if v.size]
     if not samples:
         return False
-    lo = max(1.0, min(float(v.min()) for _, v in samples))
-    hi = max(float(v.max()) for _, v in samples)
+    lo = max(1.0, min(float(v.min()) for _, v, _ in samples))
+    hi = max(float(v.max()) for _, v, _ in samples)
     edges = 2.0 ** np.arange(np.floor(np.log2(lo)), np.ceil(np.log2(hi)) + 1.01, 0.25)
     with _figure(path) as ax:
-        for k, (r, v) in enumerate(samples):
-            counts, _ = np.histogram(np.maximum(v, 1), bins=edges)
-            ax.stairs(counts / v.size * 100, edges, color=color(index), linestyle=LINESTYLES[k % len(LINESTYLES)],
+        for k, (r, v, c) in enumerate(samples):
+            counts, _ = np.histogram(np.maximum(v, 1), bins=edges, weights=c)
+            ax.stairs(counts / c.sum() * 100, edges, color=color(index), linestyle=LINESTYLES[k % len(LINESTYLES)],
                       label=f"repetition {k + 1}")
         ax.set_xscale("log")
         ax.set_xlabel(f"{description} (ns, log scale; bins of 2^¼)")
@@ -86,14 +87,14 @@ def percentile_curves(path: Path, configs: Sequence[Configuration], stage: str, 
     """Every run's percentile curve, coloured by configuration."""
     drawn = False
     with _figure(path) as ax:
-        for i, c in enumerate(configs):
-            for k, r in enumerate(c.runs):
-                v = _latencies(r, stage)
-                if not v.size:
+        for i, config in enumerate(configs):
+            for k, r in enumerate(config.runs):
+                values, counts = _latencies(r, stage)
+                if not values.size:
                     continue
-                p, q = stats.percentile_points(v, 400)
+                p, q = percentile_points(values, counts, 400)
                 ax.plot(_tail_x(p), np.maximum(q, 1), color=color(i), alpha=0.8, linewidth=1.0,
-                        label=c.label if k == 0 else None)
+                        label=config.label if k == 0 else None)
                 drawn = True
         ax.set_xscale("log")
         ax.set_yscale("log")
