@@ -34,7 +34,7 @@ def _finish(fig, ax, path: Path, title: str, xlabel: str, ylabel: str, xlog: boo
     ax.grid(True, which="both", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8, loc=legend_loc)  # a fixed place: "best" scans every point
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.12, top=0.92)  # fixed margins: tight_layout costs ~0.3 s a figure
     fig.savefig(path, **_SAVE)
     plt.close(fig)
 
