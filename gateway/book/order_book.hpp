@@ -8,8 +8,8 @@
 //    counted; so is an add reusing a live reference, or with a side other
 //    than B/S or zero shares.
 //
-// Layout for speed: orders live inside the reference table (OrderTable), so
-// finding one is one cache miss. Each stock side is a sorted array of price
+// Layout for speed: orders live inside the reference table (OrderTable,
+// direct-mapped by reference), so finding one is one cache miss. Each stock side is a sorted array of price
 // levels with the best level at the back, so the BBO is O(1) and activity
 // near the touch moves little memory. Nothing is allocated per message once
 // the table and level arrays have reached the session's size.
@@ -74,7 +74,7 @@ class OrderBook {
   size_t memory_bytes() const;
   const BookCounters& counters() const { return counters_; }
   uint64_t index_grows() const { return orders_.grows(); }
-  bool index_mixed_hash() const { return orders_.mixed_hash(); }
+  uint64_t index_overflowed() const { return orders_.overflowed(); }  // orders whose index slot was taken
 
  private:
   struct Level {

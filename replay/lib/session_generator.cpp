@@ -136,7 +136,8 @@ class Generator {
       else
         mid += kTick;
     }
-    const uint32_t offset = kTick * (1 + rng_.geometric(20));
+    const uint32_t offset = kTick * uint32_t(cfg_.price_band_ticks ? rng_.between(1, cfg_.price_band_ticks)
+                                                                   : 1 + rng_.geometric(20));
     return side == 'B' ? mid - offset : mid + offset;
   }
   char draw_side() { return rng_.below(2) == 0 ? 'B' : 'S'; }
@@ -420,10 +421,23 @@ GeneratorConfig nasdaq_day_profile(size_t symbol_count) {
   return c;
 }
 
+GeneratorConfig deep_book_profile() {
+  // Books that keep growing: 40 stocks, adds outnumber removals two to one, prices anywhere in 400 ticks of
+  // the mid. At the default 3 M messages: ~1.2 M live orders at the end, hundreds of levels a side; deletes,
+  // executions and cancels name random live orders, most of them deep in the book.
+  GeneratorConfig c = nasdaq_day_profile(40);
+  c.profile = "deep-book";
+  c.messages = 3000000;
+  c.mix = parse_mix("A=6400,F=100,D=1600,E=900,C=100,X=400,U=500");
+  c.price_band_ticks = 400;
+  return c;
+}
+
 GeneratorConfig profile_by_name(const std::string& name) {
   if (name == "seed-workload") return seed_workload_profile();
   if (name == "nasdaq-day") return nasdaq_day_profile();
-  throw std::invalid_argument("unknown profile '" + name + "' (profiles: seed-workload, nasdaq-day)");
+  if (name == "deep-book") return deep_book_profile();
+  throw std::invalid_argument("unknown profile '" + name + "' (profiles: seed-workload, nasdaq-day, deep-book)");
 }
 
 GeneratorStats generate_session(const GeneratorConfig& config, const MessageSink& sink) {

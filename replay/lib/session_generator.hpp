@@ -43,10 +43,14 @@ struct GeneratorConfig {
   uint64_t start_ns = 34200000000000ull; // 09:30:00 in ns since midnight
   Timing timing;
   bool end_of_day_events = false;        // S M/E/C at the end
+  // Where a new order's price falls: 0, a few ticks from the mid (geometric, as most of a real day); N, anywhere
+  // in the N ticks from the mid (uniform), which builds hundreds of levels a side.
+  uint32_t price_band_ticks = 0;
 };
 
 GeneratorConfig seed_workload_profile();
 GeneratorConfig nasdaq_day_profile(size_t symbol_count = 500);
+GeneratorConfig deep_book_profile();
 // Names "profile" resolves to; throws std::invalid_argument for others.
 GeneratorConfig profile_by_name(const std::string& name);
 std::vector<std::string> synthetic_symbols(size_t count);  // deterministic names

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
       "                 X~1% I~1%, rest rare), 500 Zipf-weighted symbols, bursty timing,\n"
       "                 up to 16 messages per packet within 50 us bursts");
   args.option("out", "FILE", "output file (written as FILE.tmp, renamed when complete)");
-  args.option("profile", "NAME", "seed-workload or nasdaq-day", "seed-workload");
+  args.option("profile", "NAME", "seed-workload, nasdaq-day or deep-book", "seed-workload");
   args.option("seed", "N", "random seed", "1");
   args.option("messages", "N", "total messages, preamble included (default: the profile's)");
   args.option("symbols", "LIST", "comma-separated symbols (default: the profile's)");
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
 
   try {
     GeneratorConfig cfg = profile_by_name(args.get("profile"));
-    const bool nasdaq = cfg.profile == "nasdaq-day";
+    const bool nasdaq = cfg.profile == "nasdaq-day" || cfg.profile == "deep-book";  // packetized like a real feed
     cfg.seed = args.get_u64("seed");
     if (args.has("messages")) cfg.messages = args.get_u64("messages");
     if (args.has("symbols") && args.has("symbol-count")) args.fail("give --symbols or --symbol-count, not both");

@@ -59,6 +59,6 @@ def compare_counters(base_run: Path, head_run: Path) -> dict[str, list[Any]]:
     a, b = (rundir.read_json(r / "gateway.json") for r in (base_run, head_run))
     fa = _flatten({k: a[k] for k in keep if k in a})
     fb = _flatten({k: b[k] for k in keep if k in b})
-    skip = ("book.memory_bytes", "book.index_grows")  # layout, not behaviour
+    skip = ("book.memory_bytes", "book.index_grows", "book.index_overflowed")  # layout, not behaviour
     return {k: [fa.get(k), fb.get(k)] for k in sorted(set(fa) | set(fb))
             if fa.get(k) != fb.get(k) and not k.startswith(skip)}
