@@ -140,9 +140,6 @@ class OrderTable {
   }
   const Value* find(uint64_t ref) const { return const_cast<OrderTable*>(this)->find(ref); }
 
-  // Starts loading the slot of ref: a lookup coming soon will not wait for it.
-  void prefetch(uint64_t ref) const { __builtin_prefetch(&slots_[ref & mask_], 1); }
-
   // Caller guarantees ref is absent.
   void insert(uint64_t ref, const Value& value) {
     if (size_ + 1 > (mask_ + 1) / 2 || overflow_.size() > (mask_ + 1) / 16) {

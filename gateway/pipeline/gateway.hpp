@@ -55,35 +55,56 @@ class Gateway {
   }
 
   void on_message(uint64_t seq, const uint8_t* msg, size_t len, const logfmt::Arrival& arrival) {
+    // Two instantiations: without a latency log no stamp is taken and no record is built (a branch per
+    // message here, none inside).
+    if (latency_)
+      process<true>(seq, msg, len, arrival);
+    else
+      process<false>(seq, msg, len, arrival);
+  }
+
+  const MoldFramer& framer() const { return framer_; }
+  const DecodeCounters& decode_counters() const { return decode_; }
+  const SymbolTable& symbols() const { return symbols_; }
+  uint64_t bbo_events() const { return bbo_events_; }
+
+ private:
+  template <bool kTimed>
+  void process(uint64_t seq, const uint8_t* msg, size_t len, const logfmt::Arrival& arrival) {
     // Sources hand over messages in sequence order; a jump means some were lost.
     if (__builtin_expect(seq != last_seq_ + 1, 0) && last_seq_ != 0) bbo_flags_ = logfmt::kBookMayBeStale;
     last_seq_ = seq;
-    logfmt::LatencyRecord r{};
-    r.seq = seq;
-    r.t_origin = arrival.t_origin;
-    r.t_kernel = arrival.t_kernel;
-    r.t_read = arrival.t_read;
-    r.stock_locate = len >= 3 ? load_be16(msg + 1) : 0;
-    r.msg_type = len ? char(msg[0]) : '\0';
-    r.flags = 0;
-    const uint64_t unknown_before = book_.counters().unknown_refs;
+    logfmt::LatencyRecord r;
+    uint64_t unknown_before = 0;
+    if constexpr (kTimed) {
+      r = logfmt::LatencyRecord{};
+      r.seq = seq;
+      r.t_origin = arrival.t_origin;
+      r.t_kernel = arrival.t_kernel;
+      r.t_read = arrival.t_read;
+      r.stock_locate = len >= 3 ? load_be16(msg + 1) : 0;
+      r.msg_type = len ? char(msg[0]) : '\0';
+      unknown_before = book_.counters().unknown_refs;
+    }
     uint32_t changed = OrderBook::kUnchanged;
-    // Stage stamps only when they are recorded: each is a TSC read.
-    const bool timed = latency_ != nullptr;
     const itch::DecodeStatus st = itch::decode(msg, len, [&](const auto& view) {
-      if (timed) r.t_decoded = clock_.now();
+      if constexpr (kTimed) r.t_decoded = clock_.now();
       ++decode_.per_type[itch::type_index(view.kType)];
       changed = apply(view);
     });
-    if (st != itch::DecodeStatus::kOk) {
+    if (__builtin_expect(st != itch::DecodeStatus::kOk, 0)) {
       decode_.count_rejection(st);
       bbo_flags_ = logfmt::kBookMayBeStale;
-      r.flags = logfmt::kRejected;
-      if (latency_) latency_->append(r);
+      if constexpr (kTimed) {
+        r.flags = logfmt::kRejected;
+        latency_->append(r);
+      }
       return;
     }
-    if (timed) r.t_book = clock_.now();
-    if (book_.counters().unknown_refs != unknown_before) r.flags |= logfmt::kUnknownRef;
+    if constexpr (kTimed) {
+      r.t_book = clock_.now();
+      if (book_.counters().unknown_refs != unknown_before) r.flags |= logfmt::kUnknownRef;
+    }
     Bbo bbo;
     if (changed != OrderBook::kUnchanged && book_.take_bbo_change(uint16_t(changed), bbo)) {
       const BboEvent ev{seq, load_be48(msg + 5), uint16_t(changed), bbo, bbo_flags_};
@@ -101,18 +122,14 @@ class Gateway {
       }
       publisher_.publish(ev);
       ++bbo_events_;
-      if (timed) r.t_published = clock_.now();
-      r.flags |= logfmt::kBboEvent;
+      if constexpr (kTimed) {
+        r.t_published = clock_.now();
+        r.flags |= logfmt::kBboEvent;
+      }
     }
-    if (latency_) latency_->append(r);
+    if constexpr (kTimed) latency_->append(r);
   }
 
-  const MoldFramer& framer() const { return framer_; }
-  const DecodeCounters& decode_counters() const { return decode_; }
-  const SymbolTable& symbols() const { return symbols_; }
-  uint64_t bbo_events() const { return bbo_events_; }
-
- private:
   uint32_t apply(const itch::AddOrderView& v) {
     return book_.add(v.stock_locate(), v.order_ref(), char(v.side()), v.shares(), v.price());
   }
