@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <type_traits>
 #include <vector>
 
 #include "net/pcap_io.hpp"
@@ -9,6 +10,7 @@
 #include "replay/lib/itch_file_writer.hpp"
 #include "replay/lib/mold_packetizer.hpp"
 #include "replay/lib/session_generator.hpp"
+#include "book/order_book.hpp"
 #include "source/capture_file.hpp"
 #include "tests/test_files.hpp"
 
@@ -153,6 +155,35 @@ TEST(Generator, NasdaqDayHasEveryTypeInRealProportions) {
   EXPECT_NEAR(counts['D'] / n, 0.43, 0.02);
   EXPECT_NEAR(counts['U'] / n, 0.07, 0.01);
   EXPECT_NEAR(counts['E'] / n, 0.02, 0.01);
+}
+
+TEST(Generator, DeepBookEndsWithAMillionLiveOrdersAndHundredsOfLevels) {
+  // The profile's promise, checked on the book the gateway builds from its stream.
+  OrderBook book(1 << 20);
+  const GeneratorStats stats = generate_session(deep_book_profile(), [&](const uint8_t* m, uint16_t n, uint64_t) {
+    itch::decode(m, n, [&](const auto& v) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<V, itch::AddOrderView> || std::is_same_v<V, itch::AddOrderMpidView>)
+        book.add(v.stock_locate(), v.order_ref(), char(v.side()), v.shares(), v.price());
+      else if constexpr (std::is_same_v<V, itch::OrderExecutedView> || std::is_same_v<V, itch::OrderExecutedWithPriceView>)
+        book.execute(v.order_ref(), v.executed_shares());
+      else if constexpr (std::is_same_v<V, itch::OrderCancelView>)
+        book.cancel(v.order_ref(), v.cancelled_shares());
+      else if constexpr (std::is_same_v<V, itch::OrderDeleteView>)
+        book.remove(v.order_ref());
+      else if constexpr (std::is_same_v<V, itch::OrderReplaceView>)
+        book.replace(v.original_order_ref(), v.new_order_ref(), v.shares(), v.price());
+    });
+  });
+  EXPECT_EQ(stats.messages, 3000000u);
+  EXPECT_GE(book.live_orders(), 1000000u);
+  EXPECT_EQ(book.counters().unknown_refs, 0u);
+  for (uint16_t locate = 1; locate <= 40; ++locate) {
+    EXPECT_GE(book.levels(locate, 'B').size(), 300u) << locate;
+    EXPECT_GE(book.levels(locate, 'S').size(), 300u) << locate;
+  }
+  // Removals name random live orders, most of them deep: deletes and executions are a third of the stream.
+  EXPECT_GT(stats.per_type[itch::type_index('D')] + stats.per_type[itch::type_index('E')], 700000u);
 }
 
 TEST(Generator, RejectsImpossibleConfigurations) {
