@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "pipeline/stamps.hpp"
 #include "source/feed_option.hpp"
 #include "util/cli.hpp"
 #include "util/json_writer.hpp"
@@ -30,6 +31,8 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.option("commit", "SHA", "commit identifier written into log headers", "");
   args.option("expected-orders", "N", "order index pre-sized for this many live orders", "65536");
   args.flag("no-latency-log", "do not record per-message latency (no stage stamps are taken)");
+  args.option("stamps", "LIST", "stages to stamp: all, or some of read,decoded,book,published (each a TSC read; "
+              "live sources always stamp read)", "all");
   args.flag("progress", "sim: print progress to stderr every million datagrams");
   args.option("capture", "FILE", "sim: the capture");
   args.option("feed", "ADDR:PORT", std::string("sim: ") + kFeedOptionHelp);
@@ -72,6 +75,11 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   o.commit = args.get("commit");
   o.expected_orders = args.get_u64("expected-orders");
   o.latency_log = !args.flag_set("no-latency-log");
+  try {
+    o.stamps = parse_stamps(args.get("stamps"));
+  } catch (const std::invalid_argument& e) {
+    args.fail(std::string("--") + e.what());
+  }
   o.progress = args.flag_set("progress");
   if (args.has("port")) {
     const uint64_t p = args.get_u64("port");

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "pipeline/stamps.hpp"
 #include "source/feed.hpp"
 #include <string>
 
@@ -14,6 +15,7 @@ struct GatewayOptions {
   std::string run_id, commit;
   uint64_t expected_orders = 65536;
   bool latency_log = true;
+  uint8_t stamps = kAllStamps;  // stages to stamp (pipeline/stamps.hpp)
   bool progress = false;
   // sim
   std::string capture;

@@ -45,6 +45,7 @@ int run_live(const GatewayOptions& o) {
   po.cpu = o.publisher_cpu;
   TcpPublisher publisher(po);
   Gateway<TcpPublisher> gw(book, clock, logs.latency.get(), logs.bbo.get(), publisher);
+  gw.set_stamps(o.stamps);
   const double overhead = timer_overhead_ns(clock);
   const bool timed = o.latency_log;
 

@@ -34,8 +34,9 @@ int run_sim(const GatewayOptions& o) {
   NullPublisher publisher;
   Gateway<NullPublisher> gw(book, clock, logs.latency.get(), logs.bbo.get(), publisher);
   const double overhead = timer_overhead_ns(clock);
+  gw.set_stamps(o.stamps);
   // Without a latency log no stage is stamped, so no receive stamp either.
-  const bool timed = o.latency_log;
+  const bool timed = o.latency_log && (o.stamps & kStampRead);
 
   uint64_t datagrams = 0;
   const auto t0 = std::chrono::steady_clock::now();

@@ -97,7 +97,7 @@ void BM_PipelineRecorded(benchmark::State& state) {
 }
 BENCHMARK(BM_PipelineRecorded)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
-// The latency recorder, hot path: one 56-byte record appended into pages the
+// The latency recorder, hot path: one 64-byte record appended into pages the
 // provisioning thread has already made ready (what the gateway sees at any
 // message rate it can sustain). Wall-clock time.
 void BM_LatencyRecordAppend(benchmark::State& state) {

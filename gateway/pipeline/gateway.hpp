@@ -16,6 +16,7 @@
 #include "log/mmap_log.hpp"
 #include "pipeline/decode_counters.hpp"
 #include "pipeline/mold_framer.hpp"
+#include "pipeline/stamps.hpp"
 #include "protocol/itch.hpp"
 #include "util/stage_clock.hpp"
 
@@ -47,6 +48,9 @@ class Gateway {
   // latency and bbo_log may be null (not recorded).
   Gateway(OrderBook& book, const StageClock& clock, LatencyLog* latency, BboLog* bbo_log, Publisher& publisher)
       : book_(book), clock_(clock), latency_(latency), bbo_log_(bbo_log), publisher_(publisher) {}
+
+  // The stages to stamp (pipeline/stamps.hpp); every one unless told.
+  void set_stamps(uint8_t stamps) { stamps_ = stamps; }
 
   void on_datagram(const uint8_t* data, size_t len, const logfmt::Arrival& arrival) {
     framer_.on_datagram(data, len, [&](uint64_t seq, const uint8_t* msg, size_t msg_len) {
@@ -88,7 +92,8 @@ class Gateway {
     }
     uint32_t changed = OrderBook::kUnchanged;
     const itch::DecodeStatus st = itch::decode(msg, len, [&](const auto& view) {
-      if constexpr (kTimed) r.t_decoded = clock_.now();
+      if constexpr (kTimed)
+        if (stamps_ & kStampDecoded) r.t_decoded = clock_.now();
       ++decode_.per_type[itch::type_index(view.kType)];
       changed = apply(view);
     });
@@ -102,7 +107,7 @@ class Gateway {
       return;
     }
     if constexpr (kTimed) {
-      r.t_book = clock_.now();
+      if (stamps_ & kStampBook) r.t_book = clock_.now();
       if (book_.counters().unknown_refs != unknown_before) r.flags |= logfmt::kUnknownRef;
     }
     Bbo bbo;
@@ -123,7 +128,7 @@ class Gateway {
       publisher_.publish(ev);
       ++bbo_events_;
       if constexpr (kTimed) {
-        r.t_published = clock_.now();
+        if (stamps_ & kStampPublished) r.t_published = clock_.now();
         r.flags |= logfmt::kBboEvent;
       }
     }
@@ -165,6 +170,7 @@ class Gateway {
   uint64_t bbo_events_ = 0;
   uint64_t last_seq_ = 0;     // of the last message handed over
   uint8_t bbo_flags_ = 0;     // logfmt::BboFlags for every event from here on
+  uint8_t stamps_ = kAllStamps;
 };
 
 }  // namespace itchbench

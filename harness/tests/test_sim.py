@@ -75,6 +75,21 @@ def test_latency_log_has_one_ordered_record_per_message(tmp_path):
     assert lat.header["run_id"] == rundir.read_json(run / "manifest.json")["run_id"]
 
 
+def test_fewer_stamps_leave_zeros_and_the_stages_that_need_them_out(tmp_path):
+    from itchbench.runs import runner, scenario
+
+    fx = FIXTURES[1]
+    values = scenario.defaults(name="two-stamps", transport="sim", capture=str(fx.path))
+    values["gateway"]["stamps"] = "read,book"
+    run = runner.execute(values, "two-stamps", root=tmp_path, echo=False)
+    rec = logs.read_latency(run / "latency.lat").records
+    assert len(rec) == 8000 and np.all(rec["t_read"] != 0) and np.all(rec["t_book"] >= rec["t_read"])
+    assert np.all(rec["t_decoded"] == 0) and np.all(rec["t_published"] == 0)
+    s = rundir.read_json(run / "summary.json")
+    assert s["lossless"] and s["bbo"]["digest"] == fx.golden["bbo_digest"]  # what is stamped changes no output
+    assert set(s["latency"]["stages"]) == {"receive_to_book"}
+
+
 def test_manifest_records_the_environment(tmp_path):
     run = sim.run_sim(FIXTURES[0].path, tmp_path / "run", echo=False)
     m = rundir.read_json(run / "manifest.json")

@@ -60,6 +60,12 @@ def _feed(v: str) -> bool | str:
     return ok or "must be ADDR:PORT (an IPv4 address and a UDP port), e.g. 233.54.12.111:26477"
 
 
+def _stamps(v: str) -> bool | str:
+    names = v.split(",")
+    ok = v == "all" or (bool(v) and all(n in ("read", "decoded", "book", "published") for n in names))
+    return ok or "must be all, or a comma-separated subset of read, decoded, book, published"
+
+
 def _between(lo: float, hi: float):
     return lambda v: lo <= v <= hi or f"must be between {lo} and {hi}"
 
@@ -114,6 +120,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "slow_subscriber": (str, "drop", _choice("drop", "disconnect"), "what a full subscriber queue does"),
         "idle_exit_ms": (int, 3000, _at_least(100), "gateway stops after this long without input"),
         "latency_log": (bool, True, None, "record per-message latency (stage stamps)"),
+        "stamps": (str, "all", _stamps, "stages stamped: all, or some of read,decoded,book,published (each stamp "
+                   "a TSC read; stages without both of their stamps are left out of the report)"),
     },
     "microbench": {
         "binaries": (list, [], _benchmarks, "Google Benchmark binaries of the gateway's own build, run after "

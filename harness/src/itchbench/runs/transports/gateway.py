@@ -19,6 +19,8 @@ def gateway_args(run: "Run") -> list[str]:
             "--commit", environment.commit_label(run.env["git"]), "--expected-orders", str(g["expected_orders"])]
     if not g["latency_log"]:
         args.append("--no-latency-log")
+    if g["stamps"] != "all":  # named only when asked: older revisions' gateways (compare) know no --stamps
+        args += ["--stamps", g["stamps"]]
     if g["cpu"] >= 0:
         args += ["--cpu", str(g["cpu"])]
     if run.values["transport"] == "sim":
