@@ -1,12 +1,19 @@
 // Framing + decoding throughput: MoldUDP64 parse, sequence tracking and
 // itch::decode into each message's typed view, for a nasdaq-day capture held
 // in memory. A field of every view is folded into a checksum so the compiler
-// cannot drop the decode.
+// cannot drop the decode. With ITCHBENCH_ITCH_FILE set, also the binary ITCH
+// file it names: length-prefix framing and decoding of every message, the
+// file memory-mapped and read once before timing (what a peer's decode mode
+// measures, for side-by-side runs).
 #include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <string>
 
 #include "bench/bench_capture.hpp"
 #include "pipeline/mold_framer.hpp"
 #include "protocol/itch.hpp"
+#include "protocol/itch_file.hpp"
 
 using namespace itchbench;
 
@@ -80,6 +87,38 @@ void BM_MoldFrameOnly(benchmark::State& state) {
 }
 BENCHMARK(BM_MoldFrameOnly)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
+void BM_ItchFileFrameAndDecode(benchmark::State& state, const std::string& path) {
+  const itch::ItchFile file(path);
+  uint64_t warm = 0;
+  for (size_t i = 0; i < file.size(); i += 4096) warm += file.data()[i];  // pages in before timing
+  benchmark::DoNotOptimize(warm);
+  uint64_t messages = 0;
+  for (auto _ : state) {
+    FoldVisitor fold;
+    uint64_t bad = 0;
+    messages = 0;
+    itch::FileError err;
+    const bool ok = itch::walk_length_prefixed(file.data(), file.size(), [&](uint64_t, const uint8_t* m, size_t n) {
+      ++messages;
+      bad += itch::decode(m, n, fold) != itch::DecodeStatus::kOk;
+    }, &err);
+    benchmark::DoNotOptimize(fold.acc);
+    benchmark::DoNotOptimize(bad);
+    if (!ok) state.SkipWithError(err.reason.c_str());
+  }
+  state.SetItemsProcessed(int64_t(state.iterations() * messages));
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (const char* path = std::getenv("ITCHBENCH_ITCH_FILE"))
+    benchmark::RegisterBenchmark("BM_ItchFileFrameAndDecode", BM_ItchFileFrameAndDecode, std::string(path))
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(1.0);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

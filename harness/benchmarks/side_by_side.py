@@ -5,14 +5,22 @@ peak RSS.
     .venv/bin/python harness/benchmarks/side_by_side.py FILE [FILE ...] \\
         --peer '../shared/peers/itch-book.sh run {file} replay' [--rounds 5] [--cpu 1] [--latency-log]
 
-Each round runs the gateway and the peer once per file, in alternating order
-(gateway first in odd rounds, peer first in even ones), each a fresh process.
+    # decoding alone, ours against the peer's decode mode:
+    .venv/bin/python harness/benchmarks/side_by_side.py FILE --cpu 1 \\
+        --ours 'env ITCHBENCH_ITCH_FILE={file} build/gateway/bench/decode_bench --benchmark_filter=ItchFile' \\
+        --ours-rate 'items_per_second=([\d.]+)([kMG]?)/s' --peer '../shared/peers/itch-book.sh run {file} decode'
+
+Each round runs ours and the peer once per file, in alternating order (ours
+first in odd rounds, the peer first in even ones), each a fresh process.
 Throughput is what each reports of itself: the gateway's `messages_per_s`
 (gateway.json: its processing loop, capture reading included, latency log
 off unless --latency-log, BBO log on), and the peer's figure parsed from its
 output with --peer-rate (a regex whose first group is messages per second).
+Any other command of ours can stand in for the gateway's simulation
+(--ours, its rate found by --ours-rate). A rate pattern's first group is a
+number; a second group, if the pattern has one, an SI suffix (k, M, G).
 Peak RSS is the process's own (wait4), the peer's wrapper script included
-when it has one. The ratio is gateway / peer: above 1, the gateway is faster.
+when it has one. The ratio is ours / peer: above 1, ours is faster.
 """
 
 from __future__ import annotations
@@ -50,20 +58,24 @@ def main() -> int:
     p.add_argument("files", nargs="+", type=Path, metavar="FILE")
     p.add_argument("--peer", required=True, help="peer command; {file} is replaced by the file")
     p.add_argument("--peer-rate", default=DEFAULT_PEER_RATE, help="regex, first group = messages per second")
+    p.add_argument("--ours", default="", help="a command of ours instead of the gateway's simulation ({file})")
+    p.add_argument("--ours-rate", default=DEFAULT_PEER_RATE, help="regex for --ours, as --peer-rate")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--cpu", type=int, default=None, help="pin both to this CPU (taskset)")
     p.add_argument("--latency-log", action="store_true", help="the gateway records its latency log too")
     args = p.parse_args()
     re.compile(args.peer_rate)  # a bad pattern fails here, before any run
+    re.compile(args.ours_rate)
     for f in args.files:
         if not f.is_file():
             raise SystemExit(f"side_by_side: no such file: {f}")
-    print(f"gateway: {paths.tool('itch-gateway')} (latency log {'on' if args.latency_log else 'off'}, BBO log on)")
+    print(f"ours: {args.ours}" if args.ours else
+          f"ours: {paths.tool('itch-gateway')} (latency log {'on' if args.latency_log else 'off'}, BBO log on)")
     print(f"peer: {args.peer}")
     print(f"pinned to CPU {args.cpu}" if args.cpu is not None else "not pinned")
     for f in args.files:
         print(f"\n{f.name}: {args.rounds} rounds, alternating order")
-        print(f"{'round':>5} {'gateway msg/s':>14} {'peer msg/s':>14} {'ratio':>7} {'gateway RSS MiB':>16} {'peer RSS MiB':>13}")
+        print(f"{'round':>5} {'ours msg/s':>14} {'peer msg/s':>14} {'ratio':>7} {'ours RSS MiB':>16} {'peer RSS MiB':>13}")
         ratios, gws, peers, gw_rss, peer_rss = [], [], [], [], []
         for r in range(1, args.rounds + 1):
             order = ("gw", "peer") if r % 2 else ("peer", "gw")
@@ -81,7 +93,7 @@ def main() -> int:
         print(f"{'median':>5} {statistics.median(gws):>14,.0f} {statistics.median(peers):>14,.0f} "
               f"{statistics.median(ratios):>7.3f} {statistics.median(gw_rss) / 1024:>16.1f} "
               f"{statistics.median(peer_rss) / 1024:>13.1f}")
-        print(f"ratio range {min(ratios):.3f}–{max(ratios):.3f} (gateway / peer; above 1 the gateway is faster)")
+        print(f"ratio range {min(ratios):.3f}–{max(ratios):.3f} (ours / peer; above 1 ours is faster)")
     return 0
 
 
@@ -89,11 +101,12 @@ def _isolated(who: str, capture: Path, args: argparse.Namespace) -> tuple[float,
     """One measurement in a fresh Python child, so that its peak RSS is that process's own."""
     code = ("import json, re, sys; sys.path.insert(0, %r); import side_by_side as s; "
             "from pathlib import Path; a = json.loads(sys.argv[1]); "
-            "r = s.gateway_once(Path(a['file']), a['cpu'], a['latency_log']) if a['who'] == 'gw' "
-            "else s.peer_once(a['peer'], Path(a['file']), a['cpu'], re.compile(a['rate'])); print(json.dumps(r))"
+            "r = (s.gateway_once(Path(a['file']), a['cpu'], a['latency_log']) if a['who'] == 'gw' and not a['ours'] "
+            "else s.peer_once(a['ours'], Path(a['file']), a['cpu'], re.compile(a['ours_rate'])) if a['who'] == 'gw' "
+            "else s.peer_once(a['peer'], Path(a['file']), a['cpu'], re.compile(a['rate']))); print(json.dumps(r))"
             % str(Path(__file__).parent))
     payload = json.dumps({"who": who, "file": str(capture), "cpu": args.cpu, "latency_log": args.latency_log,
-                          "peer": args.peer, "rate": args.peer_rate})
+                          "peer": args.peer, "rate": args.peer_rate, "ours": args.ours, "ours_rate": args.ours_rate})
     out = subprocess.run([sys.executable, "-c", code, payload], capture_output=True, text=True, env=os.environ)
     if out.returncode != 0:
         raise SystemExit(out.stderr.strip()[-800:])
@@ -116,8 +129,9 @@ def peer_once(template: str, capture: Path, cpu: int | None, rate: re.Pattern[st
     out, rss = _run(cmd, cpu)
     m = rate.search(out)
     if not m:
-        raise SystemExit(f"side_by_side: no rate matching {rate.pattern!r} in the peer's output:\n{out[-500:]}")
-    return float(m.group(1)), rss
+        raise SystemExit(f"side_by_side: no rate matching {rate.pattern!r} in the output of {template}:\n{out[-500:]}")
+    scale = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}[m.group(2) or ""] if rate.groups >= 2 else 1.0
+    return float(m.group(1)) * scale, rss
 
 
 if __name__ == "__main__":
