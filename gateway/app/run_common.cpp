@@ -83,6 +83,9 @@ void write_logs_json(JsonWriter& j, const RunLogs& logs) {
   j.field("latency_records", logs.latency ? logs.latency->records() : 0);
   j.field("latency_dropped", logs.latency ? logs.latency->dropped() : 0);
   j.field("bbo_records", logs.bbo->records()).field("bbo_dropped", logs.bbo->dropped());
+  // Times the hot path found no page ready and grew the file itself: provisioning lagged the writer.
+  j.field("latency_writer_grows", logs.latency ? logs.latency->writer_grows() : 0);
+  j.field("bbo_writer_grows", logs.bbo->writer_grows());
   j.end_object();
 }
 

@@ -34,7 +34,7 @@ struct LogIdentity {
 
 class MmapLog {
  public:
-  static constexpr size_t kChunkBytes = size_t(64) << 20;
+  static constexpr size_t kChunkBytes = size_t(16) << 20;
   static constexpr size_t kDefaultCapacityBytes = size_t(64) << 30;  // address space reserved
 
   // Throws std::runtime_error naming the path on failure.
