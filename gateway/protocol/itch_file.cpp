@@ -29,9 +29,17 @@ ItchFile::ItchFile(const std::string& path) {
       throw std::runtime_error(path + ": mmap: " + std::strerror(e));
     }
     ::madvise(m, size_, MADV_SEQUENTIAL);
-    data_ = static_cast<const uint8_t*>(m);
+    data_ = released_ = static_cast<const uint8_t*>(m);
   }
   ::close(fd);
+}
+
+void ItchFile::release(const uint8_t* p) {
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  auto* end = reinterpret_cast<uint8_t*>(uintptr_t(p) & ~(page - 1));
+  if (end <= released_) return;
+  ::madvise(const_cast<uint8_t*>(released_), size_t(end - released_), MADV_DONTNEED);
+  released_ = end;
 }
 
 ItchFile::~ItchFile() {

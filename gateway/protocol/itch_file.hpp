@@ -30,8 +30,19 @@ class ItchFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
 
+  // A walk that has passed p hands the pages wholly behind it back to the
+  // kernel (they stay in the page cache), every kReleaseBytes: reading a
+  // file of any size keeps a window of it resident, not the file.
+  void release_before(const uint8_t* p) {
+    if (__builtin_expect(p - released_ >= kReleaseBytes, 0)) release(p);
+  }
+
  private:
+  static constexpr ptrdiff_t kReleaseBytes = ptrdiff_t(64) << 20;
+  void release(const uint8_t* p);
+
   const uint8_t* data_ = nullptr;
+  const uint8_t* released_ = nullptr;  // pages before this were released
   size_t size_ = 0;
 };
 

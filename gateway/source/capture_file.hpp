@@ -113,7 +113,10 @@ bool CaptureReader::run(OnDatagram&& on_datagram, OnMessage&& on_message) {
     bool ok;
     if (format_.compression == Compression::kNone) {
       itch::ItchFile file(path_);
-      ok = itch::walk_length_prefixed(file.data(), file.size(), count, &ferr);
+      ok = itch::walk_length_prefixed(file.data(), file.size(), [&](uint64_t position, const uint8_t* msg, size_t len) {
+        count(position, msg, len);
+        file.release_before(msg);
+      }, &ferr);
     } else {
       std::unique_ptr<FILE, int (*)(FILE*)> in(open_decompressed(path_, format_.compression), &std::fclose);
       ok = itch::walk_length_prefixed_stream(in.get(), count, &ferr);

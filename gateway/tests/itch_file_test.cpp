@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "protocol/itch_file.hpp"
@@ -76,4 +81,43 @@ TEST(ItchFile, ContentSniffing) {
   const uint8_t text[] = "hello, this is not ITCH";
   EXPECT_FALSE(looks_like_itch_file(text, sizeof text));
   EXPECT_FALSE(looks_like_itch_file(text, 0));
+}
+
+TEST(ItchFile, AWalkThatReleasesKeepsAWindowResidentNotTheFile) {
+  // 256 MiB of system events, walked with release_before as the gateway walks: resident memory must grow by
+  // far less than the file (a walk that kept every page would grow by all of it).
+  const std::string path = ::testing::TempDir() + "itchbench-release.itch";
+  {
+    std::vector<uint8_t> block;
+    uint8_t buf[kMaxMessageLength];
+    SystemEvent s;
+    s.event_code = 'O';
+    s.encode(buf);
+    while (block.size() < (size_t(1) << 20)) append(block, buf, 12);
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    for (int i = 0; i < 256; ++i) ASSERT_EQ(std::fwrite(block.data(), 1, block.size(), f), block.size());
+    std::fclose(f);
+  }
+  auto resident_kib = [] {
+    std::FILE* f = std::fopen("/proc/self/statm", "r");
+    unsigned long pages = 0, resident = 0;
+    if (f) {
+      if (std::fscanf(f, "%lu %lu", &pages, &resident) != 2) resident = 0;
+      std::fclose(f);
+    }
+    return uint64_t(resident) * uint64_t(::sysconf(_SC_PAGESIZE)) / 1024;
+  };
+  const uint64_t before = resident_kib();
+  uint64_t peak = 0, messages = 0;
+  {
+    ItchFile file(path);
+    ASSERT_TRUE(walk_length_prefixed(file.data(), file.size(), [&](uint64_t, const uint8_t* m, size_t) {
+      if (++messages % (1 << 20) == 0) peak = std::max(peak, resident_kib());
+      file.release_before(m);
+    }, nullptr));
+  }
+  std::remove(path.c_str());
+  EXPECT_GT(messages, 19000000u);
+  EXPECT_LT(peak - before, uint64_t(96) << 10) << "resident grew by " << (peak - before) << " kB";  // 64 MiB window
 }
