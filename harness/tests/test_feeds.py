@@ -69,7 +69,8 @@ def test_simulation_reads_the_feed_and_reproduces_the_golden_digest(tap, tmp_pat
     s = rundir.read_json(run / "summary.json")
     assert s["lossless"] and s["balanced"] and s["verdict"]["exit_status"] == 0, s["verdict"]["headline"]
     assert s["bbo"]["digest"] == SEED.golden["bbo_digest"]
-    assert s["capture"]["feed"] == FEED_TEXT and s["capture"]["not_feed"]["other_flow"] == tap.not_feed["other_flow"]
+    assert s["feed"]["address"] == FEED_TEXT and s["feed"]["not_feed"]["other_flow"] == tap.not_feed["other_flow"]
+    assert s["capture"] == str(tap.path.resolve())  # the capture's path stays where readers of summaries look
     assert f"Feed `{FEED_TEXT}`" in (run / "report.md").read_text()
 
 
@@ -105,7 +106,7 @@ def test_a_chosen_feed_reads_its_session_alone(two_sessions, tmp_path):
         run = runner.execute(values, "chosen", root=tmp_path, echo=False)
         s = rundir.read_json(run / "summary.json")
         assert s["lossless"] and s["verdict"]["exit_status"] == 0, s["verdict"]["headline"]
-        assert s["capture"]["feed"] == feed and s["capture"]["not_feed"]["other_flow"] > 0
+        assert s["feed"]["address"] == feed and s["feed"]["not_feed"]["other_flow"] > 0
         # Both sessions carry the same messages: each, alone, gives the fixture's book.
         assert s["bbo"]["digest"] == SEED.golden["bbo_digest"]
 

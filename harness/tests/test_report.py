@@ -13,7 +13,7 @@ from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
 from itchbench import rundir
-from itchbench.analysis import logs, report
+from itchbench.analysis import logs, report, summary_index
 from itchbench.captures import fixtures
 from itchbench.runs import sim
 from itchbench.cli import main as itchbench_main
@@ -27,6 +27,14 @@ def digest_tree(run: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     return sim.run_sim(fixtures.load_manifest()[1].path, tmp_path_factory.mktemp("rep") / "run", echo=False)
+
+
+def test_the_demo_index_names_a_run_by_its_verdict_and_golden_digest(run_dir, tmp_path):
+    fx = fixtures.load_manifest()[1]
+    capture = rundir.read_json(run_dir / "summary.json")["capture"]
+    page = summary_index.write([run_dir], {capture: fx.golden["bbo_digest"]}, title="t", out_dir=tmp_path).read_text()
+    row = next(line for line in page.splitlines() if line.startswith("| sim |"))
+    assert "| lossless |" in row.lower() and f"| {fx.golden['bbo_events']:,} | yes |" in row, row
 
 
 def test_report_rebuilds_byte_for_byte(run_dir, capsys):

@@ -172,11 +172,11 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
     md += ["## Workload", "",
            f"Capture `{scen['capture']}` (sha256 `{manifest['capture_sha256'][:16]}…`), scenario hash "
            f"`{manifest['scenario_hash'][:23]}…`.", ""]
-    cap = summary.get("capture", {})
-    if cap.get("feed"):
-        skipped = {k.replace("_", " "): v for k, v in cap["not_feed"].items() if v}
-        md += [f"Feed `{cap['feed']}` ({'as the scenario names it' if scen.get('feed') else 'chosen: the flow with the most MoldUDP64 messages'}"
-               f", of {len(cap['flows'])} UDP flow(s)); not the feed, counted and never replayed: "
+    feed = summary.get("feed", {})
+    if feed.get("address"):
+        skipped = {k.replace("_", " "): v for k, v in feed["not_feed"].items() if v}
+        md += [f"Feed `{feed['address']}` ({'as the scenario names it' if scen.get('feed') else 'chosen: the flow with the most MoldUDP64 messages'}"
+               f", of {len(feed['flows'])} UDP flow(s)); not the feed, counted and never replayed: "
                + (", ".join(f"{v:,} {k}" for k, v in skipped.items()) if skipped else "nothing") + " (docs/feeds.md).", ""]
     if scen["transport"] == "udp":
         r = scen["replay"]

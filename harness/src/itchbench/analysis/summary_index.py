@@ -12,8 +12,8 @@ def _fmt(v: object) -> str:
     return "—" if v is None else f"{v:,.0f}" if isinstance(v, (int, float)) else str(v)
 
 
-def write(runs: list[Path], golden: dict[str, str | None], *, title: str) -> Path:
-    out_dir = paths.repo_root() / "reports" / "demo"
+def write(runs: list[Path], golden: dict[str, str | None], *, title: str, out_dir: Path | None = None) -> Path:
+    out_dir = out_dir or paths.repo_root() / "reports" / "demo"
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.md"
     lines = [f"# {title}", "",

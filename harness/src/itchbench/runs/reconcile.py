@@ -26,12 +26,13 @@ if TYPE_CHECKING:
     from .runner import Run
 
 
-def _capture_facts(capture: Path, feed: str) -> dict[str, Any]:
-    """The feed the run read and what else the capture holds (counted, never replayed)."""
+def _feed_facts(capture: Path, feed: str) -> dict[str, Any]:
+    """The feed the run read (address "" for a binary ITCH file) and what else the capture holds (counted, never
+    replayed)."""
     if capture_kind(capture) != "pcap":
-        return {"feed": "", "not_feed": {}, "flows": []}
+        return {"address": "", "not_feed": {}, "flows": []}
     facts = facts_of(capture, feed)
-    return {"feed": facts["feed"], "not_feed": facts["not_feed"], "flows": facts["flows"]}
+    return {"address": facts["feed"], "not_feed": facts["not_feed"], "flows": facts["flows"]}
 
 
 def _gateway(gw: dict[str, Any], latency_records: int | None, bbo_records: int,
@@ -221,7 +222,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         "error": summary["error"] or gw_error,
         "bbo": {"digest": digest, "events": len(bbo.records)},
         "messages": {"per_type": gw["decode"]["per_type"]},
-        "capture": _capture_facts(capture, run.values["feed"]),
+        "feed": _feed_facts(capture, run.values["feed"]),
         "book": gw["book"],
         "reconciliation": rec,
         "gateway": {k: gw[k] for k in ("stop_reason", "udp", "serial", "publisher", "realtime", "capture_stats")
