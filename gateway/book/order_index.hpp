@@ -9,8 +9,9 @@
 // instructions a delete on nasdaq-day, callgrind). An order whose slot is
 // taken by an older live one (references a multiple of the capacity apart,
 // or a hostile power-of-two stride) goes to a small overflow table with a
-// mixing hash (ProbingTable). The table doubles when more than half full or
-// when the overflow holds more than an eighth of the orders.
+// mixing hash (ProbingTable). The table doubles when more than half full;
+// the overflow grows by itself, so a hostile stride costs what a hash table
+// costs, not a primary table grown to chase it.
 //
 // Every 64-bit reference is a valid key: the all-ones value marks empty
 // slots, so an order that really has that reference lives in the overflow.
@@ -142,7 +143,7 @@ class OrderTable {
 
   // Caller guarantees ref is absent.
   void insert(uint64_t ref, const Value& value) {
-    if (size_ + 1 > (mask_ + 1) / 2 || overflow_.size() > (mask_ + 1) / 16) {
+    if (size_ + 1 > (mask_ + 1) / 2) {
       ++grows_;
       rebuild((mask_ + 1) * 2);
     }
