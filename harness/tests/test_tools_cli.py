@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from itchbench import paths
 from itchbench.cli import main as itchbench_main
 
 from pcap_edit import corrupt_first_type_byte
@@ -17,12 +18,38 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("name", ["itch-synth", "itch2pcap", "itch-inspect", "itch-gateway", "serial-replay"])
+@pytest.mark.parametrize("name", ["itch-synth", "itch2pcap", "itch-inspect", "itch-gateway", "serial-replay",
+                                  "pcap-feed", "udp-replay"])
 def test_help_and_bad_arguments(tool, name):
     ok = tool(name, "--help")
     assert ok.returncode == 0 and "usage:" in ok.stdout
     bad = tool(name, "--no-such-option")
     assert bad.returncode == 2 and "unknown option --no-such-option" in bad.stderr
+
+
+@pytest.mark.parametrize("name, args, message", [
+    ("itch-gateway", ["--source", "sim", "--feed", "1.2.3.4"], "expected ADDR:PORT"),
+    ("itch-gateway", ["--source", "sim", "--feed", "1.2.3.4:70000"], "port must be 1..65535"),
+    ("itch-gateway", ["--source", "udp", "--feed", "1.2.3.4:5"], "--feed applies to --source sim"),
+    ("itch-gateway", ["--source", "sim", "--port", "5"], "in simulation --feed ADDR:PORT picks the flow"),
+    ("itch-gateway", ["--source", "sim", "--stamps", "book,bogus"], "unknown stage 'bogus'"),
+    ("itch-inspect", ["--feed", "nonsense"], "expected ADDR:PORT"),
+    ("pcap-feed", [], "--out is required"),
+])
+def test_feed_and_stamps_options_refuse_bad_values(tool, tmp_path, name, args, message):
+    fx = paths.fixtures_dir() / "seed-workload.pcap"
+    extra = ["--out", str(tmp_path), "--capture", str(fx)] if name == "itch-gateway" else [str(fx)]
+    r = tool(name, *extra, *args)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+def test_pcap_feed_refuses_a_binary_itch_file_and_writes_nothing(tool, tmp_path):
+    itch = tmp_path / "s.itch"
+    assert tool("itch-synth", "--messages", "100", "--format", "itch", "--out", itch).returncode == 0
+    out = tmp_path / "feed.pcap"
+    r = tool("pcap-feed", itch, "--out", out)
+    assert r.returncode == 2 and "binary ITCH file" in r.stderr, r.stderr
+    assert not out.exists() and not Path(str(out) + ".tmp").exists()
 
 
 def test_itchbench_help(capsys):
