@@ -81,14 +81,16 @@ CaptureReader::CaptureReader(const std::string& path, std::optional<Feed> feed, 
   }
 }
 
-void CaptureReader::select_feed() {
-  if (format_.kind != CaptureKind::kPcap || feed_ || feed_selected_) return;
+const std::vector<FlowCount>& CaptureReader::select_feed(bool check_given) {
+  if (format_.kind != CaptureKind::kPcap || feed_selected_ || (feed_ && !check_given)) return flows_;
+  flows_ = census();
   try {
-    feed_ = choose_feed(census(), std::nullopt);
+    feed_ = choose_feed(flows_, feed_);
   } catch (const std::invalid_argument& e) {
     throw CaptureError(path_ + ": " + e.what());
   }
   feed_selected_ = true;
+  return flows_;
 }
 
 std::vector<FlowCount> CaptureReader::census() const {

@@ -75,9 +75,12 @@ class CaptureReader {
 
   // Every UDP flow of a pcap (a pass over it): what a feed is chosen from.
   std::vector<FlowCount> census() const;
-  // Chooses the feed now if none was given (throws CaptureError when the
-  // capture holds two sessions); run() calls it, callers may call it first.
-  void select_feed();
+  // Takes the census and chooses the feed now if none was given, or, with
+  // check_given, checks a given one against it (choose_feed); throws
+  // CaptureError when the capture holds two sessions or lacks the feed.
+  // run() calls it; callers may call it first. Returns the census taken
+  // (empty when none was needed).
+  const std::vector<FlowCount>& select_feed(bool check_given = false);
   const std::optional<Feed>& feed() const { return feed_; }
 
   const CaptureStats& stats() const { return stats_; }
@@ -98,6 +101,7 @@ class CaptureReader {
   CaptureFormat format_;
   std::optional<Feed> feed_;
   bool feed_selected_ = false;
+  std::vector<FlowCount> flows_;  // the census select_feed took
   CaptureStats stats_;
   std::string error_;
 };

@@ -1,13 +1,12 @@
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "protocol/itch_file.hpp"
+#include "test_files.hpp"
 
 using namespace itchbench;
 using namespace itchbench::itch;
@@ -99,15 +98,7 @@ TEST(ItchFile, AWalkThatReleasesKeepsAWindowResidentNotTheFile) {
     for (int i = 0; i < 256; ++i) ASSERT_EQ(std::fwrite(block.data(), 1, block.size(), f), block.size());
     std::fclose(f);
   }
-  auto resident_kib = [] {
-    std::FILE* f = std::fopen("/proc/self/statm", "r");
-    unsigned long pages = 0, resident = 0;
-    if (f) {
-      if (std::fscanf(f, "%lu %lu", &pages, &resident) != 2) resident = 0;
-      std::fclose(f);
-    }
-    return uint64_t(resident) * uint64_t(::sysconf(_SC_PAGESIZE)) / 1024;
-  };
+  using itchbench::testing::resident_kib;
   const uint64_t before = resident_kib();
   uint64_t peak = 0, messages = 0;
   {

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <thread>
 
@@ -31,14 +30,6 @@ logfmt::BboRecord bbo_record(uint64_t i) {
   r.stock_locate = uint16_t(i % 10);
   return r;
 }
-// This process's resident set, from /proc (kB).
-uint64_t resident_kib() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
-  return 0;
-}
 }  // namespace
 
 TEST(MmapLog, ResidentMemoryStaysAFewChunksWhateverTheLength) {
@@ -48,7 +39,7 @@ TEST(MmapLog, ResidentMemoryStaysAFewChunksWhateverTheLength) {
   // releases them may be slow to run on a loaded machine, so each sample waits up to two seconds for it.
   ScratchDir dir;
   const std::string path = dir.file("long.bbo");
-  const uint64_t before = resident_kib();
+  const uint64_t before = itchbench::testing::resident_kib();
   const uint64_t ceiling = 5 * MmapLog::kChunkBytes / 1024;
   const uint64_t records = 10 * MmapLog::kChunkBytes / sizeof(logfmt::BboRecord);
   uint64_t peak = 0;
@@ -57,10 +48,10 @@ TEST(MmapLog, ResidentMemoryStaysAFewChunksWhateverTheLength) {
     for (uint64_t i = 0; i < records; ++i) {
       log.append(bbo_record(i));
       if (i % (1 << 18) == 0) {
-        uint64_t grown = resident_kib() - before;
+        uint64_t grown = itchbench::testing::resident_kib() - before;
         for (int wait = 0; wait < 400 && grown >= ceiling; ++wait) {
           std::this_thread::sleep_for(std::chrono::milliseconds(5));
-          grown = resident_kib() - before;
+          grown = itchbench::testing::resident_kib() - before;
         }
         peak = std::max(peak, grown);
       }

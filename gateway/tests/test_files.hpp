@@ -1,4 +1,5 @@
-// Scratch files for tests: a private directory removed when the test ends.
+// Scratch files for tests: a private directory removed when the test ends;
+// and this process's resident memory, for tests of memory bounds.
 #pragma once
 #include <cstdint>
 #include <cstdlib>
@@ -28,6 +29,15 @@ inline void write_bytes(const std::string& path, const std::vector<uint8_t>& byt
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// This process's resident set (VmRSS, kB).
+inline uint64_t resident_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
+  return 0;
 }
 
 }  // namespace itchbench::testing

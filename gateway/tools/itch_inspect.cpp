@@ -55,22 +55,13 @@ int main(int argc, char** argv) {
 
   const std::optional<Feed> requested = feed_option(args);
   try {
-    CaptureReader probe(args.positionals()[0]);
+    CaptureReader reader(args.positionals()[0], requested);
     if (args.flag_set("check")) {
-      std::printf("%s\n", to_string(probe.kind()));
+      std::printf("%s\n", to_string(reader.kind()));
       return 0;
     }
-    std::vector<FlowCount> flows;
-    std::optional<Feed> feed;
-    if (probe.kind() == CaptureKind::kPcap) {
-      flows = probe.census();
-      try {
-        feed = choose_feed(flows, requested);
-      } catch (const std::invalid_argument& e) {
-        throw CaptureError(probe.path() + ": " + e.what());
-      }
-    }
-    CaptureReader reader(args.positionals()[0], feed ? feed : requested);
+    const std::vector<FlowCount>& flows = reader.select_feed(/*check_given=*/true);
+    const std::optional<Feed>& feed = reader.feed();
     MoldFramer framer;
     DecodeCounters decode;
     Extent extent;

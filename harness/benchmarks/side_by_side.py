@@ -99,11 +99,8 @@ def main() -> int:
 
 def _isolated(who: str, capture: Path, args: argparse.Namespace) -> tuple[float, int]:
     """One measurement in a fresh Python child, so that its peak RSS is that process's own."""
-    code = ("import json, re, sys; sys.path.insert(0, %r); import side_by_side as s; "
-            "from pathlib import Path; a = json.loads(sys.argv[1]); "
-            "r = (s.gateway_once(Path(a['file']), a['cpu'], a['latency_log']) if a['who'] == 'gw' and not a['ours'] "
-            "else s.peer_once(a['ours'], Path(a['file']), a['cpu'], re.compile(a['ours_rate'])) if a['who'] == 'gw' "
-            "else s.peer_once(a['peer'], Path(a['file']), a['cpu'], re.compile(a['rate']))); print(json.dumps(r))"
+    code = ("import json, sys; sys.path.insert(0, %r); import side_by_side as s; "
+            "print(json.dumps(s.measure(json.loads(sys.argv[1]))))"
             % str(Path(__file__).parent))
     payload = json.dumps({"who": who, "file": str(capture), "cpu": args.cpu, "latency_log": args.latency_log,
                           "peer": args.peer, "rate": args.peer_rate, "ours": args.ours, "ours_rate": args.ours_rate})
@@ -112,6 +109,15 @@ def _isolated(who: str, capture: Path, args: argparse.Namespace) -> tuple[float,
         raise SystemExit(out.stderr.strip()[-800:])
     value, rss = json.loads(out.stdout.strip().splitlines()[-1])
     return value, rss
+
+
+def measure(a: dict) -> tuple[float, int]:
+    """One side of a round: the gateway's simulation, or a command (ours or the peer's) and its rate pattern."""
+    capture = Path(a["file"])
+    if a["who"] == "gw" and not a["ours"]:
+        return gateway_once(capture, a["cpu"], a["latency_log"])
+    template, rate = (a["ours"], a["ours_rate"]) if a["who"] == "gw" else (a["peer"], a["rate"])
+    return command_once(template, capture, a["cpu"], re.compile(rate))
 
 
 def gateway_once(capture: Path, cpu: int | None, latency_log: bool) -> tuple[float, int]:
@@ -124,7 +130,7 @@ def gateway_once(capture: Path, cpu: int | None, latency_log: bool) -> tuple[flo
         return float(gw["messages_per_s"]), rss
 
 
-def peer_once(template: str, capture: Path, cpu: int | None, rate: re.Pattern[str]) -> tuple[float, int]:
+def command_once(template: str, capture: Path, cpu: int | None, rate: re.Pattern[str]) -> tuple[float, int]:
     cmd = shlex.split(template.replace("{file}", shlex.quote(str(capture))))
     out, rss = _run(cmd, cpu)
     m = rate.search(out)

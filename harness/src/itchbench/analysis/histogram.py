@@ -141,6 +141,15 @@ def _order_statistics(method: str, n: np.ndarray, p: float) -> tuple[np.ndarray,
     return i, i, np.zeros(n.size)
 
 
+def _percentile(vf: np.ndarray, cum: np.ndarray, base: np.ndarray, n: np.ndarray, p: float,
+                method: str) -> np.ndarray:
+    """Percentile p of each group (records base.. base+n of the cumulative counts cum over values vf)."""
+    lo, hi, frac = _order_statistics(method, n, p)
+    a = vf[np.searchsorted(cum, base + lo, side="right")]
+    b = vf[np.searchsorted(cum, base + hi, side="right")]
+    return np.where(frac > 0, a + frac * (b - a), a)
+
+
 def weighted_stats(keys: np.ndarray, values: np.ndarray, counts: np.ndarray, method: str = HIGHER) -> pd.DataFrame:
     """STAT_KEYS per key from sorted distinct (key, value, count) triples: the
     statistics of the values repeated count times, without repeating them."""
@@ -156,13 +165,8 @@ def weighted_stats(keys: np.ndarray, values: np.ndarray, counts: np.ndarray, met
     dev = vf - np.repeat(mean, end - start + 1)
     out = {"count": n, "mean": mean, "min": vf[start], "max": vf[end]}
 
-    def at(rank: np.ndarray) -> np.ndarray:  # the value of 0-based rank within each group
-        return vf[np.searchsorted(cum, base + rank, side="right")]
-
     for name, p in PERCENTILES.items():
-        lo, hi, frac = _order_statistics(method, n, p)
-        a, b = at(lo), at(hi)
-        out[name] = np.where(frac > 0, a + frac * (b - a), a)
+        out[name] = _percentile(vf, cum, base, n, p, method)
     out["stddev"] = np.sqrt(np.add.reduceat(dev * dev * counts, start) / n)
     return pd.DataFrame(out, index=keys[start])[STAT_KEYS]
 
@@ -177,15 +181,9 @@ def describe_counts(values: np.ndarray, counts: np.ndarray, method: str = HIGHER
 
 def quantiles(values: np.ndarray, counts: np.ndarray, ps: np.ndarray, method: str = HIGHER) -> np.ndarray:
     """The percentiles ps (fractions) of one histogram by `method`."""
-    n = np.array([int(counts.sum())])
-    cum = np.cumsum(counts)
-    out = []
-    for p in ps:
-        lo, hi, frac = _order_statistics(method, n, float(p))
-        a = float(values[np.searchsorted(cum, lo[0], side="right")])
-        b = float(values[np.searchsorted(cum, hi[0], side="right")])
-        out.append(a + frac[0] * (b - a) if frac[0] > 0 else a)
-    return np.array(out)
+    n, base, cum = np.array([int(counts.sum())]), np.zeros(1, np.int64), np.cumsum(counts)
+    vf = values.astype(np.float64)
+    return np.array([_percentile(vf, cum, base, n, float(p), method)[0] for p in ps])
 
 
 def percentile_points(values: np.ndarray, counts: np.ndarray, points: int = 2000) -> tuple[np.ndarray, np.ndarray]:

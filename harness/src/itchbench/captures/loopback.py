@@ -34,7 +34,8 @@ def loopback_capture(capture: Path, port: int, feed: str = "") -> Path:
     namespace's loopback (a binary ITCH file becomes such a pcap first)."""
     cache = cache_dir()
     key = sha256_of(capture)[:16]
-    out = cache / f"{key}-{feed.replace(':', '_') or 'feed'}-lo{port}.pcap"
+    flow = feed.replace(":", "_") or "feed"  # the named feed, or the capture's own choice
+    out = cache / f"{key}-{flow}-lo{port}.pcap"
     if out.is_file():
         return out
     if facts_of(capture, feed)["kind"] == "itch":
@@ -46,7 +47,7 @@ def loopback_capture(capture: Path, port: int, feed: str = "") -> Path:
         if not feed_only.is_file():
             run_tool("itch2pcap", [plain, "--out", feed_only, "--port", str(port)])
     else:  # the feed alone, as untagged Ethernet: other flows, cooked headers and VLAN/QinQ tags left behind
-        feed_only = cache / f"{key}-{feed.replace(':', '_') or 'feed'}.eth.pcap"
+        feed_only = cache / f"{key}-{flow}.eth.pcap"
         if not feed_only.is_file():
             try:
                 run_tool("pcap-feed", [capture, "--out", feed_only, "--plain-ethernet",
