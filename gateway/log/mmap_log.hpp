@@ -1,7 +1,7 @@
 // Append-only binary log written through a shared memory mapping: a record
 // is a few stores into mapped memory, never a syscall and never a page
 // fault. A provisioning thread keeps the file grown and its pages populated
-// (ftruncate + MADV_POPULATE_WRITE) two chunks ahead of the writer, because
+// (zeros written + MADV_POPULATE_WRITE) two chunks ahead of the writer, because
 // first-touch faults on fresh pages cost ~20 ns per record amortized and
 // arrive as spikes; if the writer ever catches up it grows the file itself.
 // Behind the writer it releases written chunks (MADV_DONTNEED), so resident
