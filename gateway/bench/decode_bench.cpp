@@ -1,7 +1,7 @@
 // Framing + decoding throughput: MoldUDP64 parse, sequence tracking and
-// itch::decode into each message's typed view, for a nasdaq-day capture held
-// in memory. A field of every view is folded into a checksum so the compiler
-// cannot drop the decode. With ITCHBENCH_ITCH_FILE set, also the binary ITCH
+// itch::decode_book_op (the gateway's decode: type and length checked, the
+// book's fields read) for a nasdaq-day capture held in memory. Every field of
+// every op is folded into a checksum so the compiler cannot drop the decode. With ITCHBENCH_ITCH_FILE set, also the binary ITCH
 // file it names: length-prefix framing and decoding of every message, the
 // file memory-mapped and read once before timing (what a peer's decode mode
 // measures, for side-by-side runs).
@@ -12,7 +12,7 @@
 
 #include "bench/bench_capture.hpp"
 #include "pipeline/mold_framer.hpp"
-#include "protocol/itch.hpp"
+#include "protocol/book_op.hpp"
 #include "protocol/itch_file.hpp"
 
 using namespace itchbench;
@@ -21,15 +21,14 @@ namespace {
 
 constexpr uint64_t kMessages = 2000000;
 
-// One field per view: the work a consumer does at the least.
-struct FoldVisitor {
+// Decodes one message and folds every field the book would read.
+struct Fold {
   uint64_t acc = 0;
-  template <class View>
-  void operator()(const View& v) {
-    acc += v.stock_locate();
-    if constexpr (std::is_same_v<View, itch::AddOrderView>) acc += v.price();
-    if constexpr (std::is_same_v<View, itch::OrderDeleteView>) acc += v.order_ref();
-    if constexpr (std::is_same_v<View, itch::OrderReplaceView>) acc += v.new_order_ref();
+  itch::DecodeStatus operator()(const uint8_t* m, size_t n) {
+    itch::BookOp op;
+    const itch::DecodeStatus st = itch::decode_book_op(m, n, op);
+    acc += op.ref + op.new_ref + op.shares + op.price + op.locate + uint8_t(op.side) + uint8_t(op.kind);
+    return st;
   }
 };
 
@@ -37,12 +36,12 @@ void BM_MoldFrameAndDecode(benchmark::State& state) {
   const auto& cap = bench::nasdaq_day_capture(kMessages);
   for (auto _ : state) {
     MoldFramer framer;
-    FoldVisitor fold;
+    Fold fold;
     uint64_t bad = 0;
     for (size_t i = 0; i < cap.datagrams(); ++i) {
       const uint8_t* p = cap.bytes.data() + cap.offsets[i];
       framer.on_datagram(p, cap.offsets[i + 1] - cap.offsets[i], [&](uint64_t, const uint8_t* m, size_t n) {
-        bad += itch::decode(m, n, fold) != itch::DecodeStatus::kOk;
+        bad += fold(m, n) != itch::DecodeStatus::kOk;
       });
     }
     benchmark::DoNotOptimize(fold.acc);
@@ -64,8 +63,8 @@ void BM_DecodeOnly(benchmark::State& state) {
     framer.on_datagram(cap.bytes.data() + cap.offsets[i], cap.offsets[i + 1] - cap.offsets[i],
                        [&](uint64_t, const uint8_t* m, size_t n) { msgs.push_back({m, uint16_t(n)}); });
   for (auto _ : state) {
-    FoldVisitor fold;
-    for (const auto& [m, n] : msgs) itch::decode(m, n, fold);
+    Fold fold;
+    for (const auto& [m, n] : msgs) fold(m, n);
     benchmark::DoNotOptimize(fold.acc);
   }
   state.SetItemsProcessed(int64_t(state.iterations() * msgs.size()));
@@ -94,13 +93,13 @@ void BM_ItchFileFrameAndDecode(benchmark::State& state, const std::string& path)
   benchmark::DoNotOptimize(warm);
   uint64_t messages = 0;
   for (auto _ : state) {
-    FoldVisitor fold;
+    Fold fold;
     uint64_t bad = 0;
     messages = 0;
     itch::FileError err;
     const bool ok = itch::walk_length_prefixed(file.data(), file.size(), [&](uint64_t, const uint8_t* m, size_t n) {
       ++messages;
-      bad += itch::decode(m, n, fold) != itch::DecodeStatus::kOk;
+      bad += fold(m, n) != itch::DecodeStatus::kOk;
     }, &err);
     benchmark::DoNotOptimize(fold.acc);
     benchmark::DoNotOptimize(bad);

@@ -38,8 +38,7 @@ class OrderBook {
 
   // Each returns the stock locate whose book changed, or kUnchanged.
   uint32_t add(uint16_t locate, uint64_t ref, char side, uint32_t shares, uint32_t price);
-  uint32_t execute(uint64_t ref, uint32_t shares) { return reduce(ref, shares); }  // E, C
-  uint32_t cancel(uint64_t ref, uint32_t shares) { return reduce(ref, shares); }   // X
+  uint32_t reduce(uint64_t ref, uint32_t shares);  // E, C (executed shares), X (cancelled shares)
   uint32_t remove(uint64_t ref);                                                     // D
   uint32_t replace(uint64_t original_ref, uint64_t new_ref, uint32_t shares, uint32_t price);  // U
 
@@ -108,7 +107,6 @@ class OrderBook {
     return b;
   }
 
-  uint32_t reduce(uint64_t ref, uint32_t shares);
   uint32_t insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t key);
   void leave_level(const Order& o);  // takes an order's shares off its price level
   void grow_stocks(uint16_t locate);  // room for stocks up to locate (first order of a new stock)

@@ -17,6 +17,7 @@
 #include "pipeline/decode_counters.hpp"
 #include "pipeline/mold_framer.hpp"
 #include "pipeline/stamps.hpp"
+#include "protocol/book_op.hpp"
 #include "protocol/itch.hpp"
 #include "util/stage_clock.hpp"
 
@@ -90,13 +91,8 @@ class Gateway {
       r.msg_type = len ? char(msg[0]) : '\0';
       unknown_before = book_.counters().unknown_refs;
     }
-    uint32_t changed = OrderBook::kUnchanged;
-    const itch::DecodeStatus st = itch::decode(msg, len, [&](const auto& view) {
-      if constexpr (kTimed)
-        if (stamps_ & kStampDecoded) r.t_decoded = clock_.now();
-      ++decode_.per_type[itch::type_index(view.kType)];
-      changed = apply(view);
-    });
+    itch::BookOp op;
+    const itch::DecodeStatus st = itch::decode_book_op(msg, len, op);
     if (__builtin_expect(st != itch::DecodeStatus::kOk, 0)) {
       decode_.count_rejection(st);
       bbo_flags_ = logfmt::kBookMayBeStale;
@@ -106,6 +102,10 @@ class Gateway {
       }
       return;
     }
+    if constexpr (kTimed)
+      if (stamps_ & kStampDecoded) r.t_decoded = clock_.now();
+    ++decode_.per_type[itch::type_index(char(msg[0]))];
+    const uint32_t changed = apply(op, msg);
     if constexpr (kTimed) {
       if (stamps_ & kStampBook) r.t_book = clock_.now();
       if (book_.counters().unknown_refs != unknown_before) r.flags |= logfmt::kUnknownRef;
@@ -135,28 +135,23 @@ class Gateway {
     if constexpr (kTimed) latency_->append(r);
   }
 
-  uint32_t apply(const itch::AddOrderView& v) {
-    return book_.add(v.stock_locate(), v.order_ref(), char(v.side()), v.shares(), v.price());
-  }
-  uint32_t apply(const itch::AddOrderMpidView& v) {
-    return book_.add(v.stock_locate(), v.order_ref(), char(v.side()), v.shares(), v.price());
-  }
-  uint32_t apply(const itch::OrderExecutedView& v) { return book_.execute(v.order_ref(), v.executed_shares()); }
-  uint32_t apply(const itch::OrderExecutedWithPriceView& v) {
-    return book_.execute(v.order_ref(), v.executed_shares());
-  }
-  uint32_t apply(const itch::OrderCancelView& v) { return book_.cancel(v.order_ref(), v.cancelled_shares()); }
-  uint32_t apply(const itch::OrderDeleteView& v) { return book_.remove(v.order_ref()); }
-  uint32_t apply(const itch::OrderReplaceView& v) {
-    return book_.replace(v.original_order_ref(), v.new_order_ref(), v.shares(), v.price());
-  }
-  uint32_t apply(const itch::StockDirectoryView& v) {
-    symbols_.set(v.stock_locate(), v.stock());
-    return OrderBook::kUnchanged;
-  }
-  template <class View>
-  uint32_t apply(const View&) {  // P, Q, B and the rest do not change the book
-    return OrderBook::kUnchanged;
+  uint32_t apply(const itch::BookOp& op, const uint8_t* msg) {
+    switch (op.kind) {
+      case itch::BookOpKind::kAdd:
+        return book_.add(op.locate, op.ref, op.side, op.shares, op.price);
+      case itch::BookOpKind::kReduce:
+        return book_.reduce(op.ref, op.shares);
+      case itch::BookOpKind::kDelete:
+        return book_.remove(op.ref);
+      case itch::BookOpKind::kReplace:
+        return book_.replace(op.ref, op.new_ref, op.shares, op.price);
+      case itch::BookOpKind::kDirectory:
+        symbols_.set(op.locate, itch::StockDirectoryView(msg).stock());
+        return OrderBook::kUnchanged;
+      case itch::BookOpKind::kNone:
+        break;
+    }
+    return OrderBook::kUnchanged;  // P, Q, B and the rest do not change the book
   }
 
   OrderBook& book_;

@@ -34,10 +34,10 @@ class LockstepBooks {
         stocks_.insert(v.stock_locate());
       } else if constexpr (std::is_same_v<V, itch::OrderExecutedView> ||
                            std::is_same_v<V, itch::OrderExecutedWithPriceView>) {
-        real = book.execute(v.order_ref(), v.executed_shares());
+        real = book.reduce(v.order_ref(), v.executed_shares());
         naive = ref.reduce(v.order_ref(), v.executed_shares());
       } else if constexpr (std::is_same_v<V, itch::OrderCancelView>) {
-        real = book.cancel(v.order_ref(), v.cancelled_shares());
+        real = book.reduce(v.order_ref(), v.cancelled_shares());
         naive = ref.reduce(v.order_ref(), v.cancelled_shares());
       } else if constexpr (std::is_same_v<V, itch::OrderDeleteView>) {
         real = book.remove(v.order_ref());

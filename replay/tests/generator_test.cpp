@@ -166,9 +166,9 @@ TEST(Generator, DeepBookEndsWithAMillionLiveOrdersAndHundredsOfLevels) {
       if constexpr (std::is_same_v<V, itch::AddOrderView> || std::is_same_v<V, itch::AddOrderMpidView>)
         book.add(v.stock_locate(), v.order_ref(), char(v.side()), v.shares(), v.price());
       else if constexpr (std::is_same_v<V, itch::OrderExecutedView> || std::is_same_v<V, itch::OrderExecutedWithPriceView>)
-        book.execute(v.order_ref(), v.executed_shares());
+        book.reduce(v.order_ref(), v.executed_shares());
       else if constexpr (std::is_same_v<V, itch::OrderCancelView>)
-        book.cancel(v.order_ref(), v.cancelled_shares());
+        book.reduce(v.order_ref(), v.cancelled_shares());
       else if constexpr (std::is_same_v<V, itch::OrderDeleteView>)
         book.remove(v.order_ref());
       else if constexpr (std::is_same_v<V, itch::OrderReplaceView>)
