@@ -59,7 +59,10 @@ class Gateway {
     });
   }
 
-  void on_message(uint64_t seq, const uint8_t* msg, size_t len, const logfmt::Arrival& arrival) {
+  // Inlined into the source's loop, so an untimed run never builds the arrival it ignores (callgrind, 200 k
+  // nasdaq-day: 334 -> 324 instructions a message).
+  __attribute__((always_inline)) void on_message(uint64_t seq, const uint8_t* msg, size_t len,
+                                                 const logfmt::Arrival& arrival) {
     // Two instantiations: without a latency log no stamp is taken and no record is built (a branch per
     // message here, none inside).
     if (latency_)
