@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "replay/lib/mold_packetizer.hpp"
 #include "replay/lib/session_generator.hpp"
@@ -11,15 +12,16 @@
 
 namespace itchbench::bench {
 
-const InMemoryCapture& nasdaq_day_capture(uint64_t messages, uint64_t seed) {
-  static std::map<std::pair<uint64_t, uint64_t>, InMemoryCapture> cache;
-  auto it = cache.find({messages, seed});
+const InMemoryCapture& session_capture(const std::string& profile, uint64_t messages, uint64_t seed) {
+  static std::map<std::tuple<std::string, uint64_t, uint64_t>, InMemoryCapture> cache;
+  const auto key = std::make_tuple(profile, messages, seed);
+  auto it = cache.find(key);
   if (it != cache.end()) return it->second;
 
   const std::string path = "/tmp/itchbench-bench-" + std::to_string(::getpid()) + ".pcap";
+  replay::GeneratorConfig cfg = replay::profile_by_name(profile);
+  if (messages) cfg.messages = messages;
   {
-    replay::GeneratorConfig cfg = replay::nasdaq_day_profile();
-    cfg.messages = messages;
     cfg.seed = seed;
     replay::PacketizerConfig pc;
     pc.max_messages_per_packet = 16;
@@ -31,7 +33,6 @@ const InMemoryCapture& nasdaq_day_capture(uint64_t messages, uint64_t seed) {
     writer.commit();
   }
   InMemoryCapture cap;
-  cap.messages = messages;
   CaptureReader reader(path);
   reader.run(
       [&](uint64_t, const uint8_t* p, size_t n) {
@@ -40,8 +41,9 @@ const InMemoryCapture& nasdaq_day_capture(uint64_t messages, uint64_t seed) {
       },
       [](uint64_t, const uint8_t*, size_t) {});
   cap.offsets.push_back(uint32_t(cap.bytes.size()));
+  cap.messages = cfg.messages;
   ::unlink(path.c_str());
-  return cache.emplace(std::make_pair(messages, seed), std::move(cap)).first->second;
+  return cache.emplace(key, std::move(cap)).first->second;
 }
 
 }  // namespace itchbench::bench

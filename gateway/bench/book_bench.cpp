@@ -1,5 +1,6 @@
-// Gateway core benchmarks on a nasdaq-day session generated at benchmark
-// time: decode + book + BBO per message, the same with both logs recorded,
+// Gateway core benchmarks on sessions generated at benchmark time: decode +
+// book + BBO per message (nasdaq-day and deep-book), the same with both logs
+// recorded (nasdaq-day),
 // memory per live order, the latency recorder's cost per record, and the
 // cost of one stage stamp.
 #include <benchmark/benchmark.h>
@@ -29,9 +30,12 @@ void feed(const bench::InMemoryCapture& cap, Run&& on_datagram) {
     on_datagram(cap.bytes.data() + cap.offsets[i], cap.offsets[i + 1] - cap.offsets[i]);
 }
 
-// Framing + decoding + book + BBO detection, nothing recorded.
-void BM_DecodeBookBbo(benchmark::State& state) {
-  const auto& cap = bench::nasdaq_day_capture(kMessages);
+// Framing + decoding + book + BBO detection, nothing recorded, on two session
+// shapes: nasdaq-day (5 M messages, 500 stocks, shallow books, ~32 k live
+// orders at the end) and deep-book (3 M messages, 40 stocks, prices over 400
+// ticks, ~1.36 M live orders and hundreds of levels a side at the end). The
+// argument pre-sizes the order index.
+void decode_book_bbo(benchmark::State& state, const bench::InMemoryCapture& cap) {
   const StageClock clock = StageClock::calibrate();
   uint64_t live = 0, memory = 0, events = 0;
   for (auto _ : state) {
@@ -53,7 +57,12 @@ void BM_DecodeBookBbo(benchmark::State& state) {
   state.counters["live_orders_end"] = double(live);
   state.counters["book_MiB"] = double(memory) / (1 << 20);
 }
+void BM_DecodeBookBbo(benchmark::State& state) { decode_book_bbo(state, bench::nasdaq_day_capture(kMessages)); }
 BENCHMARK(BM_DecodeBookBbo)->Arg(1 << 16)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+void BM_DecodeBookBboDeepBook(benchmark::State& state) {
+  decode_book_bbo(state, bench::session_capture("deep-book", 0));
+}
+BENCHMARK(BM_DecodeBookBboDeepBook)->Arg(1 << 16)->Arg(1 << 21)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 // Memory per live order: a book pre-sized for and holding N live orders (no
 // deletes), minus a book sized for none, per order: pool slot, index slots
