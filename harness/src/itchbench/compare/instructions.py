@@ -7,7 +7,8 @@ messages are: their inclusive counts are the same on every run. So one run
 on a fixed slice of the capture (its first N records), and per message:
 
     message path   Gateway<…>::on_message, inclusive: decode, book, BBO, logs
-    decode         itch::decode<…> without the book calls it makes (validation, dispatch)
+    decode         Gateway<…>::decode_and_apply (itch::decode<…> before it) without the book calls it
+                   makes: validation, field extraction, per-type count, dispatch
     book           OrderBook::add / reduce / remove / replace, inclusive
     bbo and logs   the message path less decode and book: BBO check, log records
     capture read   PcapReader::next (simulation's own input; not the gateway's)
@@ -60,7 +61,9 @@ def _slice(capture: Path, records: int, out: Path) -> None:
 
 FUNCTIONS = {
     "message_path": re.compile(r"itchbench::Gateway<[^>]*>::on_message\("),
-    "decode_and_apply": re.compile(r"itchbench::itch::DecodeStatus itchbench::itch::decode<"),
+    # itch::decode<…> until the gateway decoded by table; Gateway<…>::decode_and_apply<…> since.
+    "decode_and_apply": re.compile(
+        r"itchbench::itch::DecodeStatus itchbench::(itch::decode<|Gateway<[^>]*>::decode_and_apply<)"),
     "book": re.compile(r"itchbench::OrderBook::(add|reduce|remove|replace)\("),
     "capture_read": re.compile(r"itchbench::net::PcapReader::next\("),
 }
