@@ -5,8 +5,9 @@
 //    writers and tests;
 //  - a zero-copy view (e.g. itch::AddOrderView) whose accessors read the
 //    big-endian fields straight from the wire bytes, for the hot path.
-// The single entry point for untrusted bytes is itch::decode(), which checks
-// the type and its fixed length before any view is made.
+// Untrusted bytes enter through itch::decode(), which checks the type and its
+// fixed length before any view is made, or through decode_book_op()
+// (book_op.hpp), which makes the same checks before reading any field.
 #pragma once
 #include <array>
 #include <cstddef>
