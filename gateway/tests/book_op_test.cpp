@@ -5,18 +5,14 @@
 #include <vector>
 
 #include "protocol/book_op.hpp"
+#include "patterned_message.hpp"
 
 using namespace itchbench;
 using namespace itchbench::itch;
+using itchbench::testing::patterned;
 
 namespace {
 
-std::vector<uint8_t> patterned(char type, size_t len, uint8_t salt) {
-  std::vector<uint8_t> b(len);
-  b[0] = uint8_t(type);
-  for (size_t i = 1; i < len; ++i) b[i] = uint8_t(i * 37 + salt);
-  return b;
-}
 
 // What the book should see of a message, read through its view.
 BookOp expected_from_view(const uint8_t* p, size_t len) {

@@ -5,19 +5,14 @@
 #include <vector>
 
 #include "protocol/itch.hpp"
+#include "patterned_message.hpp"
 
 using namespace itchbench;
 using namespace itchbench::itch;
+using itchbench::testing::patterned;
 
 namespace {
 
-// Deterministic byte pattern so that every field carries a distinct value.
-std::vector<uint8_t> patterned(char type, size_t len, uint8_t salt) {
-  std::vector<uint8_t> b(len);
-  b[0] = uint8_t(type);
-  for (size_t i = 1; i < len; ++i) b[i] = uint8_t(i * 37 + salt);
-  return b;
-}
 
 template <class Msg>
 void expect_round_trip() {
