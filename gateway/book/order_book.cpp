@@ -8,35 +8,51 @@ OrderBook::OrderBook(size_t expected_orders) : orders_(expected_orders) {}
 
 void OrderBook::grow_stocks(uint16_t locate) { stocks_.resize(size_t(locate) + 1); }
 
-std::vector<OrderBook::Level>::iterator OrderBook::find_level(std::vector<Level>& levels, uint32_t key) {
+std::vector<OrderBook::Entry>::iterator OrderBook::find_entry(std::vector<Entry>& side, uint32_t key) {
   // Most activity is at or near the best level (the back): look there first.
-  auto it = levels.end();
-  for (int i = 0; i < 4 && it != levels.begin(); ++i) {
+  auto it = side.end();
+  for (int i = 0; i < 4 && it != side.begin(); ++i) {
     --it;
     if (it->key <= key) return it->key == key ? it : it + 1;
   }
-  return std::lower_bound(levels.begin(), it, key, [](const Level& l, uint32_t k) { return l.key < k; });
+  return std::lower_bound(side.begin(), it, key, [](const Entry& e, uint32_t k) { return e.key < k; });
+}
+
+uint32_t OrderBook::new_level(uint32_t key, uint32_t shares) {
+  if (!free_levels_.empty()) {
+    const uint32_t at = free_levels_.back();
+    free_levels_.pop_back();
+    levels_[at] = Level{key, 1, shares};
+    return at;
+  }
+  levels_.push_back(Level{key, 1, shares});
+  return uint32_t(levels_.size() - 1);
 }
 
 uint32_t OrderBook::insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t key) {
   if (__builtin_expect(locate >= stocks_.size(), 0)) grow_stocks(locate);
-  orders_.insert(ref, {key, shares, locate, side});
-  std::vector<Level>& levels = stocks_[locate].sides[side];
-  auto it = find_level(levels, key);
-  if (it != levels.end() && it->key == key) {
-    it->shares += shares;
-    ++it->orders;
+  std::vector<Entry>& entries = stocks_[locate].sides[side];
+  auto it = find_entry(entries, key);
+  uint32_t level;
+  if (it != entries.end() && it->key == key) {
+    level = it->level;
+    levels_[level].shares += shares;
+    ++levels_[level].orders;
   } else {
-    levels.insert(it, Level{key, 1, shares});
+    level = new_level(key, shares);
+    entries.insert(it, Entry{key, level});
   }
+  orders_.insert(ref, {key, shares, level, locate, side});
   return locate;
 }
 
 void OrderBook::leave_level(const Order& o) {
-  std::vector<Level>& levels = stocks_[o.locate].sides[o.side];
-  auto it = find_level(levels, o.key);
-  it->shares -= o.shares;
-  if (--it->orders == 0) levels.erase(it);
+  Level& l = levels_[o.level];
+  l.shares -= o.shares;
+  if (--l.orders != 0) return;
+  std::vector<Entry>& entries = stocks_[o.locate].sides[o.side];
+  entries.erase(find_entry(entries, o.key));
+  free_levels_.push_back(o.level);
 }
 
 uint32_t OrderBook::add(uint16_t locate, uint64_t ref, char side, uint32_t shares, uint32_t price) {
@@ -65,8 +81,7 @@ uint32_t OrderBook::reduce(uint64_t ref, uint32_t shares) {
     leave_level(gone);
     return locate;
   }
-  auto it = find_level(stocks_[locate].sides[o->side], o->key);
-  it->shares -= shares;
+  levels_[o->level].shares -= shares;
   o->shares -= shares;
   return locate;
 }
@@ -105,9 +120,9 @@ std::vector<OrderBook::LevelView> OrderBook::levels(uint16_t locate, char side) 
   const bool bid = side == 'B';
   std::vector<LevelView> out;
   if (locate >= stocks_.size()) return out;
-  const std::vector<Level>& levels = stocks_[locate].sides[bid ? 1 : 0];
-  for (auto it = levels.rbegin(); it != levels.rend(); ++it)
-    out.push_back({price_of(it->key, bid), it->orders, it->shares});
+  const std::vector<Entry>& entries = stocks_[locate].sides[bid ? 1 : 0];
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it)
+    out.push_back({price_of(it->key, bid), levels_[it->level].orders, levels_[it->level].shares});
   return out;
 }
 
@@ -119,9 +134,10 @@ bool OrderBook::find_order(uint64_t ref, OrderView& out) const {
 }
 
 size_t OrderBook::memory_bytes() const {
-  size_t levels = 0;
-  for (const Stock& s : stocks_) levels += (s.sides[0].capacity() + s.sides[1].capacity()) * sizeof(Level);
-  return stocks_.capacity() * sizeof(Stock) + orders_.bytes() + levels;
+  size_t entries = 0;
+  for (const Stock& s : stocks_) entries += (s.sides[0].capacity() + s.sides[1].capacity()) * sizeof(Entry);
+  return stocks_.capacity() * sizeof(Stock) + orders_.bytes() + entries + levels_.capacity() * sizeof(Level) +
+         free_levels_.capacity() * sizeof(uint32_t);
 }
 
 }  // namespace itchbench

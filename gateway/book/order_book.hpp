@@ -9,9 +9,11 @@
 //    than B/S or zero shares.
 //
 // Layout for speed: orders live inside the reference table (OrderTable,
-// direct-mapped by reference), so finding one is one cache miss. Each stock side is a sorted array of price
-// levels with the best level at the back, so the BBO is O(1) and activity
-// near the touch moves little memory. Nothing is allocated per message once
+// direct-mapped by reference), so finding one is one cache miss. Price
+// levels live in a pool at stable places; each stock side is a sorted array
+// of (price, place) with the best at the back, so the BBO is O(1), activity
+// near the touch moves little memory, and an order keeps its level's place:
+// a delete or reduction reaches its level without searching for it. Nothing is allocated per message once
 // the table and level arrays have reached the session's size.
 #pragma once
 #include <cstddef>
@@ -81,28 +83,34 @@ class OrderBook {
     uint32_t orders;
     uint64_t shares;
   };
+  // A side's levels in price order: the key, and where the level lives in the pool.
+  struct Entry {
+    uint32_t key;
+    uint32_t level;
+  };
   struct Order {
     uint32_t key;
     uint32_t shares;
+    uint32_t level;  // its price level in the pool: a delete or a reduction reaches it without a search
     uint16_t locate;
     uint8_t side;  // 0 ask, 1 bid
   };
   struct Stock {
-    std::vector<Level> sides[2];  // [0] asks, [1] bids
+    std::vector<Entry> sides[2];  // [0] asks, [1] bids
     Bbo last_emitted;
   };
 
   static uint32_t key_of(uint32_t price, bool bid) { return bid ? price : ~price; }
   static uint32_t price_of(uint32_t key, bool bid) { return bid ? key : ~key; }
-  static Bbo bbo_of(const Stock& s) {
+  Bbo bbo_of(const Stock& s) const {
     Bbo b;
     if (!s.sides[1].empty()) {
       b.bid_px = s.sides[1].back().key;
-      b.bid_qty = s.sides[1].back().shares;
+      b.bid_qty = levels_[s.sides[1].back().level].shares;
     }
     if (!s.sides[0].empty()) {
       b.ask_px = ~s.sides[0].back().key;
-      b.ask_qty = s.sides[0].back().shares;
+      b.ask_qty = levels_[s.sides[0].back().level].shares;
     }
     return b;
   }
@@ -110,9 +118,12 @@ class OrderBook {
   uint32_t insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t key);
   void leave_level(const Order& o);  // takes an order's shares off its price level
   void grow_stocks(uint16_t locate);  // room for stocks up to locate (first order of a new stock)
-  static std::vector<Level>::iterator find_level(std::vector<Level>& levels, uint32_t key);
+  uint32_t new_level(uint32_t key, uint32_t shares);  // a level of one order, from the pool
+  static std::vector<Entry>::iterator find_entry(std::vector<Entry>& side, uint32_t key);
 
   std::vector<Stock> stocks_;  // by locate, up to the highest that has had an order: memory in proportion
+  std::vector<Level> levels_;         // every stock's price levels, at stable places
+  std::vector<uint32_t> free_levels_;  // places in levels_ of levels that emptied
   OrderTable<Order> orders_;
   BookCounters counters_;
 };
