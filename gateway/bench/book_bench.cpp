@@ -1,8 +1,7 @@
 // Gateway core benchmarks on sessions generated at benchmark time: decode +
 // book + BBO per message (nasdaq-day and deep-book), the same with both logs
-// recorded (nasdaq-day),
-// memory per live order, the latency recorder's cost per record, and the
-// cost of one stage stamp.
+// recorded (nasdaq-day), memory per live order, the latency recorder's cost
+// per record, and the cost of one stage stamp.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 

@@ -1,9 +1,10 @@
 // Framing + decoding throughput: MoldUDP64 parse, sequence tracking and
 // itch::decode_book_op (the gateway's decode: type and length checked, the
 // book's fields read) for a nasdaq-day capture held in memory. Every field of
-// every op is folded into a checksum so the compiler cannot drop the decode. With ITCHBENCH_ITCH_FILE set, also the binary ITCH
-// file it names: length-prefix framing and decoding of every message, the
-// file memory-mapped and read once before timing (what a peer's decode mode
+// every op is folded into a checksum so the compiler cannot drop the decode.
+// With ITCHBENCH_ITCH_FILE set, also the binary ITCH file it names:
+// length-prefix framing and decoding of every message, the file
+// memory-mapped and read once before timing (what a peer's decode mode
 // measures, for side-by-side runs).
 #include <benchmark/benchmark.h>
 

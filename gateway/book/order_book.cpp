@@ -42,7 +42,7 @@ uint32_t OrderBook::insert_order(uint16_t locate, uint64_t ref, uint8_t side, ui
     level = new_level(key, shares);
     entries.insert(it, Entry{key, level});
   }
-  orders_.insert(ref, {key, shares, level, locate, side});
+  orders_.insert(ref, {shares, level, locate, side});
   return locate;
 }
 
@@ -51,7 +51,7 @@ void OrderBook::leave_level(const Order& o) {
   l.shares -= o.shares;
   if (--l.orders != 0) return;
   std::vector<Entry>& entries = stocks_[o.locate].sides[o.side];
-  entries.erase(find_entry(entries, o.key));
+  entries.erase(find_entry(entries, l.key));
   free_levels_.push_back(o.level);
 }
 
@@ -129,7 +129,7 @@ std::vector<OrderBook::LevelView> OrderBook::levels(uint16_t locate, char side) 
 bool OrderBook::find_order(uint64_t ref, OrderView& out) const {
   const Order* o = orders_.find(ref);
   if (!o) return false;
-  out = {o->locate, o->side ? 'B' : 'S', o->shares, price_of(o->key, o->side == 1)};
+  out = {o->locate, o->side ? 'B' : 'S', o->shares, price_of(levels_[o->level].key, o->side == 1)};
   return true;
 }
 

@@ -11,10 +11,11 @@
 // Layout for speed: orders live inside the reference table (OrderTable,
 // direct-mapped by reference), so finding one is one cache miss. Price
 // levels live in a pool at stable places; each stock side is a sorted array
-// of (price, place) with the best at the back, so the BBO is O(1), activity
-// near the touch moves little memory, and an order keeps its level's place:
-// a delete or reduction reaches its level without searching for it. Nothing is allocated per message once
-// the table and level arrays have reached the session's size.
+// of (price, place) with the best at the back, so the BBO is O(1) and
+// activity near the touch moves little memory. An order keeps its level's
+// place, which is also where its price is: a delete or reduction reaches its
+// level without searching for it. Nothing is allocated per message once the
+// table, the pool and the side arrays have reached the session's size.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -89,9 +90,8 @@ class OrderBook {
     uint32_t level;
   };
   struct Order {
-    uint32_t key;
     uint32_t shares;
-    uint32_t level;  // its price level in the pool: a delete or a reduction reaches it without a search
+    uint32_t level;  // its price level's place in the pool, where its price is too
     uint16_t locate;
     uint8_t side;  // 0 ask, 1 bid
   };
