@@ -1,0 +1,53 @@
+"""harness/benchmarks/side_by_side.py on two commands whose rates are known
+round by round, so the per-round ratios, their median and the best-round
+ratio can be worked out by hand."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from itchbench import paths
+
+SCRIPT = paths.repo_root() / "harness" / "benchmarks" / "side_by_side.py"
+
+
+def _rates_command(tmp: Path, name: str, rates: list[int]) -> str:
+    """A command that prints the next of its rates each time it runs."""
+    queue = tmp / f"{name}.rates"
+    queue.write_text("\n".join(map(str, rates)) + "\n")
+    script = tmp / f"{name}.py"
+    script.write_text(
+        "import pathlib, sys\n"
+        f"q = pathlib.Path({str(queue)!r})\n"
+        "rates = q.read_text().split()\n"
+        "q.write_text('\\n'.join(rates[1:]) + '\\n')\n"
+        "print(f'{rates[0]} msg/s')\n")
+    return f"{sys.executable} {script}"
+
+
+def test_ratios_median_and_best_rounds(tmp_path):
+    capture = tmp_path / "any.itch"
+    capture.write_bytes(b"")  # only its existence is checked; the commands ignore it
+    ours = _rates_command(tmp_path, "ours", [100, 300, 200])
+    peer = _rates_command(tmp_path, "peer", [100, 100, 400])
+    out = subprocess.run([sys.executable, str(SCRIPT), str(capture), "--rounds", "3", "--ours", ours,
+                          "--peer", peer], capture_output=True, text=True, check=True).stdout
+    rounds = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    # per round ours / peer: 100/100, 300/100, 200/400
+    assert [r[3] for r in rounds] == ["1.000", "3.000", "0.500"]
+    median = next(line for line in out.splitlines() if line.startswith("median"))
+    assert median.split()[3] == "1.000"
+    assert "ratio range 0.500–3.000" in out
+    # best rounds: 300 against 400
+    assert "best rounds 300 and 400 msg/s: ratio 0.750" in out
+
+
+def test_a_rate_the_pattern_does_not_find_stops_with_the_output(tmp_path):
+    capture = tmp_path / "any.itch"
+    capture.write_bytes(b"")
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(capture), "--rounds", "1", "--ours", "echo no rate here",
+                           "--peer", "echo 5 msg/s"], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "no rate matching" in proc.stderr and "no rate here" in proc.stderr
