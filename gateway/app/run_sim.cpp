@@ -49,7 +49,8 @@ int run_sim(const GatewayOptions& o) {
       },
       [&](uint64_t position, const uint8_t* m, size_t n) {
         gw.on_message(position, m, n, logfmt::Arrival{0, timed ? clock.now() : 0, n >= 11 ? load_be48(m + 5) : 0});
-      });
+      },
+      [&](const uint8_t* m, size_t n) { gw.look_ahead(m, n); });
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   logs.close();
 

@@ -46,6 +46,8 @@ class OrderBook {
   uint32_t replace(uint64_t original_ref, uint64_t new_ref, uint32_t shares, uint32_t price);  // U
 
   Bbo bbo(uint16_t locate) const;
+  // A message naming ref comes soon: start loading its order's index slot.
+  void prefetch_order(uint64_t ref) const { orders_.prefetch(ref); }
   // True when the stock's BBO differs from the last one taken; out = the new.
   // locate is one that a book method returned (so its stock exists).
   bool take_bbo_change(uint16_t locate, Bbo& out) {

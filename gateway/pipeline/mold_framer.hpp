@@ -28,6 +28,13 @@ class MoldFramer {
   // packet; returns the parse verdict (rejected packets deliver nothing).
   template <class OnMessage>
   mold::ParseStatus on_datagram(const uint8_t* data, size_t len, OnMessage&& on_message) {
+    return on_datagram(data, len, on_message, [](const uint8_t*, size_t) {});
+  }
+  // The same, first showing look_ahead(bytes, len) every message of an
+  // accepted packet (duplicates included), so that what they will touch can
+  // start loading before the first is handled.
+  template <class OnMessage, class LookAhead>
+  mold::ParseStatus on_datagram(const uint8_t* data, size_t len, OnMessage&& on_message, LookAhead&& look_ahead) {
     ++counters_.packets;
     mold::Packet pkt;
     const mold::ParseStatus st = mold::parse(data, len, pkt);
@@ -47,6 +54,7 @@ class MoldFramer {
       case mold::PacketKind::kMessages:
         break;
     }
+    pkt.for_each_message([&](uint64_t, const uint8_t* msg, size_t msg_len) { look_ahead(msg, msg_len); });
     const uint64_t skip = sequence_.on_packet(pkt.sequence(), pkt.count());
     counters_.messages += pkt.count() - skip;
     if (skip == 0) {

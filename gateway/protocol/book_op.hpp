@@ -113,6 +113,18 @@ static_assert(every_type_holds(8), "a missing field is read as 8 bytes at offset
 
 }  // namespace detail
 
+// The order reference a message names (an add's new order, a replace's
+// original), read without validating the message: for looking ahead at
+// messages not yet decoded. False when the type carries none or the message
+// is too short to hold it.
+inline bool peek_order_ref(const uint8_t* p, size_t len, uint64_t& ref) {
+  if (len == 0) return false;
+  const detail::OpLayout& l = detail::kOpTable.by_type[p[0]];
+  if (l.ref_mask == 0 || len < l.ref_at + 8u) return false;
+  ref = load_be64(p + l.ref_at);
+  return true;
+}
+
 // Checks type and length exactly as decode() does; on kOk fills op.
 inline DecodeStatus decode_book_op(const uint8_t* p, size_t len, BookOp& op) {
   const DecodeStatus st = validate(p, len);

@@ -93,6 +93,29 @@ bool walk_length_prefixed(const uint8_t* data, size_t size, F&& f, FileError* er
 // few messages are length-prefixed ITCH messages of matching lengths.
 bool looks_like_itch_file(const uint8_t* data, size_t size);
 
+// A second cursor over the same buffer as a walk, kept some messages ahead of
+// it: step() hands the next message on to a look-ahead hint. No validation
+// (the walk does that); it stops where a length runs past the end.
+class LookAheadCursor {
+ public:
+  LookAheadCursor(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
+  template <class F>
+  void step(F&& f) {
+    if (end_ - p_ < 2) return;
+    const size_t len = load_be16(p_);
+    if (size_t(end_ - p_ - 2) < len) {
+      p_ = end_;
+      return;
+    }
+    f(p_ + 2, len);
+    p_ += 2 + len;
+  }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
 // The same walk over a stream (a decompressing FILE*), a megabyte at a time:
 // positions and offsets count from the start of the stream, as in a file.
 template <class F>

@@ -2,6 +2,7 @@
 // spec's byte layout written out by hand, and the per-type views.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "protocol/book_op.hpp"
@@ -100,5 +101,30 @@ TEST(BookOp, RejectsWhatDecodeRejects) {
     const std::vector<uint8_t> b = patterned(t.type, 64, 3);
     EXPECT_EQ(decode_book_op(b.data(), t.length - 1, op), DecodeStatus::kWrongLength) << t.type;
     EXPECT_EQ(decode_book_op(b.data(), t.length + 1u, op), DecodeStatus::kWrongLength) << t.type;
+  }
+}
+
+// The look-ahead reads the order reference where the spec puts it (offset 11
+// in every order message), and nothing from types that carry none.
+TEST(BookOp, PeeksTheOrderReferenceOfOrderMessagesOnly) {
+  const uint8_t del[19] = {'D', 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08};
+  uint64_t ref = 0;
+  ASSERT_TRUE(peek_order_ref(del, sizeof del, ref));
+  EXPECT_EQ(ref, 0x0102030405060708ull);
+  EXPECT_FALSE(peek_order_ref(del, 18, ref)) << "too short to hold the reference";
+  EXPECT_FALSE(peek_order_ref(del, 0, ref));
+
+  const uint8_t replace[35] = {'U', 0, 2, 0, 7, 0, 0, 0, 0, 3, 0xE8, 0, 0, 0, 0, 0, 0, 0, 0x2A,  // original ref 42
+                               0, 0, 0, 0, 0, 0, 0, 0x2B, 0, 0, 0, 0x64, 0, 1, 0x86, 0xA0};
+  ASSERT_TRUE(peek_order_ref(replace, sizeof replace, ref));
+  EXPECT_EQ(ref, 42u) << "a replace names its original order";
+
+  for (const TypeInfo& t : kTypes) {
+    const auto msg = patterned(t.type, t.length, 0x11);
+    const bool names_an_order = std::string("AFECXDU").find(t.type) != std::string::npos;
+    EXPECT_EQ(peek_order_ref(msg.data(), msg.size(), ref), names_an_order) << t.type;
+    if (names_an_order) {
+      EXPECT_EQ(ref, load_be64(msg.data() + 11)) << t.type;
+    }
   }
 }

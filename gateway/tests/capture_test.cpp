@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "net/pcap_io.hpp"
@@ -213,4 +214,35 @@ TEST(Capture, WhatIsNotTheFeedIsCountedByKindNotDelivered) {
   EXPECT_EQ(r.stats().malformed_frames, 1u);
   EXPECT_EQ(r.stats().truncated_frames, 2u);
   EXPECT_EQ(r.stats().fragments, 1u);
+}
+
+// An ITCH file is read ahead: when message p is handed over, the look-ahead
+// has seen every message up to p + kLookAheadMessages (or the last), each
+// once and in file order.
+TEST(CaptureReader, AnItchFileIsReadAheadByAFixedNumberOfMessages) {
+  ScratchDir dir;
+  const std::string path = dir.file("s.itch");
+  constexpr int kMessages = 20;
+  std::vector<uint8_t> file;
+  for (int i = 0; i < kMessages; ++i) {
+    const uint8_t event[14] = {0, 12, 'S', 0, 0, 0, 0, 0, 0, 0, 0, 0, uint8_t(i), 'O'};  // system event, timestamp i
+    file.insert(file.end(), event, event + sizeof event);
+  }
+  itchbench::testing::write_bytes(path, file);
+  CaptureReader r(path);
+  std::vector<int> ahead;
+  ASSERT_TRUE(r.run([](uint64_t, const uint8_t*, size_t) {},
+                    [&](uint64_t position, const uint8_t* m, size_t) {
+                      EXPECT_EQ(m[10], position - 1);
+                      EXPECT_EQ(ahead.size(), std::min<size_t>(position + CaptureReader::kLookAheadMessages, kMessages))
+                          << "message " << position;
+                    },
+                    [&](const uint8_t* m, size_t n) {
+                      EXPECT_EQ(n, 12u);
+                      ahead.push_back(m[10]);
+                    }))
+      << r.error();
+  std::vector<int> in_order(kMessages);
+  for (int i = 0; i < kMessages; ++i) in_order[i] = i;
+  EXPECT_EQ(ahead, in_order);
 }

@@ -112,3 +112,13 @@ TEST(ItchFile, AWalkThatReleasesKeepsAWindowResidentNotTheFile) {
   EXPECT_GT(messages, 19000000u);
   EXPECT_LT(peak - before, uint64_t(96) << 10) << "resident grew by " << (peak - before) << " kB";  // 64 MiB window
 }
+
+TEST(ItchFile, LookAheadCursorStepsMessageByMessageAndStopsAtAnOverrun) {
+  auto f = two_messages();
+  const uint8_t tail[3] = {0x00, 0x05, 'S'};  // says 5 bytes, holds 1
+  f.insert(f.end(), tail, tail + 3);
+  LookAheadCursor ahead(f.data(), f.size());
+  std::vector<std::pair<char, size_t>> seen;
+  for (int i = 0; i < 5; ++i) ahead.step([&](const uint8_t* m, size_t n) { seen.push_back({char(m[0]), n}); });
+  EXPECT_EQ(seen, (std::vector<std::pair<char, size_t>>{{'S', 12}, {'D', 19}}));
+}

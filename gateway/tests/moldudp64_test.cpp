@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "pipeline/mold_framer.hpp"
@@ -139,4 +140,25 @@ TEST(MoldUdp64, BuilderRefusesWhatDoesNotFit) {
   EXPECT_FALSE(b.add(m, 1));  // would be 33
   EXPECT_EQ(b.count(), 1);
   EXPECT_EQ(b.finish_messages(), 30u);
+}
+
+// The framer shows every message of an accepted packet to the look-ahead
+// before handing on the first; a rejected packet shows nothing.
+TEST(MoldUdp64, LookAheadSeesAWholePacketBeforeItsFirstMessage) {
+  MoldFramer framer;
+  std::vector<std::string> events;
+  auto on_message = [&](uint64_t seq, const uint8_t* m, size_t n) {
+    events.push_back("message " + std::to_string(seq) + " " + std::string(m, m + n));
+  };
+  auto look_ahead = [&](const uint8_t* m, size_t n) { events.push_back("ahead " + std::string(m, m + n)); };
+  const auto first = packet(1, {{'a'}, {'b', 'c'}, {'d'}});
+  framer.on_datagram(first.data(), first.size(), on_message, look_ahead);
+  EXPECT_EQ(events, (std::vector<std::string>{"ahead a", "ahead bc", "ahead d", "message 1 a", "message 2 bc",
+                                              "message 3 d"}));
+  events.clear();
+  auto damaged = packet(4, {{'e'}, {'f'}});
+  damaged.pop_back();  // the last message runs past the end
+  EXPECT_EQ(framer.on_datagram(damaged.data(), damaged.size(), on_message, look_ahead),
+            ParseStatus::kLengthOverrun);
+  EXPECT_TRUE(events.empty());
 }
