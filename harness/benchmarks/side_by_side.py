@@ -11,7 +11,9 @@ peak RSS.
         --ours-rate 'items_per_second=([\d.]+)([kMG]?)/s' --peer '../shared/peers/itch-book.sh run {file} decode'
 
 Each round runs ours and the peer once per file, in alternating order (ours
-first in odd rounds, the peer first in even ones), each a fresh process.
+first in odd rounds, the peer first in even ones), each a fresh process that
+starts after a sync (the page cache's dirty pages written back), so that
+neither pays for writing back the logs of the run before it.
 Throughput is what each reports of itself: the gateway's `messages_per_s`
 (gateway.json: its processing loop, capture reading included, latency log
 off unless --latency-log, BBO log on), and the peer's figure parsed from its
@@ -117,6 +119,7 @@ def _isolated(who: str, capture: Path, args: argparse.Namespace) -> tuple[float,
 
 def measure(a: dict) -> tuple[float, int]:
     """One side of a round: the gateway's simulation, or a command (ours or the peer's) and its rate pattern."""
+    os.sync()
     capture = Path(a["file"])
     if a["who"] == "gw" and not a["ours"]:
         return gateway_once(capture, a["cpu"], a["latency_log"])
