@@ -89,10 +89,6 @@ bool walk_length_prefixed(const uint8_t* data, size_t size, F&& f, FileError* er
   return true;
 }
 
-// Heuristic used to tell a binary ITCH file from a pcap by content: the first
-// few messages are length-prefixed ITCH messages of matching lengths.
-bool looks_like_itch_file(const uint8_t* data, size_t size);
-
 // A second cursor over the same buffer as a walk, kept some messages ahead of
 // it: step() hands the next message on to a look-ahead hint. No validation
 // (the walk does that); it stops where a length runs past the end.
@@ -116,10 +112,31 @@ class LookAheadCursor {
   const uint8_t* end_;
 };
 
+// The walk with a look-ahead: look_ahead(bytes, length) sees each message
+// `distance` messages before f does (a hint, not validated).
+template <class F, class LookAhead>
+bool walk_length_prefixed(const uint8_t* data, size_t size, F&& f, FileError* error, LookAhead&& look_ahead,
+                          int distance) {
+  LookAheadCursor ahead(data, size);
+  for (int i = 0; i < distance; ++i) ahead.step(look_ahead);
+  return walk_length_prefixed(
+      data, size,
+      [&](uint64_t position, const uint8_t* msg, size_t len) {
+        ahead.step(look_ahead);
+        f(position, msg, len);
+      },
+      error);
+}
+
+// Heuristic used to tell a binary ITCH file from a pcap by content: the first
+// few messages are length-prefixed ITCH messages of matching lengths.
+bool looks_like_itch_file(const uint8_t* data, size_t size);
+
 // The same walk over a stream (a decompressing FILE*), a megabyte at a time:
 // positions and offsets count from the start of the stream, as in a file.
-template <class F>
-bool walk_length_prefixed_stream(std::FILE* in, F&& f, FileError* error) {
+// The look-ahead runs `distance` messages ahead within each megabyte.
+template <class F, class LookAhead>
+bool walk_length_prefixed_stream(std::FILE* in, F&& f, FileError* error, LookAhead&& look_ahead, int distance) {
   std::vector<uint8_t> buf(size_t(1) << 20);  // more than the longest message (2 + 65535 bytes)
   size_t have = 0;
   uint64_t base_offset = 0, base_position = 0;
@@ -143,7 +160,7 @@ bool walk_length_prefixed_stream(std::FILE* in, F&& f, FileError* error) {
           ++walked;
           f(base_position + position, msg, len);
         },
-        &e);
+        &e, look_ahead, distance);
     if (!ok) {
       if (error) *error = {base_offset + e.offset, base_position + e.message, e.reason};
       return false;
@@ -154,6 +171,11 @@ bool walk_length_prefixed_stream(std::FILE* in, F&& f, FileError* error) {
     std::memmove(buf.data(), buf.data() + complete, have - complete);
     have -= complete;
   }
+}
+
+template <class F>
+bool walk_length_prefixed_stream(std::FILE* in, F&& f, FileError* error) {
+  return walk_length_prefixed_stream(in, f, error, [](const uint8_t*, size_t) {}, 0);
 }
 
 }  // namespace itchbench::itch

@@ -71,9 +71,10 @@ class CaptureReader {
   bool run(OnDatagram&& on_datagram, OnMessage&& on_message) {
     return run(on_datagram, on_message, [](const uint8_t*, size_t) {});
   }
-  // The same, and an uncompressed ITCH file is read ahead: look_ahead(bytes,
-  // len) sees each message kLookAheadMessages before on_message does (a
-  // datagram is whole already: its receiver looks over it first).
+  // The same, and an ITCH file is read ahead: look_ahead(bytes, len) sees
+  // each message kLookAheadMessages before on_message does (a compressed one
+  // within each megabyte it is read by; a datagram is whole already: its
+  // receiver looks over it first).
   template <class OnDatagram, class OnMessage, class LookAhead>
   bool run(OnDatagram&& on_datagram, OnMessage&& on_message, LookAhead&& look_ahead);
   // Far enough for a prefetched cache line to arrive, near enough to be still
@@ -128,16 +129,16 @@ bool CaptureReader::run(OnDatagram&& on_datagram, OnMessage&& on_message, LookAh
     bool ok;
     if (format_.compression == Compression::kNone) {
       itch::ItchFile file(path_);
-      itch::LookAheadCursor ahead(file.data(), file.size());
-      for (int i = 0; i < kLookAheadMessages; ++i) ahead.step(look_ahead);
-      ok = itch::walk_length_prefixed(file.data(), file.size(), [&](uint64_t position, const uint8_t* msg, size_t len) {
-        ahead.step(look_ahead);
-        count(position, msg, len);
-        file.release_before(msg);
-      }, &ferr);
+      ok = itch::walk_length_prefixed(
+          file.data(), file.size(),
+          [&](uint64_t position, const uint8_t* msg, size_t len) {
+            count(position, msg, len);
+            file.release_before(msg);
+          },
+          &ferr, look_ahead, kLookAheadMessages);
     } else {
       std::unique_ptr<FILE, int (*)(FILE*)> in(open_decompressed(path_, format_.compression), &std::fclose);
-      ok = itch::walk_length_prefixed_stream(in.get(), count, &ferr);
+      ok = itch::walk_length_prefixed_stream(in.get(), count, &ferr, look_ahead, kLookAheadMessages);
     }
     if (!ok)
       error_ = path_ + ": offset " + std::to_string(ferr.offset) + " (message " +

@@ -121,3 +121,30 @@ TEST(CompressedCapture, ACutStreamIsAnErrorNotAShorterCapture) {
     EXPECT_FALSE(error.empty()) << name;
   }
 }
+
+// A compressed ITCH file is read ahead too, megabyte by megabyte: the look-ahead
+// sees every message once, in order, each kLookAheadMessages before it is
+// handed over except the last few of each of the walker's buffers.
+TEST(CompressedCapture, AnItchFileIsReadAheadAcrossTheWalkersBuffers) {
+  ScratchDir dir;
+  const size_t n = 200000;  // 2.8 MB: three of the stream walker's 1 MiB buffers
+  write_bytes(dir.file("day.itch"), itch_file(n));
+  gzip_file(dir.file("day.itch"), dir.file("day.gz"));
+  CaptureReader r(dir.file("day.gz"));
+  size_t ahead = 0, handed = 0, unseen = 0, short_lead = 0;
+  ASSERT_TRUE(r.run([](uint64_t, const uint8_t*, size_t) {},
+                    [&](uint64_t position, const uint8_t*, size_t) {
+                      ++handed;
+                      if (ahead < position) ++unseen;
+                      if (ahead < position + CaptureReader::kLookAheadMessages) ++short_lead;
+                    },
+                    [&](const uint8_t* m, size_t) {
+                      EXPECT_EQ(m[11], uint8_t('A' + ahead % 26)) << "look-ahead message " << ahead;
+                      ++ahead;
+                    }))
+      << r.error();
+  EXPECT_EQ(handed, n);
+  EXPECT_EQ(ahead, n);
+  EXPECT_EQ(unseen, 0u) << "messages handed over before the look-ahead saw them";
+  EXPECT_LE(short_lead, 3u * CaptureReader::kLookAheadMessages);
+}
