@@ -34,25 +34,31 @@ uint32_t OrderBook::insert_order(uint16_t locate, uint64_t ref, uint8_t side, ui
   std::vector<Entry>& entries = stocks_[locate].sides[side];
   auto it = find_entry(entries, key);
   uint32_t level;
+  bool best;
   if (it != entries.end() && it->key == key) {
     level = it->level;
+    best = it + 1 == entries.end();
     levels_[level].shares += shares;
     ++levels_[level].orders;
   } else {
+    best = it == entries.end();
     level = new_level(key, shares);
     entries.insert(it, Entry{key, level});
   }
   orders_.insert(ref, {shares, level, locate, side});
-  return locate;
+  return best ? locate : kUnchanged;
 }
 
-void OrderBook::leave_level(const Order& o) {
+bool OrderBook::leave_level(const Order& o) {
   Level& l = levels_[o.level];
   l.shares -= o.shares;
-  if (--l.orders != 0) return;
   std::vector<Entry>& entries = stocks_[o.locate].sides[o.side];
-  entries.erase(find_entry(entries, l.key));
+  if (--l.orders != 0) return entries.back().level == o.level;
+  auto it = find_entry(entries, l.key);
+  const bool best = it + 1 == entries.end();
+  entries.erase(it);
   free_levels_.push_back(o.level);
+  return best;
 }
 
 uint32_t OrderBook::add(uint16_t locate, uint64_t ref, char side, uint32_t shares, uint32_t price) {
@@ -78,12 +84,11 @@ uint32_t OrderBook::reduce(uint64_t ref, uint32_t shares) {
   if (shares >= o->shares) {  // to zero: the order goes
     Order gone;
     orders_.erase(ref, &gone);
-    leave_level(gone);
-    return locate;
+    return leave_level(gone) ? locate : kUnchanged;
   }
   levels_[o->level].shares -= shares;
   o->shares -= shares;
-  return locate;
+  return stocks_[locate].sides[o->side].back().level == o->level ? locate : kUnchanged;
 }
 
 uint32_t OrderBook::remove(uint64_t ref) {
@@ -92,8 +97,7 @@ uint32_t OrderBook::remove(uint64_t ref) {
     ++counters_.unknown_refs;
     return kUnchanged;
   }
-  leave_level(gone);
-  return gone.locate;
+  return leave_level(gone) ? gone.locate : kUnchanged;
 }
 
 uint32_t OrderBook::replace(uint64_t original_ref, uint64_t new_ref, uint32_t shares, uint32_t price) {
@@ -107,11 +111,11 @@ uint32_t OrderBook::replace(uint64_t original_ref, uint64_t new_ref, uint32_t sh
   }
   Order o;
   orders_.erase(original_ref, &o);
-  leave_level(o);
+  const bool best = leave_level(o);
   // A replacement to zero shares leaves no order behind.
-  if (shares != 0)
-    insert_order(o.locate, new_ref, o.side, shares, key_of(price, o.side == 1));
-  return o.locate;
+  const bool new_best =
+      shares != 0 && insert_order(o.locate, new_ref, o.side, shares, key_of(price, o.side == 1)) != kUnchanged;
+  return best || new_best ? o.locate : kUnchanged;
 }
 
 Bbo OrderBook::bbo(uint16_t locate) const { return locate < stocks_.size() ? bbo_of(stocks_[locate]) : Bbo{}; }

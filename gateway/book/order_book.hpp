@@ -39,7 +39,9 @@ class OrderBook {
 
   explicit OrderBook(size_t expected_orders = 1 << 20);
 
-  // Each returns the stock locate whose book changed, or kUnchanged.
+  // Each returns the stock locate whose BBO may have changed — the message
+  // touched a best level, made one or emptied one — or kUnchanged: a change
+  // deeper in the book cannot move the BBO, so the caller skips the check.
   uint32_t add(uint16_t locate, uint64_t ref, char side, uint32_t shares, uint32_t price);
   uint32_t reduce(uint64_t ref, uint32_t shares);  // E, C (executed shares), X (cancelled shares)
   uint32_t remove(uint64_t ref);                                                     // D
@@ -48,7 +50,8 @@ class OrderBook {
   Bbo bbo(uint16_t locate) const;
   // A message naming ref comes soon: start loading its order's index slot.
   void prefetch_order(uint64_t ref) const { orders_.prefetch(ref); }
-  // True when the stock's BBO differs from the last one taken; out = the new.
+  // True when the stock's BBO differs from the last one taken; out = the new
+  // (a best level can change and change back within one replace).
   // locate is one that a book method returned (so its stock exists).
   bool take_bbo_change(uint16_t locate, Bbo& out) {
     Stock& s = stocks_[locate];
@@ -118,7 +121,7 @@ class OrderBook {
   }
 
   uint32_t insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t key);
-  void leave_level(const Order& o);  // takes an order's shares off its price level
+  bool leave_level(const Order& o);  // takes an order's shares off its price level; true when it was a best one
   void grow_stocks(uint16_t locate);  // room for stocks up to locate (first order of a new stock)
   uint32_t new_level(uint32_t key, uint32_t shares);  // a level of one order, from the pool
   static std::vector<Entry>::iterator find_entry(std::vector<Entry>& side, uint32_t key);

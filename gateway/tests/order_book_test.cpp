@@ -278,11 +278,39 @@ TEST(OrderBook, NonBookMessagesDoNotChangeIt) {
   EXPECT_EQ(h.book.bbo(1), make_bbo(10000, 100, 0, 0));
 }
 
+// A message names its stock only when it touched, made or emptied a best
+// level: deeper changes cannot move the BBO, and the gateway skips its check.
+TEST(OrderBook, NamesTheStockOnlyWhenABestLevelIsTouched) {
+  constexpr uint32_t kNone = OrderBook::kUnchanged;
+  OrderBook book;
+  EXPECT_EQ(book.add(3, 1, 'B', 100, 10000), 3u);   // first bid: the best
+  EXPECT_EQ(book.add(3, 2, 'B', 50, 9900), kNone);  // below it
+  EXPECT_EQ(book.add(3, 3, 'B', 70, 9900), kNone);  // joins the level below
+  EXPECT_EQ(book.add(3, 4, 'B', 10, 10000), 3u);    // joins the best
+  EXPECT_EQ(book.add(3, 5, 'S', 20, 10100), 3u);    // first ask
+  EXPECT_EQ(book.add(3, 6, 'S', 20, 10200), kNone);
+  EXPECT_EQ(book.reduce(2, 10), kNone);  // a partial execution below the best bid
+  EXPECT_EQ(book.reduce(6, 5), kNone);   // ... above the best ask
+  EXPECT_EQ(book.reduce(4, 5), 3u);      // at the best bid
+  EXPECT_EQ(book.remove(3), kNone);      // 9900 keeps order 2
+  EXPECT_EQ(book.remove(2), kNone);      // 9900 empties, but it was not the best
+  EXPECT_EQ(book.add(3, 7, 'B', 30, 9800), kNone);
+  EXPECT_EQ(book.replace(7, 8, 30, 9700), kNone);  // deep to deeper
+  EXPECT_EQ(book.replace(8, 9, 30, 10050), 3u);    // deep to a new best bid
+  EXPECT_EQ(book.replace(5, 10, 20, 10300), 3u);   // the best ask moves behind 10200
+  EXPECT_EQ(book.reduce(9, 30), 3u);               // the best bid empties: 10000 is best again
+  EXPECT_EQ(book.remove(6), 3u);                   // the best ask (10200) empties
+  EXPECT_EQ(book.bbo(3), make_bbo(10000, 105, 10300, 20));
+  EXPECT_EQ(book.remove(99), kNone);               // unknown
+  EXPECT_EQ(book.counters().unknown_refs, 1u);
+}
+
 TEST(OrderBook, IndexSurvivesChurnAndGrowth) {
   OrderBook book(16);  // deliberately small: forces the index to grow
   for (uint64_t ref = 1; ref <= 5000; ++ref) book.add(uint16_t(ref % 7), ref * 7919, ref % 2 ? 'B' : 'S', 100, uint32_t(10000 + ref % 50));
   EXPECT_GT(book.index_grows(), 0u);
-  for (uint64_t ref = 1; ref <= 5000; ref += 2) EXPECT_NE(book.remove(ref * 7919), OrderBook::kUnchanged);
+  for (uint64_t ref = 1; ref <= 5000; ref += 2) book.remove(ref * 7919);
+  EXPECT_EQ(book.counters().unknown_refs, 0u);
   EXPECT_EQ(book.live_orders(), 2500u);
   OrderBook::OrderView o;
   for (uint64_t ref = 2; ref <= 5000; ref += 2) ASSERT_TRUE(book.find_order(ref * 7919, o)) << ref;
@@ -295,7 +323,8 @@ TEST(OrderBook, PowerOfTwoStrideReferencesShareASlotAndLiveInTheOverflow) {
   EXPECT_GT(book.index_overflowed(), 2900u);  // all map to one slot of the 8,192
   OrderBook::OrderView o;
   for (uint64_t i = 1; i <= 3000; ++i) ASSERT_TRUE(book.find_order(i << 16, o)) << i;
-  for (uint64_t i = 1; i <= 3000; i += 3) ASSERT_NE(book.remove(i << 16), OrderBook::kUnchanged);
+  for (uint64_t i = 1; i <= 3000; i += 3) book.remove(i << 16);
+  EXPECT_EQ(book.counters().unknown_refs, 0u);
   for (uint64_t i = 1; i <= 3000; ++i) ASSERT_EQ(book.find_order(i << 16, o), i % 3 != 1) << i;
   OrderBook sequential(1 << 12);
   for (uint64_t i = 1; i <= 3000; ++i) sequential.add(1, i, 'B', 100, 10000);
