@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 struct pcap;
@@ -35,6 +36,10 @@ class PcapReader {
   const std::string& error() const { return error_; }
 
  private:
+  static constexpr size_t kReadBufferBytes = size_t(1) << 20;
+  void adopt(FILE* stream, const std::string& name);  // opens the capture on stream, owning it
+
+  std::unique_ptr<char[]> buffer_;  // the stream's stdio buffer, freed after ~PcapReader closes the stream
   pcap* handle_ = nullptr;
   int linktype_ = 0;
   uint64_t records_ = 0;
