@@ -10,7 +10,8 @@ round, each a fresh gateway process (`--source sim`, BBO log on) whose rate is
 its own `messages_per_s` (gateway.json). Before every run the page cache's
 dirty pages are written back (sync): a run otherwise pays for writing back
 the logs of the one before it, and the variant that follows a recorded run
-would carry the cost. --cpu pins the gateway's hot thread (its own --cpu);
+would carry the cost; and the capture is read through once, so that no run
+reads it from disk (settle.py). --cpu pins the gateway's hot thread (its own --cpu);
 the log's provisioning thread runs elsewhere, as in use. --out-parent puts the
 run directories on another file system (a tmpfs shows the hot path without
 the disk). Prints each round's ns a message per variant, then per variant the
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from itchbench import paths
+from settle import settle
 
 UNRECORDED = "off"
 
@@ -71,7 +72,7 @@ def _label(variant: str) -> str:
 
 def ns_per_message(capture: Path, variant: str, cpu: int | None, out_parent: Path | None) -> float:
     """One gateway run of a variant: its processing loop's nanoseconds a message."""
-    os.sync()
+    settle(capture)
     with tempfile.TemporaryDirectory(prefix="recording-cost-", dir=out_parent) as tmp:
         cmd = [str(paths.tool("itch-gateway")), "--source", "sim", "--capture", str(capture), "--out", tmp]
         cmd += ["--no-latency-log"] if variant == UNRECORDED else ["--stamps", variant]

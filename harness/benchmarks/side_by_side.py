@@ -13,7 +13,8 @@ peak RSS.
 Each round runs ours and the peer once per file, in alternating order (ours
 first in odd rounds, the peer first in even ones), each a fresh process that
 starts after a sync (the page cache's dirty pages written back), so that
-neither pays for writing back the logs of the run before it.
+neither pays for writing back the logs of the run before it, and with the file
+read through once, so that neither pays for reading it from disk (settle.py).
 Throughput is what each reports of itself: the gateway's `messages_per_s`
 (gateway.json: its processing loop, capture reading included, latency log
 off unless --latency-log, BBO log on), and the peer's figure parsed from its
@@ -41,6 +42,7 @@ import tempfile
 from pathlib import Path
 
 from itchbench import paths
+from settle import settle
 
 DEFAULT_PEER_RATE = r"([\d.]+) msg/s"
 
@@ -119,8 +121,8 @@ def _isolated(who: str, capture: Path, args: argparse.Namespace) -> tuple[float,
 
 def measure(a: dict) -> tuple[float, int]:
     """One side of a round: the gateway's simulation, or a command (ours or the peer's) and its rate pattern."""
-    os.sync()
     capture = Path(a["file"])
+    settle(capture)
     if a["who"] == "gw" and not a["ours"]:
         return gateway_once(capture, a["cpu"], a["latency_log"])
     template, rate = (a["ours"], a["ours_rate"]) if a["who"] == "gw" else (a["peer"], a["rate"])
