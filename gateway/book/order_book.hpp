@@ -81,7 +81,7 @@ class OrderBook {
   size_t memory_bytes() const;
   const BookCounters& counters() const { return counters_; }
   uint64_t index_grows() const { return orders_.grows(); }
-  uint64_t index_overflowed() const { return orders_.overflowed(); }  // orders whose index slot was taken
+  uint64_t index_overflowed() const { return orders_.overflowed(); }  // orders kept in the overflow (OrderTable)
 
  private:
   struct Level {

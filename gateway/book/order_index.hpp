@@ -13,8 +13,12 @@
 // the overflow grows by itself, so a hostile stride costs what a hash table
 // costs, not a primary table grown to chase it.
 //
-// Every 64-bit reference is a valid key: the all-ones value marks empty
-// slots, so an order that really has that reference lives in the overflow.
+// A slot keeps only the reference's bits above the slot number (its tag, 32
+// bits): with a 12-byte order a slot is 16 bytes, four to a cache line and
+// none straddling two (24-byte slots made every third order two cache
+// misses). Every 64-bit reference is a valid key: one whose tag does not fit
+// below the all-ones value that marks an empty slot (beyond 2^32 times the
+// capacity, or hostile) lives in the overflow.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +26,7 @@
 
 namespace itchbench {
 
-inline constexpr uint64_t kEmptyRef = UINT64_MAX;  // marks an empty slot
+inline constexpr uint64_t kEmptyRef = UINT64_MAX;  // marks an empty entry of the overflow
 
 inline size_t pow2_at_least(size_t n) {
   size_t p = 16;
@@ -136,7 +140,8 @@ class OrderTable {
   // The order, or nullptr; valid until the next insert or erase.
   Value* find(uint64_t ref) {
     Slot& s = slots_[ref & mask_];
-    if (__builtin_expect(s.ref == ref && ref != kEmptyRef, 1)) return &s.value;
+    const uint64_t tag = ref >> shift_;
+    if (__builtin_expect(s.tag == tag && tag != kEmptyTag, 1)) return &s.value;
     return overflow_.size() ? overflow_.find(ref) : nullptr;
   }
   const Value* find(uint64_t ref) const { return const_cast<OrderTable*>(this)->find(ref); }
@@ -155,9 +160,10 @@ class OrderTable {
   // Removes ref, copying its order to *out; false when absent.
   bool erase(uint64_t ref, Value* out) {
     Slot& s = slots_[ref & mask_];
-    if (s.ref == ref && ref != kEmptyRef) {
+    const uint64_t tag = ref >> shift_;
+    if (s.tag == tag && tag != kEmptyTag) {
       *out = s.value;
-      s.ref = kEmptyRef;
+      s.tag = kEmptyTag;
       --size_;
       return true;
     }
@@ -169,20 +175,24 @@ class OrderTable {
   size_t size() const { return size_; }
   size_t bytes() const { return slots_.capacity() * sizeof(Slot) + overflow_.bytes(); }
   uint64_t grows() const { return grows_; }
-  uint64_t overflowed() const { return overflowed_; }  // orders that found their slot taken
+  uint64_t overflowed() const { return overflowed_; }  // orders that found their slot taken, or whose tag is too large
 
  private:
-  struct Slot {
-    uint64_t ref;
+  // A reference whose tag is this or more lives in the overflow (so an empty slot never matches it).
+  static constexpr uint64_t kEmptyTag = UINT32_MAX;
+  struct alignas(16) Slot {
+    uint32_t tag;  // ref >> shift_; kEmptyTag when empty
     Value value;
   };
+  static_assert(sizeof(Slot) == 16, "an order must fit in 12 bytes: four slots to a cache line");
 
   // True when the order went to the overflow.
   bool place(uint64_t ref, const Value& value) {
     Slot& s = slots_[ref & mask_];
     ++size_;
-    if (s.ref == kEmptyRef && ref != kEmptyRef) {
-      s = {ref, value};
+    const uint64_t tag = ref >> shift_;
+    if (s.tag == kEmptyTag && tag < kEmptyTag) {
+      s = {uint32_t(tag), value};
       return false;
     }
     overflow_.insert(ref, value);
@@ -192,19 +202,22 @@ class OrderTable {
   void rebuild(size_t capacity) {
     std::vector<Slot> old;
     old.swap(slots_);
+    const unsigned old_shift = shift_;
     ProbingTable<Value> old_overflow;
     std::swap(old_overflow, overflow_);
-    slots_.assign(capacity, Slot{kEmptyRef, Value{}});
+    slots_.assign(capacity, Slot{uint32_t(kEmptyTag), Value{}});
     mask_ = capacity - 1;
+    shift_ = unsigned(__builtin_ctzll(capacity));
     size_ = 0;
-    for (const Slot& s : old)
-      if (s.ref != kEmptyRef) place(s.ref, s.value);
+    for (size_t i = 0; i < old.size(); ++i)
+      if (old[i].tag != kEmptyTag) place((uint64_t(old[i].tag) << old_shift) | i, old[i].value);
     old_overflow.for_each([&](uint64_t ref, const Value& v) { place(ref, v); });
   }
 
   std::vector<Slot> slots_;
   ProbingTable<Value> overflow_;
   size_t mask_ = 0;
+  unsigned shift_ = 0;  // log2 of the capacity: a slot's number holds the reference's low bits
   size_t size_ = 0;
   uint64_t grows_ = 0;
   uint64_t overflowed_ = 0;

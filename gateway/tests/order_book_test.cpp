@@ -235,6 +235,35 @@ TEST(OrderBook, SentinelReferencesAreOrdinaryOrders) {
   EXPECT_EQ(h.book.live_orders(), 0u);
 }
 
+// A slot keeps only the reference's bits above the slot number; a reference
+// too large for that lives in the overflow. Each is absent until added (an
+// empty slot never matches one), then found, through the index's growth
+// (which changes which bits a slot keeps), and deleted.
+TEST(OrderBook, ReferencesOfEveryMagnitudeSurviveGrowth) {
+  OrderBook book(16);  // 32 slots: a slot keeps ref >> 5 until the index grows
+  const uint64_t top = uint64_t(UINT32_MAX) << 5;
+  const std::vector<uint64_t> refs = {1, 31, 32, top - 1, top, top | 7, top + 32, uint64_t(1) << 40,
+                                      uint64_t(1) << 63, UINT64_MAX - 1, UINT64_MAX};
+  OrderBook::OrderView o;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    ASSERT_FALSE(book.find_order(refs[i], o)) << refs[i];
+    book.add(1, refs[i], 'B', uint32_t(100 + i), 10000);
+    ASSERT_TRUE(book.find_order(refs[i], o)) << refs[i];
+    EXPECT_EQ(o.shares, 100 + i);
+  }
+  for (uint64_t ref = 1000; ref < 1200; ++ref) book.add(2, ref, 'S', 1, 20000);  // 211 live: grows to 512 slots
+  EXPECT_GE(book.index_grows(), 4u);
+  for (size_t i = 0; i < refs.size(); ++i) {
+    ASSERT_TRUE(book.find_order(refs[i], o)) << refs[i];
+    EXPECT_EQ(o.shares, 100 + i);
+    book.remove(refs[i]);
+    EXPECT_FALSE(book.find_order(refs[i], o)) << refs[i];
+  }
+  EXPECT_EQ(book.counters().unknown_refs, 0u);
+  EXPECT_EQ(book.counters().duplicate_refs, 0u);
+  EXPECT_EQ(book.live_orders(), 200u);
+}
+
 TEST(OrderBook, ExtremePricesSharesAndLocates) {
   Harness h;
   h.add(1, 'S', UINT32_MAX, UINT32_MAX, 0xFFFF);
