@@ -52,8 +52,8 @@ uint32_t OrderBook::insert_order(uint16_t locate, uint64_t ref, uint8_t side, ui
 bool OrderBook::leave_level(const Order& o) {
   Level& l = levels_[o.level];
   l.shares -= o.shares;
+  if (--l.orders != 0) return at_best(o);
   std::vector<Entry>& entries = stocks_[o.locate].sides[o.side];
-  if (--l.orders != 0) return entries.back().level == o.level;
   auto it = find_entry(entries, l.key);
   const bool best = it + 1 == entries.end();
   entries.erase(it);
@@ -88,7 +88,7 @@ uint32_t OrderBook::reduce(uint64_t ref, uint32_t shares) {
   }
   levels_[o->level].shares -= shares;
   o->shares -= shares;
-  return stocks_[locate].sides[o->side].back().level == o->level ? locate : kUnchanged;
+  return at_best(*o) ? locate : kUnchanged;
 }
 
 uint32_t OrderBook::remove(uint64_t ref) {

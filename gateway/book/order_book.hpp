@@ -120,6 +120,8 @@ class OrderBook {
     return b;
   }
 
+  // The order's level is its side's best (the side holds at least that level).
+  bool at_best(const Order& o) const { return stocks_[o.locate].sides[o.side].back().level == o.level; }
   uint32_t insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t key);
   bool leave_level(const Order& o);  // takes an order's shares off its price level; true when it was a best one
   void grow_stocks(uint16_t locate);  // room for stocks up to locate (first order of a new stock)

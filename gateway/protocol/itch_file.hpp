@@ -173,9 +173,4 @@ bool walk_length_prefixed_stream(std::FILE* in, F&& f, FileError* error, LookAhe
   }
 }
 
-template <class F>
-bool walk_length_prefixed_stream(std::FILE* in, F&& f, FileError* error) {
-  return walk_length_prefixed_stream(in, f, error, [](const uint8_t*, size_t) {}, 0);
-}
-
 }  // namespace itchbench::itch
