@@ -109,6 +109,39 @@ TEST(UdpFrame, RejectsDamagedFrames) {
   EXPECT_EQ(extract_udp(kLinkEthernet, ulen.data(), ulen.size(), d), FrameStatus::kBadUdpLength);
 }
 
+// A capture several times the reader's stdio buffer, records of changing
+// lengths so that some straddle each refill: every record comes back whole,
+// in order, with its own timestamp and bytes.
+TEST(Pcap, RecordsAcrossReadBufferRefillsComeBackWhole) {
+  ScratchDir dir;
+  const std::string path = dir.file("big.pcap");
+  std::vector<std::vector<uint8_t>> payloads;
+  for (size_t i = 0, bytes = 0; bytes < (size_t(3) << 20) + 777; ++i) {
+    std::vector<uint8_t> p(1 + (i * 97) % 1400);
+    for (size_t k = 0; k < p.size(); ++k) p[k] = uint8_t(i * 31 + k);
+    bytes += 16 + kUdpFrameOverhead + p.size();  // record header + frame
+    payloads.push_back(std::move(p));
+  }
+  {
+    PcapWriter w(path, kLinkEthernet);
+    for (size_t i = 0; i < payloads.size(); ++i) {
+      const auto f = udp_frame(payloads[i]);
+      w.write(1000 + i, f.data(), f.size());
+    }
+    w.commit();
+  }
+  PcapReader r(path);
+  PcapRecord rec;
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    ASSERT_EQ(r.next(rec), PcapReader::Next::kRecord) << "record " << i << ": " << r.error();
+    ASSERT_EQ(rec.timestamp_ns, 1000 + i);
+    ASSERT_EQ(rec.caplen, kUdpFrameOverhead + payloads[i].size()) << "record " << i;
+    ASSERT_TRUE(std::equal(payloads[i].begin(), payloads[i].end(), rec.data + kUdpFrameOverhead)) << "record " << i;
+  }
+  EXPECT_EQ(r.next(rec), PcapReader::Next::kEnd);
+  EXPECT_EQ(read_payloads(path), payloads);
+}
+
 TEST(Pcap, WriteThenReadKeepsNanosecondsAndBytes) {
   ScratchDir dir;
   const std::string path = dir.file("a.pcap");
