@@ -54,11 +54,17 @@ class OrderBook {
   // (a best level can change and change back within one replace).
   // locate is one that a book method returned (so its stock exists).
   bool take_bbo_change(uint16_t locate, Bbo& out) {
-    Stock& s = stocks_[locate];
-    const Bbo now = bbo_of(s);
-    if (now == s.last_emitted) return false;
-    s.last_emitted = now;
-    out = now;
+    Bbo& last = stocks_[locate].last_emitted;
+    out = bbo_of(stocks_[locate]);
+    // Field by field, in registers: compared or copied as a whole, the Bbo went through stack memory in
+    // narrow stores read back wide, which stalls (no store-to-load forwarding).
+    const uint64_t differs = uint64_t(out.bid_px ^ last.bid_px) | uint64_t(out.ask_px ^ last.ask_px) |
+                             (out.bid_qty ^ last.bid_qty) | (out.ask_qty ^ last.ask_qty);
+    if (differs == 0) return false;
+    last.bid_px = out.bid_px;
+    last.ask_px = out.ask_px;
+    last.bid_qty = out.bid_qty;
+    last.ask_qty = out.ask_qty;
     return true;
   }
 
@@ -108,16 +114,13 @@ class OrderBook {
   static uint32_t key_of(uint32_t price, bool bid) { return bid ? price : ~price; }
   static uint32_t price_of(uint32_t key, bool bid) { return bid ? key : ~key; }
   Bbo bbo_of(const Stock& s) const {
-    Bbo b;
-    if (!s.sides[1].empty()) {
-      b.bid_px = s.sides[1].back().key;
-      b.bid_qty = levels_[s.sides[1].back().level].shares;
-    }
-    if (!s.sides[0].empty()) {
-      b.ask_px = ~s.sides[0].back().key;
-      b.ask_qty = levels_[s.sides[0].back().level].shares;
-    }
-    return b;
+    const std::vector<Entry>& bids = s.sides[1];
+    const std::vector<Entry>& asks = s.sides[0];
+    const uint32_t bid_px = bids.empty() ? 0 : bids.back().key;
+    const uint64_t bid_qty = bids.empty() ? 0 : levels_[bids.back().level].shares;
+    const uint32_t ask_px = asks.empty() ? 0 : ~asks.back().key;
+    const uint64_t ask_qty = asks.empty() ? 0 : levels_[asks.back().level].shares;
+    return Bbo{bid_px, ask_px, bid_qty, ask_qty};
   }
 
   // The order's level is its side's best (the side holds at least that level).

@@ -95,19 +95,32 @@ class RecordLog {
             size_t capacity_bytes = MmapLog::kDefaultCapacityBytes)
       : log_(path, kind, sizeof(Record), id, capacity_bytes) {}
 
-  // Writes r with its flags byte (which carries kWritten) stored last, so a
-  // crash mid-record never leaves a record that looks whole.
-  void append(const Record& r) {
+  // The next record's place, to fill field by field and then commit(). Its
+  // bytes are zero (the log hands out only fresh file space, written with
+  // zeros), so fields left unset read as zero. When the log is full (counted
+  // as dropped), a scratch record that nobody reads. Filling in place keeps a
+  // record out of stack memory: one built there with narrow stores and copied
+  // out with wide loads stalls on store-to-load forwarding.
+  Record& claim() {
     uint8_t* p = log_.next();
-    if (!p) return;
-    constexpr size_t kFlags = offsetof(Record, flags);
-    std::memcpy(p, &r, kFlags);
-    std::memcpy(p + kFlags + 1, reinterpret_cast<const uint8_t*>(&r) + kFlags + 1,
-                sizeof(Record) - kFlags - 1);
+    return p ? *reinterpret_cast<Record*>(p) : scratch_;
+  }
+  // Stores the flags byte, which carries kWritten, after every other field,
+  // so a crash mid-record never leaves a record that looks whole.
+  static void commit(Record& r, uint8_t flags) {
     // Compiler barrier: the marker is stored after the fields. (A process
     // crash keeps every store made to a shared mapping.)
     __atomic_signal_fence(__ATOMIC_RELEASE);
-    p[kFlags] = uint8_t(r.flags | logfmt::kWritten);
+    r.flags = uint8_t(flags | logfmt::kWritten);
+  }
+  // A whole record at once (for writers that have it ready).
+  void append(const Record& r) {
+    Record& d = claim();
+    constexpr size_t kFlags = offsetof(Record, flags);
+    std::memcpy(&d, &r, kFlags);
+    std::memcpy(reinterpret_cast<uint8_t*>(&d) + kFlags + 1, reinterpret_cast<const uint8_t*>(&r) + kFlags + 1,
+                sizeof(Record) - kFlags - 1);
+    commit(d, r.flags);
   }
   uint64_t records() const { return log_.records(); }
   uint64_t dropped() const { return log_.dropped(); }
@@ -116,6 +129,7 @@ class RecordLog {
 
  private:
   MmapLog log_;
+  Record scratch_{};
 };
 
 using LatencyLog = RecordLog<logfmt::LatencyRecord>;

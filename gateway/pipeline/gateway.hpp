@@ -90,10 +90,13 @@ class Gateway {
     // Sources hand over messages in sequence order; a jump means some were lost.
     if (__builtin_expect(seq != last_seq_ + 1, 0) && last_seq_ != 0) bbo_flags_ = logfmt::kBookMayBeStale;
     last_seq_ = seq;
-    logfmt::LatencyRecord r;
+    // Timed, the record is filled in place in the log (RecordLog::claim: the stages not stamped stay zero);
+    // untimed, nothing touches it.
+    logfmt::LatencyRecord untimed;
+    logfmt::LatencyRecord& r = kTimed ? latency_->claim() : untimed;
+    uint8_t flags = 0;
     uint64_t unknown_before = 0;
     if constexpr (kTimed) {
-      r = logfmt::LatencyRecord{};
       r.seq = seq;
       r.t_origin = arrival.t_origin;
       r.t_kernel = arrival.t_kernel;
@@ -107,21 +110,18 @@ class Gateway {
     if (__builtin_expect(st != itch::DecodeStatus::kOk, 0)) {
       decode_.count_rejection(st);
       bbo_flags_ = logfmt::kBookMayBeStale;
-      if constexpr (kTimed) {
-        r.flags = logfmt::kRejected;
-        latency_->append(r);
-      }
+      if constexpr (kTimed) LatencyLog::commit(r, logfmt::kRejected);
       return;
     }
     if constexpr (kTimed) {
       if (stamps_ & kStampBook) r.t_book = clock_.now();
-      if (book_.counters().unknown_refs != unknown_before) r.flags |= logfmt::kUnknownRef;
+      if (book_.counters().unknown_refs != unknown_before) flags |= logfmt::kUnknownRef;
     }
     Bbo bbo;
     if (changed != OrderBook::kUnchanged && book_.take_bbo_change(uint16_t(changed), bbo)) {
       const BboEvent ev{seq, load_be48(msg + 5), uint16_t(changed), bbo, bbo_flags_};
       if (bbo_log_) {
-        logfmt::BboRecord b{};
+        logfmt::BboRecord& b = bbo_log_->claim();
         b.seq = ev.seq;
         b.timestamp = ev.timestamp;
         b.bid_qty = bbo.bid_qty;
@@ -129,17 +129,16 @@ class Gateway {
         b.bid_px = bbo.bid_px;
         b.ask_px = bbo.ask_px;
         b.stock_locate = ev.stock_locate;
-        b.flags = ev.flags;  // the log adds kWritten
-        bbo_log_->append(b);
+        BboLog::commit(b, ev.flags);
       }
       publisher_.publish(ev);
       ++bbo_events_;
       if constexpr (kTimed) {
         if (stamps_ & kStampPublished) r.t_published = clock_.now();
-        r.flags |= logfmt::kBboEvent;
+        flags |= logfmt::kBboEvent;
       }
     }
-    if constexpr (kTimed) latency_->append(r);
+    if constexpr (kTimed) LatencyLog::commit(r, flags);
   }
 
   // Decode, count and apply one message; a function of its own so that callgrind can tell decoding from the

@@ -134,6 +134,37 @@ TEST(MmapLog, FullLogDropsAndCounts) {
   log.close();
 }
 
+TEST(MmapLog, ClaimedRecordsReadZeroWhereNotFilledAndAFullLogTakesNone) {
+  // The gateway fills latency records in place and leaves unstamped stages unset, relying on claim() handing
+  // out zeroed space: through three chunks of growth every byte it did not set must read zero. Past the
+  // capacity, claims go to a scratch record: counted as dropped, nothing written to the file.
+  ScratchDir dir;
+  const std::string path = dir.file("claimed.lat");
+  constexpr size_t rs = sizeof(logfmt::LatencyRecord);
+  const uint64_t fit = (3 * MmapLog::kChunkBytes - logfmt::kHeaderSize) / rs;
+  {
+    LatencyLog log(path, logfmt::Kind::kLatency, {}, 3 * MmapLog::kChunkBytes);
+    for (uint64_t i = 0; i < fit + 5; ++i) {
+      logfmt::LatencyRecord& r = log.claim();
+      r.seq = i + 1;
+      LatencyLog::commit(r, i % 2 ? logfmt::kBboEvent : 0);
+    }
+    EXPECT_EQ(log.records(), fit);
+    EXPECT_EQ(log.dropped(), 5u);
+    log.close();
+  }
+  const auto bytes = itchbench::testing::read_bytes(path);
+  ASSERT_EQ(bytes.size(), logfmt::kHeaderSize + fit * rs);
+  uint64_t wrong = 0;
+  for (uint64_t i = 0; i < fit; ++i) {
+    logfmt::LatencyRecord want{};
+    want.seq = i + 1;
+    want.flags = uint8_t(logfmt::kWritten | (i % 2 ? logfmt::kBboEvent : 0));
+    wrong += std::memcmp(bytes.data() + logfmt::kHeaderSize + i * rs, &want, rs) != 0;
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
 TEST(MmapLog, UnwritableDirectoryIsAClearError) {
   try {
     BboLog log("/nonexistent-dir/x.bbo", logfmt::Kind::kBbo, {});
