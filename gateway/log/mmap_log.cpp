@@ -28,7 +28,7 @@ void copy_padded(char* dst, size_t n, const std::string& s) {
 
 MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size, const LogIdentity& id,
                  size_t capacity_bytes)
-    : path_(path), record_size_(record_size) {
+    : path_(path), record_size_(record_size), marker_offset_(logfmt::marker_offset(kind)) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail(path, "open");
   reserved_ = capacity_bytes;
@@ -122,6 +122,9 @@ void MmapLog::close() {
   if (fd_ < 0) return;
   stop_.store(true);
   if (provisioner_.joinable()) provisioner_.join();
+  // A record claimed but never committed (the handling of its message threw) is not a record: the log ends
+  // before it. Only the last can be: each is committed before the next is claimed.
+  if (cursor_ > first_record_ && !((cursor_ - record_size_)[marker_offset_] & logfmt::kWritten)) cursor_ -= record_size_;
   auto* h = reinterpret_cast<logfmt::Header*>(base_);
   h->record_count = records();
   h->dropped = dropped_;

@@ -72,6 +72,7 @@ class MmapLog {
   size_t reserved_ = 0;
   size_t chunk_bytes_ = kChunkBytes;  // what one grow adds: kChunkBytes, or less for a log that is small
   size_t record_size_;
+  size_t marker_offset_;  // of each record's written marker
   uint8_t* first_record_ = nullptr;
   uint8_t* cursor_ = nullptr;
   uint8_t* ready_end_cached_ = nullptr;  // writer's copy of ready_end_

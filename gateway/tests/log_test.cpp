@@ -165,6 +165,30 @@ TEST(MmapLog, ClaimedRecordsReadZeroWhereNotFilledAndAFullLogTakesNone) {
   EXPECT_EQ(wrong, 0u);
 }
 
+TEST(MmapLog, ARecordClaimedButNeverCommittedIsNotInTheClosedLog) {
+  // The gateway claims a message's record before handling it and commits it after; if the handling throws,
+  // the run ends with that claim open. The finalized log must end before it, its count the committed ones.
+  ScratchDir dir;
+  const std::string path = dir.file("open-claim.lat");
+  {
+    LatencyLog log(path, logfmt::Kind::kLatency, {});
+    for (uint64_t i = 0; i < 10; ++i) {
+      logfmt::LatencyRecord& r = log.claim();
+      r.seq = i + 1;
+      LatencyLog::commit(r, 0);
+    }
+    log.claim().seq = 11;  // never committed
+  }  // closed by the destructor, as when an exception unwinds the run
+  const auto bytes = itchbench::testing::read_bytes(path);
+  ASSERT_EQ(bytes.size(), logfmt::kHeaderSize + 10 * sizeof(logfmt::LatencyRecord));
+  const logfmt::Header h = header_of(bytes);
+  EXPECT_EQ(h.flags & logfmt::kFlagFinalized, logfmt::kFlagFinalized);
+  EXPECT_EQ(h.record_count, 10u);
+  logfmt::LatencyRecord last;
+  std::memcpy(&last, bytes.data() + logfmt::kHeaderSize + 9 * sizeof last, sizeof last);
+  EXPECT_EQ(last.seq, 10u);
+}
+
 TEST(MmapLog, UnwritableDirectoryIsAClearError) {
   try {
     BboLog log("/nonexistent-dir/x.bbo", logfmt::Kind::kBbo, {});
