@@ -123,11 +123,4 @@ struct BboRecord {
 };
 static_assert(sizeof(BboRecord) == 48);
 
-// Where a record of each kind keeps its flags byte, the written marker.
-constexpr size_t marker_offset(Kind k) {
-  return k == Kind::kLatency ? offsetof(LatencyRecord, flags)
-         : k == Kind::kBbo   ? offsetof(BboRecord, flags)
-                             : offsetof(SendRecord, flags);
-}
-
 }  // namespace itchbench::logfmt

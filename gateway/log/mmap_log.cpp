@@ -26,9 +26,9 @@ void copy_padded(char* dst, size_t n, const std::string& s) {
 }
 }  // namespace
 
-MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size, const LogIdentity& id,
-                 size_t capacity_bytes)
-    : path_(path), record_size_(record_size), marker_offset_(logfmt::marker_offset(kind)) {
+MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size, size_t marker_offset,
+                 const LogIdentity& id, size_t capacity_bytes)
+    : path_(path), record_size_(record_size), marker_offset_(marker_offset) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail(path, "open");
   reserved_ = capacity_bytes;

@@ -38,7 +38,8 @@ class MmapLog {
   static constexpr size_t kDefaultCapacityBytes = size_t(64) << 30;  // address space reserved
 
   // Throws std::runtime_error naming the path on failure.
-  MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size, const LogIdentity& id,
+  // marker_offset: where in a record its written marker (flags byte) is.
+  MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size, size_t marker_offset, const LogIdentity& id,
           size_t capacity_bytes = kDefaultCapacityBytes);
   ~MmapLog();  // closes (finalizes) if close() was not called
   MmapLog(const MmapLog&) = delete;
@@ -94,7 +95,7 @@ class RecordLog {
  public:
   RecordLog(const std::string& path, logfmt::Kind kind, const LogIdentity& id,
             size_t capacity_bytes = MmapLog::kDefaultCapacityBytes)
-      : log_(path, kind, sizeof(Record), id, capacity_bytes) {}
+      : log_(path, kind, sizeof(Record), offsetof(Record, flags), id, capacity_bytes) {}
 
   // The next record's place, to fill field by field and then commit(). Its
   // bytes are zero (the log hands out only fresh file space, written with

@@ -126,7 +126,7 @@ TEST(MmapLog, CrashedWriterLeavesWholeRecordsThenZeros) {
 TEST(MmapLog, FullLogDropsAndCounts) {
   ScratchDir dir;
   // Capacity of one chunk: header + as many records as fit.
-  MmapLog log(dir.file("small"), logfmt::Kind::kBbo, 48, {}, MmapLog::kChunkBytes);
+  MmapLog log(dir.file("small"), logfmt::Kind::kBbo, 48, offsetof(logfmt::BboRecord, flags), {}, MmapLog::kChunkBytes);
   const uint64_t fit = (MmapLog::kChunkBytes - logfmt::kHeaderSize) / 48;
   for (uint64_t i = 0; i < fit + 10; ++i) log.next();
   EXPECT_EQ(log.records(), fit);
