@@ -31,8 +31,8 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.option("commit", "SHA", "commit identifier written into log headers", "");
   args.option("expected-orders", "N", "order index pre-sized for this many live orders", "65536");
   args.flag("no-latency-log", "do not record per-message latency (no stage stamps are taken)");
-  args.option("stamps", "LIST", "stages to stamp: all, or some of read,decoded,book,published (each a TSC read; "
-              "live sources always stamp read)", "all");
+  args.option("stamps", "LIST", "stages to stamp: all, or some of read,decoded,book,published (each a TSC read "
+              "and 8 bytes of every latency record; live sources always stamp read)", "all");
   args.flag("progress", "sim: print progress to stderr every million datagrams");
   args.option("capture", "FILE", "sim: the capture");
   args.option("feed", "ADDR:PORT", std::string("sim: ") + kFeedOptionHelp);

@@ -19,13 +19,15 @@ size_t capacity_for(uint64_t max_records, size_t record_size) {
 }
 }  // namespace
 
-RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::OriginClock origin,
+RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::OriginClock origin, uint8_t stages,
                       uint64_t max_records) {
   RunLogs logs;
-  if (o.latency_log)
+  if (o.latency_log) {
+    const size_t record_size = logfmt::latency_record_size(stages);
     logs.latency = std::make_unique<LatencyLog>(o.out + "/latency.lat", logfmt::Kind::kLatency,
-                                                LogIdentity{clock.source(), origin, o.run_id, o.commit},
-                                                capacity_for(max_records, sizeof(logfmt::LatencyRecord)));
+                                                LogIdentity{clock.source(), origin, o.run_id, o.commit, stages},
+                                                capacity_for(max_records, record_size), record_size);
+  }
   logs.bbo = std::make_unique<BboLog>(o.out + "/bbo.bbo", logfmt::Kind::kBbo,
                                       LogIdentity{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit},
                                       capacity_for(max_records, sizeof(logfmt::BboRecord)));

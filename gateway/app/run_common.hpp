@@ -17,9 +17,10 @@ struct RunLogs {
   void close();
 };
 
+// stages: what the latency log's records stamp (logfmt::Stage).
 // max_records: the most records the input can produce (0: unknown, live);
 // each log reserves address space for that many, not for the default 64 GiB.
-RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::OriginClock origin,
+RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::OriginClock origin, uint8_t stages,
                       uint64_t max_records = 0);
 
 // Median cost of one stage stamp, measured in place: every latency figure

@@ -36,7 +36,9 @@ int run_live(const GatewayOptions& o) {
       return 2;
     }
 
-  RunLogs logs = open_run_logs(o, clock, udp ? logfmt::OriginClock::kNone : logfmt::OriginClock::kSenderMonotonic);
+  // Live sources always stamp the read; UDP also has the kernel's receive stamp.
+  RunLogs logs = open_run_logs(o, clock, udp ? logfmt::OriginClock::kNone : logfmt::OriginClock::kSenderMonotonic,
+                               uint8_t(o.stamps | kStampRead | (udp ? logfmt::kStageKernel : 0)));
   OrderBook book(o.expected_orders);
   PublisherOptions po;
   po.port = o.publish_port;
@@ -45,7 +47,6 @@ int run_live(const GatewayOptions& o) {
   po.cpu = o.publisher_cpu;
   TcpPublisher publisher(po);
   Gateway<TcpPublisher> gw(book, clock, logs.latency.get(), logs.bbo.get(), publisher);
-  gw.set_stamps(o.stamps);
   const double overhead = timer_overhead_ns(clock);
   const bool timed = o.latency_log;
 

@@ -28,13 +28,13 @@ int run_sim(const GatewayOptions& o) {
   // Every message takes at least 14 bytes of the file (a 2-byte length and a
   // 12-byte message, more in a pcap), so no log can outgrow this many records.
   const uint64_t max_records = std::filesystem::file_size(o.capture) / 14 + 1;
+  // No kernel stamp in simulation: the log holds the stages asked for.
   RunLogs logs = open_run_logs(o, clock, pcap ? logfmt::OriginClock::kCaptureEpoch : logfmt::OriginClock::kItchTimestamp,
-                               max_records);
+                               o.stamps, max_records);
   OrderBook book(o.expected_orders);
   NullPublisher publisher;
   Gateway<NullPublisher> gw(book, clock, logs.latency.get(), logs.bbo.get(), publisher);
   const double overhead = timer_overhead_ns(clock);
-  gw.set_stamps(o.stamps);
   // Without a latency log no stage is stamped, so no receive stamp either.
   const bool timed = o.latency_log && (o.stamps & kStampRead);
 

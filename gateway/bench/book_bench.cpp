@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -13,6 +14,7 @@
 
 #include "bench/bench_capture.hpp"
 #include "pipeline/gateway.hpp"
+#include "pipeline/stamps.hpp"
 #include "util/stage_clock.hpp"
 
 using namespace itchbench;
@@ -22,6 +24,14 @@ namespace {
 constexpr uint64_t kMessages = 5000000;
 
 std::string scratch(const char* name) { return "/tmp/itchbench-bench-" + std::to_string(::getpid()) + "-" + name; }
+
+// A latency log whose records stamp these stages, as the gateway opens one.
+std::unique_ptr<LatencyLog> latency_log(const std::string& path, uint8_t stages) {
+  LogIdentity id;
+  id.stages = stages;
+  return std::make_unique<LatencyLog>(path, logfmt::Kind::kLatency, id, MmapLog::kDefaultCapacityBytes,
+                                      logfmt::latency_record_size(stages));
+}
 
 template <class Run>
 void feed(const bench::InMemoryCapture& cap, Run&& on_datagram) {
@@ -87,14 +97,14 @@ void BM_PipelineRecorded(benchmark::State& state) {
   for (auto _ : state) {
     state.PauseTiming();
     auto book = std::make_unique<OrderBook>(1 << 20);
-    LatencyLog lat(scratch("lat"), logfmt::Kind::kLatency, {});
+    const auto lat = latency_log(scratch("lat"), kAllStamps);
     BboLog bbo(scratch("bbo"), logfmt::Kind::kBbo, {});
     NullPublisher pub;
-    Gateway<NullPublisher> gw(*book, clock, &lat, &bbo, pub);
+    Gateway<NullPublisher> gw(*book, clock, lat.get(), &bbo, pub);
     state.ResumeTiming();
     feed(cap, [&](const uint8_t* p, size_t n) { gw.on_datagram(p, n, logfmt::Arrival{0, clock.now(), 0}); });
     state.PauseTiming();
-    lat.close();
+    lat->close();
     bbo.close();
     ::unlink(scratch("lat").c_str());
     ::unlink(scratch("bbo").c_str());
@@ -105,24 +115,27 @@ void BM_PipelineRecorded(benchmark::State& state) {
 }
 BENCHMARK(BM_PipelineRecorded)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
-// The latency recorder, hot path: one 64-byte record filled in place, as the
-// gateway does (claim, a few fields, commit), in pages the provisioning thread
-// has already made ready (what the gateway sees at any message rate it can
-// sustain). Wall-clock time.
+// The latency recorder, hot path: one record filled in place, as the gateway
+// does (claim, a few fields, a stamp per stage, commit), in pages the
+// provisioning thread has already made ready (what the gateway sees at any
+// message rate it can sustain). Wall-clock time. Arg: the stages recorded —
+// `--stamps book` (32-byte records) and simulation's every stamp (56 bytes).
 void BM_LatencyRecordAppend(benchmark::State& state) {
+  const uint8_t stages = uint8_t(state.range(0));
+  const int stamps = __builtin_popcount(stages);
   // Exactly the two chunks kept ready ahead: what the writer meets while provisioning keeps up.
-  constexpr uint64_t kRecords = 2 * MmapLog::kChunkBytes / sizeof(logfmt::LatencyRecord);
+  const uint64_t records = 2 * MmapLog::kChunkBytes / logfmt::latency_record_size(stages);
   uint64_t writer_grows = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    auto lat = std::make_unique<LatencyLog>(scratch("rec"), logfmt::Kind::kLatency, LogIdentity{});
+    const auto lat = latency_log(scratch("rec"), stages);
     std::this_thread::sleep_for(std::chrono::milliseconds(400));  // let provisioning get ahead
     state.ResumeTiming();
-    for (uint64_t i = 0; i < kRecords; ++i) {
+    for (uint64_t i = 0; i < records; ++i) {
       logfmt::LatencyRecord& r = lat->claim();
       r.seq = i;
-      r.t_read = i;
       r.msg_type = 'A';
+      for (int k = 0; k < stamps; ++k) logfmt::stamps_of(r)[k] = i + uint64_t(k);
       LatencyLog::commit(r, 0);
     }
     state.PauseTiming();
@@ -131,11 +144,11 @@ void BM_LatencyRecordAppend(benchmark::State& state) {
     ::unlink(scratch("rec").c_str());
     state.ResumeTiming();
   }
-  state.SetItemsProcessed(int64_t(state.iterations() * kRecords));
-  state.counters["ns_per_record"] = benchmark::Counter(double(kRecords), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.SetItemsProcessed(int64_t(state.iterations() * records));
+  state.counters["ns_per_record"] = benchmark::Counter(double(records), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.counters["writer_grows"] = double(writer_grows);
 }
-BENCHMARK(BM_LatencyRecordAppend)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+BENCHMARK(BM_LatencyRecordAppend)->Arg(kStampBook)->Arg(kAllStamps)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 
 // The recorder flooded: records appended as fast as one core can store,
 // 4x more than is provisioned ahead, so the writer outruns the kernel's page
@@ -144,16 +157,17 @@ void BM_LatencyRecordFlood(benchmark::State& state) {
   constexpr uint64_t kRecords = 8000000;
   for (auto _ : state) {
     state.PauseTiming();
-    LatencyLog lat(scratch("flood"), logfmt::Kind::kLatency, {});
+    const auto lat = latency_log(scratch("flood"), kAllStamps);
     state.ResumeTiming();
     for (uint64_t i = 0; i < kRecords; ++i) {
-      logfmt::LatencyRecord& r = lat.claim();
+      logfmt::LatencyRecord& r = lat->claim();
       r.seq = i;
       r.msg_type = 'A';
+      logfmt::stamps_of(r)[2] = i;
       LatencyLog::commit(r, 0);
     }
     state.PauseTiming();
-    lat.close();
+    lat->close();
     ::unlink(scratch("flood").c_str());
     state.ResumeTiming();
   }

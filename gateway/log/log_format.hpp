@@ -17,7 +17,7 @@ enum class Kind : uint16_t {
 };
 
 // Each kind is versioned on its own; readers keep reading the earlier versions.
-constexpr uint16_t version_of(Kind k) { return k == Kind::kLatency ? 2 : 1; }
+constexpr uint16_t version_of(Kind k) { return k == Kind::kLatency ? 3 : 1; }
 
 // Clock of the stage stamps (t_receive .. t_published).
 enum class StageClock : uint16_t {
@@ -48,7 +48,8 @@ struct Header {
   uint64_t dropped;        // records not written (log full), exact when finalized
   char run_id[32];         // NUL-padded ASCII
   char commit[48];         // NUL-padded ASCII: git commit, "-dirty" if modified
-  uint8_t reserved[8];
+  uint8_t stages;          // latency (version 3): the Stage stamps each record holds; else 0
+  uint8_t reserved[7];
 };
 static_assert(sizeof(Header) == kHeaderSize);
 
@@ -56,22 +57,55 @@ static_assert(sizeof(Header) == kHeaderSize);
 // was never finalized, the records are the leading run with written != 0.
 constexpr uint8_t kWritten = 0x80;
 
-// Version 2. (Version 1, 56 bytes, had one t_receive: the kernel's stamp where
-// the transport had one, else the read's; FORMAT.md keeps its layout.)
+// The stages a latency record can stamp, in the order of its stamps. A log
+// holds the stamps of the stages its run stamped and no others (header
+// `stages`): each 8-byte stamp not recorded is 8 bytes less written, zeroed
+// and paged in a message.
+enum Stage : uint8_t {
+  kStageKernel = 1,      // the kernel received the packet (UDP)
+  kStageRead = 2,        // the read that returned it to user space (simulation: handed over)
+  kStageDecoded = 4,     // message decoded into its typed view
+  kStageBook = 8,        // book updated (or found unchanged)
+  kStagePublished = 16,  // BBO event recorded and published; 0 if none
+};
+constexpr uint8_t kAllStages = 31;
+
+// Version 3: this head, then one u64 stamp (per header.stage_clock) for each
+// stage in header.stages, in Stage order. (Version 2, 64 bytes, held all five
+// stamps, zero where not stamped; version 1, 56 bytes, had one t_receive.
+// FORMAT.md keeps both layouts.)
 struct LatencyRecord {
   uint64_t seq;           // MoldUDP64 sequence (binary ITCH file: 1-based position)
   uint64_t t_origin;      // per header.origin_clock; 0 when none
-  uint64_t t_kernel;      // per header.stage_clock: the kernel received the packet (UDP); 0 when unknown
-  uint64_t t_read;        //   the read that returned it to user space (simulation: handed over)
-  uint64_t t_decoded;     //   message decoded into its typed view
-  uint64_t t_book;        //   book updated (or found unchanged)
-  uint64_t t_published;   //   BBO event recorded and published; 0 if none
   uint16_t stock_locate;
   char msg_type;          // ITCH type byte as received
   uint8_t flags;          // kWritten | LatencyFlags
   uint8_t reserved[4];    // zero: explicit, so no byte of a log is left undefined
 };
-static_assert(sizeof(LatencyRecord) == 64);
+static_assert(sizeof(LatencyRecord) == 24 && alignof(LatencyRecord) == 8);
+
+constexpr size_t latency_record_size(uint8_t stages) {
+  return sizeof(LatencyRecord) + 8 * size_t(__builtin_popcount(stages & kAllStages));
+}
+
+// Where each stage's stamp sits among a record's stamps (-1: not recorded).
+struct StampSlots {
+  explicit constexpr StampSlots(uint8_t stages)
+      : kernel(slot(stages, kStageKernel)),
+        read(slot(stages, kStageRead)),
+        decoded(slot(stages, kStageDecoded)),
+        book(slot(stages, kStageBook)),
+        published(slot(stages, kStagePublished)) {}
+  int8_t kernel, read, decoded, book, published;
+
+ private:
+  static constexpr int8_t slot(uint8_t stages, Stage s) {
+    return (stages & s) ? int8_t(__builtin_popcount(stages & (s - 1) & kAllStages)) : int8_t(-1);
+  }
+};
+
+// The stamps that follow a record's head (the log's records are 8-byte aligned).
+inline uint64_t* stamps_of(LatencyRecord& r) { return reinterpret_cast<uint64_t*>(&r + 1); }
 
 // When and how a packet (or serial line) reached the gateway, as its source saw it.
 struct Arrival {

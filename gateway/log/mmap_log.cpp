@@ -28,7 +28,7 @@ void copy_padded(char* dst, size_t n, const std::string& s) {
 
 MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size, size_t marker_offset,
                  const LogIdentity& id, size_t capacity_bytes)
-    : path_(path), record_size_(record_size), marker_offset_(marker_offset) {
+    : path_(path), record_size_(record_size), marker_offset_(marker_offset), stages_(id.stages) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail(path, "open");
   reserved_ = capacity_bytes;
@@ -62,6 +62,7 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
   h.kind = uint16_t(kind);
   h.stage_clock = uint16_t(id.stage_clock);
   h.origin_clock = uint16_t(id.origin_clock);
+  h.stages = id.stages;
   copy_padded(h.run_id, sizeof h.run_id, id.run_id);
   copy_padded(h.commit, sizeof h.commit, id.commit);
   std::memcpy(base_, &h, sizeof h);

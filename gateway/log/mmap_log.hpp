@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -30,6 +31,7 @@ struct LogIdentity {
   logfmt::OriginClock origin_clock = logfmt::OriginClock::kNone;
   std::string run_id;
   std::string commit;
+  uint8_t stages = 0;  // latency: the stages its records stamp (logfmt::Stage)
 };
 
 class MmapLog {
@@ -59,6 +61,7 @@ class MmapLog {
 
   uint64_t records() const { return uint64_t(cursor_ - first_record_) / record_size_; }
   uint64_t dropped() const { return dropped_; }
+  uint8_t stages() const { return stages_; }
   uint64_t writer_grows() const { return writer_grows_; }  // times the writer outran provisioning
   void close();
 
@@ -74,6 +77,7 @@ class MmapLog {
   size_t chunk_bytes_ = kChunkBytes;  // what one grow adds: kChunkBytes, or less for a log that is small
   size_t record_size_;
   size_t marker_offset_;  // of each record's written marker
+  uint8_t stages_;
   uint8_t* first_record_ = nullptr;
   uint8_t* cursor_ = nullptr;
   uint8_t* ready_end_cached_ = nullptr;  // writer's copy of ready_end_
@@ -90,12 +94,15 @@ class MmapLog {
 };
 
 // Typed front end: fill a record and commit it with its written marker last.
+// A record is a Record, or a Record head followed by up to kTailWords u64
+// (record_size: the latency log's stamps, as many as its stages).
 template <class Record>
 class RecordLog {
  public:
+  static constexpr size_t kTailWords = 5;
   RecordLog(const std::string& path, logfmt::Kind kind, const LogIdentity& id,
-            size_t capacity_bytes = MmapLog::kDefaultCapacityBytes)
-      : log_(path, kind, sizeof(Record), offsetof(Record, flags), id, capacity_bytes) {}
+            size_t capacity_bytes = MmapLog::kDefaultCapacityBytes, size_t record_size = sizeof(Record))
+      : log_(path, kind, checked(record_size), offsetof(Record, flags), id, capacity_bytes) {}
 
   // The next record's place, to fill field by field and then commit(). Its
   // bytes are zero (the log hands out only fresh file space, written with
@@ -105,7 +112,7 @@ class RecordLog {
   // out with wide loads stalls on store-to-load forwarding.
   Record& claim() {
     uint8_t* p = log_.next();
-    return p ? *reinterpret_cast<Record*>(p) : scratch_;
+    return p ? *reinterpret_cast<Record*>(p) : scratch_.head;
   }
   // Stores the flags byte, which carries kWritten, after every other field,
   // so a crash mid-record never leaves a record that looks whole.
@@ -115,7 +122,7 @@ class RecordLog {
     __atomic_signal_fence(__ATOMIC_RELEASE);
     r.flags = uint8_t(flags | logfmt::kWritten);
   }
-  // A whole record at once (for writers that have it ready).
+  // A whole record at once (for writers that have it ready; records without a tail).
   void append(const Record& r) {
     Record& d = claim();
     constexpr size_t kFlags = offsetof(Record, flags);
@@ -127,11 +134,21 @@ class RecordLog {
   uint64_t records() const { return log_.records(); }
   uint64_t dropped() const { return log_.dropped(); }
   uint64_t writer_grows() const { return log_.writer_grows(); }
+  uint8_t stages() const { return log_.stages(); }
   void close() { log_.close(); }
 
  private:
+  static size_t checked(size_t record_size) {
+    if (record_size < sizeof(Record) || record_size > sizeof(Scratch) || record_size % alignof(Record))
+      throw std::invalid_argument("log record size " + std::to_string(record_size) + " does not fit its record type");
+    return record_size;
+  }
+  struct Scratch {
+    Record head;
+    uint64_t tail[kTailWords];  // right after head: Record's size is a multiple of 8 where a tail is used
+  };
   MmapLog log_;
-  Record scratch_{};
+  Scratch scratch_{};
 };
 
 using LatencyLog = RecordLog<logfmt::LatencyRecord>;

@@ -16,7 +16,6 @@
 #include "log/mmap_log.hpp"
 #include "pipeline/decode_counters.hpp"
 #include "pipeline/mold_framer.hpp"
-#include "pipeline/stamps.hpp"
 #include "protocol/book_op.hpp"
 #include "protocol/itch.hpp"
 #include "util/stage_clock.hpp"
@@ -46,12 +45,15 @@ struct NullPublisher {
 template <class Publisher>
 class Gateway {
  public:
-  // latency and bbo_log may be null (not recorded).
+  // latency and bbo_log may be null (not recorded). The stages stamped are
+  // the latency log's (its header's `stages`).
   Gateway(OrderBook& book, const StageClock& clock, LatencyLog* latency, BboLog* bbo_log, Publisher& publisher)
-      : book_(book), clock_(clock), latency_(latency), bbo_log_(bbo_log), publisher_(publisher) {}
-
-  // The stages to stamp (pipeline/stamps.hpp); every one unless told.
-  void set_stamps(uint8_t stamps) { stamps_ = stamps; }
+      : book_(book),
+        clock_(clock),
+        latency_(latency),
+        bbo_log_(bbo_log),
+        publisher_(publisher),
+        slots_(latency ? latency->stages() : 0) {}
 
   void on_datagram(const uint8_t* data, size_t len, const logfmt::Arrival& arrival) {
     framer_.on_datagram(
@@ -90,8 +92,8 @@ class Gateway {
     // Sources hand over messages in sequence order; a jump means some were lost.
     if (__builtin_expect(seq != last_seq_ + 1, 0) && last_seq_ != 0) bbo_flags_ = logfmt::kBookMayBeStale;
     last_seq_ = seq;
-    // Timed, the record is filled in place in the log (RecordLog::claim: the stages not stamped stay zero);
-    // untimed, nothing touches it.
+    // Timed, the record is filled in place in the log (RecordLog::claim), its stamps in the slots of the
+    // stages the log records; untimed, nothing touches it.
     logfmt::LatencyRecord untimed;
     logfmt::LatencyRecord& r = kTimed ? latency_->claim() : untimed;
     uint8_t flags = 0;
@@ -99,8 +101,8 @@ class Gateway {
     if constexpr (kTimed) {
       r.seq = seq;
       r.t_origin = arrival.t_origin;
-      r.t_kernel = arrival.t_kernel;
-      r.t_read = arrival.t_read;
+      if (slots_.kernel >= 0) logfmt::stamps_of(r)[slots_.kernel] = arrival.t_kernel;
+      if (slots_.read >= 0) logfmt::stamps_of(r)[slots_.read] = arrival.t_read;
       r.stock_locate = len >= 3 ? load_be16(msg + 1) : 0;
       r.msg_type = len ? char(msg[0]) : '\0';
       unknown_before = book_.counters().unknown_refs;
@@ -114,7 +116,7 @@ class Gateway {
       return;
     }
     if constexpr (kTimed) {
-      if (stamps_ & kStampBook) r.t_book = clock_.now();
+      if (slots_.book >= 0) logfmt::stamps_of(r)[slots_.book] = clock_.now();
       if (book_.counters().unknown_refs != unknown_before) flags |= logfmt::kUnknownRef;
     }
     Bbo bbo;
@@ -134,7 +136,7 @@ class Gateway {
       publisher_.publish(ev);
       ++bbo_events_;
       if constexpr (kTimed) {
-        if (stamps_ & kStampPublished) r.t_published = clock_.now();
+        if (slots_.published >= 0) logfmt::stamps_of(r)[slots_.published] = clock_.now();
         flags |= logfmt::kBboEvent;
       }
     }
@@ -150,7 +152,7 @@ class Gateway {
     const itch::DecodeStatus st = itch::decode_book_op(msg, len, op);
     if (__builtin_expect(st != itch::DecodeStatus::kOk, 0)) return st;
     if constexpr (kTimed)
-      if (stamps_ & kStampDecoded) r.t_decoded = clock_.now();
+      if (slots_.decoded >= 0) logfmt::stamps_of(r)[slots_.decoded] = clock_.now();
     ++decode_.per_type[itch::type_index(char(msg[0]))];
     changed = apply(op, msg);
     return st;
@@ -186,7 +188,7 @@ class Gateway {
   uint64_t bbo_events_ = 0;
   uint64_t last_seq_ = 0;     // of the last message handed over
   uint8_t bbo_flags_ = 0;     // logfmt::BboFlags for every event from here on
-  uint8_t stamps_ = kAllStamps;
+  const logfmt::StampSlots slots_;
 };
 
 }  // namespace itchbench

@@ -1,18 +1,21 @@
 // Which pipeline stages a run stamps. Each stamp is a TSC read (~10 ns on
-// these VMs), so a run that needs fewer figures can pay for fewer: the
-// latency record keeps a zero where a stage was not stamped, and reports
-// leave out the stages that need it (gateway/log/FORMAT.md).
+// these VMs) and 8 bytes of every latency record, so a run that needs fewer
+// figures can pay for fewer: the log holds only the stamped stages, and
+// reports leave out the stages that need one it lacks (gateway/log/FORMAT.md).
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include "log/log_format.hpp"
+
 namespace itchbench {
 
+// The latency log's stage bits (the kernel's stamp is the transport's, not an option).
 enum Stamp : uint8_t {
-  kStampRead = 1,       // the source handed the message over (simulation; live sources always stamp it)
-  kStampDecoded = 2,
-  kStampBook = 4,
-  kStampPublished = 8,  // BBO events only
+  kStampRead = logfmt::kStageRead,  // the source handed the message over (simulation; live sources always stamp it)
+  kStampDecoded = logfmt::kStageDecoded,
+  kStampBook = logfmt::kStageBook,
+  kStampPublished = logfmt::kStagePublished,  // BBO events only
 };
 constexpr uint8_t kAllStamps = kStampRead | kStampDecoded | kStampBook | kStampPublished;
 

@@ -135,18 +135,23 @@ TEST(MmapLog, FullLogDropsAndCounts) {
 }
 
 TEST(MmapLog, ClaimedRecordsReadZeroWhereNotFilledAndAFullLogTakesNone) {
-  // The gateway fills latency records in place and leaves unstamped stages unset, relying on claim() handing
-  // out zeroed space: through three chunks of growth every byte it did not set must read zero. Past the
-  // capacity, claims go to a scratch record: counted as dropped, nothing written to the file.
+  // The gateway fills latency records in place and leaves fields it has no value for unset (a read stamp the
+  // source did not take, the reserved bytes), relying on claim() handing out zeroed space: through three chunks
+  // of growth every byte it did not set must read zero. Past the capacity, claims go to a scratch record:
+  // counted as dropped, nothing written to the file.
   ScratchDir dir;
   const std::string path = dir.file("claimed.lat");
-  constexpr size_t rs = sizeof(logfmt::LatencyRecord);
+  const uint8_t stages = logfmt::kStageRead | logfmt::kStageBook;  // two stamps: read (slot 0), book (slot 1)
+  const size_t rs = logfmt::latency_record_size(stages);
   const uint64_t fit = (3 * MmapLog::kChunkBytes - logfmt::kHeaderSize) / rs;
   {
-    LatencyLog log(path, logfmt::Kind::kLatency, {}, 3 * MmapLog::kChunkBytes);
+    LogIdentity id;
+    id.stages = stages;
+    LatencyLog log(path, logfmt::Kind::kLatency, id, 3 * MmapLog::kChunkBytes, rs);
     for (uint64_t i = 0; i < fit + 5; ++i) {
       logfmt::LatencyRecord& r = log.claim();
       r.seq = i + 1;
+      logfmt::stamps_of(r)[1] = 7 * i;
       LatencyLog::commit(r, i % 2 ? logfmt::kBboEvent : 0);
     }
     EXPECT_EQ(log.records(), fit);
@@ -155,11 +160,17 @@ TEST(MmapLog, ClaimedRecordsReadZeroWhereNotFilledAndAFullLogTakesNone) {
   }
   const auto bytes = itchbench::testing::read_bytes(path);
   ASSERT_EQ(bytes.size(), logfmt::kHeaderSize + fit * rs);
+  struct Record {
+    logfmt::LatencyRecord head;
+    uint64_t read, book;
+  };
+  ASSERT_EQ(sizeof(Record), rs);
   uint64_t wrong = 0;
   for (uint64_t i = 0; i < fit; ++i) {
-    logfmt::LatencyRecord want{};
-    want.seq = i + 1;
-    want.flags = uint8_t(logfmt::kWritten | (i % 2 ? logfmt::kBboEvent : 0));
+    Record want{};
+    want.head.seq = i + 1;
+    want.head.flags = uint8_t(logfmt::kWritten | (i % 2 ? logfmt::kBboEvent : 0));
+    want.book = 7 * i;
     wrong += std::memcmp(bytes.data() + logfmt::kHeaderSize + i * rs, &want, rs) != 0;
   }
   EXPECT_EQ(wrong, 0u);

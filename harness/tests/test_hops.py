@@ -189,4 +189,4 @@ def test_serial_one_way_is_never_below_the_lines_serialisation_time(stalled_seri
     one_way = lat["t_read"].astype(np.int64) - send["t_intended"][order][idx].astype(np.int64)
     slack = _offset(stalled_serial_run) + 2_000
     assert (one_way + slack >= line_ns[idx]).all()
-    assert (lat["t_kernel"] == 0).all()
+    assert "t_kernel" not in lat.dtype.names  # a serial line has no kernel stamp: the log holds none

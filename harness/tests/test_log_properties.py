@@ -39,8 +39,15 @@ def read(tmp_path: Path, data: bytes) -> logs.LogFile | None:
             return None
 
 
+def layout(data: bytes, kind: str) -> np.dtype:
+    """The original log's record layout: a latency log's depends on the stages its header names."""
+    if kind == "bbo":
+        return logs.BBO_DTYPE
+    return logs.latency_v3_dtype(int(np.frombuffer(data[:logs.HEADER_SIZE], logs.HEADER_DTYPE)[0]["stages"]))
+
+
 def records_of(data: bytes, kind: str) -> np.ndarray:
-    dtype = logs.BBO_DTYPE if kind == "bbo" else logs.LATENCY_DTYPE
+    dtype = layout(data, kind)
     body = data[logs.HEADER_SIZE:]
     return np.frombuffer(body[: len(body) // dtype.itemsize * dtype.itemsize], dtype=dtype)
 
@@ -61,7 +68,7 @@ def test_a_cut_log_reads_to_its_last_whole_record(original, tmp_path, kind, cut)
         assert got is None
         return
     assert got is not None
-    size = logs.BBO_DTYPE.itemsize if kind == "bbo" else logs.LATENCY_DTYPE.itemsize
+    size = layout(data, kind).itemsize
     assert len(got.records) == (n - logs.HEADER_SIZE) // size
     assert_prefix(got, data, kind)
     assert got.complete == (n == len(data))
@@ -72,10 +79,11 @@ def test_a_cut_log_reads_to_its_last_whole_record(original, tmp_path, kind, cut)
 def test_a_crashed_writer_log_reads_to_its_first_unwritten_record(original, tmp_path, kind, cut, data):
     raw = bytearray(original[kind])
     raw[20] &= ~logs.FLAG_FINALIZED  # as if the writer never closed it
-    size = logs.BBO_DTYPE.itemsize if kind == "bbo" else logs.LATENCY_DTYPE.itemsize
+    dtype = layout(original[kind], kind)
+    size = dtype.itemsize
     whole = (len(raw) - logs.HEADER_SIZE) // size
     unwritten = data.draw(st.integers(0, whole))
-    flag_at = logs.HEADER_SIZE + unwritten * size + (size - (5 if kind == "bbo" else 4) - 1)
+    flag_at = logs.HEADER_SIZE + unwritten * size + dtype.fields["flags"][1]
     if unwritten < whole:
         raw[flag_at] &= ~logs.WRITTEN  # that record's flags byte never stored
     n = logs.HEADER_SIZE + int(cut * (len(raw) - logs.HEADER_SIZE))

@@ -36,7 +36,8 @@ def test_whole_log_reads_without_warnings(run_dir):
 def test_cut_mid_record_reads_whole_records_with_a_warning(run_dir, tmp_path):
     raw = (run_dir / "latency.lat").read_bytes()
     full = logs.read_latency(run_dir / "latency.lat").records
-    cut = copy_with(run_dir, tmp_path / "cut.lat", raw[:HEADER + 100 * 64 + 17])
+    size = 24 + 4 * 8  # simulation, every stamp: the head, then read, decoded, book, published (FORMAT.md)
+    cut = copy_with(run_dir, tmp_path / "cut.lat", raw[:HEADER + 100 * size + 17])
     with pytest.warns(logs.TruncatedLogWarning, match="17 trailing bytes"):
         log = logs.read_latency(cut)
     assert len(log.records) == 100 and not log.complete
@@ -106,10 +107,59 @@ def test_a_version_1_latency_log_is_still_read(tmp_path):
         assert list(v) == [value] and list(c) == [2]
 
 
+def _latency_header(version: int, record_size: int, stages: int) -> bytearray:
+    header = bytearray(HEADER)
+    header[0:8] = b"ITCHBLOG"
+    # version, header size, record size, kind latency, stage clock monotonic, no origin clock, finalized, 2 records
+    struct.pack_into("<HHHHHHIQQ", header, 8, version, HEADER, record_size, 1, 1, 0, 1, 2, 0)
+    header[120] = stages
+    return header
+
+
+def test_a_version_2_latency_log_is_still_read(tmp_path):
+    """Version 2 (64-byte records, all five stamps, zero where not stamped), byte by byte from FORMAT.md."""
+    recs = b"".join(struct.pack("<QQQQQQQHcB4x", seq, 0, 0, 1000 * seq, 1000 * seq + 40, 1000 * seq + 100, 0, 7, b"A",
+                                0x80) for seq in (1, 2))
+    (tmp_path / "latency.lat").write_bytes(bytes(_latency_header(2, 64, 0)) + recs)
+    log = logs.read_latency(tmp_path / "latency.lat")
+    assert log.header["version"] == 2 and log.complete and list(log.records["t_read"]) == [1000, 2000]
+    lat = latency_pass.scan(tmp_path)
+    assert [name for name, _ in lat.stages] == ["parse", "decode", "book", "receive_to_book"]
+    for stage, value in (("parse", 40), ("book", 60), ("receive_to_book", 100)):
+        v, c = lat.stage[stage].values_counts()
+        assert list(v) == [value] and list(c) == [2]
+
+
+def test_a_version_3_latency_log_holds_the_stages_its_header_names(tmp_path):
+    """Version 3 with stages read and book (bits 1 and 3): a 24-byte head, then t_read and t_book, byte by byte
+    from FORMAT.md. The stages it does not hold read as zero and are left out."""
+    recs = b"".join(struct.pack("<QQHcB4xQQ", seq, 0, 7, b"A", 0x80, 1000 * seq, 1000 * seq + 250) for seq in (1, 2))
+    (tmp_path / "latency.lat").write_bytes(bytes(_latency_header(3, 40, 0b01010)) + recs)
+    log = logs.read_latency(tmp_path / "latency.lat")
+    assert log.header["stages"] == ["t_read", "t_book"] and log.complete
+    assert list(log.records["t_book"]) == [1250, 2250] and list(log.records["stock_locate"]) == [7, 7]
+    assert list(logs.stamp(log.records, "t_decoded")) == [0, 0]
+    lat = latency_pass.scan(tmp_path)
+    assert [name for name, _ in lat.stages] == ["receive_to_book"]
+    v, c = lat.stage["receive_to_book"].values_counts()
+    assert list(v) == [250] and list(c) == [2]
+
+
+@pytest.mark.parametrize("record_size, stages, message", [
+    (40, 0b100010, "unknown stages"),      # a stage bit beyond published
+    (48, 0b01010, "do not match"),         # two stages make 40-byte records, not 48
+])
+def test_a_version_3_header_that_disagrees_with_itself_is_refused(tmp_path, record_size, stages, message):
+    path = tmp_path / "latency.lat"
+    path.write_bytes(bytes(_latency_header(3, record_size, stages)) + bytes(2 * record_size))
+    with pytest.raises(logs.LogFormatError, match=message):
+        logs.read_latency(path)
+
+
 def test_an_unknown_version_is_refused_by_name(run_dir, tmp_path):
     raw = bytearray((run_dir / "latency.lat").read_bytes())
     raw[8] = 9
     path = tmp_path / "v9.lat"
     path.write_bytes(bytes(raw))
-    with pytest.raises(logs.LogFormatError, match="latency log format version 9, this reader knows 1, 2"):
+    with pytest.raises(logs.LogFormatError, match="latency log format version 9, this reader knows 1, 2, 3"):
         logs.read_latency(path)

@@ -56,12 +56,13 @@ def _latency_chunks(run_dir: Path, chunk_rows: int) -> Iterator[pa.RecordBatch]:
         r = rec[start:start + chunk_rows]
         flags = r["flags"]
         seq = r["seq"].astype(np.int64)
-        if "t_read" in r.dtype.names:
-            kernel, read = hops.to_monotonic(r["t_kernel"], clock), hops.to_monotonic(r["t_read"], clock)
-        else:  # a version-1 log: its one receive stamp
+        if "t_receive" in r.dtype.names:  # a version-1 log: its one receive stamp
             kernel, read = np.zeros(len(r), np.int64), hops.to_monotonic(r["t_receive"], clock)
+        else:  # a stage the log does not hold is null, as a stage not stamped
+            kernel = hops.to_monotonic(logs.stamp(r, "t_kernel"), clock)
+            read = hops.to_monotonic(logs.stamp(r, "t_read"), clock)
         receive = np.where(kernel != 0, kernel, read)
-        book = hops.to_monotonic(r["t_book"], clock)
+        book = hops.to_monotonic(logs.stamp(r, "t_book"), clock)
         intended = hops.lookup(seq, *sender[:2]) if sender else np.zeros(len(r), np.int64)
         sent = hops.lookup(seq, sender[0], sender[2]) if sender else np.zeros(len(r), np.int64)
         columns = [
@@ -72,8 +73,8 @@ def _latency_chunks(run_dir: Path, chunk_rows: int) -> Iterator[pa.RecordBatch]:
             pa.array((flags & logs.FLAG_BBO_EVENT) != 0), pa.array((flags & logs.FLAG_UNKNOWN_REF) != 0),
             pa.array((flags & logs.FLAG_REJECTED) != 0),
             _stamp(intended), _stamp(sent), _stamp(kernel), _stamp(read),
-            _stamp(hops.to_monotonic(r["t_decoded"], clock)), _stamp(book),
-            _stamp(hops.to_monotonic(r["t_published"], clock)),
+            _stamp(hops.to_monotonic(logs.stamp(r, "t_decoded"), clock)), _stamp(book),
+            _stamp(hops.to_monotonic(logs.stamp(r, "t_published"), clock)),
             pa.array(book - receive, type=pa.int64(), mask=(book == 0) | (receive == 0)),
         ]
         yield pa.RecordBatch.from_arrays(columns, schema=LATENCY_SCHEMA)

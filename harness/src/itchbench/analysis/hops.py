@@ -139,11 +139,13 @@ class ChainReader:
         if self.send is not None:
             cols["t_intended"] = lookup(seq, self.send[0], self.send[1])
             cols["t_sent"] = lookup(seq, self.send[0], self.send[2])
-        for name in GATEWAY_STAMPS:
-            if name in rec.dtype.names:
+        if "t_receive" in rec.dtype.names:  # version 1: one receive stamp, no wake-up or parse hop of its own
+            for name in ("t_decoded", "t_book", "t_published"):
                 cols[name] = to_monotonic(rec[name], self.clock)
-        if "t_read" not in cols:  # version 1: one receive stamp, no wake-up or parse hop of its own
             cols["t_read"] = to_monotonic(rec["t_receive"], self.clock)
+        else:  # a stage the log does not hold is all zero, as a stage not stamped
+            for name in GATEWAY_STAMPS:
+                cols[name] = to_monotonic(logs.stamp(rec, name), self.clock)
         for name, keys, received in self._subs:
             cols[name] = np.where(cols["bbo"], lookup(seq, keys, received), 0)
         return {c: cols[c] for c in ["seq", "bbo", *[c for c, _ in STAMPS if c in cols], *self.subscribers]}

@@ -62,17 +62,12 @@ class RunLatency:
     subscribers: list[str] = field(default_factory=list)
 
 
-def _field(rec: np.ndarray, name: str) -> np.ndarray:
-    """A stamp field as int64, without a copy (stamps are below 2^63)."""
-    return rec[name].view(np.int64)
-
-
 def _receive(rec: np.ndarray) -> np.ndarray:
     """The receive stamp: the kernel's where the transport has one, else the read's (a version-1 log's only one)."""
     if "t_receive" in rec.dtype.names:
-        return _field(rec, "t_receive")
-    kernel = _field(rec, "t_kernel")
-    return np.where(kernel != 0, kernel, _field(rec, "t_read"))
+        return logs.stamp(rec, "t_receive")
+    kernel = logs.stamp(rec, "t_kernel")
+    return np.where(kernel != 0, kernel, logs.stamp(rec, "t_read"))
 
 
 def _chunks(lat: logs.LogFile, size: int):
@@ -89,7 +84,7 @@ def _stage_list(lat: logs.LogFile) -> list[tuple[str, str, str, str, bool]]:
 
 
 def _stamps(rec: np.ndarray) -> dict[str, np.ndarray]:
-    out = {n: _field(rec, n) for n in rec.dtype.names if n.startswith("t_")}
+    out = {n: logs.stamp(rec, n) for n in rec.dtype.names if n.startswith("t_")}
     out["t_receive"] = _receive(rec)
     return out
 

@@ -35,9 +35,14 @@ HEADER_DTYPE = np.dtype([
     ("magic", "S8"), ("version", "<u2"), ("header_size", "<u2"), ("record_size", "<u2"),
     ("kind", "<u2"), ("stage_clock", "<u2"), ("origin_clock", "<u2"), ("flags", "<u4"),
     ("record_count", "<u8"), ("dropped", "<u8"), ("run_id", "S32"), ("commit", "S48"),
-    ("reserved", "V8"),
+    ("stages", "u1"), ("reserved", "V7"),
 ])
-LATENCY_DTYPE = np.dtype([  # version 2
+# Latency version 3: a head, then one u64 stamp per stage in the header's `stages` (bit i: STAGE_STAMPS[i]).
+LATENCY_V3_HEAD = [("seq", "<u8"), ("t_origin", "<u8"), ("stock_locate", "<u2"), ("msg_type", "S1"), ("flags", "u1"),
+                   ("reserved", "V4")]
+STAGE_STAMPS = ("t_kernel", "t_read", "t_decoded", "t_book", "t_published")
+ALL_STAGES = (1 << len(STAGE_STAMPS)) - 1
+LATENCY_V2_DTYPE = np.dtype([
     ("seq", "<u8"), ("t_origin", "<u8"), ("t_kernel", "<u8"), ("t_read", "<u8"), ("t_decoded", "<u8"),
     ("t_book", "<u8"), ("t_published", "<u8"), ("stock_locate", "<u2"), ("msg_type", "S1"),
     ("flags", "u1"), ("reserved", "V4"),
@@ -60,14 +65,23 @@ BBO_DTYPE = np.dtype([
     ("reserved", "V5"),
 ])
 assert HEADER_DTYPE.itemsize == HEADER_SIZE
-assert LATENCY_DTYPE.itemsize == 64 and LATENCY_V1_DTYPE.itemsize == 56 and BBO_DTYPE.itemsize == 48
+assert LATENCY_V2_DTYPE.itemsize == 64 and LATENCY_V1_DTYPE.itemsize == 56 and BBO_DTYPE.itemsize == 48
 assert SEND_DTYPE.itemsize == 32 and SUBSCRIBER_DTYPE.itemsize == 24
 
 STAGE_CLOCKS = {0: "none", 1: "monotonic", 2: "tsc"}
 ORIGIN_CLOCKS = {0: "none", 1: "capture-epoch", 2: "sender-monotonic", 3: "itch-timestamp"}
 KIND_NAMES = {KIND_LATENCY: "latency", KIND_BBO: "bbo", KIND_SEND: "send", KIND_SUBSCRIBER: "subscriber"}
-# (kind, version) -> record layout: every version a reader has met stays readable.
-FORMATS = {(KIND_LATENCY, 1): LATENCY_V1_DTYPE, (KIND_LATENCY, 2): LATENCY_DTYPE, (KIND_BBO, 1): BBO_DTYPE,
+
+
+def latency_v3_dtype(stages: int) -> np.dtype:
+    """The version-3 latency record of a log whose header names these stages."""
+    return np.dtype(LATENCY_V3_HEAD + [(n, "<u8") for i, n in enumerate(STAGE_STAMPS) if stages >> i & 1])
+
+
+# (kind, version) -> record layout: every version a reader has met stays readable. A latency log of version 3
+# has the layout of its stages (latency_v3_dtype); this one is the layout with every stage.
+FORMATS = {(KIND_LATENCY, 1): LATENCY_V1_DTYPE, (KIND_LATENCY, 2): LATENCY_V2_DTYPE,
+           (KIND_LATENCY, 3): latency_v3_dtype(ALL_STAGES), (KIND_BBO, 1): BBO_DTYPE,
            (KIND_SEND, 1): SEND_DTYPE, (KIND_SUBSCRIBER, 1): SUBSCRIBER_DTYPE}
 VERSIONS = {kind: max(v for k, v in FORMATS if k == kind) for kind in KIND_NAMES}  # what the writers write now
 
@@ -115,6 +129,11 @@ def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
         known = ", ".join(str(v) for k, v in sorted(FORMATS) if k == kind)
         raise LogFormatError(f"{path}: {KIND_NAMES[kind]} log format version {version}, this reader knows {known}")
     name, dtype = KIND_NAMES[kind], FORMATS[(kind, version)]
+    stages = int(hdr["stages"])
+    if (kind, version) == (KIND_LATENCY, 3):
+        if stages & ~ALL_STAGES:
+            raise LogFormatError(f"{path}: latency log names unknown stages (0x{stages:02x})")
+        dtype = latency_v3_dtype(stages)
     if int(hdr["record_size"]) != dtype.itemsize or int(hdr["header_size"]) != HEADER_SIZE:
         raise LogFormatError(
             f"{path}: record size {int(hdr['record_size'])} / header size {int(hdr['header_size'])} "
@@ -149,6 +168,7 @@ def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
         "stage_clock": STAGE_CLOCKS.get(int(hdr["stage_clock"]), str(int(hdr["stage_clock"]))),
         "origin_clock": ORIGIN_CLOCKS.get(int(hdr["origin_clock"]), str(int(hdr["origin_clock"]))),
         "record_count": int(hdr["record_count"]),
+        "stages": [n for n in dtype.names if n in STAGE_STAMPS] if name == "latency" else [],
         "dropped": int(hdr["dropped"]),
         "run_id": bytes(hdr["run_id"]).rstrip(b"\0").decode("ascii", "replace"),
         "commit": bytes(hdr["commit"]).rstrip(b"\0").decode("ascii", "replace"),
@@ -202,6 +222,14 @@ def iter_records(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
             if f.readinto(part.view(np.uint8)) != part.nbytes:
                 raise LogFormatError(f"{log.path}: shorter than when it was opened")
             yield part
+
+
+def stamp(records: np.ndarray, name: str) -> np.ndarray:
+    """A stamp column as int64, without a copy (stamps are below 2^63); zeros where the records have no such
+    column (a version-3 log holds only the stages its run stamped), as a version-2 log held zeros."""
+    if name in records.dtype.names:
+        return records[name].view(np.int64)
+    return np.zeros(len(records), np.int64)
 
 
 def read_bbo(path: Path | str) -> LogFile:

@@ -1,0 +1,115 @@
+// The latency record (format version 3): a 24-byte head, then one 8-byte
+// stamp per stage the log records, in stage order (gateway/log/FORMAT.md).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "log/mmap_log.hpp"
+#include "pipeline/gateway.hpp"
+#include "pipeline/stamps.hpp"
+#include "test_files.hpp"
+
+using namespace itchbench;
+using itchbench::testing::ScratchDir;
+
+TEST(LatencyRecord, SizeAndStampPlacesFollowTheStagesRecorded) {
+  // Expected values worked out from FORMAT.md's layout by hand: 24 + 8 per stage; slots count the stages
+  // recorded before it (kernel, read, decoded, book, published).
+  EXPECT_EQ(logfmt::latency_record_size(0), 24u);
+  EXPECT_EQ(logfmt::latency_record_size(kStampBook), 32u);
+  EXPECT_EQ(logfmt::latency_record_size(kAllStamps), 56u);  // simulation's every stamp: no kernel stamp
+  EXPECT_EQ(logfmt::latency_record_size(logfmt::kAllStages), 64u);
+
+  const logfmt::StampSlots book(kStampBook);
+  EXPECT_EQ(book.book, 0);
+  EXPECT_EQ(book.kernel, -1);
+  EXPECT_EQ(book.read, -1);
+  EXPECT_EQ(book.decoded, -1);
+  EXPECT_EQ(book.published, -1);
+
+  const logfmt::StampSlots sim(kAllStamps);
+  EXPECT_EQ(sim.kernel, -1);
+  EXPECT_EQ(sim.read, 0);
+  EXPECT_EQ(sim.decoded, 1);
+  EXPECT_EQ(sim.book, 2);
+  EXPECT_EQ(sim.published, 3);
+
+  const logfmt::StampSlots udp(logfmt::kAllStages);
+  EXPECT_EQ(udp.kernel, 0);
+  EXPECT_EQ(udp.read, 1);
+  EXPECT_EQ(udp.published, 4);
+
+  const logfmt::StampSlots gaps(kStampRead | kStampPublished);
+  EXPECT_EQ(gaps.read, 0);
+  EXPECT_EQ(gaps.published, 1);
+}
+
+TEST(LatencyRecord, AGatewayWritesTheStagesOfItsLogAndNoOthers) {
+  // A log recording `decoded` and `published`: 40-byte records whose two stamps are the decode stamp (always)
+  // and the publish stamp (only for a message that changed the BBO); the header names the stages.
+  ScratchDir dir;
+  const std::string path = dir.file("stages.lat");
+  const uint8_t stages = kStampDecoded | kStampPublished;
+  {
+    LogIdentity id;
+    id.stages = stages;
+    LatencyLog log(path, logfmt::Kind::kLatency, id, MmapLog::kDefaultCapacityBytes,
+                   logfmt::latency_record_size(stages));
+    OrderBook book(1024);
+    NullPublisher pub;
+    const StageClock clock = StageClock::monotonic();
+    Gateway<NullPublisher> gw(book, clock, &log, nullptr, pub);
+    auto add = [&](uint64_t seq, uint64_t ref, uint32_t price) {
+      itch::AddOrder a;
+      a.stock_locate = 7;
+      a.order_ref = ref;
+      a.side = 'B';
+      a.shares = 100;
+      a.price = price;
+      a.stock = itch::alpha8::from("TEST");
+      uint8_t buf[itch::kMaxMessageLength];
+      a.encode(buf);
+      gw.on_message(seq, buf, itch::AddOrder::kLength, logfmt::Arrival{0, 0, 1000 + seq});
+    };
+    add(1, 11, 10000);  // the first bid: a BBO event
+    add(2, 12, 9900);   // below it: no event
+    log.close();
+  }
+  const auto bytes = itchbench::testing::read_bytes(path);
+  logfmt::Header h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  EXPECT_EQ(h.version, 3u);
+  EXPECT_EQ(h.stages, stages);
+  EXPECT_EQ(h.record_size, 40u);
+  ASSERT_EQ(bytes.size(), logfmt::kHeaderSize + 2 * 40u);
+  struct Record {
+    logfmt::LatencyRecord head;
+    uint64_t decoded, published;
+  };
+  static_assert(sizeof(Record) == 40);
+  Record r[2];
+  std::memcpy(r, bytes.data() + logfmt::kHeaderSize, sizeof r);
+  EXPECT_EQ(r[0].head.seq, 1u);
+  EXPECT_EQ(r[0].head.t_origin, 1001u);
+  EXPECT_EQ(r[0].head.stock_locate, 7u);
+  EXPECT_EQ(r[0].head.msg_type, 'A');
+  EXPECT_EQ(r[0].head.flags, logfmt::kWritten | logfmt::kBboEvent);
+  EXPECT_NE(r[0].decoded, 0u);
+  EXPECT_GE(r[0].published, r[0].decoded);
+  EXPECT_EQ(r[1].head.seq, 2u);
+  EXPECT_EQ(r[1].head.flags, logfmt::kWritten);
+  EXPECT_GE(r[1].decoded, r[0].published);
+  EXPECT_EQ(r[1].published, 0u);
+}
+
+TEST(LatencyRecord, ARecordSizeItsTypeCannotHoldIsRefused) {
+  ScratchDir dir;
+  EXPECT_THROW(LatencyLog(dir.file("a"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultCapacityBytes, 16),
+               std::invalid_argument);
+  EXPECT_THROW(LatencyLog(dir.file("b"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultCapacityBytes, 72),
+               std::invalid_argument);
+  EXPECT_THROW(LatencyLog(dir.file("c"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultCapacityBytes, 28),
+               std::invalid_argument);
+}
