@@ -100,12 +100,25 @@ bool MmapLog::catch_up() {
   return true;
 }
 
+std::chrono::nanoseconds MmapLog::provisioning_pause(size_t ready_bytes, double bytes_per_ns) {
+  const std::chrono::nanoseconds quarter{
+      bytes_per_ns > 0 ? int64_t(std::min(double(ready_bytes) / bytes_per_ns / 4, 1e9)) : kMaxPause.count()};
+  return std::clamp<std::chrono::nanoseconds>(quarter, kMinPause, kMaxPause);
+}
+
 void MmapLog::provision() {
   leave_hot_thread_alone();
-  while (!stop_.load(std::memory_order_relaxed)) {
+  using Clock = std::chrono::steady_clock;
+  const uint8_t* last_written = written_end_.load(std::memory_order_relaxed);
+  Clock::time_point last = Clock::now();
+  std::unique_lock<std::mutex> stopping(stop_mutex_);
+  while (!stop_) {
+    stopping.unlock();
+    size_t ready;
+    const uint8_t* written;
     {
       std::lock_guard<std::mutex> lock(grow_mutex_);
-      const uint8_t* written = written_end_.load(std::memory_order_relaxed);
+      written = written_end_.load(std::memory_order_relaxed);
       while (size_t(mapped_end_ - written) < 2 * chunk_bytes_)
         if (!grow_locked()) break;
       // Chunks the writer has left a chunk behind leave the process (their data stays in the page cache, dirty,
@@ -114,14 +127,26 @@ void MmapLog::provision() {
         ::madvise(released_end_, chunk_bytes_, MADV_DONTNEED);
         released_end_ += chunk_bytes_;
       }
+      ready = size_t(mapped_end_ - written);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const Clock::time_point now = Clock::now();
+    const double ns = double(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count());
+    const double rate = ns > 0 ? double(written - last_written) / ns : 0;
+    last = now;
+    last_written = written;
+    stopping.lock();
+    stop_cv_.wait_for(stopping, provisioning_pause(ready, rate), [this] { return stop_; });
+    wakeups_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
 void MmapLog::close() {
   if (fd_ < 0) return;
-  stop_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(stop_mutex_);
+    stop_ = true;
+  }
+  stop_cv_.notify_one();
   if (provisioner_.joinable()) provisioner_.join();
   // A record claimed but never committed (the handling of its message threw) is not a record: the log ends
   // before it. Only the last can be: each is committed before the next is claimed.

@@ -208,3 +208,28 @@ TEST(MmapLog, UnwritableDirectoryIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.bbo: open"), std::string::npos) << e.what();
   }
 }
+
+TEST(MmapLog, ProvisioningPausesForAQuarterOfTheTimeTheWriterNeedsToCatchUp) {
+  using std::chrono::microseconds;
+  using std::chrono::milliseconds;
+  // 32 MiB ready at 1 byte/ns: 33,554,432 ns to reach the end, a quarter of it 8,388,608 ns (hand worked).
+  EXPECT_EQ(MmapLog::provisioning_pause(32u << 20, 1.0).count(), 8388608);
+  EXPECT_EQ(MmapLog::provisioning_pause(32u << 20, 0.0), milliseconds(10));     // an idle writer: the longest
+  EXPECT_EQ(MmapLog::provisioning_pause(32u << 20, 0.5), milliseconds(10));     // 16.8 ms, capped
+  EXPECT_EQ(MmapLog::provisioning_pause(32u << 20, 100.0), milliseconds(1));    // 84 us, floored
+  EXPECT_EQ(MmapLog::provisioning_pause(0, 1.0), milliseconds(1));             // nothing ready: soonest
+  EXPECT_GT(MmapLog::provisioning_pause(32u << 20, 3.0), microseconds(2700));   // the flood's 3 GB/s: 2.8 ms
+}
+
+TEST(MmapLog, AnIdleLogsProvisionerWakesAtMostEveryTenMilliseconds) {
+  // Where the provisioner shares the writer's CPU every wake-up preempts the writer: polled every millisecond,
+  // 300 ms would cost ~300 of them. Sleeping can only make fewer: the bound cannot flake on a loaded machine.
+  ScratchDir dir;
+  BboLog log(dir.file("idle.bbo"), logfmt::Kind::kBbo, {});
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LE(double(log.provisioner_wakeups()), ms / 10 + 2);
+  EXPECT_GE(log.provisioner_wakeups(), 1u);
+  log.close();
+}
