@@ -93,6 +93,22 @@ def test_fewer_stamps_make_smaller_records_and_leave_the_stages_that_need_others
     assert set(s["latency"]["stages"]) == {"receive_to_book"}
 
 
+def test_one_stamp_makes_a_report_that_says_it_has_no_stage(tmp_path):
+    """The book's stamp alone is no interval: 32-byte records, and a report that says so instead of empty tables
+    (it once failed building a hop table from a chain of one stamp)."""
+    from itchbench.runs import runner, scenario
+
+    fx = FIXTURES[1]
+    values = scenario.defaults(name="book-stamp", transport="sim", capture=str(fx.path))
+    values["gateway"]["stamps"] = "book"
+    run = runner.execute(values, "book-stamp", root=tmp_path, echo=False)
+    lat = logs.read_latency(run / "latency.lat")
+    assert lat.header["stages"] == ["t_book"] and lat.header["record_size"] == 32 and len(lat.records) == 8000
+    assert itchbench_main(["report", str(run)]) == 0
+    text = (run / "report.md").read_text()
+    assert "holds no stage with both of its stamps (stamped: t_book)" in text and "### By stage" not in text
+
+
 def test_manifest_records_the_environment(tmp_path):
     run = sim.run_sim(FIXTURES[0].path, tmp_path / "run", echo=False)
     m = rundir.read_json(run / "manifest.json")

@@ -172,16 +172,24 @@ CO_MEASURES = [("from the intended send time (free of coordinated omission)", "t
                ("service time (read returned → book)", "t_read")]
 
 
+def chain_to_book(present: set[str] | list[str]) -> list[str]:
+    """The present stamps, in path order, up to t_book ([] without t_book): a chain of one stamp has no hop."""
+    stamps = [c for c, _ in STAMPS if c in present]
+    return stamps[: stamps.index("t_book") + 1] if "t_book" in stamps else []
+
+
 class HopTables:
     """Hop-by-hop tables and the coordinated-omission table, accumulated a
     chunk of chain columns at a time in exact histograms (analysis/histogram.py),
     so that a run of any length is tabled in bounded memory. `present` are the
     stamps some message has (a transport without a kernel stamp leaves t_kernel
-    all zero): they make the chain."""
+    all zero): they make the chain, which needs a stamp before t_book."""
 
     def __init__(self, present: list[str], subscribers: list[str]) -> None:
         stamps = [c for c, _ in STAMPS if c in present]
-        self.chains: dict[str, list[str]] = {"t_book": stamps[: stamps.index("t_book") + 1]}
+        self.chains: dict[str, list[str]] = {"t_book": chain_to_book(present)}
+        if len(self.chains["t_book"]) < 2:
+            raise ValueError(f"no hop to the book among the stamps {stamps}")
         if "t_published" in stamps:
             for sub in subscribers:
                 self.chains[sub] = stamps[: stamps.index("t_published") + 1] + [sub]

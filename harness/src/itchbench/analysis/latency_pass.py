@@ -128,7 +128,9 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
     present = {"t_read" if n == "t_receive" else n for n in set_fields}
     if reader.send is not None and reader.send[1].any():
         present |= {"t_intended", "t_sent"}
-    hop_tables = hops.HopTables(sorted(present), reader.subscribers) if "t_book" in present and breakdowns else None
+    # Hop by hop needs a stamp before the book's (a run that stamped the book alone has no hop).
+    hop_tables = (hops.HopTables(sorted(present), reader.subscribers)
+                  if len(hops.chain_to_book(present)) >= 2 and breakdowns else None)
 
     stages = [s for s in stages if s[0] in found]
     stage_h = {s[0]: KeyedHistogram() for s in stages}

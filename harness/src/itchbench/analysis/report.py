@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import rundir
-from . import dump, hlog, hops, latency_pass, plots, stats
+from . import dump, hlog, hops, latency_pass, logs, plots, stats
 
 HEADLINE = "receive_to_book"
 
@@ -193,12 +193,12 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
     # Latency
     lat_path = run_dir / "latency.lat"
     latency_json: dict[str, Any] = {"method": method}
-    scanned: latency_pass.RunLatency | None = None
-    if lat_path.exists():
-        names = dump.symbol_names(run_dir)
-        lat = latency_pass.scan(run_dir, int(scen.get("warmup_messages", 0)),
-                                csv=run_dir / "latency.csv" if csv else None, symbol_names=names)
-        scanned = lat
+    names = dump.symbol_names(run_dir) if lat_path.exists() else None
+    scanned = (latency_pass.scan(run_dir, int(scen.get("warmup_messages", 0)),
+                                 csv=run_dir / "latency.csv" if csv else None, symbol_names=names)
+               if lat_path.exists() else None)
+    if scanned is not None and scanned.stages:
+        lat = scanned
         stage_names = dict(lat.stages)
         by_stage = _stage_frame({n: h.stats(method) for n, h in lat.stage.items()}, lat.stages)
         latency_json["stages"] = _stats_json(by_stage)
@@ -266,6 +266,10 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
                "below the tables above (where n·p is whole) and within 0.1 % of them.", ""]
         if csv:
             md += ["Per-message latencies: `latency.csv`.", ""]
+    elif scanned is not None:
+        stamped = ", ".join(logs.read_latency(lat_path).header["stages"]) or "none"
+        md += ["## Latency", "", f"The latency log holds no stage with both of its stamps (stamped: {stamped}), so "
+               "no latency figure: each stage is the time between two stamps (`gateway.stamps`).", ""]
     else:
         md += ["## Latency", "", "No latency log in this run (recorded without stage stamps).", ""]
 
