@@ -156,6 +156,18 @@ def test_a_version_3_header_that_disagrees_with_itself_is_refused(tmp_path, reco
         logs.read_latency(path)
 
 
+def test_a_latency_log_written_by_the_harness_reads_back_whole(tmp_path):
+    path = tmp_path / "w.lat"
+    w = logs.LogWriter(path, logs.KIND_LATENCY, stage_clock=1)
+    rec = np.zeros(3, logs.FORMATS[(logs.KIND_LATENCY, 3)])
+    rec["seq"], rec["t_book"] = [1, 2, 3], [10, 20, 30]
+    w.append(rec)
+    w.close()
+    log = logs.read_latency(path)
+    assert log.complete and log.header["stages"] == list(logs.STAGE_STAMPS) and log.header["record_size"] == 64
+    assert list(log.records["t_book"]) == [10, 20, 30]
+
+
 def test_an_unknown_version_is_refused_by_name(run_dir, tmp_path):
     raw = bytearray((run_dir / "latency.lat").read_bytes())
     raw[8] = 9

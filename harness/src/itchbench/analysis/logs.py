@@ -193,6 +193,8 @@ class LogWriter:
         h["magic"], h["version"], h["header_size"] = MAGIC, VERSIONS[self.kind], HEADER_SIZE
         h["record_size"], h["kind"], h["stage_clock"] = self.dtype.itemsize, self.kind, self.stage_clock
         h["flags"], h["record_count"] = (FLAG_FINALIZED, self.count) if finalized else (0, 0)
+        if self.kind == KIND_LATENCY:  # its layout has every stage: the header says so
+            h["stages"] = sum(1 << i for i, n in enumerate(STAGE_STAMPS) if n in self.dtype.names)
         return h.tobytes()
 
     def append(self, records: np.ndarray) -> None:
