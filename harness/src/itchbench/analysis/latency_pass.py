@@ -59,6 +59,7 @@ class RunLatency:
     throughput_counts: np.ndarray                  # messages per time bin
     hop_tables: hops.HopTables | None
     sender: str
+    stamped: list[str]                             # the stamp columns the log holds (its header's stages)
     subscribers: list[str] = field(default_factory=list)
 
 
@@ -179,7 +180,7 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
         messages=max(0, accepted_total - warmup_messages), warmup_messages=min(warmup_messages, accepted_total),
         rejected=len(records) - accepted_total, by_type=by_type, by_symbol=by_symbol, over_time=over_time,
         time_edges_s=edges, throughput_counts=throughput, hop_tables=hop_tables, sender=reader.sender,
-        subscribers=reader.subscribers)
+        stamped=lat.header["stages"], subscribers=reader.subscribers)
 
 
 def _append_csv(path: Path, rec: np.ndarray, t_receive: np.ndarray, stage_cols: dict[str, np.ndarray],

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import rundir
-from . import dump, hlog, hops, latency_pass, logs, plots, stats
+from . import dump, hlog, hops, latency_pass, plots, stats
 
 HEADLINE = "receive_to_book"
 
@@ -267,7 +267,7 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
         if csv:
             md += ["Per-message latencies: `latency.csv`.", ""]
     elif scanned is not None:
-        stamped = ", ".join(logs.read_latency(lat_path).header["stages"]) or "none"
+        stamped = ", ".join(scanned.stamped) or "none"
         md += ["## Latency", "", f"The latency log holds no stage with both of its stamps (stamped: {stamped}), so "
                "no latency figure: each stage is the time between two stamps (`gateway.stamps`).", ""]
     else:
