@@ -19,7 +19,7 @@ void write_pipeline_counters(JsonWriter& j, const Gateway<Publisher>& gw, const 
   j.field("invalid_orders", book.counters().invalid_orders);
   j.field("live_orders_at_end", uint64_t(book.live_orders()));
   j.field("memory_bytes", uint64_t(book.memory_bytes())).field("index_grows", book.index_grows());
-  j.field("index_overflowed", book.index_overflowed());
+  j.field("index_overflowed", book.index_overflowed()).field("levels_off_ladder", book.levels_off_ladder());
   j.end_object();
   j.field("bbo_events", gw.bbo_events());
   j.key("symbols").begin_object();

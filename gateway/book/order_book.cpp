@@ -4,7 +4,7 @@
 
 namespace itchbench {
 
-OrderBook::OrderBook(size_t expected_orders) : orders_(expected_orders) {}
+OrderBook::OrderBook(size_t expected_orders) : levels_{Level{~0u, 0, 0}, Level{0, 0, 0}}, orders_(expected_orders) {}
 
 void OrderBook::grow_stocks(uint16_t locate) { stocks_.resize(size_t(locate) + 1); }
 
@@ -29,36 +29,86 @@ uint32_t OrderBook::new_level(uint32_t key, uint32_t shares) {
   return uint32_t(levels_.size() - 1);
 }
 
-uint32_t OrderBook::insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t key) {
-  if (__builtin_expect(locate >= stocks_.size(), 0)) grow_stocks(locate);
-  std::vector<Entry>& entries = stocks_[locate].sides[side];
-  auto it = find_entry(entries, key);
-  uint32_t level;
-  bool best;
-  if (it != entries.end() && it->key == key) {
-    level = it->level;
-    best = it + 1 == entries.end();
-    levels_[level].shares += shares;
-    ++levels_[level].orders;
-  } else {
-    best = it == entries.end();
-    level = new_level(key, shares);
-    entries.insert(it, Entry{key, level});
+uint32_t OrderBook::ladder_level(PriceLadder& ladder, uint32_t tick, uint32_t key, uint32_t shares, bool& made) {
+  // No branch on whether the level is new: adding a present tick changes nothing, and an empty ladder
+  // level reads zero orders and shares (its orders took all their shares with them).
+  const uint32_t place = ladder.place_of(tick);
+  Level& l = levels_[place];
+  made = !ladder.present(tick);
+  ladder.add(tick);
+  l.key = key;
+  ++l.orders;
+  l.shares += shares;
+  return place;
+}
+
+uint32_t OrderBook::level_elsewhere(Side& side, uint32_t price, uint32_t key, uint32_t shares, bool& made) {
+  std::vector<Entry>& others = side.others;
+  // A whole-tick price may have a level off the ladder, made before the ladder reached it: look there first.
+  auto it = find_entry(others, key);
+  if (it != others.end() && it->key == key) {
+    made = false;
+    levels_[it->level].shares += shares;
+    ++levels_[it->level].orders;
+    return it->level;
   }
-  orders_.insert(ref, {shares, level, locate, side});
-  return best ? locate : kUnchanged;
+  PriceLadder& ladder = side.ladder;
+  const uint32_t tick = PriceLadder::tick_of(price);
+  if (PriceLadder::on_tick(price)) {
+    if (!ladder.has_block()) {
+      // The side's first whole-tick price: its ladder's block of the pool.
+      ladder.set_block(uint32_t(levels_.size()));
+      levels_.resize(levels_.size() + PriceLadder::kTicks, Level{0, 0, 0});
+    }
+    if (ladder.fits(tick)) return ladder_level(ladder, tick, key, shares, made);
+  }
+  made = true;
+  ++levels_off_ladder_;
+  const uint32_t place = new_level(key, shares);
+  others.insert(it, Entry{key, place});
+  return place;
+}
+
+uint32_t OrderBook::insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t price) {
+  if (__builtin_expect(locate >= stocks_.size(), 0)) grow_stocks(locate);
+  Side& s = stocks_[locate].sides[side];
+  const uint32_t key = key_of(price, side == 1);
+  const uint32_t tick = PriceLadder::tick_of(price);
+  bool made;
+  // Nearly every add: a whole tick the side's ladder can take, and nothing off the ladder to look through.
+  const uint32_t place = __builtin_expect(s.others.empty() && PriceLadder::on_tick(price) && s.ladder.fits(tick), 1)
+                             ? ladder_level(s.ladder, tick, key, shares, made)
+                             : level_elsewhere(s, price, key, shares, made);
+  orders_.insert(ref, {shares, place, locate, side});
+  const bool better = made & ((s.best < kFirstLevel) | (key > levels_[s.best].key));
+  s.best = better ? place : s.best;
+  return s.best == place ? locate : kUnchanged;
+}
+
+uint32_t OrderBook::side_best(const Side& side, bool bid) const {
+  const PriceLadder& ladder = side.ladder;
+  const uint32_t on = ladder.empty() ? uint32_t(bid) : ladder.place_of(bid ? ladder.highest() : ladder.lowest());
+  if (side.others.empty()) return on;
+  const uint32_t off = side.others.back().level;
+  return ladder.empty() || levels_[off].key > levels_[on].key ? off : on;
 }
 
 bool OrderBook::leave_level(const Order& o) {
   Level& l = levels_[o.level];
   l.shares -= o.shares;
   if (--l.orders != 0) return at_best(o);
-  std::vector<Entry>& entries = stocks_[o.locate].sides[o.side];
-  auto it = find_entry(entries, l.key);
-  const bool best = it + 1 == entries.end();
-  entries.erase(it);
-  free_levels_.push_back(o.level);
-  return best;
+  Side& s = stocks_[o.locate].sides[o.side];
+  const bool bid = o.side == 1;
+  if (s.ladder.owns(o.level)) {
+    s.ladder.remove(PriceLadder::tick_of(price_of(l.key, bid)));
+  } else {
+    auto it = find_entry(s.others, l.key);
+    s.others.erase(it);
+    free_levels_.push_back(o.level);
+  }
+  if (s.best != o.level) return false;
+  s.best = side_best(s, bid);
+  return true;
 }
 
 uint32_t OrderBook::add(uint16_t locate, uint64_t ref, char side, uint32_t shares, uint32_t price) {
@@ -70,8 +120,7 @@ uint32_t OrderBook::add(uint16_t locate, uint64_t ref, char side, uint32_t share
     ++counters_.duplicate_refs;
     return kUnchanged;
   }
-  const bool bid = side == 'B';
-  return insert_order(locate, ref, uint8_t(bid), shares, key_of(price, bid));
+  return insert_order(locate, ref, uint8_t(side == 'B'), shares, price);
 }
 
 uint32_t OrderBook::reduce(uint64_t ref, uint32_t shares) {
@@ -114,7 +163,7 @@ uint32_t OrderBook::replace(uint64_t original_ref, uint64_t new_ref, uint32_t sh
   const bool best = leave_level(o);
   // A replacement to zero shares leaves no order behind.
   const bool new_best =
-      shares != 0 && insert_order(o.locate, new_ref, o.side, shares, key_of(price, o.side == 1)) != kUnchanged;
+      shares != 0 && insert_order(o.locate, new_ref, o.side, shares, price) != kUnchanged;
   return best || new_best ? o.locate : kUnchanged;
 }
 
@@ -124,9 +173,14 @@ std::vector<OrderBook::LevelView> OrderBook::levels(uint16_t locate, char side) 
   const bool bid = side == 'B';
   std::vector<LevelView> out;
   if (locate >= stocks_.size()) return out;
-  const std::vector<Entry>& entries = stocks_[locate].sides[bid ? 1 : 0];
-  for (auto it = entries.rbegin(); it != entries.rend(); ++it)
-    out.push_back({price_of(it->key, bid), levels_[it->level].orders, levels_[it->level].shares});
+  const Side& s = stocks_[locate].sides[bid ? 1 : 0];
+  std::vector<Entry> all(s.others);
+  const PriceLadder& ladder = s.ladder;
+  if (!ladder.empty())
+    for (uint32_t t = ladder.lowest(); t <= ladder.highest(); ++t)
+      if (ladder.present(t)) all.push_back({levels_[ladder.place_of(t)].key, ladder.place_of(t)});
+  std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return a.key > b.key; });
+  for (const Entry& e : all) out.push_back({price_of(e.key, bid), levels_[e.level].orders, levels_[e.level].shares});
   return out;
 }
 
@@ -139,7 +193,8 @@ bool OrderBook::find_order(uint64_t ref, OrderView& out) const {
 
 size_t OrderBook::memory_bytes() const {
   size_t entries = 0;
-  for (const Stock& s : stocks_) entries += (s.sides[0].capacity() + s.sides[1].capacity()) * sizeof(Entry);
+  for (const Stock& s : stocks_)
+    entries += (s.sides[0].others.capacity() + s.sides[1].others.capacity()) * sizeof(Entry);
   return stocks_.capacity() * sizeof(Stock) + orders_.bytes() + entries + levels_.capacity() * sizeof(Level) +
          free_levels_.capacity() * sizeof(uint32_t);
 }

@@ -10,12 +10,17 @@
 //
 // Layout for speed: orders live inside the reference table (OrderTable,
 // direct-mapped by reference), so finding one is one cache miss. Price
-// levels live in a pool at stable places; each stock side is a sorted array
-// of (price, place) with the best at the back, so the BBO is O(1) and
-// activity near the touch moves little memory. An order keeps its level's
+// levels live in a pool at stable places, and an order keeps its level's
 // place, which is also where its price is: a delete or reduction reaches its
-// level without searching for it. Nothing is allocated per message once the
-// table, the pool and the side arrays have reached the session's size.
+// level without searching for it. A stock side keeps the place of its best
+// level, so the BBO is two loads a side. Its levels on whole cents near each
+// other (nearly all of a real book's activity) sit in a PriceLadder: a block
+// of the pool indexed by price, so an add finds or makes its level by
+// arithmetic and an emptied best finds the next by a bit scan, with no search
+// and no data-dependent loop. Any other level (a sub-penny price, or one too
+// far from the ladder's) goes to the side's sorted array of (key, place),
+// best at the back. Nothing is allocated per message once the table, the
+// pool and the side arrays have reached the session's size.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +28,7 @@
 
 #include "book/bbo.hpp"
 #include "book/order_index.hpp"
+#include "book/price_ladder.hpp"
 
 namespace itchbench {
 
@@ -88,14 +94,18 @@ class OrderBook {
   const BookCounters& counters() const { return counters_; }
   uint64_t index_grows() const { return orders_.grows(); }
   uint64_t index_overflowed() const { return orders_.overflowed(); }  // orders kept in the overflow (OrderTable)
+  uint64_t levels_off_ladder() const { return levels_off_ladder_; }   // levels made in a side's sorted array
 
  private:
+  // Places 0 and 1 of the pool hold no level: each is the best of an empty side (0 asks, 1 bids), whose
+  // price and shares read as 0 (an ask's key is ~price), so the BBO is read without a branch.
+  static constexpr uint32_t kFirstLevel = 2;
   struct Level {
-    uint32_t key;  // bid: price; ask: ~price, so that both sides sort ascending, best last
+    uint32_t key;  // bid: price; ask: ~price, so that on both sides the greater key is the better price
     uint32_t orders;
     uint64_t shares;
   };
-  // A side's levels in price order: the key, and where the level lives in the pool.
+  // A level off the ladder: its key, and where it lives in the pool.
   struct Entry {
     uint32_t key;
     uint32_t level;
@@ -106,36 +116,48 @@ class OrderBook {
     uint16_t locate;
     uint8_t side;  // 0 ask, 1 bid
   };
+  struct Side {
+    uint32_t best;  // place of the best level, on the ladder or off it; the side's number when it has none
+    PriceLadder ladder;
+    std::vector<Entry> others;  // levels off the ladder in key order, the best at the back
+  };
   struct Stock {
-    std::vector<Entry> sides[2];  // [0] asks, [1] bids
+    Stock() {
+      sides[0].best = 0;
+      sides[1].best = 1;
+    }
+    Side sides[2];  // [0] asks, [1] bids
     Bbo last_emitted;
   };
 
   static uint32_t key_of(uint32_t price, bool bid) { return bid ? price : ~price; }
   static uint32_t price_of(uint32_t key, bool bid) { return bid ? key : ~key; }
   Bbo bbo_of(const Stock& s) const {
-    const std::vector<Entry>& bids = s.sides[1];
-    const std::vector<Entry>& asks = s.sides[0];
-    const uint32_t bid_px = bids.empty() ? 0 : bids.back().key;
-    const uint64_t bid_qty = bids.empty() ? 0 : levels_[bids.back().level].shares;
-    const uint32_t ask_px = asks.empty() ? 0 : ~asks.back().key;
-    const uint64_t ask_qty = asks.empty() ? 0 : levels_[asks.back().level].shares;
-    return Bbo{bid_px, ask_px, bid_qty, ask_qty};
+    const Level& bid = levels_[s.sides[1].best];
+    const Level& ask = levels_[s.sides[0].best];
+    return Bbo{bid.key, ~ask.key, bid.shares, ask.shares};
   }
 
-  // The order's level is its side's best (the side holds at least that level).
-  bool at_best(const Order& o) const { return stocks_[o.locate].sides[o.side].back().level == o.level; }
-  uint32_t insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t key);
+  bool at_best(const Order& o) const { return stocks_[o.locate].sides[o.side].best == o.level; }
+  uint32_t insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t price);
+  // The place of the side's level at a price (its key), made when absent (made says which): on the ladder at
+  // tick (one that fits), or wherever else it is or goes.
+  uint32_t ladder_level(PriceLadder& ladder, uint32_t tick, uint32_t key, uint32_t shares, bool& made);
+  // Out of line: the rare case stays out of the common add's code.
+  __attribute__((noinline)) uint32_t level_elsewhere(Side& side, uint32_t price, uint32_t key, uint32_t shares,
+                                                     bool& made);
   bool leave_level(const Order& o);  // takes an order's shares off its price level; true when it was a best one
+  uint32_t side_best(const Side& side, bool bid) const;  // place of the side's best level, or its empty place
   void grow_stocks(uint16_t locate);  // room for stocks up to locate (first order of a new stock)
-  uint32_t new_level(uint32_t key, uint32_t shares);  // a level of one order, from the pool
+  uint32_t new_level(uint32_t key, uint32_t shares);  // a level of one order off the ladder, from the pool
   static std::vector<Entry>::iterator find_entry(std::vector<Entry>& side, uint32_t key);
 
   std::vector<Stock> stocks_;  // by locate, up to the highest that has had an order: memory in proportion
   std::vector<Level> levels_;         // every stock's price levels, at stable places
-  std::vector<uint32_t> free_levels_;  // places in levels_ of levels that emptied
+  std::vector<uint32_t> free_levels_;  // places in levels_ of off-ladder levels that emptied
   OrderTable<Order> orders_;
   BookCounters counters_;
+  uint64_t levels_off_ladder_ = 0;
 };
 
 }  // namespace itchbench

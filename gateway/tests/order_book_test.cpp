@@ -334,6 +334,76 @@ TEST(OrderBook, NamesTheStockOnlyWhenABestLevelIsTouched) {
   EXPECT_EQ(book.counters().unknown_refs, 1u);
 }
 
+// A side keeps its levels on whole cents within 64 cents of each other on its
+// ladder, and any other level (sub-penny, or beyond the window) in a sorted
+// array; the side's best, its level order and the BBO span both. Prices are
+// chosen at the window's edges: with $10.00 (tick 1000) on the ladder, $9.36
+// (tick 936) is 64 ticks away and goes off it, $9.37 fits.
+namespace {
+using Levels = std::vector<std::tuple<uint32_t, uint32_t, uint64_t>>;  // price, orders, shares, best first
+Levels levels_of(const OrderBook& book, char side) {
+  Levels out;
+  for (const auto& l : book.levels(1, side)) out.emplace_back(l.price, l.orders, l.shares);
+  return out;
+}
+}  // namespace
+
+TEST(OrderBook, BidsOnAndOffTheLadderKeepPriceOrder) {
+  OrderBook book{64};
+  const uint32_t kUnchanged = OrderBook::kUnchanged;
+  EXPECT_EQ(book.add(1, 1, 'B', 100, 100000), 1u);           // $10.00: ladder, the best
+  EXPECT_EQ(book.add(1, 2, 'B', 200, 99950), kUnchanged);    // $9.995: sub-penny, off
+  EXPECT_EQ(book.add(1, 3, 'B', 300, 93600), kUnchanged);    // $9.36: 64 ticks below, off
+  EXPECT_EQ(book.add(1, 4, 'B', 400, 93700), kUnchanged);    // $9.37: fits, ladder
+  EXPECT_EQ(book.add(1, 5, 'B', 50, 100100), 1u);            // $10.01: 64 above $9.37, off; the best
+  EXPECT_EQ(book.levels_off_ladder(), 3u);
+  EXPECT_EQ(levels_of(book, 'B'),
+            (Levels{{100100, 1, 50}, {100000, 1, 100}, {99950, 1, 200}, {93700, 1, 400}, {93600, 1, 300}}));
+  EXPECT_EQ(book.bbo(1), make_bbo(100100, 50, 0, 0));
+  EXPECT_EQ(book.remove(5), 1u);  // the best was off the ladder: the next is on it
+  EXPECT_EQ(book.bbo(1), make_bbo(100000, 100, 0, 0));
+  EXPECT_EQ(book.remove(4), kUnchanged);
+  EXPECT_EQ(book.remove(1), 1u);  // the ladder is empty: the best is off it
+  EXPECT_EQ(book.bbo(1), make_bbo(99950, 200, 0, 0));
+  // $9.36 would fit the empty ladder, but its level is off it already: the order joins that level.
+  EXPECT_EQ(book.add(1, 6, 'B', 10, 93600), kUnchanged);
+  EXPECT_EQ(book.levels_off_ladder(), 3u);
+  EXPECT_EQ(levels_of(book, 'B'), (Levels{{99950, 1, 200}, {93600, 2, 310}}));
+  EXPECT_EQ(book.remove(2), 1u);
+  EXPECT_EQ(book.bbo(1), make_bbo(93600, 310, 0, 0));
+  EXPECT_EQ(book.add(1, 7, 'B', 5, 93500), kUnchanged);  // ladder, below the best off it
+  EXPECT_EQ(levels_of(book, 'B'), (Levels{{93600, 2, 310}, {93500, 1, 5}}));
+  EXPECT_EQ(book.remove(3), 1u);
+  EXPECT_EQ(book.bbo(1), make_bbo(93600, 10, 0, 0));
+  EXPECT_EQ(book.remove(6), 1u);
+  EXPECT_EQ(book.bbo(1), make_bbo(93500, 5, 0, 0));
+  EXPECT_EQ(book.remove(7), 1u);
+  EXPECT_EQ(book.bbo(1), make_bbo(0, 0, 0, 0));
+  EXPECT_EQ(book.levels_off_ladder(), 3u);
+}
+
+TEST(OrderBook, AsksOnAndOffTheLadderKeepPriceOrder) {
+  OrderBook book{64};
+  const uint32_t kUnchanged = OrderBook::kUnchanged;
+  EXPECT_EQ(book.add(1, 1, 'S', 100, 100000), 1u);         // $10.00: ladder, the best
+  EXPECT_EQ(book.add(1, 2, 'S', 200, 100050), kUnchanged);  // $10.005: sub-penny, off
+  EXPECT_EQ(book.add(1, 3, 'S', 300, 106400), kUnchanged);  // $10.64: 64 ticks above, off
+  EXPECT_EQ(book.add(1, 4, 'S', 400, 99900), 1u);           // $9.99: ladder, the best
+  EXPECT_EQ(book.levels_off_ladder(), 2u);
+  EXPECT_EQ(levels_of(book, 'S'), (Levels{{99900, 1, 400}, {100000, 1, 100}, {100050, 1, 200}, {106400, 1, 300}}));
+  EXPECT_EQ(book.bbo(1), make_bbo(0, 0, 99900, 400));
+  EXPECT_EQ(book.reduce(4, 150), 1u);
+  EXPECT_EQ(book.bbo(1), make_bbo(0, 0, 99900, 250));
+  EXPECT_EQ(book.reduce(4, 250), 1u);  // to zero: the level goes
+  EXPECT_EQ(book.bbo(1), make_bbo(0, 0, 100000, 100));
+  EXPECT_EQ(book.replace(1, 8, 100, 106300), 1u);  // $10.63: ladder; the best is $10.005, off it
+  EXPECT_EQ(book.bbo(1), make_bbo(0, 0, 100050, 200));
+  EXPECT_EQ(levels_of(book, 'S'), (Levels{{100050, 1, 200}, {106300, 1, 100}, {106400, 1, 300}}));
+  EXPECT_EQ(book.levels_off_ladder(), 2u);
+  EXPECT_EQ(book.remove(2), 1u);
+  EXPECT_EQ(book.bbo(1), make_bbo(0, 0, 106300, 100));
+}
+
 TEST(OrderBook, IndexSurvivesChurnAndGrowth) {
   OrderBook book(16);  // deliberately small: forces the index to grow
   for (uint64_t ref = 1; ref <= 5000; ++ref) book.add(uint16_t(ref % 7), ref * 7919, ref % 2 ? 'B' : 'S', 100, uint32_t(10000 + ref % 50));
@@ -368,7 +438,8 @@ namespace {
 // over-executions, duplicate adds, bad sides, zero-share replaces, replaces
 // to a live reference and onto themselves, and extreme values: the
 // references a hash table might use as sentinels (0, all ones), the largest
-// prices and share counts, the first and last stock locates.
+// prices and share counts, the first and last stock locates; and prices off
+// a side's ladder (sub-penny, or near the edge of its 64-cent window).
 constexpr uint64_t kExtremeRefs[] = {0, UINT64_MAX, UINT64_MAX - 1, uint64_t(1) << 63};
 constexpr uint32_t kExtremeU32[] = {0, 1, UINT32_MAX, UINT32_MAX - 1, 0x7FFFFFFF};
 
@@ -376,12 +447,19 @@ void mutate(std::vector<uint8_t>& m, replay::Rng& rng, uint64_t& last_add_ref) {
   const char type = char(m[0]);
   const auto extreme_ref = [&] { return kExtremeRefs[rng.below(4)]; };
   const auto extreme_u32 = [&] { return kExtremeU32[rng.below(5)]; };
+  // A price the side's ladder cannot take, or only just: sub-penny, or 60 to 70 cents away.
+  const auto off_the_ladder = [&](uint32_t price) {
+    if (rng.below(2)) return price + uint32_t(rng.between(1, 99));
+    const uint32_t away = 100 * uint32_t(rng.between(60, 70));
+    return rng.below(2) && price > away ? price - away : price + away;
+  };
   if (type == 'A') {
     if (last_add_ref && rng.chance_ppm(20000)) store_be64(&m[11], last_add_ref);  // duplicate
     else if (rng.chance_ppm(5000)) m[19] = 'Z';                                     // bad side
     else if (rng.chance_ppm(10000)) store_be64(&m[11], extreme_ref());
     if (rng.chance_ppm(5000)) store_be32(&m[20], extreme_u32());  // shares
     if (rng.chance_ppm(5000)) store_be32(&m[32], extreme_u32());  // price
+    else if (rng.chance_ppm(50000)) store_be32(&m[32], off_the_ladder(load_be32(&m[32])));
     if (rng.chance_ppm(2000)) store_be16(&m[1], rng.chance_ppm(500000) ? 0 : 0xFFFF);  // locate
     last_add_ref = load_be64(&m[11]);
   } else if ((type == 'X' || type == 'E') && rng.chance_ppm(100000)) {
@@ -395,6 +473,7 @@ void mutate(std::vector<uint8_t>& m, replay::Rng& rng, uint64_t& last_add_ref) {
     else if (rng.chance_ppm(10000)) store_be64(&m[rng.chance_ppm(500000) ? 11 : 19], extreme_ref());
     if (rng.chance_ppm(5000)) store_be32(&m[27], extreme_u32());  // shares
     if (rng.chance_ppm(5000)) store_be32(&m[31], extreme_u32());  // price
+    else if (rng.chance_ppm(50000)) store_be32(&m[31], off_the_ladder(load_be32(&m[31])));
   }
 }
 
@@ -403,7 +482,9 @@ void mutate(std::vector<uint8_t>& m, replay::Rng& rng, uint64_t& last_add_ref) {
 TEST(OrderBook, MatchesNaiveReferenceOnGeneratedSessions) {
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    replay::GeneratorConfig cfg = replay::nasdaq_day_profile(seed % 2 ? 5 : 40);
+    // Every fourth a deep book: prices anywhere in 400 cents, so levels on and off the ladders mix.
+    replay::GeneratorConfig cfg =
+        seed % 4 == 0 ? replay::deep_book_profile() : replay::nasdaq_day_profile(seed % 2 ? 5 : 40);
     cfg.seed = seed;
     cfg.messages = 15000;
     cfg.unknown_ref_ppm = seed % 3 == 0 ? 20000 : 0;
@@ -426,6 +507,7 @@ TEST(OrderBook, MatchesNaiveReferenceOnGeneratedSessions) {
     EXPECT_EQ(ls.book.counters().duplicate_refs, ls.ref.duplicate);
     EXPECT_EQ(ls.book.counters().invalid_orders, ls.ref.invalid);
     EXPECT_GT(ls.ref.duplicate + ls.ref.invalid, 0u);  // the mutations did happen
-    EXPECT_GT(ls.real_events.size(), 1000u);
+    EXPECT_GT(ls.book.levels_off_ladder(), 0u);
+    EXPECT_GT(ls.real_events.size(), 500u);
   }
 }
