@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,25 @@ def test_itchbench_help(capsys):
         itchbench_main(["--help"])
     assert e.value.code == 0
     assert "demo" in capsys.readouterr().out
+
+
+HEAVY = ("numpy", "pandas", "matplotlib", "pyarrow", "scipy", "jinja2")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["no-such-command"]] + [
+    [name, "--help"] for name in ("demo", "fixtures", "sim", "run", "faults", "compare", "bisect", "doc", "report",
+                                  "stats", "dump", "export", "inspect")])
+def test_help_and_usage_errors_load_no_analysis_stack(argv):
+    # In a fresh interpreter (this one has pandas already): the parser is built from the commands alone.
+    probe = ("import sys\n"
+             "from itchbench.cli import main\n"
+             "try:\n"
+             f"    main({argv!r})\n"
+             "except SystemExit as e:\n"
+             "    code = e.code\n"
+             f"print('LOADED', code, sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stderr.splitlines()[-1] == f"LOADED {0 if '--help' in argv else 2} []", done.stderr
 
 
 def test_synth_is_deterministic_and_seed_sensitive(tool, tmp_path):

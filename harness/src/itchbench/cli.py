@@ -7,16 +7,8 @@ import signal
 import sys
 from typing import Callable, Sequence
 
-from . import __version__, paths
-from .analysis.logs import LogFormatError
-from .analysis.stats import StatsError
-from .captures.inspect import CaptureError
+from . import __version__
 from .commands import bisect, compare, demo, doc, dump, export, faults, fixtures, inspect, report, run, sim, stats
-from .commands.common import UserError
-from .runs.failure import Interrupted
-from .rundir import RunDirError
-from .runs.scenario import ScenarioError
-from .tools import ToolError
 
 COMMANDS = [demo, fixtures, sim, run, faults, compare, bisect, doc, report, stats, dump, export, inspect]
 
@@ -35,12 +27,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _terminate(signum: int, frame: object) -> None:
+    from .runs.failure import Interrupted
+
     raise Interrupted()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # Only once the arguments parse: --help and usage errors load none of the analysis stack (numpy, pandas).
+    from . import paths
+    from .analysis.logs import LogFormatError
+    from .analysis.stats import StatsError
+    from .captures.inspect import CaptureError
+    from .commands.common import UserError
+    from .rundir import RunDirError
+    from .runs.failure import Interrupted
+    from .runs.scenario import ScenarioError
+    from .tools import ToolError
+
     func: Callable[[argparse.Namespace], int] = args.func
     # SIGTERM tears a run down like Ctrl-C: children stopped, logs flushed,
     # summary written and marked interrupted.

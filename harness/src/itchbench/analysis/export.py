@@ -14,10 +14,10 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from ..vocabulary import EXPORT_FORMATS
 from . import dump, hops, logs
 
 CHUNK_ROWS = 1 << 20
-FORMATS = ("parquet", "csv")
 
 _SYMBOL = pa.dictionary(pa.uint16(), pa.string())
 _TYPE = pa.dictionary(pa.uint8(), pa.string())
@@ -101,8 +101,8 @@ def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
            chunk_rows: int = CHUNK_ROWS) -> int:
     """Write the table to out (through out.partial, renamed when whole); returns the rows written."""
     run_dir = Path(run_dir)
-    if fmt not in FORMATS:
-        raise ExportError(f"unknown format {fmt!r} ({', '.join(FORMATS)})")
+    if fmt not in EXPORT_FORMATS:
+        raise ExportError(f"unknown format {fmt!r} ({', '.join(EXPORT_FORMATS)})")
     source = run_dir / ("bbo.bbo" if bbo else "latency.lat")
     if not source.is_file():
         raise ExportError(f"{run_dir}: no {source.name}" + ("" if bbo else " (the run recorded no latency log)"))

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..vocabulary import DEFAULT_METHOD, HIGHER, METHODS, NEAREST_RANK  # noqa: F401 (the methods this module computes)
+
 PERCENTILES: dict[str, float] = {
     "p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99, "p999": 0.999, "p9999": 0.9999,
 }
 STAT_KEYS = ["count", "mean", "min", "max", *PERCENTILES, "stddev"]
-HIGHER = "higher"
-NEAREST_RANK = "nearest_rank"
-DEFAULT_METHOD = HIGHER
-METHODS = [HIGHER, NEAREST_RANK, "linear", "lower", "midpoint", "inverted_cdf", "closest_observation"]
 _RANKED = (HIGHER, NEAREST_RANK)  # computed here from one partition; the rest by numpy
 _P_DENOMINATOR = 1_000_000  # percentiles are exact fractions of this: integer index arithmetic, no float rounding
 

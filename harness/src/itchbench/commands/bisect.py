@@ -7,9 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..captures import fixtures
-from ..compare import bisect, revisions
-from ..runs import scenario
+from .. import vocabulary
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "Builds are shared with itchbench compare. Exit 0 when found, 2 when it cannot bisect.")
     b.add_argument("good", metavar="GOOD")
     b.add_argument("bad", metavar="BAD")
-    b.add_argument("--metric", choices=bisect.METRICS, default="instructions")
+    b.add_argument("--metric", choices=vocabulary.BISECT_METRICS, default="instructions")
     b.add_argument("--scenario", type=Path, help="take the capture of the scenario's first configuration "
                    "(default: the seed-workload fixture)")
     b.add_argument("--repo", type=Path, default=Path.cwd(), help="the git repository (default: the current folder)")
@@ -29,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..captures import fixtures
+    from ..compare import bisect, revisions
+    from ..runs import scenario
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 

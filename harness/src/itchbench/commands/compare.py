@@ -6,9 +6,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import paths
-from ..compare import report, revisions, session, verdicts
+
+if TYPE_CHECKING:
+    from ..compare import session
 
 SEED = 20261122  # bootstrap resampling: fixed, recorded, so the same runs give the same report
 
@@ -34,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _side(name: str, spec: str, repo: Path, say, benchmarks: bool) -> session.Side:
+    from ..compare import revisions, session
     side = session.Side(name, spec)
     path = Path(spec)
     if spec != revisions.WORKTREE and path.is_dir() and not (path / ".git").exists():
@@ -44,6 +48,7 @@ def _side(name: str, spec: str, repo: Path, say, benchmarks: bool) -> session.Si
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..compare import report, session, verdicts
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 

@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 
 from .. import paths
-from ..analysis import summary_index
-from ..captures import fixtures
-from ..runs import runner, scenario, verdict
 from . import fixtures as fixtures_command
 from .common import run_line, verdict_of
 
@@ -23,6 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..analysis import summary_index
+    from ..captures import fixtures
+    from ..runs import runner, scenario, verdict
     fxs = fixtures.load_manifest()
     print(f"[1/3] verifying {len(fxs)} fixtures: recipe sha256 and golden BBO digest in simulation", flush=True)
     ok = fixtures_command.verify_all("  ")

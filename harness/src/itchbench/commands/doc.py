@@ -8,9 +8,6 @@ import sys
 from pathlib import Path
 
 from .. import paths
-from ..compare import session, verdicts
-from ..documents import benchmark, journey
-from ..documents.collect import DocumentError
 from .common import UserError
 
 
@@ -46,6 +43,8 @@ def _slug(text: str) -> str:
 
 
 def _journey(args: argparse.Namespace) -> tuple[Path, Path]:
+    from ..compare import session, verdicts
+    from ..documents import journey
     if args.repetitions < verdicts.MIN_REPETITIONS:
         raise UserError(f"--repetitions must be at least {verdicts.MIN_REPETITIONS}")
     specs = journey.expand(args.repo, args.runs)
@@ -65,6 +64,8 @@ def _journey(args: argparse.Namespace) -> tuple[Path, Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..documents import benchmark
+    from ..documents.collect import DocumentError
     if not args.runs:
         raise UserError("doc needs RUNS (run directories or folders of them), or --journey REV1 REV2 …; "
                         "see itchbench doc --help")

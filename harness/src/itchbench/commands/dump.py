@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..analysis import dump
 from .common import UserError
 
 
@@ -19,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..analysis import dump
     run_dir = Path(args.run_dir)
     if not (run_dir / "bbo.bbo").is_file():
         raise UserError(f"{run_dir} is not a run directory (no bbo.bbo)")

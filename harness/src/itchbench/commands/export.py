@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..analysis import export
+from .. import vocabulary
 from .common import UserError
 
 
@@ -17,13 +17,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "typed columns (schema: gateway/log/FORMAT.md), in chunks of a million rows: pandas, "
                        "Polars, DuckDB and Spark read it as it is.")
     e.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    e.add_argument("--format", choices=export.FORMATS, default="parquet", help="(default: %(default)s)")
+    e.add_argument("--format", choices=vocabulary.EXPORT_FORMATS, default="parquet", help="(default: %(default)s)")
     e.add_argument("--out", type=Path, help="output file (default: RUN_DIR/latency.FORMAT or RUN_DIR/bbo.FORMAT)")
     e.add_argument("--bbo", action="store_true", help="the BBO events instead of the per-message latency")
     e.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..analysis import export
     out = args.out or args.run_dir / f"{'bbo' if args.bbo else 'latency'}.{args.format}"
     try:
         rows = export.export(args.run_dir, out, fmt=args.format, bbo=args.bbo)

@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..captures import faults
-from ..captures.inspect import check_capture
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     f = sub.add_parser("faults", help="write a copy of a capture with seeded packet faults and a sidecar",
@@ -31,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..captures import faults
+    from ..captures.inspect import check_capture
     src = check_capture(Path(args.input))
     side = faults.inject(src, Path(args.output), seed=args.seed, drop=args.drop, duplicate=args.duplicate,
                          reorder=args.reorder, reorder_window=args.reorder_window, truncate=args.truncate,

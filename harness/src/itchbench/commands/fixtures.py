@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..captures import fixtures
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     f = sub.add_parser("fixtures", help="check or rebuild the committed fixtures from their recipes",
@@ -19,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def verify_all(indent: str = "") -> bool:
+    from ..captures import fixtures
     ok = True
     for fx in fixtures.load_manifest():
         verdict = fixtures.verify(fx)
@@ -28,6 +27,7 @@ def verify_all(indent: str = "") -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..captures import fixtures
     if args.action == "verify":
         return 0 if verify_all() else 1
     updated = []

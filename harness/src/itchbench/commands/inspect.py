@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..captures.inspect import inspect_capture, rejections
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     i = sub.add_parser("inspect", help="per-type message counts and framing accounting of a capture")
@@ -45,6 +43,7 @@ def flow_table(report: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..captures.inspect import inspect_capture, rejections
     report = inspect_capture(Path(args.capture), args.feed)
     if args.json:
         print(json.dumps(report, indent=2))

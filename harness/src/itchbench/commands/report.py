@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..analysis import report
-from ..analysis.stats import DEFAULT_METHOD, METHODS
+from ..vocabulary import DEFAULT_METHOD, METHODS
 from .common import UserError
 
 
@@ -19,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..analysis import report
     run_dir = Path(args.run_dir)
     if not (run_dir / "manifest.json").is_file():
         raise UserError(f"{run_dir} is not a run directory (no manifest.json)")

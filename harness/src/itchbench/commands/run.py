@@ -7,8 +7,6 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..runs import microbench, runner, scenario, verdict
-from ..runs.failure import RunError
 from .common import run_line, verdict_of
 
 
@@ -25,6 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..runs import microbench, runner, scenario, verdict
+    from ..runs.failure import RunError
     configs = scenario.load(Path(args.scenario))
     for config in configs:  # a micro-benchmark filter that selects nothing is refused before anything runs
         try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..runs.sim import run_sim
 from .common import run_line, verdict_of
 
 
@@ -24,6 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..runs.sim import run_sim
     run_dir = run_sim(Path(args.capture), Path(args.out) if args.out else None, latency_log=not args.no_latency_log,
                       feed=args.feed)
     summary, verdict = verdict_of(run_dir)

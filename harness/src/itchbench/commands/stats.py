@@ -6,8 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..analysis import external
-from ..analysis.stats import DEFAULT_METHOD, METHODS
+from ..vocabulary import DEFAULT_METHOD, METHODS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,6 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..analysis import external
     result = external.stats_of_csv(Path(args.file), args.column, args.method)
     print(json.dumps(result.figures, indent=2) if args.json else external.format_table(result))
     return 0

@@ -13,8 +13,6 @@ from .. import paths
 from ..captures.digest import sim_bbo
 from . import instructions, revisions, verdicts
 
-METRICS = ("instructions", "bbo")
-
 
 class BisectError(RuntimeError):
     """Bisection cannot start or cannot go on; the message says why."""
