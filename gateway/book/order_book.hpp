@@ -13,14 +13,15 @@
 // levels live in a pool at stable places, and an order keeps its level's
 // place, which is also where its price is: a delete or reduction reaches its
 // level without searching for it. A stock side keeps the place of its best
-// level, so the BBO is two loads a side. Its levels on whole cents near each
-// other (nearly all of a real book's activity) sit in a PriceLadder: a block
-// of the pool indexed by price, so an add finds or makes its level by
-// arithmetic and an emptied best finds the next by a bit scan, with no search
-// and no data-dependent loop. Any other level (a sub-penny price, or one too
-// far from the ladder's) goes to the side's sorted array of (key, place),
-// best at the back. Nothing is allocated per message once the table, the
-// pool and the side arrays have reached the session's size.
+// level, so the BBO is two loads a side. Its levels on whole cents within 64
+// cents of each other (on the generated nasdaq-day session, every level) sit
+// in a PriceLadder: a block of the pool indexed by price, so an add finds or
+// makes its level by arithmetic and an emptied best finds the next by a bit
+// scan, with no search and no data-dependent loop. Any other level (a
+// sub-penny price, or one too far from the ladder's) goes to the side's
+// sorted array of (key, place), best at the back. Nothing is allocated per
+// message once the table, the pool and the side arrays have reached the
+// session's size.
 #pragma once
 #include <cstddef>
 #include <cstdint>
