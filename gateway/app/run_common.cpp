@@ -14,7 +14,7 @@ namespace {
 size_t capacity_for(uint64_t max_records, size_t record_size) {
   if (max_records == 0) return MmapLog::kDefaultCapacityBytes;
   constexpr size_t kPage = 4096;
-  const size_t bytes = logfmt::kHeaderSize + size_t(max_records) * record_size;
+  const size_t bytes = logfmt::kLatencyHeaderSize + size_t(max_records) * record_size;  // the longer header
   return std::min(MmapLog::kDefaultCapacityBytes, (bytes + kPage - 1) / kPage * kPage);
 }
 }  // namespace
@@ -25,7 +25,7 @@ RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::
   if (o.latency_log) {
     const size_t record_size = logfmt::latency_record_size(stages);
     logs.latency = std::make_unique<LatencyLog>(o.out + "/latency.lat", logfmt::Kind::kLatency,
-                                                LogIdentity{clock.source(), origin, o.run_id, o.commit, stages},
+                                                LogIdentity{clock.source(), origin, o.run_id, o.commit, stages, clock.line()},
                                                 capacity_for(max_records, record_size), record_size);
   }
   logs.bbo = std::make_unique<BboLog>(o.out + "/bbo.bbo", logfmt::Kind::kBbo,
@@ -39,7 +39,7 @@ double timer_overhead_ns(const StageClock& clock) {
   for (auto& x : d) {
     const uint64_t a = clock.now();
     const uint64_t b = clock.now();
-    x = b - a;  // two stamps bracket one stamp's cost
+    x = clock.to_ns(b) - clock.to_ns(a);  // two stamps bracket one stamp's cost
   }
   std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
   return double(d[d.size() / 2]);
@@ -52,7 +52,7 @@ static int64_t offset_from_monotonic_ns(const StageClock& clock) {
   std::vector<int64_t> d(101);
   for (auto& x : d) {
     const uint64_t before = monotonic_ns();
-    const uint64_t stage = clock.now();
+    const uint64_t stage = clock.to_ns(clock.now());
     const uint64_t after = monotonic_ns();
     x = int64_t(stage) - int64_t(before + (after - before) / 2);
   }
@@ -71,10 +71,10 @@ void write_grant(JsonWriter& j, const char* name, const Grant& g, int value) {
 }
 
 void write_clock_json(JsonWriter& j, const StageClock& clock, double overhead_ns) {
-  const char* name = clock.source() == logfmt::StageClock::kTsc ? "tsc" : "monotonic";
+  const char* name = clock.source() == logfmt::StageClock::kTscTicks ? "tsc" : "monotonic";
   j.key("clock").begin_object();
   j.field("stage", name).field("ticks_per_ns", clock.ticks_per_ns()).field("timer_overhead_ns", overhead_ns);
-  const uint64_t measured_at = clock.now();
+  const uint64_t measured_at = clock.to_ns(clock.now());
   j.field("offset_from_monotonic_ns_at_end", offset_from_monotonic_ns(clock));
   j.field("offset_measured_at_ns", measured_at).field("anchor_ns", clock.anchor_ns());
   j.end_object();

@@ -1,6 +1,7 @@
 // Binary log formats written by the gateway (documented in FORMAT.md beside
 // this file; the harness reads them with one numpy dtype per format).
-// Little-endian, fixed-size records after a 128-byte header.
+// Little-endian, fixed-size records after a 128-byte header (latency: 160,
+// the header and the stage clock's line).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -8,7 +9,7 @@
 namespace itchbench::logfmt {
 
 constexpr char kMagic[8] = {'I', 'T', 'C', 'H', 'B', 'L', 'O', 'G'};
-constexpr size_t kHeaderSize = 128;
+constexpr size_t kHeaderSize = 128;  // common to every kind; a latency log's header is longer (below)
 
 enum class Kind : uint16_t {
   kLatency = 1,  // the gateway: one record per message
@@ -17,14 +18,31 @@ enum class Kind : uint16_t {
 };
 
 // Each kind is versioned on its own; readers keep reading the earlier versions.
-constexpr uint16_t version_of(Kind k) { return k == Kind::kLatency ? 3 : 1; }
+constexpr uint16_t version_of(Kind k) { return k == Kind::kLatency ? 4 : 1; }
 
 // Clock of the stage stamps (t_receive .. t_published).
 enum class StageClock : uint16_t {
   kNone = 0,
   kMonotonic = 1,  // CLOCK_MONOTONIC, ns
-  kTsc = 2,        // invariant TSC converted to ns (origin: CLOCK_MONOTONIC at calibration)
+  kTsc = 2,        // invariant TSC converted to ns (origin: CLOCK_MONOTONIC at calibration); latency v1-v3
+  kTscTicks = 3,   // raw invariant TSC ticks, mapped to ns by the header's StageClockLine when read (latency v4)
 };
+
+// A latency log's stage clock as a line onto CLOCK_MONOTONIC, after the
+// common header (latency version 4): a stamp t (raw TSC ticks) is
+//   ns0 + ((t - tsc0) * ns_per_tick_q32 >> 32)   (exact, 128-bit product)
+// nanoseconds; every stamp is 0 (not stamped) or at least tsc0. Writing raw
+// ticks keeps the conversion off the hot path. All zero when the stamps are
+// CLOCK_MONOTONIC ns already.
+struct StageClockLine {
+  uint64_t tsc0 = 0;             // ticks at the end of calibration
+  uint64_t ns0 = 0;              // CLOCK_MONOTONIC then
+  uint64_t ns_per_tick_q32 = 0;  // below 2^32: the TSC runs at 1 GHz or more
+  uint64_t reserved = 0;
+};
+static_assert(sizeof(StageClockLine) == 32);
+constexpr size_t kLatencyHeaderSize = kHeaderSize + sizeof(StageClockLine);
+constexpr size_t header_size_of(Kind k) { return k == Kind::kLatency ? kLatencyHeaderSize : kHeaderSize; }
 // Clock of t_origin.
 enum class OriginClock : uint16_t {
   kNone = 0,
@@ -48,7 +66,7 @@ struct Header {
   uint64_t dropped;        // records not written (log full), exact when finalized
   char run_id[32];         // NUL-padded ASCII
   char commit[48];         // NUL-padded ASCII: git commit, "-dirty" if modified
-  uint8_t stages;          // latency (version 3): the Stage stamps each record holds; else 0
+  uint8_t stages;          // latency (version 3 and 4): the Stage stamps each record holds; else 0
   uint8_t reserved[7];
 };
 static_assert(sizeof(Header) == kHeaderSize);
@@ -70,8 +88,9 @@ enum Stage : uint8_t {
 };
 constexpr uint8_t kAllStages = 31;
 
-// Version 3: this head, then one u64 stamp (per header.stage_clock) for each
-// stage in header.stages, in Stage order. (Version 2, 64 bytes, held all five
+// Version 3 and 4 (4: a longer header, stamps may be raw TSC ticks): this
+// head, then one u64 stamp (per header.stage_clock) for each stage in
+// header.stages, in Stage order. (Version 2, 64 bytes, held all five
 // stamps, zero where not stamped; version 1, 56 bytes, had one t_receive.
 // FORMAT.md keeps both layouts.)
 struct LatencyRecord {

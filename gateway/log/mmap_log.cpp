@@ -46,7 +46,7 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
   }
   base_ = static_cast<uint8_t*>(m);
   mapped_end_ = released_end_ = base_;
-  first_record_ = cursor_ = base_ + logfmt::kHeaderSize;
+  first_record_ = cursor_ = base_ + logfmt::header_size_of(kind);
   written_end_.store(cursor_);
   {
     std::lock_guard<std::mutex> lock(grow_mutex_);
@@ -57,7 +57,7 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
   logfmt::Header h{};
   std::memcpy(h.magic, logfmt::kMagic, sizeof h.magic);
   h.version = logfmt::version_of(kind);
-  h.header_size = logfmt::kHeaderSize;
+  h.header_size = uint16_t(logfmt::header_size_of(kind));
   h.record_size = uint16_t(record_size);
   h.kind = uint16_t(kind);
   h.stage_clock = uint16_t(id.stage_clock);
@@ -66,6 +66,7 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
   copy_padded(h.run_id, sizeof h.run_id, id.run_id);
   copy_padded(h.commit, sizeof h.commit, id.commit);
   std::memcpy(base_, &h, sizeof h);
+  if (kind == logfmt::Kind::kLatency) std::memcpy(base_ + sizeof h, &id.clock_line, sizeof id.clock_line);
   provisioner_ = std::thread([this] { provision(); });
 }
 

@@ -36,6 +36,7 @@ struct LogIdentity {
   std::string run_id;
   std::string commit;
   uint8_t stages = 0;  // latency: the stages its records stamp (logfmt::Stage)
+  logfmt::StageClockLine clock_line{};  // latency: how its stamps map to ns (written after the header)
 };
 
 class MmapLog {

@@ -89,10 +89,10 @@ void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
             now_rt = realtime_ns();
             const uint64_t after = clock.now();
             mid = before + (after - before) / 2;
-            if (after - before < kMaxBracketNs) break;
+            if (clock.to_ns(after) - clock.to_ns(before) < kMaxBracketNs) break;
           }
           const uint64_t age = now_rt > kernel ? now_rt - kernel : 0;
-          arrival.t_kernel = std::min(arrival.t_read, mid - std::min(age, mid));
+          arrival.t_kernel = std::min(arrival.t_read, clock.earlier(mid, age));
           ++stats_.kernel_timestamps;
         }
       }

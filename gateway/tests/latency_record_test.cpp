@@ -1,4 +1,4 @@
-// The latency record (format version 3): a 24-byte head, then one 8-byte
+// The latency record (format version 4): a 24-byte head, then one 8-byte
 // stamp per stage the log records, in stage order (gateway/log/FORMAT.md).
 #include <gtest/gtest.h>
 
@@ -52,14 +52,18 @@ TEST(LatencyRecord, AGatewayWritesTheStagesOfItsLogAndNoOthers) {
   ScratchDir dir;
   const std::string path = dir.file("stages.lat");
   const uint8_t stages = kStampDecoded | kStampPublished;
+  // A calibrated clock, as in every run: stamps are raw ticks and the header carries the line that maps them.
+  const StageClock clock = StageClock::calibrate(5);
+  const uint64_t before = monotonic_ns();
   {
     LogIdentity id;
     id.stages = stages;
+    id.stage_clock = clock.source();
+    id.clock_line = clock.line();
     LatencyLog log(path, logfmt::Kind::kLatency, id, MmapLog::kDefaultCapacityBytes,
                    logfmt::latency_record_size(stages));
     OrderBook book(1024);
     NullPublisher pub;
-    const StageClock clock = StageClock::monotonic();
     Gateway<NullPublisher> gw(book, clock, &log, nullptr, pub);
     auto add = [&](uint64_t seq, uint64_t ref, uint32_t price) {
       itch::AddOrder a;
@@ -77,20 +81,28 @@ TEST(LatencyRecord, AGatewayWritesTheStagesOfItsLogAndNoOthers) {
     add(2, 12, 9900);   // below it: no event
     log.close();
   }
+  const uint64_t after = monotonic_ns();
   const auto bytes = itchbench::testing::read_bytes(path);
   logfmt::Header h;
   std::memcpy(&h, bytes.data(), sizeof h);
-  EXPECT_EQ(h.version, 3u);
+  EXPECT_EQ(h.version, 4u);
+  EXPECT_EQ(h.header_size, logfmt::kLatencyHeaderSize);
+  EXPECT_EQ(h.stage_clock, uint16_t(clock.source()));
+  logfmt::StageClockLine line;
+  std::memcpy(&line, bytes.data() + sizeof h, sizeof line);
+  EXPECT_EQ(line.tsc0, clock.line().tsc0);
+  EXPECT_EQ(line.ns0, clock.line().ns0);
+  EXPECT_EQ(line.ns_per_tick_q32, clock.line().ns_per_tick_q32);
   EXPECT_EQ(h.stages, stages);
   EXPECT_EQ(h.record_size, 40u);
-  ASSERT_EQ(bytes.size(), logfmt::kHeaderSize + 2 * 40u);
+  ASSERT_EQ(bytes.size(), logfmt::kLatencyHeaderSize + 2 * 40u);
   struct Record {
     logfmt::LatencyRecord head;
     uint64_t decoded, published;
   };
   static_assert(sizeof(Record) == 40);
   Record r[2];
-  std::memcpy(r, bytes.data() + logfmt::kHeaderSize, sizeof r);
+  std::memcpy(r, bytes.data() + logfmt::kLatencyHeaderSize, sizeof r);
   EXPECT_EQ(r[0].head.seq, 1u);
   EXPECT_EQ(r[0].head.t_origin, 1001u);
   EXPECT_EQ(r[0].head.stock_locate, 7u);
@@ -98,6 +110,10 @@ TEST(LatencyRecord, AGatewayWritesTheStagesOfItsLogAndNoOthers) {
   EXPECT_EQ(r[0].head.flags, logfmt::kWritten | logfmt::kBboEvent);
   EXPECT_NE(r[0].decoded, 0u);
   EXPECT_GE(r[0].published, r[0].decoded);
+  // Mapped with the header's line, the stamps fall between the CLOCK_MONOTONIC reads around the run (a rate fitted
+  // over 5 ms is off by some ppm: far below the 50 us allowed).
+  EXPECT_GE(clock.to_ns(r[0].decoded) + 50'000, before);
+  EXPECT_LE(clock.to_ns(r[0].published), after + 50'000);
   EXPECT_EQ(r[1].head.seq, 2u);
   EXPECT_EQ(r[1].head.flags, logfmt::kWritten);
   EXPECT_GE(r[1].decoded, r[0].published);

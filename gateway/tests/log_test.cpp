@@ -95,7 +95,7 @@ TEST(MmapLog, CrashedWriterLeavesWholeRecordsThenZeros) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    LatencyLog log(path, logfmt::Kind::kLatency, {logfmt::StageClock::kTsc, logfmt::OriginClock::kNone, "crash", ""});
+    LatencyLog log(path, logfmt::Kind::kLatency, {logfmt::StageClock::kTscTicks, logfmt::OriginClock::kNone, "crash", ""});
     for (uint64_t i = 0; i < 12345; ++i) {
       logfmt::LatencyRecord r{};
       r.seq = i + 1;
@@ -112,14 +112,14 @@ TEST(MmapLog, CrashedWriterLeavesWholeRecordsThenZeros) {
   EXPECT_EQ(h.flags & logfmt::kFlagFinalized, 0u);
   EXPECT_EQ(h.record_count, 0u);
   const size_t rs = sizeof(logfmt::LatencyRecord);
-  ASSERT_GT(bytes.size(), logfmt::kHeaderSize + 12345 * rs);  // chunk-rounded
+  ASSERT_GT(bytes.size(), logfmt::kLatencyHeaderSize + 12345 * rs);  // chunk-rounded
   size_t whole = 0;
-  while (logfmt::kHeaderSize + (whole + 1) * rs <= bytes.size() &&
-         (bytes[logfmt::kHeaderSize + whole * rs + offsetof(logfmt::LatencyRecord, flags)] & logfmt::kWritten))
+  while (logfmt::kLatencyHeaderSize + (whole + 1) * rs <= bytes.size() &&
+         (bytes[logfmt::kLatencyHeaderSize + whole * rs + offsetof(logfmt::LatencyRecord, flags)] & logfmt::kWritten))
     ++whole;
   EXPECT_EQ(whole, 12345u);
   logfmt::LatencyRecord last;
-  std::memcpy(&last, bytes.data() + logfmt::kHeaderSize + (whole - 1) * rs, rs);
+  std::memcpy(&last, bytes.data() + logfmt::kLatencyHeaderSize + (whole - 1) * rs, rs);
   EXPECT_EQ(last.seq, 12345u);
 }
 
@@ -143,7 +143,7 @@ TEST(MmapLog, ClaimedRecordsReadZeroWhereNotFilledAndAFullLogTakesNone) {
   const std::string path = dir.file("claimed.lat");
   const uint8_t stages = logfmt::kStageRead | logfmt::kStageBook;  // two stamps: read (slot 0), book (slot 1)
   const size_t rs = logfmt::latency_record_size(stages);
-  const uint64_t fit = (3 * MmapLog::kChunkBytes - logfmt::kHeaderSize) / rs;
+  const uint64_t fit = (3 * MmapLog::kChunkBytes - logfmt::kLatencyHeaderSize) / rs;
   {
     LogIdentity id;
     id.stages = stages;
@@ -159,7 +159,7 @@ TEST(MmapLog, ClaimedRecordsReadZeroWhereNotFilledAndAFullLogTakesNone) {
     log.close();
   }
   const auto bytes = itchbench::testing::read_bytes(path);
-  ASSERT_EQ(bytes.size(), logfmt::kHeaderSize + fit * rs);
+  ASSERT_EQ(bytes.size(), logfmt::kLatencyHeaderSize + fit * rs);
   struct Record {
     logfmt::LatencyRecord head;
     uint64_t read, book;
@@ -171,7 +171,7 @@ TEST(MmapLog, ClaimedRecordsReadZeroWhereNotFilledAndAFullLogTakesNone) {
     want.head.seq = i + 1;
     want.head.flags = uint8_t(logfmt::kWritten | (i % 2 ? logfmt::kBboEvent : 0));
     want.book = 7 * i;
-    wrong += std::memcmp(bytes.data() + logfmt::kHeaderSize + i * rs, &want, rs) != 0;
+    wrong += std::memcmp(bytes.data() + logfmt::kLatencyHeaderSize + i * rs, &want, rs) != 0;
   }
   EXPECT_EQ(wrong, 0u);
 }
@@ -191,12 +191,12 @@ TEST(MmapLog, ARecordClaimedButNeverCommittedIsNotInTheClosedLog) {
     log.claim().seq = 11;  // never committed
   }  // closed by the destructor, as when an exception unwinds the run
   const auto bytes = itchbench::testing::read_bytes(path);
-  ASSERT_EQ(bytes.size(), logfmt::kHeaderSize + 10 * sizeof(logfmt::LatencyRecord));
+  ASSERT_EQ(bytes.size(), logfmt::kLatencyHeaderSize + 10 * sizeof(logfmt::LatencyRecord));
   const logfmt::Header h = header_of(bytes);
   EXPECT_EQ(h.flags & logfmt::kFlagFinalized, logfmt::kFlagFinalized);
   EXPECT_EQ(h.record_count, 10u);
   logfmt::LatencyRecord last;
-  std::memcpy(&last, bytes.data() + logfmt::kHeaderSize + 9 * sizeof last, sizeof last);
+  std::memcpy(&last, bytes.data() + logfmt::kLatencyHeaderSize + 9 * sizeof last, sizeof last);
   EXPECT_EQ(last.seq, 10u);
 }
 

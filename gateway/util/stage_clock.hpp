@@ -1,8 +1,9 @@
 // The clock that stamps pipeline stages. On an invariant TSC (the usual
-// case, and the kernel's own clocksource here) a stamp is one rdtsc and a
-// multiply: about 10 ns against about 22 ns for clock_gettime on these VMs.
-// Ticks are mapped to CLOCK_MONOTONIC nanoseconds by a line fitted at start;
-// without an invariant TSC, clock_gettime(CLOCK_MONOTONIC) is used instead.
+// case, and the kernel's own clocksource here) a stamp is one rdtsc, stored
+// raw: about 10 ns against about 22 ns for clock_gettime on these VMs, and
+// the conversion to ns (a line onto CLOCK_MONOTONIC fitted at start) is left
+// to whoever reads the log, which carries the line. Without an invariant TSC
+// of at least 1 GHz, a stamp is clock_gettime(CLOCK_MONOTONIC) in ns.
 #pragma once
 #include <time.h>
 #include <x86intrin.h>
@@ -25,20 +26,28 @@ class StageClock {
   static StageClock calibrate(unsigned calibration_ms = 20);
   static StageClock monotonic();  // clock_gettime only
 
-  uint64_t now() const {
-    if (!tsc_) return monotonic_ns();
-    const uint64_t dt = __rdtsc() - tsc0_;
-    return ns0_ + uint64_t((unsigned __int128)dt * mult_ >> 32);
+  // A stamp: raw TSC ticks, or CLOCK_MONOTONIC ns (source()).
+  uint64_t now() const { return tsc_ ? __rdtsc() : monotonic_ns(); }
+  // A stamp of now() in ns on the line (CLOCK_MONOTONIC at calibration);
+  // stamps before the line's origin map to ns0.
+  uint64_t to_ns(uint64_t stamp) const {
+    if (!tsc_) return stamp;
+    const uint64_t dt = stamp > line_.tsc0 ? stamp - line_.tsc0 : 0;
+    return line_.ns0 + uint64_t((unsigned __int128)dt * line_.ns_per_tick_q32 >> 32);
   }
-  logfmt::StageClock source() const { return tsc_ ? logfmt::StageClock::kTsc : logfmt::StageClock::kMonotonic; }
-  double ticks_per_ns() const { return tsc_ ? 4294967296.0 / double(mult_) : 0.0; }
-  // The stage time at which the clock equalled CLOCK_MONOTONIC (the end of calibration).
-  uint64_t anchor_ns() const { return ns0_; }
+  // The stamp ns nanoseconds before `stamp`, no earlier than the line's origin.
+  uint64_t earlier(uint64_t stamp, uint64_t ns) const;
+
+  logfmt::StageClock source() const { return tsc_ ? logfmt::StageClock::kTscTicks : logfmt::StageClock::kMonotonic; }
+  // What a log needs to convert the stamps (all zero for monotonic stamps).
+  const logfmt::StageClockLine& line() const { return line_; }
+  double ticks_per_ns() const { return tsc_ ? 4294967296.0 / double(line_.ns_per_tick_q32) : 0.0; }
+  // The stage time in ns at which the clock equalled CLOCK_MONOTONIC (the end of calibration).
+  uint64_t anchor_ns() const { return line_.ns0; }
 
  private:
   bool tsc_ = false;
-  uint64_t tsc0_ = 0, ns0_ = 0;
-  uint64_t mult_ = 0;  // ns per tick, 32.32 fixed point
+  logfmt::StageClockLine line_{};
 };
 
 }  // namespace itchbench

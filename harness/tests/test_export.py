@@ -15,6 +15,7 @@ from itchbench.analysis import export, logs
 from itchbench.captures import fixtures
 from itchbench.cli import main as itchbench_main
 from itchbench.runs import sim
+from stamps_in_ns import stamps_in_ns
 
 DAY = next(fx for fx in fixtures.load_manifest() if fx.name == "nasdaq-day-sample")
 
@@ -38,7 +39,7 @@ def test_latency_parquet_has_typed_columns_equal_to_the_log(run_dir, tmp_path):
     slope = clock["offset_from_monotonic_ns_at_end"] / (clock["offset_measured_at_ns"] - clock["anchor_ns"])
 
     def moved(name: str) -> np.ndarray:
-        t = rec[name].astype(np.int64)
+        t = stamps_in_ns(run_dir / "latency.lat", rec[name])  # the log's raw TSC ticks mapped by its clock line
         return t - np.rint((t - clock["anchor_ns"]) * slope).astype(np.int64)
 
     assert np.array_equal(df["t_book_ns"].to_numpy(), moved("t_book"))

@@ -12,6 +12,7 @@ import pytest
 from itchbench.analysis import latency_pass, logs
 from itchbench.captures import fixtures
 from itchbench.runs import sim
+from stamps_in_ns import stamps_in_ns
 
 HEADER = logs.HEADER_SIZE
 
@@ -37,7 +38,7 @@ def test_cut_mid_record_reads_whole_records_with_a_warning(run_dir, tmp_path):
     raw = (run_dir / "latency.lat").read_bytes()
     full = logs.read_latency(run_dir / "latency.lat").records
     size = 24 + 4 * 8  # simulation, every stamp: the head, then read, decoded, book, published (FORMAT.md)
-    cut = copy_with(run_dir, tmp_path / "cut.lat", raw[:HEADER + 100 * size + 17])
+    cut = copy_with(run_dir, tmp_path / "cut.lat", raw[:logs.LATENCY_V4_HEADER_SIZE + 100 * size + 17])
     with pytest.warns(logs.TruncatedLogWarning, match="17 trailing bytes"):
         log = logs.read_latency(cut)
     assert len(log.records) == 100 and not log.complete
@@ -107,13 +108,85 @@ def test_a_version_1_latency_log_is_still_read(tmp_path):
         assert list(v) == [value] and list(c) == [2]
 
 
-def _latency_header(version: int, record_size: int, stages: int) -> bytearray:
-    header = bytearray(HEADER)
+def _latency_header(version: int, record_size: int, stages: int, stage_clock: int = 1,
+                    header_size: int = HEADER) -> bytearray:
+    header = bytearray(header_size)
     header[0:8] = b"ITCHBLOG"
-    # version, header size, record size, kind latency, stage clock monotonic, no origin clock, finalized, 2 records
-    struct.pack_into("<HHHHHHIQQ", header, 8, version, HEADER, record_size, 1, 1, 0, 1, 2, 0)
+    # version, header size, record size, kind latency, stage clock, no origin clock, finalized, 2 records
+    struct.pack_into("<HHHHHHIQQ", header, 8, version, header_size, record_size, 1, stage_clock, 0, 1, 2, 0)
     header[120] = stages
     return header
+
+
+# A clock line for version 4, by hand: a 3 GHz TSC is 1/3 ns a tick, 0x55555555 in 32.32 fixed point.
+TSC0, NS0, Q32 = 10**6, 5 * 10**9, 0x55555555
+
+
+def _v4_log(path: Path, read_ticks: list[int], book_ticks: list[int], q32: int = Q32, stage_clock: int = 3) -> Path:
+    """Version 4, stages read and book, stamps as raw ticks (stage_clock 3) after a 160-byte header whose last 32
+    bytes are the clock line (FORMAT.md)."""
+    header = _latency_header(4, 40, 0b01010, stage_clock=stage_clock, header_size=160)
+    struct.pack_into("<QQQQ", header, 128, TSC0, NS0, q32, 0)
+    recs = b"".join(struct.pack("<QQHcB4xQQ", seq, 0, 7, b"A", 0x80, r, b)
+                    for seq, (r, b) in enumerate(zip(read_ticks, book_ticks), 1))
+    path.write_bytes(bytes(header) + recs)
+    return path
+
+
+def test_a_version_4_log_of_raw_ticks_is_read_in_ns(tmp_path):
+    # 3,000 ticks on is 999 ns, not 1,000 (0x55555555 is (2^32 - 1) / 3, and the product is floored); 2^40 ticks
+    # on (~6 minutes: the 64-bit product would overflow without the halves) is 2^8 * 0x55555555 ns exactly.
+    # Book 750 ticks after read: 250 ns, or 249 where the floors fall the other way.
+    read = [TSC0 + 3000, TSC0 + (1 << 40)]
+    book = [t + 750 for t in read]
+    path = _v4_log(tmp_path / "latency.lat", read, book)
+    log = logs.read_latency(path)
+    assert log.header["version"] == 4 and log.header["stage_clock"] == "tsc-ticks" and log.complete
+    assert list(log.records["t_read"]) == read  # as stored
+    want_read, want_book = (list(stamps_in_ns(path, np.array(t, np.uint64))) for t in (read, book))
+    ns = logs.in_ns(log, log.records)
+    assert list(ns["t_read"]) == want_read == [NS0 + 999, NS0 + 0x5555555500]
+    assert list(ns["t_book"]) == want_book
+    assert [int(c["t_book"][0]) for c in logs.iter_records(log, 1)] == want_book  # one buffer, reused
+    lat = latency_pass.scan(tmp_path)
+    v, c = lat.stage["receive_to_book"].values_counts()
+    assert sorted(np.repeat(v, c)) == sorted(b - r for r, b in zip(want_read, want_book)) == [249, 250]
+
+
+def test_a_zero_stamp_of_raw_ticks_stays_zero(tmp_path):
+    log = logs.read_latency(_v4_log(tmp_path / "latency.lat", [TSC0 + 300, TSC0 + 600], [TSC0 + 450, 0]))
+    assert list(logs.in_ns(log, log.records)["t_book"]) == [NS0 + 149, 0]  # 450 / 3 - 2^-32 * 450 / 3, floored
+
+
+@pytest.mark.parametrize("q32, stage_clock, message", [
+    (0, 3, "outside 1"),
+    (1 << 32, 3, "outside 1"),
+])
+def test_a_version_4_clock_line_that_cannot_convert_is_refused(tmp_path, q32, stage_clock, message):
+    with pytest.raises(logs.LogFormatError, match=message):
+        logs.read_latency(_v4_log(tmp_path / "latency.lat", [TSC0 + 1], [TSC0 + 2], q32=q32, stage_clock=stage_clock))
+
+
+def test_raw_ticks_without_a_clock_line_are_refused(tmp_path):
+    path = tmp_path / "latency.lat"
+    path.write_bytes(bytes(_latency_header(3, 40, 0b01010, stage_clock=3)) + bytes(80))
+    with pytest.raises(logs.LogFormatError, match="no clock line"):
+        logs.read_latency(path)
+
+
+def test_a_run_logs_raw_ticks_that_map_onto_its_own_clock(run_dir):
+    """The gateway's own log: version 4, the line its clock fitted, and stamps that land between the anchor and
+    the end-of-run measurement it reports in gateway.json (both CLOCK_MONOTONIC ns)."""
+    import json
+    clock = json.loads((run_dir / "gateway.json").read_text())["clock"]
+    log = logs.read_latency(run_dir / "latency.lat")
+    assert log.header["version"] == 4
+    if clock["stage"] != "tsc":
+        pytest.skip("no invariant TSC here: the stamps are CLOCK_MONOTONIC ns")
+    assert log.header["stage_clock"] == "tsc-ticks" and log.clock_line.ns0 == clock["anchor_ns"]
+    book = logs.in_ns(log, log.records)["t_book"]
+    assert book.min() >= clock["anchor_ns"] and book.max() <= clock["offset_measured_at_ns"]
+    assert not (log.records["t_book"] == book).all()  # stored as ticks, not as ns
 
 
 def test_a_version_2_latency_log_is_still_read(tmp_path):
@@ -173,5 +246,5 @@ def test_an_unknown_version_is_refused_by_name(run_dir, tmp_path):
     raw[8] = 9
     path = tmp_path / "v9.lat"
     path.write_bytes(bytes(raw))
-    with pytest.raises(logs.LogFormatError, match="latency log format version 9, this reader knows 1, 2, 3"):
+    with pytest.raises(logs.LogFormatError, match="latency log format version 9, this reader knows 1, 2, 3, 4"):
         logs.read_latency(path)

@@ -17,6 +17,7 @@ from itchbench.analysis import logs, report, summary_index
 from itchbench.captures import fixtures
 from itchbench.runs import sim
 from itchbench.cli import main as itchbench_main
+from stamps_in_ns import stamps_in_ns
 
 
 def digest_tree(run: Path) -> dict[str, str]:
@@ -67,7 +68,8 @@ def test_hlog_reads_back_with_the_hdrhistogram_reader(run_dir):
     reader = HistogramLogReader(str(run_dir / "hlog" / "receive_to_book.hlog"), HdrHistogram(1, 3_600_000_000_000, 3))
     h = reader.get_next_interval_histogram()
     rec = logs.read_latency(run_dir / "latency.lat").records
-    values = np.sort(rec["t_book"].astype(np.int64) - rec["t_read"].astype(np.int64))  # simulation: no kernel stamp
+    path = run_dir / "latency.lat"
+    values = np.sort(stamps_in_ns(path, rec["t_book"]) - stamps_in_ns(path, rec["t_read"]))  # sim: no kernel stamp
     assert h.get_total_count() == values.size == 8000
     # HdrHistogram's percentile is the textbook nearest rank, 1-based ceil(n*p) (our default, numpy's
     # `higher`, is one rank above when n*p is whole), exact below 2048 and within 3 significant digits above.

@@ -18,6 +18,7 @@ from itchbench.analysis.stats import PERCENTILES
 from itchbench.runs.sim import run_sim
 
 from live_helpers import make_capture
+from stamps_in_ns import stamps_in_ns
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def runs(tmp_path_factory) -> dict[int, Path]:
 def _reference(run: Path, start: str, end: str) -> np.ndarray:
     rec = logs.read_latency(run / "latency.lat").records
     rec = rec[(rec["flags"] & logs.FLAG_REJECTED) == 0]
-    return rec[end].astype(np.int64) - rec[start].astype(np.int64)
+    return stamps_in_ns(run / "latency.lat", rec[end]) - stamps_in_ns(run / "latency.lat", rec[start])
 
 
 def test_streamed_statistics_equal_numpy_over_the_whole_log(runs):

@@ -163,7 +163,8 @@ def chain(run_dir: Path) -> Chain | None:
     if not lat_path.is_file():
         return None
     reader = ChainReader(run_dir)
-    return Chain(pd.DataFrame(reader.columns(accepted(logs.read_latency(lat_path).records))), reader.subscribers,
+    lat = logs.read_latency(lat_path)
+    return Chain(pd.DataFrame(reader.columns(accepted(logs.in_ns(lat, lat.records)))), reader.subscribers,
                  reader.sender)
 
 

@@ -17,7 +17,7 @@ from typing import Iterator
 import numpy as np
 
 MAGIC = b"ITCHBLOG"
-HEADER_SIZE = 128
+HEADER_SIZE = 128  # common to every kind; a version-4 latency log's is longer (LATENCY_V4_HEADER_SIZE)
 KIND_LATENCY = 1
 KIND_BBO = 2
 KIND_SEND = 3
@@ -64,11 +64,15 @@ BBO_DTYPE = np.dtype([
     ("bid_px", "<u4"), ("ask_px", "<u4"), ("stock_locate", "<u2"), ("flags", "u1"),
     ("reserved", "V5"),
 ])
+# Latency version 4: after the common header, the line that maps raw TSC ticks (stage_clock 3) to ns.
+CLOCK_LINE_DTYPE = np.dtype([("tsc0", "<u8"), ("ns0", "<u8"), ("ns_per_tick_q32", "<u8"), ("reserved", "<u8")])
+LATENCY_V4_HEADER_SIZE = HEADER_SIZE + CLOCK_LINE_DTYPE.itemsize
 assert HEADER_DTYPE.itemsize == HEADER_SIZE
 assert LATENCY_V2_DTYPE.itemsize == 64 and LATENCY_V1_DTYPE.itemsize == 56 and BBO_DTYPE.itemsize == 48
 assert SEND_DTYPE.itemsize == 32 and SUBSCRIBER_DTYPE.itemsize == 24
 
-STAGE_CLOCKS = {0: "none", 1: "monotonic", 2: "tsc"}
+STAGE_CLOCK_TSC_TICKS = 3
+STAGE_CLOCKS = {0: "none", 1: "monotonic", 2: "tsc", STAGE_CLOCK_TSC_TICKS: "tsc-ticks"}
 ORIGIN_CLOCKS = {0: "none", 1: "capture-epoch", 2: "sender-monotonic", 3: "itch-timestamp"}
 KIND_NAMES = {KIND_LATENCY: "latency", KIND_BBO: "bbo", KIND_SEND: "send", KIND_SUBSCRIBER: "subscriber"}
 
@@ -78,12 +82,34 @@ def latency_v3_dtype(stages: int) -> np.dtype:
     return np.dtype(LATENCY_V3_HEAD + [(n, "<u8") for i, n in enumerate(STAGE_STAMPS) if stages >> i & 1])
 
 
-# (kind, version) -> record layout: every version a reader has met stays readable. A latency log of version 3
-# has the layout of its stages (latency_v3_dtype); this one is the layout with every stage.
+# (kind, version) -> record layout: every version a reader has met stays readable. A latency log of version 3 or
+# 4 has the layout of its stages (latency_v3_dtype); this one is the layout with every stage.
 FORMATS = {(KIND_LATENCY, 1): LATENCY_V1_DTYPE, (KIND_LATENCY, 2): LATENCY_V2_DTYPE,
-           (KIND_LATENCY, 3): latency_v3_dtype(ALL_STAGES), (KIND_BBO, 1): BBO_DTYPE,
-           (KIND_SEND, 1): SEND_DTYPE, (KIND_SUBSCRIBER, 1): SUBSCRIBER_DTYPE}
+           (KIND_LATENCY, 3): latency_v3_dtype(ALL_STAGES), (KIND_LATENCY, 4): latency_v3_dtype(ALL_STAGES),
+           (KIND_BBO, 1): BBO_DTYPE, (KIND_SEND, 1): SEND_DTYPE, (KIND_SUBSCRIBER, 1): SUBSCRIBER_DTYPE}
 VERSIONS = {kind: max(v for k, v in FORMATS if k == kind) for kind in KIND_NAMES}  # what the writers write now
+STAGE_LAYOUT_VERSIONS = (3, 4)  # latency versions whose records hold only the stages their header names
+
+
+def header_size(kind: int, version: int) -> int:
+    return LATENCY_V4_HEADER_SIZE if (kind, version) == (KIND_LATENCY, 4) else HEADER_SIZE
+
+
+@dataclass(frozen=True)
+class ClockLine:
+    """How a log's raw TSC stamps map to ns on CLOCK_MONOTONIC: ns0 + ((t - tsc0) * ns_per_tick_q32 >> 32)."""
+    tsc0: int
+    ns0: int
+    ns_per_tick_q32: int
+
+    def to_ns(self, stamps: np.ndarray) -> np.ndarray:
+        """The stamps in ns, 0 (not stamped) kept 0; exactly the gateway's 128-bit product, in 64-bit halves
+        (ns_per_tick_q32 < 2^32, so neither half's product overflows). A stamp before tsc0 maps to ns0."""
+        t = stamps.astype(np.uint64, copy=False)
+        dt = np.where(t > np.uint64(self.tsc0), t - np.uint64(self.tsc0), np.uint64(0))
+        q = np.uint64(self.ns_per_tick_q32)
+        ns = np.uint64(self.ns0) + (dt >> np.uint64(32)) * q + (((dt & np.uint64(0xFFFFFFFF)) * q) >> np.uint64(32))
+        return np.where(t != 0, ns, np.uint64(0))
 
 
 class LogFormatError(ValueError):
@@ -99,9 +125,11 @@ class LogFile:
     path: Path
     kind: str
     header: dict[str, object]
-    records: np.ndarray
+    records: np.ndarray  # as stored: a version-4 latency log's stamps may be raw ticks (in_ns converts them)
     finalized: bool
     notes: list[str] = field(default_factory=list)  # what was wrong and how it was read
+    header_size: int = HEADER_SIZE
+    clock_line: ClockLine | None = None  # set when the stamps are raw TSC ticks
 
     @property
     def complete(self) -> bool:
@@ -130,21 +158,25 @@ def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
         raise LogFormatError(f"{path}: {KIND_NAMES[kind]} log format version {version}, this reader knows {known}")
     name, dtype = KIND_NAMES[kind], FORMATS[(kind, version)]
     stages = int(hdr["stages"])
-    if (kind, version) == (KIND_LATENCY, 3):
+    if kind == KIND_LATENCY and version in STAGE_LAYOUT_VERSIONS:
         if stages & ~ALL_STAGES:
             raise LogFormatError(f"{path}: latency log names unknown stages (0x{stages:02x})")
         dtype = latency_v3_dtype(stages)
-    if int(hdr["record_size"]) != dtype.itemsize or int(hdr["header_size"]) != HEADER_SIZE:
+    head = header_size(kind, version)
+    if int(hdr["record_size"]) != dtype.itemsize or int(hdr["header_size"]) != head:
         raise LogFormatError(
             f"{path}: record size {int(hdr['record_size'])} / header size {int(hdr['header_size'])} "
-            f"do not match the {name} format ({dtype.itemsize} / {HEADER_SIZE})")
+            f"do not match the {name} format ({dtype.itemsize} / {head})")
+    if raw.size < head:
+        raise LogFormatError(f"{path}: {raw.size} bytes, shorter than the {head}-byte {name} log header")
+    line = _clock_line(path, raw, hdr) if int(hdr["stage_clock"]) == STAGE_CLOCK_TSC_TICKS else None
 
     notes: list[str] = []
-    body = raw.size - HEADER_SIZE
+    body = raw.size - head
     whole = body // dtype.itemsize
     if body % dtype.itemsize:
         notes.append(f"file ends mid-record: {body % dtype.itemsize} trailing bytes ignored")
-    records = raw[HEADER_SIZE:HEADER_SIZE + whole * dtype.itemsize].view(dtype)
+    records = raw[head:head + whole * dtype.itemsize].view(dtype)
     finalized = bool(int(hdr["flags"]) & FLAG_FINALIZED)
     if finalized:
         count = int(hdr["record_count"])
@@ -173,7 +205,35 @@ def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
         "run_id": bytes(hdr["run_id"]).rstrip(b"\0").decode("ascii", "replace"),
         "commit": bytes(hdr["commit"]).rstrip(b"\0").decode("ascii", "replace"),
     }
-    return LogFile(path, name, header, records, finalized, notes)
+    return LogFile(path, name, header, records, finalized, notes, head, line)
+
+
+def _clock_line(path: Path, raw: np.ndarray, hdr: np.void) -> ClockLine:
+    """The line of a log whose stamps are raw TSC ticks; only a version-4 latency log carries one."""
+    if (int(hdr["kind"]), int(hdr["version"])) != (KIND_LATENCY, 4):
+        raise LogFormatError(f"{path}: stamps in raw TSC ticks, but no clock line in a version-{int(hdr['version'])} "
+                             f"{KIND_NAMES[int(hdr['kind'])]} log")
+    line = raw[HEADER_SIZE:LATENCY_V4_HEADER_SIZE].view(CLOCK_LINE_DTYPE)[0]
+    q32 = int(line["ns_per_tick_q32"])
+    if not 0 < q32 < 1 << 32:
+        raise LogFormatError(f"{path}: clock line's ns per tick (q32) is {q32}, outside 1 .. 2^32-1")
+    return ClockLine(int(line["tsc0"]), int(line["ns0"]), q32)
+
+
+def in_ns(log: LogFile, records: np.ndarray) -> np.ndarray:
+    """Records of the log with every stage stamp in ns: the records themselves when the log stored ns, else a copy
+    converted with the log's clock line."""
+    if log.clock_line is None:
+        return records
+    out = records.copy()
+    to_ns_in_place(log.clock_line, out)
+    return out
+
+
+def to_ns_in_place(line: ClockLine, records: np.ndarray) -> None:
+    for name in records.dtype.names:
+        if name in STAGE_STAMPS:
+            records[name] = line.to_ns(records[name])
 
 
 class LogWriter:
@@ -182,6 +242,8 @@ class LogWriter:
     record."""
 
     def __init__(self, path: Path | str, kind: int, stage_clock: int) -> None:
+        if stage_clock == STAGE_CLOCK_TSC_TICKS:
+            raise ValueError("LogWriter writes no clock line: its stamps must be ns")
         self.kind, self.stage_clock, self.count = kind, stage_clock, 0
         self.dtype = FORMATS[(kind, VERSIONS[kind])]
         self._file = open(path, "wb")
@@ -190,12 +252,13 @@ class LogWriter:
 
     def _header(self, finalized: bool) -> bytes:
         h = np.zeros(1, HEADER_DTYPE)
-        h["magic"], h["version"], h["header_size"] = MAGIC, VERSIONS[self.kind], HEADER_SIZE
+        h["magic"], h["version"] = MAGIC, VERSIONS[self.kind]
+        h["header_size"] = header_size(self.kind, VERSIONS[self.kind])
         h["record_size"], h["kind"], h["stage_clock"] = self.dtype.itemsize, self.kind, self.stage_clock
         h["flags"], h["record_count"] = (FLAG_FINALIZED, self.count) if finalized else (0, 0)
         if self.kind == KIND_LATENCY:  # its layout has every stage: the header says so
             h["stages"] = sum(1 << i for i, n in enumerate(STAGE_STAMPS) if n in self.dtype.names)
-        return h.tobytes()
+        return h.tobytes().ljust(int(h["header_size"][0]), b"\0")  # a latency log's clock line: zero, ns stamps
 
     def append(self, records: np.ndarray) -> None:
         records = records.astype(self.dtype, copy=False)
@@ -213,16 +276,19 @@ class LogWriter:
 def iter_records(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
     """The log's records, `chunk` at a time, read with plain reads into one
     reused buffer: memory stays one chunk whatever the log's size (a memory
-    map keeps every page it has touched resident). A yielded array is valid
-    until the next one is read."""
+    map keeps every page it has touched resident). Stamps are in ns (raw
+    ticks converted in the buffer). A yielded array is valid until the next
+    one is read."""
     total = len(log.records)
     buf = np.empty(min(chunk, max(total, 1)), log.records.dtype)
     with open(log.path, "rb") as f:
-        f.seek(HEADER_SIZE)
+        f.seek(log.header_size)
         for start in range(0, total, chunk):
             part = buf[:min(chunk, total - start)]
             if f.readinto(part.view(np.uint8)) != part.nbytes:
                 raise LogFormatError(f"{log.path}: shorter than when it was opened")
+            if log.clock_line is not None:
+                to_ns_in_place(log.clock_line, part)
             yield part
 
 

@@ -1,0 +1,63 @@
+// The stage clock stores raw TSC ticks and maps them to ns only when asked
+// (or when a log is read): the mapping must land on CLOCK_MONOTONIC, the
+// clock every other process of a run stamps with.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "util/stage_clock.hpp"
+
+using namespace itchbench;
+
+namespace {
+// |a - b| in ns.
+uint64_t gap(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
+}  // namespace
+
+TEST(StageClock, AStampMapsOntoClockMonotonic) {
+  const StageClock clock = StageClock::calibrate(5);
+  if (clock.source() != logfmt::StageClock::kTscTicks) GTEST_SKIP() << "no invariant TSC of 1 GHz or more here";
+  const uint64_t before = monotonic_ns();
+  const uint64_t stamp = clock.now();
+  const uint64_t after = monotonic_ns();
+  // A rate fitted over 5 ms is off by some ppm: well under 50 us a few ms later. A stamp stored as ns (the
+  // conversion skipped) would be off by the whole ratio of ticks to ns.
+  EXPECT_LT(gap(clock.to_ns(stamp), before + (after - before) / 2), 50'000u);
+  EXPECT_GE(clock.to_ns(stamp), clock.anchor_ns());
+}
+
+TEST(StageClock, TheLineIsTheOneALogCarries) {
+  const StageClock clock = StageClock::calibrate(5);
+  if (clock.source() != logfmt::StageClock::kTscTicks) GTEST_SKIP() << "no invariant TSC of 1 GHz or more here";
+  const logfmt::StageClockLine& line = clock.line();
+  const uint64_t stamp = clock.now();
+  // FORMAT.md's formula, in 64-bit halves as the harness computes it.
+  const uint64_t dt = stamp - line.tsc0;
+  const uint64_t ns = line.ns0 + (dt >> 32) * line.ns_per_tick_q32 + (((dt & 0xffffffffu) * line.ns_per_tick_q32) >> 32);
+  EXPECT_EQ(clock.to_ns(stamp), ns);
+  EXPECT_EQ(clock.to_ns(line.tsc0), line.ns0);
+  EXPECT_LT(line.ns_per_tick_q32, uint64_t(1) << 32);
+}
+
+TEST(StageClock, EarlierMovesBackByNanosecondsNotTicks) {
+  const StageClock clock = StageClock::calibrate(5);
+  if (clock.source() != logfmt::StageClock::kTscTicks) GTEST_SKIP() << "no invariant TSC of 1 GHz or more here";
+  uint64_t stamp = clock.now();
+  while (clock.to_ns(stamp) - clock.anchor_ns() < 2'000'000) stamp = clock.now();  // 2 ms past the line's origin
+  // Back 1 ms: the mapped stamps differ by 1 ms, give or take the rounding of two conversions.
+  EXPECT_LE(gap(clock.to_ns(stamp) - clock.to_ns(clock.earlier(stamp, 1'000'000)), 1'000'000), 2u);
+  // Back further than the line goes: its origin, never a wrapped stamp.
+  EXPECT_EQ(clock.earlier(stamp, uint64_t(1) << 62), clock.line().tsc0);
+}
+
+TEST(StageClock, MonotonicStampsAreNanosecondsAlready) {
+  const StageClock clock = StageClock::monotonic();
+  EXPECT_EQ(clock.source(), logfmt::StageClock::kMonotonic);
+  const uint64_t before = monotonic_ns();
+  const uint64_t stamp = clock.now();
+  EXPECT_GE(stamp, before);
+  EXPECT_EQ(clock.to_ns(stamp), stamp);
+  EXPECT_EQ(clock.earlier(stamp, 1000), stamp - 1000);
+  EXPECT_EQ(clock.earlier(1000, 5000), 0u);
+  EXPECT_EQ(clock.line().ns_per_tick_q32, 0u);
+}
