@@ -37,6 +37,8 @@ int run_sim(const GatewayOptions& o) {
   const double overhead = timer_overhead_ns(clock);
   // Without a latency log no stage is stamped, so no receive stamp either.
   const bool timed = o.latency_log && (o.stamps & kStampRead);
+  const bool recorded = o.latency_log;
+  static constexpr logfmt::Arrival kUnrecorded{};
 
   uint64_t datagrams = 0;
   const auto t0 = std::chrono::steady_clock::now();
@@ -48,6 +50,8 @@ int run_sim(const GatewayOptions& o) {
                        (unsigned long long)gw.decode_counters().messages());
       },
       [&](uint64_t position, const uint8_t* m, size_t n) {
+        // Unrecorded, nothing reads the arrival: building it was 15 instructions a message (1.03-1.05x).
+        if (!recorded) return gw.on_message(position, m, n, kUnrecorded);
         gw.on_message(position, m, n, logfmt::Arrival{0, timed ? clock.now() : 0, n >= 11 ? load_be48(m + 5) : 0});
       },
       [&](const uint8_t* m, size_t n) { gw.look_ahead(m, n); });
