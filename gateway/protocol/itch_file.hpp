@@ -48,6 +48,21 @@ class ItchFile {
 
 std::string hex_byte(uint8_t b);
 
+// What is wrong with the message framed at off (which does not frame: see frame_at).
+FileError describe_framing_error(const uint8_t* data, size_t size, size_t off, uint64_t position);
+
+// Whether the bytes at off frame one message: a whole length prefix, a
+// message that fits, and a type whose length the prefix matches. On success
+// sets len; else describes the error for the message at `position` (cold).
+inline bool frame_at(const uint8_t* data, size_t size, size_t off, uint64_t position, size_t& len, FileError* error) {
+  if (__builtin_expect(size - off >= 2, 1)) {
+    len = load_be16(data + off);
+    if (__builtin_expect(size - off - 2 >= len && validate(data + off + 2, len) == DecodeStatus::kOk, 1)) return true;
+  }
+  if (error) *error = describe_framing_error(data, size, off, position);
+  return false;
+}
+
 // Walks length-prefixed messages in [data, data+size). Calls
 // f(position (1-based), bytes, length) for each message whose prefix matches
 // its type. Stops at the first framing error and describes it: after a bad
@@ -55,77 +70,46 @@ std::string hex_byte(uint8_t b);
 // Returns true when the whole buffer was consumed cleanly.
 template <class F>
 bool walk_length_prefixed(const uint8_t* data, size_t size, F&& f, FileError* error) {
-  size_t off = 0;
-  uint64_t position = 0;
-  while (off < size) {
-    ++position;
-    if (size - off < 2) {
-      if (error) *error = {off, position, "truncated length prefix at end of file"};
-      return false;
-    }
-    const size_t len = load_be16(data + off);
-    if (size - off - 2 < len) {
-      if (error)
-        *error = {off, position,
-                  "message of length " + std::to_string(len) + " runs past the end of the file"};
-      return false;
-    }
-    const uint8_t* msg = data + off + 2;
-    const DecodeStatus st = validate(msg, len);
-    if (st != DecodeStatus::kOk) {
-      std::string why = to_string(st);
-      if (st == DecodeStatus::kUnknownType)
-        why += " (byte 0x" + hex_byte(msg[0]) + ")";
-      else if (st == DecodeStatus::kWrongLength)
-        why += ": type '" + std::string(1, char(msg[0])) + "' is " +
-               std::to_string(message_length(char(msg[0]))) + " bytes, prefix says " +
-               std::to_string(len);
-      if (error) *error = {off, position, why};
-      return false;
-    }
-    f(position, msg, len);
+  size_t off = 0, len;
+  for (uint64_t position = 1; off < size; ++position) {
+    if (!frame_at(data, size, off, position, len, error)) return false;
+    f(position, data + off + 2, len);
     off += 2 + len;
   }
   return true;
 }
 
-// A second cursor over the same buffer as a walk, kept some messages ahead of
-// it: step() hands the next message on to a look-ahead hint. No validation
-// (the walk does that); it stops where a length runs past the end.
-class LookAheadCursor {
- public:
-  LookAheadCursor(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
-  template <class F>
-  void step(F&& f) {
-    if (end_ - p_ < 2) return;
-    const size_t len = load_be16(p_);
-    if (size_t(end_ - p_ - 2) < len) {
-      p_ = end_;
-      return;
-    }
-    f(p_ + 2, len);
-    p_ += 2 + len;
-  }
-
- private:
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
-
 // The walk with a look-ahead: look_ahead(bytes, length) sees each message
-// `distance` messages before f does (a hint, not validated).
+// `distance` messages before f does (a hint). Framing is checked once, by
+// the look-ahead's side, so the handing-on side only reads lengths already
+// known sound; what f sees, and the error, are the plain walk's.
 template <class F, class LookAhead>
 bool walk_length_prefixed(const uint8_t* data, size_t size, F&& f, FileError* error, LookAhead&& look_ahead,
                           int distance) {
-  LookAheadCursor ahead(data, size);
-  for (int i = 0; i < distance; ++i) ahead.step(look_ahead);
-  return walk_length_prefixed(
-      data, size,
-      [&](uint64_t position, const uint8_t* msg, size_t len) {
-        ahead.step(look_ahead);
-        f(position, msg, len);
-      },
-      error);
+  size_t framed_end = 0;  // messages before this offset are framed and were looked ahead at
+  uint64_t framed = 0;    // how many
+  bool stopped = false;   // a framing error at message framed + 1 (described in *error)
+  auto frame_next = [&] {
+    size_t len;
+    if (framed_end >= size || stopped) return;
+    if (!frame_at(data, size, framed_end, framed + 1, len, error)) {
+      stopped = true;
+      return;
+    }
+    look_ahead(data + framed_end + 2, len);
+    framed_end += 2 + len;
+    ++framed;
+  };
+  for (int i = 0; i < distance; ++i) frame_next();
+  size_t off = 0;
+  for (uint64_t position = 1;; ++position) {
+    frame_next();  // keeps the look-ahead `distance` ahead (and at distance 0 frames this one)
+    if (position > framed) break;
+    const size_t len = load_be16(data + off);
+    f(position, data + off + 2, len);
+    off += 2 + len;
+  }
+  return !stopped;
 }
 
 // Heuristic used to tell a binary ITCH file from a pcap by content: the first

@@ -113,12 +113,71 @@ TEST(ItchFile, AWalkThatReleasesKeepsAWindowResidentNotTheFile) {
   EXPECT_LT(peak - before, uint64_t(96) << 10) << "resident grew by " << (peak - before) << " kB";  // 64 MiB window
 }
 
-TEST(ItchFile, LookAheadCursorStepsMessageByMessageAndStopsAtAnOverrun) {
+namespace {
+// Every way a walk can go on the two-message file: whole, and broken in each way the plain walk reports.
+std::vector<std::vector<uint8_t>> walk_cases() {
+  std::vector<std::vector<uint8_t>> cases{two_messages()};
   auto f = two_messages();
+  f[14 + 1] = 20;  // wrong length
+  f.push_back(0);
+  cases.push_back(f);
+  f = two_messages();
+  f[2] = 'z';  // unknown type, first message
+  cases.push_back(f);
+  f = two_messages();
+  f.push_back(0x00);  // half a prefix
+  cases.push_back(f);
+  f = two_messages();
+  f.resize(f.size() - 5);  // cut short
+  cases.push_back(f);
+  f = two_messages();
   const uint8_t tail[3] = {0x00, 0x05, 'S'};  // says 5 bytes, holds 1
   f.insert(f.end(), tail, tail + 3);
-  LookAheadCursor ahead(f.data(), f.size());
-  std::vector<std::pair<char, size_t>> seen;
-  for (int i = 0; i < 5; ++i) ahead.step([&](const uint8_t* m, size_t n) { seen.push_back({char(m[0]), n}); });
-  EXPECT_EQ(seen, (std::vector<std::pair<char, size_t>>{{'S', 12}, {'D', 19}}));
+  cases.push_back(f);
+  return cases;
+}
+}  // namespace
+
+TEST(ItchFile, TheLookAheadWalkHandsOnWhatThePlainWalkDoesAndFailsTheSame) {
+  for (int distance : {0, 1, 3, 8}) {
+    for (const auto& f : walk_cases()) {
+      std::vector<std::pair<uint64_t, const uint8_t*>> plain, ahead_walk;
+      std::vector<const uint8_t*> looked;  // in order
+      FileError plain_err, ahead_err;
+      const bool plain_ok = walk_length_prefixed(
+          f.data(), f.size(), [&](uint64_t pos, const uint8_t* m, size_t) { plain.push_back({pos, m}); }, &plain_err);
+      const bool ahead_ok = walk_length_prefixed(
+          f.data(), f.size(),
+          [&](uint64_t pos, const uint8_t* m, size_t) {
+            ahead_walk.push_back({pos, m});
+            // Seen by the look-ahead first, `distance` messages ahead where there are that many.
+            EXPECT_GE(looked.size(), pos);
+            if (looked.size() >= pos) {
+              EXPECT_EQ(looked[pos - 1], m);
+            }
+          },
+          &ahead_err, [&](const uint8_t* m, size_t) { looked.push_back(m); }, distance);
+      EXPECT_EQ(ahead_ok, plain_ok);
+      EXPECT_EQ(ahead_walk, plain);
+      EXPECT_EQ(ahead_err.offset, plain_err.offset);
+      EXPECT_EQ(ahead_err.message, plain_err.message);
+      EXPECT_EQ(ahead_err.reason, plain_err.reason);
+    }
+  }
+}
+
+TEST(ItchFile, TheLookAheadRunsTheGivenDistanceAhead) {
+  // Three system events: at distance 2, when message 1 is handed on the look-ahead has seen 3 (all there are).
+  std::vector<uint8_t> f;
+  uint8_t buf[kMaxMessageLength];
+  SystemEvent s;
+  s.event_code = 'O';
+  s.encode(buf);
+  for (int i = 0; i < 3; ++i) append(f, buf, 12);
+  std::vector<size_t> looked_when_handed;
+  size_t looked = 0;
+  EXPECT_TRUE(walk_length_prefixed(
+      f.data(), f.size(), [&](uint64_t, const uint8_t*, size_t) { looked_when_handed.push_back(looked); }, nullptr,
+      [&](const uint8_t*, size_t) { ++looked; }, 2));
+  EXPECT_EQ(looked_when_handed, (std::vector<size_t>{3, 3, 3}));
 }
