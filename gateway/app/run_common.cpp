@@ -24,8 +24,8 @@ RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::
   RunLogs logs;
   if (o.latency_log) {
     const size_t record_size = logfmt::latency_record_size(stages);
-    logs.latency = std::make_unique<LatencyLog>(o.out + "/latency.lat", logfmt::Kind::kLatency,
-                                                LogIdentity{clock.source(), origin, o.run_id, o.commit, stages, clock.line()},
+    const LogIdentity id{clock.source(), origin, o.run_id, o.commit, stages, clock.line()};
+    logs.latency = std::make_unique<LatencyLog>(o.out + "/latency.lat", logfmt::Kind::kLatency, id,
                                                 capacity_for(max_records, record_size), record_size);
   }
   logs.bbo = std::make_unique<BboLog>(o.out + "/bbo.bbo", logfmt::Kind::kBbo,

@@ -33,7 +33,8 @@ TEST(StageClock, TheLineIsTheOneALogCarries) {
   const uint64_t stamp = clock.now();
   // FORMAT.md's formula, in 64-bit halves as the harness computes it.
   const uint64_t dt = stamp - line.tsc0;
-  const uint64_t ns = line.ns0 + (dt >> 32) * line.ns_per_tick_q32 + (((dt & 0xffffffffu) * line.ns_per_tick_q32) >> 32);
+  const uint64_t q = line.ns_per_tick_q32;
+  const uint64_t ns = line.ns0 + (dt >> 32) * q + (((dt & 0xffffffffu) * q) >> 32);
   EXPECT_EQ(clock.to_ns(stamp), ns);
   EXPECT_EQ(clock.to_ns(line.tsc0), line.ns0);
   EXPECT_LT(line.ns_per_tick_q32, uint64_t(1) << 32);
