@@ -91,8 +91,13 @@ VERSIONS = {kind: max(v for k, v in FORMATS if k == kind) for kind in KIND_NAMES
 STAGE_LAYOUT_VERSIONS = (3, 4)  # latency versions whose records hold only the stages their header names
 
 
+def has_clock_line(kind: int, version: int) -> bool:
+    """Whether the format puts a clock line after the common header (latency version 4)."""
+    return (kind, version) == (KIND_LATENCY, 4)
+
+
 def header_size(kind: int, version: int) -> int:
-    return LATENCY_V4_HEADER_SIZE if (kind, version) == (KIND_LATENCY, 4) else HEADER_SIZE
+    return LATENCY_V4_HEADER_SIZE if has_clock_line(kind, version) else HEADER_SIZE
 
 
 @dataclass(frozen=True)
@@ -210,7 +215,7 @@ def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
 
 def _clock_line(path: Path, raw: np.ndarray, hdr: np.void) -> ClockLine:
     """The line of a log whose stamps are raw TSC ticks; only a version-4 latency log carries one."""
-    if (int(hdr["kind"]), int(hdr["version"])) != (KIND_LATENCY, 4):
+    if not has_clock_line(int(hdr["kind"]), int(hdr["version"])):
         raise LogFormatError(f"{path}: stamps in raw TSC ticks, but no clock line in a version-{int(hdr['version'])} "
                              f"{KIND_NAMES[int(hdr['kind'])]} log")
     line = raw[HEADER_SIZE:LATENCY_V4_HEADER_SIZE].view(CLOCK_LINE_DTYPE)[0]
@@ -226,11 +231,11 @@ def in_ns(log: LogFile, records: np.ndarray) -> np.ndarray:
     if log.clock_line is None:
         return records
     out = records.copy()
-    to_ns_in_place(log.clock_line, out)
+    _to_ns_in_place(log.clock_line, out)
     return out
 
 
-def to_ns_in_place(line: ClockLine, records: np.ndarray) -> None:
+def _to_ns_in_place(line: ClockLine, records: np.ndarray) -> None:
     for name in records.dtype.names:
         if name in STAGE_STAMPS:
             records[name] = line.to_ns(records[name])
@@ -288,7 +293,7 @@ def iter_records(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
             if f.readinto(part.view(np.uint8)) != part.nbytes:
                 raise LogFormatError(f"{log.path}: shorter than when it was opened")
             if log.clock_line is not None:
-                to_ns_in_place(log.clock_line, part)
+                _to_ns_in_place(log.clock_line, part)
             yield part
 
 
