@@ -154,7 +154,7 @@ class OrderBook {
   static std::vector<Entry>::iterator find_entry(std::vector<Entry>& side, uint32_t key);
 
   std::vector<Stock> stocks_;  // by locate, up to the highest that has had an order: memory in proportion
-  std::vector<Level> levels_;         // every stock's price levels, at stable places
+  std::vector<Level, HugePageAllocator<Level>> levels_;        // every stock's price levels, at stable places
   std::vector<uint32_t> free_levels_;  // places in levels_ of off-ladder levels that emptied
   OrderTable<Order> orders_;
   BookCounters counters_;

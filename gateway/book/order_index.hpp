@@ -24,6 +24,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "util/huge_page_allocator.hpp"
+
 namespace itchbench {
 
 inline constexpr uint64_t kEmptyRef = UINT64_MAX;  // marks an empty entry of the overflow
@@ -200,7 +202,7 @@ class OrderTable {
   }
 
   void rebuild(size_t capacity) {
-    std::vector<Slot> old;
+    std::vector<Slot, HugePageAllocator<Slot>> old;
     old.swap(slots_);
     const unsigned old_shift = shift_;
     ProbingTable<Value> old_overflow;
@@ -214,7 +216,7 @@ class OrderTable {
     old_overflow.for_each([&](uint64_t ref, const Value& v) { place(ref, v); });
   }
 
-  std::vector<Slot> slots_;
+  std::vector<Slot, HugePageAllocator<Slot>> slots_;
   ProbingTable<Value> overflow_;
   size_t mask_ = 0;
   unsigned shift_ = 0;  // log2 of the capacity: a slot's number holds the reference's low bits
