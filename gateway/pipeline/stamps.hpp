@@ -1,5 +1,6 @@
-// Which pipeline stages a run stamps. Each stamp is a TSC read (~10 ns on
-// these VMs) and 8 bytes of every latency record, so a run that needs fewer
+// Which pipeline stages a run stamps. Each stamp is a TSC read (8-10 ns back
+// to back on these VMs, more amid cache misses: util/stage_clock.hpp) and 8
+// bytes of every latency record, so a run that needs fewer
 // figures can pay for fewer: the log holds only the stamped stages, and
 // reports leave out the stages that need one it lacks (gateway/log/FORMAT.md).
 #pragma once

@@ -1,9 +1,12 @@
 // The clock that stamps pipeline stages. On an invariant TSC (the usual
 // case, and the kernel's own clocksource here) a stamp is one rdtsc, stored
-// raw: about 10 ns against about 22 ns for clock_gettime on these VMs, and
-// the conversion to ns (a line onto CLOCK_MONOTONIC fitted at start) is left
-// to whoever reads the log, which carries the line. Without an invariant TSC
-// of at least 1 GHz, a stamp is clock_gettime(CLOCK_MONOTONIC) in ns.
+// raw: 8-10 ns back to back against about 22 ns for clock_gettime on these
+// VMs, and the conversion to ns (a line onto CLOCK_MONOTONIC fitted at
+// start) is left to whoever reads the log, which carries the line. Without
+// an invariant TSC of at least 1 GHz, a stamp is clock_gettime in ns.
+// Amid work a read can cost much more: on the Intel VMs it waits for the
+// loads before it, so the cache misses it separates no longer overlap
+// (book_bench BM_StageClockAmidMisses).
 #pragma once
 #include <time.h>
 #include <x86intrin.h>
