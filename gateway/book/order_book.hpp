@@ -30,6 +30,7 @@
 #include "book/bbo.hpp"
 #include "book/order_index.hpp"
 #include "book/price_ladder.hpp"
+#include "util/huge_page_allocator.hpp"
 
 namespace itchbench {
 

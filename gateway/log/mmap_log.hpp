@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "log/log_format.hpp"
+#include "util/stream_prefetch.hpp"
 
 namespace itchbench {
 
@@ -43,7 +44,6 @@ class MmapLog {
  public:
   static constexpr size_t kChunkBytes = size_t(16) << 20;
   static constexpr size_t kDefaultCapacityBytes = size_t(64) << 30;  // address space reserved
-  static constexpr size_t kPrefetchBytes = 2048;  // how far ahead of the writer its lines are asked for
 
   // Throws std::runtime_error naming the path on failure.
   // marker_offset: where in a record its written marker (flags byte) is.
@@ -61,10 +61,7 @@ class MmapLog {
     }
     uint8_t* p = cursor_;
     cursor_ += record_size_;
-    // Ask for the lines a few dozen records ahead: where the hardware prefetcher does not follow the writer
-    // (the Intel VMs), each new line's fetch would otherwise hold up the stores. (The write hint compiles to
-    // a plain prefetch for baseline x86-64; a line no other core holds arrives exclusive, ready to write.)
-    if (size_t(ready_end_cached_ - cursor_) > kPrefetchBytes) __builtin_prefetch(cursor_ + kPrefetchBytes, 1);
+    prefetch_stream<true>(cursor_, size_t(ready_end_cached_ - cursor_));  // within the provisioned pages
     written_end_.store(cursor_, std::memory_order_relaxed);  // progress, for the provisioner
     return p;
   }
