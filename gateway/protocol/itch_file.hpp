@@ -1,5 +1,5 @@
 // NASDAQ's binary ITCH 5.0 file: each message behind a 2-byte big-endian
-// length. The file is memory-mapped and walked without copying.
+// length, walked in place (a MappedFile, or a buffer of a decompressed stream).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -17,34 +17,6 @@ struct FileError {
   uint64_t offset = 0;   // byte offset of the length prefix that failed
   uint64_t message = 0;  // 1-based position of the message that failed
   std::string reason;
-};
-
-// Memory-mapped read-only view of a binary ITCH file.
-class ItchFile {
- public:
-  // Throws std::runtime_error (with the path and errno text) if it cannot open.
-  explicit ItchFile(const std::string& path);
-  ~ItchFile();
-  ItchFile(const ItchFile&) = delete;
-  ItchFile& operator=(const ItchFile&) = delete;
-
-  const uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-
-  // A walk that has passed p hands the pages wholly behind it back to the
-  // kernel (they stay in the page cache), every kReleaseBytes: reading a
-  // file of any size keeps a window of it resident, not the file.
-  void release_before(const uint8_t* p) {
-    if (__builtin_expect(p - released_ >= kReleaseBytes, 0)) release(p);
-  }
-
- private:
-  static constexpr ptrdiff_t kReleaseBytes = ptrdiff_t(64) << 20;
-  void release(const uint8_t* p);
-
-  const uint8_t* data_ = nullptr;
-  const uint8_t* released_ = nullptr;  // pages before this were released
-  size_t size_ = 0;
 };
 
 std::string hex_byte(uint8_t b);

@@ -15,6 +15,7 @@
 #include "source/compressed_file.hpp"
 #include "source/feed.hpp"
 #include "protocol/itch_file.hpp"
+#include "util/mapped_file.hpp"
 
 namespace itchbench {
 
@@ -128,7 +129,7 @@ bool CaptureReader::run(OnDatagram&& on_datagram, OnMessage&& on_message, LookAh
     };
     bool ok;
     if (format_.compression == Compression::kNone) {
-      itch::ItchFile file(path_);
+      MappedFile file(path_);
       ok = itch::walk_length_prefixed(
           file.data(), file.size(),
           [&](uint64_t position, const uint8_t* msg, size_t len) {
