@@ -1,10 +1,15 @@
-// pcap capture files through libpcap, nanosecond timestamps throughout.
+// pcap capture files: read in place or through libpcap, written through
+// libpcap; nanosecond timestamps throughout.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
+
+#include "util/mapped_file.hpp"
+#include "util/stream_prefetch.hpp"
 
 struct pcap;
 struct pcap_dumper;
@@ -18,12 +23,21 @@ struct PcapRecord {
   size_t wirelen = 0;         // bytes on the wire
 };
 
-// Reads pcap and pcapng files. Constructor throws std::runtime_error with
-// libpcap's explanation (bad magic, unreadable file, ...).
+// Reads pcap and pcapng files. A classic pcap file (version 2.4, either byte
+// order, micro- or nanosecond stamps) is mapped and its records are handed
+// out in place: through libpcap each record is two freads, copied out of a
+// stdio buffer under the stream's lock, which was most of a pcap
+// simulation's reading. Everything else goes through libpcap: streams,
+// pcapng, other versions, and, from that record on, any record the in-place
+// walk does not take as ordinary (a header or body cut short, a capture
+// length over the snaplen), so that errors and salvage are libpcap's own.
 class PcapReader {
  public:
+  // Throws std::runtime_error with libpcap's explanation (bad magic,
+  // unreadable file, ...).
   explicit PcapReader(const std::string& path);
-  // From an open stream (e.g. fmemopen for fuzzing); takes ownership of it.
+  // From an open stream (e.g. fmemopen for fuzzing), through libpcap
+  // throughout; takes ownership of it.
   PcapReader(FILE* stream, const std::string& name);
   ~PcapReader();
   PcapReader(const PcapReader&) = delete;
@@ -31,14 +45,63 @@ class PcapReader {
 
   enum class Next { kRecord, kEnd, kError };
   // kError leaves the explanation in error(); records before it were valid.
-  Next next(PcapRecord& rec);
+  // rec.data stays valid until the next call.
+  Next next(PcapRecord& rec) {
+    if (map_) {
+      const size_t left = map_->size() - offset_;
+      if (left == 0) return Next::kEnd;
+      if (left >= kRecordHeaderBytes) {
+        const uint8_t* h = map_->data() + offset_;
+        const uint32_t caplen = field(h + 8);
+        if (caplen <= max_caplen_ && left - kRecordHeaderBytes >= caplen) {
+          map_->release_before(h);  // the record before this one is done with
+          prefetch_stream(h, left);
+          rec.timestamp_ns = uint64_t(stamp_field(h)) * 1000000000ull + uint64_t(stamp_field(h + 4) * fraction_to_ns_);
+          rec.data = h + kRecordHeaderBytes;
+          rec.caplen = caplen;
+          rec.wirelen = field(h + 12);
+          offset_ += kRecordHeaderBytes + caplen;
+          ++records_;
+          return Next::kRecord;
+        }
+      }
+      if (!hand_over_to_libpcap()) return Next::kError;
+    }
+    return next_through_libpcap(rec);
+  }
   int linktype() const { return linktype_; }
   const std::string& error() const { return error_; }
+  // Whether records are still handed out from the mapping (not through libpcap).
+  bool in_place() const { return bool(map_); }
 
  private:
   static constexpr size_t kReadBufferBytes = size_t(1) << 20;
+  static constexpr size_t kFileHeaderBytes = 24;
+  static constexpr size_t kRecordHeaderBytes = 16;
   void adopt(FILE* stream, const std::string& name);  // opens the capture on stream, owning it
+  // libpcap's usual maximum record (MAXIMUM_SNAPLEN); only a few link types allow more.
+  static constexpr uint32_t kMaxOrdinaryCaplen = 262144;
+  // Whether the file is a pcap of version 2.4 (either byte order and
+  // precision); if so, sets up the in-place walk's byte order and scale.
+  bool is_classic(const MappedFile& file);
+  bool hand_over_to_libpcap();  // libpcap reads on from the record at offset_; false: error_ says why
+  Next next_through_libpcap(PcapRecord& rec);
+  uint32_t field(const uint8_t* p) const {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return swapped_ ? __builtin_bswap32(v) : v;
+  }
+  // A stamp's seconds or fraction as libpcap (1.10) hands it out: signed in a
+  // file of our byte order, unsigned in a swapped one (its byte swap widens).
+  int64_t stamp_field(const uint8_t* p) const {
+    return swapped_ ? int64_t(field(p)) : int64_t(int32_t(field(p)));
+  }
 
+  std::unique_ptr<MappedFile> map_;  // while records are handed out in place
+  size_t offset_ = kFileHeaderBytes;  // of the next record in the mapping
+  uint32_t max_caplen_ = 0;           // longer records go to libpcap (its checks)
+  int64_t fraction_to_ns_ = 1;        // 1000 for microsecond stamps
+  bool swapped_ = false;              // the file's byte order is not ours
   std::unique_ptr<char[]> buffer_;  // the stream's stdio buffer, freed after ~PcapReader closes the stream
   pcap* handle_ = nullptr;
   int linktype_ = 0;
