@@ -55,7 +55,7 @@ class PcapReader {
         const uint32_t caplen = field(h + 8);
         if (caplen <= max_caplen_ && left - kRecordHeaderBytes >= caplen) {
           map_->release_before(h);  // the record before this one is done with
-          prefetch_stream(h, left);
+          prefetch_stream_span(h, kRecordHeaderBytes + caplen, left);
           rec.timestamp_ns = uint64_t(stamp_field(h)) * 1000000000ull + uint64_t(stamp_field(h + 4) * fraction_to_ns_);
           rec.data = h + kRecordHeaderBytes;
           rec.caplen = caplen;

@@ -20,4 +20,16 @@ inline void prefetch_stream(const uint8_t* at, size_t left) {
   if (left > kStreamPrefetchBytes) __builtin_prefetch(at + kStreamPrefetchBytes, kForWrite);
 }
 
+// The same for a stream read `span` bytes at a time: every line of
+// [at, at + span) kStreamPrefetchBytes on. A pcap record is a few lines, so
+// one hint a record left most of them to miss (with every line: pcap
+// simulation 1.12x).
+inline void prefetch_stream_span(const uint8_t* at, size_t span, size_t left) {
+  if (left < kStreamPrefetchBytes + span) return;
+  constexpr uintptr_t kLine = 64;
+  const uintptr_t end = uintptr_t(at + kStreamPrefetchBytes + span);
+  for (uintptr_t line = uintptr_t(at + kStreamPrefetchBytes) & ~(kLine - 1); line < end; line += kLine)
+    __builtin_prefetch(reinterpret_cast<const void*>(line));
+}
+
 }  // namespace itchbench
