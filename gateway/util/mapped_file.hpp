@@ -20,13 +20,14 @@ class MappedFile {
   size_t size() const { return size_; }
 
   // A walk that has passed p hands the pages wholly behind it back to the
-  // kernel (they stay in the page cache), every kReleaseBytes.
+  // kernel (they stay in the page cache), every kReleaseBytes: 16 MiB ran as
+  // fast as 64 (nasdaq-day, ITCH file and pcap) with ~45 MiB less resident.
   void release_before(const uint8_t* p) {
     if (__builtin_expect(p - released_ >= kReleaseBytes, 0)) release(p);
   }
 
  private:
-  static constexpr ptrdiff_t kReleaseBytes = ptrdiff_t(64) << 20;
+  static constexpr ptrdiff_t kReleaseBytes = ptrdiff_t(16) << 20;
   void release(const uint8_t* p);
 
   const uint8_t* data_ = nullptr;
