@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "source/read_ahead.hpp"
+
 namespace itchbench {
 
 const char* to_string(Compression c) {
@@ -90,7 +92,7 @@ FILE* open_decompressed(const std::string& path, Compression c) {
       gzclose(gz);
       throw std::runtime_error(path + ": fopencookie failed");
     }
-    return f;
+    return read_ahead(f);
   }
   if (c == Compression::kZstd) {
     auto z = std::make_unique<ZstdStream>();
@@ -102,7 +104,7 @@ FILE* open_decompressed(const std::string& path, Compression c) {
     FILE* f = fopencookie(z.get(), "r", cookie_io_functions_t{zstd_read, nullptr, nullptr, zstd_close});
     if (!f) throw std::runtime_error(path + ": fopencookie failed");
     z.release();
-    return f;
+    return read_ahead(f);
   }
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw std::runtime_error(path + ": " + std::strerror(errno));

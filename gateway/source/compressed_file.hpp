@@ -1,7 +1,8 @@
 // Compressed captures read as a stream: gzip (.gz, any number of members)
 // and zstd (.zst), told apart by their magic bytes, never by the name. The
 // decompressed bytes come through a stdio FILE* (fopencookie), so libpcap
-// and the ITCH reader take them without a decompressed copy on disk.
+// and the ITCH reader take them without a decompressed copy on disk, and the
+// decompression runs on a thread of its own (source/read_ahead.hpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>
