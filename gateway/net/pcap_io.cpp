@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "util/atomic_file.hpp"
+#include "util/stream_prefetch.hpp"
 
 namespace itchbench::net {
 
@@ -73,6 +74,30 @@ bool PcapReader::hand_over_to_libpcap() {
 
 PcapReader::~PcapReader() {
   if (handle_) pcap_close(handle_);
+}
+
+PcapReader::Next PcapReader::next(PcapRecord& rec) {
+  if (map_) {
+    const size_t left = map_->size() - offset_;
+    if (left == 0) return Next::kEnd;
+    if (left >= kRecordHeaderBytes) {
+      const uint8_t* h = map_->data() + offset_;
+      const uint32_t caplen = field(h + 8);
+      if (caplen <= max_caplen_ && left - kRecordHeaderBytes >= caplen) {
+        map_->release_before(h);  // the record before this one is done with
+        prefetch_stream_span(h, kRecordHeaderBytes + caplen, left);
+        rec.timestamp_ns = uint64_t(stamp_field(h)) * 1000000000ull + uint64_t(stamp_field(h + 4) * fraction_to_ns_);
+        rec.data = h + kRecordHeaderBytes;
+        rec.caplen = caplen;
+        rec.wirelen = field(h + 12);
+        offset_ += kRecordHeaderBytes + caplen;
+        ++records_;
+        return Next::kRecord;
+      }
+    }
+    if (!hand_over_to_libpcap()) return Next::kError;
+  }
+  return next_through_libpcap(rec);
 }
 
 PcapReader::Next PcapReader::next_through_libpcap(PcapRecord& rec) {
