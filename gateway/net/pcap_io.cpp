@@ -24,7 +24,7 @@ PcapReader::PcapReader(const std::string& path) {
   }
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw std::runtime_error(path + ": not a readable capture: " + std::strerror(errno));
-  if (map_ && !is_classic(*map_)) map_.reset();
+  if (map_ && !set_up_in_place_walk(*map_)) map_.reset();
   // A capture libpcap reads whole gets a large buffer: with stdio's default it is a read(2) every 4 KiB.
   if (!map_) {
     buffer_.reset(new char[kReadBufferBytes]);
@@ -51,7 +51,7 @@ void PcapReader::adopt(FILE* stream, const std::string& name) {
   linktype_ = pcap_datalink(handle_);
 }
 
-bool PcapReader::is_classic(const MappedFile& file) {
+bool PcapReader::set_up_in_place_walk(const MappedFile& file) {
   if (file.size() < kFileHeaderBytes) return false;
   uint32_t magic;
   std::memcpy(&magic, file.data(), 4);

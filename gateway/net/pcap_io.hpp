@@ -59,9 +59,9 @@ class PcapReader {
   void adopt(FILE* stream, const std::string& name);  // opens the capture on stream, owning it
   // libpcap's usual maximum record (MAXIMUM_SNAPLEN); only a few link types allow more.
   static constexpr uint32_t kMaxOrdinaryCaplen = 262144;
-  // Whether the file is a pcap of version 2.4 (either byte order and
-  // precision); if so, sets up the in-place walk's byte order and scale.
-  bool is_classic(const MappedFile& file);
+  // If the file is a pcap of version 2.4 (either byte order and precision),
+  // sets up the in-place walk's byte order and scale; false if it is not.
+  bool set_up_in_place_walk(const MappedFile& file);
   bool hand_over_to_libpcap();  // libpcap reads on from the record at offset_; false: error_ says why
   Next next_through_libpcap(PcapRecord& rec);
   uint32_t field(const uint8_t* p) const {
