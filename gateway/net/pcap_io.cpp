@@ -84,7 +84,7 @@ PcapReader::Next PcapReader::next(PcapRecord& rec) {
       const uint8_t* h = map_->data() + offset_;
       const uint32_t caplen = field(h + 8);
       if (caplen <= max_caplen_ && left - kRecordHeaderBytes >= caplen) {
-        map_->release_before(h);  // the record before this one is done with
+        map_->advance_to(h);  // the record before this one is done with
         prefetch_stream_span(h, kRecordHeaderBytes + caplen, left);
         rec.timestamp_ns = uint64_t(stamp_field(h)) * 1000000000ull + uint64_t(stamp_field(h + 4) * fraction_to_ns_);
         rec.data = h + kRecordHeaderBytes;

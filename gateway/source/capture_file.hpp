@@ -134,7 +134,7 @@ bool CaptureReader::run(OnDatagram&& on_datagram, OnMessage&& on_message, LookAh
           file.data(), file.size(),
           [&](uint64_t position, const uint8_t* msg, size_t len) {
             count(position, msg, len);
-            file.release_before(msg);
+            file.advance_to(msg);
           },
           &ferr, look_ahead, kLookAheadMessages);
     } else {
