@@ -44,7 +44,7 @@ int run_sim(const GatewayOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool complete = reader.run(
       [&](uint64_t capture_ns, const uint8_t* p, size_t n) {
-        gw.on_datagram(p, n, logfmt::Arrival{0, timed ? clock.now() : 0, capture_ns});
+        gw.on_datagram(p, n, logfmt::Arrival{0, timed ? clock.now_after_loading(p, n) : 0, capture_ns});
         if (o.progress && ++datagrams % 1000000 == 0)
           std::fprintf(stderr, "itch-gateway: %llu datagrams, %llu messages\n", (unsigned long long)datagrams,
                        (unsigned long long)gw.decode_counters().messages());

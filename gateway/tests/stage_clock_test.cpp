@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "util/stage_clock.hpp"
 
@@ -61,4 +62,18 @@ TEST(StageClock, MonotonicStampsAreNanosecondsAlready) {
   EXPECT_EQ(clock.earlier(stamp, 1000), stamp - 1000);
   EXPECT_EQ(clock.earlier(1000, 5000), 0u);
   EXPECT_EQ(clock.line().ns_per_tick_q32, 0u);
+}
+
+TEST(StageClock, AStampAfterLoadingReadsOnlyTheBytesItIsGiven) {
+  // Each range is a heap block of exactly its size, so a read outside it is a finding for the sanitizer build
+  // (the test command runs these tests under ASan too); the stamps must still follow each other.
+  const StageClock clocks[] = {StageClock::calibrate(2), StageClock::monotonic()};
+  for (const StageClock& clock : clocks)
+    for (const size_t n : {size_t(1), size_t(17), size_t(64), size_t(65), size_t(200), size_t(4099)}) {
+      const auto bytes = std::make_unique<uint8_t[]>(n);
+      for (const size_t skip : {size_t(0), size_t(1), n / 2}) {
+        const uint64_t before = clock.now();
+        EXPECT_GE(clock.now_after_loading(bytes.get() + skip, n - skip), before) << n << " bytes, from " << skip;
+      }
+    }
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <x86intrin.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "log/log_format.hpp"
@@ -31,6 +32,21 @@ class StageClock {
 
   // A stamp: raw TSC ticks, or CLOCK_MONOTONIC ns (source()).
   uint64_t now() const { return tsc_ ? __rdtsc() : monotonic_ns(); }
+  // A stamp once the bytes [p, p + n) are loaded: every cache line of them
+  // read, then a load fence. A TSC read does not wait for the loads before
+  // it, so a datagram handed over from a capture in memory was stamped
+  // before its lines arrived and their misses counted as its decoding (seed
+  // fixture: decode p99 18 -> 30 ns); a live receive is stamped after
+  // recvmsg has copied the datagram, and this stamp means the same.
+  uint64_t now_after_loading(const uint8_t* p, size_t n) const {
+    constexpr uintptr_t kLine = 64;
+    const uintptr_t end = uintptr_t(p) + n;
+    // p's own line through p, then each later line at its start: no byte outside [p, p + n) is read.
+    for (uintptr_t at = uintptr_t(p); at < end; at = (at & ~(kLine - 1)) + kLine)
+      static_cast<void>(*reinterpret_cast<volatile const uint8_t*>(at));
+    _mm_lfence();
+    return now();
+  }
   // A stamp of now() in ns on the line (CLOCK_MONOTONIC at calibration);
   // stamps before the line's origin map to ns0.
   uint64_t to_ns(uint64_t stamp) const {
