@@ -185,9 +185,10 @@ BENCHMARK(BM_StageClockNow);
 
 // A stamp amid the book's kind of work: independent loads that miss the
 // cache, which the core overlaps many at a time, with (Arg 1) or without a
-// stamp between them. Where the TSC read waits for the loads before it (Intel
-// here: the time per load goes from the overlapped miss to a whole one), a
-// stamp costs far more in the pipeline than back to back (BM_StageClockNow).
+// stamp between them. Where nothing after a TSC read starts until the loads
+// before it are done (Intel here: the time per load goes from the overlapped
+// miss to a whole one), a stamp costs far more in the pipeline than back to
+// back (BM_StageClockNow).
 void BM_StageClockAmidMisses(benchmark::State& state) {
   const bool stamped = state.range(0) != 0;
   const StageClock clock = StageClock::calibrate();

@@ -4,9 +4,10 @@
 // VMs, and the conversion to ns (a line onto CLOCK_MONOTONIC fitted at
 // start) is left to whoever reads the log, which carries the line. Without
 // an invariant TSC of at least 1 GHz, a stamp is clock_gettime in ns.
-// Amid work a read can cost much more: on the Intel VMs it waits for the
-// loads before it, so the cache misses it separates no longer overlap
-// (book_bench BM_StageClockAmidMisses).
+// Amid work a read can cost much more: on the Intel VMs nothing after it
+// starts until the loads before it are done, so the cache misses it
+// separates no longer overlap (book_bench BM_StageClockAmidMisses); yet it
+// reads the counter without waiting for those loads (now_after_loading).
 #pragma once
 #include <time.h>
 #include <x86intrin.h>
@@ -34,7 +35,7 @@ class StageClock {
   uint64_t now() const { return tsc_ ? __rdtsc() : monotonic_ns(); }
   // A stamp once the bytes [p, p + n) are loaded: every cache line of them
   // read, then a load fence. A TSC read does not wait for the loads before
-  // it, so a datagram handed over from a capture in memory was stamped
+  // it to read the counter, so a datagram handed over from a capture in memory was stamped
   // before its lines arrived and their misses counted as its decoding (seed
   // fixture: decode p99 18 -> 30 ns); a live receive is stamped after
   // recvmsg has copied the datagram, and this stamp means the same.
