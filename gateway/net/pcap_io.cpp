@@ -62,7 +62,22 @@ bool PcapReader::set_up_in_place_walk(const MappedFile& file) {
   uint16_t version[2];
   std::memcpy(version, file.data() + 4, 4);
   const auto in_order = [&](uint16_t v) { return swapped_ ? __builtin_bswap16(v) : v; };
-  return in_order(version[0]) == 2 && in_order(version[1]) == 4;
+  if (in_order(version[0]) != 2 || in_order(version[1]) != 4) return false;
+  // libpcap rewrites some link types' records as it hands them out (their pseudo-headers' fields in the
+  // writer's byte order; a USB length), which a read-only mapping cannot: those stay with it. Of the link
+  // types a feed can be read from, Linux cooked headers are rewritten in a swapped file (a CAN frame's id).
+  const uint32_t linktype = field(file.data() + 20);  // LINKTYPE_ values, no FCS bits
+  switch (linktype) {
+    case 1:    // Ethernet
+    case 101:  // raw IP
+    case 228:  // IPv4
+      return true;
+    case 113:  // Linux cooked v1
+    case 276:  // Linux cooked v2
+      return !swapped_;
+    default:
+      return false;
+  }
 }
 
 bool PcapReader::hand_over_to_libpcap() {

@@ -27,9 +27,11 @@ struct PcapRecord {
 // out in place: through libpcap each record is two freads, copied out of a
 // stdio buffer under the stream's lock, which was most of a pcap
 // simulation's reading. Everything else goes through libpcap: streams,
-// pcapng, other versions, and, from that record on, any record the in-place
-// walk does not take as ordinary (a header or body cut short, a capture
-// length over the snaplen), so that errors and salvage are libpcap's own.
+// pcapng, other versions, link types whose records libpcap rewrites (USB,
+// NFLOG, a swapped file's Linux cooked headers), and, from that record on,
+// any record the in-place walk does not take as ordinary (a header or body
+// cut short, a capture length over the snaplen), so that what comes out,
+// errors and salvage included, is libpcap's own.
 class PcapReader {
  public:
   // Throws std::runtime_error with libpcap's explanation (bad magic,
@@ -59,8 +61,9 @@ class PcapReader {
   void adopt(FILE* stream, const std::string& name);  // opens the capture on stream, owning it
   // libpcap's usual maximum record (MAXIMUM_SNAPLEN); only a few link types allow more.
   static constexpr uint32_t kMaxOrdinaryCaplen = 262144;
-  // If the file is a pcap of version 2.4 (either byte order and precision),
-  // sets up the in-place walk's byte order and scale; false if it is not.
+  // If the file is a pcap of version 2.4 (either byte order and precision)
+  // whose records libpcap hands out as they are, sets up the in-place walk's
+  // byte order and scale; false if it is not.
   bool set_up_in_place_walk(const MappedFile& file);
   bool hand_over_to_libpcap();  // libpcap reads on from the record at offset_; false: error_ says why
   Next next_through_libpcap(PcapRecord& rec);

@@ -200,6 +200,34 @@ TEST(PcapInPlace, OtherVersionsAndAFileHeaderAloneStayWithLibpcap) {
   }
 }
 
+TEST(PcapInPlace, LinkTypesWhoseRecordsLibpcapRewritesStayWithIt) {
+  // A swapped file's pseudo-headers come out in our byte order from libpcap (found by fuzz_capture_readers:
+  // a USB capture); a Linux cooked header's CAN frame id too. Records of 64 patterned bytes, the cooked one
+  // with the CAN protocol (0x000C) at its offset 14.
+  struct Case {
+    uint32_t linktype;
+    bool swapped;
+    bool in_place;
+  };
+  for (const Case c : {Case{220, true, false}, Case{189, false, false}, Case{239, false, false},
+                       Case{113, true, false}, Case{276, true, false}, Case{113, false, true}, Case{1, true, true}}) {
+    SCOPED_TRACE("link type " + std::to_string(c.linktype) + (c.swapped ? ", swapped" : ""));
+    PcapBytes p;
+    p.swapped = c.swapped;
+    p.linktype = c.linktype;
+    p.header().record(1, 2, 64, 64, 9);
+    if (c.linktype == 113) {
+      p.bytes[24 + 16 + 14] = 0x00;
+      p.bytes[24 + 16 + 15] = 0x0C;
+    }
+    p.record(3, 4, 64, 64, 10);
+    bool in_place = !c.in_place;
+    const Reading r = expect_libpcaps_reading(p.bytes, in_place);
+    EXPECT_EQ(in_place, c.in_place);
+    EXPECT_EQ(r.records.size(), 2u);
+  }
+}
+
 TEST(PcapInPlace, AReaderThatMetDamageNoLongerReadsInPlace) {
   PcapBytes p;
   p.header().record(1, 2, 10, 10, 1);
