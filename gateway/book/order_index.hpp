@@ -202,7 +202,7 @@ class OrderTable {
   }
 
   void rebuild(size_t capacity) {
-    std::vector<Slot, HugePageAllocator<Slot>> old;
+    Slots old;
     old.swap(slots_);
     const unsigned old_shift = shift_;
     ProbingTable<Value> old_overflow;
@@ -216,7 +216,8 @@ class OrderTable {
     old_overflow.for_each([&](uint64_t ref, const Value& v) { place(ref, v); });
   }
 
-  std::vector<Slot, HugePageAllocator<Slot>> slots_;
+  using Slots = std::vector<Slot, HugePageAllocator<Slot>>;
+  Slots slots_;
   ProbingTable<Value> overflow_;
   size_t mask_ = 0;
   unsigned shift_ = 0;  // log2 of the capacity: a slot's number holds the reference's low bits
