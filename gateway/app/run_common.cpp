@@ -11,26 +11,25 @@ void RunLogs::close() {
 }
 
 namespace {
-size_t capacity_for(uint64_t max_records, size_t record_size) {
-  if (max_records == 0) return MmapLog::kDefaultCapacityBytes;
-  constexpr size_t kPage = 4096;
-  const size_t bytes = logfmt::kLatencyHeaderSize + size_t(max_records) * record_size;  // the longer header
-  return std::min(MmapLog::kDefaultCapacityBytes, (bytes + kPage - 1) / kPage * kPage);
+size_t reservation_for(uint64_t expected_records, size_t record_size) {
+  if (expected_records == 0) return MmapLog::kDefaultReserveBytes;
+  const size_t bytes = logfmt::kLatencyHeaderSize + size_t(expected_records) * record_size;  // the longer header
+  return std::min(MmapLog::kDefaultReserveBytes, bytes);
 }
 }  // namespace
 
 RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::OriginClock origin, uint8_t stages,
-                      uint64_t max_records) {
+                      uint64_t expected_records) {
   RunLogs logs;
   if (o.latency_log) {
     const size_t record_size = logfmt::latency_record_size(stages);
     const LogIdentity id{clock.source(), origin, o.run_id, o.commit, stages, clock.line()};
     logs.latency = std::make_unique<LatencyLog>(o.out + "/latency.lat", logfmt::Kind::kLatency, id,
-                                                capacity_for(max_records, record_size), record_size);
+                                                reservation_for(expected_records, record_size), record_size);
   }
   logs.bbo = std::make_unique<BboLog>(o.out + "/bbo.bbo", logfmt::Kind::kBbo,
                                       LogIdentity{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit},
-                                      capacity_for(max_records, sizeof(logfmt::BboRecord)));
+                                      reservation_for(expected_records, sizeof(logfmt::BboRecord)));
   return logs;
 }
 
@@ -88,6 +87,10 @@ void write_logs_json(JsonWriter& j, const RunLogs& logs) {
   // Times the hot path found no page ready and grew the file itself: provisioning lagged the writer.
   j.field("latency_writer_grows", logs.latency ? logs.latency->writer_grows() : 0);
   j.field("bbo_writer_grows", logs.bbo->writer_grows());
+  // Times a log outgrew the address space first reserved for it and was moved (a guess, never a limit).
+  j.field("latency_remaps", logs.latency ? logs.latency->remaps() : 0).field("bbo_remaps", logs.bbo->remaps());
+  j.field("latency_drop_reason", logs.latency ? logs.latency->drop_reason() : "");
+  j.field("bbo_drop_reason", logs.bbo->drop_reason());
   j.end_object();
 }
 

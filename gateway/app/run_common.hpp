@@ -18,10 +18,11 @@ struct RunLogs {
 };
 
 // stages: what the latency log's records stamp (logfmt::Stage).
-// max_records: the most records the input can produce (0: unknown, live);
-// each log reserves address space for that many, not for the default 64 GiB.
+// expected_records: how many records the input is likely to produce (0: unknown, live);
+// each log first reserves address space for that many, not for the default 64 GiB,
+// and grows past it when the guess was short (MmapLog).
 RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::OriginClock origin, uint8_t stages,
-                      uint64_t max_records = 0);
+                      uint64_t expected_records = 0);
 
 // Median cost of one stage stamp, measured in place: every latency figure
 // of the run includes it.

@@ -25,12 +25,12 @@ int run_sim(const GatewayOptions& o) {
   // because there stamps are set against other processes' CLOCK_MONOTONIC.
   const StageClock clock = StageClock::calibrate(2);
   const bool pcap = reader.kind() == CaptureKind::kPcap;
-  // Every message takes at least 14 bytes of the file (a 2-byte length and a
-  // 12-byte message, more in a pcap), so no log can outgrow this many records.
-  const uint64_t max_records = std::filesystem::file_size(o.capture) / 14 + 1;
+  // Every message takes at least 14 bytes of an uncompressed file (a 2-byte length and a 12-byte message, more
+  // in a pcap): a plain file's logs are never remapped. A compressed file's size bounds nothing; the logs grow.
+  const uint64_t expected_records = std::filesystem::file_size(o.capture) / 14 + 1;
   // No kernel stamp in simulation: the log holds the stages asked for.
   RunLogs logs = open_run_logs(o, clock, pcap ? logfmt::OriginClock::kCaptureEpoch : logfmt::OriginClock::kItchTimestamp,
-                               o.stamps, max_records);
+                               o.stamps, expected_records);
   OrderBook book(o.expected_orders);
   NullPublisher publisher;
   Gateway<NullPublisher> gw(book, clock, logs.latency.get(), logs.bbo.get(), publisher);

@@ -29,7 +29,7 @@ std::string scratch(const char* name) { return "/tmp/itchbench-bench-" + std::to
 std::unique_ptr<LatencyLog> latency_log(const std::string& path, uint8_t stages) {
   LogIdentity id;
   id.stages = stages;
-  return std::make_unique<LatencyLog>(path, logfmt::Kind::kLatency, id, MmapLog::kDefaultCapacityBytes,
+  return std::make_unique<LatencyLog>(path, logfmt::Kind::kLatency, id, MmapLog::kDefaultReserveBytes,
                                       logfmt::latency_record_size(stages));
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <stdexcept>
 
@@ -27,11 +28,12 @@ void copy_padded(char* dst, size_t n, const std::string& s) {
 }  // namespace
 
 MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size, size_t marker_offset,
-                 const LogIdentity& id, size_t capacity_bytes)
-    : path_(path), record_size_(record_size), marker_offset_(marker_offset), stages_(id.stages) {
+                 const LogIdentity& id, size_t reserve_bytes, size_t limit_bytes)
+    : path_(path), limit_(limit_bytes), record_size_(record_size), marker_offset_(marker_offset), stages_(id.stages) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail(path, "open");
-  reserved_ = capacity_bytes;
+  constexpr size_t kPage = 4096;
+  reserved_ = std::min((reserve_bytes + kPage - 1) / kPage * kPage, limit_bytes);
   // A log that can only be small grows (and populates) no more than it can hold: a 1,000-message run must not
   // fault in two 64 MiB chunks.
   chunk_bytes_ = std::min(kChunkBytes, reserved_);
@@ -90,13 +92,47 @@ bool MmapLog::grow_locked() {
   return true;
 }
 
+bool MmapLog::reserve_locked() {
+  if (reserved_ >= limit_) {
+    drop_reason_ = "the log reached its limit of " + std::to_string(limit_) + " bytes";
+    return false;
+  }
+  const size_t want = std::min(limit_, reserved_ > limit_ / 2 ? limit_ : 2 * reserved_);
+  void* m = ::mremap(base_, reserved_, want, MREMAP_MAYMOVE);
+  if (m == MAP_FAILED) {
+    drop_reason_ = std::string("mremap to ") + std::to_string(want) + " bytes failed: " + std::strerror(errno);
+    return false;
+  }
+  // Only the writer moves the mapping, under grow_mutex_, which the provisioner holds whenever it touches the
+  // pointers: both see the move whole.
+  uint8_t* base = static_cast<uint8_t*>(m);
+  auto moved = [&](uint8_t* p) { return base + (p - base_); };
+  first_record_ = moved(first_record_);
+  cursor_ = moved(cursor_);
+  mapped_end_ = moved(mapped_end_);
+  released_end_ = moved(released_end_);
+  ready_end_.store(moved(ready_end_.load(std::memory_order_relaxed)), std::memory_order_release);
+  written_end_.store(cursor_, std::memory_order_relaxed);
+  base_ = base;
+  reserved_ = want;
+  chunk_bytes_ = std::min(kChunkBytes, reserved_);
+  ++remaps_;
+  return true;
+}
+
 bool MmapLog::catch_up() {
   ready_end_cached_ = ready_end_.load(std::memory_order_acquire);
   if (cursor_ + record_size_ <= ready_end_cached_) return true;
   std::lock_guard<std::mutex> lock(grow_mutex_);
   ++writer_grows_;
-  while (mapped_end_ < cursor_ + record_size_)
-    if (!grow_locked()) return false;
+  while (mapped_end_ < cursor_ + record_size_) {
+    if (grow_locked()) continue;
+    if (mapped_end_ < base_ + reserved_) {  // room reserved, but the file could not grow
+      drop_reason_ = std::string("growing the file failed: ") + std::strerror(errno);
+      return false;
+    }
+    if (!reserve_locked()) return false;
+  }
   ready_end_cached_ = mapped_end_;
   return true;
 }
@@ -110,16 +146,19 @@ std::chrono::nanoseconds MmapLog::provisioning_pause(size_t ready_bytes, double 
 void MmapLog::provision() {
   leave_hot_thread_alone();
   using Clock = std::chrono::steady_clock;
-  const uint8_t* last_written = written_end_.load(std::memory_order_relaxed);
+  size_t last_written = 0;  // offsets, not pointers: the writer may move the mapping between wake-ups
+  {
+    std::lock_guard<std::mutex> lock(grow_mutex_);
+    last_written = size_t(written_end_.load(std::memory_order_relaxed) - base_);
+  }
   Clock::time_point last = Clock::now();
   std::unique_lock<std::mutex> stopping(stop_mutex_);
   while (!stop_) {
     stopping.unlock();
-    size_t ready;
-    const uint8_t* written;
+    size_t ready, written_offset;
     {
       std::lock_guard<std::mutex> lock(grow_mutex_);
-      written = written_end_.load(std::memory_order_relaxed);
+      const uint8_t* written = written_end_.load(std::memory_order_relaxed);
       while (size_t(mapped_end_ - written) < 2 * chunk_bytes_)
         if (!grow_locked()) break;
       // Chunks the writer has left a chunk behind leave the process (their data stays in the page cache, dirty,
@@ -129,12 +168,13 @@ void MmapLog::provision() {
         released_end_ += chunk_bytes_;
       }
       ready = size_t(mapped_end_ - written);
+      written_offset = size_t(written - base_);
     }
     const Clock::time_point now = Clock::now();
     const double ns = double(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count());
-    const double rate = ns > 0 ? double(written - last_written) / ns : 0;
+    const double rate = ns > 0 ? double(written_offset - last_written) / ns : 0;
     last = now;
-    last_written = written;
+    last_written = written_offset;
     stopping.lock();
     stop_cv_.wait_for(stopping, provisioning_pause(ready, rate), [this] { return stop_; });
     wakeups_.fetch_add(1, std::memory_order_relaxed);

@@ -8,6 +8,11 @@
 // the hot thread's CPU, every wake-up preempts the writer.
 // Behind the writer it releases written chunks (MADV_DONTNEED), so resident
 // memory stays a few chunks whatever the log's length.
+// The address space reserved up front is a first guess (small for a small
+// input, so a short run stays small and valgrind can map it); a writer that
+// reaches its end moves the mapping to one twice as large (mremap), so no
+// record is ever dropped for a guess. Only the limit, a failed grow (disk
+// full) or a failed remap drops records, and those are counted.
 // close() writes the exact count, sets the finalized flag and trims the file
 // to its last record.
 //
@@ -18,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <atomic>
+#include <climits>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -43,12 +49,15 @@ struct LogIdentity {
 class MmapLog {
  public:
   static constexpr size_t kChunkBytes = size_t(16) << 20;
-  static constexpr size_t kDefaultCapacityBytes = size_t(64) << 30;  // address space reserved
+  static constexpr size_t kDefaultReserveBytes = size_t(64) << 30;  // address space reserved when nothing is known
+  static constexpr size_t kNoLimit = SIZE_MAX;
 
   // Throws std::runtime_error naming the path on failure.
   // marker_offset: where in a record its written marker (flags byte) is.
+  // reserve_bytes: the address space mapped at first (a guess: the log grows past it);
+  // limit_bytes: the file never grows past this (records beyond are dropped and counted).
   MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size, size_t marker_offset, const LogIdentity& id,
-          size_t capacity_bytes = kDefaultCapacityBytes);
+          size_t reserve_bytes = kDefaultReserveBytes, size_t limit_bytes = kNoLimit);
   ~MmapLog();  // closes (finalizes) if close() was not called
   MmapLog(const MmapLog&) = delete;
   MmapLog& operator=(const MmapLog&) = delete;
@@ -70,6 +79,8 @@ class MmapLog {
   uint64_t dropped() const { return dropped_; }
   uint8_t stages() const { return stages_; }
   uint64_t writer_grows() const { return writer_grows_; }  // times the writer outran provisioning
+  uint64_t remaps() const { return remaps_; }               // times the reservation was outgrown and moved
+  const std::string& drop_reason() const { return drop_reason_; }  // why the first record was dropped
   uint64_t provisioner_wakeups() const { return wakeups_.load(std::memory_order_relaxed); }
   void close();
 
@@ -83,14 +94,16 @@ class MmapLog {
   static std::chrono::nanoseconds provisioning_pause(size_t ready_bytes, double bytes_per_ns);
 
  private:
-  bool grow_locked();  // one more chunk; caller holds grow_mutex_
-  bool catch_up();     // writer's slow path
+  bool grow_locked();     // one more chunk within the reservation; caller holds grow_mutex_
+  bool reserve_locked();  // the writer's: a reservation twice as large; caller holds grow_mutex_
+  bool catch_up();        // writer's slow path
   void provision();    // thread body
 
   std::string path_;
   int fd_ = -1;
   uint8_t* base_ = nullptr;
-  size_t reserved_ = 0;
+  size_t reserved_ = 0;  // guarded by grow_mutex_ (changed only by the writer)
+  size_t limit_;
   size_t chunk_bytes_ = kChunkBytes;  // what one grow adds: kChunkBytes, or less for a log that is small
   size_t record_size_;
   size_t marker_offset_;  // of each record's written marker
@@ -100,8 +113,11 @@ class MmapLog {
   uint8_t* ready_end_cached_ = nullptr;  // writer's copy of ready_end_
   uint64_t dropped_ = 0;
   uint64_t writer_grows_ = 0;
+  uint64_t remaps_ = 0;
+  std::string drop_reason_;
 
   std::mutex grow_mutex_;
+  // base_ and the pointers below move together, under grow_mutex_, when the writer remaps.
   uint8_t* mapped_end_ = nullptr;  // end of the file (guarded by grow_mutex_)
   uint8_t* released_end_ = nullptr;  // pages before this were handed back to the kernel (provisioner's)
   std::atomic<uint8_t*> ready_end_{nullptr};  // pages before this are populated
@@ -121,8 +137,9 @@ class RecordLog {
  public:
   static constexpr size_t kTailWords = 5;
   RecordLog(const std::string& path, logfmt::Kind kind, const LogIdentity& id,
-            size_t capacity_bytes = MmapLog::kDefaultCapacityBytes, size_t record_size = sizeof(Record))
-      : log_(path, kind, checked(record_size), offsetof(Record, flags), id, capacity_bytes) {}
+            size_t reserve_bytes = MmapLog::kDefaultReserveBytes, size_t record_size = sizeof(Record),
+            size_t limit_bytes = MmapLog::kNoLimit)
+      : log_(path, kind, checked(record_size), offsetof(Record, flags), id, reserve_bytes, limit_bytes) {}
 
   // The next record's place, to fill field by field and then commit(). Its
   // bytes are zero (the log hands out only fresh file space, written with
@@ -154,6 +171,8 @@ class RecordLog {
   uint64_t records() const { return log_.records(); }
   uint64_t dropped() const { return log_.dropped(); }
   uint64_t writer_grows() const { return log_.writer_grows(); }
+  uint64_t remaps() const { return log_.remaps(); }
+  const std::string& drop_reason() const { return log_.drop_reason(); }
   uint64_t provisioner_wakeups() const { return log_.provisioner_wakeups(); }
   uint8_t stages() const { return log_.stages(); }
   void close() { log_.close(); }

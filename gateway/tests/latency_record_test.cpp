@@ -60,7 +60,7 @@ TEST(LatencyRecord, AGatewayWritesTheStagesOfItsLogAndNoOthers) {
     id.stages = stages;
     id.stage_clock = clock.source();
     id.clock_line = clock.line();
-    LatencyLog log(path, logfmt::Kind::kLatency, id, MmapLog::kDefaultCapacityBytes,
+    LatencyLog log(path, logfmt::Kind::kLatency, id, MmapLog::kDefaultReserveBytes,
                    logfmt::latency_record_size(stages));
     OrderBook book(1024);
     NullPublisher pub;
@@ -122,10 +122,10 @@ TEST(LatencyRecord, AGatewayWritesTheStagesOfItsLogAndNoOthers) {
 
 TEST(LatencyRecord, ARecordSizeItsTypeCannotHoldIsRefused) {
   ScratchDir dir;
-  EXPECT_THROW(LatencyLog(dir.file("a"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultCapacityBytes, 16),
+  EXPECT_THROW(LatencyLog(dir.file("a"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultReserveBytes, 16),
                std::invalid_argument);
-  EXPECT_THROW(LatencyLog(dir.file("b"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultCapacityBytes, 72),
+  EXPECT_THROW(LatencyLog(dir.file("b"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultReserveBytes, 72),
                std::invalid_argument);
-  EXPECT_THROW(LatencyLog(dir.file("c"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultCapacityBytes, 28),
+  EXPECT_THROW(LatencyLog(dir.file("c"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultReserveBytes, 28),
                std::invalid_argument);
 }

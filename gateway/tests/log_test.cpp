@@ -125,19 +125,48 @@ TEST(MmapLog, CrashedWriterLeavesWholeRecordsThenZeros) {
 
 TEST(MmapLog, FullLogDropsAndCounts) {
   ScratchDir dir;
-  // Capacity of one chunk: header + as many records as fit.
-  MmapLog log(dir.file("small"), logfmt::Kind::kBbo, 48, offsetof(logfmt::BboRecord, flags), {}, MmapLog::kChunkBytes);
+  // A limit of one chunk: header + as many records as fit.
+  MmapLog log(dir.file("small"), logfmt::Kind::kBbo, 48, offsetof(logfmt::BboRecord, flags), {}, MmapLog::kChunkBytes,
+              MmapLog::kChunkBytes);
   const uint64_t fit = (MmapLog::kChunkBytes - logfmt::kHeaderSize) / 48;
   for (uint64_t i = 0; i < fit + 10; ++i) log.next();
   EXPECT_EQ(log.records(), fit);
   EXPECT_EQ(log.dropped(), 10u);
+  EXPECT_NE(log.drop_reason().find("limit"), std::string::npos) << log.drop_reason();
   log.close();
+}
+
+TEST(MmapLog, AShortReservationIsOutgrownWithoutDroppingARecord) {
+  // The first reservation is a guess (a compressed capture's size bounds nothing): a log that was given room for
+  // one page must take forty chunks' worth of records, each where it belongs, moving its mapping as it goes.
+  ScratchDir dir;
+  const std::string path = dir.file("grown.bbo");
+  const uint64_t records = 40 * MmapLog::kChunkBytes / sizeof(logfmt::BboRecord) + 17;
+  {
+    BboLog log(path, logfmt::Kind::kBbo, {}, 4096);
+    for (uint64_t i = 0; i < records; ++i) log.append(bbo_record(i));
+    EXPECT_EQ(log.dropped(), 0u);
+    EXPECT_GE(log.remaps(), 10u);  // 4 KiB doubled to past 640 MiB
+    EXPECT_EQ(log.drop_reason(), "");
+    log.close();
+  }
+  const auto bytes = itchbench::testing::read_bytes(path);
+  ASSERT_EQ(bytes.size(), logfmt::kHeaderSize + records * sizeof(logfmt::BboRecord));
+  EXPECT_EQ(header_of(bytes).record_count, records);
+  uint64_t wrong = 0;
+  for (uint64_t i = 0; i < records; i += 997) {
+    logfmt::BboRecord want = bbo_record(i), got;
+    want.flags = logfmt::kWritten;
+    std::memcpy(&got, bytes.data() + logfmt::kHeaderSize + i * sizeof got, sizeof got);
+    wrong += std::memcmp(&got, &want, sizeof got) != 0;
+  }
+  EXPECT_EQ(wrong, 0u);
 }
 
 TEST(MmapLog, ClaimedRecordsReadZeroWhereNotFilledAndAFullLogTakesNone) {
   // The gateway fills latency records in place and leaves fields it has no value for unset (a read stamp the
   // source did not take, the reserved bytes), relying on claim() handing out zeroed space: through three chunks
-  // of growth every byte it did not set must read zero. Past the capacity, claims go to a scratch record:
+  // of growth every byte it did not set must read zero. Past the limit, claims go to a scratch record:
   // counted as dropped, nothing written to the file.
   ScratchDir dir;
   const std::string path = dir.file("claimed.lat");
@@ -147,7 +176,7 @@ TEST(MmapLog, ClaimedRecordsReadZeroWhereNotFilledAndAFullLogTakesNone) {
   {
     LogIdentity id;
     id.stages = stages;
-    LatencyLog log(path, logfmt::Kind::kLatency, id, 3 * MmapLog::kChunkBytes, rs);
+    LatencyLog log(path, logfmt::Kind::kLatency, id, 3 * MmapLog::kChunkBytes, rs, 3 * MmapLog::kChunkBytes);
     for (uint64_t i = 0; i < fit + 5; ++i) {
       logfmt::LatencyRecord& r = log.claim();
       r.seq = i + 1;

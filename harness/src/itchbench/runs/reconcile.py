@@ -44,7 +44,11 @@ def _gateway(gw: dict[str, Any], latency_records: int | None, bbo_records: int,
     if latency_records is not None:
         checks["one latency record per message"] = latency_records == received
     checks["one BBO record per event"] = bbo_records == gw["bbo_events"]
-    checks["no log record dropped"] = gw["logs"]["latency_dropped"] == 0 and gw["logs"]["bbo_dropped"] == 0
+    for log in ("latency", "bbo"):
+        dropped = gw["logs"][f"{log}_dropped"]
+        why = gw["logs"].get(f"{log}_drop_reason") or "no reason given"
+        name = f"no {log} log record dropped" + (f" ({dropped:,} dropped: {why})" if dropped else "")
+        checks[name] = dropped == 0
     seq, mold = gw["sequence"], gw["mold"]
     return {
         "received": received, "decoded": dec["messages"], "rejected": rejected,
@@ -59,7 +63,8 @@ def _gateway(gw: dict[str, Any], latency_records: int | None, bbo_records: int,
 def _udp(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
     loops = run.values["replay"]["loops"]
     sender, kernel = run.values["replay"]["sender"], run.extras.get("kernel", {})
-    expected_datagrams = facts["datagrams"] * loops
+    datagrams = run.extras.get("replayed_datagrams", facts["datagrams"])  # a binary ITCH file's: as packetized
+    expected_datagrams = datagrams * loops
     if sender == "tcpreplay":
         tr = run.extras.get("tcpreplay", {})
         sent, failed = int(tr.get("successful", 0)), int(tr.get("failed", 0))
@@ -73,7 +78,7 @@ def _udp(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str
         delivered + dropped + kernel.get("UdpNoPorts", 0) == sent)
     checks["gateway datagrams = kernel delivered"] = gw["udp"]["datagrams"] == delivered
     return {
-        "capture_datagrams": facts["datagrams"], "loops": loops, "expected_messages": facts["messages"] * loops,
+        "capture_datagrams": datagrams, "loops": loops, "expected_messages": facts["messages"] * loops,
         "sender": sender, "sender_sent": sent, "sender_failed": failed,
         "kernel_delivered": delivered, "kernel_dropped": dropped,
         "kernel_rcvbuf_errors": kernel.get("UdpRcvbufErrors", 0), "kernel_no_port": kernel.get("UdpNoPorts", 0),

@@ -83,6 +83,9 @@ def run_udp(run: "Run", group: "ProcessGroup") -> None:
         cmd.append("--ignore-end-of-session")
     gw = start_gateway(run, group, cmd, ns.wrap)
     facts = facts_of(capture, run.values["feed"])
+    if tcpreplay and facts["kind"] != "pcap":  # a binary ITCH file goes as the packets itch2pcap made of it
+        facts = {**facts, "datagrams": facts_of(rewritten)["datagrams"]}
+    run.extras["replayed_datagrams"] = facts["datagrams"]
     expected_s = udp_sender_seconds(run.values, facts)
     sender = replay["sender"]
     run.say(f"  {sender}: {facts['datagrams'] * replay['loops']:,} packets, rate {replay['rate']}")
