@@ -24,23 +24,35 @@ std::string hex_byte(uint8_t b);
 // What is wrong with the message framed at off (which does not frame: see frame_at).
 FileError describe_framing_error(const uint8_t* data, size_t size, size_t off, uint64_t position);
 
-// Whether the bytes at off frame one message: a whole length prefix, a
-// message that fits, and a type whose length the prefix matches. On success
-// sets len; else describes the error for the message at `position` (cold).
+// Whether a message that fits but does not validate (unknown type, a length
+// its type does not have) still frames the file: it ends the data, or the
+// prefix after it frames a valid message. Then it is handed on, for the
+// decoder to count as rejected, as a malformed message inside a pcap is;
+// otherwise the framing is lost there (cold).
+bool framed_despite_content(const uint8_t* data, size_t size, size_t off, size_t len);
+
+// Whether the bytes at off frame one message: a whole length prefix and a
+// message that fits, of a type whose length the prefix matches — or one
+// that does not validate but leaves the framing intact. On success sets len;
+// else describes the error for the message at `position` (cold).
 inline bool frame_at(const uint8_t* data, size_t size, size_t off, uint64_t position, size_t& len, FileError* error) {
   if (__builtin_expect(size - off >= 2, 1)) {
     len = load_be16(data + off);
-    if (__builtin_expect(size - off - 2 >= len && validate(data + off + 2, len) == DecodeStatus::kOk, 1)) return true;
+    if (__builtin_expect(size - off - 2 >= len, 1) &&
+        (__builtin_expect(validate(data + off + 2, len) == DecodeStatus::kOk, 1) ||
+         framed_despite_content(data, size, off, len)))
+      return true;
   }
   if (error) *error = describe_framing_error(data, size, off, position);
   return false;
 }
 
 // Walks length-prefixed messages in [data, data+size). Calls
-// f(position (1-based), bytes, length) for each message whose prefix matches
-// its type. Stops at the first framing error and describes it: after a bad
-// prefix the rest of the stream cannot be trusted to be aligned.
-// Returns true when the whole buffer was consumed cleanly.
+// f(position (1-based), bytes, length) for each framed message, malformed
+// ones included (the caller's decoder rejects and counts them). Stops where
+// the framing is lost and describes it: past a prefix that frames nothing
+// the rest cannot be trusted to be aligned.
+// Returns true when the whole buffer was walked to its end.
 template <class F>
 bool walk_length_prefixed(const uint8_t* data, size_t size, F&& f, FileError* error) {
   size_t off = 0, len;

@@ -44,28 +44,46 @@ TEST(ItchFile, WalksMessagesWithPositions) {
   EXPECT_TRUE(looks_like_itch_file(f.data(), f.size()));
 }
 
-TEST(ItchFile, PrefixDisagreeingWithTypeIsAnErrorWithOffset) {
+TEST(ItchFile, AMalformedMessageThatStillFramesTheFileIsHandedOn) {
+  // The spec fixes each type's length; a prefix that frames bytes of the wrong length or an unknown type
+  // still leads to the next prefix, so the walk goes on and the decoder counts the message as rejected.
+  std::vector<std::pair<uint64_t, size_t>> seen;
+  auto record = [&](uint64_t pos, const uint8_t*, size_t n) { seen.push_back({pos, n}); };
+  FileError err;
   auto f = two_messages();
-  f[14 + 1] = 20;  // second prefix (offset 14) says 20, 'D' is 19
-  f.push_back(0);  // keep the byte count consistent with the lie
+  f[14 + 1] = 20;  // the second prefix (offset 14) says 20 bytes; 'D' is 19
+  f.push_back(0);  // and 20 bytes follow: it ends the file
+  EXPECT_TRUE(walk_length_prefixed(f.data(), f.size(), record, &err)) << err.reason;
+  EXPECT_EQ(seen, (std::vector<std::pair<uint64_t, size_t>>{{1, 12}, {2, 20}}));
+  EXPECT_NE(validate(f.data() + 16, 20), DecodeStatus::kOk);
+
+  seen.clear();
+  f = two_messages();
+  f[2] = 'z';  // the first message's type is unknown; the 'D' after it frames
+  EXPECT_TRUE(walk_length_prefixed(f.data(), f.size(), record, &err)) << err.reason;
+  EXPECT_EQ(seen, (std::vector<std::pair<uint64_t, size_t>>{{1, 12}, {2, 19}}));
+}
+
+TEST(ItchFile, FramingLostIsAnErrorWithOffset) {
+  // A prefix whose message does not validate and is followed by one that frames nothing: from there on the
+  // bytes cannot be trusted to be aligned.
+  auto f = two_messages();
+  f[0] = 0;
+  f[1] = 13;  // the first prefix says 13: the 'S' message plus the first byte of the next prefix
   FileError err;
   int delivered = 0;
   EXPECT_FALSE(walk_length_prefixed(f.data(), f.size(), [&](uint64_t, const uint8_t*, size_t) { ++delivered; }, &err));
-  EXPECT_EQ(delivered, 1);
-  EXPECT_EQ(err.offset, 14u);
-  EXPECT_EQ(err.message, 2u);
-  EXPECT_NE(err.reason.find("'D' is 19 bytes, prefix says 20"), std::string::npos) << err.reason;
+  EXPECT_EQ(delivered, 0);
+  EXPECT_EQ(err.offset, 0u);
+  EXPECT_EQ(err.message, 1u);
+  EXPECT_NE(err.reason.find("framing lost: length does not match message type: type 'S' is 12 bytes, prefix says 13"),
+            std::string::npos) << err.reason;
 }
 
-TEST(ItchFile, UnknownTypeTruncationAndOverrun) {
+TEST(ItchFile, TruncationAndOverrun) {
   FileError err;
   auto noop = [](uint64_t, const uint8_t*, size_t) {};
   auto f = two_messages();
-  f[2] = 'z';
-  EXPECT_FALSE(walk_length_prefixed(f.data(), f.size(), noop, &err));
-  EXPECT_NE(err.reason.find("unknown message type (byte 0x7a)"), std::string::npos) << err.reason;
-
-  f = two_messages();
   f.push_back(0x00);  // half a length prefix
   EXPECT_FALSE(walk_length_prefixed(f.data(), f.size(), noop, &err));
   EXPECT_EQ(err.offset, f.size() - 1);
