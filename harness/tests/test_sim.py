@@ -129,9 +129,9 @@ def test_malformed_messages_are_counted_and_the_run_still_balances(tool, tmp_pat
     rec = rundir.read_json(run / "summary.json")["reconciliation"]
     assert rec["received"] == 300 and rec["rejected"] == 1 and rec["decoded"] == 299
     assert rec["balanced"]
-    # A skipped message is a loss, said as such: never "lossless".
+    # A rejected message is said as such: never "lossless".
     verdict = rundir.read_json(run / "summary.json")["verdict"]
-    assert verdict["status"] == "lost" and "gateway rejected 1 messages" in verdict["headline"]
+    assert verdict["status"] == "rejected" and "1 of 300 messages malformed (1 × unknown type)" in verdict["headline"]
     lat = logs.read_latency(run / "latency.lat").records
     rejected = lat[(lat["flags"] & logs.FLAG_REJECTED) != 0]
     assert list(rejected["seq"]) == [50] and rejected["msg_type"][0] == b"z"

@@ -7,16 +7,15 @@ import shlex
 import sys
 from pathlib import Path
 
+from ..runs.verdict import EXIT_HELP
 from .common import run_line, verdict_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="run a scenario (sim, udp via tcpreplay, serial via socat) into run directories",
                        description="Run every configuration and repetition of a scenario, repetitions "
-                       "interleaved across configurations (A B A B ...). Each run ends with "
-                       "its verdict (LOSSLESS, FAULTS ACCOUNTED, LOST, NOT BALANCED, INCOMPLETE); the last line "
-                       "counts them. Exit 0 only when every run is lossless or its losses are exactly the "
-                       "declared faults; 1 otherwise; 2 for a bad scenario.")
+                       "interleaved across configurations (A B A B ...). The last line counts the verdicts; exit 0 "
+                       "only when every run's is. " + EXIT_HELP)
     r.add_argument("scenario", help="scenario file (TOML), e.g. scenarios/udp-baseline.toml")
     r.add_argument("--out", metavar="DIR", help="where run directories go (default: reports/runs)")
     r.set_defaults(func=run)

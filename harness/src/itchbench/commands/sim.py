@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..runs.verdict import EXIT_HELP
 from .common import run_line, verdict_of
 
 
@@ -12,8 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("sim", help="run the gateway on a capture in deterministic simulation",
                        description="Run the gateway on a capture in deterministic simulation. A capture with a "
                        "fault sidecar beside it (CAPTURE.faults.json, from `itchbench faults`) is reconciled "
-                       "with it exactly. Exit 0: lossless or every loss an accounted fault; 1: lost, "
-                       "not balanced or incomplete; 2: unusable input.")
+                       "with it exactly. " + EXIT_HELP)
     s.add_argument("capture", help="pcap/pcapng of MoldUDP64 over UDP (any port), or a binary ITCH 5.0 file")
     s.add_argument("--out", metavar="RUN_DIR", help="new run directory (default: reports/runs/RUN_ID)")
     s.add_argument("--no-latency-log", action="store_true", help="record the BBO stream only")

@@ -50,14 +50,22 @@ def _gateway(gw: dict[str, Any], latency_records: int | None, bbo_records: int,
         name = f"no {log} log record dropped" + (f" ({dropped:,} dropped: {why})" if dropped else "")
         checks[name] = dropped == 0
     seq, mold = gw["sequence"], gw["mold"]
+    packet_reasons = {why: mold.get(f"rejected_{key}", 0) for key, why in _PACKET_REJECTIONS}
     return {
         "received": received, "decoded": dec["messages"], "rejected": rejected,
+        "rejected_reasons": {why: dec[f"rejected_{key}"] for key, why in _MESSAGE_REJECTIONS},
         "missing": seq["missing_messages"], "duplicates": seq["duplicate_messages"],
         "reordered": seq["reordered_messages"], "gap_events": seq["gap_events"],
-        "rejected_packets": mold["rejected_too_short"] + mold["rejected_length_overrun"]
-        + mold["rejected_count_mismatch"] + mold.get("rejected_sequence_overflow", 0),
+        "packets": mold["packets"], "rejected_packets": sum(packet_reasons.values()),
+        "rejected_packet_reasons": packet_reasons,
         "latency_records": latency_records, "bbo_events": gw["bbo_events"], "bbo_records": bbo_records,
     }
+
+
+# The gateway's rejection counters and what a headline calls each (docs/verdicts.md).
+_MESSAGE_REJECTIONS = [("unknown_type", "unknown type"), ("wrong_length", "length mismatch"), ("empty", "empty")]
+_PACKET_REJECTIONS = [("too_short", "too short"), ("length_overrun", "message overruns packet"),
+                      ("count_mismatch", "count mismatch"), ("sequence_overflow", "sequence overflow")]
 
 
 def _udp(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
@@ -143,7 +151,11 @@ def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]]) -> di
         "undetected_messages": max(0, not_applied - rec["missing"] - rec["reordered"]),
         "duplicate_messages": rec["duplicates"],
         "rejected_messages": rec["rejected"],
+        "rejected_message_reasons": {k: n for k, n in rec["rejected_reasons"].items() if n},
         "rejected_packets": rec["rejected_packets"],
+        "rejected_packet_reasons": {k: n for k, n in rec["rejected_packet_reasons"].items() if n},
+        "packets": rec["packets"],
+        "applied_messages": rec["decoded"],
         "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
         "kernel_dropped_datagrams": hop.get("kernel_dropped", 0),
         "serial_bad_lines": hop.get("lines_bad", 0),

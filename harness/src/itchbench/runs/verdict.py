@@ -1,41 +1,84 @@
 """The verdict of one run: a status, one headline line and an exit status.
 
-    lossless      complete, balanced, nothing lost                      exit 0
+    lossless      complete, balanced, nothing lost or rejected          exit 0
     faults_accounted  complete, balanced, and every loss is a declared
                   fault that the gateway's counters equal exactly       exit 0
-    lost          complete and balanced, but messages were lost         exit 1
+    rejected      complete and balanced, nothing lost, but malformed
+                  messages or packets were rejected (counted, by reason) exit 1
+    lost          complete and balanced, but messages were sent and
+                  never applied (gaps, drops, late)                     exit 1
     unbalanced    the accounting does not add up                        exit 1
     incomplete    the run did not reach its end (crash, sender failed,
                   deadline, interrupted, …)                             exit 1
 
-docs/verdicts.md is the reference; a run is never called lossless or
-balanced when anything was lost, skipped or could not be checked.
+Each class a user cares about is said apart, never mixed in one sentence:
+lost (sent, not applied), rejected (malformed, with reasons), skipped (not
+the selected feed) and duplicated (seen twice, applied once); a class that
+is zero is not printed. docs/verdicts.md is the reference; a run is never
+called lossless or balanced when anything was lost, skipped over or could
+not be checked.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-EXIT = {"lossless": 0, "faults_accounted": 0, "lost": 1, "unbalanced": 1, "incomplete": 1}
+EXIT = {"lossless": 0, "faults_accounted": 0, "rejected": 1, "lost": 1, "unbalanced": 1, "incomplete": 1}
+
+# For --help: the headlines a run ends with and their exit statuses.
+EXIT_HELP = ("Each run ends with its verdict: LOSSLESS or FAULTS ACCOUNTED (exit 0); REJECTED (malformed messages or "
+             "packets, counted by reason, none lost), LOST (sent and not applied: gaps, drops, late), NOT BALANCED "
+             "or INCOMPLETE (exit 1). Exit 2: unusable input; 130/143: interrupted.")
 
 
-# What each kind of loss is called in a headline, in hop order.
+def count(n: int, noun: str) -> str:
+    """'1 message', '2 messages', '1,000 messages'."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def _reasons(by_reason: dict[str, int]) -> str:
+    return ", ".join(f"{n:,} × {why}" for why, n in by_reason.items() if n)
+
+
+# Where messages were lost, in hop order: (loss key, unit, what happened).
 _LOSS_WORDS = [
-    ("sender_failed_packets", "sender failed {:,} packets"),
-    ("kernel_dropped_datagrams", "kernel dropped {:,} datagrams"),
-    ("serial_bad_lines", "{:,} bad serial lines"),
-    ("sequence_gap_messages", "sequence gaps {:,} messages"),
-    ("late_messages_discarded", "{:,} arrived late (discarded)"),
-    ("undetected_messages", "{:,} never seen (no later packet showed the gap)"),
-    ("rejected_packets", "gateway rejected {:,} packets"),
-    ("rejected_messages", "gateway rejected {:,} messages"),
+    ("sender_failed_packets", "packet", "the sender failed {}"),
+    ("kernel_dropped_datagrams", "datagram", "the kernel dropped {}"),
+    ("serial_bad_lines", "bad serial line", "{}"),
+    ("sequence_gap_messages", "message", "{} in sequence gaps"),
+    ("late_messages_discarded", "message", "{} arrived late (discarded)"),
+    ("undetected_messages", "message", "{} never seen (no later packet showed the gap)"),
 ]
 
 
-def _where(loss: dict[str, Any]) -> str:
-    parts = [words.format(loss[key]) for key, words in _LOSS_WORDS if loss[key]]
-    parts += [f"{name} missed {n:,} BBO frames" for name, n in loss["subscriber_frames_dropped"].items()]
-    return "; ".join(parts)
+def _lost_clause(loss: dict[str, Any]) -> str:
+    where = [words.format(count(loss[key], unit)) for key, unit, words in _LOSS_WORDS if loss[key]]
+    where += [f"{name} missed {count(n, 'BBO frame')}" for name, n in loss["subscriber_frames_dropped"].items()]
+    n = loss["messages_not_applied"]
+    head = f"{n:,} of {count(loss['expected_messages'], 'message')} lost" if n else "no message lost"
+    return f"{head} ({'; '.join(where)})" if where else head
+
+
+def _rejected_clause(loss: dict[str, Any], received: int) -> str:
+    parts = []
+    if loss["rejected_messages"]:
+        parts.append(f"{loss['rejected_messages']:,} of {count(received, 'message')} malformed "
+                     f"({_reasons(loss.get('rejected_message_reasons', {}))})")
+    if loss["rejected_packets"]:
+        parts.append(f"{loss['rejected_packets']:,} of {count(loss.get('packets', 0), 'packet')} malformed "
+                     f"({_reasons(loss.get('rejected_packet_reasons', {}))})")
+    return " and ".join(parts)
+
+
+def _other_clauses(summary: dict[str, Any], loss: dict[str, Any]) -> str:
+    """Skipped and duplicated: counted, said, never loss."""
+    parts = []
+    skipped = sum((summary.get("feed") or {}).get("not_feed", {}).values())
+    if skipped:
+        parts.append(f"{count(skipped, 'frame')} not of the feed skipped")
+    if loss.get("duplicate_messages"):
+        parts.append(f"{count(loss['duplicate_messages'], 'duplicate message')} ignored")
+    return "".join(f"; {p}" for p in parts)
 
 
 def judge(summary: dict[str, Any]) -> dict[str, Any]:
@@ -45,24 +88,35 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
         why = failure["message"] if failure else (summary.get("error") or "the run did not reach its end")
         kind = failure["kind"] if failure else "input_ended_early"
         status, headline = "incomplete", f"INCOMPLETE ({kind}): {why.splitlines()[0] if why else ''}"
-    elif not rec["balanced"]:
+        return {"status": status, "headline": headline, "exit_status": EXIT[status]}
+    loss = rec["loss"]
+    rest = _other_clauses(summary, loss)
+    lost = (loss["messages_not_applied"] or loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"]
+            or loss["serial_bad_lines"] or loss["subscriber_frames_dropped"])
+    rejected = loss["rejected_messages"] or loss["rejected_packets"]
+    applied = loss.get("applied_messages", rec["decoded"])
+    if not rec["balanced"]:
         failed = [name for name, ok in rec["checks"].items() if not ok]
         status, headline = "unbalanced", "NOT BALANCED: " + "; ".join(failed)
     elif "faults" in rec:
         status = "faults_accounted"
-        headline = (f"FAULTS ACCOUNTED: {rec['loss']['messages_not_applied']:,} of "
-                    f"{rec['loss']['expected_messages']:,} messages not applied, each an injected fault "
+        headline = (f"FAULTS ACCOUNTED: {loss['messages_not_applied']:,} of "
+                    f"{count(loss['expected_messages'], 'message')} not applied, each an injected fault "
                     f"({rec['faults']['summary']}); balanced")
-    elif not rec["loss"]["lossless"]:
-        loss = rec["loss"]
+    elif lost:
         status = "lost"
-        headline = (f"LOST: {loss['messages_not_applied']:,} of {loss['expected_messages']:,} messages not applied"
-                    f" ({_where(loss) or 'see summary.json'}); accounting balanced")
+        also = f"; {_rejected_clause(loss, rec['received'])}" if rejected else ""
+        headline = f"LOST: {_lost_clause(loss)}{also}; {applied:,} applied{rest}; accounting balanced"
+    elif rejected:
+        status = "rejected"
+        applied_words = f"{applied:,} applied" if loss["rejected_messages"] else f"{count(applied, 'message')} applied"
+        headline = f"REJECTED: {_rejected_clause(loss, rec['received'])}; {applied_words}, none lost{rest}"
     else:
         status = "lossless"
         digest = rec["checks"].get("BBO digest = simulation's digest")
         tail = ", BBO digest = simulation" if digest else ""
-        headline = f"LOSSLESS: {rec['received']:,} messages, {summary['bbo']['events']:,} BBO events, balanced{tail}"
+        headline = (f"LOSSLESS: {count(rec['received'], 'message')}, {count(summary['bbo']['events'], 'BBO event')}, "
+                    f"balanced{tail}{rest}")
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
 
 

@@ -1,0 +1,114 @@
+"""Each verdict class in its exact words and exit status (docs/verdicts.md):
+lost, rejected, skipped and duplicated said apart, zero classes left out,
+plurals right. Every capture is edited here byte by byte, so the expected
+counts come from the edit, not from the gateway."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from itchbench import rundir
+from itchbench.analysis import logs
+from itchbench.cli import main as itchbench_main
+
+from live_helpers import make_capture
+from tap_captures import ethernet, ipv4, read_pcap, tap_capture, udp, write_pcap
+
+
+def _sim(capture: Path, out: Path, capsys) -> tuple[int, str, dict]:
+    code = itchbench_main(["sim", str(capture), "--out", str(out)])
+    headline = capsys.readouterr().out.strip().splitlines()[-1]
+    return code, headline, rundir.read_json(out / "summary.json")
+
+
+def _itch_messages(data: bytes) -> list[bytes]:
+    out, off = [], 0
+    while off < len(data):
+        n = int.from_bytes(data[off:off + 2], "big")
+        out.append(data[off:off + 2 + n])
+        off += 2 + n
+    return out
+
+
+@pytest.fixture(scope="module")
+def seed_pcap(tmp_path_factory) -> Path:
+    """300 messages, one a packet (seed-workload)."""
+    return make_capture(tmp_path_factory.mktemp("cap"), "seed.pcap", "--messages", "300")
+
+
+def test_lossless(seed_pcap, tmp_path, capsys):
+    code, headline, s = _sim(seed_pcap, tmp_path / "run", capsys)
+    events = s["bbo"]["events"]
+    assert (code, headline) == (0, f"LOSSLESS: 300 messages, {events:,} BBO events, balanced")
+
+
+def test_malformed_messages_in_a_binary_itch_file_are_rejected_and_the_walk_goes_on(tmp_path, capsys):
+    day = make_capture(tmp_path, "day.itch", "--profile", "nasdaq-day", "--messages", "1000", "--symbol-count", "20",
+                       "--format", "itch")
+    messages = _itch_messages(day.read_bytes())
+    unknown = struct.pack(">H", 12) + b"z" + bytes(11)  # a type ITCH 5.0 does not have
+    short_add = struct.pack(">H", 20) + b"A" + bytes(19)  # an Add Order is 36 bytes; its prefix says 20
+    bad = day.with_name("bad.itch")
+    bad.write_bytes(b"".join(messages[:5] + [unknown] + messages[5:500] + [short_add] + messages[500:]))
+    code, headline, s = _sim(bad, tmp_path / "run", capsys)
+    assert (code, headline) == (1, "REJECTED: 2 of 1,002 messages malformed (1 × unknown type, 1 × length mismatch);"
+                                   " 1,000 applied, none lost")
+    assert s["verdict"]["status"] == "rejected" and s["complete"] and s["balanced"]
+    # The 1,000 good messages give the BBO events they give alone, at positions moved by the two inserted.
+    _sim(day, tmp_path / "alone", capsys)
+    got, alone = (logs.read_bbo(tmp_path / run / "bbo.bbo").records for run in ("run", "alone"))
+    assert len(got) == len(alone) > 100
+    moved = alone.copy()
+    moved["seq"] = alone["seq"] + (alone["seq"] > 5) + (alone["seq"] > 500)
+    moved["flags"] |= (moved["seq"] > 6).astype("u1")  # after the first rejection (position 6): book may be stale
+    assert got.tobytes() == moved.tobytes()
+
+
+def test_a_binary_itch_file_whose_framing_is_lost_stops_there_and_says_where(tmp_path, capsys):
+    day = make_capture(tmp_path, "day.itch", "--profile", "nasdaq-day", "--messages", "100", "--symbol-count", "8",
+                       "--format", "itch")
+    messages = _itch_messages(day.read_bytes())
+    offset = sum(len(m) for m in messages[:10])
+    broken = day.with_name("broken.itch")
+    broken.write_bytes(b"".join(messages[:10]) + b"\x00\x05zzzzz\xff\xff" + b"".join(messages[10:]))
+    code, headline, s = _sim(broken, tmp_path / "run", capsys)
+    assert code == 1 and headline.startswith("INCOMPLETE (input_ended_early)")
+    assert f"offset {offset}" in headline and "framing lost" in headline, headline
+
+
+def test_malformed_packets_only(tmp_path, capsys):
+    frames = [(1_000 * i, ethernet(0x0800, ipv4("127.0.0.2", "127.0.0.1", 17, udp(26400, 26477, b"MOLD" * 3))))
+              for i in range(200)]  # 12 bytes: shorter than a MoldUDP64 header (20)
+    cap = tmp_path / "short.pcap"
+    write_pcap(cap, frames)
+    code, headline, _ = _sim(cap, tmp_path / "run", capsys)
+    assert (code, headline) == (1, "REJECTED: 200 of 200 packets malformed (200 × too short); 0 messages applied,"
+                                   " none lost")
+
+
+def test_a_gap_is_lost_and_a_malformed_message_is_said_apart(seed_pcap, tmp_path, capsys):
+    records = read_pcap(seed_pcap)
+    ts, frame = records[49]
+    records[49] = (ts, frame[:14 + 20 + 8 + 20 + 2] + b"z" + frame[14 + 20 + 8 + 20 + 3:])  # message 50: unknown type
+    del records[99]  # message 100 never sent
+    cap = tmp_path / "gap.pcap"
+    write_pcap(cap, records)
+    code, headline, _ = _sim(cap, tmp_path / "run", capsys)
+    assert (code, headline) == (1, "LOST: 1 of 300 messages lost (1 message in sequence gaps); 1 of 299 messages"
+                                   " malformed (1 × unknown type); 298 applied; accounting balanced")
+
+
+def test_duplicates_and_frames_of_other_flows_are_said_and_are_not_loss(seed_pcap, tmp_path, capsys):
+    records = read_pcap(seed_pcap)
+    records.insert(20, records[19])  # packet 20 again
+    dup = tmp_path / "dup.pcap"
+    write_pcap(dup, records)
+    tap = tap_capture(dup, tmp_path / "tap.pcap")
+    skipped = sum(tap.not_feed.values())
+    code, headline, s = _sim(tap.path, tmp_path / "run", capsys)
+    events = s["bbo"]["events"]
+    assert (code, headline) == (0, f"LOSSLESS: 300 messages, {events:,} BBO events, balanced; {skipped} frames not"
+                                   " of the feed skipped; 1 duplicate message ignored")
