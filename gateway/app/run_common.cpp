@@ -94,4 +94,25 @@ void write_logs_json(JsonWriter& j, const RunLogs& logs) {
   j.end_object();
 }
 
+void write_noise_json(JsonWriter& j, const NoiseSnapshot& noise) {
+  j.key("noise").begin_object();
+  j.key("threads").begin_array();
+  for (const ThreadNoise& t : noise.threads) {
+    j.begin_object();
+    j.field("tid", int64_t(t.tid)).field("name", t.name).field("voluntary_switches", t.voluntary_switches);
+    j.field("involuntary_switches", t.involuntary_switches).field("minor_faults", t.minor_faults);
+    j.field("major_faults", t.major_faults).field("migrations", t.migrations).field("last_cpu", t.last_cpu);
+    j.field("on_cpu_ns", t.on_cpu_ns).field("run_delay_ns", t.run_delay_ns);
+    j.field("policy", t.policy).field("affinity", t.affinity);
+    j.end_object();
+  }
+  j.end_array();
+  j.key("process").begin_object();
+  j.field("voluntary_switches", noise.process.voluntary_switches);
+  j.field("involuntary_switches", noise.process.involuntary_switches);
+  j.field("minor_faults", noise.process.minor_faults).field("major_faults", noise.process.major_faults);
+  j.end_object();
+  j.end_object();
+}
+
 }  // namespace itchbench

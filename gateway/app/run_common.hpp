@@ -8,6 +8,7 @@
 #include "log/mmap_log.hpp"
 #include "util/json_writer.hpp"
 #include "util/stage_clock.hpp"
+#include "util/thread_noise.hpp"
 
 namespace itchbench {
 
@@ -38,5 +39,7 @@ struct Grant {
 };
 void write_grant(JsonWriter& j, const char* name, const Grant& g, int value);
 void write_logs_json(JsonWriter& j, const RunLogs& logs);
+// "noise": each live thread's switches, faults, migrations, policy and affinity, and the process's totals.
+void write_noise_json(JsonWriter& j, const NoiseSnapshot& noise);
 
 }  // namespace itchbench

@@ -90,6 +90,7 @@ int run_live(const GatewayOptions& o) {
     });
   }
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const NoiseSnapshot noise = take_noise_snapshot();  // while the helper threads still live
   publisher.stop();
   logs.close();
 
@@ -149,6 +150,7 @@ int run_live(const GatewayOptions& o) {
   write_grant(j, "publisher_cpu", pub_pin, o.publisher_cpu);
   j.end_object();
   write_logs_json(j, logs);
+  write_noise_json(j, noise);
   j.end_object();
   write_file_atomically(o.out + "/gateway.json", j.str());
   return 0;

@@ -56,6 +56,7 @@ int run_sim(const GatewayOptions& o) {
       },
       [&](const uint8_t* m, size_t n) { gw.look_ahead(m, n); });
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const NoiseSnapshot noise = take_noise_snapshot();  // while the helper threads still live
   logs.close();
 
   const uint64_t received = pcap ? gw.framer().counters().messages : reader.stats().itch_messages;
@@ -74,6 +75,7 @@ int run_sim(const GatewayOptions& o) {
   write_sequence_json(j, gw.framer().sequence().counters());
   write_pipeline_counters(j, gw, book);
   write_logs_json(j, logs);
+  write_noise_json(j, noise);
   j.end_object();
   write_file_atomically(o.out + "/gateway.json", j.str());
   if (!complete) std::fprintf(stderr, "itch-gateway: %s\n", reader.error().c_str());

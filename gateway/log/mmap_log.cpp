@@ -1,6 +1,7 @@
 #include "log/mmap_log.hpp"
 
 #include "util/realtime.hpp"
+#include "util/thread_noise.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -145,6 +146,7 @@ std::chrono::nanoseconds MmapLog::provisioning_pause(size_t ready_bytes, double 
 
 void MmapLog::provision() {
   leave_hot_thread_alone();
+  name_current_thread("log-provision");
   using Clock = std::chrono::steady_clock;
   size_t last_written = 0;  // offsets, not pointers: the writer may move the mapping between wake-ups
   {

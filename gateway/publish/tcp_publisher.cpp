@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "util/realtime.hpp"
+#include "util/thread_noise.hpp"
 
 namespace itchbench {
 
@@ -178,6 +179,7 @@ void TcpPublisher::tick() {
 void TcpPublisher::start() {
   thread_ = std::thread([this] {
     leave_hot_thread_alone();  // then its own pin, if it was given one
+    name_current_thread("bbo-publisher");
     if (options_.cpu >= 0) {
       const std::string err = pin_current_thread(options_.cpu);
       pinned_ = err.empty();

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "util/realtime.hpp"
+#include "util/thread_noise.hpp"
 
 namespace itchbench {
 
@@ -66,6 +67,7 @@ class ReadAhead {
 
 void ReadAhead::fill() {
   leave_hot_thread_alone();  // never on the hot thread's CPU
+  name_current_thread("read-ahead");
   for (uint64_t n = 0;; ++n) {
     {
       std::unique_lock<std::mutex> lock(mu_);

@@ -131,6 +131,28 @@ def _hops_section(run_dir: Path, summary: dict[str, Any],
     return md, out
 
 
+def _ms(ns: int) -> str:
+    return f"{ns / 1e6:,.1f}" if ns >= 0 else "?"
+
+
+def _noise_section(noise: dict[str, Any] | None) -> list[str]:
+    """What the kernel says the run went through (runs/noise.py): a slow run is told from a noisy one."""
+    if not noise:
+        return ["Noise: not recorded (a run directory from before noise was recorded).", ""]
+    md = [f"Noise: {noise['words']}.", "",
+          "| CPU | busy ms | steal ms | irq ms | softirq ms |", "|---|---|---|---|---|"]
+    md += [f"| {cpu} | {c['busy_ms']:,.0f} | {c['steal_ms']:,.0f} | {c['irq_ms']:,.0f} | {c['softirq_ms']:,.0f} |"
+           for cpu, c in noise["cpus"].items()]
+    if noise.get("threads"):
+        md += ["", "| thread | tid | ran ms | waited ms | preemptions | sleeps | minor faults | major faults | "
+               "migrations | policy | CPUs |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        md += [f"| {t['name']} | {t['tid']} | {_ms(t.get('on_cpu_ns', -1))} | {_ms(t.get('run_delay_ns', -1))} | "
+               f"{t['involuntary_switches']:,} | {t['voluntary_switches']:,} | "
+               f"{t['minor_faults']:,} | {t['major_faults']:,} | {t['migrations'] if t['migrations'] >= 0 else '?'} | "
+               f"{t['policy']} | {t['affinity']} |" for t in noise["threads"]]
+    return md + [""]
+
+
 def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = False) -> Path:
     run_dir = Path(run_dir)
     manifest = rundir.read_json(run_dir / "manifest.json")
@@ -166,6 +188,7 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
         granted = [f"{k}={v['value']} ({'granted' if v['granted'] else 'NOT granted: ' + v['error']})"
                    for k, v in rt.items() if v.get("requested")]
         md += [f"Real-time options: {', '.join(granted) if granted else 'none requested'}.", ""]
+    md += _noise_section(summary.get("noise"))
 
     # Workload
     per_type = summary.get("messages", {}).get("per_type", {})

@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     problems += session.identity_differences(base, head)
     metrics = session.metric_verdicts(base, head, args.threshold / 100, SEED) if not problems else {}
     outs = session.output_differences(base, head) if not problems else {}
+    noise = session.noise_differences(base, head) if not problems else {}
     slower = sorted({f"{label}: {name}" for label, t in metrics.items() for name, v in t.items()
                      if v["verdict"] == verdicts.WORSE})
     faster = sorted({f"{label}: {name}" for label, t in metrics.items() for name, v in t.items()
@@ -102,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
     if unjudged:
         headline += (f" (timings not judged on {', '.join(unjudged)}: too few runs a side to reach p < "
                      f"{verdicts.ALPHA}; exact metrics only)")
+    if noise:
+        headline += f" (noise differed on {', '.join(noise)}: see compare.md)"
     if dirty:
         headline += " [dirty working tree]"
     plot = None
@@ -113,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         "threshold_pct": args.threshold, "alpha": verdicts.ALPHA, "seed": SEED,
         "base": {"name": "base", "label": base.revision.label if base.revision else args.base, **base.describe()},
         "head": {"name": "head", "label": head.revision.label if head.revision else args.head, **head.describe()},
-        "not_comparable": problems, "metrics": metrics, "outputs": outs,
+        "not_comparable": problems, "metrics": metrics, "outputs": outs, "noise": noise,
         "instructions": {"base": base.instructions, "head": head.instructions},
         "runs": {s.name: {k: [str(p) for p in v] for k, v in s.runs.items()} for s in (base, head)},
         "plot": plot,

@@ -48,6 +48,8 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
            "Instructions per message (callgrind, exact): any change beyond 0.5 %. See docs/compare.md.", ""]
     for problem in result["not_comparable"]:
         md += [f"> ⚠ not comparable: {problem}", ""]
+    for label, words in result.get("noise", {}).items():
+        md += [f"> ⚠ {label}: {words}", ""]
     for label, table in result["metrics"].items():
         md += [f"## {label}", "", "| metric | base | head | Δ% | 95% CI of ratio | p | verdict |",
                "|---|---:|---:|---:|---|---:|---|"]

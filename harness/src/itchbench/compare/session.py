@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 from .. import paths, rundir
 from ..captures.fixtures import load_manifest
 from ..runs import runner, scenario
@@ -183,6 +185,38 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
             table[f"instructions.{stage}"] = verdicts.exact(ia.get("per_message", {}).get(stage),
                                                             ib.get("per_message", {}).get(stage), why=why)
         out[label] = table
+    return out
+
+
+def _noise_of(run_dir: Path) -> tuple[float, float] | None:
+    """(steal share of busy CPU time, hot-thread preemptions) of one run, or None where not recorded."""
+    noise = rundir.read_json(run_dir / "summary.json").get("noise")
+    if not noise:
+        return None
+    steal, busy = noise["steal_ms"], noise["busy_ms"]
+    hot = noise.get("hot_thread") or {}
+    return (steal / (steal + busy) if steal + busy else 0.0, float(hot.get("involuntary_switches", 0)))
+
+
+# Noise that weakens a timing verdict: steal shares this far apart (absolute), or preemptions this many times as
+# many (and at least MIN_PREEMPTIONS more).
+STEAL_APART, PREEMPTION_RATIO, MIN_PREEMPTIONS = 0.01, 2.0, 10
+
+
+def noise_differences(base: Side, head: Side) -> dict[str, str]:
+    """Per workload whose two sides ran under different noise (medians of their runs), what differed."""
+    out = {}
+    for label in sorted(set(base.runs) & set(head.runs)):
+        sides = [[n for n in map(_noise_of, side.runs[label]) if n is not None] for side in (base, head)]
+        if not all(sides):
+            continue
+        (sa, pa), (sb, pb) = ((float(np.median([n[i] for n in ns])) for i in (0, 1)) for ns in sides)
+        differs = abs(sa - sb) > STEAL_APART or (
+            abs(pa - pb) >= MIN_PREEMPTIONS and max(pa, pb) > PREEMPTION_RATIO * max(min(pa, pb), 1))
+        if differs:
+            out[label] = (f"base and head ran under different noise (medians): steal {sa:.1%} vs {sb:.1%} of busy "
+                          f"CPU time, hot-thread preemptions {pa:,.0f} vs {pb:,.0f} a run; timing verdicts here are "
+                          "weaker than their p-values say")
     return out
 
 

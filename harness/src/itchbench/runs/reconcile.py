@@ -19,7 +19,7 @@ from ..captures import faults
 from ..captures.digest import sim_bbo
 from ..captures.inspect import capture_kind, facts_of
 from .. import rundir
-from . import verdict
+from . import noise, verdict
 from .failure import RunError
 
 if TYPE_CHECKING:
@@ -244,6 +244,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         "reconciliation": rec,
         "gateway": {k: gw[k] for k in ("stop_reason", "udp", "serial", "publisher", "realtime", "capture_stats")
                     if k in gw},
+        "noise": noise.summarise(run.cpu_noise, gw.get("noise")),
         "performance": {"elapsed_s": gw["elapsed_s"], "messages_per_s": gw["messages_per_s"],
                         "timer_overhead_ns": gw["clock"]["timer_overhead_ns"], "stage_clock": gw["clock"]["stage"]},
     })

@@ -27,7 +27,7 @@ from ..captures import faults
 from ..captures.fixtures import sha256_of
 from ..captures.inspect import check_capture
 from .. import rundir
-from . import environment, microbench, reconcile
+from . import environment, microbench, noise, reconcile
 from .failure import Interrupted, RunError
 from .procs import ProcessGroup
 
@@ -42,6 +42,7 @@ class Run:
     echo: bool
     extras: dict[str, Any] = field(default_factory=dict)  # what the transport reports, into summary.json
     subscriber_procs: list[tuple[subprocess.Popen, Path, str]] = field(default_factory=list)  # proc, out, kind
+    cpu_noise: dict[str, dict[str, float]] = field(default_factory=dict)  # per CPU over the run (runs/noise.py)
 
     def say(self, text: str) -> None:
         if self.echo:
@@ -90,9 +91,13 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
     run = start(values, label, run_dir=run_dir, root=root, echo=echo, command=command, origin=origin)
     failure: RunError | None = None
     interrupted: BaseException | None = None
+    cpu_before = noise.cpu_times()
     try:
         with ProcessGroup() as group:
-            TRANSPORTS[values["transport"]](run, group)
+            try:
+                TRANSPORTS[values["transport"]](run, group)
+            finally:
+                run.cpu_noise = noise.cpu_noise(cpu_before, noise.cpu_times())
         microbench.run_all(values, run.dir, run.say)
     except RunError as e:
         failure = e
