@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import rundir
-from . import dump, hlog, hops, latency_pass, plots, stats
+from . import blackbox_report, dump, hlog, hops, latency_pass, plots, stats
 
 HEADLINE = "receive_to_book"
 
@@ -158,6 +158,8 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
     manifest = rundir.read_json(run_dir / "manifest.json")
     summary = rundir.read_json(run_dir / "summary.json")
     scen = manifest["scenario"]
+    if scen.get("gateway_file"):
+        return blackbox_report.build(run_dir, manifest, summary, _noise_section(summary.get("noise")))
     env = manifest["environment"]
     plot_dir = run_dir / "plots"
     plot_dir.mkdir(exist_ok=True)

@@ -17,6 +17,16 @@ def run_line(summary: dict[str, Any]) -> str:
     rec = summary.get("reconciliation") or {}
     transport = summary["transport"]
     hop = rec.get(transport, {})
+    check = rec.get("bbo_check")
+    if check:  # a gateway brought through its contract: what its output showed, seen from outside
+        parts = [f"{rec['loss']['expected_messages']:,} messages sent"]
+        if transport == "udp" and hop:
+            parts.append(f"{hop['sender']} sent {hop['sender_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
+                         f"dropped {hop['kernel_dropped']:,}")
+        parts.append(f"{check['events']:,} BBO events received of {check['reference_events']:,} "
+                     f"(simulation); {check['missing']} missing, {check['extra']} extra, {check['wrong']} wrong, "
+                     f"{check['malformed_lines']} malformed lines")
+        return "; ".join(parts)
     parts = [f"{rec.get('received', 0):,} messages applied"]
     if transport == "udp" and hop:
         parts.append(f"{hop['sender']} sent {hop['sender_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "

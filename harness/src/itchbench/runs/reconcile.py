@@ -18,6 +18,7 @@ from ..analysis import logs, microbench
 from ..captures import faults
 from ..captures.digest import sim_bbo
 from ..captures.inspect import capture_kind, facts_of
+from ..gateways import adapter, blackbox
 from .. import rundir
 from . import noise, verdict
 from .failure import RunError
@@ -192,12 +193,73 @@ def write_summary(run: "Run", failure: RunError | None) -> dict[str, Any]:
             summary["failure"] = {"kind": "microbench_failed", "message": str(e)}
             summary["error"] = str(e)
             summary["complete"] = False
-    summary["verdict"] = verdict.judge(summary)
+    summary["verdict"] = (verdict.judge_black_box if run.values.get("gateway_file") else verdict.judge)(summary)
     rundir.write_json(run.dir / "summary.json", summary)
     return summary
 
 
+def _sender_checks(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+    """What the black box leaves to check of the path to it: the sender's and the kernel's counts."""
+    transport = run.values["transport"]
+    if transport == "udp":
+        loops, kernel = run.values["replay"]["loops"], run.extras.get("kernel", {})
+        sender = run.values["replay"]["sender"]
+        stats = run.extras.get("tcpreplay" if sender == "tcpreplay" else "udp_replay", {})
+        sent = int(stats.get("successful" if sender == "tcpreplay" else "sent", 0))
+        failed = int(stats.get("failed", 0))
+        datagrams = run.extras.get("replayed_datagrams", facts["datagrams"])
+        checks[f"{sender} sent + failed = capture datagrams x loops"] = sent + failed == datagrams * loops
+        checks["kernel delivered + dropped + no port = sent"] = (
+            kernel.get("UdpInDatagrams", 0) + kernel.get("UdpInErrors", 0) + kernel.get("UdpNoPorts", 0) == sent)
+        return {"expected_messages": facts["messages"] * loops, "sender": sender, "sender_sent": sent,
+                "sender_failed": failed, "kernel_delivered": kernel.get("UdpInDatagrams", 0),
+                "kernel_dropped": kernel.get("UdpInErrors", 0), "kernel_no_port": kernel.get("UdpNoPorts", 0)}
+    if transport == "serial":
+        sr = run.extras.get("serial_replay", {})
+        lines = int(sr.get("lines", 0))
+        checks["serial-replay sent every message"] = lines + int(sr.get("not_sent_oversize", 0)) == facts["messages"]
+        return {"expected_messages": facts["messages"], "lines_sent": lines, "sender_failed": 0}
+    return {"expected_messages": facts["messages"], "sender_failed": 0}
+
+
+def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str, Any]) -> None:
+    """A gateway brought through its contract, checked black box: its BBO stream against the simulation's,
+    wire-to-wire latency from the sender's stamps; its insides are not seen (white box: its own logs)."""
+    capture, feed = Path(run.values["capture"]), run.values["feed"]
+    c = run.extras.get("gateway_contract", {})
+    bbo_cfg = c.get("bbo", {"format": "csv", "via": "tcp", "check": "exact"})
+    checks: dict[str, bool] = {}
+    hop = _sender_checks(run, facts_of(capture, feed), checks)
+    out = run.dir / run.extras.get("bbo_output", adapter.BBO_FILE)
+    events, malformed, examples = blackbox.read_events(out, bbo_cfg["format"], stamped=bbo_cfg["via"] != "file")
+    ref, kinds = blackbox.reference(capture, feed)
+    bbo_check = blackbox.check(events, ref, kinds, bbo_cfg["check"])
+    bbo_check.update({"malformed_lines": malformed, "malformed_examples": examples, "output": str(out.name)})
+    loss = {"expected_messages": hop["expected_messages"], "sender_failed_packets": hop.get("sender_failed", 0),
+            "kernel_dropped_datagrams": hop.get("kernel_dropped", 0)}
+    loss["lossless"] = not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"])
+    rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,
+           "bbo_check": bbo_check, "black_box": True}
+    latency = blackbox.wire_to_wire(events, run.dir / "send.log")
+    summary.update({
+        "complete": failure is None and out.exists(),
+        "balanced": rec["balanced"],
+        "lossless": loss["lossless"] and bbo_check["equal"] and malformed == 0,
+        "bbo": {"events": len(events), "reference_events": len(ref)},
+        "reconciliation": rec,
+        "wire_to_wire": latency,
+        "gateway": {"contract": c, "stop": run.extras.get("gateway_stop", "")},
+        "noise": noise.summarise(run.cpu_noise, None),
+        "not_seen": "inside the gateway (receive, decode, book, publish stages): it writes no itchbench latency "
+                    "log" if not c.get("white_box") else "",
+    })
+    if not summary["complete"] and not failure:
+        summary["error"] = f"the gateway's BBO output {out.name} is missing"
+
+
 def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) -> None:
+    if run.values.get("gateway_file"):
+        return _reconcile_contract(run, failure, summary)
     gw_path = run.dir / "gateway.json"
     if not gw_path.exists():
         if not failure:

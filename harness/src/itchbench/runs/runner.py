@@ -43,6 +43,8 @@ class Run:
     extras: dict[str, Any] = field(default_factory=dict)  # what the transport reports, into summary.json
     subscriber_procs: list[tuple[subprocess.Popen, Path, str]] = field(default_factory=list)  # proc, out, kind
     cpu_noise: dict[str, dict[str, float]] = field(default_factory=dict)  # per CPU over the run (runs/noise.py)
+    # A contract gateway's revision: {"worktree", "commit", "prebuilt"} (compare, bisect); empty: its repository.
+    under_test: dict[str, Any] = field(default_factory=dict)
 
     def say(self, text: str) -> None:
         if self.echo:
@@ -54,7 +56,7 @@ def default_root() -> Path:
 
 
 def start(values: dict[str, Any], label: str, *, run_dir: Path | None, root: Path | None, echo: bool,
-          command: str, origin: dict[str, Any] | None) -> Run:
+          command: str, origin: dict[str, Any] | None, under_test: dict[str, Any] | None = None) -> Run:
     """Create the run directory — run_dir itself, or root/RUN_ID — and its manifest."""
     run_id = rundir.new_run_id(label)
     run_dir = rundir.create(run_dir if run_dir is not None else (root or default_root()) / run_id)
@@ -69,33 +71,37 @@ def start(values: dict[str, Any], label: str, *, run_dir: Path | None, root: Pat
         "scenario_hash": rundir.scenario_hash(values),
         "capture_sha256": sha256_of(Path(values["capture"])),
         "environment": env,
+        "gateway_under_test": {k: str(v) for k, v in (under_test or {}).items()},
     }
     rundir.write_json(run_dir / "manifest.json", manifest)
-    return Run(run_dir, run_id, values, label, env, echo)
+    return Run(run_dir, run_id, values, label, env, echo, under_test=dict(under_test or {}))
 
 
 def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, root: Path | None = None,
-            echo: bool = True, command: str = "itchbench run", origin: dict[str, Any] | None = None) -> Path:
+            echo: bool = True, command: str = "itchbench run", origin: dict[str, Any] | None = None,
+            under_test: dict[str, Any] | None = None) -> Path:
     """Run one configuration into a new run directory (run_dir, or root/RUN_ID)
     and return it. Its summary.json holds the verdict; an interrupt is raised
     again once the summary is written. `origin` (scenario file and text,
     repetition, command line) goes into the manifest, so a document can say
     how to make the run again."""
     from .transports import TRANSPORTS
+    from .transports.contract import run_contract
 
     check_capture(Path(values["capture"]), values["feed"])  # no single feed: refused before a run exists
     if faults.any_faults(values["faults"]):
         # Applied before any transport; the run reconciles with the sidecar.
         values = {**values, "source_capture": values["capture"],
                   "capture": str(faults.faulted_capture(Path(values["capture"]), values["faults"]))}
-    run = start(values, label, run_dir=run_dir, root=root, echo=echo, command=command, origin=origin)
+    run = start(values, label, run_dir=run_dir, root=root, echo=echo, command=command, origin=origin,
+                under_test=under_test)
     failure: RunError | None = None
     interrupted: BaseException | None = None
     cpu_before = noise.cpu_times()
     try:
         with ProcessGroup() as group:
             try:
-                TRANSPORTS[values["transport"]](run, group)
+                (run_contract if values["gateway_file"] else TRANSPORTS[values["transport"]])(run, group)
             finally:
                 run.cpu_noise = noise.cpu_noise(cpu_before, noise.cpu_times())
         microbench.run_all(values, run.dir, run.say)
@@ -110,7 +116,7 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
     finally:
         # Clean-up has run (the group is closed); nothing below may hide the original failure.
         reconcile.write_summary(run, failure)
-        if (run.dir / "gateway.json").exists():
+        if (run.dir / "gateway.json").exists() or values["gateway_file"]:
             try:
                 report.build(run.dir)
             except Exception as e:  # noqa: BLE001 - the verdict stands; the report's absence is said

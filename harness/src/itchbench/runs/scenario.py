@@ -77,6 +77,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
     "capture": (str, None, None, "capture file, relative to the scenario file (required)"),
     "feed": (str, "", _feed, "the capture's feed flow ADDR:PORT (empty: the flow with the most MoldUDP64 "
              "messages); everything else in the capture is counted as not the feed and never replayed"),
+    "gateway_file": (str, "", None, "the gateway under test: its contract file, itchbench.toml (relative to the "
+                     "scenario file; docs/gateway-contract.md); empty: the built-in gateway"),
     "repetitions": (int, 1, _between(1, 1000), "runs of each configuration"),
     "warmup_messages": (int, 0, _at_least(0), "first messages left out of the latency statistics"),
     "subscribers": (int, 1, _between(0, 16), "TCP subscribers attached during live runs"),
@@ -218,6 +220,19 @@ def _matrix_keys() -> list[str]:
     return keys
 
 
+def check_gateway_file(values: dict[str, Any], origin: str) -> None:
+    """The contract file is valid and takes the scenario's transport (a bad contract is bad input, exit 2)."""
+    from ..gateways import contract
+    try:
+        c = contract.load(values["gateway_file"])
+    except contract.ContractError as e:
+        raise ScenarioError(str(e)) from e
+    need = {"udp": "udp", "serial": "serial", "sim": "file"}[values["transport"]]
+    if need not in c.inputs:
+        raise ScenarioError(f"{origin}: transport {values['transport']} needs a gateway that takes {need} input; "
+                            f"{c.path} lists {list(c.inputs)}")
+
+
 def defaults(**top: Any) -> dict[str, Any]:
     """A resolved configuration from defaults and the given top-level keys."""
     return _resolve(dict(top), "itchbench")
@@ -256,6 +271,9 @@ def load(path: Path | str) -> list[Configuration]:
             if not capture.is_file():
                 raise ScenarioError(f"{path}: capture not found: {capture}")
             values["capture"] = str(capture)
+            if values["gateway_file"]:
+                values["gateway_file"] = str((path.parent / values["gateway_file"]).resolve())
+                check_gateway_file(values, str(path))
             label = (entry_label or values["name"]) + "".join(f"-{k.split('.')[-1]}={v}" for k, v in zip(keys, combo))
             configs.append(Configuration(values["name"], label, values, path.resolve()))
     return configs

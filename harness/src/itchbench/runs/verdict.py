@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-EXIT = {"lossless": 0, "faults_accounted": 0, "rejected": 1, "lost": 1, "unbalanced": 1, "incomplete": 1}
+EXIT = {"lossless": 0, "faults_accounted": 0, "rejected": 1, "lost": 1, "bbo_differs": 1, "unbalanced": 1,
+        "incomplete": 1}
 
 # For --help: the headlines a run ends with and their exit statuses.
 EXIT_HELP = ("Each run ends with its verdict: LOSSLESS or FAULTS ACCOUNTED (exit 0); REJECTED (malformed messages or "
@@ -117,6 +118,46 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
         tail = ", BBO digest = simulation" if digest else ""
         headline = (f"LOSSLESS: {count(rec['received'], 'message')}, {count(summary['bbo']['events'], 'BBO event')}, "
                     f"balanced{tail}{rest}")
+    return {"status": status, "headline": headline, "exit_status": EXIT[status]}
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:,.1f} µs"
+
+
+def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
+    """The verdict of a gateway brought through its contract: the path to it balanced and nothing lost, and
+    its BBO stream equal to the simulation's (BBO DIFFERS: missing, extra and wrong events said apart)."""
+    rec = summary.get("reconciliation")
+    failure = summary.get("failure")
+    if failure or not summary.get("complete") or rec is None:
+        why = failure["message"] if failure else (summary.get("error") or "the run did not reach its end")
+        kind = failure["kind"] if failure else "input_ended_early"
+        status, headline = "incomplete", f"INCOMPLETE ({kind}): {why.splitlines()[0] if why else ''}"
+        return {"status": status, "headline": headline, "exit_status": EXIT[status]}
+    loss, check = rec["loss"], rec["bbo_check"]
+    w2w = summary.get("wire_to_wire") or {}
+    timing = (f"; wire-to-wire p50 {_us(w2w['from_intended']['p50'])}, p99 {_us(w2w['from_intended']['p99'])}"
+              if w2w.get("from_intended") else "")
+    if not rec["balanced"]:
+        status, headline = "unbalanced", "NOT BALANCED: " + "; ".join(n for n, ok in rec["checks"].items() if not ok)
+    elif not loss["lossless"]:
+        where = [words.format(count(loss[key], unit)) for key, unit, words in _LOSS_WORDS[:2] if loss[key]]
+        status, headline = "lost", f"LOST: {'; '.join(where)} on the way to the gateway; accounting balanced"
+    elif not check["equal"] or check["malformed_lines"]:
+        parts = [count(check[k], f"{k} event") if k != "wrong" else f"{check[k]:,} wrong"
+                 for k in ("missing", "extra", "wrong") if check[k]]
+        if check["malformed_lines"]:
+            parts.append(f"{count(check['malformed_lines'], 'malformed line')} (e.g. {check['malformed_examples'][0]!r})")
+        first = check.get("first_difference")
+        at = f"; first at event {first['index']:,}: expected {first['expected']}, got {first['got']}" if first else ""
+        status = "bbo_differs"
+        headline = (f"BBO DIFFERS ({check['mode']}): {', '.join(parts)} of {check['reference_events']:,} reference "
+                    f"events{at}")
+    else:
+        status = "lossless"
+        headline = (f"LOSSLESS: {count(loss['expected_messages'], 'message')} sent, "
+                    f"{count(check['events'], 'BBO event')} = simulation ({check['mode']}), balanced{timing}")
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
 
 

@@ -87,16 +87,18 @@ def _stop_reason(run: "Run") -> str:
 
 
 def wait_for_sender(run: "Run", group: "ProcessGroup", sender: subprocess.Popen, gw: subprocess.Popen,
-                    name: str, expected_s: float) -> None:
+                    name: str, expected_s: float, ended_ok: Callable[[], bool] | None = None) -> None:
     """Wait for the sender, with progress; fail the run if it outlives its
-    deadline or if the gateway ends before it (but at an end of session)."""
+    deadline or if the gateway ends before it (but at an end of session: what
+    ended_ok says, by default the built-in gateway's stop reason)."""
+    ended_ok = ended_ok or (lambda: _stop_reason(run) == "end of session")
     deadline_s = within(expected_s)
     run.extras.setdefault("deadlines_s", {})[name] = round(deadline_s, 1)
     start = time.monotonic()
     next_note = start + 2
     while sender.poll() is None:
         now = time.monotonic()
-        if gw.poll() is not None and _stop_reason(run) != "end of session":
+        if gw.poll() is not None and not ended_ok():
             group.stop(sender)
             judge_exit(run, gw.returncode, _stderr_of(run))  # a crash is named as such
             reason = _stop_reason(run) or describe_exit(gw.returncode)

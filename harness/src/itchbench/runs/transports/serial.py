@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ... import paths
 from ...captures.inspect import facts_of
@@ -23,7 +23,17 @@ if TYPE_CHECKING:
 
 
 def run_serial(run: "Run", group: "ProcessGroup") -> None:
+    gw_end, replay_end, socat = pty_pair(run, group)
     s = run.values["serial"]
+    cmd = [*gateway_args(run), "--source", "serial", "--device", str(gw_end), "--baud", str(s["baud"])]
+    gw = start_gateway(run, group, cmd, lambda c: c)
+    replay_serial(run, group, replay_end, gw)
+    finish_gateway(run, group, gw)
+    group.stop(socat)
+
+
+def pty_pair(run: "Run", group: "ProcessGroup") -> tuple[Path, Path, subprocess.Popen]:
+    """A socat pty pair: (the gateway's end, the replayer's end, socat)."""
     pty_dir = Path(tempfile.mkdtemp(prefix="itchbench-pty-"))
     group.on_close(lambda: shutil.rmtree(pty_dir, ignore_errors=True))
     gw_end, replay_end = pty_dir / "gateway", pty_dir / "replay"
@@ -36,8 +46,13 @@ def run_serial(run: "Run", group: "ProcessGroup") -> None:
             raise RunError("setup", "socat did not create the pty pair")
         time.sleep(0.01)
     run.extras["ptys"] = [str(gw_end.resolve()), str(replay_end.resolve())]
-    cmd = [*gateway_args(run), "--source", "serial", "--device", str(gw_end), "--baud", str(s["baud"])]
-    gw = start_gateway(run, group, cmd, lambda c: c)
+    return gw_end, replay_end, socat
+
+
+def replay_serial(run: "Run", group: "ProcessGroup", replay_end: Path, gw: subprocess.Popen,
+                  ended_ok: Callable[[], bool] | None = None) -> None:
+    """serial-replay into the pty pair's other end, watching the gateway (gw) as it goes."""
+    s = run.values["serial"]
     facts = facts_of(Path(run.values["capture"]), run.values["feed"])
     expected_s = serial_sender_seconds(run.values, facts)
     run.say(f"  serial-replay: {facts['messages']:,} lines at {s['baud']} baud (~{expected_s:.0f} s)")
@@ -50,10 +65,8 @@ def run_serial(run: "Run", group: "ProcessGroup") -> None:
               "--garbage-every", str(s["garbage_every"]), "--corrupt-every", str(s["corrupt_every"]),
               *(["--feed", run.values["feed"]] if run.values["feed"] else [])]
     sr = group.start("serial-replay", off_the_gateway_cpu(run, cmd_sr), stdout=subprocess.DEVNULL, stderr=err)
-    wait_for_sender(run, group, sr, gw, "serial-replay", expected_s)
+    wait_for_sender(run, group, sr, gw, "serial-replay", expected_s, ended_ok)
     if sr.returncode != 0:
         text = (run.dir / "serial-replay.stderr").read_text(errors="replace").strip()
         raise RunError("sender_failed", f"serial-replay {describe_exit(sr.returncode)}: {text[-500:]}")
     run.extras["serial_replay"] = json.loads(report.read_text())
-    finish_gateway(run, group, gw)
-    group.stop(socat)

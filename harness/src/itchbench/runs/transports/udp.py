@@ -11,7 +11,7 @@ import json
 import re
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ... import paths
 from ...captures.inspect import facts_of
@@ -66,22 +66,39 @@ def udp_replay_args(replay: dict[str, Any]) -> list[str]:
 
 
 def run_udp(run: "Run", group: "ProcessGroup") -> None:
+    ns = private_netns(run, group)
+    g = run.values["gateway"]
+    cmd = [*gateway_args(run), "--source", "udp", "--port", str(UDP_PORT), "--rcvbuf", str(g["rcvbuf"])]
+    if g["busy_poll"]:
+        cmd.append("--busy-poll")
+    if run.values["replay"]["loops"] > 1:
+        cmd.append("--ignore-end-of-session")
+    gw = start_gateway(run, group, cmd, ns.wrap)
+    replay_udp(run, group, ns, gw)
+    finish_gateway(run, group, gw)
+    run.extras["kernel"] = ns.udp_counters()
+
+
+def private_netns(run: "Run", group: "ProcessGroup") -> PrivateNetns:
+    try:
+        ns = PrivateNetns(group)
+    except NetnsError as e:
+        raise RunError("setup", str(e)) from e
+    run.extras["netns_holder_pid"] = ns.holder_pid
+    return ns
+
+
+def replay_udp(run: "Run", group: "ProcessGroup", ns: PrivateNetns, gw: subprocess.Popen,
+               ended_ok: Callable[[], bool] | None = None) -> None:
+    """Send the capture to UDP_PORT on the namespace's loopback with the scenario's sender, watching the
+    gateway (gw) as it goes; the sender's and the kernel's counts go into run.extras."""
     capture = Path(run.values["capture"])
     replay = run.values["replay"]
     tcpreplay = replay["sender"] == "tcpreplay"
     try:
         rewritten = loopback_capture(capture, UDP_PORT, run.values["feed"]) if tcpreplay else capture
-        ns = PrivateNetns(group)
-    except (RewriteError, NetnsError) as e:
+    except RewriteError as e:
         raise RunError("setup", str(e)) from e
-    run.extras["netns_holder_pid"] = ns.holder_pid
-    g = run.values["gateway"]
-    cmd = [*gateway_args(run), "--source", "udp", "--port", str(UDP_PORT), "--rcvbuf", str(g["rcvbuf"])]
-    if g["busy_poll"]:
-        cmd.append("--busy-poll")
-    if replay["loops"] > 1:
-        cmd.append("--ignore-end-of-session")
-    gw = start_gateway(run, group, cmd, ns.wrap)
     facts = facts_of(capture, run.values["feed"])
     if tcpreplay and facts["kind"] != "pcap":  # a binary ITCH file goes as the packets itch2pcap made of it
         facts = {**facts, "datagrams": facts_of(rewritten)["datagrams"]}
@@ -101,7 +118,7 @@ def run_udp(run: "Run", group: "ProcessGroup") -> None:
                "--send-log", str(run.dir / "send.log"), "--report", str(run.dir / "udp-replay.json")]
         tr = group.start(sender, ns.wrap(off_the_gateway_cpu(run, cmd)), stdout=subprocess.DEVNULL, stderr=out)
     try:
-        wait_for_sender(run, group, tr, gw, sender, expected_s)
+        wait_for_sender(run, group, tr, gw, sender, expected_s, ended_ok)
     finally:
         out.flush()
         text = (run.dir / out_name).read_text(errors="replace")
@@ -116,5 +133,3 @@ def run_udp(run: "Run", group: "ProcessGroup") -> None:
             pass
     if tr.returncode != 0:
         raise RunError("sender_failed", f"{sender} {describe_exit(tr.returncode)}: {text.strip()[-500:]}")
-    finish_gateway(run, group, gw)
-    run.extras["kernel"] = ns.udp_counters()

@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""An independent example gateway, written from itchbench's gateway contract
+(docs/gateway-contract.md) and its book semantics (docs/book-and-bbo.md)
+alone: it shares no code with itchbench.
+
+It reads NASDAQ TotalView-ITCH 5.0 as MoldUDP64 over UDP, or as the serial
+line format (gateway/protocol/SERIAL_LINE.md) from a tty, keeps a book per
+stock, and writes each BBO change to a TCP connection as a CSV line:
+
+    seq,stock,bid_px,bid_qty,ask_px,ask_qty
+
+It stops at the feed's end of session, or on SIGTERM.
+
+    gateway.py --udp ADDR:PORT --bbo ADDR:PORT
+    gateway.py --serial /dev/pts/N --bbo ADDR:PORT
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import struct
+import sys
+
+# Type byte -> length of the message (type byte included), ITCH 5.0.
+LENGTHS = {b"S": 12, b"R": 39, b"H": 25, b"Y": 20, b"L": 26, b"V": 35, b"W": 12, b"K": 28, b"J": 35, b"h": 21,
+           b"A": 36, b"F": 40, b"E": 31, b"C": 36, b"X": 23, b"D": 19, b"U": 35, b"P": 44, b"Q": 40, b"B": 19,
+           b"I": 50, b"N": 20, b"O": 48}
+BID, ASK = 0, 1
+
+
+class Book:
+    """Orders by reference; per stock and side, shares per price; the last BBO said per stock."""
+
+    def __init__(self, emit) -> None:
+        self.orders: dict[int, list[int]] = {}  # ref -> [stock, side, price, shares]
+        self.levels: dict[int, tuple[dict[int, int], dict[int, int]]] = {}
+        self.said: dict[int, tuple[int, int, int, int]] = {}
+        self.emit = emit
+
+    def _side(self, stock: int, side: int) -> dict[int, int]:
+        if stock not in self.levels:
+            self.levels[stock] = ({}, {})
+        return self.levels[stock][side]
+
+    def _add(self, ref: int, stock: int, side: int, price: int, shares: int) -> bool:
+        if ref in self.orders or shares == 0:
+            return False
+        self.orders[ref] = [stock, side, price, shares]
+        level = self._side(stock, side)
+        level[price] = level.get(price, 0) + shares
+        return True
+
+    def _reduce(self, ref: int, shares: int) -> int | None:
+        order = self.orders.get(ref)
+        if order is None:
+            return None
+        stock, side, price, left = order
+        cut = min(shares, left)
+        level = self._side(stock, side)
+        level[price] -= cut
+        if level[price] == 0:
+            del level[price]
+        order[3] = left - cut
+        if order[3] == 0:
+            del self.orders[ref]
+        return stock
+
+    def apply(self, seq: int, m: bytes) -> None:
+        kind = m[0:1]
+        stock = None
+        if kind in (b"A", b"F"):
+            ref, side, shares = struct.unpack_from(">QcI", m, 11)
+            price = struct.unpack_from(">I", m, 32)[0]
+            if side in (b"B", b"S") and self._add(ref, struct.unpack_from(">H", m, 1)[0], BID if side == b"B" else ASK,
+                                                 price, shares):
+                stock = struct.unpack_from(">H", m, 1)[0]
+        elif kind in (b"E", b"C", b"X"):
+            ref, shares = struct.unpack_from(">QI", m, 11)
+            stock = self._reduce(ref, shares)
+        elif kind == b"D":
+            order = self.orders.get(struct.unpack_from(">Q", m, 11)[0])
+            stock = self._reduce(struct.unpack_from(">Q", m, 11)[0], order[3]) if order else None
+        elif kind == b"U":
+            old, new, shares, price = struct.unpack_from(">QQII", m, 11)
+            order = self.orders.get(old)
+            if order is not None and (new == old or new not in self.orders):
+                stock, side = order[0], order[1]
+                self._reduce(old, order[3])
+                self._add(new, stock, side, price, shares)
+        if stock is not None:
+            self._say(seq, stock)
+
+    def _say(self, seq: int, stock: int) -> None:
+        bids, asks = self.levels.get(stock, ({}, {}))
+        bid = max(bids) if bids else None
+        ask = min(asks) if asks else None
+        now = (bid or 0, bids[bid] if bid is not None else 0, ask or 0, asks[ask] if ask is not None else 0)
+        if now != self.said.get(stock, (0, 0, 0, 0)):
+            self.said[stock] = now
+            self.emit(f"{seq},{stock},{now[0]},{now[1]},{now[2]},{now[3]}\n")
+
+
+class Feed:
+    """Messages in sequence order: duplicates and late ones are dropped, a gap is skipped over."""
+
+    def __init__(self, book: Book) -> None:
+        self.book, self.next_seq = book, 0
+
+    def message(self, seq: int, m: bytes) -> None:
+        if seq < self.next_seq:
+            return
+        self.next_seq = seq + 1
+        if len(m) and LENGTHS.get(m[0:1]) == len(m):
+            self.book.apply(seq, m)
+
+    def packet(self, p: bytes) -> bool:
+        """Applies one MoldUDP64 packet; False at the end of session."""
+        if len(p) < 20:
+            return True
+        seq, count = struct.unpack_from(">QH", p, 10)
+        if count == 0xFFFF:
+            return False
+        at = 20
+        for i in range(count):
+            if at + 2 > len(p):
+                return True
+            n = struct.unpack_from(">H", p, at)[0]
+            self.message(seq + i, p[at + 2:at + 2 + n])
+            at += 2 + n
+        return True
+
+    def line(self, text: bytes) -> bool:
+        """Applies one serial line ($seq,t_send,HEX*CK); False at the end of session."""
+        start = text.find(b"$")
+        star = text.rfind(b"*")
+        if start < 0 or star < start:
+            return True
+        body = text[start + 1:star]
+        check = 0
+        for b in body:
+            check ^= b
+        try:
+            if int(text[star + 1:star + 3], 16) != check:
+                return True
+            seq, _, payload = body.split(b",", 2)
+            if payload == b"END":
+                return False
+            self.message(int(seq), bytes.fromhex(payload.decode()))
+        except ValueError:
+            pass
+        return True
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--udp", metavar="ADDR:PORT")
+    src.add_argument("--serial", metavar="TTY")
+    p.add_argument("--bbo", metavar="ADDR:PORT", required=True)
+    args = p.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+
+    host, port = args.bbo.rsplit(":", 1)
+    out = socket.create_connection((host, int(port)))
+    pending: list[str] = []
+
+    def emit(line: str) -> None:
+        pending.append(line)
+
+    def flush() -> None:
+        if pending:
+            out.sendall("".join(pending).encode())
+            pending.clear()
+
+    feed = Feed(Book(emit))
+    try:
+        if args.udp:
+            addr, port = args.udp.rsplit(":", 1)
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+            sock.bind((addr, int(port)))
+            sock.settimeout(0.05)
+            while True:
+                try:
+                    more = feed.packet(sock.recv(65536))
+                except socket.timeout:
+                    continue
+                flush()  # a packet's events go out with it
+                if not more:
+                    break
+        else:
+            fd = os.open(args.serial, os.O_RDONLY | os.O_NOCTTY)
+            buf = b""
+            running = True
+            while running:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for text in lines:
+                    if not feed.line(text):
+                        running = False
+                        break
+                flush()
+    finally:
+        flush()
+        out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""report.md of a run of a gateway brought through its contract: what
+itchbench saw from outside (the path to it, its BBO stream against the
+simulation's, wire-to-wire latency), and what it could not see, said."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .. import rundir
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:,.1f}"
+
+
+def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], noise_lines: list[str]) -> Path:
+    scen = manifest["scenario"]
+    contract = (summary.get("gateway") or {}).get("contract") or {}
+    md = [f"# itchbench run: {manifest.get('label', manifest['run_id'])}", "",
+          f"**{summary['verdict']['headline']}**", "",
+          f"Run `{manifest['run_id']}`, {scen['transport']} transport, created {manifest['created_utc']}; "
+          f"gateway `{contract.get('name', '?')}` from `{scen['gateway_file']}` (black box: docs/gateway-contract.md).",
+          ""]
+    if summary.get("error"):
+        md += [f"> Error: {summary['error']}", ""]
+    env = manifest["environment"]
+    under = manifest.get("gateway_under_test") or {}
+    md += ["## Environment", "", "| | |", "|---|---|",
+           f"| gateway | {contract.get('name', '?')}, revision {under.get('commit', 'its working tree')} |",
+           f"| itchbench | `{env['git']['commit']}`{' (dirty)' if env['git'].get('dirty') else ''} |",
+           f"| kernel | {env['kernel']} |", f"| CPU | {env['cpu_model']} × {env['cpu_count']} |", ""]
+    md += noise_lines
+    rec = summary.get("reconciliation") or {}
+    check = rec.get("bbo_check")
+    md += ["## Workload", "", f"Capture `{scen['capture']}` (sha256 `{manifest['capture_sha256'][:16]}…`).", ""]
+    if check:
+        md += ["## BBO against the simulation", "",
+               f"Mode `{check['mode']}`: {check['events']:,} events received, {check['reference_events']:,} in the "
+               f"reference; missing {check['missing']:,}, extra {check['extra']:,}, wrong {check['wrong']:,}, "
+               f"malformed lines {check['malformed_lines']:,}.", ""]
+        if check.get("first_difference"):
+            f = check["first_difference"]
+            md += [f"First difference at event {f['index']:,}:", "", f"- expected: {f['expected']}",
+                   f"- got: {f['got']}", ""]
+        if check.get("malformed_examples"):
+            md += ["Malformed lines, first ones: " + ", ".join(f"`{x[:80]}`" for x in check["malformed_examples"]), ""]
+    w2w = summary.get("wire_to_wire")
+    md += ["## Latency, wire to wire", ""]
+    if w2w:
+        md += [f"Per BBO event: the collector's receive time minus the send of the packet (or line) that carried "
+               f"its message, {w2w['events']:,} events ({w2w['not_matched']:,} without a send stamp). µs:", "",
+               "| from | p50 | p90 | p99 | p99.9 | max | mean |", "|---|---|---|---|---|---|---|"]
+        for name, words in (("from_intended", "intended send (coordinated-omission free)"),
+                            ("from_sent", "actual send")):
+            v = w2w[name]
+            if v:
+                md.append(f"| {words} | {_us(v['p50'])} | {_us(v['p90'])} | {_us(v['p99'])} | {_us(v['p999'])} | "
+                          f"{_us(v['max'])} | {_us(v['mean'])} |")
+        md.append("")
+    else:
+        md += ["Not measured: the sender left no send stamps (tcpreplay stamps nothing: use "
+               "`replay.sender = \"udp-replay\"`, or the serial transport), or no event was received.", ""]
+    if summary.get("not_seen"):
+        md += [f"Not seen by itchbench: {summary['not_seen']}; the hops inside it are shown as one.", ""]
+    out = run_dir / "report.md"
+    out.write_text("\n".join(md).rstrip() + "\n")
+    rundir.write_json(run_dir / "report.json", {"wire_to_wire": w2w, "bbo_check": check})
+    return out

@@ -1,0 +1,238 @@
+"""The one adapter that drives a gateway described by a contract, whatever
+its language: build, start (placeholders and ITCHBENCH_* filled), ready,
+stop (drain, SIGTERM, SIGKILL), and its outputs (the collector's file).
+
+Every wait has a deadline; whatever happens, the gateway and the collector
+are stopped with the run's process group, and how the gateway ended is
+named (docs/gateway-contract.md, "Stop")."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from ..runs.failure import RunError, describe_exit, tail
+from . import contract as contract_mod
+from .contract import Contract
+
+if TYPE_CHECKING:
+    from ..runs.procs import ProcessGroup
+
+COLLECTOR_START_S = 10.0
+COLLECTOR_END_S = 10.0
+BBO_FILE = "bbo.received"  # the collector's output in the run directory
+
+
+def build(c: Contract, worktree: Path, *, commit: str, build_dir: Path, log: Path) -> None:
+    """Run the contract's build commands in worktree; BuildError-like RunError('setup') with the output's tail."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    values = {"commit": commit, "worktree": worktree, "build_dir": build_dir}
+    with open(log, "ab") as out:
+        for template in c.build:
+            cmd = contract_mod.fill(template, values)
+            out.write(f"$ {cmd}\n".encode())
+            out.flush()
+            proc = subprocess.run(["bash", "-c", cmd], cwd=worktree, stdout=out, stderr=subprocess.STDOUT,
+                                  env={**os.environ, **_env(values)})
+            if proc.returncode != 0:
+                text = log.read_text(errors="replace")
+                raise RunError("setup", f"the gateway's build failed ({describe_exit(proc.returncode)}): {cmd}\n"
+                                        f"{tail(text, 8, 800)}")
+
+
+def _env(values: dict[str, object]) -> dict[str, str]:
+    return {f"ITCHBENCH_{k.upper()}": str(v) for k, v in values.items()}
+
+
+def describe_gateway_exit(rc: int | None) -> str:
+    """describe_exit, and a shell's 128 + N read as the signal N that killed what it ran."""
+    if rc is not None and 128 < rc < 128 + 65:
+        try:
+            return f"exited with status {rc} (its command was killed by {signal.Signals(rc - 128).name})"
+        except ValueError:
+            pass
+    return describe_exit(rc)
+
+
+def _crashed(rc: int | None) -> bool:
+    return rc is not None and (rc < 0 or 128 < rc < 128 + 65)
+
+
+@dataclass
+class Started:
+    gateway: subprocess.Popen
+    collector: subprocess.Popen | None
+    stdout: Path
+    stderr: Path
+    values: dict[str, object]
+
+
+class ContractGateway:
+    """One run of one gateway through its contract."""
+
+    def __init__(self, c: Contract, run_dir: Path, group: "ProcessGroup", wrap: Callable[[list[str]], list[str]],
+                 *, worktree: Path | None = None) -> None:
+        self.c, self.dir, self.group, self.wrap = c, run_dir, group, wrap
+        self.worktree = worktree or c.root
+        self.out_dir = run_dir / "gateway-out"
+        self.out_dir.mkdir(exist_ok=True)
+        self.started: Started | None = None
+        self.how_it_ended = ""
+
+    # -- start and ready ------------------------------------------------------------------------------------
+    def _start_collector(self) -> tuple[subprocess.Popen | None, int]:
+        if self.c.bbo_via == "file":
+            return None, 0
+        cmd = [sys.executable, "-m", "itchbench.gateways.collector", "--via", self.c.bbo_via,
+               "--format", self.c.bbo_format, "--out", str(self.dir / BBO_FILE)]
+        proc = self.group.start("collector", self.wrap(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        from ..runs.procs import LineWaiter
+        self._collector_lines = LineWaiter(proc)
+        try:
+            port = int(self._collector_lines.wait_for("LISTENING", COLLECTOR_START_S).split()[1])
+        except TimeoutError as e:
+            raise RunError("setup", f"the BBO collector did not start: {e}") from e
+        return proc, port
+
+    def start(self, input_kind: str, **run_values: object) -> Started:
+        """Start the collector and the gateway for input_kind, and wait until it is ready."""
+        if input_kind not in self.c.inputs:
+            raise RunError("setup", f"{self.c.path}: this gateway does not take {input_kind} input "
+                                    f"(inputs = {list(self.c.inputs)})")
+        collector, port = self._start_collector()
+        values: dict[str, object] = {"feed_addr": "127.0.0.1", "feed_port": 0, "serial": "", "baud": 0,
+                                     "capture": "", "bbo_addr": "127.0.0.1", "bbo_port": port,
+                                     "out": self.out_dir, "input": input_kind, "worktree": self.worktree}
+        values.update(run_values)
+        cmd = contract_mod.fill(self.c.commands[input_kind], values)
+        stdout, stderr = self.dir / "gateway.stdout", self.dir / "gateway.stderr"
+        out, err = open(stdout, "wb"), open(stderr, "wb")  # files: never a pipe nobody drains
+        self.group.on_close(out.close)
+        self.group.on_close(err.close)
+        env = {**os.environ, **self.c.env, **_env(values)}
+        gw = self.group.start("gateway", self.wrap(["bash", "-c", cmd]), stdout=out, stderr=err, env=env,
+                              cwd=self.worktree)
+        self.started = Started(gw, collector, stdout, stderr, values)
+        self._wait_ready()
+        return self.started
+
+    def last_output(self, lines: int = 8) -> str:
+        s = self.started
+        if s is None:
+            return ""
+        text = "\n".join(p.read_text(errors="replace") for p in (s.stdout, s.stderr) if p.exists())
+        return tail(text, lines, 800) or "(no output)"
+
+    def _ready_now(self, started_at: float) -> bool:
+        s = self.started
+        assert s is not None
+        when = self.c.ready_when
+        if when == "delay":
+            return time.monotonic() - started_at >= self.c.ready_delay_ms / 1000
+        if when == "tcp_connected":
+            try:
+                self._collector_lines.wait_for("CONNECTED", 0)
+                return True
+            except TimeoutError:
+                return False
+        if when == "output":
+            text = "\n".join(p.read_text(errors="replace") for p in (s.stdout, s.stderr) if p.exists())
+            return re.search(self.c.ready_pattern, text, re.MULTILINE) is not None
+        # udp_bound: the namespace's own UDP table, seen through the gateway's /proc entry.
+        port = f":{int(s.values['feed_port']):04X} "
+        try:
+            table = Path(f"/proc/{s.gateway.pid}/net/udp").read_text()
+        except OSError:
+            return False
+        return any(line.split()[1].endswith(port.strip()) for line in table.splitlines()[1:] if len(line.split()) > 1)
+
+    def _wait_ready(self) -> None:
+        s = self.started
+        assert s is not None
+        t0 = time.monotonic()
+        while not self._ready_now(t0):
+            if s.gateway.poll() is not None:
+                self._raise_ended("before it was ready")
+            if time.monotonic() - t0 > self.c.ready_timeout_s:
+                raise RunError("gateway_failed",
+                               f"the gateway never became ready ({self.c.ready_when}) within "
+                               f"{self.c.ready_timeout_s:g} s; its last output: {self.last_output()}")
+            time.sleep(0.01)
+
+    def _raise_ended(self, when: str) -> None:
+        s = self.started
+        assert s is not None
+        rc = s.gateway.returncode
+        kind = "gateway_crashed" if _crashed(rc) else "gateway_failed"
+        raise RunError(kind, f"the gateway {describe_gateway_exit(rc)} {when}; its last output: {self.last_output()}")
+
+    def check_alive(self, when: str) -> None:
+        """A gateway that ended on its own while the feed was still going is a failed run."""
+        s = self.started
+        if s is not None and s.gateway.poll() is not None and s.gateway.returncode != 0:
+            self._raise_ended(when)
+
+    # -- stop ---------------------------------------------------------------------------------------------------
+    def _output_size(self) -> int:
+        path = self.dir / BBO_FILE if self.c.bbo_via != "file" else Path(
+            contract_mod.fill(self.c.bbo_file, self.started.values if self.started else {}))
+        try:
+            return path.stat().st_size
+        except OSError:
+            return 0
+
+    def stop(self) -> None:
+        """After the feed's end: drain (no new BBO for drain_ms, or its own exit), SIGTERM, SIGKILL after the
+        grace. Records how it ended; a crash, a failure or a gateway that had to be killed is a RunError."""
+        s = self.started
+        assert s is not None
+        gw = s.gateway
+        last, quiet_since = self._output_size(), time.monotonic()
+        deadline = time.monotonic() + 60 + self.c.drain_ms / 1000
+        while gw.poll() is None and time.monotonic() - quiet_since < self.c.drain_ms / 1000:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+            size = self._output_size()
+            if size != last:
+                last, quiet_since = size, time.monotonic()
+        killed = False
+        if gw.poll() is None:
+            gw.send_signal(signal.SIGTERM)
+            try:
+                gw.wait(self.c.term_grace_s)
+                self.how_it_ended = "stopped by SIGTERM after the drain"
+            except subprocess.TimeoutExpired:
+                gw.kill()
+                gw.wait()
+                killed = True
+                self.how_it_ended = f"did not stop within {self.c.term_grace_s:g} s of SIGTERM: killed (SIGKILL)"
+        else:
+            self.how_it_ended = f"ended by itself ({describe_gateway_exit(gw.returncode)})"
+        if s.collector is not None:
+            if self.c.bbo_via == "udp":
+                s.collector.send_signal(signal.SIGTERM)
+            try:
+                s.collector.wait(COLLECTOR_END_S)
+            except subprocess.TimeoutExpired:
+                self.group.stop(s.collector)
+        if killed:
+            raise RunError("gateway_failed", f"the gateway {self.how_it_ended}; its last output: {self.last_output()}")
+        rc = gw.returncode
+        terminated = self.how_it_ended.startswith("stopped")
+        if not (rc == 0 or (terminated and rc in (-signal.SIGTERM, 128 + signal.SIGTERM))):
+            self._raise_ended("when asked to stop (SIGTERM)" if terminated else "at the end of the feed")
+
+    def bbo_file(self) -> Path:
+        """Where the gateway's BBO output is: the collector's file, or the gateway's own (via = file)."""
+        if self.c.bbo_via == "file":
+            assert self.started is not None
+            return Path(contract_mod.fill(self.c.bbo_file, self.started.values))
+        return self.dir / BBO_FILE

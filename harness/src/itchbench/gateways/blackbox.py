@@ -1,0 +1,145 @@
+"""What itchbench can check of any gateway from outside: its BBO stream
+against the simulation's of the same capture, and wire-to-wire latency from
+the sender's stamps to the collector's (docs/gateway-contract.md).
+
+    exact  every event, in order, equal to the reference (docs/book-and-bbo.md)
+    state  each reported event equals the reference book of its stock at its
+           seq (for gateways that conflate, or emit on every touch); a stock
+           whose last reported state is not the reference's last is missing
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import hops, logs
+from ..captures.inspect import gateway_feed_args
+from ..tools import run_tool
+
+COLUMNS = ["seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty"]
+_CSV = re.compile(r"^\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*$")
+PERCENTILES = {"p50": 50, "p90": 90, "p99": 99, "p999": 99.9, "max": 100}
+
+
+@functools.lru_cache(maxsize=8)
+def _reference(capture: str, mtime_ns: int, feed_args: str) -> tuple[pd.DataFrame, dict[int, str]]:
+    with tempfile.TemporaryDirectory(prefix="itchbench-reference-") as tmp:
+        run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", tmp, "--stamps", "book",
+                                  *feed_args.split()], ok_codes=(0, 1))
+        rec = logs.read_bbo(Path(tmp) / "bbo.bbo").records
+        lat = logs.read_latency(Path(tmp) / "latency.lat").records
+    ref = pd.DataFrame({"seq": rec["seq"].astype(np.int64), "stock": rec["stock_locate"].astype(np.int64),
+                        "bid_px": rec["bid_px"].astype(np.int64), "bid_qty": rec["bid_qty"].astype(np.int64),
+                        "ask_px": rec["ask_px"].astype(np.int64), "ask_qty": rec["ask_qty"].astype(np.int64)})
+    caused = set(ref["seq"].tolist())
+    kinds = {int(s): t.decode(errors="replace") for s, t in zip(lat["seq"], lat["msg_type"]) if int(s) in caused}
+    return ref, kinds
+
+
+def reference(capture: Path, feed: str = "") -> tuple[pd.DataFrame, dict[int, str]]:
+    """The simulation's BBO events of the capture (COLUMNS), and the type of the message behind each."""
+    return _reference(str(capture), capture.stat().st_mtime_ns, " ".join(gateway_feed_args(capture, feed)))
+
+
+def read_events(path: Path, fmt: str, stamped: bool) -> tuple[pd.DataFrame, int, list[str]]:
+    """(events with t_recv, malformed line count, the first malformed lines) of a gateway's BBO output: the
+    collector's `<t_recv> <line>` file, or (stamped False) the gateway's own file of lines."""
+    text = path.read_text(errors="replace") if path.exists() else ""
+    lines = pd.Series(text.splitlines(), dtype=object)
+    lines = lines[lines.str.strip() != ""]
+    if stamped:
+        parts = lines.str.split(" ", n=1, expand=True).reindex(columns=[0, 1])
+        t_recv = pd.to_numeric(parts[0], errors="coerce").fillna(0).astype(np.int64)
+        body = parts[1].fillna("")
+    else:
+        t_recv, body = pd.Series(0, index=lines.index, dtype=np.int64), lines
+    if fmt == "jsonl":
+        rows, ok = [], []
+        for line in body:  # JSON lines have no vectorised parser that survives a garbage line
+            try:
+                d = json.loads(line)
+                rows.append([int(d[c]) for c in COLUMNS])
+                ok.append(True)
+            except (ValueError, KeyError, TypeError):
+                ok.append(False)
+        good = pd.Series(ok, index=body.index, dtype=bool)
+        values = pd.DataFrame(rows, columns=COLUMNS, index=body.index[good.to_numpy()])
+    else:  # csv, and itchbench records the collector wrote as csv
+        good = body.str.match(_CSV).fillna(False).astype(bool)
+        values = (body[good].str.replace(" ", "", regex=False).str.split(",", expand=True)
+                  .reindex(columns=range(6)).astype(np.int64))
+        values.columns = COLUMNS
+    events = values.assign(t_recv=t_recv[good]).reset_index(drop=True)
+    bad = body[~good]
+    return events.astype(np.int64), int(bad.size), bad.head(3).tolist()
+
+
+def _event_words(row: Any, kinds: dict[int, str]) -> str:
+    kind = kinds.get(int(row.seq), "?")
+    return (f"seq {int(row.seq):,} (message {kind}), stock {int(row.stock)}: bid {int(row.bid_px)} × "
+            f"{int(row.bid_qty)}, ask {int(row.ask_px)} × {int(row.ask_qty)}")
+
+
+def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: dict[int, str], mode: str) -> dict[str, Any]:
+    """missing, extra and wrong events counted apart, and the first difference in words."""
+    got = events[COLUMNS].reset_index(drop=True)
+    if mode == "exact":
+        key = ["seq", "stock"]
+        g = got.assign(n=got.groupby(key).cumcount())
+        r = ref.assign(n=ref.groupby(key).cumcount())
+        both = r.merge(g, on=[*key, "n"], how="outer", suffixes=("_ref", "_got"), indicator=True)
+        missing = int((both["_merge"] == "left_only").sum())
+        extra = int((both["_merge"] == "right_only").sum())
+        matched = both[both["_merge"] == "both"]
+        wrong = int((matched[[f"{c}_ref" for c in COLUMNS[2:]]].to_numpy()
+                     != matched[[f"{c}_got" for c in COLUMNS[2:]]].to_numpy()).any(axis=1).sum())
+        n = min(len(got), len(ref))
+        differs = np.flatnonzero((got.iloc[:n].to_numpy() != ref.iloc[:n].to_numpy()).any(axis=1))
+        first = int(differs[0]) if differs.size else (n if len(got) != len(ref) else -1)
+    else:
+        r = ref.sort_values("seq", kind="stable")
+        g = got.reset_index().rename(columns={"index": "at"}).sort_values("seq", kind="stable")
+        state = pd.merge_asof(g, r, on="seq", by="stock", direction="backward", suffixes=("", "_ref"))
+        for c in COLUMNS[2:]:
+            state[f"{c}_ref"] = state[f"{c}_ref"].fillna(0).astype(np.int64)
+        bad = (state[COLUMNS[2:]].to_numpy() != state[[f"{c}_ref" for c in COLUMNS[2:]]].to_numpy()).any(axis=1)
+        wrong, extra = int(bad.sum()), 0
+        last_ref = ref.groupby("stock").last()[COLUMNS[2:]]
+        last_got = got.groupby("stock").last()[COLUMNS[2:]].reindex(last_ref.index).fillna(-1).astype(np.int64)
+        missing = int((last_ref.to_numpy() != last_got.to_numpy()).any(axis=1).sum())
+        first = int(state.loc[bad, "at"].min()) if bad.any() else -1
+    out: dict[str, Any] = {"mode": mode, "reference_events": len(ref), "events": len(got), "missing": missing,
+                           "extra": extra, "wrong": wrong, "equal": missing == extra == wrong == 0}
+    if first >= 0 and not out["equal"]:
+        want = _event_words(ref.iloc[first], kinds) if first < len(ref) and mode == "exact" else "(none)"
+        have = _event_words(got.iloc[first], kinds) if first < len(got) else "(none: the stream ended)"
+        out["first_difference"] = {"index": first, "expected": want, "got": have}
+    return out
+
+
+def wire_to_wire(events: pd.DataFrame, send_log: Path) -> dict[str, Any] | None:
+    """Per BBO event: collector receive − the send of the packet (or line) that carried its seq, from the
+    intended time (free of coordinated omission) and from the actual send; ns percentiles."""
+    if not send_log.is_file() or events.empty or not (events["t_recv"] > 0).any():
+        return None
+    seq, intended, sent = hops.send_stamps(send_log)
+    e = events[events["t_recv"] > 0]
+    at = np.searchsorted(seq, e["seq"].to_numpy())
+    found = (at < seq.size) & (seq[np.minimum(at, seq.size - 1)] == e["seq"].to_numpy())
+    t = e["t_recv"].to_numpy()[found]
+    out: dict[str, Any] = {"events": int(found.sum()), "not_matched": int((~found).sum())}
+    for name, start in (("from_intended", intended), ("from_sent", sent)):
+        d = t - start[at[found]]
+        out[name] = {k: float(np.percentile(d, q)) for k, q in PERCENTILES.items()} if d.size else {}
+        if d.size:
+            out[name]["mean"] = float(d.mean())
+    return out
+

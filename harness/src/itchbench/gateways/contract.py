@@ -1,0 +1,214 @@
+"""The gateway contract: one `itchbench.toml` in the gateway's repository
+says how itchbench builds, starts, feeds, watches and stops it
+(docs/gateway-contract.md). Every key is checked; an error names the key
+and its line."""
+
+from __future__ import annotations
+
+import re
+import string
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FILE_NAME = "itchbench.toml"
+INPUTS = ("udp", "serial", "file")
+BBO_FORMATS = ("csv", "jsonl", "itchbench")
+BBO_VIA = ("tcp", "udp", "file")
+READY_WHEN = ("udp_bound", "tcp_connected", "output", "delay")
+CHECKS = ("exact", "state")
+# Placeholders itchbench fills, and which input needs which to reach the gateway at all.
+RUN_PLACEHOLDERS = ("feed_addr", "feed_port", "serial", "baud", "capture", "bbo_addr", "bbo_port", "out", "input",
+                    "worktree")
+BUILD_PLACEHOLDERS = ("commit", "worktree", "build_dir")
+NEEDED = {"udp": ("feed_port",), "serial": ("serial",), "file": ("capture",)}
+
+
+class ContractError(ValueError):
+    """The contract file is wrong; the message names the file, the key and its line."""
+
+
+@dataclass(frozen=True)
+class Contract:
+    path: Path                  # the itchbench.toml
+    name: str
+    inputs: tuple[str, ...]
+    build: tuple[str, ...]      # shell commands, in the worktree
+    commands: dict[str, str]    # input -> shell command
+    bbo_format: str
+    bbo_via: str
+    bbo_file: str
+    check: str                  # exact | state
+    ready_when: str
+    ready_pattern: str
+    ready_delay_ms: int
+    ready_timeout_s: float
+    drain_ms: int
+    term_grace_s: float
+    white_box: bool             # writes itchbench's own logs into {out} (gateway/log/FORMAT.md)
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        """The repository the contract describes: the folder it stands in."""
+        return self.path.parent
+
+    def describe(self) -> dict[str, Any]:
+        return {"path": str(self.path), "name": self.name, "inputs": list(self.inputs), "build": list(self.build),
+                "commands": self.commands, "bbo": {"format": self.bbo_format, "via": self.bbo_via,
+                                                   "file": self.bbo_file, "check": self.check},
+                "ready": {"when": self.ready_when, "pattern": self.ready_pattern, "delay_ms": self.ready_delay_ms,
+                          "timeout_s": self.ready_timeout_s},
+                "stop": {"drain_ms": self.drain_ms, "term_grace_s": self.term_grace_s},
+                "white_box": self.white_box}
+
+
+# table -> key -> (type, default or REQUIRED)
+REQUIRED = object()
+_SCHEMA: dict[str, dict[str, tuple[Any, Any]]] = {
+    "": {"name": (str, REQUIRED), "inputs": (list, REQUIRED), "build": ((str, list), []),
+         "command": ((str, dict), REQUIRED), "white_box": (bool, False), "env": (dict, {})},
+    "bbo": {"format": (str, "csv"), "via": (str, "tcp"), "file": (str, ""), "check": (str, "exact")},
+    "ready": {"when": (str, "tcp_connected"), "pattern": (str, ""), "delay_ms": (int, 0), "timeout_s": ((int, float), 10)},
+    "stop": {"drain_ms": (int, 500), "term_grace_s": ((int, float), 5)},
+}
+
+
+def _lines_of(text: str) -> dict[str, int]:
+    """"table.key" (or "key" at the top) -> the line it is set on, for error messages."""
+    out: dict[str, int] = {}
+    table = ""
+    for n, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        m = re.match(r"^\[\s*([A-Za-z0-9_.-]+)\s*\]$", s)
+        if m:
+            table = m.group(1)
+            out.setdefault(table, n)
+            continue
+        m = re.match(r"^([A-Za-z0-9_.-]+)\s*=", s)
+        if m:
+            key = m.group(1)
+            out.setdefault(f"{table}.{key}" if table else key, n)
+    return out
+
+
+def placeholders_in(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def fill(template: str, values: dict[str, Any]) -> str:
+    """A command with its placeholders filled ({{ and }} stay literal braces)."""
+    return template.format_map({k: str(v) for k, v in values.items()})
+
+
+def load(path: Path | str) -> Contract:
+    """Read and check a contract file (or the itchbench.toml in a directory)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / FILE_NAME
+    if not path.is_file():
+        raise ContractError(f"gateway contract not found: {path}")
+    text = path.read_text()
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ContractError(f"{path}: not valid TOML: {e}") from e
+    lines = _lines_of(text)
+
+    def where(key: str) -> str:
+        line = lines.get(key) or lines.get(key.split(".")[0])
+        return f"{path}:{line}: {key}" if line else f"{path}: {key}"
+
+    values: dict[str, dict[str, Any]] = {}
+    for key in raw:
+        if key not in _SCHEMA[""] and key not in _SCHEMA:
+            raise ContractError(f"{where(key)}: unknown key (valid: {', '.join(sorted([*_SCHEMA[''], *_SCHEMA][1:]))})")
+    for table, spec in _SCHEMA.items():
+        given = raw if table == "" else raw.get(table, {})
+        if not isinstance(given, dict):
+            raise ContractError(f"{where(table)}: must be a table ([{table}])")
+        values[table] = {}
+        for key, value in given.items():
+            if table == "" and key in _SCHEMA:
+                continue
+            dotted = f"{table}.{key}" if table else key
+            if key not in spec:
+                raise ContractError(f"{where(dotted)}: unknown key (valid in [{table or 'top level'}]: "
+                                    f"{', '.join(spec)})")
+            typ = spec[key][0]
+            if not isinstance(value, typ) or (isinstance(value, bool) and typ is not bool):
+                raise ContractError(f"{where(dotted)}: expected {getattr(typ, '__name__', typ)}, got {value!r}")
+            values[table][key] = value
+        for key, (_, default) in spec.items():
+            if key not in values[table]:
+                if default is REQUIRED:
+                    raise ContractError(f"{path}: missing required key '{key}'"
+                                        + (f" in [{table}]" if table else ""))
+                values[table][key] = default
+    top, bbo, ready, stop = values[""], values["bbo"], values["ready"], values["stop"]
+
+    def one_of(dotted: str, value: str, options: tuple[str, ...]) -> None:
+        if value not in options:
+            raise ContractError(f"{where(dotted)}: {value!r} is not one of {', '.join(options)}")
+
+    inputs = tuple(top["inputs"])
+    if not inputs:
+        raise ContractError(f"{where('inputs')}: names no input (udp, serial, file)")
+    for name in inputs:
+        one_of("inputs", name, INPUTS)
+    one_of("bbo.format", bbo["format"], BBO_FORMATS)
+    one_of("bbo.via", bbo["via"], BBO_VIA)
+    one_of("bbo.check", bbo["check"], CHECKS)
+    one_of("ready.when", ready["when"], READY_WHEN)
+    if bbo["via"] == "file" and not bbo["file"]:
+        raise ContractError(f"{where('bbo.via')}: via = \"file\" needs bbo.file (e.g. \"{{out}}/bbo.csv\")")
+    if ready["when"] == "output":
+        try:
+            re.compile(ready["pattern"] or "(")
+        except re.error as e:
+            raise ContractError(f"{where('ready.pattern')}: ready.when = \"output\" needs a regex: {e}") from e
+    if ready["when"] == "tcp_connected" and bbo["via"] != "tcp":
+        raise ContractError(f"{where('ready.when')}: tcp_connected needs bbo.via = \"tcp\"")
+    if ready["when"] == "udp_bound" and "udp" not in inputs:
+        raise ContractError(f"{where('ready.when')}: udp_bound needs the udp input")
+
+    command = top["command"]
+    commands = {name: command for name in inputs} if isinstance(command, str) else dict(command)
+    for name, cmd in commands.items():
+        dotted = f"command.{name}" if isinstance(command, dict) else "command"
+        if name not in inputs:
+            raise ContractError(f"{where(dotted)}: a command for {name!r}, which inputs does not list")
+        if not isinstance(cmd, str) or not cmd.strip():
+            raise ContractError(f"{where(dotted)}: must be a non-empty shell command")
+        try:
+            used = placeholders_in(cmd)
+        except ValueError as e:
+            raise ContractError(f"{where(dotted)}: {e} (write {{{{ and }}}} for literal braces)") from e
+        unknown = sorted(used - set(RUN_PLACEHOLDERS))
+        if unknown:
+            raise ContractError(f"{where(dotted)}: unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)}"
+                                f" (known: {', '.join('{' + p + '}' for p in RUN_PLACEHOLDERS)})")
+        # The environment carries every value too (ITCHBENCH_*), so a command may rely on it alone; but a
+        # command that names neither is told.
+        missing = [p for p in NEEDED[name] if p not in used and "ITCHBENCH_" + p.upper() not in cmd]
+        if missing:
+            raise ContractError(f"{where(dotted)}: input {name} needs {{{missing[0]}}} in the command (or "
+                                f"${'ITCHBENCH_' + missing[0].upper()})")
+    for name in inputs:
+        if name not in commands:
+            raise ContractError(f"{where('command')}: no command for input {name!r}")
+    build = (top["build"],) if isinstance(top["build"], str) else tuple(top["build"])
+    for cmd in build:
+        if not isinstance(cmd, str):
+            raise ContractError(f"{where('build')}: must be shell commands (strings)")
+        unknown = sorted(placeholders_in(cmd) - set(BUILD_PLACEHOLDERS))
+        if unknown:
+            raise ContractError(f"{where('build')}: unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)}"
+                                f" (known: {', '.join('{' + p + '}' for p in BUILD_PLACEHOLDERS)})")
+    return Contract(path=path.resolve(), name=top["name"], inputs=inputs, build=build, commands=commands,
+                    bbo_format=bbo["format"], bbo_via=bbo["via"], bbo_file=bbo["file"], check=bbo["check"],
+                    ready_when=ready["when"], ready_pattern=ready["pattern"], ready_delay_ms=ready["delay_ms"],
+                    ready_timeout_s=float(ready["timeout_s"]), drain_ms=stop["drain_ms"],
+                    term_grace_s=float(stop["term_grace_s"]), white_box=top["white_box"],
+                    env={str(k): str(v) for k, v in top["env"].items()})
