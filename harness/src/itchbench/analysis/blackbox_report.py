@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import rundir
+from . import latency_pass, stats
 
 
 def _us(ns: float) -> str:
@@ -61,6 +62,18 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
     else:
         md += ["Not measured: the sender left no send stamps (tcpreplay stamps nothing: use "
                "`replay.sender = \"udp-replay\"`, or the serial transport), or no event was received.", ""]
+    white = run_dir / "gateway-out"
+    if contract.get("white_box") and (white / "latency.lat").is_file():
+        lat = latency_pass.stages_of(white, int(scen.get("warmup_messages", 0)))
+        md += ["## Inside the gateway (white box)", "",
+               "The gateway wrote itchbench's latency log (gateway/log/FORMAT.md) in `gateway-out/`: its own "
+               f"stages, ns, {lat.messages:,} messages:", "",
+               "| stage | p50 | p90 | p99 | p99.9 | max |", "|---|---|---|---|---|---|"]
+        for name, words in lat.stages:
+            st = lat.stage[name].stats(stats.DEFAULT_METHOD).iloc[0]
+            md.append(f"| {words} | {st['p50']:,.0f} | {st['p90']:,.0f} | {st['p99']:,.0f} | {st['p999']:,.0f} | "
+                      f"{st['max']:,.0f} |")
+        md.append("")
     if summary.get("not_seen"):
         md += [f"Not seen by itchbench: {summary['not_seen']}; the hops inside it are shown as one.", ""]
     out = run_dir / "report.md"

@@ -18,6 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "only when every run's is. " + EXIT_HELP)
     r.add_argument("scenario", help="scenario file (TOML), e.g. scenarios/udp-baseline.toml")
     r.add_argument("--out", metavar="DIR", help="where run directories go (default: reports/runs)")
+    r.add_argument("--gateway", metavar="FILE",
+                   help="the gateway under test: its contract file itchbench.toml, or the repository that holds "
+                        "one at its root (docs/gateway-contract.md); overrides the scenario's gateway_file")
     r.set_defaults(func=run)
 
 
@@ -25,6 +28,11 @@ def run(args: argparse.Namespace) -> int:
     from ..runs import microbench, runner, scenario, verdict
     from ..runs.failure import RunError
     configs = scenario.load(Path(args.scenario))
+    if args.gateway:
+        gateway = Path(args.gateway).resolve()
+        for config in configs:
+            config.values["gateway_file"] = str(gateway / "itchbench.toml" if gateway.is_dir() else gateway)
+            scenario.check_gateway_file(config.values, args.gateway)
     for config in configs:  # a micro-benchmark filter that selects nothing is refused before anything runs
         try:
             microbench.planned(config.values)

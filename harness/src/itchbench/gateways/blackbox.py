@@ -52,6 +52,12 @@ def reference(capture: Path, feed: str = "") -> tuple[pd.DataFrame, dict[int, st
 def read_events(path: Path, fmt: str, stamped: bool) -> tuple[pd.DataFrame, int, list[str]]:
     """(events with t_recv, malformed line count, the first malformed lines) of a gateway's BBO output: the
     collector's `<t_recv> <line>` file, or (stamped False) the gateway's own file of lines."""
+    if fmt == "itchbench" and not stamped:  # the gateway's own BBO log (gateway/log/FORMAT.md), no receive stamps
+        rec = logs.read_bbo(path).records if path.exists() else np.zeros(0, logs.BBO_DTYPE)
+        events = pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "bid_px": rec["bid_px"],
+                               "bid_qty": rec["bid_qty"], "ask_px": rec["ask_px"], "ask_qty": rec["ask_qty"],
+                               "t_recv": 0})
+        return events.astype(np.int64), 0, []
     text = path.read_text(errors="replace") if path.exists() else ""
     lines = pd.Series(text.splitlines(), dtype=object)
     lines = lines[lines.str.strip() != ""]
@@ -73,10 +79,13 @@ def read_events(path: Path, fmt: str, stamped: bool) -> tuple[pd.DataFrame, int,
         good = pd.Series(ok, index=body.index, dtype=bool)
         values = pd.DataFrame(rows, columns=COLUMNS, index=body.index[good.to_numpy()])
     else:  # csv, and itchbench records the collector wrote as csv
-        good = body.str.match(_CSV).fillna(False).astype(bool)
-        values = (body[good].str.replace(" ", "", regex=False).str.split(",", expand=True)
-                  .reindex(columns=range(6)).astype(np.int64))
-        values.columns = COLUMNS
+        body = body.astype(str)
+        good = body.str.match(_CSV).astype(bool) if body.size else pd.Series(dtype=bool)
+        values = pd.DataFrame(columns=COLUMNS, dtype=np.int64)
+        if good.any():
+            values = (body[good].str.replace(" ", "", regex=False).str.split(",", expand=True)
+                      .reindex(columns=range(6)).astype(np.int64))
+            values.columns = COLUMNS
     events = values.assign(t_recv=t_recv[good]).reset_index(drop=True)
     bad = body[~good]
     return events.astype(np.int64), int(bad.size), bad.head(3).tolist()

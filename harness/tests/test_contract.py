@@ -1,0 +1,162 @@
+"""Gateways brought through their contract file (docs/gateway-contract.md):
+a wrong contract is refused by key and line; the independent example
+gateway (examples/py-gateway) runs LOSSLESS over UDP and serial with the
+simulation's BBO stream; a gateway that misbehaves gets a clear verdict,
+never a hang, and leaves nothing running."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from itchbench import paths, rundir
+from itchbench.analysis import logs
+from itchbench.gateways import contract
+from itchbench.runs import runner
+from itchbench.runs.scenario import ScenarioError, load
+
+from live_helpers import config, leftover_processes, make_capture
+
+EXAMPLE = paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml"
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+
+GOOD = """\
+name = "g"
+inputs = ["udp"]
+command = "run --port {feed_port} --bbo {bbo_port}"
+"""
+
+
+def _contract(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "itchbench.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.mark.parametrize("text, error", [
+    (GOOD + "colour = \"red\"\n", r"itchbench.toml:4: colour: unknown key"),
+    (GOOD + "[bbo]\nformat = \"xml\"\n", r"itchbench.toml:5: bbo.format: 'xml' is not one of csv, jsonl, itchbench"),
+    (GOOD + "[ready]\nwhen = \"soon\"\n", r"itchbench.toml:5: ready.when: 'soon' is not one of"),
+    (GOOD + "[stop]\ngrace = 3\n", r"itchbench.toml:5: stop.grace: unknown key"),
+    (GOOD.replace("{feed_port}", "26477"), r"itchbench.toml:3: command: input udp needs \{feed_port\}"),
+    (GOOD.replace("{bbo_port}", "{bbo_prot}"), r"itchbench.toml:3: command: unknown placeholder\(s\) \{bbo_prot\}"),
+    (GOOD.replace('inputs = ["udp"]', 'inputs = ["udp", "carrier pigeon"]'),
+     r"itchbench.toml:2: inputs: 'carrier pigeon' is not one of udp, serial, file"),
+    (GOOD.replace('name = "g"\n', ""), r"missing required key 'name'"),
+    (GOOD + "[bbo]\nvia = \"file\"\n", r"itchbench.toml:5: bbo.via: via = \"file\" needs bbo.file"),
+    ("name = \n", r"not valid TOML"),
+])
+def test_a_wrong_contract_is_refused_naming_the_key_and_line(tmp_path, text, error):
+    with pytest.raises(contract.ContractError, match=error):
+        contract.load(_contract(tmp_path, text))
+
+
+def test_a_scenario_whose_gateway_cannot_take_its_transport_is_refused(tmp_path):
+    gw = _contract(tmp_path, GOOD)
+    capture = paths.repo_root() / "fixtures" / "seed-workload.pcap"
+    scen = tmp_path / "s.toml"
+    scen.write_text(f'name = "s"\ntransport = "serial"\ncapture = "{capture}"\ngateway_file = "{gw}"\n')
+    with pytest.raises(ScenarioError, match=r"transport serial needs a gateway that takes serial input"):
+        load(scen)
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory) -> Path:
+    return make_capture(tmp_path_factory.mktemp("contract"), "seed.pcap", "--messages", "1500")
+
+
+def _run(capture: Path, gateway: Path, transport: str, tmp_path: Path) -> tuple[Path, dict]:
+    tables = {"serial": {"baud": 2_000_000}} if transport == "serial" else {
+        "replay": {"sender": "udp-replay", "rate": "pps", "pps": 5000}}
+    values = {**config(capture, transport, **tables), "gateway_file": str(gateway), "subscribers": 0}
+    run = runner.execute(values, f"contract-{transport}", root=tmp_path / "runs", echo=False)
+    return run, rundir.read_json(run / "summary.json")
+
+
+@needs_root
+@pytest.mark.parametrize("transport", ["udp", "serial"])
+def test_the_example_gateway_reproduces_the_simulation(capture, transport, tmp_path):
+    run, s = _run(capture, EXAMPLE, transport, tmp_path)
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    # Independently of the black-box check: the collector's lines against the built-in simulation's BBO log.
+    sim_dir = tmp_path / "sim"
+    sim = runner.execute(config(capture, "sim"), "sim", run_dir=sim_dir, echo=False)
+    want = logs.read_bbo(sim / "bbo.bbo").records
+    got = np.array([[int(v) for v in line.split(" ", 1)[1].split(",")]
+                    for line in (run / "bbo.received").read_text().splitlines()])
+    assert len(want) > 100 and got.shape == (len(want), 6)
+    assert (got[:, 0] == want["seq"]).all() and (got[:, 1] == want["stock_locate"]).all()
+    assert (got[:, 2] == want["bid_px"]).all() and (got[:, 3] == want["bid_qty"]).all()
+    assert (got[:, 4] == want["ask_px"]).all() and (got[:, 5] == want["ask_qty"]).all()
+    w2w = s["wire_to_wire"]["from_intended"]
+    assert s["wire_to_wire"]["events"] == len(want) and 0 < w2w["p50"] <= w2w["p99"] <= w2w["max"]
+    report = (run / "report.md").read_text()
+    assert "wire to wire" in report.lower() and "Not seen by itchbench" in report
+
+
+BAD = '''\
+import os, signal, socket, struct, sys, time
+mode, feed, bbo = sys.argv[1], sys.argv[2], sys.argv[3]
+if mode == "never_ready":
+    time.sleep(600)
+out = socket.create_connection(("127.0.0.1", int(bbo)))
+sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+sock.bind(("127.0.0.1", int(feed)))
+packets = 0
+while True:
+    p = sock.recv(65536)
+    packets += 1
+    if mode == "crash" and packets == 100:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if mode == "garbage":
+        out.sendall(b"this is not a BBO line\\n")
+    if struct.unpack_from(">H", p, 18)[0] == 0xFFFF:
+        break
+if mode == "hang":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(600)
+'''
+
+
+@needs_root
+@pytest.mark.parametrize("mode, status, words", [
+    ("never_ready", "incomplete", "INCOMPLETE (gateway_failed): the gateway never became ready (tcp_connected) within 2 s"),
+    ("crash", "incomplete", "killed by SIGSEGV"),
+    ("garbage", "bbo_differs", "malformed lines (e.g. 'this is not a BBO line')"),
+    ("silent", "bbo_differs", "BBO DIFFERS (exact): "),
+    ("hang", "incomplete", "did not stop within 1 s of SIGTERM: killed (SIGKILL)"),
+])
+def test_a_misbehaving_gateway_gets_a_clear_verdict_and_leaves_nothing_running(capture, tmp_path, mode, status,
+                                                                               words):
+    (tmp_path / "itchbench_bad_gateway.py").write_text(BAD)
+    gw = _contract(tmp_path, f'''\
+        name = "bad"
+        inputs = ["udp"]
+        command = "exec python3 {{worktree}}/itchbench_bad_gateway.py {mode} {{feed_port}} {{bbo_port}}"
+        [ready]
+        timeout_s = 2
+        [stop]
+        drain_ms = 200
+        term_grace_s = 1
+        ''')
+    _, s = _run(capture, gw, "udp", tmp_path)
+    assert s["verdict"]["status"] == status and s["verdict"]["exit_status"] == 1, s["verdict"]["headline"]
+    assert words in s["verdict"]["headline"]
+    if mode == "silent":
+        assert s["reconciliation"]["bbo_check"]["missing"] == s["reconciliation"]["bbo_check"]["reference_events"]
+    assert not [p for p in leftover_processes() if "itchbench_bad_gateway" in p] + [
+        p for p in leftover_processes() if "gateways.collector" in p]
+
+
+@needs_root
+def test_the_built_in_gateway_goes_through_the_same_contract(capture, tmp_path):
+    run, s = _run(capture, paths.repo_root() / "itchbench.toml", "udp", tmp_path)
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    assert s["reconciliation"]["bbo_check"]["equal"] and s["reconciliation"]["bbo_check"]["events"] > 100
+    # Its own logs are the white-box extra: the report gains its stages.
+    assert (run / "gateway-out" / "latency.lat").is_file()
+    assert "Inside the gateway (white box)" in (run / "report.md").read_text()
