@@ -6,7 +6,9 @@ never a hang, and leaves nothing running."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -160,3 +162,71 @@ def test_the_built_in_gateway_goes_through_the_same_contract(capture, tmp_path):
     # Its own logs are the white-box extra: the report gains its stages.
     assert (run / "gateway-out" / "latency.lat").is_file()
     assert "Inside the gateway (white box)" in (run / "report.md").read_text()
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+                   check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory) -> Path:
+    """A throw-away repository of the example gateway: a good commit, a harmless one, one that puts a wrong ask
+    size on stock 3's events (a BBO bug), one that sleeps 0.3 ms a packet (a slowdown), a harmless one."""
+    repo = tmp_path_factory.mktemp("planted")
+    src = EXAMPLE.parent
+    for name in ("gateway.py", "itchbench.toml"):
+        (repo / name).write_text((src / name).read_text())
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Example gateway")
+
+    def change(subject: str, path: str, old: str, new: str) -> None:
+        text = (repo / path).read_text()
+        assert old in text
+        (repo / path).write_text(text.replace(old, new, 1))
+        _git(repo, "commit", "-qam", subject)
+
+    change("Note the contract", "itchbench.toml", 'name = "py-gateway"', 'name = "py-gateway"  # example')
+    change("Count the ask side once more", "gateway.py", "{now[3]}\\n", "{now[3] + (stock == 3)}\\n")
+    change("Pause on every packet", "gateway.py", '"""Applies one MoldUDP64 packet; False at the end of session."""',
+           '"""Applies one MoldUDP64 packet; False at the end of session."""\n        __import__("time").sleep(0.0003)')
+    change("Tidy", "itchbench.toml", "# example", "# the example")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def udp_scenario(capture, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("scen") / "udp.toml"
+    path.write_text(f'name = "udp"\ntransport = "udp"\ncapture = "{capture}"\nsubscribers = 0\n'
+                    '[replay]\nsender = "udp-replay"\nrate = "pps"\npps = 5000\n')
+    return path
+
+
+def _itchbench(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(paths.repo_root() / ".venv" / "bin" / "itchbench"), *map(str, args)],
+                          capture_output=True, text=True)
+
+
+@needs_root
+@pytest.mark.parametrize("metric, subject", [("bbo", "Count the ask side once more"),
+                                             ("latency", "Pause on every packet")])
+def test_bisect_names_the_planted_commit(planted, udp_scenario, metric, subject):
+    r = _itchbench("bisect", "HEAD~4", "HEAD", "--repo", planted, "--gateway", "itchbench.toml", "--metric", metric,
+                   "--scenario", udp_scenario)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "first bad commit: " in r.stdout and r.stdout.splitlines()[0].endswith(subject), r.stdout
+
+
+@needs_root
+def test_compare_finds_the_slowdown_and_the_bbo_change(planted, udp_scenario, tmp_path):
+    # Across the two planted commits: BBO differs (stock 3's ask sizes) and wire-to-wire is slower.
+    r = _itchbench("compare", "HEAD~3", "HEAD~1", "--repo", planted, "--gateway", "itchbench.toml",
+                   "--scenario", udp_scenario, "--repetitions", "7", "--out", tmp_path / "cmp")
+    assert r.returncode == 1, r.stdout + r.stderr[-2000:]
+    headline = r.stdout.strip().splitlines()[-1]
+    assert headline.startswith("REGRESSION: BBO OUTPUT DIFFERS on udp") and "wire_to_wire.p50" in headline, headline
+    result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    bbo = result["outputs"]["udp"]["bbo"]
+    assert not bbo["equal"] and bbo["first_difference"]["head"]["stock_locate"] == 3
+    assert result["black_box"] and not any(k.startswith("instructions") for k in result["metrics"]["udp"])

@@ -14,4 +14,4 @@ METHODS = [HIGHER, NEAREST_RANK, "linear", "lower", "midpoint", "inverted_cdf", 
 EXPORT_FORMATS = ("parquet", "csv")
 
 # What `itchbench bisect` measures a commit by (compare.bisect).
-BISECT_METRICS = ("instructions", "bbo")
+BISECT_METRICS = ("instructions", "bbo", "latency")

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
-from .. import vocabulary
+from .. import paths, vocabulary
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,6 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--scenario", type=Path, help="take the capture of the scenario's first configuration "
                    "(default: the seed-workload fixture)")
     b.add_argument("--repo", type=Path, default=Path.cwd(), help="the git repository (default: the current folder)")
+    b.add_argument("--gateway", type=Path, metavar="FILE",
+                   help="bisect a gateway brought through its contract: FILE is its itchbench.toml, relative to "
+                        "--repo; metric bbo (the events it sends, exact) or latency (wire-to-wire p50); the "
+                        "workload is --scenario's first configuration (default scenarios/gateway.toml, UDP)")
+    b.add_argument("--runs", type=int, default=3, help="latency: runs a commit, their median p50 (default 3)")
+    b.add_argument("--threshold", type=float, default=50.0, metavar="PCT",
+                   help="latency: bad when the median p50 is this much above GOOD's (default %(default)s)")
     b.set_defaults(func=run)
 
 
@@ -35,8 +43,27 @@ def run(args: argparse.Namespace) -> int:
 
     capture = (Path(scenario.load(args.scenario)[0].values["capture"]) if args.scenario else
                next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path)
+    measure = None
+    if args.gateway:
+        if args.metric == "instructions":
+            print("itchbench: --gateway bisects by bbo or latency: a black box has no instructions to count",
+                  file=sys.stderr)
+            return 2
+        from ..commands.compare import gateway_workloads
+        workloads = gateway_workloads(args.scenario, (args.repo / args.gateway).resolve())
+        if not workloads:
+            print("itchbench: the scenario has no configuration this gateway can take", file=sys.stderr)
+            return 2
+        root = paths.repo_root() / "reports" / "bisect" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        measure = bisect.contract_measure(args.repo, args.gateway, args.metric, workloads[0].values, args.runs,
+                                          root, say)
+    elif args.metric == "latency":
+        print("itchbench: --metric latency is for a gateway brought with --gateway (the built-in gateway bisects "
+              "exactly, by instructions)", file=sys.stderr)
+        return 2
     try:
-        good, first_bad, steps = bisect.bisect(args.repo, args.good, args.bad, args.metric, capture, say)
+        good, first_bad, steps = bisect.bisect(args.repo, args.good, args.bad, args.metric, capture, say,
+                                               measure=measure, threshold=args.threshold / 100)
     except (bisect.BisectError, revisions.RevisionError) as e:
         print(f"itchbench: cannot bisect: {e}", file=sys.stderr)
         return 2
@@ -44,9 +71,13 @@ def run(args: argparse.Namespace) -> int:
     if args.metric == "instructions":
         change = (f"instructions per message {good.value:.1f} -> {first_bad.value:.1f} "
                   f"({(first_bad.value / good.value - 1) * 100:+.2f} %)")
+    elif args.metric == "latency":
+        change = (f"wire-to-wire p50 {good.value / 1000:,.1f} -> {first_bad.value / 1000:,.1f} us "
+                  f"({(first_bad.value / good.value - 1) * 100:+.0f} %)")
     else:
         change = f"BBO digest {good.value} -> {first_bad.value}"
     print(f"first bad commit: {rev.commit} {rev.subject}")
     print(f"  {change}; {len(steps)} commit(s) measured")
-    print(f"  compare it: itchbench compare {rev.commit}~1 {rev.commit} --repo {args.repo}")
+    print(f"  compare it: itchbench compare {rev.commit}~1 {rev.commit} --repo {args.repo}"
+          + (f" --gateway {args.gateway}" if args.gateway else ""))
     return 0

@@ -33,18 +33,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--out", type=Path, help="output folder (default reports/compare/STAMP)")
     c.add_argument("--repo", type=Path, default=Path.cwd(), help="the git repository (default: the current folder)")
     c.add_argument("--no-instructions", action="store_true", help="skip the callgrind instruction counts")
+    c.add_argument("--gateway", type=Path, metavar="FILE",
+                   help="compare a gateway brought through its contract: FILE is its itchbench.toml, relative to "
+                        "--repo (e.g. itchbench.toml); each revision is built with the contract's build commands "
+                        "in a worktree of its own; workloads default to scenarios/gateway.toml "
+                        "(docs/gateway-contract.md)")
     c.set_defaults(func=run)
 
 
-def _side(name: str, spec: str, repo: Path, say, benchmarks: bool) -> session.Side:
+def _side(name: str, spec: str, repo: Path, say, benchmarks: bool, contract_rel: Path | None) -> session.Side:
     from ..compare import revisions, session
     side = session.Side(name, spec)
     path = Path(spec)
     if spec != revisions.WORKTREE and path.is_dir() and not (path / ".git").exists():
         session.load_run_dirs(side, path)
     else:
-        session.prepare_revision(side, repo, say, benchmarks=benchmarks)
+        session.prepare_revision(side, repo, say, benchmarks=benchmarks, contract_rel=contract_rel)
     return side
+
+
+def gateway_workloads(scenario_file: Path | None, contract_file: Path) -> list[session.Workload]:
+    """A contract gateway's workloads: the scenario's (default scenarios/gateway.toml) with the gateway named,
+    those of transports it cannot take left out."""
+    from ..compare import session
+    from ..gateways import contract
+    c = contract.load(contract_file)
+    workloads = session.scenario_workloads(scenario_file or paths.repo_root() / "scenarios" / "gateway.toml")
+    need = {"udp": "udp", "serial": "serial", "sim": "file"}
+    kept = [w for w in workloads if need[w.values["transport"]] in c.inputs]
+    for w in kept:
+        w.values["gateway_file"] = str(contract_file)
+    return kept
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,14 +82,20 @@ def run(args: argparse.Namespace) -> int:
     say(f"compare {args.base} -> {args.head}: building")
     try:
         benchmarks = bool(args.scenario) and session.wants_benchmarks(session.scenario_workloads(args.scenario))
-        base = _side("base", args.base, args.repo, say, benchmarks)
-        head = _side("head", args.head, args.repo, say, benchmarks)
+        base = _side("base", args.base, args.repo, say, benchmarks, args.gateway)
+        head = _side("head", args.head, args.repo, say, benchmarks, args.gateway)
     except session.NotComparable as e:
         print(f"itchbench: not comparable: {e}", file=sys.stderr)
         return 2
-    to_run = [s for s in (base, head) if s.gateway is not None]
-    workloads = (session.scenario_workloads(args.scenario) if args.scenario else session.default_workloads()) \
-        if to_run else []
+    to_run = [s for s in (base, head) if s.gateway is not None or s.prepared is not None]
+    if args.gateway and to_run:
+        # Both sides' runs name the same contract path, so their scenario hashes agree; each runs its own
+        # revision's copy (Side.prepared).
+        workloads = gateway_workloads(args.scenario, (args.repo / args.gateway).resolve())
+        args.no_instructions = True  # callgrind counts the built-in gateway's functions; a black box has none
+    else:
+        workloads = (session.scenario_workloads(args.scenario) if args.scenario else session.default_workloads()) \
+            if to_run else []
     if to_run and not any(s.problem for s in (base, head)):
         say(f"running {len(workloads)} workload(s), {args.repetitions} repetitions a side, interleaved")
         session.run_interleaved(to_run, workloads, args.repetitions, out, say)
@@ -117,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         "base": {"name": "base", "label": base.revision.label if base.revision else args.base, **base.describe()},
         "head": {"name": "head", "label": head.revision.label if head.revision else args.head, **head.describe()},
         "not_comparable": problems, "metrics": metrics, "outputs": outs, "noise": noise,
+        "black_box": bool(args.gateway),
         "instructions": {"base": base.instructions, "head": head.instructions},
         "runs": {s.name: {k: [str(p) for p in v] for k, v in s.runs.items()} for s in (base, head)},
         "plot": plot,

@@ -1,6 +1,9 @@
-"""Exact bisection: instruction counts and BBO digests are deterministic, so
-one measurement per commit decides whether it is good or bad — no
-repetitions, no statistics. Builds are shared with compare's cache."""
+"""Bisection. On the built-in gateway, exact: instruction counts and BBO
+digests are deterministic, so one measurement per commit decides whether it
+is good or bad — no repetitions, no statistics. Builds are shared with
+compare's cache. On a gateway brought through its contract (black box): the
+BBO stream it sends (exact), or wire-to-wire latency (the median p50 of a few
+runs, bad past a threshold: a timing, so only a clear step is found)."""
 
 from __future__ import annotations
 
@@ -9,9 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import paths
+import numpy as np
+
+from .. import paths, rundir
 from ..captures.digest import sim_bbo
-from . import instructions, revisions, verdicts
+from ..runs import runner
+from . import contract_revisions, instructions, outputs, revisions, verdicts
 
 
 class BisectError(RuntimeError):
@@ -45,25 +51,52 @@ def _measure(repo: Path, rev: revisions.Revision, metric: str, capture: Path, sa
         return sim_bbo(capture)[0]
 
 
+def contract_measure(repo: Path, contract_rel: Path, metric: str, values: dict[str, Any], runs: int, root: Path,
+                     say: Callable[[str], None]) -> Callable[[revisions.Revision], Any]:
+    """How a commit of a contract gateway is measured: its worktree built, the workload run (runs times for
+    latency), and the digest of the BBO events it sent or its median wire-to-wire p50 (ns)."""
+    def measure(rev: revisions.Revision) -> Any:
+        prepared = contract_revisions.prepare(repo, rev, contract_rel, say)
+        p50s = []
+        for _ in range(runs if metric == "latency" else 1):
+            run_dir = runner.execute(values, "bisect", root=root / rev.label, echo=False, command="itchbench bisect",
+                                     under_test=prepared.under_test(rev))
+            s = rundir.read_json(run_dir / "summary.json")
+            if s["verdict"]["status"] == "incomplete":
+                raise BisectError(f"{rev.label}: the gateway could not run: {s['verdict']['headline']} ({run_dir})")
+            if metric == "bbo":
+                return outputs.bbo_records(run_dir)[1]
+            if not (s.get("wire_to_wire") or {}).get("from_intended"):
+                raise BisectError(f"{rev.label}: no wire-to-wire latency (a sender that stamps: udp-replay, serial)")
+            p50s.append(s["wire_to_wire"]["from_intended"]["p50"])
+        return float(np.median(p50s))
+    return measure
+
+
 def bisect(repo: Path, good: str, bad: str, metric: str, capture: Path,
-           say: Callable[[str], None]) -> tuple[Step, Step, list[Step]]:
-    """(GOOD's step, the first bad commit's step, every step measured)."""
+           say: Callable[[str], None], *, measure: Callable[[revisions.Revision], Any] | None = None,
+           threshold: float = 0.5) -> tuple[Step, Step, list[Step]]:
+    """(GOOD's step, the first bad commit's step, every step measured). measure: how a revision is measured
+    (default: the built-in gateway, exact); threshold: with metric latency, how far above GOOD is bad."""
+    measure = measure or (lambda rev: _measure(repo, rev, metric, capture, say))
     good_rev, bad_rev = revisions.resolve(repo, good), revisions.resolve(repo, bad)
     commits = commits_between(repo, good_rev.commit, bad_rev.commit)
     if not commits:
         raise BisectError(f"{bad} does not descend from {good}: nothing to bisect")
-    reference = _measure(repo, good_rev, metric, capture, say)
+    reference = measure(good_rev)
 
     def is_bad(value: Any) -> bool:
         if metric == "bbo":
             return value != reference
+        if metric == "latency":
+            return value > reference * (1 + threshold)
         return verdicts.exact(reference, value)["verdict"] == verdicts.WORSE
 
     steps: list[Step] = []
 
     def step(index: int) -> Step:
         rev = revisions.resolve(repo, commits[index])
-        value = _measure(repo, rev, metric, capture, say)
+        value = measure(rev)
         s = Step(rev, value, is_bad(value))
         steps.append(s)
         say(f"  {rev.label} {rev.subject[:50]!r}: {value if metric == 'bbo' else f'{value:.1f}'} -> "

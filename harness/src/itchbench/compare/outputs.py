@@ -3,6 +3,7 @@ and the gateway's counters."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from .. import rundir
 from ..analysis import logs
+from ..gateways import adapter, blackbox
 
 _FIELDS = ("seq", "stock_locate", "bid_px", "bid_qty", "ask_px", "ask_qty", "flags")
 
@@ -18,10 +20,25 @@ def _event(rec: np.void) -> dict[str, int]:
     return {f: int(rec[f]) for f in _FIELDS}
 
 
+def bbo_records(run: Path) -> tuple[np.ndarray, str]:
+    """A run's BBO events as BBO records, and their digest: the built-in gateway's log, or what a contract
+    gateway sent (its receive stamps and flags left out: the digest is of the events alone)."""
+    if (run / "bbo.bbo").is_file():
+        log = logs.read_bbo(run / "bbo.bbo")
+        return log.records, logs.bbo_digest(log)
+    summary = rundir.read_json(run / "summary.json")
+    out = run / summary.get("transport_details", {}).get("bbo_output", adapter.BBO_FILE)
+    fmt = summary.get("gateway", {}).get("contract", {}).get("bbo", {})
+    events, _, _ = blackbox.read_events(out, fmt.get("format", "csv"), stamped=fmt.get("via", "tcp") != "file")
+    rec = np.zeros(len(events), logs.BBO_DTYPE)
+    for f, c in (("seq", "seq"), ("stock_locate", "stock"), ("bid_px", "bid_px"), ("bid_qty", "bid_qty"),
+                 ("ask_px", "ask_px"), ("ask_qty", "ask_qty")):
+        rec[f] = events[c].to_numpy()
+    return rec, "sha256:" + hashlib.sha256(rec.tobytes()).hexdigest()
+
+
 def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
-    log_a, log_b = logs.read_bbo(base_run / "bbo.bbo"), logs.read_bbo(head_run / "bbo.bbo")
-    a, b = log_a.records, log_b.records
-    da, db = logs.bbo_digest(log_a), logs.bbo_digest(log_b)
+    (a, da), (b, db) = bbo_records(base_run), bbo_records(head_run)
     out: dict[str, Any] = {"base_digest": da, "head_digest": db, "equal": da == db,
                            "base_events": int(a.size), "head_events": int(b.size)}
     if da == db:

@@ -48,6 +48,10 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
            "Instructions per message (callgrind, exact): any change beyond 0.5 %. See docs/compare.md.", ""]
     for problem in result["not_comparable"]:
         md += [f"> ⚠ not comparable: {problem}", ""]
+    if result.get("black_box"):
+        md += ["Black box: gateways brought through their contract are timed wire to wire, from the sender's "
+               "stamps to the collector's; instruction counts and the stages inside them are not visible to "
+               "itchbench (docs/gateway-contract.md).", ""]
     for label, words in result.get("noise", {}).items():
         md += [f"> ⚠ {label}: {words}", ""]
     for label, table in result["metrics"].items():

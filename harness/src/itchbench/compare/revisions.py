@@ -48,7 +48,7 @@ class Revision:
                 "subject": self.subject, "label": self.label}
 
 
-def _git(repo: Path, *args: str) -> str:
+def git(repo: Path, *args: str) -> str:
     proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
     if proc.returncode != 0:
         raise RevisionError(f"git {' '.join(args)}: {proc.stderr.strip()}")
@@ -57,16 +57,16 @@ def _git(repo: Path, *args: str) -> str:
 
 def resolve(repo: Path, spec: str) -> Revision:
     """A commit, branch, tag or expression (HEAD~3), or WORKTREE."""
-    if not (repo / ".git").exists() and _git(repo, "rev-parse", "--is-inside-work-tree").strip() != "true":
+    if not (repo / ".git").exists() and git(repo, "rev-parse", "--is-inside-work-tree").strip() != "true":
         raise RevisionError(f"{repo} is not a git repository")
     if spec == WORKTREE:
-        commit = _git(repo, "rev-parse", "HEAD").strip()
-        diff = _git(repo, "diff", "HEAD", "--binary")
-        untracked = _git(repo, "ls-files", "--others", "--exclude-standard", "-z")
+        commit = git(repo, "rev-parse", "HEAD").strip()
+        diff = git(repo, "diff", "HEAD", "--binary")
+        untracked = git(repo, "ls-files", "--others", "--exclude-standard", "-z")
         digest = hashlib.sha256(diff.encode() + untracked.encode()).hexdigest() if (diff or untracked) else ""
         return Revision(spec, commit, digest, "(working tree)" if digest else _subject(repo, commit))
     try:
-        commit = _git(repo, "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}").strip()
+        commit = git(repo, "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}").strip()
     except RevisionError:
         raise RevisionError(f"'{spec}' is not a commit of {repo} (a commit, branch, tag, HEAD~N or {WORKTREE})") \
             from None
@@ -74,7 +74,7 @@ def resolve(repo: Path, spec: str) -> Revision:
 
 
 def _subject(repo: Path, commit: str) -> str:
-    return _git(repo, "log", "-1", "--format=%s", commit).strip()
+    return git(repo, "log", "-1", "--format=%s", commit).strip()
 
 
 def cache_root() -> Path:
@@ -97,7 +97,7 @@ def source_key(repo: Path, rev: Revision) -> str:
     ids = []
     for path in BUILD_INPUTS:
         try:
-            ids.append(_git(repo, "rev-parse", f"{rev.commit}:{path}").strip())
+            ids.append(git(repo, "rev-parse", f"{rev.commit}:{path}").strip())
         except RevisionError:
             ids.append(f"{path}:absent")
     return "src-" + hashlib.sha256(" ".join(ids).encode()).hexdigest()[:16]
@@ -123,8 +123,8 @@ def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: 
     if not rev.dirty:
         if source.exists():
             shutil.rmtree(source)
-            _git(repo, "worktree", "prune")
-        _git(repo, "worktree", "add", "--detach", "--force", str(source), rev.commit)
+            git(repo, "worktree", "prune")
+        git(repo, "worktree", "add", "--detach", "--force", str(source), rev.commit)
     log = home / "build.log"
     try:
         with open(log, "a") as out:
@@ -148,7 +148,7 @@ def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: 
                 benchmarks_tried.write_text("")
     finally:
         if not rev.dirty:
-            _git(repo, "worktree", "remove", "--force", str(source))  # the binaries are all the cache keeps
+            git(repo, "worktree", "remove", "--force", str(source))  # the binaries are all the cache keeps
     if not cached:
         if not gateway.is_file():
             raise RevisionError(f"{rev.label}: the build made no {BUILD_TARGET}")

@@ -15,7 +15,7 @@ import numpy as np
 from .. import paths, rundir
 from ..captures.fixtures import load_manifest
 from ..runs import runner, scenario
-from . import instructions, outputs, revisions, verdicts
+from . import contract_revisions, instructions, outputs, revisions, verdicts
 
 GENERATED_SESSION = ["--profile", "nasdaq-day", "--seed", "1", "--messages", "300000"]
 STAGES = ("receive_to_book", "decode", "book", "publish")
@@ -45,6 +45,11 @@ class Side:
     runs: dict[str, list[Path]] = field(default_factory=dict)  # workload label -> run directories
     instructions: dict[str, dict[str, Any]] = field(default_factory=dict)
     problem: str = ""                        # why this side is not comparable
+    prepared: contract_revisions.Prepared | None = None  # a contract gateway's worktree (gateway stays None)
+
+    @property
+    def runnable(self) -> bool:
+        return (self.gateway is not None or self.prepared is not None) and not self.problem
 
     def describe(self) -> dict[str, Any]:
         return {"spec": self.spec, "revision": self.revision.as_dict() if self.revision else None,
@@ -85,10 +90,16 @@ def wants_benchmarks(workloads: list[Workload]) -> bool:
     return any(w.values["microbench"]["binaries"] for w in workloads)
 
 
-def prepare_revision(side: Side, repo: Path, say: Callable[[str], None], *, benchmarks: bool = False) -> None:
+def prepare_revision(side: Side, repo: Path, say: Callable[[str], None], *, benchmarks: bool = False,
+                     contract_rel: Path | None = None) -> None:
+    """The side's revision built: the built-in gateway's binary, or (contract_rel: the gateway's contract file,
+    relative to the repository) a worktree built with the contract's own build commands."""
     try:
         side.revision = revisions.resolve(repo, side.spec)
-        side.gateway = revisions.build(repo, side.revision, say, benchmarks=benchmarks)
+        if contract_rel is not None:
+            side.prepared = contract_revisions.prepare(repo, side.revision, contract_rel, say)
+        else:
+            side.gateway = revisions.build(repo, side.revision, say, benchmarks=benchmarks)
     except revisions.RevisionError as e:
         side.problem = str(e)
 
@@ -96,7 +107,7 @@ def prepare_revision(side: Side, repo: Path, say: Callable[[str], None], *, benc
 def run_interleaved(sides: list[Side], workloads: list[Workload], repetitions: int, out: Path,
                     say: Callable[[str], None]) -> None:
     """One discarded warm-up a side, then base, head, base, head, … per workload."""
-    live = [s for s in sides if s.gateway is not None and not s.problem]
+    live = [s for s in sides if s.runnable]
     plan = [(w, rep, s) for w in workloads for rep in range(0, repetitions + 1) for s in live]
     started = time.monotonic()
     for i, (w, rep, side) in enumerate(plan, 1):
@@ -105,9 +116,14 @@ def run_interleaved(sides: list[Side], workloads: list[Workload], repetitions: i
         what = "warm-up" if rep == 0 else f"repetition {rep}/{repetitions}"
         say(f"  [{i}/{len(plan)}] {w.label}: {side.name} {side.revision.label if side.revision else ''} {what}{eta}")
         root = out / "runs" / side.name / ("warmup" if rep == 0 else w.label)
-        assert side.gateway is not None
-        with paths.gateway_override(side.gateway):
-            run_dir = runner.execute(w.values, w.label, root=root, echo=False, command="itchbench compare")
+        if side.prepared is not None:
+            assert side.revision is not None
+            run_dir = runner.execute(w.values, w.label, root=root, echo=False, command="itchbench compare",
+                                     under_test=side.prepared.under_test(side.revision))
+        else:
+            assert side.gateway is not None
+            with paths.gateway_override(side.gateway):
+                run_dir = runner.execute(w.values, w.label, root=root, echo=False, command="itchbench compare")
         summary = rundir.read_json(run_dir / "summary.json")
         # A run that ends (even lossy or unbalanced) is compared; one that could not run is not.
         if summary["verdict"]["status"] == "incomplete" and not side.problem:
@@ -149,6 +165,9 @@ def identity_differences(base: Side, head: Side) -> list[str]:
 
 def summary_metrics(run_dir: Path) -> dict[str, float]:
     s = rundir.read_json(run_dir / "summary.json")
+    w2w = (s.get("wire_to_wire") or {}).get("from_intended")
+    if "performance" not in s:  # a contract gateway, black box: what the sender's stamps give
+        return {f"wire_to_wire.{p}": w2w[p] for p in PERCENTILES} if w2w else {}
     m: dict[str, float] = {"throughput_msg_s": s["performance"]["messages_per_s"]}
     rss = s.get("transport_details", {}).get("gateway_max_rss_kib")
     if rss:
@@ -178,13 +197,15 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
                                           seed=seed + i)
             if name.endswith(".max") and table[name]["verdict"] != verdicts.NOT_COMPARABLE:
                 table[name]["verdict"] = verdicts.SHOWN
+        out[label] = table
+        if base.prepared is not None or head.prepared is not None:
+            continue  # a black box: no instructions to count
         ia, ib = base.instructions.get(label, {}), head.instructions.get(label, {})
         why = "; ".join(f"{side.name}: {d['error'].strip().splitlines()[-1][:200]}"
                         for side, d in ((base, ia), (head, ib)) if "error" in d)
         for stage in instructions.STAGES:
             table[f"instructions.{stage}"] = verdicts.exact(ia.get("per_message", {}).get(stage),
                                                             ib.get("per_message", {}).get(stage), why=why)
-        out[label] = table
     return out
 
 
@@ -224,5 +245,7 @@ def output_differences(base: Side, head: Side) -> dict[str, dict[str, Any]]:
     out = {}
     for label in sorted(set(base.runs) & set(head.runs)):
         ra, rb = base.runs[label][0], head.runs[label][0]
-        out[label] = {"bbo": outputs.compare_bbo(ra, rb), "counters": outputs.compare_counters(ra, rb)}
+        black_box = not (ra / "gateway.json").is_file()
+        out[label] = {"bbo": outputs.compare_bbo(ra, rb),
+                      "counters": {} if black_box else outputs.compare_counters(ra, rb)}
     return out

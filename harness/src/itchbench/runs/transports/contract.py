@@ -28,8 +28,9 @@ INPUT_OF = {"udp": "udp", "serial": "serial", "sim": "file"}
 
 
 def load_contract(run: "Run") -> contract.Contract:
+    """The scenario's contract, or the revision's own copy of it (compare, bisect: run.under_test)."""
     try:
-        return contract.load(run.values["gateway_file"])
+        return contract.load(run.under_test.get("contract") or run.values["gateway_file"])
     except contract.ContractError as e:
         raise RunError("setup", str(e)) from e
 

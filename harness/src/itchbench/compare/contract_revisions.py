@@ -1,0 +1,66 @@
+"""Revisions of a gateway brought through its contract: each commit of the
+user's repository checked out once in a worktree of its own and built there
+with the contract's build commands, cached under reports/cache/contract/ by
+(repository, commit). The gateway runs from that worktree (an interpreted
+gateway has no binary to keep). WORKTREE is the repository itself, built
+each time."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .. import paths
+from ..gateways import adapter, contract
+from ..runs.failure import RunError
+from . import revisions
+
+
+@dataclass(frozen=True)
+class Prepared:
+    worktree: Path
+    contract: Path  # the revision's own contract file
+
+    def under_test(self, rev: revisions.Revision) -> dict[str, object]:
+        return {"worktree": self.worktree, "commit": rev.label, "prebuilt": True, "contract": self.contract}
+
+
+def cache_root(repo: Path) -> Path:
+    key = hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:12]
+    return paths.repo_root() / "reports" / "cache" / "contract" / key
+
+
+def prepare(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Callable[[str], None]) -> Prepared:
+    """The revision's worktree, built with its own contract's build commands. RevisionError names what failed."""
+    if rev.dirty:
+        home, worktree = cache_root(repo) / rev.label, repo.resolve()
+    else:
+        home = cache_root(repo) / rev.commit
+        worktree = home / "src"
+    ok = home / "ok"
+    if not (ok.is_file() and (worktree / contract_rel).is_file()):
+        if not rev.dirty:
+            if home.exists():
+                shutil.rmtree(home)
+            revisions.git(repo, "worktree", "prune")
+            home.mkdir(parents=True)
+            revisions.git(repo, "worktree", "add", "--detach", "--force", str(worktree), rev.commit)
+        else:
+            home.mkdir(parents=True, exist_ok=True)
+        try:
+            c = contract.load(worktree / contract_rel)
+        except contract.ContractError as e:
+            raise revisions.RevisionError(f"{rev.label}: {e}") from e
+        say(f"  {rev.label}: building {c.name} ({rev.subject[:60]})")
+        try:
+            adapter.build(c, worktree, commit=rev.commit, build_dir=home / "build", log=home / "build.log")
+        except RunError as e:
+            raise revisions.RevisionError(f"{rev.label} does not build: {e}") from e
+        if not rev.dirty:
+            ok.write_text(rev.commit + "\n")
+    else:
+        say(f"  {rev.label}: cached worktree and build ({home})")
+    return Prepared(worktree, worktree / contract_rel)
