@@ -230,3 +230,17 @@ def test_compare_finds_the_slowdown_and_the_bbo_change(planted, udp_scenario, tm
     bbo = result["outputs"]["udp"]["bbo"]
     assert not bbo["equal"] and bbo["first_difference"]["head"]["stock_locate"] == 3
     assert result["black_box"] and not any(k.startswith("instructions") for k in result["metrics"]["udp"])
+
+
+@needs_root
+def test_doc_writes_a_black_box_document(capture, tmp_path):
+    run, s = _run(capture, EXAMPLE, "udp", tmp_path)
+    assert s["verdict"]["status"] == "lossless"
+    r = _itchbench("doc", run, "--out", tmp_path / "doc")
+    assert r.returncode == 0, r.stderr[-2000:]
+    text = (tmp_path / "doc" / "report.md").read_text()
+    assert "Latency is **wire to wire: intended send -> BBO event received (black box)**" in text
+    assert "Gateway under test: py-gateway" in text and "the whole gateway in one hop" in text
+    assert "decoded and applied" not in text  # not claimed of a black box
+    p50 = s["latency"]["stages"]["wire_to_wire"]["p50"]
+    assert f"| 1 | {p50:,.0f} |" in text

@@ -75,6 +75,16 @@ def run_values(config: Configuration, get: Callable[[RunRecord], Any]) -> list[f
     return out
 
 
+def headline_stage(configs: list[Configuration]) -> str:
+    """STAGE where every run has it; else wire to wire (gateways brought through their contract) where every run
+    has that."""
+    runs = [r for c in configs for r in c.runs]
+    for stage in (STAGE, "wire_to_wire"):
+        if runs and all(r.stage(stage) for r in runs):
+            return stage
+    return STAGE
+
+
 def stage_value(stage: str, key: str) -> Callable[[RunRecord], Any]:
     return lambda r: (r.stage(stage) or {}).get(key)
 

@@ -117,7 +117,7 @@ def build(run_paths: list[Path], out_dir: Path, *, title: str | None = None, bas
     if fig_dir.exists():
         shutil.rmtree(fig_dir)  # figures of an earlier build that this one would not make must not linger
     fig_dir.mkdir()
-    stage = agg.STAGE
+    stage = agg.headline_stage(configs)
     descriptions = agg.stage_descriptions(configs)
     description = descriptions.get(stage, stage)
     methods = sorted({r.summary.get("latency", {}).get("method", "?") for c in configs for r in c.runs})
@@ -155,7 +155,9 @@ def build(run_paths: list[Path], out_dir: Path, *, title: str | None = None, bas
     context = {
         "title": title or f"Benchmark: {', '.join(labels)}",
         "baseline": base.label, "stage": stage, "stage_description": description, "descriptions": descriptions,
-        "configs": rows, "loss": agg.loss_statement(configs),
+        "configs": rows, "loss": agg.loss_statement(configs), "black_box": stage == "wire_to_wire",
+        "gateways": sorted({(r.summary.get("gateway") or {}).get("contract", {}).get("name", "?")
+                            for c in configs for r in c.runs if r.manifest["scenario"].get("gateway_file")}),
         "method_texts": [stats.method_text(m) if m in stats.METHODS else m for m in methods],
         "ci": {"seed": agg.CI_SEED, "resamples": agg.CI_RESAMPLES, "confidence": agg.CONFIDENCE,
                "min_runs": agg.MIN_RUNS_FOR_CI},

@@ -26,7 +26,11 @@ from ..tools import run_tool
 
 COLUMNS = ["seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty"]
 _CSV = re.compile(r"^\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*$")
-PERCENTILES = {"p50": 50, "p90": 90, "p99": 99, "p999": 99.9, "max": 100}
+PERCENTILES = {"p50": 50, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9, "p9999": 99.99, "max": 100}
+# Stage names a contract run's summary gives its wire-to-wire figures under (summary.json latency.stages), so that
+# documents and compare read them as they read the built-in gateway's stages.
+STAGES = {"wire_to_wire": ("from_intended", "wire to wire: intended send -> BBO event received (black box)"),
+          "wire_to_wire_from_sent": ("from_sent", "wire to wire: send called -> BBO event received (black box)")}
 
 
 @functools.lru_cache(maxsize=8)
@@ -147,8 +151,10 @@ def wire_to_wire(events: pd.DataFrame, send_log: Path) -> dict[str, Any] | None:
     out: dict[str, Any] = {"events": int(found.sum()), "not_matched": int((~found).sum())}
     for name, start in (("from_intended", intended), ("from_sent", sent)):
         d = t - start[at[found]]
-        out[name] = {k: float(np.percentile(d, q)) for k, q in PERCENTILES.items()} if d.size else {}
-        if d.size:
-            out[name]["mean"] = float(d.mean())
+        out[name] = {}
+        if d.size:  # percentiles as the reports take them: the value at or above the rank (method "higher")
+            out[name] = {k: float(np.percentile(d, q, method="higher")) for k, q in PERCENTILES.items()}
+            out[name].update({"count": int(d.size), "mean": float(d.mean()), "min": float(d.min()),
+                              "stddev": float(d.std())})
     return out
 

@@ -248,6 +248,9 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         "bbo": {"events": len(events), "reference_events": len(ref)},
         "reconciliation": rec,
         "wire_to_wire": latency,
+        "latency": {"method": "higher", "stages": {stage: latency[key] for stage, (key, _) in blackbox.STAGES.items()
+                                                   if latency and latency.get(key)},
+                    "stage_descriptions": {stage: words for stage, (_, words) in blackbox.STAGES.items()}},
         "gateway": {"contract": c, "stop": run.extras.get("gateway_stop", "")},
         "noise": noise.summarise(run.cpu_noise, None),
         "not_seen": "inside the gateway (receive, decode, book, publish stages): it writes no itchbench latency "
