@@ -244,3 +244,18 @@ def test_doc_writes_a_black_box_document(capture, tmp_path):
     assert "decoded and applied" not in text  # not claimed of a black box
     p50 = s["latency"]["stages"]["wire_to_wire"]["p50"]
     assert f"| 1 | {p50:,.0f} |" in text
+
+
+@needs_root
+def test_a_command_may_take_every_value_from_the_environment(capture, tmp_path):
+    # No placeholder at all: ITCHBENCH_FEED_PORT and ITCHBENCH_BBO_PORT; ready when the feed port is bound.
+    (tmp_path / "gateway.py").write_text((EXAMPLE.parent / "gateway.py").read_text())
+    gw = _contract(tmp_path, '''\
+        name = "env"
+        inputs = ["udp"]
+        command = "exec python3 gateway.py --udp 127.0.0.1:$ITCHBENCH_FEED_PORT --bbo 127.0.0.1:$ITCHBENCH_BBO_PORT"
+        [ready]
+        when = "udp_bound"
+        ''')
+    _, s = _run(capture, gw, "udp", tmp_path)
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]

@@ -1,0 +1,59 @@
+"""The black-box checks of a contract gateway's BBO output
+(gateways/blackbox), on streams written here by hand: each expected count
+is worked out from the edit that made the stream."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from itchbench.gateways import blackbox
+
+REF = pd.DataFrame([[10, 1, 100, 5, 0, 0], [11, 2, 200, 7, 210, 3], [12, 1, 101, 2, 0, 0], [13, 2, 200, 7, 0, 0]],
+                   columns=blackbox.COLUMNS)
+KINDS = {10: "A", 11: "A", 12: "A", 13: "D"}
+
+
+def _events(rows: list[list[int]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=blackbox.COLUMNS).assign(t_recv=0)
+
+
+def test_csv_lines_parse_and_garbage_is_counted(tmp_path: Path):
+    path = tmp_path / "bbo.received"
+    path.write_text("1000 10,1,100,5,0,0\n1001 hello\n1002 11, 2, 200, 7, 210, 3\n1003 12,1,101\n\n1004 13,2,200,7,0,0\n")
+    events, malformed, examples = blackbox.read_events(path, "csv", stamped=True)
+    assert malformed == 2 and examples == ["hello", "12,1,101"]
+    assert events[blackbox.COLUMNS].values.tolist() == [REF.values[0].tolist(), REF.values[1].tolist(),
+                                                        REF.values[3].tolist()]
+    assert events["t_recv"].tolist() == [1000, 1002, 1004]
+
+
+def test_json_lines_parse_and_garbage_is_counted(tmp_path: Path):
+    path = tmp_path / "bbo.jsonl"
+    path.write_text('{"seq": 10, "stock": 1, "bid_px": 100, "bid_qty": 5, "ask_px": 0, "ask_qty": 0}\n'
+                    '{"seq": 11}\nnot json\n')
+    events, malformed, _ = blackbox.read_events(path, "jsonl", stamped=False)
+    assert malformed == 2 and events[blackbox.COLUMNS].values.tolist() == [REF.values[0].tolist()]
+
+
+def test_exact_counts_missing_extra_and_wrong_apart():
+    got = _events([[10, 1, 100, 5, 0, 0], [11, 2, 200, 8, 210, 3], [13, 2, 200, 7, 0, 0], [14, 3, 1, 1, 0, 0]])
+    out = blackbox.check(got, REF, KINDS, "exact")
+    # 12 never came (missing), 14 is not in the reference (extra), 11's bid size is 8, not 7 (wrong).
+    assert (out["missing"], out["extra"], out["wrong"], out["equal"]) == (1, 1, 1, False)
+    first = out["first_difference"]
+    assert first["index"] == 1 and first["expected"].startswith("seq 11 (message A), stock 2: bid 200 × 7")
+    assert first["got"].startswith("seq 11 (message A), stock 2: bid 200 × 8")
+    assert blackbox.check(_events(REF.values.tolist()), REF, KINDS, "exact")["equal"]
+
+
+def test_state_accepts_conflation_and_repeats_but_not_a_wrong_book():
+    # Stock 1's event at 10 skipped (conflated into 12), stock 2 reported again at 12 unchanged: each is the
+    # reference book of its stock at its seq.
+    conflated = _events([[11, 2, 200, 7, 210, 3], [12, 1, 101, 2, 0, 0], [12, 2, 200, 7, 210, 3], [13, 2, 200, 7, 0, 0]])
+    assert blackbox.check(conflated, REF, KINDS, "state")["equal"]
+    # Stock 2 last reported with its ask still there: its final state is wrong, and so is that event.
+    stale = _events([[11, 2, 200, 7, 210, 3], [12, 1, 101, 2, 0, 0], [13, 2, 200, 7, 210, 3]])
+    out = blackbox.check(stale, REF, KINDS, "state")
+    assert (out["wrong"], out["missing"]) == (1, 1) and out["first_difference"]["index"] == 2
