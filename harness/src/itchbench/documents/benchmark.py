@@ -141,6 +141,7 @@ def build(run_paths: list[Path], out_dir: Path, *, title: str | None = None, bas
                 ("elapsed_s", lambda r: r.summary["performance"]["elapsed_s"]))},
             "runs": [{"run_id": r.run_id, "link": render.relative_link(r.dir / "report.md", out_dir),
                       "headline": r.summary.get("verdict", {}).get("headline", "?"),
+                      "noise": (r.summary.get("noise") or {}).get("words", ""),
                       "created": r.manifest.get("created_utc", "?"), "stage": r.stage(stage) or {},
                       "samples": (r.stage(stage) or {}).get("count")} for r in c.runs],
         })
