@@ -30,6 +30,9 @@ int run_live(const GatewayOptions& o) {
   Grant mlock{o.mlockall, o.mlockall ? lock_all_memory() : ""};
   Grant pin{o.cpu >= 0, o.cpu >= 0 ? pin_current_thread(o.cpu) : ""};
   Grant fifo{o.sched_fifo > 0, o.sched_fifo > 0 ? set_sched_fifo(o.sched_fifo) : ""};
+  int64_t rt_runtime_us = -1, rt_period_us = -1;
+  const bool throttled = rt_throttling(rt_runtime_us, rt_period_us);
+  const bool rt_yield = o.busy_poll && fifo.requested && fifo.error.empty() && throttled;
   for (const Grant* g : {&mlock, &pin, &fifo})
     if (!g->error.empty()) {
       std::fprintf(stderr, "itch-gateway: %s\n", g->error.c_str());
@@ -57,6 +60,7 @@ int run_live(const GatewayOptions& o) {
     uo.port = o.port.value_or(0);
     uo.rcvbuf_bytes = o.rcvbuf_bytes;
     uo.busy_poll = o.busy_poll;
+    uo.rt_yield = rt_yield;
     uo.idle_exit_ms = o.idle_exit_ms;
     udp_source = std::make_unique<UdpSource>(uo);
   } else {
@@ -111,7 +115,7 @@ int run_live(const GatewayOptions& o) {
     j.field("port", uint64_t(udp_source->port())).field("datagrams", us.datagrams).field("bytes", us.bytes);
     j.field("truncated", us.truncated).field("kernel_timestamps", us.kernel_timestamps);
     j.field("rcvbuf_requested", o.rcvbuf_bytes).field("rcvbuf_granted", us.rcvbuf_granted);
-    j.field("busy_poll", o.busy_poll);
+    j.field("busy_poll", o.busy_poll).field("rt_yield", rt_yield).field("rt_yields", us.rt_yields);
     j.end_object();
     write_mold_json(j, gw.framer().counters());
     write_sequence_json(j, gw.framer().sequence().counters());
@@ -151,6 +155,10 @@ int run_live(const GatewayOptions& o) {
   j.end_object();
   write_logs_json(j, logs);
   write_noise_json(j, noise);
+  // What the kernel lets real-time threads use of each period (kernel.sched_rt_runtime_us, -1: unlimited).
+  j.key("rt_throttling").begin_object();
+  j.field("active", throttled).field("runtime_us", rt_runtime_us).field("period_us", rt_period_us);
+  j.end_object();
   j.end_object();
   write_file_atomically(o.out + "/gateway.json", j.str());
   return 0;

@@ -4,7 +4,11 @@
 // Receive: Boost.Asio waits for readiness (epoll) and the datagrams are then
 // drained with recvmsg() — Asio has no access to control messages, which
 // carry the kernel timestamp. With busy_poll the thread spins on a
-// non-blocking recvmsg() instead and never sleeps.
+// non-blocking recvmsg() instead — and, where it runs real-time under the
+// kernel's RT throttling (rt_yield), gives the CPU back for a moment every
+// kRtSpinSlice: a real-time thread that never sleeps is otherwise stopped for
+// the rest of each period once it has used the kernel's budget (50 ms of
+// every second by default), and every datagram arriving then waits for it.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -18,6 +22,7 @@ struct UdpSourceOptions {
   uint16_t port = 0;          // 0: any free port
   int rcvbuf_bytes = 0;       // SO_RCVBUF request; 0 leaves the default
   bool busy_poll = false;
+  bool rt_yield = false;      // busy_poll under SCHED_FIFO/RR with RT throttling on (realtime.hpp rt_throttling)
   uint64_t idle_exit_ms = 0;  // stop after this long without a datagram (once one came); 0: never
 };
 
@@ -26,6 +31,7 @@ struct UdpSourceStats {
   uint64_t bytes = 0;
   uint64_t truncated = 0;          // datagrams larger than the buffer (MSG_TRUNC)
   uint64_t kernel_timestamps = 0;  // datagrams that carried SO_TIMESTAMPNS
+  uint64_t rt_yields = 0;          // times the busy poll gave the CPU back (rt_yield)
   int rcvbuf_granted = 0;          // what the kernel gave (it doubles the request)
   std::string stop_reason;
 };

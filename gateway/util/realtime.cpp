@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace itchbench {
@@ -20,6 +21,20 @@ cpu_set_t initial_affinity() {
 }
 const cpu_set_t kProcessCpus = initial_affinity();
 }  // namespace
+
+bool rt_throttling(int64_t& runtime_us, int64_t& period_us) {
+  auto read = [](const char* path) -> int64_t {
+    std::FILE* f = std::fopen(path, "r");
+    if (!f) return -1;
+    long long v = -1;
+    if (std::fscanf(f, "%lld", &v) != 1) v = -1;
+    std::fclose(f);
+    return v;
+  };
+  runtime_us = read("/proc/sys/kernel/sched_rt_runtime_us");
+  period_us = read("/proc/sys/kernel/sched_rt_period_us");
+  return runtime_us >= 0 && period_us > 0 && runtime_us < period_us;
+}
 
 std::string pin_current_thread(int cpu) {
   const cpu_set_t& allowed = kProcessCpus;

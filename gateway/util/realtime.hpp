@@ -1,6 +1,7 @@
 // Real-time options for gateway threads. Each returns an empty string when
 // granted, else why not (for the manifest and a clear error).
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace itchbench {
@@ -13,5 +14,10 @@ std::string lock_all_memory();             // mlockall, locking pages as they ar
 // thread's CPU at real-time priority stalls it (a 64 MiB page population
 // takes ~20 ms). Back to SCHED_OTHER on every CPU the process started with.
 void leave_hot_thread_alone();
+
+// Whether the kernel throttles real-time threads (kernel.sched_rt_runtime_us below its period, not -1): a
+// SCHED_FIFO/RR thread that never sleeps is then stopped for the rest of each period once its budget is used.
+// Sets runtime_us and period_us (-1 when unreadable).
+bool rt_throttling(int64_t& runtime_us, int64_t& period_us);
 
 }  // namespace itchbench

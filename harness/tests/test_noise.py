@@ -65,3 +65,22 @@ def test_a_busy_competitor_on_the_hot_threads_cpu_shows_as_preemptions(long_capt
     assert quiet["hot_thread"]["on_cpu_ns"] > 0
     assert busy["cpus"]["cpu1"]["busy_ms"] > 0
     assert "waited for a CPU" in busy["words"] and "preemptions" in busy["words"]
+
+
+def _hot(policy: str, ran_ms: float, waited_ms: float) -> dict:
+    return {"name": "itch-gateway", "policy": policy, "on_cpu_ns": int(ran_ms * 1e6), "run_delay_ns": int(waited_ms * 1e6),
+            "involuntary_switches": 800, "voluntary_switches": 10, "major_faults": 0, "minor_faults": 0,
+            "migrations": 0, "affinity": "1"}
+
+
+def test_rt_throttling_is_named_when_the_figures_point_there():
+    throttling = {"active": True, "runtime_us": 950_000, "period_us": 1_000_000}
+    # 17 s of a never-sleeping SCHED_FIFO thread: 50 ms a second taken, 850 ms waited (the busy-poll tail).
+    words = noise.summarise({}, {"threads": [_hot("SCHED_FIFO", 16_150, 850)]}, throttling)["cause"]
+    assert "RT throttling (kernel.sched_rt_runtime_us = 950,000 of 1,000,000)" in words
+    assert "up to 50 ms" in words and "it waited 850.0 ms over 17.0 s" in words
+    # Not named: a thread that barely waited, one that is not real-time, or a kernel that does not throttle.
+    assert noise.summarise({}, {"threads": [_hot("SCHED_FIFO", 17_000, 1)]}, throttling)["cause"] == ""
+    assert noise.summarise({}, {"threads": [_hot("SCHED_OTHER", 16_150, 850)]}, throttling)["cause"] == ""
+    assert noise.summarise({}, {"threads": [_hot("SCHED_FIFO", 16_150, 850)]},
+                           {"active": False, "runtime_us": -1, "period_us": 1_000_000})["cause"] == ""

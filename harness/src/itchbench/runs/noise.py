@@ -47,7 +47,28 @@ def hot_thread(threads: list[dict[str, Any]]) -> dict[str, Any] | None:
     return named[0] if named else (threads[0] if threads else None)
 
 
-def summarise(cpus: dict[str, dict[str, float]], gw_noise: dict[str, Any] | None) -> dict[str, Any]:
+# A real-time hot thread that waited for a CPU this share of its time or more, under RT throttling, was throttled.
+THROTTLED_SHARE = 0.01
+
+
+def _rt_throttled(hot: dict[str, Any] | None, throttling: dict[str, Any] | None) -> str:
+    """Words naming RT throttling as the cause of the hot thread's waits, when the figures point there: it ran
+    real-time, the kernel throttles real-time threads, and it waited runnable about the unbudgeted share."""
+    if not hot or not throttling or not throttling.get("active") or hot.get("policy") not in ("SCHED_FIFO", "SCHED_RR"):
+        return ""
+    ran, waited = hot.get("on_cpu_ns", -1), hot.get("run_delay_ns", -1)
+    if ran < 0 or waited < 0 or waited < THROTTLED_SHARE * (ran + waited):
+        return ""
+    runtime, period = throttling["runtime_us"], throttling["period_us"]
+    return (f"the hot thread ran {hot['policy']} under RT throttling (kernel.sched_rt_runtime_us = {runtime:,} of "
+            f"{period:,}): once it has used that much of a period the kernel stops it for the rest, up to "
+            f"{(period - runtime) / 1000:g} ms, and every message arriving then waits; it waited "
+            f"{waited / 1e6:,.1f} ms over {(ran + waited) / 1e9:,.1f} s. Not the gateway's code: a host setting "
+            "(sched_rt_runtime_us = -1, or an isolated CPU) or a thread that sleeps")
+
+
+def summarise(cpus: dict[str, dict[str, float]], gw_noise: dict[str, Any] | None,
+              throttling: dict[str, Any] | None = None) -> dict[str, Any]:
     threads = (gw_noise or {}).get("threads", [])
     hot = hot_thread(threads)
     steal = sum(c["steal_ms"] for c in cpus.values())
@@ -63,5 +84,8 @@ def summarise(cpus: dict[str, dict[str, float]], gw_noise: dict[str, Any] | None
                      f"sleeps, {hot['major_faults']:,} major and {hot['minor_faults']:,} minor faults"
                      + (f", {hot['migrations']:,} migrations" if hot["migrations"] >= 0 else "")
                      + f", {hot['policy']} on CPUs {hot['affinity']}")
-    return {"cpus": cpus, "threads": threads, "process": (gw_noise or {}).get("process"), "hot_thread": hot,
+    cause = _rt_throttled(hot, throttling)
+    if cause:
+        words.append(cause)
+    return {"cpus": cpus, "threads": threads, "rt_throttling": throttling, "cause": cause, "process": (gw_noise or {}).get("process"), "hot_thread": hot,
             "steal_ms": steal, "busy_ms": busy, "words": "; ".join(words)}

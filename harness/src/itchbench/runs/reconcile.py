@@ -307,9 +307,9 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         "feed": _feed_facts(capture, run.values["feed"]),
         "book": gw["book"],
         "reconciliation": rec,
-        "gateway": {k: gw[k] for k in ("stop_reason", "udp", "serial", "publisher", "realtime", "capture_stats")
-                    if k in gw},
-        "noise": noise.summarise(run.cpu_noise, gw.get("noise")),
+        "gateway": {k: gw[k] for k in ("stop_reason", "udp", "serial", "publisher", "realtime", "capture_stats",
+                                       "rt_throttling") if k in gw},
+        "noise": noise.summarise(run.cpu_noise, gw.get("noise"), gw.get("rt_throttling")),
         "performance": {"elapsed_s": gw["elapsed_s"], "messages_per_s": gw["messages_per_s"],
                         "timer_overhead_ns": gw["clock"]["timer_overhead_ns"], "stage_clock": gw["clock"]["stage"]},
     })
