@@ -259,3 +259,13 @@ def test_a_command_may_take_every_value_from_the_environment(capture, tmp_path):
         ''')
     _, s = _run(capture, gw, "udp", tmp_path)
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+
+
+@needs_root
+def test_a_journey_of_a_contract_gateway_times_it_wire_to_wire(planted, udp_scenario, tmp_path):
+    r = _itchbench("doc", "--journey", "HEAD~3", "HEAD~2", "--repo", planted, "--gateway", "itchbench.toml",
+                   "--scenario", udp_scenario, "--repetitions", "3", "--out", tmp_path / "journey")
+    assert r.returncode == 0, r.stderr[-2000:]
+    text = (tmp_path / "journey" / "report.md").read_text()
+    assert "## Step 1: Count the ask side once more" in text
+    assert "| wire_to_wire.p50 |" in text and "**BBO output differs**" in text and "'stock_locate': 3" in text

@@ -35,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="smallest timing change that counts, percent (default %(default)s)")
     j.add_argument("--repo", type=Path, default=Path.cwd(), help="the git repository (default: the current folder)")
     j.add_argument("--no-instructions", action="store_true", help="skip the callgrind instruction counts")
+    j.add_argument("--gateway", type=Path, metavar="FILE",
+                   help="a journey of a gateway brought through its contract: its itchbench.toml, relative to "
+                        "--repo; workloads default to scenarios/gateway.toml, timed wire to wire")
     d.set_defaults(func=run)
 
 
@@ -54,10 +57,14 @@ def _journey(args: argparse.Namespace) -> tuple[Path, Path]:
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    workloads = session.scenario_workloads(args.scenario) if args.scenario else session.default_workloads()
+    if args.gateway:
+        from .compare import gateway_workloads
+        workloads = gateway_workloads(args.scenario, (args.repo / args.gateway).resolve())
+    else:
+        workloads = session.scenario_workloads(args.scenario) if args.scenario else session.default_workloads()
     say(f"journey over {len(specs)} revisions: {' '.join(specs)}")
     j = journey.run(args.repo, specs, workloads, args.repetitions, args.threshold / 100, out, say,
-                    instructions=not args.no_instructions)
+                    instructions=not args.no_instructions and not args.gateway, contract_rel=args.gateway)
     for line in journey.step_lines(j):
         say(line)
     return journey.write(j, out, args.title, args.threshold, args.repetitions)

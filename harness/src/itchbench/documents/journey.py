@@ -18,11 +18,12 @@ from .collect import DocumentError
 
 SEED = 20261122
 # The rows of a step's table, when measured: headline latency, throughput, memory, exact instructions.
-STEP_METRICS = ("receive_to_book.p50", "receive_to_book.p99", "throughput_msg_s", "peak_rss_kib",
-                *(f"instructions.{s}" for s in INSTRUCTION_STAGES))
-# The cumulative figure: each relative to the first revision.
-CUMULATIVE = {"receive_to_book.p50": "receive → book p50", "throughput_msg_s": "throughput",
-              "instructions.message_path": "instructions / message", "peak_rss_kib": "peak RSS"}
+STEP_METRICS = ("receive_to_book.p50", "receive_to_book.p99", "wire_to_wire.p50", "wire_to_wire.p99",
+                "throughput_msg_s", "peak_rss_kib", *(f"instructions.{s}" for s in INSTRUCTION_STAGES))
+# The cumulative figure: each relative to the first revision (wire to wire: a gateway brought by its contract).
+CUMULATIVE = {"receive_to_book.p50": "receive → book p50", "wire_to_wire.p50": "wire-to-wire p50",
+              "throughput_msg_s": "throughput", "instructions.message_path": "instructions / message",
+              "peak_rss_kib": "peak RSS"}
 
 
 def expand(repo: Path, specs: list[str]) -> list[str]:
@@ -58,11 +59,13 @@ def _judge(a: session.Side, b: session.Side, threshold: float) -> dict[str, Any]
 
 
 def run(repo: Path, specs: list[str], workloads: list[session.Workload], repetitions: int, threshold: float,
-        out: Path, say: Callable[[str], None], instructions: bool = True) -> Journey:
+        out: Path, say: Callable[[str], None], instructions: bool = True,
+        contract_rel: Path | None = None) -> Journey:
+    """contract_rel: a gateway brought through its contract (its itchbench.toml, relative to repo)."""
     sides = [session.Side(f"step{i}", spec) for i, spec in enumerate(specs)]
     benchmarks = session.wants_benchmarks(workloads)
     for side in sides:
-        session.prepare_revision(side, repo, say, benchmarks=benchmarks)
+        session.prepare_revision(side, repo, say, benchmarks=benchmarks, contract_rel=contract_rel)
     broken = [f"{s.spec}: {s.problem}" for s in sides if s.problem]
     if broken:
         raise DocumentError("cannot build every revision of the journey:\n" + "\n".join(broken))
