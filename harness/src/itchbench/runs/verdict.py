@@ -82,14 +82,19 @@ def _other_clauses(summary: dict[str, Any], loss: dict[str, Any]) -> str:
     return "".join(f"; {p}" for p in parts)
 
 
+def _incomplete(summary: dict[str, Any]) -> dict[str, Any]:
+    """A run that did not reach its end: its failure's kind and first line."""
+    failure = summary.get("failure")
+    why = failure["message"] if failure else (summary.get("error") or "the run did not reach its end")
+    kind = failure["kind"] if failure else "input_ended_early"
+    return {"status": "incomplete", "headline": f"INCOMPLETE ({kind}): {why.splitlines()[0] if why else ''}",
+            "exit_status": EXIT["incomplete"]}
+
+
 def judge(summary: dict[str, Any]) -> dict[str, Any]:
     rec = summary.get("reconciliation")
-    failure = summary.get("failure")
-    if failure or not summary.get("complete") or rec is None:
-        why = failure["message"] if failure else (summary.get("error") or "the run did not reach its end")
-        kind = failure["kind"] if failure else "input_ended_early"
-        status, headline = "incomplete", f"INCOMPLETE ({kind}): {why.splitlines()[0] if why else ''}"
-        return {"status": status, "headline": headline, "exit_status": EXIT[status]}
+    if summary.get("failure") or not summary.get("complete") or rec is None:
+        return _incomplete(summary)
     loss = rec["loss"]
     rest = _other_clauses(summary, loss)
     lost = (loss["messages_not_applied"] or loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"]
@@ -129,12 +134,8 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
     """The verdict of a gateway brought through its contract: the path to it balanced and nothing lost, and
     its BBO stream equal to the simulation's (BBO DIFFERS: missing, extra and wrong events said apart)."""
     rec = summary.get("reconciliation")
-    failure = summary.get("failure")
-    if failure or not summary.get("complete") or rec is None:
-        why = failure["message"] if failure else (summary.get("error") or "the run did not reach its end")
-        kind = failure["kind"] if failure else "input_ended_early"
-        status, headline = "incomplete", f"INCOMPLETE ({kind}): {why.splitlines()[0] if why else ''}"
-        return {"status": status, "headline": headline, "exit_status": EXIT[status]}
+    if summary.get("failure") or not summary.get("complete") or rec is None:
+        return _incomplete(summary)
     loss, check = rec["loss"], rec["bbo_check"]
     w2w = summary.get("wire_to_wire") or {}
     timing = (f"; wire-to-wire p50 {_us(w2w['from_intended']['p50'])}, p99 {_us(w2w['from_intended']['p99'])}"
