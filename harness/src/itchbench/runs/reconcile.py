@@ -24,7 +24,7 @@ from . import noise, verdict
 from .failure import RunError
 
 if TYPE_CHECKING:
-    from .runner import Run
+    from .run import Run
 
 
 def _feed_facts(capture: Path, feed: str) -> dict[str, Any]:

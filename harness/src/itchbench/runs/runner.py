@@ -13,11 +13,8 @@ happened (procs.ProcessGroup).
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,27 +25,11 @@ from ..captures.fixtures import sha256_of
 from ..captures.inspect import check_capture
 from .. import rundir
 from . import environment, microbench, noise, reconcile
+from .transports import TRANSPORTS
+from .transports.contract import run_contract
 from .failure import Interrupted, RunError
 from .procs import ProcessGroup
-
-
-@dataclass
-class Run:
-    dir: Path
-    run_id: str
-    values: dict[str, Any]
-    label: str
-    env: dict[str, Any]
-    echo: bool
-    extras: dict[str, Any] = field(default_factory=dict)  # what the transport reports, into summary.json
-    subscriber_procs: list[tuple[subprocess.Popen, Path, str]] = field(default_factory=list)  # proc, out, kind
-    cpu_noise: dict[str, dict[str, float]] = field(default_factory=dict)  # per CPU over the run (runs/noise.py)
-    # A contract gateway's revision: {"worktree", "commit", "prebuilt"} (compare, bisect); empty: its repository.
-    under_test: dict[str, Any] = field(default_factory=dict)
-
-    def say(self, text: str) -> None:
-        if self.echo:
-            print(text, file=sys.stderr, flush=True)
+from .run import Run
 
 
 def default_root() -> Path:
@@ -85,8 +66,6 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
     again once the summary is written. `origin` (scenario file and text,
     repetition, command line) goes into the manifest, so a document can say
     how to make the run again."""
-    from .transports import TRANSPORTS
-    from .transports.contract import run_contract
 
     check_capture(Path(values["capture"]), values["feed"])  # no single feed: refused before a run exists
     if faults.any_faults(values["faults"]):

@@ -8,7 +8,7 @@ from . import serial, sim, udp
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
-    from ..runner import Run
+    from ..run import Run
 
 TRANSPORTS: dict[str, Callable[["Run", "ProcessGroup"], None]] = {
     "sim": sim.run_sim, "udp": udp.run_udp, "serial": serial.run_serial,

@@ -22,7 +22,7 @@ from .udp import UDP_PORT, private_netns, replay_udp
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
-    from ..runner import Run
+    from ..run import Run
 
 INPUT_OF = {"udp": "udp", "serial": "serial", "sim": "file"}
 

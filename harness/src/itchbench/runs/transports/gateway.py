@@ -10,7 +10,7 @@ from .. import environment
 from ..failure import RunError, describe_exit, tail
 
 if TYPE_CHECKING:
-    from ..runner import Run
+    from ..run import Run
 
 
 def gateway_args(run: "Run") -> list[str]:

@@ -23,7 +23,7 @@ from .gateway import judge_exit
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
-    from ..runner import Run
+    from ..run import Run
 
 START_TIMEOUT_S = 15.0
 

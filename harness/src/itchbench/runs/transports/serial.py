@@ -19,7 +19,7 @@ from .live import finish_gateway, off_the_gateway_cpu, start_gateway, wait_for_s
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
-    from ..runner import Run
+    from ..run import Run
 
 
 def run_serial(run: "Run", group: "ProcessGroup") -> None:

@@ -16,7 +16,7 @@ from .gateway import gateway_args, judge_exit
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
-    from ..runner import Run
+    from ..run import Run
 
 
 def run_sim(run: "Run", group: "ProcessGroup") -> None:

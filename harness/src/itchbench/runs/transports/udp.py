@@ -24,7 +24,7 @@ from .live import finish_gateway, off_the_gateway_cpu, start_gateway, wait_for_s
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
-    from ..runner import Run
+    from ..run import Run
 
 UDP_PORT = 26477  # inside the run's own namespace: no clash with anything
 
