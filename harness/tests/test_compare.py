@@ -77,8 +77,11 @@ def test_a_spin_loop_in_the_message_path_is_a_regression(scratch, workload, tmp_
     assert rc == 1 and result["headline"].startswith("REGRESSION"), result["headline"]
     path = result["metrics"]["seed"]["instructions.message_path"]
     assert path["verdict"] == "slower" and path["head"] - path["base"] > 200  # the loop's 200 rounds and more
+    assert path["words"] == "MORE instructions"
     assert result["metrics"]["seed"]["instructions.book"]["verdict"] == "unchanged"
-    assert result["outputs"]["seed"]["bbo"]["equal"]
+    assert result["metrics"]["seed"]["instructions.book"]["words"] == "SAME instructions"
+    assert result["outputs"]["seed"]["bbo"]["equal"] and result["outputs"]["seed"]["bbo"]["words"] == "SAME"
+    assert "MORE instructions: seed: instructions.message_path" in result["headline"], result["headline"]
 
 
 def _bbo_rows(run_dir: str, capsys) -> list[list[str]]:
@@ -162,10 +165,11 @@ def test_a_journey_documents_each_step_and_the_cumulative_impact(scratch, worklo
     assert text.startswith("# Spin journey\n") and "## Step 1: planted: spin" in text and "## Cumulative impact" in text
     step = data["steps"][0]["workloads"][0]
     path = next(r for r in step["rows"] if r["metric"] == "instructions.message_path")
-    assert path["mark"] == "SLOWER" and path["head"] - path["base"] > 200
-    assert next(r for r in step["rows"] if r["metric"] == "instructions.book")["mark"] == "unchanged"
+    # Instructions are not time: more of them is MORE instructions, never SLOWER.
+    assert path["mark"] == "MORE instructions" and path["head"] - path["base"] > 200
+    assert next(r for r in step["rows"] if r["metric"] == "instructions.book")["mark"] == "SAME instructions"
     assert step["bbo"]["equal"]
     row = next(line for line in text.splitlines() if line.startswith("| instructions.message_path |"))
-    assert row.endswith("| SLOWER |") and f"{path['base']:,.1f}" in row
+    assert row.endswith("| MORE instructions |") and f"{path['base']:,.1f}" in row
     assert (out / data["cumulative"]["seed"]).stat().st_size > 5000
     assert (out / "report.html").read_text().count("data:image/png;base64,") == 1  # the cumulative figure

@@ -66,3 +66,16 @@ def test_instruction_verdicts_are_exact():
     assert verdicts.exact(300.0, 302.0)["verdict"] == "slower"      # +0.67 %
     assert verdicts.exact(300.0, 290.0)["verdict"] == "faster"
     assert verdicts.exact(None, 290.0)["verdict"] == "not comparable"
+
+
+def test_each_kind_of_metric_has_its_own_verdict_words():
+    # Instructions and memory are not time: a step with more instructions is never called slower.
+    assert verdicts.words("instructions.message_path", verdicts.WORSE) == "MORE instructions"
+    assert verdicts.words("instructions.book", verdicts.BETTER) == "FEWER instructions"
+    assert verdicts.words("instructions.book", verdicts.SAME) == "SAME instructions"
+    assert verdicts.words("receive_to_book.p50", verdicts.WORSE) == "SLOWER"
+    assert verdicts.words("throughput_msg_s", verdicts.BETTER) == "FASTER"
+    assert verdicts.words("wire_to_wire.p99", verdicts.SAME) == "NO CHANGE"
+    assert verdicts.words("peak_rss_kib", verdicts.WORSE) == "MORE memory"
+    assert verdicts.words("receive_to_book.max", verdicts.SHOWN) == "SHOWN, NOT JUDGED"
+    assert (verdicts.bbo_words(True), verdicts.bbo_words(False)) == ("SAME", "DIFFERENT")

@@ -268,4 +268,4 @@ def test_a_journey_of_a_contract_gateway_times_it_wire_to_wire(planted, udp_scen
     assert r.returncode == 0, r.stderr[-2000:]
     text = (tmp_path / "journey" / "report.md").read_text()
     assert "## Step 1: Count the ask side once more" in text
-    assert "| wire_to_wire.p50 |" in text and "**BBO output differs**" in text and "'stock_locate': 3" in text
+    assert "| wire_to_wire.p50 |" in text and "**BBO output DIFFERENT**" in text and "'stock_locate': 3" in text

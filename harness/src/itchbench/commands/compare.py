@@ -106,22 +106,30 @@ def run(args: argparse.Namespace) -> int:
     metrics = session.metric_verdicts(base, head, args.threshold / 100, SEED) if not problems else {}
     outs = session.output_differences(base, head) if not problems else {}
     noise = session.noise_differences(base, head) if not problems else {}
-    slower = sorted({f"{label}: {name}" for label, t in metrics.items() for name, v in t.items()
-                     if v["verdict"] == verdicts.WORSE})
-    faster = sorted({f"{label}: {name}" for label, t in metrics.items() for name, v in t.items()
-                     if v["verdict"] == verdicts.BETTER})
+    def named(verdict: str) -> dict[str, list[str]]:
+        """The metrics with this verdict, grouped by the words their kind uses (SLOWER, MORE instructions …)."""
+        out: dict[str, list[str]] = {}
+        for label, t in sorted(metrics.items()):
+            for name, v in sorted(t.items()):
+                if v["verdict"] == verdict:
+                    out.setdefault(verdicts.words(name, verdict), []).append(f"{label}: {name}")
+        return out
+
+    def listing(groups: dict[str, list[str]], most: int) -> str:
+        return "; ".join(f"{len(ms)} {w}: {', '.join(ms[:most])}{' …' if len(ms) > most else ''}"
+                         for w, ms in groups.items())
+
+    slower, faster = named(verdicts.WORSE), named(verdicts.BETTER)
     differ = [label for label, o in outs.items() if not o["bbo"]["equal"]]
     dirty = any(s.revision and s.revision.dirty for s in (base, head))
     if problems:
         headline, status = "NOT COMPARABLE: " + "; ".join(p.splitlines()[0] for p in problems), 2
     elif slower or differ:
         parts = ([f"BBO OUTPUT DIFFERS on {', '.join(differ)}"] if differ else []) + \
-                ([f"{len(slower)} metric(s) slower: {', '.join(slower[:4])}{' …' if len(slower) > 4 else ''}"]
-                 if slower else [])
+                ([listing(slower, 4)] if slower else [])
         headline, status = "REGRESSION: " + "; ".join(parts), 1
     else:
-        headline = f"NO REGRESSION: output identical; {len(faster)} metric(s) faster" + \
-                   (f" ({', '.join(faster[:3])}{' …' if len(faster) > 3 else ''})" if faster else "")
+        headline = "NO REGRESSION: BBO output SAME" + (f"; {listing(faster, 3)}" if faster else "; nothing better")
         status = 0
     unjudged = sorted({label for label, t in metrics.items() for v in t.values()
                        if "cannot reach" in v.get("reason", "")})

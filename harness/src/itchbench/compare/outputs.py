@@ -12,6 +12,7 @@ import numpy as np
 from .. import rundir
 from ..analysis import logs
 from ..gateways import adapter, blackbox
+from .verdicts import bbo_words
 
 _FIELDS = ("seq", "stock_locate", "bid_px", "bid_qty", "ask_px", "ask_qty", "flags")
 
@@ -39,7 +40,7 @@ def bbo_records(run: Path) -> tuple[np.ndarray, str]:
 
 def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
     (a, da), (b, db) = bbo_records(base_run), bbo_records(head_run)
-    out: dict[str, Any] = {"base_digest": da, "head_digest": db, "equal": da == db,
+    out: dict[str, Any] = {"base_digest": da, "head_digest": db, "equal": da == db, "words": bbo_words(da == db),
                            "base_events": int(a.size), "head_events": int(b.size)}
     if da == db:
         return out

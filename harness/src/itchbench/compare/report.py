@@ -14,10 +14,14 @@ import numpy as np  # noqa: E402
 
 from ..analysis import latency_pass  # noqa: E402
 from ..analysis.histogram import quantiles  # noqa: E402
-from .verdicts import BETTER, NOT_COMPARABLE, SAME, SHOWN, WORSE  # noqa: E402
+from .verdicts import BETTER, NOT_COMPARABLE, SAME, SHOWN, WORSE, words  # noqa: E402
 
-MARK = {BETTER: "✅ faster", WORSE: "❌ slower", SAME: "· unchanged", NOT_COMPARABLE: "⚠ not comparable",
-        SHOWN: "· (max: shown, not judged)"}
+SIGN = {BETTER: "✅ ", WORSE: "❌ ", SAME: "· ", NOT_COMPARABLE: "⚠ ", SHOWN: "· "}
+
+
+def mark(metric: str, verdict: str) -> str:
+    """A verdict in its metric's words (FASTER, MORE instructions, …), signed."""
+    return SIGN[verdict] + words(metric, verdict)
 SCHEMA_VERSION = 1
 
 
@@ -62,15 +66,15 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
             p = f"{v['p']:.2g}" if "p" in v else ""
             delta = f"{v['delta_pct']:+.1f}" if "delta_pct" in v else ""
             md.append(f"| {name} | {_fmt(v.get('base'))} | {_fmt(v.get('head'))} | {delta} | {ci} | {p} | "
-                      f"{MARK[v['verdict']]} |")
+                      f"{mark(name, v['verdict'])} |")
         out = result["outputs"].get(label)
         if out:
             bbo = out["bbo"]
             if bbo["equal"]:
-                md += ["", f"BBO output identical: `{bbo['base_digest']}` ({bbo['base_events']:,} events)."]
+                md += ["", f"BBO output SAME: `{bbo['base_digest']}` ({bbo['base_events']:,} events)."]
             else:
                 first = bbo["first_difference"]
-                md += ["", f"**BBO output differs**: {bbo['differing_events']:,} events differ "
+                md += ["", f"**BBO output DIFFERENT**: {bbo['differing_events']:,} events differ "
                        f"(base {bbo['base_events']:,}, head {bbo['head_events']:,} events). First difference at "
                        f"event {first['index']:,}:", "", f"- base: `{first['base']}`", f"- head: `{first['head']}`"]
             if out["counters"]:

@@ -197,6 +197,7 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
                                           seed=seed + i)
             if name.endswith(".max") and table[name]["verdict"] != verdicts.NOT_COMPARABLE:
                 table[name]["verdict"] = verdicts.SHOWN
+            table[name]["words"] = verdicts.words(name, table[name]["verdict"])
         out[label] = table
         if base.prepared is not None or head.prepared is not None:
             continue  # a black box: no instructions to count
@@ -206,6 +207,8 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
         for stage in instructions.STAGES:
             table[f"instructions.{stage}"] = verdicts.exact(ia.get("per_message", {}).get(stage),
                                                             ib.get("per_message", {}).get(stage), why=why)
+            table[f"instructions.{stage}"]["words"] = verdicts.words(f"instructions.{stage}",
+                                                                     table[f"instructions.{stage}"]["verdict"])
     return out
 
 

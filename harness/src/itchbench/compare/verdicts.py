@@ -22,6 +22,31 @@ MIN_REPETITIONS = 3    # fewer give no bootstrap interval; exact metrics (instru
 BETTER, WORSE, SAME, NOT_COMPARABLE = "faster", "slower", "unchanged", "not comparable"
 SHOWN = "shown, not judged"  # the max of a run is one sample: its changes are not verdicts
 
+# What a verdict is called, by the kind of metric: instructions and memory are not time, so a step that adds
+# instructions but runs faster is never "SLOWER". BBO output: SAME or DIFFERENT.
+_WORDS = {"time": ("FASTER", "SLOWER", "NO CHANGE"), "instructions": ("FEWER instructions", "MORE instructions",
+                                                                       "SAME instructions"),
+          "memory": ("LESS memory", "MORE memory", "SAME memory")}
+MEMORY_METRICS = ("peak_rss_kib",)
+
+
+def metric_kind(metric: str) -> str:
+    return "instructions" if metric.startswith("instructions.") else "memory" if metric in MEMORY_METRICS else "time"
+
+
+def words(metric: str, verdict: str) -> str:
+    """The words a report uses for a metric's verdict."""
+    if verdict == NOT_COMPARABLE:
+        return "NOT COMPARABLE"
+    if verdict == SHOWN:
+        return "SHOWN, NOT JUDGED"
+    better, worse, same = _WORDS[metric_kind(metric)]
+    return {BETTER: better, WORSE: worse, SAME: same}[verdict]
+
+
+def bbo_words(equal: bool) -> str:
+    return "SAME" if equal else "DIFFERENT"
+
 
 def timing(base: list[float], head: list[float], *, higher_is_better: bool, threshold: float,
            seed: int) -> dict[str, Any]:

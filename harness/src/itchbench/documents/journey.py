@@ -91,11 +91,7 @@ def _side_value(side: session.Side, label: str, metric: str) -> float | None:
 def _rows(judged: dict[str, Any], label: str) -> list[dict[str, Any]]:
     table = judged["metrics"].get(label, {})
     names = [m for m in STEP_METRICS if m in table] + sorted(m for m in table if m.startswith("microbench."))
-    return [{"metric": m, **table[m], "mark": _MARK[table[m]["verdict"]]} for m in names]
-
-
-_MARK = {verdicts.BETTER: "faster", verdicts.WORSE: "SLOWER", verdicts.SAME: "unchanged",
-         verdicts.NOT_COMPARABLE: "not comparable", verdicts.SHOWN: "shown, not judged"}
+    return [{"metric": m, **table[m], "mark": verdicts.words(m, table[m]["verdict"])} for m in names]
 
 
 def write(j: Journey, out: Path, title: str | None, threshold_pct: float, repetitions: int) -> tuple[Path, Path]:
@@ -138,15 +134,16 @@ def step_lines(j: Journey) -> list[str]:
     def line(name: str, judged: dict[str, Any]) -> str:
         if judged["not_comparable"]:
             return f"{name}: NOT COMPARABLE: {judged['not_comparable'][0]}"
-        marks = {verdicts.BETTER: [], verdicts.WORSE: []}  # type: dict[str, list[str]]
+        marks: dict[str, list[str]] = {}  # the metrics that moved, by their words (FASTER, MORE instructions …)
         for label, table in judged["metrics"].items():
             for metric, v in table.items():
-                if v["verdict"] in marks:
-                    marks[v["verdict"]].append(f"{label}: {metric} {v['delta_pct']:+.1f}%")
+                if v["verdict"] in (verdicts.BETTER, verdicts.WORSE):
+                    marks.setdefault(verdicts.words(metric, v["verdict"]), []).append(
+                        f"{label}: {metric} {v['delta_pct']:+.1f}%")
         differ = [label for label, o in judged["outputs"].items() if not o["bbo"]["equal"]]
-        return (f"{name}: {len(marks[verdicts.BETTER])} faster, {len(marks[verdicts.WORSE])} slower"
-                + (f" ({'; '.join(marks[verdicts.WORSE][:3])})" if marks[verdicts.WORSE] else "")
-                + (f"; BBO OUTPUT DIFFERS on {', '.join(differ)}" if differ else "; BBO output identical"))
+        moved = "; ".join(f"{len(ms)} {w} ({', '.join(ms[:3])})" for w, ms in marks.items()) or "no change"
+        return (f"{name}: {moved}"
+                + (f"; BBO DIFFERENT on {', '.join(differ)}" if differ else "; BBO SAME"))
     out = [line(f"step {i} {b.revision.label if b.revision else b.spec} "
                 f"{b.revision.subject[:50] if b.revision else ''}", judged)
            for i, (judged, b) in enumerate(zip(j.steps, j.sides[1:]), 1)]
