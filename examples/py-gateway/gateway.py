@@ -5,19 +5,21 @@ alone: it shares no code with itchbench.
 
 It reads NASDAQ TotalView-ITCH 5.0 as MoldUDP64 over UDP, or as the serial
 line format (gateway/protocol/SERIAL_LINE.md) from a tty, keeps a book per
-stock, and writes each BBO change to a TCP connection as a CSV line:
+stock, and writes each BBO change to a TCP connection (or UDP datagrams) as
+a CSV line, or a JSON line with the same keys:
 
     seq,stock,bid_px,bid_qty,ask_px,ask_qty
 
 It stops at the feed's end of session, or on SIGTERM.
 
-    gateway.py --udp ADDR:PORT --bbo ADDR:PORT
+    gateway.py --udp ADDR:PORT --bbo ADDR:PORT [--bbo-via tcp|udp] [--bbo-format csv|jsonl]
     gateway.py --serial /dev/pts/N --bbo ADDR:PORT
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import socket
@@ -100,7 +102,7 @@ class Book:
         now = (bid or 0, bids[bid] if bid is not None else 0, ask or 0, asks[ask] if ask is not None else 0)
         if now != self.said.get(stock, (0, 0, 0, 0)):
             self.said[stock] = now
-            self.emit(f"{seq},{stock},{now[0]},{now[1]},{now[2]},{now[3]}\n")
+            self.emit(seq, stock, now)
 
 
 class Feed:
@@ -160,19 +162,31 @@ def main() -> int:
     src.add_argument("--udp", metavar="ADDR:PORT")
     src.add_argument("--serial", metavar="TTY")
     p.add_argument("--bbo", metavar="ADDR:PORT", required=True)
+    p.add_argument("--bbo-via", choices=("tcp", "udp"), default="tcp")
+    p.add_argument("--bbo-format", choices=("csv", "jsonl"), default="csv")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
-    host, port = args.bbo.rsplit(":", 1)
-    out = socket.create_connection((host, int(port)))
+    bbo_host, bbo_port = args.bbo.rsplit(":", 1)
+    bbo_to = (bbo_host, int(bbo_port))
+    if args.bbo_via == "tcp":
+        out = socket.create_connection(bbo_to)
+        send = out.sendall
+    else:
+        out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        send = lambda data: out.sendto(data, bbo_to)  # noqa: E731 - one datagram of whole lines
     pending: list[str] = []
 
-    def emit(line: str) -> None:
-        pending.append(line)
+    def emit(seq: int, stock: int, bbo: tuple[int, int, int, int]) -> None:
+        if args.bbo_format == "csv":
+            pending.append(f"{seq},{stock},{bbo[0]},{bbo[1]},{bbo[2]},{bbo[3]}\n")
+        else:
+            pending.append(json.dumps({"seq": seq, "stock": stock, "bid_px": bbo[0], "bid_qty": bbo[1],
+                                       "ask_px": bbo[2], "ask_qty": bbo[3]}) + "\n")
 
     def flush() -> None:
         if pending:
-            out.sendall("".join(pending).encode())
+            send("".join(pending).encode())
             pending.clear()
 
     feed = Feed(Book(emit))

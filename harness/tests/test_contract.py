@@ -188,7 +188,7 @@ def planted(tmp_path_factory) -> Path:
         _git(repo, "commit", "-qam", subject)
 
     change("Note the contract", "itchbench.toml", 'name = "py-gateway"', 'name = "py-gateway"  # example')
-    change("Count the ask side once more", "gateway.py", "{now[3]}\\n", "{now[3] + (stock == 3)}\\n")
+    change("Count the ask side once more", "gateway.py", "{bbo[3]}\\n", "{bbo[3] + (stock == 3)}\\n")
     change("Pause on every packet", "gateway.py", '"""Applies one MoldUDP64 packet; False at the end of session."""',
            '"""Applies one MoldUDP64 packet; False at the end of session."""\n        __import__("time").sleep(0.0003)')
     change("Tidy", "itchbench.toml", "# example", "# the example")
@@ -269,3 +269,23 @@ def test_a_journey_of_a_contract_gateway_times_it_wire_to_wire(planted, udp_scen
     text = (tmp_path / "journey" / "report.md").read_text()
     assert "## Step 1: Count the ask side once more" in text
     assert "| wire_to_wire.p50 |" in text and "**BBO output DIFFERENT**" in text and "'stock_locate': 3" in text
+
+
+@needs_root
+def test_json_lines_over_udp_reach_the_collector_whole(capture, tmp_path):
+    # The example's other output: JSON lines in UDP datagrams; ready once its feed port is bound.
+    gw = _contract(tmp_path, f'''\
+        name = "py-gateway-jsonl-udp"
+        inputs = ["udp"]
+        command = "exec python3 {EXAMPLE.parent}/gateway.py --udp {{feed_addr}}:{{feed_port}} --bbo {{bbo_addr}}:{{bbo_port}} --bbo-via udp --bbo-format jsonl"
+        [bbo]
+        format = "jsonl"
+        via = "udp"
+        [ready]
+        when = "udp_bound"
+        ''')
+    run, s = _run(capture, gw, "udp", tmp_path)
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    first = (run / "bbo.received").read_text().splitlines()[0].split(" ", 1)[1]
+    assert json.loads(first).keys() == {"seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty"}
+    assert s["wire_to_wire"]["events"] == s["reconciliation"]["bbo_check"]["reference_events"] > 100
