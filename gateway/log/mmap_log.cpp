@@ -98,7 +98,7 @@ bool MmapLog::reserve_locked() {
     drop_reason_ = "the log reached its limit of " + std::to_string(limit_) + " bytes";
     return false;
   }
-  const size_t want = std::min(limit_, reserved_ > limit_ / 2 ? limit_ : 2 * reserved_);
+  const size_t want = reserved_ > limit_ / 2 ? limit_ : 2 * reserved_;
   void* m = ::mremap(base_, reserved_, want, MREMAP_MAYMOVE);
   if (m == MAP_FAILED) {
     drop_reason_ = std::string("mremap to ") + std::to_string(want) + " bytes failed: " + std::strerror(errno);

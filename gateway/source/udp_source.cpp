@@ -122,7 +122,7 @@ void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
 
   if (options_.busy_poll) {
     // Under RT throttling the kernel lets real-time threads use 95 % of each period (by default): every slice of
-    // spinning ends in a poll() of at most kRtPause — 9 % of the time while idle, under the budget, and at once
+    // spinning ends in a poll() of at most kRtPauseMs — 9 % of the time while idle, under the budget, and at once
     // when a datagram arrives — instead of a 50 ms stop a second. Fed without a pause the thread can still
     // exhaust the budget; the run's noise figures say so.
     using Clock = std::chrono::steady_clock;

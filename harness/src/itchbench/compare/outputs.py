@@ -28,9 +28,8 @@ def bbo_records(run: Path) -> tuple[np.ndarray, str]:
         log = logs.read_bbo(run / "bbo.bbo")
         return log.records, logs.bbo_digest(log)
     summary = rundir.read_json(run / "summary.json")
-    out = run / summary.get("transport_details", {}).get("bbo_output", adapter.BBO_FILE)
-    fmt = summary.get("gateway", {}).get("contract", {}).get("bbo", {})
-    events, _, _ = blackbox.read_events(out, fmt.get("format", "csv"), stamped=fmt.get("via", "tcp") != "file")
+    events, _, _ = blackbox.read_output(run, summary.get("transport_details", {}).get("bbo_output", adapter.BBO_FILE),
+                                        summary.get("gateway", {}).get("contract", {}).get("bbo", {}))
     rec = np.zeros(len(events), logs.BBO_DTYPE)
     for f, c in (("seq", "seq"), ("stock_locate", "stock"), ("bid_px", "bid_px"), ("bid_qty", "bid_qty"),
                  ("ask_px", "ask_px"), ("ask_qty", "ask_qty")):

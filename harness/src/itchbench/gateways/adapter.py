@@ -31,7 +31,7 @@ BBO_FILE = "bbo.received"  # the collector's output in the run directory
 
 
 def build(c: Contract, worktree: Path, *, commit: str, build_dir: Path, log: Path) -> None:
-    """Run the contract's build commands in worktree; BuildError-like RunError('setup') with the output's tail."""
+    """Run the contract's build commands in worktree; a failing one is a RunError('setup') with the log's tail."""
     build_dir.mkdir(parents=True, exist_ok=True)
     values = {"commit": commit, "worktree": worktree, "build_dir": build_dir}
     with open(log, "ab") as out:
@@ -173,18 +173,10 @@ class ContractGateway:
         kind = "gateway_crashed" if _crashed(rc) else "gateway_failed"
         raise RunError(kind, f"the gateway {describe_gateway_exit(rc)} {when}; its last output: {self.last_output()}")
 
-    def check_alive(self, when: str) -> None:
-        """A gateway that ended on its own while the feed was still going is a failed run."""
-        s = self.started
-        if s is not None and s.gateway.poll() is not None and s.gateway.returncode != 0:
-            self._raise_ended(when)
-
     # -- stop ---------------------------------------------------------------------------------------------------
     def _output_size(self) -> int:
-        path = self.dir / BBO_FILE if self.c.bbo_via != "file" else Path(
-            contract_mod.fill(self.c.bbo_file, self.started.values if self.started else {}))
         try:
-            return path.stat().st_size
+            return self.bbo_file().stat().st_size
         except OSError:
             return 0
 

@@ -95,6 +95,12 @@ def read_events(path: Path, fmt: str, stamped: bool) -> tuple[pd.DataFrame, int,
     return events.astype(np.int64), int(bad.size), bad.head(3).tolist()
 
 
+def read_output(run_dir: Path, output: str, bbo: dict[str, Any]) -> tuple[pd.DataFrame, int, list[str]]:
+    """read_events of a contract run's BBO output (`output`, relative to the run directory or absolute) as its
+    contract's [bbo] table describes it: a file the gateway wrote itself carries no receive stamps."""
+    return read_events(run_dir / output, bbo.get("format", "csv"), stamped=bbo.get("via", "tcp") != "file")
+
+
 def _event_words(row: Any, kinds: dict[int, str]) -> str:
     kind = kinds.get(int(row.seq), "?")
     return (f"seq {int(row.seq):,} (message {kind}), stock {int(row.stock)}: bid {int(row.bid_px)} × "

@@ -69,7 +69,10 @@ _PACKET_REJECTIONS = [("too_short", "too short"), ("length_overrun", "message ov
                       ("count_mismatch", "count mismatch"), ("sequence_overflow", "sequence overflow")]
 
 
-def _udp(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+    """The way to any gateway over UDP: the sender's counts against the capture, the kernel's against the
+    sender's. BBO that a contract gateway sends over UDP crosses the same kernel: its datagrams, as the
+    collector counted them, are not the feed's."""
     loops = run.values["replay"]["loops"]
     sender, kernel = run.values["replay"]["sender"], run.extras.get("kernel", {})
     datagrams = run.extras.get("replayed_datagrams", facts["datagrams"])  # a binary ITCH file's: as packetized
@@ -82,34 +85,45 @@ def _udp(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str
         sent, failed = int(ur.get("sent", 0)), int(ur.get("failed", 0))
     delivered = kernel.get("UdpInDatagrams", 0)
     dropped = kernel.get("UdpInErrors", 0)
+    bbo = _collector_datagrams(run)
     checks[f"{sender} sent + failed = capture datagrams x loops"] = sent + failed == expected_datagrams
-    checks["kernel delivered + dropped + no port = sent"] = (
-        delivered + dropped + kernel.get("UdpNoPorts", 0) == sent)
-    checks["gateway datagrams = kernel delivered"] = gw["udp"]["datagrams"] == delivered
+    checks["kernel delivered + dropped + no port = sent" + (
+        f" (less {bbo:,} BBO datagrams to the collector)" if bbo else "")] = (
+        delivered - bbo + dropped + kernel.get("UdpNoPorts", 0) == sent)
     return {
         "capture_datagrams": datagrams, "loops": loops, "expected_messages": facts["messages"] * loops,
         "sender": sender, "sender_sent": sent, "sender_failed": failed,
         "kernel_delivered": delivered, "kernel_dropped": dropped,
         "kernel_rcvbuf_errors": kernel.get("UdpRcvbufErrors", 0), "kernel_no_port": kernel.get("UdpNoPorts", 0),
-        "gateway_datagrams": gw["udp"]["datagrams"],
     }
 
 
-def _serial(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+def _udp(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+    hop = _udp_path(run, facts, checks)
+    checks["gateway datagrams = kernel delivered"] = gw["udp"]["datagrams"] == hop["kernel_delivered"]
+    return {**hop, "gateway_datagrams": gw["udp"]["datagrams"]}
+
+
+def _serial_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+    """The way to any gateway over the serial line: serial-replay sent every message of the capture."""
     sr = run.extras.get("serial_replay", {})
-    ser = gw["serial"]
     lines_sent = int(sr.get("lines", 0))
-    bad_lines = ser["bad_checksum"] + ser["malformed"] + ser["overlong"]
     checks["serial-replay sent every message"] = lines_sent + int(sr.get("not_sent_oversize", 0)) == facts["messages"]
-    checks["good + bad lines = lines sent"] = ser["lines"] + bad_lines == lines_sent
     return {
         "expected_messages": facts["messages"], "lines_sent": lines_sent,
-        "not_sent_oversize": int(sr.get("not_sent_oversize", 0)), "lines_good": ser["lines"],
-        "lines_bad": bad_lines, "garbage_bytes": ser["garbage_bytes"],
+        "not_sent_oversize": int(sr.get("not_sent_oversize", 0)),
         "line_utilisation": sr.get("line_utilisation"), "late_lines": sr.get("late_lines"),
         "timestamps_backwards": sr.get("timestamps_backwards", 0),
         "corrupted_lines": int(sr.get("corrupted_lines", 0)),
     }
+
+
+def _serial(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+    hop = _serial_path(run, facts, checks)
+    ser = gw["serial"]
+    bad_lines = ser["bad_checksum"] + ser["malformed"] + ser["overlong"]
+    checks["good + bad lines = lines sent"] = ser["lines"] + bad_lines == hop["lines_sent"]
+    return {**hop, "lines_good": ser["lines"], "lines_bad": bad_lines, "garbage_bytes": ser["garbage_bytes"]}
 
 
 def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict[str, bool]) -> list[dict[str, Any]]:
@@ -199,32 +213,13 @@ def write_summary(run: "Run", failure: RunError | None) -> dict[str, Any]:
 
 
 def _sender_checks(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
-    """What the black box leaves to check of the path to it: the sender's and the kernel's counts."""
+    """What the black box leaves to check of the way to it: the sender's and the kernel's counts."""
     transport = run.values["transport"]
     if transport == "udp":
-        loops, kernel = run.values["replay"]["loops"], run.extras.get("kernel", {})
-        sender = run.values["replay"]["sender"]
-        stats = run.extras.get("tcpreplay" if sender == "tcpreplay" else "udp_replay", {})
-        sent = int(stats.get("successful" if sender == "tcpreplay" else "sent", 0))
-        failed = int(stats.get("failed", 0))
-        datagrams = run.extras.get("replayed_datagrams", facts["datagrams"])
-        checks[f"{sender} sent + failed = capture datagrams x loops"] = sent + failed == datagrams * loops
-        # BBO sent over UDP to the collector crosses the same kernel: its datagrams, as the collector counted
-        # them, are not the feed's.
-        bbo = _collector_datagrams(run)
-        name = "kernel delivered + dropped + no port = sent" + (
-            f" (less {bbo:,} BBO datagrams to the collector)" if bbo else "")
-        checks[name] = (kernel.get("UdpInDatagrams", 0) - bbo + kernel.get("UdpInErrors", 0)
-                        + kernel.get("UdpNoPorts", 0) == sent)
-        return {"expected_messages": facts["messages"] * loops, "sender": sender, "sender_sent": sent,
-                "sender_failed": failed, "kernel_delivered": kernel.get("UdpInDatagrams", 0),
-                "kernel_dropped": kernel.get("UdpInErrors", 0), "kernel_no_port": kernel.get("UdpNoPorts", 0)}
+        return _udp_path(run, facts, checks)
     if transport == "serial":
-        sr = run.extras.get("serial_replay", {})
-        lines = int(sr.get("lines", 0))
-        checks["serial-replay sent every message"] = lines + int(sr.get("not_sent_oversize", 0)) == facts["messages"]
-        return {"expected_messages": facts["messages"], "lines_sent": lines, "sender_failed": 0}
-    return {"expected_messages": facts["messages"], "sender_failed": 0}
+        return _serial_path(run, facts, checks)
+    return {"expected_messages": facts["messages"]}
 
 
 def _collector_datagrams(run: "Run") -> int:
@@ -243,12 +238,14 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     bbo_cfg = c.get("bbo", {"format": "csv", "via": "tcp", "check": "exact"})
     checks: dict[str, bool] = {}
     hop = _sender_checks(run, facts_of(capture, feed), checks)
-    out = run.dir / run.extras.get("bbo_output", adapter.BBO_FILE)
-    events, malformed, examples = blackbox.read_events(out, bbo_cfg["format"], stamped=bbo_cfg["via"] != "file")
+    output = run.extras.get("bbo_output", adapter.BBO_FILE)
+    out = run.dir / output
+    events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg)
     ref, kinds = blackbox.reference(capture, feed)
     bbo_check = blackbox.check(events, ref, kinds, bbo_cfg["check"])
     bbo_check.update({"malformed_lines": malformed, "malformed_examples": examples, "output": str(out.name)})
-    loss = {"expected_messages": hop["expected_messages"], "sender_failed_packets": hop.get("sender_failed", 0),
+    loss = {"expected_messages": hop["expected_messages"],
+            "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
             "kernel_dropped_datagrams": hop.get("kernel_dropped", 0)}
     loss["lossless"] = not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"])
     rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,

@@ -68,5 +68,5 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         driver.stop()
         run.extras["elapsed_s"] = time.monotonic() - t0
     run.extras["gateway_stop"] = driver.how_it_ended
-    run.extras["bbo_output"] = str(driver.bbo_file().relative_to(run.dir)) if driver.bbo_file().is_relative_to(
-        run.dir) else str(driver.bbo_file())
+    output = driver.bbo_file()
+    run.extras["bbo_output"] = str(output.relative_to(run.dir) if output.is_relative_to(run.dir) else output)
