@@ -289,3 +289,12 @@ def test_json_lines_over_udp_reach_the_collector_whole(capture, tmp_path):
     first = (run / "bbo.received").read_text().splitlines()[0].split(" ", 1)[1]
     assert json.loads(first).keys() == {"seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty"}
     assert s["wire_to_wire"]["events"] == s["reconciliation"]["bbo_check"]["reference_events"] > 100
+
+
+@needs_root
+def test_a_gateway_whose_build_fails_gives_an_incomplete_run_with_the_builds_output(capture, tmp_path):
+    gw = _contract(tmp_path, GOOD + 'build = ["echo compiling; echo gateway.c:3: error: expected ; >&2; exit 4"]\n')
+    _, s = _run(capture, gw, "udp", tmp_path)
+    assert s["verdict"]["status"] == "incomplete" and s["verdict"]["exit_status"] == 1
+    assert s["verdict"]["headline"].startswith("INCOMPLETE (setup): the gateway's build failed (exited with status 4)")
+    assert "gateway.c:3: error: expected" in s["failure"]["message"]
