@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from itchbench import paths, rundir
@@ -51,6 +52,10 @@ def _contract(tmp_path: Path, text: str) -> Path:
     (GOOD.replace('name = "g"\n', ""), r"missing required key 'name'"),
     (GOOD + "[bbo]\nvia = \"file\"\n", r"itchbench.toml:5: bbo.via: via = \"file\" needs bbo.file"),
     ("name = \n", r"not valid TOML"),
+    (GOOD + "white_box = \"everything\"\n", r"itchbench.toml:4: white_box: 'everything' is not one of false, true"),
+    (GOOD + "[stop]\nok_exits = [0, \"1\"]\n", r"itchbench.toml:5: stop.ok_exits: must list exit statuses"),
+    (GOOD + "[subscribers]\nport_pattern = \"tcp=\\\\d+\"\n",
+     r"itchbench.toml:5: subscribers.port_pattern: needs a group that captures the port"),
 ])
 def test_a_wrong_contract_is_refused_naming_the_key_and_line(tmp_path, text, error):
     with pytest.raises(contract.ContractError, match=error):
@@ -71,9 +76,9 @@ def capture(tmp_path_factory) -> Path:
     return make_capture(tmp_path_factory.mktemp("contract"), "seed.pcap", "--messages", "1500")
 
 
-def _run(capture: Path, gateway: Path, transport: str, tmp_path: Path) -> tuple[Path, dict]:
+def _run(capture: Path, gateway: Path, transport: str, tmp_path: Path, pps: int = 5000) -> tuple[Path, dict]:
     tables = {"serial": {"baud": 2_000_000}} if transport == "serial" else {
-        "replay": {"sender": "udp-replay", "rate": "pps", "pps": 5000}}
+        "replay": {"sender": "udp-replay", "rate": "pps", "pps": pps}}
     values = {**config(capture, transport, **tables), "gateway_file": str(gateway), "subscribers": 0}
     run = runner.execute(values, f"contract-{transport}", root=tmp_path / "runs", echo=False)
     return run, rundir.read_json(run / "summary.json")
@@ -96,8 +101,21 @@ def test_the_example_gateway_reproduces_the_simulation(capture, transport, tmp_p
     assert (got[:, 4] == want["ask_px"]).all() and (got[:, 5] == want["ask_qty"]).all()
     w2w = s["wire_to_wire"]["from_intended"]
     assert s["wire_to_wire"]["events"] == len(want) and 0 < w2w["p50"] <= w2w["p99"] <= w2w["max"]
+    # The hops, against a join of our own: each event's message to the send record that carried it.
+    send = logs.read_log(run / "send.log", logs.KIND_SEND).records
+    sends = pd.DataFrame({"first": send["seq"].astype(np.int64), "last": send["seq"].astype(np.int64)
+                          + send["count"].astype(np.int64) - 1, "due": send["t_intended"].astype(np.int64),
+                          "called": send["t_sent"].astype(np.int64)}).sort_values("first")
+    events = pd.DataFrame({"seq": got[:, 0].astype(np.int64), "t_recv": [
+        int(line.split(" ", 1)[0]) for line in (run / "bbo.received").read_text().splitlines()]})
+    joined = pd.merge_asof(events.sort_values("seq"), sends, left_on="seq", right_on="first")
+    assert (joined["seq"] <= joined["last"]).all()
+    sender_hop, gateway_hop = s["wire_to_wire"]["hops"]
+    assert sender_hop["mean"] == pytest.approx((joined["called"] - joined["due"]).mean(), rel=1e-9)
+    assert gateway_hop["mean"] == pytest.approx((joined["t_recv"] - joined["called"]).mean(), rel=1e-9)
+    assert sender_hop["mean"] + gateway_hop["mean"] == pytest.approx(w2w["mean"], rel=1e-9)
     report = (run / "report.md").read_text()
-    assert "wire to wire" in report.lower() and "Not seen by itchbench" in report
+    assert "wire to wire" in report.lower() and "Not seen by itchbench" in report and "Hop by hop" in report
 
 
 BAD = '''\
@@ -116,6 +134,8 @@ while True:
         os.kill(os.getpid(), signal.SIGSEGV)
     if mode == "garbage":
         out.sendall(b"this is not a BBO line\\n")
+    if mode == "quits" and packets == 100:
+        sys.exit(0)
     if struct.unpack_from(">H", p, 18)[0] == 0xFFFF:
         break
 if mode == "hang":
@@ -131,6 +151,7 @@ if mode == "hang":
     ("garbage", "bbo_differs", "malformed lines (e.g. 'this is not a BBO line')"),
     ("silent", "bbo_differs", "BBO DIFFERS (exact): "),
     ("hang", "incomplete", "did not stop within 1 s of SIGTERM: killed (SIGKILL)"),
+    ("quits", "incomplete", "INCOMPLETE (gateway_stopped_early): the gateway ended by itself (exited with status 0)"),
 ])
 def test_a_misbehaving_gateway_gets_a_clear_verdict_and_leaves_nothing_running(capture, tmp_path, mode, status,
                                                                                words):
@@ -145,7 +166,7 @@ def test_a_misbehaving_gateway_gets_a_clear_verdict_and_leaves_nothing_running(c
         drain_ms = 200
         term_grace_s = 1
         ''')
-    _, s = _run(capture, gw, "udp", tmp_path)
+    _, s = _run(capture, gw, "udp", tmp_path, pps=1000)  # 1,501 packets: 1.5 s, of which "quits" sees 0.1
     assert s["verdict"]["status"] == status and s["verdict"]["exit_status"] == 1, s["verdict"]["headline"]
     assert words in s["verdict"]["headline"]
     if mode == "silent":
@@ -155,13 +176,25 @@ def test_a_misbehaving_gateway_gets_a_clear_verdict_and_leaves_nothing_running(c
 
 
 @needs_root
-def test_the_built_in_gateway_goes_through_the_same_contract(capture, tmp_path):
-    run, s = _run(capture, paths.repo_root() / "itchbench.toml", "udp", tmp_path)
+@pytest.mark.parametrize("named", [True, False], ids=["--gateway itchbench.toml", "no gateway named"])
+def test_the_built_in_gateway_goes_through_its_own_contract(capture, tmp_path, named):
+    """Named or not, the built-in gateway is started, fed, stopped and judged through the repository's
+    itchbench.toml: its subscriber port found in its output, its run files (the white-box extra) reconciled
+    message by message, its live BBO equal to the simulation's."""
+    values = {**config(capture, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 5000}),
+              "gateway_file": str(paths.repo_root() / "itchbench.toml") if named else "", "subscribers": 2}
+    run = runner.execute(values, "built-in", root=tmp_path / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
-    assert s["reconciliation"]["bbo_check"]["equal"] and s["reconciliation"]["bbo_check"]["events"] > 100
-    # Its own logs are the white-box extra: the report gains its stages.
-    assert (run / "gateway-out" / "latency.lat").is_file()
-    assert "Inside the gateway (white box)" in (run / "report.md").read_text()
+    details = s["transport_details"]
+    assert details["gateway_contract"]["name"] == "itchbench built-in"
+    assert details["gateway_stop"] == "ended by itself (exited with status 0)"
+    assert s["reconciliation"]["checks"]["BBO digest = simulation's digest"] is True
+    # The two subscribers got every BBO frame the gateway logged (the count comes from its own log).
+    bbo_events = len(logs.read_bbo(run / "bbo.bbo").records)
+    assert bbo_events > 100 and [sub["bytes"] > 0 for sub in details["subscribers"]] == [True, True]
+    assert (run / "gateway.stdout").read_text().count("READY") == 1 and not (run / "gateway-out").exists()
+    assert "Hop by hop" in (run / "report.md").read_text()
 
 
 def _git(repo: Path, *args: str) -> None:

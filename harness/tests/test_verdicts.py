@@ -44,7 +44,7 @@ def test_lossy_udp_run_says_lost_and_fails(tmp_path, capsys):
 def _gateway_pid(run_root: Path, timeout: float = 20) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        proc = subprocess.run(["pgrep", "-f", f"itch-gateway --out {run_root}"], capture_output=True, text=True)
+        proc = subprocess.run(["pgrep", "-f", f"itch-gateway .*--out {run_root}"], capture_output=True, text=True)
         pids = [int(p) for p in proc.stdout.split()]
         if pids:
             return pids[-1]

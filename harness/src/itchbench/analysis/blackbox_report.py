@@ -59,6 +59,16 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
                 md.append(f"| {words} | {_us(v['p50'])} | {_us(v['p90'])} | {_us(v['p99'])} | {_us(v['p999'])} | "
                           f"{_us(v['max'])} | {_us(v['mean'])} |")
         md.append("")
+        if w2w.get("hops"):
+            md += ["### Hop by hop", "",
+                   "Each event's latency from the intended send, split at the actual send; the means add up to "
+                   "the mean above (percentiles do not add). µs:", "",
+                   "| hop | mean | p50 | p99 | p99.9 | max |", "|---|---|---|---|---|---|"]
+            for v in w2w["hops"]:
+                if "mean" in v:
+                    md.append(f"| {v['words']} | {_us(v['mean'])} | {_us(v['p50'])} | {_us(v['p99'])} | "
+                              f"{_us(v['p999'])} | {_us(v['max'])} |")
+            md.append("")
     else:
         md += ["Not measured: the sender left no send stamps (tcpreplay stamps nothing: use "
                "`replay.sender = \"udp-replay\"`, or the serial transport), or no event was received.", ""]

@@ -158,7 +158,8 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
     manifest = rundir.read_json(run_dir / "manifest.json")
     summary = rundir.read_json(run_dir / "summary.json")
     scen = manifest["scenario"]
-    if scen.get("gateway_file"):
+    if summary.get("reconciliation", {}).get("black_box") or (scen.get("gateway_file") and "reconciliation"
+                                                                not in summary):
         return blackbox_report.build(run_dir, manifest, summary, _noise_section(summary.get("noise")))
     env = manifest["environment"]
     plot_dir = run_dir / "plots"

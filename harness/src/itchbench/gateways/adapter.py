@@ -61,7 +61,7 @@ def describe_gateway_exit(rc: int | None) -> str:
     return describe_exit(rc)
 
 
-def _crashed(rc: int | None) -> bool:
+def crashed(rc: int | None) -> bool:
     return rc is not None and (rc < 0 or 128 < rc < 128 + 65)
 
 
@@ -78,13 +78,18 @@ class ContractGateway:
     """One run of one gateway through its contract."""
 
     def __init__(self, c: Contract, run_dir: Path, group: "ProcessGroup", wrap: Callable[[list[str]], list[str]],
-                 *, worktree: Path | None = None) -> None:
+                 *, worktree: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.c, self.dir, self.group, self.wrap = c, run_dir, group, wrap
+        self.env = env or {}
         self.worktree = worktree or c.root
-        self.out_dir = run_dir / "gateway-out"
+        # A gateway that writes itchbench's run files writes them where the run's own are; any other gets a
+        # folder of its own, so nothing it writes can be taken for the run's files.
+        self.out_dir = run_dir if c.white_box == "run-files" else run_dir / "gateway-out"
         self.out_dir.mkdir(exist_ok=True)
         self.started: Started | None = None
         self.how_it_ended = ""
+        self.max_rss_kib: int | None = None
+        self._on_port: Callable[[int], None] | None = None
 
     # -- start and ready ------------------------------------------------------------------------------------
     def _start_collector(self) -> tuple[subprocess.Popen | None, int]:
@@ -101,34 +106,51 @@ class ContractGateway:
             raise RunError("setup", f"the BBO collector did not start: {e}") from e
         return proc, port
 
-    def start(self, input_kind: str, **run_values: object) -> Started:
-        """Start the collector and the gateway for input_kind, and wait until it is ready."""
+    def start(self, input_kind: str, on_port: Callable[[int], None] | None = None, **run_values: object) -> Started:
+        """Start the collector and the gateway for input_kind, and wait until it is ready (file input: nothing is
+        sent to it, so nothing to wait for). on_port is called with the port it serves subscribers on, as soon
+        as its output names it (contract [subscribers]) and before the ready wait goes on."""
         if input_kind not in self.c.inputs:
             raise RunError("setup", f"{self.c.path}: this gateway does not take {input_kind} input "
                                     f"(inputs = {list(self.c.inputs)})")
         collector, port = self._start_collector()
         values: dict[str, object] = {"feed_addr": "127.0.0.1", "feed_port": 0, "serial": "", "baud": 0,
                                      "capture": "", "bbo_addr": "127.0.0.1", "bbo_port": port,
-                                     "out": self.out_dir, "input": input_kind, "worktree": self.worktree}
+                                     "out": self.out_dir, "input": input_kind, "worktree": self.worktree,
+                                     "run_id": "", "commit": "", "itchbench_flags": ""}
         values.update(run_values)
         cmd = contract_mod.fill(self.c.commands[input_kind], values)
         stdout, stderr = self.dir / "gateway.stdout", self.dir / "gateway.stderr"
         out, err = open(stdout, "wb"), open(stderr, "wb")  # files: never a pipe nobody drains
         self.group.on_close(out.close)
         self.group.on_close(err.close)
-        env = {**os.environ, **self.c.env, **_env(values)}
+        env = {**os.environ, **self.env, **self.c.env, **_env(values)}
         gw = self.group.start("gateway", self.wrap(["bash", "-c", cmd]), stdout=out, stderr=err, env=env,
                               cwd=self.worktree)
         self.started = Started(gw, collector, stdout, stderr, values)
-        self._wait_ready()
+        self._on_port = on_port if self.c.subscriber_port else None
+        if input_kind != "file":
+            self._wait_ready()
         return self.started
 
-    def last_output(self, lines: int = 8) -> str:
+    def _output_text(self) -> str:
         s = self.started
-        if s is None:
+        assert s is not None
+        return "\n".join(p.read_text(errors="replace") for p in (s.stdout, s.stderr) if p.exists())
+
+    def _subscriber_port_seen(self) -> None:
+        """Hand the subscriber port to on_port once its output names it."""
+        if self._on_port is None:
+            return
+        m = re.search(self.c.subscriber_port, self._output_text(), re.MULTILINE)
+        if m:
+            on_port, self._on_port = self._on_port, None
+            on_port(int(m.group(1)))
+
+    def last_output(self, lines: int = 8) -> str:
+        if self.started is None:
             return ""
-        text = "\n".join(p.read_text(errors="replace") for p in (s.stdout, s.stderr) if p.exists())
-        return tail(text, lines, 800) or "(no output)"
+        return tail(self._output_text(), lines, 800) or "(no output)"
 
     def _ready_now(self, started_at: float) -> bool:
         s = self.started
@@ -143,8 +165,7 @@ class ContractGateway:
             except TimeoutError:
                 return False
         if when == "output":
-            text = "\n".join(p.read_text(errors="replace") for p in (s.stdout, s.stderr) if p.exists())
-            return re.search(self.c.ready_pattern, text, re.MULTILINE) is not None
+            return re.search(self.c.ready_pattern, self._output_text(), re.MULTILINE) is not None
         # udp_bound: the namespace's own UDP table, seen through the gateway's /proc entry.
         port = f":{int(s.values['feed_port']):04X} "
         try:
@@ -157,7 +178,10 @@ class ContractGateway:
         s = self.started
         assert s is not None
         t0 = time.monotonic()
-        while not self._ready_now(t0):
+        while True:
+            self._subscriber_port_seen()
+            if self._ready_now(t0):
+                return
             if s.gateway.poll() is not None:
                 self._raise_ended("before it was ready")
             if time.monotonic() - t0 > self.c.ready_timeout_s:
@@ -170,7 +194,7 @@ class ContractGateway:
         s = self.started
         assert s is not None
         rc = s.gateway.returncode
-        kind = "gateway_crashed" if _crashed(rc) else "gateway_failed"
+        kind = "gateway_crashed" if crashed(rc) else "gateway_failed"
         raise RunError(kind, f"the gateway {describe_gateway_exit(rc)} {when}; its last output: {self.last_output()}")
 
     # -- stop ---------------------------------------------------------------------------------------------------
@@ -180,12 +204,9 @@ class ContractGateway:
         except OSError:
             return 0
 
-    def stop(self) -> None:
-        """After the feed's end: drain (no new BBO for drain_ms, or its own exit), SIGTERM, SIGKILL after the
-        grace. Records how it ended; a crash, a failure or a gateway that had to be killed is a RunError."""
-        s = self.started
-        assert s is not None
-        gw = s.gateway
+    def _quiet_drain(self) -> None:
+        """Until no new BBO output for drain_ms (or its own exit)."""
+        gw = self.started.gateway  # type: ignore[union-attr]
         last, quiet_since = self._output_size(), time.monotonic()
         deadline = time.monotonic() + 60 + self.c.drain_ms / 1000
         while gw.poll() is None and time.monotonic() - quiet_since < self.c.drain_ms / 1000:
@@ -195,12 +216,56 @@ class ContractGateway:
             size = self._output_size()
             if size != last:
                 last, quiet_since = size, time.monotonic()
-        killed = False
+
+    def _wait_exit(self, within_s: float, progress: Callable[[str], None] | None) -> None:
+        """Until its own exit, at most within_s; reaped with wait4 for its peak RSS. New lines of its stderr go
+        to progress as they come."""
+        s = self.started
+        assert s is not None
+        deadline = time.monotonic() + within_s
+        seen = 0
+        while s.gateway.returncode is None and time.monotonic() < deadline:
+            try:
+                pid, status, usage = os.wait4(s.gateway.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: Popen has its status
+                s.gateway.wait()
+                break
+            if pid == s.gateway.pid:
+                s.gateway.returncode = os.waitstatus_to_exitcode(status)
+                self.max_rss_kib = int(usage.ru_maxrss)
+                break
+            if progress is not None and s.stderr.exists() and s.stderr.stat().st_size > seen:
+                with open(s.stderr, "rb") as f:
+                    f.seek(seen)
+                    chunk = f.read()
+                complete = chunk[:chunk.rfind(b"\n") + 1]
+                seen += len(complete)
+                for line in complete.decode(errors="replace").splitlines():
+                    progress(line)
+            time.sleep(0.01)
+
+    def stop(self, within_s: float | None = None, progress: Callable[[str], None] | None = None) -> None:
+        """After the feed's end: the drain, then SIGTERM, then SIGKILL after the grace. The drain is its own exit
+        for file input (within within_s) and for a gateway that ends by itself (within drain_ms); otherwise no
+        new BBO for drain_ms. Records how it ended; a crash, a failure, a gateway that had to be killed or
+        that did not end by itself when it should have is a RunError."""
+        s = self.started
+        assert s is not None
+        gw = s.gateway
+        ends_itself = self.c.exits_at_end or s.values["input"] == "file"
+        wait_s = within_s if within_s is not None and s.values["input"] == "file" else self.c.drain_ms / 1000
+        if ends_itself:
+            self._wait_exit(wait_s, progress)
+        else:
+            self._quiet_drain()
+        killed = overdue = False
         if gw.poll() is None:
+            overdue = ends_itself
             gw.send_signal(signal.SIGTERM)
             try:
                 gw.wait(self.c.term_grace_s)
-                self.how_it_ended = "stopped by SIGTERM after the drain"
+                self.how_it_ended = (f"did not end by itself within {wait_s:g} s: stopped by SIGTERM" if overdue
+                                     else "stopped by SIGTERM after the drain")
             except subprocess.TimeoutExpired:
                 gw.kill()
                 gw.wait()
@@ -218,8 +283,10 @@ class ContractGateway:
         if killed:
             raise RunError("gateway_failed", f"the gateway {self.how_it_ended}; its last output: {self.last_output()}")
         rc = gw.returncode
+        if overdue:
+            raise RunError("deadline", f"the gateway {self.how_it_ended}; its last output: {self.last_output()}")
         terminated = self.how_it_ended.startswith("stopped")
-        if not (rc == 0 or (terminated and rc in (-signal.SIGTERM, 128 + signal.SIGTERM))):
+        if not (rc in self.c.ok_exits or (terminated and rc in (-signal.SIGTERM, 128 + signal.SIGTERM))):
             self._raise_ended("when asked to stop (SIGTERM)" if terminated else "at the end of the feed")
 
     def bbo_file(self) -> Path:

@@ -144,9 +144,24 @@ def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: dict[int, str], mode: 
     return out
 
 
+def _stats(d: np.ndarray) -> dict[str, float]:
+    """ns percentiles as the reports take them (the value at or above the rank: method "higher"), and the mean."""
+    if not d.size:
+        return {}
+    out: dict[str, float] = {k: float(np.percentile(d, q, method="higher")) for k, q in PERCENTILES.items()}
+    out.update({"count": int(d.size), "mean": float(d.mean()), "min": float(d.min()), "stddev": float(d.std())})
+    return out
+
+
+# The hops of a black-box run, in path order: what itchbench cannot see inside the gateway is one hop.
+HOPS = (("sender", "sender: due -> send called"),
+        ("gateway", "send called -> BBO event received (the gateway and the network: inside not seen)"))
+
+
 def wire_to_wire(events: pd.DataFrame, send_log: Path) -> dict[str, Any] | None:
     """Per BBO event: collector receive − the send of the packet (or line) that carried its seq, from the
-    intended time (free of coordinated omission) and from the actual send; ns percentiles."""
+    intended time (free of coordinated omission) and from the actual send; ns percentiles. Its hops add up:
+    their means to the mean from the intended time."""
     if not send_log.is_file() or events.empty or not (events["t_recv"] > 0).any():
         return None
     seq, intended, sent = hops.send_stamps(send_log)
@@ -154,13 +169,8 @@ def wire_to_wire(events: pd.DataFrame, send_log: Path) -> dict[str, Any] | None:
     at = np.searchsorted(seq, e["seq"].to_numpy())
     found = (at < seq.size) & (seq[np.minimum(at, seq.size - 1)] == e["seq"].to_numpy())
     t = e["t_recv"].to_numpy()[found]
-    out: dict[str, Any] = {"events": int(found.sum()), "not_matched": int((~found).sum())}
-    for name, start in (("from_intended", intended), ("from_sent", sent)):
-        d = t - start[at[found]]
-        out[name] = {}
-        if d.size:  # percentiles as the reports take them: the value at or above the rank (method "higher")
-            out[name] = {k: float(np.percentile(d, q, method="higher")) for k, q in PERCENTILES.items()}
-            out[name].update({"count": int(d.size), "mean": float(d.mean()), "min": float(d.min()),
-                              "stddev": float(d.std())})
-    return out
-
+    due, called = intended[at[found]], sent[at[found]]
+    return {"events": int(found.sum()), "not_matched": int((~found).sum()),
+            "from_intended": _stats(t - due), "from_sent": _stats(t - called),
+            "hops": [{"hop": name, "words": words, **_stats(d)}
+                     for (name, words), d in zip(HOPS, (called - due, t - called))]}

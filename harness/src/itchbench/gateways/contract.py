@@ -18,9 +18,12 @@ BBO_FORMATS = ("csv", "jsonl", "itchbench")
 BBO_VIA = ("tcp", "udp", "file")
 READY_WHEN = ("udp_bound", "tcp_connected", "output", "delay")
 CHECKS = ("exact", "state")
+# What a gateway writes of itchbench's own files into {out} (gateway/log/FORMAT.md): nothing; the per-stage
+# latency log; or the whole set of run files (gateway.json, latency.lat, bbo.bbo), reconciled message by message.
+WHITE_BOX = ("", "stamps", "run-files")
 # Placeholders itchbench fills, and which input needs which to reach the gateway at all.
 RUN_PLACEHOLDERS = ("feed_addr", "feed_port", "serial", "baud", "capture", "bbo_addr", "bbo_port", "out", "input",
-                    "worktree")
+                    "worktree", "run_id", "commit", "itchbench_flags")
 BUILD_PLACEHOLDERS = ("commit", "worktree", "build_dir")
 NEEDED = {"udp": ("feed_port",), "serial": ("serial",), "file": ("capture",)}
 
@@ -46,8 +49,11 @@ class Contract:
     ready_timeout_s: float
     drain_ms: int
     term_grace_s: float
-    white_box: bool             # writes itchbench's own logs into {out} (gateway/log/FORMAT.md)
+    white_box: str              # one of WHITE_BOX
     env: dict[str, str] = field(default_factory=dict)
+    exits_at_end: bool = False  # it ends by itself at the end of the feed: drain waits for that exit
+    ok_exits: tuple[int, ...] = (0,)
+    subscriber_port: str = ""   # regex on its output whose group 1 is the TCP port it serves BBO subscribers on
 
     @property
     def root(self) -> Path:
@@ -60,7 +66,9 @@ class Contract:
                                                    "file": self.bbo_file, "check": self.check},
                 "ready": {"when": self.ready_when, "pattern": self.ready_pattern, "delay_ms": self.ready_delay_ms,
                           "timeout_s": self.ready_timeout_s},
-                "stop": {"drain_ms": self.drain_ms, "term_grace_s": self.term_grace_s},
+                "stop": {"drain_ms": self.drain_ms, "term_grace_s": self.term_grace_s,
+                         "exits_at_end": self.exits_at_end, "ok_exits": list(self.ok_exits)},
+                "subscribers": {"port_pattern": self.subscriber_port},
                 "white_box": self.white_box}
 
 
@@ -68,10 +76,12 @@ class Contract:
 REQUIRED = object()
 _SCHEMA: dict[str, dict[str, tuple[Any, Any]]] = {
     "": {"name": (str, REQUIRED), "inputs": (list, REQUIRED), "build": ((str, list), []),
-         "command": ((str, dict), REQUIRED), "white_box": (bool, False), "env": (dict, {})},
+         "command": ((str, dict), REQUIRED), "white_box": ((bool, str), False), "env": (dict, {})},
     "bbo": {"format": (str, "csv"), "via": (str, "tcp"), "file": (str, ""), "check": (str, "exact")},
     "ready": {"when": (str, "tcp_connected"), "pattern": (str, ""), "delay_ms": (int, 0), "timeout_s": ((int, float), 10)},
-    "stop": {"drain_ms": (int, 500), "term_grace_s": ((int, float), 5)},
+    "stop": {"drain_ms": (int, 500), "term_grace_s": ((int, float), 5), "exits_at_end": (bool, False),
+             "ok_exits": (list, [0])},
+    "subscribers": {"port_pattern": (str, "")},
 }
 
 
@@ -137,7 +147,8 @@ def load(path: Path | str) -> Contract:
                 raise ContractError(f"{where(dotted)}: unknown key (valid in [{table or 'top level'}]: "
                                     f"{', '.join(spec)})")
             typ = spec[key][0]
-            if not isinstance(value, typ) or (isinstance(value, bool) and typ is not bool):
+            if not isinstance(value, typ) or (isinstance(value, bool) and bool not in (typ if isinstance(typ, tuple)
+                                                                                     else (typ,))):
                 raise ContractError(f"{where(dotted)}: expected {getattr(typ, '__name__', typ)}, got {value!r}")
             values[table][key] = value
         for key, (_, default) in spec.items():
@@ -146,7 +157,7 @@ def load(path: Path | str) -> Contract:
                     raise ContractError(f"{path}: missing required key '{key}'"
                                         + (f" in [{table}]" if table else ""))
                 values[table][key] = default
-    top, bbo, ready, stop = values[""], values["bbo"], values["ready"], values["stop"]
+    top, bbo, ready, stop, subs = values[""], values["bbo"], values["ready"], values["stop"], values["subscribers"]
 
     def one_of(dotted: str, value: str, options: tuple[str, ...]) -> None:
         if value not in options:
@@ -172,6 +183,19 @@ def load(path: Path | str) -> Contract:
         raise ContractError(f"{where('ready.when')}: tcp_connected needs bbo.via = \"tcp\"")
     if ready["when"] == "udp_bound" and "udp" not in inputs:
         raise ContractError(f"{where('ready.when')}: udp_bound needs the udp input")
+    white_box = top["white_box"] if isinstance(top["white_box"], str) else ("stamps" if top["white_box"] else "")
+    if white_box not in WHITE_BOX:
+        raise ContractError(f"{where('white_box')}: {white_box!r} is not one of false, true (= \"stamps\"), "
+                            f"\"stamps\", \"run-files\"")
+    if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 256 for x in stop["ok_exits"]):
+        raise ContractError(f"{where('stop.ok_exits')}: must list exit statuses (integers 0-255)")
+    if subs["port_pattern"]:
+        try:
+            groups = re.compile(subs["port_pattern"]).groups
+        except re.error as e:
+            raise ContractError(f"{where('subscribers.port_pattern')}: not a regex: {e}") from e
+        if groups < 1:
+            raise ContractError(f"{where('subscribers.port_pattern')}: needs a group that captures the port")
 
     command = top["command"]
     commands = {name: command for name in inputs} if isinstance(command, str) else dict(command)
@@ -210,5 +234,6 @@ def load(path: Path | str) -> Contract:
                     bbo_format=bbo["format"], bbo_via=bbo["via"], bbo_file=bbo["file"], check=bbo["check"],
                     ready_when=ready["when"], ready_pattern=ready["pattern"], ready_delay_ms=ready["delay_ms"],
                     ready_timeout_s=float(ready["timeout_s"]), drain_ms=stop["drain_ms"],
-                    term_grace_s=float(stop["term_grace_s"]), white_box=top["white_box"],
-                    env={str(k): str(v) for k, v in top["env"].items()})
+                    term_grace_s=float(stop["term_grace_s"]), white_box=white_box,
+                    env={str(k): str(v) for k, v in top["env"].items()}, exits_at_end=stop["exits_at_end"],
+                    ok_exits=tuple(stop["ok_exits"]), subscriber_port=subs["port_pattern"])

@@ -207,7 +207,7 @@ def write_summary(run: "Run", failure: RunError | None) -> dict[str, Any]:
             summary["failure"] = {"kind": "microbench_failed", "message": str(e)}
             summary["error"] = str(e)
             summary["complete"] = False
-    summary["verdict"] = (verdict.judge_black_box if run.values.get("gateway_file") else verdict.judge)(summary)
+    summary["verdict"] = (verdict.judge if reads_run_files(run) else verdict.judge_black_box)(summary)
     rundir.write_json(run.dir / "summary.json", summary)
     return summary
 
@@ -270,8 +270,15 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         summary["error"] = f"the gateway's BBO output {out.name} is missing"
 
 
+def reads_run_files(run: "Run") -> bool:
+    """Whether the gateway wrote itchbench's run files (white_box = "run-files": the built-in one does), so
+    the run is reconciled message by message from its counters; otherwise it is checked black box."""
+    c = run.extras.get("gateway_contract")
+    return c["white_box"] == "run-files" if c else not run.values.get("gateway_file")
+
+
 def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) -> None:
-    if run.values.get("gateway_file"):
+    if not reads_run_files(run):
         return _reconcile_contract(run, failure, summary)
     gw_path = run.dir / "gateway.json"
     if not gw_path.exists():

@@ -25,7 +25,6 @@ from ..captures.fixtures import sha256_of
 from ..captures.inspect import check_capture
 from .. import rundir
 from . import environment, microbench, noise, reconcile
-from .transports import TRANSPORTS
 from .transports.contract import run_contract
 from .failure import Interrupted, RunError
 from .procs import ProcessGroup
@@ -80,7 +79,7 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
     try:
         with ProcessGroup() as group:
             try:
-                (run_contract if values["gateway_file"] else TRANSPORTS[values["transport"]])(run, group)
+                run_contract(run, group)
             finally:
                 run.cpu_noise = noise.cpu_noise(cpu_before, noise.cpu_times())
         microbench.run_all(values, run.dir, run.say)

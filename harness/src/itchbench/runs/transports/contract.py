@@ -1,22 +1,32 @@
-"""A gateway brought through its contract file (docs/gateway-contract.md),
-over the same transports as the built-in one:
+"""Every gateway, the built-in one included, brought through its contract
+file (docs/gateway-contract.md) over the transports:
 
     udp     the scenario's sender -> the run's private namespace -> {feed_addr}:{feed_port}
     serial  serial-replay -> socat pty pair -> {serial} at {baud}
     sim     the gateway's file mode: {capture}
 
 Its BBO output goes to a collector (TCP or UDP, inside the namespace) or to
-a file in {out}; the run's summary checks it black box (gateways/blackbox).
+a file in {out}; a gateway that serves TCP subscribers itself
+([subscribers]) gets the scenario's real subscribers. With no contract
+named, the gateway is the built-in one, described by the repository's own
+itchbench.toml and run from this checkout's build (or the revision's,
+under compare: ITCHBENCH_GATEWAY).
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
+from ... import paths, rundir
+from ...captures.compressed import compression_of
 from ...gateways import adapter, contract
+from .. import environment
+from ..deadlines import sim_seconds
 from ..failure import RunError
+from . import subscribers
+from .gateway import itchbench_flags
 from .serial import pty_pair, replay_serial
 from .udp import UDP_PORT, private_netns, replay_udp
 
@@ -27,46 +37,155 @@ if TYPE_CHECKING:
 INPUT_OF = {"udp": "udp", "serial": "serial", "sim": "file"}
 
 
+def built_in_contract() -> Path:
+    return paths.repo_root() / contract.FILE_NAME
+
+
 def load_contract(run: "Run") -> contract.Contract:
-    """The scenario's contract, or the revision's own copy of it (compare, bisect: run.under_test)."""
+    """The scenario's contract, the revision's own copy of it (compare, bisect: run.under_test), or the built-in
+    gateway's."""
     try:
-        return contract.load(run.under_test.get("contract") or run.values["gateway_file"])
+        return contract.load(run.under_test.get("contract") or run.values["gateway_file"] or built_in_contract())
     except contract.ContractError as e:
         raise RunError("setup", str(e)) from e
+
+
+def _built_in_binary(run: "Run") -> dict[str, str]:
+    """The environment that points the built-in contract at this checkout's build (or, under compare, the
+    revision's: paths.tool honours ITCHBENCH_GATEWAY)."""
+    if run.values["gateway_file"] or run.under_test.get("contract"):
+        return {}
+    try:
+        return {paths.GATEWAY_OVERRIDE: str(paths.tool("itch-gateway"))}
+    except paths.ToolMissing as e:
+        raise RunError("setup", str(e)) from e
+
+
+def _stop_reason(run: "Run") -> str:
+    try:
+        return str(rundir.read_json(run.dir / "gateway.json").get("stop_reason", ""))
+    except rundir.RunDirError:
+        return ""
+
+
+END_RACE_S = 0.5  # an end by itself this long before the sender's is not the end of session racing it
+
+
+class GatewayWatch:
+    """While the feed is sent: the failure the gateway's end is, if it has ended (wait_for_sender calls it).
+    An end by itself with an ok status may race the sender's own end: the end of session (for a gateway that
+    writes run files, its gateway.json says so); it is early if the sender went on for END_RACE_S or more
+    (after), or if the gateway says it ended for another reason. A crash is named with its signal."""
+
+    def __init__(self, run: "Run", c: contract.Contract, driver: adapter.ContractGateway) -> None:
+        self.run, self.c, self.driver = run, c, driver
+        self.ended_at: float | None = None
+        self.sender_done_at = 0.0
+
+    def __call__(self, elapsed_s: float) -> RunError | None:
+        gw = self.driver.started.gateway  # type: ignore[union-attr]
+        rc = gw.poll()
+        if rc is None:
+            return None
+        if adapter.crashed(rc):
+            return RunError("gateway_crashed", f"the gateway {adapter.describe_gateway_exit(rc)} while the feed was "
+                                               f"still being sent, {elapsed_s:.1f} s in; its last output: "
+                                               f"{self.driver.last_output()}")
+        reason = _stop_reason(self.run) if self.c.white_box == "run-files" else ""
+        if rc in self.c.ok_exits and reason in ("", "end of session"):
+            if self.ended_at is None:
+                self.ended_at = time.monotonic()
+            return None
+        return RunError("gateway_stopped_early",
+                        f"the gateway stopped ({reason or adapter.describe_gateway_exit(rc)}) while the sender was "
+                        f"still sending, {elapsed_s:.1f} s in")
+
+    def sender_done(self) -> None:
+        self.sender_done_at = time.monotonic()
+
+    def explain(self, e: RunError) -> RunError:
+        """A sender that failed after the gateway had ended (a closed port refuses its packets) failed because
+        the gateway stopped early: that is the run's failure."""
+        if e.kind != "sender_failed" or self.ended_at is None:
+            return e
+        rc = self.driver.started.gateway.returncode  # type: ignore[union-attr]
+        return RunError("gateway_stopped_early", f"the gateway ended by itself ({adapter.describe_gateway_exit(rc)}) "
+                                                 f"while the sender was still sending; then {e}")
+
+    def replay(self, send: Callable[[], None]) -> None:
+        try:
+            send()
+        except RunError as e:
+            raise self.explain(e) from e
+        self.sender_done()
+
+    def judge_end(self) -> None:
+        """After the stop: an end by itself well before the sender's end was early."""
+        if self.ended_at is not None and self.sender_done_at - self.ended_at >= END_RACE_S:
+            rc = self.driver.started.gateway.returncode  # type: ignore[union-attr]
+            raise RunError("gateway_stopped_early",
+                           f"the gateway ended by itself ({adapter.describe_gateway_exit(rc)}) "
+                           f"{self.sender_done_at - self.ended_at:.1f} s before the sender finished")
 
 
 def run_contract(run: "Run", group: "ProcessGroup") -> None:
     c = load_contract(run)
     transport = run.values["transport"]
+    input_kind = INPUT_OF[transport]
     under = run.under_test
     worktree = Path(under.get("worktree") or c.root)
     run.extras["gateway_contract"] = c.describe()
-    if not under.get("prebuilt") and c.build:
+    env = _built_in_binary(run)
+    if not under.get("prebuilt") and not env and c.build:
         run.say(f"  building {c.name} in {worktree}")
-        adapter.build(c, worktree, commit=str(under.get("commit", "WORKTREE")),
+        adapter.build(c, worktree, commit=str(under.get("commit") or "WORKTREE"),
                       build_dir=run.dir / "gateway-build", log=run.dir / "build.log")
+    commit = under.get("commit") or (environment.commit_label(run.env["git"]) if env else "WORKTREE")
+    values: dict[str, object] = {"run_id": run.run_id, "commit": commit,
+                                 "itchbench_flags": " ".join(itchbench_flags(run, input_kind))}
+    ns = private_netns(run, group) if transport == "udp" else None
+    wrap = ns.wrap if ns is not None else (lambda cmd: cmd)
+    driver = adapter.ContractGateway(c, run.dir, group, wrap, worktree=worktree, env=env)
+    on_port = subscribers.starter(run, group, wrap) if run.values["subscribers"] and transport != "sim" else None
+    if not c.subscriber_port and run.values["subscribers"] and transport != "sim":
+        run.extras["subscribers_not_served"] = "the gateway's contract names no subscriber port ([subscribers])"
     if transport == "udp":
-        ns = private_netns(run, group)
-        driver = adapter.ContractGateway(c, run.dir, group, ns.wrap, worktree=worktree)
-        started = driver.start("udp", feed_addr="127.0.0.1", feed_port=UDP_PORT)
-        gw_ok = lambda: started.gateway.returncode == 0  # noqa: E731 - its own exit at the end of session
-        replay_udp(run, group, ns, started.gateway, gw_ok)
-        driver.stop()
+        assert ns is not None
+        driver.start("udp", on_port, feed_addr="127.0.0.1", feed_port=UDP_PORT, **values)
+        watch = GatewayWatch(run, c, driver)
+        watch.replay(lambda: replay_udp(run, group, ns, watch))
+        _stop(run, group, driver)
+        watch.judge_end()
         run.extras["kernel"] = ns.udp_counters()
     elif transport == "serial":
         gw_end, replay_end, socat = pty_pair(run, group)
-        driver = adapter.ContractGateway(c, run.dir, group, lambda cmd: cmd, worktree=worktree)
-        started = driver.start("serial", serial=gw_end, baud=run.values["serial"]["baud"])
-        gw_ok = lambda: started.gateway.returncode == 0  # noqa: E731
-        replay_serial(run, group, replay_end, started.gateway, gw_ok)
-        driver.stop()
+        driver.start("serial", on_port, serial=gw_end, baud=run.values["serial"]["baud"], **values)
+        watch = GatewayWatch(run, c, driver)
+        watch.replay(lambda: replay_serial(run, group, replay_end, watch))
+        _stop(run, group, driver)
+        watch.judge_end()
         group.stop(socat)
     else:
-        driver = adapter.ContractGateway(c, run.dir, group, lambda cmd: cmd, worktree=worktree)
+        capture = Path(run.values["capture"])
+        deadline_s = sim_seconds(capture.stat().st_size, compression_of(capture) is not None)
+        run.extras["deadline_s"] = round(deadline_s, 1)
         t0 = time.monotonic()
-        started = driver.start("file", capture=run.values["capture"])
-        driver.stop()
+        driver.start("file", capture=capture, **values)
+        _stop(run, group, driver, deadline_s)
         run.extras["elapsed_s"] = time.monotonic() - t0
-    run.extras["gateway_stop"] = driver.how_it_ended
+        if driver.max_rss_kib is not None:
+            run.extras["gateway_max_rss_kib"] = driver.max_rss_kib
     output = driver.bbo_file()
     run.extras["bbo_output"] = str(output.relative_to(run.dir) if output.is_relative_to(run.dir) else output)
+
+
+def _stop(run: "Run", group: "ProcessGroup", driver: adapter.ContractGateway, within_s: float | None = None) -> None:
+    """The contract's stop; then the subscribers, whose results are kept even when the stop failed."""
+    try:
+        driver.stop(within_s, progress=run.say)
+    finally:
+        run.extras["gateway_stop"] = driver.how_it_ended
+        rc = driver.started.gateway.returncode if driver.started else None
+        run.extras["gateway_exit"] = rc
+        run.extras["gateway_exit_described"] = adapter.describe_gateway_exit(rc)
+        subscribers.finish(run, group)

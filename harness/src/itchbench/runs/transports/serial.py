@@ -14,22 +14,11 @@ from ... import paths
 from ...captures.inspect import facts_of
 from ..deadlines import serial_sender_seconds
 from ..failure import RunError, describe_exit
-from .gateway import gateway_args
-from .live import finish_gateway, off_the_gateway_cpu, start_gateway, wait_for_sender
+from .live import off_the_gateway_cpu, wait_for_sender
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
     from ..run import Run
-
-
-def run_serial(run: "Run", group: "ProcessGroup") -> None:
-    gw_end, replay_end, socat = pty_pair(run, group)
-    s = run.values["serial"]
-    cmd = [*gateway_args(run), "--source", "serial", "--device", str(gw_end), "--baud", str(s["baud"])]
-    gw = start_gateway(run, group, cmd, lambda c: c)
-    replay_serial(run, group, replay_end, gw)
-    finish_gateway(run, group, gw)
-    group.stop(socat)
 
 
 def pty_pair(run: "Run", group: "ProcessGroup") -> tuple[Path, Path, subprocess.Popen]:
@@ -49,9 +38,9 @@ def pty_pair(run: "Run", group: "ProcessGroup") -> tuple[Path, Path, subprocess.
     return gw_end, replay_end, socat
 
 
-def replay_serial(run: "Run", group: "ProcessGroup", replay_end: Path, gw: subprocess.Popen,
-                  ended_ok: Callable[[], bool] | None = None) -> None:
-    """serial-replay into the pty pair's other end, watching the gateway (gw) as it goes."""
+def replay_serial(run: "Run", group: "ProcessGroup", replay_end: Path,
+                  gateway_gone: Callable[[float], RunError | None]) -> None:
+    """serial-replay into the pty pair's other end, watching the gateway as it goes (live.wait_for_sender)."""
     s = run.values["serial"]
     facts = facts_of(Path(run.values["capture"]), run.values["feed"])
     expected_s = serial_sender_seconds(run.values, facts)
@@ -65,7 +54,7 @@ def replay_serial(run: "Run", group: "ProcessGroup", replay_end: Path, gw: subpr
               "--garbage-every", str(s["garbage_every"]), "--corrupt-every", str(s["corrupt_every"]),
               *(["--feed", run.values["feed"]] if run.values["feed"] else [])]
     sr = group.start("serial-replay", off_the_gateway_cpu(run, cmd_sr), stdout=subprocess.DEVNULL, stderr=err)
-    wait_for_sender(run, group, sr, gw, "serial-replay", expected_s, ended_ok)
+    wait_for_sender(run, group, sr, "serial-replay", expected_s, gateway_gone)
     if sr.returncode != 0:
         text = (run.dir / "serial-replay.stderr").read_text(errors="replace").strip()
         raise RunError("sender_failed", f"serial-replay {describe_exit(sr.returncode)}: {text[-500:]}")

@@ -19,8 +19,7 @@ from ...captures.loopback import RewriteError, loopback_capture
 from ..deadlines import udp_sender_seconds
 from ..failure import RunError, describe_exit
 from ..netns import NetnsError, PrivateNetns
-from .gateway import gateway_args
-from .live import finish_gateway, off_the_gateway_cpu, start_gateway, wait_for_sender
+from .live import off_the_gateway_cpu, wait_for_sender
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
@@ -65,20 +64,6 @@ def udp_replay_args(replay: dict[str, Any]) -> list[str]:
     return [*flags, "--loops", str(replay["loops"]), "--batch", str(replay["batch"])]
 
 
-def run_udp(run: "Run", group: "ProcessGroup") -> None:
-    ns = private_netns(run, group)
-    g = run.values["gateway"]
-    cmd = [*gateway_args(run), "--source", "udp", "--port", str(UDP_PORT), "--rcvbuf", str(g["rcvbuf"])]
-    if g["busy_poll"]:
-        cmd.append("--busy-poll")
-    if run.values["replay"]["loops"] > 1:
-        cmd.append("--ignore-end-of-session")
-    gw = start_gateway(run, group, cmd, ns.wrap)
-    replay_udp(run, group, ns, gw)
-    finish_gateway(run, group, gw)
-    run.extras["kernel"] = ns.udp_counters()
-
-
 def private_netns(run: "Run", group: "ProcessGroup") -> PrivateNetns:
     try:
         ns = PrivateNetns(group)
@@ -88,10 +73,10 @@ def private_netns(run: "Run", group: "ProcessGroup") -> PrivateNetns:
     return ns
 
 
-def replay_udp(run: "Run", group: "ProcessGroup", ns: PrivateNetns, gw: subprocess.Popen,
-               ended_ok: Callable[[], bool] | None = None) -> None:
+def replay_udp(run: "Run", group: "ProcessGroup", ns: PrivateNetns,
+               gateway_gone: Callable[[float], RunError | None]) -> None:
     """Send the capture to UDP_PORT on the namespace's loopback with the scenario's sender, watching the
-    gateway (gw) as it goes; the sender's and the kernel's counts go into run.extras."""
+    gateway as it goes (live.wait_for_sender); the sender's and the kernel's counts go into run.extras."""
     capture = Path(run.values["capture"])
     replay = run.values["replay"]
     tcpreplay = replay["sender"] == "tcpreplay"
@@ -118,7 +103,7 @@ def replay_udp(run: "Run", group: "ProcessGroup", ns: PrivateNetns, gw: subproce
                "--send-log", str(run.dir / "send.log"), "--report", str(run.dir / "udp-replay.json")]
         tr = group.start(sender, ns.wrap(off_the_gateway_cpu(run, cmd)), stdout=subprocess.DEVNULL, stderr=out)
     try:
-        wait_for_sender(run, group, tr, gw, sender, expected_s, ended_ok)
+        wait_for_sender(run, group, tr, sender, expected_s, gateway_gone)
     finally:
         out.flush()
         text = (run.dir / out_name).read_text(errors="replace")
@@ -132,4 +117,7 @@ def replay_udp(run: "Run", group: "ProcessGroup", ns: PrivateNetns, gw: subproce
         except NetnsError:
             pass
     if tr.returncode != 0:
-        raise RunError("sender_failed", f"{sender} {describe_exit(tr.returncode)}: {text.strip()[-500:]}")
+        ur = run.extras.get("udp_replay", {})
+        said = text.strip()[-500:] or (f"{ur['failed']:,} of {ur['packets']:,} packets not sent (first error: "
+                                       f"{ur.get('first_error') or 'none named'})" if ur.get("failed") else "no output")
+        raise RunError("sender_failed", f"{sender} {describe_exit(tr.returncode)}: {said}")
