@@ -13,19 +13,21 @@
 namespace itchbench {
 
 GatewayOptions parse_gateway_options(int argc, char** argv) {
-  cli::Args args("itch-gateway", "itch-gateway --source sim|udp|serial --out DIR [options]",
+  cli::Args args("itch-gateway", "itch-gateway --source sim|udp|af_xdp|serial --out DIR [options]",
                  "The gateway under test: ITCH 5.0 in, order book, BBO events out, latency and BBO\n"
                  "logs written to DIR (latency.lat, bbo.bbo, gateway.json).\n"
                  "  sim     a capture read in-process (pcap of MoldUDP64, or binary ITCH): no sockets,\n"
                  "          no sleeping, time is the capture's\n"
                  "  udp     MoldUDP64 datagrams on 127.0.0.1:PORT, kernel receive timestamps\n"
+                 "  af_xdp  the same datagrams taken at the XDP hook of --interface (kernel bypass),\n"
+                 "          stamped there; needs root (CAP_NET_ADMIN, CAP_BPF, CAP_NET_RAW)\n"
                  "  serial  ITCH lines (SERIAL_LINE.md) on a serial port or pty\n"
                  "Live sources publish BBO frames on TCP 127.0.0.1 and print 'LISTENING udp=.. tcp=..'\n"
                  "then 'READY' on stdout; they stop at the end of session, on SIGINT/SIGTERM or after\n"
                  "--idle-exit-ms without input, and always finalize their logs.\n"
                  "Exit status: 0 the input was processed (malformed messages are counted, not fatal),\n"
                  "1 the capture ended in an error, 2 usage, I/O or a real-time option not granted.");
-  args.option("source", "KIND", "sim, udp or serial", "sim");
+  args.option("source", "KIND", "sim, udp, af_xdp or serial", "sim");
   args.option("out", "DIR", "existing directory for the logs");
   args.option("run-id", "ID", "run identifier written into log headers", "");
   args.option("commit", "SHA", "commit identifier written into log headers", "");
@@ -36,9 +38,15 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.flag("progress", "sim: print progress to stderr every million datagrams");
   args.option("capture", "FILE", "sim: the capture");
   args.option("feed", "ADDR:PORT", std::string("sim: ") + kFeedOptionHelp);
-  args.option("port", "PORT", "udp: port to bind (0: any free)");
+  args.option("port", "PORT", "udp: port to bind (0: any free); af_xdp: the feed's UDP port (required)");
   args.option("rcvbuf", "BYTES", "udp: SO_RCVBUF to request", "0");
-  args.flag("busy-poll", "udp: spin on a non-blocking receive instead of waiting in epoll");
+  args.flag("busy-poll", "udp, af_xdp: spin on a non-blocking receive (the ring) instead of waiting in epoll (poll)");
+  args.option("interface", "NAME", "af_xdp: the interface whose XDP hook takes the feed", "lo");
+  args.option("xdp-attach", "MODE", "af_xdp: auto, drv (native) or skb (generic); auto tries drv first", "auto");
+  args.option("xdp-bind", "MODE", "af_xdp: auto, zerocopy or copy; auto tries zerocopy first", "auto");
+  args.option("xdp-frames", "N", "af_xdp: UMEM frames of 4 KiB, a power of two", "4096");
+  args.option("xdp-ring", "N", "af_xdp: receive ring entries, a power of two", "2048");
+  args.option("xdp-batch", "N", "af_xdp: descriptors taken from the ring at a time", "64");
   args.flag("ignore-end-of-session", "udp: keep receiving after an end-of-session packet (looped replays)");
   args.option("device", "PATH", "serial: the serial port (a pty from socat)");
   args.option("baud", "N", "serial: baud rate set on the port", "115200");
@@ -66,7 +74,8 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
 
   GatewayOptions o;
   o.source = args.get("source");
-  if (o.source != "sim" && o.source != "udp" && o.source != "serial") args.fail("--source takes sim, udp or serial");
+  if (o.source != "sim" && o.source != "udp" && o.source != "af_xdp" && o.source != "serial")
+    args.fail("--source takes sim, udp, af_xdp or serial");
   if (!args.has("out")) args.fail("--out is required");
   o.out = args.get("out");
   struct stat st {};
@@ -95,6 +104,18 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   if (o.feed && o.source != "sim") args.fail("--feed applies to --source sim (a live source reads one socket or port)");
   o.rcvbuf_bytes = int(args.get_u64("rcvbuf"));
   o.busy_poll = args.flag_set("busy-poll");
+  o.interface = args.get("interface");
+  o.xdp_attach = args.get("xdp-attach");
+  o.xdp_bind = args.get("xdp-bind");
+  if (o.xdp_attach != "auto" && o.xdp_attach != "drv" && o.xdp_attach != "skb")
+    args.fail("--xdp-attach takes auto, drv or skb");
+  if (o.xdp_bind != "auto" && o.xdp_bind != "zerocopy" && o.xdp_bind != "copy")
+    args.fail("--xdp-bind takes auto, zerocopy or copy");
+  o.xdp_frames = uint32_t(args.get_u64("xdp-frames"));
+  o.xdp_ring = uint32_t(args.get_u64("xdp-ring"));
+  o.xdp_batch = uint32_t(args.get_u64("xdp-batch"));
+  if (o.xdp_batch == 0) args.fail("--xdp-batch must be at least 1");
+  if (o.source == "af_xdp" && !o.port.value_or(0)) args.fail("--port (the feed's UDP port) is required with af_xdp");
   o.ignore_end_of_session = args.flag_set("ignore-end-of-session");
   if (o.source == "serial") {
     if (!args.has("device")) args.fail("--device is required with --source serial");

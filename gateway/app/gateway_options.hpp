@@ -10,7 +10,7 @@
 namespace itchbench {
 
 struct GatewayOptions {
-  std::string source = "sim";  // sim | udp | serial
+  std::string source = "sim";  // sim | udp | af_xdp | serial
   std::string out;
   std::string run_id, commit;
   uint64_t expected_orders = 65536;
@@ -25,6 +25,10 @@ struct GatewayOptions {
   int rcvbuf_bytes = 0;
   bool busy_poll = false;
   bool ignore_end_of_session = false;
+  // af_xdp (with port, rcvbuf aside, busy_poll and ignore_end_of_session of udp)
+  std::string interface = "lo";
+  std::string xdp_attach = "auto", xdp_bind = "auto";
+  uint32_t xdp_frames = 4096, xdp_ring = 2048, xdp_batch = 64;
   // serial
   std::string device;
   unsigned baud = 115200;

@@ -1,5 +1,6 @@
-// Live sources: UDP (tcpreplay) and serial (serial-replay through socat),
-// with the TCP BBO publisher and the real-time options.
+// Live sources: UDP and AF_XDP (tcpreplay or udp-replay), serial
+// (serial-replay through socat), with the TCP BBO publisher and the
+// real-time options.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -11,19 +12,18 @@
 #include "source/serial_source.hpp"
 #include "source/stop_flag.hpp"
 #include "source/udp_source.hpp"
+#include "source/xdp_source.hpp"
 #include "util/atomic_file.hpp"
 #include "util/realtime.hpp"
 
 namespace itchbench {
 
-namespace {
-
-}  // namespace
-
 int run_live(const GatewayOptions& o) {
   install_stop_signal_handlers();
   const StageClock clock = StageClock::calibrate();
   const bool udp = o.source == "udp";
+  const bool xdp = o.source == "af_xdp";
+  const bool datagrams = udp || xdp;  // MoldUDP64 packets, each with the kernel's (or the XDP hook's) stamp
 
   // Real-time options first, on this (the receive) thread; a request that
   // is not granted is an error, never a silent downgrade.
@@ -39,9 +39,9 @@ int run_live(const GatewayOptions& o) {
       return 2;
     }
 
-  // Live sources always stamp the read; UDP also has the kernel's receive stamp.
-  RunLogs logs = open_run_logs(o, clock, udp ? logfmt::OriginClock::kNone : logfmt::OriginClock::kSenderMonotonic,
-                               uint8_t(o.stamps | kStampRead | (udp ? logfmt::kStageKernel : 0)));
+  // Live sources always stamp the read; UDP and AF_XDP also have the kernel's receive stamp.
+  RunLogs logs = open_run_logs(o, clock, datagrams ? logfmt::OriginClock::kNone : logfmt::OriginClock::kSenderMonotonic,
+                               uint8_t(o.stamps | kStampRead | (datagrams ? logfmt::kStageKernel : 0)));
   OrderBook book(o.expected_orders);
   PublisherOptions po;
   po.port = o.publish_port;
@@ -54,8 +54,22 @@ int run_live(const GatewayOptions& o) {
   const bool timed = o.latency_log;
 
   std::unique_ptr<UdpSource> udp_source;
+  std::unique_ptr<XdpSource> xdp_source;
   std::unique_ptr<SerialSource> serial_source;
-  if (udp) {
+  if (xdp) {
+    XdpSourceOptions xo;
+    xo.interface = o.interface;
+    xo.port = o.port.value_or(0);
+    xo.attach = o.xdp_attach;
+    xo.bind = o.xdp_bind;
+    xo.frames = o.xdp_frames;
+    xo.ring = o.xdp_ring;
+    xo.batch = o.xdp_batch;
+    xo.busy_poll = o.busy_poll;
+    xo.rt_yield = rt_yield;
+    xo.idle_exit_ms = o.idle_exit_ms;
+    xdp_source = std::make_unique<XdpSource>(xo);
+  } else if (udp) {
     UdpSourceOptions uo;
     uo.port = o.port.value_or(0);
     uo.rcvbuf_bytes = o.rcvbuf_bytes;
@@ -67,7 +81,8 @@ int run_live(const GatewayOptions& o) {
     serial_source = std::make_unique<SerialSource>(SerialSourceOptions{o.device, o.baud, o.idle_exit_ms});
   }
   publisher.start();
-  std::printf("LISTENING udp=%u tcp=%u\n", udp ? unsigned(udp_source->port()) : 0u, unsigned(publisher.port()));
+  const unsigned feed_port = udp ? udp_source->port() : xdp ? xdp_source->port() : 0u;
+  std::printf("LISTENING udp=%u tcp=%u\n", feed_port, unsigned(publisher.port()));
   std::fflush(stdout);
   if (o.wait_subscribers && !publisher.wait_for_subscribers(o.wait_subscribers, 10000)) {
     std::fprintf(stderr, "itch-gateway: %llu subscribers did not connect within 10 s\n",
@@ -81,11 +96,15 @@ int run_live(const GatewayOptions& o) {
 
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t received = 0;
-  if (udp) {
-    udp_source->run(clock, [&](const uint8_t* p, size_t n, const logfmt::Arrival& arrival) {
+  if (datagrams) {
+    auto on_datagram = [&](const uint8_t* p, size_t n, const logfmt::Arrival& arrival) {
       gw.on_datagram(p, n, timed ? arrival : logfmt::Arrival{});
       return o.ignore_end_of_session || gw.framer().counters().end_of_session == 0;
-    });
+    };
+    if (xdp)
+      xdp_source->run(clock, on_datagram);
+    else
+      udp_source->run(clock, on_datagram);
     received = gw.framer().counters().messages;
   } else {
     serial_source->run(clock, [&](uint64_t seq, const uint8_t* m, size_t n, const logfmt::Arrival& arrival) {
@@ -99,7 +118,9 @@ int run_live(const GatewayOptions& o) {
   logs.close();
 
   // Stopped by a signal, the input was not seen to its end.
-  const std::string stop_reason = udp ? udp_source->stats().stop_reason : serial_source->stats().stop_reason;
+  const std::string stop_reason = udp   ? udp_source->stats().stop_reason
+                                  : xdp ? xdp_source->stats().stop_reason
+                                        : serial_source->stats().stop_reason;
   const bool complete = stop_reason != "signal";
   JsonWriter j;
   j.begin_object();
@@ -117,6 +138,25 @@ int run_live(const GatewayOptions& o) {
     j.field("rcvbuf_requested", o.rcvbuf_bytes).field("rcvbuf_granted", us.rcvbuf_granted);
     j.field("busy_poll", o.busy_poll).field("rt_yield", rt_yield).field("rt_yields", us.rt_yields);
     j.end_object();
+  }
+  if (xdp) {
+    const XdpSourceStats& xs = xdp_source->stats();
+    j.key("af_xdp").begin_object();
+    j.field("interface", o.interface).field("port", uint64_t(xdp_source->port()));
+    j.field("attach_mode", xs.attach_granted).field("bind_mode", xs.bind_granted);
+    j.field("attach_requested", o.xdp_attach).field("bind_requested", o.xdp_bind);
+    j.field("frames", uint64_t(o.xdp_frames)).field("ring", uint64_t(o.xdp_ring)).field("batch", uint64_t(o.xdp_batch));
+    j.field("datagrams", xs.datagrams).field("bytes", xs.bytes).field("not_udp", xs.not_udp);
+    j.field("hook_stamps", xs.hook_stamps);
+    j.field("hook_feed_frames", xs.hook_feed_frames).field("hook_redirected", xs.hook_redirected);
+    j.field("hook_no_socket", xs.hook_no_socket).field("hook_no_stamp", xs.hook_no_stamp);
+    j.field("hook_other_frames", xs.hook_other);
+    j.field("rx_dropped", xs.rx_dropped).field("rx_ring_full", xs.rx_ring_full);
+    j.field("rx_fill_ring_empty", xs.rx_fill_ring_empty).field("rx_invalid_descs", xs.rx_invalid_descs);
+    j.field("busy_poll", o.busy_poll).field("rt_yield", rt_yield).field("rt_yields", xs.rt_yields);
+    j.end_object();
+  }
+  if (datagrams) {
     write_mold_json(j, gw.framer().counters());
     write_sequence_json(j, gw.framer().sequence().counters());
   } else {

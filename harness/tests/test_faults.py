@@ -167,8 +167,9 @@ def test_sidecar_that_does_not_match_is_not_balanced(tmp_path):
     assert s["verdict"]["status"] == "unbalanced" and not s["balanced"]
 
 
-def test_udp_counters_equal_the_sidecar_through_a_scenario(tmp_path):
-    values = config(DAY, "udp", replay={"rate": "pps", "pps": 20000},
+@pytest.mark.parametrize("source", ["udp", "af_xdp"])
+def test_udp_counters_equal_the_sidecar_through_a_scenario(tmp_path, source):
+    values = config(DAY, "udp", replay={"rate": "pps", "pps": 20000}, gateway={"source": source},
                     faults={"seed": 9, "drop": 0.02, "duplicate": 0.02, "reorder": 0.02, "truncate": 0.01,
                             "corrupt": 0.01, "burst_drop": "3@0.005"})
     run = runner.execute(values, "udp-faults", root=tmp_path, echo=False)

@@ -153,6 +153,13 @@ def _noise_section(noise: dict[str, Any] | None) -> list[str]:
     return md + [""]
 
 
+def _af_xdp_words(summary: dict[str, Any]) -> str:
+    """How the af_xdp source was granted (its XDP attach and socket bind modes)."""
+    x = (summary.get("gateway") or {}).get("af_xdp") or {}
+    return (f"; received with AF_XDP at the loopback's XDP hook ({x.get('attach_mode', '?')} mode, "
+            f"{x.get('bind_mode', '?')} socket; {x.get('hook_stamps', 0):,} frames stamped at the hook)")
+
+
 def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = False) -> Path:
     run_dir = Path(run_dir)
     manifest = rundir.read_json(run_dir / "manifest.json")
@@ -207,7 +214,8 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
     if scen["transport"] == "udp":
         r = scen["replay"]
         md += [f"{r.get('sender', 'tcpreplay')}: rate {r['rate']}" + {"multiplier": f" ×{r['multiplier']}", "pps": f" {r['pps']:,} pps"}.get(r["rate"], "")
-               + f", {r['loops']} loop(s), into a private network namespace.", ""]
+               + f", {r['loops']} loop(s), into a private network namespace"
+               + (_af_xdp_words(summary) if scen["gateway"].get("source") == "af_xdp" else "") + ".", ""]
     if scen["transport"] == "serial":
         s = scen["serial"]
         md += [f"serial-replay: {s['baud']:,} baud 8N1, timing {s['timing']}, through a socat pty pair.", ""]

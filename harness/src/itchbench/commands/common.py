@@ -28,7 +28,10 @@ def run_line(summary: dict[str, Any]) -> str:
                      f"{check['malformed_lines']} malformed lines")
         return "; ".join(parts)
     parts = [f"{rec.get('received', 0):,} messages applied"]
-    if transport == "udp" and hop:
+    if transport == "udp" and hop.get("source") == "af_xdp":
+        parts.append(f"{hop['sender']} sent {hop['sender_sent']:,} / XDP hook took {hop['hook_feed_frames']:,} "
+                     f"({hop['attach_mode']}, {hop['bind_mode']}), socket dropped {hop['socket_dropped']:,}")
+    elif transport == "udp" and hop:
         parts.append(f"{hop['sender']} sent {hop['sender_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
                      f"dropped {hop['kernel_dropped']:,}")
     if transport == "serial" and hop:

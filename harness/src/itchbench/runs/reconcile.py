@@ -69,10 +69,11 @@ _PACKET_REJECTIONS = [("too_short", "too short"), ("length_overrun", "message ov
                       ("count_mismatch", "count mismatch"), ("sequence_overflow", "sequence overflow")]
 
 
-def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, kernel_udp: bool = True
+              ) -> dict[str, Any]:
     """The way to any gateway over UDP: the sender's counts against the capture, the kernel's against the
-    sender's. BBO that a contract gateway sends over UDP crosses the same kernel: its datagrams, as the
-    collector counted them, are not the feed's."""
+    sender's (unless the feed bypasses the kernel's UDP stack: kernel_udp False). BBO that a contract gateway
+    sends over UDP crosses the same kernel: its datagrams, as the collector counted them, are not the feed's."""
     loops = run.values["replay"]["loops"]
     sender, kernel = run.values["replay"]["sender"], run.extras.get("kernel", {})
     datagrams = run.extras.get("replayed_datagrams", facts["datagrams"])  # a binary ITCH file's: as packetized
@@ -87,9 +88,10 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -> dic
     dropped = kernel.get("UdpInErrors", 0)
     bbo = _collector_datagrams(run)
     checks[f"{sender} sent + failed = capture datagrams x loops"] = sent + failed == expected_datagrams
-    checks["kernel delivered + dropped + no port = sent" + (
-        f" (less {bbo:,} BBO datagrams to the collector)" if bbo else "")] = (
-        delivered - bbo + dropped + kernel.get("UdpNoPorts", 0) == sent)
+    if kernel_udp:
+        checks["kernel delivered + dropped + no port = sent" + (
+            f" (less {bbo:,} BBO datagrams to the collector)" if bbo else "")] = (
+            delivered - bbo + dropped + kernel.get("UdpNoPorts", 0) == sent)
     return {
         "capture_datagrams": datagrams, "loops": loops, "expected_messages": facts["messages"] * loops,
         "sender": sender, "sender_sent": sent, "sender_failed": failed,
@@ -99,9 +101,33 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -> dic
 
 
 def _udp(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+    if "af_xdp" in gw:
+        return _af_xdp(run, gw["af_xdp"], facts, checks)
     hop = _udp_path(run, facts, checks)
     checks["gateway datagrams = kernel delivered"] = gw["udp"]["datagrams"] == hop["kernel_delivered"]
     return {**hop, "gateway_datagrams": gw["udp"]["datagrams"]}
+
+
+def _af_xdp(run: "Run", xdp: dict[str, Any], facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+    """The feed taken at the XDP hook: the kernel's UDP stack never sees it, so the hook's and the socket's
+    counts take the place of the kernel's: every datagram sent reached the hook; each one there went to the
+    socket or (no socket bound) on to the kernel; each one the socket took was read or dropped by it."""
+    hop = _udp_path(run, facts, checks, kernel_udp=False)
+    sent = hop["sender_sent"]
+    socket_dropped = xdp["rx_dropped"] + xdp["rx_ring_full"]
+    checks["XDP hook feed frames = sent"] = xdp["hook_feed_frames"] == sent
+    checks["hook redirected + passed (no socket) = hook feed frames"] = (
+        xdp["hook_redirected"] + xdp["hook_no_socket"] == xdp["hook_feed_frames"])
+    checks["gateway datagrams + socket dropped = redirected"] = (
+        xdp["datagrams"] + xdp["not_udp"] + socket_dropped == xdp["hook_redirected"])
+    return {**{k: hop[k] for k in ("capture_datagrams", "loops", "expected_messages", "sender", "sender_sent",
+                                   "sender_failed")},
+            "source": "af_xdp", "attach_mode": xdp["attach_mode"], "bind_mode": xdp["bind_mode"],
+            "hook_feed_frames": xdp["hook_feed_frames"], "hook_redirected": xdp["hook_redirected"],
+            "hook_no_socket": xdp["hook_no_socket"], "hook_other_frames": xdp["hook_other_frames"],
+            "socket_dropped": socket_dropped, "gateway_datagrams": xdp["datagrams"],
+            # What the loss counts as dropped before the gateway: at the socket, or passed by the hook.
+            "kernel_dropped": socket_dropped + xdp["hook_no_socket"]}
 
 
 def _serial_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
@@ -324,8 +350,8 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         "feed": _feed_facts(capture, run.values["feed"]),
         "book": gw["book"],
         "reconciliation": rec,
-        "gateway": {k: gw[k] for k in ("stop_reason", "udp", "serial", "publisher", "realtime", "capture_stats",
-                                       "rt_throttling") if k in gw},
+        "gateway": {k: gw[k] for k in ("stop_reason", "udp", "af_xdp", "serial", "publisher", "realtime",
+                                       "capture_stats", "rt_throttling") if k in gw},
         "noise": noise.summarise(run.cpu_noise, gw.get("noise"), gw.get("rt_throttling")),
         "performance": {"elapsed_s": gw["elapsed_s"], "messages_per_s": gw["messages_per_s"],
                         "timer_overhead_ns": gw["clock"]["timer_overhead_ns"], "stage_clock": gw["clock"]["stage"]},

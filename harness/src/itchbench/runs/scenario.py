@@ -29,6 +29,10 @@ class ScenarioError(ValueError):
 _Spec = tuple[type, Any, Any, str]
 
 
+def _power_of_two(v: int) -> bool | str:
+    return (v > 0 and v & (v - 1) == 0) or "must be a power of two"
+
+
 def _choice(*options: str):
     return lambda v: v in options or f"must be one of {', '.join(options)}"
 
@@ -116,7 +120,16 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "sched_fifo": (int, 0, _between(0, 99), "SCHED_FIFO priority of the receive thread (0: off)"),
         "mlockall": (bool, False, None, "lock the gateway's memory"),
         "rcvbuf": (int, 8 << 20, _at_least(0), "UDP SO_RCVBUF request, bytes"),
-        "busy_poll": (bool, False, None, "spin on the UDP socket instead of epoll"),
+        "busy_poll": (bool, False, None, "spin on the UDP socket (or the AF_XDP ring) instead of epoll (poll)"),
+        "source": (str, "udp", _choice("udp", "af_xdp"), "udp transport: the gateway's UDP socket, or AF_XDP at the "
+                   "XDP hook of the run namespace's loopback (kernel bypass, our own XDP program; needs root)"),
+        "xdp_attach": (str, "auto", _choice("auto", "drv", "skb"), "af_xdp: native (drv) or generic (skb) XDP; "
+                       "auto tries drv first; the granted mode is in the summary"),
+        "xdp_bind": (str, "auto", _choice("auto", "zerocopy", "copy"), "af_xdp: zero-copy or copy socket; auto "
+                     "tries zero-copy first"),
+        "xdp_frames": (int, 4096, _power_of_two, "af_xdp: UMEM frames of 4 KiB"),
+        "xdp_ring": (int, 2048, _power_of_two, "af_xdp: receive ring entries"),
+        "xdp_batch": (int, 64, _between(1, 1024), "af_xdp: descriptors taken from the ring at a time"),
         "expected_orders": (int, 65536, _at_least(16), "order index pre-size"),
         "subscriber_queue": (int, 8192, _at_least(1), "frames queued per subscriber"),
         "slow_subscriber": (str, "drop", _choice("drop", "disconnect"), "what a full subscriber queue does"),
@@ -200,6 +213,9 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
     if out["transport"] == "sim" and (g["publisher_cpu"] >= 0 or g["sched_fifo"] or g["mlockall"]):
         raise ScenarioError(f"{origin}: gateway.publisher_cpu, sched_fifo and mlockall apply to live transports; "
                             "simulation has no publisher thread and no receive wait (gateway.cpu pins it)")
+    if g["source"] == "af_xdp" and out["transport"] != "udp":
+        raise ScenarioError(f"{origin}: gateway.source = \"af_xdp\" receives the udp transport's packets; "
+                            f"transport is {out['transport']}")
     if len(out["subscriber_modes"]) > out["subscribers"]:
         raise ScenarioError(f"{origin}: subscriber_modes names {len(out['subscriber_modes'])} subscribers "
                             f"but subscribers = {out['subscribers']}")

@@ -37,7 +37,15 @@ def itchbench_flags(run: "Run", input_kind: str) -> list[str]:
     if g["mlockall"]:
         args.append("--mlockall")
     if input_kind == "udp":
-        args += ["--rcvbuf", str(g["rcvbuf"])]
+        # The source is named here, not in the contract's command: udp input reaches the built-in gateway's
+        # UDP socket, or its AF_XDP socket at the namespace loopback's XDP hook.
+        args += ["--source", g["source"]]
+        if g["source"] == "af_xdp":
+            args += ["--interface", "lo", "--xdp-attach", g["xdp_attach"], "--xdp-bind", g["xdp_bind"],
+                     "--xdp-frames", str(g["xdp_frames"]), "--xdp-ring", str(g["xdp_ring"]),
+                     "--xdp-batch", str(g["xdp_batch"])]
+        else:
+            args += ["--rcvbuf", str(g["rcvbuf"])]
         if g["busy_poll"]:
             args.append("--busy-poll")
         if run.values["replay"]["loops"] > 1:
