@@ -185,3 +185,30 @@ def hop_tables(config: Configuration) -> list[dict[str, Any]]:
                                           for k in ("p50", "p99", "p999", "mean", "share_of_mean")}})
         out.append({"title": title, "sender": first.get("sender", ""), "rows": rows})
     return out
+
+
+# The phases of an optimisation journey as its write-ups tabulate them (receipt -> parse per phase), with the
+# wake-up from the kernel's (or the XDP hook's) receive stamp to user space that kernel bypass is about.
+PHASE_STAGES = (("parse", "receipt → parse complete"), ("wakeup", "kernel receive → user space"))
+
+
+def phase_table(configs: list[Configuration], base: Configuration) -> dict[str, Any] | None:
+    """Configurations in their order as phases: each PHASE_STAGES stage every run has, its mean, p50 and p99
+    aggregated over the runs, and the p50 factor over the phase before and over the baseline."""
+    stages = [(s, words) for s, words in PHASE_STAGES if all(r.stage(s) for c in configs for r in c.runs)]
+    if len(configs) < 2 or not stages:
+        return None
+    rows = []
+    for i, c in enumerate(configs):
+        cells = {}
+        for j, (s, _) in enumerate(stages):
+            p50 = run_values(c, stage_value(s, "p50"))
+            seed = CI_SEED + 200 + 10 * i + j
+            cells[s] = {"mean": spread(run_values(c, stage_value(s, "mean"))), "p50": spread(p50),
+                        "p99": spread(run_values(c, stage_value(s, "p99"))),
+                        "vs_previous": factor(run_values(configs[i - 1], stage_value(s, "p50")), p50, seed)
+                        if i else None,
+                        "vs_baseline": factor(run_values(base, stage_value(s, "p50")), p50, seed + 5)
+                        if c is not base else None}
+        rows.append({"label": c.label, "cells": cells})
+    return {"stages": stages, "rows": rows}
