@@ -55,6 +55,12 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.option("subscriber-queue", "N", "live: frames queued per subscriber before it counts as slow", "8192");
   args.option("slow-subscriber", "drop|disconnect", "live: what a full subscriber queue does", "drop");
   args.option("wait-subscribers", "N", "live: wait (10 s at most) for N subscribers before READY", "0");
+  args.option("publish-shm", "/NAME", "live: also publish BBO frames into a shared-memory ring of this name "
+              "(POSIX shm, removed at exit; docs/shm-ring.md)", "");
+  args.option("shm-capacity", "N", "live: ring entries (64 bytes each), a power of two", "65536");
+  args.option("shm-policy", "overrun|wait", "live: a consumer a whole ring behind loses events (overrun, "
+              "counted) or holds the producer up (wait)", "overrun");
+  args.option("wait-shm-subscribers", "N", "live: wait (10 s at most) for N ring consumers before READY", "0");
   args.option("cpu", "N", "pin the receive (hot path) thread to this CPU");
   args.option("publisher-cpu", "N", "pin the publisher thread to this CPU");
   args.option("sched-fifo", "PRIO", "run the receive thread SCHED_FIFO at this priority (1-99)");
@@ -132,6 +138,16 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   if (slow != "drop" && slow != "disconnect") args.fail("--slow-subscriber takes drop or disconnect");
   o.disconnect_slow = slow == "disconnect";
   o.wait_subscribers = args.get_u64("wait-subscribers");
+  o.shm_name = args.get("publish-shm");
+  o.shm_capacity = args.get_u64("shm-capacity");
+  if (o.shm_capacity < 2 || o.shm_capacity > (uint64_t(1) << 26) || (o.shm_capacity & (o.shm_capacity - 1)))
+    args.fail("--shm-capacity must be a power of two from 2 to 2^26");
+  const std::string shm_policy = args.get("shm-policy");
+  if (shm_policy != "overrun" && shm_policy != "wait") args.fail("--shm-policy takes overrun or wait");
+  o.shm_wait = shm_policy == "wait";
+  o.wait_shm_subscribers = args.get_u64("wait-shm-subscribers");
+  if (o.wait_shm_subscribers && o.shm_name.empty()) args.fail("--wait-shm-subscribers needs --publish-shm");
+  if (!o.shm_name.empty() && o.source == "sim") args.fail("--publish-shm applies to live sources");
   if (args.has("cpu")) o.cpu = int(args.get_u64("cpu"));
   if (args.has("publisher-cpu")) o.publisher_cpu = int(args.get_u64("publisher-cpu"));
   if (args.has("sched-fifo")) {

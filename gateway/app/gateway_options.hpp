@@ -38,6 +38,10 @@ struct GatewayOptions {
   uint64_t subscriber_queue = 8192;
   bool disconnect_slow = false;
   uint64_t wait_subscribers = 0;
+  std::string shm_name;           // "": no shared-memory ring
+  uint64_t shm_capacity = 65536;
+  bool shm_wait = false;          // policy: wait for the slowest consumer (else overrun it)
+  uint64_t wait_shm_subscribers = 0;
   // real time
   int cpu = -1;
   int publisher_cpu = -1;

@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "app/gateway_report.hpp"
 #include "app/run_common.hpp"
 #include "app/runs.hpp"
+#include "publish/bbo_fan_out.hpp"
 #include "publish/tcp_publisher.hpp"
 #include "source/serial_source.hpp"
 #include "source/stop_flag.hpp"
@@ -49,7 +51,12 @@ int run_live(const GatewayOptions& o) {
   po.policy = o.disconnect_slow ? SlowSubscriberPolicy::kDisconnect : SlowSubscriberPolicy::kDrop;
   po.cpu = o.publisher_cpu;
   TcpPublisher publisher(po);
-  Gateway<TcpPublisher> gw(book, clock, logs.latency.get(), logs.bbo.get(), publisher);
+  std::unique_ptr<shm::ShmPublisher> ring;
+  if (!o.shm_name.empty())
+    ring = std::make_unique<shm::ShmPublisher>(o.shm_name, uint32_t(o.shm_capacity),
+                                               o.shm_wait ? shm::Policy::kWait : shm::Policy::kOverrun);
+  BboFanOut fan_out(publisher, ring.get());
+  Gateway<BboFanOut> gw(book, clock, logs.latency.get(), logs.bbo.get(), fan_out);
   const double overhead = timer_overhead_ns(clock);
   const bool timed = o.latency_log;
 
@@ -82,7 +89,8 @@ int run_live(const GatewayOptions& o) {
   }
   publisher.start();
   const unsigned feed_port = udp ? udp_source->port() : xdp ? xdp_source->port() : 0u;
-  std::printf("LISTENING udp=%u tcp=%u\n", feed_port, unsigned(publisher.port()));
+  std::printf("LISTENING udp=%u tcp=%u%s%s\n", feed_port, unsigned(publisher.port()), ring ? " shm=" : "",
+              ring ? o.shm_name.c_str() : "");
   std::fflush(stdout);
   if (o.wait_subscribers && !publisher.wait_for_subscribers(o.wait_subscribers, 10000)) {
     std::fprintf(stderr, "itch-gateway: %llu subscribers did not connect within 10 s\n",
@@ -90,6 +98,18 @@ int run_live(const GatewayOptions& o) {
     publisher.stop(0);
     logs.close();
     return 2;
+  }
+  if (ring && o.wait_shm_subscribers) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (ring->consumers() < o.wait_shm_subscribers && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (ring->consumers() < o.wait_shm_subscribers) {
+      std::fprintf(stderr, "itch-gateway: %llu ring consumers did not attach within 10 s\n",
+                   (unsigned long long)o.wait_shm_subscribers);
+      publisher.stop(0);
+      logs.close();
+      return 2;
+    }
   }
   std::printf("READY\n");
   std::fflush(stdout);
@@ -115,6 +135,7 @@ int run_live(const GatewayOptions& o) {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const NoiseSnapshot noise = take_noise_snapshot();  // while the helper threads still live
   publisher.stop();
+  if (ring) ring->close();  // consumers read to the end and stop
   logs.close();
 
   // Stopped by a signal, the input was not seen to its end.
@@ -186,6 +207,14 @@ int run_live(const GatewayOptions& o) {
   }
   j.end_array();
   j.end_object();
+  if (ring) {
+    const shm::ProducerCounters& rc = ring->counters();
+    j.key("shm").begin_object();
+    j.field("name", o.shm_name).field("capacity", o.shm_capacity).field("policy", o.shm_wait ? "wait" : "overrun");
+    j.field("published", rc.published).field("producer_waits", rc.waits);
+    j.field("consumers_let_go", rc.consumers_let_go);
+    j.end_object();
+  }
   j.key("realtime").begin_object();
   write_grant(j, "cpu", pin, o.cpu);
   write_grant(j, "sched_fifo", fifo, o.sched_fifo);

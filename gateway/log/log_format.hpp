@@ -15,6 +15,7 @@ enum class Kind : uint16_t {
   kLatency = 1,  // the gateway: one record per message
   kBbo = 2,      // the gateway: one record per BBO event
   kSend = 3,     // a sender (udp-replay, serial-replay): one record per packet or line sent
+  kSubscriber = 4,  // a subscriber (TCP, shared memory): one record per BBO event received
 };
 
 // Each kind is versioned on its own; readers keep reading the earlier versions.
@@ -145,6 +146,16 @@ struct SendRecord {
   uint32_t bytes;         // payload bytes
 };
 static_assert(sizeof(SendRecord) == 32);
+
+// One per BBO event a subscriber received, on CLOCK_MONOTONIC (stage_clock 1).
+struct SubscriberRecord {
+  uint64_t seq;           // of the BBO event
+  uint64_t t_received;    // when the read that completed it returned
+  uint16_t stock_locate;
+  uint8_t flags;          // kWritten
+  uint8_t reserved[5];
+};
+static_assert(sizeof(SubscriberRecord) == 24);
 
 enum SendFlags : uint8_t {
   kSendFailed = 1,  // the send failed (not EAGAIN/ENOBUFS, which are retried): never left

@@ -194,5 +194,6 @@ class RecordLog {
 using LatencyLog = RecordLog<logfmt::LatencyRecord>;
 using BboLog = RecordLog<logfmt::BboRecord>;
 using SendLog = RecordLog<logfmt::SendRecord>;
+using SubscriberLog = RecordLog<logfmt::SubscriberRecord>;
 
 }  // namespace itchbench

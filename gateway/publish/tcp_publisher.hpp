@@ -65,17 +65,8 @@ class TcpPublisher {
   // Blocks until n subscribers are connected or timeout_ms passes.
   bool wait_for_subscribers(uint64_t n, uint64_t timeout_ms) const;
 
-  void publish(const BboEvent& e) {  // hot path
-    logfmt::BboRecord r{};
-    r.seq = e.seq;
-    r.timestamp = e.timestamp;
-    r.bid_qty = e.bbo.bid_qty;
-    r.ask_qty = e.bbo.ask_qty;
-    r.bid_px = e.bbo.bid_px;
-    r.ask_px = e.bbo.ask_px;
-    r.stock_locate = e.stock_locate;
-    r.flags = uint8_t(logfmt::kWritten | e.flags);
-    if (ring_.push(r))
+  void publish(const logfmt::BboRecord& frame) {  // hot path
+    if (ring_.push(frame))
       ++counters_.published;
     else
       ++counters_.ring_dropped;

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from itchbench.documents.aggregate import phase_table
+from itchbench.documents.aggregate import distribution_table, phase_table
 from itchbench.documents.collect import Configuration, RunRecord
 
 
@@ -45,3 +45,20 @@ def test_a_stage_some_run_lacks_is_left_out_and_one_configuration_has_no_phases(
     table = phase_table([serial, udp], serial)
     assert table is not None and [s for s, _ in table["stages"]] == ["parse"]
     assert phase_table([udp], udp) is None
+
+
+def test_the_distribution_table_sets_each_subscribers_last_hop_beside_its_way():
+    def run(i: int, tcp_hop: float, shm_hop: float) -> RunRecord:
+        def rows(k: int, hop: float) -> list[dict]:
+            return [{"hop": "book", "p50": 1.0, "p99": 2.0, "mean": 1.0},
+                    {"hop": f"subscriber {k} (published → received)", "p50": hop, "p99": 2 * hop, "mean": hop},
+                    {"hop": "end to end", "p50": hop + 100, "p99": 2 * hop + 100, "mean": hop + 100}]
+        summary = {"latency": {"hops": {"to_subscriber": {"0": rows(0, tcp_hop), "1": rows(1, shm_hop)}}},
+                   "reconciliation": {"subscribers": [{"index": 0}, {"index": 1, "kind": "shm"}]}}
+        return RunRecord(Path(f"/runs/{i}"), {"run_id": str(i)}, summary)
+    table = distribution_table([Configuration("af-xdp-shm", [run(0, 60_000, 500), run(1, 62_000, 540),
+                                                              run(2, 58_000, 520)])])
+    assert [(d["subscriber"], d["kind"]) for d in table] == [("0", "tcp"), ("1", "shm")]
+    tcp, shm = table
+    assert (tcp["hop"]["p50"].median, shm["hop"]["p50"].median) == (60_000, 520)
+    assert shm["end_to_end"]["p99"].median == 2 * 520 + 100 and shm["hop"]["p99"].lo == 1_000

@@ -25,6 +25,7 @@ _TOOL_DIRS = {
     "itch-inspect": "gateway",
     "itch-gateway": "gateway",
     "pcap-feed": "gateway",
+    "bbo-shm-subscriber": "gateway",
     "itch-synth": "replay",
     "itch2pcap": "replay",
     "serial-replay": "replay",

@@ -212,3 +212,24 @@ def phase_table(configs: list[Configuration], base: Configuration) -> dict[str, 
                         if c is not base else None}
         rows.append({"label": c.label, "cells": cells})
     return {"stages": stages, "rows": rows}
+
+
+def distribution_table(configs: list[Configuration]) -> list[dict[str, Any]]:
+    """Per configuration and subscriber: how it received the BBO stream (TCP or the shared-memory ring), its
+    published -> received hop and its end to end, aggregated over the runs: [{label, subscriber, kind, hop: {p50,
+    p99, mean}, end_to_end: {p50, p99, mean}}]. Empty when no run has subscriber hops."""
+    out = []
+    for c in configs:
+        first = c.runs[0].summary.get("latency", {}).get("hops", {}).get("to_subscriber", {})
+        kinds = {str(s["index"]): s.get("kind", "tcp")
+                 for s in c.runs[0].summary.get("reconciliation", {}).get("subscribers", [])}
+        for key in first:
+            def row(r: RunRecord, last: bool, key: str = key) -> dict[str, Any] | None:
+                rows = r.summary.get("latency", {}).get("hops", {}).get("to_subscriber", {}).get(key, [])
+                return rows[-1] if last and rows else (rows[-2] if len(rows) >= 2 else None)
+            cells = {}
+            for name, last in (("hop", False), ("end_to_end", True)):
+                cells[name] = {k: spread(run_values(c, lambda r, k=k, last=last: (row(r, last) or {}).get(k)))
+                               for k in ("p50", "p99", "mean")}
+            out.append({"label": c.label, "subscriber": key, "kind": kinds.get(key, "tcp"), **cells})
+    return out

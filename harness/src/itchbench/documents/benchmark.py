@@ -158,6 +158,7 @@ def build(run_paths: list[Path], out_dir: Path, *, title: str | None = None, bas
         "baseline": base.label, "stage": stage, "stage_description": description, "descriptions": descriptions,
         "configs": rows, "loss": agg.loss_statement(configs), "black_box": stage == "wire_to_wire",
         "phases": agg.phase_table(configs, base),
+        "distribution": agg.distribution_table(configs),
         "gateways": sorted({(r.summary.get("gateway") or {}).get("contract", {}).get("name", "?")
                             for c in configs for r in c.runs if r.manifest["scenario"].get("gateway_file")}),
         "method_texts": [stats.method_text(m) if m in stats.METHODS else m for m in methods],

@@ -21,7 +21,7 @@ from ..captures.inspect import capture_kind, facts_of
 from ..gateways import adapter, blackbox
 from .. import rundir
 from . import noise, verdict
-from .failure import RunError
+from .failure import RunError, describe_exit
 
 if TYPE_CHECKING:
     from .run import Run
@@ -160,6 +160,9 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
     by_port = {r["peer_port"]: r for r in gw.get("publisher", {}).get("subscribers", [])}
     out = []
     for sub in run.extras.get("subscribers", []):
+        if sub.get("kind") == "shm":
+            out.append(_shm_subscriber(sub, gw, run.dir / sub["file"], expected, checks))
+            continue
         path = run.dir / sub["file"]
         got = path.read_bytes() if path.exists() else b""
         conns = [by_port[p] for p in sub["local_ports"] if p in by_port]
@@ -177,6 +180,30 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
                 checks[f"{name} received the BBO log exactly"] = same
         out.append(entry)
     return out
+
+
+def _shm_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expected: bytes,
+                    checks: dict[str, bool]) -> dict[str, Any]:
+    """A consumer of the shared-memory ring: what it read and lost to overruns (its own count) against what
+    the gateway published into the ring; a fast one that lost nothing must hold the BBO log byte for byte.
+    Any that did not end with the stream (killed, crashed) is named with how it ended."""
+    got = path.read_bytes() if path.exists() else b""
+    published = int(gw.get("shm", {}).get("published", -1))
+    read, overruns = int(sub.get("read", 0)), int(sub.get("overruns", 0))
+    name = f"subscriber {sub['index']} (shared memory)"
+    rc = sub.get("exit")
+    same = got == expected
+    ended = rc == 0 and sub.get("ended") == "end of stream"
+    if sub["mode"] == "stuck":  # stopped by the run at the end (SIGTERM): only a crash is wrong
+        checks[f"{name} (stuck) did not crash" + ("" if rc == 0 else f" ({describe_exit(rc)})")] = rc == 0
+    elif not ended:  # what it read is not its whole share: the one check is how it ended
+        checks[f"{name} ended with the stream ({describe_exit(rc) if rc else sub.get('ended') or 'no end'})"] = False
+    else:
+        checks[f"{name} read + overruns = events published"] = read + overruns == published
+        if sub["mode"] == "fast" and overruns == 0:
+            checks[f"{name} received the BBO log exactly"] = same
+    return {**sub, "frames": len(got) // logs.BBO_DTYPE.itemsize, "frames_dropped": overruns, "closed_by": [],
+            "identical_to_bbo_log": same}
 
 
 def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -350,7 +377,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         "feed": _feed_facts(capture, run.values["feed"]),
         "book": gw["book"],
         "reconciliation": rec,
-        "gateway": {k: gw[k] for k in ("stop_reason", "udp", "af_xdp", "serial", "publisher", "realtime",
+        "gateway": {k: gw[k] for k in ("stop_reason", "udp", "af_xdp", "serial", "publisher", "shm", "realtime",
                                        "capture_stats", "rt_throttling") if k in gw},
         "noise": noise.summarise(run.cpu_noise, gw.get("noise"), gw.get("rt_throttling")),
         "performance": {"elapsed_s": gw["elapsed_s"], "messages_per_s": gw["messages_per_s"],

@@ -46,6 +46,11 @@ def _modes(v: list) -> bool | str:
     return not bad or f"has unknown subscriber modes {bad} (fast, stuck, slow, reconnect)"
 
 
+def _shm_modes(v: list) -> bool | str:
+    bad = [m for m in v if m not in ("fast", "stuck", "slow")]
+    return not bad or f"has unknown shared-memory subscriber modes {bad} (fast, stuck, slow)"
+
+
 def _benchmarks(v: list) -> bool | str:
     bad = [b for b in v if b not in MICROBENCH_BINARIES]
     return not bad or f"names unknown benchmark binaries {bad} ({', '.join(MICROBENCH_BINARIES)})"
@@ -88,6 +93,10 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
     "subscribers": (int, 1, _between(0, 16), "TCP subscribers attached during live runs"),
     "subscriber_modes": (list, [], _modes, "modes of the first subscribers (fast, stuck, slow, reconnect); "
                          "the rest are fast. Only fast ones must receive every frame"),
+    "shm_subscribers": (int, 0, _between(0, 16), "live runs: consumers of the gateway's shared-memory BBO ring "
+                        "(bbo-shm-subscriber), beside the TCP subscribers; docs/shm-ring.md"),
+    "shm_subscriber_modes": (list, [], _shm_modes, "modes of the first ring consumers (fast, slow, stuck); the "
+                             "rest are fast"),
     "replay": {
         "sender": (str, "tcpreplay", _choice("tcpreplay", "udp-replay"), "udp: tcpreplay, or udp-replay "
                    "(sendmmsg batches, every packet's intended and actual send time, rates past tcpreplay's)"),
@@ -130,6 +139,9 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "xdp_frames": (int, 4096, _power_of_two, "af_xdp: UMEM frames of 4 KiB"),
         "xdp_ring": (int, 2048, _power_of_two, "af_xdp: receive ring entries"),
         "xdp_batch": (int, 64, _between(1, 1024), "af_xdp: descriptors taken from the ring at a time"),
+        "shm_capacity": (int, 65536, _power_of_two, "shared-memory BBO ring: entries (64 bytes each)"),
+        "shm_policy": (str, "overrun", _choice("overrun", "wait"), "shared-memory BBO ring: a consumer a whole "
+                       "ring behind loses events, counted (overrun), or holds the gateway up (wait)"),
         "expected_orders": (int, 65536, _at_least(16), "order index pre-size"),
         "subscriber_queue": (int, 8192, _at_least(1), "frames queued per subscriber"),
         "slow_subscriber": (str, "drop", _choice("drop", "disconnect"), "what a full subscriber queue does"),
@@ -216,6 +228,11 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
     if g["source"] == "af_xdp" and out["transport"] != "udp":
         raise ScenarioError(f"{origin}: gateway.source = \"af_xdp\" receives the udp transport's packets; "
                             f"transport is {out['transport']}")
+    if len(out["shm_subscriber_modes"]) > out["shm_subscribers"]:
+        raise ScenarioError(f"{origin}: shm_subscriber_modes names {len(out['shm_subscriber_modes'])} consumers "
+                            f"but shm_subscribers = {out['shm_subscribers']}")
+    if out["shm_subscribers"] and out["transport"] == "sim":
+        raise ScenarioError(f"{origin}: shm_subscribers apply to live transports (the simulation publishes nothing)")
     if len(out["subscriber_modes"]) > out["subscribers"]:
         raise ScenarioError(f"{origin}: subscriber_modes names {len(out['subscriber_modes'])} subscribers "
                             f"but subscribers = {out['subscribers']}")

@@ -56,7 +56,9 @@ def _lost_clause(loss: dict[str, Any]) -> str:
     where = [words.format(count(loss[key], unit)) for key, unit, words in _LOSS_WORDS if loss[key]]
     where += [f"{name} missed {count(n, 'BBO frame')}" for name, n in loss["subscriber_frames_dropped"].items()]
     n = loss["messages_not_applied"]
-    head = f"{n:,} of {count(loss['expected_messages'], 'message')} lost" if n else "no message lost"
+    if not n:  # lost on the way out only: a subscriber's share
+        return f"{'; '.join(where)}; no feed message lost"
+    head = f"{n:,} of {count(loss['expected_messages'], 'message')} lost"
     return f"{head} ({'; '.join(where)})" if where else head
 
 

@@ -146,7 +146,12 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
     ns = private_netns(run, group) if transport == "udp" else None
     wrap = ns.wrap if ns is not None else (lambda cmd: cmd)
     driver = adapter.ContractGateway(c, run.dir, group, wrap, worktree=worktree, env=env)
-    on_port = subscribers.starter(run, group, wrap) if run.values["subscribers"] and transport != "sim" else None
+    if run.values["shm_subscribers"] and not any("itchbench_flags" in cmd for cmd in c.commands.values()):
+        raise RunError("setup", f"{c.path}: shm_subscribers need a gateway that publishes itchbench's shared-memory "
+                                "ring (--publish-shm, passed in {itchbench_flags}); this contract's commands do not "
+                                "take {itchbench_flags}")
+    wants_subscribers = run.values["subscribers"] or run.values["shm_subscribers"]
+    on_port = subscribers.starter(run, group, wrap) if wants_subscribers and transport != "sim" else None
     if not c.subscriber_port and run.values["subscribers"] and transport != "sim":
         run.extras["subscribers_not_served"] = "the gateway's contract names no subscriber port ([subscribers])"
     if transport == "udp":

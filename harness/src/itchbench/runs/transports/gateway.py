@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     from ..run import Run
 
 
+def shm_name(run: "Run") -> str:
+    """The run's shared-memory BBO ring (POSIX shm: /dev/shm/itchbench-RUN_ID)."""
+    return f"/itchbench-{run.run_id}"
+
+
 def itchbench_flags(run: "Run", input_kind: str) -> list[str]:
     """Flags for input_kind (udp, serial, file), each named only when the scenario asks for it where it can:
     the gateways of older revisions (compare, bisect) know fewer flags."""
@@ -36,6 +41,9 @@ def itchbench_flags(run: "Run", input_kind: str) -> list[str]:
         args += ["--sched-fifo", str(g["sched_fifo"])]
     if g["mlockall"]:
         args.append("--mlockall")
+    if run.values["shm_subscribers"]:
+        args += ["--publish-shm", shm_name(run), "--shm-capacity", str(g["shm_capacity"]),
+                 "--shm-policy", g["shm_policy"], "--wait-shm-subscribers", str(run.values["shm_subscribers"])]
     if input_kind == "udp":
         # The source is named here, not in the contract's command: udp input reaches the built-in gateway's
         # UDP socket, or its AF_XDP socket at the namespace loopback's XDP hook.

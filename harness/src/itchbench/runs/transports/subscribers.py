@@ -1,5 +1,7 @@
-"""Real TCP subscribers on a gateway's BBO publisher (contract [subscribers]):
-started as soon as the gateway names its port, drained after it ends."""
+"""Real TCP subscribers on a gateway's BBO publisher (contract [subscribers]),
+and consumers of its shared-memory ring (shm_subscribers): started as soon
+as the gateway names its port, drained after it ends. The ring's object is
+removed with the run whatever happened to the gateway."""
 
 from __future__ import annotations
 
@@ -7,8 +9,11 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING, Callable
 
-from ... import rundir
+import os
+
+from ... import paths, rundir
 from ..deadlines import SUBSCRIBER_DRAIN_S
+from .gateway import shm_name
 from .live import off_the_gateway_cpu
 
 if TYPE_CHECKING:
@@ -28,15 +33,34 @@ def starter(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[
                    "--mode", mode]
             run.subscriber_procs.append((group.start(f"subscriber-{i}", wrap(off_the_gateway_cpu(run, cmd))), out,
                                          mode))
+        first = run.values["subscribers"]
+        shm_modes = run.values["shm_subscriber_modes"]
+        for k in range(run.values["shm_subscribers"]):
+            mode = shm_modes[k] if k < len(shm_modes) else "fast"
+            out = run.dir / f"subscriber-{first + k}.bbo"
+            cmd = [str(paths.tool("bbo-shm-subscriber")), "--name", shm_name(run), "--out", str(out), "--mode", mode]
+            run.subscriber_procs.append((group.start(f"subscriber-{first + k}", off_the_gateway_cpu(run, cmd)), out,
+                                         mode))
+    if run.values["shm_subscribers"]:
+        # Removed by the gateway at its exit; by the run if the gateway never got there (a crash, a kill).
+        group.on_close(lambda: _unlink(f"/dev/shm{shm_name(run)}"))
     return start
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def finish(run: "Run", group: "ProcessGroup") -> None:
     """After the gateway has ended: each subscriber's end (a fast one has SUBSCRIBER_DRAIN_S to see the close)."""
     results = []
+    first_shm = run.values["subscribers"]
     for i, (proc, out, mode) in enumerate(run.subscriber_procs):
         timed_out = False
-        if mode == "fast":
+        if mode == "fast" or (i >= first_shm and mode == "slow"):  # these end by themselves with the stream
             try:
                 proc.wait(SUBSCRIBER_DRAIN_S)
             except subprocess.TimeoutExpired:
@@ -44,7 +68,10 @@ def finish(run: "Run", group: "ProcessGroup") -> None:
         group.stop(proc)
         info_path = out.with_suffix(".json")
         info = rundir.read_json(info_path) if info_path.exists() else {}
-        results.append({"index": i, "file": out.name, "mode": mode, "bytes": out.stat().st_size if out.exists() else 0,
-                        "exit": proc.returncode, "timed_out": timed_out,
-                        "local_ports": info.get("local_ports", [])})
+        entry = {"index": i, "file": out.name, "mode": mode, "bytes": out.stat().st_size if out.exists() else 0,
+                 "exit": proc.returncode, "timed_out": timed_out, "local_ports": info.get("local_ports", [])}
+        if i >= first_shm:
+            entry.update({"kind": "shm", "slot": info.get("slot"), "read": info.get("read", 0),
+                          "overruns": info.get("overruns", 0), "ended": info.get("ended", "")})
+        results.append(entry)
     run.extras["subscribers"] = results

@@ -1,0 +1,39 @@
+// The live gateway's BBO publishers behind the one publish() the pipeline
+// calls: the TCP publisher always, the shared-memory ring when the run asks
+// for it. Each receives the same 48-byte frame: the BBO log's record.
+#pragma once
+#include "book/bbo.hpp"
+#include "log/log_format.hpp"
+#include "publish/shm_ring.hpp"
+#include "publish/tcp_publisher.hpp"
+
+namespace itchbench {
+
+inline logfmt::BboRecord bbo_frame(const BboEvent& e) {
+  logfmt::BboRecord r{};
+  r.seq = e.seq;
+  r.timestamp = e.timestamp;
+  r.bid_qty = e.bbo.bid_qty;
+  r.ask_qty = e.bbo.ask_qty;
+  r.bid_px = e.bbo.bid_px;
+  r.ask_px = e.bbo.ask_px;
+  r.stock_locate = e.stock_locate;
+  r.flags = uint8_t(logfmt::kWritten | e.flags);
+  return r;
+}
+
+class BboFanOut {
+ public:
+  BboFanOut(TcpPublisher& tcp, shm::ShmPublisher* ring) : tcp_(tcp), ring_(ring) {}
+  void publish(const BboEvent& e) {  // hot path
+    const logfmt::BboRecord frame = bbo_frame(e);
+    tcp_.publish(frame);
+    if (ring_) ring_->publish(frame);
+  }
+
+ private:
+  TcpPublisher& tcp_;
+  shm::ShmPublisher* ring_;
+};
+
+}  // namespace itchbench

@@ -1,0 +1,144 @@
+// bbo-shm-subscriber: a consumer of the gateway's shared-memory BBO ring
+// (publish/shm_ring.hpp). Stamps each event as it arrives and writes what
+// a TCP subscriber writes, so reconciliation and hop tables take it as one:
+//   OUT       every BBO frame received, 48 bytes each (the BBO log's records)
+//   OUT.recv  subscriber log: seq and receive time (CLOCK_MONOTONIC) per event
+//   OUT.json  its slot, events read, events lost to overruns, how it ended
+// (OUT's suffix replaced, as the TCP subscriber names them.)
+#include <sched.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "log/mmap_log.hpp"
+#include "publish/shm_ring.hpp"
+#include "util/atomic_file.hpp"
+#include "util/cli.hpp"
+#include "util/json_writer.hpp"
+#include "util/realtime.hpp"
+
+namespace {
+
+// Spins (about 10 us) before each sched_yield while the ring is empty: an idle consumer reacts within a
+// pause, and still leaves its CPU to whatever else is runnable there.
+constexpr uint32_t kSpinsBeforeYield = 256;
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+uint64_t monotonic_now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+std::string with_suffix(const std::string& path, const char* suffix) {
+  const size_t slash = path.rfind('/'), dot = path.rfind('.');
+  return (dot != std::string::npos && (slash == std::string::npos || dot > slash) ? path.substr(0, dot) : path) + suffix;
+}
+
+void write_info(const std::string& path, const itchbench::shm::ShmConsumer& c, const std::string& ended) {
+  itchbench::JsonWriter j;
+  j.begin_object();
+  j.field("slot", uint64_t(c.slot())).field("pid", uint64_t(::getpid()));
+  j.field("read", c.read()).field("overruns", c.overruns()).field("ended", ended);
+  j.end_object();
+  itchbench::write_file_atomically(path, j.str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace itchbench;
+  cli::Args args("bbo-shm-subscriber", "bbo-shm-subscriber --name /NAME --out FILE [options]",
+                 "A consumer of the gateway's shared-memory BBO ring (itch-gateway --publish-shm). Reads every\n"
+                 "event until the gateway closes the ring, stamping each on arrival; writes FILE, FILE.recv\n"
+                 "and FILE.json. Exit status: 0 the stream ended (or SIGTERM), 1 the ring could not be opened,\n"
+                 "2 usage.");
+  args.option("name", "/NAME", "the ring's POSIX shared-memory name");
+  args.option("out", "FILE", "where the frames go (FILE.recv, FILE.json beside it)");
+  args.option("mode", "MODE", "fast (spins), slow (sleeps 1 ms after each event) or stuck (attaches, never reads)",
+              "fast");
+  args.option("cpu", "N", "pin to this CPU");
+  args.option("attach-timeout-ms", "MS", "how long to wait for the ring to exist", "10000");
+  args.parse(argc, argv);
+  if (!args.has("name") || !args.has("out")) args.fail("--name and --out are required");
+  const std::string mode = args.get("mode");
+  if (mode != "fast" && mode != "slow" && mode != "stuck") args.fail("--mode takes fast, slow or stuck");
+  const std::string out = args.get("out");
+  if (args.has("cpu")) {
+    const std::string err = pin_current_thread(int(args.get_u64("cpu")));
+    if (!err.empty()) {
+      std::fprintf(stderr, "bbo-shm-subscriber: %s\n", err.c_str());
+      return 2;
+    }
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+
+  std::unique_ptr<shm::ShmConsumer> ring;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.get_u64("attach-timeout-ms"));
+  for (;;) {
+    try {
+      ring = std::make_unique<shm::ShmConsumer>(args.get("name"));
+      break;
+    } catch (const std::exception& e) {
+      if (std::chrono::steady_clock::now() > deadline || g_stop) {
+        std::fprintf(stderr, "bbo-shm-subscriber: %s\n", e.what());
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  const std::string info = with_suffix(out, ".json");
+  write_info(info, *ring, "");
+  FILE* frames = std::fopen(out.c_str(), "wb");
+  if (!frames) {
+    std::fprintf(stderr, "bbo-shm-subscriber: %s: %s\n", out.c_str(), std::strerror(errno));
+    return 1;
+  }
+  SubscriberLog receipts(with_suffix(out, ".recv"), logfmt::Kind::kSubscriber,
+                         LogIdentity{logfmt::StageClock::kMonotonic, logfmt::OriginClock::kNone, "", ""},
+                         size_t(1) << 30);
+  std::string ended = "signal";
+  if (mode == "stuck") {
+    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  } else {
+    logfmt::BboRecord r;
+    uint32_t idle = 0;
+    while (!g_stop) {
+      const shm::ShmConsumer::Read got = ring->next(r);
+      if (got == shm::ShmConsumer::Read::kEvent) {
+        idle = 0;
+        const uint64_t t = monotonic_now();
+        std::fwrite(&r, sizeof r, 1, frames);
+        logfmt::SubscriberRecord& s = receipts.claim();
+        s.seq = r.seq;
+        s.t_received = t;
+        s.stock_locate = r.stock_locate;
+        SubscriberLog::commit(s, 0);
+        if (mode == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      } else if (got == shm::ShmConsumer::Read::kEnd) {
+        ended = "end of stream";
+        break;
+      } else if (++idle < kSpinsBeforeYield) {
+        __builtin_ia32_pause();
+      } else {
+        sched_yield();  // on a machine with few CPUs the sender or the gateway may need this one
+      }
+    }
+  }
+  std::fclose(frames);
+  receipts.close();
+  write_info(info, *ring, ended);
+  return 0;
+}
