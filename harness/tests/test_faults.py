@@ -169,7 +169,9 @@ def test_sidecar_that_does_not_match_is_not_balanced(tmp_path):
 
 @pytest.mark.parametrize("source", ["udp", "af_xdp"])
 def test_udp_counters_equal_the_sidecar_through_a_scenario(tmp_path, source):
+    # AF_XDP with a shared-memory consumer beside the TCP one: the same faults, the same accounting.
     values = config(DAY, "udp", replay={"rate": "pps", "pps": 20000}, gateway={"source": source},
+                    shm_subscribers=int(source == "af_xdp"),
                     faults={"seed": 9, "drop": 0.02, "duplicate": 0.02, "reorder": 0.02, "truncate": 0.01,
                             "corrupt": 0.01, "burst_drop": "3@0.005"})
     run = runner.execute(values, "udp-faults", root=tmp_path, echo=False)
@@ -177,6 +179,7 @@ def test_udp_counters_equal_the_sidecar_through_a_scenario(tmp_path, source):
     assert s["verdict"]["status"] == "faults_accounted", s["verdict"]
     assert s["reconciliation"]["faults"]["injected"]["seed"] == 9
     assert s["reconciliation"]["udp"]["kernel_dropped"] == 0
+    assert all(sub["identical_to_bbo_log"] for sub in s["reconciliation"]["subscribers"])
     assert leftover_processes() == []
 
 

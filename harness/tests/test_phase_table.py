@@ -17,7 +17,10 @@ def _config(label: str, parse_p50: list[float], wakeup_p50: list[float] | None) 
         stages = {"parse": {"p50": p, "p99": 3 * p, "mean": p + 1}}
         if wakeup_p50 is not None:
             stages["wakeup"] = {"p50": wakeup_p50[i], "p99": 2 * wakeup_p50[i], "mean": wakeup_p50[i]}
-        runs.append(RunRecord(Path(f"/runs/{label}-{i}"), {"run_id": f"{label}-{i}"}, {"latency": {"stages": stages}}))
+        runs.append(RunRecord(Path(f"/runs/{label}-{i}"), {"run_id": f"{label}-{i}", "scenario": {
+            "transport": "udp", "gateway": {"busy_poll": label == "xdp", "cpu": 1 if label != "udp" else -1}}},
+            {"latency": {"stages": stages}, "gateway": {"af_xdp": {"attach_mode": "skb", "bind_mode": "copy"}}
+             if label == "xdp" else {}}))
     return Configuration(label, runs)
 
 
@@ -37,6 +40,8 @@ def test_each_phase_against_the_one_before_and_the_baseline():
     assert third["parse"]["p99"].median == 120 and third["parse"]["mean"].median == 41
     lo, hi = third["parse"]["vs_baseline"].ci
     assert lo <= 320 / 40 <= hi
+    assert [r["receive_path"] for r in table["rows"]] == ["UDP socket, epoll", "UDP socket, epoll, CPU 1",
+                                                          "AF_XDP (skb, copy), busy poll, CPU 1"]
 
 
 def test_a_stage_some_run_lacks_is_left_out_and_one_configuration_has_no_phases():

@@ -210,8 +210,26 @@ def phase_table(configs: list[Configuration], base: Configuration) -> dict[str, 
                         if i else None,
                         "vs_baseline": factor(run_values(base, stage_value(s, "p50")), p50, seed + 5)
                         if c is not base else None}
-        rows.append({"label": c.label, "cells": cells})
+        rows.append({"label": c.label, "cells": cells, "receive_path": receive_path(c.runs[0])})
     return {"stages": stages, "rows": rows}
+
+
+def receive_path(run: RunRecord) -> str:
+    """How a run's gateway received, in a few words: what each phase of a journey ran on."""
+    scen = run.manifest.get("scenario", {})
+    g = scen.get("gateway", {})
+    if scen.get("transport") != "udp":
+        return str(scen.get("transport", "?"))
+    xdp = (run.summary.get("gateway") or {}).get("af_xdp")
+    words = [f"AF_XDP ({xdp['attach_mode']}, {xdp['bind_mode']})" if xdp else "UDP socket",
+             "busy poll" if g.get("busy_poll") else ("poll" if xdp else "epoll")]
+    if g.get("cpu", -1) >= 0:
+        words.append(f"CPU {g['cpu']}")
+    if g.get("sched_fifo"):
+        words.append(f"SCHED_FIFO {g['sched_fifo']}")
+    if scen.get("shm_subscribers"):
+        words.append("shared-memory ring")
+    return ", ".join(words)
 
 
 def distribution_table(configs: list[Configuration]) -> list[dict[str, Any]]:
@@ -220,9 +238,14 @@ def distribution_table(configs: list[Configuration]) -> list[dict[str, Any]]:
     p99, mean}, end_to_end: {p50, p99, mean}}]. Empty when no run has subscriber hops."""
     out = []
     for c in configs:
-        first = c.runs[0].summary.get("latency", {}).get("hops", {}).get("to_subscriber", {})
+        def subscribers_of(r: RunRecord) -> dict[str, Any]:
+            return r.summary.get("latency", {}).get("hops", {}).get("to_subscriber", {})
+        shown = next((r for r in c.runs if subscribers_of(r)), None)  # an incomplete run may have none
+        if shown is None:
+            continue
+        first = subscribers_of(shown)
         kinds = {str(s["index"]): s.get("kind", "tcp")
-                 for s in c.runs[0].summary.get("reconciliation", {}).get("subscribers", [])}
+                 for s in shown.summary.get("reconciliation", {}).get("subscribers", [])}
         for key in first:
             def row(r: RunRecord, last: bool, key: str = key) -> dict[str, Any] | None:
                 rows = r.summary.get("latency", {}).get("hops", {}).get("to_subscriber", {}).get(key, [])
