@@ -61,6 +61,9 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.option("shm-policy", "overrun|wait", "live: a consumer a whole ring behind loses events (overrun, "
               "counted) or holds the producer up (wait)", "overrun");
   args.option("wait-shm-subscribers", "N", "live: wait (10 s at most) for N ring consumers before READY", "0");
+  args.option("publish-mqtt", "ADDR:PORT", "live: also publish each BBO frame as an MQTT message to this broker", "");
+  args.option("mqtt-topic", "TOPIC", "live: the MQTT topic (its end marker: TOPIC/end)", "itchbench/bbo");
+  args.option("mqtt-qos", "N", "live: MQTT QoS 0, 1 or 2", "1");
   args.option("cpu", "N", "pin the receive (hot path) thread to this CPU");
   args.option("publisher-cpu", "N", "pin the publisher thread to this CPU");
   args.option("sched-fifo", "PRIO", "run the receive thread SCHED_FIFO at this priority (1-99)");
@@ -148,6 +151,23 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   o.wait_shm_subscribers = args.get_u64("wait-shm-subscribers");
   if (o.wait_shm_subscribers && o.shm_name.empty()) args.fail("--wait-shm-subscribers needs --publish-shm");
   if (!o.shm_name.empty() && o.source == "sim") args.fail("--publish-shm applies to live sources");
+  const std::string mqtt = args.get("publish-mqtt");
+  if (!mqtt.empty()) {
+    const size_t colon = mqtt.rfind(':');
+    if (colon == std::string::npos || colon == 0) args.fail("--publish-mqtt takes ADDR:PORT");
+    o.mqtt_host = mqtt.substr(0, colon);
+    try {
+      const unsigned long port = std::stoul(mqtt.substr(colon + 1));
+      if (port == 0 || port > 65535) throw std::out_of_range("port");
+      o.mqtt_port = uint16_t(port);
+    } catch (const std::exception&) {
+      args.fail("--publish-mqtt: " + mqtt.substr(colon + 1) + " is not a port");
+    }
+    if (o.source == "sim") args.fail("--publish-mqtt applies to live sources");
+  }
+  o.mqtt_topic = args.get("mqtt-topic");
+  o.mqtt_qos = int(args.get_u64("mqtt-qos"));
+  if (o.mqtt_qos > 2) args.fail("--mqtt-qos takes 0, 1 or 2");
   if (args.has("cpu")) o.cpu = int(args.get_u64("cpu"));
   if (args.has("publisher-cpu")) o.publisher_cpu = int(args.get_u64("publisher-cpu"));
   if (args.has("sched-fifo")) {

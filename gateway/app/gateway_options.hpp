@@ -42,6 +42,10 @@ struct GatewayOptions {
   uint64_t shm_capacity = 65536;
   bool shm_wait = false;          // policy: wait for the slowest consumer (else overrun it)
   uint64_t wait_shm_subscribers = 0;
+  std::string mqtt_host;          // "": no MQTT publishing
+  uint16_t mqtt_port = 0;
+  std::string mqtt_topic = "itchbench/bbo";
+  int mqtt_qos = 1;
   // real time
   int cpu = -1;
   int publisher_cpu = -1;

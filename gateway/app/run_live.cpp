@@ -55,7 +55,16 @@ int run_live(const GatewayOptions& o) {
   if (!o.shm_name.empty())
     ring = std::make_unique<shm::ShmPublisher>(o.shm_name, uint32_t(o.shm_capacity),
                                                o.shm_wait ? shm::Policy::kWait : shm::Policy::kOverrun);
-  BboFanOut fan_out(publisher, ring.get());
+  std::unique_ptr<MqttPublisher> mqtt;
+  if (!o.mqtt_host.empty()) {
+    MqttOptions mo;
+    mo.host = o.mqtt_host;
+    mo.port = o.mqtt_port;
+    mo.topic = o.mqtt_topic;
+    mo.qos = o.mqtt_qos;
+    mqtt = std::make_unique<MqttPublisher>(mo);
+  }
+  BboFanOut fan_out(publisher, ring.get(), mqtt.get());
   Gateway<BboFanOut> gw(book, clock, logs.latency.get(), logs.bbo.get(), fan_out);
   const double overhead = timer_overhead_ns(clock);
   const bool timed = o.latency_log;
@@ -88,6 +97,7 @@ int run_live(const GatewayOptions& o) {
     serial_source = std::make_unique<SerialSource>(SerialSourceOptions{o.device, o.baud, o.idle_exit_ms});
   }
   publisher.start();
+  if (mqtt) mqtt->start();
   const unsigned feed_port = udp ? udp_source->port() : xdp ? xdp_source->port() : 0u;
   std::printf("LISTENING udp=%u tcp=%u%s%s\n", feed_port, unsigned(publisher.port()), ring ? " shm=" : "",
               ring ? o.shm_name.c_str() : "");
@@ -136,6 +146,7 @@ int run_live(const GatewayOptions& o) {
   const NoiseSnapshot noise = take_noise_snapshot();  // while the helper threads still live
   publisher.stop();
   if (ring) ring->close();  // consumers read to the end and stop
+  if (mqtt) mqtt->stop();   // the end marker, then the broker's acknowledgements
   logs.close();
 
   // Stopped by a signal, the input was not seen to its end.
@@ -207,6 +218,14 @@ int run_live(const GatewayOptions& o) {
   }
   j.end_array();
   j.end_object();
+  if (mqtt) {
+    const MqttCounters& mc = mqtt->counters();
+    j.key("mqtt").begin_object();
+    j.field("broker", o.mqtt_host + ":" + std::to_string(o.mqtt_port)).field("topic", o.mqtt_topic);
+    j.field("qos", uint64_t(o.mqtt_qos)).field("published", mc.published).field("ring_dropped", mc.ring_dropped);
+    j.field("sent", mc.sent.load()).field("errors", mc.errors.load()).field("acked", mc.acked.load());
+    j.end_object();
+  }
   if (ring) {
     const shm::ProducerCounters& rc = ring->counters();
     j.key("shm").begin_object();

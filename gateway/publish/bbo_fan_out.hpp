@@ -1,9 +1,11 @@
 // The live gateway's BBO publishers behind the one publish() the pipeline
-// calls: the TCP publisher always, the shared-memory ring when the run asks
-// for it. Each receives the same 48-byte frame: the BBO log's record.
+// calls: the TCP publisher always, the shared-memory ring and MQTT when the
+// run asks for them. Each receives the same 48-byte frame: the BBO log's
+// record.
 #pragma once
 #include "book/bbo.hpp"
 #include "log/log_format.hpp"
+#include "publish/mqtt_publisher.hpp"
 #include "publish/shm_ring.hpp"
 #include "publish/tcp_publisher.hpp"
 
@@ -24,16 +26,18 @@ inline logfmt::BboRecord bbo_frame(const BboEvent& e) {
 
 class BboFanOut {
  public:
-  BboFanOut(TcpPublisher& tcp, shm::ShmPublisher* ring) : tcp_(tcp), ring_(ring) {}
+  BboFanOut(TcpPublisher& tcp, shm::ShmPublisher* ring, MqttPublisher* mqtt) : tcp_(tcp), ring_(ring), mqtt_(mqtt) {}
   void publish(const BboEvent& e) {  // hot path
     const logfmt::BboRecord frame = bbo_frame(e);
     tcp_.publish(frame);
     if (ring_) ring_->publish(frame);
+    if (mqtt_) mqtt_->publish(frame);
   }
 
  private:
   TcpPublisher& tcp_;
   shm::ShmPublisher* ring_;
+  MqttPublisher* mqtt_;
 };
 
 }  // namespace itchbench

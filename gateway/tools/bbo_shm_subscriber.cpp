@@ -1,28 +1,21 @@
 // bbo-shm-subscriber: a consumer of the gateway's shared-memory BBO ring
 // (publish/shm_ring.hpp). Stamps each event as it arrives and writes what
-// a TCP subscriber writes, so reconciliation and hop tables take it as one:
-//   OUT       every BBO frame received, 48 bytes each (the BBO log's records)
-//   OUT.recv  subscriber log: seq and receive time (CLOCK_MONOTONIC) per event
-//   OUT.json  its slot, events read, events lost to overruns, how it ended
-// (OUT's suffix replaced, as the TCP subscriber names them.)
+// a TCP subscriber writes (publish/subscriber_output.hpp), so reconciliation
+// and hop tables take it as one; its OUT.json holds its slot, events read,
+// events lost to overruns and how it ended.
 #include <sched.h>
 #include <signal.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
-#include "log/mmap_log.hpp"
 #include "publish/shm_ring.hpp"
-#include "util/atomic_file.hpp"
+#include "publish/subscriber_output.hpp"
 #include "util/cli.hpp"
-#include "util/json_writer.hpp"
 #include "util/realtime.hpp"
 
 namespace {
@@ -33,24 +26,12 @@ constexpr uint32_t kSpinsBeforeYield = 256;
 volatile sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
-uint64_t monotonic_now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
-std::string with_suffix(const std::string& path, const char* suffix) {
-  const size_t slash = path.rfind('/'), dot = path.rfind('.');
-  return (dot != std::string::npos && (slash == std::string::npos || dot > slash) ? path.substr(0, dot) : path) + suffix;
-}
-
-void write_info(const std::string& path, const itchbench::shm::ShmConsumer& c, const std::string& ended) {
-  itchbench::JsonWriter j;
-  j.begin_object();
-  j.field("slot", uint64_t(c.slot())).field("pid", uint64_t(::getpid()));
-  j.field("read", c.read()).field("overruns", c.overruns()).field("ended", ended);
-  j.end_object();
-  itchbench::write_file_atomically(path, j.str());
+void write_info(const itchbench::SubscriberOutput& out, const itchbench::shm::ShmConsumer& c,
+                const std::string& ended) {
+  out.write_info([&](itchbench::JsonWriter& j) {
+    j.field("slot", uint64_t(c.slot())).field("pid", uint64_t(::getpid()));
+    j.field("read", c.read()).field("overruns", c.overruns()).field("ended", ended);
+  });
 }
 
 }  // namespace
@@ -99,16 +80,14 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
-  const std::string info = with_suffix(out, ".json");
-  write_info(info, *ring, "");
-  FILE* frames = std::fopen(out.c_str(), "wb");
-  if (!frames) {
-    std::fprintf(stderr, "bbo-shm-subscriber: %s: %s\n", out.c_str(), std::strerror(errno));
+  std::unique_ptr<SubscriberOutput> output;
+  try {
+    output = std::make_unique<SubscriberOutput>(out);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bbo-shm-subscriber: %s\n", e.what());
     return 1;
   }
-  SubscriberLog receipts(with_suffix(out, ".recv"), logfmt::Kind::kSubscriber,
-                         LogIdentity{logfmt::StageClock::kMonotonic, logfmt::OriginClock::kNone, "", ""},
-                         size_t(1) << 30);
+  write_info(*output, *ring, "");
   std::string ended = "signal";
   if (mode == "stuck") {
     while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -119,13 +98,7 @@ int main(int argc, char** argv) {
       const shm::ShmConsumer::Read got = ring->next(r);
       if (got == shm::ShmConsumer::Read::kEvent) {
         idle = 0;
-        const uint64_t t = monotonic_now();
-        std::fwrite(&r, sizeof r, 1, frames);
-        logfmt::SubscriberRecord& s = receipts.claim();
-        s.seq = r.seq;
-        s.t_received = t;
-        s.stock_locate = r.stock_locate;
-        SubscriberLog::commit(s, 0);
+        output->on_event(r, monotonic_now_ns());
         if (mode == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(1));
       } else if (got == shm::ShmConsumer::Read::kEnd) {
         ended = "end of stream";
@@ -137,8 +110,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::fclose(frames);
-  receipts.close();
-  write_info(info, *ring, ended);
+  output->close();
+  write_info(*output, *ring, ended);
   return 0;
 }

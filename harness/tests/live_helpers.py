@@ -9,7 +9,7 @@ from typing import Any
 from itchbench import paths, rundir
 from itchbench.runs import scenario
 
-MARKERS = ["itch-gateway", "bbo-shm-subscriber", "serial-replay", "udp-replay", "tcpreplay", "itchbench.runs.subscriber", "socat pty", "sleep infinity"]
+MARKERS = ["itch-gateway", "bbo-shm-subscriber", "bbo-mqtt-subscriber", "mosquitto -c", "serial-replay", "udp-replay", "tcpreplay", "itchbench.runs.subscriber", "socat pty", "sleep infinity"]
 
 
 def make_capture(tmp: Path, name: str, *args: str) -> Path:

@@ -164,12 +164,20 @@ def test_inspect_errors_on_non_captures(tool, tmp_path):
 
 
 @pytest.mark.parametrize("name, args, message", [
-    ("itch-gateway", ["--source", "carrier-pigeon", "--out", "/tmp"], "--source takes sim, udp or serial"),
+    ("itch-gateway", ["--source", "carrier-pigeon", "--out", "/tmp"], "--source takes sim, udp, af_xdp or serial"),
     ("itch-gateway", ["--source", "sim", "--out", "/nonexistent-dir", "--capture", "x"], "is not a directory"),
     ("itch-gateway", ["--source", "sim", "--out", "/tmp"], "--capture is required"),
     ("itch-gateway", ["--source", "serial", "--out", "/tmp"], "--device is required"),
     ("itch-gateway", ["--source", "udp", "--out", "/tmp", "--sched-fifo", "120"], "priority from 1 to 99"),
     ("itch-gateway", ["--source", "udp", "--out", "/tmp", "--slow-subscriber", "ignore"], "drop or disconnect"),
+    ("itch-gateway", ["--source", "af_xdp", "--out", "/tmp"], "--port (the feed's UDP port) is required with af_xdp"),
+    ("itch-gateway", ["--source", "udp", "--out", "/tmp", "--xdp-attach", "turbo"], "--xdp-attach takes auto, drv or skb"),
+    ("itch-gateway", ["--source", "udp", "--out", "/tmp", "--shm-capacity", "1000"], "--shm-capacity must be a power"),
+    ("itch-gateway", ["--source", "udp", "--out", "/tmp", "--publish-mqtt", "nohost"], "--publish-mqtt takes ADDR:PORT"),
+    ("itch-gateway", ["--source", "udp", "--out", "/tmp", "--mqtt-qos", "3"], "--mqtt-qos takes 0, 1 or 2"),
+    ("bbo-shm-subscriber", ["--name", "/x"], "--name and --out are required"),
+    ("bbo-shm-subscriber", ["--name", "/x", "--out", "x", "--mode", "lazy"], "--mode takes fast, slow or stuck"),
+    ("bbo-mqtt-subscriber", ["--out", "x"], "--port and --out are required"),
     ("serial-replay", ["cap.pcap"], "--device is required"),
     ("serial-replay", ["cap.pcap", "--device", "/dev/null", "--baud", "12"], "--baud must be 300..100000000"),
     ("serial-replay", ["cap.pcap", "--device", "/dev/null", "--timing", "vibes"], "--timing takes baud or capture"),

@@ -26,6 +26,7 @@ _TOOL_DIRS = {
     "itch-gateway": "gateway",
     "pcap-feed": "gateway",
     "bbo-shm-subscriber": "gateway",
+    "bbo-mqtt-subscriber": "gateway",
     "itch-synth": "replay",
     "itch2pcap": "replay",
     "serial-replay": "replay",

@@ -163,6 +163,9 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
         if sub.get("kind") == "shm":
             out.append(_shm_subscriber(sub, gw, run.dir / sub["file"], expected, checks))
             continue
+        if sub.get("kind") == "mqtt":
+            out.append(_mqtt_subscriber(sub, gw, run.dir / sub["file"], expected, checks))
+            continue
         path = run.dir / sub["file"]
         got = path.read_bytes() if path.exists() else b""
         conns = [by_port[p] for p in sub["local_ports"] if p in by_port]
@@ -204,6 +207,41 @@ def _shm_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expecte
             checks[f"{name} received the BBO log exactly"] = same
     return {**sub, "frames": len(got) // logs.BBO_DTYPE.itemsize, "frames_dropped": overruns, "closed_by": [],
             "identical_to_bbo_log": same}
+
+
+def _mqtt_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expected: bytes,
+                     checks: dict[str, bool]) -> dict[str, Any]:
+    """A subscriber through the MQTT broker: the gateway's count of what it published (its end marker) against
+    what the broker acknowledged and what the subscriber received; what did not arrive (QoS 0 may lose) is that
+    subscriber's loss; one that lost nothing must hold the BBO log byte for byte."""
+    got = path.read_bytes() if path.exists() else b""
+    mq = gw.get("mqtt", {})
+    name = f"subscriber {sub['index']} (MQTT, QoS {sub.get('qos')})"
+    rc, ended = sub.get("exit"), str(sub.get("ended", ""))
+    sent = int(mq.get("sent", -1))
+    if rc != 0 or not ended.startswith("end of stream"):
+        how = describe_exit(rc) if rc else ("stopped by the run: no end marker came" if ended in ("signal", "")
+                                            else ended)
+        checks[f"{name} ended with the stream ({how})"] = False
+        missing = 0
+    else:
+        checks[f"{name} heard the gateway's count (end marker = messages sent)"] = int(sub.get("announced", -1)) == sent
+        checks[f"{name} received only whole frames"] = int(sub.get("bad_size", 0)) == 0
+        missing = max(0, sent - int(sub.get("read", 0)))
+        if missing == 0:
+            checks[f"{name} received the BBO log exactly"] = got == expected
+    return {**sub, "frames": len(got) // logs.BBO_DTYPE.itemsize, "frames_dropped": missing, "closed_by": [],
+            "identical_to_bbo_log": got == expected}
+
+
+def _mqtt_gateway_checks(gw: dict[str, Any], checks: dict[str, bool]) -> None:
+    """The gateway's side of MQTT: every event handed over was sent, and the broker acknowledged each one."""
+    mq = gw.get("mqtt")
+    if mq is None:
+        return
+    checks["MQTT: every BBO event handed to the publisher was sent"] = (
+        mq["ring_dropped"] == 0 and mq["errors"] == 0 and mq["sent"] == mq["published"])
+    checks[f"MQTT: the broker acknowledged every message (QoS {mq['qos']})"] = mq["acked"] == mq["sent"]
 
 
 def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -352,6 +390,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     elif transport == "serial":
         rec["serial"] = _serial(run, gw, facts_of(capture, run.values["feed"]), checks)
     subs = _subscribers(run, gw, bbo, checks) if transport != "sim" else []
+    _mqtt_gateway_checks(gw, checks)
     if transport != "sim":
         rec["subscribers"] = subs
     rec["loss"] = _loss(transport, rec, subs)
@@ -377,8 +416,8 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         "feed": _feed_facts(capture, run.values["feed"]),
         "book": gw["book"],
         "reconciliation": rec,
-        "gateway": {k: gw[k] for k in ("stop_reason", "udp", "af_xdp", "serial", "publisher", "shm", "realtime",
-                                       "capture_stats", "rt_throttling") if k in gw},
+        "gateway": {k: gw[k] for k in ("stop_reason", "udp", "af_xdp", "serial", "publisher", "shm", "mqtt",
+                                       "realtime", "capture_stats", "rt_throttling") if k in gw},
         "noise": noise.summarise(run.cpu_noise, gw.get("noise"), gw.get("rt_throttling")),
         "performance": {"elapsed_s": gw["elapsed_s"], "messages_per_s": gw["messages_per_s"],
                         "timer_overhead_ns": gw["clock"]["timer_overhead_ns"], "stage_clock": gw["clock"]["stage"]},

@@ -51,6 +51,15 @@ def _shm_modes(v: list) -> bool | str:
     return not bad or f"has unknown shared-memory subscriber modes {bad} (fast, stuck, slow)"
 
 
+def _targets(v: list) -> bool | str:
+    bad = [t for t in v if t not in ("tcp", "mqtt")]
+    return (not bad and "tcp" in v) or "must name tcp (always on) and maybe mqtt"
+
+
+def _topic(v: str) -> bool | str:
+    return (bool(v) and not set(v) & set("#+") and not v.startswith("$")) or "must be a plain topic (no #, +, $)"
+
+
 def _benchmarks(v: list) -> bool | str:
     bad = [b for b in v if b not in MICROBENCH_BINARIES]
     return not bad or f"names unknown benchmark binaries {bad} ({', '.join(MICROBENCH_BINARIES)})"
@@ -95,6 +104,13 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
                          "the rest are fast. Only fast ones must receive every frame"),
     "shm_subscribers": (int, 0, _between(0, 16), "live runs: consumers of the gateway's shared-memory BBO ring "
                         "(bbo-shm-subscriber), beside the TCP subscribers; docs/shm-ring.md"),
+    "publish": (list, ["tcp"], _targets, "live runs: where the gateway publishes BBO: tcp (always on), mqtt (a "
+                "Mosquitto broker the run starts; docs/distribution.md)"),
+    "mqtt": {
+        "subscribers": (int, 1, _between(0, 16), "bbo-mqtt-subscriber processes on the broker"),
+        "qos": (int, 1, _between(0, 2), "QoS of the gateway's messages and of the subscriptions"),
+        "topic": (str, "itchbench/bbo", _topic, "the BBO topic (its end marker: TOPIC/end)"),
+    },
     "shm_subscriber_modes": (list, [], _shm_modes, "modes of the first ring consumers (fast, slow, stuck); the "
                              "rest are fast"),
     "replay": {
@@ -233,6 +249,9 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
                             f"but shm_subscribers = {out['shm_subscribers']}")
     if out["shm_subscribers"] and out["transport"] == "sim":
         raise ScenarioError(f"{origin}: shm_subscribers apply to live transports (the simulation publishes nothing)")
+    if "mqtt" in out["publish"] and out["transport"] == "sim":
+        raise ScenarioError(f"{origin}: publish = [\"mqtt\"] applies to live transports (the simulation publishes "
+                            "nothing)")
     if len(out["subscriber_modes"]) > out["subscribers"]:
         raise ScenarioError(f"{origin}: subscriber_modes names {len(out['subscriber_modes'])} subscribers "
                             f"but subscribers = {out['subscribers']}")

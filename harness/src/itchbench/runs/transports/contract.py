@@ -15,6 +15,7 @@ under compare: ITCHBENCH_GATEWAY).
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -23,6 +24,7 @@ from ... import paths, rundir
 from ...captures.compressed import compression_of
 from ...gateways import adapter, contract
 from .. import environment
+from ..brokers import mosquitto
 from ..deadlines import sim_seconds
 from ..failure import RunError
 from . import subscribers
@@ -35,6 +37,14 @@ if TYPE_CHECKING:
     from ..run import Run
 
 INPUT_OF = {"udp": "udp", "serial": "serial", "sim": "file"}
+MQTT_PORT = 1883  # inside the run's own namespace: no clash with anything
+
+
+def free_loopback_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the serial transport's broker runs on the host's loopback)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def built_in_contract() -> Path:
@@ -140,19 +150,26 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         run.say(f"  building {c.name} in {worktree}")
         adapter.build(c, worktree, commit=str(under.get("commit") or "WORKTREE"),
                       build_dir=run.dir / "gateway-build", log=run.dir / "build.log")
+    live = transport != "sim"
+    mqtt = live and "mqtt" in run.values["publish"]
+    if (run.values["shm_subscribers"] or mqtt) and not any("itchbench_flags" in cmd for cmd in c.commands.values()):
+        raise RunError("setup", f"{c.path}: shm_subscribers and publish = [\"mqtt\"] need a gateway that publishes "
+                                "as itchbench's does (--publish-shm, --publish-mqtt, passed in {itchbench_flags}); "
+                                "this contract's commands do not take {itchbench_flags}")
+    ns = private_netns(run, group) if transport == "udp" else None
+    wrap = ns.wrap if ns is not None else (lambda cmd: cmd)
+    if mqtt:  # the broker and its subscribers first: nothing the gateway publishes may go unseen
+        run.say("  starting the MQTT broker (mosquitto)")
+        port = MQTT_PORT if ns is not None else free_loopback_port()
+        run.extras.setdefault("brokers", {})["mqtt"] = mosquitto.start(run, group, wrap, port)
+        subscribers.start_mqtt(run, group, wrap)
     commit = under.get("commit") or (environment.commit_label(run.env["git"]) if env else "WORKTREE")
     values: dict[str, object] = {"run_id": run.run_id, "commit": commit,
                                  "itchbench_flags": " ".join(itchbench_flags(run, input_kind))}
-    ns = private_netns(run, group) if transport == "udp" else None
-    wrap = ns.wrap if ns is not None else (lambda cmd: cmd)
     driver = adapter.ContractGateway(c, run.dir, group, wrap, worktree=worktree, env=env)
-    if run.values["shm_subscribers"] and not any("itchbench_flags" in cmd for cmd in c.commands.values()):
-        raise RunError("setup", f"{c.path}: shm_subscribers need a gateway that publishes itchbench's shared-memory "
-                                "ring (--publish-shm, passed in {itchbench_flags}); this contract's commands do not "
-                                "take {itchbench_flags}")
     wants_subscribers = run.values["subscribers"] or run.values["shm_subscribers"]
-    on_port = subscribers.starter(run, group, wrap) if wants_subscribers and transport != "sim" else None
-    if not c.subscriber_port and run.values["subscribers"] and transport != "sim":
+    on_port = subscribers.starter(run, group, wrap) if wants_subscribers and live else None
+    if not c.subscriber_port and run.values["subscribers"] and live:
         run.extras["subscribers_not_served"] = "the gateway's contract names no subscriber port ([subscribers])"
     if transport == "udp":
         assert ns is not None

@@ -41,6 +41,10 @@ def itchbench_flags(run: "Run", input_kind: str) -> list[str]:
         args += ["--sched-fifo", str(g["sched_fifo"])]
     if g["mlockall"]:
         args.append("--mlockall")
+    if "mqtt" in run.values["publish"]:
+        m = run.values["mqtt"]
+        args += ["--publish-mqtt", f"127.0.0.1:{run.extras['brokers']['mqtt']['port']}", "--mqtt-topic", m["topic"],
+                 "--mqtt-qos", str(m["qos"])]
     if run.values["shm_subscribers"]:
         args += ["--publish-shm", shm_name(run), "--shm-capacity", str(g["shm_capacity"]),
                  "--shm-policy", g["shm_policy"], "--wait-shm-subscribers", str(run.values["shm_subscribers"])]

@@ -10,9 +10,11 @@ import sys
 from typing import TYPE_CHECKING, Callable
 
 import os
+import time
 
 from ... import paths, rundir
 from ..deadlines import SUBSCRIBER_DRAIN_S
+from ..failure import RunError, describe_exit
 from .gateway import shm_name
 from .live import off_the_gateway_cpu
 
@@ -47,6 +49,31 @@ def starter(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[
     return start
 
 
+MQTT_SUBSCRIBE_TIMEOUT_S = 10.0
+
+
+def start_mqtt(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]]) -> None:
+    """The scenario's MQTT subscribers on the run's broker, numbered after the TCP and shared-memory ones; back
+    once the broker has acknowledged each one's subscription."""
+    m, port = run.values["mqtt"], run.extras["brokers"]["mqtt"]["port"]
+    first = run.values["subscribers"] + run.values["shm_subscribers"]
+    infos = []
+    for k in range(m["subscribers"]):
+        out = run.dir / f"subscriber-{first + k}.bbo"
+        cmd = [str(paths.tool("bbo-mqtt-subscriber")), "--port", str(port), "--topic", m["topic"],
+               "--qos", str(m["qos"]), "--out", str(out)]
+        proc = group.start(f"subscriber-{first + k}", wrap(off_the_gateway_cpu(run, cmd)))
+        run.mqtt_procs.append((proc, out, "fast"))
+        infos.append((proc, out.with_suffix(".json")))
+    deadline = time.monotonic() + MQTT_SUBSCRIBE_TIMEOUT_S
+    for proc, info in infos:
+        while not (info.exists() and rundir.read_json(info).get("subscribed")):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RunError("setup", f"MQTT subscriber {info.stem} did not subscribe "
+                                        f"({describe_exit(proc.poll()) if proc.poll() is not None else 'in time'})")
+            time.sleep(0.02)
+
+
 def _unlink(path: str) -> None:
     try:
         os.unlink(path)
@@ -58,7 +85,8 @@ def finish(run: "Run", group: "ProcessGroup") -> None:
     """After the gateway has ended: each subscriber's end (a fast one has SUBSCRIBER_DRAIN_S to see the close)."""
     results = []
     first_shm = run.values["subscribers"]
-    for i, (proc, out, mode) in enumerate(run.subscriber_procs):
+    first_mqtt = first_shm + run.values["shm_subscribers"]
+    for i, (proc, out, mode) in enumerate(run.subscriber_procs + run.mqtt_procs):
         timed_out = False
         if mode == "fast" or (i >= first_shm and mode == "slow"):  # these end by themselves with the stream
             try:
@@ -70,7 +98,11 @@ def finish(run: "Run", group: "ProcessGroup") -> None:
         info = rundir.read_json(info_path) if info_path.exists() else {}
         entry = {"index": i, "file": out.name, "mode": mode, "bytes": out.stat().st_size if out.exists() else 0,
                  "exit": proc.returncode, "timed_out": timed_out, "local_ports": info.get("local_ports", [])}
-        if i >= first_shm:
+        if i >= first_mqtt:
+            entry.update({"kind": "mqtt", "qos": run.values["mqtt"]["qos"], "read": info.get("received", 0),
+                          "announced": info.get("announced", 0), "bad_size": info.get("bad_size", 0),
+                          "ended": info.get("ended", "")})
+        elif i >= first_shm:
             entry.update({"kind": "shm", "slot": info.get("slot"), "read": info.get("read", 0),
                           "overruns": info.get("overruns", 0), "ended": info.get("ended", "")})
         results.append(entry)

@@ -1,0 +1,95 @@
+#include "publish/mqtt_publisher.hpp"
+
+#include <mosquitto.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "util/realtime.hpp"
+#include "util/thread_noise.hpp"
+
+namespace itchbench {
+
+namespace {
+// libmosquitto's global state, set up once for the process.
+struct MosquittoLibrary {
+  MosquittoLibrary() { mosquitto_lib_init(); }
+  ~MosquittoLibrary() { mosquitto_lib_cleanup(); }
+};
+void ensure_library() { static MosquittoLibrary library; }
+
+std::string where(const MqttOptions& o) { return "MQTT broker " + o.host + ":" + std::to_string(o.port); }
+}  // namespace
+
+MqttPublisher::MqttPublisher(const MqttOptions& options) : options_(options) {
+  if (options.qos < 0 || options.qos > 2) throw std::invalid_argument("MQTT QoS must be 0, 1 or 2");
+  ensure_library();
+  const std::string id = "itch-gateway-" + std::to_string(::getpid());
+  mosq_ = mosquitto_new(id.c_str(), true, this);
+  if (!mosq_) throw std::runtime_error("MQTT: cannot create a client");
+  mosquitto_publish_callback_set(mosq_, &MqttPublisher::on_publish);
+  // Messages queued beyond what is in flight wait in libmosquitto, not on the hot path.
+  mosquitto_int_option(mosq_, MOSQ_OPT_SEND_MAXIMUM, 1000);
+  const int rc = mosquitto_connect(mosq_, options.host.c_str(), options.port, 60);
+  if (rc != MOSQ_ERR_SUCCESS) {
+    mosquitto_destroy(mosq_);
+    throw std::runtime_error(where(options) + ": cannot connect: " + mosquitto_strerror(rc));
+  }
+  if (mosquitto_loop_start(mosq_) != MOSQ_ERR_SUCCESS) {
+    mosquitto_destroy(mosq_);
+    throw std::runtime_error("MQTT: cannot start libmosquitto's network thread");
+  }
+}
+
+MqttPublisher::~MqttPublisher() {
+  stop(0);
+  mosquitto_disconnect(mosq_);
+  mosquitto_loop_stop(mosq_, false);
+  mosquitto_destroy(mosq_);
+}
+
+void MqttPublisher::on_publish(struct mosquitto*, void* self, int mid) {
+  auto* p = static_cast<MqttPublisher*>(self);
+  if (uint64_t(mid) != p->end_mid_.load()) p->counters_.acked.fetch_add(1, std::memory_order_relaxed);
+}
+
+void MqttPublisher::drain() {
+  logfmt::BboRecord r;
+  while (ring_.pop(r)) {
+    const int rc = mosquitto_publish(mosq_, nullptr, options_.topic.c_str(), int(sizeof r), &r, options_.qos, false);
+    if (rc == MOSQ_ERR_SUCCESS)
+      counters_.sent.fetch_add(1, std::memory_order_relaxed);
+    else
+      counters_.errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void MqttPublisher::start() {
+  thread_ = std::thread([this] {
+    leave_hot_thread_alone();
+    name_current_thread("bbo-mqtt");
+    while (!stopping_.load(std::memory_order_acquire)) {
+      drain();
+      std::this_thread::sleep_for(std::chrono::microseconds(options_.poll_interval_us));
+    }
+    drain();
+  });
+}
+
+void MqttPublisher::stop(uint64_t flush_ms) {
+  if (!thread_.joinable()) return;
+  stopping_.store(true, std::memory_order_release);
+  thread_.join();
+  const std::string count = std::to_string(counters_.sent.load());
+  int mid = 0;
+  if (mosquitto_publish(mosq_, &mid, (options_.topic + "/end").c_str(), int(count.size()), count.data(), 1,
+                        false) == MOSQ_ERR_SUCCESS)
+    end_mid_.store(uint64_t(mid));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(flush_ms);
+  while (!all_acked() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(flush_ms ? 50 : 0));  // the end marker on its way
+}
+
+}  // namespace itchbench

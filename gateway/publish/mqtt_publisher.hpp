@@ -1,0 +1,71 @@
+// MQTT BBO publisher: every BBO event as one MQTT message (the 48-byte
+// frame, gateway/log/FORMAT.md) on a topic of a real broker (Eclipse
+// Mosquitto, through libmosquitto). Off the hot path as the TCP publisher
+// is: publish() only pushes into a lock-free SPSC ring; a thread of its own
+// drains the ring into libmosquitto, whose network thread talks to the
+// broker. At stop it publishes, on TOPIC/end, how many events it published,
+// so subscribers know the stream's end and its length, and waits (bounded)
+// for the broker's acknowledgements (QoS 1 and 2).
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include "log/log_format.hpp"
+#include "pipeline/spsc_ring.hpp"
+
+struct mosquitto;
+
+namespace itchbench {
+
+struct MqttOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 1883;
+  std::string topic = "itchbench/bbo";
+  int qos = 0;
+  uint64_t poll_interval_us = 50;  // how often the thread drains the ring
+};
+
+struct MqttCounters {
+  uint64_t published = 0;     // hot path: events handed over
+  uint64_t ring_dropped = 0;  // hot path: the ring was full
+  std::atomic<uint64_t> sent{0};      // accepted by libmosquitto
+  std::atomic<uint64_t> errors{0};    // refused by libmosquitto (connection lost, out of memory)
+  std::atomic<uint64_t> acked{0};     // acknowledged by the broker (QoS 1, 2); sent on the wire for QoS 0
+};
+
+class MqttPublisher {
+ public:
+  explicit MqttPublisher(const MqttOptions& options);  // connects (5 s at most); throws naming the broker
+  ~MqttPublisher();
+  MqttPublisher(const MqttPublisher&) = delete;
+  MqttPublisher& operator=(const MqttPublisher&) = delete;
+
+  void start();
+  void publish(const logfmt::BboRecord& frame) {  // hot path
+    if (ring_.push(frame))
+      ++counters_.published;
+    else
+      ++counters_.ring_dropped;
+  }
+  // Drains the ring, publishes the end marker, waits up to flush_ms for acknowledgements, disconnects.
+  void stop(uint64_t flush_ms = 5000);
+  const MqttCounters& counters() const { return counters_; }
+  const MqttOptions& options() const { return options_; }
+  bool all_acked() const { return counters_.acked.load() == counters_.sent.load(); }
+
+ private:
+  void drain();
+  static void on_publish(struct mosquitto*, void* self, int mid);
+
+  MqttOptions options_;
+  struct mosquitto* mosq_ = nullptr;
+  SpscRing<logfmt::BboRecord> ring_{1 << 16};
+  MqttCounters counters_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> end_mid_{0};  // the end marker's message id, once sent
+  std::thread thread_;
+};
+
+}  // namespace itchbench

@@ -1,0 +1,142 @@
+// bbo-mqtt-subscriber: a subscriber of the gateway's BBO stream through an
+// MQTT broker (publish/mqtt_publisher.hpp), with libmosquitto. Subscribes
+// to TOPIC and TOPIC/end, stamps each message as libmosquitto hands it over
+// and writes what every subscriber of ours writes
+// (publish/subscriber_output.hpp). It ends once the end marker has come
+// and every event it announced has arrived, or --grace-ms after the marker
+// (QoS 0 may lose messages: those are counted, never waited for).
+// OUT.json: "subscribed" (once the broker acknowledged), events received,
+// events the gateway said it published, how it ended.
+#include <mosquitto.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "publish/subscriber_output.hpp"
+#include "util/cli.hpp"
+
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+struct State {
+  std::string topic, end_topic;
+  int qos = 0;
+  itchbench::SubscriberOutput* out = nullptr;
+  bool subscribed = false;
+  bool end_seen = false;
+  uint64_t announced = 0;
+  uint64_t bad_size = 0;  // messages that were not one 48-byte frame
+  std::chrono::steady_clock::time_point end_at;
+};
+
+void write_info(const State& s, const std::string& ended) {
+  s.out->write_info([&](itchbench::JsonWriter& j) {
+    j.field("subscribed", s.subscribed).field("received", s.out->events()).field("bad_size", s.bad_size);
+    j.field("announced", s.announced).field("end_seen", s.end_seen).field("ended", ended);
+  });
+}
+
+void on_connect(struct mosquitto* m, void* self, int rc) {
+  auto* s = static_cast<State*>(self);
+  if (rc != 0) return;
+  char* const topics[] = {s->topic.data(), s->end_topic.data()};
+  mosquitto_subscribe_multiple(m, nullptr, 2, topics, s->qos, 0, nullptr);
+}
+
+void on_subscribe(struct mosquitto*, void* self, int, int, const int*) {
+  auto* s = static_cast<State*>(self);
+  s->subscribed = true;
+  write_info(*s, "");
+}
+
+void on_message(struct mosquitto*, void* self, const struct mosquitto_message* msg) {
+  const uint64_t t = itchbench::monotonic_now_ns();  // first, before anything else is done with it
+  auto* s = static_cast<State*>(self);
+  if (s->end_topic == msg->topic) {
+    s->announced = std::strtoull(std::string(static_cast<const char*>(msg->payload), size_t(msg->payloadlen)).c_str(),
+                                 nullptr, 10);
+    s->end_seen = true;
+    s->end_at = std::chrono::steady_clock::now();
+    return;
+  }
+  if (msg->payloadlen != int(sizeof(itchbench::logfmt::BboRecord))) {
+    ++s->bad_size;
+    return;
+  }
+  itchbench::logfmt::BboRecord r;
+  std::memcpy(&r, msg->payload, sizeof r);
+  s->out->on_event(r, t);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace itchbench;
+  cli::Args args("bbo-mqtt-subscriber", "bbo-mqtt-subscriber --port PORT --topic TOPIC --out FILE [options]",
+                 "A subscriber of the gateway's BBO stream through an MQTT broker (itch-gateway --publish-mqtt).\n"
+                 "Exit status: 0 the stream ended (or SIGTERM), 1 the broker could not be reached, 2 usage.");
+  args.option("host", "ADDR", "the broker", "127.0.0.1");
+  args.option("port", "PORT", "the broker's port");
+  args.option("topic", "TOPIC", "the BBO topic (its end marker: TOPIC/end)", "itchbench/bbo");
+  args.option("qos", "N", "subscription QoS 0, 1 or 2", "1");
+  args.option("out", "FILE", "where the frames go (FILE.recv, FILE.json beside it)");
+  args.option("grace-ms", "MS", "after the end marker, how long to wait for events still missing", "2000");
+  args.parse(argc, argv);
+  if (!args.has("port") || !args.has("out")) args.fail("--port and --out are required");
+  State s;
+  s.topic = args.get("topic");
+  s.end_topic = s.topic + "/end";
+  s.qos = int(args.get_u64("qos"));
+  if (s.qos > 2) args.fail("--qos takes 0, 1 or 2");
+  const auto grace = std::chrono::milliseconds(args.get_u64("grace-ms"));
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+
+  std::unique_ptr<SubscriberOutput> output;
+  try {
+    output = std::make_unique<SubscriberOutput>(args.get("out"));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bbo-mqtt-subscriber: %s\n", e.what());
+    return 1;
+  }
+  s.out = output.get();
+  mosquitto_lib_init();
+  struct mosquitto* m = mosquitto_new(nullptr, true, &s);
+  mosquitto_connect_callback_set(m, on_connect);
+  mosquitto_subscribe_callback_set(m, on_subscribe);
+  mosquitto_message_callback_set(m, on_message);
+  const int rc = mosquitto_connect(m, args.get("host").c_str(), int(args.get_u64("port")), 60);
+  if (rc != MOSQ_ERR_SUCCESS) {
+    std::fprintf(stderr, "bbo-mqtt-subscriber: MQTT broker %s:%s: %s\n", args.get("host").c_str(),
+                 args.get("port").c_str(), mosquitto_strerror(rc));
+    return 1;
+  }
+  std::string ended = "signal";
+  while (!g_stop) {
+    const int lr = mosquitto_loop(m, 10, 1);
+    if (lr != MOSQ_ERR_SUCCESS && lr != MOSQ_ERR_NO_CONN) mosquitto_reconnect(m);  // a broker restart: go on
+    if (s.end_seen && output->events() >= s.announced) {
+      ended = "end of stream";
+      break;
+    }
+    if (s.end_seen && std::chrono::steady_clock::now() - s.end_at > grace) {
+      ended = "end of stream, events missing";
+      break;
+    }
+  }
+  mosquitto_disconnect(m);
+  mosquitto_destroy(m);
+  mosquitto_lib_cleanup();
+  output->close();
+  write_info(s, ended);
+  return 0;
+}

@@ -1,0 +1,93 @@
+"""BBO distribution through a real MQTT broker (Mosquitto, started by the
+run): every subscriber's stream against the fixture's golden digest
+(fixtures/manifest.json), over UDP and serial; a subscriber killed and a
+broker killed mid-run give a verdict that names them, never a hang, and
+nothing is left running."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from itchbench.captures import fixtures
+from itchbench.runs import runner
+
+from live_helpers import config, leftover_processes, summary_of
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+SEED = fixtures.load_manifest()[0]
+
+
+def _run(tmp_path: Path, transport: str = "udp", pps: int = 20000, **values) -> tuple[Path, dict]:
+    tables = {"serial": {"baud": 2_000_000}} if transport == "serial" else {
+        "replay": {"sender": "udp-replay", "rate": "pps", "pps": pps}}
+    v = {**config(SEED.path, transport, **tables), "subscribers": 0, "publish": ["tcp", "mqtt"]}
+    for key, value in values.items():
+        v[key] = {**v[key], **value} if isinstance(value, dict) else value
+    run = runner.execute(v, f"mqtt-{transport}", root=tmp_path, echo=False)
+    return run, summary_of(run)
+
+
+def _no_broker_left(run: Path) -> bool:
+    """The run's own broker is gone (a system-wide mosquitto, if the machine has one, is not ours)."""
+    return subprocess.run(["pgrep", "-f", f"mosquitto -c {run}/"], capture_output=True).returncode != 0
+
+
+@pytest.mark.parametrize("transport", ["udp", "serial"])
+def test_every_mqtt_subscriber_receives_the_golden_bbo_stream(tmp_path, transport):
+    run, s = _run(tmp_path, transport, mqtt={"subscribers": 2, "qos": 1})
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    subs = s["reconciliation"]["subscribers"]
+    assert [(x["kind"], x["read"]) for x in subs] == [("mqtt", SEED.golden["bbo_events"])] * 2
+    for x in subs:  # the golden digest is the SHA-256 of the BBO records
+        assert "sha256:" + hashlib.sha256((run / x["file"]).read_bytes()).hexdigest() == SEED.golden["bbo_digest"]
+    mq = s["gateway"]["mqtt"]
+    assert mq["sent"] == mq["acked"] == SEED.golden["bbo_events"]
+    broker = s["transport_details"]["brokers"]["mqtt"]
+    assert broker["version"].startswith("mosquitto version") and (run / "mosquitto.conf").is_file()
+    assert (run / "mosquitto.log").is_file() and _no_broker_left(run) and leftover_processes() == []
+
+
+def _kill_when_running(argv0: str, sig: signal.Signals, after_s: float) -> threading.Thread:
+    def kill() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            pids = subprocess.run(["pgrep", "-f", argv0], capture_output=True, text=True).stdout.split()
+            if pids:
+                time.sleep(after_s)
+                os.kill(int(pids[0]), sig)
+                return
+            time.sleep(0.02)
+    t = threading.Thread(target=kill)
+    t.start()
+    return t
+
+
+def test_a_subscriber_killed_mid_run_is_named(tmp_path):
+    killer = _kill_when_running("bbo-mqtt-subscriber --port", signal.SIGKILL, 1.5)
+    run, s = _run(tmp_path, pps=2000, mqtt={"subscribers": 1})  # 7,001 packets: 3.5 s
+    killer.join()
+    assert s["verdict"]["headline"] == "NOT BALANCED: subscriber 0 (MQTT, QoS 1) ended with the stream (killed by SIGKILL)"
+    assert _no_broker_left(run) and leftover_processes() == []
+
+
+def test_a_broker_killed_mid_run_gives_a_verdict_not_a_hang(tmp_path):
+    killer = _kill_when_running("mosquitto -c", signal.SIGKILL, 1.5)
+    t0 = time.monotonic()
+    run, s = _run(tmp_path, pps=2000, mqtt={"subscribers": 1})
+    killer.join()
+    assert time.monotonic() - t0 < 90
+    assert s["verdict"]["status"] == "unbalanced" and s["verdict"]["exit_status"] == 1
+    # The gateway could not send what came after the broker's end; the subscriber never saw the end marker.
+    assert "MQTT: every BBO event handed to the publisher was sent" in s["verdict"]["headline"]
+    assert ("subscriber 0 (MQTT, QoS 1) ended with the stream (stopped by the run: no end marker came)"
+            in s["verdict"]["headline"])
+    assert s["gateway"]["mqtt"]["errors"] > 0
+    assert _no_broker_left(run) and leftover_processes() == []
