@@ -64,6 +64,12 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.option("publish-mqtt", "ADDR:PORT", "live: also publish each BBO frame as an MQTT message to this broker", "");
   args.option("mqtt-topic", "TOPIC", "live: the MQTT topic (its end marker: TOPIC/end)", "itchbench/bbo");
   args.option("mqtt-qos", "N", "live: MQTT QoS 0, 1 or 2", "1");
+  args.option("publish-kafka", "ADDR:PORT", "live: also produce each BBO frame as a Kafka record to this broker", "");
+  args.option("kafka-topic", "TOPIC", "live: the Kafka topic (partition 0; its end marker: key \"end\")",
+              "itchbench-bbo");
+  args.option("kafka-acks", "0|1|all", "live: Kafka producer acks", "1");
+  args.option("kafka-linger-ms", "MS", "live: Kafka producer linger.ms", "0");
+  args.option("kafka-batch", "N", "live: Kafka producer batch.num.messages", "10000");
   args.option("cpu", "N", "pin the receive (hot path) thread to this CPU");
   args.option("publisher-cpu", "N", "pin the publisher thread to this CPU");
   args.option("sched-fifo", "PRIO", "run the receive thread SCHED_FIFO at this priority (1-99)");
@@ -165,6 +171,14 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
     }
     if (o.source == "sim") args.fail("--publish-mqtt applies to live sources");
   }
+  o.kafka_brokers = args.get("publish-kafka");
+  if (!o.kafka_brokers.empty() && o.source == "sim") args.fail("--publish-kafka applies to live sources");
+  o.kafka_topic = args.get("kafka-topic");
+  o.kafka_acks = args.get("kafka-acks");
+  if (o.kafka_acks != "0" && o.kafka_acks != "1" && o.kafka_acks != "all") args.fail("--kafka-acks takes 0, 1 or all");
+  o.kafka_linger_ms = args.get_u64("kafka-linger-ms");
+  o.kafka_batch = args.get_u64("kafka-batch");
+  if (o.kafka_batch == 0) args.fail("--kafka-batch must be at least 1");
   o.mqtt_topic = args.get("mqtt-topic");
   o.mqtt_qos = int(args.get_u64("mqtt-qos"));
   if (o.mqtt_qos > 2) args.fail("--mqtt-qos takes 0, 1 or 2");

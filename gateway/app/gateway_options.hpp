@@ -46,6 +46,11 @@ struct GatewayOptions {
   uint16_t mqtt_port = 0;
   std::string mqtt_topic = "itchbench/bbo";
   int mqtt_qos = 1;
+  std::string kafka_brokers;      // "": no Kafka producing
+  std::string kafka_topic = "itchbench-bbo";
+  std::string kafka_acks = "1";
+  uint64_t kafka_linger_ms = 0;
+  uint64_t kafka_batch = 10000;
   // real time
   int cpu = -1;
   int publisher_cpu = -1;

@@ -64,7 +64,17 @@ int run_live(const GatewayOptions& o) {
     mo.qos = o.mqtt_qos;
     mqtt = std::make_unique<MqttPublisher>(mo);
   }
-  BboFanOut fan_out(publisher, ring.get(), mqtt.get());
+  std::unique_ptr<KafkaPublisher> kafka;
+  if (!o.kafka_brokers.empty()) {
+    KafkaOptions ko;
+    ko.brokers = o.kafka_brokers;
+    ko.topic = o.kafka_topic;
+    ko.acks = o.kafka_acks;
+    ko.linger_ms = o.kafka_linger_ms;
+    ko.batch_messages = o.kafka_batch;
+    kafka = std::make_unique<KafkaPublisher>(ko);
+  }
+  BboFanOut fan_out(publisher, ring.get(), mqtt.get(), kafka.get());
   Gateway<BboFanOut> gw(book, clock, logs.latency.get(), logs.bbo.get(), fan_out);
   const double overhead = timer_overhead_ns(clock);
   const bool timed = o.latency_log;
@@ -98,6 +108,7 @@ int run_live(const GatewayOptions& o) {
   }
   publisher.start();
   if (mqtt) mqtt->start();
+  if (kafka) kafka->start();
   const unsigned feed_port = udp ? udp_source->port() : xdp ? xdp_source->port() : 0u;
   std::printf("LISTENING udp=%u tcp=%u%s%s\n", feed_port, unsigned(publisher.port()), ring ? " shm=" : "",
               ring ? o.shm_name.c_str() : "");
@@ -147,6 +158,7 @@ int run_live(const GatewayOptions& o) {
   publisher.stop();
   if (ring) ring->close();  // consumers read to the end and stop
   if (mqtt) mqtt->stop();   // the end marker, then the broker's acknowledgements
+  if (kafka) kafka->stop();  // the end marker, then a flush
   logs.close();
 
   // Stopped by a signal, the input was not seen to its end.
@@ -224,6 +236,15 @@ int run_live(const GatewayOptions& o) {
     j.field("broker", o.mqtt_host + ":" + std::to_string(o.mqtt_port)).field("topic", o.mqtt_topic);
     j.field("qos", uint64_t(o.mqtt_qos)).field("published", mc.published).field("ring_dropped", mc.ring_dropped);
     j.field("sent", mc.sent.load()).field("errors", mc.errors.load()).field("acked", mc.acked.load());
+    j.end_object();
+  }
+  if (kafka) {
+    const KafkaCounters& kc = kafka->counters();
+    j.key("kafka").begin_object();
+    j.field("brokers", o.kafka_brokers).field("topic", o.kafka_topic).field("acks", o.kafka_acks);
+    j.field("linger_ms", o.kafka_linger_ms).field("batch", o.kafka_batch);
+    j.field("published", kc.published).field("ring_dropped", kc.ring_dropped).field("sent", kc.produced.load());
+    j.field("errors", kc.errors.load()).field("acked", kc.delivered.load()).field("failed", kc.failed.load());
     j.end_object();
   }
   if (ring) {

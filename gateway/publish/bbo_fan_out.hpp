@@ -1,10 +1,11 @@
 // The live gateway's BBO publishers behind the one publish() the pipeline
-// calls: the TCP publisher always, the shared-memory ring and MQTT when the
-// run asks for them. Each receives the same 48-byte frame: the BBO log's
+// calls: the TCP publisher always, the shared-memory ring, MQTT and Kafka
+// when the run asks for them. Each receives the same 48-byte frame: the BBO log's
 // record.
 #pragma once
 #include "book/bbo.hpp"
 #include "log/log_format.hpp"
+#include "publish/kafka_publisher.hpp"
 #include "publish/mqtt_publisher.hpp"
 #include "publish/shm_ring.hpp"
 #include "publish/tcp_publisher.hpp"
@@ -26,18 +27,21 @@ inline logfmt::BboRecord bbo_frame(const BboEvent& e) {
 
 class BboFanOut {
  public:
-  BboFanOut(TcpPublisher& tcp, shm::ShmPublisher* ring, MqttPublisher* mqtt) : tcp_(tcp), ring_(ring), mqtt_(mqtt) {}
+  BboFanOut(TcpPublisher& tcp, shm::ShmPublisher* ring, MqttPublisher* mqtt, KafkaPublisher* kafka)
+      : tcp_(tcp), ring_(ring), mqtt_(mqtt), kafka_(kafka) {}
   void publish(const BboEvent& e) {  // hot path
     const logfmt::BboRecord frame = bbo_frame(e);
     tcp_.publish(frame);
     if (ring_) ring_->publish(frame);
     if (mqtt_) mqtt_->publish(frame);
+    if (kafka_) kafka_->publish(frame);
   }
 
  private:
   TcpPublisher& tcp_;
   shm::ShmPublisher* ring_;
   MqttPublisher* mqtt_;
+  KafkaPublisher* kafka_;
 };
 
 }  // namespace itchbench

@@ -51,7 +51,7 @@ MqttPublisher::~MqttPublisher() {
 
 void MqttPublisher::on_publish(struct mosquitto*, void* self, int mid) {
   auto* p = static_cast<MqttPublisher*>(self);
-  if (uint64_t(mid) != p->end_mid_.load()) p->counters_.acked.fetch_add(1, std::memory_order_relaxed);
+  if (mid != p->end_mid_) p->counters_.acked.fetch_add(1, std::memory_order_relaxed);
 }
 
 void MqttPublisher::drain() {
@@ -82,10 +82,7 @@ void MqttPublisher::stop(uint64_t flush_ms) {
   stopping_.store(true, std::memory_order_release);
   thread_.join();
   const std::string count = std::to_string(counters_.sent.load());
-  int mid = 0;
-  if (mosquitto_publish(mosq_, &mid, (options_.topic + "/end").c_str(), int(count.size()), count.data(), 1,
-                        false) == MOSQ_ERR_SUCCESS)
-    end_mid_.store(uint64_t(mid));
+  mosquitto_publish(mosq_, &end_mid_, (options_.topic + "/end").c_str(), int(count.size()), count.data(), 1, false);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(flush_ms);
   while (!all_acked() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -64,7 +64,9 @@ class MqttPublisher {
   SpscRing<logfmt::BboRecord> ring_{1 << 16};
   MqttCounters counters_;
   std::atomic<bool> stopping_{false};
-  std::atomic<uint64_t> end_mid_{0};  // the end marker's message id, once sent
+  // The end marker's message id. libmosquitto writes it before it queues the message, under the lock its
+  // network thread takes to send it, so the acknowledgement's callback always sees it.
+  int end_mid_ = -1;
   std::thread thread_;
 };
 

@@ -9,7 +9,8 @@ from typing import Any
 from itchbench import paths, rundir
 from itchbench.runs import scenario
 
-MARKERS = ["itch-gateway", "bbo-shm-subscriber", "bbo-mqtt-subscriber", "mosquitto -c", "serial-replay", "udp-replay", "tcpreplay", "itchbench.runs.subscriber", "socat pty", "sleep infinity"]
+MARKERS = ["itch-gateway", "bbo-shm-subscriber", "bbo-mqtt-subscriber", "bbo-kafka-subscriber", "mosquitto -c",
+           "kafka.Kafka", "serial-replay", "udp-replay", "tcpreplay", "itchbench.runs.subscriber", "socat pty", "sleep infinity"]
 
 
 def make_capture(tmp: Path, name: str, *args: str) -> Path:

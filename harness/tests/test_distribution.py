@@ -1,8 +1,8 @@
-"""BBO distribution through a real MQTT broker (Mosquitto, started by the
-run): every subscriber's stream against the fixture's golden digest
-(fixtures/manifest.json), over UDP and serial; a subscriber killed and a
-broker killed mid-run give a verdict that names them, never a hang, and
-nothing is left running."""
+"""BBO distribution through real brokers started by the run — MQTT
+(Mosquitto) and Kafka (KRaft, one node): every subscriber's stream against
+the fixture's golden digest (fixtures/manifest.json), over UDP and serial;
+a subscriber killed and a broker killed mid-run give a verdict that names
+them, never a hang, and nothing is left running."""
 
 from __future__ import annotations
 
@@ -91,3 +91,31 @@ def test_a_broker_killed_mid_run_gives_a_verdict_not_a_hang(tmp_path):
             in s["verdict"]["headline"])
     assert s["gateway"]["mqtt"]["errors"] > 0
     assert _no_broker_left(run) and leftover_processes() == []
+
+
+def _no_kafka_left(run: Path) -> bool:
+    return subprocess.run(["pgrep", "-f", f"kafka.Kafka {run}/"], capture_output=True).returncode != 0
+
+
+@pytest.mark.parametrize("transport", ["udp", "serial"])
+def test_every_kafka_subscriber_receives_the_golden_bbo_stream(tmp_path, transport):
+    run, s = _run(tmp_path, transport, pps=2000, publish=["tcp", "kafka"], kafka={"subscribers": 2, "acks": "all"})
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    subs = s["reconciliation"]["subscribers"]
+    assert [(x["kind"], x["read"]) for x in subs] == [("kafka", SEED.golden["bbo_events"])] * 2
+    for x in subs:
+        assert "sha256:" + hashlib.sha256((run / x["file"]).read_bytes()).hexdigest() == SEED.golden["bbo_digest"]
+    k = s["gateway"]["kafka"]
+    assert k["sent"] == k["acked"] == SEED.golden["bbo_events"] and k["acks"] == "all"
+    assert s["transport_details"]["brokers"]["kafka"]["version"].startswith("Apache Kafka 4.")
+    assert (run / "kafka.log").stat().st_size > 0 and not (run / "kafka-data").exists()  # storage goes with the run
+    assert _no_kafka_left(run) and leftover_processes() == []
+
+
+def test_mqtt_and_kafka_subscribers_are_numbered_after_tcp_and_shared_memory(tmp_path):
+    run, s = _run(tmp_path, pps=2000, subscribers=1, shm_subscribers=1, publish=["tcp", "mqtt", "kafka"])
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    assert [(x["index"], x.get("kind", "tcp")) for x in s["reconciliation"]["subscribers"]] == [
+        (0, "tcp"), (1, "shm"), (2, "mqtt"), (3, "kafka")]
+    assert all(x["identical_to_bbo_log"] for x in s["reconciliation"]["subscribers"])
+    assert _no_kafka_left(run) and _no_broker_left(run) and leftover_processes() == []

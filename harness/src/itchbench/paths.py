@@ -27,6 +27,7 @@ _TOOL_DIRS = {
     "pcap-feed": "gateway",
     "bbo-shm-subscriber": "gateway",
     "bbo-mqtt-subscriber": "gateway",
+    "bbo-kafka-subscriber": "gateway",
     "itch-synth": "replay",
     "itch2pcap": "replay",
     "serial-replay": "replay",

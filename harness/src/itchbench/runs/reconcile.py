@@ -163,8 +163,8 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
         if sub.get("kind") == "shm":
             out.append(_shm_subscriber(sub, gw, run.dir / sub["file"], expected, checks))
             continue
-        if sub.get("kind") == "mqtt":
-            out.append(_mqtt_subscriber(sub, gw, run.dir / sub["file"], expected, checks))
+        if sub.get("kind") in BROKER_NAMES:
+            out.append(_brokered_subscriber(sub, gw, run.dir / sub["file"], expected, checks))
             continue
         path = run.dir / sub["file"]
         got = path.read_bytes() if path.exists() else b""
@@ -209,16 +209,19 @@ def _shm_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expecte
             "identical_to_bbo_log": same}
 
 
-def _mqtt_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expected: bytes,
-                     checks: dict[str, bool]) -> dict[str, Any]:
-    """A subscriber through the MQTT broker: the gateway's count of what it published (its end marker) against
-    what the broker acknowledged and what the subscriber received; what did not arrive (QoS 0 may lose) is that
-    subscriber's loss; one that lost nothing must hold the BBO log byte for byte."""
+BROKER_NAMES = {"mqtt": "MQTT", "kafka": "Kafka"}
+
+
+def _brokered_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expected: bytes,
+                         checks: dict[str, bool]) -> dict[str, Any]:
+    """A subscriber through a broker (MQTT, Kafka): the gateway's count of what it sent (its end marker) against
+    what the subscriber received; what did not arrive (MQTT QoS 0 may lose) is that subscriber's loss; one that
+    lost nothing must hold the BBO log byte for byte."""
     got = path.read_bytes() if path.exists() else b""
-    mq = gw.get("mqtt", {})
-    name = f"subscriber {sub['index']} (MQTT, QoS {sub.get('qos')})"
+    kind = sub["kind"]
+    name = f"subscriber {sub['index']} ({BROKER_NAMES[kind]}, {sub.get('settings', '')})"
     rc, ended = sub.get("exit"), str(sub.get("ended", ""))
-    sent = int(mq.get("sent", -1))
+    sent = int(gw.get(kind, {}).get("sent", -1))
     if rc != 0 or not ended.startswith("end of stream"):
         how = describe_exit(rc) if rc else ("stopped by the run: no end marker came" if ended in ("signal", "")
                                             else ended)
@@ -234,14 +237,16 @@ def _mqtt_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expect
             "identical_to_bbo_log": got == expected}
 
 
-def _mqtt_gateway_checks(gw: dict[str, Any], checks: dict[str, bool]) -> None:
-    """The gateway's side of MQTT: every event handed over was sent, and the broker acknowledged each one."""
-    mq = gw.get("mqtt")
-    if mq is None:
-        return
-    checks["MQTT: every BBO event handed to the publisher was sent"] = (
-        mq["ring_dropped"] == 0 and mq["errors"] == 0 and mq["sent"] == mq["published"])
-    checks[f"MQTT: the broker acknowledged every message (QoS {mq['qos']})"] = mq["acked"] == mq["sent"]
+def _broker_gateway_checks(gw: dict[str, Any], checks: dict[str, bool]) -> None:
+    """The gateway's side of each broker: every event handed over was sent, and the broker acknowledged each."""
+    for kind, words in BROKER_NAMES.items():
+        b = gw.get(kind)
+        if b is None:
+            continue
+        how = f"QoS {b['qos']}" if kind == "mqtt" else f"acks {b['acks']}"
+        checks[f"{words}: every BBO event handed to the publisher was sent"] = (
+            b["ring_dropped"] == 0 and b["errors"] == 0 and b["sent"] == b["published"])
+        checks[f"{words}: the broker acknowledged every message ({how})"] = b["acked"] == b["sent"]
 
 
 def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -390,7 +395,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     elif transport == "serial":
         rec["serial"] = _serial(run, gw, facts_of(capture, run.values["feed"]), checks)
     subs = _subscribers(run, gw, bbo, checks) if transport != "sim" else []
-    _mqtt_gateway_checks(gw, checks)
+    _broker_gateway_checks(gw, checks)
     if transport != "sim":
         rec["subscribers"] = subs
     rec["loss"] = _loss(transport, rec, subs)
@@ -417,7 +422,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         "book": gw["book"],
         "reconciliation": rec,
         "gateway": {k: gw[k] for k in ("stop_reason", "udp", "af_xdp", "serial", "publisher", "shm", "mqtt",
-                                       "realtime", "capture_stats", "rt_throttling") if k in gw},
+                                       "kafka", "realtime", "capture_stats", "rt_throttling") if k in gw},
         "noise": noise.summarise(run.cpu_noise, gw.get("noise"), gw.get("rt_throttling")),
         "performance": {"elapsed_s": gw["elapsed_s"], "messages_per_s": gw["messages_per_s"],
                         "timer_overhead_ns": gw["clock"]["timer_overhead_ns"], "stage_clock": gw["clock"]["stage"]},

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import difflib
 import itertools
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,12 +53,16 @@ def _shm_modes(v: list) -> bool | str:
 
 
 def _targets(v: list) -> bool | str:
-    bad = [t for t in v if t not in ("tcp", "mqtt")]
-    return (not bad and "tcp" in v) or "must name tcp (always on) and maybe mqtt"
+    bad = [t for t in v if t not in ("tcp", "mqtt", "kafka")]
+    return (not bad and "tcp" in v) or "must name tcp (always on) and maybe mqtt and kafka"
 
 
 def _topic(v: str) -> bool | str:
     return (bool(v) and not set(v) & set("#+") and not v.startswith("$")) or "must be a plain topic (no #, +, $)"
+
+
+def _kafka_topic(v: str) -> bool | str:
+    return bool(re.fullmatch(r"[A-Za-z0-9._-]{1,200}", v)) or "must be a Kafka topic name (letters, digits, . _ -)"
 
 
 def _benchmarks(v: list) -> bool | str:
@@ -105,11 +110,19 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
     "shm_subscribers": (int, 0, _between(0, 16), "live runs: consumers of the gateway's shared-memory BBO ring "
                         "(bbo-shm-subscriber), beside the TCP subscribers; docs/shm-ring.md"),
     "publish": (list, ["tcp"], _targets, "live runs: where the gateway publishes BBO: tcp (always on), mqtt (a "
-                "Mosquitto broker the run starts; docs/distribution.md)"),
+                "Mosquitto broker the run starts), kafka (a one-node KRaft Kafka the run starts; "
+                "docs/distribution.md)"),
     "mqtt": {
         "subscribers": (int, 1, _between(0, 16), "bbo-mqtt-subscriber processes on the broker"),
         "qos": (int, 1, _between(0, 2), "QoS of the gateway's messages and of the subscriptions"),
         "topic": (str, "itchbench/bbo", _topic, "the BBO topic (its end marker: TOPIC/end)"),
+    },
+    "kafka": {
+        "subscribers": (int, 1, _between(0, 16), "bbo-kafka-subscriber processes on the broker"),
+        "acks": (str, "1", _choice("0", "1", "all"), "the producer's acks"),
+        "linger_ms": (int, 0, _between(0, 10_000), "the producer's linger.ms"),
+        "batch": (int, 10000, _between(1, 1_000_000), "the producer's batch.num.messages"),
+        "topic": (str, "itchbench-bbo", _kafka_topic, "the BBO topic (one partition; its end marker: key \"end\")"),
     },
     "shm_subscriber_modes": (list, [], _shm_modes, "modes of the first ring consumers (fast, slow, stuck); the "
                              "rest are fast"),
@@ -249,8 +262,9 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
                             f"but shm_subscribers = {out['shm_subscribers']}")
     if out["shm_subscribers"] and out["transport"] == "sim":
         raise ScenarioError(f"{origin}: shm_subscribers apply to live transports (the simulation publishes nothing)")
-    if "mqtt" in out["publish"] and out["transport"] == "sim":
-        raise ScenarioError(f"{origin}: publish = [\"mqtt\"] applies to live transports (the simulation publishes "
+    brokered = [t for t in out["publish"] if t != "tcp"]
+    if brokered and out["transport"] == "sim":
+        raise ScenarioError(f"{origin}: publish = {brokered} applies to live transports (the simulation publishes "
                             "nothing)")
     if len(out["subscriber_modes"]) > out["subscribers"]:
         raise ScenarioError(f"{origin}: subscriber_modes names {len(out['subscriber_modes'])} subscribers "

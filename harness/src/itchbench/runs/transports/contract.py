@@ -24,7 +24,7 @@ from ... import paths, rundir
 from ...captures.compressed import compression_of
 from ...gateways import adapter, contract
 from .. import environment
-from ..brokers import mosquitto
+from ..brokers import kafka, mosquitto
 from ..deadlines import sim_seconds
 from ..failure import RunError
 from . import subscribers
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 INPUT_OF = {"udp": "udp", "serial": "serial", "sim": "file"}
 MQTT_PORT = 1883  # inside the run's own namespace: no clash with anything
+KAFKA_PORT, KAFKA_CONTROLLER_PORT = 9092, 9093
 
 
 def free_loopback_port() -> int:
@@ -151,18 +152,25 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         adapter.build(c, worktree, commit=str(under.get("commit") or "WORKTREE"),
                       build_dir=run.dir / "gateway-build", log=run.dir / "build.log")
     live = transport != "sim"
-    mqtt = live and "mqtt" in run.values["publish"]
-    if (run.values["shm_subscribers"] or mqtt) and not any("itchbench_flags" in cmd for cmd in c.commands.values()):
-        raise RunError("setup", f"{c.path}: shm_subscribers and publish = [\"mqtt\"] need a gateway that publishes "
-                                "as itchbench's does (--publish-shm, --publish-mqtt, passed in {itchbench_flags}); "
-                                "this contract's commands do not take {itchbench_flags}")
+    brokered = [t for t in run.values["publish"] if t != "tcp"] if live else []
+    if (run.values["shm_subscribers"] or brokered) and not any("itchbench_flags" in cmd
+                                                                for cmd in c.commands.values()):
+        raise RunError("setup", f"{c.path}: shm_subscribers and publish = {brokered} need a gateway that publishes "
+                                "as itchbench's does (--publish-shm, --publish-mqtt, --publish-kafka, passed in "
+                                "{itchbench_flags}); this contract's commands do not take {itchbench_flags}")
     ns = private_netns(run, group) if transport == "udp" else None
     wrap = ns.wrap if ns is not None else (lambda cmd: cmd)
-    if mqtt:  # the broker and its subscribers first: nothing the gateway publishes may go unseen
+    # The brokers and their subscribers first: nothing the gateway publishes may go unseen.
+    brokers = run.extras.setdefault("brokers", {}) if brokered else {}
+    if "mqtt" in brokered:
         run.say("  starting the MQTT broker (mosquitto)")
-        port = MQTT_PORT if ns is not None else free_loopback_port()
-        run.extras.setdefault("brokers", {})["mqtt"] = mosquitto.start(run, group, wrap, port)
-        subscribers.start_mqtt(run, group, wrap)
+        brokers["mqtt"] = mosquitto.start(run, group, wrap, MQTT_PORT if ns is not None else free_loopback_port())
+    if "kafka" in brokered:
+        run.say("  starting the Kafka broker (KRaft, one node)")
+        ports = (KAFKA_PORT, KAFKA_CONTROLLER_PORT) if ns is not None else (free_loopback_port(), free_loopback_port())
+        brokers["kafka"] = kafka.start(run, group, wrap, *ports)
+    for kind in brokered:
+        subscribers.start_brokered(run, group, wrap, kind)
     commit = under.get("commit") or (environment.commit_label(run.env["git"]) if env else "WORKTREE")
     values: dict[str, object] = {"run_id": run.run_id, "commit": commit,
                                  "itchbench_flags": " ".join(itchbench_flags(run, input_kind))}

@@ -45,6 +45,10 @@ def itchbench_flags(run: "Run", input_kind: str) -> list[str]:
         m = run.values["mqtt"]
         args += ["--publish-mqtt", f"127.0.0.1:{run.extras['brokers']['mqtt']['port']}", "--mqtt-topic", m["topic"],
                  "--mqtt-qos", str(m["qos"])]
+    if "kafka" in run.values["publish"]:
+        k = run.values["kafka"]
+        args += ["--publish-kafka", f"127.0.0.1:{run.extras['brokers']['kafka']['port']}", "--kafka-topic", k["topic"],
+                 "--kafka-acks", k["acks"], "--kafka-linger-ms", str(k["linger_ms"]), "--kafka-batch", str(k["batch"])]
     if run.values["shm_subscribers"]:
         args += ["--publish-shm", shm_name(run), "--shm-capacity", str(g["shm_capacity"]),
                  "--shm-policy", g["shm_policy"], "--wait-shm-subscribers", str(run.values["shm_subscribers"])]

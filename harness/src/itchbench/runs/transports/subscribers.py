@@ -5,12 +5,12 @@ removed with the run whatever happened to the gateway."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-from typing import TYPE_CHECKING, Callable
-
-import os
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 from ... import paths, rundir
 from ..deadlines import SUBSCRIBER_DRAIN_S
@@ -49,27 +49,44 @@ def starter(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[
     return start
 
 
-MQTT_SUBSCRIBE_TIMEOUT_S = 10.0
+BROKER_SUBSCRIBE_TIMEOUT_S = 30.0
+BROKERED = ("mqtt", "kafka")  # in the order their subscribers are numbered, after TCP and shared memory
 
 
-def start_mqtt(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]]) -> None:
-    """The scenario's MQTT subscribers on the run's broker, numbered after the TCP and shared-memory ones; back
-    once the broker has acknowledged each one's subscription."""
-    m, port = run.values["mqtt"], run.extras["brokers"]["mqtt"]["port"]
+def _first_index(run: "Run", kind: str) -> int:
     first = run.values["subscribers"] + run.values["shm_subscribers"]
-    infos = []
-    for k in range(m["subscribers"]):
+    for earlier in BROKERED[:BROKERED.index(kind)]:
+        if earlier in run.values["publish"]:
+            first += run.values[earlier]["subscribers"]
+    return first
+
+
+def _broker_command(run: "Run", kind: str, out: Path) -> list[str]:
+    port = run.extras["brokers"][kind]["port"]
+    if kind == "mqtt":
+        m = run.values["mqtt"]
+        return [str(paths.tool("bbo-mqtt-subscriber")), "--port", str(port), "--topic", m["topic"],
+                "--qos", str(m["qos"]), "--out", str(out)]
+    return [str(paths.tool("bbo-kafka-subscriber")), "--brokers", f"127.0.0.1:{port}",
+            "--topic", run.values["kafka"]["topic"], "--out", str(out)]
+
+
+def start_brokered(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]], kind: str) -> None:
+    """The scenario's subscribers of one broker (mqtt, kafka), numbered after the TCP and shared-memory ones and
+    the brokers before it; back once each has subscribed (the broker acknowledged it, or its partition is
+    there)."""
+    first = _first_index(run, kind)
+    started = []
+    for k in range(run.values[kind]["subscribers"]):
         out = run.dir / f"subscriber-{first + k}.bbo"
-        cmd = [str(paths.tool("bbo-mqtt-subscriber")), "--port", str(port), "--topic", m["topic"],
-               "--qos", str(m["qos"]), "--out", str(out)]
-        proc = group.start(f"subscriber-{first + k}", wrap(off_the_gateway_cpu(run, cmd)))
-        run.mqtt_procs.append((proc, out, "fast"))
-        infos.append((proc, out.with_suffix(".json")))
-    deadline = time.monotonic() + MQTT_SUBSCRIBE_TIMEOUT_S
-    for proc, info in infos:
+        proc = group.start(f"subscriber-{first + k}", wrap(off_the_gateway_cpu(run, _broker_command(run, kind, out))))
+        run.brokered_procs.append((proc, out, kind))
+        started.append((proc, out.with_suffix(".json")))
+    deadline = time.monotonic() + BROKER_SUBSCRIBE_TIMEOUT_S
+    for proc, info in started:
         while not (info.exists() and rundir.read_json(info).get("subscribed")):
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RunError("setup", f"MQTT subscriber {info.stem} did not subscribe "
+                raise RunError("setup", f"{kind} subscriber {info.stem} did not subscribe "
                                         f"({describe_exit(proc.poll()) if proc.poll() is not None else 'in time'})")
             time.sleep(0.02)
 
@@ -84,9 +101,10 @@ def _unlink(path: str) -> None:
 def finish(run: "Run", group: "ProcessGroup") -> None:
     """After the gateway has ended: each subscriber's end (a fast one has SUBSCRIBER_DRAIN_S to see the close)."""
     results = []
-    first_shm = run.values["subscribers"]
-    first_mqtt = first_shm + run.values["shm_subscribers"]
-    for i, (proc, out, mode) in enumerate(run.subscriber_procs + run.mqtt_procs):
+    first_shm, first_brokered = run.values["subscribers"], run.values["subscribers"] + run.values["shm_subscribers"]
+    for i, (proc, out, mode) in enumerate(run.subscriber_procs + run.brokered_procs):
+        kind = mode if i >= first_brokered else ""  # a brokered subscriber's "mode" is its broker
+        mode = "fast" if kind else mode
         timed_out = False
         if mode == "fast" or (i >= first_shm and mode == "slow"):  # these end by themselves with the stream
             try:
@@ -98,10 +116,11 @@ def finish(run: "Run", group: "ProcessGroup") -> None:
         info = rundir.read_json(info_path) if info_path.exists() else {}
         entry = {"index": i, "file": out.name, "mode": mode, "bytes": out.stat().st_size if out.exists() else 0,
                  "exit": proc.returncode, "timed_out": timed_out, "local_ports": info.get("local_ports", [])}
-        if i >= first_mqtt:
-            entry.update({"kind": "mqtt", "qos": run.values["mqtt"]["qos"], "read": info.get("received", 0),
-                          "announced": info.get("announced", 0), "bad_size": info.get("bad_size", 0),
-                          "ended": info.get("ended", "")})
+        if kind:
+            entry.update({"kind": kind, "read": info.get("received", 0), "announced": info.get("announced", 0),
+                          "bad_size": info.get("bad_size", 0), "ended": info.get("ended", "")})
+            entry["settings"] = (f"QoS {run.values['mqtt']['qos']}" if kind == "mqtt"
+                                 else f"acks {run.values['kafka']['acks']}")
         elif i >= first_shm:
             entry.update({"kind": "shm", "slot": info.get("slot"), "read": info.get("read", 0),
                           "overruns": info.get("overruns", 0), "ended": info.get("ended", "")})

@@ -1,0 +1,71 @@
+// Kafka BBO publisher: every BBO event as one record (the 48-byte frame,
+// gateway/log/FORMAT.md) on a topic of a real broker (Apache Kafka in KRaft
+// mode, through librdkafka). Off the hot path as the TCP and MQTT
+// publishers are: publish() only pushes into a lock-free SPSC ring; a
+// thread of its own drains it into librdkafka's queue (acks, linger and
+// batch size as the run asks) and serves its delivery reports. At stop it
+// produces an end marker (key "end", the count produced) and flushes.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include "log/log_format.hpp"
+#include "pipeline/spsc_ring.hpp"
+
+typedef struct rd_kafka_s rd_kafka_t;
+typedef struct rd_kafka_message_s rd_kafka_message_t;
+
+namespace itchbench {
+
+struct KafkaOptions {
+  std::string brokers = "127.0.0.1:9092";
+  std::string topic = "itchbench-bbo";
+  std::string acks = "1";       // 0, 1 or all
+  uint64_t linger_ms = 0;       // librdkafka linger.ms
+  uint64_t batch_messages = 10000;  // batch.num.messages
+  uint64_t poll_interval_us = 50;
+};
+
+struct KafkaCounters {
+  uint64_t published = 0;     // hot path: events handed over
+  uint64_t ring_dropped = 0;  // hot path: the ring was full
+  std::atomic<uint64_t> produced{0};   // accepted into librdkafka's queue
+  std::atomic<uint64_t> errors{0};     // refused by librdkafka (queue full, unknown topic...)
+  std::atomic<uint64_t> delivered{0};  // delivery reports without error (as acks asks)
+  std::atomic<uint64_t> failed{0};     // delivery reports with an error
+};
+
+class KafkaPublisher {
+ public:
+  explicit KafkaPublisher(const KafkaOptions& options);  // throws naming the setting or the broker
+  ~KafkaPublisher();
+  KafkaPublisher(const KafkaPublisher&) = delete;
+  KafkaPublisher& operator=(const KafkaPublisher&) = delete;
+
+  void start();
+  void publish(const logfmt::BboRecord& frame) {  // hot path
+    if (ring_.push(frame))
+      ++counters_.published;
+    else
+      ++counters_.ring_dropped;
+  }
+  // Drains the ring, produces the end marker, flushes (flush_ms at most).
+  void stop(uint64_t flush_ms = 10000);
+  const KafkaCounters& counters() const { return counters_; }
+  const KafkaOptions& options() const { return options_; }
+
+ private:
+  void drain();
+  static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* msg, void* self);
+
+  KafkaOptions options_;
+  rd_kafka_t* rk_ = nullptr;
+  SpscRing<logfmt::BboRecord> ring_{1 << 16};
+  KafkaCounters counters_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace itchbench

@@ -1,0 +1,171 @@
+// bbo-kafka-subscriber: a subscriber of the gateway's BBO stream through a
+// Kafka broker (publish/kafka_publisher.hpp), with librdkafka. Reads the
+// topic's one partition from its beginning, stamps each record as the
+// consumer hands it over, and writes what every subscriber of ours writes
+// (publish/subscriber_output.hpp). It ends at the end marker (key "end",
+// the count the gateway produced) once every announced record has come,
+// or --grace-ms after it. OUT.json: "subscribed" (the partition is there),
+// records received, records announced, how it ended.
+// --probe: produce one record to itchbench-ready and read it back (the
+// broker's readiness), exit 0 when it came back.
+#include <librdkafka/rdkafka.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "publish/subscriber_output.hpp"
+#include "util/cli.hpp"
+
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+rd_kafka_t* make(rd_kafka_type_t type, const std::string& brokers) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  auto set = [&](const char* k, const char* v) {
+    if (rd_kafka_conf_set(conf, k, v, err, sizeof err) != RD_KAFKA_CONF_OK) throw std::runtime_error(err);
+  };
+  set("bootstrap.servers", brokers.c_str());
+  if (type == RD_KAFKA_CONSUMER) {
+    set("group.id", "itchbench");
+    set("enable.auto.commit", "false");
+    // A long poll the broker answers as soon as it has a byte: low latency without a fetch loop (a 1 ms
+    // fetch.wait.max.ms keeps the broker answering empty fetches, and on a small machine slows everything).
+    set("fetch.wait.max.ms", "100");
+    set("fetch.min.bytes", "1");
+    set("allow.auto.create.topics", "true");
+  }
+  rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);
+  if (!rk) throw std::runtime_error(err);
+  return rk;
+}
+
+void assign_from_start(rd_kafka_t* rk, const std::string& topic) {
+  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(parts, topic.c_str(), 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_assign(rk, parts);
+  rd_kafka_topic_partition_list_destroy(parts);
+}
+
+int probe(const std::string& brokers) {
+  const std::string topic = "itchbench-ready";
+  rd_kafka_t* p = make(RD_KAFKA_PRODUCER, brokers);
+  rd_kafka_producev(p, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_VALUE(const_cast<char*>("ok"), 2),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+  const bool flushed = rd_kafka_flush(p, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR;
+  rd_kafka_destroy(p);
+  if (!flushed) return 1;
+  rd_kafka_t* c = make(RD_KAFKA_CONSUMER, brokers);
+  assign_from_start(c, topic);
+  bool back = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!back && std::chrono::steady_clock::now() < deadline) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(c, 100);
+    if (m) {
+      back = !m->err && m->len == 2;
+      rd_kafka_message_destroy(m);
+    }
+  }
+  rd_kafka_consumer_close(c);
+  rd_kafka_destroy(c);
+  return back ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace itchbench;
+  cli::Args args("bbo-kafka-subscriber", "bbo-kafka-subscriber --brokers ADDR:PORT --topic TOPIC --out FILE",
+                 "A subscriber of the gateway's BBO stream through a Kafka broker (itch-gateway --publish-kafka).\n"
+                 "Exit status: 0 the stream ended (or SIGTERM; --probe: the record came back), 1 the broker\n"
+                 "could not be used, 2 usage.");
+  args.option("brokers", "ADDR:PORT", "bootstrap servers");
+  args.option("topic", "TOPIC", "the BBO topic (partition 0)", "itchbench-bbo");
+  args.option("out", "FILE", "where the frames go (FILE.recv, FILE.json beside it)");
+  args.option("grace-ms", "MS", "after the end marker, how long to wait for records still missing", "2000");
+  args.flag("probe", "produce one record and read it back, then exit");
+  args.parse(argc, argv);
+  if (!args.has("brokers")) args.fail("--brokers is required");
+  try {
+    if (args.flag_set("probe")) return probe(args.get("brokers"));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bbo-kafka-subscriber: %s\n", e.what());
+    return 1;
+  }
+  if (!args.has("out")) args.fail("--out is required");
+  const std::string topic = args.get("topic");
+  const auto grace = std::chrono::milliseconds(args.get_u64("grace-ms"));
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+
+  std::unique_ptr<SubscriberOutput> output;
+  rd_kafka_t* c = nullptr;
+  try {
+    output = std::make_unique<SubscriberOutput>(args.get("out"));
+    c = make(RD_KAFKA_CONSUMER, args.get("brokers"));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bbo-kafka-subscriber: %s\n", e.what());
+    return 1;
+  }
+  assign_from_start(c, topic);
+  bool subscribed = false, end_seen = false;
+  uint64_t announced = 0, bad_size = 0;
+  auto info = [&](const std::string& ended) {
+    output->write_info([&](JsonWriter& j) {
+      j.field("subscribed", subscribed).field("received", output->events()).field("bad_size", bad_size);
+      j.field("announced", announced).field("end_seen", end_seen).field("ended", ended);
+    });
+  };
+  info("");
+  std::chrono::steady_clock::time_point end_at;
+  std::string ended = "signal";
+  while (!g_stop) {
+    if (!subscribed) {  // the topic's partition exists (the consumer's metadata request created it)
+      int64_t lo = 0, hi = 0;
+      if (rd_kafka_query_watermark_offsets(c, topic.c_str(), 0, &lo, &hi, 200) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        subscribed = true;
+        info("");
+      }
+    }
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(c, 10);
+    const uint64_t t = monotonic_now_ns();  // first, before anything else is done with it
+    if (m) {
+      if (!m->err) {
+        if (m->key_len == 3 && std::memcmp(m->key, "end", 3) == 0) {
+          announced = std::strtoull(std::string(static_cast<const char*>(m->payload), m->len).c_str(), nullptr, 10);
+          end_seen = true;
+          end_at = std::chrono::steady_clock::now();
+        } else if (m->len != sizeof(logfmt::BboRecord)) {
+          ++bad_size;
+        } else {
+          logfmt::BboRecord r;
+          std::memcpy(&r, m->payload, sizeof r);
+          output->on_event(r, t);
+        }
+      }
+      rd_kafka_message_destroy(m);
+    }
+    if (end_seen && output->events() >= announced) {
+      ended = "end of stream";
+      break;
+    }
+    if (end_seen && std::chrono::steady_clock::now() - end_at > grace) {
+      ended = "end of stream, records missing";
+      break;
+    }
+  }
+  rd_kafka_consumer_close(c);
+  rd_kafka_destroy(c);
+  output->close();
+  info(ended);
+  return 0;
+}

@@ -1,0 +1,77 @@
+"""Apache Kafka, one per run: a single node in KRaft mode (broker and
+controller), from the jars set-up fetched from Maven Central
+(harness/kafka/pom.xml -> build/kafka/lib), on the Debian JDK. Its storage
+is formatted per run in the run directory and removed with the run; its
+server.properties, log4j2.properties and kafka.log stay."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from ... import paths
+from ..failure import RunError, tail
+
+if TYPE_CHECKING:
+    from ..procs import ProcessGroup
+    from ..run import Run
+
+READY_TIMEOUT_S = 90.0
+CLUSTER_ID = "aXRjaGJlbmNoLWthZmthMQ"  # fixed: a run's broker is formatted afresh each time
+HEAP = ["-Xms256m", "-Xmx512m"]
+
+
+def jars() -> Path:
+    lib = paths.build_dir() / "kafka" / "lib"
+    if not any(lib.glob("kafka_2.13-*.jar")):
+        raise RunError("setup", f"the Kafka broker's jars are not in {lib}: run bash harness/bin/setup")
+    return lib
+
+
+def version(lib: Path) -> str:
+    found = [m.group(1) for p in lib.glob("kafka_2.13-*.jar") if (m := re.match(r"kafka_2\.13-([\d.]+)\.jar", p.name))]
+    return f"Apache Kafka {found[0]} (KRaft)" if found else "?"
+
+
+def start(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]], port: int,
+          controller_port: int) -> dict[str, object]:
+    """The broker, ready: a record produced to it was consumed back. RunError('setup') with its log's last lines
+    when it does not start."""
+    lib = jars()
+    data, log = run.dir / "kafka-data", run.dir / "kafka.log"
+    group.on_close(lambda: shutil.rmtree(data, ignore_errors=True))  # megabytes of segments nobody reads
+    props, log_conf = run.dir / "server.properties", run.dir / "log4j2.properties"
+    props.write_text("\n".join([
+        "process.roles=broker,controller", "node.id=1", f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
+        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}", "controller.listener.names=CONTROLLER",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", f"log.dirs={data}",
+        "num.partitions=1", "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
+        "transaction.state.log.min.isr=1", "group.initial.rebalance.delay.ms=0", "auto.create.topics.enable=true",
+    ]) + "\n")
+    log_conf.write_text("\n".join([
+        "appender.file.type=File", "appender.file.name=file", f"appender.file.fileName={log}",
+        "appender.file.layout.type=PatternLayout", "appender.file.layout.pattern=[%d] %p %m (%c)%n",
+        "rootLogger.level=INFO", "rootLogger.appenderRef.file.ref=file",
+    ]) + "\n")
+    java = ["java", *HEAP, f"-Dlog4j2.configurationFile={log_conf}", "-cp", f"{lib}/*"]
+    fmt = subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c", str(props)],
+                         capture_output=True, text=True)
+    if fmt.returncode != 0:
+        raise RunError("setup", f"formatting the Kafka broker's storage failed: {tail(fmt.stderr + fmt.stdout, 6, 600)}")
+    proc = group.start("kafka", wrap([*java, "kafka.Kafka", str(props)]), stdout=subprocess.DEVNULL,
+                       stderr=open(run.dir / "kafka.stderr", "wb"))
+    probe = [str(paths.tool("bbo-kafka-subscriber")), "--probe", "--brokers", f"127.0.0.1:{port}"]
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while subprocess.run(wrap(probe), capture_output=True).returncode != 0:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            what = "exited" if proc.poll() is not None else f"did not answer within {READY_TIMEOUT_S:g} s"
+            text = log.read_text(errors="replace") if log.exists() else ""
+            raise RunError("setup", f"the Kafka broker {what}; its log ends: {tail(text, 6, 800) or '(empty)'}")
+        time.sleep(0.2)
+    return {"kind": "kafka", "broker": "kafka", "version": version(lib), "port": port,
+            "config": props.name, "log": log.name}
