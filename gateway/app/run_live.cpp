@@ -234,7 +234,7 @@ int run_live(const GatewayOptions& o) {
     const MqttCounters& mc = mqtt->counters();
     j.key("mqtt").begin_object();
     j.field("broker", o.mqtt_host + ":" + std::to_string(o.mqtt_port)).field("topic", o.mqtt_topic);
-    j.field("qos", uint64_t(o.mqtt_qos)).field("published", mc.published).field("ring_dropped", mc.ring_dropped);
+    j.field("qos", uint64_t(o.mqtt_qos)).field("published", mqtt->published()).field("ring_dropped", mqtt->ring_dropped());
     j.field("sent", mc.sent.load()).field("errors", mc.errors.load()).field("acked", mc.acked.load());
     j.end_object();
   }
@@ -243,7 +243,8 @@ int run_live(const GatewayOptions& o) {
     j.key("kafka").begin_object();
     j.field("brokers", o.kafka_brokers).field("topic", o.kafka_topic).field("acks", o.kafka_acks);
     j.field("linger_ms", o.kafka_linger_ms).field("batch", o.kafka_batch);
-    j.field("published", kc.published).field("ring_dropped", kc.ring_dropped).field("sent", kc.produced.load());
+    j.field("published", kafka->published()).field("ring_dropped", kafka->ring_dropped());
+    j.field("sent", kc.produced.load());
     j.field("errors", kc.errors.load()).field("acked", kc.delivered.load()).field("failed", kc.failed.load());
     j.end_object();
   }

@@ -2,11 +2,7 @@
 
 #include <librdkafka/rdkafka.h>
 
-#include <chrono>
 #include <stdexcept>
-
-#include "util/realtime.hpp"
-#include "util/thread_noise.hpp"
 
 namespace itchbench {
 
@@ -58,33 +54,22 @@ void KafkaPublisher::on_delivery(rd_kafka_t*, const rd_kafka_message_t* msg, voi
   (msg->err ? p->counters_.failed : p->counters_.delivered).fetch_add(1, std::memory_order_relaxed);
 }
 
-void KafkaPublisher::drain() {
-  logfmt::BboRecord r;
-  while (ring_.pop(r)) {
-    const rd_kafka_resp_err_t rc =
-        rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(options_.topic.c_str()), RD_KAFKA_V_PARTITION(0),
-                          RD_KAFKA_V_VALUE(&r, sizeof r), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
-    (rc == RD_KAFKA_RESP_ERR_NO_ERROR ? counters_.produced : counters_.errors).fetch_add(1, std::memory_order_relaxed);
-  }
-  rd_kafka_poll(rk_, 0);  // delivery reports
+void KafkaPublisher::send(const logfmt::BboRecord& r) {
+  const rd_kafka_resp_err_t rc =
+      rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(options_.topic.c_str()), RD_KAFKA_V_PARTITION(0),
+                        RD_KAFKA_V_VALUE(const_cast<logfmt::BboRecord*>(&r), sizeof r),
+                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+  (rc == RD_KAFKA_RESP_ERR_NO_ERROR ? counters_.produced : counters_.errors).fetch_add(1, std::memory_order_relaxed);
 }
 
 void KafkaPublisher::start() {
-  thread_ = std::thread([this] {
-    leave_hot_thread_alone();
-    name_current_thread("bbo-kafka");
-    while (!stopping_.load(std::memory_order_acquire)) {
-      drain();
-      std::this_thread::sleep_for(std::chrono::microseconds(options_.poll_interval_us));
-    }
-    drain();
-  });
+  handoff_.start("bbo-kafka", [this](const logfmt::BboRecord& r) { send(r); }, [this] { rd_kafka_poll(rk_, 0); });
 }
 
 void KafkaPublisher::stop(uint64_t flush_ms) {
-  if (!thread_.joinable()) return;
-  stopping_.store(true, std::memory_order_release);
-  thread_.join();
+  if (stopped_) return;
+  stopped_ = true;
+  handoff_.stop();
   const std::string count = std::to_string(counters_.produced.load());
   rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(options_.topic.c_str()), RD_KAFKA_V_PARTITION(0),
                     RD_KAFKA_V_KEY(kEndKey, 3), RD_KAFKA_V_VALUE(const_cast<char*>(count.data()), count.size()),

@@ -3,16 +3,16 @@
 // mode, through librdkafka). Off the hot path as the TCP and MQTT
 // publishers are: publish() only pushes into a lock-free SPSC ring; a
 // thread of its own drains it into librdkafka's queue (acks, linger and
-// batch size as the run asks) and serves its delivery reports. At stop it
+// batch size as the run asks) and serves its delivery reports
+// (publish/frame_handoff.hpp). At stop it
 // produces an end marker (key "end", the count produced) and flushes.
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include <string>
-#include <thread>
 
 #include "log/log_format.hpp"
-#include "pipeline/spsc_ring.hpp"
+#include "publish/frame_handoff.hpp"
 
 typedef struct rd_kafka_s rd_kafka_t;
 typedef struct rd_kafka_message_s rd_kafka_message_t;
@@ -29,8 +29,6 @@ struct KafkaOptions {
 };
 
 struct KafkaCounters {
-  uint64_t published = 0;     // hot path: events handed over
-  uint64_t ring_dropped = 0;  // hot path: the ring was full
   std::atomic<uint64_t> produced{0};   // accepted into librdkafka's queue
   std::atomic<uint64_t> errors{0};     // refused by librdkafka (queue full, unknown topic...)
   std::atomic<uint64_t> delivered{0};  // delivery reports without error (as acks asks)
@@ -45,27 +43,23 @@ class KafkaPublisher {
   KafkaPublisher& operator=(const KafkaPublisher&) = delete;
 
   void start();
-  void publish(const logfmt::BboRecord& frame) {  // hot path
-    if (ring_.push(frame))
-      ++counters_.published;
-    else
-      ++counters_.ring_dropped;
-  }
+  void publish(const logfmt::BboRecord& frame) { handoff_.push(frame); }  // hot path
   // Drains the ring, produces the end marker, flushes (flush_ms at most).
   void stop(uint64_t flush_ms = 10000);
   const KafkaCounters& counters() const { return counters_; }
+  uint64_t published() const { return handoff_.handed(); }          // events handed over by the hot path
+  uint64_t ring_dropped() const { return handoff_.ring_dropped(); }  // the ring was full
   const KafkaOptions& options() const { return options_; }
 
  private:
-  void drain();
+  void send(const logfmt::BboRecord& frame);
   static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* msg, void* self);
 
   KafkaOptions options_;
   rd_kafka_t* rk_ = nullptr;
-  SpscRing<logfmt::BboRecord> ring_{1 << 16};
   KafkaCounters counters_;
-  std::atomic<bool> stopping_{false};
-  std::thread thread_;
+  bool stopped_ = false;
+  FrameHandoff handoff_{options_.poll_interval_us};
 };
 
 }  // namespace itchbench

@@ -6,8 +6,6 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "util/realtime.hpp"
-#include "util/thread_noise.hpp"
 
 namespace itchbench {
 
@@ -54,33 +52,19 @@ void MqttPublisher::on_publish(struct mosquitto*, void* self, int mid) {
   if (mid != p->end_mid_) p->counters_.acked.fetch_add(1, std::memory_order_relaxed);
 }
 
-void MqttPublisher::drain() {
-  logfmt::BboRecord r;
-  while (ring_.pop(r)) {
-    const int rc = mosquitto_publish(mosq_, nullptr, options_.topic.c_str(), int(sizeof r), &r, options_.qos, false);
-    if (rc == MOSQ_ERR_SUCCESS)
-      counters_.sent.fetch_add(1, std::memory_order_relaxed);
-    else
-      counters_.errors.fetch_add(1, std::memory_order_relaxed);
-  }
+void MqttPublisher::send(const logfmt::BboRecord& r) {
+  const int rc = mosquitto_publish(mosq_, nullptr, options_.topic.c_str(), int(sizeof r), &r, options_.qos, false);
+  (rc == MOSQ_ERR_SUCCESS ? counters_.sent : counters_.errors).fetch_add(1, std::memory_order_relaxed);
 }
 
 void MqttPublisher::start() {
-  thread_ = std::thread([this] {
-    leave_hot_thread_alone();
-    name_current_thread("bbo-mqtt");
-    while (!stopping_.load(std::memory_order_acquire)) {
-      drain();
-      std::this_thread::sleep_for(std::chrono::microseconds(options_.poll_interval_us));
-    }
-    drain();
-  });
+  handoff_.start("bbo-mqtt", [this](const logfmt::BboRecord& r) { send(r); }, nullptr);
 }
 
 void MqttPublisher::stop(uint64_t flush_ms) {
-  if (!thread_.joinable()) return;
-  stopping_.store(true, std::memory_order_release);
-  thread_.join();
+  if (stopped_) return;
+  stopped_ = true;
+  handoff_.stop();
   const std::string count = std::to_string(counters_.sent.load());
   mosquitto_publish(mosq_, &end_mid_, (options_.topic + "/end").c_str(), int(count.size()), count.data(), 1, false);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(flush_ms);

@@ -3,17 +3,17 @@
 // Mosquitto, through libmosquitto). Off the hot path as the TCP publisher
 // is: publish() only pushes into a lock-free SPSC ring; a thread of its own
 // drains the ring into libmosquitto, whose network thread talks to the
-// broker. At stop it publishes, on TOPIC/end, how many events it published,
+// broker (publish/frame_handoff.hpp). At stop it publishes, on TOPIC/end,
+// how many events it published,
 // so subscribers know the stream's end and its length, and waits (bounded)
 // for the broker's acknowledgements (QoS 1 and 2).
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include <string>
-#include <thread>
 
 #include "log/log_format.hpp"
-#include "pipeline/spsc_ring.hpp"
+#include "publish/frame_handoff.hpp"
 
 struct mosquitto;
 
@@ -28,8 +28,6 @@ struct MqttOptions {
 };
 
 struct MqttCounters {
-  uint64_t published = 0;     // hot path: events handed over
-  uint64_t ring_dropped = 0;  // hot path: the ring was full
   std::atomic<uint64_t> sent{0};      // accepted by libmosquitto
   std::atomic<uint64_t> errors{0};    // refused by libmosquitto (connection lost, out of memory)
   std::atomic<uint64_t> acked{0};     // acknowledged by the broker (QoS 1, 2); sent on the wire for QoS 0
@@ -43,31 +41,27 @@ class MqttPublisher {
   MqttPublisher& operator=(const MqttPublisher&) = delete;
 
   void start();
-  void publish(const logfmt::BboRecord& frame) {  // hot path
-    if (ring_.push(frame))
-      ++counters_.published;
-    else
-      ++counters_.ring_dropped;
-  }
+  void publish(const logfmt::BboRecord& frame) { handoff_.push(frame); }  // hot path
   // Drains the ring, publishes the end marker, waits up to flush_ms for acknowledgements, disconnects.
   void stop(uint64_t flush_ms = 5000);
   const MqttCounters& counters() const { return counters_; }
+  uint64_t published() const { return handoff_.handed(); }          // events handed over by the hot path
+  uint64_t ring_dropped() const { return handoff_.ring_dropped(); }  // the ring was full
   const MqttOptions& options() const { return options_; }
   bool all_acked() const { return counters_.acked.load() == counters_.sent.load(); }
 
  private:
-  void drain();
+  void send(const logfmt::BboRecord& frame);
   static void on_publish(struct mosquitto*, void* self, int mid);
 
   MqttOptions options_;
   struct mosquitto* mosq_ = nullptr;
-  SpscRing<logfmt::BboRecord> ring_{1 << 16};
   MqttCounters counters_;
-  std::atomic<bool> stopping_{false};
   // The end marker's message id. libmosquitto writes it before it queues the message, under the lock its
   // network thread takes to send it, so the acknowledgement's callback always sees it.
   int end_mid_ = -1;
-  std::thread thread_;
+  bool stopped_ = false;
+  FrameHandoff handoff_{options_.poll_interval_us};
 };
 
 }  // namespace itchbench

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,3 +42,19 @@ def leftover_processes() -> list[str]:
     """Processes of ours still alive (a run must leave none)."""
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout.splitlines()[1:]
     return [line for line in out if any(m in line for m in MARKERS) and "ps -eo" not in line]
+
+
+def kill_when_running(pattern: str, sig: signal.Signals, after_s: float) -> threading.Thread:
+    """A thread that sends sig to the first process matching pattern (pgrep -f), after_s after it appears."""
+    def kill() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            pids = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+            if pids:
+                time.sleep(after_s)
+                os.kill(int(pids[0]), sig)
+                return
+            time.sleep(0.02)
+    t = threading.Thread(target=kill)
+    t.start()
+    return t

@@ -10,7 +10,6 @@ import hashlib
 import os
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 from itchbench.captures import fixtures
 from itchbench.runs import runner
 
-from live_helpers import config, leftover_processes, summary_of
+from live_helpers import config, kill_when_running, leftover_processes, summary_of
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 SEED = fixtures.load_manifest()[0]
@@ -55,23 +54,8 @@ def test_every_mqtt_subscriber_receives_the_golden_bbo_stream(tmp_path, transpor
     assert (run / "mosquitto.log").is_file() and _no_broker_left(run) and leftover_processes() == []
 
 
-def _kill_when_running(argv0: str, sig: signal.Signals, after_s: float) -> threading.Thread:
-    def kill() -> None:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            pids = subprocess.run(["pgrep", "-f", argv0], capture_output=True, text=True).stdout.split()
-            if pids:
-                time.sleep(after_s)
-                os.kill(int(pids[0]), sig)
-                return
-            time.sleep(0.02)
-    t = threading.Thread(target=kill)
-    t.start()
-    return t
-
-
 def test_a_subscriber_killed_mid_run_is_named(tmp_path):
-    killer = _kill_when_running("bbo-mqtt-subscriber --port", signal.SIGKILL, 1.5)
+    killer = kill_when_running("bbo-mqtt-subscriber --port", signal.SIGKILL, 1.5)
     run, s = _run(tmp_path, pps=2000, mqtt={"subscribers": 1})  # 7,001 packets: 3.5 s
     killer.join()
     assert s["verdict"]["headline"] == "NOT BALANCED: subscriber 0 (MQTT, QoS 1) ended with the stream (killed by SIGKILL)"
@@ -79,7 +63,7 @@ def test_a_subscriber_killed_mid_run_is_named(tmp_path):
 
 
 def test_a_broker_killed_mid_run_gives_a_verdict_not_a_hang(tmp_path):
-    killer = _kill_when_running("mosquitto -c", signal.SIGKILL, 1.5)
+    killer = kill_when_running("mosquitto -c", signal.SIGKILL, 1.5)
     t0 = time.monotonic()
     run, s = _run(tmp_path, pps=2000, mqtt={"subscribers": 1})
     killer.join()

@@ -10,9 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import subprocess
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +17,7 @@ import pytest
 from itchbench.captures import fixtures
 from itchbench.runs import runner
 
-from live_helpers import config, leftover_processes, summary_of
+from live_helpers import config, kill_when_running, leftover_processes, summary_of
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 SEED = fixtures.load_manifest()[0]
@@ -71,23 +68,8 @@ def test_a_waiting_producer_loses_nothing_to_a_slow_consumer(tmp_path):
     assert s["gateway"]["shm"]["producer_waits"] > 0  # it was held up, and said so
 
 
-def _kill_when_running(pattern: str, sig: signal.Signals, after_s: float) -> threading.Thread:
-    def kill() -> None:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            pids = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
-            if pids:
-                time.sleep(after_s)
-                os.kill(int(pids[0]), sig)
-                return
-            time.sleep(0.02)
-    t = threading.Thread(target=kill)
-    t.start()
-    return t
-
-
 def test_a_consumer_killed_mid_run_is_named(tmp_path):
-    killer = _kill_when_running("bbo-shm-subscriber --name", signal.SIGKILL, 1.0)
+    killer = kill_when_running("bbo-shm-subscriber --name", signal.SIGKILL, 1.0)
     run, s = _run(tmp_path, pps=2000, shm_subscribers=1)  # 7,001 packets: 3.5 s
     killer.join()
     assert s["verdict"]["status"] != "lossless" and s["verdict"]["exit_status"] == 1
@@ -96,7 +78,7 @@ def test_a_consumer_killed_mid_run_is_named(tmp_path):
 
 
 def test_the_ring_is_removed_after_the_gateway_crashes(tmp_path):
-    killer = _kill_when_running("itch-gateway .*--publish-shm", signal.SIGKILL, 1.0)
+    killer = kill_when_running("itch-gateway .*--publish-shm", signal.SIGKILL, 1.0)
     run, s = _run(tmp_path, pps=2000, shm_subscribers=1)
     killer.join()
     assert s["verdict"]["status"] == "incomplete" and "killed by SIGKILL" in s["verdict"]["headline"]

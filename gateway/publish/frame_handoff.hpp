@@ -1,0 +1,49 @@
+// The hand-off the brokered publishers (MQTT, Kafka) share: the hot path
+// pushes each BBO frame into a lock-free SPSC ring (no syscall, no lock, no
+// allocation; a full ring drops the frame and counts it); a thread of its
+// own, named and kept off the hot thread's CPU, hands what it finds to
+// send() every poll interval, calls after_drain() (a client's own
+// housekeeping), and drains once more when stopped.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "log/log_format.hpp"
+#include "pipeline/spsc_ring.hpp"
+
+namespace itchbench {
+
+class FrameHandoff {
+ public:
+  using Send = std::function<void(const logfmt::BboRecord&)>;
+  explicit FrameHandoff(uint64_t poll_interval_us) : poll_interval_us_(poll_interval_us) {}
+  ~FrameHandoff() { stop(); }
+  FrameHandoff(const FrameHandoff&) = delete;
+  FrameHandoff& operator=(const FrameHandoff&) = delete;
+
+  void push(const logfmt::BboRecord& frame) {  // hot path
+    if (ring_.push(frame))
+      ++handed_;
+    else
+      ++ring_dropped_;
+  }
+  void start(const std::string& thread_name, Send send, std::function<void()> after_drain);
+  void stop();  // the last drain, then joins; idempotent
+  uint64_t handed() const { return handed_; }
+  uint64_t ring_dropped() const { return ring_dropped_; }
+
+ private:
+  void drain();
+  uint64_t poll_interval_us_;
+  SpscRing<logfmt::BboRecord> ring_{1 << 16};
+  uint64_t handed_ = 0, ring_dropped_ = 0;  // hot-path thread only
+  Send send_;
+  std::function<void()> after_drain_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace itchbench
