@@ -5,15 +5,20 @@ alone: it shares no code with itchbench.
 
 It reads NASDAQ TotalView-ITCH 5.0 as MoldUDP64 over UDP, or as the serial
 line format (gateway/protocol/SERIAL_LINE.md) from a tty, keeps a book per
-stock, and writes each BBO change to a TCP connection (or UDP datagrams) as
-a CSV line, or a JSON line with the same keys:
+stock, and writes each BBO change to a TCP connection (or UDP datagrams, or
+messages to an MQTT or Kafka broker) as a CSV line, or a JSON line with the
+same keys:
 
     seq,stock,bid_px,bid_qty,ask_px,ask_qty
 
 It stops at the feed's end of session, or on SIGTERM.
 
-    gateway.py --udp ADDR:PORT --bbo ADDR:PORT [--bbo-via tcp|udp] [--bbo-format csv|jsonl]
+    gateway.py --udp ADDR:PORT --bbo ADDR:PORT [--bbo-via tcp|udp|mqtt|kafka] [--bbo-topic T]
+               [--bbo-format csv|jsonl]
     gateway.py --serial /dev/pts/N --bbo ADDR:PORT
+
+MQTT needs paho-mqtt (Debian: python3-paho-mqtt), Kafka confluent-kafka
+(python3-confluent-kafka); each message carries the lines of one packet.
 """
 
 from __future__ import annotations
@@ -162,19 +167,15 @@ def main() -> int:
     src.add_argument("--udp", metavar="ADDR:PORT")
     src.add_argument("--serial", metavar="TTY")
     p.add_argument("--bbo", metavar="ADDR:PORT", required=True)
-    p.add_argument("--bbo-via", choices=("tcp", "udp"), default="tcp")
+    p.add_argument("--bbo-via", choices=("tcp", "udp", "mqtt", "kafka"), default="tcp")
+    p.add_argument("--bbo-topic", default="itchbench/bbo", help="mqtt, kafka: the topic (Kafka: partition 0)")
     p.add_argument("--bbo-format", choices=("csv", "jsonl"), default="csv")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
     bbo_host, bbo_port = args.bbo.rsplit(":", 1)
     bbo_to = (bbo_host, int(bbo_port))
-    if args.bbo_via == "tcp":
-        out = socket.create_connection(bbo_to)
-        send = out.sendall
-    else:
-        out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        send = lambda data: out.sendto(data, bbo_to)  # noqa: E731 - one datagram of whole lines
+    send, close = _bbo_output(args.bbo_via, bbo_to, args.bbo_topic)
     pending: list[str] = []
 
     def emit(seq: int, stock: int, bbo: tuple[int, int, int, int]) -> None:
@@ -222,8 +223,38 @@ def main() -> int:
                 flush()
     finally:
         flush()
-        out.close()
+        close()
     return 0
+
+
+def _bbo_output(via: str, to: tuple[str, int], topic: str):
+    """(send(bytes), close()) for the BBO output: whole lines each time."""
+    if via == "tcp":
+        conn = socket.create_connection(to)
+        return conn.sendall, conn.close
+    if via == "udp":
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        return (lambda data: sock.sendto(data, to)), sock.close
+    if via == "mqtt":
+        import paho.mqtt.client as mqtt
+        client = mqtt.Client()
+        client.connect(to[0], to[1])
+        client.loop_start()
+        sent = []
+
+        def close_mqtt() -> None:
+            for info in sent:
+                info.wait_for_publish()
+            client.loop_stop()
+            client.disconnect()
+        return (lambda data: sent.append(client.publish(topic, data, qos=1))), close_mqtt
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": f"{to[0]}:{to[1]}", "linger.ms": 0})
+
+    def produce(data: bytes) -> None:
+        producer.produce(topic, data, partition=0)
+        producer.poll(0)
+    return produce, lambda: producer.flush(10)
 
 
 if __name__ == "__main__":

@@ -43,4 +43,64 @@ void SubscriberOutput::close() {
 
 void SubscriberOutput::write_info_text(const std::string& text) const { write_file_atomically(info_path_, text); }
 
+CollectorOutput::CollectorOutput(const std::string& out, bool records)
+    : info_path_(out + ".json"), out_(std::fopen(out.c_str(), "w")), records_(records) {
+  if (!out_) throw std::runtime_error(out + ": " + std::strerror(errno));
+}
+
+CollectorOutput::~CollectorOutput() { close(); }
+
+void CollectorOutput::on_payload(const void* data, size_t n, uint64_t t) {
+  ++reads_;
+  bytes_ += n;
+  const char* p = static_cast<const char*>(data);
+  if (records_) {
+    for (size_t at = 0; at + sizeof(logfmt::BboRecord) <= n; at += sizeof(logfmt::BboRecord)) {
+      logfmt::BboRecord r;
+      std::memcpy(&r, p + at, sizeof r);
+      std::fprintf(out_, "%llu %llu,%u,%u,%llu,%u,%llu\n", (unsigned long long)t, (unsigned long long)r.seq,
+                   unsigned(r.stock_locate), unsigned(r.bid_px), (unsigned long long)r.bid_qty, unsigned(r.ask_px),
+                   (unsigned long long)r.ask_qty);
+    }
+    return;
+  }
+  size_t start = 0;
+  while (start < n) {
+    const void* nl = std::memchr(p + start, '\n', n - start);
+    size_t end = nl ? size_t(static_cast<const char*>(nl) - p) : n;
+    size_t len = end - start;
+    if (len && p[start + len - 1] == '\r') --len;
+    std::fprintf(out_, "%llu %.*s\n", (unsigned long long)t, int(len), p + start);
+    start = end + 1;
+  }
+}
+
+void CollectorOutput::close() {
+  if (out_) std::fclose(out_);
+  out_ = nullptr;
+}
+
+void CollectorOutput::write_info(bool subscribed, const std::string& ended) const {
+  JsonWriter j;
+  j.begin_object();
+  j.field("subscribed", subscribed).field("ended", ended).field("reads", reads_).field("bytes", bytes_);
+  j.end_object();
+  write_file_atomically(info_path_, j.str());
+}
+
+}  // namespace itchbench
+
+namespace itchbench {
+
+SubscriberFiles open_subscriber_files(const std::string& out, const std::string& collect_format) {
+  SubscriberFiles f;
+  if (collect_format.empty())
+    f.own = std::make_unique<SubscriberOutput>(out);
+  else if (collect_format == "csv" || collect_format == "jsonl" || collect_format == "itchbench")
+    f.collected = std::make_unique<CollectorOutput>(out, collect_format == "itchbench");
+  else
+    throw std::invalid_argument("--collect takes csv, jsonl or itchbench, not " + collect_format);
+  return f;
+}
+
 }  // namespace itchbench

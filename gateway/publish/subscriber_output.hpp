@@ -4,22 +4,16 @@
 // (subscriber log, gateway/log/FORMAT.md kind 4: seq and receive time per
 // event, CLOCK_MONOTONIC) and OUT.json (its own account, written whole).
 #pragma once
-#include <time.h>
-
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "log/mmap_log.hpp"
 #include "util/json_writer.hpp"
+#include "util/stage_clock.hpp"  // monotonic_ns: the receive stamps' clock
 
 namespace itchbench {
-
-inline uint64_t monotonic_now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 // path with its suffix (".bbo") replaced by suffix, as Python's Path.with_suffix.
 std::string with_suffix(const std::string& path, const char* suffix);
@@ -51,5 +45,35 @@ class SubscriberOutput {
   SubscriberLog receipts_;
   uint64_t events_ = 0;
 };
+
+// What a collector of a gateway's own BBO output writes, as gateways/collector.py does for TCP and UDP:
+// every line (csv, jsonl) or 48-byte record (itchbench, written as a csv line) as "<t_recv> <text>", t_recv
+// CLOCK_MONOTONIC. A message ends its last line. Nothing is parsed or judged: the checks count garbage.
+// OUT.json (OUT + ".json") says how it ended, with its reads and bytes.
+class CollectorOutput {
+ public:
+  CollectorOutput(const std::string& out, bool records);  // throws naming the file
+  ~CollectorOutput();
+  CollectorOutput(const CollectorOutput&) = delete;
+  CollectorOutput& operator=(const CollectorOutput&) = delete;
+
+  void on_payload(const void* data, size_t n, uint64_t t_received);
+  void close();
+  void write_info(bool subscribed, const std::string& ended) const;
+
+ private:
+  std::string info_path_;
+  FILE* out_ = nullptr;
+  bool records_;
+  uint64_t reads_ = 0, bytes_ = 0;
+};
+
+// A subscriber tool's files: its own (SubscriberOutput), or with --collect FORMAT (csv, jsonl, itchbench) a
+// collector's. Throws naming the file; an unknown format is std::invalid_argument.
+struct SubscriberFiles {
+  std::unique_ptr<SubscriberOutput> own;
+  std::unique_ptr<CollectorOutput> collected;
+};
+SubscriberFiles open_subscriber_files(const std::string& out, const std::string& collect_format);
 
 }  // namespace itchbench

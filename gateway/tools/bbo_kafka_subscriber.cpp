@@ -8,8 +8,10 @@
 // records received, records announced, how it ended.
 // --probe: produce one record to itchbench-ready and read it back (the
 // broker's readiness), exit 0 when it came back.
+// --collect FORMAT: the collector of a gateway that declares Kafka as its
+// BBO output in its contract: every record's lines or records into OUT as
+// the TCP collector writes them, until SIGTERM (OUT + ".json").
 #include <librdkafka/rdkafka.h>
-#include <signal.h>
 
 #include <chrono>
 #include <cstdio>
@@ -19,12 +21,10 @@
 #include <string>
 
 #include "publish/subscriber_output.hpp"
+#include "source/stop_flag.hpp"
 #include "util/cli.hpp"
 
 namespace {
-
-volatile sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
 
 rd_kafka_t* make(rd_kafka_type_t type, const std::string& brokers) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   args.option("out", "FILE", "where the frames go (FILE.recv, FILE.json beside it)");
   args.option("grace-ms", "MS", "after the end marker, how long to wait for records still missing", "2000");
   args.flag("probe", "produce one record and read it back, then exit");
+  args.option("collect", "FORMAT", "collect a gateway's own BBO output (csv, jsonl, itchbench) until SIGTERM", "");
   args.parse(argc, argv);
   if (!args.has("brokers")) args.fail("--brokers is required");
   try {
@@ -102,16 +103,18 @@ int main(int argc, char** argv) {
   if (!args.has("out")) args.fail("--out is required");
   const std::string topic = args.get("topic");
   const auto grace = std::chrono::milliseconds(args.get_u64("grace-ms"));
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  ::sigaction(SIGTERM, &sa, nullptr);
-  ::sigaction(SIGINT, &sa, nullptr);
+  install_stop_signal_handlers();
 
   std::unique_ptr<SubscriberOutput> output;
+  std::unique_ptr<CollectorOutput> collector;
   rd_kafka_t* c = nullptr;
   try {
-    output = std::make_unique<SubscriberOutput>(args.get("out"));
+    SubscriberFiles files = open_subscriber_files(args.get("out"), args.get("collect"));
+    output = std::move(files.own);
+    collector = std::move(files.collected);
     c = make(RD_KAFKA_CONSUMER, args.get("brokers"));
+  } catch (const std::invalid_argument& e) {
+    args.fail(e.what());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bbo-kafka-subscriber: %s\n", e.what());
     return 1;
@@ -120,6 +123,7 @@ int main(int argc, char** argv) {
   bool subscribed = false, end_seen = false;
   uint64_t announced = 0, bad_size = 0;
   auto info = [&](const std::string& ended) {
+    if (collector) return collector->write_info(subscribed, ended);
     output->write_info([&](JsonWriter& j) {
       j.field("subscribed", subscribed).field("received", output->events()).field("bad_size", bad_size);
       j.field("announced", announced).field("end_seen", end_seen).field("ended", ended);
@@ -128,7 +132,7 @@ int main(int argc, char** argv) {
   info("");
   std::chrono::steady_clock::time_point end_at;
   std::string ended = "signal";
-  while (!g_stop) {
+  while (!stop_requested().load()) {
     if (!subscribed) {  // the topic's partition exists (the consumer's metadata request created it)
       int64_t lo = 0, hi = 0;
       if (rd_kafka_query_watermark_offsets(c, topic.c_str(), 0, &lo, &hi, 200) == RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -137,9 +141,11 @@ int main(int argc, char** argv) {
       }
     }
     rd_kafka_message_t* m = rd_kafka_consumer_poll(c, 10);
-    const uint64_t t = monotonic_now_ns();  // first, before anything else is done with it
+    const uint64_t t = monotonic_ns();  // first, before anything else is done with it
     if (m) {
-      if (!m->err) {
+      if (!m->err && collector) {
+        collector->on_payload(m->payload, m->len, t);
+      } else if (!m->err) {
         if (m->key_len == 3 && std::memcmp(m->key, "end", 3) == 0) {
           announced = std::strtoull(std::string(static_cast<const char*>(m->payload), m->len).c_str(), nullptr, 10);
           end_seen = true;
@@ -154,6 +160,7 @@ int main(int argc, char** argv) {
       }
       rd_kafka_message_destroy(m);
     }
+    if (collector) continue;  // a foreign gateway announces no end: until SIGTERM
     if (end_seen && output->events() >= announced) {
       ended = "end of stream";
       break;
@@ -165,7 +172,8 @@ int main(int argc, char** argv) {
   }
   rd_kafka_consumer_close(c);
   rd_kafka_destroy(c);
-  output->close();
-  info(ended);
+  if (output) output->close();
+  if (collector) collector->close();
+  info(collector ? "sigterm" : ended);
   return 0;
 }

@@ -7,8 +7,11 @@
 // (QoS 0 may lose messages: those are counted, never waited for).
 // OUT.json: "subscribed" (once the broker acknowledged), events received,
 // events the gateway said it published, how it ended.
+// --collect FORMAT: the collector of a gateway that declares MQTT as its
+// BBO output in its contract (docs/gateway-contract.md): every message's
+// lines (csv, jsonl) or records (itchbench) into OUT as the TCP collector
+// writes them, until SIGTERM; OUT + ".json" says how it ended.
 #include <mosquitto.h>
-#include <signal.h>
 
 #include <chrono>
 #include <cstdio>
@@ -18,17 +21,16 @@
 #include <string>
 
 #include "publish/subscriber_output.hpp"
+#include "source/stop_flag.hpp"
 #include "util/cli.hpp"
 
 namespace {
-
-volatile sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
 
 struct State {
   std::string topic, end_topic;
   int qos = 0;
   itchbench::SubscriberOutput* out = nullptr;
+  itchbench::CollectorOutput* collect = nullptr;  // --collect: a foreign gateway's output, as it is
   bool subscribed = false;
   bool end_seen = false;
   uint64_t announced = 0;
@@ -37,6 +39,7 @@ struct State {
 };
 
 void write_info(const State& s, const std::string& ended) {
+  if (s.collect) return s.collect->write_info(s.subscribed, ended);
   s.out->write_info([&](itchbench::JsonWriter& j) {
     j.field("subscribed", s.subscribed).field("received", s.out->events()).field("bad_size", s.bad_size);
     j.field("announced", s.announced).field("end_seen", s.end_seen).field("ended", ended);
@@ -57,8 +60,12 @@ void on_subscribe(struct mosquitto*, void* self, int, int, const int*) {
 }
 
 void on_message(struct mosquitto*, void* self, const struct mosquitto_message* msg) {
-  const uint64_t t = itchbench::monotonic_now_ns();  // first, before anything else is done with it
+  const uint64_t t = itchbench::monotonic_ns();  // first, before anything else is done with it
   auto* s = static_cast<State*>(self);
+  if (s->collect) {
+    s->collect->on_payload(msg->payload, size_t(msg->payloadlen), t);
+    return;
+  }
   if (s->end_topic == msg->topic) {
     s->announced = std::strtoull(std::string(static_cast<const char*>(msg->payload), size_t(msg->payloadlen)).c_str(),
                                  nullptr, 10);
@@ -88,6 +95,7 @@ int main(int argc, char** argv) {
   args.option("qos", "N", "subscription QoS 0, 1 or 2", "1");
   args.option("out", "FILE", "where the frames go (FILE.recv, FILE.json beside it)");
   args.option("grace-ms", "MS", "after the end marker, how long to wait for events still missing", "2000");
+  args.option("collect", "FORMAT", "collect a gateway's own BBO output (csv, jsonl, itchbench) until SIGTERM", "");
   args.parse(argc, argv);
   if (!args.has("port") || !args.has("out")) args.fail("--port and --out are required");
   State s;
@@ -96,19 +104,22 @@ int main(int argc, char** argv) {
   s.qos = int(args.get_u64("qos"));
   if (s.qos > 2) args.fail("--qos takes 0, 1 or 2");
   const auto grace = std::chrono::milliseconds(args.get_u64("grace-ms"));
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  ::sigaction(SIGTERM, &sa, nullptr);
-  ::sigaction(SIGINT, &sa, nullptr);
+  install_stop_signal_handlers();
 
   std::unique_ptr<SubscriberOutput> output;
+  std::unique_ptr<CollectorOutput> collector;
   try {
-    output = std::make_unique<SubscriberOutput>(args.get("out"));
+    SubscriberFiles files = open_subscriber_files(args.get("out"), args.get("collect"));
+    output = std::move(files.own);
+    collector = std::move(files.collected);
+  } catch (const std::invalid_argument& e) {
+    args.fail(e.what());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bbo-mqtt-subscriber: %s\n", e.what());
     return 1;
   }
   s.out = output.get();
+  s.collect = collector.get();
   mosquitto_lib_init();
   struct mosquitto* m = mosquitto_new(nullptr, true, &s);
   mosquitto_connect_callback_set(m, on_connect);
@@ -121,9 +132,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::string ended = "signal";
-  while (!g_stop) {
+  while (!stop_requested().load()) {
     const int lr = mosquitto_loop(m, 10, 1);
     if (lr != MOSQ_ERR_SUCCESS && lr != MOSQ_ERR_NO_CONN) mosquitto_reconnect(m);  // a broker restart: go on
+    if (s.collect) continue;  // a foreign gateway announces no end: until SIGTERM
     if (s.end_seen && output->events() >= s.announced) {
       ended = "end of stream";
       break;
@@ -136,7 +148,8 @@ int main(int argc, char** argv) {
   mosquitto_disconnect(m);
   mosquitto_destroy(m);
   mosquitto_lib_cleanup();
-  output->close();
-  write_info(s, ended);
+  if (output) output->close();
+  if (collector) collector->close();
+  write_info(s, collector ? "sigterm" : ended);
   return 0;
 }

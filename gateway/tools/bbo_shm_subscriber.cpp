@@ -4,7 +4,6 @@
 // and hop tables take it as one; its OUT.json holds its slot, events read,
 // events lost to overruns and how it ended.
 #include <sched.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +14,7 @@
 
 #include "publish/shm_ring.hpp"
 #include "publish/subscriber_output.hpp"
+#include "source/stop_flag.hpp"
 #include "util/cli.hpp"
 #include "util/realtime.hpp"
 
@@ -23,8 +23,6 @@ namespace {
 // Spins (about 10 us) before each sched_yield while the ring is empty: an idle consumer reacts within a
 // pause, and still leaves its CPU to whatever else is runnable there.
 constexpr uint32_t kSpinsBeforeYield = 256;
-volatile sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
 
 void write_info(const itchbench::SubscriberOutput& out, const itchbench::shm::ShmConsumer& c,
                 const std::string& ended) {
@@ -61,10 +59,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  ::sigaction(SIGTERM, &sa, nullptr);
-  ::sigaction(SIGINT, &sa, nullptr);
+  install_stop_signal_handlers();
 
   std::unique_ptr<shm::ShmConsumer> ring;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.get_u64("attach-timeout-ms"));
@@ -73,7 +68,7 @@ int main(int argc, char** argv) {
       ring = std::make_unique<shm::ShmConsumer>(args.get("name"));
       break;
     } catch (const std::exception& e) {
-      if (std::chrono::steady_clock::now() > deadline || g_stop) {
+      if (std::chrono::steady_clock::now() > deadline || stop_requested().load()) {
         std::fprintf(stderr, "bbo-shm-subscriber: %s\n", e.what());
         return 1;
       }
@@ -90,15 +85,15 @@ int main(int argc, char** argv) {
   write_info(*output, *ring, "");
   std::string ended = "signal";
   if (mode == "stuck") {
-    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (!stop_requested().load()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   } else {
     logfmt::BboRecord r;
     uint32_t idle = 0;
-    while (!g_stop) {
+    while (!stop_requested().load()) {
       const shm::ShmConsumer::Read got = ring->next(r);
       if (got == shm::ShmConsumer::Read::kEvent) {
         idle = 0;
-        output->on_event(r, monotonic_now_ns());
+        output->on_event(r, monotonic_ns());
         if (mode == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(1));
       } else if (got == shm::ShmConsumer::Read::kEnd) {
         ended = "end of stream";

@@ -54,6 +54,7 @@ def _contract(tmp_path: Path, text: str) -> Path:
     ("name = \n", r"not valid TOML"),
     (GOOD + "white_box = \"everything\"\n", r"itchbench.toml:4: white_box: 'everything' is not one of false, true"),
     (GOOD + "[stop]\nok_exits = [0, \"1\"]\n", r"itchbench.toml:5: stop.ok_exits: must list exit statuses"),
+    (GOOD + "[bbo]\nvia = \"mqtt\"\n[ready]\nwhen = \"delay\"\n", r"itchbench.toml:5: bbo.via: via = 'mqtt' needs \{mqtt_port\} in the command"),
     (GOOD + "[subscribers]\nport_pattern = \"tcp=\\\\d+\"\n",
      r"itchbench.toml:5: subscribers.port_pattern: needs a group that captures the port"),
 ])
@@ -331,3 +332,30 @@ def test_a_gateway_whose_build_fails_gives_an_incomplete_run_with_the_builds_out
     assert s["verdict"]["status"] == "incomplete" and s["verdict"]["exit_status"] == 1
     assert s["verdict"]["headline"].startswith("INCOMPLETE (setup): the gateway's build failed (exited with status 4)")
     assert "gateway.c:3: error: expected" in s["failure"]["message"]
+
+
+@needs_root
+@pytest.mark.parametrize("via", ["mqtt", "kafka"])
+def test_the_example_gateway_writes_its_bbo_through_a_broker(capture, tmp_path, via):
+    """Its BBO output through the run's own broker (Mosquitto, or Kafka in KRaft mode), collected by a
+    subscriber there: the same check against the simulation as over TCP."""
+    where = {"mqtt": "{mqtt_addr}:{mqtt_port} --bbo-topic {mqtt_topic}",
+             "kafka": "{kafka_brokers} --bbo-topic {kafka_topic}"}[via]
+    command = (f"exec /usr/bin/python3 {EXAMPLE.parent}/gateway.py --udp {{feed_addr}}:{{feed_port}} "
+               f"--bbo-via {via} --bbo {where}")
+    gw = _contract(tmp_path, f'''\
+        name = "py-gateway via {via}"
+        inputs = ["udp"]
+        command = "{command}"
+        [bbo]
+        format = "csv"
+        via = "{via}"
+        [ready]
+        when = "udp_bound"
+        ''')
+    run, s = _run(capture, gw, "udp", tmp_path, pps=2000)
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    check = s["reconciliation"]["bbo_check"]
+    assert check["equal"] and check["events"] == check["reference_events"] > 100
+    assert s["transport_details"]["brokers"][via]["port"] and s["wire_to_wire"]["events"] == check["events"]
+    assert leftover_processes() == []

@@ -8,6 +8,7 @@ named (docs/gateway-contract.md, "Stop")."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from .. import paths
 from ..runs.failure import RunError, describe_exit, tail
 from . import contract as contract_mod
 from .contract import Contract
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 COLLECTOR_START_S = 10.0
 COLLECTOR_END_S = 10.0
+COLLECTOR_QUIET_S = 0.5  # a broker's collector: this long without a new line after the gateway's end
 BBO_FILE = "bbo.received"  # the collector's output in the run directory
 
 
@@ -92,12 +95,30 @@ class ContractGateway:
         self._on_port: Callable[[int], None] | None = None
 
     # -- start and ready ------------------------------------------------------------------------------------
-    def _start_collector(self) -> tuple[subprocess.Popen | None, int]:
-        if self.c.bbo_via == "file":
+    def _start_collector(self, values: dict[str, object]) -> tuple[subprocess.Popen | None, int]:
+        """The receiving end of its BBO output: none for a file; our collector on a port for TCP and UDP; a
+        subscriber of the run's broker for MQTT and Kafka, back once it has subscribed."""
+        via, out = self.c.bbo_via, self.dir / BBO_FILE
+        if via == "file":
             return None, 0
-        cmd = [sys.executable, "-m", "itchbench.gateways.collector", "--via", self.c.bbo_via,
-               "--format", self.c.bbo_format, "--out", str(self.dir / BBO_FILE)]
+        if via in ("tcp", "udp"):
+            cmd = [sys.executable, "-m", "itchbench.gateways.collector", "--via", via, "--format", self.c.bbo_format,
+                   "--out", str(out)]
+        elif via == "mqtt":
+            cmd = [str(paths.tool("bbo-mqtt-subscriber")), "--port", str(values["mqtt_port"]), "--topic",
+                   str(values["mqtt_topic"]), "--qos", "1", "--collect", self.c.bbo_format, "--out", str(out)]
+        else:
+            cmd = [str(paths.tool("bbo-kafka-subscriber")), "--brokers", str(values["kafka_brokers"]), "--topic",
+                   str(values["kafka_topic"]), "--collect", self.c.bbo_format, "--out", str(out)]
         proc = self.group.start("collector", self.wrap(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if via in ("mqtt", "kafka"):
+            info, deadline = Path(str(out) + ".json"), time.monotonic() + COLLECTOR_START_S
+            while not (info.is_file() and json.loads(info.read_text() or "{}").get("subscribed")):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RunError("setup", f"the BBO collector did not subscribe to the {via} broker "
+                                            f"({describe_exit(proc.poll()) if proc.poll() is not None else 'in time'})")
+                time.sleep(0.02)
+            return proc, 0
         from ..runs.procs import LineWaiter
         self._collector_lines = LineWaiter(proc)
         try:
@@ -113,12 +134,13 @@ class ContractGateway:
         if input_kind not in self.c.inputs:
             raise RunError("setup", f"{self.c.path}: this gateway does not take {input_kind} input "
                                     f"(inputs = {list(self.c.inputs)})")
-        collector, port = self._start_collector()
         values: dict[str, object] = {"feed_addr": "127.0.0.1", "feed_port": 0, "serial": "", "baud": 0,
-                                     "capture": "", "bbo_addr": "127.0.0.1", "bbo_port": port,
+                                     "capture": "", "bbo_addr": "127.0.0.1", "bbo_port": 0,
                                      "out": self.out_dir, "input": input_kind, "worktree": self.worktree,
-                                     "run_id": "", "commit": "", "itchbench_flags": ""}
+                                     "run_id": "", "commit": "", "itchbench_flags": "", "mqtt_addr": "127.0.0.1",
+                                     "mqtt_port": 0, "mqtt_topic": "", "kafka_brokers": "", "kafka_topic": ""}
         values.update(run_values)
+        collector, values["bbo_port"] = self._start_collector(values)
         cmd = contract_mod.fill(self.c.commands[input_kind], values)
         stdout, stderr = self.dir / "gateway.stdout", self.dir / "gateway.stderr"
         out, err = open(stdout, "wb"), open(stderr, "wb")  # files: never a pipe nobody drains
@@ -217,6 +239,16 @@ class ContractGateway:
             if size != last:
                 last, quiet_since = size, time.monotonic()
 
+    def _collector_quiet(self) -> None:
+        """Until the collector's file has not grown for COLLECTOR_QUIET_S (COLLECTOR_END_S at most)."""
+        path = self.dir / BBO_FILE
+        size = lambda: path.stat().st_size if path.exists() else 0  # noqa: E731
+        last, since, deadline = size(), time.monotonic(), time.monotonic() + COLLECTOR_END_S
+        while time.monotonic() - since < COLLECTOR_QUIET_S and time.monotonic() < deadline:
+            time.sleep(0.05)
+            if size() != last:
+                last, since = size(), time.monotonic()
+
     def _wait_exit(self, within_s: float, progress: Callable[[str], None] | None) -> None:
         """Until its own exit, at most within_s; reaped with wait4 for its peak RSS. New lines of its stderr go
         to progress as they come."""
@@ -274,7 +306,9 @@ class ContractGateway:
         else:
             self.how_it_ended = f"ended by itself ({describe_gateway_exit(gw.returncode)})"
         if s.collector is not None:
-            if self.c.bbo_via == "udp":
+            if self.c.bbo_via in ("mqtt", "kafka"):  # what the broker still holds comes after the gateway's end
+                self._collector_quiet()
+            if self.c.bbo_via in ("udp", "mqtt", "kafka"):  # no end of stream to see: told to stop
                 s.collector.send_signal(signal.SIGTERM)
             try:
                 s.collector.wait(COLLECTOR_END_S)

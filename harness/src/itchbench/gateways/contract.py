@@ -15,7 +15,7 @@ from typing import Any
 FILE_NAME = "itchbench.toml"
 INPUTS = ("udp", "serial", "file")
 BBO_FORMATS = ("csv", "jsonl", "itchbench")
-BBO_VIA = ("tcp", "udp", "file")
+BBO_VIA = ("tcp", "udp", "file", "mqtt", "kafka")
 READY_WHEN = ("udp_bound", "tcp_connected", "output", "delay")
 CHECKS = ("exact", "state")
 # What a gateway writes of itchbench's own files into {out} (gateway/log/FORMAT.md): nothing; the per-stage
@@ -23,7 +23,10 @@ CHECKS = ("exact", "state")
 WHITE_BOX = ("", "stamps", "run-files")
 # Placeholders itchbench fills, and which input needs which to reach the gateway at all.
 RUN_PLACEHOLDERS = ("feed_addr", "feed_port", "serial", "baud", "capture", "bbo_addr", "bbo_port", "out", "input",
-                    "worktree", "run_id", "commit", "itchbench_flags")
+                    "worktree", "run_id", "commit", "itchbench_flags", "mqtt_addr", "mqtt_port", "mqtt_topic",
+                    "kafka_brokers", "kafka_topic")
+# What a BBO output through a broker needs to reach it at all.
+NEEDED_BY_VIA = {"mqtt": "mqtt_port", "kafka": "kafka_brokers"}
 BUILD_PLACEHOLDERS = ("commit", "worktree", "build_dir")
 NEEDED = {"udp": ("feed_port",), "serial": ("serial",), "file": ("capture",)}
 
@@ -222,6 +225,11 @@ def load(path: Path | str) -> Contract:
     for name in inputs:
         if name not in commands:
             raise ContractError(f"{where('command')}: no command for input {name!r}")
+    needed = NEEDED_BY_VIA.get(bbo["via"])
+    for name, cmd in commands.items():
+        if needed and needed not in placeholders_in(cmd) and "ITCHBENCH_" + needed.upper() not in cmd:
+            raise ContractError(f"{where('bbo.via')}: via = {bbo['via']!r} needs {{{needed}}} in the command for "
+                                f"{name} (or ${'ITCHBENCH_' + needed.upper()})")
     build = (top["build"],) if isinstance(top["build"], str) else tuple(top["build"])
     for cmd in build:
         if not isinstance(cmd, str):

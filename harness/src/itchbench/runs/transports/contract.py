@@ -160,12 +160,14 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
                                 "{itchbench_flags}); this contract's commands do not take {itchbench_flags}")
     ns = private_netns(run, group) if transport == "udp" else None
     wrap = ns.wrap if ns is not None else (lambda cmd: cmd)
-    # The brokers and their subscribers first: nothing the gateway publishes may go unseen.
-    brokers = run.extras.setdefault("brokers", {}) if brokered else {}
-    if "mqtt" in brokered:
+    # The brokers and their subscribers first: nothing the gateway publishes may go unseen. A gateway whose own
+    # BBO output goes through a broker (contract bbo.via) gets one too, and its collector subscribes there.
+    via_broker = [c.bbo_via] if live and c.bbo_via in ("mqtt", "kafka") and c.bbo_via not in brokered else []
+    brokers = run.extras.setdefault("brokers", {}) if brokered or via_broker else {}
+    if "mqtt" in brokered + via_broker:
         run.say("  starting the MQTT broker (mosquitto)")
         brokers["mqtt"] = mosquitto.start(run, group, wrap, MQTT_PORT if ns is not None else free_loopback_port())
-    if "kafka" in brokered:
+    if "kafka" in brokered + via_broker:
         run.say("  starting the Kafka broker (KRaft, one node)")
         ports = (KAFKA_PORT, KAFKA_CONTROLLER_PORT) if ns is not None else (free_loopback_port(), free_loopback_port())
         brokers["kafka"] = kafka.start(run, group, wrap, *ports)
@@ -174,6 +176,10 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
     commit = under.get("commit") or (environment.commit_label(run.env["git"]) if env else "WORKTREE")
     values: dict[str, object] = {"run_id": run.run_id, "commit": commit,
                                  "itchbench_flags": " ".join(itchbench_flags(run, input_kind))}
+    if "mqtt" in brokers:
+        values.update(mqtt_port=brokers["mqtt"]["port"], mqtt_topic=run.values["mqtt"]["topic"])
+    if "kafka" in brokers:
+        values.update(kafka_brokers=f"127.0.0.1:{brokers['kafka']['port']}", kafka_topic=run.values["kafka"]["topic"])
     driver = adapter.ContractGateway(c, run.dir, group, wrap, worktree=worktree, env=env)
     wants_subscribers = run.values["subscribers"] or run.values["shm_subscribers"]
     on_port = subscribers.starter(run, group, wrap) if wants_subscribers and live else None
