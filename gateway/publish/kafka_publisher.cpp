@@ -25,6 +25,8 @@ KafkaPublisher::KafkaPublisher(const KafkaOptions& options) : options_(options) 
   set(conf, "batch.num.messages", std::to_string(options.batch_messages));
   set(conf, "queue.buffering.max.messages", "1000000");
   set(conf, "enable.idempotence", "false");
+  set(conf, "reconnect.backoff.ms", "50");  // a broker that restarts is found again within half a second
+  set(conf, "reconnect.backoff.max.ms", "500");
   rd_kafka_conf_set_opaque(conf, this);
   rd_kafka_conf_set_dr_msg_cb(conf, &KafkaPublisher::on_delivery);
   char err[512];

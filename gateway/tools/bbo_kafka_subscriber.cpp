@@ -33,6 +33,8 @@ rd_kafka_t* make(rd_kafka_type_t type, const std::string& brokers) {
     if (rd_kafka_conf_set(conf, k, v, err, sizeof err) != RD_KAFKA_CONF_OK) throw std::runtime_error(err);
   };
   set("bootstrap.servers", brokers.c_str());
+  set("reconnect.backoff.ms", "50");  // a broker that restarts is found again within half a second
+  set("reconnect.backoff.max.ms", "500");
   if (type == RD_KAFKA_CONSUMER) {
     set("group.id", "itchbench");
     set("enable.auto.commit", "false");

@@ -19,6 +19,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "publish/subscriber_output.hpp"
 #include "source/stop_flag.hpp"
@@ -133,8 +134,10 @@ int main(int argc, char** argv) {
   }
   std::string ended = "signal";
   while (!stop_requested().load()) {
-    const int lr = mosquitto_loop(m, 10, 1);
-    if (lr != MOSQ_ERR_SUCCESS && lr != MOSQ_ERR_NO_CONN) mosquitto_reconnect(m);  // a broker restart: go on
+    if (mosquitto_loop(m, 10, 1) != MOSQ_ERR_SUCCESS) {  // the broker went away (a restart): connect again
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      mosquitto_reconnect(m);  // on_connect subscribes again
+    }
     if (s.collect) continue;  // a foreign gateway announces no end: until SIGTERM
     if (s.end_seen && output->events() >= s.announced) {
       ended = "end of stream";

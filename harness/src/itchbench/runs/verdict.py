@@ -81,6 +81,8 @@ def _other_clauses(summary: dict[str, Any], loss: dict[str, Any]) -> str:
         parts.append(f"{count(skipped, 'frame')} not of the feed skipped")
     if loss.get("duplicate_messages"):
         parts.append(f"{count(loss['duplicate_messages'], 'duplicate message')} ignored")
+    for name, n in loss.get("subscriber_duplicates", {}).items():
+        parts.append(f"{name} received {count(n, 'BBO frame')} twice")
     return "".join(f"; {p}" for p in parts)
 
 

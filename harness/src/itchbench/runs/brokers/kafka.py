@@ -58,20 +58,35 @@ def start(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[st
         "appender.file.layout.type=PatternLayout", "appender.file.layout.pattern=[%d] %p %m (%c)%n",
         "rootLogger.level=INFO", "rootLogger.appenderRef.file.ref=file",
     ]) + "\n")
-    java = ["java", *HEAP, f"-Dlog4j2.configurationFile={log_conf}", "-cp", f"{lib}/*"]
-    fmt = subprocess.run([*java, "kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c", str(props)],
+    fmt = subprocess.run([*_java(run, lib), "kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c", str(props)],
                          capture_output=True, text=True)
     if fmt.returncode != 0:
         raise RunError("setup", f"formatting the Kafka broker's storage failed: {tail(fmt.stderr + fmt.stdout, 6, 600)}")
-    proc = group.start("kafka", wrap([*java, "kafka.Kafka", str(props)]), stdout=subprocess.DEVNULL,
-                       stderr=open(run.dir / "kafka.stderr", "wb"))
+    _launch(run, group, wrap, lib, port)
+    return {"kind": "kafka", "broker": "kafka", "version": version(lib), "port": port,
+            "config": props.name, "log": log.name}
+
+
+def restart(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]]) -> None:
+    """Stop the run's broker (SIGTERM: a clean shutdown) and start it again on its storage: a fault."""
+    group.stop(run.broker_procs["kafka"])
+    _launch(run, group, wrap, jars(), int(run.extras["brokers"]["kafka"]["port"]))
+
+
+def _java(run: "Run", lib: Path) -> list[str]:
+    return ["java", *HEAP, f"-Dlog4j2.configurationFile={run.dir / 'log4j2.properties'}", "-cp", f"{lib}/*"]
+
+
+def _launch(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]], lib: Path, port: int) -> None:
+    proc = group.start("kafka", wrap([*_java(run, lib), "kafka.Kafka", str(run.dir / "server.properties")]),
+                       stdout=subprocess.DEVNULL, stderr=open(run.dir / "kafka.stderr", "ab"))
+    run.broker_procs["kafka"] = proc
     probe = [str(paths.tool("bbo-kafka-subscriber")), "--probe", "--brokers", f"127.0.0.1:{port}"]
     deadline = time.monotonic() + READY_TIMEOUT_S
     while subprocess.run(wrap(probe), capture_output=True).returncode != 0:
         if proc.poll() is not None or time.monotonic() > deadline:
             what = "exited" if proc.poll() is not None else f"did not answer within {READY_TIMEOUT_S:g} s"
+            log = run.dir / "kafka.log"
             text = log.read_text(errors="replace") if log.exists() else ""
             raise RunError("setup", f"the Kafka broker {what}; its log ends: {tail(text, 6, 800) or '(empty)'}")
         time.sleep(0.2)
-    return {"kind": "kafka", "broker": "kafka", "version": version(lib), "port": port,
-            "config": props.name, "log": log.name}

@@ -31,8 +31,22 @@ def start(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[st
     conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
                     f"log_dest file {log}\nlog_type error\nlog_type warning\nlog_type notice\n")
     log.touch()
+    _launch(run, group, wrap, port)
+    return {"kind": "mqtt", "broker": "mosquitto", "version": version(), "port": port,
+            "config": conf.name, "log": log.name}
+
+
+def restart(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]]) -> None:
+    """Stop the run's broker (SIGTERM) and start it again on the same port: a fault (docs/distribution.md)."""
+    group.stop(run.broker_procs["mqtt"])
+    _launch(run, group, wrap, int(run.extras["brokers"]["mqtt"]["port"]))
+
+
+def _launch(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]], port: int) -> None:
+    conf, log = run.dir / "mosquitto.conf", run.dir / "mosquitto.log"
     proc = group.start("mosquitto", wrap(["mosquitto", "-c", str(conf)]), stdout=subprocess.DEVNULL,
                        stderr=subprocess.STDOUT)
+    run.broker_procs["mqtt"] = proc
     deadline = time.monotonic() + READY_TIMEOUT_S
     while not _round_trip(wrap, port):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -40,8 +54,6 @@ def start(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[st
             raise RunError("setup", f"the MQTT broker (mosquitto) {what}; its log ends: "
                                     f"{tail(_text(log), 6, 600) or '(empty)'}")
         time.sleep(0.05)
-    return {"kind": "mqtt", "broker": "mosquitto", "version": version(), "port": port,
-            "config": conf.name, "log": log.name}
 
 
 def _round_trip(wrap: Callable[[list[str]], list[str]], port: int) -> bool:

@@ -24,7 +24,7 @@ from ... import paths, rundir
 from ...captures.compressed import compression_of
 from ...gateways import adapter, contract
 from .. import environment
-from ..brokers import kafka, mosquitto
+from ..brokers import kafka, mosquitto, restarts
 from ..deadlines import sim_seconds
 from ..failure import RunError
 from . import subscribers
@@ -189,7 +189,11 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         assert ns is not None
         driver.start("udp", on_port, feed_addr="127.0.0.1", feed_port=UDP_PORT, **values)
         watch = GatewayWatch(run, c, driver)
-        watch.replay(lambda: replay_udp(run, group, ns, watch))
+        faults_done = restarts.schedule(run, group, wrap)
+        try:
+            watch.replay(lambda: replay_udp(run, group, ns, watch))
+        finally:
+            faults_done()
         _stop(run, group, driver)
         watch.judge_end()
         run.extras["kernel"] = ns.udp_counters()
@@ -197,7 +201,11 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         gw_end, replay_end, socat = pty_pair(run, group)
         driver.start("serial", on_port, serial=gw_end, baud=run.values["serial"]["baud"], **values)
         watch = GatewayWatch(run, c, driver)
-        watch.replay(lambda: replay_serial(run, group, replay_end, watch))
+        faults_done = restarts.schedule(run, group, wrap)
+        try:
+            watch.replay(lambda: replay_serial(run, group, replay_end, watch))
+        finally:
+            faults_done()
         _stop(run, group, driver)
         watch.judge_end()
         group.stop(socat)

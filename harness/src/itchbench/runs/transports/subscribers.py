@@ -79,7 +79,10 @@ def start_brokered(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]]
     started = []
     for k in range(run.values[kind]["subscribers"]):
         out = run.dir / f"subscriber-{first + k}.bbo"
-        proc = group.start(f"subscriber-{first + k}", wrap(off_the_gateway_cpu(run, _broker_command(run, kind, out))))
+        err = open(out.with_suffix(".stderr"), "wb")  # the client library's own complaints (a broker restarting)
+        group.on_close(err.close)
+        proc = group.start(f"subscriber-{first + k}", wrap(off_the_gateway_cpu(run, _broker_command(run, kind, out))),
+                           stderr=err)
         run.brokered_procs.append((proc, out, kind))
         started.append((proc, out.with_suffix(".json")))
     deadline = time.monotonic() + BROKER_SUBSCRIBE_TIMEOUT_S
