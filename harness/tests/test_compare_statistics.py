@@ -79,3 +79,18 @@ def test_each_kind_of_metric_has_its_own_verdict_words():
     assert verdicts.words("peak_rss_kib", verdicts.WORSE) == "MORE memory"
     assert verdicts.words("receive_to_book.max", verdicts.SHOWN) == "SHOWN, NOT JUDGED"
     assert (verdicts.bbo_words(True), verdicts.bbo_words(False)) == ("SAME", "DIFFERENT")
+
+
+def test_each_subscribers_last_hop_is_a_metric_named_by_how_it_received():
+    from itchbench.compare.session import distribution_metrics
+
+    def rows(k: int, p50: int) -> list[dict]:
+        return [{"hop": "book", "p50": 1},
+                {"hop": f"subscriber {k} (published → received)", "p50": p50, "p99": 2 * p50, "p999": 3 * p50},
+                {"hop": "end to end", "p50": p50 + 1}]
+    summary = {"latency": {"hops": {"to_subscriber": {"0": rows(0, 60_000), "1": rows(1, 500)}}},
+               "reconciliation": {"subscribers": [{"index": 0}, {"index": 1, "kind": "shm"}]}}
+    assert distribution_metrics(summary) == {
+        "distribution.tcp0.p50": 60_000, "distribution.tcp0.p99": 120_000, "distribution.tcp0.p999": 180_000,
+        "distribution.shm1.p50": 500, "distribution.shm1.p99": 1_000, "distribution.shm1.p999": 1_500}
+    assert distribution_metrics({"latency": {}}) == {}

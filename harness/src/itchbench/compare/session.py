@@ -177,10 +177,27 @@ def summary_metrics(run_dir: Path) -> dict[str, float]:
         if figures:
             for p in PERCENTILES:
                 m[f"{stage}.{p}"] = figures[p]
+    m.update(distribution_metrics(s))
     # A run's micro-benchmark figure is the median of its repetitions; the runs are the samples.
     for name, b in s.get("microbench", {}).get("benchmarks", {}).items():
         m[f"microbench.{name}.real_time_ns"] = b["real_time_ns"]
     return m
+
+
+DISTRIBUTION_PERCENTILES = ("p50", "p99", "p999")
+
+
+def distribution_metrics(summary: dict[str, Any]) -> dict[str, float]:
+    """Each subscriber's last hop (published -> received) as its own metric, named by how it received:
+    distribution.tcp0.p50, distribution.shm1.p99, distribution.mqtt2.p50, distribution.kafka3.p50."""
+    kinds = {str(x["index"]): x.get("kind", "tcp") for x in (summary.get("reconciliation") or {}).get("subscribers", [])}
+    out: dict[str, float] = {}
+    for key, rows in (summary.get("latency", {}).get("hops") or {}).get("to_subscriber", {}).items():
+        hop = next((r for r in rows if str(r.get("hop", "")).startswith(f"subscriber {key} ")), None)
+        if hop:
+            out.update({f"distribution.{kinds.get(key, 'tcp')}{key}.{p}": hop[p] for p in DISTRIBUTION_PERCENTILES
+                        if p in hop})
+    return out
 
 
 def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict[str, dict[str, dict[str, Any]]]:
