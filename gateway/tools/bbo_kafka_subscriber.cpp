@@ -5,7 +5,10 @@
 // (publish/subscriber_output.hpp). It ends at the end marker (key "end",
 // the count the gateway produced) once every announced record has come,
 // or --grace-ms after it. OUT.json: "subscribed" (the partition is there),
-// records received, records announced, how it ended.
+// records received, records announced, how it ended. --mode slow takes
+// 1 ms over each record (it lags; Kafka keeps the records); --mode
+// reconnect closes its consumer every second and opens a new one at the
+// next offset.
 // --probe: produce one record to itchbench-ready and read it back (the
 // broker's readiness), exit 0 when it came back.
 // --collect FORMAT: the collector of a gateway that declares Kafka as its
@@ -19,6 +22,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "publish/subscriber_output.hpp"
 #include "source/stop_flag.hpp"
@@ -49,9 +53,9 @@ rd_kafka_t* make(rd_kafka_type_t type, const std::string& brokers) {
   return rk;
 }
 
-void assign_from_start(rd_kafka_t* rk, const std::string& topic) {
+void assign_from(rd_kafka_t* rk, const std::string& topic, int64_t offset) {
   rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(parts, topic.c_str(), 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_topic_partition_list_add(parts, topic.c_str(), 0)->offset = offset;
   rd_kafka_assign(rk, parts);
   rd_kafka_topic_partition_list_destroy(parts);
 }
@@ -65,7 +69,7 @@ int probe(const std::string& brokers) {
   rd_kafka_destroy(p);
   if (!flushed) return 1;
   rd_kafka_t* c = make(RD_KAFKA_CONSUMER, brokers);
-  assign_from_start(c, topic);
+  assign_from(c, topic, RD_KAFKA_OFFSET_BEGINNING);
   bool back = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (!back && std::chrono::steady_clock::now() < deadline) {
@@ -94,6 +98,7 @@ int main(int argc, char** argv) {
   args.option("grace-ms", "MS", "after the end marker, how long to wait for records still missing", "2000");
   args.flag("probe", "produce one record and read it back, then exit");
   args.option("collect", "FORMAT", "collect a gateway's own BBO output (csv, jsonl, itchbench) until SIGTERM", "");
+  args.option("mode", "MODE", "fast, slow (1 ms a record) or reconnect (a new consumer every second)", "fast");
   args.parse(argc, argv);
   if (!args.has("brokers")) args.fail("--brokers is required");
   try {
@@ -104,6 +109,8 @@ int main(int argc, char** argv) {
   }
   if (!args.has("out")) args.fail("--out is required");
   const std::string topic = args.get("topic");
+  const std::string mode = args.get("mode");
+  if (mode != "fast" && mode != "slow" && mode != "reconnect") args.fail("--mode takes fast, slow or reconnect");
   const auto grace = std::chrono::milliseconds(args.get_u64("grace-ms"));
   install_stop_signal_handlers();
 
@@ -121,7 +128,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bbo-kafka-subscriber: %s\n", e.what());
     return 1;
   }
-  assign_from_start(c, topic);
+  assign_from(c, topic, RD_KAFKA_OFFSET_BEGINNING);
   bool subscribed = false, end_seen = false;
   uint64_t announced = 0, bad_size = 0;
   auto info = [&](const std::string& ended) {
@@ -133,6 +140,8 @@ int main(int argc, char** argv) {
   };
   info("");
   std::chrono::steady_clock::time_point end_at;
+  auto next_reconnect = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  int64_t next_offset = RD_KAFKA_OFFSET_BEGINNING;
   std::string ended = "signal";
   while (!stop_requested().load()) {
     if (!subscribed) {  // the topic's partition exists (the consumer's metadata request created it)
@@ -141,6 +150,13 @@ int main(int argc, char** argv) {
         subscribed = true;
         info("");
       }
+    }
+    if (mode == "reconnect" && subscribed && !end_seen && std::chrono::steady_clock::now() >= next_reconnect) {
+      rd_kafka_consumer_close(c);  // a new consumer, at the offset after the last record it had
+      rd_kafka_destroy(c);
+      c = make(RD_KAFKA_CONSUMER, args.get("brokers"));
+      assign_from(c, topic, next_offset);
+      next_reconnect = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
     rd_kafka_message_t* m = rd_kafka_consumer_poll(c, 10);
     const uint64_t t = monotonic_ns();  // first, before anything else is done with it
@@ -160,7 +176,9 @@ int main(int argc, char** argv) {
           output->on_event(r, t);
         }
       }
+      if (!m->err) next_offset = m->offset + 1;
       rd_kafka_message_destroy(m);
+      if (mode == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (collector) continue;  // a foreign gateway announces no end: until SIGTERM
     if (end_seen && output->events() >= announced) {

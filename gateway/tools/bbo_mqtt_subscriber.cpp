@@ -6,12 +6,16 @@
 // and every event it announced has arrived, or --grace-ms after the marker
 // (QoS 0 may lose messages: those are counted, never waited for).
 // OUT.json: "subscribed" (once the broker acknowledged), events received,
-// events the gateway said it published, how it ended.
+// events the gateway said it published, how it ended. --mode slow takes
+// 1 ms over each message (the broker queues, and past its limit drops);
+// --mode reconnect leaves and connects again every second, keeping its
+// session (QoS 1 and 2 messages are held for it meanwhile).
 // --collect FORMAT: the collector of a gateway that declares MQTT as its
 // BBO output in its contract (docs/gateway-contract.md): every message's
 // lines (csv, jsonl) or records (itchbench) into OUT as the TCP collector
 // writes them, until SIGTERM; OUT + ".json" says how it ended.
 #include <mosquitto.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -32,6 +36,8 @@ struct State {
   int qos = 0;
   itchbench::SubscriberOutput* out = nullptr;
   itchbench::CollectorOutput* collect = nullptr;  // --collect: a foreign gateway's output, as it is
+  bool slow = false;
+  uint64_t reconnects = 0;  // --mode reconnect: times it left and came back
   bool subscribed = false;
   bool end_seen = false;
   uint64_t announced = 0;
@@ -44,6 +50,7 @@ void write_info(const State& s, const std::string& ended) {
   s.out->write_info([&](itchbench::JsonWriter& j) {
     j.field("subscribed", s.subscribed).field("received", s.out->events()).field("bad_size", s.bad_size);
     j.field("announced", s.announced).field("end_seen", s.end_seen).field("ended", ended);
+    j.field("reconnects", s.reconnects);
   });
 }
 
@@ -81,6 +88,7 @@ void on_message(struct mosquitto*, void* self, const struct mosquitto_message* m
   itchbench::logfmt::BboRecord r;
   std::memcpy(&r, msg->payload, sizeof r);
   s->out->on_event(r, t);
+  if (s->slow) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 }  // namespace
@@ -97,6 +105,7 @@ int main(int argc, char** argv) {
   args.option("out", "FILE", "where the frames go (FILE.recv, FILE.json beside it)");
   args.option("grace-ms", "MS", "after the end marker, how long to wait for events still missing", "2000");
   args.option("collect", "FORMAT", "collect a gateway's own BBO output (csv, jsonl, itchbench) until SIGTERM", "");
+  args.option("mode", "MODE", "fast, slow (1 ms a message) or reconnect (every second)", "fast");
   args.parse(argc, argv);
   if (!args.has("port") || !args.has("out")) args.fail("--port and --out are required");
   State s;
@@ -104,6 +113,9 @@ int main(int argc, char** argv) {
   s.end_topic = s.topic + "/end";
   s.qos = int(args.get_u64("qos"));
   if (s.qos > 2) args.fail("--qos takes 0, 1 or 2");
+  const std::string mode = args.get("mode");
+  if (mode != "fast" && mode != "slow" && mode != "reconnect") args.fail("--mode takes fast, slow or reconnect");
+  s.slow = mode == "slow";
   const auto grace = std::chrono::milliseconds(args.get_u64("grace-ms"));
   install_stop_signal_handlers();
 
@@ -122,7 +134,10 @@ int main(int argc, char** argv) {
   s.out = output.get();
   s.collect = collector.get();
   mosquitto_lib_init();
-  struct mosquitto* m = mosquitto_new(nullptr, true, &s);
+  // Reconnecting, it keeps its session (a fixed id, clean session off): the broker holds its QoS 1 and 2
+  // messages while it is away, as a real subscriber that reconnects would ask.
+  const std::string id = "itchbench-subscriber-" + std::to_string(::getpid());
+  struct mosquitto* m = mode == "reconnect" ? mosquitto_new(id.c_str(), false, &s) : mosquitto_new(nullptr, true, &s);
   mosquitto_connect_callback_set(m, on_connect);
   mosquitto_subscribe_callback_set(m, on_subscribe);
   mosquitto_message_callback_set(m, on_message);
@@ -133,10 +148,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::string ended = "signal";
+  auto next_reconnect = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (!stop_requested().load()) {
     if (mosquitto_loop(m, 10, 1) != MOSQ_ERR_SUCCESS) {  // the broker went away (a restart): connect again
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       mosquitto_reconnect(m);  // on_connect subscribes again
+    }
+    if (mode == "reconnect" && !s.end_seen && std::chrono::steady_clock::now() >= next_reconnect) {
+      mosquitto_disconnect(m);
+      mosquitto_loop(m, 10, 1);
+      mosquitto_reconnect(m);
+      ++s.reconnects;
+      next_reconnect = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
     if (s.collect) continue;  // a foreign gateway announces no end: until SIGTERM
     if (s.end_seen && output->events() >= s.announced) {

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from itchbench import rundir
 from itchbench.captures import fixtures
 from itchbench.runs import runner
 
@@ -129,4 +130,25 @@ def test_a_broker_restarted_mid_run_is_reported_per_subscriber_never_a_hang(tmp_
     assert sub["duplicates"] == sum(n - 1 for n in got.values())
     if s["verdict"]["status"] != "lossless":  # whatever it lost or never heard the end of is named
         assert f"subscriber 0 ({'MQTT' if kind == 'mqtt' else 'Kafka'}" in s["verdict"]["headline"]
+    assert leftover_processes() == [] and _no_broker_left(run) and _no_kafka_left(run)
+
+
+def test_slow_and_reconnecting_subscribers_lose_only_their_own_share(tmp_path):
+    run, s = _run(tmp_path, pps=1000, publish=["tcp", "mqtt", "kafka"],
+                  mqtt={"subscribers": 3, "subscriber_modes": ["slow", "reconnect"]},
+                  kafka={"subscribers": 3, "subscriber_modes": ["slow", "reconnect"]})
+    assert s["verdict"]["exit_status"] == 0, s["verdict"]["headline"]  # what a slow one missed is its own
+    frames = tmp_path / "bbo-log-frames"
+    frames.write_bytes((run / "bbo.bbo").read_bytes()[128:])
+    want = set(_seq_counts(frames))
+    by = {(x["kind"], x["mode"]): x for x in s["reconciliation"]["subscribers"]}
+    for (kind, mode), sub in by.items():
+        got = _seq_counts(run / sub["file"])
+        assert sub["frames_dropped"] == len(want - set(got)), (kind, mode)
+        assert sub["duplicates"] == sum(n - 1 for n in got.values()), (kind, mode)
+    assert by[("mqtt", "fast")]["identical_to_bbo_log"] and by[("kafka", "fast")]["identical_to_bbo_log"]
+    # Kafka keeps every record: a slow consumer lags, a reconnecting one resumes at its next offset.
+    assert by[("kafka", "slow")]["identical_to_bbo_log"] and by[("kafka", "reconnect")]["identical_to_bbo_log"]
+    info = rundir.read_json(run / by[("mqtt", "reconnect")]["file"].replace(".bbo", ".json"))
+    assert info["reconnects"] >= 3  # about 7 s of replay, one a second
     assert leftover_processes() == [] and _no_broker_left(run) and _no_kafka_left(run)

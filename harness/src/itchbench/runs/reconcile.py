@@ -279,6 +279,9 @@ def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]]) -> di
         "kernel_dropped_datagrams": hop.get("kernel_dropped", 0),
         "serial_bad_lines": hop.get("lines_bad", 0),
         "subscriber_duplicates": {f"subscriber {s['index']}": s["duplicates"] for s in subs if s.get("duplicates")},
+        # A slow or reconnecting subscriber of a broker loses only its own share: said, not the run's loss.
+        "subscriber_own_loss": {f"subscriber {s['index']} ({s['mode']})": s["frames_dropped"] for s in subs
+                                if s.get("kind") in BROKER_NAMES and s["mode"] != "fast" and s["frames_dropped"]},
         "subscriber_frames_dropped": {f"subscriber {s['index']}": s["frames_dropped"]
                                       for s in subs if s["mode"] == "fast" and s["frames_dropped"]},
     }

@@ -21,7 +21,7 @@ class Run:
     echo: bool
     extras: dict[str, Any] = field(default_factory=dict)  # what the transport reports, into summary.json
     subscriber_procs: list[tuple[subprocess.Popen, Path, str]] = field(default_factory=list)  # proc, out, mode
-    brokered_procs: list[tuple[subprocess.Popen, Path, str]] = field(default_factory=list)  # proc, out, broker
+    brokered_procs: list[tuple[subprocess.Popen, Path, str, str]] = field(default_factory=list)  # proc, out, mode, broker
     broker_procs: dict[str, subprocess.Popen] = field(default_factory=dict)  # mqtt, kafka: the run's brokers
     cpu_noise: dict[str, dict[str, float]] = field(default_factory=dict)  # per CPU over the run (runs/noise.py)
     # A contract gateway's revision: {"worktree", "commit", "prebuilt"} (compare, bisect); empty: its repository.

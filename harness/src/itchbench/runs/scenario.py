@@ -61,6 +61,11 @@ def _topic(v: str) -> bool | str:
     return (bool(v) and not set(v) & set("#+") and not v.startswith("$")) or "must be a plain topic (no #, +, $)"
 
 
+def _broker_modes(v: list) -> bool | str:
+    bad = [m for m in v if m not in ("fast", "slow", "reconnect")]
+    return not bad or f"has unknown subscriber modes {bad} (fast, slow, reconnect)"
+
+
 def _kafka_topic(v: str) -> bool | str:
     return bool(re.fullmatch(r"[A-Za-z0-9._-]{1,200}", v)) or "must be a Kafka topic name (letters, digits, . _ -)"
 
@@ -114,6 +119,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
                 "docs/distribution.md)"),
     "mqtt": {
         "subscribers": (int, 1, _between(0, 16), "bbo-mqtt-subscriber processes on the broker"),
+        "subscriber_modes": (list, [], _broker_modes, "modes of the first ones: fast, slow (1 ms a message), "
+                             "reconnect (every second); the rest are fast. Only fast ones' loss is the run's"),
         "qos": (int, 1, _between(0, 2), "QoS of the gateway's messages and of the subscriptions"),
         "topic": (str, "itchbench/bbo", _topic, "the BBO topic (its end marker: TOPIC/end)"),
         "restart_at_s": (float, 0.0, _at_least(0), "a fault: stop the broker this long into the replay and start "
@@ -121,6 +128,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
     },
     "kafka": {
         "subscribers": (int, 1, _between(0, 16), "bbo-kafka-subscriber processes on the broker"),
+        "subscriber_modes": (list, [], _broker_modes, "modes of the first ones: fast, slow (1 ms a record), "
+                             "reconnect (a new consumer every second); the rest are fast"),
         "acks": (str, "1", _choice("0", "1", "all"), "the producer's acks"),
         "linger_ms": (int, 0, _between(0, 10_000), "the producer's linger.ms"),
         "batch": (int, 10000, _between(1, 1_000_000), "the producer's batch.num.messages"),
@@ -270,6 +279,10 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
     if brokered and out["transport"] == "sim":
         raise ScenarioError(f"{origin}: publish = {brokered} applies to live transports (the simulation publishes "
                             "nothing)")
+    for broker in ("mqtt", "kafka"):
+        if len(out[broker]["subscriber_modes"]) > out[broker]["subscribers"]:
+            raise ScenarioError(f"{origin}: {broker}.subscriber_modes names {len(out[broker]['subscriber_modes'])} "
+                                f"subscribers but {broker}.subscribers = {out[broker]['subscribers']}")
     if len(out["subscriber_modes"]) > out["subscribers"]:
         raise ScenarioError(f"{origin}: subscriber_modes names {len(out['subscriber_modes'])} subscribers "
                             f"but subscribers = {out['subscribers']}")

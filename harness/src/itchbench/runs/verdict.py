@@ -83,6 +83,8 @@ def _other_clauses(summary: dict[str, Any], loss: dict[str, Any]) -> str:
         parts.append(f"{count(loss['duplicate_messages'], 'duplicate message')} ignored")
     for name, n in loss.get("subscriber_duplicates", {}).items():
         parts.append(f"{name} received {count(n, 'BBO frame')} twice")
+    for name, n in loss.get("subscriber_own_loss", {}).items():
+        parts.append(f"{name} missed {count(n, 'BBO frame')}, its own")
     return "".join(f"; {p}" for p in parts)
 
 

@@ -61,14 +61,14 @@ def _first_index(run: "Run", kind: str) -> int:
     return first
 
 
-def _broker_command(run: "Run", kind: str, out: Path) -> list[str]:
+def _broker_command(run: "Run", kind: str, out: Path, mode: str) -> list[str]:
     port = run.extras["brokers"][kind]["port"]
     if kind == "mqtt":
         m = run.values["mqtt"]
         return [str(paths.tool("bbo-mqtt-subscriber")), "--port", str(port), "--topic", m["topic"],
-                "--qos", str(m["qos"]), "--out", str(out)]
+                "--qos", str(m["qos"]), "--out", str(out), "--mode", mode]
     return [str(paths.tool("bbo-kafka-subscriber")), "--brokers", f"127.0.0.1:{port}",
-            "--topic", run.values["kafka"]["topic"], "--out", str(out)]
+            "--topic", run.values["kafka"]["topic"], "--out", str(out), "--mode", mode]
 
 
 def start_brokered(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]], kind: str) -> None:
@@ -77,13 +77,15 @@ def start_brokered(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]]
     there)."""
     first = _first_index(run, kind)
     started = []
+    modes = run.values[kind]["subscriber_modes"]
     for k in range(run.values[kind]["subscribers"]):
         out = run.dir / f"subscriber-{first + k}.bbo"
+        mode = modes[k] if k < len(modes) else "fast"
         err = open(out.with_suffix(".stderr"), "wb")  # the client library's own complaints (a broker restarting)
         group.on_close(err.close)
-        proc = group.start(f"subscriber-{first + k}", wrap(off_the_gateway_cpu(run, _broker_command(run, kind, out))),
-                           stderr=err)
-        run.brokered_procs.append((proc, out, kind))
+        proc = group.start(f"subscriber-{first + k}",
+                           wrap(off_the_gateway_cpu(run, _broker_command(run, kind, out, mode))), stderr=err)
+        run.brokered_procs.append((proc, out, mode, kind))
         started.append((proc, out.with_suffix(".json")))
     deadline = time.monotonic() + BROKER_SUBSCRIBE_TIMEOUT_S
     for proc, info in started:
@@ -104,12 +106,12 @@ def _unlink(path: str) -> None:
 def finish(run: "Run", group: "ProcessGroup") -> None:
     """After the gateway has ended: each subscriber's end (a fast one has SUBSCRIBER_DRAIN_S to see the close)."""
     results = []
-    first_shm, first_brokered = run.values["subscribers"], run.values["subscribers"] + run.values["shm_subscribers"]
-    for i, (proc, out, mode) in enumerate(run.subscriber_procs + run.brokered_procs):
-        kind = mode if i >= first_brokered else ""  # a brokered subscriber's "mode" is its broker
-        mode = "fast" if kind else mode
+    first_shm = run.values["subscribers"]
+    ours = [(proc, out, mode, "") for proc, out, mode in run.subscriber_procs]
+    for i, (proc, out, mode, kind) in enumerate(ours + run.brokered_procs):
         timed_out = False
-        if mode == "fast" or (i >= first_shm and mode == "slow"):  # these end by themselves with the stream
+        # Those that end by themselves with the stream: fast ones, and any of the ring's or a broker's but a stuck one.
+        if mode == "fast" or (i >= first_shm and mode != "stuck"):
             try:
                 proc.wait(SUBSCRIBER_DRAIN_S)
             except subprocess.TimeoutExpired:
@@ -122,8 +124,8 @@ def finish(run: "Run", group: "ProcessGroup") -> None:
         if kind:
             entry.update({"kind": kind, "read": info.get("received", 0), "announced": info.get("announced", 0),
                           "bad_size": info.get("bad_size", 0), "ended": info.get("ended", "")})
-            entry["settings"] = (f"QoS {run.values['mqtt']['qos']}" if kind == "mqtt"
-                                 else f"acks {run.values['kafka']['acks']}")
+            entry["settings"] = ((f"QoS {run.values['mqtt']['qos']}" if kind == "mqtt"
+                                  else f"acks {run.values['kafka']['acks']}") + ("" if mode == "fast" else f", {mode}"))
         elif i >= first_shm:
             entry.update({"kind": "shm", "slot": info.get("slot"), "read": info.get("read", 0),
                           "overruns": info.get("overruns", 0), "ended": info.get("ended", "")})
