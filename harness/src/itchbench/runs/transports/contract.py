@@ -188,26 +188,12 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
     if transport == "udp":
         assert ns is not None
         driver.start("udp", on_port, feed_addr="127.0.0.1", feed_port=UDP_PORT, **values)
-        watch = GatewayWatch(run, c, driver)
-        faults_done = restarts.schedule(run, group, wrap)
-        try:
-            watch.replay(lambda: replay_udp(run, group, ns, watch))
-        finally:
-            faults_done()
-        _stop(run, group, driver)
-        watch.judge_end()
+        _feed(run, group, c, driver, wrap, lambda watch: replay_udp(run, group, ns, watch))
         run.extras["kernel"] = ns.udp_counters()
     elif transport == "serial":
         gw_end, replay_end, socat = pty_pair(run, group)
         driver.start("serial", on_port, serial=gw_end, baud=run.values["serial"]["baud"], **values)
-        watch = GatewayWatch(run, c, driver)
-        faults_done = restarts.schedule(run, group, wrap)
-        try:
-            watch.replay(lambda: replay_serial(run, group, replay_end, watch))
-        finally:
-            faults_done()
-        _stop(run, group, driver)
-        watch.judge_end()
+        _feed(run, group, c, driver, wrap, lambda watch: replay_serial(run, group, replay_end, watch))
         group.stop(socat)
     else:
         capture = Path(run.values["capture"])
@@ -221,6 +207,20 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
             run.extras["gateway_max_rss_kib"] = driver.max_rss_kib
     output = driver.bbo_file()
     run.extras["bbo_output"] = str(output.relative_to(run.dir) if output.is_relative_to(run.dir) else output)
+
+
+def _feed(run: "Run", group: "ProcessGroup", c: contract.Contract, driver: adapter.ContractGateway,
+          wrap: Callable[[list[str]], list[str]], send: Callable[[GatewayWatch], None]) -> None:
+    """A live feed into the started gateway: the sender watched with it, any broker restart the scenario asks
+    for on the way, then the contract's stop, and whether the gateway's own end came too early."""
+    watch = GatewayWatch(run, c, driver)
+    faults_done = restarts.schedule(run, group, wrap)
+    try:
+        watch.replay(lambda: send(watch))
+    finally:
+        faults_done()
+    _stop(run, group, driver)
+    watch.judge_end()
 
 
 def _stop(run: "Run", group: "ProcessGroup", driver: adapter.ContractGateway, within_s: float | None = None) -> None:
