@@ -34,7 +34,9 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.option("expected-orders", "N", "order index pre-sized for this many live orders", "65536");
   args.flag("no-latency-log", "do not record per-message latency (no stage stamps are taken)");
   args.option("stamps", "LIST", "stages to stamp: all, or some of read,decoded,book,published (each a TSC read "
-              "and 8 bytes of every latency record; live sources always stamp read)", "all");
+              "and a field of every latency record; live sources always stamp read)", "all");
+  args.option("latency-format", "KIND", "compact (version 5: ~20 bytes a message, stamps as differences) or wide "
+              "(version 4: 24 bytes and 8 a stamp)", "compact");
   args.flag("progress", "sim: print progress to stderr every million datagrams");
   args.option("capture", "FILE", "sim: the capture");
   args.option("feed", "ADDR:PORT", std::string("sim: ") + kFeedOptionHelp);
@@ -104,6 +106,9 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     args.fail(std::string("--") + e.what());
   }
+  const std::string format = args.get("latency-format");
+  if (format != "compact" && format != "wide") args.fail("--latency-format must be compact or wide, not '" + format + "'");
+  o.latency_format = format == "compact" ? LatencyFormat::kCompact : LatencyFormat::kWide;
   o.progress = args.flag_set("progress");
   if (args.has("port")) {
     const uint64_t p = args.get_u64("port");

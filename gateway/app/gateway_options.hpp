@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "log/latency_log.hpp"
 #include "pipeline/stamps.hpp"
 #include "source/feed.hpp"
 #include <string>
@@ -16,6 +17,7 @@ struct GatewayOptions {
   uint64_t expected_orders = 65536;
   bool latency_log = true;
   uint8_t stamps = kAllStamps;  // stages to stamp (pipeline/stamps.hpp)
+  LatencyFormat latency_format = LatencyFormat::kCompact;
   bool progress = false;
   // sim
   std::string capture;

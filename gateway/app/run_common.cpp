@@ -22,10 +22,9 @@ RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::
                       uint64_t expected_records) {
   RunLogs logs;
   if (o.latency_log) {
-    const size_t record_size = logfmt::latency_record_size(stages);
-    const LogIdentity id{clock.source(), origin, o.run_id, o.commit, stages, clock.line()};
-    logs.latency = std::make_unique<LatencyLog>(o.out + "/latency.lat", logfmt::Kind::kLatency, id,
-                                                reservation_for(expected_records, record_size), record_size);
+    LogIdentity id{clock.source(), origin, o.run_id, o.commit, stages};
+    id.clock_line = clock.line();
+    logs.latency = std::make_unique<LatencyLog>(o.out + "/latency.lat", o.latency_format, id, expected_records);
   }
   logs.bbo = std::make_unique<BboLog>(o.out + "/bbo.bbo", logfmt::Kind::kBbo,
                                       LogIdentity{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit},
@@ -83,6 +82,9 @@ void write_logs_json(JsonWriter& j, const RunLogs& logs) {
   j.key("logs").begin_object();
   j.field("latency_records", logs.latency ? logs.latency->records() : 0);
   j.field("latency_dropped", logs.latency ? logs.latency->dropped() : 0);
+  // Compact records (version 5): the slots that carry values too large for a record's differences.
+  j.field("latency_format", !logs.latency ? "" : logs.latency->format() == LatencyFormat::kCompact ? "compact" : "wide");
+  j.field("latency_escapes", logs.latency ? logs.latency->escapes() : 0);
   j.field("bbo_records", logs.bbo->records()).field("bbo_dropped", logs.bbo->dropped());
   // Times the hot path found no page ready and grew the file itself: provisioning lagged the writer.
   j.field("latency_writer_grows", logs.latency ? logs.latency->writer_grows() : 0);

@@ -26,12 +26,24 @@ constexpr uint64_t kMessages = 5000000;
 std::string scratch(const char* name) { return "/tmp/itchbench-bench-" + std::to_string(::getpid()) + "-" + name; }
 
 // A latency log whose records stamp these stages, as the gateway opens one.
-std::unique_ptr<LatencyLog> latency_log(const std::string& path, uint8_t stages) {
+std::unique_ptr<LatencyLog> latency_log(const std::string& path, uint8_t stages, LatencyFormat format) {
   LogIdentity id;
   id.stages = stages;
-  return std::make_unique<LatencyLog>(path, logfmt::Kind::kLatency, id, MmapLog::kDefaultReserveBytes,
-                                      logfmt::latency_record_size(stages));
+  return std::make_unique<LatencyLog>(path, format, id);
 }
+
+// A message as a simulation run stamps it: stages ~40 ticks apart, messages ~150 (no escapes in a compact log).
+MessageLatency stamped_message(uint64_t i, uint8_t stages) {
+  MessageLatency m;
+  m.seq = i + 1;
+  m.t_origin = 1000 * i;
+  m.msg_type = 'A';
+  for (unsigned k = 0; k < logfmt::kStageCount; ++k)
+    if (stages >> k & 1) m.stamp[k] = 1'000'000 + 150 * i + 40 * k;
+  return m;
+}
+
+const char* format_name(int64_t format) { return format == 0 ? "compact" : "wide"; }
 
 template <class Run>
 void feed(const bench::InMemoryCapture& cap, Run&& on_datagram) {
@@ -90,14 +102,16 @@ void BM_MemoryPerLiveOrder(benchmark::State& state) {
 }
 BENCHMARK(BM_MemoryPerLiveOrder)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->Iterations(1);
 
-// The whole simulation pipeline: stage stamps, latency and BBO logs.
+// The whole simulation pipeline: stage stamps, latency and BBO logs. Arg: 0 compact latency records, 1 wide.
 void BM_PipelineRecorded(benchmark::State& state) {
+  const auto format = LatencyFormat(state.range(0));
+  state.SetLabel(format_name(state.range(0)));
   const auto& cap = bench::nasdaq_day_capture(kMessages);
   const StageClock clock = StageClock::calibrate();
   for (auto _ : state) {
     state.PauseTiming();
     auto book = std::make_unique<OrderBook>(1 << 20);
-    const auto lat = latency_log(scratch("lat"), kAllStamps);
+    const auto lat = latency_log(scratch("lat"), kAllStamps, format);
     BboLog bbo(scratch("bbo"), logfmt::Kind::kBbo, {});
     NullPublisher pub;
     Gateway<NullPublisher> gw(*book, clock, lat.get(), &bbo, pub);
@@ -113,31 +127,26 @@ void BM_PipelineRecorded(benchmark::State& state) {
   state.SetItemsProcessed(int64_t(state.iterations() * cap.messages));
   state.counters["ns_per_msg"] = benchmark::Counter(double(cap.messages), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_PipelineRecorded)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_PipelineRecorded)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
-// The latency recorder, hot path: one record filled in place, as the gateway
-// does (claim, a few fields, a stamp per stage, commit), in pages the
-// provisioning thread has already made ready (what the gateway sees at any
-// message rate it can sustain). Wall-clock time. Arg: the stages recorded —
-// `--stamps book` (32-byte records) and simulation's every stamp (56 bytes).
+// The latency recorder, hot path: one message encoded into the log, as the
+// gateway hands it over, in pages the provisioning thread has already made
+// ready (what the gateway sees at any message rate it can sustain).
+// Wall-clock time. Args: the stages recorded — `--stamps book` and
+// simulation's every stamp — and the format (0 compact, 1 wide: 32 or 56 bytes).
 void BM_LatencyRecordAppend(benchmark::State& state) {
   const uint8_t stages = uint8_t(state.range(0));
-  const int stamps = __builtin_popcount(stages);
+  const auto format = LatencyFormat(state.range(1));
+  state.SetLabel(format_name(state.range(1)));
   // Exactly the two chunks kept ready ahead: what the writer meets while provisioning keeps up.
-  const uint64_t records = 2 * MmapLog::kChunkBytes / logfmt::latency_record_size(stages);
+  const uint64_t records = 2 * MmapLog::kChunkBytes / LatencyLog::slot_size(format, stages);
   uint64_t writer_grows = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    const auto lat = latency_log(scratch("rec"), stages);
+    const auto lat = latency_log(scratch("rec"), stages, format);
     std::this_thread::sleep_for(std::chrono::milliseconds(400));  // let provisioning get ahead
     state.ResumeTiming();
-    for (uint64_t i = 0; i < records; ++i) {
-      logfmt::LatencyRecord& r = lat->claim();
-      r.seq = i;
-      r.msg_type = 'A';
-      for (int k = 0; k < stamps; ++k) logfmt::stamps_of(r)[k] = i + uint64_t(k);
-      LatencyLog::commit(r, 0);
-    }
+    for (uint64_t i = 0; i < records; ++i) lat->append(stamped_message(i, stages));
     state.PauseTiming();
     writer_grows += lat->writer_grows();
     lat->close();
@@ -148,24 +157,21 @@ void BM_LatencyRecordAppend(benchmark::State& state) {
   state.counters["ns_per_record"] = benchmark::Counter(double(records), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.counters["writer_grows"] = double(writer_grows);
 }
-BENCHMARK(BM_LatencyRecordAppend)->Arg(kStampBook)->Arg(kAllStamps)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+BENCHMARK(BM_LatencyRecordAppend)->ArgsProduct({{kStampBook, kAllStamps}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 
 // The recorder flooded: records appended as fast as one core can store,
-// 4x more than is provisioned ahead, so the writer outruns the kernel's page
+// far more than is provisioned ahead, so the writer outruns the kernel's page
 // provisioning and waits for it. The sustained ceiling, not the hot path.
+// Arg: 0 compact, 1 wide (every simulation stamp).
 void BM_LatencyRecordFlood(benchmark::State& state) {
   constexpr uint64_t kRecords = 8000000;
+  const auto format = LatencyFormat(state.range(0));
+  state.SetLabel(format_name(state.range(0)));
   for (auto _ : state) {
     state.PauseTiming();
-    const auto lat = latency_log(scratch("flood"), kAllStamps);
+    const auto lat = latency_log(scratch("flood"), kAllStamps, format);
     state.ResumeTiming();
-    for (uint64_t i = 0; i < kRecords; ++i) {
-      logfmt::LatencyRecord& r = lat->claim();
-      r.seq = i;
-      r.msg_type = 'A';
-      logfmt::stamps_of(r)[2] = i;
-      LatencyLog::commit(r, 0);
-    }
+    for (uint64_t i = 0; i < kRecords; ++i) lat->append(stamped_message(i, kAllStamps));
     state.PauseTiming();
     lat->close();
     ::unlink(scratch("flood").c_str());
@@ -174,7 +180,7 @@ void BM_LatencyRecordFlood(benchmark::State& state) {
   state.SetItemsProcessed(int64_t(state.iterations() * kRecords));
   state.counters["ns_per_record"] = benchmark::Counter(double(kRecords), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_LatencyRecordFlood)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_LatencyRecordFlood)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
 // Cost of one stage stamp: every latency figure includes it.
 void BM_StageClockNow(benchmark::State& state) {

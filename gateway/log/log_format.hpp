@@ -19,7 +19,10 @@ enum class Kind : uint16_t {
 };
 
 // Each kind is versioned on its own; readers keep reading the earlier versions.
-constexpr uint16_t version_of(Kind k) { return k == Kind::kLatency ? 4 : 1; }
+// A latency log is written as version 5 (compact records, the default) or 4 (wide records, one u64 a stamp).
+constexpr uint16_t kLatencyWideVersion = 4;
+constexpr uint16_t kLatencyCompactVersion = 5;
+constexpr uint16_t version_of(Kind k) { return k == Kind::kLatency ? kLatencyCompactVersion : 1; }
 
 // Clock of the stage stamps (t_receive .. t_published).
 enum class StageClock : uint16_t {
@@ -88,6 +91,7 @@ enum Stage : uint8_t {
   kStagePublished = 16,  // BBO event recorded and published; 0 if none
 };
 constexpr uint8_t kAllStages = 31;
+constexpr unsigned kStageCount = 5;
 
 // Version 3 and 4 (4: a longer header, stamps may be raw TSC ticks): this
 // head, then one u64 stamp (per header.stage_clock) for each stage in
@@ -126,6 +130,41 @@ struct StampSlots {
 
 // The stamps that follow a record's head (the log's records are 8-byte aligned).
 inline uint64_t* stamps_of(LatencyRecord& r) { return reinterpret_cast<uint64_t*>(&r + 1); }
+
+// Version 5: one 20-byte slot a message, its stamps as small differences. A
+// message whose values do not fit is preceded by escape slots that carry them
+// whole (FORMAT.md): the log stays the exact record of every stamp in about a
+// third of version 4's bytes.
+struct CompactLatencyRecord {
+  uint32_t origin_delta;  // t_origin minus the previous message's (the first: minus 0); an escape when it does not fit
+  uint32_t first;         // the first stage's stamp minus the base, plus 1; 0: not stamped
+  uint16_t steps[4];      // each later stage's stamp minus the stamp before it in this record (or the base), plus 1;
+                          // 0: not stamped, or carried by an escape slot
+  uint16_t stock_locate;
+  char msg_type;
+  uint8_t flags;          // kWritten | LatencyFlags; kEscapeSlot clear
+};
+static_assert(sizeof(CompactLatencyRecord) == 20 && alignof(CompactLatencyRecord) == 4);
+constexpr uint64_t kMaxFirst = 0xFFFFFFFEull;  // the largest difference `first` holds
+constexpr uint64_t kMaxStep = 0xFFFEull;       // the largest difference a step holds
+constexpr uint64_t kMaxOriginDelta = 0xFFFFFFFFull;
+
+// A slot with kEscapeSlot in its flags carries one value for the message slot that follows it.
+constexpr uint8_t kEscapeSlot = 0x40;
+enum EscapeKind : uint8_t {
+  kEscapeSeq = 1,     // that message's seq (the next ones count on from it; before any: 1)
+  kEscapeOrigin = 2,  // that message's t_origin (its origin_delta is 0)
+  kEscapeBase = 3,    // the base from that message on (before any: 0)
+  kEscapeStamp = 8,   // + stage index (0 kernel .. 4 published): that stage's stamp of that message
+};
+struct LatencyEscape {
+  uint32_t value_lo;  // the value, as two halves: a slot is 4-byte aligned
+  uint32_t value_hi;
+  uint8_t kind;       // EscapeKind
+  uint8_t reserved[10];
+  uint8_t flags;      // kWritten | kEscapeSlot
+};
+static_assert(sizeof(LatencyEscape) == sizeof(CompactLatencyRecord));
 
 // When and how a packet (or serial line) reached the gateway, as its source saw it.
 struct Arrival {

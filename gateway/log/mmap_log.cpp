@@ -59,7 +59,7 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
 
   logfmt::Header h{};
   std::memcpy(h.magic, logfmt::kMagic, sizeof h.magic);
-  h.version = logfmt::version_of(kind);
+  h.version = id.version ? id.version : logfmt::version_of(kind);
   h.header_size = uint16_t(logfmt::header_size_of(kind));
   h.record_size = uint16_t(record_size);
   h.kind = uint16_t(kind);
@@ -121,12 +121,12 @@ bool MmapLog::reserve_locked() {
   return true;
 }
 
-bool MmapLog::catch_up() {
+bool MmapLog::catch_up(size_t bytes) {
   ready_end_cached_ = ready_end_.load(std::memory_order_acquire);
-  if (cursor_ + record_size_ <= ready_end_cached_) return true;
+  if (cursor_ + bytes <= ready_end_cached_) return true;
   std::lock_guard<std::mutex> lock(grow_mutex_);
   ++writer_grows_;
-  while (mapped_end_ < cursor_ + record_size_) {
+  while (mapped_end_ < cursor_ + bytes) {
     if (grow_locked()) continue;
     if (mapped_end_ < base_ + reserved_) {  // room reserved, but the file could not grow
       drop_reason_ = std::string("growing the file failed: ") + std::strerror(errno);

@@ -43,6 +43,7 @@ struct LogIdentity {
   std::string run_id;
   std::string commit;
   uint8_t stages = 0;  // latency: the stages its records stamp (logfmt::Stage)
+  uint16_t version = 0;  // the record layout's version; 0: the kind's current one (logfmt::version_of)
   logfmt::StageClockLine clock_line{};  // latency: how its stamps map to ns (written after the header)
 };
 
@@ -62,14 +63,16 @@ class MmapLog {
   MmapLog(const MmapLog&) = delete;
   MmapLog& operator=(const MmapLog&) = delete;
 
-  // Space for the next record, or nullptr (counted as dropped) when full.
-  uint8_t* next() {
-    if (cursor_ + record_size_ > ready_end_cached_ && !catch_up()) {
+  // Space for the next `slots` records, or nullptr (counted as one dropped) when full. A writer that
+  // stores one entry over several slots (the compact latency log's escapes) claims them at once.
+  uint8_t* next(size_t slots = 1) {
+    const size_t bytes = record_size_ * slots;
+    if (cursor_ + bytes > ready_end_cached_ && !catch_up(bytes)) {
       ++dropped_;
       return nullptr;
     }
     uint8_t* p = cursor_;
-    cursor_ += record_size_;
+    cursor_ += bytes;
     prefetch_stream<true>(cursor_, size_t(ready_end_cached_ - cursor_));  // within the provisioned pages
     written_end_.store(cursor_, std::memory_order_relaxed);  // progress, for the provisioner
     return p;
@@ -96,7 +99,7 @@ class MmapLog {
  private:
   bool grow_locked();     // one more chunk within the reservation; caller holds grow_mutex_
   bool reserve_locked();  // the writer's: a reservation twice as large; caller holds grow_mutex_
-  bool catch_up();        // writer's slow path
+  bool catch_up(size_t bytes);  // writer's slow path: room for `bytes` more
   void provision();    // thread body
 
   std::string path_;
@@ -191,7 +194,6 @@ class RecordLog {
   Scratch scratch_{};
 };
 
-using LatencyLog = RecordLog<logfmt::LatencyRecord>;
 using BboLog = RecordLog<logfmt::BboRecord>;
 using SendLog = RecordLog<logfmt::SendRecord>;
 using SubscriberLog = RecordLog<logfmt::SubscriberRecord>;

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "book/order_book.hpp"
+#include "log/latency_log.hpp"
 #include "log/mmap_log.hpp"
 #include "pipeline/decode_counters.hpp"
 #include "pipeline/mold_framer.hpp"
@@ -53,7 +54,7 @@ class Gateway {
         latency_(latency),
         bbo_log_(bbo_log),
         publisher_(publisher),
-        slots_(latency ? latency->stages() : 0) {}
+        stages_(latency ? latency->stages() : 0) {}
 
   void on_datagram(const uint8_t* data, size_t len, const logfmt::Arrival& arrival) {
     framer_.on_datagram(
@@ -92,17 +93,15 @@ class Gateway {
     // Sources hand over messages in sequence order; a jump means some were lost.
     if (__builtin_expect(seq != last_seq_ + 1, 0) && last_seq_ != 0) bbo_flags_ = logfmt::kBookMayBeStale;
     last_seq_ = seq;
-    // Timed, the record is filled in place in the log (RecordLog::claim), its stamps in the slots of the
-    // stages the log records; untimed, nothing touches it.
-    logfmt::LatencyRecord untimed;
-    logfmt::LatencyRecord& r = kTimed ? latency_->claim() : untimed;
-    uint8_t flags = 0;
+    // Timed, the message's latency is gathered here (the stamps of the stages the log records) and the log
+    // encodes it once the message is handled; untimed, nothing touches it.
+    MessageLatency r;
     uint64_t unknown_before = 0;
     if constexpr (kTimed) {
       r.seq = seq;
       r.t_origin = arrival.t_origin;
-      if (slots_.kernel >= 0) logfmt::stamps_of(r)[slots_.kernel] = arrival.t_kernel;
-      if (slots_.read >= 0) logfmt::stamps_of(r)[slots_.read] = arrival.t_read;
+      r.stamp[kKernel] = arrival.t_kernel;
+      r.stamp[kRead] = arrival.t_read;
       r.stock_locate = len >= 3 ? load_be16(msg + 1) : 0;
       r.msg_type = len ? char(msg[0]) : '\0';
       unknown_before = book_.counters().unknown_refs;
@@ -112,12 +111,15 @@ class Gateway {
     if (__builtin_expect(st != itch::DecodeStatus::kOk, 0)) {
       decode_.count_rejection(st);
       bbo_flags_ = logfmt::kBookMayBeStale;
-      if constexpr (kTimed) LatencyLog::commit(r, logfmt::kRejected);
+      if constexpr (kTimed) {
+        r.flags = logfmt::kRejected;
+        latency_->append(r);
+      }
       return;
     }
     if constexpr (kTimed) {
-      if (slots_.book >= 0) logfmt::stamps_of(r)[slots_.book] = clock_.now();
-      if (book_.counters().unknown_refs != unknown_before) flags |= logfmt::kUnknownRef;
+      if (stages_ & logfmt::kStageBook) r.stamp[kBook] = clock_.now();
+      if (book_.counters().unknown_refs != unknown_before) r.flags |= logfmt::kUnknownRef;
     }
     Bbo bbo;
     if (changed != OrderBook::kUnchanged && book_.take_bbo_change(uint16_t(changed), bbo)) {
@@ -136,11 +138,11 @@ class Gateway {
       publisher_.publish(ev);
       ++bbo_events_;
       if constexpr (kTimed) {
-        if (slots_.published >= 0) logfmt::stamps_of(r)[slots_.published] = clock_.now();
-        flags |= logfmt::kBboEvent;
+        if (stages_ & logfmt::kStagePublished) r.stamp[kPublished] = clock_.now();
+        r.flags |= logfmt::kBboEvent;
       }
     }
-    if constexpr (kTimed) LatencyLog::commit(r, flags);
+    if constexpr (kTimed) latency_->append(r);
   }
 
   // Decode, count and apply one message. Inlined into process(): as a function of its own (which let callgrind
@@ -148,12 +150,12 @@ class Gateway {
   // deep-book (interleaved, whole process on one CPU).
   template <bool kTimed>
   __attribute__((always_inline)) itch::DecodeStatus decode_and_apply(const uint8_t* msg, size_t len,
-                                                                     logfmt::LatencyRecord& r, uint32_t& changed) {
+                                                                     MessageLatency& r, uint32_t& changed) {
     itch::BookOp op;
     const itch::DecodeStatus st = itch::decode_book_op(msg, len, op);
     if (__builtin_expect(st != itch::DecodeStatus::kOk, 0)) return st;
     if constexpr (kTimed)
-      if (slots_.decoded >= 0) logfmt::stamps_of(r)[slots_.decoded] = clock_.now();
+      if (stages_ & logfmt::kStageDecoded) r.stamp[kDecoded] = clock_.now();
     ++decode_.per_type[itch::type_index(char(msg[0]))];
     changed = apply(op, msg);
     return st;
@@ -189,7 +191,9 @@ class Gateway {
   uint64_t bbo_events_ = 0;
   uint64_t last_seq_ = 0;     // of the last message handed over
   uint8_t bbo_flags_ = 0;     // logfmt::BboFlags for every event from here on
-  const logfmt::StampSlots slots_;
+  const uint8_t stages_;  // the latency log's: the stages stamped
+  // Stage indices of MessageLatency::stamp.
+  enum : unsigned { kKernel, kRead, kDecoded, kBook, kPublished };
 };
 
 }  // namespace itchbench

@@ -1,5 +1,5 @@
-// The latency record (format version 4): a 24-byte head, then one 8-byte
-// stamp per stage the log records, in stage order (gateway/log/FORMAT.md).
+// The latency record: wide (format version 4: a 24-byte head, then one 8-byte
+// stamp per stage the log records) and compact (version 5) (gateway/log/FORMAT.md).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -60,8 +60,7 @@ TEST(LatencyRecord, AGatewayWritesTheStagesOfItsLogAndNoOthers) {
     id.stages = stages;
     id.stage_clock = clock.source();
     id.clock_line = clock.line();
-    LatencyLog log(path, logfmt::Kind::kLatency, id, MmapLog::kDefaultReserveBytes,
-                   logfmt::latency_record_size(stages));
+    LatencyLog log(path, LatencyFormat::kWide, id);
     OrderBook book(1024);
     NullPublisher pub;
     Gateway<NullPublisher> gw(book, clock, &log, nullptr, pub);
@@ -121,11 +120,45 @@ TEST(LatencyRecord, AGatewayWritesTheStagesOfItsLogAndNoOthers) {
 }
 
 TEST(LatencyRecord, ARecordSizeItsTypeCannotHoldIsRefused) {
+  using WideLatencyRecords = RecordLog<logfmt::LatencyRecord>;
   ScratchDir dir;
-  EXPECT_THROW(LatencyLog(dir.file("a"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultReserveBytes, 16),
+  EXPECT_THROW(WideLatencyRecords(dir.file("a"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultReserveBytes, 16),
                std::invalid_argument);
-  EXPECT_THROW(LatencyLog(dir.file("b"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultReserveBytes, 72),
+  EXPECT_THROW(WideLatencyRecords(dir.file("b"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultReserveBytes, 72),
                std::invalid_argument);
-  EXPECT_THROW(LatencyLog(dir.file("c"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultReserveBytes, 28),
+  EXPECT_THROW(WideLatencyRecords(dir.file("c"), logfmt::Kind::kLatency, {}, MmapLog::kDefaultReserveBytes, 28),
                std::invalid_argument);
+}
+
+TEST(LatencyLog, AFullCompactLogDropsWholeMessagesNeverTheirEscapesAlone) {
+  // A page of room: 160 header bytes and 196 slots of 20. Every message below takes two slots (a sequence jump's
+  // escape, and the first message's base), so 98 fit; the rest are dropped and counted, each whole.
+  ScratchDir dir;
+  const std::string path = dir.file("full.lat");
+  LogIdentity id;
+  id.stages = kStampRead;
+  uint64_t recorded = 0, dropped = 0, slots = 0;
+  {
+    LatencyLog log(path, LatencyFormat::kCompact, id, 0, 4096);
+    for (uint64_t i = 0; i < 300; ++i) {
+      MessageLatency m;
+      m.seq = 2 * i + 1;
+      m.stamp[1] = 1'000'000'000'000 + i;  // the first is 10^12 from the base (0): too far, the base moves
+      log.append(m);
+    }
+    recorded = log.records();
+    dropped = log.dropped();
+    slots = log.slots();
+    log.close();
+  }
+  EXPECT_EQ(recorded, 98u);
+  EXPECT_EQ(dropped, 202u);
+  EXPECT_EQ(slots, 196u);
+  const auto bytes = itchbench::testing::read_bytes(path);
+  ASSERT_EQ(bytes.size(), logfmt::kLatencyHeaderSize + 196 * sizeof(logfmt::CompactLatencyRecord));
+  // Escape, message, escape, message ...: the last slot is a message.
+  for (size_t k = 0; k < 196; ++k) {
+    const uint8_t flags = bytes[logfmt::kLatencyHeaderSize + k * 20 + 19];
+    EXPECT_EQ(flags & logfmt::kEscapeSlot, k % 2 == 0 ? logfmt::kEscapeSlot : 0) << "slot " << k;
+  }
 }

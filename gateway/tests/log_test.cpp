@@ -32,6 +32,10 @@ logfmt::BboRecord bbo_record(uint64_t i) {
 }
 }  // namespace
 
+// The wide latency record through the generic log: claim, tail of stamps, commit (log/latency_log.hpp encodes
+// whole messages on top of it).
+using WideLatencyRecords = RecordLog<logfmt::LatencyRecord>;
+
 TEST(MmapLog, ResidentMemoryStaysAFewChunksWhateverTheLength) {
   // Ten chunks of records: written through the mapping, they would all stay resident unless released behind
   // the writer. The ceiling, five chunks, is what the design keeps at most: two populated ahead, the one being
@@ -95,7 +99,7 @@ TEST(MmapLog, CrashedWriterLeavesWholeRecordsThenZeros) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    LatencyLog log(path, logfmt::Kind::kLatency, {logfmt::StageClock::kTscTicks, logfmt::OriginClock::kNone, "crash", ""});
+    WideLatencyRecords log(path, logfmt::Kind::kLatency, {logfmt::StageClock::kTscTicks, logfmt::OriginClock::kNone, "crash", ""});
     for (uint64_t i = 0; i < 12345; ++i) {
       logfmt::LatencyRecord r{};
       r.seq = i + 1;
@@ -176,12 +180,12 @@ TEST(MmapLog, ClaimedRecordsReadZeroWhereNotFilledAndAFullLogTakesNone) {
   {
     LogIdentity id;
     id.stages = stages;
-    LatencyLog log(path, logfmt::Kind::kLatency, id, 3 * MmapLog::kChunkBytes, rs, 3 * MmapLog::kChunkBytes);
+    WideLatencyRecords log(path, logfmt::Kind::kLatency, id, 3 * MmapLog::kChunkBytes, rs, 3 * MmapLog::kChunkBytes);
     for (uint64_t i = 0; i < fit + 5; ++i) {
       logfmt::LatencyRecord& r = log.claim();
       r.seq = i + 1;
       logfmt::stamps_of(r)[1] = 7 * i;
-      LatencyLog::commit(r, i % 2 ? logfmt::kBboEvent : 0);
+      WideLatencyRecords::commit(r, i % 2 ? logfmt::kBboEvent : 0);
     }
     EXPECT_EQ(log.records(), fit);
     EXPECT_EQ(log.dropped(), 5u);
@@ -211,11 +215,11 @@ TEST(MmapLog, ARecordClaimedButNeverCommittedIsNotInTheClosedLog) {
   ScratchDir dir;
   const std::string path = dir.file("open-claim.lat");
   {
-    LatencyLog log(path, logfmt::Kind::kLatency, {});
+    WideLatencyRecords log(path, logfmt::Kind::kLatency, {});
     for (uint64_t i = 0; i < 10; ++i) {
       logfmt::LatencyRecord& r = log.claim();
       r.seq = i + 1;
-      LatencyLog::commit(r, 0);
+      WideLatencyRecords::commit(r, 0);
     }
     log.claim().seq = 11;  // never committed
   }  // closed by the destructor, as when an exception unwinds the run

@@ -34,21 +34,22 @@ def read(tmp_path: Path, data: bytes) -> logs.LogFile | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", logs.TruncatedLogWarning)
         try:
-            return logs.read_log(path)
+            log = logs.read_log(path)
+            log.records  # a compact log is decoded on first use: a damaged one may be refused only then
+            return log
         except logs.LogFormatError:
             return None
 
 
 def head(kind: str) -> int:
-    """Where the records start: a latency log's header carries its clock line too (FORMAT.md, version 4)."""
+    """Where the records start: a latency log's header carries its clock line too (FORMAT.md, versions 4 and 5)."""
     return logs.LATENCY_V4_HEADER_SIZE if kind == "latency" else logs.HEADER_SIZE
 
 
 def layout(data: bytes, kind: str) -> np.dtype:
-    """The original log's record layout: a latency log's depends on the stages its header names."""
-    if kind == "bbo":
-        return logs.BBO_DTYPE
-    return logs.latency_v3_dtype(int(np.frombuffer(data[:logs.HEADER_SIZE], logs.HEADER_DTYPE)[0]["stages"]))
+    """The original log's layout as stored: the gateway writes a latency log as compact 20-byte slots (version 5:
+    messages and escapes)."""
+    return logs.BBO_DTYPE if kind == "bbo" else logs.COMPACT_SLOT_DTYPE
 
 
 def records_of(data: bytes, kind: str) -> np.ndarray:
@@ -58,9 +59,16 @@ def records_of(data: bytes, kind: str) -> np.ndarray:
 
 
 def assert_prefix(got: logs.LogFile, data: bytes, kind: str) -> None:
+    """What was read is a prefix of what was written: the stored slots, and for a compact latency log the messages
+    decoded from them (every message slot they hold; escapes after the last one belong to a message not read)."""
     full = records_of(data, kind)
-    assert len(got.records) <= len(full)
-    assert got.records.tobytes() == full[: len(got.records)].tobytes()
+    assert len(got.stored) <= len(full)
+    assert got.stored.tobytes() == full[: len(got.stored)].tobytes()
+    if got.compact_stages is not None:
+        messages = int(np.count_nonzero((got.stored["flags"] & logs.ESCAPE_SLOT) == 0))
+        decoded = logs.decode_compact(Path("original"), full, got.compact_stages, logs.CompactState())[0]
+        assert len(got.records) == messages
+        assert got.records.tobytes() == decoded[:messages].tobytes()
 
 
 @SETTINGS
@@ -74,7 +82,7 @@ def test_a_cut_log_reads_to_its_last_whole_record(original, tmp_path, kind, cut)
         return
     assert got is not None
     size = layout(data, kind).itemsize
-    assert len(got.records) == (n - head(kind)) // size
+    assert len(got.stored) == (n - head(kind)) // size
     assert_prefix(got, data, kind)
     assert got.complete == (n == len(data))
 
@@ -94,7 +102,7 @@ def test_a_crashed_writer_log_reads_to_its_first_unwritten_record(original, tmp_
     n = head(kind) + int(cut * (len(raw) - head(kind)))
     got = read(tmp_path, bytes(raw[:n]))
     assert got is not None and not got.complete
-    assert len(got.records) == min(unwritten, (n - head(kind)) // size)
+    assert len(got.stored) == min(unwritten, (n - head(kind)) // size)
     assert_prefix(got, bytes(raw), kind)
 
 

@@ -37,12 +37,15 @@ def test_whole_log_reads_without_warnings(run_dir):
 def test_cut_mid_record_reads_whole_records_with_a_warning(run_dir, tmp_path):
     raw = (run_dir / "latency.lat").read_bytes()
     full = logs.read_latency(run_dir / "latency.lat").records
-    size = 24 + 4 * 8  # simulation, every stamp: the head, then read, decoded, book, published (FORMAT.md)
-    cut = copy_with(run_dir, tmp_path / "cut.lat", raw[:logs.LATENCY_V4_HEADER_SIZE + 100 * size + 17])
+    size, head = 20, 160  # a compact log (version 5): 20-byte slots after the 160-byte header (FORMAT.md)
+    cut = copy_with(run_dir, tmp_path / "cut.lat", raw[:head + 100 * size + 17])
     with pytest.warns(logs.TruncatedLogWarning, match="17 trailing bytes"):
         log = logs.read_latency(cut)
-    assert len(log.records) == 100 and not log.complete
-    assert np.array_equal(log.records, full[:100])
+    # The messages among the first 100 slots: those whose flags byte (the slot's last) lacks the escape bit 0x40.
+    messages = sum(1 for k in range(100) if not raw[head + k * size + 19] & 0x40)
+    assert 90 <= messages < 100  # the first message escapes its base, and the capture starts a sequence at 1
+    assert len(log.records) == messages and not log.complete
+    assert np.array_equal(log.records, full[:messages])
 
 
 def test_crashed_writer_is_read_to_the_last_written_record(run_dir, tmp_path):
@@ -175,12 +178,12 @@ def test_raw_ticks_without_a_clock_line_are_refused(tmp_path):
 
 
 def test_a_run_logs_raw_ticks_that_map_onto_its_own_clock(run_dir):
-    """The gateway's own log: version 4, the line its clock fitted, and stamps that land between the anchor and
+    """The gateway's own log: version 5, the line its clock fitted, and stamps that land between the anchor and
     the end-of-run measurement it reports in gateway.json (both CLOCK_MONOTONIC ns)."""
     import json
     clock = json.loads((run_dir / "gateway.json").read_text())["clock"]
     log = logs.read_latency(run_dir / "latency.lat")
-    assert log.header["version"] == 4
+    assert log.header["version"] == 5
     if clock["stage"] != "tsc":
         pytest.skip("no invariant TSC here: the stamps are CLOCK_MONOTONIC ns")
     assert log.header["stage_clock"] == "tsc-ticks" and log.clock_line.ns0 == clock["anchor_ns"]

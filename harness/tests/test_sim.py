@@ -67,8 +67,9 @@ def test_latency_log_has_one_ordered_record_per_message(tmp_path):
     assert lat.complete and lat.header["stage_clock"] in ("tsc-ticks", "monotonic")
     assert len(rec) == 8000
     assert np.array_equal(rec["seq"], np.arange(1, 8001))
-    # No kernel stamp in simulation: the log holds the four stages stamped (FORMAT.md), 24 + 4 * 8 bytes each.
-    assert lat.header["stages"] == ["t_read", "t_decoded", "t_book", "t_published"] and lat.header["record_size"] == 56
+    # No kernel stamp in simulation: the log holds the four stages stamped (FORMAT.md), in compact 20-byte slots.
+    assert lat.header["stages"] == ["t_read", "t_decoded", "t_book", "t_published"] and lat.header["record_size"] == 20
+    assert lat.header["version"] == 5
     assert np.all(rec["t_read"] != 0) and np.all(rec["t_read"] <= rec["t_decoded"])
     assert np.all(rec["t_decoded"] <= rec["t_book"])
     published = rec["t_published"] != 0
@@ -84,9 +85,11 @@ def test_fewer_stamps_make_smaller_records_and_leave_the_stages_that_need_others
     fx = FIXTURES[1]
     values = scenario.defaults(name="two-stamps", transport="sim", capture=str(fx.path))
     values["gateway"]["stamps"] = "read,book"
+    values["gateway"]["latency_format"] = "wide"  # version 4: a field of 8 bytes a stage stamped (FORMAT.md)
     run = runner.execute(values, "two-stamps", root=tmp_path, echo=False)
     lat = logs.read_latency(run / "latency.lat")
     rec = lat.records
+    assert lat.header["version"] == 4
     assert lat.header["stages"] == ["t_read", "t_book"] and lat.header["record_size"] == 24 + 2 * 8
     assert len(rec) == 8000 and np.all(rec["t_read"] != 0) and np.all(rec["t_book"] >= rec["t_read"])
     s = rundir.read_json(run / "summary.json")
@@ -95,7 +98,7 @@ def test_fewer_stamps_make_smaller_records_and_leave_the_stages_that_need_others
 
 
 def test_one_stamp_makes_a_report_that_says_it_has_no_stage(tmp_path):
-    """The book's stamp alone is no interval: 32-byte records, and a report that says so instead of empty tables
+    """The book's stamp alone is no interval: a log of that one stage, and a report that says so instead of empty tables
     (it once failed building a hop table from a chain of one stamp)."""
     from itchbench.runs import runner, scenario
 
@@ -104,7 +107,7 @@ def test_one_stamp_makes_a_report_that_says_it_has_no_stage(tmp_path):
     values["gateway"]["stamps"] = "book"
     run = runner.execute(values, "book-stamp", root=tmp_path, echo=False)
     lat = logs.read_latency(run / "latency.lat")
-    assert lat.header["stages"] == ["t_book"] and lat.header["record_size"] == 32 and len(lat.records) == 8000
+    assert lat.header["stages"] == ["t_book"] and len(lat.records) == 8000
     assert itchbench_main(["report", str(run)]) == 0
     text = (run / "report.md").read_text()
     assert "holds no stage with both of its stamps (stamped: t_book)" in text and "### By stage" not in text

@@ -23,6 +23,7 @@ def build_dir() -> Path:
 
 _TOOL_DIRS = {
     "itch-inspect": "gateway",
+    "latency-log-compact": "gateway",
     "itch-gateway": "gateway",
     "pcap-feed": "gateway",
     "bbo-shm-subscriber": "gateway",

@@ -47,14 +47,12 @@ def _stamp(values: np.ndarray) -> pa.Array:
 
 def _latency_chunks(run_dir: Path, chunk_rows: int) -> Iterator[pa.RecordBatch]:
     lat = logs.read_latency(run_dir / "latency.lat")
-    rec = lat.records
     symbols = pa.array(dump.symbol_names(run_dir).tolist(), type=pa.string())
     type_names = pa.array([chr(i) for i in range(256)], type=pa.string())
     send = run_dir / "send.log"
     sender = hops.send_stamps(send) if send.is_file() else None
     clock = hops.gateway_clock(run_dir)
-    for start in range(0, len(rec), chunk_rows):
-        r = logs.in_ns(lat, rec[start:start + chunk_rows])
+    for r in logs.iter_records(lat, chunk_rows):
         flags = r["flags"]
         seq = r["seq"].astype(np.int64)
         if "t_receive" in r.dtype.names:  # a version-1 log: its one receive stamp

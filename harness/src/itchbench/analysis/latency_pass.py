@@ -77,7 +77,7 @@ def _chunks(lat: logs.LogFile, size: int):
 
 
 def _stage_list(lat: logs.LogFile) -> list[tuple[str, str, str, str, bool]]:
-    names = set(lat.records.dtype.names) | {"t_receive"}
+    names = set(lat.dtype.names) | {"t_receive"}
     stages = [s for s in STAGES if s[2] in names and s[3] in names]
     if lat.header["origin_clock"] == "sender-monotonic":
         stages.insert(0, ONE_WAY)
@@ -96,7 +96,6 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
     symbol, over time, hop by hop): stages and warm-up are enough for comparisons and documents."""
     run_dir = Path(run_dir)
     lat = logs.read_latency(run_dir / "latency.lat")
-    records = lat.records
     stages = _stage_list(lat)
 
     # Pass 1: the receive-stamp span after the warm-up, the largest locate, the stamps that are ever set and the
@@ -178,7 +177,7 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
     return RunLatency(
         stages=kept, stage={n: stage_h[n] for n, _ in kept}, warmup={n: warm_h[n] for n, _ in kept},
         messages=max(0, accepted_total - warmup_messages), warmup_messages=min(warmup_messages, accepted_total),
-        rejected=len(records) - accepted_total, by_type=by_type, by_symbol=by_symbol, over_time=over_time,
+        rejected=lat.count - accepted_total, by_type=by_type, by_symbol=by_symbol, over_time=over_time,
         time_edges_s=edges, throughput_counts=throughput, hop_tables=hop_tables, sender=reader.sender,
         stamped=lat.header["stages"], subscribers=reader.subscribers)
 

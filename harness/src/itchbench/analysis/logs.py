@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
@@ -64,7 +65,18 @@ BBO_DTYPE = np.dtype([
     ("bid_px", "<u4"), ("ask_px", "<u4"), ("stock_locate", "<u2"), ("flags", "u1"),
     ("reserved", "V5"),
 ])
-# Latency version 4: after the common header, the line that maps raw TSC ticks (stage_clock 3) to ns.
+# Latency version 5: a 20-byte slot a message, its stamps as differences, and escape slots (ESCAPE_SLOT set) each
+# carrying one whole value for the message slot after it (FORMAT.md).
+COMPACT_SLOT_DTYPE = np.dtype([
+    ("origin_delta", "<u4"), ("first", "<u4"), ("steps", "<u2", (4,)), ("stock_locate", "<u2"), ("msg_type", "S1"),
+    ("flags", "u1"),
+])
+ESCAPE_DTYPE = np.dtype([("value", "<u8"), ("kind", "u1"), ("reserved", "V10"), ("flags", "u1")])
+ESCAPE_SLOT = 0x40
+ESCAPE_SEQ, ESCAPE_ORIGIN, ESCAPE_BASE, ESCAPE_STAMP = 1, 2, 3, 8  # ESCAPE_STAMP + stage index
+LATENCY_COMPACT_VERSION = 5
+assert COMPACT_SLOT_DTYPE.itemsize == ESCAPE_DTYPE.itemsize == 20
+# Latency version 4 (and 5): after the common header, the line that maps raw TSC ticks (stage_clock 3) to ns.
 CLOCK_LINE_DTYPE = np.dtype([("tsc0", "<u8"), ("ns0", "<u8"), ("ns_per_tick_q32", "<u8"), ("reserved", "<u8")])
 LATENCY_V4_HEADER_SIZE = HEADER_SIZE + CLOCK_LINE_DTYPE.itemsize
 assert HEADER_DTYPE.itemsize == HEADER_SIZE
@@ -86,14 +98,16 @@ def latency_v3_dtype(stages: int) -> np.dtype:
 # 4 has the layout of its stages (latency_v3_dtype); this one is the layout with every stage.
 FORMATS = {(KIND_LATENCY, 1): LATENCY_V1_DTYPE, (KIND_LATENCY, 2): LATENCY_V2_DTYPE,
            (KIND_LATENCY, 3): latency_v3_dtype(ALL_STAGES), (KIND_LATENCY, 4): latency_v3_dtype(ALL_STAGES),
+           (KIND_LATENCY, LATENCY_COMPACT_VERSION): COMPACT_SLOT_DTYPE,
            (KIND_BBO, 1): BBO_DTYPE, (KIND_SEND, 1): SEND_DTYPE, (KIND_SUBSCRIBER, 1): SUBSCRIBER_DTYPE}
-VERSIONS = {kind: max(v for k, v in FORMATS if k == kind) for kind in KIND_NAMES}  # what the writers write now
+# What LogWriter writes: the newest layout of fixed records (a latency log: version 4's; version 5 is the gateway's).
+VERSIONS = {kind: max(v for k, v in FORMATS if k == kind and v != LATENCY_COMPACT_VERSION) for kind in KIND_NAMES}
 STAGE_LAYOUT_VERSIONS = (3, 4)  # latency versions whose records hold only the stages their header names
 
 
 def has_clock_line(kind: int, version: int) -> bool:
-    """Whether the format puts a clock line after the common header (latency version 4)."""
-    return (kind, version) == (KIND_LATENCY, 4)
+    """Whether the format puts a clock line after the common header (latency versions 4 and 5)."""
+    return kind == KIND_LATENCY and version in (4, LATENCY_COMPACT_VERSION)
 
 
 def header_size(kind: int, version: int) -> int:
@@ -126,19 +140,48 @@ class TruncatedLogWarning(UserWarning):
 
 
 @dataclass
+class CompactState:
+    """What a compact (version-5) latency slot is read against: the previous message's values and the base."""
+    next_seq: int = 1
+    prev_origin: int = 0
+    base: int = 0
+
+
+@dataclass
 class LogFile:
     path: Path
     kind: str
     header: dict[str, object]
-    records: np.ndarray  # as stored: a version-4 latency log's stamps may be raw ticks (in_ns converts them)
+    stored: np.ndarray  # as stored: fixed records, or a compact latency log's slots (messages and escapes)
     finalized: bool
     notes: list[str] = field(default_factory=list)  # what was wrong and how it was read
     header_size: int = HEADER_SIZE
     clock_line: ClockLine | None = None  # set when the stamps are raw TSC ticks
+    compact_stages: int | None = None    # a compact latency log: the stages its slots encode
 
     @property
     def complete(self) -> bool:
         return self.finalized and not self.notes
+
+    @cached_property
+    def records(self) -> np.ndarray:
+        """One record a message (an event, a packet): the stored records, or a compact log's slots decoded into
+        the version-3 layout of its stages. Stamps as stored (raw ticks where the log holds raw ticks)."""
+        if self.compact_stages is None:
+            return self.stored
+        return decode_compact(self.path, self.stored, self.compact_stages, CompactState())[0]
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The layout of `records`."""
+        return self.stored.dtype if self.compact_stages is None else latency_v3_dtype(self.compact_stages)
+
+    @cached_property
+    def count(self) -> int:
+        """Records (messages) in the log, without decoding it."""
+        if self.compact_stages is None:
+            return len(self.stored)
+        return int(np.count_nonzero((_trimmed(self.stored)["flags"] & ESCAPE_SLOT) == 0))
 
     def record_bytes(self) -> memoryview:
         """The raw bytes of the records read (for digests)."""
@@ -163,10 +206,12 @@ def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
         raise LogFormatError(f"{path}: {KIND_NAMES[kind]} log format version {version}, this reader knows {known}")
     name, dtype = KIND_NAMES[kind], FORMATS[(kind, version)]
     stages = int(hdr["stages"])
-    if kind == KIND_LATENCY and version in STAGE_LAYOUT_VERSIONS:
-        if stages & ~ALL_STAGES:
+    compact = (kind, version) == (KIND_LATENCY, LATENCY_COMPACT_VERSION)
+    if kind == KIND_LATENCY and (version in STAGE_LAYOUT_VERSIONS or compact):
+        if stages & ~ALL_STAGES or (compact and not stages):
             raise LogFormatError(f"{path}: latency log names unknown stages (0x{stages:02x})")
-        dtype = latency_v3_dtype(stages)
+        if not compact:
+            dtype = latency_v3_dtype(stages)
     head = header_size(kind, version)
     if int(hdr["record_size"]) != dtype.itemsize or int(hdr["header_size"]) != head:
         raise LogFormatError(
@@ -205,12 +250,13 @@ def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
         "stage_clock": STAGE_CLOCKS.get(int(hdr["stage_clock"]), str(int(hdr["stage_clock"]))),
         "origin_clock": ORIGIN_CLOCKS.get(int(hdr["origin_clock"]), str(int(hdr["origin_clock"]))),
         "record_count": int(hdr["record_count"]),
-        "stages": [n for n in dtype.names if n in STAGE_STAMPS] if name == "latency" else [],
+        "stages": ([n for i, n in enumerate(STAGE_STAMPS) if stages >> i & 1] if compact else
+                   [n for n in dtype.names if n in STAGE_STAMPS] if name == "latency" else []),
         "dropped": int(hdr["dropped"]),
         "run_id": bytes(hdr["run_id"]).rstrip(b"\0").decode("ascii", "replace"),
         "commit": bytes(hdr["commit"]).rstrip(b"\0").decode("ascii", "replace"),
     }
-    return LogFile(path, name, header, records, finalized, notes, head, line)
+    return LogFile(path, name, header, records, finalized, notes, head, line, stages if compact else None)
 
 
 def _clock_line(path: Path, raw: np.ndarray, hdr: np.void) -> ClockLine:
@@ -223,6 +269,78 @@ def _clock_line(path: Path, raw: np.ndarray, hdr: np.void) -> ClockLine:
     if not 0 < q32 < 1 << 32:
         raise LogFormatError(f"{path}: clock line's ns per tick (q32) is {q32}, outside 1 .. 2^32-1")
     return ClockLine(int(line["tsc0"]), int(line["ns0"]), q32)
+
+
+def _trimmed(slots: np.ndarray) -> np.ndarray:
+    """The slots up to the last message slot: escapes after it belong to a message never written."""
+    messages = np.flatnonzero((slots["flags"] & ESCAPE_SLOT) == 0)
+    return slots[:int(messages[-1]) + 1] if messages.size else slots[:0]
+
+
+def _carried(n: int, owners: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each of n messages, the index of the last message at or before it that carries a value (-1: none), and
+    the values by message."""
+    at = np.full(n, -1, np.int64)
+    at[owners] = owners
+    by_message = np.zeros(n, np.uint64)
+    by_message[owners] = values
+    return np.maximum.accumulate(at) if n else at, by_message
+
+
+def decode_compact(path: Path, slots: np.ndarray, stages: int, state: CompactState
+                   ) -> tuple[np.ndarray, int, CompactState]:
+    """Version-5 slots decoded into version-3 records of the stages (FORMAT.md), vectorised: escapes are spread
+    onto the messages they precede, sequence numbers and origins are running sums from the last escape, the base
+    is the last one set. Returns the records, the slots consumed (escapes after the last message are left for the
+    slots that follow) and the state after them. Arithmetic is modulo 2^64, as the writer's."""
+    slots = _trimmed(slots)
+    consumed = len(slots)
+    escape = (slots["flags"] & ESCAPE_SLOT) != 0
+    msg_pos = np.flatnonzero(~escape)
+    esc_pos = np.flatnonzero(escape)
+    n = len(msg_pos)
+    m = slots[msg_pos]
+    esc = slots.view(ESCAPE_DTYPE)[esc_pos]
+    owner = np.searchsorted(msg_pos, esc_pos)
+    kinds, values = esc["kind"], esc["value"]
+    stage_list = [i for i in range(len(STAGE_STAMPS)) if stages >> i & 1]
+    known = np.isin(kinds, [ESCAPE_SEQ, ESCAPE_ORIGIN, ESCAPE_BASE] + [ESCAPE_STAMP + i for i in stage_list[1:]])
+    if not known.all():
+        bad = int(np.flatnonzero(~known)[0])
+        raise LogFormatError(f"{path}: escape slot {int(esc_pos[bad])} has kind {int(kinds[bad])}, which a log of "
+                             f"these stages does not hold")
+    u64, idx = np.uint64, np.arange(n, dtype=np.uint64)
+    out = np.zeros(n, latency_v3_dtype(stages))
+    with np.errstate(over="ignore"):
+        mark = kinds == ESCAPE_SEQ
+        at, val = _carried(n, owner[mark], values[mark])
+        anchor = np.maximum(at, 0)
+        out["seq"] = np.where(at >= 0, val[anchor] + (idx - anchor.astype(u64)), u64(state.next_seq) + idx)
+
+        mark = kinds == ESCAPE_ORIGIN
+        delta = m["origin_delta"].astype(u64)
+        delta[owner[mark]] = 0
+        running = np.cumsum(delta, dtype=u64)
+        at, val = _carried(n, owner[mark], values[mark])
+        anchor = np.maximum(at, 0)
+        out["t_origin"] = np.where(at >= 0, val[anchor] + (running - running[anchor] if n else running),
+                                   u64(state.prev_origin) + running)
+
+        mark = kinds == ESCAPE_BASE
+        at, val = _carried(n, owner[mark], values[mark])
+        prev = np.where(at >= 0, val[np.maximum(at, 0)], u64(state.base))
+        base_after = int(prev[-1]) if n else state.base
+        for j, stage in enumerate(stage_list):
+            field_ = (m["first"] if j == 0 else m["steps"][:, j - 1]).astype(u64)
+            t = np.where(field_ != 0, prev + field_ - u64(1), u64(0))
+            mark = kinds == ESCAPE_STAMP + stage
+            t[owner[mark]] = values[mark]
+            out[STAGE_STAMPS[stage]] = t
+            prev = np.where(t != 0, t, prev)
+    for name in ("stock_locate", "msg_type", "flags"):
+        out[name] = m[name]
+    after = CompactState(int(out["seq"][-1]) + 1, int(out["t_origin"][-1]), base_after) if n else state
+    return out, consumed, after
 
 
 def in_ns(log: LogFile, records: np.ndarray) -> np.ndarray:
@@ -279,19 +397,33 @@ class LogWriter:
 
 
 def iter_records(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
-    """The log's records, `chunk` at a time, read with plain reads into one
+    """The log's records, about `chunk` at a time, read with plain reads into one
     reused buffer: memory stays one chunk whatever the log's size (a memory
     map keeps every page it has touched resident). Stamps are in ns (raw
-    ticks converted in the buffer). A yielded array is valid until the next
-    one is read."""
-    total = len(log.records)
-    buf = np.empty(min(chunk, max(total, 1)), log.records.dtype)
+    ticks converted in the buffer); a compact log's slots are decoded chunk
+    by chunk, its state carried across. A yielded array is valid until the
+    next one is read."""
+    total = len(log.stored)
+    # A compact message takes up to 8 slots (7 escapes): a buffer of 16 always holds one whole.
+    size = min(chunk, max(total, 1)) if log.compact_stages is None else max(chunk, 16)
+    buf = np.empty(size, log.stored.dtype)
+    state, carried = CompactState(), 0  # carried: escape slots at the end of the last chunk, moved to buf's start
     with open(log.path, "rb") as f:
         f.seek(log.header_size)
-        for start in range(0, total, chunk):
-            part = buf[:min(chunk, total - start)]
-            if f.readinto(part.view(np.uint8)) != part.nbytes:
+        read = 0
+        while read < total:
+            part = buf[:carried + min(len(buf) - carried, total - read)]
+            got = part[carried:]
+            if f.readinto(got.view(np.uint8)) != got.nbytes:
                 raise LogFormatError(f"{log.path}: shorter than when it was opened")
+            read += len(got)
+            if log.compact_stages is not None:
+                records, used, state = decode_compact(log.path, part, log.compact_stages, state)
+                carried = len(part) - used
+                if carried == len(buf):
+                    raise LogFormatError(f"{log.path}: {carried} escape slots in a row, no message after them")
+                buf[:carried] = part[used:].copy()
+                part = records
             if log.clock_line is not None:
                 _to_ns_in_place(log.clock_line, part)
             yield part

@@ -398,7 +398,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     capture = Path(run.values["capture"])
     bbo = logs.read_bbo(run.dir / "bbo.bbo")
     lat_path = run.dir / "latency.lat"
-    latency_records = len(logs.read_latency(lat_path).records) if lat_path.exists() else None
+    latency_records = logs.read_latency(lat_path).count if lat_path.exists() else None
     checks: dict[str, bool] = {}
     rec = _gateway(gw, latency_records, len(bbo.records), checks)
     transport = run.values["transport"]

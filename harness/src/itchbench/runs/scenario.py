@@ -94,6 +94,10 @@ def _stamps(v: str) -> bool | str:
     return ok or "must be all, or a comma-separated subset of read, decoded, book, published"
 
 
+def _one_of(*choices: str):
+    return lambda v: v in choices or "must be one of " + ", ".join(choices)
+
+
 def _between(lo: float, hi: float):
     return lambda v: lo <= v <= hi or f"must be between {lo} and {hi}"
 
@@ -191,6 +195,9 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "latency_log": (bool, True, None, "record per-message latency (stage stamps)"),
         "stamps": (str, "all", _stamps, "stages stamped: all, or some of read,decoded,book,published (each stamp "
                    "a TSC read; stages without both of their stamps are left out of the report)"),
+        "latency_format": (str, "compact", _one_of("compact", "wide"),
+                           "latency log records: compact (version 5, ~20 bytes a message) or wide (version 4, 24 "
+                           "bytes and 8 a stamp; for tools that read version 4)"),
     },
     "microbench": {
         "binaries": (list, [], _benchmarks, "Google Benchmark binaries of the gateway's own build, run after "

@@ -29,6 +29,8 @@ def itchbench_flags(run: "Run", input_kind: str) -> list[str]:
         args.append("--no-latency-log")
     if g["stamps"] != "all":
         args += ["--stamps", g["stamps"]]
+    if g["latency_format"] != "compact":
+        args += ["--latency-format", g["latency_format"]]
     if g["cpu"] >= 0:
         args += ["--cpu", str(g["cpu"])]
     if input_kind == "file":

@@ -1,0 +1,117 @@
+#include "log/latency_log.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace itchbench {
+
+namespace {
+LogIdentity versioned(LogIdentity id, LatencyFormat format) {
+  id.version = format == LatencyFormat::kCompact ? logfmt::kLatencyCompactVersion : logfmt::kLatencyWideVersion;
+  return id;
+}
+
+size_t reservation_for(uint64_t expected_messages, size_t slot_size) {
+  if (expected_messages == 0) return MmapLog::kDefaultReserveBytes;
+  // A compact log's escapes add slots; a short guess is grown past (MmapLog), so this only sizes the first map.
+  const size_t bytes = logfmt::kLatencyHeaderSize + size_t(expected_messages) * slot_size * 5 / 4;
+  return std::min(MmapLog::kDefaultReserveBytes, bytes);
+}
+
+uint8_t checked_stages(uint8_t stages) {
+  if (!(stages & logfmt::kAllStages) || (stages & ~logfmt::kAllStages))
+    throw std::invalid_argument("a latency log records at least one stage, and only the five known (stages 0x" +
+                                std::to_string(unsigned(stages)) + ")");
+  return stages;
+}
+}  // namespace
+
+size_t LatencyLog::slot_size(LatencyFormat format, uint8_t stages) {
+  return format == LatencyFormat::kCompact ? sizeof(logfmt::CompactLatencyRecord) : logfmt::latency_record_size(stages);
+}
+
+LatencyLog::LatencyLog(const std::string& path, LatencyFormat format, const LogIdentity& id, uint64_t expected_messages,
+                       size_t limit_bytes)
+    : log_(path, logfmt::Kind::kLatency, slot_size(format, checked_stages(id.stages)),
+           format == LatencyFormat::kCompact ? offsetof(logfmt::CompactLatencyRecord, flags)
+                                             : offsetof(logfmt::LatencyRecord, flags),
+           versioned(id, format), reservation_for(expected_messages, slot_size(format, id.stages)), limit_bytes),
+      layout_(format == LatencyFormat::kWide            ? Layout::kWide
+              : id.stages == kSimulationStages          ? Layout::kSimulation
+              : id.stages == logfmt::kAllStages         ? Layout::kEveryStage
+                                                        : Layout::kOtherStages) {
+  for (unsigned i = 0; i < logfmt::kStageCount; ++i)
+    if (id.stages >> i & 1) order_[count_++] = uint8_t(i);
+}
+
+void LatencyLog::append_escaped(const MessageLatency& m) {
+  struct Escape {
+    uint8_t kind;
+    uint64_t value;
+  } escapes[3 + logfmt::kStageCount];
+  unsigned n = 0;
+  if (m.seq != next_seq_) escapes[n++] = {logfmt::kEscapeSeq, m.seq};
+  uint32_t origin_delta = uint32_t(m.t_origin - prev_origin_);
+  if (m.t_origin - prev_origin_ > logfmt::kMaxOriginDelta) {
+    escapes[n++] = {logfmt::kEscapeOrigin, m.t_origin};
+    origin_delta = 0;
+  }
+  uint64_t base = base_;
+  uint32_t first = 0;
+  uint16_t steps[4] = {0, 0, 0, 0};
+  uint64_t prev = base;
+  for (unsigned j = 0; j < count_; ++j) {
+    const uint64_t t = m.stamp[order_[j]];
+    if (!t) continue;
+    const uint64_t d = t - prev;
+    if (j == 0) {
+      if (d > logfmt::kMaxFirst) {  // the base moves to this stamp
+        escapes[n++] = {logfmt::kEscapeBase, t};
+        base = t;
+      }
+      first = uint32_t(t - base + 1);
+    } else if (d > logfmt::kMaxStep) {  // the stamp whole; its step stays 0
+      escapes[n++] = {uint8_t(logfmt::kEscapeStamp + order_[j]), t};
+    } else {
+      steps[j - 1] = uint16_t(d + 1);
+    }
+    prev = t;
+  }
+  uint8_t* p = log_.next(n + 1);
+  if (!p) return;  // dropped, counted; the coder's state is unchanged, so the next message escapes what it must
+  constexpr size_t kSlot = sizeof(logfmt::CompactLatencyRecord);
+  for (unsigned i = 0; i < n; ++i) {
+    auto& e = *reinterpret_cast<logfmt::LatencyEscape*>(p + i * kSlot);
+    e.value_lo = uint32_t(escapes[i].value);
+    e.value_hi = uint32_t(escapes[i].value >> 32);
+    e.kind = escapes[i].kind;
+    commit(e.flags, logfmt::kEscapeSlot);
+  }
+  auto& r = *reinterpret_cast<logfmt::CompactLatencyRecord*>(p + n * kSlot);
+  r.origin_delta = origin_delta;
+  r.first = first;
+  std::memcpy(r.steps, steps, sizeof steps);
+  r.stock_locate = m.stock_locate;
+  r.msg_type = m.msg_type;
+  commit(r.flags, m.flags);
+  next_seq_ = m.seq + 1;
+  prev_origin_ = m.t_origin;
+  base_ = base;
+  ++messages_;
+}
+
+void LatencyLog::append_wide(const MessageLatency& m) {
+  uint8_t* p = log_.next();
+  if (!p) return;
+  auto& r = *reinterpret_cast<logfmt::LatencyRecord*>(p);
+  r.seq = m.seq;
+  r.t_origin = m.t_origin;
+  r.stock_locate = m.stock_locate;
+  r.msg_type = m.msg_type;
+  uint64_t* stamps = logfmt::stamps_of(r);
+  for (unsigned j = 0; j < count_; ++j) stamps[j] = m.stamp[order_[j]];
+  commit(r.flags, m.flags);
+  ++messages_;
+}
+
+}  // namespace itchbench
