@@ -1,37 +1,70 @@
 """What recording the latency log costs the gateway's simulation, per message:
-runs without the log and with it (once per stamp set given) interleaved round
-by round on the same capture, the hot thread pinned.
+runs without the log and with it (once per variant given) interleaved round
+by round on the same capture, the hot thread pinned, measured two ways.
 
     .venv/bin/python harness/benchmarks/recording_cost.py FILE [--rounds 9] [--cpu 1] \\
-        [--stamps book --stamps all] [--out-parent DIR]
+        [--stamps all] [--variant 'wide=--latency-format wide'] [--gateway base=PATH] \\
+        [--mode settled|as-users-run|both] [--out-parent DIR]
 
-Each round runs every variant once, in an order that rotates from round to
-round, each a fresh gateway process (`--source sim`, BBO log on) whose rate is
-its own `messages_per_s` (gateway.json). Before every run the page cache's
-dirty pages are written back (sync): a run otherwise pays for writing back
-the logs of the one before it, and the variant that follows a recorded run
-would carry the cost; and the capture is read through once, so that no run
-reads it from disk (settle.py). --cpu pins the gateway's hot thread (its own --cpu);
-the log's provisioning thread runs elsewhere, as in use. --out-parent puts the
-run directories on another file system (a tmpfs shows the hot path without
-the disk). Prints each round's ns a message per variant, then per variant the
-median of its per-round differences from the unrecorded run, with their range.
+Variants: each `--stamps S` is the gateway's `--stamps S`; each `--variant
+LABEL=FLAGS` adds FLAGS to the gateway's command line (default: `--stamps
+all`). Each `--gateway LABEL=PATH` is another build run with every variant
+its flags make sense for (`--latency-format` is left out for a build that
+does not know it); every gateway also runs unrecorded (`--no-latency-log`),
+and a variant's cost is its ns a message minus its own gateway's unrecorded
+run of the same round.
+
+Two ways of measuring, each every round (`--mode both`, the default):
+
+- settled: before every run the page cache's dirty pages are written back
+  (sync) and the capture is read through (settle.py), so a run pays neither
+  for the logs of the run before it nor for reading the capture: the hot
+  path's own cost.
+- as-users-run: the same runs back to back as a user runs them, each a
+  fresh process writing to the real disk (`--out-parent`, default a
+  directory beside the build, never a tmpfs), nothing settled between them:
+  a run pays for the write-back and page allocation its neighbours cause.
+
+Each round runs every variant once per mode, in an order that rotates from
+round to round; a run's rate is its own `messages_per_s` (gateway.json).
+Prints each round's ns a message, then per mode and variant the median of
+its per-round differences from its unrecorded run, with their range, and
+the noise the runs saw (median steal share of the CPUs, the hot thread's
+involuntary switches).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from itchbench import paths
+from itchbench.runs import noise
 from settle import settle
 
-UNRECORDED = "off"
+MODES = ("settled", "as-users-run")
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    gateway: str            # label of its gateway
+    flags: tuple[str, ...]  # () with recorded False: the gateway's unrecorded run
+    recorded: bool
+
+
+@dataclass
+class Measure:
+    ns: float
+    steal_share: float
+    involuntary: int
 
 
 def main() -> int:
@@ -39,51 +72,107 @@ def main() -> int:
     p.add_argument("capture", type=Path, metavar="FILE")
     p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--cpu", type=int, default=None, help="pin the gateway's hot thread to this CPU (--cpu)")
-    p.add_argument("--stamps", action="append", default=None,
-                   help="a stamp set to record with (the gateway's --stamps); repeat for several (default: all)")
-    p.add_argument("--out-parent", type=Path, default=None, help="where the run directories go (default: $TMPDIR)")
+    p.add_argument("--stamps", action="append", default=[], help="a stamp set to record with (--stamps); repeat")
+    p.add_argument("--variant", action="append", default=[], metavar="LABEL=FLAGS",
+                   help="a recorded variant: the gateway's flags (e.g. 'wide=--latency-format wide'); repeat")
+    p.add_argument("--gateway", action="append", default=[], metavar="LABEL=PATH",
+                   help="another itch-gateway build to run every variant with (default: this build only)")
+    p.add_argument("--mode", choices=(*MODES, "both"), default="both")
+    p.add_argument("--out-parent", type=Path, default=None,
+                   help="where the run directories go (default: settled $TMPDIR, as-users-run build/recording-cost)")
     args = p.parse_args()
     if not args.capture.is_file():
         raise SystemExit(f"recording_cost: no such file: {args.capture}")
     if args.rounds < 1:
         raise SystemExit("recording_cost: --rounds must be at least 1")
-    variants = [UNRECORDED, *(args.stamps or ["all"])]
-    print(f"gateway: {paths.tool('itch-gateway')}, capture {args.capture.name}, "
-          f"{'hot thread on CPU %d' % args.cpu if args.cpu is not None else 'not pinned'}, "
-          f"run directories in {args.out_parent or tempfile.gettempdir()}")
-    print(f"{'round':>5} " + " ".join(f"{_label(v):>14}" for v in variants) + "   (ns a message)")
-    ns: dict[str, list[float]] = {v: [] for v in variants}
+    gateways = {"head": paths.tool("itch-gateway"), **dict(_pair(g, "--gateway") for g in args.gateway)}
+    for label, path in gateways.items():
+        if not Path(path).is_file():
+            raise SystemExit(f"recording_cost: gateway {label}: no such file: {path}")
+    recorded = [(f"stamps {s}", ("--stamps", s)) for s in args.stamps]
+    recorded += [(label, tuple(flags.split())) for label, flags in (_pair(v, "--variant") for v in args.variant)]
+    variants = _variants(gateways, recorded or [("stamps all", ("--stamps", "all"))])
+    modes = MODES if args.mode == "both" else (args.mode,)
+    parents = {"settled": args.out_parent, "as-users-run": args.out_parent or paths.build_dir() / "recording-cost"}
+    print(f"capture {args.capture.name}, {'hot thread on CPU %d' % args.cpu if args.cpu is not None else 'not pinned'}"
+          f", gateways: " + ", ".join(f"{k} {v}" for k, v in gateways.items()))
+    for mode in modes:
+        print(f"{mode}: run directories in {parents[mode] or tempfile.gettempdir()}")
+    got: dict[tuple[str, Variant], list[Measure]] = {(m, v): [] for m in modes for v in variants}
+    width = max(len(_name(v)) for v in variants) + 2
     for r in range(args.rounds):
-        shift = r % len(variants)
-        for v in variants[shift:] + variants[:shift]:
-            ns[v].append(ns_per_message(args.capture, v, args.cpu, args.out_parent))
-        print(f"{r + 1:>5} " + " ".join(f"{ns[v][-1]:>14.1f}" for v in variants), flush=True)
-    print(f"{'median':>5} " + " ".join(f"{statistics.median(ns[v]):>14.1f}" for v in variants))
-    for v in variants[1:]:
-        diffs = [rec - off for rec, off in zip(ns[v], ns[UNRECORDED])]
-        print(f"{_label(v)}: {statistics.median(diffs):+.1f} ns a message over {_label(UNRECORDED)} "
-              f"(median of {len(diffs)} per-round differences, {min(diffs):+.1f} to {max(diffs):+.1f})")
+        for mode in modes:
+            shift = r % len(variants)
+            for v in variants[shift:] + variants[:shift]:
+                got[(mode, v)].append(run_once(args.capture, gateways[v.gateway], v, args.cpu, mode, parents[mode]))
+            print(f"round {r + 1:>2} {mode:<13} " + "  ".join(f"{_name(v)} {got[(mode, v)][-1].ns:.1f}"
+                                                          for v in variants) + "  (ns a message)", flush=True)
+    for mode in modes:
+        print(f"\n{mode}:")
+        for v in variants:
+            mine = got[(mode, v)]
+            line = (f"  {_name(v):<{width}} {statistics.median(m.ns for m in mine):>7.1f} ns a message "
+                    f"(range {min(m.ns for m in mine):.1f}-{max(m.ns for m in mine):.1f})")
+            if v.recorded:
+                off = got[(mode, next(u for u in variants if u.gateway == v.gateway and not u.recorded))]
+                diffs = [a.ns - b.ns for a, b in zip(mine, off)]
+                line += (f", recording {statistics.median(diffs):+.1f} ns a message "
+                         f"(median of {len(diffs)} per-round differences, {min(diffs):+.1f} to {max(diffs):+.1f})")
+            line += (f"; steal {100 * statistics.median(m.steal_share for m in mine):.1f} %, hot thread "
+                     f"{statistics.median(m.involuntary for m in mine):.0f} involuntary switches")
+            print(line)
     return 0
 
 
-def _label(variant: str) -> str:
-    return "no latency log" if variant == UNRECORDED else f"stamps {variant}"
+def _pair(text: str, option: str) -> tuple[str, str]:
+    label, sep, value = text.partition("=")
+    if not sep or not label:
+        raise SystemExit(f"recording_cost: {option} takes LABEL=VALUE, not {text!r}")
+    return label, value
 
 
-def ns_per_message(capture: Path, variant: str, cpu: int | None, out_parent: Path | None) -> float:
-    """One gateway run of a variant: its processing loop's nanoseconds a message."""
-    settle(capture)
-    with tempfile.TemporaryDirectory(prefix="recording-cost-", dir=out_parent) as tmp:
-        cmd = [str(paths.tool("itch-gateway")), "--source", "sim", "--capture", str(capture), "--out", tmp]
-        cmd += ["--no-latency-log"] if variant == UNRECORDED else ["--stamps", variant]
+def _variants(gateways: dict[str, Path], recorded: list[tuple[str, tuple[str, ...]]]) -> list[Variant]:
+    out = []
+    for g, path in gateways.items():
+        out.append(Variant("off", g, ("--no-latency-log",), False))
+        known = _knows_latency_format(path)
+        out += [Variant(label, g, flags, True) for label, flags in recorded
+                if known or "--latency-format" not in flags]
+    return out
+
+
+def _knows_latency_format(gateway: Path) -> bool:
+    """Builds before compact logs (version 5) have no --latency-format: they write version 4 and take none."""
+    return "--latency-format" in subprocess.run([str(gateway), "--help"], capture_output=True, text=True).stdout
+
+
+def _name(v: Variant) -> str:
+    return f"{v.gateway}:{'no latency log' if not v.recorded else v.label}"
+
+
+def run_once(capture: Path, gateway: Path, v: Variant, cpu: int | None, mode: str, parent: Path | None) -> Measure:
+    """One gateway run: its processing loop's ns a message, and the noise it saw."""
+    if mode == "settled":
+        settle(capture)
+    if parent is not None:
+        parent.mkdir(parents=True, exist_ok=True)
+    out = Path(tempfile.mkdtemp(prefix="recording-cost-", dir=parent))
+    try:
+        cmd = [str(gateway), "--source", "sim", "--capture", str(capture), "--out", str(out), *v.flags]
         if cpu is not None:
             cmd += ["--cpu", str(cpu)]
+        before = noise.cpu_times()
         proc = subprocess.run(cmd, capture_output=True, text=True)
+        cpus = noise.cpu_noise(before, noise.cpu_times())
         if proc.returncode != 0:
             raise SystemExit(f"recording_cost: {' '.join(cmd)} exited with {proc.returncode}: "
                              f"{proc.stderr.strip()[-500:]}")
-        rate = float(json.loads((Path(tmp) / "gateway.json").read_text())["messages_per_s"])
-        return 1e9 / rate
+        report = json.loads((out / "gateway.json").read_text())
+        hot = noise.hot_thread(report.get("noise", {}).get("threads", [])) or {}
+        steal = statistics.median(c["steal_share"] for c in cpus.values()) if cpus else 0.0
+        return Measure(1e9 / float(report["messages_per_s"]), steal, int(hot.get("involuntary_switches", 0)))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 if __name__ == "__main__":

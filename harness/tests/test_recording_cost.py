@@ -1,35 +1,70 @@
 """harness/benchmarks/recording_cost.py on the bundled fixture: its summary
-worked out again from the per-round figures it prints, and a stamp set the
-gateway refuses stopping the run with the gateway's own words."""
+worked out again from the per-round figures it prints, in both ways of
+measuring, a build that predates an option left out of that variant, and a
+stamp set the gateway refuses stopping the run with the gateway's own words."""
 
 from __future__ import annotations
 
+import re
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 from itchbench import paths
 
 SCRIPT = paths.repo_root() / "harness" / "benchmarks" / "recording_cost.py"
 FIXTURE = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
+ROUND = re.compile(r"^round +(\d+) (settled|as-users-run) +(.*)  \(ns a message\)$")
 
 
-def test_summary_is_the_median_of_per_round_differences(tmp_path):
+def _rounds(out: str) -> dict[str, list[dict[str, float]]]:
+    """Per mode, each round's ns a message by variant name, parsed from the printed lines."""
+    got: dict[str, list[dict[str, float]]] = {}
+    for line in out.splitlines():
+        m = ROUND.match(line)
+        if m:
+            pairs = re.findall(r"(\S+:[^0-9]+?) (\d+\.\d)", m.group(3))
+            got.setdefault(m.group(2), []).append({name.strip(): float(ns) for name, ns in pairs})
+    return got
+
+
+def test_summary_is_the_median_of_per_round_differences_in_both_modes(tmp_path):
     out = subprocess.run([sys.executable, str(SCRIPT), str(FIXTURE), "--rounds", "3", "--stamps", "book",
-                          "--stamps", "all", "--out-parent", str(tmp_path)],
+                          "--variant", "wide=--latency-format wide", "--out-parent", str(tmp_path)],
                          capture_output=True, text=True, check=True).stdout
-    rounds = [[float(x) for x in line.split()[1:]] for line in out.splitlines() if line.strip()[:1].isdigit()]
-    assert len(rounds) == 3 and all(len(r) == 3 and min(r) > 0 for r in rounds)
-    for column, label in ((1, "stamps book"), (2, "stamps all")):
-        diffs = [r[column] - r[0] for r in rounds]
-        line = next(ln for ln in out.splitlines() if ln.startswith(label + ":"))
-        # differences of the printed (rounded) figures may be off by a rounding step from the script's own
-        assert abs(float(line.split()[2]) - statistics.median(diffs)) <= 0.15, line
-        assert "median of 3 per-round differences" in line
+    rounds = _rounds(out)
+    assert set(rounds) == {"settled", "as-users-run"}
+    sections = out.split("\nas-users-run:\n")
+    for mode, section in (("settled", sections[0]), ("as-users-run", sections[1])):
+        assert len(rounds[mode]) == 3
+        for r in rounds[mode]:
+            assert set(r) == {"head:no latency log", "head:stamps book", "head:wide"} and min(r.values()) > 0
+        for name in ("head:stamps book", "head:wide"):
+            diffs = [r[name] - r["head:no latency log"] for r in rounds[mode]]
+            line = next(ln for ln in section.splitlines() if ln.strip().startswith(name + " "))
+            got = float(re.search(r"recording ([+-]\d+\.\d) ns", line).group(1))
+            # differences of the printed (rounded) figures may be off by a rounding step from the script's own
+            assert abs(got - statistics.median(diffs)) <= 0.15, line
+            assert "median of 3 per-round differences" in line and "steal" in line
     assert list(tmp_path.iterdir()) == [], "run directories are removed"
 
 
-def test_a_stamp_set_the_gateway_refuses_stops_the_run(tmp_path):
+def test_a_build_without_an_option_runs_only_the_variants_it_knows(tmp_path):
+    """An older build: a script that answers --help without --latency-format and runs as the gateway otherwise."""
+    old = tmp_path / "old-gateway"
+    old.write_text(f"#!/bin/sh\nif [ \"$1\" = --help ]; then echo 'usage: itch-gateway'; exit 0; fi\n"
+                   f"exec {paths.tool('itch-gateway')} \"$@\"\n")
+    old.chmod(0o755)
+    out = subprocess.run([sys.executable, str(SCRIPT), str(FIXTURE), "--rounds", "1", "--mode", "settled",
+                          "--variant", "wide=--latency-format wide", "--stamps", "all", "--gateway", f"old={old}"],
+                         capture_output=True, text=True, check=True).stdout
+    (only,) = _rounds(out)["settled"]
+    assert set(only) == {"head:no latency log", "head:wide", "head:stamps all", "old:no latency log",
+                         "old:stamps all"}
+
+
+def test_a_stamp_set_the_gateway_refuses_stops_the_run(tmp_path: Path):
     proc = subprocess.run([sys.executable, str(SCRIPT), str(FIXTURE), "--rounds", "1", "--stamps", "sometimes"],
                           capture_output=True, text=True)
     assert proc.returncode != 0
