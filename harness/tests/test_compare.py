@@ -31,7 +31,8 @@ def plant(repo: Path, branch: str, path: str, old: str, new: str) -> str:
     text = f.read_text()
     assert old in text, f"{path} no longer has the line to plant into"
     f.write_text(text.replace(old, new, 1))
-    git(repo, "commit", "-q", "-am", f"planted: {branch}")
+    git(repo, "commit", "-q", "-am", f"planted: {branch}", "-m", f"A body that says why {branch} was planted,\n"
+        "over two lines.")
     return git(repo, "rev-parse", "HEAD")
 
 
@@ -82,6 +83,8 @@ def test_a_spin_loop_in_the_message_path_is_a_regression(scratch, workload, tmp_
     assert result["metrics"]["seed"]["instructions.book"]["words"] == "SAME instructions"
     assert result["outputs"]["seed"]["bbo"]["equal"] and result["outputs"]["seed"]["bbo"]["words"] == "SAME"
     assert "MORE instructions: seed: instructions.message_path" in result["headline"], result["headline"]
+    md = (tmp_path / "compare.md").read_text()
+    assert "> A body that says why spin was planted,\n> over two lines." in md  # the head commit's body, quoted
 
 
 def _bbo_rows(run_dir: str, capsys) -> list[list[str]]:
@@ -163,6 +166,9 @@ def test_a_journey_documents_each_step_and_the_cumulative_impact(scratch, worklo
     data = json.loads((out / "journey.json").read_text())
     assert [r["subject"] for r in data["revisions"]][1] == "planted: spin"
     assert text.startswith("# Spin journey\n") and "## Step 1: planted: spin" in text and "## Cumulative impact" in text
+    # The title is the commit's subject alone; its body follows as a quote.
+    assert data["revisions"][1]["body"] == "A body that says why spin was planted,\nover two lines."
+    assert "## Step 1: planted: spin\n\n> A body that says why spin was planted,\n> over two lines.\n" in text
     step = data["steps"][0]["workloads"][0]
     path = next(r for r in step["rows"] if r["metric"] == "instructions.message_path")
     # Instructions are not time: more of them is MORE instructions, never SLOWER.

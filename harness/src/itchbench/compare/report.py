@@ -46,6 +46,11 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
         rev = side.get("revision") or {}
         dirty = " — **DIRTY working tree: uncommitted changes are measured**" if rev.get("dirty") else ""
         md.append(f"- {side['name']}: `{side['spec']}` {rev.get('label', '')} {rev.get('subject', '')}{dirty}")
+    for side in (base, head):  # the commit messages' bodies: why each side was made, what it measured
+        body = (side.get("revision") or {}).get("body")
+        if body:
+            md += ["", f"{side['name']} `{side['revision']['label']}`:", ""]
+            md += [f"> {line}".rstrip() for line in body.splitlines()]
     md += ["", f"Repetitions: {result['repetitions']} a side after one discarded warm-up, interleaved; "
            f"threshold ±{result['threshold_pct']:g} %; a timing verdict needs Mann-Whitney p < {result['alpha']} and "
            f"the 95 % bootstrap CI of the ratio of medians (head/base, seed {result['seed']}) outside 1 ± threshold. "

@@ -33,7 +33,8 @@ class Revision:
     spec: str            # as the user gave it
     commit: str          # full sha (the HEAD under a dirty working tree)
     diff_hash: str       # "" for a commit; sha256 of `git diff HEAD` for the working tree
-    subject: str
+    subject: str         # the commit message's first line: what documents use as a title
+    body: str = ""       # the rest of the message (why, what was measured): shown beside the title
 
     @property
     def dirty(self) -> bool:
@@ -45,7 +46,7 @@ class Revision:
 
     def as_dict(self) -> dict[str, object]:
         return {"spec": self.spec, "commit": self.commit, "dirty": self.dirty, "diff_sha256": self.diff_hash,
-                "subject": self.subject, "label": self.label}
+                "subject": self.subject, "body": self.body, "label": self.label}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -64,17 +65,20 @@ def resolve(repo: Path, spec: str) -> Revision:
         diff = git(repo, "diff", "HEAD", "--binary")
         untracked = git(repo, "ls-files", "--others", "--exclude-standard", "-z")
         digest = hashlib.sha256(diff.encode() + untracked.encode()).hexdigest() if (diff or untracked) else ""
-        return Revision(spec, commit, digest, "(working tree)" if digest else _subject(repo, commit))
+        return Revision(spec, commit, digest, "(working tree)") if digest else Revision(spec, commit, "",
+                                                                                           *_message(repo, commit))
     try:
         commit = git(repo, "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}").strip()
     except RevisionError:
         raise RevisionError(f"'{spec}' is not a commit of {repo} (a commit, branch, tag, HEAD~N or {WORKTREE})") \
             from None
-    return Revision(spec, commit, "", _subject(repo, commit))
+    return Revision(spec, commit, "", *_message(repo, commit))
 
 
-def _subject(repo: Path, commit: str) -> str:
-    return git(repo, "log", "-1", "--format=%s", commit).strip()
+def _message(repo: Path, commit: str) -> tuple[str, str]:
+    """The commit message's subject and body."""
+    subject, _, body = git(repo, "log", "-1", "--format=%s%x00%b", commit).partition("\0")
+    return subject.strip(), body.strip()
 
 
 def cache_root() -> Path:

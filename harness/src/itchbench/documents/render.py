@@ -45,10 +45,15 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _quote(text: Any) -> str:
+    """A Markdown block quote of the text, line by line (a commit message's body under its subject)."""
+    return "\n".join(f"> {line}".rstrip() for line in str(text).splitlines())
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
-    env.filters.update(num=_num, spread=_spread, factor=_factor, cell=_cell,
+    env.filters.update(num=_num, spread=_spread, factor=_factor, cell=_cell, quote=_quote,
                        med=lambda s: s.median if s is not None else None)
     return env
 
