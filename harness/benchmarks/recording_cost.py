@@ -4,7 +4,7 @@ by round on the same capture, the hot thread pinned, measured two ways.
 
     .venv/bin/python harness/benchmarks/recording_cost.py FILE [--rounds 9] [--cpu 1] \\
         [--stamps all] [--variant 'wide=--latency-format wide'] [--gateway base=PATH] \\
-        [--mode settled|as-users-run|both] [--out-parent DIR]
+        [--mode settled|as-users-run|both] [--out-parent DIR] [--json FILE]
 
 Variants: each `--stamps S` is the gateway's `--stamps S`; each `--variant
 LABEL=FLAGS` adds FLAGS to the gateway's command line (default: `--stamps
@@ -80,6 +80,7 @@ def main() -> int:
     p.add_argument("--mode", choices=(*MODES, "both"), default="both")
     p.add_argument("--out-parent", type=Path, default=None,
                    help="where the run directories go (default: settled $TMPDIR, as-users-run build/recording-cost)")
+    p.add_argument("--json", type=Path, default=None, help="also write every run's figures here")
     args = p.parse_args()
     if not args.capture.is_file():
         raise SystemExit(f"recording_cost: no such file: {args.capture}")
@@ -121,6 +122,13 @@ def main() -> int:
             line += (f"; steal {100 * statistics.median(m.steal_share for m in mine):.1f} %, hot thread "
                      f"{statistics.median(m.involuntary for m in mine):.0f} involuntary switches")
             print(line)
+    if args.json:
+        args.json.write_text(json.dumps({
+            "capture": args.capture.name, "cpu": args.cpu, "gateways": {k: str(v) for k, v in gateways.items()},
+            "runs": [{"mode": mode, "gateway": v.gateway, "variant": v.label if v.recorded else "off",
+                      "flags": list(v.flags), "ns": [m.ns for m in ms], "steal_share": [m.steal_share for m in ms],
+                      "involuntary_switches": [m.involuntary for m in ms]} for (mode, v), ms in got.items()],
+        }, indent=1) + "\n")
     return 0
 
 

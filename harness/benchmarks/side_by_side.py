@@ -3,7 +3,8 @@ interleaved, each process pinned to the same CPU: per-round ratios, medians,
 peak RSS.
 
     .venv/bin/python harness/benchmarks/side_by_side.py FILE [FILE ...] \\
-        --peer '../shared/peers/itch-book.sh run {file} replay' [--rounds 5] [--cpu 1] [--latency-log]
+        --peer '../shared/peers/itch-book.sh run {file} replay' [--rounds 5] [--cpu 1] [--latency-log] \\
+        [--json FILE]
 
     # decoding alone, ours against the peer's decode mode:
     .venv/bin/python harness/benchmarks/side_by_side.py FILE --cpu 1 \\
@@ -68,6 +69,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--cpu", type=int, default=None, help="pin both to this CPU (taskset)")
     p.add_argument("--latency-log", action="store_true", help="the gateway records its latency log too")
+    p.add_argument("--json", type=Path, default=None, help="also write every round's figures here")
     args = p.parse_args()
     re.compile(args.peer_rate)  # a bad pattern fails here, before any run
     re.compile(args.ours_rate)
@@ -78,6 +80,8 @@ def main() -> int:
           f"ours: {paths.tool('itch-gateway')} (latency log {'on' if args.latency_log else 'off'}, BBO log on)")
     print(f"peer: {args.peer}")
     print(f"pinned to CPU {args.cpu}" if args.cpu is not None else "not pinned")
+    record: dict = {"ours": args.ours or str(paths.tool("itch-gateway")), "peer": args.peer, "cpu": args.cpu,
+                    "latency_log": args.latency_log, "files": []}
     for f in args.files:
         print(f"\n{f.name}: {args.rounds} rounds, alternating order")
         print(f"{'round':>5} {'ours msg/s':>14} {'peer msg/s':>14} {'ratio':>7} {'ours RSS MiB':>16} {'peer RSS MiB':>13}")
@@ -102,6 +106,10 @@ def main() -> int:
         # A neighbour on a shared machine only ever slows a run down: each side's best round is its least
         # disturbed one, a second reading beside the median.
         print(f"best rounds {max(gws):,.0f} and {max(peers):,.0f} msg/s: ratio {max(gws) / max(peers):.3f}")
+        record["files"].append({"file": f.name, "ours_msg_per_s": gws, "peer_msg_per_s": peers, "ratios": ratios,
+                                "ours_rss_kib": gw_rss, "peer_rss_kib": peer_rss})
+    if args.json:
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
     return 0
 
 

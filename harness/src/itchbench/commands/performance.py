@@ -1,0 +1,50 @@
+"""itchbench performance: run the benchmarks and write docs/performance.md from them."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "performance",
+        help="run the benchmarks (throughput against a peer, recording cost) and write the performance document",
+        description="Generate ITCH files from fixed seeds, run harness/benchmarks/side_by_side.py against the peer "
+        "command (when given) and recording_cost.py, and write a dated document of the figures, the machine and "
+        "the noise. Takes minutes: progress goes to stderr.")
+    p.add_argument("--peer", default=None,
+                   help="peer command, {file} replaced by each file, printing 'N msg/s' (e.g. "
+                   "'../shared/peers/itch-book.sh run {file} replay'); without it, no side-by-side table")
+    p.add_argument("--messages", type=int, default=5_000_000, help="nasdaq-day messages (deep-book: 0.6x)")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds of each benchmark (default: 5)")
+    p.add_argument("--cpu", type=int, default=1, help="CPU for each run's hot thread; -1: not pinned (default: 1)")
+    p.add_argument("--out", type=Path, default=None, help="the document (default: docs/performance.md)")
+    p.add_argument("--work", type=Path, default=None,
+                   help="generated files and raw figures (default: build/performance)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import paths
+    from ..documents import performance
+    from .common import UserError
+
+    if args.messages < 3000 or args.rounds < 1:  # a nasdaq-day file's stock directory alone is 500 messages
+        raise UserError("performance: --messages must be at least 3000 and --rounds at least 1")
+    plan = performance.Plan(args.messages, args.rounds, None if args.cpu < 0 else args.cpu, args.peer,
+                            args.work or paths.build_dir() / "performance")
+    out = args.out or paths.repo_root() / "docs" / "performance.md"
+    try:
+        measured = performance.measure(plan)
+    except RuntimeError as e:
+        print(f"itchbench: {e}; {out} left as it was", file=sys.stderr)
+        return 1
+    command = "itchbench performance " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(performance.render(measured, command.strip()))
+    tmp.replace(out)
+    print(f"wrote {out}")
+    return 0
