@@ -1,17 +1,31 @@
-// Minimal command-line parsing shared by every itchbench tool, so that all of
-// them answer --help the same way and reject bad arguments with exit code 2.
+// Every itchbench tool's command line, parsed by CLI11: help (-h, --help),
+// errors, `--name=value`, and options read from a file (`--config FILE`,
+// CLI11's TOML form: one `name = value` a line). This is only the thin
+// declaration layer the tools share, so that every one of them exits 0 after
+// --help and 2 on a bad argument with "PROGRAM: message (see PROGRAM --help)",
+// and reads its values the same way (strings, checked numbers).
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace itchbench::cli {
 
 class Args {
  public:
-  // usage: first line of --help ("itch-synth [options] --out FILE").
+  // usage: the tool's synopsis ("itch-synth [options] --out FILE"), shown above the description.
   Args(std::string program, std::string usage, std::string description);
+  ~Args();
+  Args(const Args&) = delete;
+  Args& operator=(const Args&) = delete;
 
   // Declare options before parse(). Value options print as "--name VALUE".
   void option(const std::string& name, const std::string& value_name, const std::string& help,
@@ -22,7 +36,7 @@ class Args {
   // Exits 0 after printing help for --help; exits 2 with a message on error.
   void parse(int argc, char** argv);
 
-  bool has(const std::string& name) const;  // given on the command line
+  bool has(const std::string& name) const;  // given on the command line (or in --config)
   bool flag_set(const std::string& name) const;
   std::string get(const std::string& name) const;  // value or its default
   uint64_t get_u64(const std::string& name) const;
@@ -34,21 +48,16 @@ class Args {
   std::string help() const;
 
  private:
-  struct Spec {
-    std::string value_name;  // empty: flag
-    std::string help;
-    std::string default_value;
-  };
-  struct Positional {
-    std::string name, help;
-    bool required;
-  };
-  std::string program_, usage_, description_;
-  std::vector<std::string> order_;
-  std::map<std::string, Spec> specs_;
-  std::vector<Positional> positional_specs_;
-  std::map<std::string, std::string> values_;
-  std::vector<std::string> positional_values_;
+  const CLI::Option& declared(const std::string& name) const;
+
+  std::string program_;
+  std::unique_ptr<CLI::App> app_;
+  std::map<std::string, std::string> values_;    // bound to the options (map nodes do not move)
+  std::map<std::string, std::string> defaults_;
+  std::map<std::string, CLI::Option*> options_;
+  std::deque<std::string> positional_storage_;    // bound to the positionals, in order
+  std::vector<CLI::Option*> positional_options_;
+  std::vector<std::string> positional_values_;    // those given, in order
 };
 
 }  // namespace itchbench::cli

@@ -1,117 +1,116 @@
 #include "util/json_writer.hpp"
 
-#include <charconv>
 #include <cmath>
-#include <cstdio>
+#include <stdexcept>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace itchbench {
 
-void JsonWriter::indent() {
-  out_ += '\n';
-  out_.append(first_.size() * 2, ' ');
-}
+using Json = nlohmann::ordered_json;
 
-void JsonWriter::separate() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
+struct JsonWriter::Tree {
+  Json root;
+  bool started = false;
+  std::vector<Json*> open;  // containers begun and not yet ended, innermost last
+  std::string pending_key;
+  bool has_key = false;
+  std::string text;
+
+  // Where the next value goes: the root, an array's end, or an object's pending key.
+  Json& slot() {
+    if (open.empty()) {
+      if (started) throw std::logic_error("JsonWriter: a second top-level value");
+      started = true;
+      return root;
+    }
+    Json& parent = *open.back();
+    if (parent.is_array()) return parent.emplace_back();
+    if (!has_key) throw std::logic_error("JsonWriter: a value in an object needs a key first");
+    has_key = false;
+    return parent[pending_key];
   }
-  if (first_.empty()) return;
-  if (!first_.back()) out_ += ',';
-  first_.back() = false;
-  indent();
+  void put(Json v) { slot() = std::move(v); }
+  void begin(Json empty) {
+    Json& at = slot();
+    at = std::move(empty);
+    open.push_back(&at);
+  }
+  void end() {
+    if (open.empty()) throw std::logic_error("JsonWriter: end without begin");
+    open.pop_back();
+  }
+};
+
+namespace {
+// Bytes to UTF-8, each byte its Latin-1 code point: any bytes make valid JSON, and a reader gets them back exactly
+// by encoding the string as Latin-1 (dump's ensure_ascii then writes every byte >= 0x7F as \u00XX).
+std::string latin1_to_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (const char c : bytes) {
+    const auto b = uint8_t(c);
+    if (b < 0x80) {
+      out += c;
+    } else {
+      out += char(0xC0 | (b >> 6));
+      out += char(0x80 | (b & 0x3F));
+    }
+  }
+  return out;
 }
+}  // namespace
+
+JsonWriter::JsonWriter() : tree_(std::make_unique<Tree>()) {}
+JsonWriter::~JsonWriter() = default;
 
 JsonWriter& JsonWriter::begin_object() {
-  separate();
-  out_ += '{';
-  first_.push_back(true);
+  tree_->begin(Json::object());
   return *this;
 }
 JsonWriter& JsonWriter::end_object() {
-  const bool empty = first_.back();
-  first_.pop_back();
-  if (!empty) indent();
-  out_ += '}';
-  if (first_.empty()) out_ += '\n';
+  tree_->end();
   return *this;
 }
 JsonWriter& JsonWriter::begin_array() {
-  separate();
-  out_ += '[';
-  first_.push_back(true);
+  tree_->begin(Json::array());
   return *this;
 }
 JsonWriter& JsonWriter::end_array() {
-  const bool empty = first_.back();
-  first_.pop_back();
-  if (!empty) indent();
-  out_ += ']';
+  tree_->end();
   return *this;
 }
 JsonWriter& JsonWriter::key(std::string_view k) {
-  separate();
-  write_string(k);
-  out_ += ": ";
-  after_key_ = true;
+  tree_->pending_key = latin1_to_utf8(k);
+  tree_->has_key = true;
   return *this;
 }
 JsonWriter& JsonWriter::value(uint64_t v) {
-  separate();
-  out_ += std::to_string(v);
+  tree_->put(v);
   return *this;
 }
 JsonWriter& JsonWriter::value(int64_t v) {
-  separate();
-  out_ += std::to_string(v);
+  tree_->put(v);
   return *this;
 }
 JsonWriter& JsonWriter::value(double v) {
-  separate();
-  if (!std::isfinite(v)) {
-    out_ += "null";
-    return *this;
-  }
-  char buf[32];
-  // Shortest text that reads back as the same double: stable and readable.
-  const auto res = std::to_chars(buf, buf + sizeof buf, v);
-  out_.append(buf, res.ptr);
+  tree_->put(std::isfinite(v) ? Json(v) : Json(nullptr));
   return *this;
 }
 JsonWriter& JsonWriter::value(bool v) {
-  separate();
-  out_ += v ? "true" : "false";
+  tree_->put(v);
   return *this;
 }
 JsonWriter& JsonWriter::value(std::string_view v) {
-  separate();
-  write_string(v);
+  tree_->put(latin1_to_utf8(v));
   return *this;
 }
 
-void JsonWriter::write_string(std::string_view v) {
-  out_ += '"';
-  for (char c : v) {
-    switch (c) {
-      case '"': out_ += "\\\""; break;
-      case '\\': out_ += "\\\\"; break;
-      case '\n': out_ += "\\n"; break;
-      case '\t': out_ += "\\t"; break;
-      default:
-        // Strings are bytes (ITCH alpha fields may hold anything): a control
-        // byte or one outside ASCII becomes \u00XX, the code point of that
-        // byte's value, so the output is always ASCII, hence valid UTF-8,
-        // and a reader gets the exact bytes back by encoding as Latin-1.
-        if (uint8_t(c) < 0x20 || uint8_t(c) >= 0x7F) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(uint8_t(c)));
-          out_ += buf;
-        } else {
-          out_ += c;
-        }
-    }
-  }
-  out_ += '"';
+const std::string& JsonWriter::str() const {
+  tree_->text = tree_->started ? tree_->root.dump(2, ' ', true) : std::string();
+  if (tree_->started && tree_->open.empty()) tree_->text += '\n';
+  return tree_->text;
 }
 
 }  // namespace itchbench

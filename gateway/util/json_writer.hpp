@@ -1,16 +1,23 @@
-// Small streaming JSON writer for tool output (counters, summaries). Keys
-// come out in the order written, so output is stable byte for byte. The
-// output is pure ASCII whatever bytes a string holds (see write_string).
+// JSON for tool output (counters, summaries, gateway.json), written through
+// nlohmann/json with keys in the order written, so output is stable byte for
+// byte. This streaming front end keeps the many writers of nested reports
+// short; strings are bytes (ITCH alpha fields may hold anything), so each
+// byte is taken as its Latin-1 code point and the output is pure ASCII.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace itchbench {
 
 class JsonWriter {
  public:
+  JsonWriter();
+  ~JsonWriter();
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
+
   JsonWriter& begin_object();
   JsonWriter& end_object();
   JsonWriter& begin_array();
@@ -19,7 +26,7 @@ class JsonWriter {
   JsonWriter& value(uint64_t v);
   JsonWriter& value(int64_t v);
   JsonWriter& value(int v) { return value(int64_t(v)); }
-  JsonWriter& value(double v);
+  JsonWriter& value(double v);  // NaN and infinities: null
   JsonWriter& value(bool v);
   JsonWriter& value(std::string_view v);
   JsonWriter& value(const char* v) { return value(std::string_view(v)); }
@@ -28,15 +35,12 @@ class JsonWriter {
     key(k);
     return value(v);
   }
-  const std::string& str() const { return out_; }
+  // The document so far, indented by two, a newline after a closed top-level value.
+  const std::string& str() const;
 
  private:
-  void separate();
-  void write_string(std::string_view v);
-  void indent();
-  std::string out_;
-  std::vector<bool> first_;  // per open container: no element written yet
-  bool after_key_ = false;
+  struct Tree;
+  std::unique_ptr<Tree> tree_;
 };
 
 }  // namespace itchbench

@@ -20,13 +20,41 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("name", ["itch-synth", "itch2pcap", "itch-inspect", "itch-gateway", "serial-replay",
-                                  "pcap-feed", "udp-replay"])
+# Each tool and the positional arguments it requires (a missing one is reported before an unknown option).
+TOOLS = {"itch-synth": [], "itch2pcap": ["in.itch"], "itch-inspect": ["cap.pcap"], "itch-gateway": [],
+         "serial-replay": ["cap.pcap"], "pcap-feed": ["cap.pcap"], "udp-replay": ["cap.pcap"],
+         "itch-faults": ["in.pcap", "out.pcap"], "latency-log-compact": ["in.lat", "out.lat"],
+         "bbo-shm-subscriber": [], "bbo-mqtt-subscriber": [], "bbo-kafka-subscriber": []}
+
+
+@pytest.mark.parametrize("name", TOOLS)
 def test_help_and_bad_arguments(tool, name):
+    """CLI11's help and its words for an argument it does not know; exit 2 and a pointer to --help, ours."""
     ok = tool(name, "--help")
-    assert ok.returncode == 0 and "usage:" in ok.stdout
-    bad = tool(name, "--no-such-option")
-    assert bad.returncode == 2 and "unknown option --no-such-option" in bad.stderr
+    assert ok.returncode == 0 and "Usage: " + name in ok.stdout and "--config FILE" in ok.stdout
+    bad = tool(name, *TOOLS[name], "--no-such-option")
+    assert bad.returncode == 2, bad.stderr
+    assert bad.stderr == f"{name}: The following argument was not expected: --no-such-option\n(see {name} --help)\n"
+
+
+def test_options_come_from_a_config_file_as_from_the_command_line(tool, tmp_path):
+    """`--config FILE` (TOML, one `name = value` a line): the same bytes as the same options given directly."""
+    config = tmp_path / "synth.toml"
+    config.write_text('profile = "nasdaq-day"\nmessages = 3000\nseed = 7\nformat = "itch"\n')
+    assert tool("itch-synth", "--config", config, "--out", tmp_path / "a.itch").returncode == 0
+    assert tool("itch-synth", "--profile", "nasdaq-day", "--messages", "3000", "--seed", "7", "--format", "itch",
+                "--out", tmp_path / "b.itch").returncode == 0
+    assert digest(tmp_path / "a.itch") == digest(tmp_path / "b.itch")
+    assert digest(tmp_path / "a.itch") != digest(tool_output(tool, tmp_path, "--seed", "8"))
+    missing = tool("itch-synth", "--config", tmp_path / "none.toml", "--out", tmp_path / "c.itch")
+    assert missing.returncode == 2 and "none.toml" in missing.stderr
+
+
+def tool_output(tool, tmp_path, *args) -> Path:
+    out = tmp_path / "other.itch"
+    assert tool("itch-synth", "--profile", "nasdaq-day", "--messages", "3000", "--format", "itch", *args,
+                "--out", out).returncode == 0
+    return out
 
 
 @pytest.mark.parametrize("name, args, message", [
@@ -65,8 +93,8 @@ HEAVY = ("numpy", "pandas", "matplotlib", "pyarrow", "scipy", "jinja2")
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["no-such-command"]] + [
-    [name, "--help"] for name in ("demo", "fixtures", "sim", "run", "faults", "compare", "bisect", "doc", "report",
-                                  "stats", "dump", "export", "inspect")])
+    [name, "--help"] for name in ("demo", "fixtures", "sim", "run", "faults", "compare", "bisect", "doc",
+                                  "performance", "report", "stats", "dump", "export", "inspect")])
 def test_help_and_usage_errors_load_no_analysis_stack(argv):
     # In a fresh interpreter (this one has pandas already): the parser is built from the commands alone.
     probe = ("import sys\n"
