@@ -6,9 +6,9 @@
 #include <string>
 #include <tuple>
 
-#include "replay/lib/mold_packetizer.hpp"
-#include "replay/lib/session_generator.hpp"
+#include "protocol/moldudp64.hpp"
 #include "source/capture_file.hpp"
+#include "tests/synthesized_session.hpp"
 
 namespace itchbench::bench {
 
@@ -19,29 +19,22 @@ const InMemoryCapture& session_capture(const std::string& profile, uint64_t mess
   if (it != cache.end()) return it->second;
 
   const std::string path = "/tmp/itchbench-bench-" + std::to_string(::getpid()) + ".pcap";
-  replay::GeneratorConfig cfg = replay::profile_by_name(profile);
-  if (messages) cfg.messages = messages;
-  {
-    cfg.seed = seed;
-    replay::PacketizerConfig pc;
-    pc.max_messages_per_packet = 16;
-    pc.batch_window_ns = 50000;
-    net::PcapWriter writer(path, net::kLinkEthernet);
-    replay::MoldPacketizer packetizer(writer, pc);
-    replay::generate_session(cfg, [&](const uint8_t* m, uint16_t n, uint64_t ts) { packetizer.add(m, n, ts); });
-    packetizer.finish(true);
-    writer.commit();
-  }
+  // Up to 16 messages a packet within 50 us: how a busy feed batches them.
+  std::vector<std::string> args{"--profile", profile, "--seed", std::to_string(seed), "--per-packet", "16",
+                                "--batch-window-ns", "50000"};
+  if (messages) args.insert(args.end(), {"--messages", std::to_string(messages)});
+  testing::synthesize(args, path);
   InMemoryCapture cap;
   CaptureReader reader(path);
   reader.run(
       [&](uint64_t, const uint8_t* p, size_t n) {
         cap.offsets.push_back(uint32_t(cap.bytes.size()));
         cap.bytes.insert(cap.bytes.end(), p, p + n);
+        mold::Packet packet;
+        if (mold::parse(p, n, packet) == mold::ParseStatus::kOk) cap.messages += packet.count();
       },
       [](uint64_t, const uint8_t*, size_t) {});
   cap.offsets.push_back(uint32_t(cap.bytes.size()));
-  cap.messages = cfg.messages;
   ::unlink(path.c_str());
   return cache.emplace(key, std::move(cap)).first->second;
 }

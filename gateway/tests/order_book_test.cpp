@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <map>
 #include <set>
 #include <tuple>
@@ -10,8 +11,9 @@
 #include "pipeline/gateway.hpp"
 #include "lockstep_book.hpp"
 #include "reference_book.hpp"
-#include "replay/lib/rng.hpp"
-#include "replay/lib/session_generator.hpp"
+#include "protocol/itch_file.hpp"
+#include "synthesized_session.hpp"
+#include "test_files.hpp"
 
 using namespace itchbench;
 using itchbench::testing::ReferenceBook;
@@ -441,9 +443,21 @@ namespace {
 // prices and share counts, the first and last stock locates; and prices off
 // a side's ladder (sub-penny, or near the edge of its 64-cent window).
 constexpr uint64_t kExtremeRefs[] = {0, UINT64_MAX, UINT64_MAX - 1, uint64_t(1) << 63};
+
+// The mutations' dice: seeded explicitly, the same draws on every machine.
+class Dice {
+ public:
+  explicit Dice(uint64_t seed) : engine_(seed) {}
+  uint64_t below(uint64_t n) { return engine_() % n; }
+  uint64_t between(uint64_t lo, uint64_t hi) { return lo + below(hi - lo + 1); }
+  bool chance_ppm(uint32_t ppm) { return below(1'000'000) < ppm; }
+
+ private:
+  std::mt19937_64 engine_;
+};
 constexpr uint32_t kExtremeU32[] = {0, 1, UINT32_MAX, UINT32_MAX - 1, 0x7FFFFFFF};
 
-void mutate(std::vector<uint8_t>& m, replay::Rng& rng, uint64_t& last_add_ref) {
+void mutate(std::vector<uint8_t>& m, Dice& rng, uint64_t& last_add_ref) {
   const char type = char(m[0]);
   const auto extreme_ref = [&] { return kExtremeRefs[rng.below(4)]; };
   const auto extreme_u32 = [&] { return kExtremeU32[rng.below(5)]; };
@@ -483,23 +497,28 @@ TEST(OrderBook, MatchesNaiveReferenceOnGeneratedSessions) {
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     // Every fourth a deep book: prices anywhere in 400 cents, so levels on and off the ladders mix.
-    replay::GeneratorConfig cfg =
-        seed % 4 == 0 ? replay::deep_book_profile() : replay::nasdaq_day_profile(seed % 2 ? 5 : 40);
-    cfg.seed = seed;
-    cfg.messages = 15000;
-    cfg.unknown_ref_ppm = seed % 3 == 0 ? 20000 : 0;
+    itchbench::testing::ScratchDir dir;
+    std::vector<std::string> args{"--format", "itch", "--messages", "15000", "--seed", std::to_string(seed)};
+    if (seed % 4 == 0) args.insert(args.end(), {"--profile", "deep-book"});
+    else args.insert(args.end(), {"--profile", "nasdaq-day", "--symbol-count", seed % 2 ? "5" : "40"});
+    if (seed % 3 == 0) args.insert(args.end(), {"--unknown-ref-ppm", "20000"});
+    const auto file = itchbench::testing::read_bytes(itchbench::testing::synthesize(args, dir.file("s.itch")));
     itchbench::testing::LockstepBooks ls;
-    replay::Rng rng(seed * 101);
+    Dice rng(seed * 101);
     uint64_t last_add = 0;
     uint64_t n = 0;
-    replay::generate_session(cfg, [&](const uint8_t* m, uint16_t len, uint64_t) {
+    itch::FileError error;
+    const bool whole = itch::walk_length_prefixed(file.data(), file.size(), [&](uint64_t, const uint8_t* m,
+                                                                                     size_t len) {
       std::vector<uint8_t> msg(m, m + len);
       mutate(msg, rng, last_add);
-      ASSERT_EQ(ls.apply(msg.data(), msg.size()), "");
+      EXPECT_EQ(ls.apply(msg.data(), msg.size()), "");
       if (++n % 2500 == 0) {
-        ASSERT_EQ(ls.compare_state(), "");
+        EXPECT_EQ(ls.compare_state(), "");
       }
-    });
+    }, &error);
+    ASSERT_TRUE(whole);
+    ASSERT_EQ(n, 15000u);
     ASSERT_EQ(ls.compare_state(), "");
     ASSERT_EQ(ls.real_events.size(), ls.ref_events.size());
     for (size_t i = 0; i < ls.real_events.size(); ++i) ASSERT_EQ(ls.real_events[i], ls.ref_events[i]) << "event " << i;
