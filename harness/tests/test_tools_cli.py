@@ -93,8 +93,8 @@ HEAVY = ("numpy", "pandas", "matplotlib", "pyarrow", "scipy", "jinja2")
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["no-such-command"]] + [
-    [name, "--help"] for name in ("demo", "fixtures", "sim", "run", "faults", "compare", "bisect", "doc",
-                                  "performance", "report", "stats", "dump", "export", "inspect")])
+    [name, "--help"] for name in ("demo", "fixtures", "sim", "run", "merge", "faults", "compare", "bisect", "doc",
+                                  "history", "performance", "report", "stats", "dump", "export", "inspect")])
 def test_help_and_usage_errors_load_no_analysis_stack(argv):
     # In a fresh interpreter (this one has pandas already): the parser is built from the commands alone.
     probe = ("import sys\n"

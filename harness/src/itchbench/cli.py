@@ -8,10 +8,11 @@ import sys
 from typing import Callable, Sequence
 
 from . import __version__
-from .commands import (bisect, compare, demo, doc, dump, export, faults, fixtures, inspect, performance, report, run,
-                       sim, stats)
+from .commands import (bisect, compare, demo, doc, dump, export, faults, fixtures, history, inspect, merge,
+                       performance, report, run, sim, stats)
 
-COMMANDS = [demo, fixtures, sim, run, faults, compare, bisect, doc, performance, report, stats, dump, export, inspect]
+COMMANDS = [demo, fixtures, sim, run, merge, faults, compare, bisect, doc, history, performance, report, stats, dump,
+            export, inspect]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -73,6 +73,7 @@ def _journey(args: argparse.Namespace) -> tuple[Path, Path]:
 def run(args: argparse.Namespace) -> int:
     from ..documents import benchmark
     from ..documents.collect import DocumentError
+    from ..runs import shards
     if not args.runs:
         raise UserError("doc needs RUNS (run directories or folders of them), or --journey REV1 REV2 …; "
                         "see itchbench doc --help")
@@ -82,8 +83,13 @@ def run(args: argparse.Namespace) -> int:
         else:
             out = args.out or paths.repo_root() / "reports" / "docs" / _slug(args.title or
                                                                            Path(args.runs[0]).resolve().name)
-            md, html = benchmark.build([Path(r) for r in args.runs], out, title=args.title, baseline=args.baseline,
-                                       run_args=args.runs)
+            runs = [Path(r) for r in args.runs]
+            if shards.find_records(runs):  # the shards of one sharded run: all of them, and they belong together
+                try:
+                    runs = shards.merge(runs).run_dirs
+                except shards.ShardError as e:
+                    raise UserError(f"doc: {e}") from e
+            md, html = benchmark.build(runs, out, title=args.title, baseline=args.baseline, run_args=args.runs)
     except DocumentError as e:
         raise UserError(str(e)) from e
     print(f"wrote {html}\nfigures: {md.parent / 'figures'}", file=sys.stderr)

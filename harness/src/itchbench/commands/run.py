@@ -21,12 +21,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--gateway", metavar="FILE",
                    help="the gateway under test: its contract file itchbench.toml, or the repository that holds "
                         "one at its root (docs/gateway-contract.md); overrides the scenario's gateway_file")
+    r.add_argument("--shard", metavar="K/N",
+                   help="run only the K-th of N parts of the plan (K from 0; default: $ITCHBENCH_SHARD, else all), "
+                        "split by expected cost; writes shard-K-of-N.json beside the runs (docs/sharding.md)")
+    r.add_argument("--store", metavar="DIR",
+                   help="also append each finished run to this results store (Parquet, docs/history.md)")
     r.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..runs import microbench, runner, scenario, verdict
+    import time
+
+    from ..runs import microbench, runner, scenario, shards, verdict
     from ..runs.failure import RunError
+    try:
+        shard = shards.requested(args.shard)
+    except shards.ShardError as e:
+        raise scenario.ScenarioError(str(e)) from e
     configs = scenario.load(Path(args.scenario))
     if args.gateway:
         gateway = Path(args.gateway).resolve()
@@ -43,8 +54,17 @@ def run(args: argparse.Namespace) -> int:
     # configuration alike, so their figures can be set side by side.
     most = max(c.values["repetitions"] for c in configs)
     plan = [(c, r) for r in range(1, most + 1) for c in configs if r <= c.values["repetitions"]]
-    print(f"{Path(args.scenario).name}: {len(configs)} configuration(s), {len(plan)} run(s) -> {root}", flush=True)
+    whole = plan
+    if shard:
+        parts = shards.assign([shards.expected_seconds(c.values) for c, _ in plan], shard.count)
+        plan = [unit for unit, k in zip(plan, parts) if k == shard.index]
+        ident = shards.identity(Path(args.scenario), whole)
+    part = f" ({shard.name}: {len(plan)} of {len(whole)})" if shard else ""
+    print(f"{Path(args.scenario).name}: {len(configs)} configuration(s), {len(plan)} run(s){part} -> {root}",
+          flush=True)
     statuses: list[str] = []
+    done: list[tuple[str, int, Path]] = []
+    started = time.time()
     try:
         for i, (config, rep) in enumerate(plan, 1):
             print(f"[{i}/{len(plan)}] {config.label} ({config.transport}) repetition "
@@ -57,9 +77,15 @@ def run(args: argparse.Namespace) -> int:
             summary, v = verdict_of(run_dir)
             print(f"  {run_line(summary)}\n  {v['headline']}\n  run directory: {run_dir}", flush=True)
             statuses.append(v["status"])
+            done.append((config.label, rep, run_dir))
+            if args.store:
+                from ..history import store
+                print(f"  stored: {store.append(Path(args.store), run_dir)}", flush=True)
     except KeyboardInterrupt:
         statuses.append("incomplete")
         print(verdict.closing_line(statuses) + " (interrupted)")
         raise
+    if shard:
+        print(f"shard record: {shards.write_record(root, shard, ident, done, started)}")
     print(verdict.closing_line(statuses))
     return verdict.exit_status(statuses)

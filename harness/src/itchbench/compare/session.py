@@ -122,8 +122,11 @@ def run_interleaved(sides: list[Side], workloads: list[Workload], repetitions: i
                                      under_test=side.prepared.under_test(side.revision))
         else:
             assert side.gateway is not None
+            # The revision measured, for whoever reads the run later (a results store orders runs by it).
+            measured = {"commit": side.revision.commit, "prebuilt": True} if side.revision else None
             with paths.gateway_override(side.gateway):
-                run_dir = runner.execute(w.values, w.label, root=root, echo=False, command="itchbench compare")
+                run_dir = runner.execute(w.values, w.label, root=root, echo=False, command="itchbench compare",
+                                         under_test=measured)
         summary = rundir.read_json(run_dir / "summary.json")
         # A run that ends (even lossy or unbalanced) is compared; one that could not run is not.
         if summary["verdict"]["status"] == "incomplete" and not side.problem:

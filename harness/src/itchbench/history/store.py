@@ -1,0 +1,175 @@
+"""The results store: every run appended as Parquet files in a hive-partitioned
+dataset, read in place with DuckDB (embedded, no server) and readable unchanged
+by pandas, Polars or Spark. Schema and layout: docs/history.md.
+
+    STORE/metrics/scenario=S/configuration=C/commit_date=YYYY-MM-DD/RUN_ID.parquet
+    STORE/messages/scenario=S/configuration=C/commit_date=YYYY-MM-DD/RUN_ID.parquet
+
+Appending is safe with any number of writers: each run is files of its own,
+written under a hidden temporary name in the same directory and renamed into
+place, so no file is shared or changed and a half-written one is never read
+(readers take `*.parquet` only). A file that cannot be read is named and
+skipped, never fatal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import paths, rundir
+
+SCHEMA_VERSION = 1
+# One row per (run, metric): new metrics add rows, never columns.
+METRICS_SCHEMA = pa.schema([
+    ("schema_version", pa.int32()), ("run_id", pa.string()), ("repetition", pa.int32()),
+    ("commit", pa.string()), ("commit_time", pa.timestamp("s", tz="UTC")), ("commit_depth", pa.int64()),
+    ("dirty", pa.bool_()),
+    ("created_utc", pa.timestamp("s", tz="UTC")), ("transport", pa.string()), ("verdict", pa.string()),
+    ("cpu_model", pa.string()), ("cpu_count", pa.int32()), ("kernel", pa.string()),
+    ("metric", pa.string()), ("value", pa.float64()), ("run_dir", pa.string()),
+])
+STAGE_FIGURES = ("p50", "p90", "p99", "p999", "mean")
+PARTITIONS = ("scenario", "configuration", "commit_date")
+
+
+class StoreWarning(UserWarning):
+    """A store file was skipped: it could not be read."""
+
+
+def _safe(value: str) -> str:
+    """A partition value that is one path component (hive: key=value)."""
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", value) or "_"
+
+
+def _git(*args: str) -> str | None:
+    done = subprocess.run(["git", "-C", str(paths.repo_root()), *args], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+
+
+def _commit_time(commit: str, fallback: str) -> str:
+    """The commit's own time (git, in this repository), else when the run was made."""
+    return _git("show", "-s", "--format=%cI", commit) or fallback
+
+
+def _commit_depth(commit: str) -> int | None:
+    """How many commits lead to it (git rev-list --count): orders commits made within one second."""
+    depth = _git("rev-list", "--count", commit)
+    return int(depth) if depth else None
+
+
+def metrics_of(run_dir: Path) -> dict[str, float]:
+    """The run's figures by name: latency per stage (ns), throughput, counts."""
+    s = rundir.read_json(run_dir / "summary.json")
+    out: dict[str, float] = {}
+    lat = s.get("latency") or {}
+    for stage, fig in (lat.get("stages") or {}).items():
+        for name in STAGE_FIGURES:
+            if fig.get(name) is not None:
+                out[f"{stage}.{name}_ns"] = float(fig[name])
+    if lat.get("throughput_mean_mps") is not None:
+        out["throughput.msg_per_s"] = float(lat["throughput_mean_mps"])
+    out["bbo.events"] = float((s.get("bbo") or {}).get("events") or 0)
+    out["lossless"] = 1.0 if s.get("lossless") else 0.0
+    return out
+
+
+@dataclass(frozen=True)
+class RunKey:
+    scenario: str
+    configuration: str
+    commit_date: str
+
+    def path(self, store: Path, table: str) -> Path:
+        return (store / table / f"scenario={_safe(self.scenario)}" / f"configuration={_safe(self.configuration)}"
+                / f"commit_date={self.commit_date}")
+
+
+def _write(table: pa.Table, directory: Path, name: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    final = directory / f"{name}.parquet"
+    tmp = directory / f".{name}.{os.getpid()}.parquet.tmp"
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, final)
+    return final
+
+
+def append(store: Path, run_dir: Path, *, messages: bool = True) -> Path:
+    """Append a finished run: its metrics and (messages=True, when it has a latency log) its per-message latency.
+    Returns the metrics file. Appending the same run again replaces its files with the same content."""
+    run_dir = Path(run_dir).resolve()
+    if not (run_dir / "summary.json").is_file():
+        raise ValueError(f"{run_dir}: not a finished run directory (no summary.json)")
+    m = rundir.read_json(run_dir / "manifest.json")
+    s = rundir.read_json(run_dir / "summary.json")
+    env = m.get("environment") or {}
+    under = m.get("gateway_under_test") or {}
+    commit = str(under.get("commit") or (env.get("git") or {}).get("commit") or "unknown")
+    created = m.get("created_utc") or "1970-01-01T00:00:00Z"
+    commit_time = _commit_time(commit, created)
+    origin = m.get("origin") or {}
+    scenario = str((m.get("scenario") or {}).get("name") or Path(origin.get("scenario_file") or "unknown").stem)
+    key = RunKey(scenario, str(origin.get("configuration") or m.get("label") or "unknown"), commit_time[:10])
+    figures = metrics_of(run_dir)
+    n = len(figures)
+    ts = lambda t: pa.scalar(t.replace("Z", "+00:00"), pa.string()).cast(pa.timestamp("s", tz="UTC"))  # noqa: E731
+    columns = {
+        "schema_version": [SCHEMA_VERSION] * n, "run_id": [m["run_id"]] * n,
+        "repetition": [int(origin.get("repetition") or 1)] * n, "commit": [commit] * n,
+        "commit_time": pa.array([ts(commit_time)] * n, pa.timestamp("s", tz="UTC")),
+        "commit_depth": pa.array([_commit_depth(commit)] * n, pa.int64()),
+        "dirty": [bool((env.get("git") or {}).get("dirty")) and not under.get("commit")] * n,
+        "created_utc": pa.array([ts(created)] * n, pa.timestamp("s", tz="UTC")),
+        "transport": [s.get("transport", "")] * n, "verdict": [(s.get("verdict") or {}).get("status", "")] * n,
+        "cpu_model": [env.get("cpu_model", "")] * n, "cpu_count": [int(env.get("cpu_count") or 0)] * n,
+        "kernel": [env.get("kernel", "")] * n, "metric": list(figures), "value": list(figures.values()),
+        "run_dir": [str(run_dir)] * n,
+    }
+    name = _safe(m["run_id"])
+    written = _write(pa.table(columns, schema=METRICS_SCHEMA), key.path(store, "metrics"), name)
+    if messages and (run_dir / "latency.lat").is_file():
+        from ..analysis import export
+        directory = key.path(store, "messages")
+        directory.mkdir(parents=True, exist_ok=True)
+        # Written under a hidden name (export's own .partial included), renamed into place when whole: readers that
+        # scan the directory (DuckDB by glob, pyarrow datasets skip hidden names) never meet a half-written file.
+        tmp = directory / f".{name}.{os.getpid()}.parquet.tmp"
+        export.export(run_dir, tmp, fmt="parquet")
+        os.replace(tmp, directory / f"{name}.parquet")
+    return written
+
+
+def readable_files(store: Path, table: str) -> list[Path]:
+    """The table's finished files (temporary ones are hidden names), each checked: one that cannot be read is
+    named in a StoreWarning and left out."""
+    good = []
+    for path in sorted((store / table).glob("*/*/*/*.parquet")):
+        try:
+            pq.read_metadata(path)
+            good.append(path)
+        except Exception as e:  # noqa: BLE001 - any unreadable file is skipped, whatever broke it
+            warnings.warn(f"{path}: skipped, not a readable Parquet file ({e})", StoreWarning, stacklevel=2)
+    return good
+
+
+def query(store: Path, sql: str, table: str = "metrics") -> Any:
+    """A DuckDB query over the table's readable files, as the view `runs` (hive partitions as columns); a pandas
+    DataFrame."""
+    import duckdb
+
+    files = readable_files(store, table)
+    con = duckdb.connect()
+    if not files:
+        raise FileNotFoundError(f"{store}: no readable {table} files")
+    listing = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
+    con.execute(f"CREATE VIEW runs AS SELECT * FROM read_parquet({listing}, hive_partitioning = true, "
+                "union_by_name = true)")
+    return con.execute(sql).df()

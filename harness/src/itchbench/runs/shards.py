@@ -1,0 +1,175 @@
+"""A scenario's matrix split over N independent runners, and put back together.
+
+`--shard K/N` (or ITCHBENCH_SHARD=K/N; K counts from 0, as JOB_COMPLETION_INDEX
+and SLURM_ARRAY_TASK_ID do) runs the K-th of N parts of the plan (every
+configuration x repetition). The split is deterministic and balanced by each
+run's expected cost (the capture's replay time for live transports, its size
+for simulation: runs/deadlines.py): the longest runs first, each to the part
+with the least so far. A shard writes its run directories and a shard record,
+`shard-K-of-N.json`, naming the scenario, the inputs' digests, the machine
+class and its runs; `merge` checks that records belong together and that
+every part is there exactly once (docs/sharding.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from .. import rundir
+from ..captures.fixtures import sha256_of
+from ..captures.inspect import facts_of
+from . import deadlines, environment
+
+ENV = "ITCHBENCH_SHARD"
+RECORD = re.compile(r"^shard-(\d+)-of-(\d+)\.json$")
+LIVE_START_S = 3.0  # a live run's fixed cost: namespace, sender and gateway start, drain
+
+
+class ShardError(ValueError):
+    """Shards that do not belong together, or a shard that cannot be read; the message names it."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # 0 .. count - 1
+    count: int
+
+    @property
+    def name(self) -> str:
+        return f"shard {self.index}/{self.count}"
+
+    @property
+    def record_name(self) -> str:
+        return f"shard-{self.index}-of-{self.count}.json"
+
+
+def parse(text: str) -> Shard:
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
+    if not m or not 0 <= int(m.group(1)) < int(m.group(2)):
+        raise ShardError(f"a shard is K/N with 0 <= K < N (K counts from 0), not {text!r}")
+    return Shard(int(m.group(1)), int(m.group(2)))
+
+
+def requested(arg: str | None) -> Shard | None:
+    """--shard, else ITCHBENCH_SHARD, else None (the whole plan)."""
+    text = arg if arg is not None else os.environ.get(ENV)
+    return parse(text) if text else None
+
+
+def expected_seconds(values: dict[str, Any]) -> float:
+    """A run's expected cost: what its sender needs (live) or what its capture's size suggests (simulation)."""
+    capture = Path(values["capture"])
+    if values["transport"] == "sim":
+        return deadlines.sim_seconds(capture.stat().st_size, capture.suffix in (".gz", ".zst"))
+    facts = facts_of(capture, values.get("feed", ""))
+    sender = (deadlines.serial_sender_seconds(values, facts) if values["transport"] == "serial"
+              else deadlines.udp_sender_seconds(values, facts))
+    return LIVE_START_S + sender
+
+
+def assign(costs: Sequence[float], count: int) -> list[int]:
+    """The shard of each planned run: longest first (ties in plan order), each to the least loaded shard (ties to
+    the lowest index). The same costs give the same split on every machine."""
+    load = [0.0] * count
+    out = [0] * len(costs)
+    for i in sorted(range(len(costs)), key=lambda i: (-costs[i], i)):
+        k = min(range(count), key=lambda s: (load[s], s))
+        out[i] = k
+        load[k] += costs[i]
+    return out
+
+
+def identity(scenario_file: Path, plan: list[tuple[Any, int]]) -> dict[str, Any]:
+    """What every shard of one sharded run shares: the scenario (its text and every resolved configuration), the
+    inputs' digests, and the whole plan."""
+    captures = sorted({str(Path(c.values["capture"]).resolve()) for c, _ in plan})
+    # Paths differ from runner to runner (each its own checkout): files are named, and their contents hashed below.
+    located = [{k: Path(v).name if k in ("capture", "gateway_file") and v else v for k, v in c.values.items()}
+               for c, _ in plan]
+    return {
+        "scenario": scenario_file.stem,
+        "scenario_sha256": rundir.scenario_hash({"text": scenario_file.read_text(), "configurations": located}),
+        "inputs": {Path(p).name: sha256_of(Path(p)) for p in captures},
+        "plan": [[c.label, rep] for c, rep in plan],
+    }
+
+
+def machine_class() -> dict[str, Any]:
+    """What must match for shards' timings to be set side by side: the CPU model and count, the kernel."""
+    env = environment.snapshot()
+    return {"cpu_model": env["cpu_model"], "cpu_count": env["cpu_count"], "kernel": env["kernel"]}
+
+
+def write_record(root: Path, shard: Shard, ident: dict[str, Any], runs: list[tuple[str, int, Path]],
+                 started: float) -> Path:
+    record = {**ident, "shard": shard.index, "count": shard.count, "machine": machine_class(),
+              "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+              "runs": [{"configuration": label, "repetition": rep, "run_dir": path.name} for label, rep, path in runs]}
+    root.mkdir(parents=True, exist_ok=True)  # a shard may have been given no run at all
+    path = root / shard.record_name
+    rundir.write_json(path, record)
+    return path
+
+
+@dataclass
+class Merged:
+    records: list[dict[str, Any]]
+    run_dirs: list[Path]  # in plan order
+
+
+def find_records(dirs: Sequence[Path]) -> list[Path]:
+    found = []
+    for d in dirs:
+        found += sorted(p for p in Path(d).iterdir() if RECORD.match(p.name)) if Path(d).is_dir() else []
+    return found
+
+
+def merge(dirs: Sequence[Path]) -> Merged:
+    """The shards found in dirs, checked to be every part of one sharded run, once each; ShardError otherwise."""
+    paths = find_records(dirs)
+    if not paths:
+        raise ShardError("no shard record (shard-K-of-N.json) in " + ", ".join(str(d) for d in dirs))
+    records = []
+    for p in paths:
+        try:
+            records.append((p, rundir.read_json(p)))
+        except (OSError, ValueError) as e:
+            raise ShardError(f"{p}: not a readable shard record: {e}") from e
+    first_path, first = records[0]
+    for p, r in records[1:]:
+        for key, what in (("scenario_sha256", "scenario"), ("inputs", "inputs' digests"), ("count", "shard count"),
+                          ("plan", "plan")):
+            if r.get(key) != first.get(key):
+                raise ShardError(f"{p} is foreign: its {what} differs from {first_path}'s "
+                                 f"({r.get(key)!r} against {first.get(key)!r})"[:600])
+        if r.get("machine") != first.get("machine"):
+            raise ShardError(f"{p} ran on another machine class ({r.get('machine')}) than {first_path} "
+                             f"({first.get('machine')}): their timings cannot be set side by side")
+    count = int(first["count"])
+    seen: dict[int, Path] = {}
+    for p, r in records:
+        k = int(r["shard"])
+        if k in seen:
+            raise ShardError(f"shard {k}/{count} is there twice: {seen[k]} and {p}")
+        seen[k] = p
+    missing = [k for k in range(count) if k not in seen]
+    if missing:
+        raise ShardError(f"shard {', '.join(f'{k}/{count}' for k in missing)} missing: found only "
+                         f"{', '.join(f'{k}/{count}' for k in sorted(seen))}")
+    by_unit: dict[tuple[str, int], Path] = {}
+    for p, r in records:
+        for run in r["runs"]:
+            d = p.parent / run["run_dir"]
+            if not (d / "summary.json").is_file():
+                raise ShardError(f"{p} lists {run['run_dir']}, which is not a finished run directory beside it")
+            by_unit[(run["configuration"], int(run["repetition"]))] = d
+    plan = [(label, int(rep)) for label, rep in first["plan"]]
+    absent = [u for u in plan if u not in by_unit]
+    if absent:
+        raise ShardError(f"the shards hold no run of {', '.join(f'{l} repetition {r}' for l, r in absent[:5])}")
+    return Merged([r for _, r in records], [by_unit[u] for u in plan])

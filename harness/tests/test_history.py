@@ -1,0 +1,122 @@
+"""The results store and the history page.
+
+Expected values come from the run directories themselves (summary.json read directly) and from runs built for the
+test with known figures; the store is read back through DuckDB, pyarrow and pandas.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.dataset as ds
+import pytest
+
+from itchbench import paths, rundir
+from itchbench.cli import main as itchbench_main
+from itchbench.history import page, store
+from itchbench.runs import sim
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> list[Path]:
+    base = tmp_path_factory.mktemp("runs")
+    fx = paths.repo_root() / "fixtures"
+    return [sim.run_sim(fx / name, base / f"run{i}", echo=False)
+            for i, name in enumerate(["seed-workload.pcap", "nasdaq-day-sample.pcap", "seed-workload.pcap"])]
+
+
+def test_appends_from_several_processes_at_once_lose_nothing(runs, tmp_path):
+    st = tmp_path / "store"
+    procs = [subprocess.Popen([sys.executable, "-m", "itchbench.cli", "history", str(st), "--append", str(d)],
+                              cwd=paths.repo_root(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for d in runs]
+    assert all(p.wait() == 0 for p in procs), [p.stderr.read() for p in procs]
+    assert len(list((st / "metrics").rglob("*.parquet"))) == 3
+    assert len(list((st / "messages").rglob("*.parquet"))) == 3
+    assert not [p for p in st.rglob("*") if p.is_file() and p.name.startswith(".")]  # no temporary left
+
+
+def test_duckdb_over_the_store_gives_the_run_directories_figures(runs, tmp_path):
+    st = tmp_path / "store"
+    for d in runs:
+        store.append(st, d)
+    got = store.query(st, "SELECT run_dir, metric, value FROM runs WHERE metric IN "
+                          "('receive_to_book.p50_ns', 'receive_to_book.p99_ns', 'bbo.events')")
+    for d in runs:
+        s = rundir.read_json(d / "summary.json")
+        mine = got[got["run_dir"] == str(d.resolve())].set_index("metric")["value"]
+        assert mine["receive_to_book.p50_ns"] == s["latency"]["stages"]["receive_to_book"]["p50"]
+        assert mine["receive_to_book.p99_ns"] == s["latency"]["stages"]["receive_to_book"]["p99"]
+        assert mine["bbo.events"] == s["bbo"]["events"]
+    messages = store.query(st, "SELECT count(*) AS n, count(DISTINCT filename) AS files FROM "
+                               "read_parquet('" + str(st / "messages") + "/*/*/*/*.parquet', filename = true)")
+    want = sum(rundir.read_json(d / "summary.json")["reconciliation"]["received"] for d in runs)
+    assert int(messages["n"][0]) == want and int(messages["files"][0]) == 3
+    # Readable unchanged by pyarrow and pandas, the hive partitions as columns.
+    everything = store.query(st, "SELECT configuration, metric, value FROM runs ORDER BY ALL")
+    table = ds.dataset(st / "metrics", format="parquet", partitioning="hive").to_table()
+    assert table.num_rows == len(everything)
+    frame = pd.read_parquet(st / "metrics")
+    assert {"scenario", "configuration", "commit_date", "metric", "value", "run_id"} <= set(frame.columns)
+    frame = frame.astype({"configuration": str}).sort_values(["configuration", "metric", "value"])
+    assert list(frame["value"]) == list(everything["value"])
+    assert set(frame["configuration"]) == {rundir.read_json(d / "manifest.json")["label"] for d in runs}
+
+
+def test_a_half_written_file_is_never_read_and_a_corrupt_one_is_named_and_skipped(runs, tmp_path):
+    st = tmp_path / "store"
+    first = store.append(st, runs[0])
+    (first.parent / ".half.12.parquet.tmp").write_bytes(first.read_bytes()[:100])  # a writer still at work
+    bad = first.parent / "corrupt.parquet"
+    bad.write_bytes(b"PAR1 not really parquet")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = store.query(st, "SELECT DISTINCT run_id FROM runs")
+    assert list(got["run_id"]) == [rundir.read_json(runs[0] / "manifest.json")["run_id"]]
+    named = [str(w.message) for w in caught if issubclass(w.category, store.StoreWarning)]
+    assert len(named) == 1 and str(bad) in named[0]
+
+
+def _planted_run(template: Path, to: Path, commit: str, when: str, p50: float) -> Path:
+    """A copy of a real run whose commit, time and receive_to_book p50 are the test's own."""
+    shutil.copytree(template, to)
+    m = rundir.read_json(to / "manifest.json")
+    m["gateway_under_test"] = {"commit": commit}
+    m["created_utc"] = when
+    m["run_id"] = to.name
+    rundir.write_json(to / "manifest.json", m)
+    s = rundir.read_json(to / "summary.json")
+    s["latency"]["stages"]["receive_to_book"]["p50"] = p50
+    rundir.write_json(to / "summary.json", s)
+    return to
+
+
+def test_the_page_marks_a_significant_step_and_links_each_run(runs, tmp_path, capsys):
+    st = tmp_path / "store"
+    # Three commits of 7 runs each: the second as fast as the first, the third clearly slower (100 -> 200 ns).
+    plan = [("c0ffee01", "2026-01-01T00:00:00Z", 100.0), ("c0ffee02", "2026-01-02T00:00:00Z", 100.0),
+            ("c0ffee03", "2026-01-03T00:00:00Z", 200.0)]
+    for commit, when, level in plan:
+        for i in range(7):
+            store.append(st, _planted_run(runs[0], tmp_path / f"{commit}-{i}", commit, when, level + i),
+                         messages=False)
+    (series,) = [s for s in page.series(st) if s.metric == "receive_to_book.p50_ns"]
+    assert list(series.points["commit"]) == ["c0ffee01", "c0ffee02", "c0ffee03"]
+    assert list(series.points["median"]) == [103.0, 103.0, 203.0]
+    assert list(series.points["step"]) == ["", "NO CHANGE", "SLOWER"]
+    assert itchbench_main(["history", str(st), "--out", str(tmp_path / "html")]) == 0
+    text = (tmp_path / "html" / "history.html").read_text()
+    assert "data:image/png;base64," in text and ">SLOWER<" in text
+    assert f'href="file://{(tmp_path / "c0ffee03-6").resolve()}/report.html"' in text
+    csv = pd.read_csv(tmp_path / "html" / f"{series.slug}.csv")
+    assert list(csv["step"].fillna("")) == ["", "NO CHANGE", "SLOWER"]
+
+
+def test_an_empty_store_is_a_clear_error(tmp_path, capsys):
+    assert itchbench_main(["history", str(tmp_path / "none")]) == 2
+    assert "holds no results store" in capsys.readouterr().err
