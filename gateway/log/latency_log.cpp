@@ -87,17 +87,8 @@ void LatencyLog::append_escaped(const MessageLatency& m) {
     e.kind = escapes[i].kind;
     commit(e.flags, logfmt::kEscapeSlot);
   }
-  auto& r = *reinterpret_cast<logfmt::CompactLatencyRecord*>(p + n * kSlot);
-  r.origin_delta = origin_delta;
-  r.first = first;
-  std::memcpy(r.steps, steps, sizeof steps);
-  r.stock_locate = m.stock_locate;
-  r.msg_type = m.msg_type;
-  commit(r.flags, m.flags);
-  next_seq_ = m.seq + 1;
-  prev_origin_ = m.t_origin;
+  write_message(p + n * kSlot, m, origin_delta, first, steps);
   base_ = base;
-  ++messages_;
 }
 
 void LatencyLog::append_wide(const MessageLatency& m) {

@@ -95,10 +95,13 @@ class LatencyLog {
       ++j;
     }
     if (__builtin_expect(escape, 0)) return append_escaped(m);
-    uint8_t* p = log_.next();
-    if (!p) return;
+    if (uint8_t* p = log_.next()) write_message(p, m, uint32_t(m.t_origin - prev_origin_), first, steps);
+  }
+  // The message's slot at p, its flags byte last, and the coder's state moved past it.
+  void write_message(uint8_t* p, const MessageLatency& m, uint32_t origin_delta, uint32_t first,
+                     const uint16_t (&steps)[4]) {
     auto& r = *reinterpret_cast<logfmt::CompactLatencyRecord*>(p);
-    r.origin_delta = uint32_t(m.t_origin - prev_origin_);
+    r.origin_delta = origin_delta;
     r.first = first;
     std::memcpy(r.steps, steps, sizeof steps);
     r.stock_locate = m.stock_locate;
