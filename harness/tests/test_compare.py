@@ -107,6 +107,28 @@ def test_dropping_every_1000th_message_shows_the_first_differing_event(scratch, 
     assert counters["decode.messages"] == [7000, 7000 - 7]  # seq 1000, 2000, … 7000 never decoded
 
 
+def test_a_sharded_compare_judges_its_merged_shards_as_the_whole(scratch, workload, tmp_path, capsys):
+    """Three repetitions over two shards (each both sides), judged together: the same output verdict and first
+    differing event as the unsharded compare of the same revisions."""
+    _, whole = compare(scratch, workload, tmp_path / "whole", "base", "drop", "--no-instructions")
+    for k in (0, 1):
+        rc = itchbench_main(["compare", "base", "drop", "--repo", str(scratch), "--scenario", str(workload),
+                             "--repetitions", "3", "--out", str(tmp_path / f"shard{k}"), "--shard", f"{k}/2"])
+        assert rc == 0
+    records = [json.loads((tmp_path / f"shard{k}" / f"shard-{k}-of-2.json").read_text()) for k in (0, 1)]
+    assert sorted(len(r["runs"]) for r in records) == [2, 4]  # 3 repetitions x 2 sides, split 1 / 2
+    rc, merged = compare(scratch, workload, tmp_path / "merged", "base", "drop", "--merge",
+                         str(tmp_path / "shard0"), str(tmp_path / "shard1"))
+    assert rc == 1 and merged["headline"] == whole["headline"]
+    assert merged["outputs"]["seed"]["bbo"] == whole["outputs"]["seed"]["bbo"]
+    assert len(merged["runs"]["base"]["seed"]) == len(merged["runs"]["head"]["seed"]) == 3
+    capsys.readouterr()
+    # Shards of another pair of revisions are not these.
+    rc = itchbench_main(["compare", "base", "spin", "--repo", str(scratch), "--out", str(tmp_path / "wrong"),
+                         "--merge", str(tmp_path / "shard0"), str(tmp_path / "shard1")])
+    assert rc == 2 and "the shards compared head" in capsys.readouterr().err
+
+
 def test_a_build_flag_change_is_not_comparable(scratch, workload, tmp_path):
     rc, result = compare(scratch, workload, tmp_path, "base", "flags", "--no-instructions")
     assert rc == 2 and result["headline"].startswith("NOT COMPARABLE")
@@ -154,6 +176,22 @@ def test_bisect_finds_the_planted_commit(scratch, history, tmp_path, capsys, met
     out = capsys.readouterr().out
     assert rc == 0, out
     assert f"first bad commit: {history[planted - 1]} history step {planted}" in out
+
+
+def test_a_sharded_bisect_finds_the_planted_commit_from_every_shard(scratch, history, tmp_path, capsys):
+    day = next(fx for fx in fixtures.load_manifest() if fx.name == "nasdaq-day-sample").path
+    scen = tmp_path / "day.toml"
+    scen.write_text(f'name = "day"\ntransport = "sim"\ncapture = "{day}"\n')
+    common = ["bisect", "base", "history", "--metric", "bbo", "--repo", str(scratch), "--scenario", str(scen)]
+    for k in range(3):
+        assert itchbench_main([*common, "--shard", f"{k}/3", "--out", str(tmp_path / f"s{k}")]) == 0
+    measured = [json.loads((tmp_path / f"s{k}" / f"shard-{k}-of-3.json").read_text())["measured"] for k in range(3)]
+    assert sorted(len(m) for m in measured) == [3, 4, 4]  # base and ten commits, round the shards
+    capsys.readouterr()
+    assert itchbench_main([*common, "--merge", *(str(tmp_path / f"s{k}") for k in range(3))]) == 0
+    assert f"first bad commit: {history[3]} history step 4" in capsys.readouterr().out
+    assert itchbench_main([*common, "--merge", str(tmp_path / "s0"), str(tmp_path / "s2")]) == 2
+    assert "shard 1/3 missing" in capsys.readouterr().err
 
 
 def test_a_journey_documents_each_step_and_the_cumulative_impact(scratch, workload, tmp_path):

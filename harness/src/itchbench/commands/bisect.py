@@ -31,6 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--runs", type=int, default=3, help="latency: runs a commit, their median p50 (default 3)")
     b.add_argument("--threshold", type=float, default=50.0, metavar="PCT",
                    help="latency: bad when the median p50 is this much above GOOD's (default %(default)s)")
+    b.add_argument("--shard", metavar="K/N",
+                   help="measure every commit of GOOD..BAD (GOOD included) that falls to part K of N (K from 0; "
+                        "default $ITCHBENCH_SHARD) and write shard-K-of-N.json in --out; find nothing yet")
+    b.add_argument("--merge", nargs="+", type=Path, metavar="DIR",
+                   help="the first bad commit from every shard's measurements (their --out folders)")
+    b.add_argument("--out", type=Path, help="a shard's folder (default reports/bisect/STAMP)")
     b.set_defaults(func=run)
 
 
@@ -61,10 +67,30 @@ def run(args: argparse.Namespace) -> int:
         print("itchbench: --metric latency is for a gateway brought with --gateway (the built-in gateway bisects "
               "exactly, by instructions)", file=sys.stderr)
         return 2
+    from ..compare import sharded
+    from ..runs import shards
+    def identity(units: list[str]) -> dict:
+        return sharded.bisect_identity(args.metric, args.threshold, args.gateway, capture, units)
     try:
-        good, first_bad, steps = bisect.bisect(args.repo, args.good, args.bad, args.metric, capture, say,
-                                               measure=measure, threshold=args.threshold / 100)
-    except (bisect.BisectError, revisions.RevisionError) as e:
+        shard = shards.requested(args.shard)
+        if args.merge:
+            values = sharded.merged_bisect_values(args.merge, args.repo, args.good, args.bad, identity)
+            good, first_bad, steps = bisect.first_bad(args.repo, args.good, args.bad, args.metric, values,
+                                                      args.threshold / 100)
+        elif shard:
+            out = args.out or paths.repo_root() / "reports" / "bisect" / time.strftime("%Y%m%dT%H%M%SZ",
+                                                                                       time.gmtime())
+            record, done, total = sharded.measure_bisect_shard(
+                shard, args.repo, args.good, args.bad,
+                measure or bisect.default_measure(args.repo, args.metric, capture, say), identity, out)
+            print(f"{shard.name}: {done} of {total} commits measured; record {record}\nfind the first bad commit "
+                  f"from every shard: itchbench bisect {args.good} {args.bad} --metric {args.metric} --merge DIR... "
+                  "(each shard's --out)")
+            return 0
+        else:
+            good, first_bad, steps = bisect.bisect(args.repo, args.good, args.bad, args.metric, capture, say,
+                                                   measure=measure, threshold=args.threshold / 100)
+    except (bisect.BisectError, revisions.RevisionError, shards.ShardError) as e:
         print(f"itchbench: cannot bisect: {e}", file=sys.stderr)
         return 2
     rev = first_bad.revision

@@ -38,6 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--repo (e.g. itchbench.toml); each revision is built with the contract's build commands "
                         "in a worktree of its own; workloads default to scenarios/gateway.toml "
                         "(docs/gateway-contract.md)")
+    c.add_argument("--shard", metavar="K/N",
+                   help="run only the K-th of N parts of the repetitions (K from 0; default $ITCHBENCH_SHARD), both "
+                        "sides each, and write shard-K-of-N.json in --out; judge nothing (docs/sharding.md)")
+    c.add_argument("--merge", nargs="+", type=Path, metavar="DIR",
+                   help="judge the runs of every shard of a sharded compare of BASE and HEAD (their --out "
+                        "folders), without building or running anything")
     c.set_defaults(func=run)
 
 
@@ -77,16 +83,31 @@ def run(args: argparse.Namespace) -> int:
     if args.repetitions < verdicts.timing_repetitions():
         say(f"note: {args.repetitions} repetitions a side cannot reach p < {verdicts.ALPHA}: timings are shown, not "
             f"judged (at least {verdicts.timing_repetitions()} for a timing verdict; 9 by default)")
+    from ..compare import sharded
+    from ..runs import shards
+    try:
+        shard = shards.requested(args.shard)
+    except shards.ShardError as e:
+        print(f"itchbench: {e}", file=sys.stderr)
+        return 2
     out = args.out or paths.repo_root() / "reports" / "compare" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out.mkdir(parents=True, exist_ok=True)
-    say(f"compare {args.base} -> {args.head}: building")
-    try:
-        benchmarks = bool(args.scenario) and session.wants_benchmarks(session.scenario_workloads(args.scenario))
-        base = _side("base", args.base, args.repo, say, benchmarks, args.gateway)
-        head = _side("head", args.head, args.repo, say, benchmarks, args.gateway)
-    except session.NotComparable as e:
-        print(f"itchbench: not comparable: {e}", file=sys.stderr)
-        return 2
+    if args.merge:
+        try:
+            base, head = sharded.merged_compare_sides(args.merge, args.repo, args.base, args.head)
+        except (shards.ShardError, session.NotComparable) as e:
+            print(f"itchbench: not comparable: {e}", file=sys.stderr)
+            return 2
+        args.no_instructions = True  # exact counts are measured once, unsharded: shards hold timings and outputs
+    else:
+        say(f"compare {args.base} -> {args.head}: building")
+        try:
+            benchmarks = bool(args.scenario) and session.wants_benchmarks(session.scenario_workloads(args.scenario))
+            base = _side("base", args.base, args.repo, say, benchmarks, args.gateway)
+            head = _side("head", args.head, args.repo, say, benchmarks, args.gateway)
+        except session.NotComparable as e:
+            print(f"itchbench: not comparable: {e}", file=sys.stderr)
+            return 2
     to_run = [s for s in (base, head) if s.gateway is not None or s.prepared is not None]
     if args.gateway and to_run:
         # Both sides' runs name the same contract path, so their scenario hashes agree; each runs its own
@@ -96,6 +117,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         workloads = (session.scenario_workloads(args.scenario) if args.scenario else session.default_workloads()) \
             if to_run else []
+    if shard and not args.merge:
+        if any(s.problem for s in (base, head)) or len(to_run) != 2 or not base.revision or not head.revision:
+            print("itchbench: a sharded compare needs two revisions that build: "
+                  + "; ".join(s.problem for s in (base, head) if s.problem), file=sys.stderr)
+            return 2
+        record, kept = sharded.run_compare_shard(shard, base, head, workloads, args.repetitions, args.scenario, out,
+                                                 say)
+        print(f"{shard.name}: {kept} runs; record {record}\njudge every shard together: itchbench compare "
+              f"{args.base} {args.head} --merge DIR... (each shard's --out)")
+        return 2 if any(s.problem for s in (base, head)) else 0
     if to_run and not any(s.problem for s in (base, head)):
         say(f"running {len(workloads)} workload(s), {args.repetitions} repetitions a side, interleaved")
         session.run_interleaved(to_run, workloads, args.repetitions, out, say)

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{Path(args.scenario).name}: {len(configs)} configuration(s), {len(plan)} run(s){part} -> {root}",
           flush=True)
     statuses: list[str] = []
-    done: list[tuple[str, int, Path]] = []
+    done: list[tuple[list[object], Path]] = []
     started = time.time()
     try:
         for i, (config, rep) in enumerate(plan, 1):
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             summary, v = verdict_of(run_dir)
             print(f"  {run_line(summary)}\n  {v['headline']}\n  run directory: {run_dir}", flush=True)
             statuses.append(v["status"])
-            done.append((config.label, rep, run_dir))
+            done.append(([config.label, rep], run_dir))
             if args.store:
                 from ..history import store
                 print(f"  stored: {store.append(Path(args.store), run_dir)}", flush=True)

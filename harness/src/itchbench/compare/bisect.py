@@ -73,25 +73,41 @@ def contract_measure(repo: Path, contract_rel: Path, metric: str, values: dict[s
     return measure
 
 
-def bisect(repo: Path, good: str, bad: str, metric: str, capture: Path,
-           say: Callable[[str], None], *, measure: Callable[[revisions.Revision], Any] | None = None,
-           threshold: float = 0.5) -> tuple[Step, Step, list[Step]]:
-    """(GOOD's step, the first bad commit's step, every step measured). measure: how a revision is measured
-    (default: the built-in gateway, exact); threshold: with metric latency, how far above GOOD is bad."""
-    measure = measure or (lambda rev: _measure(repo, rev, metric, capture, say))
-    good_rev, bad_rev = revisions.resolve(repo, good), revisions.resolve(repo, bad)
-    commits = commits_between(repo, good_rev.commit, bad_rev.commit)
-    if not commits:
-        raise BisectError(f"{bad} does not descend from {good}: nothing to bisect")
-    reference = measure(good_rev)
+def default_measure(repo: Path, metric: str, capture: Path,
+                    say: Callable[[str], None]) -> Callable[[revisions.Revision], Any]:
+    """The built-in gateway, exact: instructions per message or the BBO digest."""
+    return lambda rev: _measure(repo, rev, metric, capture, say)
 
+
+def judge(metric: str, reference: Any, threshold: float) -> Callable[[Any], bool]:
+    """Whether a commit's value is bad against GOOD's (reference); threshold: latency's allowance."""
     def is_bad(value: Any) -> bool:
         if metric == "bbo":
             return value != reference
         if metric == "latency":
             return value > reference * (1 + threshold)
         return verdicts.exact(reference, value)["verdict"] == verdicts.WORSE
+    return is_bad
 
+
+def span(repo: Path, good: str, bad: str) -> tuple[revisions.Revision, revisions.Revision, list[str]]:
+    """GOOD, BAD and the commits after GOOD up to BAD (oldest first)."""
+    good_rev, bad_rev = revisions.resolve(repo, good), revisions.resolve(repo, bad)
+    commits = commits_between(repo, good_rev.commit, bad_rev.commit)
+    if not commits:
+        raise BisectError(f"{bad} does not descend from {good}: nothing to bisect")
+    return good_rev, bad_rev, commits
+
+
+def bisect(repo: Path, good: str, bad: str, metric: str, capture: Path,
+           say: Callable[[str], None], *, measure: Callable[[revisions.Revision], Any] | None = None,
+           threshold: float = 0.5) -> tuple[Step, Step, list[Step]]:
+    """(GOOD's step, the first bad commit's step, every step measured). measure: how a revision is measured
+    (default: the built-in gateway, exact); threshold: with metric latency, how far above GOOD is bad."""
+    measure = measure or default_measure(repo, metric, capture, say)
+    good_rev, bad_rev, commits = span(repo, good, bad)
+    reference = measure(good_rev)
+    is_bad = judge(metric, reference, threshold)
     steps: list[Step] = []
 
     def step(index: int) -> Step:
@@ -115,3 +131,18 @@ def bisect(repo: Path, good: str, bad: str, metric: str, capture: Path,
         else:
             lo = mid
     return Step(good_rev, reference, False), first_bad, steps
+
+
+def first_bad(repo: Path, good: str, bad: str, metric: str, measured: dict[str, Any],
+              threshold: float = 0.5) -> tuple[Step, Step, list[Step]]:
+    """The same answer from every commit measured (a sharded bisect: each shard measured a part): GOOD's value,
+    the first commit after it that is bad, every step in commit order."""
+    good_rev, bad_rev, commits = span(repo, good, bad)
+    absent = [c for c in [good_rev.commit, *commits] if c not in measured]
+    if absent:
+        raise BisectError(f"{len(absent)} commit(s) of {good}..{bad} not measured by the shards, e.g. {absent[0]}")
+    is_bad = judge(metric, measured[good_rev.commit], threshold)
+    steps = [Step(revisions.resolve(repo, c), measured[c], is_bad(measured[c])) for c in commits]
+    if not steps[-1].bad:
+        raise BisectError(f"{bad} is not bad by {metric} against {good}: nothing to find")
+    return Step(good_rev, measured[good_rev.commit], False), next(s for s in steps if s.bad), steps

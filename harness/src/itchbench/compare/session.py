@@ -105,10 +105,16 @@ def prepare_revision(side: Side, repo: Path, say: Callable[[str], None], *, benc
 
 
 def run_interleaved(sides: list[Side], workloads: list[Workload], repetitions: int, out: Path,
-                    say: Callable[[str], None]) -> None:
-    """One discarded warm-up a side, then base, head, base, head, … per workload."""
+                    say: Callable[[str], None],
+                    units: set[tuple[str, int]] | None = None) -> list[tuple[str, int, str, Path]]:
+    """One discarded warm-up a side, then base, head, base, head, … per workload; with units (a shard's part:
+    (workload, repetition) pairs) only those, each workload warmed up first. Returns every run kept: workload,
+    repetition, side, run directory."""
     live = [s for s in sides if s.runnable]
-    plan = [(w, rep, s) for w in workloads for rep in range(0, repetitions + 1) for s in live]
+    wanted = {label for label, _ in units} if units is not None else None
+    plan = [(w, rep, s) for w in workloads for rep in range(0, repetitions + 1) for s in live
+            if units is None or (rep == 0 and w.label in wanted) or (w.label, rep) in units]
+    kept: list[tuple[str, int, str, Path]] = []
     started = time.monotonic()
     for i, (w, rep, side) in enumerate(plan, 1):
         elapsed = time.monotonic() - started
@@ -134,6 +140,8 @@ def run_interleaved(sides: list[Side], workloads: list[Workload], repetitions: i
                             f"({run_dir})")
         if rep > 0:
             side.runs.setdefault(w.label, []).append(run_dir)
+            kept.append((w.label, rep, side.name, run_dir))
+    return kept
 
 
 def measure_instructions(sides: list[Side], workloads: list[Workload], say: Callable[[str], None]) -> None:

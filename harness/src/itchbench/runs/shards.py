@@ -85,17 +85,26 @@ def assign(costs: Sequence[float], count: int) -> list[int]:
 
 
 def identity(scenario_file: Path, plan: list[tuple[Any, int]]) -> dict[str, Any]:
-    """What every shard of one sharded run shares: the scenario (its text and every resolved configuration), the
-    inputs' digests, and the whole plan."""
-    captures = sorted({str(Path(c.values["capture"]).resolve()) for c, _ in plan})
-    # Paths differ from runner to runner (each its own checkout): files are named, and their contents hashed below.
-    located = [{k: Path(v).name if k in ("capture", "gateway_file") and v else v for k, v in c.values.items()}
-               for c, _ in plan]
+    """What every shard of one sharded scenario run shares: the scenario (its text and every resolved
+    configuration), the inputs' digests, and the whole plan."""
+    return identity_of(scenario_file.stem, scenario_file.read_text(), [c.values for c, _ in plan],
+                       [[c.label, rep] for c, rep in plan])
+
+
+def identity_of(name: str, text: str, configurations: list[dict[str, Any]], plan: list[list[Any]],
+                **extra: Any) -> dict[str, Any]:
+    """The shared identity of any sharded work: its name, a hash of its text and resolved configurations (paths
+    reduced to names: checkouts differ from runner to runner, and the files' contents are hashed as inputs), the
+    inputs' digests, the whole plan, and whatever else must match (extra: the revisions compared …)."""
+    captures = sorted({str(Path(v["capture"]).resolve()) for v in configurations})
+    located = [{k: Path(v).name if k in ("capture", "gateway_file") and v else v for k, v in c.items()}
+               for c in configurations]
     return {
-        "scenario": scenario_file.stem,
-        "scenario_sha256": rundir.scenario_hash({"text": scenario_file.read_text(), "configurations": located}),
+        "scenario": name,
+        "scenario_sha256": rundir.scenario_hash({"text": text, "configurations": located, **extra}),
         "inputs": {Path(p).name: sha256_of(Path(p)) for p in captures},
-        "plan": [[c.label, rep] for c, rep in plan],
+        "plan": plan,
+        **extra,
     }
 
 
@@ -105,11 +114,13 @@ def machine_class() -> dict[str, Any]:
     return {"cpu_model": env["cpu_model"], "cpu_count": env["cpu_count"], "kernel": env["kernel"]}
 
 
-def write_record(root: Path, shard: Shard, ident: dict[str, Any], runs: list[tuple[str, int, Path]],
-                 started: float) -> Path:
+def write_record(root: Path, shard: Shard, ident: dict[str, Any], runs: list[tuple[list[Any], Path]],
+                 started: float, **results: Any) -> Path:
+    """shard-K-of-N.json in root: the identity, this part, the machine class, and its runs (each its plan unit
+    and its run directory, relative to root) or other results (a sharded bisect's measurements)."""
     record = {**ident, "shard": shard.index, "count": shard.count, "machine": machine_class(),
               "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-              "runs": [{"configuration": label, "repetition": rep, "run_dir": path.name} for label, rep, path in runs]}
+              "runs": [{"unit": unit, "run_dir": os.path.relpath(path, root)} for unit, path in runs], **results}
     root.mkdir(parents=True, exist_ok=True)  # a shard may have been given no run at all
     path = root / shard.record_name
     rundir.write_json(path, record)
@@ -119,7 +130,8 @@ def write_record(root: Path, shard: Shard, ident: dict[str, Any], runs: list[tup
 @dataclass
 class Merged:
     records: list[dict[str, Any]]
-    run_dirs: list[Path]  # in plan order
+    units: list[tuple[Any, ...]]  # the plan, in order
+    run_dirs: list[Path]          # each unit's run (none for work that writes no runs)
 
 
 def find_records(dirs: Sequence[Path]) -> list[Path]:
@@ -129,8 +141,9 @@ def find_records(dirs: Sequence[Path]) -> list[Path]:
     return found
 
 
-def merge(dirs: Sequence[Path]) -> Merged:
-    """The shards found in dirs, checked to be every part of one sharded run, once each; ShardError otherwise."""
+def load_together(dirs: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
+    """The shard records found in dirs, checked to be every part of one sharded work, once each, on one machine
+    class; ShardError naming the missing, duplicated or foreign one otherwise."""
     paths = find_records(dirs)
     if not paths:
         raise ShardError("no shard record (shard-K-of-N.json) in " + ", ".join(str(d) for d in dirs))
@@ -161,15 +174,21 @@ def merge(dirs: Sequence[Path]) -> Merged:
     if missing:
         raise ShardError(f"shard {', '.join(f'{k}/{count}' for k in missing)} missing: found only "
                          f"{', '.join(f'{k}/{count}' for k in sorted(seen))}")
-    by_unit: dict[tuple[str, int], Path] = {}
+    return records
+
+
+def merge(dirs: Sequence[Path]) -> Merged:
+    """The runs of every part of one sharded run, in plan order; ShardError when a part or a run is missing."""
+    records = load_together(dirs)
+    by_unit: dict[tuple[Any, ...], Path] = {}
     for p, r in records:
         for run in r["runs"]:
             d = p.parent / run["run_dir"]
             if not (d / "summary.json").is_file():
                 raise ShardError(f"{p} lists {run['run_dir']}, which is not a finished run directory beside it")
-            by_unit[(run["configuration"], int(run["repetition"]))] = d
-    plan = [(label, int(rep)) for label, rep in first["plan"]]
+            by_unit[tuple(run["unit"])] = d
+    plan = [tuple(u) for u in records[0][1]["plan"]]
     absent = [u for u in plan if u not in by_unit]
     if absent:
-        raise ShardError(f"the shards hold no run of {', '.join(f'{l} repetition {r}' for l, r in absent[:5])}")
-    return Merged([r for _, r in records], [by_unit[u] for u in plan])
+        raise ShardError("the shards hold no run of " + ", ".join(" ".join(map(str, u)) for u in absent[:5]))
+    return Merged([r for _, r in records], plan, [by_unit[u] for u in plan])
