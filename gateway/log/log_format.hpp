@@ -112,22 +112,6 @@ constexpr size_t latency_record_size(uint8_t stages) {
   return sizeof(LatencyRecord) + 8 * size_t(__builtin_popcount(stages & kAllStages));
 }
 
-// Where each stage's stamp sits among a record's stamps (-1: not recorded).
-struct StampSlots {
-  explicit constexpr StampSlots(uint8_t stages)
-      : kernel(slot(stages, kStageKernel)),
-        read(slot(stages, kStageRead)),
-        decoded(slot(stages, kStageDecoded)),
-        book(slot(stages, kStageBook)),
-        published(slot(stages, kStagePublished)) {}
-  int8_t kernel, read, decoded, book, published;
-
- private:
-  static constexpr int8_t slot(uint8_t stages, Stage s) {
-    return (stages & s) ? int8_t(__builtin_popcount(stages & (s - 1) & kAllStages)) : int8_t(-1);
-  }
-};
-
 // The stamps that follow a record's head (the log's records are 8-byte aligned).
 inline uint64_t* stamps_of(LatencyRecord& r) { return reinterpret_cast<uint64_t*>(&r + 1); }
 
