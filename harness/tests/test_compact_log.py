@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from itchbench import paths
 from itchbench.analysis import latency_pass, logs
@@ -164,3 +166,37 @@ def test_the_rewriter_refuses_what_it_cannot_rewrite_whole(tmp_path, why, edit):
     bad.write_bytes(edit(wide_path.read_bytes()))
     done = compact(bad, tmp_path / "out.lat")
     assert done.returncode == 2 and done.stderr.startswith("latency-log-compact: ")
+
+
+# Any sequence of messages: values drawn near each field's edges (and anywhere in u64), zeros included.
+_EDGE = st.sampled_from([0, 1, 0xFFFE, 0xFFFF, 0x10000, 2**32 - 2, 2**32 - 1, 2**32, 2**63, U64 - 1])
+_STEP = st.one_of(st.integers(0, 300), _EDGE, st.integers(0, U64 - 1))
+_ROW = st.tuples(st.one_of(st.just(None), st.integers(0, U64 - 1)),  # seq: None = the previous plus 1
+                 _STEP, st.lists(st.one_of(st.just(0), _STEP), min_size=5, max_size=5))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(_ROW, min_size=1, max_size=40), stages=st.integers(1, 31))
+# Found by this test: after the largest sequence number the next one wraps to 0, also when the reader carries it
+# from one chunk to the next.
+@example(rows=[(None, 0, [0, 0, 0, 1, 0xFFFF]), (None, 2**32, [0, 0, 0, 1, 0xFFFF]), (0, 0, [0, 0, 0, 0, 1]),
+               (U64 - 1, 0, [0, 0, 0, 1, 0xFFFF]), (None, 0, [0, 0, 0, 1, 0xFFFF])], stages=31)
+def test_any_messages_round_trip_through_the_compact_form(tmp_path, rows, stages):
+    """Stamps drawn as differences (small, at an encoding's edge, or anywhere in u64) added modulo 2^64 to a
+    running value, zeros where not stamped: whatever the gateway could hand over, the compact log gives back."""
+    n = bin(stages).count("1")
+    seq, origin, t, wide_rows = 0, 0, 10**15, []
+    for next_seq, d_origin, steps in rows:
+        seq = (seq + 1) % U64 if next_seq is None else next_seq
+        origin = (origin + d_origin) % U64
+        stamps = []
+        for step in steps[:n]:
+            t = (t + step) % U64
+            stamps.append(t if step else 0)
+        wide_rows.append((seq, origin, stamps))
+    wide_path = _wide_log(tmp_path / f"w{stages}.lat", stages, wide_rows)
+    done = compact(wide_path, tmp_path / f"c{stages}.lat")
+    assert done.returncode == 0, done.stderr
+    wide, small = logs.read_latency(wide_path), logs.read_latency(tmp_path / f"c{stages}.lat")
+    assert small.records.tobytes() == wide.records.tobytes()
+    assert np.concatenate(list(logs.iter_records(small, 3))).tobytes() == wide.records.tobytes()

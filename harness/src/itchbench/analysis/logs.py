@@ -349,7 +349,8 @@ def decode_compact(path: Path, slots: np.ndarray, stages: int, state: CompactSta
             prev = np.where(t != 0, t, prev)
     for name in ("stock_locate", "msg_type", "flags"):
         out[name] = m[name]
-    after = CompactState(int(out["seq"][-1]) + 1, int(out["t_origin"][-1]), base_after) if n else state
+    # The writer's next sequence number wraps as a u64 does.
+    after = CompactState((int(out["seq"][-1]) + 1) % 2**64, int(out["t_origin"][-1]), base_after) if n else state
     return out, consumed, after
 
 
