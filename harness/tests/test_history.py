@@ -46,12 +46,12 @@ def test_duckdb_over_the_store_gives_the_run_directories_figures(runs, tmp_path)
     for d in runs:
         store.append(st, d)
     got = store.query(st, "SELECT run_dir, metric, value FROM runs WHERE metric IN "
-                          "('receive_to_book.p50_ns', 'receive_to_book.p99_ns', 'bbo.events')")
+                          "('receive_to_book.p50', 'receive_to_book.p99', 'bbo.events')")
     for d in runs:
         s = rundir.read_json(d / "summary.json")
         mine = got[got["run_dir"] == str(d.resolve())].set_index("metric")["value"]
-        assert mine["receive_to_book.p50_ns"] == s["latency"]["stages"]["receive_to_book"]["p50"]
-        assert mine["receive_to_book.p99_ns"] == s["latency"]["stages"]["receive_to_book"]["p99"]
+        assert mine["receive_to_book.p50"] == s["latency"]["stages"]["receive_to_book"]["p50"]
+        assert mine["receive_to_book.p99"] == s["latency"]["stages"]["receive_to_book"]["p99"]
         assert mine["bbo.events"] == s["bbo"]["events"]
     messages = store.query(st, "SELECT count(*) AS n, count(DISTINCT filename) AS files FROM "
                                "read_parquet('" + str(st / "messages") + "/*/*/*/*.parquet', filename = true)")
@@ -105,7 +105,7 @@ def test_the_page_marks_a_significant_step_and_links_each_run(runs, tmp_path, ca
         for i in range(7):
             store.append(st, _planted_run(runs[0], tmp_path / f"{commit}-{i}", commit, when, level + i),
                          messages=False)
-    (series,) = [s for s in page.series(st) if s.metric == "receive_to_book.p50_ns"]
+    (series,) = [s for s in page.series(st) if s.metric == "receive_to_book.p50"]
     assert list(series.points["commit"]) == ["c0ffee01", "c0ffee02", "c0ffee03"]
     assert list(series.points["median"]) == [103.0, 103.0, 203.0]
     assert list(series.points["step"]) == ["", "NO CHANGE", "SLOWER"]

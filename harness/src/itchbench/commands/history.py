@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run directories (or folders of them) to add")
     h.add_argument("--no-messages", action="store_true", help="with --append: store the per-run metrics only")
     h.add_argument("--metric", action="append", default=None,
-                   help="a metric to draw (repeat; default: receive_to_book.p50_ns, receive_to_book.p99_ns, "
-                        "throughput.msg_per_s); names as in docs/history.md")
+                   help="a metric to draw (repeat; default: receive_to_book.p50, receive_to_book.p99, "
+                        "throughput_msg_s, wire_to_wire.p50); names as in docs/history.md")
     h.add_argument("--out", type=Path, default=None, help="where the page goes (default: STORE/html)")
     h.set_defaults(func=run)
 

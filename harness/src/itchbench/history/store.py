@@ -37,7 +37,6 @@ METRICS_SCHEMA = pa.schema([
     ("cpu_model", pa.string()), ("cpu_count", pa.int32()), ("kernel", pa.string()),
     ("metric", pa.string()), ("value", pa.float64()), ("run_dir", pa.string()),
 ])
-STAGE_FIGURES = ("p50", "p90", "p99", "p999", "mean")
 PARTITIONS = ("scenario", "configuration", "commit_date")
 
 
@@ -67,16 +66,12 @@ def _commit_depth(commit: str) -> int | None:
 
 
 def metrics_of(run_dir: Path) -> dict[str, float]:
-    """The run's figures by name: latency per stage (ns), throughput, counts."""
+    """The run's figures by name: what compare judges (compare/session.py summary_metrics: latency percentiles per
+    stage, throughput, peak RSS, wire to wire for a gateway brought by contract …), and its output counts."""
+    from ..compare.session import summary_metrics
+
     s = rundir.read_json(run_dir / "summary.json")
-    out: dict[str, float] = {}
-    lat = s.get("latency") or {}
-    for stage, fig in (lat.get("stages") or {}).items():
-        for name in STAGE_FIGURES:
-            if fig.get(name) is not None:
-                out[f"{stage}.{name}_ns"] = float(fig[name])
-    if lat.get("throughput_mean_mps") is not None:
-        out["throughput.msg_per_s"] = float(lat["throughput_mean_mps"])
+    out = summary_metrics(run_dir)
     out["bbo.events"] = float((s.get("bbo") or {}).get("events") or 0)
     out["lossless"] = 1.0 if s.get("lossless") else 0.0
     return out
