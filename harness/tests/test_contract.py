@@ -19,6 +19,7 @@ import pytest
 from itchbench import paths, rundir
 from itchbench.analysis import logs
 from itchbench.gateways import contract
+from itchbench.history import store
 from itchbench.runs import runner
 from itchbench.runs.scenario import ScenarioError, load
 
@@ -359,3 +360,42 @@ def test_the_example_gateway_writes_its_bbo_through_a_broker(capture, tmp_path, 
     assert check["equal"] and check["events"] == check["reference_events"] > 100
     assert s["transport_details"]["brokers"][via]["port"] and s["wire_to_wire"]["events"] == check["events"]
     assert leftover_processes() == []
+
+
+@needs_root
+def test_a_sharded_run_of_a_contract_gateway_merges_and_goes_to_the_store(udp_scenario, tmp_path):
+    """Two shards of the example gateway's runs, appended to a store: merged lossless, and the store holds the
+    black box's wire-to-wire p50 of each run as its summary says."""
+    scen = tmp_path / "two.toml"
+    scen.write_text(udp_scenario.read_text().replace('subscribers = 0\n', 'subscribers = 0\nrepetitions = 2\n', 1))
+    for k in (0, 1):
+        r = _itchbench("run", scen, "--gateway", EXAMPLE.parent, "--shard", f"{k}/2", "--out", tmp_path / f"s{k}",
+                       "--store", tmp_path / "store")
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    r = _itchbench("merge", tmp_path / "s0", tmp_path / "s1")
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "2 run(s): 2 lossless — ok", r.stdout
+    got = store.query(tmp_path / "store", "SELECT run_dir, value FROM runs WHERE metric = 'wire_to_wire.p50'")
+    assert len(got) == 2
+    for run_dir, value in zip(got["run_dir"], got["value"]):
+        assert value == rundir.read_json(Path(run_dir) / "summary.json")["wire_to_wire"]["from_intended"]["p50"]
+
+
+@needs_root
+def test_a_sharded_compare_and_bisect_of_a_contract_gateway(planted, udp_scenario, tmp_path):
+    """The planted BBO bug (HEAD~2) found from shards: a compare of HEAD~3 and HEAD~2 in two parts, merged,
+    says the BBO output differs; a bisect in two parts, merged, names the commit."""
+    for k in (0, 1):
+        r = _itchbench("compare", "HEAD~3", "HEAD~2", "--repo", planted, "--gateway", "itchbench.toml", "--scenario",
+                       udp_scenario, "--repetitions", "3", "--shard", f"{k}/2", "--out", tmp_path / f"c{k}")
+        assert r.returncode == 0, r.stderr[-2000:]
+        r = _itchbench("bisect", "HEAD~4", "HEAD", "--repo", planted, "--gateway", "itchbench.toml", "--metric",
+                       "bbo", "--scenario", udp_scenario, "--shard", f"{k}/2", "--out", tmp_path / f"b{k}")
+        assert r.returncode == 0, r.stderr[-2000:]
+    r = _itchbench("compare", "HEAD~3", "HEAD~2", "--repo", planted, "--gateway", "itchbench.toml", "--out",
+                   tmp_path / "judged", "--merge", tmp_path / "c0", tmp_path / "c1")
+    assert r.returncode == 1 and "BBO OUTPUT DIFFERS" in json.loads((tmp_path / "judged" / "compare.json")
+                                                                    .read_text())["headline"], r.stderr[-2000:]
+    r = _itchbench("bisect", "HEAD~4", "HEAD", "--repo", planted, "--gateway", "itchbench.toml", "--metric", "bbo",
+                   "--scenario", udp_scenario, "--merge", tmp_path / "b0", tmp_path / "b1")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.splitlines()[0].endswith("Count the ask side once more"), r.stdout
