@@ -1,7 +1,7 @@
 // Which pipeline stages a run stamps. Each stamp is a TSC read (8-10 ns back
-// to back on these VMs, more amid cache misses: util/stage_clock.hpp) and 8
-// bytes of every latency record, so a run that needs fewer
-// figures can pay for fewer: the log holds only the stamped stages, and
+// to back on these VMs, more amid cache misses: util/stage_clock.hpp) and a
+// field of every latency record (8 bytes of a wide one), so a run that needs
+// fewer figures can pay for fewer: the log holds only the stamped stages, and
 // reports leave out the stages that need one it lacks (gateway/log/FORMAT.md).
 #pragma once
 #include <cstdint>

@@ -40,7 +40,7 @@ class Series:
 
     @property
     def slug(self) -> str:
-        return store._safe(f"{self.scenario}-{self.configuration}-{self.metric}")
+        return store.path_safe(f"{self.scenario}-{self.configuration}-{self.metric}")
 
 
 def series(store_dir: Path, metrics: tuple[str, ...] = DEFAULT_METRICS) -> list[Series]:

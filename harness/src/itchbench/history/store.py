@@ -44,7 +44,7 @@ class StoreWarning(UserWarning):
     """A store file was skipped: it could not be read."""
 
 
-def _safe(value: str) -> str:
+def path_safe(value: str) -> str:
     """A partition value that is one path component (hive: key=value)."""
     return re.sub(r"[^A-Za-z0-9._+-]", "_", value) or "_"
 
@@ -84,8 +84,8 @@ class RunKey:
     commit_date: str
 
     def path(self, store: Path, table: str) -> Path:
-        return (store / table / f"scenario={_safe(self.scenario)}" / f"configuration={_safe(self.configuration)}"
-                / f"commit_date={self.commit_date}")
+        return (store / table / f"scenario={path_safe(self.scenario)}"
+                / f"configuration={path_safe(self.configuration)}" / f"commit_date={self.commit_date}")
 
 
 def _write(table: pa.Table, directory: Path, name: str) -> Path:
@@ -128,7 +128,7 @@ def append(store: Path, run_dir: Path, *, messages: bool = True) -> Path:
         "kernel": [env.get("kernel", "")] * n, "metric": list(figures), "value": list(figures.values()),
         "run_dir": [str(run_dir)] * n,
     }
-    name = _safe(m["run_id"])
+    name = path_safe(m["run_id"])
     written = _write(pa.table(columns, schema=METRICS_SCHEMA), key.path(store, "metrics"), name)
     if messages and (run_dir / "latency.lat").is_file():
         from ..analysis import export
