@@ -120,3 +120,10 @@ def test_the_page_marks_a_significant_step_and_links_each_run(runs, tmp_path, ca
 def test_an_empty_store_is_a_clear_error(tmp_path, capsys):
     assert itchbench_main(["history", str(tmp_path / "none")]) == 2
     assert "holds no results store" in capsys.readouterr().err
+
+
+def test_appending_what_is_not_a_run_is_a_clear_error(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert itchbench_main(["history", str(tmp_path / "store"), "--append", str(tmp_path / "empty")]) == 2
+    assert "no run directory in" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()

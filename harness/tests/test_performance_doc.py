@@ -57,3 +57,10 @@ def test_a_failing_benchmark_leaves_the_document_as_it_was(tmp_path):
                           cwd=paths.repo_root())
     assert done.returncode == 1 and "side by side with the peer failed" in done.stderr
     assert out.read_text() == "the previous document\n"
+
+
+def test_too_small_a_benchmark_is_refused_before_anything_runs(tmp_path, capsys):
+    assert itchbench_main(["performance", "--messages", "100", "--out", str(tmp_path / "p.md"),
+                           "--work", str(tmp_path / "work")]) == 2
+    assert "--messages must be at least 3000" in capsys.readouterr().err
+    assert not (tmp_path / "work").exists() and not (tmp_path / "p.md").exists()

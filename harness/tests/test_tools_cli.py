@@ -65,6 +65,7 @@ def tool_output(tool, tmp_path, *args) -> Path:
     ("itch-gateway", ["--source", "sim", "--stamps", "book,bogus"], "unknown stage 'bogus'"),
     ("itch-inspect", ["--feed", "nonsense"], "expected ADDR:PORT"),
     ("pcap-feed", [], "--out is required"),
+    ("itch-gateway", ["--source", "sim", "--latency-format", "tiny"], "--latency-format must be compact or wide"),
 ])
 def test_feed_and_stamps_options_refuse_bad_values(tool, tmp_path, name, args, message):
     fx = paths.fixtures_dir() / "seed-workload.pcap"
