@@ -29,8 +29,9 @@ RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::
 // of the run includes it.
 double timer_overhead_ns(const StageClock& clock);
 
-// "clock" and "logs" objects.
-void write_clock_json(JsonWriter& j, const StageClock& clock, double overhead_ns);
+// "clock" and "logs" objects. stage_reads: the stage-clock reads the run's hot path took, where the run counts
+// them exactly (simulation); negative: not counted, left out.
+void write_clock_json(JsonWriter& j, const StageClock& clock, double overhead_ns, int64_t stage_reads = -1);
 
 // A real-time option asked for, and whether the system granted it.
 struct Grant {

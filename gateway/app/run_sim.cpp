@@ -45,7 +45,7 @@ int run_sim(const GatewayOptions& o) {
   const bool complete = reader.run(
       [&](uint64_t capture_ns, const uint8_t* p, size_t n) {
         gw.on_datagram(p, n, logfmt::Arrival{0, timed ? clock.now_after_loading(p, n) : 0, capture_ns});
-        if (o.progress && ++datagrams % 1000000 == 0)
+        if (++datagrams % 1000000 == 0 && o.progress)
           std::fprintf(stderr, "itch-gateway: %llu datagrams, %llu messages\n", (unsigned long long)datagrams,
                        (unsigned long long)gw.decode_counters().messages());
       },
@@ -66,7 +66,9 @@ int run_sim(const GatewayOptions& o) {
   j.field("complete", complete).field("error", reader.error());
   j.field("elapsed_s", elapsed).field("messages_per_s", elapsed > 0 ? double(received) / elapsed : 0.0);
   j.field("messages_received", received);
-  write_clock_json(j, clock, overhead);
+  // The receive stamps are this source's: one a datagram from a pcap, one a message from a binary ITCH file.
+  const uint64_t receive_reads = !timed ? 0 : pcap ? datagrams : received;
+  write_clock_json(j, clock, overhead, int64_t(receive_reads + gw.clock_reads()));
   j.key("realtime").begin_object();
   write_grant(j, "cpu", pin, o.cpu);
   j.end_object();

@@ -86,6 +86,13 @@ class Gateway {
   const DecodeCounters& decode_counters() const { return decode_; }
   const SymbolTable& symbols() const { return symbols_; }
   uint64_t bbo_events() const { return bbo_events_; }
+  // The stage-clock reads on_message took (the source's receive stamps are the source's to count): a stamp is
+  // taken at each recorded stage a message reaches, and a read is what a stamp costs (recording_cost.py).
+  uint64_t clock_reads() const {
+    if (!latency_) return 0;
+    const uint64_t per_accepted = (stages_ & logfmt::kStageDecoded ? 1 : 0) + (stages_ & logfmt::kStageBook ? 1 : 0);
+    return per_accepted * decode_.messages() + (stages_ & logfmt::kStagePublished ? bbo_events_ : 0);
+  }
 
  private:
   template <bool kTimed>

@@ -30,7 +30,12 @@ round to round; a run's rate is its own `messages_per_s` (gateway.json).
 Prints each round's ns a message, then per mode and variant the median of
 its per-round differences from its unrecorded run, with their range, and
 the noise the runs saw (median steal share of the CPUs, the hot thread's
-involuntary switches).
+involuntary switches). For a build that counts its stage-clock reads
+(gateway.json `clock.stage_reads`), a recorded variant's line also gives the
+least those reads cost a message: reads a message times one read back to
+back (`clock.timer_overhead_ns`). Amid the pipeline a read costs more; what
+recording costs beyond that floor is the record, its bytes and the reads'
+extra cost where they meet the book's memory traffic.
 """
 
 from __future__ import annotations
@@ -65,6 +70,13 @@ class Measure:
     ns: float
     steal_share: float
     involuntary: int
+    reads: float | None    # stage-clock reads a message (gateway.json clock.stage_reads; None: a build that omits it)
+    read_ns: float | None  # one read back to back (clock.timer_overhead_ns)
+
+    @property
+    def clock_floor_ns(self) -> float | None:
+        """The least the stamps' own clock reads cost a message: each as cheap as back to back."""
+        return None if self.reads is None or self.read_ns is None else self.reads * self.read_ns
 
 
 def main() -> int:
@@ -86,7 +98,12 @@ def main() -> int:
         raise SystemExit(f"recording_cost: no such file: {args.capture}")
     if args.rounds < 1:
         raise SystemExit("recording_cost: --rounds must be at least 1")
-    gateways = {"head": paths.tool("itch-gateway"), **dict(_pair(g, "--gateway") for g in args.gateway)}
+    gateways = {"head": paths.tool("itch-gateway")}
+    for label, path in (_pair(g, "--gateway") for g in args.gateway):
+        if label in gateways:
+            raise SystemExit(f"recording_cost: --gateway {label}: that label is taken"
+                             f"{' (head is this build)' if label == 'head' else ''}")
+        gateways[label] = Path(path)
     for label, path in gateways.items():
         if not Path(path).is_file():
             raise SystemExit(f"recording_cost: gateway {label}: no such file: {path}")
@@ -119,6 +136,11 @@ def main() -> int:
                 diffs = [a.ns - b.ns for a, b in zip(mine, off)]
                 line += (f", recording {statistics.median(diffs):+.1f} ns a message "
                          f"(median of {len(diffs)} per-round differences, {min(diffs):+.1f} to {max(diffs):+.1f})")
+                floors = [m.clock_floor_ns for m in mine]
+                if all(f is not None for f in floors):
+                    line += (f", of which the stamps' {statistics.median(m.reads for m in mine):.2f} clock reads a "
+                             f"message take at least {statistics.median(floors):.1f} ns "
+                             f"({statistics.median(m.read_ns for m in mine):.1f} ns each, back to back)")
             line += (f"; steal {100 * statistics.median(m.steal_share for m in mine):.1f} %, hot thread "
                      f"{statistics.median(m.involuntary for m in mine):.0f} involuntary switches")
             print(line)
@@ -127,7 +149,9 @@ def main() -> int:
             "capture": args.capture.name, "cpu": args.cpu, "gateways": {k: str(v) for k, v in gateways.items()},
             "runs": [{"mode": mode, "gateway": v.gateway, "variant": v.label if v.recorded else "off",
                       "flags": list(v.flags), "ns": [m.ns for m in ms], "steal_share": [m.steal_share for m in ms],
-                      "involuntary_switches": [m.involuntary for m in ms]} for (mode, v), ms in got.items()],
+                      "involuntary_switches": [m.involuntary for m in ms],
+                      "clock_reads_per_message": [m.reads for m in ms], "clock_read_ns": [m.read_ns for m in ms]}
+                     for (mode, v), ms in got.items()],
         }, indent=1) + "\n")
     return 0
 
@@ -178,7 +202,11 @@ def run_once(capture: Path, gateway: Path, v: Variant, cpu: int | None, mode: st
         report = json.loads((out / "gateway.json").read_text())
         hot = noise.hot_thread(report.get("noise", {}).get("threads", [])) or {}
         steal = statistics.median(c["steal_share"] for c in cpus.values()) if cpus else 0.0
-        return Measure(1e9 / float(report["messages_per_s"]), steal, int(hot.get("involuntary_switches", 0)))
+        clock = report.get("clock", {})
+        received = int(report["messages_received"])
+        reads = clock["stage_reads"] / received if "stage_reads" in clock and received else None
+        return Measure(1e9 / float(report["messages_per_s"]), steal, int(hot.get("involuntary_switches", 0)), reads,
+                       clock.get("timer_overhead_ns"))
     finally:
         shutil.rmtree(out, ignore_errors=True)
 

@@ -36,6 +36,10 @@ def test_the_document_shows_what_the_benchmarks_measured(tmp_path):
     row = next(line for line in text.splitlines()
                if line.startswith("| nasdaq-day-3000-seed1.itch | settled | every stamp |"))
     assert f"| {cost:+.1f} (" in row, row
+    # Every stamp of a binary ITCH file: receive, decoded and book on each message, published on each BBO event.
+    reads, each = statistics.median(every["clock_reads_per_message"]), statistics.median(every["clock_read_ns"])
+    assert 3 <= reads <= 4 and 1 < each < 1000
+    assert f"| ≥ {reads * each:.1f} ({reads:.2f} × {each:.1f}) |" in row, row
     rows = [line for line in text.splitlines() if line.startswith("| ") and ("| settled |" in line
                                                                             or "| as-users-run |" in line)]
     assert len(rows) == 2 * 2 * 4  # two files, two ways of measuring, unrecorded and three variants

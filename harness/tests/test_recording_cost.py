@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 
 from itchbench import paths
+from itchbench.captures import fixtures
+
+from pcap_edit import record_offsets
 
 SCRIPT = paths.repo_root() / "harness" / "benchmarks" / "recording_cost.py"
 FIXTURE = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
@@ -47,6 +50,16 @@ def test_summary_is_the_median_of_per_round_differences_in_both_modes(tmp_path):
             # differences of the printed (rounded) figures may be off by a rounding step from the script's own
             assert abs(got - statistics.median(diffs)) <= 0.15, line
             assert "median of 3 per-round differences" in line and "steal" in line
+            # The clock reads' floor: reads a message times one read. Book stamped alone, one a message; every stamp
+            # (the wide variant's default), a datagram's receive stamp, decoded and book on each of the 8,000
+            # messages, published on each BBO event (the fixture's golden count).
+            reads, floor, each = re.search(r"the stamps' (\d+\.\d\d) clock reads a message take at least "
+                                           r"(\d+\.\d) ns \((\d+\.\d) ns each, back to back\)", line).groups()
+            fixture = next(f for f in fixtures.load_manifest() if f.name == "nasdaq-day-sample")
+            expected = 1.0 if name == "head:stamps book" else (
+                len(record_offsets(FIXTURE.read_bytes())) + 2 * 8000 + fixture.golden["bbo_events"]) / 8000
+            assert float(reads) == round(expected, 2)
+            assert abs(float(floor) - float(reads) * float(each)) <= 0.1 + 0.05 * float(reads), line
     assert list(tmp_path.iterdir()) == [], "run directories are removed"
 
 

@@ -15,7 +15,7 @@ from itchbench.runs import sim
 from itchbench.cli import main as itchbench_main
 
 from independent_bbo import bbo_events
-from pcap_edit import corrupt_first_type_byte
+from pcap_edit import corrupt_first_type_byte, record_offsets
 
 FIXTURES = fixtures.load_manifest()
 
@@ -95,6 +95,32 @@ def test_fewer_stamps_make_smaller_records_and_leave_the_stages_that_need_others
     s = rundir.read_json(run / "summary.json")
     assert s["lossless"] and s["bbo"]["digest"] == fx.golden["bbo_digest"]  # what is stamped changes no output
     assert set(s["latency"]["stages"]) == {"receive_to_book"}
+
+
+@pytest.mark.parametrize("stamps", ["all", "book,published", "read,decoded"])
+@pytest.mark.parametrize("source", ["pcap", "itch-file"])
+def test_the_gateway_counts_the_clock_reads_its_stamps_took(tool, tmp_path, source, stamps):
+    """gateway.json clock.stage_reads against the log: a read for every stamp a record holds, but a pcap's receive
+    stamp, read once a datagram whether or not it carries a message (the end-of-session packet does not): there, one
+    a record of the capture, counted here from the file's bytes."""
+    fx = next(f for f in FIXTURES if f.name == "nasdaq-day-sample")
+    capture = fx.path
+    if source == "itch-file":
+        capture = tmp_path / "session.itch"
+        assert tool("itch-synth", *fx.args, "--format", "itch", "--out", capture).returncode == 0
+    out = tmp_path / "run"
+    out.mkdir()
+    done = tool("itch-gateway", "--source", "sim", "--capture", capture, "--out", out, "--stamps", stamps)
+    assert done.returncode == 0, done.stderr
+    rec = logs.read_latency(out / "latency.lat").records
+    expected = sum(int(np.count_nonzero(rec[stage])) for stage in ("t_decoded", "t_book", "t_published")
+                   if stage in rec.dtype.names)
+    if "t_read" in rec.dtype.names:
+        datagrams = len(record_offsets(fx.path.read_bytes()))
+        expected += datagrams if source == "pcap" else int(np.count_nonzero(rec["t_read"]))
+    clock = json.loads((out / "gateway.json").read_text())["clock"]
+    assert clock["stage_reads"] == expected > 0
+    assert 1 < clock["timer_overhead_ns"] < 1000  # fractions of a ns: measured in ticks
 
 
 def test_one_stamp_makes_a_report_that_says_it_has_no_stage(tmp_path):

@@ -83,6 +83,16 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} minutes"
 
 
+def _clock_floor(run: dict) -> str:
+    """Reads a message × one read back to back, from the runs' medians; a dash for a build that does not count."""
+    reads = [r for r in run.get("clock_reads_per_message", []) if r is not None]
+    each = [e for e in run.get("clock_read_ns", []) if e is not None]
+    if not reads or not each:
+        return "—"
+    return (f"≥ {statistics.median(reads) * statistics.median(each):.1f} ({statistics.median(reads):.2f} × "
+            f"{statistics.median(each):.1f})")
+
+
 def _median_range(values: list[float], fmt: str) -> str:
     return f"{format(statistics.median(values), fmt)} ({format(min(values), fmt)}–{format(max(values), fmt)})"
 
@@ -141,10 +151,14 @@ def render(m: dict[str, Any], command: str) -> str:
         "Each variant against the same build's run without the latency log in the same round, per message;",
         "settled: a sync and the capture read through before every run; as users run it: back to back, run",
         "directories on the real disk, nothing settled. Steal: the median share of the CPUs' time the hypervisor",
-        "took during the runs; switches: the hot thread's involuntary context switches.",
+        "took during the runs; switches: the hot thread's involuntary context switches. Clock reads: the stage",
+        "stamps a message took (the gateway counts them) times what one costs back to back, the least the stamps",
+        "themselves cost whatever the record; the rest of the recording cost is the record, its bytes, and the",
+        "reads' extra cost amid the pipeline's memory traffic.",
         "",
-        "| file | measured | variant | ns a message | recording costs, ns a message | steal | switches |",
-        "|---|---|---|---|---|---|---|",
+        "| file | measured | variant | ns a message | recording costs, ns a message | clock reads, ns a message "
+        "| steal | switches |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for rec in m["recording"]:
         for run in rec["runs"]:
@@ -153,13 +167,15 @@ def render(m: dict[str, Any], command: str) -> str:
             cost = "—" if run is base else _median_range([a - b for a, b in zip(run["ns"], base["ns"])], "+.1f")
             lines.append(
                 f"| {rec['capture']} | {run['mode']} | {'no latency log' if run is base else run['variant']} | "
-                f"{_median_range(run['ns'], '.1f')} | {cost} | {100 * statistics.median(run['steal_share']):.1f} % | "
+                f"{_median_range(run['ns'], '.1f')} | {cost} | {'—' if run is base else _clock_floor(run)} | "
+                f"{100 * statistics.median(run['steal_share']):.1f} % | "
                 f"{statistics.median(run['involuntary_switches']):.0f} |")
     lines += [
         "",
         "Where the time goes: a stage stamp is one TSC read, whose cost depends on the CPU (book_bench",
-        "`BM_StageClockNow`); the book stamp alone is one read a message, every stamp three to four. The compact",
-        "record's bytes are what the log writer's pages cost (gateway/log/FORMAT.md, version 5).",
+        "`BM_StageClockNow`, `BM_StageClockAmidMisses`); the book stamp alone is one read a message, every stamp",
+        "three to four. The compact record's bytes are what the log writer's pages cost (gateway/log/FORMAT.md,",
+        "version 5).",
         "",
     ]
     return "\n".join(lines)
