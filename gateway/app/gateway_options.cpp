@@ -37,6 +37,8 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
               "and a field of every latency record; live sources always stamp read)", "all");
   args.option("latency-format", "KIND", "compact (version 5: ~20 bytes a message, stamps as differences) or wide "
               "(version 4: 24 bytes and 8 a stamp)", "compact");
+  args.flag("latency-histogram", "count each stage's time in a histogram (gateway.json latency_histogram: "
+            "percentiles within 1/64) instead of writing the per-message latency log");
   args.flag("progress", "sim: print progress to stderr every million datagrams");
   args.option("capture", "FILE", "sim: the capture");
   args.option("feed", "ADDR:PORT", std::string("sim: ") + kFeedOptionHelp);
@@ -100,7 +102,12 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   o.run_id = args.get("run-id");
   o.commit = args.get("commit");
   o.expected_orders = args.get_u64("expected-orders");
-  o.latency_log = !args.flag_set("no-latency-log");
+  o.latency_histogram = args.flag_set("latency-histogram");
+  if (o.latency_histogram && args.flag_set("no-latency-log"))
+    args.fail("--latency-histogram records the stage times; --no-latency-log takes no stamps: choose one");
+  if (o.latency_histogram && args.has("latency-format"))
+    args.fail("--latency-format is the per-message log's; --latency-histogram writes none");
+  o.latency_log = !args.flag_set("no-latency-log") && !o.latency_histogram;
   try {
     o.stamps = parse_stamps(args.get("stamps"));
   } catch (const std::invalid_argument& e) {

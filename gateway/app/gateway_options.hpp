@@ -15,7 +15,8 @@ struct GatewayOptions {
   std::string out;
   std::string run_id, commit;
   uint64_t expected_orders = 65536;
-  bool latency_log = true;
+  bool latency_log = true;         // the per-message latency log (latency.lat)
+  bool latency_histogram = false;  // per-stage histograms in gateway.json instead of the log
   uint8_t stamps = kAllStamps;  // stages to stamp (pipeline/stamps.hpp)
   LatencyFormat latency_format = LatencyFormat::kCompact;
   bool progress = false;

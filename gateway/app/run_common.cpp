@@ -26,6 +26,7 @@ RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::
     id.clock_line = clock.line();
     logs.latency = std::make_unique<LatencyLog>(o.out + "/latency.lat", o.latency_format, id, expected_records);
   }
+  if (o.latency_histogram) logs.histograms = std::make_unique<StageHistograms>(stages);
   logs.bbo = std::make_unique<BboLog>(o.out + "/bbo.bbo", logfmt::Kind::kBbo,
                                       LogIdentity{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit},
                                       reservation_for(expected_records, sizeof(logfmt::BboRecord)));
@@ -79,6 +80,12 @@ void write_clock_json(JsonWriter& j, const StageClock& clock, double overhead_ns
   j.field("offset_from_monotonic_ns_at_end", offset_from_monotonic_ns(clock));
   j.field("offset_measured_at_ns", measured_at).field("anchor_ns", clock.anchor_ns());
   j.end_object();
+}
+
+void write_histograms_json(JsonWriter& j, const RunLogs& logs, const StageClock& clock) {
+  if (!logs.histograms) return;
+  j.key("latency_histogram");
+  logs.histograms->write_json(j, clock.ticks_per_ns());
 }
 
 void write_logs_json(JsonWriter& j, const RunLogs& logs) {

@@ -6,6 +6,7 @@
 
 #include "app/gateway_options.hpp"
 #include "log/mmap_log.hpp"
+#include "log/stage_histograms.hpp"
 #include "util/json_writer.hpp"
 #include "util/stage_clock.hpp"
 #include "util/thread_noise.hpp"
@@ -13,7 +14,8 @@
 namespace itchbench {
 
 struct RunLogs {
-  std::unique_ptr<LatencyLog> latency;  // null with --no-latency-log
+  std::unique_ptr<LatencyLog> latency;  // null with --no-latency-log or --latency-histogram
+  std::unique_ptr<StageHistograms> histograms;  // with --latency-histogram
   std::unique_ptr<BboLog> bbo;
   void close();
 };
@@ -40,6 +42,8 @@ struct Grant {
 };
 void write_grant(JsonWriter& j, const char* name, const Grant& g, int value);
 void write_logs_json(JsonWriter& j, const RunLogs& logs);
+// "latency_histogram", when the run counted its stage times in histograms.
+void write_histograms_json(JsonWriter& j, const RunLogs& logs, const StageClock& clock);
 // "noise": each live thread's switches, faults, migrations, policy and affinity, and the process's totals.
 void write_noise_json(JsonWriter& j, const NoiseSnapshot& noise);
 

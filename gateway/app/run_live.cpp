@@ -75,9 +75,9 @@ int run_live(const GatewayOptions& o) {
     kafka = std::make_unique<KafkaPublisher>(ko);
   }
   BboFanOut fan_out(publisher, ring.get(), mqtt.get(), kafka.get());
-  Gateway<BboFanOut> gw(book, clock, logs.latency.get(), logs.bbo.get(), fan_out);
+  Gateway<BboFanOut> gw(book, clock, logs.latency.get(), logs.bbo.get(), fan_out, logs.histograms.get());
   const double overhead = timer_overhead_ns(clock);
-  const bool timed = o.latency_log;
+  const bool timed = o.latency_log || o.latency_histogram;
 
   std::unique_ptr<UdpSource> udp_source;
   std::unique_ptr<XdpSource> xdp_source;
@@ -264,6 +264,7 @@ int run_live(const GatewayOptions& o) {
   write_grant(j, "publisher_cpu", pub_pin, o.publisher_cpu);
   j.end_object();
   write_logs_json(j, logs);
+  write_histograms_json(j, logs, clock);
   write_noise_json(j, noise);
   // What the kernel lets real-time threads use of each period (kernel.sched_rt_runtime_us, -1: unlimited).
   j.key("rt_throttling").begin_object();

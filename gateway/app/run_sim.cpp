@@ -33,11 +33,11 @@ int run_sim(const GatewayOptions& o) {
                                o.stamps, expected_records);
   OrderBook book(o.expected_orders);
   NullPublisher publisher;
-  Gateway<NullPublisher> gw(book, clock, logs.latency.get(), logs.bbo.get(), publisher);
+  Gateway<NullPublisher> gw(book, clock, logs.latency.get(), logs.bbo.get(), publisher, logs.histograms.get());
   const double overhead = timer_overhead_ns(clock);
-  // Without a latency log no stage is stamped, so no receive stamp either.
-  const bool timed = o.latency_log && (o.stamps & kStampRead);
-  const bool recorded = o.latency_log;
+  // Unrecorded (neither the log nor histograms) no stage is stamped, so no receive stamp either.
+  const bool recorded = o.latency_log || o.latency_histogram;
+  const bool timed = recorded && (o.stamps & kStampRead);
   static constexpr logfmt::Arrival kUnrecorded{};
 
   uint64_t datagrams = 0;
@@ -77,6 +77,7 @@ int run_sim(const GatewayOptions& o) {
   write_sequence_json(j, gw.framer().sequence().counters());
   write_pipeline_counters(j, gw, book);
   write_logs_json(j, logs);
+  write_histograms_json(j, logs, clock);
   write_noise_json(j, noise);
   j.end_object();
   write_file_atomically(o.out + "/gateway.json", j.str());

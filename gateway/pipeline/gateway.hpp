@@ -3,8 +3,9 @@
 // A source hands over either a UDP payload (on_datagram: MoldUDP64 framing
 // and sequence tracking) or one already-sequenced message (on_message: a
 // binary ITCH file, a serial line). Every message gets a latency record with
-// its stage stamps; every BBO change becomes one BboEvent, recorded to the
-// BBO log and handed to the publisher, whose return is the last stage stamp.
+// its stage stamps (or its stage times counted in histograms); every BBO
+// change becomes one BboEvent, recorded to the BBO log and handed to the
+// publisher, whose return is the last stage stamp.
 //
 // Publisher: any type with `void publish(const BboEvent&)`.
 #pragma once
@@ -15,6 +16,7 @@
 #include "book/order_book.hpp"
 #include "log/latency_log.hpp"
 #include "log/mmap_log.hpp"
+#include "log/stage_histograms.hpp"
 #include "pipeline/decode_counters.hpp"
 #include "pipeline/mold_framer.hpp"
 #include "protocol/book_op.hpp"
@@ -46,15 +48,17 @@ struct NullPublisher {
 template <class Publisher>
 class Gateway {
  public:
-  // latency and bbo_log may be null (not recorded). The stages stamped are
-  // the latency log's (its header's `stages`).
-  Gateway(OrderBook& book, const StageClock& clock, LatencyLog* latency, BboLog* bbo_log, Publisher& publisher)
+  // latency, bbo_log and histograms may be null (not recorded); a run has at most one of the latency log and
+  // the histograms. The stages stamped are that recorder's (the log header's `stages`).
+  Gateway(OrderBook& book, const StageClock& clock, LatencyLog* latency, BboLog* bbo_log, Publisher& publisher,
+          StageHistograms* histograms = nullptr)
       : book_(book),
         clock_(clock),
         latency_(latency),
+        histograms_(latency ? nullptr : histograms),
         bbo_log_(bbo_log),
         publisher_(publisher),
-        stages_(latency ? latency->stages() : 0) {}
+        stages_(latency ? latency->stages() : histograms ? histograms->stages() : 0) {}
 
   void on_datagram(const uint8_t* data, size_t len, const logfmt::Arrival& arrival) {
     framer_.on_datagram(
@@ -74,12 +78,14 @@ class Gateway {
   // Not inlined into sources: `itchbench compare` and `bisect` count its instructions by name (callgrind).
   __attribute__((noinline))
   void on_message(uint64_t seq, const uint8_t* msg, size_t len, const logfmt::Arrival& arrival) {
-    // Two instantiations: without a latency log no stamp is taken and no record is built (a branch per
+    // An instantiation per recorder: unrecorded, no stamp is taken and no record is built (a branch per
     // message here, none inside).
     if (latency_)
-      process<true>(seq, msg, len, arrival);
+      process<Recorder::kLog>(seq, msg, len, arrival);
+    else if (histograms_)
+      process<Recorder::kHistograms>(seq, msg, len, arrival);
     else
-      process<false>(seq, msg, len, arrival);
+      process<Recorder::kNone>(seq, msg, len, arrival);
   }
 
   const MoldFramer& framer() const { return framer_; }
@@ -89,14 +95,17 @@ class Gateway {
   // The stage-clock reads on_message took (the source's receive stamps are the source's to count): a stamp is
   // taken at each recorded stage a message reaches, and a read is what a stamp costs (recording_cost.py).
   uint64_t clock_reads() const {
-    if (!latency_) return 0;
+    if (!stages_) return 0;
     const uint64_t per_accepted = (stages_ & logfmt::kStageDecoded ? 1 : 0) + (stages_ & logfmt::kStageBook ? 1 : 0);
     return per_accepted * decode_.messages() + (stages_ & logfmt::kStagePublished ? bbo_events_ : 0);
   }
 
  private:
-  template <bool kTimed>
+  enum class Recorder { kNone, kLog, kHistograms };
+
+  template <Recorder kRecorder>
   void process(uint64_t seq, const uint8_t* msg, size_t len, const logfmt::Arrival& arrival) {
+    constexpr bool kTimed = kRecorder != Recorder::kNone;
     // Sources hand over messages in sequence order; a jump means some were lost.
     if (__builtin_expect(seq != last_seq_ + 1, 0) && last_seq_ != 0) bbo_flags_ = logfmt::kBookMayBeStale;
     last_seq_ = seq;
@@ -120,7 +129,7 @@ class Gateway {
       bbo_flags_ = logfmt::kBookMayBeStale;
       if constexpr (kTimed) {
         r.flags = logfmt::kRejected;
-        latency_->append(r);
+        record<kRecorder>(r);
       }
       return;
     }
@@ -149,7 +158,13 @@ class Gateway {
         r.flags |= logfmt::kBboEvent;
       }
     }
-    if constexpr (kTimed) latency_->append(r);
+    if constexpr (kTimed) record<kRecorder>(r);
+  }
+
+  template <Recorder kRecorder>
+  void record(const MessageLatency& r) {
+    if constexpr (kRecorder == Recorder::kLog) latency_->append(r);
+    if constexpr (kRecorder == Recorder::kHistograms) histograms_->add(r);
   }
 
   // Decode, count and apply one message. Inlined into process(): as a function of its own (which let callgrind
@@ -190,6 +205,7 @@ class Gateway {
   OrderBook& book_;
   const StageClock& clock_;
   LatencyLog* latency_;
+  StageHistograms* histograms_;
   BboLog* bbo_log_;
   Publisher& publisher_;
   MoldFramer framer_;

@@ -123,6 +123,34 @@ def test_the_gateway_counts_the_clock_reads_its_stamps_took(tool, tmp_path, sour
     assert 1 < clock["timer_overhead_ns"] < 1000  # fractions of a ns: measured in ticks
 
 
+def test_histograms_count_every_stage_time_the_log_would_hold(tool, tmp_path):
+    """--latency-histogram: no per-message log, each stage's time counted once for each message the log records it
+    for (its counts set against a log run of the same capture), ordered percentiles, the same clock reads."""
+    fx = next(f for f in FIXTURES if f.name == "nasdaq-day-sample")
+    runs = {}
+    for name, flags in (("log", []), ("histograms", ["--latency-histogram"])):
+        out = tmp_path / name
+        out.mkdir()
+        done = tool("itch-gateway", "--source", "sim", "--capture", fx.path, "--out", out, *flags)
+        assert done.returncode == 0, done.stderr
+        runs[name] = out
+    assert not (runs["histograms"] / "latency.lat").exists()
+    rec = logs.read_latency(runs["log"] / "latency.lat").records
+    report = json.loads((runs["histograms"] / "gateway.json").read_text())
+    hist = report["latency_histogram"]
+    both = lambda a, b: int(np.count_nonzero((rec[a] != 0) & (rec[b] != 0)))  # noqa: E731
+    assert {k: v["count"] for k, v in hist.items() if isinstance(v, dict)} == {
+        "parse": both("t_read", "t_decoded"), "book": both("t_decoded", "t_book"),
+        "publish": both("t_book", "t_published"), "receive_to_book": both("t_read", "t_book"),
+        "receive_to_published": both("t_read", "t_published")}
+    assert hist["publish"]["count"] == fx.golden["bbo_events"] and hist["backwards"] == 0
+    for stage in ("parse", "book", "publish", "receive_to_book", "receive_to_published"):
+        h = hist[stage]
+        assert 0 < h["p50"] <= h["p90"] <= h["p99"] <= h["p999"] <= h["p9999"] <= h["max"], (stage, h)
+    assert report["clock"]["stage_reads"] == json.loads((runs["log"] / "gateway.json").read_text())["clock"][
+        "stage_reads"]
+
+
 def test_one_stamp_makes_a_report_that_says_it_has_no_stage(tmp_path):
     """The book's stamp alone is no interval: a log of that one stage, and a report that says so instead of empty tables
     (it once failed building a hop table from a chain of one stamp)."""

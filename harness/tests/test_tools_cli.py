@@ -66,6 +66,8 @@ def tool_output(tool, tmp_path, *args) -> Path:
     ("itch-inspect", ["--feed", "nonsense"], "expected ADDR:PORT"),
     ("pcap-feed", [], "--out is required"),
     ("itch-gateway", ["--source", "sim", "--latency-format", "tiny"], "--latency-format must be compact or wide"),
+    ("itch-gateway", ["--source", "sim", "--latency-histogram", "--no-latency-log"], "choose one"),
+    ("itch-gateway", ["--source", "sim", "--latency-histogram", "--latency-format", "wide"], "writes none"),
 ])
 def test_feed_and_stamps_options_refuse_bad_values(tool, tmp_path, name, args, message):
     fx = paths.fixtures_dir() / "seed-workload.pcap"
