@@ -4,13 +4,13 @@ by round on the same capture, the hot thread pinned, measured two ways.
 
     .venv/bin/python harness/benchmarks/recording_cost.py FILE [--rounds 9] [--cpu 1] \\
         [--stamps all] [--variant 'wide=--latency-format wide'] [--gateway base=PATH] \\
-        [--mode settled|as-users-run|both] [--out-parent DIR] [--json FILE]
+        [--relative-to LABEL] [--mode settled|as-users-run|both] [--out-parent DIR] [--json FILE]
 
 Variants: each `--stamps S` is the gateway's `--stamps S`; each `--variant
 LABEL=FLAGS` adds FLAGS to the gateway's command line (default: `--stamps
 all`). Each `--gateway LABEL=PATH` is another build run with every variant
-its flags make sense for (`--latency-format` is left out for a build that
-does not know it); every gateway also runs unrecorded (`--no-latency-log`),
+its flags make sense for (a variant is left out for a build whose --help
+does not name every option it gives); every gateway also runs unrecorded (`--no-latency-log`),
 and a variant's cost is its ns a message minus its own gateway's unrecorded
 run of the same round.
 
@@ -35,13 +35,17 @@ involuntary switches). For a build that counts its stage-clock reads
 least those reads cost a message: reads a message times one read back to
 back (`clock.timer_overhead_ns`). Amid the pipeline a read costs more; what
 recording costs beyond that floor is the record, its bytes and the reads'
-extra cost where they meet the book's memory traffic.
+extra cost where they meet the book's memory traffic. `--relative-to LABEL`
+sets each recorded variant against another round by round: with a variant
+of `--latency-histogram` (per-stage histograms of the same stamps, no
+per-message record), what the per-message log costs beyond a histogram.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -89,6 +93,9 @@ def main() -> int:
                    help="a recorded variant: the gateway's flags (e.g. 'wide=--latency-format wide'); repeat")
     p.add_argument("--gateway", action="append", default=[], metavar="LABEL=PATH",
                    help="another itch-gateway build to run every variant with (default: this build only)")
+    p.add_argument("--relative-to", default=None, metavar="LABEL",
+                   help="also give each recorded variant's cost over this variant's, round by round (e.g. a "
+                        "histogram variant: what the per-message log costs beyond a histogram of the same stamps)")
     p.add_argument("--mode", choices=(*MODES, "both"), default="both")
     p.add_argument("--out-parent", type=Path, default=None,
                    help="where the run directories go (default: settled $TMPDIR, as-users-run build/recording-cost)")
@@ -110,6 +117,9 @@ def main() -> int:
     recorded = [(f"stamps {s}", ("--stamps", s)) for s in args.stamps]
     recorded += [(label, tuple(flags.split())) for label, flags in (_pair(v, "--variant") for v in args.variant)]
     variants = _variants(gateways, recorded or [("stamps all", ("--stamps", "all"))])
+    if args.relative_to is not None and not any(v.recorded and v.label == args.relative_to for v in variants):
+        raise SystemExit(f"recording_cost: --relative-to {args.relative_to}: no recorded variant has that label "
+                         f"(labels: {', '.join(sorted({v.label for v in variants if v.recorded}))})")
     modes = MODES if args.mode == "both" else (args.mode,)
     parents = {"settled": args.out_parent, "as-users-run": args.out_parent or paths.build_dir() / "recording-cost"}
     print(f"capture {args.capture.name}, {'hot thread on CPU %d' % args.cpu if args.cpu is not None else 'not pinned'}"
@@ -141,6 +151,12 @@ def main() -> int:
                     line += (f", of which the stamps' {statistics.median(m.reads for m in mine):.2f} clock reads a "
                              f"message take at least {statistics.median(floors):.1f} ns "
                              f"({statistics.median(m.read_ns for m in mine):.1f} ns each, back to back)")
+                ref = next((u for u in variants if u.gateway == v.gateway and u.recorded
+                            and u.label == args.relative_to), None)
+                if ref is not None and ref is not v:
+                    over = [a.ns - b.ns for a, b in zip(mine, got[(mode, ref)])]
+                    line += (f", {statistics.median(over):+.1f} ns a message over {ref.label} "
+                             f"({min(over):+.1f} to {max(over):+.1f})")
             line += (f"; steal {100 * statistics.median(m.steal_share for m in mine):.1f} %, hot thread "
                      f"{statistics.median(m.involuntary for m in mine):.0f} involuntary switches")
             print(line)
@@ -167,15 +183,15 @@ def _variants(gateways: dict[str, Path], recorded: list[tuple[str, tuple[str, ..
     out = []
     for g, path in gateways.items():
         out.append(Variant("off", g, ("--no-latency-log",), False))
-        known = _knows_latency_format(path)
-        out += [Variant(label, g, flags, True) for label, flags in recorded
-                if known or "--latency-format" not in flags]
+        help_text = subprocess.run([str(path), "--help"], capture_output=True, text=True).stdout
+        out += [Variant(label, g, flags, True) for label, flags in recorded if _knows(help_text, flags)]
     return out
 
 
-def _knows_latency_format(gateway: Path) -> bool:
-    """Builds before compact logs (version 5) have no --latency-format: they write version 4 and take none."""
-    return "--latency-format" in subprocess.run([str(gateway), "--help"], capture_output=True, text=True).stdout
+def _knows(help_text: str, flags: tuple[str, ...]) -> bool:
+    """Whether a build's --help names every option of flags: an older build lacks the newer ones
+    (--latency-format came with compact logs, --latency-histogram after), and its runs leave such variants out."""
+    return all(re.search(rf"{re.escape(f.split('=')[0])}\b", help_text) for f in flags if f.startswith("--"))
 
 
 def _name(v: Variant) -> str:

@@ -42,7 +42,13 @@ def test_the_document_shows_what_the_benchmarks_measured(tmp_path):
     assert f"| ≥ {reads * each:.1f} ({reads:.2f} × {each:.1f}) |" in row, row
     rows = [line for line in text.splitlines() if line.startswith("| ") and ("| settled |" in line
                                                                             or "| as-users-run |" in line)]
-    assert len(rows) == 2 * 2 * 4  # two files, two ways of measuring, unrecorded and three variants
+    assert len(rows) == 2 * 2 * 5  # two files, two ways of measuring, unrecorded and four variants
+    # The log against histograms of the same stamps: the per-round differences of the two variants' runs.
+    hist = next(r for r in recording["runs"] if r["mode"] == "settled" and r["variant"] == "every stamp, histograms")
+    over = [a - b for a, b in zip(every["ns"], hist["ns"])]
+    line = next(ln for ln in text.splitlines() if ln.startswith("- nasdaq-day-3000-seed1.itch, settled: "))
+    assert line == (f"- nasdaq-day-3000-seed1.itch, settled: {statistics.median(over):+.1f} "
+                    f"({min(over):+.1f}–{max(over):+.1f}) ns a message")
 
 
 def test_without_a_peer_the_document_says_so(tmp_path):

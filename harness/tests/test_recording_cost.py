@@ -64,17 +64,19 @@ def test_summary_is_the_median_of_per_round_differences_in_both_modes(tmp_path):
 
 
 def test_a_build_without_an_option_runs_only_the_variants_it_knows(tmp_path):
-    """An older build: a script that answers --help without --latency-format and runs as the gateway otherwise."""
+    """An older build: a script whose --help names --stamps alone (no --latency-format, no --latency-histogram)
+    and runs as the gateway otherwise."""
     old = tmp_path / "old-gateway"
-    old.write_text(f"#!/bin/sh\nif [ \"$1\" = --help ]; then echo 'usage: itch-gateway'; exit 0; fi\n"
+    old.write_text(f"#!/bin/sh\nif [ \"$1\" = --help ]; then echo 'usage: itch-gateway [--stamps LIST]'; exit 0; fi\n"
                    f"exec {paths.tool('itch-gateway')} \"$@\"\n")
     old.chmod(0o755)
     out = subprocess.run([sys.executable, str(SCRIPT), str(FIXTURE), "--rounds", "1", "--mode", "settled",
-                          "--variant", "wide=--latency-format wide", "--stamps", "all", "--gateway", f"old={old}"],
+                          "--variant", "wide=--latency-format wide", "--variant", "histograms=--latency-histogram",
+                          "--stamps", "all", "--gateway", f"old={old}"],
                          capture_output=True, text=True, check=True).stdout
     (only,) = _rounds(out)["settled"]
-    assert set(only) == {"head:no latency log", "head:wide", "head:stamps all", "old:no latency log",
-                         "old:stamps all"}
+    assert set(only) == {"head:no latency log", "head:wide", "head:histograms", "head:stamps all",
+                         "old:no latency log", "old:stamps all"}
 
 
 def test_a_stamp_set_the_gateway_refuses_stops_the_run(tmp_path: Path):
@@ -82,3 +84,19 @@ def test_a_stamp_set_the_gateway_refuses_stops_the_run(tmp_path: Path):
                           capture_output=True, text=True)
     assert proc.returncode != 0
     assert "sometimes" in proc.stderr and "exited with 2" in proc.stderr
+
+
+def test_relative_to_sets_each_variant_against_another_round_by_round():
+    out = subprocess.run([sys.executable, str(SCRIPT), str(FIXTURE), "--rounds", "3", "--mode", "settled",
+                          "--stamps", "all", "--variant", "histograms=--latency-histogram",
+                          "--relative-to", "histograms"], capture_output=True, text=True, check=True).stdout
+    rounds = _rounds(out)["settled"]
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("head:stamps all "))
+    got = float(re.search(r"([+-]\d+\.\d) ns a message over histograms", line).group(1))
+    over = [r["head:stamps all"] - r["head:histograms"] for r in rounds]
+    assert abs(got - statistics.median(over)) <= 0.15, line
+    hist = next(ln for ln in out.splitlines() if ln.strip().startswith("head:histograms "))
+    assert "over histograms" not in hist  # not against itself
+    refused = subprocess.run([sys.executable, str(SCRIPT), str(FIXTURE), "--relative-to", "nothing"],
+                             capture_output=True, text=True)
+    assert refused.returncode != 0 and "no recorded variant has that label" in refused.stderr

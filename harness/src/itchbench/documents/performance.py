@@ -25,7 +25,10 @@ from ..runs import environment
 # The files measured: profile, share of --messages, seed.
 WORKLOADS = (("nasdaq-day", 1.0, 1), ("deep-book", 0.6, 1))
 RECORDING_VARIANTS = (("every stamp", "--stamps all"), ("book stamp only", "--stamps book"),
-                      ("every stamp, wide records", "--stamps all --latency-format wide"))
+                      ("every stamp, wide records", "--stamps all --latency-format wide"),
+                      ("every stamp, histograms", "--stamps all --latency-histogram"))
+# The per-message log set against per-stage histograms of the same stamps: what exactness costs beyond them.
+LOG_AGAINST_HISTOGRAMS = ("every stamp", "every stamp, histograms")
 
 
 @dataclass
@@ -170,6 +173,15 @@ def render(m: dict[str, Any], command: str) -> str:
                 f"{_median_range(run['ns'], '.1f')} | {cost} | {'—' if run is base else _clock_floor(run)} | "
                 f"{100 * statistics.median(run['steal_share']):.1f} % | "
                 f"{statistics.median(run['involuntary_switches']):.0f} |")
+    lines += ["", "The per-message log against histograms of the same stamps (`--latency-histogram`: each stage's "
+              "time counted, percentiles within 1/64, no per-message record), round by round:", ""]
+    for rec in m["recording"]:
+        for mode in ("settled", "as-users-run"):
+            log, hist = (next((r for r in rec["runs"] if r["mode"] == mode and r["gateway"] == "head"
+                               and r["variant"] == label), None) for label in LOG_AGAINST_HISTOGRAMS)
+            if log and hist:
+                over = _median_range([a - b for a, b in zip(log["ns"], hist["ns"])], "+.1f")
+                lines.append(f"- {rec['capture']}, {mode}: {over} ns a message")
     lines += [
         "",
         "Where the time goes: a stage stamp is one TSC read, whose cost depends on the CPU (book_bench",
