@@ -3,6 +3,7 @@ real TCP subscribers, reconciliation, teardown."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from itchbench.captures.digest import sim_bbo
 from itchbench.runs import runner
 
 from live_helpers import config, leftover_processes, make_capture, summary_of
+from pcap_edit import record_offsets
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 
@@ -212,3 +214,37 @@ def test_busy_poll_receive_loop(short_day, tmp_path):
     assert s["gateway"]["udp"]["busy_poll"] is True
     assert s["gateway"]["stop_reason"] == "end of session"
     assert s["bbo"]["digest"] == sim_bbo(short_day)[0]
+
+
+def test_a_live_udp_run_counts_its_stage_times_in_histograms(tool, tmp_path):
+    """itch-gateway --latency-histogram on the UDP source, fed by udp-replay on loopback: no per-message log, and
+    each message's times counted once, the kernel's receive stamp (wakeup) included."""
+    from itchbench import paths
+    from itchbench.captures import fixtures
+
+    fx = next(f for f in fixtures.load_manifest() if f.name == "nasdaq-day-sample")
+    out = tmp_path / "gw"
+    out.mkdir()
+    gw = subprocess.Popen([str(paths.tool("itch-gateway")), "--source", "udp", "--port", "0", "--out", str(out),
+                           "--latency-histogram", "--idle-exit-ms", "5000"], stdout=subprocess.PIPE, text=True)
+    try:
+        listening = gw.stdout.readline().split()
+        assert listening[0] == "LISTENING", listening
+        port = next(w.split("=")[1] for w in listening if w.startswith("udp="))
+        assert gw.stdout.readline().strip() == "READY"
+        sent = tool("udp-replay", fx.path, "--port", port, "--rate", "pps", "--pps", "20000")
+        assert sent.returncode == 0, sent.stderr
+        assert gw.wait(timeout=60) == 0
+    finally:
+        if gw.poll() is None:
+            gw.kill()
+    assert not (out / "latency.lat").exists()
+    report = json.loads((out / "gateway.json").read_text())
+    hist = report["latency_histogram"]
+    datagrams = len(record_offsets(fx.path.read_bytes()))  # the capture's records, counted from its bytes
+    assert report["stop_reason"] == "end of session" and report["udp"]["kernel_timestamps"] == datagrams
+    # 8,000 messages, each datagram's with its kernel stamp; publish times for the golden count of BBO events.
+    for stage in ("wakeup", "parse", "book", "receive_to_book"):
+        assert hist[stage]["count"] == 8000, (stage, hist[stage])
+    assert hist["publish"]["count"] == hist["receive_to_published"]["count"] == fx.golden["bbo_events"]
+    assert hist["backwards"] == 0
