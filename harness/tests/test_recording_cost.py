@@ -100,3 +100,13 @@ def test_relative_to_sets_each_variant_against_another_round_by_round():
     refused = subprocess.run([sys.executable, str(SCRIPT), str(FIXTURE), "--relative-to", "nothing"],
                              capture_output=True, text=True)
     assert refused.returncode != 0 and "no recorded variant has that label" in refused.stderr
+
+
+def test_a_gateway_label_already_taken_is_refused(tmp_path: Path):
+    """`head` is this build: another build under that label used to replace it without a word."""
+    for label in ("head", "old"):
+        args = ["--gateway", f"old={paths.tool('itch-gateway')}"] if label == "old" else []
+        proc = subprocess.run([sys.executable, str(SCRIPT), str(FIXTURE), "--rounds", "1", *args,
+                               "--gateway", f"{label}={paths.tool('itch-gateway')}"], capture_output=True, text=True)
+        assert proc.returncode != 0 and f"--gateway {label}: that label is taken" in proc.stderr, proc.stderr
+        assert ("(head is this build)" in proc.stderr) == (label == "head")
