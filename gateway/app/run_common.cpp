@@ -82,13 +82,7 @@ void write_clock_json(JsonWriter& j, const StageClock& clock, double overhead_ns
   j.end_object();
 }
 
-void write_histograms_json(JsonWriter& j, const RunLogs& logs, const StageClock& clock) {
-  if (!logs.histograms) return;
-  j.key("latency_histogram");
-  logs.histograms->write_json(j, clock.ticks_per_ns());
-}
-
-void write_logs_json(JsonWriter& j, const RunLogs& logs) {
+void write_logs_json(JsonWriter& j, const RunLogs& logs, const StageClock& clock) {
   j.key("logs").begin_object();
   j.field("latency_records", logs.latency ? logs.latency->records() : 0);
   j.field("latency_dropped", logs.latency ? logs.latency->dropped() : 0);
@@ -104,6 +98,10 @@ void write_logs_json(JsonWriter& j, const RunLogs& logs) {
   j.field("latency_drop_reason", logs.latency ? logs.latency->drop_reason() : "");
   j.field("bbo_drop_reason", logs.bbo->drop_reason());
   j.end_object();
+  if (logs.histograms) {
+    j.key("latency_histogram");
+    logs.histograms->write_json(j, clock.ticks_per_ns());
+  }
 }
 
 void write_noise_json(JsonWriter& j, const NoiseSnapshot& noise) {

@@ -31,7 +31,7 @@ RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::
 // of the run includes it.
 double timer_overhead_ns(const StageClock& clock);
 
-// "clock" and "logs" objects. stage_reads: the stage-clock reads the run's hot path took, where the run counts
+// The "clock" object. stage_reads: the stage-clock reads the run's hot path took, where the run counts
 // them exactly (simulation); negative: not counted, left out.
 void write_clock_json(JsonWriter& j, const StageClock& clock, double overhead_ns, int64_t stage_reads = -1);
 
@@ -41,9 +41,8 @@ struct Grant {
   std::string error;  // empty: granted
 };
 void write_grant(JsonWriter& j, const char* name, const Grant& g, int value);
-void write_logs_json(JsonWriter& j, const RunLogs& logs);
-// "latency_histogram", when the run counted its stage times in histograms.
-void write_histograms_json(JsonWriter& j, const RunLogs& logs, const StageClock& clock);
+// "logs", and "latency_histogram" when the run counted its stage times in histograms (in ns, by clock).
+void write_logs_json(JsonWriter& j, const RunLogs& logs, const StageClock& clock);
 // "noise": each live thread's switches, faults, migrations, policy and affinity, and the process's totals.
 void write_noise_json(JsonWriter& j, const NoiseSnapshot& noise);
 

@@ -263,8 +263,7 @@ int run_live(const GatewayOptions& o) {
   Grant pub_pin{o.publisher_cpu >= 0, publisher.pin_error()};
   write_grant(j, "publisher_cpu", pub_pin, o.publisher_cpu);
   j.end_object();
-  write_logs_json(j, logs);
-  write_histograms_json(j, logs, clock);
+  write_logs_json(j, logs, clock);
   write_noise_json(j, noise);
   // What the kernel lets real-time threads use of each period (kernel.sched_rt_runtime_us, -1: unlimited).
   j.key("rt_throttling").begin_object();

@@ -76,8 +76,7 @@ int run_sim(const GatewayOptions& o) {
   write_mold_json(j, gw.framer().counters());
   write_sequence_json(j, gw.framer().sequence().counters());
   write_pipeline_counters(j, gw, book);
-  write_logs_json(j, logs);
-  write_histograms_json(j, logs, clock);
+  write_logs_json(j, logs, clock);
   write_noise_json(j, noise);
   j.end_object();
   write_file_atomically(o.out + "/gateway.json", j.str());
