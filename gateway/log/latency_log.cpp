@@ -1,6 +1,7 @@
 #include "log/latency_log.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 namespace itchbench {
@@ -18,13 +19,17 @@ size_t reservation_for(uint64_t expected_messages, size_t slot_size) {
   return std::min(MmapLog::kDefaultReserveBytes, bytes);
 }
 
-uint8_t checked_stages(uint8_t stages) {
-  if (!(stages & logfmt::kAllStages) || (stages & ~logfmt::kAllStages))
-    throw std::invalid_argument("a latency log records at least one stage, and only the five known (stages 0x" +
-                                std::to_string(unsigned(stages)) + ")");
+}  // namespace
+
+uint8_t checked_latency_stages(uint8_t stages) {
+  if (!(stages & logfmt::kAllStages) || (stages & ~logfmt::kAllStages)) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", unsigned(stages));
+    throw std::invalid_argument(std::string("latency records need at least one stage, and only the five known "
+                                            "(stages ") + hex + ")");
+  }
   return stages;
 }
-}  // namespace
 
 size_t LatencyLog::slot_size(LatencyFormat format, uint8_t stages) {
   return format == LatencyFormat::kCompact ? sizeof(logfmt::CompactLatencyRecord) : logfmt::latency_record_size(stages);
@@ -32,7 +37,7 @@ size_t LatencyLog::slot_size(LatencyFormat format, uint8_t stages) {
 
 LatencyLog::LatencyLog(const std::string& path, LatencyFormat format, const LogIdentity& id, uint64_t expected_messages,
                        size_t limit_bytes)
-    : log_(path, logfmt::Kind::kLatency, slot_size(format, checked_stages(id.stages)),
+    : log_(path, logfmt::Kind::kLatency, slot_size(format, checked_latency_stages(id.stages)),
            format == LatencyFormat::kCompact ? offsetof(logfmt::CompactLatencyRecord, flags)
                                              : offsetof(logfmt::LatencyRecord, flags),
            versioned(id, format), reservation_for(expected_messages, slot_size(format, id.stages)), limit_bytes),
@@ -40,8 +45,7 @@ LatencyLog::LatencyLog(const std::string& path, LatencyFormat format, const LogI
               : id.stages == kSimulationStages          ? Layout::kSimulation
               : id.stages == logfmt::kAllStages         ? Layout::kEveryStage
                                                         : Layout::kOtherStages) {
-  for (unsigned i = 0; i < logfmt::kStageCount; ++i)
-    if (id.stages >> i & 1) order_[count_++] = uint8_t(i);
+  count_ = logfmt::stage_order(id.stages, order_);
 }
 
 void LatencyLog::append_escaped(const MessageLatency& m) {

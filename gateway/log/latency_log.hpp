@@ -18,15 +18,21 @@ namespace itchbench {
 
 // One message's latency as the gateway saw it.
 struct MessageLatency {
+  // A stage's index in stamp: its logfmt::Stage bit is 1 << index.
+  enum Index : unsigned { kKernel, kRead, kDecoded, kBook, kPublished };
   uint64_t seq = 0;
   uint64_t t_origin = 0;
-  uint64_t stamp[logfmt::kStageCount] = {};  // by stage index (kernel, read, decoded, book, published); 0: none
+  uint64_t stamp[logfmt::kStageCount] = {};  // by Index; 0: not stamped
   uint16_t stock_locate = 0;
   char msg_type = 0;
   uint8_t flags = 0;  // logfmt::LatencyFlags
 };
 
 enum class LatencyFormat : uint8_t { kCompact, kWide };
+
+// stages, if it names at least one of the five logfmt::Stage bits and nothing else: what every latency recorder
+// (the log, the histograms) needs. Otherwise throws std::invalid_argument naming them.
+uint8_t checked_latency_stages(uint8_t stages);
 
 class LatencyLog {
  public:

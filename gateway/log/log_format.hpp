@@ -93,6 +93,15 @@ enum Stage : uint8_t {
 constexpr uint8_t kAllStages = 31;
 constexpr unsigned kStageCount = 5;
 
+// The stage indices (0 kernel .. 4 published) of these stages, in the order a record stores their stamps;
+// returns how many.
+inline unsigned stage_order(uint8_t stages, uint8_t (&order)[kStageCount]) {
+  unsigned count = 0;
+  for (unsigned i = 0; i < kStageCount; ++i)
+    if (stages >> i & 1) order[count++] = uint8_t(i);
+  return count;
+}
+
 // Version 3 and 4 (4: a longer header, stamps may be raw TSC ticks): this
 // head, then one u64 stamp (per header.stage_clock) for each stage in
 // header.stages, in Stage order. (Version 2, 64 bytes, held all five

@@ -1,8 +1,7 @@
 #include "log/stage_histograms.hpp"
 
 #include <cmath>
-#include <stdexcept>
-#include <string>
+#include <utility>
 
 namespace itchbench {
 
@@ -19,11 +18,7 @@ uint64_t TickHistogram::percentile(double p) const {
 }
 
 StageHistograms::StageHistograms(uint8_t stages)
-    : stages_(stages), histograms_(std::make_unique<TickHistogram[]>(kIntervals)) {
-  if (!(stages & logfmt::kAllStages) || (stages & ~logfmt::kAllStages))
-    throw std::invalid_argument("latency histograms need at least one stage, and only the five known (stages 0x" +
-                                std::to_string(unsigned(stages)) + ")");
-}
+    : stages_(checked_latency_stages(stages)), histograms_(std::make_unique<TickHistogram[]>(kIntervals)) {}
 
 const char* StageHistograms::name(Interval i) {
   switch (i) {

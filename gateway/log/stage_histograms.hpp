@@ -67,18 +67,19 @@ class StageHistograms {
  public:
   enum Interval : unsigned { kWakeup, kParse, kBook, kPublish, kReceiveToBook, kReceiveToPublished, kIntervals };
 
-  explicit StageHistograms(uint8_t stages);  // throws std::invalid_argument for no stage, as LatencyLog
+  explicit StageHistograms(uint8_t stages);  // checked_latency_stages
   uint8_t stages() const { return stages_; }
 
   void add(const MessageLatency& m) {
-    const uint64_t* t = m.stamp;  // by stage index: kernel, read, decoded, book, published
-    const uint64_t receive = t[0] ? t[0] : t[1];
-    add(kWakeup, t[0], t[1]);
-    add(kParse, t[1], t[2]);
-    add(kBook, t[2], t[3]);
-    add(kPublish, t[3], t[4]);
-    add(kReceiveToBook, receive, t[3]);
-    add(kReceiveToPublished, receive, t[4]);
+    using M = MessageLatency;
+    const uint64_t* t = m.stamp;
+    const uint64_t receive = t[M::kKernel] ? t[M::kKernel] : t[M::kRead];
+    add(kWakeup, t[M::kKernel], t[M::kRead]);
+    add(kParse, t[M::kRead], t[M::kDecoded]);
+    add(kBook, t[M::kDecoded], t[M::kBook]);
+    add(kPublish, t[M::kBook], t[M::kPublished]);
+    add(kReceiveToBook, receive, t[M::kBook]);
+    add(kReceiveToPublished, receive, t[M::kPublished]);
   }
 
   const TickHistogram& of(Interval i) const { return histograms_[i]; }

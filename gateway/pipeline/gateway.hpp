@@ -116,8 +116,8 @@ class Gateway {
     if constexpr (kTimed) {
       r.seq = seq;
       r.t_origin = arrival.t_origin;
-      r.stamp[kKernel] = arrival.t_kernel;
-      r.stamp[kRead] = arrival.t_read;
+      r.stamp[MessageLatency::kKernel] = arrival.t_kernel;
+      r.stamp[MessageLatency::kRead] = arrival.t_read;
       r.stock_locate = len >= 3 ? load_be16(msg + 1) : 0;
       r.msg_type = len ? char(msg[0]) : '\0';
       unknown_before = book_.counters().unknown_refs;
@@ -134,7 +134,7 @@ class Gateway {
       return;
     }
     if constexpr (kTimed) {
-      if (stages_ & logfmt::kStageBook) r.stamp[kBook] = clock_.now();
+      if (stages_ & logfmt::kStageBook) r.stamp[MessageLatency::kBook] = clock_.now();
       if (book_.counters().unknown_refs != unknown_before) r.flags |= logfmt::kUnknownRef;
     }
     Bbo bbo;
@@ -154,7 +154,7 @@ class Gateway {
       publisher_.publish(ev);
       ++bbo_events_;
       if constexpr (kTimed) {
-        if (stages_ & logfmt::kStagePublished) r.stamp[kPublished] = clock_.now();
+        if (stages_ & logfmt::kStagePublished) r.stamp[MessageLatency::kPublished] = clock_.now();
         r.flags |= logfmt::kBboEvent;
       }
     }
@@ -177,7 +177,7 @@ class Gateway {
     const itch::DecodeStatus st = itch::decode_book_op(msg, len, op);
     if (__builtin_expect(st != itch::DecodeStatus::kOk, 0)) return st;
     if constexpr (kTimed)
-      if (stages_ & logfmt::kStageDecoded) r.stamp[kDecoded] = clock_.now();
+      if (stages_ & logfmt::kStageDecoded) r.stamp[MessageLatency::kDecoded] = clock_.now();
     ++decode_.per_type[itch::type_index(char(msg[0]))];
     changed = apply(op, msg);
     return st;
@@ -214,9 +214,7 @@ class Gateway {
   uint64_t bbo_events_ = 0;
   uint64_t last_seq_ = 0;     // of the last message handed over
   uint8_t bbo_flags_ = 0;     // logfmt::BboFlags for every event from here on
-  const uint8_t stages_;  // the latency log's: the stages stamped
-  // Stage indices of MessageLatency::stamp.
-  enum : unsigned { kKernel, kRead, kDecoded, kBook, kPublished };
+  const uint8_t stages_;  // the latency recorder's: the stages stamped
 };
 
 }  // namespace itchbench

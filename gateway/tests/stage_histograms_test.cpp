@@ -118,3 +118,21 @@ TEST(StageHistograms, JsonGivesNsAndLeavesEmptyTimesOut) {
                               "p9999": 10.0, "max": 10.0}})");
   EXPECT_EQ(got, want) << j.str();
 }
+
+TEST(LatencyStages, EveryRecorderRefusesNoStageOrAnUnknownOneNamingTheBitsInHex) {
+  EXPECT_EQ(checked_latency_stages(logfmt::kAllStages), logfmt::kAllStages);
+  EXPECT_EQ(checked_latency_stages(logfmt::kStageBook), logfmt::kStageBook);
+  for (const auto& [stages, hex] : {std::pair<uint8_t, const char*>{0, "(stages 0x00)"}, {0x20, "(stages 0x20)"},
+                                    {0x2a, "(stages 0x2a)"}}) {
+    for (int recorder = 0; recorder < 2; ++recorder) {
+      try {
+        if (recorder == 0) StageHistograms{stages};
+        else LatencyLog("/dev/null", LatencyFormat::kCompact, LogIdentity{logfmt::StageClock::kNone,
+                                                                          logfmt::OriginClock::kNone, "", "", stages});
+        ADD_FAILURE() << "accepted stages " << hex;
+      } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find(hex), std::string::npos) << e.what();
+      }
+    }
+  }
+}

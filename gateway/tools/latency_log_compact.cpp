@@ -64,9 +64,8 @@ int main(int argc, char** argv) {
     id.stages = h.stages;
     if (h.version == 4) std::memcpy(&id.clock_line, bytes.data() + sizeof h, sizeof id.clock_line);
     LatencyLog out(out_path, LatencyFormat::kCompact, id, h.record_count);
-    unsigned order[logfmt::kStageCount], count = 0;
-    for (unsigned i = 0; i < logfmt::kStageCount; ++i)
-      if (h.stages >> i & 1) order[count++] = i;
+    uint8_t order[logfmt::kStageCount];
+    const unsigned count = logfmt::stage_order(h.stages, order);
     for (uint64_t k = 0; k < h.record_count; ++k) {
       const uint8_t* p = bytes.data() + h.header_size + k * record_size;
       logfmt::LatencyRecord r;

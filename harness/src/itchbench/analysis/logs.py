@@ -89,9 +89,14 @@ ORIGIN_CLOCKS = {0: "none", 1: "capture-epoch", 2: "sender-monotonic", 3: "itch-
 KIND_NAMES = {KIND_LATENCY: "latency", KIND_BBO: "bbo", KIND_SEND: "send", KIND_SUBSCRIBER: "subscriber"}
 
 
+def stage_indices(stages: int) -> list[int]:
+    """The indices into STAGE_STAMPS of a header's stage bits, in the order records store their stamps."""
+    return [i for i in range(len(STAGE_STAMPS)) if stages >> i & 1]
+
+
 def latency_v3_dtype(stages: int) -> np.dtype:
     """The version-3 latency record of a log whose header names these stages."""
-    return np.dtype(LATENCY_V3_HEAD + [(n, "<u8") for i, n in enumerate(STAGE_STAMPS) if stages >> i & 1])
+    return np.dtype(LATENCY_V3_HEAD + [(STAGE_STAMPS[i], "<u8") for i in stage_indices(stages)])
 
 
 # (kind, version) -> record layout: every version a reader has met stays readable. A latency log of version 3 or
@@ -260,7 +265,7 @@ def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
         "stage_clock": STAGE_CLOCKS.get(int(hdr["stage_clock"]), str(int(hdr["stage_clock"]))),
         "origin_clock": ORIGIN_CLOCKS.get(int(hdr["origin_clock"]), str(int(hdr["origin_clock"]))),
         "record_count": int(hdr["record_count"]),
-        "stages": ([n for i, n in enumerate(STAGE_STAMPS) if stages >> i & 1] if compact else
+        "stages": ([STAGE_STAMPS[i] for i in stage_indices(stages)] if compact else
                    [n for n in dtype.names if n in STAGE_STAMPS] if name == "latency" else []),
         "dropped": int(hdr["dropped"]),
         "run_id": bytes(hdr["run_id"]).rstrip(b"\0").decode("ascii", "replace"),
@@ -313,7 +318,7 @@ def decode_compact(path: Path, slots: np.ndarray, stages: int, state: CompactSta
     esc = slots.view(ESCAPE_DTYPE)[esc_pos]
     owner = np.searchsorted(msg_pos, esc_pos)
     kinds, values = esc["kind"], esc["value"]
-    stage_list = [i for i in range(len(STAGE_STAMPS)) if stages >> i & 1]
+    stage_list = stage_indices(stages)
     known = np.isin(kinds, [ESCAPE_SEQ, ESCAPE_ORIGIN, ESCAPE_BASE] + [ESCAPE_STAMP + i for i in stage_list[1:]])
     if not known.all():
         bad = int(np.flatnonzero(~known)[0])
