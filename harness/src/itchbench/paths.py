@@ -26,6 +26,7 @@ _TOOL_DIRS = {
     "latency-log-compact": "gateway",
     "itch-gateway": "gateway",
     "pcap-feed": "gateway",
+    "process-meter": "gateway",
     "bbo-shm-subscriber": "gateway",
     "bbo-mqtt-subscriber": "gateway",
     "bbo-kafka-subscriber": "gateway",

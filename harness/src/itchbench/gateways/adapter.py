@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -31,6 +32,7 @@ COLLECTOR_START_S = 10.0
 COLLECTOR_END_S = 10.0
 COLLECTOR_QUIET_S = 0.5  # a broker's collector: this long without a new line after the gateway's end
 BBO_FILE = "bbo.received"  # the collector's output in the run directory
+USAGE_FILE = "gateway-usage.json"  # process-meter's record of what the gateway's process used
 
 
 def build(c: Contract, worktree: Path, *, commit: str, build_dir: Path, log: Path) -> None:
@@ -70,7 +72,7 @@ def crashed(rc: int | None) -> bool:
 
 @dataclass
 class Started:
-    gateway: subprocess.Popen
+    gateway: subprocess.Popen  # process-meter, which runs the gateway's command and ends as it did
     collector: subprocess.Popen | None
     stdout: Path
     stderr: Path
@@ -81,8 +83,10 @@ class ContractGateway:
     """One run of one gateway through its contract."""
 
     def __init__(self, c: Contract, run_dir: Path, group: "ProcessGroup", wrap: Callable[[list[str]], list[str]],
-                 *, worktree: Path | None = None, env: dict[str, str] | None = None) -> None:
+                 *, worktree: Path | None = None, env: dict[str, str] | None = None,
+                 under: list[str] | None = None) -> None:
         self.c, self.dir, self.group, self.wrap = c, run_dir, group, wrap
+        self.under = under or []  # a tool the gateway's command runs under (callgrind), inside the meter
         self.env = env or {}
         self.worktree = worktree or c.root
         # A gateway that writes itchbench's run files writes them where the run's own are; any other gets a
@@ -91,7 +95,7 @@ class ContractGateway:
         self.out_dir.mkdir(exist_ok=True)
         self.started: Started | None = None
         self.how_it_ended = ""
-        self.max_rss_kib: int | None = None
+        self.usage_file = run_dir / USAGE_FILE
         self._on_port: Callable[[int], None] | None = None
 
     # -- start and ready ------------------------------------------------------------------------------------
@@ -147,8 +151,9 @@ class ContractGateway:
         self.group.on_close(out.close)
         self.group.on_close(err.close)
         env = {**os.environ, **self.env, **self.c.env, **_env(values)}
-        gw = self.group.start("gateway", self.wrap(["bash", "-c", cmd]), stdout=out, stderr=err, env=env,
-                              cwd=self.worktree)
+        meter = [str(paths.tool("process-meter")), "--out", str(self.usage_file), "--"]
+        gw = self.group.start("gateway", self.wrap([*meter, *self.under, "bash", "-c", cmd]), stdout=out, stderr=err,
+                              env=env, cwd=self.worktree)
         self.started = Started(gw, collector, stdout, stderr, values)
         self._on_port = on_port if self.c.subscriber_port else None
         if input_kind != "file":
@@ -250,31 +255,38 @@ class ContractGateway:
                 last, since = size(), time.monotonic()
 
     def _wait_exit(self, within_s: float, progress: Callable[[str], None] | None) -> None:
-        """Until its own exit, at most within_s; reaped with wait4 for its peak RSS. New lines of its stderr go
-        to progress as they come."""
+        """Until its own exit, at most within_s, woken by its pidfd the moment it ends. New lines of its stderr
+        go to progress as they come."""
         s = self.started
         assert s is not None
         deadline = time.monotonic() + within_s
         seen = 0
-        while s.gateway.returncode is None and time.monotonic() < deadline:
-            try:
-                pid, status, usage = os.wait4(s.gateway.pid, os.WNOHANG)
-            except ChildProcessError:  # reaped elsewhere: Popen has its status
-                s.gateway.wait()
-                break
-            if pid == s.gateway.pid:
-                s.gateway.returncode = os.waitstatus_to_exitcode(status)
-                self.max_rss_kib = int(usage.ru_maxrss)
-                break
-            if progress is not None and s.stderr.exists() and s.stderr.stat().st_size > seen:
-                with open(s.stderr, "rb") as f:
-                    f.seek(seen)
-                    chunk = f.read()
-                complete = chunk[:chunk.rfind(b"\n") + 1]
-                seen += len(complete)
-                for line in complete.decode(errors="replace").splitlines():
-                    progress(line)
-            time.sleep(0.01)
+        pidfd = os.pidfd_open(s.gateway.pid)
+        try:
+            while s.gateway.poll() is None and time.monotonic() < deadline:
+                select.select([pidfd], [], [], 0.05)
+                if progress is not None and s.stderr.exists() and s.stderr.stat().st_size > seen:
+                    with open(s.stderr, "rb") as f:
+                        f.seek(seen)
+                        chunk = f.read()
+                    complete = chunk[:chunk.rfind(b"\n") + 1]
+                    seen += len(complete)
+                    for line in complete.decode(errors="replace").splitlines():
+                        progress(line)
+        finally:
+            os.close(pidfd)
+
+    def resources(self) -> dict[str, float]:
+        """What its process used, as process-meter measured it from its own small parent: wall time from start
+        to exit, CPU time (user + system, its threads and the children it waited for), peak RSS. Empty when the
+        meter wrote nothing (it was killed)."""
+        try:
+            used = json.loads(self.usage_file.read_text())
+        except (OSError, ValueError):
+            return {}
+        return {"wall_s": used["wall_s"], "cpu_user_s": used["cpu_user_s"], "cpu_system_s": used["cpu_system_s"],
+                "cpu_s": used["cpu_user_s"] + used["cpu_system_s"], "max_rss_kib": used["max_rss_kib"],
+                "rss_floor_kib": used["rss_floor_kib"]}
 
     def stop(self, within_s: float | None = None, progress: Callable[[str], None] | None = None) -> None:
         """After the feed's end: the drain, then SIGTERM, then SIGKILL after the grace. The drain is its own exit

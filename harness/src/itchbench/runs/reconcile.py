@@ -307,6 +307,10 @@ def write_summary(run: "Run", failure: RunError | None) -> dict[str, Any]:
             summary["failure"] = {"kind": "defect", "message": f"reconciliation failed: {type(e).__name__}: {e}"}
             summary["error"] = summary["failure"]["message"]
     try:
+        _resources(run, summary)
+    except Exception as e:  # noqa: BLE001 - as above: said, never hidden
+        summary["resources_error"] = f"{type(e).__name__}: {e}"
+    try:
         bench = microbench.summarise(run.dir)
         if bench is not None:
             summary["microbench"] = bench
@@ -318,6 +322,23 @@ def write_summary(run: "Run", failure: RunError | None) -> dict[str, Any]:
     summary["verdict"] = (verdict.judge if reads_run_files(run) else verdict.judge_black_box)(summary)
     rundir.write_json(run.dir / "summary.json", summary)
     return summary
+
+
+def _resources(run: "Run", summary: dict[str, Any]) -> None:
+    """What the gateway's process used (wall, CPU, peak RSS: wait4), per message of the capture's feed, for every
+    gateway and input. A black box reading the capture itself is timed by it: its messages a second are the
+    feed's messages over its wall time from start to exit, process start-up included."""
+    used = run.extras.get("gateway_resources") or {}
+    if not used:
+        return
+    messages = int(facts_of(Path(run.values["capture"]), run.values["feed"])["messages"])
+    res = {**used, "messages": messages}
+    if messages:
+        res["cpu_ns_per_message"] = used["cpu_s"] * 1e9 / messages
+    summary["resources"] = res
+    if run.values["transport"] == "sim" and "performance" not in summary and summary.get("complete") and messages:
+        summary["performance"] = {"elapsed_s": used["wall_s"], "messages_per_s": messages / used["wall_s"],
+                                  "timed": "wall time of the gateway's process, start to exit (black box)"}
 
 
 def _sender_checks(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
