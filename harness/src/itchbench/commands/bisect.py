@@ -4,6 +4,7 @@ grew, or whose BBO stream changed."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -51,14 +52,15 @@ def run(args: argparse.Namespace) -> int:
                next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path)
     measure = None
     if args.gateway:
-        if args.metric == "instructions":
-            print("itchbench: --gateway bisects by bbo or latency: a black box has no instructions to count",
-                  file=sys.stderr)
-            return 2
         from ..commands.compare import gateway_workloads
-        workloads = gateway_workloads(args.scenario, (args.repo / args.gateway).resolve())
+        workloads = gateway_workloads(args.scenario, (args.repo / args.gateway).resolve(), say)
+        if args.metric == "instructions":  # counted on what the gateway reads itself
+            workloads = [w for w in workloads if w.values["transport"] == "sim"]
         if not workloads:
-            print("itchbench: the scenario has no configuration this gateway can take", file=sys.stderr)
+            print("itchbench: the scenario has no configuration this gateway can take"
+                  + (" from a file (--metric instructions counts the gateway reading the capture itself: "
+                     "inputs = [\"file\", …] and a transport = \"sim\" configuration)"
+                     if args.metric == "instructions" else ""), file=sys.stderr)
             return 2
         root = paths.repo_root() / "reports" / "bisect" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         measure = bisect.contract_measure(args.repo, args.gateway, args.metric, workloads[0].values, args.runs,
@@ -104,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         change = f"BBO digest {good.value} -> {first_bad.value}"
     print(f"first bad commit: {rev.commit} {rev.subject}")
     print(f"  {change}; {len(steps)} commit(s) measured")
-    print(f"  compare it: itchbench compare {rev.commit}~1 {rev.commit} --repo {args.repo}"
-          + (f" --gateway {args.gateway}" if args.gateway else ""))
+    print("  compare it: " + shlex.join(["itchbench", "compare", f"{rev.commit}~1", rev.commit, "--repo", str(args.repo),
+                                         *(["--gateway", str(args.gateway)] if args.gateway else []),
+                                         *(["--scenario", str(args.scenario)] if args.scenario else [])]))
     return 0

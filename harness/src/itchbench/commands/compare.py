@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from .. import paths
 
@@ -33,6 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--out", type=Path, help="output folder (default reports/compare/STAMP)")
     c.add_argument("--repo", type=Path, default=Path.cwd(), help="the git repository (default: the current folder)")
     c.add_argument("--no-instructions", action="store_true", help="skip the callgrind instruction counts")
+    c.add_argument("--bbo-only", action="store_true",
+                   help="judge the BBO output alone: a workload on which no speed metric could be judged is then no "
+                        "reason for exit 2")
+    c.add_argument("--allow-inconclusive", action="store_true",
+                   help="exit 0 when the only findings are INCONCLUSIVE timings (default: exit 1, as for a "
+                        "regression: the runs point at a change they do not establish)")
     c.add_argument("--gateway", type=Path, metavar="FILE",
                    help="compare a gateway brought through its contract: FILE is its itchbench.toml, relative to "
                         "--repo (e.g. itchbench.toml); each revision is built with the contract's build commands "
@@ -58,18 +64,32 @@ def _side(name: str, spec: str, repo: Path, say, benchmarks: bool, contract_rel:
     return side
 
 
-def gateway_workloads(scenario_file: Path | None, contract_file: Path) -> list[session.Workload]:
-    """A contract gateway's workloads: the scenario's (default scenarios/gateway.toml) with the gateway named,
-    those of transports it cannot take left out."""
+def gateway_workloads(scenario_file: Path | None, contract_file: Path,
+                      say: Callable[[str], None] | None = None) -> list[session.Workload]:
+    """A contract gateway's workloads: the scenario's (default scenarios/gateway.toml) with the gateway named;
+    those of inputs it does not take are left out, each said in one line."""
     from ..compare import session
     from ..gateways import contract
+    from ..runs import scenario
     c = contract.load(contract_file)
     workloads = session.scenario_workloads(scenario_file or paths.repo_root() / "scenarios" / "gateway.toml")
-    need = {"udp": "udp", "serial": "serial", "sim": "file"}
-    kept = [w for w in workloads if need[w.values["transport"]] in c.inputs]
-    for w in kept:
+    kept = []
+    for w in workloads:
+        why = scenario.input_not_taken(w.values, c)
+        if why:
+            if say:
+                say(f"skipped {w.label}: {why}")
+            continue
         w.values["gateway_file"] = str(contract_file)
+        kept.append(w)
     return kept
+
+
+def inconclusive_words(metrics: dict[str, dict[str, dict]]) -> list[str]:
+    """Each inconclusive metric: its change, interval and p, and the runs a side that would likely decide it."""
+    return [f"{label}: {name} {v['delta_pct']:+.1f} % (95 % CI of the ratio {v['ci'][0]:.2f}–{v['ci'][1]:.2f}, "
+            f"p {v['p']:.2g}; ~{v['repetitions_to_decide']} runs a side would likely decide it)"
+            for label, t in sorted(metrics.items()) for name, v in sorted(t.items()) if v["verdict"] == "inconclusive"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,8 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if args.gateway and to_run:
         # Both sides' runs name the same contract path, so their scenario hashes agree; each runs its own
         # revision's copy (Side.prepared).
-        workloads = gateway_workloads(args.scenario, (args.repo / args.gateway).resolve())
-        args.no_instructions = True  # callgrind counts the built-in gateway's functions; a black box has none
+        workloads = gateway_workloads(args.scenario, (args.repo / args.gateway).resolve(), say)
     else:
         workloads = (session.scenario_workloads(args.scenario) if args.scenario else session.default_workloads()) \
             if to_run else []
@@ -151,22 +170,37 @@ def run(args: argparse.Namespace) -> int:
                          for w, ms in groups.items())
 
     slower, faster = named(verdicts.WORSE), named(verdicts.BETTER)
+    undecided = named(verdicts.INCONCLUSIVE)
     differ = [label for label, o in outs.items() if not o["bbo"]["equal"]]
+    # A workload on which no speed metric was judged (nothing timed, too few runs, no instructions) says nothing
+    # about speed: never a pass.
+    unmeasured = sorted(label for label, t in metrics.items()
+                        if not any(v["verdict"] in verdicts.JUDGED for v in t.values()))
     dirty = any(s.revision and s.revision.dirty for s in (base, head))
+    unjudged = sorted({label for label, t in metrics.items() for v in t.values()
+                       if "cannot reach" in v.get("reason", "")})
+    few_runs = (f" (timings not judged on {', '.join(unjudged)}: too few runs a side to reach p < "
+                f"{verdicts.ALPHA}; use --repetitions {verdicts.timing_repetitions()} or more)") if unjudged else ""
     if problems:
         headline, status = "NOT COMPARABLE: " + "; ".join(p.splitlines()[0] for p in problems), 2
     elif slower or differ:
         parts = ([f"BBO OUTPUT DIFFERS on {', '.join(differ)}"] if differ else []) + \
                 ([listing(slower, 4)] if slower else [])
-        headline, status = "REGRESSION: " + "; ".join(parts), 1
+        headline, status = "REGRESSION: " + "; ".join(parts) + few_runs, 1
+    elif unmeasured and not args.bbo_only:
+        headline = (f"NOT COMPARABLE: no speed metric judged on {', '.join(unmeasured)} (BBO output SAME; "
+                    "judge the output alone with --bbo-only)" + few_runs)
+        status = 2
+    elif undecided:
+        headline = (f"INCONCLUSIVE: BBO output SAME, no regression shown; {listing(undecided, 3)} — "
+                    + "; ".join(inconclusive_words(metrics)))
+        status = 0 if args.allow_inconclusive else 1
     else:
         headline = "NO REGRESSION: BBO output SAME" + (f"; {listing(faster, 3)}" if faster else "; nothing better")
+        if args.bbo_only and unmeasured:
+            headline += f" (BBO only: no speed judged on {', '.join(unmeasured)})"
+        headline += few_runs
         status = 0
-    unjudged = sorted({label for label, t in metrics.items() for v in t.values()
-                       if "cannot reach" in v.get("reason", "")})
-    if unjudged:
-        headline += (f" (timings not judged on {', '.join(unjudged)}: too few runs a side to reach p < "
-                     f"{verdicts.ALPHA}; exact metrics only)")
     if noise:
         headline += f" (noise differed on {', '.join(noise)}: see compare.md)"
     if dirty:

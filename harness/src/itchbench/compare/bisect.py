@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import paths, rundir
 from ..captures.digest import sim_bbo
+from ..gateways import contract
 from ..runs import runner
 from . import contract_revisions, instructions, outputs, revisions, verdicts
 
@@ -53,10 +54,18 @@ def _measure(repo: Path, rev: revisions.Revision, metric: str, capture: Path, sa
 
 def contract_measure(repo: Path, contract_rel: Path, metric: str, values: dict[str, Any], runs: int, root: Path,
                      say: Callable[[str], None]) -> Callable[[revisions.Revision], Any]:
-    """How a commit of a contract gateway is measured: its worktree built, the workload run (runs times for
-    latency), and the digest of the BBO events it sent or its median wire-to-wire p50 (ns)."""
+    """How a commit of a contract gateway is measured: its worktree built, then the digest of the BBO events it
+    sent, its median wire-to-wire p50 (ns, the workload run `runs` times), or its instructions per message (exact:
+    its file command under callgrind on the workload's capture)."""
     def measure(rev: revisions.Revision) -> Any:
         prepared = contract_revisions.prepare(repo, rev, contract_rel, say)
+        if metric == "instructions":
+            try:
+                counts = instructions.contract_per_message(contract.load(prepared.contract), prepared.worktree,
+                                                           Path(values["capture"]))
+            except (instructions.InstructionError, contract.ContractError) as e:
+                raise BisectError(f"{rev.label}: {e}") from e
+            return counts["per_message"][instructions.CONTRACT_STAGE]
         p50s = []
         for _ in range(runs if metric == "latency" else 1):
             run_dir = runner.execute(values, "bisect", root=root / rev.label, echo=False, command="itchbench bisect",

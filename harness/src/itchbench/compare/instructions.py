@@ -21,6 +21,15 @@ function of its own to count: it is not reported apart.
 
 A stage whose function a revision does not have (renamed, inlined) is
 reported missing, and its verdict is "not comparable".
+
+A gateway brought through its contract that reads the capture itself
+(`file` input) is counted whole, as a black box: its command runs under
+callgrind (children traced, so through its shell's exec) on two slices of
+the capture, the first N and the first 2N records, and instructions per
+message are the difference of the two totals over the difference of their
+messages. What every run does once — loading, start-up, tear-down — cancels
+out; what is left is the cost of a message, exact for a compiled gateway
+(an interpreter's hash seed is fixed: PYTHONHASHSEED=0).
 """
 
 from __future__ import annotations
@@ -32,7 +41,12 @@ import tempfile
 from pathlib import Path
 
 from ..captures.compressed import plain_copy
+from ..captures.inspect import facts_of
+from ..gateways import adapter
+from ..gateways.contract import Contract
 from ..rundir import read_json
+from ..runs.failure import RunError
+from ..runs.procs import ProcessGroup
 
 SLICE_RECORDS = 4000
 
@@ -126,3 +140,57 @@ def per_message(gateway: Path, capture: Path, records: int = SLICE_RECORDS) -> d
     return {"messages": messages, "slice_records": records,
             "per_message": {stage: totals[stage] / messages for stage in STAGES if stage in totals},
             "missing_stages": [stage for stage in STAGES if stage not in totals]}
+
+
+CONTRACT_STAGE = "process"  # a black box's one figure: its whole process, per message
+_TOTALS = re.compile(r"^(?:summary|totals):\s*(\d+)", re.MULTILINE)
+
+
+def _callgrind_total(run_dir: Path) -> int:
+    """Instructions of every process callgrind traced in the run (one file per pid)."""
+    total = 0
+    for f in run_dir.glob("callgrind.out.*"):
+        m = _TOTALS.search(f.read_text(errors="replace"))
+        if m:
+            total += int(m.group(1))
+    return total
+
+
+def _contract_total(c: Contract, worktree: Path, piece: Path, run_dir: Path) -> int:
+    run_dir.mkdir()
+    under = ["valgrind", "--tool=callgrind", "--trace-children=yes",
+             f"--callgrind-out-file={run_dir}/callgrind.out.%p"]
+    with ProcessGroup() as group:
+        driver = adapter.ContractGateway(c, run_dir, group, lambda cmd: cmd, worktree=worktree,
+                                         env={"PYTHONHASHSEED": "0"}, under=under)
+        try:
+            driver.start("file", capture=piece, commit="callgrind")
+            driver.stop(within_s=900)
+        except FileNotFoundError:
+            raise InstructionError("valgrind is not installed (apt-get install valgrind)") from None
+        except RunError as e:
+            raise InstructionError(f"the gateway under callgrind: {e}") from e
+    total = _callgrind_total(run_dir)
+    if not total:
+        raise InstructionError(f"callgrind wrote no totals; the gateway's last output: {driver.last_output()}")
+    return total
+
+
+def contract_per_message(c: Contract, worktree: Path, capture: Path, records: int = SLICE_RECORDS) -> dict[str, object]:
+    """A contract gateway's instructions per message (its `file` command under callgrind): the marginal cost
+    between a slice of `records` records and one of twice as many."""
+    if "file" not in c.inputs:
+        raise InstructionError(f"{c.name} does not read capture files (inputs = {list(c.inputs)}): nothing to count")
+    with tempfile.TemporaryDirectory(prefix="itchbench-callgrind-") as tmp_name:
+        tmp = Path(tmp_name)
+        counted = []
+        for name, n in (("a", records), ("b", 2 * records)):  # names of one length: the same environment size
+            piece = tmp / f"slice-{name}"
+            _slice(capture, n, piece)
+            counted.append((facts_of(piece)["messages"], _contract_total(c, worktree, piece, tmp / f"run-{name}")))
+    (m1, i1), (m2, i2) = counted
+    if m2 <= m1:
+        raise InstructionError(f"{capture}: fewer than {records + 1} records, too few to tell a message's cost from "
+                               "the process's own")
+    return {"messages": [m1, m2], "slice_records": [records, 2 * records], "instructions": [i1, i2],
+            "per_message": {CONTRACT_STAGE: (i2 - i1) / (m2 - m1)}, "missing_stages": []}

@@ -14,9 +14,9 @@ import numpy as np  # noqa: E402
 
 from ..analysis import latency_pass  # noqa: E402
 from ..analysis.histogram import quantiles  # noqa: E402
-from .verdicts import BETTER, NOT_COMPARABLE, SAME, SHOWN, WORSE, words  # noqa: E402
+from .verdicts import BETTER, INCONCLUSIVE, NOT_COMPARABLE, SAME, SHOWN, WORSE, words  # noqa: E402
 
-SIGN = {BETTER: "✅ ", WORSE: "❌ ", SAME: "· ", NOT_COMPARABLE: "⚠ ", SHOWN: "· "}
+SIGN = {BETTER: "✅ ", WORSE: "❌ ", SAME: "· ", NOT_COMPARABLE: "⚠ ", SHOWN: "· ", INCONCLUSIVE: "❔ "}
 
 
 def mark(metric: str, verdict: str) -> str:
@@ -58,9 +58,12 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
     for problem in result["not_comparable"]:
         md += [f"> ⚠ not comparable: {problem}", ""]
     if result.get("black_box"):
-        md += ["Black box: gateways brought through their contract are timed wire to wire, from the sender's "
-               "stamps to the collector's; instruction counts and the stages inside them are not visible to "
-               "itchbench (docs/gateway-contract.md).", ""]
+        md += ["Black box: a gateway brought through its contract is timed from outside — wire to wire when fed "
+               "live (the sender's stamps to the collector's), by its process's wall time from start to exit when "
+               "it reads the capture itself, and on every input by its CPU time a message and peak RSS "
+               "(process-meter, wait4). Reading a file, its whole process's instructions a message are counted "
+               "exactly under callgrind. The stages inside it are not visible to itchbench "
+               "(docs/gateway-contract.md).", ""]
     for label, words in result.get("noise", {}).items():
         md += [f"> ⚠ {label}: {words}", ""]
     for label, table in result["metrics"].items():

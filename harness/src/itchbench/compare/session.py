@@ -15,6 +15,7 @@ import numpy as np
 from .. import paths, rundir
 from ..captures.fixtures import load_manifest
 from ..runs import runner, scenario
+from ..gateways import contract
 from . import contract_revisions, instructions, outputs, revisions, verdicts
 
 GENERATED_SESSION = ["--profile", "nasdaq-day", "--seed", "1", "--messages", "300000"]
@@ -145,16 +146,24 @@ def run_interleaved(sides: list[Side], workloads: list[Workload], repetitions: i
 
 
 def measure_instructions(sides: list[Side], workloads: list[Workload], say: Callable[[str], None]) -> None:
+    """Exact instructions per message on every workload the gateway reads from a file: the built-in gateway's
+    stages, or a contract gateway's whole process (its `file` command under callgrind)."""
     for w in workloads:
         if w.values["transport"] != "sim":
             continue
         for side in sides:
-            if side.gateway is None or side.problem:
+            if side.problem or (side.gateway is None and side.prepared is None):
                 continue
             say(f"  instructions: {w.label} {side.name} (callgrind)")
+            capture = Path(w.values["capture"])
             try:
-                side.instructions[w.label] = instructions.per_message(side.gateway, Path(w.values["capture"]))
-            except instructions.InstructionError as e:
+                if side.prepared is not None:
+                    c = contract.load(side.prepared.contract)
+                    side.instructions[w.label] = instructions.contract_per_message(c, side.prepared.worktree, capture)
+                else:
+                    assert side.gateway is not None
+                    side.instructions[w.label] = instructions.per_message(side.gateway, capture)
+            except (instructions.InstructionError, contract.ContractError) as e:
                 side.instructions[w.label] = {"error": str(e)}
 
 
@@ -175,14 +184,23 @@ def identity_differences(base: Side, head: Side) -> list[str]:
 
 
 def summary_metrics(run_dir: Path) -> dict[str, float]:
+    """Every figure of a run that compare judges: throughput (the built-in gateway's own, or a black box's
+    messages over its wall time when it reads the capture itself), its process's CPU time a message and peak RSS
+    (wait4, every gateway and input), wire to wire (a black box fed live), stage latencies, distribution, and
+    micro-benchmarks."""
     s = rundir.read_json(run_dir / "summary.json")
-    w2w = (s.get("wire_to_wire") or {}).get("from_intended")
-    if "performance" not in s:  # a contract gateway, black box: what the sender's stamps give
-        return {f"wire_to_wire.{p}": w2w[p] for p in PERCENTILES} if w2w else {}
-    m: dict[str, float] = {"throughput_msg_s": s["performance"]["messages_per_s"]}
-    rss = s.get("transport_details", {}).get("gateway_max_rss_kib")
+    m: dict[str, float] = {}
+    if "performance" in s:
+        m["throughput_msg_s"] = s["performance"]["messages_per_s"]
+    res = s.get("resources") or {}
+    if res.get("cpu_ns_per_message"):
+        m["cpu_ns_per_msg"] = res["cpu_ns_per_message"]
+    rss = res.get("max_rss_kib") or s.get("transport_details", {}).get("gateway_max_rss_kib")
     if rss:
         m["peak_rss_kib"] = rss
+    w2w = (s.get("wire_to_wire") or {}).get("from_intended")
+    if w2w:
+        m.update({f"wire_to_wire.{p}": w2w[p] for p in PERCENTILES})
     for stage in STAGES:
         figures = s.get("latency", {}).get("stages", {}).get(stage)
         if figures:
@@ -227,12 +245,14 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
                 table[name]["verdict"] = verdicts.SHOWN
             table[name]["words"] = verdicts.words(name, table[name]["verdict"])
         out[label] = table
-        if base.prepared is not None or head.prepared is not None:
-            continue  # a black box: no instructions to count
-        ia, ib = base.instructions.get(label, {}), head.instructions.get(label, {})
+        ia, ib = base.instructions.get(label), head.instructions.get(label)
+        if ia is None and ib is None:
+            continue  # not counted: not read from a file, or --no-instructions
+        ia, ib = ia or {}, ib or {}
         why = "; ".join(f"{side.name}: {d['error'].strip().splitlines()[-1][:200]}"
                         for side, d in ((base, ia), (head, ib)) if "error" in d)
-        for stage in instructions.STAGES:
+        black_box = base.prepared is not None or head.prepared is not None
+        for stage in (instructions.CONTRACT_STAGE,) if black_box else instructions.STAGES:
             table[f"instructions.{stage}"] = verdicts.exact(ia.get("per_message", {}).get(stage),
                                                             ib.get("per_message", {}).get(stage), why=why)
             table[f"instructions.{stage}"]["words"] = verdicts.words(f"instructions.{stage}",

@@ -1,10 +1,13 @@
 """Verdicts per metric (docs/compare.md).
 
-Timing metrics (throughput, latency, peak RSS) are noisy: a verdict needs an
-effect beyond the threshold, a Mann-Whitney p below ALPHA, and a bootstrap
-confidence interval of the ratio of medians that lies wholly outside the
-band 1 ± threshold. Instruction counts are exact: any change beyond 0.5 % is
-reported, with no repetitions needed.
+Timing metrics (throughput, latency, CPU time, peak RSS) are noisy: a verdict
+needs an effect beyond the threshold, a Mann-Whitney p below ALPHA, and a
+bootstrap confidence interval of the ratio of medians that lies wholly outside
+the band 1 ± threshold. An effect beyond the threshold that misses either of the
+other two, or a significant p with the interval outside the band while the
+effect itself is inside it, is INCONCLUSIVE — never NO CHANGE — with the
+repetitions that would likely decide it. Instruction counts are exact: any
+change beyond 0.5 % is reported, with no repetitions needed.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ INSTRUCTION_THRESHOLD = 0.005
 MIN_REPETITIONS = 3    # fewer give no bootstrap interval; exact metrics (instructions, output) need no more
 # ... which the exact two-sided Mann-Whitney test reaches only from 7 runs a side (smallest p: 2 / C(2n, n)).
 BETTER, WORSE, SAME, NOT_COMPARABLE = "faster", "slower", "unchanged", "not comparable"
+INCONCLUSIVE = "inconclusive"  # the runs point at a change that they do not establish
 SHOWN = "shown, not judged"  # the max of a run is one sample: its changes are not verdicts
 
 # What a verdict is called, by the kind of metric: instructions and memory are not time, so a step that adds
@@ -28,6 +32,8 @@ _WORDS = {"time": ("FASTER", "SLOWER", "NO CHANGE"), "instructions": ("FEWER ins
                                                                        "SAME instructions"),
           "memory": ("LESS memory", "MORE memory", "SAME memory")}
 MEMORY_METRICS = ("peak_rss_kib",)
+# Metrics that say how fast or how big: a compare that judged none of them on a workload judged no speed there.
+JUDGED = (BETTER, WORSE, SAME, INCONCLUSIVE)
 
 
 def metric_kind(metric: str) -> str:
@@ -40,6 +46,8 @@ def words(metric: str, verdict: str) -> str:
         return "NOT COMPARABLE"
     if verdict == SHOWN:
         return "SHOWN, NOT JUDGED"
+    if verdict == INCONCLUSIVE:
+        return "INCONCLUSIVE"
     better, worse, same = _WORDS[metric_kind(metric)]
     return {BETTER: better, WORSE: worse, SAME: same}[verdict]
 
@@ -68,8 +76,27 @@ def timing(base: list[float], head: list[float], *, higher_is_better: bool, thre
     if beyond and ci_outside and test.p < ALPHA:
         up = ratio > 1
         verdict = BETTER if up == higher_is_better else WORSE
-    return {**out, "ratio": ratio, "delta_pct": (ratio - 1) * 100, "ci": [lo, hi], "p": test.p,
-            "p_method": test.method, "verdict": verdict}
+    elif beyond or (ci_outside and test.p < ALPHA):
+        verdict = INCONCLUSIVE
+    result = {**out, "ratio": ratio, "delta_pct": (ratio - 1) * 100, "ci": [lo, hi], "p": test.p,
+              "p_method": test.method, "verdict": verdict}
+    if verdict == INCONCLUSIVE:
+        result["repetitions_to_decide"] = repetitions_to_decide(len(base), len(head), ratio, lo, hi, threshold)
+    return result
+
+
+def repetitions_to_decide(n_base: int, n_head: int, ratio: float, lo: float, hi: float, threshold: float) -> int:
+    """Runs a side that would likely decide an inconclusive change: the interval narrows as 1/sqrt(n), so its edge
+    nearer 1 clears the band 1 ± threshold at n · (half-width / the effect's margin beyond the band)²; never
+    fewer than the runs a side already made plus two. An effect inside the band (significant, interval outside)
+    is decided by more runs alone."""
+    n = max(n_base, n_head)
+    margin = ratio - (1 + threshold) if ratio > 1 else (1 - threshold) - ratio
+    half = ratio - lo if ratio > 1 else hi - ratio
+    need = n + 2
+    if margin > 0 and half > margin and math.isfinite(half):
+        need = max(need, math.ceil(n * (half / margin) ** 2))
+    return max(need, timing_repetitions())
 
 
 def smallest_p(n1: int, n2: int) -> float:

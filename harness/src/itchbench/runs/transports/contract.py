@@ -25,6 +25,7 @@ from ...captures.compressed import compression_of
 from ...gateways import adapter, contract
 from .. import environment
 from ..brokers import kafka, mosquitto, restarts
+from ..scenario import INPUT_OF
 from ..deadlines import sim_seconds
 from ..failure import RunError
 from . import subscribers
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from ..procs import ProcessGroup
     from ..run import Run
 
-INPUT_OF = {"udp": "udp", "serial": "serial", "sim": "file"}
 MQTT_PORT = 1883  # inside the run's own namespace: no clash with anything
 KAFKA_PORT, KAFKA_CONTROLLER_PORT = 9092, 9093
 
@@ -199,12 +199,8 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         capture = Path(run.values["capture"])
         deadline_s = sim_seconds(capture.stat().st_size, compression_of(capture) is not None)
         run.extras["deadline_s"] = round(deadline_s, 1)
-        t0 = time.monotonic()
         driver.start("file", capture=capture, **values)
         _stop(run, group, driver, deadline_s)
-        run.extras["elapsed_s"] = time.monotonic() - t0
-        if driver.max_rss_kib is not None:
-            run.extras["gateway_max_rss_kib"] = driver.max_rss_kib
     output = driver.bbo_file()
     run.extras["bbo_output"] = str(output.relative_to(run.dir) if output.is_relative_to(run.dir) else output)
 
@@ -232,4 +228,5 @@ def _stop(run: "Run", group: "ProcessGroup", driver: adapter.ContractGateway, wi
         rc = driver.started.gateway.returncode if driver.started else None
         run.extras["gateway_exit"] = rc
         run.extras["gateway_exit_described"] = adapter.describe_gateway_exit(rc)
+        run.extras["gateway_resources"] = driver.resources()
         subscribers.finish(run, group)
