@@ -40,10 +40,20 @@ def run(args: argparse.Namespace) -> int:
         raise scenario.ScenarioError(str(e)) from e
     configs = scenario.load(Path(args.scenario))
     if args.gateway:
+        # The gateway named here is run on every configuration whose input it takes; the others are skipped, each
+        # said in one line, and a scenario it can take none of is refused.
         gateway = Path(args.gateway).resolve()
+        kept = []
         for config in configs:
             config.values["gateway_file"] = str(gateway / "itchbench.toml" if gateway.is_dir() else gateway)
-            scenario.check_gateway_file(config.values, args.gateway)
+            why = scenario.input_not_taken(config.values, scenario.load_gateway_file(config.values))
+            if why:
+                print(f"skipped {config.label}: {why}", flush=True)
+            else:
+                kept.append(config)
+        if not kept:
+            raise scenario.ScenarioError(f"{args.scenario}: no configuration takes an input of {args.gateway}")
+        configs = kept
     for config in configs:  # a micro-benchmark filter that selects nothing is refused before anything runs
         try:
             microbench.planned(config.values)

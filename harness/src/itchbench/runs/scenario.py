@@ -310,17 +310,31 @@ def _matrix_keys() -> list[str]:
     return keys
 
 
-def check_gateway_file(values: dict[str, Any], origin: str) -> None:
-    """The contract file is valid and takes the scenario's transport (a bad contract is bad input, exit 2)."""
+INPUT_OF = {"udp": "udp", "serial": "serial", "sim": "file"}  # the gateway input each transport feeds
+
+
+def input_not_taken(values: dict[str, Any], c: Any) -> str:
+    """Why contract c cannot run this configuration ("" when it can): the input its transport needs."""
+    need = INPUT_OF[values["transport"]]
+    if need in c.inputs:
+        return ""
+    return f"transport {values['transport']} needs a gateway that takes {need} input; {c.path} lists {list(c.inputs)}"
+
+
+def load_gateway_file(values: dict[str, Any]) -> Any:
+    """The configuration's contract, or ScenarioError (a bad contract is bad input, exit 2)."""
     from ..gateways import contract
     try:
-        c = contract.load(values["gateway_file"])
+        return contract.load(values["gateway_file"])
     except contract.ContractError as e:
         raise ScenarioError(str(e)) from e
-    need = {"udp": "udp", "serial": "serial", "sim": "file"}[values["transport"]]
-    if need not in c.inputs:
-        raise ScenarioError(f"{origin}: transport {values['transport']} needs a gateway that takes {need} input; "
-                            f"{c.path} lists {list(c.inputs)}")
+
+
+def check_gateway_file(values: dict[str, Any], origin: str) -> None:
+    """The contract file is valid and takes the scenario's transport."""
+    why = input_not_taken(values, load_gateway_file(values))
+    if why:
+        raise ScenarioError(f"{origin}: {why}")
 
 
 def defaults(**top: Any) -> dict[str, Any]:
