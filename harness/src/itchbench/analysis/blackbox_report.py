@@ -15,6 +15,23 @@ def _us(ns: float) -> str:
     return f"{ns / 1000:,.1f}"
 
 
+def gateway_rows(under: dict[str, Any]) -> list[str]:
+    """The gateway under test as Markdown table rows: the build measured, its contract, how it was built."""
+    if not under:
+        return ["| gateway under test | not recorded |"]
+    where = f" in `{under['repository']}`" if under.get("repository") else ""
+    dirty = (f" — **dirty working tree**, diff sha256 `{under['diff_sha256'][:16]}…`" if under.get("dirty") else "")
+    rows = [f"| gateway under test | {under.get('name', '?')}, commit `{under.get('commit') or 'not in git'}`{where}"
+            f"{dirty} |"]
+    if under.get("contract"):
+        rows.append(f"| its contract | `{under['contract']}`, sha256 `{str(under.get('contract_sha256'))[:16]}…` |")
+    if under.get("build"):
+        log = under.get("build_log_sha256")
+        rows.append(f"| its build | {'; '.join(f'`{c}`' for c in under['build'])}"
+                    f"{f', output sha256 `{log[:16]}…`' if log else ''}{' (built before the run)' if under.get('prebuilt') else ''} |")
+    return rows
+
+
 def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], noise_lines: list[str]) -> Path:
     scen = manifest["scenario"]
     contract = (summary.get("gateway") or {}).get("contract") or {}
@@ -26,10 +43,9 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
     if summary.get("error"):
         md += [f"> Error: {summary['error']}", ""]
     env = manifest["environment"]
-    under = manifest.get("gateway_under_test") or {}
-    md += ["## Environment", "", "| | |", "|---|---|",
-           f"| gateway | {contract.get('name', '?')}, revision {under.get('commit', 'its working tree')} |",
-           f"| itchbench | `{env['git']['commit']}`{' (dirty)' if env['git'].get('dirty') else ''} |",
+    md += ["## Environment", "", "| | |", "|---|---|", *gateway_rows(manifest.get("gateway_under_test") or {}),
+           f"| itchbench (the harness, not measured) | `{env['git']['commit']}`"
+           f"{' (dirty)' if env['git'].get('dirty') else ''} |",
            f"| kernel | {env['kernel']} |", f"| CPU | {env['cpu_model']} × {env['cpu_count']} |", ""]
     md += noise_lines
     rec = summary.get("reconciliation") or {}
@@ -42,7 +58,8 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
                f"malformed lines {check['malformed_lines']:,}.", ""]
         if check.get("first_difference"):
             f = check["first_difference"]
-            md += [f"First difference at event {f['index']:,}:", "", f"- expected: {f['expected']}",
+            md += [f"First difference, by seq: seq {f['seq']:,} (message {f['message']}), stock {f['stock']}, "
+                   f"{f['stream']} event #{f['event']:,} ({f['kind']}):", "", f"- expected: {f['expected']}",
                    f"- got: {f['got']}", ""]
         if check.get("malformed_examples"):
             md += ["Malformed lines, first ones: " + ", ".join(f"`{x[:80]}`" for x in check["malformed_examples"]), ""]

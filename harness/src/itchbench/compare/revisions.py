@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import paths
+from ..gateways import provenance
 
 WORKTREE = "WORKTREE"
 # Identical for every revision: what is compared is the code, never the flags.
@@ -62,9 +63,7 @@ def resolve(repo: Path, spec: str) -> Revision:
         raise RevisionError(f"{repo} is not a git repository")
     if spec == WORKTREE:
         commit = git(repo, "rev-parse", "HEAD").strip()
-        diff = git(repo, "diff", "HEAD", "--binary")
-        untracked = git(repo, "ls-files", "--others", "--exclude-standard", "-z")
-        digest = hashlib.sha256(diff.encode() + untracked.encode()).hexdigest() if (diff or untracked) else ""
+        digest = provenance.tree_diff_sha256(repo)
         return Revision(spec, commit, digest, "(working tree)") if digest else Revision(spec, commit, "",
                                                                                            *_message(repo, commit))
     try:
@@ -82,7 +81,7 @@ def _message(repo: Path, commit: str) -> tuple[str, str]:
 
 
 def cache_root() -> Path:
-    return paths.repo_root() / "reports" / "cache" / "builds"
+    return paths.cache_dir() / "builds"
 
 
 def flags_hash() -> str:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ... import paths, rundir
 from ...captures.compressed import compression_of
-from ...gateways import adapter, contract
+from ...gateways import adapter, contract, provenance
 from .. import environment
 from ..brokers import kafka, mosquitto, restarts
 from ..scenario import INPUT_OF
@@ -147,10 +147,15 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
     worktree = Path(under.get("worktree") or c.root)
     run.extras["gateway_contract"] = c.describe()
     env = _built_in_binary(run)
+    if not env:  # a brought gateway: which build of it runs, on record before anything else happens
+        _record_provenance(run, c, worktree)
     if not under.get("prebuilt") and not env and c.build:
         run.say(f"  building {c.name} in {worktree}")
-        adapter.build(c, worktree, commit=str(under.get("commit") or "WORKTREE"),
-                      build_dir=run.dir / "gateway-build", log=run.dir / "build.log")
+        try:
+            adapter.build(c, worktree, commit=str(under.get("commit") or "WORKTREE"),
+                          build_dir=run.dir / "gateway-build", log=run.dir / "build.log")
+        finally:
+            _record_provenance(run, c, worktree)
     live = transport != "sim"
     brokered = [t for t in run.values["publish"] if t != "tcp"] if live else []
     if (run.values["shm_subscribers"] or brokered) and not any("itchbench_flags" in cmd
@@ -203,6 +208,18 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         _stop(run, group, driver, deadline_s)
     output = driver.bbo_file()
     run.extras["bbo_output"] = str(output.relative_to(run.dir) if output.is_relative_to(run.dir) else output)
+
+
+def _record_provenance(run: "Run", c: contract.Contract, worktree: Path) -> None:
+    """The manifest's gateway_under_test: repository, commit, diff hash, contract hash, build commands and the
+    digest of their output (this run's build.log, or compare's cached build's)."""
+    under = run.under_test
+    log = Path(under["build_log"]) if under.get("build_log") else run.dir / "build.log"
+    prov = provenance.of(c, worktree, source_repository=under.get("repository"),
+                         build_log=log if log.is_file() else None, prebuilt=bool(under.get("prebuilt")))
+    manifest = rundir.read_json(run.dir / "manifest.json")
+    manifest["gateway_under_test"] = prov
+    rundir.write_json(run.dir / "manifest.json", manifest)
 
 
 def _feed(run: "Run", group: "ProcessGroup", c: contract.Contract, driver: adapter.ContractGateway,

@@ -1,0 +1,67 @@
+"""Which build of a brought gateway ran: its repository and commit (and, for a working tree with changes, a
+hash of the diff), its contract file's hash, the build commands and a digest of their output. Recorded in every
+run's manifest (`gateway_under_test`), so that runs of two commits of a team's gateway can be told apart and a
+document names the gateway's commit as the thing measured, itchbench's own apart."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from . import contract as contract_mod
+from .contract import Contract
+
+
+def _git(repo: Path, *args: str) -> str | None:
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
+    return proc.stdout.decode(errors="replace") if proc.returncode == 0 else None
+
+
+def tree_diff_sha256(repo: Path) -> str:
+    """sha256 of the working tree's changes against HEAD (the diff, binary, and the names of untracked files);
+    "" when there are none."""
+    diff = subprocess.run(["git", "-C", str(repo), "diff", "HEAD", "--binary"], capture_output=True).stdout
+    untracked = subprocess.run(["git", "-C", str(repo), "ls-files", "--others", "--exclude-standard", "-z"],
+                               capture_output=True).stdout
+    return hashlib.sha256(diff + untracked).hexdigest() if (diff or untracked) else ""
+
+
+def file_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def of(c: Contract, worktree: Path, *, source_repository: str | Path | None = None, build_log: Path | None = None,
+       prebuilt: bool = False) -> dict[str, Any]:
+    """What identifies the build of c in worktree. source_repository: the team's repository when worktree is a
+    checkout of one of its commits (compare, bisect)."""
+    top = _git(worktree, "rev-parse", "--show-toplevel")
+    commit = _git(worktree, "rev-parse", "HEAD")
+    diff = tree_diff_sha256(worktree) if top else ""
+    values = {"commit": (commit or "").strip() or "WORKTREE", "worktree": worktree, "build_dir": "{build_dir}"}
+    return {
+        "name": c.name,
+        "repository": str(source_repository) if source_repository else (top.strip() if top else None),
+        "worktree": str(worktree),
+        "commit": commit.strip() if commit else None,  # None: not a git repository
+        "dirty": bool(diff),
+        "diff_sha256": diff,
+        "contract": str(c.path),
+        "contract_sha256": file_sha256(Path(c.path)),
+        "build": [contract_mod.fill(t, values) for t in c.build],
+        "build_log_sha256": file_sha256(build_log) if build_log else None,
+        "prebuilt": prebuilt,
+    }
+
+
+def label(under: dict[str, Any]) -> str:
+    """The gateway's build in a few words: name, commit (12), dirty with its diff's hash."""
+    commit = under.get("commit")
+    if not commit:
+        return f"{under.get('name', '?')} (not in git)"
+    dirty = f"+dirty-{str(under.get('diff_sha256', ''))[:8]}" if under.get("dirty") else ""
+    return f"{under.get('name', '?')} {str(commit)[:12]}{dirty}"
