@@ -8,8 +8,11 @@
 //
 //     seq,stock,bid_px,bid_qty,ask_px,ask_qty
 //
-//     cpp-gateway --file PATH --bbo ADDR:PORT
-//     cpp-gateway --udp ADDR:PORT --bbo ADDR:PORT
+//     cpp-gateway --file PATH --bbo ADDR:PORT [--stock symbol]
+//     cpp-gateway --udp ADDR:PORT --bbo ADDR:PORT [--stock symbol]
+//
+// stock is the stock locate, or with --stock symbol the stock's symbol from the session's stock
+// directory (R messages), as many gateways write it.
 //
 // seq is the MoldUDP64 sequence number, or the message's 1-based position in a binary ITCH file.
 // It stops at the end of the file, at the feed's end of session (count 0xFFFF), or on SIGTERM.
@@ -52,10 +55,19 @@ size_t itch_length(uint8_t type) {
 // Writes whole lines to the BBO connection, a buffer at a time.
 class BboOut {
 public:
-    explicit BboOut(int fd) : fd_(fd) { buffer_.reserve(1 << 16); }
+    BboOut(int fd, bool by_symbol) : fd_(fd), by_symbol_(by_symbol) { buffer_.reserve(1 << 16); }
+    void name(uint16_t stock, const uint8_t* symbol) {
+        std::string s(reinterpret_cast<const char*>(symbol), 8);
+        s.erase(s.find_last_not_of(' ') + 1);
+        names_[stock] = s;
+    }
     void event(uint64_t seq, uint16_t stock, uint64_t bid_px, uint64_t bid_qty, uint64_t ask_px, uint64_t ask_qty) {
+        char id[16];
+        auto named = names_.find(stock);
+        if (by_symbol_ && named != names_.end()) std::snprintf(id, sizeof id, "%s", named->second.c_str());
+        else std::snprintf(id, sizeof id, "%u", stock);
         char line[128];
-        int n = std::snprintf(line, sizeof line, "%llu,%u,%llu,%llu,%llu,%llu\n", (unsigned long long)seq, stock,
+        int n = std::snprintf(line, sizeof line, "%llu,%s,%llu,%llu,%llu,%llu\n", (unsigned long long)seq, id,
                               (unsigned long long)bid_px, (unsigned long long)bid_qty, (unsigned long long)ask_px,
                               (unsigned long long)ask_qty);
         buffer_.append(line, size_t(n));
@@ -73,7 +85,9 @@ public:
 
 private:
     int fd_;
+    bool by_symbol_;
     std::string buffer_;
+    std::unordered_map<uint16_t, std::string> names_;  // the stock directory: locate -> symbol
 };
 
 struct Order { uint16_t stock; bool bid; uint32_t price; uint32_t shares; };
@@ -116,6 +130,7 @@ public:
                 }
                 break;
             }
+            case 'R': out_.name(be16(m + 1), m + 11); break;
             default: break;
         }
         if (stock >= 0) say(seq, uint16_t(stock));
@@ -291,23 +306,26 @@ bool parse_addr(const std::string& text, sockaddr_in& addr) {
 }
 
 int usage() {
-    std::fprintf(stderr, "usage: cpp-gateway (--file PATH | --udp ADDR:PORT) --bbo ADDR:PORT\n");
+    std::fprintf(stderr, "usage: cpp-gateway (--file PATH | --udp ADDR:PORT) --bbo ADDR:PORT [--stock symbol]\n");
     return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string file, udp, bbo;
+    std::string file, udp, bbo, stock = "locate";
+    if (argc % 2 == 0) return usage();  // options come in pairs
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string key = argv[i];
         if (key == "--file") file = argv[i + 1];
         else if (key == "--udp") udp = argv[i + 1];
         else if (key == "--bbo") bbo = argv[i + 1];
+        else if (key == "--stock") stock = argv[i + 1];
         else return usage();
     }
     sockaddr_in bbo_addr{}, feed_addr{};
-    if (file.empty() == udp.empty() || !parse_addr(bbo, bbo_addr) || (!udp.empty() && !parse_addr(udp, feed_addr)))
+    if (file.empty() == udp.empty() || !parse_addr(bbo, bbo_addr) || (!udp.empty() && !parse_addr(udp, feed_addr)) ||
+        (stock != "locate" && stock != "symbol"))
         return usage();
     std::signal(SIGTERM, [](int) { stop_requested = 1; });
 
@@ -328,7 +346,7 @@ int main(int argc, char** argv) {
         std::perror("cpp-gateway: connect to the BBO collector");
         return 2;
     }
-    BboOut out(bbo_sock);
+    BboOut out(bbo_sock, stock == "symbol");
     Book book(out);
     Feed feed(book);
     int rc = file.empty() ? run_udp(feed_sock, feed, out) : run_file(file.c_str(), feed);

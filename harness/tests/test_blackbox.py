@@ -57,3 +57,33 @@ def test_state_accepts_conflation_and_repeats_but_not_a_wrong_book():
     stale = _events([[11, 2, 200, 7, 210, 3], [12, 1, 101, 2, 0, 0], [13, 2, 200, 7, 210, 3]])
     out = blackbox.check(stale, REF, KINDS, "state")
     assert (out["wrong"], out["missing"]) == (1, 1) and out["first_difference"]["index"] == 2
+
+
+def test_a_stock_may_be_named_by_its_symbol(tmp_path: Path):
+    # The stock directory of the session (R messages): AAPL is locate 1, MSFT locate 2. ZZZZ is in no directory.
+    directory = {"AAPL": 1, "MSFT": 2}
+    path = tmp_path / "bbo.received"
+    path.write_text("1000 10,AAPL,100,5,0,0\n1001 11, MSFT ,200,7,210,3\n1002 12,1,101,2,0,0\n1003 13,ZZZZ,1,1,0,0\n")
+    events, malformed, examples = blackbox.read_events(path, "csv", stamped=True, symbols=directory)
+    assert malformed == 1 and examples == ["13,ZZZZ,1,1,0,0"]
+    assert events[blackbox.COLUMNS].values.tolist() == [REF.values[i].tolist() for i in range(3)]
+    assert events["t_recv"].tolist() == [1000, 1001, 1002]
+    jsonl = tmp_path / "bbo.jsonl"
+    jsonl.write_text('{"seq": 10, "stock": "AAPL", "bid_px": 100, "bid_qty": 5, "ask_px": 0, "ask_qty": 0}\n'
+                     '{"seq": 13, "stock": "ZZZZ", "bid_px": 1, "bid_qty": 1, "ask_px": 0, "ask_qty": 0}\n')
+    events, malformed, _ = blackbox.read_events(jsonl, "jsonl", stamped=False, symbols=directory)
+    assert malformed == 1 and events[blackbox.COLUMNS].values.tolist() == [REF.values[0].tolist()]
+
+
+def test_the_first_difference_is_by_seq_and_names_an_extra_events_message():
+    # An event inserted before everything (seq 9, not in the reference) and one missing (12): by position every
+    # event after the insertion would differ; by seq only those two do, and the first is the extra one at seq 9.
+    kinds = {9: "X", 10: "A", 11: "A", 12: "A", 13: "D"}
+    got = _events([[9, 1, 1, 1, 0, 0], *REF.values[[0, 1, 3]].tolist()])
+    out = blackbox.check(got, REF, kinds, "exact")
+    assert (out["missing"], out["extra"], out["wrong"]) == (1, 1, 0)
+    first = out["first_difference"]
+    assert (first["seq"], first["kind"], first["message"], first["stream"], first["event"]) == (9, "extra", "X",
+                                                                                               "received", 1)
+    words = blackbox.difference_words(out)
+    assert words.startswith("1 missing, 1 extra, 0 wrong of 4 reference events; first at seq 9 (message X), stock 1")

@@ -97,12 +97,15 @@ def test_dropping_every_1000th_message_shows_the_first_differing_event(scratch, 
     rc, result = compare(scratch, workload, tmp_path, "base", "drop", "--no-instructions")
     assert rc == 1 and "BBO OUTPUT DIFFERS" in result["headline"]
     bbo = result["outputs"]["seed"]["bbo"]
-    # Independently: the first row where the two runs' dumps differ.
-    a = _bbo_rows(result["runs"]["base"]["seed"][0], capsys)
-    b = _bbo_rows(result["runs"]["head"]["seed"][0], capsys)
-    first = next(i for i, (x, y) in enumerate(zip(a + [None], b + [None])) if x != y)
-    assert bbo["first_difference"]["index"] == first
-    assert bbo["first_difference"]["base"]["seq"] == int(a[first][0])
+    # Independently, from the two runs' dumps: events keyed by (seq, stock); a key only in base is missing, only
+    # in head extra, in both with other values wrong; the first difference is the smallest seq among them.
+    a = {(int(r[0]), r[1]): r[2:6] for r in _bbo_rows(result["runs"]["base"]["seed"][0], capsys)}  # seq, symbol
+    b = {(int(r[0]), r[1]): r[2:6] for r in _bbo_rows(result["runs"]["head"]["seed"][0], capsys)}
+    missing, extra = a.keys() - b.keys(), b.keys() - a.keys()
+    wrong = {k for k in a.keys() & b.keys() if a[k] != b[k]}
+    assert (bbo["missing"], bbo["extra"], bbo["wrong"]) == (len(missing), len(extra), len(wrong))
+    assert bbo["first_difference"]["seq"] == min(k[0] for k in missing | extra | wrong)
+    assert bbo["first_difference"]["seq"] % 1000 == 0  # a dropped message's event is the first to go
     counters = result["outputs"]["seed"]["counters"]
     assert counters["decode.messages"] == [7000, 7000 - 7]  # seq 1000, 2000, … 7000 never decoded
 

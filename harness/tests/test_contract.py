@@ -263,7 +263,8 @@ def test_compare_finds_the_slowdown_and_the_bbo_change(planted, udp_scenario, tm
     assert headline.startswith("REGRESSION: BBO OUTPUT DIFFERS on udp") and "wire_to_wire.p50" in headline, headline
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     bbo = result["outputs"]["udp"]["bbo"]
-    assert not bbo["equal"] and bbo["first_difference"]["head"]["stock_locate"] == 3
+    assert not bbo["equal"] and bbo["first_difference"]["stock"] == 3 and bbo["first_difference"]["kind"] == "wrong"
+    assert bbo["missing"] == bbo["extra"] == 0  # a wrong size is a wrong event, not a missing and an extra one
     assert result["black_box"] and not any(k.startswith("instructions") for k in result["metrics"]["udp"])
 
 
@@ -303,7 +304,7 @@ def test_a_journey_of_a_contract_gateway_times_it_wire_to_wire(planted, udp_scen
     assert r.returncode == 0, r.stderr[-2000:]
     text = (tmp_path / "journey" / "report.md").read_text()
     assert "## Step 1: Count the ask side once more" in text
-    assert "| wire_to_wire.p50 |" in text and "**BBO output DIFFERENT**" in text and "'stock_locate': 3" in text
+    assert "| wire_to_wire.p50 |" in text and "**BBO output DIFFERENT**" in text and ", stock 3, " in text
 
 
 @needs_root

@@ -138,3 +138,19 @@ def test_compare_with_nothing_timed_is_not_comparable_unless_bbo_only(planted, f
             assert headline.startswith("NOT COMPARABLE: no speed metric judged on file"), headline
         else:
             assert headline.startswith("NO REGRESSION: BBO output SAME") and "BBO only" in headline, headline
+
+
+@needs_root
+def test_a_gateway_that_names_stocks_by_symbol_is_read_through_the_stock_directory(tmp_path):
+    # The same gateway writing each stock's symbol (from the session's R messages) instead of its locate.
+    contract = tmp_path / "itchbench.toml"
+    contract.write_text((EXAMPLE / "itchbench.toml").read_text().replace("{worktree}", str(EXAMPLE))
+                        .replace("--bbo {bbo_addr}:{bbo_port}", "--bbo {bbo_addr}:{bbo_port} --stock symbol"))
+    scenario = tmp_path / "file.toml"
+    scenario.write_text(f'name = "file"\ntransport = "sim"\ncapture = "{SEED}"\n')
+    r = _itchbench("run", scenario, "--gateway", contract, "--out", tmp_path / "runs")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    run = next((tmp_path / "runs").glob("*/summary.json")).parent
+    lines = (run / "bbo.received").read_text().splitlines()
+    assert lines and all(line.split(" ", 1)[1].split(",")[1].isalpha() for line in lines)  # symbols, not numbers
+    assert rundir.read_json(run / "summary.json")["reconciliation"]["bbo_check"]["equal"]

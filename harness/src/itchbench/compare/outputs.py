@@ -8,17 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .. import rundir
 from ..analysis import logs
 from ..gateways import adapter, blackbox
 from .verdicts import bbo_words
 
-_FIELDS = ("seq", "stock_locate", "bid_px", "bid_qty", "ask_px", "ask_qty", "flags")
-
-
-def _event(rec: np.void) -> dict[str, int]:
-    return {f: int(rec[f]) for f in _FIELDS}
+_FIELDS = ("seq", "stock_locate", "bid_px", "bid_qty", "ask_px", "ask_qty")  # blackbox.COLUMNS, in the log
 
 
 def bbo_records(run: Path) -> tuple[np.ndarray, str]:
@@ -28,8 +25,10 @@ def bbo_records(run: Path) -> tuple[np.ndarray, str]:
         log = logs.read_bbo(run / "bbo.bbo")
         return log.records, logs.bbo_digest(log)
     summary = rundir.read_json(run / "summary.json")
+    scen = rundir.read_json(run / "manifest.json")["scenario"]
     events, _, _ = blackbox.read_output(run, summary.get("transport_details", {}).get("bbo_output", adapter.BBO_FILE),
-                                        summary.get("gateway", {}).get("contract", {}).get("bbo", {}))
+                                        summary.get("gateway", {}).get("contract", {}).get("bbo", {}),
+                                        blackbox.stock_directory(Path(scen["capture"]), scen.get("feed", "")))
     rec = np.zeros(len(events), logs.BBO_DTYPE)
     for f, c in (("seq", "seq"), ("stock_locate", "stock"), ("bid_px", "bid_px"), ("bid_qty", "bid_qty"),
                  ("ask_px", "ask_px"), ("ask_qty", "ask_qty")):
@@ -38,24 +37,22 @@ def bbo_records(run: Path) -> tuple[np.ndarray, str]:
 
 
 def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
+    """Head's BBO events against base's, matched by (seq, stock) as a run's are against the simulation
+    (gateways/blackbox): missing, extra and wrong counted apart, the first difference named with its message."""
     (a, da), (b, db) = bbo_records(base_run), bbo_records(head_run)
     out: dict[str, Any] = {"base_digest": da, "head_digest": db, "equal": da == db, "words": bbo_words(da == db),
                            "base_events": int(a.size), "head_events": int(b.size)}
     if da == db:
         return out
-    n = min(a.size, b.size)
-    fields = list(_FIELDS)
-    differs = np.zeros(n, dtype=bool)
-    for f in fields:
-        differs |= a[f][:n] != b[f][:n]
-    positions = np.flatnonzero(differs)
-    first = int(positions[0]) if positions.size else n
-    out["differing_events"] = int(positions.size) + abs(int(a.size) - int(b.size))
-    out["first_difference"] = {
-        "index": first,
-        "base": _event(a[first]) if first < a.size else None,
-        "head": _event(b[first]) if first < b.size else None,
-    }
+    manifest = rundir.read_json(base_run / "manifest.json")
+    scen = manifest["scenario"]
+    _, kinds = blackbox.reference(Path(scen["capture"]), scen.get("feed", ""))
+    frame = lambda rec: pd.DataFrame({c: rec[f].astype(np.int64) for c, f in zip(blackbox.COLUMNS, _FIELDS)})  # noqa: E731
+    check = blackbox.check(frame(b), frame(a), kinds, "exact")
+    out.update({k: check[k] for k in ("missing", "extra", "wrong")})
+    out["differing_events"] = check["missing"] + check["extra"] + check["wrong"]
+    out["first_difference"] = check.get("first_difference")
+    out["difference_words"] = blackbox.difference_words(check).replace("reference events", "base events")
     return out
 
 

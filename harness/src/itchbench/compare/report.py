@@ -81,10 +81,8 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
             if bbo["equal"]:
                 md += ["", f"BBO output SAME: `{bbo['base_digest']}` ({bbo['base_events']:,} events)."]
             else:
-                first = bbo["first_difference"]
-                md += ["", f"**BBO output DIFFERENT**: {bbo['differing_events']:,} events differ "
-                       f"(base {bbo['base_events']:,}, head {bbo['head_events']:,} events). First difference at "
-                       f"event {first['index']:,}:", "", f"- base: `{first['base']}`", f"- head: `{first['head']}`"]
+                md += ["", f"**BBO output DIFFERENT** (head against base, base {bbo['base_events']:,} and head "
+                       f"{bbo['head_events']:,} events, matched by seq and stock): {bbo['difference_words']}."]
             if out["counters"]:
                 md += ["", "| gateway counter | base | head |", "|---|---:|---:|"]
                 md += [f"| {k} | {_fmt(a)} | {_fmt(b)} |" for k, (a, b) in out["counters"].items()]

@@ -25,7 +25,8 @@ from ..captures.inspect import gateway_feed_args
 from ..tools import run_tool
 
 COLUMNS = ["seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty"]
-_CSV = re.compile(r"^\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*$")
+# seq, stock (its locate, or its symbol: letters first), then four numbers.
+_CSV = re.compile(r"^\s*\d+\s*,\s*(?:\d+|[A-Za-z][A-Za-z0-9 .+/-]*?)\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*$")
 PERCENTILES = {"p50": 50, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9, "p9999": 99.99, "max": 100}
 # Stage names a contract run's summary gives its wire-to-wire figures under (summary.json latency.stages), so that
 # documents and compare read them as they read the built-in gateway's stages.
@@ -33,29 +34,66 @@ STAGES = {"wire_to_wire": ("from_intended", "wire to wire: intended send -> BBO 
           "wire_to_wire_from_sent": ("from_sent", "wire to wire: send called -> BBO event received (black box)")}
 
 
+class MessageTypes:
+    """The type of every message of a capture, by seq (its MoldUDP64 sequence number, or its 1-based position
+    in a binary ITCH file): sorted seqs and their type bytes, 9 bytes a message."""
+
+    def __init__(self, seq: np.ndarray, kind: np.ndarray) -> None:
+        order = np.argsort(seq, kind="stable")
+        self.seq, self.kind = seq[order].astype(np.uint64), kind[order]
+
+    def get(self, seq: int, default: str = "?") -> str:
+        at = int(np.searchsorted(self.seq, np.uint64(seq)))
+        if at < self.seq.size and int(self.seq[at]) == seq:
+            return bytes(self.kind[at]).decode(errors="replace")
+        return default
+
+
 @functools.lru_cache(maxsize=8)
-def _reference(capture: str, mtime_ns: int, feed_args: str) -> tuple[pd.DataFrame, dict[int, str]]:
+def _reference(capture: str, mtime_ns: int, feed_args: str) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
     with tempfile.TemporaryDirectory(prefix="itchbench-reference-") as tmp:
         run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", tmp, "--stamps", "book",
                                   *feed_args.split()], ok_codes=(0, 1))
         rec = logs.read_bbo(Path(tmp) / "bbo.bbo").records
         lat = logs.read_latency(Path(tmp) / "latency.lat").records
+        named = json.loads((Path(tmp) / "gateway.json").read_text()).get("symbols", {})
     ref = pd.DataFrame({"seq": rec["seq"].astype(np.int64), "stock": rec["stock_locate"].astype(np.int64),
                         "bid_px": rec["bid_px"].astype(np.int64), "bid_qty": rec["bid_qty"].astype(np.int64),
                         "ask_px": rec["ask_px"].astype(np.int64), "ask_qty": rec["ask_qty"].astype(np.int64)})
-    caused = set(ref["seq"].tolist())
-    kinds = {int(s): t.decode(errors="replace") for s, t in zip(lat["seq"], lat["msg_type"]) if int(s) in caused}
-    return ref, kinds
+    # The stock directory as the session's R messages give it: symbol (trailing spaces removed) -> locate.
+    symbols = {name.strip(): int(locate) for locate, name in named.items()}
+    return ref, MessageTypes(np.asarray(lat["seq"]), np.asarray(lat["msg_type"])), symbols
 
 
-def reference(capture: Path, feed: str = "") -> tuple[pd.DataFrame, dict[int, str]]:
-    """The simulation's BBO events of the capture (COLUMNS), and the type of the message behind each."""
+def _cached(capture: Path, feed: str) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
     return _reference(str(capture), capture.stat().st_mtime_ns, " ".join(gateway_feed_args(capture, feed)))
 
 
-def read_events(path: Path, fmt: str, stamped: bool) -> tuple[pd.DataFrame, int, list[str]]:
+def reference(capture: Path, feed: str = "") -> tuple[pd.DataFrame, MessageTypes]:
+    """The simulation's BBO events of the capture (COLUMNS), and the type of every message in it."""
+    ref, kinds, _ = _cached(capture, feed)
+    return ref, kinds
+
+
+def stock_directory(capture: Path, feed: str = "") -> dict[str, int]:
+    """Symbol -> stock locate, from the session's stock directory (R messages)."""
+    return _cached(capture, feed)[2]
+
+
+def read_events(path: Path, fmt: str, stamped: bool,
+                symbols: dict[str, int] | None = None) -> tuple[pd.DataFrame, int, list[str]]:
     """(events with t_recv, malformed line count, the first malformed lines) of a gateway's BBO output: the
-    collector's `<t_recv> <line>` file, or (stamped False) the gateway's own file of lines."""
+    collector's `<t_recv> <line>` file, or (stamped False) the gateway's own file of lines. `stock` is the stock
+    locate, or its symbol mapped through `symbols` (the session's stock directory); a symbol it does not name is
+    a malformed line."""
+    symbols = symbols or {}
+
+    def locate(v: Any) -> int:
+        """A locate as it is, a symbol through the directory (KeyError: unknown)."""
+        if isinstance(v, int) or (isinstance(v, str) and v.strip().isdigit()):
+            return int(v)
+        return symbols[str(v).strip()]
+
     if fmt == "itchbench" and not stamped:  # the gateway's own BBO log (gateway/log/FORMAT.md), no receive stamps
         rec = logs.read_bbo(path).records if path.exists() else np.zeros(0, logs.BBO_DTYPE)
         events = pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "bid_px": rec["bid_px"],
@@ -76,7 +114,7 @@ def read_events(path: Path, fmt: str, stamped: bool) -> tuple[pd.DataFrame, int,
         for line in body:  # JSON lines have no vectorised parser that survives a garbage line
             try:
                 d = json.loads(line)
-                rows.append([int(d[c]) for c in COLUMNS])
+                rows.append([locate(d[c]) if c == "stock" else int(d[c]) for c in COLUMNS])
                 ok.append(True)
             except (ValueError, KeyError, TypeError):
                 ok.append(False)
@@ -87,42 +125,74 @@ def read_events(path: Path, fmt: str, stamped: bool) -> tuple[pd.DataFrame, int,
         good = body.str.match(_CSV).astype(bool) if body.size else pd.Series(dtype=bool)
         values = pd.DataFrame(columns=COLUMNS, dtype=np.int64)
         if good.any():
-            values = (body[good].str.replace(" ", "", regex=False).str.split(",", expand=True)
-                      .reindex(columns=range(6)).astype(np.int64))
+            fields = body[good].str.split(",", expand=True).reindex(columns=range(6))
+            fields = fields.apply(lambda col: col.str.strip())
+            named = ~fields[1].str.isdigit()
+            if named.any():  # symbols: mapped through the stock directory, the unknown ones malformed
+                mapped = fields.loc[named, 1].map(symbols)
+                good.loc[mapped[mapped.isna()].index] = False
+                fields = fields.loc[good[good].index]
+                fields[1] = fields[1].where(fields[1].str.isdigit(), fields[1].map(symbols))
+            values = fields.astype(np.int64)
             values.columns = COLUMNS
     events = values.assign(t_recv=t_recv[good]).reset_index(drop=True)
     bad = body[~good]
     return events.astype(np.int64), int(bad.size), bad.head(3).tolist()
 
 
-def read_output(run_dir: Path, output: str, bbo: dict[str, Any]) -> tuple[pd.DataFrame, int, list[str]]:
+def read_output(run_dir: Path, output: str, bbo: dict[str, Any],
+                symbols: dict[str, int] | None = None) -> tuple[pd.DataFrame, int, list[str]]:
     """read_events of a contract run's BBO output (`output`, relative to the run directory or absolute) as its
     contract's [bbo] table describes it: a file the gateway wrote itself carries no receive stamps."""
-    return read_events(run_dir / output, bbo.get("format", "csv"), stamped=bbo.get("via", "tcp") != "file")
+    return read_events(run_dir / output, bbo.get("format", "csv"), stamped=bbo.get("via", "tcp") != "file",
+                       symbols=symbols)
 
 
-def _event_words(row: Any, kinds: dict[int, str]) -> str:
+Kinds = Any  # MessageTypes, or any mapping with get(seq, default) -> type
+
+
+def _event_words(row: Any, kinds: Kinds) -> str:
     kind = kinds.get(int(row.seq), "?")
     return (f"seq {int(row.seq):,} (message {kind}), stock {int(row.stock)}: bid {int(row.bid_px)} × "
             f"{int(row.bid_qty)}, ask {int(row.ask_px)} × {int(row.ask_qty)}")
 
 
-def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: dict[int, str], mode: str) -> dict[str, Any]:
+def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds) -> tuple[int, int, int, dict[str, Any] | None]:
+    """Events matched by (seq, stock) — and their order among events of the same seq and stock —, never by
+    position: one event missing is one missing. (missing, extra, wrong, the first difference in stream order)."""
+    key = ["seq", "stock"]
+    g = got.assign(n=got.groupby(key).cumcount(), at_got=np.arange(len(got)))
+    r = ref.assign(n=ref.groupby(key).cumcount(), at_ref=np.arange(len(ref)))
+    both = r.merge(g, on=[*key, "n"], how="outer", suffixes=("_ref", "_got"), indicator=True)
+    values_ref = both[[f"{c}_ref" for c in COLUMNS[2:]]].to_numpy()
+    values_got = both[[f"{c}_got" for c in COLUMNS[2:]]].to_numpy()
+    is_missing = (both["_merge"] == "left_only").to_numpy()
+    is_extra = (both["_merge"] == "right_only").to_numpy()
+    is_wrong = ~is_missing & ~is_extra & (values_ref != values_got).any(axis=1)
+    differs = is_missing | is_extra | is_wrong
+    if not differs.any():
+        return 0, 0, 0, None
+    # Stream order: by seq, then where it stands in the reference (or, for an extra event, in what was received).
+    order = both.assign(at=both["at_ref"].fillna(both["at_got"]))[differs].sort_values(["seq", "at"], kind="stable")
+    i = order.index[0]
+    row = both.loc[i]
+    what = "missing" if is_missing[i] else "extra" if is_extra[i] else "wrong"
+    stream, at = ("received", row["at_got"]) if what == "extra" else ("reference", row["at_ref"])
+    shown = lambda side: pd.Series({"seq": row["seq"], "stock": row["stock"],  # noqa: E731
+                                    **{c: row[f"{c}_{side}"] for c in COLUMNS[2:]}})
+    first = {"kind": what, "seq": int(row["seq"]), "stock": int(row["stock"]), "message": kinds.get(int(row["seq"]), "?"),
+             "stream": stream, "index": int(at), "event": int(at) + 1,
+             "expected": "(none: the simulation emits no such event)" if what == "extra" else _event_words(shown("ref"), kinds),
+             "got": "(none: never received)" if what == "missing" else _event_words(shown("got"), kinds)}
+    return int(is_missing.sum()), int(is_extra.sum()), int(is_wrong.sum()), first
+
+
+def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, mode: str) -> dict[str, Any]:
     """missing, extra and wrong events counted apart, and the first difference in words."""
     got = events[COLUMNS].reset_index(drop=True)
+    first: dict[str, Any] | None = None
     if mode == "exact":
-        key = ["seq", "stock"]
-        g = got.assign(n=got.groupby(key).cumcount())
-        r = ref.assign(n=ref.groupby(key).cumcount())
-        both = r.merge(g, on=[*key, "n"], how="outer", suffixes=("_ref", "_got"), indicator=True)
-        missing = int((both["_merge"] == "left_only").sum())
-        extra = int((both["_merge"] == "right_only").sum())
-        matched = both[both["_merge"] == "both"]
-        wrong = int((matched[[f"{c}_ref" for c in COLUMNS[2:]]].to_numpy()
-                     != matched[[f"{c}_got" for c in COLUMNS[2:]]].to_numpy()).any(axis=1).sum())
-        n = min(len(got), len(ref))
-        differs = np.flatnonzero((got.iloc[:n].to_numpy() != ref.iloc[:n].to_numpy()).any(axis=1))
-        first = int(differs[0]) if differs.size else (n if len(got) != len(ref) else -1)
+        missing, extra, wrong, first = _exact(got, ref, kinds)
     else:
         r = ref.sort_values("seq", kind="stable")
         g = got.reset_index().rename(columns={"index": "at"}).sort_values("seq", kind="stable")
@@ -134,14 +204,28 @@ def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: dict[int, str], mode: 
         last_ref = ref.groupby("stock").last()[COLUMNS[2:]]
         last_got = got.groupby("stock").last()[COLUMNS[2:]].reindex(last_ref.index).fillna(-1).astype(np.int64)
         missing = int((last_ref.to_numpy() != last_got.to_numpy()).any(axis=1).sum())
-        first = int(state.loc[bad, "at"].min()) if bad.any() else -1
+        if bad.any():
+            at = int(state.loc[bad, "at"].min())
+            row = got.iloc[at]
+            first = {"kind": "wrong", "seq": int(row.seq), "stock": int(row.stock), "message": kinds.get(int(row.seq), "?"),
+                     "stream": "received", "index": at, "event": at + 1,
+                     "expected": "the reference book of its stock at its seq", "got": _event_words(row, kinds)}
     out: dict[str, Any] = {"mode": mode, "reference_events": len(ref), "events": len(got), "missing": missing,
                            "extra": extra, "wrong": wrong, "equal": missing == extra == wrong == 0}
-    if first >= 0 and not out["equal"]:
-        want = _event_words(ref.iloc[first], kinds) if first < len(ref) and mode == "exact" else "(none)"
-        have = _event_words(got.iloc[first], kinds) if first < len(got) else "(none: the stream ended)"
-        out["first_difference"] = {"index": first, "expected": want, "got": have}
+    if first is not None:
+        out["first_difference"] = first
     return out
+
+
+def difference_words(check: dict[str, Any]) -> str:
+    """What run and compare both say of a BBO difference: the counts, then the first difference by seq."""
+    parts = [f"{check[k]:,} {k}" for k in ("missing", "extra", "wrong")]
+    text = f"{', '.join(parts)} of {check['reference_events']:,} reference events"
+    f = check.get("first_difference")
+    if f:
+        text += (f"; first at seq {f['seq']:,} (message {f['message']}), stock {f['stock']}, {f['stream']} event "
+                 f"#{f['event']:,}: {f['kind']}: expected {f['expected']}, got {f['got']}")
+    return text
 
 
 def _stats(d: np.ndarray) -> dict[str, float]:
