@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import rundir
+from ..runs.verdict import messages_verb
 
 
 class UserError(RuntimeError):
@@ -18,14 +19,21 @@ def run_line(summary: dict[str, Any]) -> str:
     transport = summary["transport"]
     hop = rec.get(transport, {})
     check = rec.get("bbo_check")
+    if (summary.get("gateway") or {}).get("started") is False:
+        return "the gateway did not run"
     if check:  # a gateway brought through its contract: what its output showed, seen from outside
-        parts = [f"{rec['loss']['expected_messages']:,} messages sent"]
+        parts = [f"{rec['loss']['expected_messages']:,} messages {messages_verb(transport)}"]
         if transport == "udp" and hop:
             parts.append(f"{hop['sender']} sent {hop['sender_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
                          f"dropped {hop['kernel_dropped']:,}")
         parts.append(f"{check['events']:,} BBO events received of {check['reference_events']:,} "
                      f"(simulation); {check['missing']} missing, {check['extra']} extra, {check['wrong']} wrong, "
                      f"{check['malformed_lines']} malformed lines")
+        res, perf = summary.get("resources") or {}, summary.get("performance") or {}
+        if perf.get("messages_per_s"):
+            parts.append(f"{perf['elapsed_s'] * 1e3:,.1f} ms start to exit, {perf['messages_per_s']:,.0f} messages/s")
+        if res.get("cpu_ns_per_message"):
+            parts.append(f"CPU {res['cpu_ns_per_message']:,.0f} ns a message, peak RSS {res['max_rss_kib'] / 1024:,.1f} MiB")
         return "; ".join(parts)
     parts = [f"{rec.get('received', 0):,} messages applied"]
     if transport == "udp" and hop.get("source") == "af_xdp":

@@ -333,7 +333,8 @@ class ContractGateway:
             raise RunError("deadline", f"the gateway {self.how_it_ended}; its last output: {self.last_output()}")
         terminated = self.how_it_ended.startswith("stopped")
         if not (rc in self.c.ok_exits or (terminated and rc in (-signal.SIGTERM, 128 + signal.SIGTERM))):
-            self._raise_ended("when asked to stop (SIGTERM)" if terminated else "at the end of the feed")
+            self._raise_ended("when asked to stop (SIGTERM)" if terminated else
+                              "while reading the capture" if s.values["input"] == "file" else "after the feed ended")
 
     def bbo_file(self) -> Path:
         """Where the gateway's BBO output is: the collector's file, or the gateway's own (via = file)."""

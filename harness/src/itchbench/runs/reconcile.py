@@ -364,13 +364,19 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     wire-to-wire latency from the sender's stamps; its insides are not seen (white box: its own logs)."""
     capture, feed = Path(run.values["capture"]), run.values["feed"]
     c = run.extras.get("gateway_contract", {})
+    if failure is not None and "gateway_exit" not in run.extras:
+        # It never started (its build failed, its contract or the run's set-up did): there is no output to check,
+        # and counting the reference's events as missing would say it ran.
+        summary["gateway"] = {"contract": c, "started": False}
+        return
     bbo_cfg = c.get("bbo", {"format": "csv", "via": "tcp", "check": "exact"})
     checks: dict[str, bool] = {}
     hop = _sender_checks(run, facts_of(capture, feed), checks)
     output = run.extras.get("bbo_output", adapter.BBO_FILE)
     out = run.dir / output
-    events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg)
     ref, kinds = blackbox.reference(capture, feed)
+    events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg,
+                                                       blackbox.stock_directory(capture, feed))
     bbo_check = blackbox.check(events, ref, kinds, bbo_cfg["check"])
     bbo_check.update({"malformed_lines": malformed, "malformed_examples": examples, "output": str(out.name)})
     loss = {"expected_messages": hop["expected_messages"],
@@ -397,6 +403,14 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     })
     if not summary["complete"] and not failure:
         summary["error"] = f"the gateway's BBO output {out.name} is missing"
+    if failure is not None and failure.kind in ("gateway_crashed", "gateway_failed", "gateway_stopped_early",
+                                                "deadline"):
+        reached = int(events["seq"].max()) if len(events) else 0
+        summary["progress"] = {"last_bbo_seq": reached, "messages": hop["expected_messages"]}
+        summary["failure"]["message"] = (
+            f"{failure}; its BBO output reached seq {reached:,} of the capture's "
+            f"{hop['expected_messages']:,} messages" if reached else f"{failure}; it wrote no BBO event")
+        summary["error"] = summary["failure"]["message"]
 
 
 def reads_run_files(run: "Run") -> bool:

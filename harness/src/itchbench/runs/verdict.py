@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..gateways.blackbox import difference_words
+
 EXIT = {"lossless": 0, "faults_accounted": 0, "rejected": 1, "lost": 1, "bbo_differs": 1, "unbalanced": 1,
         "incomplete": 1}
 
@@ -136,6 +138,11 @@ def _us(ns: float) -> str:
     return f"{ns / 1000:,.1f} µs"
 
 
+def messages_verb(transport: str) -> str:
+    """How a black box got its messages: it read the capture itself, or they were sent to it."""
+    return "read by the gateway from the capture" if transport == "sim" else "sent"
+
+
 def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
     """The verdict of a gateway brought through its contract: the path to it balanced and nothing lost, and
     its BBO stream equal to the simulation's (BBO DIFFERS: missing, extra and wrong events said apart)."""
@@ -144,26 +151,23 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
         return _incomplete(summary)
     loss, check = rec["loss"], rec["bbo_check"]
     w2w = summary.get("wire_to_wire") or {}
+    perf = summary.get("performance") or {}
     timing = (f"; wire-to-wire p50 {_us(w2w['from_intended']['p50'])}, p99 {_us(w2w['from_intended']['p99'])}"
-              if w2w.get("from_intended") else "")
+              if w2w.get("from_intended") else
+              f"; {perf['messages_per_s']:,.0f} messages/s start to exit" if perf.get("messages_per_s") else "")
     if not rec["balanced"]:
         status, headline = "unbalanced", "NOT BALANCED: " + "; ".join(n for n, ok in rec["checks"].items() if not ok)
     elif not loss["lossless"]:
         where = [words.format(count(loss[key], unit)) for key, unit, words in _LOSS_WORDS[:2] if loss[key]]
         status, headline = "lost", f"LOST: {'; '.join(where)} on the way to the gateway; accounting balanced"
     elif not check["equal"] or check["malformed_lines"]:
-        parts = [count(check[k], f"{k} event") if k != "wrong" else f"{check[k]:,} wrong"
-                 for k in ("missing", "extra", "wrong") if check[k]]
-        if check["malformed_lines"]:
-            parts.append(f"{count(check['malformed_lines'], 'malformed line')} (e.g. {check['malformed_examples'][0]!r})")
-        first = check.get("first_difference")
-        at = f"; first at event {first['index']:,}: expected {first['expected']}, got {first['got']}" if first else ""
+        malformed = (f"; {count(check['malformed_lines'], 'malformed line')} (e.g. "
+                     f"{check['malformed_examples'][0]!r})" if check["malformed_lines"] else "")
         status = "bbo_differs"
-        headline = (f"BBO DIFFERS ({check['mode']}): {', '.join(parts)} of {check['reference_events']:,} reference "
-                    f"events{at}")
+        headline = f"BBO DIFFERS ({check['mode']}): {difference_words(check)}{malformed}"
     else:
         status = "lossless"
-        headline = (f"LOSSLESS: {count(loss['expected_messages'], 'message')} sent, "
+        headline = (f"LOSSLESS: {count(loss['expected_messages'], 'message')} {messages_verb(summary['transport'])}, "
                     f"{count(check['events'], 'BBO event')} = simulation ({check['mode']}), balanced{timing}")
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
 
