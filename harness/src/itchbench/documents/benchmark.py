@@ -11,7 +11,7 @@ from typing import Any
 from ..analysis import hops, stats
 from . import aggregate as agg
 from . import figures, render
-from .collect import Configuration, RunRecord, choose_baseline, collect
+from .collect import Configuration, RunRecord, choose_baseline, collect, gateway_of
 
 HEADLINE_STATS = ("p50", "p99", "p999")
 SYMBOLS_SHOWN = 10
@@ -60,16 +60,30 @@ def _workload(c: Configuration) -> dict[str, Any]:
 
 
 ENVIRONMENT_FACTS: list[tuple[str, Any]] = [
+    ("gateway under test", lambda e: "see each configuration"),  # filled from the manifest: _gateway_fact
     ("CPU", lambda e: f"{e['cpu_model']} × {e['cpu_count']}"),
     ("kernel", lambda e: e["kernel"]), ("OS", lambda e: e.get("os", "?")),
     ("isolated CPUs", lambda e: e.get("isolated_cpus") or "none"),
     ("CPU governor", lambda e: e.get("cpu_governor", "?")), ("clocksource", lambda e: e.get("clocksource", "?")),
     ("harness affinity", lambda e: ", ".join(map(str, e.get("affinity", [])))),
-    ("build", lambda e: f"{e['build'].get('build_type', '?')}, `{e['build'].get('cxx_flags', '')}`, "
-                        f"{e['build'].get('compiler', '')}"),
-    ("commit", lambda e: f"`{e['git']['commit'][:12]}`" + (" (dirty working tree)" if e["git"].get("dirty") else "")),
+    ("itchbench build (harness and built-in gateway)",
+     lambda e: f"{e['build'].get('build_type', '?')}, `{e['build'].get('cxx_flags', '')}`, {e['build'].get('compiler', '')}"),
+    ("itchbench commit", lambda e: f"`{e['git']['commit'][:12]}`" + (" (dirty working tree)" if e["git"].get("dirty")
+                                                                   else "")),
     ("tools", lambda e: ", ".join(f"{k} {v}" for k, v in sorted(e.get("tools", {}).items()) if v)),
 ]
+
+
+def _gateway_fact(r: RunRecord) -> str:
+    """The build measured: a brought gateway's commit, contract and build output (gateways/provenance.py)."""
+    under = r.manifest.get("gateway_under_test") or {}
+    if not under.get("name"):
+        return gateway_of(r) + " (its build is the itchbench build below)"
+    dirty = f", diff sha256 {under['diff_sha256'][:12]}" if under.get("dirty") else ""
+    where = f" in {under['repository']}" if under.get("repository") else ""
+    return (f"{under['name']} at `{str(under.get('commit') or 'not in git')[:12]}`{dirty}{where}; contract sha256 "
+            f"`{str(under.get('contract_sha256'))[:12]}`; built by {'; '.join(under.get('build') or ['nothing'])} "
+            "(each run's report has its build output's digest)")
 
 
 def _environment(configs: list[Configuration]) -> list[dict[str, str]]:
@@ -80,7 +94,7 @@ def _environment(configs: list[Configuration]) -> list[dict[str, str]]:
         for c in configs:
             for r in c.runs:
                 try:
-                    v = str(get(r.manifest["environment"]))
+                    v = _gateway_fact(r) if name == "gateway under test" else str(get(r.manifest["environment"]))
                 except (KeyError, TypeError):
                     v = "?"
                 if v not in per_config.setdefault(c.label, []):
@@ -95,6 +109,8 @@ def _environment(configs: list[Configuration]) -> list[dict[str, str]]:
 def _reproduce(configs: list[Configuration], run_args: list[str], baseline: str, title: str | None) -> dict[str, Any]:
     origins = [r.manifest.get("origin", {}) for c in configs for r in c.runs]
     commits = sorted({r.manifest["environment"]["git"]["commit"] for c in configs for r in c.runs})
+    gateways = sorted({_gateway_fact(r) for c in configs for r in c.runs
+                       if (r.manifest.get("gateway_under_test") or {}).get("name")})
     scenarios: dict[str, str] = {}
     commands: list[str] = []
     for o in origins:
@@ -103,7 +119,7 @@ def _reproduce(configs: list[Configuration], run_args: list[str], baseline: str,
         if o.get("command_line") and o["command_line"] not in commands:
             commands.append(o["command_line"])
     doc = ["itchbench", "doc", *run_args, "--baseline", baseline] + (["--title", title] if title else [])
-    return {"commits": commits, "scenarios": scenarios, "commands": commands,
+    return {"commits": commits, "gateways": gateways, "scenarios": scenarios, "commands": commands,
             "doc_command": " ".join(json.dumps(a) if (" " in a or not a) else a for a in doc),
             "missing_origin": sum(1 for o in origins if not o)}
 
@@ -138,7 +154,10 @@ def build(run_paths: list[Path], out_dir: Path, *, title: str | None = None, bas
                 ("messages_per_s", lambda r: r.summary["performance"]["messages_per_s"]),
                 ("mean_mps", lambda r: r.summary["latency"]["throughput_mean_mps"]),
                 ("peak_mps", lambda r: r.summary["latency"]["throughput_peak_mps"]),
-                ("elapsed_s", lambda r: r.summary["performance"]["elapsed_s"]))},
+                ("elapsed_s", lambda r: r.summary["performance"]["elapsed_s"]),
+                ("cpu_ns_per_message", lambda r: r.summary["resources"]["cpu_ns_per_message"]),
+                ("max_rss_mib", lambda r: r.summary["resources"]["max_rss_kib"] / 1024))},
+            "gateway": gateway_of(c.runs[0]),
             "runs": [{"run_id": r.run_id, "link": render.relative_link(r.dir / "report.md", out_dir),
                       "headline": r.summary.get("verdict", {}).get("headline", "?"),
                       "noise": (r.summary.get("noise") or {}).get("words", ""),
@@ -156,11 +175,11 @@ def build(run_paths: list[Path], out_dir: Path, *, title: str | None = None, bas
     context = {
         "title": title or f"Benchmark: {', '.join(labels)}",
         "baseline": base.label, "stage": stage, "stage_description": description, "descriptions": descriptions,
-        "configs": rows, "loss": agg.loss_statement(configs), "black_box": stage == "wire_to_wire",
+        "configs": rows, "loss": agg.loss_statement(configs),
+        "black_box": any((r.summary.get("reconciliation") or {}).get("black_box") for c in configs for r in c.runs),
         "phases": agg.phase_table(configs, base),
         "distribution": agg.distribution_table(configs),
-        "gateways": sorted({(r.summary.get("gateway") or {}).get("contract", {}).get("name", "?")
-                            for c in configs for r in c.runs if r.manifest["scenario"].get("gateway_file")}),
+        "gateways": sorted({gateway_of(r) for c in configs for r in c.runs}),
         "method_texts": [stats.method_text(m) if m in stats.METHODS else m for m in methods],
         "ci": {"seed": agg.CI_SEED, "resamples": agg.CI_RESAMPLES, "confidence": agg.CONFIDENCE,
                "min_runs": agg.MIN_RUNS_FOR_CI},

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import rundir
+from ..gateways import provenance
 
 
 class DocumentError(ValueError):
@@ -68,10 +69,24 @@ def collect(paths: list[Path]) -> list[Configuration]:
             if key not in seen:
                 seen[key] = RunRecord(d, rundir.read_json(d / "manifest.json"), rundir.read_json(d / "summary.json"))
     runs = sorted(seen.values(), key=lambda r: r.order)
+    # Runs of different gateways (or of different builds of one) are never repetitions of one configuration: their
+    # labels carry the gateway when the runs hold more than one.
+    several = len({gateway_of(r) for r in runs}) > 1
     by_label: dict[str, list[RunRecord]] = {}
     for r in runs:
-        by_label.setdefault(r.label, []).append(r)
+        by_label.setdefault(f"{gateway_of(r)} {r.label}" if several else r.label, []).append(r)
     return [Configuration(label, rs) for label, rs in by_label.items()]
+
+
+def gateway_of(r: RunRecord) -> str:
+    """The gateway a run measured, in a few words: a brought gateway's name and commit (manifest
+    gateway_under_test), or the built-in one at itchbench's commit."""
+    under = r.manifest.get("gateway_under_test") or {}
+    if under.get("name"):
+        return provenance.label(under)
+    git = (r.manifest.get("environment") or {}).get("git") or {}
+    commit = str(under.get("commit") or git.get("commit") or "?")[:12]
+    return f"itchbench built-in {commit}{'+dirty' if git.get('dirty') and not under.get('commit') else ''}"
 
 
 def choose_baseline(configs: list[Configuration], label: str | None) -> Configuration:

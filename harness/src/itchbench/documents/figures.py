@@ -110,8 +110,8 @@ def percentile_curves(path: Path, configs: Sequence[Configuration], stage: str, 
 def bars(path: Path, labels: Sequence[str], series: dict[str, list[tuple[float, float, float] | None]],
          ylabel: str, title: str, log: bool = True) -> bool:
     """Grouped bars: per label, one bar per series (median, with the runs' min-max as error bar)."""
-    if not labels or not series:
-        return False
+    if not labels or not series or not any(v and v[0] > 0 for values in series.values() for v in values):
+        return False  # nothing measured (a black box reading a file has no latency): no figure, not an empty one
     x = np.arange(len(labels))
     width = 0.8 / len(series)
     with _figure(path) as ax:
