@@ -66,5 +66,10 @@ def gateway_override(gateway: Path) -> Iterator[None]:
             os.environ[GATEWAY_OVERRIDE] = old
 
 
+def cache_dir() -> Path:
+    """Where what can be made again is kept (itchbench/cache.py)."""
+    return repo_root() / "reports" / "cache"
+
+
 def fixtures_dir() -> Path:
     return repo_root() / "fixtures"

@@ -32,7 +32,7 @@ def plain_copy(path: Path) -> Path:
     kind = compression_of(path)
     if kind is None:
         return path
-    cache = paths.repo_root() / "reports" / "cache"
+    cache = paths.cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     out = cache / f"{sha256_of(path)[:16]}.decompressed"
     if out.is_file():

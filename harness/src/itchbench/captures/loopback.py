@@ -24,7 +24,7 @@ class RewriteError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    cache = paths.repo_root() / "reports" / "cache"
+    cache = paths.cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     return cache
 

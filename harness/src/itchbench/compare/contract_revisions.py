@@ -1,9 +1,11 @@
 """Revisions of a gateway brought through its contract: each commit of the
-user's repository checked out once in a worktree of its own and built there
-with the contract's build commands, cached under reports/cache/contract/ by
-(repository, commit). The gateway runs from that worktree (an interpreted
-gateway has no binary to keep). WORKTREE is the repository itself, built
-each time."""
+user's repository checked out once in a copy of its own and built there with
+the contract's build commands, cached under reports/cache/contract/ by
+(repository, commit). The copy is a `git clone --shared` (it borrows the
+repository's objects and registers nothing in it: no worktree of the team's
+appears in its `git worktree list`). The gateway runs from that copy (an
+interpreted gateway has no binary to keep). WORKTREE is the repository
+itself, built each time."""
 
 from __future__ import annotations
 
@@ -22,15 +24,18 @@ from . import revisions
 @dataclass(frozen=True)
 class Prepared:
     worktree: Path
-    contract: Path  # the revision's own contract file
+    contract: Path    # the revision's own contract file
+    repository: Path  # the team's repository the worktree is a commit of
+    build_log: Path   # the output of its build (cached with it)
 
     def under_test(self, rev: revisions.Revision) -> dict[str, object]:
-        return {"worktree": self.worktree, "commit": rev.label, "prebuilt": True, "contract": self.contract}
+        return {"worktree": self.worktree, "commit": rev.label, "prebuilt": True, "contract": self.contract,
+                "repository": self.repository, "build_log": self.build_log}
 
 
 def cache_root(repo: Path) -> Path:
     key = hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:12]
-    return paths.repo_root() / "reports" / "cache" / "contract" / key
+    return paths.cache_dir() / "contract" / key
 
 
 def prepare(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Callable[[str], None]) -> Prepared:
@@ -45,9 +50,9 @@ def prepare(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Callab
         if not rev.dirty:
             if home.exists():
                 shutil.rmtree(home)
-            revisions.git(repo, "worktree", "prune")
             home.mkdir(parents=True)
-            revisions.git(repo, "worktree", "add", "--detach", "--force", str(worktree), rev.commit)
+            revisions.git(home, "clone", "--quiet", "--shared", "--no-checkout", str(repo.resolve()), str(worktree))
+            revisions.git(worktree, "checkout", "--quiet", "--detach", rev.commit)
         else:
             home.mkdir(parents=True, exist_ok=True)
         try:
@@ -63,4 +68,4 @@ def prepare(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Callab
             ok.write_text(rev.commit + "\n")
     else:
         say(f"  {rev.label}: cached worktree and build ({home})")
-    return Prepared(worktree, worktree / contract_rel)
+    return Prepared(worktree, worktree / contract_rel, repo.resolve(), home / "build.log")

@@ -61,7 +61,7 @@ def default_workloads() -> list[Workload]:
     """Simulation of the bundled fixtures and of a larger generated session."""
     out = [Workload(fx.name, scenario.defaults(name=fx.name, transport="sim", capture=str(fx.path)))
            for fx in load_manifest()]
-    cache = paths.repo_root() / "reports" / "cache"
+    cache = paths.cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     generated = cache / "compare-nasdaq-day-300k.pcap"
     if not generated.is_file():

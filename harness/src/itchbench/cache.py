@@ -1,0 +1,70 @@
+"""What itchbench keeps under reports/cache/, all of it made again on demand:
+
+    builds/     revisions of the built-in gateway, each a git worktree of this repository, built (compare, bisect)
+    contract/   revisions of brought gateways: per repository, per commit a `git clone --shared` of it, built
+    the rest    captures rewritten for a run's loopback, decompressed captures, generated sessions
+
+`itchbench cache` lists it; `itchbench cache prune` removes it (all, or what was not used for some days) and
+drops the worktree records of removed builds from this repository."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import paths
+
+NESTED = ("builds", "contract")  # folders whose entries are listed (and pruned) one by one
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: Path
+    bytes: int
+    used: float  # the newest modification time inside it (epoch seconds)
+
+    @property
+    def kind(self) -> str:
+        parent = self.path.parent.name
+        return parent if parent in NESTED else "capture"
+
+
+def root() -> Path:
+    return paths.cache_dir()
+
+
+def _measure(path: Path) -> tuple[int, float]:
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file() and not p.is_symlink()]
+    sizes = [(p.stat().st_size, p.stat().st_mtime) for p in files]
+    return sum(s for s, _ in sizes), max((m for _, m in sizes), default=path.stat().st_mtime)
+
+
+def entries() -> list[Entry]:
+    out = []
+    if not root().is_dir():
+        return out
+    for top in sorted(root().iterdir()):
+        for p in sorted(top.iterdir()) if top.name in NESTED and top.is_dir() else [top]:
+            size, used = _measure(p)
+            out.append(Entry(p, size, used))
+    return out
+
+
+def prune(older_than_days: float | None = None, dry_run: bool = False) -> list[Entry]:
+    """Remove the entries last used more than older_than_days ago (None: every one); the removed (or, dry_run,
+    the ones that would be)."""
+    cutoff = None if older_than_days is None else time.time() - older_than_days * 86400
+    gone = [e for e in entries() if cutoff is None or e.used < cutoff]
+    if dry_run:
+        return gone
+    for e in gone:
+        if e.path.is_dir():
+            shutil.rmtree(e.path)
+        else:
+            e.path.unlink()
+    if any(e.kind == "builds" for e in gone):  # their worktree records in this repository go with them
+        subprocess.run(["git", "-C", str(paths.repo_root()), "worktree", "prune"], capture_output=True)
+    return gone

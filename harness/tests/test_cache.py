@@ -1,0 +1,51 @@
+"""itchbench cache: listing and pruning reports/cache, on a cache laid out here by hand (its ages set with
+utime), so the expected entries come from how the test made them."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from itchbench import cache, paths
+from itchbench.cli import main as itchbench_main
+
+
+@pytest.fixture
+def laid_out(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setattr(paths, "cache_dir", lambda: root)
+    old = time.time() - 10 * 86400
+    made = {"builds/src-old/bin": (1000, old), "builds/src-new/bin": (2000, None), "contract/abc/c1/src/x": (300, old),
+            "contract/def/c2/src/y": (400, None), "seed-loopback.pcap": (50, old)}
+    for rel, (size, when) in made.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"x" * size)
+        if when:
+            os.utime(p, (when, when))
+    return root
+
+
+def test_entries_are_listed_by_kind_with_their_sizes(laid_out):
+    found = {e.path.relative_to(laid_out).as_posix(): (e.kind, e.bytes) for e in cache.entries()}
+    assert found == {"builds/src-old": ("builds", 1000), "builds/src-new": ("builds", 2000),
+                     "contract/abc": ("contract", 300), "contract/def": ("contract", 400),
+                     "seed-loopback.pcap": ("capture", 50)}
+
+
+def test_prune_older_than_removes_only_what_was_not_used(laid_out, capsys):
+    assert itchbench_main(["cache", "prune", "--older-than", "5", "--dry-run"]) == 0
+    assert "would remove 3 entries" in capsys.readouterr().out
+    assert len(cache.entries()) == 5  # a dry run removes nothing
+    assert itchbench_main(["cache", "prune", "--older-than", "5"]) == 0
+    left = sorted(e.path.relative_to(laid_out).as_posix() for e in cache.entries())
+    assert left == ["builds/src-new", "contract/def"]
+    assert itchbench_main(["cache", "prune"]) == 0 and cache.entries() == []
+
+
+def test_older_than_goes_with_prune_only(laid_out, capsys):
+    assert itchbench_main(["cache", "list", "--older-than", "3"]) == 2
+    assert "--older-than" in capsys.readouterr().err
