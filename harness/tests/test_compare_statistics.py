@@ -61,6 +61,21 @@ def test_timing_verdicts():
         "not comparable"
 
 
+def test_a_change_the_runs_point_at_but_do_not_establish_is_inconclusive():
+    # Head's median is 30 % above base's, but three of its nine runs fall among base's: the exact Mann-Whitney p
+    # is above 0.002 and the interval reaches below 1.05. Never "unchanged".
+    base = [100, 102, 98, 101, 99, 103, 97, 100, 104]
+    head = [95, 180, 130, 99, 140, 101, 160, 129, 131]
+    v = verdicts.timing(base, head, higher_is_better=False, threshold=0.05, seed=1)
+    assert v["ratio"] == 130 / 100 and v["p"] >= verdicts.ALPHA
+    assert v["verdict"] == "inconclusive" and verdicts.words("wire_to_wire.p50", v["verdict"]) == "INCONCLUSIVE"
+    assert v["repetitions_to_decide"] > len(base)
+    # The same effect with all of head above base is decided.
+    decided = verdicts.timing(base, [129, 180, 130, 135, 140, 131, 160, 129, 131], higher_is_better=False,
+                              threshold=0.05, seed=1)
+    assert decided["verdict"] == "slower" and "repetitions_to_decide" not in decided
+
+
 def test_instruction_verdicts_are_exact():
     assert verdicts.exact(300.0, 301.0)["verdict"] == "unchanged"   # +0.33 %
     assert verdicts.exact(300.0, 302.0)["verdict"] == "slower"      # +0.67 %

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from .. import paths, rundir
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: gateway and itchbench_commit (files of version 1 read with them null: union_by_name)
 # One row per (run, metric): new metrics add rows, never columns.
 METRICS_SCHEMA = pa.schema([
     ("schema_version", pa.int32()), ("run_id", pa.string()), ("repetition", pa.int32()),
@@ -36,6 +36,7 @@ METRICS_SCHEMA = pa.schema([
     ("created_utc", pa.timestamp("s", tz="UTC")), ("transport", pa.string()), ("verdict", pa.string()),
     ("cpu_model", pa.string()), ("cpu_count", pa.int32()), ("kernel", pa.string()),
     ("metric", pa.string()), ("value", pa.float64()), ("run_dir", pa.string()),
+    ("gateway", pa.string()), ("itchbench_commit", pa.string()),
 ])
 PARTITIONS = ("scenario", "configuration", "commit_date")
 
@@ -121,12 +122,17 @@ def append(store: Path, run_dir: Path, *, messages: bool = True) -> Path:
         "repetition": [int(origin.get("repetition") or 1)] * n, "commit": [commit] * n,
         "commit_time": pa.array([ts(commit_time)] * n, pa.timestamp("s", tz="UTC")),
         "commit_depth": pa.array([_commit_depth(commit)] * n, pa.int64()),
-        "dirty": [bool((env.get("git") or {}).get("dirty")) and not under.get("commit")] * n,
+        # A brought gateway's own tree (its provenance); the built-in's is itchbench's.
+        "dirty": [bool(under.get("dirty")) if "dirty" in under else
+                  bool((env.get("git") or {}).get("dirty")) and not under.get("commit")] * n,
         "created_utc": pa.array([ts(created)] * n, pa.timestamp("s", tz="UTC")),
         "transport": [s.get("transport", "")] * n, "verdict": [(s.get("verdict") or {}).get("status", "")] * n,
         "cpu_model": [env.get("cpu_model", "")] * n, "cpu_count": [int(env.get("cpu_count") or 0)] * n,
         "kernel": [env.get("kernel", "")] * n, "metric": list(figures), "value": list(figures.values()),
         "run_dir": [str(run_dir)] * n,
+        # commit is the gateway's (what was measured); itchbench's own stands apart.
+        "gateway": [str(under.get("name") or "itchbench built-in")] * n,
+        "itchbench_commit": [str((env.get("git") or {}).get("commit") or "unknown")] * n,
     }
     name = path_safe(m["run_id"])
     written = _write(pa.table(columns, schema=METRICS_SCHEMA), key.path(store, "metrics"), name)
