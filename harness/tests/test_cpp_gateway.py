@@ -63,14 +63,27 @@ def file_scenario(tmp_path_factory) -> Path:
     return path
 
 
+GATEWAYS = {"cpp": EXAMPLE, "py": EXAMPLE.parent / "py-gateway", "builtin": paths.repo_root()}
+
+
+@pytest.fixture(scope="module")
+def every_gateway(tmp_path_factory) -> tuple[Path, dict[str, subprocess.CompletedProcess[str]]]:
+    """scenarios/gateway.toml run on both examples and the built-in gateway (through its contract), into one
+    folder: every input each takes."""
+    out = tmp_path_factory.mktemp("every-gateway")
+    done = {name: _itchbench("run", paths.repo_root() / "scenarios" / "gateway.toml", "--gateway", repo,
+                             "--out", out / name) for name, repo in GATEWAYS.items()}
+    return out, done
+
+
 @needs_root
-def test_the_gateway_scenario_runs_it_on_file_and_udp_and_skips_serial(tmp_path):
-    r = _itchbench("run", paths.repo_root() / "scenarios" / "gateway.toml", "--gateway", EXAMPLE,
-                   "--out", tmp_path)
+def test_the_gateway_scenario_runs_it_on_file_and_udp_and_skips_serial(every_gateway):
+    out, done = every_gateway
+    r = done["cpp"]
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "skipped serial: transport serial needs a gateway that takes serial input" in r.stdout
     assert r.stdout.strip().splitlines()[-1] == "2 run(s): 2 lossless — ok"
-    summaries = {s["transport"]: s for s in (rundir.read_json(p) for p in tmp_path.glob("*/summary.json"))}
+    summaries = {s["transport"]: s for s in (rundir.read_json(p) for p in (out / "cpp").glob("*/summary.json"))}
     assert set(summaries) == {"sim", "udp"}
     messages = 7000  # the seed workload (fixtures/manifest.json)
     for s in summaries.values():
@@ -81,8 +94,27 @@ def test_the_gateway_scenario_runs_it_on_file_and_udp_and_skips_serial(tmp_path)
         assert res["rss_floor_kib"] <= res["max_rss_kib"] < 40_000
     perf = summaries["sim"]["performance"]
     assert perf["messages_per_s"] == pytest.approx(messages / perf["elapsed_s"])
+    assert summaries["sim"]["verdict"]["headline"].startswith("LOSSLESS: 7,000 messages read by the gateway from "
+                                                              "the capture")
     assert "performance" not in summaries["udp"]  # fed live, it is timed wire to wire instead
     assert summaries["udp"]["wire_to_wire"]["events"] == summaries["udp"]["bbo"]["reference_events"]
+    assert "skipped file" in done["py"].stdout and done["py"].returncode == 0
+    assert done["builtin"].stdout.strip().splitlines()[-1] == "3 run(s): 3 lossless — ok"
+
+
+@needs_root
+def test_one_document_over_every_gateway_and_input(every_gateway, tmp_path):
+    out, _ = every_gateway
+    r = _itchbench("doc", out, "--out", tmp_path / "doc")
+    assert r.returncode == 0, r.stderr[-3000:]
+    text = (tmp_path / "doc" / "report.md").read_text()
+    runs = [rundir.read_json(m) for m in out.glob("*/*/manifest.json")]
+    assert len(runs) == 7  # cpp: file, udp; py: udp, serial; built-in: udp, serial, file
+    for m in runs:  # every run is its own configuration, labelled by the gateway and commit it measured
+        under = m["gateway_under_test"]
+        assert f"| {under['name']} {under['commit'][:12]}" in text, under["name"]
+    assert "## Throughput and resources" in text and "CPU ns a message" in text
+    assert "| itchbench commit |" in text and "| gateway under test |" in text
 
 
 @needs_root
@@ -101,6 +133,16 @@ def test_compare_finds_the_planted_slowdown_on_a_file(planted, file_scenario, tm
     assert table["throughput_msg_s"]["head"] < table["throughput_msg_s"]["base"]
     assert result["headline"].startswith("REGRESSION") and "instructions.process" in result["headline"]
     assert result["outputs"]["file"]["bbo"]["equal"]
+    # Its commits were checked out as shared clones: nothing is registered in the team's repository.
+    worktrees = subprocess.run(["git", "-C", str(planted), "worktree", "list"], capture_output=True, text=True).stdout
+    assert len(worktrees.splitlines()) == 1, worktrees
+    # Each side's runs name the commit of the gateway they measured, not itchbench's.
+    for side, rev in (("base", "HEAD~2"), ("head", "HEAD~1")):
+        want = subprocess.run(["git", "-C", str(planted), "rev-parse", rev], capture_output=True, text=True).stdout
+        run = Path(result["runs"][side]["file"][0])
+        under = rundir.read_json(run / "manifest.json")["gateway_under_test"]
+        assert under["commit"] == want.strip() and under["name"] == "cpp-gateway" and not under["dirty"]
+        assert under["repository"] == str(planted.resolve()) and under["build_log_sha256"]
 
 
 @needs_root
@@ -154,3 +196,31 @@ def test_a_gateway_that_names_stocks_by_symbol_is_read_through_the_stock_directo
     lines = (run / "bbo.received").read_text().splitlines()
     assert lines and all(line.split(" ", 1)[1].split(",")[1].isalpha() for line in lines)  # symbols, not numbers
     assert rundir.read_json(run / "summary.json")["reconciliation"]["bbo_check"]["equal"]
+
+
+@needs_root
+def test_a_crash_while_reading_the_capture_says_how_far_it_got(tmp_path):
+    # A copy of the example that aborts on message 200,000 of a 300,000-message session: a crash mid-capture,
+    # at the same place every run, never "at the end of the feed".
+    repo = tmp_path / "gateway"
+    repo.mkdir()
+    for name in ("gateway.cpp", "Makefile", "itchbench.toml"):
+        (repo / name).write_text((EXAMPLE / name).read_text())
+    source = (repo / "gateway.cpp").read_text()
+    assert APPLY in source
+    (repo / "gateway.cpp").write_text(source.replace(APPLY, "        if (seq == 200000) std::abort();\n" + APPLY))
+    capture = tmp_path / "day.pcap"
+    subprocess.run([str(paths.tool("itch-synth")), "--profile", "nasdaq-day", "--seed", "3", "--messages", "300000",
+                    "--out", str(capture)], check=True, capture_output=True)
+    scenario = tmp_path / "file.toml"
+    scenario.write_text(f'name = "file"\ntransport = "sim"\ncapture = "{capture}"\n')
+    r = _itchbench("run", scenario, "--gateway", repo, "--out", tmp_path / "runs")
+    assert r.returncode == 1, r.stdout[-2000:]
+    s = rundir.read_json(next((tmp_path / "runs").glob("*/summary.json")))
+    headline = s["verdict"]["headline"]
+    assert headline.startswith("INCOMPLETE (gateway_crashed)") and "killed by SIGABRT" in headline, headline
+    assert "while reading the capture" in headline and "end of the feed" not in headline
+    reached = s["progress"]["last_bbo_seq"]
+    # What it had flushed before the abort: some of the events before message 200,000, none after.
+    assert 0 < reached < 200000 and s["progress"]["messages"] == 300000
+    assert f"its BBO output reached seq {reached:,} of the capture's 300,000 messages" in headline

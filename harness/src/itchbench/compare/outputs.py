@@ -47,8 +47,11 @@ def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
     manifest = rundir.read_json(base_run / "manifest.json")
     scen = manifest["scenario"]
     _, kinds = blackbox.reference(Path(scen["capture"]), scen.get("feed", ""))
-    frame = lambda rec: pd.DataFrame({c: rec[f].astype(np.int64) for c, f in zip(blackbox.COLUMNS, _FIELDS)})  # noqa: E731
-    check = blackbox.check(frame(b), frame(a), kinds, "exact")
+    # Two builds' own BBO logs also carry flags (stale: the book may be wrong after a gap): those must agree too.
+    also = ("flags",) if (base_run / "bbo.bbo").is_file() and (head_run / "bbo.bbo").is_file() else ()
+    frame = lambda rec: pd.DataFrame({c: rec[f].astype(np.int64)  # noqa: E731
+                                      for c, f in [*zip(blackbox.COLUMNS, _FIELDS), *((x, x) for x in also)]})
+    check = blackbox.check(frame(b), frame(a), kinds, "exact", also=also)
     out.update({k: check[k] for k in ("missing", "extra", "wrong")})
     out["differing_events"] = check["missing"] + check["extra"] + check["wrong"]
     out["first_difference"] = check.get("first_difference")

@@ -152,20 +152,23 @@ Kinds = Any  # MessageTypes, or any mapping with get(seq, default) -> type
 
 
 def _event_words(row: Any, kinds: Kinds) -> str:
-    kind = kinds.get(int(row.seq), "?")
-    return (f"seq {int(row.seq):,} (message {kind}), stock {int(row.stock)}: bid {int(row.bid_px)} × "
-            f"{int(row.bid_qty)}, ask {int(row.ask_px)} × {int(row.ask_qty)}")
+    v = {k: int(row[k]) for k in row.index}  # by key: a Series' .flags is pandas' own attribute
+    flags = f", flags {v['flags']}{' (stale)' if v['flags'] & 1 else ''}" if "flags" in v else ""
+    return (f"seq {v['seq']:,} (message {kinds.get(v['seq'], '?')}), stock {v['stock']}: bid {v['bid_px']} × "
+            f"{v['bid_qty']}, ask {v['ask_px']} × {v['ask_qty']}{flags}")
 
 
-def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds) -> tuple[int, int, int, dict[str, Any] | None]:
+def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds,
+           fields: tuple[str, ...]) -> tuple[int, int, int, dict[str, Any] | None]:
     """Events matched by (seq, stock) — and their order among events of the same seq and stock —, never by
-    position: one event missing is one missing. (missing, extra, wrong, the first difference in stream order)."""
+    position: one event missing is one missing; a matched one is wrong when any of `fields` differs. (missing,
+    extra, wrong, the first difference in stream order)."""
     key = ["seq", "stock"]
     g = got.assign(n=got.groupby(key).cumcount(), at_got=np.arange(len(got)))
     r = ref.assign(n=ref.groupby(key).cumcount(), at_ref=np.arange(len(ref)))
     both = r.merge(g, on=[*key, "n"], how="outer", suffixes=("_ref", "_got"), indicator=True)
-    values_ref = both[[f"{c}_ref" for c in COLUMNS[2:]]].to_numpy()
-    values_got = both[[f"{c}_got" for c in COLUMNS[2:]]].to_numpy()
+    values_ref = both[[f"{c}_ref" for c in fields]].to_numpy()
+    values_got = both[[f"{c}_got" for c in fields]].to_numpy()
     is_missing = (both["_merge"] == "left_only").to_numpy()
     is_extra = (both["_merge"] == "right_only").to_numpy()
     is_wrong = ~is_missing & ~is_extra & (values_ref != values_got).any(axis=1)
@@ -179,20 +182,23 @@ def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds) -> tuple[int, int
     what = "missing" if is_missing[i] else "extra" if is_extra[i] else "wrong"
     stream, at = ("received", row["at_got"]) if what == "extra" else ("reference", row["at_ref"])
     shown = lambda side: pd.Series({"seq": row["seq"], "stock": row["stock"],  # noqa: E731
-                                    **{c: row[f"{c}_{side}"] for c in COLUMNS[2:]}})
-    first = {"kind": what, "seq": int(row["seq"]), "stock": int(row["stock"]), "message": kinds.get(int(row["seq"]), "?"),
-             "stream": stream, "index": int(at), "event": int(at) + 1,
-             "expected": "(none: the simulation emits no such event)" if what == "extra" else _event_words(shown("ref"), kinds),
-             "got": "(none: never received)" if what == "missing" else _event_words(shown("got"), kinds)}
+                                    **{c: row[f"{c}_{side}"] for c in fields}})
+    expected = "(none: the reference has no such event)" if what == "extra" else _event_words(shown("ref"), kinds)
+    received = "(none: never received)" if what == "missing" else _event_words(shown("got"), kinds)
+    first = {"kind": what, "seq": int(row["seq"]), "stock": int(row["stock"]),
+             "message": kinds.get(int(row["seq"]), "?"), "stream": stream, "index": int(at), "event": int(at) + 1,
+             "expected": expected, "got": received}
     return int(is_missing.sum()), int(is_extra.sum()), int(is_wrong.sum()), first
 
 
-def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, mode: str) -> dict[str, Any]:
-    """missing, extra and wrong events counted apart, and the first difference in words."""
-    got = events[COLUMNS].reset_index(drop=True)
+def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, mode: str,
+          also: tuple[str, ...] = ()) -> dict[str, Any]:
+    """missing, extra and wrong events counted apart, and the first difference in words. also: columns beyond
+    COLUMNS that must agree too (exact mode; two builds' own BBO logs: their flags)."""
+    got = events[[*COLUMNS, *also]].reset_index(drop=True)
     first: dict[str, Any] | None = None
     if mode == "exact":
-        missing, extra, wrong, first = _exact(got, ref, kinds)
+        missing, extra, wrong, first = _exact(got, ref, kinds, (*COLUMNS[2:], *also))
     else:
         r = ref.sort_values("seq", kind="stable")
         g = got.reset_index().rename(columns={"index": "at"}).sort_values("seq", kind="stable")
@@ -207,8 +213,8 @@ def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, mode: str) -> d
         if bad.any():
             at = int(state.loc[bad, "at"].min())
             row = got.iloc[at]
-            first = {"kind": "wrong", "seq": int(row.seq), "stock": int(row.stock), "message": kinds.get(int(row.seq), "?"),
-                     "stream": "received", "index": at, "event": at + 1,
+            first = {"kind": "wrong", "seq": int(row["seq"]), "stock": int(row["stock"]),
+                     "message": kinds.get(int(row["seq"]), "?"), "stream": "received", "index": at, "event": at + 1,
                      "expected": "the reference book of its stock at its seq", "got": _event_words(row, kinds)}
     out: dict[str, Any] = {"mode": mode, "reference_events": len(ref), "events": len(got), "missing": missing,
                            "extra": extra, "wrong": wrong, "equal": missing == extra == wrong == 0}
