@@ -96,6 +96,10 @@ def test_the_gateway_scenario_runs_it_on_file_and_udp_and_skips_serial(every_gat
     assert perf["messages_per_s"] == pytest.approx(messages / perf["elapsed_s"])
     assert summaries["sim"]["verdict"]["headline"].startswith("LOSSLESS: 7,000 messages read by the gateway from "
                                                               "the capture")
+    report = next(p.parent / "report.md" for p in (out / "cpp").glob("*/summary.json")
+                  if rundir.read_json(p)["transport"] == "sim").read_text()
+    assert f"| messages a second, start to exit | {perf['messages_per_s']:,.0f} |" in report
+    assert "Not applicable: the gateway read the capture itself" in report
     assert "performance" not in summaries["udp"]  # fed live, it is timed wire to wire instead
     assert summaries["udp"]["wire_to_wire"]["events"] == summaries["udp"]["bbo"]["reference_events"]
     assert "skipped file" in done["py"].stdout and done["py"].returncode == 0

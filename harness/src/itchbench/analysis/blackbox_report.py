@@ -32,6 +32,24 @@ def gateway_rows(under: dict[str, Any]) -> list[str]:
     return rows
 
 
+def speed_section(summary: dict[str, Any]) -> list[str]:
+    """What its process used (process-meter): wall, CPU a message, peak RSS; messages a second when it read the
+    capture itself."""
+    res, perf = summary.get("resources") or {}, summary.get("performance") or {}
+    if not res:
+        return []
+    md = ["## Speed of its process", "", "| | |", "|---|---|"]
+    if perf.get("messages_per_s"):
+        md.append(f"| messages a second, start to exit | {perf['messages_per_s']:,.0f} |")
+    md += [f"| wall time, start to exit | {res['wall_s']:,.3f} s |",
+           f"| CPU time (user + system) | {res['cpu_s']:,.3f} s ({res['cpu_user_s']:,.3f} + {res['cpu_system_s']:,.3f}) |",
+           f"| CPU time a message | {res.get('cpu_ns_per_message', 0):,.0f} ns ({res['messages']:,} messages) |",
+           f"| peak RSS | {res['max_rss_kib'] / 1024:,.1f} MiB |", "",
+           "Measured by process-meter from a parent of its own (wait4): its threads and the children it waited for "
+           "are included; start-up is part of the wall time.", ""]
+    return md
+
+
 def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], noise_lines: list[str]) -> Path:
     scen = manifest["scenario"]
     contract = (summary.get("gateway") or {}).get("contract") or {}
@@ -63,6 +81,7 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
                    f"- got: {f['got']}", ""]
         if check.get("malformed_examples"):
             md += ["Malformed lines, first ones: " + ", ".join(f"`{x[:80]}`" for x in check["malformed_examples"]), ""]
+    md += speed_section(summary)
     w2w = summary.get("wire_to_wire")
     md += ["## Latency, wire to wire", ""]
     if w2w:
@@ -86,6 +105,9 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
                     md.append(f"| {v['words']} | {_us(v['mean'])} | {_us(v['p50'])} | {_us(v['p99'])} | "
                               f"{_us(v['p999'])} | {_us(v['max'])} |")
             md.append("")
+    elif scen["transport"] == "sim":
+        md += ["Not applicable: the gateway read the capture itself, so nothing was sent to it; it is timed by its "
+               "process (above).", ""]
     else:
         md += ["Not measured: the sender left no send stamps (tcpreplay stamps nothing: use "
                "`replay.sender = \"udp-replay\"`, or the serial transport), or no event was received.", ""]
