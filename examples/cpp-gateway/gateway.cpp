@@ -15,7 +15,8 @@
 // directory (R messages), as many gateways write it.
 //
 // seq is the MoldUDP64 sequence number, or the message's 1-based position in a binary ITCH file.
-// It stops at the end of the file, at the feed's end of session (count 0xFFFF), or on SIGTERM.
+// Given a multicast group as the UDP address, it joins it on the loopback interface. It stops at
+// the end of the file, at the feed's end of session (count 0xFFFF), or on SIGTERM.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -336,9 +337,21 @@ int main(int argc, char** argv) {
         timeval timeout{0, 50000};
         ::setsockopt(feed_sock, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
         ::setsockopt(feed_sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+        const bool multicast = (ntohl(feed_addr.sin_addr.s_addr) >> 28) == 0xE;
+        const in_addr group = feed_addr.sin_addr;
+        if (multicast) feed_addr.sin_addr.s_addr = htonl(INADDR_ANY);  // a unicast answer to this socket comes too
         if (::bind(feed_sock, reinterpret_cast<sockaddr*>(&feed_addr), sizeof feed_addr) != 0) {
             std::perror("cpp-gateway: bind");
             return 2;
+        }
+        if (multicast) {  // joined on the loopback interface; only this socket's own groups delivered
+            ip_mreq join{group, {htonl(INADDR_LOOPBACK)}};
+            const int off = 0;
+            if (::setsockopt(feed_sock, IPPROTO_IP, IP_ADD_MEMBERSHIP, &join, sizeof join) != 0 ||
+                ::setsockopt(feed_sock, IPPROTO_IP, IP_MULTICAST_ALL, &off, sizeof off) != 0) {
+                std::perror("cpp-gateway: joining the group");
+                return 2;
+            }
         }
     }
     int bbo_sock = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -11,7 +11,8 @@ same keys:
 
     seq,stock,bid_px,bid_qty,ask_px,ask_qty
 
-It stops at the feed's end of session, or on SIGTERM.
+Given a multicast group as the UDP address, it joins it on the loopback
+interface. It stops at the feed's end of session, or on SIGTERM.
 
     gateway.py --udp ADDR:PORT --bbo ADDR:PORT [--bbo-via tcp|udp|mqtt|kafka] [--bbo-topic T]
                [--bbo-format csv|jsonl]
@@ -24,6 +25,7 @@ MQTT needs paho-mqtt (Debian: python3-paho-mqtt), Kafka confluent-kafka
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
 import signal
@@ -36,6 +38,7 @@ LENGTHS = {b"S": 12, b"R": 39, b"H": 25, b"Y": 20, b"L": 26, b"V": 35, b"W": 12,
            b"A": 36, b"F": 40, b"E": 31, b"C": 36, b"X": 23, b"D": 19, b"U": 35, b"P": 44, b"Q": 40, b"B": 19,
            b"I": 50, b"N": 20, b"O": 48}
 BID, ASK = 0, 1
+IP_MULTICAST_ALL = 49  # <linux/in.h>; Python's socket module does not name it
 
 
 class Book:
@@ -196,7 +199,15 @@ def main() -> int:
             addr, port = args.udp.rsplit(":", 1)
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-            sock.bind((addr, int(port)))
+            if ipaddress.IPv4Address(addr).is_multicast:
+                # A group: bound to every address (a unicast answer to this socket comes too), joined on the
+                # loopback interface, and only this socket's own groups delivered (IP_MULTICAST_ALL off).
+                sock.bind(("0.0.0.0", int(port)))
+                sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+                                socket.inet_aton(addr) + socket.inet_aton("127.0.0.1"))
+                sock.setsockopt(socket.IPPROTO_IP, IP_MULTICAST_ALL, 0)
+            else:
+                sock.bind((addr, int(port)))
             sock.settimeout(0.05)
             while True:
                 try:

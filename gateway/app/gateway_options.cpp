@@ -1,5 +1,6 @@
 #include "app/gateway_options.hpp"
 
+#include <arpa/inet.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -44,6 +45,8 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.option("feed", "ADDR:PORT", std::string("sim: ") + kFeedOptionHelp);
   args.option("port", "PORT", "udp: port to bind (0: any free); af_xdp: the feed's UDP port (required)");
   args.option("rcvbuf", "BYTES", "udp: SO_RCVBUF to request", "0");
+  args.option("join", "GROUP", "udp: join this multicast group (224.0.0.0/4) on the loopback interface and bind "
+              "0.0.0.0:PORT, so that unicast answers to this socket arrive too");
   args.flag("busy-poll", "udp, af_xdp: spin on a non-blocking receive (the ring) instead of waiting in epoll (poll)");
   args.option("interface", "NAME", "af_xdp: the interface whose XDP hook takes the feed", "lo");
   args.option("xdp-attach", "MODE", "af_xdp: auto, drv (native) or skb (generic); auto tries drv first", "auto");
@@ -130,6 +133,13 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   o.feed = feed_option(args);
   if (o.feed && o.source != "sim") args.fail("--feed applies to --source sim (a live source reads one socket or port)");
   o.rcvbuf_bytes = int(args.get_u64("rcvbuf"));
+  if (args.has("join")) {
+    if (o.source != "udp") args.fail("--join applies to --source udp");
+    in_addr group{};
+    if (inet_pton(AF_INET, args.get("join").c_str(), &group) != 1 || (ntohl(group.s_addr) >> 28) != 0xE)
+      args.fail("--join takes a multicast group (224.0.0.0/4)");
+    o.join_group = args.get("join");
+  }
   o.busy_poll = args.flag_set("busy-poll");
   o.interface = args.get("interface");
   o.xdp_attach = args.get("xdp-attach");

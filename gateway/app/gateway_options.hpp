@@ -26,6 +26,7 @@ struct GatewayOptions {
   std::optional<Feed> feed;      // sim: the capture's feed (default: chosen by census)
   // udp
   int rcvbuf_bytes = 0;
+  std::string join_group;  // udp: a multicast group to join (on lo); "": unicast
   bool busy_poll = false;
   bool ignore_end_of_session = false;
   // af_xdp (with port, rcvbuf aside, busy_poll and ignore_end_of_session of udp)

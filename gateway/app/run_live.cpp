@@ -99,6 +99,7 @@ int run_live(const GatewayOptions& o) {
     UdpSourceOptions uo;
     uo.port = o.port.value_or(0);
     uo.rcvbuf_bytes = o.rcvbuf_bytes;
+    uo.join_group = o.join_group;
     uo.busy_poll = o.busy_poll;
     uo.rt_yield = rt_yield;
     uo.idle_exit_ms = o.idle_exit_ms;
@@ -180,6 +181,7 @@ int run_live(const GatewayOptions& o) {
     j.field("port", uint64_t(udp_source->port())).field("datagrams", us.datagrams).field("bytes", us.bytes);
     j.field("truncated", us.truncated).field("kernel_timestamps", us.kernel_timestamps);
     j.field("rcvbuf_requested", o.rcvbuf_bytes).field("rcvbuf_granted", us.rcvbuf_granted);
+    j.field("multicast_group", o.join_group);
     j.field("busy_poll", o.busy_poll).field("rt_yield", rt_yield).field("rt_yields", us.rt_yields);
     j.end_object();
   }

@@ -1,5 +1,6 @@
 #include "source/udp_source.hpp"
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -37,21 +38,33 @@ uint64_t realtime_ns() {
 
 UdpSource::UdpSource(const UdpSourceOptions& options) : impl_(new Impl), options_(options) {
   try {
-    udp::endpoint ep(asio::ip::address_v4::loopback(), options.port);
+    // A multicast receiver binds the wildcard address, so that a unicast answer to its source address (a
+    // re-request's) reaches it too; bound to the group it would miss that.
+    const bool multicast = !options.join_group.empty();
+    udp::endpoint ep(multicast ? asio::ip::address_v4::any() : asio::ip::address_v4::loopback(), options.port);
     impl_->socket.open(ep.protocol());
     if (options.rcvbuf_bytes > 0) impl_->socket.set_option(asio::socket_base::receive_buffer_size(options.rcvbuf_bytes));
     const int on = 1;
     if (::setsockopt(impl_->socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) != 0)
       throw std::runtime_error(std::string("SO_TIMESTAMPNS: ") + std::strerror(errno));
     impl_->socket.bind(ep);
+    if (multicast) {
+      const auto group = asio::ip::make_address_v4(options.join_group);
+      if (!group.is_multicast()) throw std::runtime_error(options.join_group + " is not a multicast group");
+      impl_->socket.set_option(asio::ip::multicast::join_group(group, asio::ip::address_v4::loopback()));
+      const int off = 0;  // only the groups this socket joined, not every group any socket on the host joined
+      if (::setsockopt(impl_->socket.native_handle(), IPPROTO_IP, IP_MULTICAST_ALL, &off, sizeof off) != 0)
+        throw std::runtime_error(std::string("IP_MULTICAST_ALL: ") + std::strerror(errno));
+    }
     impl_->socket.non_blocking(true);
     asio::socket_base::receive_buffer_size granted;
     impl_->socket.get_option(granted);
     stats_.rcvbuf_granted = granted.value();
     port_ = impl_->socket.local_endpoint().port();
-  } catch (const boost::system::system_error& e) {
+  } catch (const std::exception& e) {
     delete impl_;
-    throw std::runtime_error("UDP 127.0.0.1:" + std::to_string(options.port) + ": " + e.what());
+    throw std::runtime_error("UDP " + (options.join_group.empty() ? "127.0.0.1" : "0.0.0.0 joining " +
+                             options.join_group) + ":" + std::to_string(options.port) + ": " + e.what());
   }
 }
 

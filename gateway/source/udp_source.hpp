@@ -20,6 +20,7 @@ namespace itchbench {
 
 struct UdpSourceOptions {
   uint16_t port = 0;          // 0: any free port
+  std::string join_group;     // a multicast group (224.0.0.0/4) to join on the loopback interface; "": unicast
   int rcvbuf_bytes = 0;       // SO_RCVBUF request; 0 leaves the default
   bool busy_poll = false;
   bool rt_yield = false;      // busy_poll under SCHED_FIFO/RR with RT throttling on (realtime.hpp rt_throttling)

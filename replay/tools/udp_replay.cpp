@@ -49,6 +49,7 @@ uint16_t message_count(const uint8_t* p, size_t n) {
 }
 
 bool is_loopback(const in_addr& a) { return (ntohl(a.s_addr) >> 24) == 127; }
+bool is_multicast(const in_addr& a) { return (ntohl(a.s_addr) >> 28) == 0xE; }  // 224.0.0.0/4
 
 }  // namespace
 
@@ -56,11 +57,13 @@ int main(int argc, char** argv) {
   cli::Args args("udp-replay", "udp-replay CAPTURE --port PORT [options]",
                  "Send the UDP datagrams of a capture (pcap/pcapng of MoldUDP64) to a loopback address,\n"
                  "paced against absolute deadlines (CLOCK_MONOTONIC), in sendmmsg batches. Every packet's\n"
-                 "intended and actual send time go to --send-log. Only 127.0.0.0/8 destinations are\n"
-                 "accepted. Prints what it sent as JSON.");
+                 "intended and actual send time go to --send-log. Only 127.0.0.0/8 destinations, or a\n"
+                 "multicast group (224.0.0.0/4) sent out of the loopback interface with TTL 0, which\n"
+                 "never leaves the host, are accepted. Prints what it sent as JSON.");
   args.positional("CAPTURE", "capture to replay");
   args.option("port", "PORT", "destination UDP port");
-  args.option("address", "IPV4", "destination address (loopback only)", "127.0.0.1");
+  args.option("address", "IPV4", "destination address: loopback, or a multicast group (sent on lo, TTL 0)",
+              "127.0.0.1");
   args.option("feed", "ADDR:PORT", kFeedOptionHelp);
   args.option("rate", "capture|pps|topspeed", "capture: the capture's timing x --multiplier; pps: --pps packets "
               "a second; topspeed: as fast as the socket takes them", "capture");
@@ -89,7 +92,10 @@ int main(int argc, char** argv) {
   dst.sin_family = AF_INET;
   dst.sin_port = htons(uint16_t(port));
   if (inet_pton(AF_INET, args.get("address").c_str(), &dst.sin_addr) != 1) args.fail("--address is not an IPv4 address");
-  if (!is_loopback(dst.sin_addr)) args.fail("--address must be a loopback address (127.0.0.0/8): traffic stays local");
+  const bool multicast = is_multicast(dst.sin_addr);
+  if (!is_loopback(dst.sin_addr) && !multicast)
+    args.fail("--address must be a loopback address (127.0.0.0/8) or a multicast group (224.0.0.0/4): traffic "
+              "stays local");
   const std::optional<Feed> feed = feed_option(args);
 
   try {
@@ -115,6 +121,14 @@ int main(int argc, char** argv) {
     if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
     const int sndbuf = int(std::min<uint64_t>(args.get_u64("sndbuf"), 1u << 30));
     ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    if (multicast) {  // out of the loopback interface only, and never past this host
+      const in_addr lo{htonl(INADDR_LOOPBACK)};
+      const unsigned char ttl = 0, loop = 1;
+      if (::setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof lo) != 0 ||
+          ::setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof ttl) != 0 ||
+          ::setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof loop) != 0)
+        throw std::runtime_error(std::string("multicast options: ") + std::strerror(errno));
+    }
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&dst), sizeof dst) != 0)
       throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
 

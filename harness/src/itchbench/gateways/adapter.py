@@ -138,7 +138,7 @@ class ContractGateway:
         if input_kind not in self.c.inputs:
             raise RunError("setup", f"{self.c.path}: this gateway does not take {input_kind} input "
                                     f"(inputs = {list(self.c.inputs)})")
-        values: dict[str, object] = {"feed_addr": "127.0.0.1", "feed_port": 0, "serial": "", "baud": 0,
+        values: dict[str, object] = {"feed_addr": "127.0.0.1", "feed_port": 0, "feed_group": "", "serial": "", "baud": 0,
                                      "capture": "", "bbo_addr": "127.0.0.1", "bbo_port": 0,
                                      "out": self.out_dir, "input": input_kind, "worktree": self.worktree,
                                      "run_id": "", "commit": "", "itchbench_flags": "", "mqtt_addr": "127.0.0.1",

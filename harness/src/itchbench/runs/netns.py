@@ -52,6 +52,12 @@ class PrivateNetns:
         if "UP" not in self.run(["ip", "-o", "link", "show", "lo"]).split(">")[0]:
             raise NetnsError("the namespace's loopback did not come up")
 
+    def carry_multicast(self) -> None:
+        """Multicast on the namespace's loopback: the interface takes it, and groups route there (a receiver
+        joins on 127.0.0.1)."""
+        self.run(["ip", "link", "set", "lo", "multicast", "on"])
+        self.run(["ip", "route", "add", "224.0.0.0/4", "dev", "lo"])
+
     @property
     def holder_pid(self) -> int:
         return self._holder.pid

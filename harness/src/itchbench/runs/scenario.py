@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import ipaddress
 import itertools
 import re
 import tomllib
@@ -32,6 +33,16 @@ _Spec = tuple[type, Any, Any, str]
 
 def _power_of_two(v: int) -> bool | str:
     return (v > 0 and v & (v - 1) == 0) or "must be a power of two"
+
+
+def _multicast_group(v: str) -> bool | str:
+    """"" or a dotted IPv4 multicast group."""
+    if not v:
+        return True
+    try:
+        return ipaddress.IPv4Address(v).is_multicast or "must be a multicast group (224.0.0.0/4)"
+    except ValueError:
+        return "must be a multicast group (224.0.0.0/4), e.g. 239.1.1.1"
 
 
 def _choice(*options: str):
@@ -151,6 +162,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "pps": (int, 10000, _at_least(1), "packets per second, with rate = pps"),
         "loops": (int, 1, _between(1, 1000), "times through the capture"),
         "batch": (int, 64, _between(1, 1024), "udp-replay: most packets a sendmmsg"),
+        "multicast": (str, "", _multicast_group, "udp-replay: send to this multicast group (224.0.0.0/4) in the run's "
+                      "namespace instead of unicast; the gateway joins it (\"\": unicast)"),
     },
     "serial": {
         "baud": (int, 115200, _between(300, 100_000_000), "line rate (8N1: 10 bits a byte)"),
@@ -290,6 +303,12 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
         if len(out[broker]["subscriber_modes"]) > out[broker]["subscribers"]:
             raise ScenarioError(f"{origin}: {broker}.subscriber_modes names {len(out[broker]['subscriber_modes'])} "
                                 f"subscribers but {broker}.subscribers = {out[broker]['subscribers']}")
+    if out["replay"]["multicast"] and out["gateway"]["source"] == "af_xdp":
+        raise ScenarioError(f"{origin}: replay.multicast with gateway.source = \"af_xdp\" is not supported: the XDP "
+                            "program takes the feed's unicast frames")
+    if out["replay"]["multicast"] and out["replay"]["sender"] != "udp-replay":
+        raise ScenarioError(f"{origin}: replay.multicast needs replay.sender = \"udp-replay\" (tcpreplay sends the "
+                            "capture's frames rewritten for unicast to the namespace's loopback)")
     if len(out["subscriber_modes"]) > out["subscribers"]:
         raise ScenarioError(f"{origin}: subscriber_modes names {len(out['subscriber_modes'])} subscribers "
                             f"but subscribers = {out['subscribers']}")

@@ -192,7 +192,9 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         run.extras["subscribers_not_served"] = "the gateway's contract names no subscriber port ([subscribers])"
     if transport == "udp":
         assert ns is not None
-        driver.start("udp", on_port, feed_addr="127.0.0.1", feed_port=UDP_PORT, **values)
+        group_addr = run.values["replay"]["multicast"]
+        driver.start("udp", on_port, feed_addr=group_addr or "127.0.0.1", feed_port=UDP_PORT, feed_group=group_addr,
+                     **values)
         _feed(run, group, c, driver, wrap, lambda watch: replay_udp(run, group, ns, watch))
         run.extras["kernel"] = ns.udp_counters()
     elif transport == "serial":

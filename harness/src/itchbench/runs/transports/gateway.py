@@ -64,6 +64,8 @@ def itchbench_flags(run: "Run", input_kind: str) -> list[str]:
                      "--xdp-batch", str(g["xdp_batch"])]
         else:
             args += ["--rcvbuf", str(g["rcvbuf"])]
+            if run.values["replay"]["multicast"]:
+                args += ["--join", run.values["replay"]["multicast"]]
         if g["busy_poll"]:
             args.append("--busy-poll")
         if run.values["replay"]["loops"] > 1:

@@ -67,6 +67,8 @@ def udp_replay_args(replay: dict[str, Any]) -> list[str]:
 def private_netns(run: "Run", group: "ProcessGroup") -> PrivateNetns:
     try:
         ns = PrivateNetns(group)
+        if run.values["replay"]["multicast"]:
+            ns.carry_multicast()
     except NetnsError as e:
         raise RunError("setup", str(e)) from e
     run.extras["netns_holder_pid"] = ns.holder_pid
@@ -98,7 +100,8 @@ def replay_udp(run: "Run", group: "ProcessGroup", ns: PrivateNetns,
         cmd = ["tcpreplay", "-i", "lo", *tcpreplay_flags(replay), str(rewritten)]
         tr = group.start(sender, ns.wrap(off_the_gateway_cpu(run, cmd)), stdout=out, stderr=subprocess.STDOUT)
     else:
-        cmd = [str(paths.tool("udp-replay")), str(capture), "--port", str(UDP_PORT), *udp_replay_args(replay),
+        to = ["--address", replay["multicast"]] if replay["multicast"] else []
+        cmd = [str(paths.tool("udp-replay")), str(capture), "--port", str(UDP_PORT), *to, *udp_replay_args(replay),
                *(["--feed", run.values["feed"]] if run.values["feed"] else []),
                "--send-log", str(run.dir / "send.log"), "--report", str(run.dir / "udp-replay.json")]
         tr = group.start(sender, ns.wrap(off_the_gateway_cpu(run, cmd)), stdout=subprocess.DEVNULL, stderr=out)
