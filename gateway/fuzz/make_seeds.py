@@ -68,8 +68,13 @@ def main() -> None:
         "serial_line/noise": b"~!noise#%" + serial_line(1, 5, msgs[0]) + b"$1,2,zz*00\n",
         "capture_readers/small_pcap": pcap[:24] + b"".join(recs[:12]),
         "capture_readers/small_itch": pieces(msgs[:50]),
+        # fuzz_mold_requests' session is FUZZ000001, sequences 5..44: requests in it, around it and beside it.
+        "mold_requests/requests": pieces([b"FUZZ000001" + struct.pack(">QH", seq, count) for seq, count in
+                                          ((5, 1), (10, 40), (44, 3), (45, 1), (0, 2), (7, 0))]
+                                         + [b"OTHER00001" + struct.pack(">QH", 5, 1), b"short"]),
     }
     for name, data in corpus.items():
+        (HERE / "corpus" / name).parent.mkdir(exist_ok=True)
         (HERE / "corpus" / name).write_bytes(data)
 
 

@@ -16,6 +16,7 @@ enum class Kind : uint16_t {
   kBbo = 2,      // the gateway: one record per BBO event
   kSend = 3,     // a sender (udp-replay, serial-replay): one record per packet or line sent
   kSubscriber = 4,  // a subscriber (TCP, shared memory): one record per BBO event received
+  kRequest = 5,     // a MoldUDP64 re-request server: one record per request received and per answer packet sent
 };
 
 // Each kind is versioned on its own; readers keep reading the earlier versions.
@@ -188,6 +189,38 @@ struct SubscriberRecord {
   uint8_t reserved[5];
 };
 static_assert(sizeof(SubscriberRecord) == 24);
+
+// One per retransmission request the re-request server received and one per
+// answer packet it sent (or, as a fault, did not send), CLOCK_MONOTONIC.
+struct RequestRecord {
+  uint64_t seq;           // request: the first sequence asked for; answer: the first sequence in the packet
+  uint64_t t;             // request: when it was received; answer: when it was sent (or would have been)
+  uint32_t client_addr;   // the requester's IPv4 address, network byte order
+  uint16_t client_port;   // the requester's port, host byte order
+  uint16_t count;         // request: messages asked for; answer: messages in the packet
+  uint8_t flags;          // kWritten | RequestFlags
+  uint8_t outcome;        // request: RequestOutcome; answer: 0
+  uint8_t reserved[6];
+};
+static_assert(sizeof(RequestRecord) == 32);
+
+enum RequestFlags : uint8_t {
+  kAnswer = 1,          // an answer packet, not a request
+  kAnswerDropped = 2,   // an answer the server's fault policy did not send
+};
+
+// What became of a request: served, or the reason it was not (counted apart).
+enum class RequestOutcome : uint8_t {
+  kServed = 0,
+  kWrongLength = 1,       // not 20 bytes
+  kWrongSession = 2,      // another session's name
+  kSequenceZero = 3,      // sequence 0: MoldUDP64 numbers messages from 1
+  kCountZero = 4,         // asks for nothing
+  kBeyondSession = 5,     // the first sequence is past the session's last message
+  kOutsideRetention = 6,  // older than the messages the server still holds
+  kRateLimited = 7,       // over the requester's rate limit (a flood)
+  kAfterEndOfSession = 8, // arrived while the server no longer answers (its end-of-session window is over)
+};
 
 enum SendFlags : uint8_t {
   kSendFailed = 1,  // the send failed (not EAGAIN/ENOBUFS, which are retried): never left

@@ -91,6 +91,35 @@ inline ParseStatus parse(const uint8_t* data, size_t len, Packet& out) {
   return p == end ? ParseStatus::kOk : ParseStatus::kCountMismatch;
 }
 
+// A request for retransmission, sent by a receiver to the session's
+// re-request server: session (10) + sequence of the first message wanted
+// (8) + how many (2), exactly 20 bytes. The server answers with downstream
+// packets sent to the request's source address and port.
+constexpr size_t kRequestLength = 20;
+
+struct Request {
+  Session session{};
+  uint64_t sequence = 0;
+  uint16_t count = 0;
+};
+
+// Only the framing: a request of any other length is not a request. What its
+// fields ask for (the right session, a sequence inside it) is the server's to judge.
+inline bool parse_request(const uint8_t* data, size_t len, Request& out) {
+  if (len != kRequestLength) return false;
+  std::memcpy(out.session.data(), data, kSessionLength);
+  out.sequence = load_be64(data + 10);
+  out.count = load_be16(data + 18);
+  return true;
+}
+
+// Writes the 20 bytes of a request into out.
+inline void write_request(const Request& r, uint8_t* out) {
+  std::memcpy(out, r.session.data(), kSessionLength);
+  store_be64(out + 10, r.sequence);
+  store_be16(out + 18, r.count);
+}
+
 // Builds packets into a caller-owned buffer; no allocation.
 class PacketBuilder {
  public:

@@ -162,3 +162,22 @@ TEST(MoldUdp64, LookAheadSeesAWholePacketBeforeItsFirstMessage) {
             ParseStatus::kLengthOverrun);
   EXPECT_TRUE(events.empty());
 }
+
+// A request is exactly 20 bytes: session, first sequence (big-endian), count (big-endian). The bytes below are
+// written out by hand from the MoldUDP64 specification's layout.
+TEST(MoldRequest, ParsesTheSpecsLayoutAndNothingElse) {
+  const uint8_t bytes[20] = {'S', 'E', 'S', 'S', 'I', 'O', 'N', '0', '0', '1',  // session
+                             0, 0, 0, 0, 0, 0, 0x01, 0x02,                      // sequence 258
+                             0x00, 0x05};                                       // count 5
+  mold::Request r;
+  ASSERT_TRUE(mold::parse_request(bytes, sizeof bytes, r));
+  EXPECT_EQ(std::string(r.session.data(), 10), "SESSION001");
+  EXPECT_EQ(r.sequence, 258u);
+  EXPECT_EQ(r.count, 5u);
+  uint8_t again[20];
+  mold::write_request(r, again);
+  EXPECT_EQ(std::memcmp(again, bytes, 20), 0);
+  EXPECT_FALSE(mold::parse_request(bytes, 19, r));
+  uint8_t longer[21] = {};
+  EXPECT_FALSE(mold::parse_request(longer, 21, r));
+}

@@ -23,6 +23,7 @@ KIND_LATENCY = 1
 KIND_BBO = 2
 KIND_SEND = 3
 KIND_SUBSCRIBER = 4
+KIND_REQUEST = 5
 FLAG_FINALIZED = 1
 WRITTEN = 0x80
 
@@ -60,6 +61,13 @@ SEND_DTYPE = np.dtype([
 SUBSCRIBER_DTYPE = np.dtype([
     ("seq", "<u8"), ("t_received", "<u8"), ("stock_locate", "<u2"), ("flags", "u1"), ("reserved", "V5"),
 ])
+REQUEST_DTYPE = np.dtype([
+    ("seq", "<u8"), ("t", "<u8"), ("client_addr", ">u4"), ("client_port", "<u2"), ("count", "<u2"), ("flags", "u1"),
+    ("outcome", "u1"), ("reserved", "V6"),
+])
+REQUEST_ANSWER, REQUEST_ANSWER_DROPPED = 1, 2  # RequestRecord flags (gateway/log/FORMAT.md)
+REQUEST_OUTCOMES = ("served", "wrong_length", "wrong_session", "sequence_zero", "count_zero", "beyond_session",
+                    "outside_retention", "rate_limited", "after_end_of_session")
 BBO_DTYPE = np.dtype([
     ("seq", "<u8"), ("timestamp", "<u8"), ("bid_qty", "<u8"), ("ask_qty", "<u8"),
     ("bid_px", "<u4"), ("ask_px", "<u4"), ("stock_locate", "<u2"), ("flags", "u1"),
@@ -81,12 +89,13 @@ CLOCK_LINE_DTYPE = np.dtype([("tsc0", "<u8"), ("ns0", "<u8"), ("ns_per_tick_q32"
 LATENCY_V4_HEADER_SIZE = HEADER_SIZE + CLOCK_LINE_DTYPE.itemsize
 assert HEADER_DTYPE.itemsize == HEADER_SIZE
 assert LATENCY_V2_DTYPE.itemsize == 64 and LATENCY_V1_DTYPE.itemsize == 56 and BBO_DTYPE.itemsize == 48
-assert SEND_DTYPE.itemsize == 32 and SUBSCRIBER_DTYPE.itemsize == 24
+assert SEND_DTYPE.itemsize == 32 and SUBSCRIBER_DTYPE.itemsize == 24 and REQUEST_DTYPE.itemsize == 32
 
 STAGE_CLOCK_TSC_TICKS = 3
 STAGE_CLOCKS = {0: "none", 1: "monotonic", 2: "tsc", STAGE_CLOCK_TSC_TICKS: "tsc-ticks"}
 ORIGIN_CLOCKS = {0: "none", 1: "capture-epoch", 2: "sender-monotonic", 3: "itch-timestamp"}
-KIND_NAMES = {KIND_LATENCY: "latency", KIND_BBO: "bbo", KIND_SEND: "send", KIND_SUBSCRIBER: "subscriber"}
+KIND_NAMES = {KIND_LATENCY: "latency", KIND_BBO: "bbo", KIND_SEND: "send", KIND_SUBSCRIBER: "subscriber",
+              KIND_REQUEST: "request"}
 
 
 def stage_indices(stages: int) -> list[int]:
@@ -104,7 +113,8 @@ def latency_v3_dtype(stages: int) -> np.dtype:
 FORMATS = {(KIND_LATENCY, 1): LATENCY_V1_DTYPE, (KIND_LATENCY, 2): LATENCY_V2_DTYPE,
            (KIND_LATENCY, 3): latency_v3_dtype(ALL_STAGES), (KIND_LATENCY, 4): latency_v3_dtype(ALL_STAGES),
            (KIND_LATENCY, LATENCY_COMPACT_VERSION): COMPACT_SLOT_DTYPE,
-           (KIND_BBO, 1): BBO_DTYPE, (KIND_SEND, 1): SEND_DTYPE, (KIND_SUBSCRIBER, 1): SUBSCRIBER_DTYPE}
+           (KIND_BBO, 1): BBO_DTYPE, (KIND_SEND, 1): SEND_DTYPE, (KIND_SUBSCRIBER, 1): SUBSCRIBER_DTYPE,
+           (KIND_REQUEST, 1): REQUEST_DTYPE}
 # What LogWriter writes: the newest layout of fixed records (a latency log: version 4's; version 5 is the gateway's).
 VERSIONS = {kind: max(v for k, v in FORMATS if k == kind and v != LATENCY_COMPACT_VERSION) for kind in KIND_NAMES}
 STAGE_LAYOUT_VERSIONS = (3, 4)  # latency versions whose records hold only the stages their header names
