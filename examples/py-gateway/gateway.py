@@ -15,7 +15,7 @@ Given a multicast group as the UDP address, it joins it on the loopback
 interface. It stops at the feed's end of session, or on SIGTERM.
 
     gateway.py --udp ADDR:PORT --bbo ADDR:PORT [--bbo-via tcp|udp|mqtt|kafka] [--bbo-topic T]
-               [--bbo-format csv|jsonl]
+               [--bbo-format csv|jsonl] [--rerequest ADDR:PORT]
     gateway.py --serial /dev/pts/N --bbo ADDR:PORT
 
 MQTT needs paho-mqtt (Debian: python3-paho-mqtt), Kafka confluent-kafka
@@ -32,6 +32,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 
 # Type byte -> length of the message (type byte included), ITCH 5.0.
 LENGTHS = {b"S": 12, b"R": 39, b"H": 25, b"Y": 20, b"L": 26, b"V": 35, b"W": 12, b"K": 28, b"J": 35, b"h": 21,
@@ -114,25 +115,69 @@ class Book:
 
 
 class Feed:
-    """Messages in sequence order: duplicates and late ones are dropped, a gap is skipped over."""
+    """Messages in sequence order: duplicates and late ones are dropped, a gap is skipped over — or, given a
+    re-request server, asked for again and filled: later messages wait until it is."""
 
-    def __init__(self, book: Book) -> None:
-        self.book, self.next_seq = book, 0
+    def __init__(self, book: Book, recovery: "Recovery | None" = None) -> None:
+        self.book, self.next_seq, self.recovery = book, 0, recovery
+        # Messages past a gap, by sequence, until the gap is filled; None marks where a heartbeat or the end of
+        # session said the next message would be (nothing to apply there: it ends the gap).
+        self.waiting: dict[int, bytes | None] = {}
+        self.ended = False                   # an end-of-session packet came
 
-    def message(self, seq: int, m: bytes) -> None:
-        if seq < self.next_seq:
-            return
+    def _apply(self, seq: int, m: bytes) -> None:
         self.next_seq = seq + 1
         if len(m) and LENGTHS.get(m[0:1]) == len(m):
             self.book.apply(seq, m)
 
+    def message(self, seq: int, m: bytes) -> None:
+        if seq < self.next_seq or self.waiting.get(seq) is not None:
+            return  # a duplicate, or a late one already covered
+        if self.recovery is None or seq == self.next_seq or self.next_seq == 0:
+            self.waiting.pop(seq, None)
+            self._apply(seq, m)
+        else:
+            self.waiting[seq] = m
+        self._drain()
+
+    def _drain(self) -> None:
+        """Applies what waited once the gap before it is filled; a mark is only taken away."""
+        while self.next_seq in self.waiting:
+            m = self.waiting.pop(self.next_seq)
+            if m is None:
+                return
+            self._apply(self.next_seq, m)
+
+    def expect(self, next_seq: int) -> None:
+        """A heartbeat or end of session says the next sequence is next_seq: what lies before it is a gap."""
+        if self.recovery is not None and next_seq > self.next_seq > 0:
+            self.waiting.setdefault(next_seq, None)
+
+    def missing(self) -> tuple[int, int] | None:
+        """The first gap: (its first sequence, how many), or None."""
+        if not self.waiting:
+            return None
+        return self.next_seq, min(self.waiting) - self.next_seq
+
+    def give_up(self) -> None:
+        """The gap stays lost: go on from the first message after it."""
+        self.next_seq = min(self.waiting)
+        self._drain()
+
+    def done(self) -> bool:
+        return self.ended and not self.waiting
+
     def packet(self, p: bytes) -> bool:
-        """Applies one MoldUDP64 packet; False at the end of session."""
+        """Applies one MoldUDP64 packet; False once the session has ended with nothing missing."""
         if len(p) < 20:
             return True
+        if self.recovery is not None:
+            self.recovery.session = p[:10]
         seq, count = struct.unpack_from(">QH", p, 10)
-        if count == 0xFFFF:
-            return False
+        if count in (0, 0xFFFF):  # a heartbeat or the end of session: seq is the next one to come
+            self.expect(seq)
+            self.ended = self.ended or count == 0xFFFF
+            return not self.done() if self.recovery is not None else count != 0xFFFF
         at = 20
         for i in range(count):
             if at + 2 > len(p):
@@ -140,7 +185,39 @@ class Feed:
             n = struct.unpack_from(">H", p, at)[0]
             self.message(seq + i, p[at + 2:at + 2 + n])
             at += 2 + n
-        return True
+        return not self.done()
+
+
+class Recovery:
+    """Asks the session's re-request server for the first gap (a 20-byte request: session, first sequence,
+    count), again after TIMEOUT_S while it stays open, and gives the gap up after TRIES requests."""
+
+    TIMEOUT_S, TRIES = 0.2, 8
+
+    def __init__(self, sock: socket.socket, server: tuple[str, int]) -> None:
+        self.sock, self.server = sock, server
+        self.session = b""
+        self.asked: tuple[int, int] | None = None
+        self.asked_at, self.tries = 0.0, 0
+
+    def tick(self, feed: Feed) -> None:
+        gap = feed.missing()
+        if gap is None or not self.session:
+            self.asked = None
+            return
+        now = time.monotonic()
+        if gap != self.asked:
+            self.asked, self.tries = gap, 0
+        elif now - self.asked_at < self.TIMEOUT_S:
+            return
+        if self.tries == self.TRIES:
+            feed.give_up()
+            self.asked = None
+            return
+        first, count = gap
+        self.sock.sendto(self.session + struct.pack(">QH", first, min(count, 0xFFFF)), self.server)
+        self.asked_at, self.tries = now, self.tries + 1
+
 
     def line(self, text: bytes) -> bool:
         """Applies one serial line ($seq,t_send,HEX*CK); False at the end of session."""
@@ -170,6 +247,8 @@ def main() -> int:
     src.add_argument("--udp", metavar="ADDR:PORT")
     src.add_argument("--serial", metavar="TTY")
     p.add_argument("--bbo", metavar="ADDR:PORT", required=True)
+    p.add_argument("--rerequest", metavar="ADDR:PORT", help="udp: the session's re-request server: gaps are asked "
+                   "for again and filled before later messages are applied")
     p.add_argument("--bbo-via", choices=("tcp", "udp", "mqtt", "kafka"), default="tcp")
     p.add_argument("--bbo-topic", default="itchbench/bbo", help="mqtt, kafka: the topic (Kafka: partition 0)")
     p.add_argument("--bbo-format", choices=("csv", "jsonl"), default="csv")
@@ -193,6 +272,7 @@ def main() -> int:
             send("".join(pending).encode())
             pending.clear()
 
+    recovery = None
     feed = Feed(Book(emit))
     try:
         if args.udp:
@@ -209,11 +289,18 @@ def main() -> int:
             else:
                 sock.bind((addr, int(port)))
             sock.settimeout(0.05)
+            if args.rerequest and not args.rerequest.endswith(":0"):  # port 0: the run has no server
+                # Requests go from the feed's own socket: the answers come back to it.
+                host, rport = args.rerequest.rsplit(":", 1)
+                feed.recovery = recovery = Recovery(sock, (host, int(rport)))
             while True:
                 try:
                     more = feed.packet(sock.recv(65536))
                 except socket.timeout:
-                    continue
+                    more = not feed.done()
+                if recovery is not None:
+                    recovery.tick(feed)
+                    more = more and not feed.done()
                 flush()  # a packet's events go out with it
                 if not more:
                     break

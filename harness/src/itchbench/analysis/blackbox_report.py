@@ -32,6 +32,25 @@ def gateway_rows(under: dict[str, Any]) -> list[str]:
     return rows
 
 
+def recovery_section(r: dict[str, Any] | None) -> list[str]:
+    """What the wire lost and what the exchange's re-request server gave back (runs/recovery.py)."""
+    if not r:
+        return []
+    refused = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in r["requests_by_outcome"].items()
+                        if k != "served" and n) or "none"
+    return ["## Recovery", "",
+            "The feed lost packets on the wire (the capture's faults); the run's re-request server held the whole "
+            "session (docs/exchange.md). The BBO above is checked against the simulation of the whole session.", "",
+            "| | |", "|---|---|",
+            f"| messages lost on the wire | {r['lost_on_wire']:,} |",
+            f"| of which answered by the server | {r['answered_by_server']:,} |",
+            f"| never answered | {r['never_answered']:,}"
+            + (f" (first: seq {r['first_never_answered']:,})" if r["first_never_answered"] is not None else "") + " |",
+            f"| requests the gateway sent | {r['requests']:,} (refused: {refused}) |",
+            f"| answer packets sent / dropped by the server | {r['answer_packets']:,} / {r['answers_dropped']:,} |",
+            f"| messages answered | {r['messages_answered']:,} |", ""]
+
+
 def speed_section(summary: dict[str, Any]) -> list[str]:
     """What its process used (process-meter): wall, CPU a message, peak RSS; messages a second when it read the
     capture itself."""
@@ -81,6 +100,7 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
                    f"- got: {f['got']}", ""]
         if check.get("malformed_examples"):
             md += ["Malformed lines, first ones: " + ", ".join(f"`{x[:80]}`" for x in check["malformed_examples"]), ""]
+    md += recovery_section(rec.get("recovery"))
     md += speed_section(summary)
     w2w = summary.get("wire_to_wire")
     md += ["## Latency, wire to wire", ""]

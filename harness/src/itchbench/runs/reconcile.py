@@ -22,7 +22,8 @@ from ..captures.digest import sim_bbo
 from ..captures.inspect import capture_kind, facts_of
 from ..gateways import adapter, blackbox
 from .. import rundir
-from . import noise, verdict
+from . import noise, recovery, verdict
+from .transports import rerequest
 from .failure import RunError, describe_exit
 
 if TYPE_CHECKING:
@@ -89,11 +90,17 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
     delivered = kernel.get("UdpInDatagrams", 0)
     dropped = kernel.get("UdpInErrors", 0)
     bbo = _collector_datagrams(run)
+    # The gateway's conversation with the re-request server crosses the same kernel: its requests (read, left
+    # unread at the stop, or dropped at the server's socket) and the server's answer packets.
+    server = run.extras.get("request_server") or {}
+    talk = (int(server.get("requests", 0)) + int(server.get("requests_unread_at_stop", 0))
+            + int(server.get("socket_dropped", 0)) + int(server.get("answer_packets", 0)))
     checks[f"{sender} sent + failed = capture datagrams x loops"] = sent + failed == expected_datagrams
     if kernel_udp:
-        checks["kernel delivered + dropped + no port = sent" + (
-            f" (less {bbo:,} BBO datagrams to the collector)" if bbo else "")] = (
-            delivered - bbo + dropped + kernel.get("UdpNoPorts", 0) == sent)
+        less = [f"{bbo:,} BBO datagrams to the collector"] * bool(bbo) + \
+               [f"{talk:,} requests and answers with the re-request server"] * bool(server)
+        checks["kernel delivered + dropped + no port = sent" + (f" (less {', '.join(less)})" if less else "")] = (
+            delivered - bbo - talk + dropped + kernel.get("UdpNoPorts", 0) == sent)
     return {
         "capture_datagrams": datagrams, "loops": loops, "expected_messages": facts["messages"] * loops,
         "sender": sender, "sender_sent": sent, "sender_failed": failed,
@@ -374,9 +381,13 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     hop = _sender_checks(run, facts_of(capture, feed), checks)
     output = run.extras.get("bbo_output", adapter.BBO_FILE)
     out = run.dir / output
-    ref, kinds = blackbox.reference(capture, feed)
+    server = run.extras.get("request_server")
+    # With the exchange's re-request server in the run, the gateway can get back what the wire lost: it is held to
+    # the simulation of the whole session, the capture before its faults.
+    session = Path(run.values.get("source_capture") or capture) if server is not None else capture
+    ref, kinds = blackbox.reference(session, feed)
     events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg,
-                                                       blackbox.stock_directory(capture, feed))
+                                                       blackbox.stock_directory(session, feed))
     bbo_check = blackbox.check(events, ref, kinds, bbo_cfg["check"])
     bbo_check.update({"malformed_lines": malformed, "malformed_examples": examples, "output": str(out.name)})
     loss = {"expected_messages": hop["expected_messages"],
@@ -385,6 +396,8 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     loss["lossless"] = not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"])
     rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,
            "bbo_check": bbo_check, "black_box": True}
+    if server is not None:
+        rec["recovery"] = recovery.of(faults.sidecar_of(capture), run.dir / rerequest.LOG, server)
     latency = blackbox.wire_to_wire(events, run.dir / "send.log")
     summary.update({
         "complete": failure is None and out.exists(),

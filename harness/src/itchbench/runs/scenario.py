@@ -132,6 +132,19 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
     "publish": (list, ["tcp"], _targets, "live runs: where the gateway publishes BBO: tcp (always on), mqtt (a "
                 "Mosquitto broker the run starts), kafka (a one-node KRaft Kafka the run starts; "
                 "docs/distribution.md)"),
+    "rerequest": {
+        "server": (bool, False, None, "udp: run the exchange's MoldUDP64 re-request server in the run's namespace, "
+                   "holding the session before any fault (docs/exchange.md)"),
+        "delay_ms": (int, 0, _at_least(0), "answer each request this long after it"),
+        "max_messages": (int, 0, _at_least(0), "messages answered a request at most (0: as many as asked)"),
+        "max_payload": (int, 1400, _between(22, 65507), "bytes of an answer packet, its header included"),
+        "rate_limit": (int, 0, _at_least(0), "requests a second from one requester (0: no limit)"),
+        "retention": (int, 0, _at_least(0), "messages held, the session's last ones (0: all)"),
+        "drop_answers": (float, 0.0, _between(0, 1), "a fault: the share of answer packets not sent"),
+        "seed": (int, 1, _at_least(0), "seed of the dropped answers"),
+        "answer_after_end_ms": (int, -1, _at_least(-1), "after the sender's end, answer this long (-1: until the "
+                                "gateway stops)"),
+    },
     "mqtt": {
         "subscribers": (int, 1, _between(0, 16), "bbo-mqtt-subscriber processes on the broker"),
         "subscriber_modes": (list, [], _broker_modes, "modes of the first ones: fast, slow (1 ms a message), "
@@ -303,6 +316,8 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
         if len(out[broker]["subscriber_modes"]) > out[broker]["subscribers"]:
             raise ScenarioError(f"{origin}: {broker}.subscriber_modes names {len(out[broker]['subscriber_modes'])} "
                                 f"subscribers but {broker}.subscribers = {out[broker]['subscribers']}")
+    if out["rerequest"]["server"] and out["transport"] != "udp":
+        raise ScenarioError(f"{origin}: rerequest.server answers MoldUDP64 over UDP: it needs transport = \"udp\"")
     if out["replay"]["multicast"] and out["gateway"]["source"] == "af_xdp":
         raise ScenarioError(f"{origin}: replay.multicast with gateway.source = \"af_xdp\" is not supported: the XDP "
                             "program takes the feed's unicast frames")

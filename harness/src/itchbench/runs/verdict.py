@@ -25,7 +25,7 @@ from typing import Any
 
 from ..gateways.blackbox import difference_words
 
-EXIT = {"lossless": 0, "faults_accounted": 0, "rejected": 1, "lost": 1, "bbo_differs": 1, "unbalanced": 1,
+EXIT = {"lossless": 0, "faults_accounted": 0, "recovered": 0, "rejected": 1, "lost": 1, "bbo_differs": 1, "unbalanced": 1,
         "incomplete": 1}
 
 # For --help: the headlines a run ends with and their exit statuses.
@@ -138,6 +138,18 @@ def _us(ns: float) -> str:
     return f"{ns / 1000:,.1f} µs"
 
 
+def _recovery_words(r: dict[str, Any]) -> str:
+    """The re-request server's side of a recovery, in a few words."""
+    refused = {k: v for k, v in r["requests_by_outcome"].items() if k != "served" and v}
+    words = (f"{count(r['requests'], 'request')}, {count(r['messages_answered'], 'message')} answered in "
+             f"{count(r['answer_packets'], 'packet')}")
+    if r["answers_dropped"]:
+        words += f", {count(r['answers_dropped'], 'answer')} dropped by the server (a fault)"
+    if refused:
+        words += f", refused: {_reasons(refused)}"
+    return words
+
+
 def messages_verb(transport: str) -> str:
     """How a black box got its messages: it read the capture itself, or they were sent to it."""
     return "read by the gateway from the capture" if transport == "sim" else "sent"
@@ -165,6 +177,20 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
                      f"{check['malformed_examples'][0]!r})" if check["malformed_lines"] else "")
         status = "bbo_differs"
         headline = f"BBO DIFFERS ({check['mode']}): {difference_words(check)}{malformed}"
+        if rec.get("recovery"):
+            headline += f"; {_recovery_words(rec['recovery'])}"
+    elif rec.get("recovery", {}).get("never_answered"):
+        r = rec["recovery"]
+        status = "lost"
+        headline = (f"LOST: {r['never_answered']:,} of {count(r['lost_on_wire'], 'message')} lost on the wire never "
+                    f"came back from the re-request server (first: seq {r['first_never_answered']:,}); the BBO still "
+                    f"equals the simulation of the whole session; {_recovery_words(r)}")
+    elif rec.get("recovery", {}).get("lost_on_wire"):
+        r = rec["recovery"]
+        status = "recovered"
+        headline = (f"RECOVERED: {count(r['lost_on_wire'], 'message')} lost on the wire, every one answered by the "
+                    f"re-request server and the BBO = the simulation of the whole session ({check['mode']}, "
+                    f"{count(check['events'], 'event')}); {_recovery_words(r)}; balanced{timing}")
     else:
         status = "lossless"
         headline = (f"LOSSLESS: {count(loss['expected_messages'], 'message')} {messages_verb(summary['transport'])}, "

@@ -28,7 +28,7 @@ from ..brokers import kafka, mosquitto, restarts
 from ..scenario import INPUT_OF
 from ..deadlines import sim_seconds
 from ..failure import RunError
-from . import subscribers
+from . import rerequest, subscribers
 from .gateway import itchbench_flags
 from .serial import pty_pair, replay_serial
 from .udp import UDP_PORT, private_netns, replay_udp
@@ -192,10 +192,22 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         run.extras["subscribers_not_served"] = "the gateway's contract names no subscriber port ([subscribers])"
     if transport == "udp":
         assert ns is not None
+        server = rerequest.RequestServerRole(run, group, wrap) if run.values["rerequest"]["server"] else None
+        if server is not None:
+            values.update(rerequest_addr="127.0.0.1", rerequest_port=rerequest.PORT)
         group_addr = run.values["replay"]["multicast"]
         driver.start("udp", on_port, feed_addr=group_addr or "127.0.0.1", feed_port=UDP_PORT, feed_group=group_addr,
                      **values)
-        _feed(run, group, c, driver, wrap, lambda watch: replay_udp(run, group, ns, watch))
+
+        def send(watch: GatewayWatch) -> None:
+            replay_udp(run, group, ns, watch)
+            if server is not None:
+                server.session_ended()
+        try:
+            _feed(run, group, c, driver, wrap, send)
+        finally:
+            if server is not None:
+                server.stop()
         run.extras["kernel"] = ns.udp_counters()
     elif transport == "serial":
         gw_end, replay_end, socat = pty_pair(run, group)
