@@ -15,7 +15,7 @@ Given a multicast group as the UDP address, it joins it on the loopback
 interface. It stops at the feed's end of session, or on SIGTERM.
 
     gateway.py --udp ADDR:PORT --bbo ADDR:PORT [--bbo-via tcp|udp|mqtt|kafka] [--bbo-topic T]
-               [--bbo-format csv|jsonl] [--rerequest ADDR:PORT]
+               [--bbo-format csv|jsonl] [--udp-b ADDR:PORT] [--rerequest ADDR:PORT]
     gateway.py --serial /dev/pts/N --bbo ADDR:PORT
 
 MQTT needs paho-mqtt (Debian: python3-paho-mqtt), Kafka confluent-kafka
@@ -28,6 +28,7 @@ import argparse
 import ipaddress
 import json
 import os
+import select
 import signal
 import socket
 import struct
@@ -189,13 +190,16 @@ class Feed:
 
 
 class Recovery:
-    """Asks the session's re-request server for the first gap (a 20-byte request: session, first sequence,
-    count), again after TIMEOUT_S while it stays open, and gives the gap up after TRIES requests."""
+    """Fills the first gap: waits for the other line to bring it, and asks the session's re-request server (a
+    20-byte request: session, first sequence, count), again after TIMEOUT_S while it stays open; gives the gap
+    up after TRIES requests (without a server: after 50 ms)."""
 
     TIMEOUT_S, TRIES = 0.2, 8
 
-    def __init__(self, sock: socket.socket, server: tuple[str, int]) -> None:
+    def __init__(self, sock: socket.socket, server: tuple[str, int] | None) -> None:
         self.sock, self.server = sock, server
+        if server is None:  # only the other line can fill a gap, and its copy is due within its skew
+            self.TIMEOUT_S, self.TRIES = 0.05, 1
         self.session = b""
         self.asked: tuple[int, int] | None = None
         self.asked_at, self.tries = 0.0, 0
@@ -215,7 +219,8 @@ class Recovery:
             self.asked = None
             return
         first, count = gap
-        self.sock.sendto(self.session + struct.pack(">QH", first, min(count, 0xFFFF)), self.server)
+        if self.server is not None:
+            self.sock.sendto(self.session + struct.pack(">QH", first, min(count, 0xFFFF)), self.server)
         self.asked_at, self.tries = now, self.tries + 1
 
 
@@ -241,12 +246,33 @@ class Recovery:
         return True
 
 
+def join(sock: socket.socket, group: str) -> None:
+    """Joins a group on the loopback interface; only this socket's own groups are delivered (IP_MULTICAST_ALL off)."""
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(group) + socket.inet_aton("127.0.0.1"))
+    sock.setsockopt(socket.IPPROTO_IP, IP_MULTICAST_ALL, 0)
+
+
+def open_feed(addr: str, port: int) -> socket.socket:
+    """A feed socket: a group is joined with the socket bound to every address (so a unicast answer to it comes
+    too), a unicast address is bound as it is."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    if ipaddress.IPv4Address(addr).is_multicast:
+        sock.bind(("0.0.0.0", port))
+        join(sock, addr)
+    else:
+        sock.bind((addr, port))
+    return sock
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--udp", metavar="ADDR:PORT")
     src.add_argument("--serial", metavar="TTY")
     p.add_argument("--bbo", metavar="ADDR:PORT", required=True)
+    p.add_argument("--udp-b", metavar="ADDR:PORT", help="udp: the session's B line too (a group or an address; port "
+                   "0: none): whichever line brings a message first, it is applied once")
     p.add_argument("--rerequest", metavar="ADDR:PORT", help="udp: the session's re-request server: gaps are asked "
                    "for again and filled before later messages are applied")
     p.add_argument("--bbo-via", choices=("tcp", "udp", "mqtt", "kafka"), default="tcp")
@@ -277,27 +303,27 @@ def main() -> int:
     try:
         if args.udp:
             addr, port = args.udp.rsplit(":", 1)
-            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-            if ipaddress.IPv4Address(addr).is_multicast:
-                # A group: bound to every address (a unicast answer to this socket comes too), joined on the
-                # loopback interface, and only this socket's own groups delivered (IP_MULTICAST_ALL off).
-                sock.bind(("0.0.0.0", int(port)))
-                sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
-                                socket.inet_aton(addr) + socket.inet_aton("127.0.0.1"))
-                sock.setsockopt(socket.IPPROTO_IP, IP_MULTICAST_ALL, 0)
-            else:
-                sock.bind((addr, int(port)))
-            sock.settimeout(0.05)
+            sock = open_feed(addr, int(port))
+            sockets = [sock]
+            if args.udp_b and not args.udp_b.endswith(":0"):  # the session's B line: the first copy wins
+                b_addr, b_port = args.udp_b.rsplit(":", 1)
+                if int(b_port) == int(port) and ipaddress.IPv4Address(b_addr).is_multicast:
+                    join(sock, b_addr)  # another group on the same port: the same socket takes both
+                else:
+                    sockets.append(open_feed(b_addr, int(b_port)))
+            server = None
             if args.rerequest and not args.rerequest.endswith(":0"):  # port 0: the run has no server
                 # Requests go from the feed's own socket: the answers come back to it.
                 host, rport = args.rerequest.rsplit(":", 1)
-                feed.recovery = recovery = Recovery(sock, (host, int(rport)))
+                server = (host, int(rport))
+            if server is not None or len(sockets) > 1 or args.udp_b and not args.udp_b.endswith(":0"):
+                # A gap may be filled (by the other line, or the server): hold what comes after it meanwhile.
+                feed.recovery = recovery = Recovery(sock, server)
             while True:
-                try:
-                    more = feed.packet(sock.recv(65536))
-                except socket.timeout:
-                    more = not feed.done()
+                ready, _, _ = select.select(sockets, [], [], 0.05)
+                more = not feed.done()
+                for s in ready:
+                    more = feed.packet(s.recv(65536)) and more
                 if recovery is not None:
                     recovery.tick(feed)
                     more = more and not feed.done()

@@ -224,6 +224,8 @@ enum class RequestOutcome : uint8_t {
 
 enum SendFlags : uint8_t {
   kSendFailed = 1,  // the send failed (not EAGAIN/ENOBUFS, which are retried): never left
+  kSendLineB = 2,   // sent on the feed's B line (udp-replay --line-b); A otherwise
+  kSendDropped = 4, // not sent: the line's fault policy dropped it (--drop-a/-b, bursts, silence)
 };
 
 enum LatencyFlags : uint8_t {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "replay/lib/fault_injector.hpp"
+#include "replay/lib/line_faults.hpp"
 #include "util/atomic_file.hpp"
 #include "util/cli.hpp"
 
@@ -49,20 +50,8 @@ int main(int argc, char** argv) {
   o.corrupt_ppm = ppm_of(args, "corrupt");
   o.reorder_window = uint32_t(args.get_u64("reorder-window"));
   if (o.reorder_window < 1 || o.reorder_window > 64) args.fail("--reorder-window must be 1..64");
-  if (args.has("burst-drop")) {
-    const std::string b = args.get("burst-drop");
-    const size_t at = b.find('@');
-    try {
-      if (at == std::string::npos) throw std::invalid_argument("no @");
-      const long len = std::stol(b.substr(0, at));
-      const double p = std::stod(b.substr(at + 1));
-      if (len < 1 || !(p >= 0 && p <= 1)) throw std::invalid_argument("range");
-      o.burst_length = uint32_t(len);
-      o.burst_ppm = uint32_t(std::lround(p * 1e6));
-    } catch (const std::exception&) {
-      args.fail("--burst-drop takes LEN@P, e.g. 5@0.001 (LEN >= 1, 0 <= P <= 1)");
-    }
-  }
+  if (args.has("burst-drop") && !replay::parse_burst(args.get("burst-drop"), o.burst_length, o.burst_ppm))
+    args.fail("--burst-drop takes LEN@P, e.g. 5@0.001 (LEN >= 1, 0 <= P <= 1)");
   const std::string in = args.positionals()[0], out = args.positionals()[1];
   try {
     const FaultReport r = inject_faults(in, out, o);

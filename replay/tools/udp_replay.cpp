@@ -21,9 +21,11 @@
 #include "protocol/endian.hpp"
 #include "replay/lib/capture_schedule.hpp"
 #include "replay/lib/deadline.hpp"
+#include "replay/lib/line_faults.hpp"
 #include "replay/lib/report_output.hpp"
 #include "source/capture_file.hpp"
 #include "source/feed_option.hpp"
+#include "util/atomic_file.hpp"
 #include "util/cli.hpp"
 #include "util/json_writer.hpp"
 #include "util/stage_clock.hpp"
@@ -72,6 +74,18 @@ int main(int argc, char** argv) {
   args.option("loops", "N", "times through the capture", "1");
   args.option("batch", "N", "most packets handed to one sendmmsg (1..1024)", "64");
   args.option("sndbuf", "BYTES", "SO_SNDBUF request", "4194304");
+  args.option("line-b", "IPV4", "also send every packet on a B line to this address (loopback or a group), as "
+              "exchanges send a session twice");
+  args.option("line-b-port", "PORT", "the B line's port (default: --port)");
+  args.option("b-skew-us", "US", "how far the B line runs behind A", "0");
+  args.option("drop-a", "P", "line A: probability a packet is lost at send time", "0");
+  args.option("drop-b", "P", "line B: probability a packet is lost at send time", "0");
+  args.option("burst-drop-a", "LEN@P", "line A: LEN packets lost in a row, starting with probability P");
+  args.option("burst-drop-b", "LEN@P", "line B: the same");
+  args.option("silent-a", "FROM:TO", "line A sends nothing from FROM to TO seconds into the schedule");
+  args.option("silent-b", "FROM:TO", "line B: the same");
+  args.option("line-seed", "N", "seed of the lines' faults (one stream a line)", "1");
+  args.option("line-faults", "FILE", "write what each line lost (sequence numbers) as JSON");
   args.option("send-log", "FILE", "write every packet's intended and actual send time here");
   args.option("report", "FILE", "also write the report as JSON to FILE");
   args.parse(argc, argv);
@@ -97,6 +111,39 @@ int main(int argc, char** argv) {
     args.fail("--address must be a loopback address (127.0.0.0/8) or a multicast group (224.0.0.0/4): traffic "
               "stays local");
   const std::optional<Feed> feed = feed_option(args);
+  // The lines: A always, B when asked for; each with its own destination and faults.
+  std::vector<sockaddr_in> line_to{dst};
+  if (args.has("line-b")) {
+    sockaddr_in b = dst;
+    if (inet_pton(AF_INET, args.get("line-b").c_str(), &b.sin_addr) != 1 ||
+        (!is_loopback(b.sin_addr) && !is_multicast(b.sin_addr)))
+      args.fail("--line-b must be a loopback address or a multicast group");
+    if (is_multicast(b.sin_addr) != multicast) args.fail("--line-b must be multicast when --address is, and only then");
+    if (args.has("line-b-port")) {
+      const uint64_t bp = args.get_u64("line-b-port");
+      if (bp == 0 || bp > 65535) args.fail("--line-b-port must be 1..65535");
+      b.sin_port = htons(uint16_t(bp));
+    }
+    line_to.push_back(b);
+  }
+  const uint64_t skew_ns = args.get_u64("b-skew-us") * 1000;
+  std::vector<replay::LineFaults> line_faults;
+  for (size_t line = 0; line < line_to.size(); ++line) {
+    const std::string l = line == 0 ? "a" : "b";
+    const double p = args.get_double("drop-" + l);
+    if (!(p >= 0 && p <= 1)) args.fail("--drop-" + l + " must be 0..1");
+    uint32_t burst_len = 0, burst_ppm = 0;
+    if (args.has("burst-drop-" + l) && !replay::parse_burst(args.get("burst-drop-" + l), burst_len, burst_ppm))
+      args.fail("--burst-drop-" + l + " takes LEN@P, e.g. 5@0.001");
+    uint64_t from = UINT64_MAX, to = UINT64_MAX;
+    if (args.has("silent-" + l) && !replay::parse_window(args.get("silent-" + l), from, to))
+      args.fail("--silent-" + l + " takes FROM:TO in seconds, FROM < TO");
+    line_faults.emplace_back(args.get_u64("line-seed") * 2 + line, uint32_t(p * 1e6 + 0.5), burst_len, burst_ppm,
+                             from, to);
+  }
+  if (line_to.size() == 1 && (args.has("b-skew-us") || args.get_double("drop-b") > 0 || args.has("burst-drop-b") ||
+                              args.has("silent-b")))
+    args.fail("the B line's options need --line-b");
 
   try {
     // The whole capture in memory first: pacing must not wait on the disk.
@@ -129,8 +176,6 @@ int main(int argc, char** argv) {
           ::setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof loop) != 0)
         throw std::runtime_error(std::string("multicast options: ") + std::strerror(errno));
     }
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&dst), sizeof dst) != 0)
-      throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
 
     std::optional<SendLog> log;
     if (args.has("send-log"))
@@ -145,7 +190,7 @@ int main(int argc, char** argv) {
     int first_error = 0;
     replay::CaptureSchedule schedule(multiplier);
     replay::tighten_timer_slack();
-    const uint64_t t0 = monotonic_ns() + 20000000;  // start 20 ms from now
+    uint64_t t0 = 1;  // the schedule is laid out from 1 (0 means "at once"), then moved to its start below
     uint64_t loop_offset = 0;                       // capture timing restarts each loop, after the last
     uint64_t last_due = 0;
     std::vector<uint64_t> intended(batch);
@@ -161,43 +206,82 @@ int main(int argc, char** argv) {
       return t0 + last_due;
     };
 
-    uint64_t next = 0;  // the first packet of the batch being sent
-    // One send-log record a packet: k is its place in the batch being sent.
-    auto record = [&](size_t k, uint64_t t_sent, uint8_t flags) {
+    // Every copy of every packet, one a line, in the order it is due: B's copy `skew` behind A's. A copy its line's
+    // faults drop stays in the schedule, logged as such, and is not sent.
+    struct Copy {
+      uint64_t due;
+      uint64_t packet;  // i-th packet overall (loops included)
+      uint8_t line;
+      bool dropped;
+    };
+    std::vector<Copy> copies;
+    copies.reserve(size_t(total) * line_to.size());
+    std::vector<uint64_t> line_sent(line_to.size()), line_dropped(line_to.size());
+    std::vector<std::vector<uint64_t>> lost_sequences(line_to.size());  // messages each line's faults took
+    for (uint64_t i = 0; i < total; ++i) {
+      const uint64_t due = due_at(i);
+      const Datagram& d = datagrams[size_t(i % datagrams.size())];
+      const uint8_t* p = bytes.data() + d.offset;
+      const bool eos = d.length >= kMoldHeader && load_be16(p + 18) == kEndOfSession;
+      for (uint8_t line = 0; line < line_to.size(); ++line) {
+        const uint64_t at = due ? due + (line ? skew_ns : 0) : 0;
+        const bool dropped = line_faults[line].drops(at ? at - t0 : 0, eos);
+        copies.push_back({at, i, line, dropped});
+        if (dropped)
+          for (uint16_t m = 0; m < message_count(p, d.length); ++m) lost_sequences[line].push_back(first_seq(p, d.length) + m);
+      }
+    }
+    std::stable_sort(copies.begin(), copies.end(), [](const Copy& a, const Copy& b) { return a.due < b.due; });
+    // Start 20 ms from now, once the schedule is made (a long capture takes a while to lay out).
+    const uint64_t start = monotonic_ns() + 20000000;
+    for (Copy& c : copies)
+      if (c.due) c.due += start - t0;
+    t0 = start;
+
+    size_t next = 0;  // the first copy of the batch being sent
+    std::vector<size_t> slot(batch);  // the copy in each place of the batch
+    // One send-log record a copy.
+    auto record = [&](size_t c, uint64_t t_intended, uint64_t t_sent, uint8_t flags) {
       if (!log) return;
-      const Datagram& d = datagrams[size_t((next + k) % datagrams.size())];
+      const Datagram& d = datagrams[size_t(copies[c].packet % datagrams.size())];
       const uint8_t* p = bytes.data() + d.offset;
       logfmt::SendRecord rec{};
       rec.seq = first_seq(p, d.length);
       rec.count = message_count(p, d.length);
       rec.bytes = d.length;
-      rec.t_intended = intended[k];
+      rec.t_intended = t_intended;
       rec.t_sent = t_sent;
-      rec.flags = flags;
+      rec.flags = uint8_t(flags | (copies[c].line ? logfmt::kSendLineB : 0));
       log->append(rec);
     };
 
-    uint64_t next_due = total ? due_at(0) : 0;
-    while (next < total) {
+    uint64_t next_due = copies.empty() ? 0 : copies[0].due;
+    while (next < copies.size()) {
       replay::wait_until(next_due);
       const uint64_t formed = monotonic_ns();
       // Everything due by now, up to a batch.
-      size_t n = 0;
-      while (next + n < total && n < batch) {
-        const uint64_t due = n == 0 ? next_due : due_at(next + n);
-        if (n > 0 && due > formed) {
-          next_due = due;  // the first packet of the next batch
-          break;
+      size_t n = 0, taken = 0;
+      while (next + taken < copies.size() && n < batch) {
+        const Copy& c = copies[next + taken];
+        if (taken > 0 && c.due > formed) break;
+        if (c.dropped) {  // the line's fault: never sent, said in the log
+          record(next + taken, c.due ? c.due : formed, 0, logfmt::kSendDropped);
+          ++line_dropped[c.line];
+          ++taken;
+          continue;
         }
-        const Datagram& d = datagrams[size_t((next + n) % datagrams.size())];
+        const Datagram& d = datagrams[size_t(c.packet % datagrams.size())];
         iovs[n] = {bytes.data() + d.offset, d.length};
         msgs[n] = {};
+        msgs[n].msg_hdr.msg_name = &line_to[c.line];
+        msgs[n].msg_hdr.msg_namelen = sizeof(sockaddr_in);
         msgs[n].msg_hdr.msg_iov = &iovs[n];
         msgs[n].msg_hdr.msg_iovlen = 1;
-        intended[n] = due ? due : formed;
+        intended[n] = c.due ? c.due : formed;
+        slot[n] = next + taken;
         ++n;
+        ++taken;
       }
-      const bool batch_ended_by_schedule = next + n < total && n < batch;
       size_t done = 0;
       while (done < n) {
         // Stamped as the packets are handed to the kernel: on loopback the receiver's kernel stamp is taken
@@ -213,25 +297,26 @@ int main(int argc, char** argv) {
           // Any other error loses this packet: recorded as failed, never silently.
           if (!first_error) first_error = errno;
           ++failed;
-          record(done, t_sent, logfmt::kSendFailed);
+          record(slot[done], intended[done], t_sent, logfmt::kSendFailed);
           ++done;
           continue;
         }
         for (size_t k = done; k < done + size_t(r); ++k) {
-          const Datagram& d = datagrams[size_t((next + k) % datagrams.size())];
+          const Datagram& d = datagrams[size_t(copies[slot[k]].packet % datagrams.size())];
           const uint8_t* p = bytes.data() + d.offset;
           const uint64_t lag = t_sent > intended[k] ? t_sent - intended[k] : 0;
           max_lag = std::max(max_lag, lag);
           lag_sum += lag;
           sent_bytes += d.length;
           messages += message_count(p, d.length);
-          record(k, t_sent, 0);
+          ++line_sent[copies[slot[k]].line];
+          record(slot[k], intended[k], t_sent, 0);
         }
         sent += uint64_t(r);
         done += size_t(r);
       }
-      next += n;
-      if (!batch_ended_by_schedule && next < total) next_due = due_at(next);
+      next += taken;
+      if (next < copies.size()) next_due = copies[next].due;
     }
     const uint64_t finished = monotonic_ns();
     ::close(fd);
@@ -244,6 +329,7 @@ int main(int argc, char** argv) {
     j.field("address", args.get("address")).field("port", port).field("rate", rate).field("multiplier", multiplier);
     j.field("pps_requested", rate == "pps" ? pps : 0).field("loops", loops).field("batch", batch);
     j.field("capture_datagrams", uint64_t(datagrams.size())).field("packets", total).field("sent", sent);
+    j.field("copies", uint64_t(copies.size()));  // packets x lines: sent + failed + dropped by a line's faults
     j.field("failed", failed).field("first_error", first_error ? std::string(std::strerror(first_error)) : std::string());
     j.field("retried_eagain", retried_eagain).field("retried_enobufs", retried_enobufs);
     j.field("bytes", sent_bytes).field("messages", messages);
@@ -251,7 +337,21 @@ int main(int argc, char** argv) {
     j.field("max_lag_ns", max_lag).field("mean_lag_ns", sent ? double(lag_sum) / double(sent) : 0.0);
     j.field("timestamps_backwards", schedule.backwards_steps());
     j.field("send_log_dropped", log_dropped);
+    j.field("lines", uint64_t(line_to.size())).field("b_skew_us", skew_ns / 1000);
+    j.field("line_a_sent", line_sent[0]).field("line_a_dropped", line_dropped[0]);
+    if (line_to.size() > 1) j.field("line_b_sent", line_sent[1]).field("line_b_dropped", line_dropped[1]);
     j.end_object();
+    if (args.has("line-faults")) {  // what each line lost, and what both lost (only a re-request brings those back)
+      JsonWriter f;
+      f.begin_object();
+      for (size_t line = 0; line < line_to.size(); ++line) {
+        f.key(line ? "b" : "a").begin_array();
+        for (uint64_t seq : lost_sequences[line]) f.value(seq);
+        f.end_array();
+      }
+      f.end_object();
+      write_file_atomically(args.get("line-faults"), f.str() + "\n");
+    }
     replay::emit_report(j.str(), args.get("report"));
     return failed || log_dropped ? 1 : 0;
   } catch (const std::exception& e) {

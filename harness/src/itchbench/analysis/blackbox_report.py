@@ -38,11 +38,17 @@ def recovery_section(r: dict[str, Any] | None) -> list[str]:
         return []
     refused = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in r["requests_by_outcome"].items()
                         if k != "served" and n) or "none"
+    ways = (["a B line sending the session again"] if r["lines"] > 1 else []) + \
+           (["the run's re-request server holding the whole session"] if r["server"] else [])
     return ["## Recovery", "",
-            "The feed lost packets on the wire (the capture's faults); the run's re-request server held the whole "
-            "session (docs/exchange.md). The BBO above is checked against the simulation of the whole session.", "",
+            "The feed lost packets on the wire (the capture's faults, and each line's at send time); the way back: "
+            f"{' and '.join(ways) or 'none'} (docs/exchange.md). The BBO above is checked against the simulation of "
+            "the whole session.", "",
             "| | |", "|---|---|",
             f"| messages lost on the wire | {r['lost_on_wire']:,} |",
+            *([f"| lost on line A only / B only: the other line carried them | {r['lost_on_a_only']:,} / "
+               f"{r['lost_on_b_only']:,} |"] if r["lines"] > 1 else []),
+            f"| lost on every line | {r['lost_on_every_line']:,} |",
             f"| of which answered by the server | {r['answered_by_server']:,} |",
             f"| never answered | {r['never_answered']:,}"
             + (f" (first: seq {r['first_never_answered']:,})" if r["first_never_answered"] is not None else "") + " |",

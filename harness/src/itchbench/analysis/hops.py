@@ -62,9 +62,10 @@ class Chain:
 
 
 def send_stamps(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(seq, t_intended, t_sent) per message of the packets that left, first send of each sequence number."""
+    """(seq, t_intended, t_sent) per message of the packets that left, first send of each sequence number (on
+    either line: a copy a line's faults dropped never left)."""
     rec = logs.read_log(path, logs.KIND_SEND).records
-    ok = (rec["flags"] & logs.SEND_FAILED) == 0
+    ok = (rec["flags"] & (logs.SEND_FAILED | logs.SEND_DROPPED)) == 0
     rec = rec[ok & (rec["count"] > 0)]
     counts = rec["count"].astype(np.int64)
     starts = np.repeat(rec["seq"].astype(np.int64), counts)

@@ -75,5 +75,5 @@ class PrivateNetns:
         """The namespace's UDP counters (all zero when it was made)."""
         data = json.loads(self.run(["nstat", "-a", "-z", "-j"]))
         counters = data.get("kernel", data)
-        keys = ["UdpInDatagrams", "UdpInErrors", "UdpRcvbufErrors", "UdpNoPorts", "UdpOutDatagrams"]
+        keys = ["UdpInDatagrams", "UdpInErrors", "UdpRcvbufErrors", "UdpNoPorts", "UdpIgnoredMulti", "UdpOutDatagrams"]
         return {k: int(counters.get(k, 0)) for k in keys}

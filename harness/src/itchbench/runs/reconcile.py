@@ -23,7 +23,7 @@ from ..captures.inspect import capture_kind, facts_of
 from ..gateways import adapter, blackbox
 from .. import rundir
 from . import noise, recovery, verdict
-from .transports import rerequest
+from .transports import rerequest, udp
 from .failure import RunError, describe_exit
 
 if TYPE_CHECKING:
@@ -81,12 +81,17 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
     sender, kernel = run.values["replay"]["sender"], run.extras.get("kernel", {})
     datagrams = run.extras.get("replayed_datagrams", facts["datagrams"])  # a binary ITCH file's: as packetized
     expected_datagrams = datagrams * loops
+    line_dropped = 0  # copies a line's declared faults kept from being sent (udp-replay's lines)
     if sender == "tcpreplay":
         tr = run.extras.get("tcpreplay", {})
         sent, failed = int(tr.get("successful", 0)), int(tr.get("failed", 0))
     else:
         ur = run.extras.get("udp_replay", {})
         sent, failed = int(ur.get("sent", 0)), int(ur.get("failed", 0))
+        # Sent on every line, A and B: a copy a line's faults dropped was never sent, and is counted as such.
+        lines = int(ur.get("lines", 1))
+        line_dropped = int(ur.get("line_a_dropped", 0)) + int(ur.get("line_b_dropped", 0))
+        expected_datagrams *= lines
     delivered = kernel.get("UdpInDatagrams", 0)
     dropped = kernel.get("UdpInErrors", 0)
     bbo = _collector_datagrams(run)
@@ -95,17 +100,27 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
     server = run.extras.get("request_server") or {}
     talk = (int(server.get("requests", 0)) + int(server.get("requests_unread_at_stop", 0))
             + int(server.get("socket_dropped", 0)) + int(server.get("answer_packets", 0)))
-    checks[f"{sender} sent + failed = capture datagrams x loops"] = sent + failed == expected_datagrams
+    lined = sender == "udp-replay" and run.extras.get("udp_replay", {}).get("lines", 1) > 1
+    checks[f"{sender} sent + failed" + (" + dropped by the lines" if lined else "") + " = capture datagrams x loops"
+           + (" x lines" if lined else "")] = sent + failed + line_dropped == expected_datagrams
+    accounted = delivered - bbo - talk + dropped + kernel.get("UdpNoPorts", 0) + kernel.get("UdpIgnoredMulti", 0)
+    # Multicast that reaches a namespace with no member of its group left (the gateway ended at one line's end of
+    # session while the other line's last copies were on their way, or it never joined) is dropped at the IP layer
+    # with no counter of its own (the IP layer's multicast count has IGMP in it too): what UDP did not see of the
+    # sender's multicast is that, said as such. A socket that could not take a datagram is counted by UDP.
+    multicast = bool(run.values["replay"]["multicast"])
+    no_member = max(0, sent - accounted) if multicast else 0
     if kernel_udp:
         less = [f"{bbo:,} BBO datagrams to the collector"] * bool(bbo) + \
                [f"{talk:,} requests and answers with the re-request server"] * bool(server)
-        checks["kernel delivered + dropped + no port = sent" + (f" (less {', '.join(less)})" if less else "")] = (
-            delivered - bbo - talk + dropped + kernel.get("UdpNoPorts", 0) == sent)
+        checks["kernel delivered + dropped + no port" + (" + no group member" if multicast else "") + " = sent"
+               + (f" (less {', '.join(less)})" if less else "")] = accounted + no_member == sent
     return {
         "capture_datagrams": datagrams, "loops": loops, "expected_messages": facts["messages"] * loops,
-        "sender": sender, "sender_sent": sent, "sender_failed": failed,
+        "sender": sender, "sender_sent": sent, "sender_failed": failed, "line_dropped": line_dropped,
         "kernel_delivered": delivered, "kernel_dropped": dropped,
         "kernel_rcvbuf_errors": kernel.get("UdpRcvbufErrors", 0), "kernel_no_port": kernel.get("UdpNoPorts", 0),
+        "kernel_no_group_member": no_member,
     }
 
 
@@ -382,9 +397,13 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     output = run.extras.get("bbo_output", adapter.BBO_FILE)
     out = run.dir / output
     server = run.extras.get("request_server")
-    # With the exchange's re-request server in the run, the gateway can get back what the wire lost: it is held to
-    # the simulation of the whole session, the capture before its faults.
-    session = Path(run.values.get("source_capture") or capture) if server is not None else capture
+    line_faults = run.dir / udp.LINE_FAULTS
+    lines = rundir.read_json(line_faults) if line_faults.is_file() else None
+    # With a second line or the exchange's re-request server in the run, or lines losing packets on their own, the
+    # gateway is held to the simulation of the whole session, the capture before its faults: what the wire lost it
+    # may get back, and what it could not is a loss.
+    recovering = server is not None or bool(lines and ("b" in lines or lines.get("a")))
+    session = Path(run.values.get("source_capture") or capture) if recovering else capture
     ref, kinds = blackbox.reference(session, feed)
     events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg,
                                                        blackbox.stock_directory(session, feed))
@@ -396,8 +415,8 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     loss["lossless"] = not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"])
     rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,
            "bbo_check": bbo_check, "black_box": True}
-    if server is not None:
-        rec["recovery"] = recovery.of(faults.sidecar_of(capture), run.dir / rerequest.LOG, server)
+    if recovering:
+        rec["recovery"] = recovery.of(faults.sidecar_of(capture), lines, run.dir / rerequest.LOG, server)
     latency = blackbox.wire_to_wire(events, run.dir / "send.log")
     summary.update({
         "complete": failure is None and out.exists(),

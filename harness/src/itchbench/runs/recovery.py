@@ -1,7 +1,9 @@
-"""What became of the messages the wire lost, in a run with the exchange's re-request server (docs/exchange.md):
-each message the faults took away (the capture's fault sidecar: dropped and truncated packets' messages) is
-followed to the server's answers (its request log). The verdict (runs/verdict.py) calls a run RECOVERED only
-when every lost message was answered and the gateway's BBO equals the simulation of the whole session."""
+"""What became of the messages the wire lost, in a run that can recover them (docs/exchange.md): a B line that
+sends the session again, the exchange's re-request server, or both. Each message the faults took away — the
+capture's own (its fault sidecar: dropped and truncated packets) and each line's at send time (udp-replay's line
+faults) — is followed to its route back: the other line, or the server's answers (its request log). The verdict
+(runs/verdict.py) calls a run RECOVERED only when every message lost on every line was answered and the gateway's
+BBO equals the simulation of the whole session."""
 
 from __future__ import annotations
 
@@ -27,15 +29,28 @@ def answered_sequences(log: Path) -> np.ndarray:
     return np.unique(np.repeat(sent["seq"].astype(np.uint64), counts) + offsets.astype(np.uint64))
 
 
-def of(sidecar: dict[str, Any] | None, log: Path, server: dict[str, Any]) -> dict[str, Any]:
-    """Lost on the wire, answered by the server, never answered; and the server's own counts."""
+def of(sidecar: dict[str, Any] | None, lines: dict[str, list[int]] | None, log: Path,
+       server: dict[str, Any] | None) -> dict[str, Any]:
+    """Each message lost on the wire and its route back: lost on line A only or on B only (the other line carried
+    it), or on every line (the capture's own faults, or both lines' at send time): then only the re-request
+    server can bring it back. And the server's own counts."""
     seqs = (sidecar or {}).get("sequences", {})
-    lost = np.unique(np.array([*seqs.get("dropped", []), *seqs.get("truncated", [])], dtype=np.uint64))
-    back = np.isin(lost, answered_sequences(log))
-    never = lost[~back]
+    capture_lost = np.array([*seqs.get("dropped", []), *seqs.get("truncated", [])], dtype=np.uint64)
+    lines = lines or {}
+    on_a = np.union1d(capture_lost, np.array(lines.get("a", []), dtype=np.uint64))
+    two = "b" in lines
+    on_b = np.union1d(capture_lost, np.array(lines.get("b", []), dtype=np.uint64)) if two else on_a
+    everywhere = np.intersect1d(on_a, on_b)
+    lost = np.union1d(on_a, on_b)
+    back = np.isin(everywhere, answered_sequences(log)) if server is not None else np.zeros(everywhere.size, bool)
+    never = everywhere[~back]
+    server = server or {}
     return {
-        "lost_on_wire": int(lost.size), "answered_by_server": int(back.sum()), "never_answered": int(never.size),
-        "first_never_answered": int(never[0]) if never.size else None,
+        "lines": 2 if two else 1, "lost_on_wire": int(lost.size),
+        "lost_on_a_only": int(np.setdiff1d(on_a, on_b).size), "lost_on_b_only": int(np.setdiff1d(on_b, on_a).size),
+        "lost_on_every_line": int(everywhere.size), "from_the_other_line": int(lost.size - everywhere.size),
+        "answered_by_server": int(back.sum()), "never_answered": int(never.size),
+        "first_never_answered": int(never[0]) if never.size else None, "server": bool(server),
         "requests": int(server.get("requests", 0)), "requests_by_outcome": server.get("by_outcome", {}),
         "answer_packets": int(server.get("answer_packets", 0)), "answers_dropped": int(server.get("answers_dropped", 0)),
         "messages_answered": int(server.get("messages_answered", 0)),

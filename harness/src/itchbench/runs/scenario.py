@@ -132,6 +132,19 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
     "publish": (list, ["tcp"], _targets, "live runs: where the gateway publishes BBO: tcp (always on), mqtt (a "
                 "Mosquitto broker the run starts), kafka (a one-node KRaft Kafka the run starts; "
                 "docs/distribution.md)"),
+    "lines": {
+        "b": (bool, False, None, "udp-replay: send the session on a B line too, as exchanges do (docs/exchange.md)"),
+        "b_group": (str, "", _multicast_group, "with replay.multicast: the B line's group (unicast B goes to the "
+                    "feed port + 2)"),
+        "skew_us": (int, 0, _between(0, 10_000_000), "how far B runs behind A"),
+        "seed": (int, 1, _at_least(0), "seed of the lines' faults"),
+        "a_drop": (float, 0.0, _between(0, 1), "line A: probability a packet is lost at send time"),
+        "b_drop": (float, 0.0, _between(0, 1), "line B: the same"),
+        "a_burst_drop": (str, "", lambda v: v == "" or "@" in v or "must be LEN@P", "line A: LEN@P bursts of losses"),
+        "b_burst_drop": (str, "", lambda v: v == "" or "@" in v or "must be LEN@P", "line B: the same"),
+        "a_silent": (str, "", lambda v: v == "" or ":" in v or "must be FROM:TO", "line A: silent FROM:TO seconds"),
+        "b_silent": (str, "", lambda v: v == "" or ":" in v or "must be FROM:TO", "line B: the same"),
+    },
     "rerequest": {
         "server": (bool, False, None, "udp: run the exchange's MoldUDP64 re-request server in the run's namespace, "
                    "holding the session before any fault (docs/exchange.md)"),
@@ -316,6 +329,19 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
         if len(out[broker]["subscriber_modes"]) > out[broker]["subscribers"]:
             raise ScenarioError(f"{origin}: {broker}.subscriber_modes names {len(out[broker]['subscriber_modes'])} "
                                 f"subscribers but {broker}.subscribers = {out[broker]['subscribers']}")
+    lines = out["lines"]
+    faulted_lines = lines["a_drop"] or lines["a_burst_drop"] or lines["a_silent"] or lines["b"]
+    if faulted_lines and (out["transport"] != "udp" or out["replay"]["sender"] != "udp-replay"):
+        raise ScenarioError(f"{origin}: [lines] are udp-replay's: they need transport = \"udp\" and "
+                            "replay.sender = \"udp-replay\"")
+    if not lines["b"] and (lines["b_drop"] or lines["b_burst_drop"] or lines["b_silent"] or lines["skew_us"]
+                           or lines["b_group"]):
+        raise ScenarioError(f"{origin}: the B line's keys need lines.b = true")
+    if lines["b"] and bool(out["replay"]["multicast"]) != bool(lines["b_group"]):
+        raise ScenarioError(f"{origin}: with replay.multicast the B line needs its own group (lines.b_group), and "
+                            "only then")
+    if lines["b"] and lines["b_group"] and lines["b_group"] == out["replay"]["multicast"]:
+        raise ScenarioError(f"{origin}: lines.b_group must differ from replay.multicast (A's group)")
     if out["rerequest"]["server"] and out["transport"] != "udp":
         raise ScenarioError(f"{origin}: rerequest.server answers MoldUDP64 over UDP: it needs transport = \"udp\"")
     if out["replay"]["multicast"] and out["gateway"]["source"] == "af_xdp":

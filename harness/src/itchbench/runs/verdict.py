@@ -139,10 +139,13 @@ def _us(ns: float) -> str:
 
 
 def _recovery_words(r: dict[str, Any]) -> str:
-    """The re-request server's side of a recovery, in a few words."""
+    """The routes back, in a few words: the other line, the re-request server."""
+    words = f"{r['from_the_other_line']:,} from the other line, " if r["lines"] > 1 else ""
+    if not r["server"]:
+        return words + f"{r['lost_on_every_line']:,} lost on every line, no re-request server"
     refused = {k: v for k, v in r["requests_by_outcome"].items() if k != "served" and v}
-    words = (f"{count(r['requests'], 'request')}, {count(r['messages_answered'], 'message')} answered in "
-             f"{count(r['answer_packets'], 'packet')}")
+    words += (f"{r['answered_by_server']:,} answered by the re-request server ({count(r['requests'], 'request')}, "
+              f"{count(r['messages_answered'], 'message')} in {count(r['answer_packets'], 'packet')})")
     if r["answers_dropped"]:
         words += f", {count(r['answers_dropped'], 'answer')} dropped by the server (a fault)"
     if refused:
@@ -182,15 +185,17 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
     elif rec.get("recovery", {}).get("never_answered"):
         r = rec["recovery"]
         status = "lost"
-        headline = (f"LOST: {r['never_answered']:,} of {count(r['lost_on_wire'], 'message')} lost on the wire never "
-                    f"came back from the re-request server (first: seq {r['first_never_answered']:,}); the BBO still "
-                    f"equals the simulation of the whole session; {_recovery_words(r)}")
+        headline = (f"LOST: {r['never_answered']:,} of {count(r['lost_on_wire'], 'message')} lost on the wire "
+                    + ("never came back from the re-request server" if r["server"] else "had no way back (no "
+                       "re-request server in the run)")
+                    + f" (first: seq {r['first_never_answered']:,}); the BBO still equals the simulation of the whole "
+                    f"session; {_recovery_words(r)}")
     elif rec.get("recovery", {}).get("lost_on_wire"):
         r = rec["recovery"]
         status = "recovered"
-        headline = (f"RECOVERED: {count(r['lost_on_wire'], 'message')} lost on the wire, every one answered by the "
-                    f"re-request server and the BBO = the simulation of the whole session ({check['mode']}, "
-                    f"{count(check['events'], 'event')}); {_recovery_words(r)}; balanced{timing}")
+        headline = (f"RECOVERED: {count(r['lost_on_wire'], 'message')} lost on the wire, every one back and the BBO = "
+                    f"the simulation of the whole session ({check['mode']}, {count(check['events'], 'event')}); "
+                    f"{_recovery_words(r)}; balanced{timing}")
     else:
         status = "lossless"
         headline = (f"LOSSLESS: {count(loss['expected_messages'], 'message')} {messages_verb(summary['transport'])}, "

@@ -31,7 +31,7 @@ from ..failure import RunError
 from . import rerequest, subscribers
 from .gateway import itchbench_flags
 from .serial import pty_pair, replay_serial
-from .udp import UDP_PORT, private_netns, replay_udp
+from .udp import UDP_PORT, line_b, private_netns, replay_udp
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
@@ -196,6 +196,9 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         if server is not None:
             values.update(rerequest_addr="127.0.0.1", rerequest_port=rerequest.PORT)
         group_addr = run.values["replay"]["multicast"]
+        b = line_b(run.values)
+        if b is not None:
+            values.update(feed_b_addr=b[0], feed_b_port=b[1])
         driver.start("udp", on_port, feed_addr=group_addr or "127.0.0.1", feed_port=UDP_PORT, feed_group=group_addr,
                      **values)
 

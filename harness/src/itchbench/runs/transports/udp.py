@@ -26,6 +26,32 @@ if TYPE_CHECKING:
     from ..run import Run
 
 UDP_PORT = 26477  # inside the run's own namespace: no clash with anything
+UDP_PORT_B = UDP_PORT + 2  # the B line's, when it is unicast (26478 is the re-request server's)
+LINE_FAULTS = "line-faults.json"  # what each line lost, by sequence (udp-replay --line-faults)
+
+
+def line_b(values: dict[str, Any]) -> tuple[str, int] | None:
+    """Where the B line goes: its group (multicast) or loopback on its own port; None without a B line."""
+    lines = values["lines"]
+    if not lines["b"]:
+        return None
+    return (lines["b_group"], UDP_PORT) if lines["b_group"] else ("127.0.0.1", UDP_PORT_B)
+
+
+def line_args(values: dict[str, Any], out: Path) -> list[str]:
+    """udp-replay's options for the scenario's [lines]: the B line and each line's faults."""
+    lines, args = values["lines"], []
+    b = line_b(values)
+    if b:
+        args += ["--line-b", b[0], "--line-b-port", str(b[1]), "--b-skew-us", str(lines["skew_us"])]
+    for line in ("a", "b") if b else ("a",):
+        if lines[f"{line}_drop"]:
+            args += [f"--drop-{line}", str(lines[f"{line}_drop"])]
+        if lines[f"{line}_burst_drop"]:
+            args += [f"--burst-drop-{line}", lines[f"{line}_burst_drop"]]
+        if lines[f"{line}_silent"]:
+            args += [f"--silent-{line}", lines[f"{line}_silent"]]
+    return [*args, "--line-seed", str(lines["seed"]), "--line-faults", str(out / LINE_FAULTS)]
 
 
 def tcpreplay_flags(replay: dict[str, Any]) -> list[str]:
@@ -102,7 +128,7 @@ def replay_udp(run: "Run", group: "ProcessGroup", ns: PrivateNetns,
     else:
         to = ["--address", replay["multicast"]] if replay["multicast"] else []
         cmd = [str(paths.tool("udp-replay")), str(capture), "--port", str(UDP_PORT), *to, *udp_replay_args(replay),
-               *(["--feed", run.values["feed"]] if run.values["feed"] else []),
+               *(["--feed", run.values["feed"]] if run.values["feed"] else []), *line_args(run.values, run.dir),
                "--send-log", str(run.dir / "send.log"), "--report", str(run.dir / "udp-replay.json")]
         tr = group.start(sender, ns.wrap(off_the_gateway_cpu(run, cmd)), stdout=subprocess.DEVNULL, stderr=out)
     try:
