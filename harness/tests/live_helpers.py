@@ -38,10 +38,40 @@ def summary_of(run: Path) -> dict[str, Any]:
     return rundir.read_json(run / "summary.json")
 
 
+def _parent_and_state(pid: int) -> tuple[int, str]:
+    """(parent pid, state letter) from /proc/PID/stat; the command may hold spaces and parentheses."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    rest = stat[stat.rindex(")") + 2:].split()
+    return int(rest[1]), rest[0]
+
+
 def leftover_processes() -> list[str]:
-    """Processes of ours still alive (a run must leave none)."""
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout.splitlines()[1:]
-    return [line for line in out if any(m in line for m in MARKERS) and "ps -eo" not in line]
+    """Processes of ours still alive (a run must leave none): descendants of this test process — orphans of a run
+    come back to it, a child subreaper (conftest.py) —, never another program's that happen to match. Zombies
+    (already dead, not yet reaped) are not alive."""
+    me, found = os.getpid(), []
+    tree: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent, state = _parent_and_state(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue
+            if state != "Z":
+                tree[int(entry.name)] = parent
+    for pid in tree:
+        ancestor = tree.get(pid)
+        while ancestor not in (None, 0, 1, me):
+            ancestor = tree.get(ancestor)
+        if ancestor != me:
+            continue
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        if any(m in args for m in MARKERS):
+            found.append(f"{pid} {args}")
+    return found
 
 
 def kill_when_running(pattern: str, sig: signal.Signals, after_s: float) -> threading.Thread:
