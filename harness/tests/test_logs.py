@@ -43,7 +43,9 @@ def test_cut_mid_record_reads_whole_records_with_a_warning(run_dir, tmp_path):
         log = logs.read_latency(cut)
     # The messages among the first 100 slots: those whose flags byte (the slot's last) lacks the escape bit 0x40.
     messages = sum(1 for k in range(100) if not raw[head + k * size + 19] & 0x40)
-    assert 90 <= messages < 100  # the first message escapes its base, and the capture starts a sequence at 1
+    # The first message escapes its base (so fewer than 100); how many more escape depends on the stamps' gaps, so on
+    # how busy the machine was: the count is read from the bytes above, never assumed.
+    assert 0 < messages < 100
     assert len(log.records) == messages and not log.complete
     assert np.array_equal(log.records, full[:messages])
 
