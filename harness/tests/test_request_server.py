@@ -69,6 +69,21 @@ def capture() -> tuple[bytes, dict[int, bytes]]:
     return capture_messages(SEED)
 
 
+@pytest.fixture
+def start(tmp_path):
+    """Servers started by a test, each stopped at its end whatever the test's outcome."""
+    started: list[Server] = []
+
+    def make(*options: str) -> Server:
+        started.append(Server(tmp_path, *options))
+        return started[-1]
+    yield make
+    for server in started:
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait()
+
+
 def unpack(packets: list[bytes]) -> list[tuple[int, bytes]]:
     """(sequence, message) of every message in answer packets, in the order they came."""
     out = []
@@ -83,9 +98,9 @@ def unpack(packets: list[bytes]) -> list[tuple[int, bytes]]:
     return out
 
 
-def test_a_request_is_answered_with_the_captures_messages_cut_to_the_payload(capture, tmp_path):
+def test_a_request_is_answered_with_the_captures_messages_cut_to_the_payload(capture, start):
     session, messages = capture
-    server = Server(tmp_path, "--max-payload", "200")
+    server = start("--max-payload", "200")
     packets = server.ask(session + struct.pack(">QH", 100, 25))
     assert [m for m in unpack(packets)] == [(s, messages[s]) for s in range(100, 125)]
     assert all(len(p) <= 200 for p in packets) and all(p[:10] == session for p in packets)
@@ -98,9 +113,9 @@ def test_a_request_is_answered_with_the_captures_messages_cut_to_the_payload(cap
     assert np.all(np.diff(log["t"].astype(np.int64)) >= 0)  # in the order they happened, stamped
 
 
-def test_a_flood_of_malformed_requests_is_counted_by_reason_and_it_still_answers(capture, tmp_path):
+def test_a_flood_of_malformed_requests_is_counted_by_reason_and_it_still_answers(capture, start):
     session, messages = capture
-    server = Server(tmp_path, "--rate-limit", "1000")
+    server = start("--rate-limit", "1000")
     bad = {"wrong_length": [b"", b"x" * 19, session + struct.pack(">QH", 1, 1) + b"!"],
            "wrong_session": [b"NOTTHEONE0" + struct.pack(">QH", 1, 1)],
            "sequence_zero": [session + struct.pack(">QH", 0, 3)],
@@ -121,9 +136,9 @@ def test_a_flood_of_malformed_requests_is_counted_by_reason_and_it_still_answers
     assert counts["by_outcome"]["served"] == 1
 
 
-def test_a_requester_over_its_rate_is_refused(capture, tmp_path):
+def test_a_requester_over_its_rate_is_refused(capture, start):
     session, _ = capture
-    server = Server(tmp_path, "--rate-limit", "5")
+    server = start("--rate-limit", "5")
     flood = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for _ in range(20):  # well within one second
         flood.sendto(session + struct.pack(">QH", 1, 1), ("127.0.0.1", server.port))
@@ -134,9 +149,9 @@ def test_a_requester_over_its_rate_is_refused(capture, tmp_path):
     assert counts["by_outcome"]["served"] >= 5 and counts["by_outcome"]["rate_limited"] >= 10
 
 
-def test_dropped_answers_are_not_sent_and_are_counted(capture, tmp_path):
+def test_dropped_answers_are_not_sent_and_are_counted(capture, start):
     session, _ = capture
-    server = Server(tmp_path, "--drop-answers", "1")
+    server = start("--drop-answers", "1")
     assert server.ask(session + struct.pack(">QH", 1, 10)) == []
     counts = server.stop()
     assert counts["answers_dropped"] == 1 and counts["answer_packets"] == 0
