@@ -68,9 +68,7 @@ def send_stamps(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ok = (rec["flags"] & (logs.SEND_FAILED | logs.SEND_DROPPED)) == 0
     rec = rec[ok & (rec["count"] > 0)]
     counts = rec["count"].astype(np.int64)
-    starts = np.repeat(rec["seq"].astype(np.int64), counts)
-    within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    seq = starts + within
+    seq = logs.expand_runs(rec["seq"], counts)
     intended = np.repeat(rec["t_intended"].astype(np.int64), counts)
     sent = np.repeat(rec["t_sent"].astype(np.int64), counts)
     seq, first = np.unique(seq, return_index=True)  # a duplicated packet counts at its first send

@@ -463,6 +463,13 @@ def stamp(records: np.ndarray, name: str) -> np.ndarray:
     return np.zeros(len(records), np.int64)
 
 
+def expand_runs(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Every sequence number of runs given as (first, count) — packets' messages —, laid end to end, as int64."""
+    counts = counts.astype(np.int64)
+    within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(starts.astype(np.int64), counts) + within
+
+
 def read_bbo(path: Path | str) -> LogFile:
     return read_log(path, KIND_BBO)
 

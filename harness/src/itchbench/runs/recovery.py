@@ -21,12 +21,7 @@ def answered_sequences(log: Path) -> np.ndarray:
         return np.zeros(0, np.uint64)
     r = logs.read_log(log, logs.KIND_REQUEST).records
     sent = r[((r["flags"] & logs.REQUEST_ANSWER) != 0) & ((r["flags"] & logs.REQUEST_ANSWER_DROPPED) == 0)]
-    counts = sent["count"].astype(np.int64)
-    if not counts.sum():
-        return np.zeros(0, np.uint64)
-    # Each packet's run of sequences, laid end to end: start repeated, plus its offset within the run.
-    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    return np.unique(np.repeat(sent["seq"].astype(np.uint64), counts) + offsets.astype(np.uint64))
+    return np.unique(logs.expand_runs(sent["seq"], sent["count"])).astype(np.uint64)
 
 
 def of(sidecar: dict[str, Any] | None, lines: dict[str, list[int]] | None, log: Path,
