@@ -116,14 +116,16 @@ class Book:
 
 
 class Feed:
-    """Messages in sequence order: duplicates and late ones are dropped, a gap is skipped over — or, given a
-    re-request server, asked for again and filled: later messages wait until it is."""
+    """Messages in sequence order: duplicates and late ones are dropped, a gap is skipped over — or, given a way
+    to fill it (a B line, a re-request server), later messages wait until it is filled or given up."""
 
     def __init__(self, book: Book, recovery: "Recovery | None" = None) -> None:
         self.book, self.next_seq, self.recovery = book, 0, recovery
         # Messages past a gap, by sequence, until the gap is filled; None marks where a heartbeat or the end of
         # session said the next message would be (nothing to apply there: it ends the gap).
         self.waiting: dict[int, bytes | None] = {}
+        self.top = 0                         # one past the highest sequence seen
+        self.gaps: dict[int, int] = {}       # each gap found, first sequence -> how many, until filled or given up
         self.ended = False                   # an end-of-session packet came
 
     def _apply(self, seq: int, m: bytes) -> None:
@@ -131,9 +133,16 @@ class Feed:
         if len(m) and LENGTHS.get(m[0:1]) == len(m):
             self.book.apply(seq, m)
 
+    def _seen(self, seq: int) -> None:
+        """A sequence number arrived (or was announced): past the highest seen, what lies between is a gap."""
+        if self.recovery is not None and self.top and seq > self.top:
+            self.gaps[self.top] = seq - self.top
+        self.top = max(self.top, seq + 1)
+
     def message(self, seq: int, m: bytes) -> None:
         if seq < self.next_seq or self.waiting.get(seq) is not None:
             return  # a duplicate, or a late one already covered
+        self._seen(seq)
         if self.recovery is None or seq == self.next_seq or self.next_seq == 0:
             self.waiting.pop(seq, None)
             self._apply(seq, m)
@@ -152,24 +161,29 @@ class Feed:
     def expect(self, next_seq: int) -> None:
         """A heartbeat or end of session says the next sequence is next_seq: what lies before it is a gap."""
         if self.recovery is not None and next_seq > self.next_seq > 0:
+            self._seen(next_seq - 1)
             self.waiting.setdefault(next_seq, None)
 
-    def missing(self) -> tuple[int, int] | None:
-        """The first gap: (its first sequence, how many), or None."""
-        if not self.waiting:
-            return None
-        return self.next_seq, min(self.waiting) - self.next_seq
+    def first_missing(self, first: int, count: int) -> int | None:
+        """The first message of the gap [first, first + count) still missing, or None."""
+        return next((s for s in range(max(first, self.next_seq), first + count) if self.waiting.get(s) is None), None)
 
     def give_up(self) -> None:
-        """The gap stays lost: go on from the first message after it."""
+        """The first gap stays lost: go on from the first message after it."""
         self.next_seq = min(self.waiting)
         self._drain()
+
+    def give_up_all(self) -> None:
+        """At a stop: every gap stays lost, and everything that waited is applied, in order."""
+        while self.waiting:
+            self.give_up()
 
     def done(self) -> bool:
         return self.ended and not self.waiting
 
     def packet(self, p: bytes) -> bool:
-        """Applies one MoldUDP64 packet; False once the session has ended with nothing missing."""
+        """Applies one MoldUDP64 packet; False once the session has ended (with nothing missing, when gaps are
+        filled)."""
         if len(p) < 20:
             return True
         if self.recovery is not None:
@@ -187,42 +201,6 @@ class Feed:
             self.message(seq + i, p[at + 2:at + 2 + n])
             at += 2 + n
         return not self.done()
-
-
-class Recovery:
-    """Fills the first gap: waits for the other line to bring it, and asks the session's re-request server (a
-    20-byte request: session, first sequence, count), again after TIMEOUT_S while it stays open; gives the gap
-    up after TRIES requests (without a server: after 50 ms)."""
-
-    TIMEOUT_S, TRIES = 0.2, 8
-
-    def __init__(self, sock: socket.socket, server: tuple[str, int] | None) -> None:
-        self.sock, self.server = sock, server
-        if server is None:  # only the other line can fill a gap, and its copy is due within its skew
-            self.TIMEOUT_S, self.TRIES = 0.05, 1
-        self.session = b""
-        self.asked: tuple[int, int] | None = None
-        self.asked_at, self.tries = 0.0, 0
-
-    def tick(self, feed: Feed) -> None:
-        gap = feed.missing()
-        if gap is None or not self.session:
-            self.asked = None
-            return
-        now = time.monotonic()
-        if gap != self.asked:
-            self.asked, self.tries = gap, 0
-        elif now - self.asked_at < self.TIMEOUT_S:
-            return
-        if self.tries == self.TRIES:
-            feed.give_up()
-            self.asked = None
-            return
-        first, count = gap
-        if self.server is not None:
-            self.sock.sendto(self.session + struct.pack(">QH", first, min(count, 0xFFFF)), self.server)
-        self.asked_at, self.tries = now, self.tries + 1
-
 
     def line(self, text: bytes) -> bool:
         """Applies one serial line ($seq,t_send,HEX*CK); False at the end of session."""
@@ -244,6 +222,49 @@ class Recovery:
         except ValueError:
             pass
         return True
+
+
+class Recovery:
+    """Fills every gap the feed found: asks the session's re-request server for each (a 20-byte request:
+    session, first sequence, count), oldest first and BURST a tick at most, again after TIMEOUT_S for what is still
+    missing of it, and gives a gap up after TRIES requests once it holds everything back. Without a server only the other line can fill a
+    gap, and its copy is due within its skew: a gap is given up after 50 ms."""
+
+    TIMEOUT_S, TRIES, BURST = 0.2, 8, 4  # BURST: requests a tick at most, so as not to flood the server
+
+    def __init__(self, sock: socket.socket, server: tuple[str, int] | None) -> None:
+        self.sock, self.server = sock, server
+        if server is None:
+            self.TIMEOUT_S, self.TRIES = 0.05, 1
+        self.session = b""
+        self.asked: dict[int, tuple[float, int]] = {}  # gap's first sequence -> (when last asked, requests made)
+
+    def tick(self, feed: Feed) -> None:
+        if not self.session:
+            return
+        now, sent = time.monotonic(), 0
+        for first, count in sorted(feed.gaps.items()):
+            still = feed.first_missing(first, count)
+            if still is None:
+                del feed.gaps[first]
+                self.asked.pop(first, None)
+                continue
+            when, tries = self.asked.get(first, (0.0, 0))
+            if tries and now - when < self.TIMEOUT_S:
+                continue
+            if tries == self.TRIES:
+                if first <= feed.next_seq:  # it holds everything back: lost
+                    feed.give_up()
+                    del feed.gaps[first]
+                    self.asked.pop(first, None)
+                continue
+            if self.server is not None:  # what is still missing of it: a capped answer leaves the rest to ask for
+                if sent == self.BURST:
+                    break
+                self.sock.sendto(self.session + struct.pack(">QH", still, min(first + count - still, 0xFFFF)),
+                                 self.server)
+                sent += 1
+            self.asked[first] = (now, tries + 1)
 
 
 def join(sock: socket.socket, group: str) -> None:
@@ -346,6 +367,7 @@ def main() -> int:
                         break
                 flush()
     finally:
+        feed.give_up_all()  # stopped with gaps open: what waited behind them is applied, the gaps stay lost
         flush()
         close()
     return 0

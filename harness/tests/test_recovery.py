@@ -60,6 +60,18 @@ def test_it_still_recovers_when_the_server_drops_a_tenth_of_its_answers(tmp_path
 
 
 @needs_root
+@pytest.mark.parametrize("server", [{"delay_ms": 50}, {"max_messages": 2, "max_payload": 200}],
+                         ids=["slow", "capped"])
+def test_a_slow_or_capped_server_still_brings_every_message_back(tmp_path, server):
+    # Capped: each answer holds at most two messages, so a longer gap takes several requests (what is still missing).
+    s = _run(tmp_path, PY / "itchbench.toml", **server)
+    r = s["reconciliation"]["recovery"]
+    assert s["verdict"]["status"] == "recovered", s["verdict"]["headline"]
+    if "max_messages" in server:
+        assert r["requests"] > r["lost_on_wire"] / 2 - 1 and r["messages_answered"] >= r["lost_on_wire"]
+
+
+@needs_root
 def test_over_multicast_the_answers_reach_the_joined_socket(tmp_path):
     s = _run(tmp_path, PY / "itchbench.toml", multicast="239.1.1.9")
     assert s["verdict"]["status"] == "recovered", s["verdict"]["headline"]
