@@ -100,3 +100,35 @@ def test_lines_are_refused_where_they_cannot_go():
                  lines={"b": True})
     with pytest.raises(ScenarioError, match="need lines.b"):
         defaults(name="x", transport="udp", capture="c", replay={"sender": "udp-replay"}, lines={"b_drop": 0.1})
+
+
+def test_the_sender_makes_heartbeats_while_idle_and_ends_of_session_after(tmp_path):
+    """udp-replay alone, the seed workload at a twentieth of its speed (a packet every ~50 ms), heartbeats every
+    20 ms: each heartbeat carries the next sequence number, as a MoldUDP64 server's do."""
+    seed = paths.repo_root() / "fixtures" / "seed-workload.pcap"
+    log = tmp_path / "send.log"
+    # The first 40 packets only, at 1/20 of the capture's pace: a second or two.
+    from tap_captures import read_pcap, write_pcap
+    write_pcap(tmp_path / "head.pcap", read_pcap(seed)[:40])
+    proc = subprocess.run([str(paths.tool("udp-replay")), str(tmp_path / "head.pcap"), "--port", "9", "--rate",
+                           "capture", "--multiplier", "0.05", "--heartbeat-ms", "20", "--end-of-session-ms", "300",
+                           "--send-log", str(log)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    from itchbench.analysis import logs
+    rec = logs.read_log(log, logs.KIND_SEND).records
+    data = rec[rec["count"] > 0]
+    made = rec[(rec["count"] == 0) & (rec["bytes"] == 20)]
+    # Ends of session every heartbeat interval after the last packet, up to 300 ms: at 20, 40, ... 300 ms, 15.
+    assert report["heartbeats_made"] > 0 and report["ends_of_session_made"] == 15
+    assert len(rec) == report["copies"] == 40 + report["heartbeats_made"] + report["ends_of_session_made"]
+    # Each heartbeat names the next message: one past the last data packet sent before it.
+    order = np.argsort(rec["t_intended"], kind="stable")
+    nxt, ok = 0, True
+    for r in rec[order]:
+        if r["count"] > 0:
+            nxt = int(r["seq"]) + int(r["count"])
+        elif nxt:
+            ok = ok and int(r["seq"]) == nxt
+    assert ok and len(made) == report["heartbeats_made"] + report["ends_of_session_made"]
+    assert len(data) == 40  # the seed workload's packets hold one message each

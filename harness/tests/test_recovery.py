@@ -16,7 +16,7 @@ import pytest
 from itchbench import paths, rundir
 from itchbench.runs import runner
 
-from live_helpers import config
+from live_helpers import config, make_capture
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 SAMPLE = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"  # every message type: executions, cancels
@@ -124,3 +124,18 @@ def test_a_planted_recovery_bug_is_caught_and_bisected(tmp_path):
                         "--scenario", str(scenario)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.splitlines()[0].endswith("Apply what waited behind a gap at once"), r.stdout
+
+
+@needs_root
+def test_heartbeats_and_ends_of_session_from_the_sender_are_taken_and_balanced(tmp_path):
+    # 1,200 messages at 400 packets a second: 2.5 ms between packets, a heartbeat every 1 ms in between, and ends
+    # of session for 50 ms after the last. The kernel's count has them all; the gateway still recovers.
+    capture = make_capture(tmp_path, "short.pcap", "--messages", "1200")
+    values = {**config(capture, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 400, "heartbeat_ms": 1,
+                                               "end_of_session_ms": 50},
+                       faults={"seed": 5, "drop": 0.02}, rerequest={"server": True}),
+              "subscribers": 0, "gateway_file": str(PY / "itchbench.toml")}
+    s = rundir.read_json(runner.execute(values, "heartbeats", root=tmp_path / "runs", echo=False) / "summary.json")
+    ur = s["transport_details"]["udp_replay"]
+    assert ur["heartbeats_made"] > 1000 and ur["ends_of_session_made"] == 50
+    assert s["verdict"]["status"] == "recovered" and s["reconciliation"]["balanced"], s["verdict"]["headline"]

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -85,6 +86,10 @@ int main(int argc, char** argv) {
   args.option("silent-a", "FROM:TO", "line A sends nothing from FROM to TO seconds into the schedule");
   args.option("silent-b", "FROM:TO", "line B: the same");
   args.option("line-seed", "N", "seed of the lines' faults (one stream a line)", "1");
+  args.option("heartbeat-ms", "MS", "while the capture is idle this long, send heartbeats (count 0, the next "
+              "sequence) every MS, as a MoldUDP64 server does (0: only the capture's own)", "0");
+  args.option("end-of-session-ms", "MS", "after the last packet, send end-of-session packets (count 0xFFFF) for "
+              "this long, every heartbeat interval or 100 ms (0: only the capture's own)", "0");
   args.option("line-faults", "FILE", "write what each line lost (sequence numbers) as JSON");
   args.option("send-log", "FILE", "write every packet's intended and actual send time here");
   args.option("report", "FILE", "also write the report as JSON to FILE");
@@ -127,6 +132,10 @@ int main(int argc, char** argv) {
     line_to.push_back(b);
   }
   const uint64_t skew_ns = args.get_u64("b-skew-us") * 1000;
+  const uint64_t heartbeat_ns = args.get_u64("heartbeat-ms") * 1000000;
+  const uint64_t end_of_session_ns = args.get_u64("end-of-session-ms") * 1000000;
+  if ((heartbeat_ns || end_of_session_ns) && args.get("rate") == "topspeed")
+    args.fail("--heartbeat-ms and --end-of-session-ms need a schedule with time in it (--rate capture or pps)");
   std::vector<replay::LineFaults> line_faults;
   for (size_t line = 0; line < line_to.size(); ++line) {
     const std::string l = line == 0 ? "a" : "b";
@@ -183,6 +192,7 @@ int main(int argc, char** argv) {
                   LogIdentity{logfmt::StageClock::kMonotonic, logfmt::OriginClock::kNone, "", ""});
 
     const uint64_t total = uint64_t(datagrams.size()) * loops;
+    const size_t captured_count = datagrams.size();  // the capture's; the sender's own packets come after them
     std::vector<mmsghdr> msgs(batch);
     std::vector<iovec> iovs(batch);
     uint64_t sent = 0, failed = 0, retried_eagain = 0, retried_enobufs = 0, sent_bytes = 0, messages = 0;
@@ -197,7 +207,7 @@ int main(int argc, char** argv) {
     auto due_at = [&](uint64_t i) -> uint64_t {  // intended send time of the i-th packet overall
       if (rate == "pps") return t0 + uint64_t((unsigned __int128)i * 1000000000u / pps);
       if (rate == "topspeed") return 0;  // due at once: the intended time is when its batch was formed
-      const size_t k = size_t(i % datagrams.size());
+      const size_t k = size_t(i % captured_count);
       if (k == 0 && i > 0) {
         loop_offset = last_due;
         schedule = replay::CaptureSchedule(multiplier);
@@ -210,7 +220,7 @@ int main(int argc, char** argv) {
     // faults drop stays in the schedule, logged as such, and is not sent.
     struct Copy {
       uint64_t due;
-      uint64_t packet;  // i-th packet overall (loops included)
+      size_t datagram;  // in datagrams: the capture's, or one the sender made (a heartbeat, an end of session)
       uint8_t line;
       bool dropped;
     };
@@ -218,18 +228,57 @@ int main(int argc, char** argv) {
     copies.reserve(size_t(total) * line_to.size());
     std::vector<uint64_t> line_sent(line_to.size()), line_dropped(line_to.size());
     std::vector<std::vector<uint64_t>> lost_sequences(line_to.size());  // messages each line's faults took
-    for (uint64_t i = 0; i < total; ++i) {
-      const uint64_t due = due_at(i);
-      const Datagram& d = datagrams[size_t(i % datagrams.size())];
+    // A packet the server makes itself: a heartbeat (count 0) or an end of session (0xFFFF), carrying the next
+    // sequence number, as a MoldUDP64 server sends them.
+    std::array<char, 10> session{};
+    uint64_t next_seq = 0;
+    uint64_t made_heartbeats = 0, made_ends = 0;
+    auto make = [&](uint16_t count_field) -> size_t {
+      uint8_t header[kMoldHeader];
+      std::memcpy(header, session.data(), session.size());
+      store_be64(header + 10, next_seq);
+      store_be16(header + 18, count_field);
+      datagrams.push_back({0, bytes.size(), uint32_t(kMoldHeader)});
+      bytes.insert(bytes.end(), header, header + kMoldHeader);
+      return datagrams.size() - 1;
+    };
+    auto add = [&](uint64_t due, size_t k) {  // every line's copy of datagram k, due at `due` on line A
+      const Datagram& d = datagrams[k];
       const uint8_t* p = bytes.data() + d.offset;
       const bool eos = d.length >= kMoldHeader && load_be16(p + 18) == kEndOfSession;
       for (uint8_t line = 0; line < line_to.size(); ++line) {
         const uint64_t at = due ? due + (line ? skew_ns : 0) : 0;
         const bool dropped = line_faults[line].drops(at ? at - t0 : 0, eos);
-        copies.push_back({at, i, line, dropped});
+        copies.push_back({at, k, line, dropped});
         if (dropped)
-          for (uint16_t m = 0; m < message_count(p, d.length); ++m) lost_sequences[line].push_back(first_seq(p, d.length) + m);
+          for (uint16_t m = 0; m < message_count(p, d.length); ++m)
+            lost_sequences[line].push_back(first_seq(p, d.length) + m);
       }
+    };
+    uint64_t previous_due = 0;
+    for (uint64_t i = 0; i < total; ++i) {
+      const uint64_t due = due_at(i);
+      const size_t k = size_t(i % captured_count);
+      // Idle longer than the heartbeat interval since the last packet: heartbeats, as the server sends them.
+      for (uint64_t t = previous_due + heartbeat_ns; heartbeat_ns && i > 0 && due && t < due; t += heartbeat_ns) {
+        add(t, make(0));
+        ++made_heartbeats;
+      }
+      add(due, k);
+      const Datagram& d = datagrams[k];
+      const uint8_t* p = bytes.data() + d.offset;
+      if (d.length >= kMoldHeader) {
+        std::memcpy(session.data(), p, session.size());
+        if (message_count(p, d.length)) next_seq = first_seq(p, d.length) + message_count(p, d.length);
+      }
+      previous_due = due;
+    }
+    // After the last message, end-of-session packets for a while (every heartbeat interval, or 100 ms).
+    const uint64_t end_every = heartbeat_ns ? heartbeat_ns : 100000000;
+    for (uint64_t t = previous_due + end_every; end_of_session_ns && previous_due && t <= previous_due + end_of_session_ns;
+         t += end_every) {
+      add(t, make(kEndOfSession));
+      ++made_ends;
     }
     std::stable_sort(copies.begin(), copies.end(), [](const Copy& a, const Copy& b) { return a.due < b.due; });
     // Start 20 ms from now, once the schedule is made (a long capture takes a while to lay out).
@@ -243,7 +292,7 @@ int main(int argc, char** argv) {
     // One send-log record a copy.
     auto record = [&](size_t c, uint64_t t_intended, uint64_t t_sent, uint8_t flags) {
       if (!log) return;
-      const Datagram& d = datagrams[size_t(copies[c].packet % datagrams.size())];
+      const Datagram& d = datagrams[copies[c].datagram];
       const uint8_t* p = bytes.data() + d.offset;
       logfmt::SendRecord rec{};
       rec.seq = first_seq(p, d.length);
@@ -270,7 +319,7 @@ int main(int argc, char** argv) {
           ++taken;
           continue;
         }
-        const Datagram& d = datagrams[size_t(c.packet % datagrams.size())];
+        const Datagram& d = datagrams[c.datagram];
         iovs[n] = {bytes.data() + d.offset, d.length};
         msgs[n] = {};
         msgs[n].msg_hdr.msg_name = &line_to[c.line];
@@ -302,7 +351,7 @@ int main(int argc, char** argv) {
           continue;
         }
         for (size_t k = done; k < done + size_t(r); ++k) {
-          const Datagram& d = datagrams[size_t(copies[slot[k]].packet % datagrams.size())];
+          const Datagram& d = datagrams[copies[slot[k]].datagram];
           const uint8_t* p = bytes.data() + d.offset;
           const uint64_t lag = t_sent > intended[k] ? t_sent - intended[k] : 0;
           max_lag = std::max(max_lag, lag);
@@ -328,8 +377,9 @@ int main(int argc, char** argv) {
     j.begin_object();
     j.field("address", args.get("address")).field("port", port).field("rate", rate).field("multiplier", multiplier);
     j.field("pps_requested", rate == "pps" ? pps : 0).field("loops", loops).field("batch", batch);
-    j.field("capture_datagrams", uint64_t(datagrams.size())).field("packets", total).field("sent", sent);
-    j.field("copies", uint64_t(copies.size()));  // packets x lines: sent + failed + dropped by a line's faults
+    j.field("capture_datagrams", uint64_t(captured_count)).field("packets", total).field("sent", sent);
+    j.field("copies", uint64_t(copies.size()));  // (packets + made) x lines: sent + failed + dropped by a line
+    j.field("heartbeats_made", made_heartbeats).field("ends_of_session_made", made_ends);
     j.field("failed", failed).field("first_error", first_error ? std::string(std::strerror(first_error)) : std::string());
     j.field("retried_eagain", retried_eagain).field("retried_enobufs", retried_enobufs);
     j.field("bytes", sent_bytes).field("messages", messages);

@@ -91,7 +91,9 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
         # Sent on every line, A and B: a copy a line's faults dropped was never sent, and is counted as such.
         lines = int(ur.get("lines", 1))
         line_dropped = int(ur.get("line_a_dropped", 0)) + int(ur.get("line_b_dropped", 0))
-        expected_datagrams *= lines
+        # The sender's own heartbeats and ends of session (a MoldUDP64 server's), on every line too.
+        made = int(ur.get("heartbeats_made", 0)) + int(ur.get("ends_of_session_made", 0))
+        expected_datagrams = (expected_datagrams + made) * lines
     delivered = kernel.get("UdpInDatagrams", 0)
     dropped = kernel.get("UdpInErrors", 0)
     bbo = _collector_datagrams(run)
@@ -100,8 +102,10 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
     server = run.extras.get("request_server") or {}
     talk = (int(server.get("requests", 0)) + int(server.get("requests_unread_at_stop", 0))
             + int(server.get("socket_dropped", 0)) + int(server.get("answer_packets", 0)))
-    lined = sender == "udp-replay" and run.extras.get("udp_replay", {}).get("lines", 1) > 1
+    ur = run.extras.get("udp_replay", {}) if sender == "udp-replay" else {}
+    lined, made = ur.get("lines", 1) > 1, ur.get("heartbeats_made", 0) + ur.get("ends_of_session_made", 0)
     checks[f"{sender} sent + failed" + (" + dropped by the lines" if lined else "") + " = capture datagrams x loops"
+           + (" + its own heartbeats and ends of session" if made else "")
            + (" x lines" if lined else "")] = sent + failed + line_dropped == expected_datagrams
     accounted = delivered - bbo - talk + dropped + kernel.get("UdpNoPorts", 0) + kernel.get("UdpIgnoredMulti", 0)
     # Multicast that reaches a namespace with no member of its group left (the gateway ended at one line's end of

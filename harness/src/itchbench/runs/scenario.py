@@ -188,6 +188,10 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "pps": (int, 10000, _at_least(1), "packets per second, with rate = pps"),
         "loops": (int, 1, _between(1, 1000), "times through the capture"),
         "batch": (int, 64, _between(1, 1024), "udp-replay: most packets a sendmmsg"),
+        "heartbeat_ms": (int, 0, _between(0, 60_000), "udp-replay: heartbeats while the capture is idle this long, "
+                         "as a MoldUDP64 server sends them (0: only the capture's own)"),
+        "end_of_session_ms": (int, 0, _between(0, 60_000), "udp-replay: end-of-session packets for this long after "
+                              "the last one (0: only the capture's own)"),
         "multicast": (str, "", _multicast_group, "udp-replay: send to this multicast group (224.0.0.0/4) in the run's "
                       "namespace instead of unicast; the gateway joins it (\"\": unicast)"),
     },
@@ -347,6 +351,10 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
     if out["replay"]["multicast"] and out["gateway"]["source"] == "af_xdp":
         raise ScenarioError(f"{origin}: replay.multicast with gateway.source = \"af_xdp\" is not supported: the XDP "
                             "program takes the feed's unicast frames")
+    made = out["replay"]["heartbeat_ms"] or out["replay"]["end_of_session_ms"]
+    if made and (out["replay"]["sender"] != "udp-replay" or out["replay"]["rate"] == "topspeed"):
+        raise ScenarioError(f"{origin}: replay.heartbeat_ms and end_of_session_ms are udp-replay's, on a schedule "
+                            "with time in it (rate capture, multiplier or pps)")
     if out["replay"]["multicast"] and out["replay"]["sender"] != "udp-replay":
         raise ScenarioError(f"{origin}: replay.multicast needs replay.sender = \"udp-replay\" (tcpreplay sends the "
                             "capture's frames rewritten for unicast to the namespace's loopback)")

@@ -87,7 +87,8 @@ def udp_replay_args(replay: dict[str, Any]) -> list[str]:
     rate = replay["rate"]
     flags = {"capture": ["--rate", "capture"], "multiplier": ["--rate", "capture", "--multiplier", str(replay["multiplier"])],
              "pps": ["--rate", "pps", "--pps", str(replay["pps"])], "topspeed": ["--rate", "topspeed"]}[rate]
-    return [*flags, "--loops", str(replay["loops"]), "--batch", str(replay["batch"])]
+    return [*flags, "--loops", str(replay["loops"]), "--batch", str(replay["batch"]),
+            "--heartbeat-ms", str(replay["heartbeat_ms"]), "--end-of-session-ms", str(replay["end_of_session_ms"])]
 
 
 def private_netns(run: "Run", group: "ProcessGroup") -> PrivateNetns:
