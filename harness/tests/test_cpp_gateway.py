@@ -137,6 +137,8 @@ def test_compare_finds_the_planted_slowdown_on_a_file(planted, file_scenario, tm
     assert table["throughput_msg_s"]["head"] < table["throughput_msg_s"]["base"]
     assert result["headline"].startswith("REGRESSION") and "instructions.process" in result["headline"]
     assert result["outputs"]["file"]["bbo"]["equal"]
+    md = (tmp_path / "cmp" / "compare.md").read_text()  # the gateway's commits measured, itchbench's apart
+    assert "- base: `HEAD~2`" in md and "- itchbench (the harness, not measured): `" in md
     # Its commits were checked out as shared clones: nothing is registered in the team's repository.
     worktrees = subprocess.run(["git", "-C", str(planted), "worktree", "list"], capture_output=True, text=True).stdout
     assert len(worktrees.splitlines()) == 1, worktrees

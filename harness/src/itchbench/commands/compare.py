@@ -94,6 +94,7 @@ def inconclusive_words(metrics: dict[str, dict[str, dict]]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from ..compare import report, session, verdicts
+    from ..runs import environment
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
@@ -215,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
         "base": {"name": "base", "label": base.revision.label if base.revision else args.base, **base.describe()},
         "head": {"name": "head", "label": head.revision.label if head.revision else args.head, **head.describe()},
         "not_comparable": problems, "metrics": metrics, "outputs": outs, "noise": noise,
-        "black_box": bool(args.gateway),
+        "black_box": bool(args.gateway), "itchbench": environment.git_state(),
         "instructions": {"base": base.instructions, "head": head.instructions},
         "runs": {s.name: {k: [str(p) for p in v] for k, v in s.runs.items()} for s in (base, head)},
         "plot": plot,

@@ -46,6 +46,10 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
         rev = side.get("revision") or {}
         dirty = " — **DIRTY working tree: uncommitted changes are measured**" if rev.get("dirty") else ""
         md.append(f"- {side['name']}: `{side['spec']}` {rev.get('label', '')} {rev.get('subject', '')}{dirty}")
+    harness = result.get("itchbench") or {}
+    if harness:  # what ran the measurement, not what was measured
+        md.append(f"- itchbench (the harness, not measured): `{harness.get('commit', '?')}`"
+                  f"{' (dirty)' if harness.get('dirty') else ''}")
     for side in (base, head):  # the commit messages' bodies: why each side was made, what it measured
         body = (side.get("revision") or {}).get("body")
         if body:
