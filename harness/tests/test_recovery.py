@@ -47,6 +47,10 @@ def test_a_gateway_that_asks_again_recovers_every_lost_message(tmp_path):
     assert r["lost_on_wire"] == _dropped(s) > 0 and r["answered_by_server"] == r["lost_on_wire"]
     assert s["reconciliation"]["bbo_check"]["equal"] and s["reconciliation"]["balanced"]
     assert s["verdict"]["headline"].startswith(f"RECOVERED: {r['lost_on_wire']:,} messages lost on the wire")
+    # How long each gap held the stream: the first event after it, measured for every gap that had one.
+    held = r["held_after_gaps_ns"]
+    assert 0 < held["measured"] <= r["gaps"] and 0 < held["p50"] <= held["p99"] <= held["max"]
+    assert "the first BBO event after each gap" in (Path(s["dir"]) / "report.md").read_text()
 
 
 @needs_root

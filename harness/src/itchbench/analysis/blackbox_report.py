@@ -54,7 +54,13 @@ def recovery_section(r: dict[str, Any] | None) -> list[str]:
             + (f" (first: seq {r['first_never_answered']:,})" if r["first_never_answered"] is not None else "") + " |",
             f"| requests the gateway sent | {r['requests']:,} (refused: {refused}) |",
             f"| answer packets sent / dropped by the server | {r['answer_packets']:,} / {r['answers_dropped']:,} |",
-            f"| messages answered | {r['messages_answered']:,} |", ""]
+            f"| messages answered | {r['messages_answered']:,} |",
+            f"| gaps (runs of lost messages) | {r.get('gaps', 0):,} |",
+            *([f"| the first BBO event after each gap, send → received: p50 / p99 / max µs | "
+               f"{h['p50'] / 1000:,.1f} / {h['p99'] / 1000:,.1f} / {h['max'] / 1000:,.1f} ({h['measured']:,} gaps) |"]
+              if (h := r.get("held_after_gaps_ns")) else []), "",
+            "The first BBO event after a gap shows how long the gap held the stream back: a gateway that waits for "
+            "the gap to be filled shows the wait there, one that skips ahead its usual latency.", ""]
 
 
 def speed_section(summary: dict[str, Any]) -> list[str]:

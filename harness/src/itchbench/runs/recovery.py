@@ -12,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis import logs
+import pandas as pd
+
+from ..analysis import hops, logs
 
 
 def answered_sequences(log: Path) -> np.ndarray:
@@ -24,8 +26,40 @@ def answered_sequences(log: Path) -> np.ndarray:
     return np.unique(logs.expand_runs(sent["seq"], sent["count"])).astype(np.uint64)
 
 
+def _gaps(lost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Runs of consecutive sequence numbers: (first of each, one past the last of each)."""
+    if not lost.size:
+        return lost, lost
+    breaks = np.flatnonzero(np.diff(lost.astype(np.int64)) != 1) + 1
+    return lost[np.r_[0, breaks]], lost[np.r_[breaks - 1, lost.size - 1]] + 1
+
+
+def held_after_gaps(gaps_end: np.ndarray, events: pd.DataFrame, send_log: Path) -> dict[str, float] | None:
+    """How long a gap held the stream back, seen from outside: for each gap, the first BBO event after it (the
+    first with a seq at or past the gap's end), its time from the actual send of the packet that carried its
+    message to the collector's receipt — ns, percentiles over the gaps. A gateway that holds messages behind a gap
+    until it is filled shows the wait there; one that skips ahead shows only its usual latency."""
+    if not gaps_end.size or not send_log.is_file() or events.empty:
+        return None
+    seq, _, sent = hops.send_stamps(send_log)
+    ev = events[events["t_recv"] > 0].sort_values("seq", kind="stable")
+    e_seq, e_t = ev["seq"].to_numpy(np.int64), ev["t_recv"].to_numpy(np.int64)
+    at = np.searchsorted(e_seq, gaps_end.astype(np.int64))
+    at = at[at < e_seq.size]
+    first_seq = e_seq[at]
+    where = np.searchsorted(seq, first_seq)
+    found = (where < seq.size) & (seq[np.minimum(where, max(seq.size - 1, 0))] == first_seq) if seq.size else \
+        np.zeros(first_seq.size, bool)
+    held = e_t[at][found] - sent[where[found]]
+    if not held.size:
+        return None
+    return {"gaps": int(gaps_end.size), "measured": int(held.size), "p50": float(np.percentile(held, 50)),
+            "p99": float(np.percentile(held, 99, method="higher")), "max": float(held.max())}
+
+
 def of(sidecar: dict[str, Any] | None, lines: dict[str, list[int]] | None, log: Path,
-       server: dict[str, Any] | None) -> dict[str, Any]:
+       server: dict[str, Any] | None, events: pd.DataFrame | None = None,
+       send_log: Path | None = None) -> dict[str, Any]:
     """Each message lost on the wire and its route back: lost on line A only or on B only (the other line carried
     it), or on every line (the capture's own faults, or both lines' at send time): then only the re-request
     server can bring it back. And the server's own counts."""
@@ -40,7 +74,10 @@ def of(sidecar: dict[str, Any] | None, lines: dict[str, list[int]] | None, log: 
     back = np.isin(everywhere, answered_sequences(log)) if server is not None else np.zeros(everywhere.size, bool)
     never = everywhere[~back]
     server = server or {}
+    _, gap_ends = _gaps(lost)
+    held = held_after_gaps(gap_ends, events, send_log) if events is not None and send_log is not None else None
     return {
+        "gaps": int(gap_ends.size), "held_after_gaps_ns": held,
         "lines": 2 if two else 1, "lost_on_wire": int(lost.size),
         "lost_on_a_only": int(np.setdiff1d(on_a, on_b).size), "lost_on_b_only": int(np.setdiff1d(on_b, on_a).size),
         "lost_on_every_line": int(everywhere.size), "from_the_other_line": int(lost.size - everywhere.size),
