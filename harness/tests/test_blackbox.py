@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from itchbench.gateways import blackbox
+from itchbench.runs.verdict import difference_words
 
 REF = pd.DataFrame([[10, 1, 100, 5, 0, 0], [11, 2, 200, 7, 210, 3], [12, 1, 101, 2, 0, 0], [13, 2, 200, 7, 0, 0]],
                    columns=blackbox.COLUMNS)
@@ -85,5 +86,5 @@ def test_the_first_difference_is_by_seq_and_names_an_extra_events_message():
     first = out["first_difference"]
     assert (first["seq"], first["kind"], first["message"], first["stream"], first["event"]) == (9, "extra", "X",
                                                                                                "received", 1)
-    words = blackbox.difference_words(out)
+    words = difference_words(out)
     assert words.startswith("1 missing, 1 extra, 0 wrong of 4 reference events; first at seq 9 (message X), stock 1")

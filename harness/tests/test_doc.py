@@ -23,7 +23,7 @@ SEED = next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload")
 CONFIGS = ("small-index", "default-index")
 SECTIONS = ["## Executive summary", "## Methodology", "### Hardware and build", "### Clock", "### Workload",
             "### Where each stamp is taken", "## Configuration: small-index",
-            "## Configuration: default-index (baseline)", "## Comparative analysis", "## Throughput",
+            "## Configuration: default-index (baseline)", "## Comparative analysis", "## Throughput and resources",
             "## Micro-benchmarks", "## Appendix: per message type", "## Appendix: per symbol",
             "## Measurement accuracy", "## System configuration", "## Reproduce"]
 

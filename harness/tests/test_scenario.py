@@ -31,8 +31,10 @@ def test_every_bundled_scenario_loads():
 
 def test_defaults_and_resolution(tmp_path):
     (c,) = scenario.load(write(tmp_path, BASE))
+    # Unicast to one port, no heartbeats of the sender's own, one line, no re-request server: as before they came.
     assert c.values["replay"] == {"sender": "tcpreplay", "rate": "capture", "multiplier": 1.0, "pps": 10000,
-                                  "loops": 1, "batch": 64}
+                                  "loops": 1, "batch": 64, "heartbeat_ms": 0, "end_of_session_ms": 0, "multicast": ""}
+    assert not c.values["lines"]["b"] and not c.values["rerequest"]["server"]
     assert c.values["gateway"]["cpu"] == -1 and c.values["repetitions"] == 1
     assert Path(c.values["capture"]).is_absolute()
     assert c.hash() == scenario.load(write(tmp_path, BASE))[0].hash()

@@ -13,6 +13,7 @@ import pandas as pd
 from .. import rundir
 from ..analysis import logs
 from ..gateways import adapter, blackbox
+from ..runs.verdict import difference_words
 from .verdicts import bbo_words
 
 _FIELDS = ("seq", "stock_locate", "bid_px", "bid_qty", "ask_px", "ask_qty")  # blackbox.COLUMNS, in the log
@@ -55,7 +56,7 @@ def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
     out.update({k: check[k] for k in ("missing", "extra", "wrong")})
     out["differing_events"] = check["missing"] + check["extra"] + check["wrong"]
     out["first_difference"] = check.get("first_difference")
-    out["difference_words"] = blackbox.difference_words(check).replace("reference events", "base events")
+    out["difference_words"] = difference_words(check).replace("reference events", "base events")
     return out
 
 

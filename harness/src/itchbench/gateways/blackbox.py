@@ -223,17 +223,6 @@ def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, mode: str,
     return out
 
 
-def difference_words(check: dict[str, Any]) -> str:
-    """What run and compare both say of a BBO difference: the counts, then the first difference by seq."""
-    parts = [f"{check[k]:,} {k}" for k in ("missing", "extra", "wrong")]
-    text = f"{', '.join(parts)} of {check['reference_events']:,} reference events"
-    f = check.get("first_difference")
-    if f:
-        text += (f"; first at seq {f['seq']:,} (message {f['message']}), stock {f['stock']}, {f['stream']} event "
-                 f"#{f['event']:,}: {f['kind']}: expected {f['expected']}, got {f['got']}")
-    return text
-
-
 def _stats(d: np.ndarray) -> dict[str, float]:
     """ns percentiles as the reports take them (the value at or above the rank: method "higher"), and the mean."""
     if not d.size:

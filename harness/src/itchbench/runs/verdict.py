@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..gateways.blackbox import difference_words
-
 EXIT = {"lossless": 0, "faults_accounted": 0, "recovered": 0, "rejected": 1, "lost": 1, "bbo_differs": 1, "unbalanced": 1,
         "incomplete": 1}
 
@@ -136,6 +134,17 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
 
 def _us(ns: float) -> str:
     return f"{ns / 1000:,.1f} µs"
+
+
+def difference_words(check: dict[str, Any]) -> str:
+    """What run and compare both say of a BBO difference: the counts, then the first difference by seq."""
+    parts = [f"{check[k]:,} {k}" for k in ("missing", "extra", "wrong")]
+    text = f"{', '.join(parts)} of {check['reference_events']:,} reference events"
+    f = check.get("first_difference")
+    if f:
+        text += (f"; first at seq {f['seq']:,} (message {f['message']}), stock {f['stock']}, {f['stream']} event "
+                 f"#{f['event']:,}: {f['kind']}: expected {f['expected']}, got {f['got']}")
+    return text
 
 
 def _recovery_words(r: dict[str, Any]) -> str:
