@@ -224,8 +224,8 @@ def planted(tmp_path_factory) -> Path:
 
     change("Note the contract", "itchbench.toml", 'name = "py-gateway"', 'name = "py-gateway"  # example')
     change("Count the ask side once more", "gateway.py", "{bbo[3]}\\n", "{bbo[3] + (stock == 3)}\\n")
-    change("Pause on every packet", "gateway.py", '"""Applies one MoldUDP64 packet; False at the end of session."""',
-           '"""Applies one MoldUDP64 packet; False at the end of session."""\n        __import__("time").sleep(0.0003)')
+    change("Pause on every packet", "gateway.py", "        if len(p) < 20:\n            return True\n",
+           "        __import__(\"time\").sleep(0.0003)\n        if len(p) < 20:\n            return True\n")
     change("Tidy", "itchbench.toml", "# example", "# the example")
     return repo
 
