@@ -143,3 +143,16 @@ def test_heartbeats_and_ends_of_session_from_the_sender_are_taken_and_balanced(t
     ur = s["transport_details"]["udp_replay"]
     assert ur["heartbeats_made"] > 1000 and ur["ends_of_session_made"] == 50
     assert s["verdict"]["status"] == "recovered" and s["reconciliation"]["balanced"], s["verdict"]["headline"]
+
+
+@needs_root
+def test_a_document_has_the_recovery_of_its_runs(tmp_path):
+    s = _run(tmp_path, PY / "itchbench.toml")
+    r = s["reconciliation"]["recovery"]
+    out = subprocess.run([str(paths.repo_root() / ".venv" / "bin" / "itchbench"), "doc", str(tmp_path / "runs"),
+                          "--out", str(tmp_path / "doc")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = (tmp_path / "doc" / "report.md").read_text()
+    row = (f"| recovery | 1 | recovered | {r['lost_on_wire']:,} | 0 | {r['answered_by_server']:,} | 0 | {r['gaps']:,} | "
+           f"{r['requests']:,} | 0 |")
+    assert "## Recovery" in text and row in text, text[text.find("## Recovery"):][:1500]

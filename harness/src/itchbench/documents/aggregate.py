@@ -258,3 +258,25 @@ def distribution_table(configs: list[Configuration]) -> list[dict[str, Any]]:
                                for k in ("p50", "p99", "mean")}
             out.append({"label": c.label, "subscriber": key, "kind": kinds.get(key, "tcp"), **cells})
     return out
+
+
+RECOVERY_ROWS = (("lost_on_wire", "messages lost on the wire"), ("from_the_other_line", "back from the other line"),
+                 ("answered_by_server", "answered by the re-request server"), ("never_answered", "never back"),
+                 ("gaps", "gaps"), ("requests", "requests"), ("answers_dropped", "answers the server dropped"))
+
+
+def recovery_table(configs: list[Configuration]) -> list[dict[str, Any]]:
+    """Per configuration whose runs recovered (or tried to: runs/recovery.py), each count and how long the first
+    BBO event after a gap was held (p50, p99 µs), aggregated over its runs."""
+    rows = []
+    for c in configs:
+        runs = [r for r in c.runs if (r.summary.get("reconciliation") or {}).get("recovery")]
+        if not runs:
+            continue
+        get = lambda key: spread([r.summary["reconciliation"]["recovery"][key] for r in runs])  # noqa: E731
+        held = lambda key: spread([(r.summary["reconciliation"]["recovery"].get("held_after_gaps_ns") or {})  # noqa: E731
+                                   .get(key, math.nan) / 1000 for r in runs])
+        rows.append({"label": c.label, "runs": len(runs), "cells": {k: get(k) for k, _ in RECOVERY_ROWS},
+                     "held_p50_us": held("p50"), "held_p99_us": held("p99"),
+                     "verdicts": sorted({r.summary.get("verdict", {}).get("status", "?") for r in runs})})
+    return rows
