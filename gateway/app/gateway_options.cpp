@@ -47,6 +47,17 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.option("rcvbuf", "BYTES", "udp: SO_RCVBUF to request", "0");
   args.option("join", "GROUP", "udp: join this multicast group (224.0.0.0/4) on the loopback interface and bind "
               "0.0.0.0:PORT, so that unicast answers to this socket arrive too");
+  args.option("feed-b", "ADDR:PORT", "udp: the session's B line (docs/exchange.md): a multicast group, taken on "
+              "the --port socket's port, or 127.0.0.1:PORT; port 0: none. Copies are arbitrated: the first wins", "");
+  args.option("rerequest", "ADDR:PORT", "udp: the exchange's MoldUDP64 re-request server, asked for the messages "
+              "both lines lost; port 0: none", "");
+  args.option("line-wait-us", "US", "udp recovery: how long the other line has to fill a gap before it is asked "
+              "for (or, with no server, given up)", "5000");
+  args.option("request-timeout-ms", "MS", "udp recovery: a request unanswered this long is sent again", "20");
+  args.option("max-requests", "N", "udp recovery: requests for one gap that bring nothing, before it is given up "
+              "(counted lost)", "8");
+  args.option("hold-packets", "N", "udp recovery: packets held past gaps at most (2 KiB each); when full the "
+              "oldest gap is given up", "4096");
   args.flag("busy-poll", "udp, af_xdp: spin on a non-blocking receive (the ring) instead of waiting in epoll (poll)");
   args.option("interface", "NAME", "af_xdp: the interface whose XDP hook takes the feed", "lo");
   args.option("xdp-attach", "MODE", "af_xdp: auto, drv (native) or skb (generic); auto tries drv first", "auto");
@@ -140,6 +151,50 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
       args.fail("--join takes a multicast group (224.0.0.0/4)");
     o.join_group = args.get("join");
   }
+  // "ADDR:PORT" with port 0 (a contract's placeholders for a line or server the run has not) means none.
+  auto endpoint = [&](const std::string& name, std::string& addr, uint16_t& port, bool multicast_ok) {
+    const std::string v = args.get(name);
+    if (v.empty()) return;
+    const size_t colon = v.rfind(':');
+    in_addr a{};
+    uint64_t p = 0;
+    try {
+      p = colon == std::string::npos ? 65536 : std::stoull(v.substr(colon + 1));
+    } catch (const std::exception&) {
+      p = 65536;
+    }
+    if (p > 65535) args.fail("--" + name + " takes ADDR:PORT, not '" + v + "'");
+    if (p == 0) return;
+    addr = v.substr(0, colon);
+    port = uint16_t(p);
+    if (inet_pton(AF_INET, addr.c_str(), &a) != 1) args.fail("--" + name + ": '" + addr + "' is not an IPv4 address");
+    if (!multicast_ok && (ntohl(a.s_addr) >> 28) == 0xE) args.fail("--" + name + " takes a unicast address");
+    if (o.source != "udp") args.fail("--" + name + " applies to --source udp");
+  };
+  std::string b_addr;
+  uint16_t b_port = 0;
+  endpoint("feed-b", b_addr, b_port, true);
+  if (b_port) {
+    in_addr a{};
+    inet_pton(AF_INET, b_addr.c_str(), &a);
+    const bool b_multicast = (ntohl(a.s_addr) >> 28) == 0xE;
+    if (b_multicast != !o.join_group.empty())
+      args.fail("--feed-b is a multicast group exactly when --join is (both lines alike)");
+    if (b_multicast) {
+      if (b_addr == o.join_group) args.fail("--feed-b's group must differ from --join's");
+      if (b_port != o.port.value_or(0)) args.fail("--feed-b's group is taken on the --port socket's port");
+      o.join_group_b = b_addr;
+    } else {
+      o.port_b = b_port;
+    }
+  }
+  endpoint("rerequest", o.rerequest_addr, o.rerequest_port, false);
+  o.line_wait_us = args.get_u64("line-wait-us");
+  o.request_timeout_ms = args.get_u64("request-timeout-ms");
+  if (o.request_timeout_ms == 0) args.fail("--request-timeout-ms must be at least 1");
+  o.max_requests = uint32_t(args.get_u64("max-requests"));
+  o.hold_packets = uint32_t(args.get_u64("hold-packets"));
+  if (o.hold_packets == 0 || o.hold_packets > (1u << 20)) args.fail("--hold-packets must be 1..1048576");
   o.busy_poll = args.flag_set("busy-poll");
   o.interface = args.get("interface");
   o.xdp_attach = args.get("xdp-attach");

@@ -27,6 +27,16 @@ struct GatewayOptions {
   // udp
   int rcvbuf_bytes = 0;
   std::string join_group;  // udp: a multicast group to join (on lo); "": unicast
+  // udp recovery (docs/exchange.md): the B line (its group on port, or 127.0.0.1:port_b) and the re-request server
+  std::string join_group_b;
+  uint16_t port_b = 0;
+  std::string rerequest_addr;
+  uint16_t rerequest_port = 0;
+  uint64_t line_wait_us = 5000;
+  uint64_t request_timeout_ms = 20;
+  uint32_t max_requests = 8;
+  uint32_t hold_packets = 4096;
+  bool recovering() const { return !join_group_b.empty() || port_b || rerequest_port; }
   bool busy_poll = false;
   bool ignore_end_of_session = false;
   // af_xdp (with port, rcvbuf aside, busy_poll and ignore_end_of_session of udp)

@@ -9,6 +9,7 @@
 #include "app/gateway_report.hpp"
 #include "app/run_common.hpp"
 #include "app/runs.hpp"
+#include "pipeline/gap_recovery.hpp"
 #include "publish/bbo_fan_out.hpp"
 #include "publish/tcp_publisher.hpp"
 #include "source/serial_source.hpp"
@@ -100,6 +101,10 @@ int run_live(const GatewayOptions& o) {
     uo.port = o.port.value_or(0);
     uo.rcvbuf_bytes = o.rcvbuf_bytes;
     uo.join_group = o.join_group;
+    uo.join_group_b = o.join_group_b;
+    uo.port_b = o.port_b;
+    uo.rerequest_addr = o.rerequest_addr;
+    uo.rerequest_port = o.rerequest_port;
     uo.busy_poll = o.busy_poll;
     uo.rt_yield = rt_yield;
     uo.idle_exit_ms = o.idle_exit_ms;
@@ -136,17 +141,59 @@ int run_live(const GatewayOptions& o) {
   std::printf("READY\n");
   std::fflush(stdout);
 
+  // With a B line or a re-request server, packets reach the framer through the recovery stage, in sequence order.
+  std::unique_ptr<GapRecovery> recovery;
+  if (udp && o.recovering()) {
+    RecoveryOptions ro;
+    ro.server = o.rerequest_port != 0;
+    ro.line_b = udp_source->has_line_b();
+    ro.line_wait_ns = o.line_wait_us * 1000;
+    ro.request_timeout_ns = o.request_timeout_ms * 1000000;
+    ro.max_requests = o.max_requests;
+    ro.hold_packets = o.hold_packets;
+    recovery = std::make_unique<GapRecovery>(ro);
+  }
+  struct RecoverySink {
+    Gateway<BboFanOut>& gw;
+    UdpSource& source;
+    bool timed;
+    void packet(const mold::Packet& pkt, const logfmt::Arrival& a) { gw.on_packet(pkt, timed ? a : logfmt::Arrival{}); }
+    void malformed(const uint8_t* p, size_t n, const logfmt::Arrival& a) {
+      gw.on_datagram(p, n, timed ? a : logfmt::Arrival{});
+    }
+    bool request(const mold::Request& r) {
+      uint8_t bytes[mold::kRequestLength];
+      mold::write_request(r, bytes);
+      return source.send_request(bytes, sizeof bytes);
+    }
+  };
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t received = 0;
   if (datagrams) {
+    auto session_goes_on = [&] { return o.ignore_end_of_session || gw.framer().counters().end_of_session == 0; };
     auto on_datagram = [&](const uint8_t* p, size_t n, const logfmt::Arrival& arrival) {
       gw.on_datagram(p, n, timed ? arrival : logfmt::Arrival{});
-      return o.ignore_end_of_session || gw.framer().counters().end_of_session == 0;
+      return session_goes_on();
     };
-    if (xdp)
+    if (xdp) {
       xdp_source->run(clock, on_datagram);
-    else
-      udp_source->run(clock, on_datagram);
+    } else if (recovery) {
+      RecoverySink sink{gw, *udp_source, timed};
+      udp_source->run(
+          clock,
+          [&](const uint8_t* p, size_t n, Line line, const logfmt::Arrival& arrival) {
+            recovery->on_datagram(p, n, line, arrival, sink);
+            return session_goes_on();
+          },
+          [&] {
+            if (recovery->gaps_open()) recovery->poll(GapRecovery::monotonic_ns(), sink);
+            return session_goes_on();
+          });
+    } else {
+      udp_source->run(clock, [&](const uint8_t* p, size_t n, Line, const logfmt::Arrival& arrival) {
+        return on_datagram(p, n, arrival);
+      });
+    }
     received = gw.framer().counters().messages;
   } else {
     serial_source->run(clock, [&](uint64_t seq, const uint8_t* m, size_t n, const logfmt::Arrival& arrival) {
@@ -182,6 +229,9 @@ int run_live(const GatewayOptions& o) {
     j.field("truncated", us.truncated).field("kernel_timestamps", us.kernel_timestamps);
     j.field("rcvbuf_requested", o.rcvbuf_bytes).field("rcvbuf_granted", us.rcvbuf_granted);
     j.field("multicast_group", o.join_group);
+    j.key("per_line").begin_object();
+    for (size_t l = 0; l < kLines; ++l) j.field(kLineNames[l], us.per_line[l]);
+    j.end_object();
     j.field("busy_poll", o.busy_poll).field("rt_yield", rt_yield).field("rt_yields", us.rt_yields);
     j.end_object();
   }
@@ -202,6 +252,7 @@ int run_live(const GatewayOptions& o) {
     j.field("busy_poll", o.busy_poll).field("rt_yield", rt_yield).field("rt_yields", xs.rt_yields);
     j.end_object();
   }
+  if (recovery) write_recovery_json(j, *recovery);
   if (datagrams) {
     write_mold_json(j, gw.framer().counters());
     write_sequence_json(j, gw.framer().sequence().counters());

@@ -23,6 +23,30 @@ void write_sequence_json(JsonWriter& j, const SequenceCounters& sc) {
   j.end_object();
 }
 
+void write_recovery_json(JsonWriter& j, const GapRecovery& recovery) {
+  const RecoveryCounters& c = recovery.counters();
+  const RecoveryOptions& o = recovery.options();
+  j.key("recovery").begin_object();
+  j.field("line_b", o.line_b).field("server", o.server);
+  j.field("line_wait_ns", o.line_wait_ns).field("request_timeout_ns", o.request_timeout_ns);
+  j.field("max_requests", uint64_t(o.max_requests)).field("hold_packets", uint64_t(o.hold_packets));
+  j.key("packets").begin_object();
+  for (size_t l = 0; l < kLines; ++l) j.field(kLineNames[l], c.packets[l]);
+  j.end_object();
+  j.key("messages_first").begin_object();
+  for (size_t l = 0; l < kLines; ++l) j.field(kLineNames[l], c.messages_first[l]);
+  j.end_object();
+  j.field("duplicate_packets", c.duplicate_packets).field("duplicate_messages", c.duplicate_messages);
+  j.field("held_packets", c.held_packets).field("held_most", c.held_most).field("held_at_end", uint64_t(recovery.held()));
+  j.field("hold_full", c.hold_full).field("too_large", c.too_large);
+  j.field("gaps", c.gaps).field("gaps_filled", c.gaps_filled).field("gaps_given_up", c.gaps_given_up);
+  j.field("gaps_open_at_end", uint64_t(recovery.gaps_open()));
+  j.field("messages_given_up", c.messages_given_up);
+  j.field("requests", c.requests).field("request_retries", c.request_retries);
+  j.field("messages_requested", c.messages_requested).field("request_errors", c.request_errors);
+  j.end_object();
+}
+
 void write_decode_json(JsonWriter& j, const DecodeCounters& dc) {
   j.key("decode").begin_object();
   j.field("messages", dc.messages());

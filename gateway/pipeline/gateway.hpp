@@ -66,6 +66,13 @@ class Gateway {
         [&](const uint8_t* msg, size_t msg_len) { look_ahead(msg, msg_len); });
   }
 
+  // A MoldUDP64 packet parsed and put in sequence order by the recovery stage (gap_recovery.hpp).
+  void on_packet(const mold::Packet& pkt, const logfmt::Arrival& arrival) {
+    framer_.on_packet(
+        pkt, [&](uint64_t seq, const uint8_t* msg, size_t msg_len) { on_message(seq, msg, msg_len, arrival); },
+        [&](const uint8_t* msg, size_t msg_len) { look_ahead(msg, msg_len); });
+  }
+
   // A message that will be handed over soon: starts loading the index slot of
   // the order it names, so that the cache miss overlaps the messages before
   // it instead of stalling its own (a large book's slots are mostly misses).

@@ -35,22 +35,30 @@ class MoldFramer {
   // start loading before the first is handled.
   template <class OnMessage, class LookAhead>
   mold::ParseStatus on_datagram(const uint8_t* data, size_t len, OnMessage&& on_message, LookAhead&& look_ahead) {
-    ++counters_.packets;
     mold::Packet pkt;
     const mold::ParseStatus st = mold::parse(data, len, pkt);
     if (st != mold::ParseStatus::kOk) {
+      ++counters_.packets;
       count_rejection(st);
       return st;
     }
+    on_packet(pkt, on_message, look_ahead);
+    return st;
+  }
+
+  // A packet already parsed (by the recovery stage, gap_recovery.hpp): the same, from the sequence check on.
+  template <class OnMessage, class LookAhead>
+  void on_packet(const mold::Packet& pkt, OnMessage&& on_message, LookAhead&& look_ahead) {
+    ++counters_.packets;
     switch (pkt.kind()) {
       case mold::PacketKind::kHeartbeat:
         ++counters_.heartbeats;
         sequence_.on_packet(pkt.sequence(), 0);
-        return st;
+        return;
       case mold::PacketKind::kEndOfSession:
         ++counters_.end_of_session;
         sequence_.on_packet(pkt.sequence(), 0);
-        return st;
+        return;
       case mold::PacketKind::kMessages:
         break;
     }
@@ -65,7 +73,6 @@ class MoldFramer {
         if (index++ >= skip) on_message(seq, msg, msg_len);
       });
     }
-    return st;
   }
 
   const FramerCounters& counters() const { return counters_; }

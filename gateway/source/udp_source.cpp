@@ -1,5 +1,6 @@
 #include "source/udp_source.hpp"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -22,7 +23,11 @@ using asio::ip::udp;
 struct UdpSource::Impl {
   asio::io_context io;
   udp::socket socket{io};
+  udp::socket socket_b{io};  // open only with a B line
+  udp::socket socket_requests{io};  // open only with a re-request server: its answers come back here
   asio::steady_timer timer{io};
+  asio::steady_timer tick_timer{io};
+  sockaddr_in server{};      // the re-request server; port 0: none
   alignas(64) uint8_t buffer[65536];
   alignas(8) uint8_t control[256];
 };
@@ -36,48 +41,84 @@ uint64_t realtime_ns() {
 }
 }  // namespace
 
+namespace {
+// Binds a feed socket: on 127.0.0.1:port, or — joining `group` on the loopback interface — on the wildcard
+// address, so that a unicast answer to its source address (a re-request's) reaches it too; bound to the group it
+// would miss that. Two lines of one port (A and B on their own groups) share it: SO_REUSEADDR.
+void open_feed_socket(udp::socket& socket, const std::string& group, uint16_t port, int rcvbuf_bytes) {
+  const bool multicast = !group.empty();
+  udp::endpoint ep(multicast ? asio::ip::address_v4::any() : asio::ip::address_v4::loopback(), port);
+  socket.open(ep.protocol());
+  if (rcvbuf_bytes > 0) socket.set_option(asio::socket_base::receive_buffer_size(rcvbuf_bytes));
+  const int on = 1;
+  if (::setsockopt(socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) != 0)
+    throw std::runtime_error(std::string("SO_TIMESTAMPNS: ") + std::strerror(errno));
+  if (multicast) socket.set_option(asio::socket_base::reuse_address(true));
+  socket.bind(ep);
+  if (multicast) {
+    const auto g = asio::ip::make_address_v4(group);
+    if (!g.is_multicast()) throw std::runtime_error(group + " is not a multicast group");
+    socket.set_option(asio::ip::multicast::join_group(g, asio::ip::address_v4::loopback()));
+    const int off = 0;  // only the groups this socket joined, not every group any socket on the host joined
+    if (::setsockopt(socket.native_handle(), IPPROTO_IP, IP_MULTICAST_ALL, &off, sizeof off) != 0)
+      throw std::runtime_error(std::string("IP_MULTICAST_ALL: ") + std::strerror(errno));
+  }
+  socket.non_blocking(true);
+}
+
+std::string where(const std::string& group, uint16_t port) {
+  return (group.empty() ? "127.0.0.1" : "0.0.0.0 joining " + group) + ":" + std::to_string(port);
+}
+}  // namespace
+
 UdpSource::UdpSource(const UdpSourceOptions& options) : impl_(new Impl), options_(options) {
+  std::string opening = where(options.join_group, options.port);
   try {
-    // A multicast receiver binds the wildcard address, so that a unicast answer to its source address (a
-    // re-request's) reaches it too; bound to the group it would miss that.
-    const bool multicast = !options.join_group.empty();
-    udp::endpoint ep(multicast ? asio::ip::address_v4::any() : asio::ip::address_v4::loopback(), options.port);
-    impl_->socket.open(ep.protocol());
-    if (options.rcvbuf_bytes > 0) impl_->socket.set_option(asio::socket_base::receive_buffer_size(options.rcvbuf_bytes));
-    const int on = 1;
-    if (::setsockopt(impl_->socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) != 0)
-      throw std::runtime_error(std::string("SO_TIMESTAMPNS: ") + std::strerror(errno));
-    impl_->socket.bind(ep);
-    if (multicast) {
-      const auto group = asio::ip::make_address_v4(options.join_group);
-      if (!group.is_multicast()) throw std::runtime_error(options.join_group + " is not a multicast group");
-      impl_->socket.set_option(asio::ip::multicast::join_group(group, asio::ip::address_v4::loopback()));
-      const int off = 0;  // only the groups this socket joined, not every group any socket on the host joined
-      if (::setsockopt(impl_->socket.native_handle(), IPPROTO_IP, IP_MULTICAST_ALL, &off, sizeof off) != 0)
-        throw std::runtime_error(std::string("IP_MULTICAST_ALL: ") + std::strerror(errno));
-    }
-    impl_->socket.non_blocking(true);
+    open_feed_socket(impl_->socket, options.join_group, options.port, options.rcvbuf_bytes);
     asio::socket_base::receive_buffer_size granted;
     impl_->socket.get_option(granted);
     stats_.rcvbuf_granted = granted.value();
     port_ = impl_->socket.local_endpoint().port();
+    if (!options.join_group_b.empty() || options.port_b) {
+      const uint16_t port_b = options.join_group_b.empty() ? options.port_b : port_;
+      opening = "line B " + where(options.join_group_b, port_b);
+      open_feed_socket(impl_->socket_b, options.join_group_b, port_b, options.rcvbuf_bytes);
+    }
+    if (options.rerequest_port) {
+      opening = "the re-request server " + options.rerequest_addr;
+      impl_->server.sin_family = AF_INET;
+      impl_->server.sin_port = htons(options.rerequest_port);
+      if (inet_pton(AF_INET, options.rerequest_addr.c_str(), &impl_->server.sin_addr) != 1)
+        throw std::runtime_error("not an IPv4 address");
+      // A socket of its own (any free port), not the feed's: two lines sharing a port would split the answers.
+      open_feed_socket(impl_->socket_requests, "", 0, options.rcvbuf_bytes);
+    }
   } catch (const std::exception& e) {
     delete impl_;
-    throw std::runtime_error("UDP " + (options.join_group.empty() ? "127.0.0.1" : "0.0.0.0 joining " +
-                             options.join_group) + ":" + std::to_string(options.port) + ": " + e.what());
+    throw std::runtime_error("UDP " + opening + ": " + e.what());
   }
+}
+
+bool UdpSource::has_line_b() const { return impl_->socket_b.is_open(); }
+
+bool UdpSource::send_request(const uint8_t* data, size_t len) {
+  const sockaddr_in& to = impl_->server;
+  return ::sendto(impl_->socket_requests.native_handle(), data, len, MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&to),
+                  sizeof to) == ssize_t(len);
 }
 
 UdpSource::~UdpSource() { delete impl_; }
 
-void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
+void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram, const OnTick& on_tick) {
   Impl& im = *impl_;
-  const int fd = im.socket.native_handle();
+  const bool line_b = im.socket_b.is_open();
+  const bool server = im.server.sin_port != 0;
   auto last_rx = std::chrono::steady_clock::now();
   bool done = false;
 
-  // Reads every datagram waiting now; false when the consumer said stop.
-  auto drain = [&]() -> bool {
+  // Reads every datagram waiting now on one socket; false when the consumer said stop.
+  auto drain = [&](udp::socket& socket, Line line) -> bool {
+    const int fd = socket.native_handle();
     for (;;) {
       iovec iov{im.buffer, sizeof im.buffer};
       msghdr msg{};
@@ -111,14 +152,24 @@ void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
         }
       }
       ++stats_.datagrams;
+      ++stats_.per_line[size_t(line)];
       stats_.bytes += size_t(n);
       if (msg.msg_flags & MSG_TRUNC) ++stats_.truncated;
       last_rx = std::chrono::steady_clock::now();
-      if (!on_datagram(im.buffer, size_t(n), arrival)) {
+      if (!on_datagram(im.buffer, size_t(n), line, arrival)) {
         stats_.stop_reason = "end of session";
         return false;
       }
     }
+  };
+  auto drain_all = [&]() -> bool {
+    return drain(im.socket, Line::kA) && (!line_b || drain(im.socket_b, Line::kB)) &&
+           (!server || drain(im.socket_requests, Line::kAnswer));
+  };
+  auto tick = [&]() -> bool {
+    if (!on_tick || on_tick()) return true;
+    stats_.stop_reason = "end of session";
+    return false;
   };
   auto should_stop = [&]() -> bool {
     if (stop_requested().load()) {
@@ -144,12 +195,14 @@ void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
     uint64_t spins = 0;
     Clock::time_point slice_start = Clock::now();
     while (!done) {
-      if (!drain()) break;
+      if (!drain_all()) break;
       if ((++spins & 0xFFF) == 0) {
-        if (should_stop()) break;
+        if (should_stop() || !tick()) break;
         if (options_.rt_yield && Clock::now() - slice_start >= kRtSpinSlice) {
-          pollfd p{fd, POLLIN, 0};
-          ::poll(&p, 1, kRtPauseMs);
+          pollfd p[3] = {{im.socket.native_handle(), POLLIN, 0},
+                         {line_b ? im.socket_b.native_handle() : -1, POLLIN, 0},
+                         {server ? im.socket_requests.native_handle() : -1, POLLIN, 0}};
+          ::poll(p, 3, kRtPauseMs);
           ++stats_.rt_yields;
           slice_start = Clock::now();
         }
@@ -158,22 +211,31 @@ void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
     return;
   }
 
-  std::function<void()> arm_read = [&] {
-    im.socket.async_wait(udp::socket::wait_read, [&](const boost::system::error_code& ec) {
-      if (ec || done) return;
-      if (!drain()) {
-        done = true;
-        im.io.stop();
-        return;
-      }
-      arm_read();
-    });
-  };
-  arm_read();
-  arm_stop_timer(im.timer, [&] { return done || should_stop(); }, [&] {
+  auto finish = [&] {
     done = true;
     im.io.stop();
-  });
+  };
+  std::function<void(udp::socket&, Line)> arm_read = [&](udp::socket& socket, Line line) {
+    socket.async_wait(udp::socket::wait_read, [&, line](const boost::system::error_code& ec) {
+      if (ec || done) return;
+      if (!drain(socket, line)) return finish();
+      arm_read(socket, line);
+    });
+  };
+  arm_read(im.socket, Line::kA);
+  if (line_b) arm_read(im.socket_b, Line::kB);
+  if (server) arm_read(im.socket_requests, Line::kAnswer);
+  // The consumer's clock-driven work (requests due, gaps given up) runs between reads, every millisecond.
+  std::function<void()> arm_tick = [&] {
+    im.tick_timer.expires_after(std::chrono::milliseconds(1));
+    im.tick_timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec || done) return;
+      if (!tick()) return finish();
+      arm_tick();
+    });
+  };
+  if (on_tick) arm_tick();
+  arm_stop_timer(im.timer, [&] { return done || should_stop(); }, finish);
   im.io.run();
 }
 

@@ -14,6 +14,7 @@
 #include <functional>
 #include <string>
 
+#include "source/feed_line.hpp"
 #include "util/stage_clock.hpp"
 
 namespace itchbench {
@@ -21,6 +22,12 @@ namespace itchbench {
 struct UdpSourceOptions {
   uint16_t port = 0;          // 0: any free port
   std::string join_group;     // a multicast group (224.0.0.0/4) to join on the loopback interface; "": unicast
+  // The session's B line: a second socket, on its own group (port = port) or, unicast, on 127.0.0.1:port_b.
+  std::string join_group_b;
+  uint16_t port_b = 0;        // 0 with no group B: no B line
+  // The re-request server, asked from a socket of its own, where its answers come back. Port 0: none.
+  std::string rerequest_addr;
+  uint16_t rerequest_port = 0;
   int rcvbuf_bytes = 0;       // SO_RCVBUF request; 0 leaves the default
   bool busy_poll = false;
   bool rt_yield = false;      // busy_poll under SCHED_FIFO/RR with RT throttling on (realtime.hpp rt_throttling)
@@ -33,6 +40,7 @@ struct UdpSourceStats {
   uint64_t truncated = 0;          // datagrams larger than the buffer (MSG_TRUNC)
   uint64_t kernel_timestamps = 0;  // datagrams that carried SO_TIMESTAMPNS
   uint64_t rt_yields = 0;          // times the busy poll gave the CPU back (rt_yield)
+  uint64_t per_line[kLines] = {};  // datagrams by the way they came (A, B, the server's answers)
   int rcvbuf_granted = 0;          // what the kernel gave (it doubles the request)
   std::string stop_reason;
 };
@@ -43,12 +51,17 @@ class UdpSource {
   ~UdpSource();
   uint16_t port() const { return port_; }
 
-  // Calls on_datagram(data, len, arrival) until it returns false, a stop is
-  // requested (stop_flag.hpp) or the idle timeout passes. arrival.t_read is
-  // when recvmsg returned; t_kernel the kernel's receive stamp on the same
-  // clock (0 when the kernel gave none).
-  using OnDatagram = std::function<bool(const uint8_t*, size_t, const logfmt::Arrival&)>;
-  void run(const StageClock& clock, const OnDatagram& on_datagram);
+  // Calls on_datagram(data, len, line, arrival) until it returns false, a
+  // stop is requested (stop_flag.hpp) or the idle timeout passes; and, when
+  // given, on_tick() about every millisecond (false: stop, as at the end of
+  // the session). arrival.t_read is when recvmsg returned; t_kernel the
+  // kernel's receive stamp on the same clock (0 when the kernel gave none).
+  using OnDatagram = std::function<bool(const uint8_t*, size_t, Line, const logfmt::Arrival&)>;
+  using OnTick = std::function<bool()>;
+  void run(const StageClock& clock, const OnDatagram& on_datagram, const OnTick& on_tick = nullptr);
+  // Sends a datagram to the re-request server from the answers' socket; false when it could not be sent.
+  bool send_request(const uint8_t* data, size_t len);
+  bool has_line_b() const;
   const UdpSourceStats& stats() const { return stats_; }
 
  private:

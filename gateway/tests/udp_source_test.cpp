@@ -37,7 +37,7 @@ UdpSourceStats receive(bool rt_yield, int count) {
   // 30 datagrams 5 ms apart: 150 ms of mostly idle spinning, fifteen 10 ms slices.
   std::thread sender(send_datagrams, source.port(), count, std::chrono::milliseconds(5));
   int seen = 0;
-  source.run(clock, [&](const uint8_t* p, size_t n, const logfmt::Arrival&) {
+  source.run(clock, [&](const uint8_t* p, size_t n, Line, const logfmt::Arrival&) {
     EXPECT_EQ(std::memcmp(p, "datagram", n), 0);
     return ++seen < count;
   });

@@ -133,11 +133,16 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
     }
 
 
-def _udp(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+def _udp(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str, bool],
+         server: dict[str, Any] | None = None) -> dict[str, Any]:
     if "af_xdp" in gw:
         return _af_xdp(run, gw["af_xdp"], facts, checks)
     hop = _udp_path(run, facts, checks)
-    checks["gateway datagrams = kernel delivered"] = gw["udp"]["datagrams"] == hop["kernel_delivered"]
+    if server is None:
+        checks["gateway datagrams = kernel delivered"] = gw["udp"]["datagrams"] == hop["kernel_delivered"]
+    else:  # the server's reads of the gateway's requests are the kernel's deliveries too
+        checks["gateway datagrams + requests the server read = kernel delivered"] = \
+            gw["udp"]["datagrams"] + int(server.get("requests", 0)) == hop["kernel_delivered"]
     return {**hop, "gateway_datagrams": gw["udp"]["datagrams"]}
 
 
@@ -405,13 +410,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     hop = _sender_checks(run, facts_of(capture, feed), checks)
     output = run.extras.get("bbo_output", adapter.BBO_FILE)
     out = run.dir / output
-    server = run.extras.get("request_server")
-    line_faults = run.dir / udp.LINE_FAULTS
-    lines = rundir.read_json(line_faults) if line_faults.is_file() else None
-    # With a second line or the exchange's re-request server in the run, or lines losing packets on their own, the
-    # gateway is held to the simulation of the whole session, the capture before its faults: what the wire lost it
-    # may get back, and what it could not is a loss.
-    recovering = server is not None or bool(lines and ("b" in lines or lines.get("a")))
+    server, lines, recovering = _recovery_setting(run)
     session = Path(run.values.get("source_capture") or capture) if recovering else capture
     ref, kinds = blackbox.reference(session, feed)
     events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg,
@@ -455,6 +454,35 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         summary["error"] = summary["failure"]["message"]
 
 
+def _recovery_setting(run: "Run") -> tuple[dict[str, Any] | None, dict[str, Any] | None, bool]:
+    """The re-request server's report, what each line lost, and whether the run can recover: with a second line or
+    the exchange's re-request server in the run, or lines losing packets on their own, the gateway is held to the
+    simulation of the whole session, the capture before its faults: what the wire lost it may get back, and what
+    it could not is a loss."""
+    server = run.extras.get("request_server")
+    line_faults = run.dir / udp.LINE_FAULTS
+    lines = rundir.read_json(line_faults) if line_faults.is_file() else None
+    return server, lines, server is not None or bool(lines and ("b" in lines or lines.get("a")))
+
+
+def _recovery_checks(gw: dict[str, Any], server: dict[str, Any] | None, checks: dict[str, bool]) -> None:
+    """The built-in gateway's recovery stage against its own framer and the server (gateway.json "recovery")."""
+    r = gw.get("recovery")
+    if r is None:
+        return
+    checks["recovery: messages first by line + by answer = messages handed on"] = \
+        sum(r["messages_first"].values()) == gw["mold"]["messages"]
+    checks["recovery: messages given up = the framer's gap messages"] = \
+        r["messages_given_up"] == gw["sequence"]["gap_messages"]
+    checks["recovery: packets by line = datagrams by socket"] = r["packets"] == gw["udp"]["per_line"]
+    if server is not None:
+        checks["recovery: requests sent = requests the server read"] = \
+            r["requests"] == int(server.get("requests", 0)) + int(server.get("requests_unread_at_stop", 0)) \
+            + int(server.get("socket_dropped", 0))
+        checks["recovery: answer packets read <= answer packets sent"] = \
+            r["packets"]["answers"] <= int(server.get("answer_packets", 0))
+
+
 def reads_run_files(run: "Run") -> bool:
     """Whether the gateway wrote itchbench's run files (white_box = "run-files": the built-in one does), so
     the run is reconciled message by message from its counters; otherwise it is checked black box."""
@@ -479,8 +507,12 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     checks: dict[str, bool] = {}
     rec = _gateway(gw, latency_records, len(bbo.records), checks)
     transport = run.values["transport"]
+    server, lines, recovering = _recovery_setting(run) if transport == "udp" else (None, None, False)
+    # Recovering, the gateway is held to the whole session (the capture before its faults).
+    session = Path(run.values.get("source_capture") or capture) if recovering else capture
     if transport == "udp":
-        rec["udp"] = _udp(run, gw, facts_of(capture, run.values["feed"]), checks)
+        rec["udp"] = _udp(run, gw, facts_of(session, run.values["feed"]), checks, server)
+        _recovery_checks(gw, server, checks)
     elif transport == "serial":
         rec["serial"] = _serial(run, gw, facts_of(capture, run.values["feed"]), checks)
     subs = _subscribers(run, gw, bbo, checks) if transport != "sim" else []
@@ -489,13 +521,19 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         rec["subscribers"] = subs
     rec["loss"] = _loss(transport, rec, subs)
     injected = faults.sidecar_of(capture)
-    if injected is not None:
+    if recovering:
+        # The capture's faults and the lines' are the wire's losses: each is followed to its route back.
+        rec["recovery"] = recovery.of(injected, lines, run.dir / rerequest.LOG, server)
+        rec["recovery"]["time_to_recover_ns"] = recovery.time_to_recover(recovery.gap_ends(injected, lines), lat_path)
+        rec["recovery"]["gateway"] = gw.get("recovery")
+    elif injected is not None:
         rec["faults"] = faults.reconcile(injected, rec, checks)
     elif transport == "serial" and run.values["serial"]["corrupt_every"]:
         rec["faults"] = faults.reconcile_serial(rec, checks)
     digest = logs.bbo_digest(bbo)
     if transport != "sim" and rec["loss"]["lossless"] and not failure:
-        checks["BBO digest = simulation's digest"] = digest == sim_bbo(capture, run.values["feed"])[0]
+        checks["BBO digest = simulation's digest" + (" (the whole session)" if recovering else "")] = \
+            digest == sim_bbo(session, run.values["feed"])[0]
     rec["checks"] = checks
     rec["balanced"] = all(checks.values())
     complete = bool(gw["complete"]) and bbo.complete and not failure

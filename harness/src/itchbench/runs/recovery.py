@@ -57,6 +57,38 @@ def held_after_gaps(gaps_end: np.ndarray, events: pd.DataFrame, send_log: Path) 
             "p99": float(np.percentile(held, 99, method="higher")), "max": float(held.max())}
 
 
+def gap_ends(sidecar: dict[str, Any] | None, lines: dict[str, list[int]] | None) -> np.ndarray:
+    """One past the last message of each gap the wire made on any line."""
+    seqs = (sidecar or {}).get("sequences", {})
+    lost = np.array([*seqs.get("dropped", []), *seqs.get("truncated", []), *(lines or {}).get("a", []),
+                     *(lines or {}).get("b", [])], dtype=np.uint64)
+    return _gaps(np.unique(lost))[1]
+
+
+def time_to_recover(ends: np.ndarray, latency_log: Path) -> dict[str, float] | None:
+    """White box (the built-in gateway's latency log): for each gap, from the kernel's receipt of the first message
+    after it (the packet that showed the gap) to the book stamp of the gap's last message — how long the gap took
+    to fill, in ns, percentiles over the gaps. 0 when the gap was filled before that packet came."""
+    if not ends.size or not latency_log.is_file():
+        return None
+    log = logs.read_latency(latency_log)
+    r = logs.in_ns(log, log.records)
+    order = np.argsort(r["seq"], kind="stable")
+    seq = r["seq"][order].astype(np.int64)
+    kernel, book = logs.stamp(r, "t_kernel")[order], logs.stamp(r, "t_book")[order]
+    if not seq.size or not kernel.any() or not book.any():
+        return None
+    ends = ends.astype(np.int64)
+    after = np.minimum(np.searchsorted(seq, ends), seq.size - 1)
+    last = np.minimum(np.searchsorted(seq, ends - 1), seq.size - 1)
+    found = (seq[after] == ends) & (seq[last] == ends - 1)
+    took = np.maximum(book[last[found]] - kernel[after[found]], 0)
+    if not took.size:
+        return None
+    return {"gaps": int(ends.size), "measured": int(took.size), "p50": float(np.percentile(took, 50)),
+            "p99": float(np.percentile(took, 99, method="higher")), "max": float(took.max())}
+
+
 def of(sidecar: dict[str, Any] | None, lines: dict[str, list[int]] | None, log: Path,
        server: dict[str, Any] | None, events: pd.DataFrame | None = None,
        send_log: Path | None = None) -> dict[str, Any]:

@@ -27,7 +27,8 @@ EXIT = {"lossless": 0, "faults_accounted": 0, "recovered": 0, "rejected": 1, "lo
         "incomplete": 1}
 
 # For --help: the headlines a run ends with and their exit statuses.
-EXIT_HELP = ("Each run ends with its verdict: LOSSLESS or FAULTS ACCOUNTED (exit 0); REJECTED (malformed messages or "
+EXIT_HELP = ("Each run ends with its verdict: LOSSLESS, FAULTS ACCOUNTED or RECOVERED (lost on the wire, every "
+             "message back: from the other line or the re-request server) (exit 0); BBO DIFFERS, REJECTED (malformed messages or "
              "packets, counted by reason, none lost), LOST (sent and not applied: gaps, drops, late), NOT BALANCED "
              "or INCOMPLETE (exit 1). Exit 2: unusable input; 130/143: interrupted.")
 
@@ -110,6 +111,8 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
     if not rec["balanced"]:
         failed = [name for name, ok in rec["checks"].items() if not ok]
         status, headline = "unbalanced", "NOT BALANCED: " + "; ".join(failed)
+    elif "recovery" in rec:
+        status, headline = _judge_recovering(summary, rec, lost, rest)
     elif "faults" in rec:
         status = "faults_accounted"
         headline = (f"FAULTS ACCOUNTED: {loss['messages_not_applied']:,} of "
@@ -130,6 +133,28 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
         headline = (f"LOSSLESS: {count(rec['received'], 'message')}, {count(summary['bbo']['events'], 'BBO event')}, "
                     f"balanced{tail}{rest}")
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
+
+
+def _judge_recovering(summary: dict[str, Any], rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:
+    """The built-in gateway with a B line or a re-request server: held to the whole session. RECOVERED when the
+    wire lost messages and every one reached the book, the BBO digest equal to the simulation of the session."""
+    loss, r = rec["loss"], rec["recovery"]
+    digest_key = next((k for k in rec["checks"] if k.startswith("BBO digest")), None)
+    took = r.get("time_to_recover_ns")
+    timing = f"; gaps filled in p50 {_us(took['p50'])}, p99 {_us(took['p99'])}" if took else ""
+    if lost:
+        return "lost", f"LOST: {_lost_clause(loss)}; {_recovery_words(r)}; accounting balanced{rest}"
+    if loss["rejected_messages"] or loss["rejected_packets"]:
+        return "rejected", f"REJECTED: {_rejected_clause(loss, rec['received'])}; {_recovery_words(r)}{rest}"
+    if digest_key is None:  # nothing lost, yet no digest compared: never said to be equal
+        return "incomplete", "INCOMPLETE: the BBO digest was not compared with the simulation of the whole session"
+    if r["lost_on_wire"]:
+        return "recovered", (f"RECOVERED: {count(r['lost_on_wire'], 'message')} lost on the wire, every one back and "
+                             f"the BBO digest = the simulation of the whole session "
+                             f"({count(summary['bbo']['events'], 'event')}); {_recovery_words(r)}; balanced"
+                             f"{timing}{rest}")
+    return "lossless", (f"LOSSLESS: {count(rec['received'], 'message')}, {count(summary['bbo']['events'], 'BBO event')}, "
+                        f"balanced, BBO digest = simulation of the whole session{rest}")
 
 
 def _us(ns: float) -> str:

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from ...captures.inspect import gateway_feed_args
 from .. import environment
+from .rerequest import PORT
+from .udp import line_b
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -17,6 +19,18 @@ if TYPE_CHECKING:
 def shm_name(run: "Run") -> str:
     """The run's shared-memory BBO ring (POSIX shm: /dev/shm/itchbench-RUN_ID)."""
     return f"/itchbench-{run.run_id}"
+
+
+def recovery_flags(values: dict) -> list[str]:
+    """The B line and the re-request server, for the built-in gateway's recovery stage (docs/exchange.md). The
+    other line has four times its skew, and 1 ms at least, to fill a gap before it is asked for (or given up)."""
+    b = line_b(values)
+    args = ["--feed-b", f"{b[0]}:{b[1]}"] if b else []
+    if values["rerequest"]["server"]:
+        args += ["--rerequest", f"127.0.0.1:{PORT}"]
+    if args:
+        args += ["--line-wait-us", str(max(1000, 4 * values["lines"]["skew_us"]))]
+    return args
 
 
 def itchbench_flags(run: "Run", input_kind: str) -> list[str]:
@@ -66,6 +80,7 @@ def itchbench_flags(run: "Run", input_kind: str) -> list[str]:
             args += ["--rcvbuf", str(g["rcvbuf"])]
             if run.values["replay"]["multicast"]:
                 args += ["--join", run.values["replay"]["multicast"]]
+            args += recovery_flags(run.values)
         if g["busy_poll"]:
             args.append("--busy-poll")
         if run.values["replay"]["loops"] > 1:
