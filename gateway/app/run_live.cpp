@@ -186,7 +186,7 @@ int run_live(const GatewayOptions& o) {
             return session_goes_on();
           },
           [&] {
-            if (recovery->gaps_open()) recovery->poll(GapRecovery::monotonic_ns(), sink);
+            if (recovery->gaps_open()) recovery->poll(recovery->now_ns(), sink);
             return session_goes_on();
           });
     } else {

@@ -61,6 +61,12 @@ def main() -> None:
         "mold_framer/gap_duplicate_late": pieces([pays[0], pays[2], pays[1], pays[2], pays[3]]),
         "mold_framer/heartbeat_and_end": pieces([pays[0], pays[0][:10] + pays[1][10:18] + b"\x00\x00",
                                                  pays[0][:18] + b"\xff\xff"]),
+        # fuzz_gap_recovery: a control byte first (0 line A, 1 line B, 2 an answer, 3 + ms << 2: time passes).
+        "gap_recovery/two_lines_gap_answer": pieces([b"\x00" + pays[0], b"\x00" + pays[2], b"\x01" + pays[0],
+                                                     bytes([3 | (6 << 2)]), b"\x02" + pays[1], b"\x01" + pays[2],
+                                                     b"\x00" + pays[3]]),
+        "gap_recovery/given_up": pieces([b"\x00" + pays[0], b"\x00" + pays[3]] + [bytes([3 | (50 << 2)])] * 4
+                                        + [b"\x02" + pays[1], b"\x00" + pays[4]]),
         "book_lockstep/session_start": pieces(msgs[:200]),
         "book_lockstep/session_middle": pieces(msgs[2000:2300]),
         "serial_line/lines": b"".join(serial_line(i + 1, 1000 * i, m) for i, m in enumerate(msgs[:20]) if len(m) <= 64)

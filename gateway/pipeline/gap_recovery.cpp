@@ -6,20 +6,26 @@
 
 namespace itchbench {
 
+namespace {
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // the vDSO's: no system call
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+RecoveryOptions with_clock(RecoveryOptions o) {
+  if (!o.clock_ns) o.clock_ns = &monotonic_ns;
+  return o;
+}
+}  // namespace
+
 GapRecovery::GapRecovery(const RecoveryOptions& options)
-    : options_(options),
+    : options_(with_clock(options)),
       bytes_(new uint8_t[size_t(options.hold_packets) * kSlotBytes]),
       slots_(new SlotInfo[options.hold_packets]) {
   // Everything the hold will use, taken now: holding a packet allocates nothing.
   free_.reserve(options.hold_packets);
   for (uint32_t s = options.hold_packets; s > 0; --s) free_.push_back(s - 1);
   order_.reserve(options.hold_packets);
-}
-
-uint64_t GapRecovery::monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // the vDSO's: no system call
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
 bool GapRecovery::held_copy(uint64_t first, uint64_t end) const {

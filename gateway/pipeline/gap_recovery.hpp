@@ -32,6 +32,7 @@ struct RecoveryOptions {
   uint64_t request_timeout_ns = 20'000'000;   // a request unanswered this long is sent again
   uint32_t max_requests = 8;                  // requests for one gap that bring nothing, before it is given up
   uint32_t hold_packets = 4096;               // packets held past gaps at most
+  uint64_t (*clock_ns)() = nullptr;           // the stage's clock (ns); null: CLOCK_MONOTONIC. Tests set their own
 };
 
 struct RecoveryCounters {
@@ -95,7 +96,8 @@ class GapRecovery {
   const RecoveryCounters& counters() const { return counters_; }
   const RecoveryOptions& options() const { return options_; }
 
-  static uint64_t monotonic_ns();
+  // Now on the stage's clock: what poll() is to be given.
+  uint64_t now_ns() const { return options_.clock_ns(); }
 
  private:
   struct Held {
@@ -179,7 +181,7 @@ void GapRecovery::on_datagram_out_of_line(const uint8_t* data, size_t len, const
     expected_ = high_ = first;
     std::memcpy(session_.data(), data, mold::kSessionLength);
   }
-  const uint64_t now = monotonic_ns();
+  const uint64_t now = now_ns();
   if (first <= expected_) {
     if (pkt.count() != 0 && end <= expected_) {  // every message already handed on: the other line's copy
       ++counters_.duplicate_packets;
