@@ -12,6 +12,7 @@
 #include <string>
 
 #include "bench/bench_capture.hpp"
+#include "pipeline/gap_recovery.hpp"
 #include "pipeline/mold_framer.hpp"
 #include "protocol/book_op.hpp"
 #include "protocol/itch_file.hpp"
@@ -85,8 +86,58 @@ void BM_MoldFrameOnly(benchmark::State& state) {
     benchmark::DoNotOptimize(total);
   }
   state.SetItemsProcessed(int64_t(state.iterations() * cap.messages));
+  state.counters["ns_per_datagram"] = benchmark::Counter(double(state.iterations() * cap.datagrams()),
+                                                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_MoldFrameOnly)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+// The recovery stage in front of the framer (gap_recovery.hpp), touching no message bytes: state.range(0) = 1,
+// line A alone, in sequence (the fast path's branch); 2, every packet on A then its copy on B (arbitration:
+// the copy found a duplicate and dropped); 3, B four packets behind A and 2 % of A's packets lost (seeded), so B
+// fills each gap while A's later packets wait in the hold. Items: datagrams of line A, so the ns a datagram are
+// comparable with BM_MoldFrameOnly's per-datagram figure (its counter).
+void BM_ArbitratedFrameOnly(benchmark::State& state) {
+  const auto& cap = bench::nasdaq_day_capture(kMessages);
+  const int mode = int(state.range(0));
+  struct Sink {
+    MoldFramer framer;
+    uint64_t total = 0;
+    void packet(const mold::Packet& p, const logfmt::Arrival&) {
+      framer.on_packet(p, [&](uint64_t, const uint8_t*, size_t n) { total += n; }, [](const uint8_t*, size_t) {});
+    }
+    void malformed(const uint8_t*, size_t, const logfmt::Arrival&) {}
+    bool request(const mold::Request&) { return true; }
+  };
+  RecoveryOptions o;
+  o.line_b = true;
+  o.hold_packets = 256;
+  const size_t n = cap.datagrams();
+  auto at = [&](size_t i) { return cap.bytes.data() + cap.offsets[i]; };
+  auto len = [&](size_t i) { return cap.offsets[i + 1] - cap.offsets[i]; };
+  uint64_t rng = 0x2545F4914F6CDD1Dull;  // xorshift64: the same losses every iteration
+  std::vector<bool> lost_on_a(n);
+  for (size_t i = 0; i < n; ++i) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    lost_on_a[i] = mode == 3 && i > 0 && rng % 100 < 2;
+  }
+  for (auto _ : state) {
+    GapRecovery stage(o);
+    Sink sink;
+    for (size_t i = 0; i < n; ++i) {
+      if (!lost_on_a[i]) stage.on_datagram(at(i), len(i), Line::kA, {}, sink);
+      if (mode == 2) stage.on_datagram(at(i), len(i), Line::kB, {}, sink);
+      if (mode == 3 && i >= 4) stage.on_datagram(at(i - 4), len(i - 4), Line::kB, {}, sink);
+    }
+    for (size_t i = mode == 3 ? (n >= 4 ? n - 4 : 0) : n; i < n; ++i) stage.on_datagram(at(i), len(i), Line::kB, {}, sink);
+    benchmark::DoNotOptimize(sink.total);
+    if (sink.framer.counters().messages != cap.messages) state.SkipWithError("message count mismatch");
+    state.counters["held"] = double(stage.counters().held_packets);
+  }
+  state.SetItemsProcessed(int64_t(state.iterations() * n));
+}
+BENCHMARK(BM_ArbitratedFrameOnly)->Arg(1)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 void BM_ItchFileFrameAndDecode(benchmark::State& state, const std::string& path) {
   const MappedFile file(path);

@@ -181,7 +181,6 @@ void GapRecovery::on_datagram_out_of_line(const uint8_t* data, size_t len, const
     expected_ = high_ = first;
     std::memcpy(session_.data(), data, mold::kSessionLength);
   }
-  const uint64_t now = now_ns();
   if (first <= expected_) {
     if (pkt.count() != 0 && end <= expected_) {  // every message already handed on: the other line's copy
       ++counters_.duplicate_packets;
@@ -191,8 +190,11 @@ void GapRecovery::on_datagram_out_of_line(const uint8_t* data, size_t len, const
     deliver(pkt, line, arrival, sink);  // new, or partly new: the framer skips the part already handed on
     drain(sink);
     close_gaps();
-    if (line == Line::kAnswer) answered_in_part(now);
-    poll(now, sink);
+    if (gap_count_) {  // the clock is read only while a gap is open
+      const uint64_t now = now_ns();
+      if (line == Line::kAnswer) answered_in_part(now);
+      poll(now, sink);
+    }
     return;
   }
   // Past a gap.
@@ -201,6 +203,7 @@ void GapRecovery::on_datagram_out_of_line(const uint8_t* data, size_t len, const
     counters_.duplicate_messages += pkt.count();
     return;
   }
+  const uint64_t now = now_ns();
   if (first > high_) open_gap(high_, first, now);
   if (end > high_) high_ = end;
   if (len > kSlotBytes) {
