@@ -226,6 +226,7 @@ enum SendFlags : uint8_t {
   kSendFailed = 1,  // the send failed (not EAGAIN/ENOBUFS, which are retried): never left
   kSendLineB = 2,   // sent on the feed's B line (udp-replay --line-b); A otherwise
   kSendDropped = 4, // not sent: the line's fault policy dropped it (--drop-a/-b, bursts, silence)
+  kSendDuplicate = 8,  // the line's second send of the packet (--duplicate-a/-b)
 };
 
 enum LatencyFlags : uint8_t {

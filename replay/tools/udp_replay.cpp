@@ -85,6 +85,12 @@ int main(int argc, char** argv) {
   args.option("burst-drop-b", "LEN@P", "line B: the same");
   args.option("silent-a", "FROM:TO", "line A sends nothing from FROM to TO seconds into the schedule");
   args.option("silent-b", "FROM:TO", "line B: the same");
+  args.option("duplicate-a", "P", "line A: probability a packet it sends goes twice", "0");
+  args.option("duplicate-b", "P", "line B: the same", "0");
+  args.option("reorder-a", "P", "line A: probability a packet it sends goes after the line's next one", "0");
+  args.option("reorder-b", "P", "line B: the same", "0");
+  args.option("delay-a-us", "US", "line A runs this much later (beyond B's skew: B ahead of A)", "0");
+  args.option("delay-b-us", "US", "line B runs this much later, on top of --b-skew-us", "0");
   args.option("line-seed", "N", "seed of the lines' faults (one stream a line)", "1");
   args.option("heartbeat-ms", "MS", "while the capture is idle this long, send heartbeats (count 0, the next "
               "sequence) every MS, as a MoldUDP64 server does (0: only the capture's own)", "0");
@@ -137,6 +143,7 @@ int main(int argc, char** argv) {
   if ((heartbeat_ns || end_of_session_ns) && args.get("rate") == "topspeed")
     args.fail("--heartbeat-ms and --end-of-session-ms need a schedule with time in it (--rate capture or pps)");
   std::vector<replay::LineFaults> line_faults;
+  std::vector<uint64_t> line_delay_ns;
   for (size_t line = 0; line < line_to.size(); ++line) {
     const std::string l = line == 0 ? "a" : "b";
     const double p = args.get_double("drop-" + l);
@@ -147,11 +154,16 @@ int main(int argc, char** argv) {
     uint64_t from = UINT64_MAX, to = UINT64_MAX;
     if (args.has("silent-" + l) && !replay::parse_window(args.get("silent-" + l), from, to))
       args.fail("--silent-" + l + " takes FROM:TO in seconds, FROM < TO");
+    const double dup = args.get_double("duplicate-" + l), reorder = args.get_double("reorder-" + l);
+    if (!(dup >= 0 && dup <= 1) || !(reorder >= 0 && reorder <= 1))
+      args.fail("--duplicate-" + l + " and --reorder-" + l + " must be 0..1");
     line_faults.emplace_back(args.get_u64("line-seed") * 2 + line, uint32_t(p * 1e6 + 0.5), burst_len, burst_ppm,
-                             from, to);
+                             from, to, uint32_t(dup * 1e6 + 0.5), uint32_t(reorder * 1e6 + 0.5));
+    line_delay_ns.push_back(args.get_u64("delay-" + l + "-us") * 1000);
   }
   if (line_to.size() == 1 && (args.has("b-skew-us") || args.get_double("drop-b") > 0 || args.has("burst-drop-b") ||
-                              args.has("silent-b")))
+                              args.has("silent-b") || args.get_double("duplicate-b") > 0 ||
+                              args.get_double("reorder-b") > 0 || args.get_u64("delay-b-us")))
     args.fail("the B line's options need --line-b");
 
   try {
@@ -223,10 +235,13 @@ int main(int argc, char** argv) {
       size_t datagram;  // in datagrams: the capture's, or one the sender made (a heartbeat, an end of session)
       uint8_t line;
       bool dropped;
+      bool duplicate;  // the line's second send of the packet
+      bool reorder;    // to go after the line's next packet
     };
     std::vector<Copy> copies;
     copies.reserve(size_t(total) * line_to.size());
     std::vector<uint64_t> line_sent(line_to.size()), line_dropped(line_to.size());
+    std::vector<uint64_t> line_duplicated(line_to.size()), line_reordered(line_to.size());
     std::vector<std::vector<uint64_t>> lost_sequences(line_to.size());  // messages each line's faults took
     // A packet the server makes itself: a heartbeat (count 0) or an end of session (0xFFFF), carrying the next
     // sequence number, as a MoldUDP64 server sends them.
@@ -247,9 +262,16 @@ int main(int argc, char** argv) {
       const uint8_t* p = bytes.data() + d.offset;
       const bool eos = d.length >= kMoldHeader && load_be16(p + 18) == kEndOfSession;
       for (uint8_t line = 0; line < line_to.size(); ++line) {
-        const uint64_t at = due ? due + (line ? skew_ns : 0) : 0;
+        const uint64_t at = due ? due + (line ? skew_ns : 0) + line_delay_ns[line] : 0;
         const bool dropped = line_faults[line].drops(at ? at - t0 : 0, eos);
-        copies.push_back({at, k, line, dropped});
+        bool duplicate = false, reorder = false;
+        if (!dropped) line_faults[line].order(eos, duplicate, reorder);
+        reorder = reorder && !duplicate;  // behind its own second copy it would not be out of order
+        copies.push_back({at, k, line, dropped, false, reorder});
+        if (duplicate) {
+          copies.push_back({at, k, line, false, true, false});
+          ++line_duplicated[line];
+        }
         if (dropped)
           for (uint16_t m = 0; m < message_count(p, d.length); ++m)
             lost_sequences[line].push_back(first_seq(p, d.length) + m);
@@ -280,6 +302,21 @@ int main(int argc, char** argv) {
       add(t, make(kEndOfSession));
       ++made_ends;
     }
+    // A reordered copy takes the due time of the line's next copy and gives it its own: it leaves second.
+    {
+      std::vector<size_t> pending(line_to.size(), SIZE_MAX);
+      for (size_t c = 0; c < copies.size(); ++c) {
+        size_t& p = pending[copies[c].line];
+        if (p != SIZE_MAX && copies[c].due && copies[p].due) {
+          std::swap(copies[p].due, copies[c].due);
+          std::swap(copies[p], copies[c]);  // keeps the stable sort's order for equal due times
+          ++line_reordered[copies[c].line];
+          p = SIZE_MAX;
+          continue;
+        }
+        if (copies[c].reorder) p = c;
+      }
+    }
     std::stable_sort(copies.begin(), copies.end(), [](const Copy& a, const Copy& b) { return a.due < b.due; });
     // Start 20 ms from now, once the schedule is made (a long capture takes a while to lay out).
     const uint64_t start = monotonic_ns() + 20000000;
@@ -300,7 +337,8 @@ int main(int argc, char** argv) {
       rec.bytes = d.length;
       rec.t_intended = t_intended;
       rec.t_sent = t_sent;
-      rec.flags = uint8_t(flags | (copies[c].line ? logfmt::kSendLineB : 0));
+      rec.flags = uint8_t(flags | (copies[c].line ? logfmt::kSendLineB : 0) |
+                          (copies[c].duplicate ? logfmt::kSendDuplicate : 0));
       log->append(rec);
     };
 
@@ -378,7 +416,8 @@ int main(int argc, char** argv) {
     j.field("address", args.get("address")).field("port", port).field("rate", rate).field("multiplier", multiplier);
     j.field("pps_requested", rate == "pps" ? pps : 0).field("loops", loops).field("batch", batch);
     j.field("capture_datagrams", uint64_t(captured_count)).field("packets", total).field("sent", sent);
-    j.field("copies", uint64_t(copies.size()));  // (packets + made) x lines: sent + failed + dropped by a line
+    // (packets + made) x lines + duplicates: sent + failed + dropped by a line
+    j.field("copies", uint64_t(copies.size()));
     j.field("heartbeats_made", made_heartbeats).field("ends_of_session_made", made_ends);
     j.field("failed", failed).field("first_error", first_error ? std::string(std::strerror(first_error)) : std::string());
     j.field("retried_eagain", retried_eagain).field("retried_enobufs", retried_enobufs);
@@ -389,7 +428,13 @@ int main(int argc, char** argv) {
     j.field("send_log_dropped", log_dropped);
     j.field("lines", uint64_t(line_to.size())).field("b_skew_us", skew_ns / 1000);
     j.field("line_a_sent", line_sent[0]).field("line_a_dropped", line_dropped[0]);
-    if (line_to.size() > 1) j.field("line_b_sent", line_sent[1]).field("line_b_dropped", line_dropped[1]);
+    j.field("line_a_duplicated", line_duplicated[0]).field("line_a_reordered", line_reordered[0]);
+    j.field("line_a_delay_us", line_delay_ns[0] / 1000);
+    if (line_to.size() > 1) {
+      j.field("line_b_sent", line_sent[1]).field("line_b_dropped", line_dropped[1]);
+      j.field("line_b_duplicated", line_duplicated[1]).field("line_b_reordered", line_reordered[1]);
+      j.field("line_b_delay_us", line_delay_ns[1] / 1000);
+    }
     j.end_object();
     if (args.has("line-faults")) {  // what each line lost, and what both lost (only a re-request brings those back)
       JsonWriter f;

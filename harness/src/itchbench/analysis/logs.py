@@ -31,7 +31,7 @@ FLAG_BBO_EVENT = 0x01
 FLAG_UNKNOWN_REF = 0x02
 FLAG_REJECTED = 0x04
 FLAG_BOOK_MAY_BE_STALE = 0x01  # BBO record flag
-SEND_FAILED, SEND_LINE_B, SEND_DROPPED = 0x01, 0x02, 0x04  # send record flags (FORMAT.md)
+SEND_FAILED, SEND_LINE_B, SEND_DROPPED, SEND_DUPLICATE = 0x01, 0x02, 0x04, 0x08  # send record flags (FORMAT.md)
 
 HEADER_DTYPE = np.dtype([
     ("magic", "S8"), ("version", "<u2"), ("header_size", "<u2"), ("record_size", "<u2"),

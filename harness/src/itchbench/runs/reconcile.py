@@ -91,9 +91,11 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
         # Sent on every line, A and B: a copy a line's faults dropped was never sent, and is counted as such.
         lines = int(ur.get("lines", 1))
         line_dropped = int(ur.get("line_a_dropped", 0)) + int(ur.get("line_b_dropped", 0))
-        # The sender's own heartbeats and ends of session (a MoldUDP64 server's), on every line too.
+        # The sender's own heartbeats and ends of session (a MoldUDP64 server's), on every line too; and the second
+        # sends of the packets a line's faults duplicated.
         made = int(ur.get("heartbeats_made", 0)) + int(ur.get("ends_of_session_made", 0))
-        expected_datagrams = (expected_datagrams + made) * lines
+        duplicated = int(ur.get("line_a_duplicated", 0)) + int(ur.get("line_b_duplicated", 0))
+        expected_datagrams = (expected_datagrams + made) * lines + duplicated
     delivered = kernel.get("UdpInDatagrams", 0)
     dropped = kernel.get("UdpInErrors", 0)
     bbo = _collector_datagrams(run)
@@ -104,9 +106,11 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
             + int(server.get("socket_dropped", 0)) + int(server.get("answer_packets", 0)))
     ur = run.extras.get("udp_replay", {}) if sender == "udp-replay" else {}
     lined, made = ur.get("lines", 1) > 1, ur.get("heartbeats_made", 0) + ur.get("ends_of_session_made", 0)
-    checks[f"{sender} sent + failed" + (" + dropped by the lines" if lined else "") + " = capture datagrams x loops"
-           + (" + its own heartbeats and ends of session" if made else "")
-           + (" x lines" if lined else "")] = sent + failed + line_dropped == expected_datagrams
+    duplicated = int(ur.get("line_a_duplicated", 0)) + int(ur.get("line_b_duplicated", 0))
+    checks[f"{sender} sent + failed" + (" + dropped by the lines" if lined or line_dropped else "")
+           + " = capture datagrams x loops" + (" + its own heartbeats and ends of session" if made else "")
+           + (" x lines" if lined else "") + (" + the lines' duplicates" if duplicated else "")] = \
+        sent + failed + line_dropped == expected_datagrams
     accounted = delivered - bbo - talk + dropped + kernel.get("UdpNoPorts", 0) + kernel.get("UdpIgnoredMulti", 0)
     # Multicast that reaches a namespace with no member of its group left (the gateway ended at one line's end of
     # session while the other line's last copies were on their way, or it never joined) is dropped at the IP layer

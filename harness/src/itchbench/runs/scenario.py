@@ -144,6 +144,13 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "b_burst_drop": (str, "", lambda v: v == "" or "@" in v or "must be LEN@P", "line B: the same"),
         "a_silent": (str, "", lambda v: v == "" or ":" in v or "must be FROM:TO", "line A: silent FROM:TO seconds"),
         "b_silent": (str, "", lambda v: v == "" or ":" in v or "must be FROM:TO", "line B: the same"),
+        "a_duplicate": (float, 0.0, _between(0, 1), "line A: probability a packet is sent twice"),
+        "b_duplicate": (float, 0.0, _between(0, 1), "line B: the same"),
+        "a_reorder": (float, 0.0, _between(0, 1), "line A: probability a packet is sent after the line's next one"),
+        "b_reorder": (float, 0.0, _between(0, 1), "line B: the same"),
+        "a_delay_us": (int, 0, _between(0, 10_000_000), "line A runs this much later (more than skew_us: B ahead "
+                       "of A)"),
+        "b_delay_us": (int, 0, _between(0, 10_000_000), "line B runs this much later, on top of skew_us"),
     },
     "rerequest": {
         "server": (bool, False, None, "udp: run the exchange's MoldUDP64 re-request server in the run's namespace, "
@@ -334,12 +341,13 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
             raise ScenarioError(f"{origin}: {broker}.subscriber_modes names {len(out[broker]['subscriber_modes'])} "
                                 f"subscribers but {broker}.subscribers = {out[broker]['subscribers']}")
     lines = out["lines"]
-    faulted_lines = lines["a_drop"] or lines["a_burst_drop"] or lines["a_silent"] or lines["b"]
+    faulted_lines = (lines["a_drop"] or lines["a_burst_drop"] or lines["a_silent"] or lines["a_duplicate"]
+                     or lines["a_reorder"] or lines["a_delay_us"] or lines["b"])
     if faulted_lines and (out["transport"] != "udp" or out["replay"]["sender"] != "udp-replay"):
         raise ScenarioError(f"{origin}: [lines] are udp-replay's: they need transport = \"udp\" and "
                             "replay.sender = \"udp-replay\"")
     if not lines["b"] and (lines["b_drop"] or lines["b_burst_drop"] or lines["b_silent"] or lines["skew_us"]
-                           or lines["b_group"]):
+                           or lines["b_group"] or lines["b_duplicate"] or lines["b_reorder"] or lines["b_delay_us"]):
         raise ScenarioError(f"{origin}: the B line's keys need lines.b = true")
     if lines["b"] and bool(out["replay"]["multicast"]) != bool(lines["b_group"]):
         raise ScenarioError(f"{origin}: with replay.multicast the B line needs its own group (lines.b_group), and "

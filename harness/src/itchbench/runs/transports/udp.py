@@ -51,6 +51,11 @@ def line_args(values: dict[str, Any], out: Path) -> list[str]:
             args += [f"--burst-drop-{line}", lines[f"{line}_burst_drop"]]
         if lines[f"{line}_silent"]:
             args += [f"--silent-{line}", lines[f"{line}_silent"]]
+        for fault in ("duplicate", "reorder"):
+            if lines[f"{line}_{fault}"]:
+                args += [f"--{fault}-{line}", str(lines[f"{line}_{fault}"])]
+        if lines[f"{line}_delay_us"]:
+            args += [f"--delay-{line}-us", str(lines[f"{line}_delay_us"])]
     return [*args, "--line-seed", str(lines["seed"]), "--line-faults", str(out / LINE_FAULTS)]
 
 
