@@ -170,7 +170,16 @@ int run_live(const GatewayOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t received = 0;
   if (datagrams) {
-    auto session_goes_on = [&] { return o.ignore_end_of_session || gw.framer().counters().end_of_session == 0; };
+    // With two lines the end of session on one is not the end of the other's copies, on their way behind it:
+    // they are read (and counted) until the other line ends too, for a second at most.
+    std::chrono::steady_clock::time_point ended{};
+    auto session_goes_on = [&] {
+      if (o.ignore_end_of_session || gw.framer().counters().end_of_session == 0) return true;
+      if (!recovery || recovery->every_line_ended()) return false;
+      const auto now = std::chrono::steady_clock::now();
+      if (ended == std::chrono::steady_clock::time_point{}) ended = now;
+      return now - ended < std::chrono::seconds(1);
+    };
     auto on_datagram = [&](const uint8_t* p, size_t n, const logfmt::Arrival& arrival) {
       gw.on_datagram(p, n, timed ? arrival : logfmt::Arrival{});
       return session_goes_on();

@@ -74,6 +74,7 @@ class GapRecovery {
       sink.malformed(data, len, arrival);
       return;
     }
+    if (__builtin_expect(pkt.kind() == mold::PacketKind::kEndOfSession, 0)) ended_[size_t(line)] = true;
     // The in-sequence packet with nothing waiting: straight on.
     if (__builtin_expect(pkt.sequence() == expected_ && held_ == 0 && started_, 1)) {
       expected_ += pkt.count();
@@ -91,6 +92,8 @@ class GapRecovery {
   void poll(uint64_t now_ns, Sink& sink);
 
   bool gaps_open() const { return gap_count_ != 0; }
+  // Every line has sent its end of session: nothing more will come on them (the server may still answer).
+  bool every_line_ended() const { return ended_[size_t(Line::kA)] && (!options_.line_b || ended_[size_t(Line::kB)]); }
   uint64_t expected() const { return expected_; }
   size_t held() const { return held_; }
   const RecoveryCounters& counters() const { return counters_; }
@@ -147,6 +150,7 @@ class GapRecovery {
   uint64_t expected_ = 0;  // the next sequence to hand on
   uint64_t high_ = 0;      // one past the highest sequence any packet has shown
   mold::Session session_{};
+  std::array<bool, kLines> ended_{};
   // The hold: packets by first sequence in order_[head_, order_.size()), their bytes in fixed slots.
   std::unique_ptr<uint8_t[]> bytes_;
   std::unique_ptr<SlotInfo[]> slots_;
