@@ -36,6 +36,7 @@ def recovery_section(r: dict[str, Any] | None) -> list[str]:
     """What the wire lost and what the exchange's re-request server gave back (runs/recovery.py)."""
     if not r:
         return []
+    g = r.get("gateway")  # the built-in gateway's own counts, white box
     refused = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in r["requests_by_outcome"].items()
                         if k != "served" and n) or "none"
     ways = (["a B line sending the session again"] if r["lines"] > 1 else []) + \
@@ -56,11 +57,31 @@ def recovery_section(r: dict[str, Any] | None) -> list[str]:
             f"| answer packets sent / dropped by the server | {r['answer_packets']:,} / {r['answers_dropped']:,} |",
             f"| messages answered | {r['messages_answered']:,} |",
             f"| gaps (runs of lost messages) | {r.get('gaps', 0):,} |",
-            *([f"| the first BBO event after each gap, send → received: p50 / p99 / max µs | "
-               f"{h['p50'] / 1000:,.1f} / {h['p99'] / 1000:,.1f} / {h['max'] / 1000:,.1f} ({h['measured']:,} gaps) |"]
-              if (h := r.get("held_after_gaps_ns")) else []), "",
+            *([f"| the first BBO event after each gap, send → {'published' if g else 'received'}: p50 / p99 / max "
+               f"µs | {h['p50'] / 1000:,.1f} / {h['p99'] / 1000:,.1f} / {h['max'] / 1000:,.1f} ({h['measured']:,} "
+               "gaps) |"] if (h := r.get("held_after_gaps_ns")) else []),
+            *([f"| each gap filled, from the packet that showed it to its last message in the book: p50 / p99 / max "
+               f"µs | {t['p50'] / 1000:,.1f} / {t['p99'] / 1000:,.1f} / {t['max'] / 1000:,.1f} ({t['measured']:,} "
+               "gaps) |"] if (t := r.get("time_to_recover_ns")) else []),
+            *_gateway_recovery_rows(g), "",
             "The first BBO event after a gap shows how long the gap held the stream back: a gateway that waits for "
             "the gap to be filled shows the wait there, one that skips ahead its usual latency.", ""]
+
+
+def _gateway_recovery_rows(g: dict[str, Any] | None) -> list[str]:
+    """The built-in gateway's own account of its recovery stage (gateway.json "recovery")."""
+    if not g:
+        return []
+    first = g["messages_first"]
+    return [f"| the gateway: messages first by line A / B / answers | {first['a']:,} / {first['b']:,} / "
+            f"{first['answers']:,} |",
+            f"| the gateway: duplicate packets dropped (messages) | {g['duplicate_packets']:,} "
+            f"({g['duplicate_messages']:,}) |",
+            f"| the gateway: packets held past a gap (most at once) | {g['held_packets']:,} ({g['held_most']:,}) |",
+            f"| the gateway: gaps filled / given up; messages given up | {g['gaps_filled']:,} / {g['gaps_given_up']:,};"
+            f" {g['messages_given_up']:,} |",
+            f"| the gateway: requests (retries), messages asked for | {g['requests']:,} ({g['request_retries']:,}), "
+            f"{g['messages_requested']:,} |"]
 
 
 def speed_section(summary: dict[str, Any]) -> list[str]:

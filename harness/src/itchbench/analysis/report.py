@@ -328,6 +328,7 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
             md.append(f"- subscriber `{sub['file']}` ({sub['mode']}): {sub['frames']:,} frames, "
                       f"{sub['frames_dropped']:,} dropped to it, identical to the BBO log: {sub['identical_to_bbo_log']}")
         md += ["", f"BBO digest `{summary['bbo']['digest']}` over {summary['bbo']['events']:,} events.", ""]
+        md += blackbox_report.recovery_section(rec.get("recovery"))
 
     summary["latency"] = latency_json
     rundir.write_json(run_dir / "summary.json", summary)

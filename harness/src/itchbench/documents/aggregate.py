@@ -266,17 +266,21 @@ RECOVERY_ROWS = (("lost_on_wire", "messages lost on the wire"), ("from_the_other
 
 
 def recovery_table(configs: list[Configuration]) -> list[dict[str, Any]]:
-    """Per configuration whose runs recovered (or tried to: runs/recovery.py), each count and how long the first
-    BBO event after a gap was held (p50, p99 µs), aggregated over its runs."""
+    """Per configuration whose runs recovered (or tried to: runs/recovery.py), each count, how long the first BBO
+    event after a gap was held (p50, p99 µs) and, white box, how long a gap took to fill (p50, p99, max µs),
+    aggregated over its runs."""
     rows = []
     for c in configs:
         runs = [r for r in c.runs if (r.summary.get("reconciliation") or {}).get("recovery")]
         if not runs:
             continue
         get = lambda key: spread([r.summary["reconciliation"]["recovery"][key] for r in runs])  # noqa: E731
-        held = lambda key: spread([(r.summary["reconciliation"]["recovery"].get("held_after_gaps_ns") or {})  # noqa: E731
-                                   .get(key, math.nan) / 1000 for r in runs])
+        def us(measure: str, key: str) -> Any:
+            return spread([(r.summary["reconciliation"]["recovery"].get(measure) or {}).get(key, math.nan) / 1000
+                           for r in runs])
         rows.append({"label": c.label, "runs": len(runs), "cells": {k: get(k) for k, _ in RECOVERY_ROWS},
-                     "held_p50_us": held("p50"), "held_p99_us": held("p99"),
+                     "held_p50_us": us("held_after_gaps_ns", "p50"), "held_p99_us": us("held_after_gaps_ns", "p99"),
+                     "filled_p50_us": us("time_to_recover_ns", "p50"), "filled_p99_us": us("time_to_recover_ns", "p99"),
+                     "filled_max_us": us("time_to_recover_ns", "max"),
                      "verdicts": sorted({r.summary.get("verdict", {}).get("status", "?") for r in runs})})
     return rows

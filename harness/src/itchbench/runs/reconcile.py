@@ -527,7 +527,8 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     injected = faults.sidecar_of(capture)
     if recovering:
         # The capture's faults and the lines' are the wire's losses: each is followed to its route back.
-        rec["recovery"] = recovery.of(injected, lines, run.dir / rerequest.LOG, server)
+        rec["recovery"] = recovery.of(injected, lines, run.dir / rerequest.LOG, server,
+                                      recovery.published_events(lat_path), run.dir / "send.log")
         rec["recovery"]["time_to_recover_ns"] = recovery.time_to_recover(recovery.gap_ends(injected, lines), lat_path)
         rec["recovery"]["gateway"] = gw.get("recovery")
     elif injected is not None:

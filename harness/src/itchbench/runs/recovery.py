@@ -65,6 +65,18 @@ def gap_ends(sidecar: dict[str, Any] | None, lines: dict[str, list[int]] | None)
     return _gaps(np.unique(lost))[1]
 
 
+def published_events(latency_log: Path) -> pd.DataFrame | None:
+    """White box: the gateway's BBO events as it handed each to its publisher (the latency log's published stamp,
+    ns on the senders' clock), in the shape held_after_gaps takes: seq, t_recv."""
+    if not latency_log.is_file():
+        return None
+    log = logs.read_latency(latency_log)
+    r = logs.in_ns(log, log.records)
+    published = logs.stamp(r, "t_published")
+    keep = ((r["flags"] & logs.FLAG_BBO_EVENT) != 0) & (published > 0)
+    return pd.DataFrame({"seq": r["seq"][keep].astype(np.int64), "t_recv": published[keep]})
+
+
 def time_to_recover(ends: np.ndarray, latency_log: Path) -> dict[str, float] | None:
     """White box (the built-in gateway's latency log): for each gap, from the kernel's receipt of the first message
     after it (the packet that showed the gap) to the book stamp of the gap's last message — how long the gap took
