@@ -53,7 +53,8 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
               "both lines lost; port 0: none", "");
   args.option("line-wait-us", "US", "udp recovery: how long the other line has to fill a gap before it is asked "
               "for (or, with no server, given up)", "5000");
-  args.option("request-timeout-ms", "MS", "udp recovery: a request unanswered this long is sent again", "20");
+  args.option("request-timeout-ms", "MS", "udp recovery: a request unanswered this long is sent again; each "
+              "further wait doubles, up to 16 times this", "20");
   args.option("max-requests", "N", "udp recovery: requests for one gap that bring nothing, before it is given up "
               "(counted lost)", "8");
   args.option("hold-packets", "N", "udp recovery: packets held past gaps at most (2 KiB each); when full the "

@@ -87,10 +87,10 @@ void GapRecovery::close_gaps() {
   gap_count_ = kept;
 }
 
-void GapRecovery::answered_in_part(uint64_t now_ns) {
+void GapRecovery::answered_in_part(uint64_t answer_first, uint64_t now_ns) {
   for (size_t i = 0; i < gap_count_; ++i) {
     Gap& g = gaps_[i];
-    if (g.lo <= expected_ && expected_ < g.hi && g.requests) {
+    if (g.lo <= answer_first && answer_first < g.hi && expected_ < g.hi && g.requests) {
       g.requests = 0;
       g.due_ns = std::min(g.due_ns, now_ns + kAnswerPauseNs);
       return;

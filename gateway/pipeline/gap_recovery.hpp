@@ -29,7 +29,7 @@ struct RecoveryOptions {
   bool server = false;                        // a re-request server to ask
   bool line_b = false;                        // a B line that may fill a gap on its own
   uint64_t line_wait_ns = 5'000'000;          // how long the other line has before a gap is asked for (or given up)
-  uint64_t request_timeout_ns = 20'000'000;   // a request unanswered this long is sent again
+  uint64_t request_timeout_ns = 20'000'000;   // a first request unanswered this long is sent again (then 2x, 4x, ..16x)
   uint32_t max_requests = 8;                  // requests for one gap that bring nothing, before it is given up
   uint32_t hold_packets = 4096;               // packets held past gaps at most
   uint64_t (*clock_ns)() = nullptr;           // the stage's clock (ns); null: CLOCK_MONOTONIC. Tests set their own
@@ -136,10 +136,11 @@ class GapRecovery {
   bool held_copy(uint64_t first, uint64_t end) const;
   void open_gap(uint64_t lo, uint64_t hi, uint64_t now_ns);
   void close_gaps();
-  // An answer moved the stream on and the gap it was for is still open: the server answers only part of a request
+  // An answer moved the stream on and the gap it was for (the one holding its first sequence) is still open: the
+  // server answers only part of a request
   // (its cap), so the rest is asked for soon — when the rest of a multi-packet answer had its time to come — and
   // the gap's request count starts again (it counts requests that brought nothing).
-  void answered_in_part(uint64_t now_ns);
+  void answered_in_part(uint64_t answer_first, uint64_t now_ns);
   // The first run of sequence numbers in [lo, hi) that is neither handed on nor held.
   void missing_run(uint64_t lo, uint64_t hi, uint64_t& run_lo, uint64_t& run_hi) const;
   uint64_t front_first() const { return order_[head_].first; }
@@ -196,7 +197,7 @@ void GapRecovery::on_datagram_out_of_line(const uint8_t* data, size_t len, const
     close_gaps();
     if (gap_count_) {  // the clock is read only while a gap is open
       const uint64_t now = now_ns();
-      if (line == Line::kAnswer) answered_in_part(now);
+      if (line == Line::kAnswer) answered_in_part(first, now);
       poll(now, sink);
     }
     return;
@@ -227,6 +228,7 @@ void GapRecovery::on_datagram_out_of_line(const uint8_t* data, size_t len, const
     drain(sink);
   }
   close_gaps();
+  if (line == Line::kAnswer) answered_in_part(first, now);  // an answer to a later gap, held behind an earlier one
   poll(now, sink);
 }
 
@@ -297,8 +299,9 @@ void GapRecovery::poll(uint64_t now_ns, Sink& sink) {
       } else {
         ++counters_.request_errors;
       }
+      // Each request unanswered doubles the wait for the next (up to 16 timeouts): a slow server is not flooded.
+      g.due_ns = now_ns + (options_.request_timeout_ns << (g.requests < 4 ? g.requests : 4));
       ++g.requests;
-      g.due_ns = now_ns + options_.request_timeout_ns;
     }
   }
   close_gaps();

@@ -245,7 +245,9 @@ TEST(GapRecovery, AGapIsGivenUpAfterItsRequestsAndTheFramerCountsItLost) {
   f.wait(RecoveryOptions{}.request_timeout_ns);
   EXPECT_EQ(f.sink.requests.size(), 2u);
   EXPECT_EQ(f.sink.applied, range(1, 2));
-  f.wait(RecoveryOptions{}.request_timeout_ns);  // both spent: skipped
+  f.wait(2 * RecoveryOptions{}.request_timeout_ns - 1);  // the second waits twice as long
+  EXPECT_EQ(f.sink.applied, range(1, 2));
+  f.wait(1);  // both spent: skipped
   EXPECT_EQ(f.sink.requests.size(), 2u);
   EXPECT_EQ(f.sink.applied, (std::vector<uint64_t>{1, 4}));
   EXPECT_EQ(f.stage.counters().messages_given_up, 2u);
@@ -359,4 +361,20 @@ TEST(GapRecovery, UnderRandomLossesEveryMessageIsAppliedOnceInOrderOrCountedGive
   EXPECT_GT(f.stage.counters().requests, 0u);
   EXPECT_GT(f.stage.counters().messages_first[size_t(Line::kB)], 0u);
   EXPECT_GT(f.stage.counters().messages_first[size_t(Line::kAnswer)], 0u);
+}
+
+TEST(GapRecovery, APartialAnswerToALaterGapAsksForItsRestWhileAnEarlierGapIsOpen) {
+  Fixture f(server_only());
+  f.send(packet(1, 1), Line::kA);
+  f.send(packet(3, 1), Line::kA);  // 2 lost
+  f.send(packet(8, 1), Line::kA);  // 4..7 lost
+  ASSERT_EQ(f.sink.requests.size(), 2u);
+  f.send(packet(4, 2), Line::kAnswer);  // half of the later gap, held behind 2
+  f.wait(GapRecovery::kAnswerPauseNs);
+  ASSERT_EQ(f.sink.requests.size(), 3u);
+  EXPECT_EQ(f.sink.requests[2].sequence, 6u);
+  EXPECT_EQ(f.sink.requests[2].count, 2u);
+  f.send(packet(2, 1), Line::kAnswer);
+  f.send(packet(6, 2), Line::kAnswer);
+  EXPECT_EQ(f.sink.applied, range(1, 9));
 }

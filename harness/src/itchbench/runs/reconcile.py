@@ -72,8 +72,8 @@ _PACKET_REJECTIONS = [("too_short", "too short"), ("length_overrun", "message ov
                       ("count_mismatch", "count mismatch"), ("sequence_overflow", "sequence overflow")]
 
 
-def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, kernel_udp: bool = True
-              ) -> dict[str, Any]:
+def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, kernel_udp: bool = True,
+              answers_read: int | None = None) -> dict[str, Any]:
     """The way to any gateway over UDP: the sender's counts against the capture, the kernel's against the
     sender's (unless the feed bypasses the kernel's UDP stack: kernel_udp False). BBO that a contract gateway
     sends over UDP crosses the same kernel: its datagrams, as the collector counted them, are not the feed's."""
@@ -121,19 +121,27 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
     # the rest queued on its socket as it closes, which no counter counts (UDP counts a datagram when it is read).
     ends = int(run.extras.get("udp_replay", {}).get("ends_of_session_made", 0)) if sender == "udp-replay" else 0
     unread_ends = min(max(0, sent - accounted), ends)
-    no_member = max(0, sent - accounted - unread_ends) if multicast else 0
+    # Likewise the server's answers still on their way when the gateway stopped (a slow server's answers to
+    # requests already filled): at most those the gateway did not read, when it says (white box).
+    answers = int(server.get("answer_packets", 0))
+    unread_answers = min(max(0, sent - accounted - unread_ends),
+                         answers - answers_read if answers_read is not None else answers)
+    no_member = max(0, sent - accounted - unread_ends - unread_answers) if multicast else 0
     if kernel_udp:
         less = [f"{bbo:,} BBO datagrams to the collector"] * bool(bbo) + \
                [f"{talk:,} requests and answers with the re-request server"] * bool(server)
         checks["kernel delivered + dropped + no port" + (" + no group member" if multicast else "")
-               + (" + ends of session left unread at the gateway's end" if ends else "") + " = sent"
-               + (f" (less {', '.join(less)})" if less else "")] = accounted + no_member + unread_ends == sent
+               + (" + ends of session left unread at the gateway's end" if ends else "")
+               + (" + answers left unread at the gateway's end" if server else "") + " = sent"
+               + (f" (less {', '.join(less)})" if less else "")] = \
+            accounted + no_member + unread_ends + unread_answers == sent
     return {
         "capture_datagrams": datagrams, "loops": loops, "expected_messages": facts["messages"] * loops,
         "sender": sender, "sender_sent": sent, "sender_failed": failed, "line_dropped": line_dropped,
         "kernel_delivered": delivered, "kernel_dropped": dropped,
         "kernel_rcvbuf_errors": kernel.get("UdpRcvbufErrors", 0), "kernel_no_port": kernel.get("UdpNoPorts", 0),
         "kernel_no_group_member": no_member, "ends_of_session_unread": unread_ends,
+        "answers_unread": unread_answers,
     }
 
 
@@ -141,7 +149,7 @@ def _udp(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[str
          server: dict[str, Any] | None = None) -> dict[str, Any]:
     if "af_xdp" in gw:
         return _af_xdp(run, gw["af_xdp"], facts, checks)
-    hop = _udp_path(run, facts, checks)
+    hop = _udp_path(run, facts, checks, answers_read=gw["udp"].get("per_line", {}).get("answers"))
     if server is None:
         checks["gateway datagrams = kernel delivered"] = gw["udp"]["datagrams"] == hop["kernel_delivered"]
     else:  # the server's reads of the gateway's requests are the kernel's deliveries too
