@@ -56,6 +56,15 @@ class OrderBook {
   uint32_t replace(uint64_t original_ref, uint64_t new_ref, uint32_t shares, uint32_t price);  // U
 
   Bbo bbo(uint16_t locate) const;
+  // Calls f(ref, locate, side 'B'/'S', shares, price) for every live order, in no particular order: what a
+  // snapshot of the book is made of.
+  template <class F>
+  void for_each_order(F&& f) const {
+    orders_.for_each([&](uint64_t ref, const Order& o) {
+      const bool bid = o.side == 1;
+      f(ref, o.locate, bid ? 'B' : 'S', o.shares, price_of(levels_[o.level].key, bid));
+    });
+  }
   // A message naming ref comes soon: start loading its order's index slot.
   void prefetch_order(uint64_t ref) const { orders_.prefetch(ref); }
   // True when the stock's BBO differs from the last one taken; out = the new

@@ -174,6 +174,14 @@ class OrderTable {
     return true;
   }
 
+  // Calls f(ref, value) for every order, in no particular order (a snapshot's, not the hot path's).
+  template <class F>
+  void for_each(F&& f) const {
+    for (size_t i = 0; i < slots_.size(); ++i)
+      if (slots_[i].tag != kEmptyTag) f((uint64_t(slots_[i].tag) << shift_) | i, slots_[i].value);
+    overflow_.for_each(f);
+  }
+
   size_t size() const { return size_; }
   size_t bytes() const { return slots_.capacity() * sizeof(Slot) + overflow_.bytes(); }
   uint64_t grows() const { return grows_; }

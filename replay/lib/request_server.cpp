@@ -8,19 +8,6 @@
 
 namespace itchbench::replay {
 
-void MessageStore::add(const uint8_t* msg, uint16_t len) {
-  offsets_.push_back(bytes_.size());
-  bytes_.resize(bytes_.size() + 2 + len);
-  store_be16(bytes_.data() + offsets_.back(), len);
-  if (len) std::memcpy(bytes_.data() + offsets_.back() + 2, msg, len);
-}
-
-const uint8_t* MessageStore::message(uint64_t seq, uint16_t& len) const {
-  const uint8_t* p = bytes_.data() + offsets_[size_t(seq - first_)];
-  len = load_be16(p);
-  return p + 2;
-}
-
 RequestServer::RequestServer(const MessageStore& store, const RequestPolicy& policy)
     : store_(store), policy_(policy), rng_(policy.seed) {
   if (policy.max_payload < mold::kHeaderLength + 2)

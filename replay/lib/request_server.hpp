@@ -15,29 +15,12 @@
 #include "log/log_format.hpp"
 #include "protocol/moldudp64.hpp"
 #include "replay/lib/rng.hpp"
+#include "replay/lib/session_store.hpp"
 
 namespace itchbench::replay {
 
 using logfmt::RequestOutcome;
 constexpr size_t kOutcomes = 9;  // RequestOutcome's values
-
-// The session's messages by sequence number, from its first on, without gaps.
-class MessageStore {
- public:
-  MessageStore(const mold::Session& session, uint64_t first_sequence) : session_(session), first_(first_sequence) {}
-  void add(const uint8_t* msg, uint16_t len);
-  const mold::Session& session() const { return session_; }
-  uint64_t first() const { return first_; }
-  uint64_t last() const { return first_ + offsets_.size() - 1; }  // first - 1 when empty
-  bool empty() const { return offsets_.empty(); }
-  const uint8_t* message(uint64_t seq, uint16_t& len) const;  // seq in [first, last]
-
- private:
-  mold::Session session_;
-  uint64_t first_;
-  std::vector<uint8_t> bytes_;
-  std::vector<size_t> offsets_;  // of each message's 2-byte length in bytes_
-};
 
 struct RequestPolicy {
   uint64_t delay_ns = 0;         // an answer goes this long after its request

@@ -41,45 +41,6 @@ volatile std::sig_atomic_t end_announced = 0;
 
 using RequestLog = RecordLog<logfmt::RequestRecord>;
 
-// The session's messages from the capture: a pcap's MoldUDP64 packets (duplicates skipped; a gap is an error,
-// since a server must hold every message), or a binary ITCH file's messages numbered from 1.
-replay::MessageStore load(const std::string& path, const std::optional<Feed>& feed, const std::string& session_name) {
-  CaptureReader reader(path, feed);
-  std::optional<replay::MessageStore> store;
-  uint64_t next = 0;
-  std::string problem;
-  const bool complete = reader.run(
-      [&](uint64_t, const uint8_t* p, size_t n) {
-        mold::Packet packet;
-        if (!problem.empty() || mold::parse(p, n, packet) != mold::ParseStatus::kOk) return;
-        if (packet.kind() != mold::PacketKind::kMessages) return;
-        if (!store) {
-          mold::Session s;
-          std::memcpy(s.data(), p, mold::kSessionLength);
-          store.emplace(s, packet.sequence());
-          next = packet.sequence();
-        }
-        packet.for_each_message([&](uint64_t seq, const uint8_t* msg, size_t len) {
-          if (seq < next || !problem.empty()) return;
-          if (seq > next) {
-            problem = "the capture lacks messages " + std::to_string(next) + " to " + std::to_string(seq - 1) +
-                      ": a re-request server must hold every message of the session";
-            return;
-          }
-          store->add(msg, uint16_t(len));
-          ++next;
-        });
-      },
-      [&](uint64_t, const uint8_t* msg, size_t len) {
-        if (!store) store.emplace(mold::make_session(session_name), 1);
-        store->add(msg, uint16_t(len));
-      });
-  if (!complete) throw std::runtime_error(reader.error());
-  if (!problem.empty()) throw std::runtime_error(path + ": " + problem);
-  if (!store || store->empty()) throw std::runtime_error(path + ": no MoldUDP64 message to hold");
-  return std::move(*store);
-}
-
 struct Pending {
   uint64_t due_ns;
   sockaddr_in to;
@@ -152,7 +113,7 @@ int main(int argc, char** argv) {
     args.fail("--address must be a loopback address (127.0.0.0/8)");
 
   try {
-    const replay::MessageStore store = load(args.positionals()[0], feed_option(args), args.get("session"));
+    const replay::MessageStore store = replay::load_session(args.positionals()[0], feed_option(args), args.get("session"));
     replay::RequestServer server(store, policy);
     const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&self), sizeof self) != 0)
