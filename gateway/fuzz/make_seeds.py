@@ -51,6 +51,11 @@ def serial_line(seq: int, t_send: int, msg: bytes) -> bytes:
     return b"$" + body + b"*" + f"{ck:02x}".encode() + b"\n"
 
 
+def soup(kind: bytes, payload: bytes = b"") -> bytes:
+    """A SoupBinTCP packet: 2-byte length (type and payload), type, payload."""
+    return struct.pack(">H", len(payload) + 1) + kind + payload
+
+
 def main() -> None:
     pcap = FIXTURE.read_bytes()
     recs = records(pcap)
@@ -67,6 +72,11 @@ def main() -> None:
                                                      b"\x00" + pays[3]]),
         "gap_recovery/given_up": pieces([b"\x00" + pays[0], b"\x00" + pays[3]] + [bytes([3 | (50 << 2)])] * 4
                                         + [b"\x02" + pays[1], b"\x00" + pays[4]]),
+        # fuzz_soupbintcp: a control byte first (bit 0: time passes; high nibble: the send budget), then client bytes.
+        "soupbintcp/login_and_read": pieces([b"\xf0" + soup(b"L", b"itch  bench     " + b" " * 10 + b"1".rjust(20)),
+                                             b"\x31", b"\xf0" + soup(b"R"), b"\xf0" + soup(b"O")]),
+        "soupbintcp/resume_and_garbage": pieces([b"\x00" + soup(b"L", b"itch  bench     GLIMPSE   " + b"30".rjust(20)),
+                                                 b"\x21", b"\x00" + soup(b"x"), b"\x00\x00\x00"]),
         "book_lockstep/session_start": pieces(msgs[:200]),
         "book_lockstep/session_middle": pieces(msgs[2000:2300]),
         "serial_line/lines": b"".join(serial_line(i + 1, 1000 * i, m) for i, m in enumerate(msgs[:20]) if len(m) <= 64)

@@ -32,63 +32,70 @@ def mold_messages(pcap: Path):
             p += 2 + n
 
 
-def bbo_events(pcap: Path) -> list[tuple[int, str, int, int, int, int]]:
-    orders: dict[int, list] = {}  # ref -> [locate, side, shares, price]
-    names: dict[int, str] = {}
-    last: dict[int, tuple[int, int, int, int]] = defaultdict(lambda: (0, 0, 0, 0))
-    events = []
+class Book:
+    """Orders by reference, per docs/book-and-bbo.md: apply() a message, bbo() of a stock."""
 
-    def bbo(locate: int) -> tuple[int, int, int, int]:
+    def __init__(self) -> None:
+        self.orders: dict[int, list] = {}  # ref -> [locate, side, shares, price]
+        self.names: dict[int, str] = {}
+
+    def bbo(self, locate: int) -> tuple[int, int, int, int]:
         bids: dict[int, int] = defaultdict(int)
         asks: dict[int, int] = defaultdict(int)
-        for loc, side, shares, price in orders.values():
+        for loc, side, shares, price in self.orders.values():
             if loc == locate:
                 (bids if side == "B" else asks)[price] += shares
         bp = max(bids) if bids else 0
         ap = min(asks) if asks else 0
         return bp, bids.get(bp, 0), ap, asks.get(ap, 0)
 
-    def reduce(ref: int, n: int) -> int | None:
-        o = orders.get(ref)
+    def _reduce(self, ref: int, n: int) -> int | None:
+        o = self.orders.get(ref)
         if o is None:
             return None
         o[2] -= min(n, o[2])
         if o[2] == 0:
-            del orders[ref]
+            del self.orders[ref]
         return o[0]
 
-    for seq, m in mold_messages(pcap):
+    def apply(self, m: bytes) -> int | None:
+        """The stock whose book the message touched, or None."""
         t = chr(m[0])
         (locate,) = struct.unpack_from(">H", m, 1)
-        touched = None
         if t == "R":
-            names[locate] = m[11:19].decode().rstrip(" ")
+            self.names[locate] = m[11:19].decode().rstrip(" ")
         elif t in "AF":
             ref, side, shares, price = struct.unpack_from(">QcI8xI", m, 11)
-            if ref not in orders and side in (b"B", b"S") and shares > 0:
-                orders[ref] = [locate, side.decode(), shares, price]
-                touched = locate
-        elif t in "EC":
+            if ref not in self.orders and side in (b"B", b"S") and shares > 0:
+                self.orders[ref] = [locate, side.decode(), shares, price]
+                return locate
+        elif t in "ECX":
             ref, n = struct.unpack_from(">QI", m, 11)
-            touched = reduce(ref, n)
-        elif t == "X":
-            ref, n = struct.unpack_from(">QI", m, 11)
-            touched = reduce(ref, n)
+            return self._reduce(ref, n)
         elif t == "D":
             (ref,) = struct.unpack_from(">Q", m, 11)
-            o = orders.pop(ref, None)
-            touched = o[0] if o else None
+            o = self.orders.pop(ref, None)
+            return o[0] if o else None
         elif t == "U":
             orig, new, shares, price = struct.unpack_from(">QQII", m, 11)
-            o = orders.get(orig)
-            if o is not None and (new == orig or new not in orders):
-                del orders[orig]
+            o = self.orders.get(orig)
+            if o is not None and (new == orig or new not in self.orders):
+                del self.orders[orig]
                 if shares > 0:
-                    orders[new] = [o[0], o[1], shares, price]
-                touched = o[0]
+                    self.orders[new] = [o[0], o[1], shares, price]
+                return o[0]
+        return None
+
+
+def bbo_events(pcap: Path) -> list[tuple[int, str, int, int, int, int]]:
+    book = Book()
+    last: dict[int, tuple[int, int, int, int]] = defaultdict(lambda: (0, 0, 0, 0))
+    events = []
+    for seq, m in mold_messages(pcap):
+        touched = book.apply(m)
         if touched is not None:
-            now = bbo(touched)
+            now = book.bbo(touched)
             if now != last[touched]:
                 last[touched] = now
-                events.append((seq, names.get(touched, str(touched)), now[0], now[1], now[2], now[3]))
+                events.append((seq, book.names.get(touched, str(touched)), now[0], now[1], now[2], now[3]))
     return events

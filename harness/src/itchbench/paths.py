@@ -34,6 +34,7 @@ _TOOL_DIRS = {
     "itch2pcap": "replay",
     "serial-replay": "replay",
     "udp-replay": "replay",
+    "snapshot-server": "replay",
     "mold-request-server": "replay",
     "itch-faults": "replay",
 }
