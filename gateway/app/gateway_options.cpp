@@ -51,6 +51,10 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
               "the --port socket's port, or 127.0.0.1:PORT; port 0: none. Copies are arbitrated: the first wins", "");
   args.option("rerequest", "ADDR:PORT", "udp: the exchange's MoldUDP64 re-request server, asked for the messages "
               "both lines lost; port 0: none", "");
+  args.option("snapshot", "ADDR:PORT", "udp: join the feed mid-session (docs/snapshot.md): hold the live feed, take "
+              "the book from this SoupBinTCP snapshot service (GLIMPSE 5.0), apply the feed from the number its End "
+              "of Snapshot carries; port 0: start at the feed's first packet", "");
+  args.option("snapshot-login", "USER:PASSWORD", "udp: the snapshot service's login", "itch:bench");
   args.option("line-wait-us", "US", "udp recovery: how long the other line has to fill a gap before it is asked "
               "for (or, with no server, given up)", "5000");
   args.option("request-timeout-ms", "MS", "udp recovery: a request unanswered this long is sent again; each "
@@ -190,6 +194,15 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
     }
   }
   endpoint("rerequest", o.rerequest_addr, o.rerequest_port, false);
+  endpoint("snapshot", o.snapshot_addr, o.snapshot_port, false);
+  {
+    const std::string login = args.get("snapshot-login");
+    const size_t colon = login.find(':');
+    if (colon == std::string::npos || colon > 6 || login.size() - colon - 1 > 10)
+      args.fail("--snapshot-login takes USER:PASSWORD (6 and 10 characters at most)");
+    o.snapshot_user = login.substr(0, colon);
+    o.snapshot_password = login.substr(colon + 1);
+  }
   o.line_wait_us = args.get_u64("line-wait-us");
   o.request_timeout_ms = args.get_u64("request-timeout-ms");
   if (o.request_timeout_ms == 0) args.fail("--request-timeout-ms must be at least 1");

@@ -36,7 +36,11 @@ struct GatewayOptions {
   uint64_t request_timeout_ms = 20;
   uint32_t max_requests = 8;
   uint32_t hold_packets = 4096;
-  bool recovering() const { return !join_group_b.empty() || port_b || rerequest_port; }
+  // a late join (docs/snapshot.md): the snapshot service, its login
+  std::string snapshot_addr;
+  uint16_t snapshot_port = 0;
+  std::string snapshot_user = "itch", snapshot_password = "bench";
+  bool recovering() const { return !join_group_b.empty() || port_b || rerequest_port || snapshot_port; }
   bool busy_poll = false;
   bool ignore_end_of_session = false;
   // af_xdp (with port, rcvbuf aside, busy_poll and ignore_end_of_session of udp)

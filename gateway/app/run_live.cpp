@@ -13,6 +13,7 @@
 #include "publish/bbo_fan_out.hpp"
 #include "publish/tcp_publisher.hpp"
 #include "source/serial_source.hpp"
+#include "source/snapshot_fetch.hpp"
 #include "source/stop_flag.hpp"
 #include "source/udp_source.hpp"
 #include "source/xdp_source.hpp"
@@ -151,8 +152,12 @@ int run_live(const GatewayOptions& o) {
     ro.request_timeout_ns = o.request_timeout_ms * 1000000;
     ro.max_requests = o.max_requests;
     ro.hold_packets = o.hold_packets;
+    ro.join = o.snapshot_port != 0;
     recovery = std::make_unique<GapRecovery>(ro);
   }
+  // A late join: the snapshot is taken on a thread of its own from READY on; the receive thread holds the feed.
+  std::unique_ptr<SnapshotFetch> snapshot;
+  uint64_t joined_ns = 0;
   struct RecoverySink {
     Gateway<BboFanOut>& gw;
     UdpSource& source;
@@ -166,6 +171,25 @@ int run_live(const GatewayOptions& o) {
       mold::write_request(r, bytes);
       return source.send_request(bytes, sizeof bytes);
     }
+  };
+  if (recovery && recovery->joining()) {
+    SnapshotFetchOptions so;
+    so.addr = o.snapshot_addr;
+    so.port = o.snapshot_port;
+    so.username = o.snapshot_user;
+    so.password = o.snapshot_password;
+    snapshot = std::make_unique<SnapshotFetch>(so);
+  }
+  // Once the snapshot is complete: its book, then the feed from its number. False when it could not be had.
+  auto join_when_ready = [&](RecoverySink& sink) {
+    if (!snapshot || !recovery->joining() || !snapshot->done()) return true;
+    const SnapshotResult& r = snapshot->result();
+    if (!r.ok) return false;
+    for (const auto& m : r.messages) gw.apply_snapshot(m.data(), m.size());
+    gw.finish_snapshot(r.next_sequence, r.timestamp);
+    recovery->start_at(r.next_sequence, sink);
+    joined_ns = monotonic_ns();
+    return true;
   };
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t received = 0;
@@ -195,6 +219,7 @@ int run_live(const GatewayOptions& o) {
             return session_goes_on();
           },
           [&] {
+            if (!join_when_ready(sink)) return false;
             if (recovery->gaps_open()) recovery->poll(recovery->now_ns(), sink);
             return session_goes_on();
           });
@@ -222,11 +247,16 @@ int run_live(const GatewayOptions& o) {
   const std::string stop_reason = udp   ? udp_source->stats().stop_reason
                                   : xdp ? xdp_source->stats().stop_reason
                                         : serial_source->stats().stop_reason;
-  const bool complete = stop_reason != "signal";
+  const bool join_failed = snapshot && !(snapshot->done() && snapshot->result().ok);
+  const bool complete = stop_reason != "signal" && !join_failed;
+  const std::string error = stop_reason == "signal" ? "stopped by a signal before the end of the session"
+                            : join_failed ? "the late join failed: " + (snapshot->done() ? snapshot->result().error
+                                                                                       : std::string("the snapshot never came"))
+                                          : std::string();
   JsonWriter j;
   j.begin_object();
   j.field("source", o.source).field("complete", complete);
-  j.field("error", complete ? "" : "stopped by a signal before the end of the session");
+  j.field("error", error);
   j.field("stop_reason", stop_reason);
   j.field("elapsed_s", elapsed).field("messages_per_s", elapsed > 0 ? double(received) / elapsed : 0.0);
   j.field("messages_received", received);
@@ -262,6 +292,23 @@ int run_live(const GatewayOptions& o) {
     j.end_object();
   }
   if (recovery) write_recovery_json(j, *recovery);
+  if (snapshot) {
+    const bool done = snapshot->done();
+    const SnapshotResult& r = snapshot->result();
+    j.key("join").begin_object();
+    j.field("snapshot", o.snapshot_addr + ":" + std::to_string(o.snapshot_port)).field("ok", done && r.ok);
+    j.field("error", done ? r.error : std::string("the snapshot never came"));
+    if (done) {
+      j.field("messages", uint64_t(r.messages.size())).field("next_sequence", r.next_sequence);
+      j.field("bytes", r.bytes).field("connections", uint64_t(r.connections));
+      j.field("server_heartbeats", r.server_heartbeats);
+      j.field("transfer_ms", r.ok ? double(r.done_ns - r.started_ns) / 1e6 : -1.0);
+      j.field("joined_after_ms", joined_ns ? double(joined_ns - r.started_ns) / 1e6 : -1.0);
+    }
+    j.field("snapshot_messages_applied", gw.snapshot_messages()).field("snapshot_rejected", gw.snapshot_rejected());
+    j.field("snapshot_events", gw.snapshot_events());
+    j.end_object();
+  }
   if (datagrams) {
     write_mold_json(j, gw.framer().counters());
     write_sequence_json(j, gw.framer().sequence().counters());

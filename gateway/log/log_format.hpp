@@ -240,6 +240,8 @@ enum BboFlags : uint8_t {
   // rejected before this event, so any stock's book may be wrong from then
   // on: the event is what the gateway computed, not what the feed meant.
   kBookMayBeStale = 1,
+  // The book as a snapshot left it (a late join, docs/snapshot.md): its seq is the snapshot's last message.
+  kFromSnapshot = 2,
 };
 
 struct BboRecord {

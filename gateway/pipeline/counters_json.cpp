@@ -44,6 +44,8 @@ void write_recovery_json(JsonWriter& j, const GapRecovery& recovery) {
   j.field("messages_given_up", c.messages_given_up);
   j.field("requests", c.requests).field("request_retries", c.request_retries);
   j.field("messages_requested", c.messages_requested).field("request_errors", c.request_errors);
+  j.field("join_held_packets", c.join_held_packets).field("join_covered_messages", c.join_covered_messages);
+  j.field("join_dropped_packets", c.join_dropped_packets);
   j.end_object();
 }
 

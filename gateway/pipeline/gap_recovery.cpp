@@ -20,12 +20,21 @@ RecoveryOptions with_clock(RecoveryOptions o) {
 
 GapRecovery::GapRecovery(const RecoveryOptions& options)
     : options_(with_clock(options)),
+      joining_(options.join),
       bytes_(new uint8_t[size_t(options.hold_packets) * kSlotBytes]),
       slots_(new SlotInfo[options.hold_packets]) {
   // Everything the hold will use, taken now: holding a packet allocates nothing.
   free_.reserve(options.hold_packets);
   for (uint32_t s = options.hold_packets; s > 0; --s) free_.push_back(s - 1);
   order_.reserve(options.hold_packets);
+}
+
+void GapRecovery::drop_front() {
+  free_.push_back(order_[head_++].slot);
+  if (--held_ == 0) {
+    order_.clear();
+    head_ = 0;
+  }
 }
 
 bool GapRecovery::held_copy(uint64_t first, uint64_t end) const {

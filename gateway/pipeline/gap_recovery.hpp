@@ -12,6 +12,7 @@
 //     the jump, counts it as lost and the book is marked stale from there.
 // The in-sequence packet with nothing held takes one branch and no copy.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <cstddef>
@@ -33,6 +34,7 @@ struct RecoveryOptions {
   uint32_t max_requests = 8;                  // requests for one gap that bring nothing, before it is given up
   uint32_t hold_packets = 4096;               // packets held past gaps at most
   uint64_t (*clock_ns)() = nullptr;           // the stage's clock (ns); null: CLOCK_MONOTONIC. Tests set their own
+  bool join = false;  // a late join (docs/snapshot.md): everything is held until start_at(the snapshot's next)
 };
 
 struct RecoveryCounters {
@@ -52,6 +54,11 @@ struct RecoveryCounters {
   uint64_t request_retries = 0;
   uint64_t messages_requested = 0;  // summed over the requests
   uint64_t request_errors = 0;      // requests the socket would not send
+  // A late join: packets held while the snapshot came, messages among them the snapshot already covered, and
+  // packets dropped because the hold was full before it came (the oldest: they are asked for like any gap).
+  uint64_t join_held_packets = 0;
+  uint64_t join_covered_messages = 0;
+  uint64_t join_dropped_packets = 0;
 };
 
 // The stage's way out. Sink: any type with
@@ -85,6 +92,12 @@ class GapRecovery {
     }
     on_datagram_out_of_line(data, len, pkt, line, arrival, sink);
   }
+
+  // A late join: the snapshot covered every message before next. What was held before it is dropped, the rest
+  // handed on from next, and a gap between next and the first packet held is asked for like any other.
+  template <class Sink>
+  void start_at(uint64_t next, Sink& sink);
+  bool joining() const { return joining_; }
 
   // Requests due, gaps whose time is up: called on every packet off the fast path and every millisecond or so
   // by the source while a gap is open.
@@ -144,10 +157,13 @@ class GapRecovery {
   // The first run of sequence numbers in [lo, hi) that is neither handed on nor held.
   void missing_run(uint64_t lo, uint64_t hi, uint64_t& run_lo, uint64_t& run_hi) const;
   uint64_t front_first() const { return order_[head_].first; }
+  void drop_front();  // the oldest held packet, its slot freed
 
   RecoveryOptions options_;
   RecoveryCounters counters_;
   bool started_ = false;
+  bool joining_ = false;
+  bool session_set_ = false;
   uint64_t expected_ = 0;  // the next sequence to hand on
   uint64_t high_ = 0;      // one past the highest sequence any packet has shown
   mold::Session session_{};
@@ -180,11 +196,32 @@ template <class Sink>
 void GapRecovery::on_datagram_out_of_line(const uint8_t* data, size_t len, const mold::Packet& pkt, Line line,
                                           const logfmt::Arrival& arrival, Sink& sink) {
   const uint64_t first = pkt.sequence(), end = first + pkt.count();
+  if (!session_set_) {  // the session requests name: the feed's own
+    std::memcpy(session_.data(), data, mold::kSessionLength);
+    session_set_ = true;
+  }
+  if (joining_) {
+    if (held_copy(first, end)) {
+      ++counters_.duplicate_packets;
+      counters_.duplicate_messages += pkt.count();
+      return;
+    }
+    if (len > kSlotBytes) {  // cannot be held: asked for once the join has its number
+      ++counters_.join_dropped_packets;
+      return;
+    }
+    if (held_ == options_.hold_packets) {
+      drop_front();
+      ++counters_.join_dropped_packets;
+    }
+    hold(data, len, first, end, line, arrival);
+    ++counters_.join_held_packets;
+    return;
+  }
   if (!started_) {
     // A receiver may join mid-session: the first sequence seen is where it starts.
     started_ = true;
     expected_ = high_ = first;
-    std::memcpy(session_.data(), data, mold::kSessionLength);
   }
   if (first <= expected_) {
     if (pkt.count() != 0 && end <= expected_) {  // every message already handed on: the other line's copy
@@ -229,6 +266,24 @@ void GapRecovery::on_datagram_out_of_line(const uint8_t* data, size_t len, const
   }
   close_gaps();
   if (line == Line::kAnswer) answered_in_part(first, now);  // an answer to a later gap, held behind an earlier one
+  poll(now, sink);
+}
+
+template <class Sink>
+void GapRecovery::start_at(uint64_t next, Sink& sink) {
+  joining_ = false;
+  started_ = true;
+  expected_ = next;
+  high_ = next;
+  for (size_t i = head_; i < order_.size(); ++i) high_ = std::max(high_, std::max(order_[i].first, order_[i].end));
+  while (held_ && order_[head_].end <= next) {  // wholly before next (a heartbeat at next included)
+    counters_.join_covered_messages += order_[head_].end - order_[head_].first;
+    drop_front();
+  }
+  const uint64_t now = now_ns();
+  if (held_ && front_first() > next) open_gap(next, front_first(), now);
+  drain(sink);
+  close_gaps();
   poll(now, sink);
 }
 

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "book/order_book.hpp"
 #include "log/latency_log.hpp"
@@ -95,6 +96,34 @@ class Gateway {
       process<Recorder::kNone>(seq, msg, len, arrival);
   }
 
+  // A late join (docs/snapshot.md). Each snapshot message is applied to the book with no latency record and no
+  // event; then finish_snapshot publishes each stock's book as the snapshot left it (flagged kFromSnapshot, seq
+  // the snapshot's last message), which is also the last emitted BBO the events after the join compare with, and
+  // starts the sequence at next. Off the hot path: once a run.
+  void apply_snapshot(const uint8_t* msg, size_t len) {
+    itch::BookOp op;
+    ++snapshot_messages_;
+    if (itch::decode_book_op(msg, len, op) != itch::DecodeStatus::kOk) {
+      ++snapshot_rejected_;
+      return;
+    }
+    const uint32_t changed = apply(op, msg);  // the book's own word for a stock it holds
+    if (changed != OrderBook::kUnchanged) snapshot_stocks_[changed] = true;
+  }
+  void finish_snapshot(uint64_t next, uint64_t timestamp) {
+    for (size_t locate = 0; locate < snapshot_stocks_.size(); ++locate) {
+      Bbo bbo;
+      if (!snapshot_stocks_[locate] || !book_.take_bbo_change(uint16_t(locate), bbo)) continue;
+      emit(BboEvent{next - 1, timestamp, uint16_t(locate), bbo, uint8_t(bbo_flags_ | logfmt::kFromSnapshot)});
+      ++snapshot_events_;
+    }
+    framer_.start_at(next);
+    last_seq_ = next - 1;
+  }
+  uint64_t snapshot_messages() const { return snapshot_messages_; }
+  uint64_t snapshot_rejected() const { return snapshot_rejected_; }
+  uint64_t snapshot_events() const { return snapshot_events_; }
+
   const MoldFramer& framer() const { return framer_; }
   const DecodeCounters& decode_counters() const { return decode_; }
   const SymbolTable& symbols() const { return symbols_; }
@@ -146,26 +175,30 @@ class Gateway {
     }
     Bbo bbo;
     if (changed != OrderBook::kUnchanged && book_.take_bbo_change(uint16_t(changed), bbo)) {
-      const BboEvent ev{seq, load_be48(msg + 5), uint16_t(changed), bbo, bbo_flags_};
-      if (bbo_log_) {
-        logfmt::BboRecord& b = bbo_log_->claim();
-        b.seq = ev.seq;
-        b.timestamp = ev.timestamp;
-        b.bid_qty = bbo.bid_qty;
-        b.ask_qty = bbo.ask_qty;
-        b.bid_px = bbo.bid_px;
-        b.ask_px = bbo.ask_px;
-        b.stock_locate = ev.stock_locate;
-        BboLog::commit(b, ev.flags);
-      }
-      publisher_.publish(ev);
-      ++bbo_events_;
+      emit(BboEvent{seq, load_be48(msg + 5), uint16_t(changed), bbo, bbo_flags_});
       if constexpr (kTimed) {
         if (stages_ & logfmt::kStagePublished) r.stamp[MessageLatency::kPublished] = clock_.now();
         r.flags |= logfmt::kBboEvent;
       }
     }
     if constexpr (kTimed) record<kRecorder>(r);
+  }
+
+  // One BBO event: to the BBO log, then the publisher.
+  void emit(const BboEvent& ev) {
+    if (bbo_log_) {
+      logfmt::BboRecord& b = bbo_log_->claim();
+      b.seq = ev.seq;
+      b.timestamp = ev.timestamp;
+      b.bid_qty = ev.bbo.bid_qty;
+      b.ask_qty = ev.bbo.ask_qty;
+      b.bid_px = ev.bbo.bid_px;
+      b.ask_px = ev.bbo.ask_px;
+      b.stock_locate = ev.stock_locate;
+      BboLog::commit(b, ev.flags);
+    }
+    publisher_.publish(ev);
+    ++bbo_events_;
   }
 
   template <Recorder kRecorder>
@@ -220,6 +253,8 @@ class Gateway {
   SymbolTable symbols_;
   uint64_t bbo_events_ = 0;
   uint64_t last_seq_ = 0;     // of the last message handed over
+  uint64_t snapshot_messages_ = 0, snapshot_rejected_ = 0, snapshot_events_ = 0;
+  std::vector<bool> snapshot_stocks_ = std::vector<bool>(OrderBook::kStocks);  // stocks a snapshot touched
   uint8_t bbo_flags_ = 0;     // logfmt::BboFlags for every event from here on
   const uint8_t stages_;  // the latency recorder's: the stages stamped
 };

@@ -75,6 +75,7 @@ class MoldFramer {
     }
   }
 
+  void start_at(uint64_t next) { sequence_.start_at(next); }  // a late join: the snapshot covered what came before
   const FramerCounters& counters() const { return counters_; }
   const SequenceTracker& sequence() const { return sequence_; }
 

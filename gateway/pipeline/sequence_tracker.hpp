@@ -32,6 +32,11 @@ class SequenceTracker {
     return on_packet_out_of_line(first, count);
   }
 
+  // A stream joined at next (after a snapshot): anything before it is a duplicate, not the start.
+  void start_at(uint64_t next) {
+    started_ = true;
+    expected_ = next;
+  }
   bool started() const { return started_; }
   uint64_t expected() const { return expected_; }
   const SequenceCounters& counters() const { return counters_; }

@@ -378,3 +378,68 @@ TEST(GapRecovery, APartialAnswerToALaterGapAsksForItsRestWhileAnEarlierGapIsOpen
   f.send(packet(6, 2), Line::kAnswer);
   EXPECT_EQ(f.sink.applied, range(1, 9));
 }
+
+// A late join (docs/snapshot.md): the live feed is held while the snapshot comes; its number (the next message to
+// apply) decides what is dropped as covered and what is asked for.
+TEST(GapRecovery, AJoinHoldsTheFeedThenStartsAtTheSnapshotsNumber) {
+  RecoveryOptions o = server_only();
+  o.join = true;
+  Fixture f(o);
+  for (uint64_t s = 5; s <= 9; ++s) f.send(packet(s, 1), Line::kA);
+  f.send(packet(5, 1), Line::kB);  // the other line's copy of a held packet
+  EXPECT_TRUE(f.sink.applied.empty());
+  EXPECT_EQ(f.stage.counters().join_held_packets, 5u);
+  f.sink.framer.start_at(7);  // as the gateway does once the snapshot is applied
+  f.stage.start_at(7, f.sink);
+  EXPECT_EQ(f.sink.applied, range(7, 10));
+  EXPECT_EQ(f.stage.counters().join_covered_messages, 2u);
+  EXPECT_TRUE(f.sink.requests.empty());
+  f.send(packet(10, 1), Line::kA);
+  EXPECT_EQ(f.sink.applied, range(7, 11));
+}
+
+TEST(GapRecovery, AJoinWhoseFeedStartsPastTheSnapshotAsksForTheMessagesBetween) {
+  RecoveryOptions o = server_only();
+  o.join = true;
+  Fixture f(o);
+  f.send(packet(10, 2), Line::kA);
+  f.send(packet(12, 1), Line::kA);
+  f.sink.framer.start_at(7);
+  f.stage.start_at(7, f.sink);
+  ASSERT_EQ(f.sink.requests.size(), 1u);
+  EXPECT_EQ(f.sink.requests[0].sequence, 7u);
+  EXPECT_EQ(f.sink.requests[0].count, 3u);
+  EXPECT_EQ(std::string(f.sink.requests[0].session.data(), 10), "TEST000001");
+  f.send(packet(6, 4), Line::kAnswer);  // starts one before the number: that one is the snapshot's
+  EXPECT_EQ(f.sink.applied, range(7, 13));
+  EXPECT_EQ(f.sink.framer.sequence().counters().duplicate_messages, 1u);
+}
+
+TEST(GapRecovery, AJoinWhoseSnapshotCameFirstAsksForWhatTheFeedShowsMissing) {
+  RecoveryOptions o = server_only();
+  o.join = true;
+  Fixture f(o);
+  f.sink.framer.start_at(7);
+  f.stage.start_at(7, f.sink);  // nothing held yet
+  f.send(packet(9, 1), Line::kA);
+  ASSERT_EQ(f.sink.requests.size(), 1u);
+  EXPECT_EQ(f.sink.requests[0].sequence, 7u);
+  f.send(packet(7, 2), Line::kAnswer);
+  EXPECT_EQ(f.sink.applied, range(7, 10));
+}
+
+TEST(GapRecovery, AJoinWhoseHoldFillsDropsTheOldestAndAsksForItLater) {
+  RecoveryOptions o = server_only();
+  o.join = true;
+  o.hold_packets = 3;
+  Fixture f(o);
+  for (uint64_t s = 5; s <= 9; ++s) f.send(packet(s, 1), Line::kA);  // 5 and 6 pushed out
+  EXPECT_EQ(f.stage.counters().join_dropped_packets, 2u);
+  f.sink.framer.start_at(5);
+  f.stage.start_at(5, f.sink);
+  ASSERT_EQ(f.sink.requests.size(), 1u);
+  EXPECT_EQ(f.sink.requests[0].sequence, 5u);
+  EXPECT_EQ(f.sink.requests[0].count, 2u);
+  f.send(packet(5, 2), Line::kAnswer);
+  EXPECT_EQ(f.sink.applied, range(5, 10));
+}

@@ -7,8 +7,8 @@
 #include "book/order_book.hpp"
 #include "protocol/book_op.hpp"
 #include "protocol/endian.hpp"
+#include "protocol/glimpse.hpp"
 #include "protocol/itch.hpp"
-#include "protocol/soupbintcp.hpp"
 
 namespace itchbench::replay {
 
@@ -84,15 +84,10 @@ Snapshot make_snapshot(const MessageStore& session, uint64_t through) {
     s.messages.push_back(add_order(o, timestamp, r != directory.end() ? r->second.data() + 11 : kNoSymbol));
   }
   s.orders = orders.size();
-  const std::string end = kEndOfSnapshot + soup::numeric(s.next_sequence, 20);
+  const std::string end = glimpse::end_of_snapshot(s.next_sequence);
   s.messages.emplace_back(end.begin(), end.end());
   for (const auto& m : s.messages) s.bytes += m.size();
   return s;
-}
-
-bool parse_end_of_snapshot(const uint8_t* msg, size_t len, uint64_t& next_sequence) {
-  return len == kEndOfSnapshotLength && msg[0] == uint8_t(kEndOfSnapshot) &&
-         soup::parse_numeric(msg + 1, 20, next_sequence);
 }
 
 }  // namespace itchbench::replay

@@ -15,9 +15,6 @@
 
 namespace itchbench::replay {
 
-constexpr char kEndOfSnapshot = 'G';
-constexpr size_t kEndOfSnapshotLength = 21;  // type + the ITCH sequence number, 20 ASCII digits right-justified
-
 struct Snapshot {
   std::vector<std::vector<uint8_t>> messages;  // ITCH messages, in the order they are sent; the last is 'G'
   uint64_t through = 0;        // the session's messages it reflects: first .. through
@@ -28,8 +25,5 @@ struct Snapshot {
 
 // Throws std::invalid_argument when `through` is outside [first - 1, last] of the session.
 Snapshot make_snapshot(const MessageStore& session, uint64_t through);
-
-// The sequence number an End of Snapshot message carries; false when the message is not one.
-bool parse_end_of_snapshot(const uint8_t* msg, size_t len, uint64_t& next_sequence);
 
 }  // namespace itchbench::replay

@@ -8,6 +8,7 @@
 
 #include "protocol/book_op.hpp"
 #include "protocol/endian.hpp"
+#include "protocol/glimpse.hpp"
 #include "protocol/itch.hpp"
 #include "reference_book.hpp"
 #include "replay/lib/session_generator.hpp"
@@ -63,7 +64,7 @@ TEST(Snapshot, ItsOrdersAreTheBooksAndTheRestOfTheSessionKeepsThemEqual) {
     // The snapshot's shape: S first (when the session had one), R by locate, A by (locate, ref), G last.
     ASSERT_FALSE(snap.messages.empty());
     uint64_t next = 0;
-    ASSERT_TRUE(parse_end_of_snapshot(snap.messages.back().data(), snap.messages.back().size(), next));
+    ASSERT_TRUE(glimpse::parse_end_of_snapshot(snap.messages.back().data(), snap.messages.back().size(), next));
     EXPECT_EQ(next, through + 1);
     std::tuple<uint16_t, uint64_t> last_add{0, 0};
     size_t adds = 0;

@@ -92,6 +92,8 @@ int main(int argc, char** argv) {
   args.option("delay-a-us", "US", "line A runs this much later (beyond B's skew: B ahead of A)", "0");
   args.option("delay-b-us", "US", "line B runs this much later, on top of --b-skew-us", "0");
   args.option("line-seed", "N", "seed of the lines' faults (one stream a line)", "1");
+  args.option("from-seq", "SEQ", "start at the first packet that holds this sequence number or a later one (a feed "
+              "joined mid-session); the packets before it are skipped and counted", "0");
   args.option("heartbeat-ms", "MS", "while the capture is idle this long, send heartbeats (count 0, the next "
               "sequence) every MS, as a MoldUDP64 server does (0: only the capture's own)", "0");
   args.option("end-of-session-ms", "MS", "after the last packet, send end-of-session packets (count 0xFFFF) for "
@@ -174,8 +176,18 @@ int main(int argc, char** argv) {
                                "binary ITCH file (make a pcap with itch2pcap)");
     std::vector<uint8_t> bytes;
     std::vector<Datagram> datagrams;
+    // A feed joined mid-session (docs/snapshot.md): from the first packet holding --from-seq or later on.
+    const uint64_t from_seq = args.get_u64("from-seq");
+    uint64_t skipped_before = 0;
     const bool complete = reader.run(
         [&](uint64_t ts, const uint8_t* p, size_t n) {
+          if (datagrams.empty() && from_seq > 1 && n >= kMoldHeader) {
+            const uint16_t count = message_count(p, n);
+            if (first_seq(p, n) + (count ? count : 1) <= from_seq) {
+              ++skipped_before;
+              return;
+            }
+          }
           datagrams.push_back({ts, bytes.size(), uint32_t(n)});
           bytes.insert(bytes.end(), p, p + n);
         },
@@ -415,6 +427,7 @@ int main(int argc, char** argv) {
     j.begin_object();
     j.field("address", args.get("address")).field("port", port).field("rate", rate).field("multiplier", multiplier);
     j.field("pps_requested", rate == "pps" ? pps : 0).field("loops", loops).field("batch", batch);
+    j.field("skipped_before_from_seq", skipped_before);
     j.field("capture_datagrams", uint64_t(captured_count)).field("packets", total).field("sent", sent);
     // (packets + made) x lines + duplicates: sent + failed + dropped by a line
     j.field("copies", uint64_t(copies.size()));
