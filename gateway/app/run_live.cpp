@@ -243,11 +243,12 @@ int run_live(const GatewayOptions& o) {
   if (kafka) kafka->stop();  // the end marker, then a flush
   logs.close();
 
-  // Stopped by a signal, the input was not seen to its end.
-  const std::string stop_reason = udp   ? udp_source->stats().stop_reason
+  // Stopped by a signal, the input was not seen to its end; a late join that never had its snapshot stopped there.
+  const bool join_failed = snapshot && !(snapshot->done() && snapshot->result().ok);
+  const std::string stop_reason = join_failed ? "late join failed"
+                                  : udp   ? udp_source->stats().stop_reason
                                   : xdp ? xdp_source->stats().stop_reason
                                         : serial_source->stats().stop_reason;
-  const bool join_failed = snapshot && !(snapshot->done() && snapshot->result().ok);
   const bool complete = stop_reason != "signal" && !join_failed;
   const std::string error = stop_reason == "signal" ? "stopped by a signal before the end of the session"
                             : join_failed ? "the late join failed: " + (snapshot->done() ? snapshot->result().error
@@ -380,7 +381,7 @@ int run_live(const GatewayOptions& o) {
   j.end_object();
   j.end_object();
   write_file_atomically(o.out + "/gateway.json", j.str());
-  return 0;
+  return join_failed ? 1 : 0;  // 1: the input was not taken as asked; gateway.json says why
 }
 
 }  // namespace itchbench

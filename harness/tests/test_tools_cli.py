@@ -24,7 +24,8 @@ def digest(path: Path) -> str:
 TOOLS = {"itch-synth": [], "itch2pcap": ["in.itch"], "itch-inspect": ["cap.pcap"], "itch-gateway": [],
          "serial-replay": ["cap.pcap"], "pcap-feed": ["cap.pcap"], "udp-replay": ["cap.pcap"],
          "itch-faults": ["in.pcap", "out.pcap"], "latency-log-compact": ["in.lat", "out.lat"],
-         "bbo-shm-subscriber": [], "bbo-mqtt-subscriber": [], "bbo-kafka-subscriber": []}
+         "bbo-shm-subscriber": [], "bbo-mqtt-subscriber": [], "bbo-kafka-subscriber": [],
+         "mold-request-server": ["cap.pcap"], "snapshot-server": ["cap.pcap"]}
 
 
 @pytest.mark.parametrize("name", TOOLS)

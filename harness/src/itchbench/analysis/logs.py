@@ -31,6 +31,7 @@ FLAG_BBO_EVENT = 0x01
 FLAG_UNKNOWN_REF = 0x02
 FLAG_REJECTED = 0x04
 FLAG_BOOK_MAY_BE_STALE = 0x01  # BBO record flag
+FLAG_FROM_SNAPSHOT = 0x02  # BBO record flag: the book as a late joiner's snapshot left it
 SEND_FAILED, SEND_LINE_B, SEND_DROPPED, SEND_DUPLICATE = 0x01, 0x02, 0x04, 0x08  # send record flags (FORMAT.md)
 
 HEADER_DTYPE = np.dtype([

@@ -143,7 +143,9 @@ class ContractGateway:
                                      "out": self.out_dir, "input": input_kind, "worktree": self.worktree,
                                      "run_id": "", "commit": "", "itchbench_flags": "", "mqtt_addr": "127.0.0.1",
                                      "mqtt_port": 0, "mqtt_topic": "", "kafka_brokers": "", "kafka_topic": "",
-                                     "rerequest_addr": "", "rerequest_port": 0, "feed_b_addr": "", "feed_b_port": 0}
+                                     "rerequest_addr": "", "rerequest_port": 0, "feed_b_addr": "", "feed_b_port": 0,
+                                     "snapshot_addr": "", "snapshot_port": 0, "snapshot_user": "",
+                                     "snapshot_password": ""}
         values.update(run_values)
         collector, values["bbo_port"] = self._start_collector(values)
         cmd = contract_mod.fill(self.c.commands[input_kind], values)

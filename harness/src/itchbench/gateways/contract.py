@@ -24,7 +24,8 @@ WHITE_BOX = ("", "stamps", "run-files")
 # Placeholders itchbench fills, and which input needs which to reach the gateway at all.
 RUN_PLACEHOLDERS = ("feed_addr", "feed_port", "feed_group", "serial", "baud", "capture", "bbo_addr", "bbo_port", "out",
                     "input", "worktree", "run_id", "commit", "itchbench_flags", "mqtt_addr", "mqtt_port", "mqtt_topic",
-                    "kafka_brokers", "kafka_topic", "rerequest_addr", "rerequest_port", "feed_b_addr", "feed_b_port")
+                    "kafka_brokers", "kafka_topic", "rerequest_addr", "rerequest_port", "feed_b_addr", "feed_b_port",
+                    "snapshot_addr", "snapshot_port", "snapshot_user", "snapshot_password")
 # What a BBO output through a broker needs to reach it at all.
 NEEDED_BY_VIA = {"mqtt": "mqtt_port", "kafka": "kafka_brokers"}
 BUILD_PLACEHOLDERS = ("commit", "worktree", "build_dir")

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..analysis import logs, microbench
+from ..analysis import hops, logs, microbench
 from ..captures import faults
 from ..captures.digest import sim_bbo
 from ..captures.inspect import capture_kind, facts_of
 from ..gateways import adapter, blackbox
 from .. import rundir
-from . import noise, recovery, verdict
+from . import join, noise, recovery, verdict
 from .transports import rerequest, udp
 from .failure import RunError, describe_exit
 
@@ -495,6 +495,35 @@ def _recovery_checks(gw: dict[str, Any], server: dict[str, Any] | None, checks: 
             r["packets"]["answers"] <= int(server.get("answer_packets", 0))
 
 
+def _join(run: "Run", gw: dict[str, Any], joined: dict[str, Any], session: Path,
+          checks: dict[str, bool]) -> dict[str, Any]:
+    """A late join: the BBO against the whole session from the join point on (runs/join.py: its verdict, not a
+    balance check), and what the join took: the snapshot, the feed held meanwhile, what it covered, what was asked
+    for between."""
+    bbo_check = join.check(run.dir / "bbo.bbo", session, run.values["feed"], joined["through"])
+    g, r = gw.get("join") or {}, gw.get("recovery") or {}
+    server = run.extras.get("snapshot_server") or {}
+    checks["the gateway joined where the snapshot said (its End of Snapshot's number)"] = \
+        g.get("ok", False) and g.get("next_sequence") == joined["next"]
+    checks["snapshot messages applied = the snapshot's (End of Snapshot aside)"] = \
+        g.get("snapshot_messages_applied") == (server.get("snapshot") or {}).get("messages", 0) - 1
+    return {**joined, "bbo_check": bbo_check, "snapshot": server.get("snapshot"),
+            "connections": g.get("connections"), "transfer_ms": g.get("transfer_ms"),
+            "joined_after_ms": g.get("joined_after_ms"), "snapshot_events": g.get("snapshot_events"),
+            "held": r.get("join_held_packets", 0), "covered_messages": r.get("join_covered_messages", 0),
+            "dropped_while_joining": r.get("join_dropped_packets", 0),
+            "re_requested_between": max(0, _first_sent(run.dir / "send.log", joined["from_seq"]) - joined["next"]),
+            "server_cut": int(server.get("cut", 0))}
+
+
+def _first_sent(send_log: Path, fallback: int) -> int:
+    """The first sequence number the sender sent (its log): where the live feed began."""
+    if not send_log.is_file():
+        return fallback
+    seq = hops.send_stamps(send_log)[0]
+    return int(seq.min()) if seq.size else fallback
+
+
 def reads_run_files(run: "Run") -> bool:
     """Whether the gateway wrote itchbench's run files (white_box = "run-files": the built-in one does), so
     the run is reconciled message by message from its counters; otherwise it is checked black box."""
@@ -520,10 +549,15 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     rec = _gateway(gw, latency_records, len(bbo.records), checks)
     transport = run.values["transport"]
     server, lines, recovering = _recovery_setting(run) if transport == "udp" else (None, None, False)
+    joined = run.extras.get("join")  # a late join: the gateway is held to the session after the join point
+    recovering = recovering or bool(joined)
     # Recovering, the gateway is held to the whole session (the capture before its faults).
     session = Path(run.values.get("source_capture") or capture) if recovering else capture
     if transport == "udp":
-        rec["udp"] = _udp(run, gw, facts_of(session, run.values["feed"]), checks, server)
+        facts = facts_of(session, run.values["feed"])
+        if joined:
+            facts = {**facts, "messages": facts["messages"] - joined["through"]}
+        rec["udp"] = _udp(run, gw, facts, checks, server)
         _recovery_checks(gw, server, checks)
     elif transport == "serial":
         rec["serial"] = _serial(run, gw, facts_of(capture, run.values["feed"]), checks)
@@ -536,7 +570,8 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     if recovering:
         # The capture's faults and the lines' are the wire's losses: each is followed to its route back.
         rec["recovery"] = recovery.of(injected, lines, run.dir / rerequest.LOG, server,
-                                      recovery.published_events(lat_path), run.dir / "send.log")
+                                      recovery.published_events(lat_path), run.dir / "send.log",
+                                      after=joined["through"] if joined else 0)
         rec["recovery"]["time_to_recover_ns"] = recovery.time_to_recover(recovery.gap_ends(injected, lines), lat_path)
         rec["recovery"]["gateway"] = gw.get("recovery")
     elif injected is not None:
@@ -544,7 +579,9 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     elif transport == "serial" and run.values["serial"]["corrupt_every"]:
         rec["faults"] = faults.reconcile_serial(rec, checks)
     digest = logs.bbo_digest(bbo)
-    if transport != "sim" and rec["loss"]["lossless"] and not failure:
+    if joined:
+        rec["join"] = _join(run, gw, joined, session, checks)
+    elif transport != "sim" and rec["loss"]["lossless"] and not failure:
         checks["BBO digest = simulation's digest" + (" (the whole session)" if recovering else "")] = \
             digest == sim_bbo(session, run.values["feed"])[0]
     rec["checks"] = checks

@@ -103,7 +103,7 @@ def time_to_recover(ends: np.ndarray, latency_log: Path) -> dict[str, float] | N
 
 def of(sidecar: dict[str, Any] | None, lines: dict[str, list[int]] | None, log: Path,
        server: dict[str, Any] | None, events: pd.DataFrame | None = None,
-       send_log: Path | None = None) -> dict[str, Any]:
+       send_log: Path | None = None, after: int = 0) -> dict[str, Any]:
     """Each message lost on the wire and its route back: lost on line A only or on B only (the other line carried
     it), or on every line (the capture's own faults, or both lines' at send time): then only the re-request
     server can bring it back. And the server's own counts."""
@@ -113,6 +113,8 @@ def of(sidecar: dict[str, Any] | None, lines: dict[str, list[int]] | None, log: 
     on_a = np.union1d(capture_lost, np.array(lines.get("a", []), dtype=np.uint64))
     two = "b" in lines
     on_b = np.union1d(capture_lost, np.array(lines.get("b", []), dtype=np.uint64)) if two else on_a
+    if after:  # a late join: what the snapshot covered was never the gateway's to receive
+        on_a, on_b = on_a[on_a > after], on_b[on_b > after]
     everywhere = np.intersect1d(on_a, on_b)
     lost = np.union1d(on_a, on_b)
     back = np.isin(everywhere, answered_sequences(log)) if server is not None else np.zeros(everywhere.size, bool)

@@ -152,6 +152,17 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
                        "of A)"),
         "b_delay_us": (int, 0, _between(0, 10_000_000), "line B runs this much later, on top of skew_us"),
     },
+    "join": {
+        "at_seq": (int, 0, _at_least(0), "a late join (docs/snapshot.md): the gateway takes a snapshot of the session "
+                   "after this message and the feed from the next on (0: no join)"),
+        "at_share": (float, 0.0, _between(0, 1), "or: after this share of the session's messages"),
+        "feed_lead": (int, 200, None, "the live feed starts this many messages before the join point, to be held and "
+                      "partly dropped as covered (negative: after it, the messages between to be re-requested)"),
+        "login": (str, "itch:bench", lambda v: ":" in v or "must be USER:PASSWORD", "the snapshot service's login"),
+        "cut_after": (int, 0, _at_least(0), "a fault: the snapshot connection is cut after this many messages "
+                      "(the gateway must log in again at the next)"),
+        "messages_per_s": (int, 0, _at_least(0), "a fault: a slow snapshot, messages a second (0: as fast as it goes)"),
+    },
     "rerequest": {
         "server": (bool, False, None, "udp: run the exchange's MoldUDP64 re-request server in the run's namespace, "
                    "holding the session before any fault (docs/exchange.md)"),
@@ -354,6 +365,13 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
                             "only then")
     if lines["b"] and lines["b_group"] and lines["b_group"] == out["replay"]["multicast"]:
         raise ScenarioError(f"{origin}: lines.b_group must differ from replay.multicast (A's group)")
+    join = out["join"]
+    if join["at_seq"] and join["at_share"]:
+        raise ScenarioError(f"{origin}: join.at_seq and join.at_share name the same point: give one")
+    if (join["at_seq"] or join["at_share"]) and (out["transport"] != "udp" or out["replay"]["sender"] != "udp-replay"
+                                                 or out["replay"]["loops"] > 1):
+        raise ScenarioError(f"{origin}: [join] needs transport = \"udp\", replay.sender = \"udp-replay\" (it starts "
+                            "the feed mid-session) and one loop")
     if out["rerequest"]["server"] and out["transport"] != "udp":
         raise ScenarioError(f"{origin}: rerequest.server answers MoldUDP64 over UDP: it needs transport = \"udp\"")
     if out["replay"]["multicast"] and out["gateway"]["source"] == "af_xdp":

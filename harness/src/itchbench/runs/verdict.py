@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-EXIT = {"lossless": 0, "faults_accounted": 0, "recovered": 0, "rejected": 1, "lost": 1, "bbo_differs": 1, "unbalanced": 1,
+EXIT = {"lossless": 0, "faults_accounted": 0, "recovered": 0, "joined": 0, "rejected": 1, "lost": 1, "bbo_differs": 1, "unbalanced": 1,
         "incomplete": 1}
 
 # For --help: the headlines a run ends with and their exit statuses.
@@ -111,6 +111,8 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
     if not rec["balanced"]:
         failed = [name for name, ok in rec["checks"].items() if not ok]
         status, headline = "unbalanced", "NOT BALANCED: " + "; ".join(failed)
+    elif "join" in rec:
+        status, headline = _judge_join(rec, lost, rest)
     elif "recovery" in rec:
         status, headline = _judge_recovering(summary, rec, lost, rest)
     elif "faults" in rec:
@@ -133,6 +135,41 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
         headline = (f"LOSSLESS: {count(rec['received'], 'message')}, {count(summary['bbo']['events'], 'BBO event')}, "
                     f"balanced{tail}{rest}")
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
+
+
+def _join_words(j: dict[str, Any]) -> str:
+    """What the join took, in a few words."""
+    snap = j.get("snapshot") or {}
+    words = (f"snapshot of {count(snap.get('messages', 0), 'message')} ({count(snap.get('orders', 0), 'order')}) "
+             f"in {j['transfer_ms']:,.1f} ms" if j.get("transfer_ms") is not None and j["transfer_ms"] >= 0
+             else "no snapshot")
+    if j.get("connections", 1) and j.get("connections", 1) > 1:
+        words += f" over {j['connections']} connections (cut after {count(j.get('server_cut', 0), 'time')})"
+    words += (f", {count(j['held'], 'packet')} held meanwhile, {count(j['covered_messages'], 'message')} of them "
+              f"covered by the snapshot, {count(j['re_requested_between'], 'message')} between the snapshot and the "
+              f"feed re-requested")
+    return words
+
+
+def _judge_join(rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:
+    """A late join: JOINED when the gateway took the snapshot, applied every message after it, and its BBO from
+    the join point on equals the simulation of the whole session (each stock's book at the join included)."""
+    loss, j = rec["loss"], rec["join"]
+    check = j["bbo_check"]
+    at = f"at seq {j['next']:,}"
+    if lost:
+        return "lost", f"LOST after joining {at}: {_lost_clause(loss)}; {_join_words(j)}; accounting balanced{rest}"
+    if not check["equal"]:
+        where = (f"{difference_words(check['after_join'])}" if not check["after_join"]["equal"] else
+                 f"{check['events_before_join']:,} events for messages the snapshot covered"
+                 if check["events_before_join"] else
+                 f"{check['stocks_differing_at_join']:,} stocks' books at the join differ (first: stock "
+                 f"{check['first_stock_differing']})")
+        return "bbo_differs", f"BBO DIFFERS after joining {at}: {where}; {_join_words(j)}"
+    return "joined", (f"JOINED {at}: {_join_words(j)}; {count(loss['expected_messages'], 'message')} after the join "
+                      f"applied, {count(check['after_join']['events'], 'BBO event')} = the simulation's (exact), "
+                      f"{count(check['stocks_at_join'], 'stock')}' books at the join = the simulation's; "
+                      f"balanced{rest}")
 
 
 def _judge_recovering(summary: dict[str, Any], rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:

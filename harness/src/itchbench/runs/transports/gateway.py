@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ...captures.inspect import gateway_feed_args
 from .. import environment
 from .rerequest import PORT
+from .snapshot import PORT as SNAPSHOT_PORT
 from .udp import line_b
 
 if TYPE_CHECKING:
@@ -22,12 +23,15 @@ def shm_name(run: "Run") -> str:
 
 
 def recovery_flags(values: dict) -> list[str]:
-    """The B line and the re-request server, for the built-in gateway's recovery stage (docs/exchange.md). The
+    """The B line, the re-request server and the snapshot service of a late join, for the built-in gateway's
+    recovery stage (docs/exchange.md, docs/snapshot.md). The
     other line has four times its skew, and 1 ms at least, to fill a gap before it is asked for (or given up)."""
     b = line_b(values)
     args = ["--feed-b", f"{b[0]}:{b[1]}"] if b else []
     if values["rerequest"]["server"]:
         args += ["--rerequest", f"127.0.0.1:{PORT}"]
+    if values["join"]["at_seq"] or values["join"]["at_share"]:
+        args += ["--snapshot", f"127.0.0.1:{SNAPSHOT_PORT}", "--snapshot-login", values["join"]["login"]]
     if args:
         args += ["--line-wait-us", str(max(1000, 4 * values["lines"]["skew_us"]))]
     return args

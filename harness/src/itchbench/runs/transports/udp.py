@@ -135,6 +135,7 @@ def replay_udp(run: "Run", group: "ProcessGroup", ns: PrivateNetns,
         to = ["--address", replay["multicast"]] if replay["multicast"] else []
         cmd = [str(paths.tool("udp-replay")), str(capture), "--port", str(UDP_PORT), *to, *udp_replay_args(replay),
                *(["--feed", run.values["feed"]] if run.values["feed"] else []), *line_args(run.values, run.dir),
+               *(["--from-seq", str(run.extras["join"]["from_seq"])] if "join" in run.extras else []),
                "--send-log", str(run.dir / "send.log"), "--report", str(run.dir / "udp-replay.json")]
         tr = group.start(sender, ns.wrap(off_the_gateway_cpu(run, cmd)), stdout=subprocess.DEVNULL, stderr=out)
     try:
@@ -146,6 +147,8 @@ def replay_udp(run: "Run", group: "ProcessGroup", ns: PrivateNetns,
             run.extras["tcpreplay"] = parse_tcpreplay(text)
         elif (run.dir / "udp-replay.json").is_file():
             run.extras["udp_replay"] = json.loads((run.dir / "udp-replay.json").read_text())
+            if "join" in run.extras:  # a feed joined mid-session: the capture's packets from the join on
+                run.extras["replayed_datagrams"] = run.extras["udp_replay"]["capture_datagrams"]
         run.extras["sender_exit"] = tr.returncode
         try:
             run.extras["kernel"] = ns.udp_counters()

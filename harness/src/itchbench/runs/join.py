@@ -1,0 +1,38 @@
+"""A late join judged (docs/snapshot.md): the gateway took the book after message N from the snapshot service and
+the feed from N + 1. Its BBO stream is held to the simulation of the whole session from the join point on: every
+event after N exactly (the book the snapshot gives is the whole session's, so each stock's last emitted BBO is the
+same and the next event is derivable), and the events it published for the snapshot itself (BBO flag 0x02) to the
+simulation's book of each stock at N, the stocks with a non-empty book, no more and no fewer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..analysis import logs
+from ..gateways import blackbox
+
+_BOOK = blackbox.COLUMNS[2:]
+
+
+def check(bbo_log: Path, session: Path, feed: str, through: int) -> dict[str, Any]:
+    ref, kinds = blackbox.reference(session, feed)
+    rec = logs.read_bbo(bbo_log).records
+    got = pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "bid_px": rec["bid_px"],
+                        "bid_qty": rec["bid_qty"], "ask_px": rec["ask_px"], "ask_qty": rec["ask_qty"]}).astype(np.int64)
+    from_snapshot = (rec["flags"] & logs.FLAG_FROM_SNAPSHOT) != 0
+    after = blackbox.check(got[~from_snapshot & (got["seq"] > through)], ref[ref["seq"] > through], kinds, "exact")
+    before = int((~from_snapshot & (got["seq"] <= through)).sum())  # events for messages the snapshot covered
+    # Each stock's book at the join: the simulation's last event per stock at or before N, the non-empty ones.
+    at_join = ref[ref["seq"] <= through].groupby("stock").last()[_BOOK]
+    at_join = at_join[(at_join != 0).any(axis=1)].sort_index()
+    snap = got[from_snapshot].set_index("stock")[_BOOK].sort_index()
+    both = at_join.join(snap, how="outer", lsuffix="_ref").fillna(-1).astype(np.int64)
+    differ = both[(both[[f"{c}_ref" for c in _BOOK]].to_numpy() != both[_BOOK].to_numpy()).any(axis=1)]
+    return {"through": through, "after_join": after, "snapshot_events": int(from_snapshot.sum()),
+            "stocks_at_join": len(at_join), "stocks_differing_at_join": int(len(differ)),
+            "first_stock_differing": int(differ.index[0]) if len(differ) else None,
+            "events_before_join": before, "equal": bool(after["equal"] and differ.empty and not before)}

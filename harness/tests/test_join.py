@@ -1,0 +1,128 @@
+"""A late join end to end (docs/snapshot.md): the built-in gateway in the run's namespace takes the book from the
+snapshot server over TCP while udp-replay sends the session from before (or after) the join point, then applies
+the feed from the number End of Snapshot carries. The reference is the simulation of the whole session; where
+the join is and what was sent come from the servers' and the sender's own reports, not the gateway's."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from itchbench import paths, rundir
+from itchbench.analysis import logs
+from itchbench.runs import join, runner, verdict
+
+from live_helpers import config
+from tap_captures import mold_payload, read_pcap
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+SAMPLE = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
+MESSAGES = 8000
+
+
+def _packets(pcap: Path):
+    """(first sequence, message count) of each MoldUDP64 packet with messages, from the pcap's bytes."""
+    for _, frame in read_pcap(pcap):
+        seq, count = struct.unpack_from(">QH", mold_payload(frame), 10)
+        if count not in (0, 0xFFFF):
+            yield seq, count
+
+
+def _run(tmp_path: Path, **join_table: object) -> dict:
+    values = {**config(SAMPLE, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 5000},
+                       rerequest={"server": True}, join={"feed_lead": 200, **join_table}), "subscribers": 0}
+    run = runner.execute(values, "join", root=tmp_path / "runs", echo=False)
+    return rundir.read_json(run / "summary.json") | {"dir": str(run)}
+
+
+@needs_root
+@pytest.mark.parametrize("share", [0.1, 0.9])
+def test_a_join_applies_exactly_the_session_after_the_snapshot(tmp_path, share):
+    s = _run(tmp_path, at_share=share)
+    j = s["reconciliation"]["join"]
+    through = int(MESSAGES * share)
+    assert s["verdict"]["status"] == "joined" and s["verdict"]["exit_status"] == 0, s["verdict"]["headline"]
+    assert (j["through"], j["next"]) == (through, through + 1)
+    assert s["reconciliation"]["received"] == MESSAGES - through
+    assert j["bbo_check"]["after_join"]["equal"] and j["bbo_check"]["after_join"]["events"] > 0
+    assert j["snapshot_events"] == j["bbo_check"]["stocks_at_join"] > 0
+    assert s["verdict"]["headline"].startswith(f"JOINED at seq {through + 1:,}")
+
+
+@needs_root
+def test_a_feed_that_starts_after_the_snapshot_is_filled_by_re_request(tmp_path):
+    s = _run(tmp_path, at_seq=4000, feed_lead=-300)
+    j, g = s["reconciliation"]["join"], rundir.read_json(Path(s["dir"]) / "gateway.json")
+    assert s["verdict"]["status"] == "joined", s["verdict"]["headline"]
+    # The feed began with the capture's first packet holding 4,301 or later: everything from 4,001 up to that
+    # packet's first message had to be asked for.
+    first = next(seq for seq, count in _packets(SAMPLE) if seq + count > 4300)
+    assert j["re_requested_between"] == first - 4001 > 0
+    assert g["recovery"]["messages_first"]["answers"] >= j["re_requested_between"]
+
+
+@needs_root
+def test_a_slow_snapshot_has_the_feed_held_and_what_it_covered_dropped(tmp_path):
+    s = _run(tmp_path, at_seq=4000, messages_per_s=50)
+    j = s["reconciliation"]["join"]
+    assert s["verdict"]["status"] == "joined", s["verdict"]["headline"]
+    # The feed started 200 messages before the join and ran on for the half second the snapshot took.
+    assert j["held"] > 100 and j["covered_messages"] >= 200
+
+
+@needs_root
+def test_a_snapshot_cut_midway_is_taken_up_at_the_next_message(tmp_path):
+    s = _run(tmp_path, at_seq=4000, cut_after=10)
+    j = s["reconciliation"]["join"]
+    assert s["verdict"]["status"] == "joined", s["verdict"]["headline"]
+    assert j["connections"] == 2 and j["server_cut"] == 1
+    clients = rundir.read_json(Path(s["dir"]) / "snapshot-server.json")["clients"]
+    assert [c["requested_sequence"] for c in clients] == [1, 11]
+
+
+def test_a_rejected_login_leaves_the_gateway_incomplete_with_the_code(tmp_path):
+    """The gateway and the snapshot server alone, on loopback: a wrong password is refused (J A), and the gateway
+    ends without pretending to have joined: incomplete, the code in its error."""
+    server = subprocess.Popen([str(paths.tool("snapshot-server")), str(SAMPLE), "--through", "4000", "--port", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        port = int(server.stdout.readline().split("tcp=")[1].split()[0])
+        gw = subprocess.run([str(paths.tool("itch-gateway")), "--source", "udp", "--port", "0", "--out", str(tmp_path),
+                             "--snapshot", f"127.0.0.1:{port}", "--snapshot-login", "itch:wrong",
+                             "--idle-exit-ms", "500"], capture_output=True, text=True, timeout=30)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    g = rundir.read_json(tmp_path / "gateway.json")
+    assert gw.returncode == 1 and not g["complete"] and g["stop_reason"] == "late join failed", gw.stderr
+    assert "rejected the login: A (not authorized)" in g["error"] and not g["join"]["ok"]
+
+
+@needs_root
+def test_a_seam_bug_is_caught_as_bbo_differs(tmp_path):
+    """The check itself, against a BBO log changed by hand: the event after the join point shifted to the
+    snapshot's last message (as a gateway applying N twice would emit), and a snapshot event dropped."""
+    s = _run(tmp_path, at_seq=4000)
+    log = Path(s["dir"]) / "bbo.bbo"
+    session = Path(s["capture"])
+    assert join.check(log, session, "", 4000)["equal"]
+    raw = np.fromfile(log, np.uint8)
+    head = logs.read_bbo(log).header_size
+    rec = raw[head:].view(logs.BBO_DTYPE)
+    first_live = int(np.flatnonzero((rec["seq"] > 4000) & ((rec["flags"] & logs.FLAG_FROM_SNAPSHOT) == 0))[0])
+    shifted = tmp_path / "shifted.bbo"
+    shutil.copy(log, shifted)
+    edit = np.memmap(shifted, np.uint8, mode="r+")[head:].view(logs.BBO_DTYPE)
+    edit["seq"][first_live] = 4000
+    edit.flush()
+    bad = join.check(shifted, session, "", 4000)
+    assert not bad["equal"] and bad["events_before_join"] == 1 and bad["after_join"]["missing"] == 1
+    rec_j = {**s["reconciliation"]["join"], "bbo_check": bad}
+    status, headline = verdict._judge_join({**s["reconciliation"], "join": rec_j}, 0, "")
+    assert status == "bbo_differs" and "BBO DIFFERS after joining at seq 4,001" in headline
