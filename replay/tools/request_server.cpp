@@ -24,6 +24,7 @@
 
 #include "log/mmap_log.hpp"
 #include "protocol/moldudp64.hpp"
+#include "replay/lib/listen_address.hpp"
 #include "replay/lib/report_output.hpp"
 #include "replay/lib/request_server.hpp"
 #include "source/capture_file.hpp"
@@ -104,13 +105,7 @@ int main(int argc, char** argv) {
   policy.seed = args.get_u64("seed");
   const std::string after_end = args.get("answer-after-end-ms");
   const uint64_t answer_after_end_ns = after_end == "-1" ? UINT64_MAX : std::stoull(after_end) * 1000000;
-  const uint64_t port = args.get_u64("port");
-  if (port > 65535) args.fail("--port must be 0..65535");
-  sockaddr_in self{};
-  self.sin_family = AF_INET;
-  self.sin_port = htons(uint16_t(port));
-  if (inet_pton(AF_INET, args.get("address").c_str(), &self.sin_addr) != 1 || (ntohl(self.sin_addr.s_addr) >> 24) != 127)
-    args.fail("--address must be a loopback address (127.0.0.0/8)");
+  sockaddr_in self = replay::listen_address(args);
 
   try {
     const replay::MessageStore store = replay::load_session(args.positionals()[0], feed_option(args), args.get("session"));

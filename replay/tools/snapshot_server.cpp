@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "replay/lib/listen_address.hpp"
 #include "replay/lib/report_output.hpp"
 #include "replay/lib/snapshot.hpp"
 #include "replay/lib/snapshot_server.hpp"
@@ -94,13 +95,7 @@ int main(int argc, char** argv) {
   if (!policy.heartbeat_ns || !policy.client_timeout_ns) args.fail("--heartbeat-ms and --client-timeout-ms must be 1+");
   const uint64_t rate = args.get_u64("messages-per-s");
   const uint64_t cut_after = args.get_u64("cut-after");
-  const uint64_t port = args.get_u64("port");
-  if (port > 65535) args.fail("--port must be 0..65535");
-  sockaddr_in self{};
-  self.sin_family = AF_INET;
-  self.sin_port = htons(uint16_t(port));
-  if (inet_pton(AF_INET, args.get("address").c_str(), &self.sin_addr) != 1 || (ntohl(self.sin_addr.s_addr) >> 24) != 127)
-    args.fail("--address must be a loopback address (127.0.0.0/8)");
+  sockaddr_in self = replay::listen_address(args);
 
   try {
     const replay::MessageStore session =

@@ -5,15 +5,12 @@ run.extras["request_server"] (its closing report) beside requests.log in the run
 
 from __future__ import annotations
 
-import json
 import signal
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ... import paths
-from ..failure import RunError, describe_exit
-from ..procs import LineWaiter
+from .exchange_server import ExchangeServer
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
@@ -32,37 +29,18 @@ def options(table: dict) -> list[str]:
             "--seed", str(table["seed"]), "--answer-after-end-ms", str(table["answer_after_end_ms"])]
 
 
-class RequestServerRole:
+class RequestServerRole(ExchangeServer):
     def __init__(self, run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]]) -> None:
-        self.run, self.group = run, group
         # The whole session: the capture as it was before the scenario's faults were applied to it.
         session = Path(run.values.get("source_capture") or run.values["capture"])
         cmd = [str(paths.tool("mold-request-server")), str(session), "--port", str(PORT),
                *(["--feed", run.values["feed"]] if run.values["feed"] else []), *options(run.values["rerequest"]),
                "--log", str(run.dir / LOG), "--report", str(run.dir / REPORT)]
-        self.stderr = open(run.dir / "request-server.stderr", "wb")
-        group.on_close(self.stderr.close)
-        self.proc = group.start("request-server", wrap(cmd), stdout=subprocess.PIPE, stderr=self.stderr)
-        try:
-            self.listening = LineWaiter(self.proc).wait_for("LISTENING", START_S)
-        except TimeoutError as e:
-            raise RunError("setup", f"the re-request server did not start ({e}): "
-                                    f"{(run.dir / 'request-server.stderr').read_text(errors='replace')[-500:]}") from e
+        super().__init__(run, group, wrap, cmd, name="request-server", words="re-request server", report=REPORT,
+                         extras_key="request_server", start_s=START_S)
         run.say(f"  re-request server: {self.listening}")
 
     def session_ended(self) -> None:
         """The sender has sent the end of session: the server's end-of-session window starts now."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGUSR1)
-
-    def stop(self) -> None:
-        """After the gateway: stop it, keep its counts. A server that died on its own fails the run."""
-        rc = self.proc.poll()
-        if rc is None:
-            rc = self.group.stop(self.proc)
-        report = self.run.dir / REPORT
-        if report.is_file():
-            self.run.extras["request_server"] = json.loads(report.read_text())
-        if rc != 0:
-            raise RunError("request_server_failed", f"the re-request server {describe_exit(rc)}: "
-                                    f"{(self.run.dir / 'request-server.stderr').read_text(errors='replace')[-500:]}")

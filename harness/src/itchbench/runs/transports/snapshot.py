@@ -7,15 +7,13 @@ starts (from_seq)."""
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ... import paths
-from ..failure import RunError, describe_exit
-from ..procs import LineWaiter
+from ..failure import RunError
+from .exchange_server import ExchangeServer
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
@@ -35,9 +33,8 @@ def login(values: dict[str, Any]) -> tuple[str, str]:
     return user, password
 
 
-class SnapshotServerRole:
+class SnapshotServerRole(ExchangeServer):
     def __init__(self, run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]]) -> None:
-        self.run, self.group = run, group
         j = run.values["join"]
         session = Path(run.values.get("source_capture") or run.values["capture"])
         point = ["--through", str(j["at_seq"])] if j["at_seq"] else ["--through-share", str(j["at_share"])]
@@ -46,29 +43,11 @@ class SnapshotServerRole:
                *(["--feed", run.values["feed"]] if run.values["feed"] else []), "--username", user,
                "--password", password, "--cut-after", str(j["cut_after"]), "--messages-per-s", str(j["messages_per_s"]),
                "--report", str(run.dir / REPORT)]
-        self.stderr = open(run.dir / "snapshot-server.stderr", "wb")
-        group.on_close(self.stderr.close)
-        self.proc = group.start("snapshot-server", wrap(cmd), stdout=subprocess.PIPE, stderr=self.stderr)
-        try:
-            line = LineWaiter(self.proc).wait_for("LISTENING", START_S)
-        except TimeoutError as e:
-            raise RunError("setup", f"the snapshot server did not start ({e}): "
-                                    f"{(run.dir / 'snapshot-server.stderr').read_text(errors='replace')[-500:]}") from e
-        found = re.search(r"through=(\d+) next=(\d+)", line)
+        super().__init__(run, group, wrap, cmd, name="snapshot-server", words="snapshot server", report=REPORT,
+                         extras_key="snapshot_server", start_s=START_S)
+        found = re.search(r"through=(\d+) next=(\d+)", self.listening)
         if not found:
-            raise RunError("setup", f"the snapshot server said {line!r}, not where its snapshot is")
+            raise RunError("setup", f"the snapshot server said {self.listening!r}, not where its snapshot is")
         through, nxt = int(found.group(1)), int(found.group(2))
         run.extras["join"] = {"through": through, "next": nxt, "from_seq": max(1, nxt - j["feed_lead"])}
-        run.say(f"  snapshot server: {line.strip()}; the feed from seq {run.extras['join']['from_seq']:,}")
-
-    def stop(self) -> None:
-        """After the gateway: stop it, keep its report. A server that died on its own fails the run."""
-        rc = self.proc.poll()
-        if rc is None:
-            rc = self.group.stop(self.proc)
-        report = self.run.dir / REPORT
-        if report.is_file():
-            self.run.extras["snapshot_server"] = json.loads(report.read_text())
-        if rc != 0:
-            raise RunError("snapshot_server_failed", f"the snapshot server {describe_exit(rc)}: "
-                           f"{(self.run.dir / 'snapshot-server.stderr').read_text(errors='replace')[-500:]}")
+        run.say(f"  snapshot server: {self.listening}; the feed from seq {run.extras['join']['from_seq']:,}")
