@@ -267,6 +267,42 @@ class Recovery:
             self.asked[first] = (now, tries + 1)
 
 
+def take_snapshot(addr: str, port: int, user: str, password: str, apply) -> int:
+    """A late join's book (docs/snapshot.md): logs in to the snapshot service over SoupBinTCP, applies each
+    snapshot message as it comes, and returns the number its End of Snapshot ('G') carries: the first live message
+    to apply. A connection lost midway is taken up with a login at the next message, five connections at most."""
+    received = 0
+    for _ in range(5):
+        try:
+            conn = socket.create_connection((addr, port), timeout=10)
+        except OSError:
+            time.sleep(0.2)
+            continue
+        body = user.ljust(6).encode() + password.ljust(10).encode() + b" " * 10 + str(received + 1).rjust(20).encode()
+        conn.sendall(struct.pack(">H", len(body) + 1) + b"L" + body)
+        buf = b""
+        with conn:
+            while True:
+                try:
+                    chunk = conn.recv(65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break  # cut: another connection takes up from `received`
+                buf += chunk
+                while len(buf) >= 2 and len(buf) >= 2 + struct.unpack_from(">H", buf)[0]:
+                    n = struct.unpack_from(">H", buf)[0]
+                    kind, payload, buf = buf[2:3], buf[3:2 + n], buf[2 + n:]
+                    if kind == b"J":
+                        raise SystemExit(f"py-gateway: the snapshot server rejected the login ({payload.decode()})")
+                    if kind == b"S":
+                        received += 1
+                        if payload[:1] == b"G":
+                            return int(payload[1:])
+                        apply(payload)
+    raise SystemExit("py-gateway: the snapshot was not complete after 5 connections")
+
+
 def join(sock: socket.socket, group: str) -> None:
     """Joins a group on the loopback interface; only this socket's own groups are delivered (IP_MULTICAST_ALL off)."""
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(group) + socket.inet_aton("127.0.0.1"))
@@ -296,6 +332,10 @@ def main() -> int:
                    "0: none): whichever line brings a message first, it is applied once")
     p.add_argument("--rerequest", metavar="ADDR:PORT", help="udp: the session's re-request server: gaps are asked "
                    "for again and filled before later messages are applied")
+    p.add_argument("--snapshot", metavar="ADDR:PORT", help="udp: join mid-session: take the book from this "
+                   "SoupBinTCP snapshot service, then apply the feed from the number its End of Snapshot carries "
+                   "(port 0: none)")
+    p.add_argument("--snapshot-login", metavar="USER:PASSWORD", default="itch:bench")
     p.add_argument("--bbo-via", choices=("tcp", "udp", "mqtt", "kafka"), default="tcp")
     p.add_argument("--bbo-topic", default="itchbench/bbo", help="mqtt, kafka: the topic (Kafka: partition 0)")
     p.add_argument("--bbo-format", choices=("csv", "jsonl"), default="csv")
@@ -337,9 +377,20 @@ def main() -> int:
                 # Requests go from the feed's own socket: the answers come back to it.
                 host, rport = args.rerequest.rsplit(":", 1)
                 server = (host, int(rport))
-            if server is not None or len(sockets) > 1 or args.udp_b and not args.udp_b.endswith(":0"):
+            joining = args.snapshot and not args.snapshot.endswith(":0")
+            if server is not None or len(sockets) > 1 or args.udp_b and not args.udp_b.endswith(":0") or joining:
                 # A gap may be filled (by the other line, or the server): hold what comes after it meanwhile.
                 feed.recovery = recovery = Recovery(sock, server)
+            if joining:
+                # The feed's sockets are open: the kernel holds its packets while the snapshot comes. The snapshot's
+                # book is said at its last message's number; the feed goes on from the number it carries.
+                s_addr, s_port = args.snapshot.rsplit(":", 1)
+                user, _, password = args.snapshot_login.partition(":")
+                staged: list[bytes] = []
+                feed.next_seq = feed.top = take_snapshot(s_addr, int(s_port), user, password, staged.append)
+                for m in staged:
+                    feed.book.apply(feed.next_seq - 1, m)
+                flush()
             while True:
                 ready, _, _ = select.select(sockets, [], [], 0.05)
                 more = not feed.done()

@@ -18,6 +18,7 @@ from itchbench import paths, rundir
 from itchbench.analysis import logs
 from itchbench.runs import join, runner, verdict
 
+from independent_bbo import Book, mold_messages
 from live_helpers import config
 from tap_captures import mold_payload, read_pcap
 
@@ -126,3 +127,59 @@ def test_a_seam_bug_is_caught_as_bbo_differs(tmp_path):
     rec_j = {**s["reconciliation"]["join"], "bbo_check": bad}
     status, headline = verdict._judge_join({**s["reconciliation"], "join": rec_j}, 0, "")
     assert status == "bbo_differs" and "BBO DIFFERS after joining at seq 4,001" in headline
+
+
+PY = paths.repo_root() / "examples" / "py-gateway"
+
+
+def _run_py(tmp_path: Path, gateway: Path, **join_table: object) -> dict:
+    values = {**config(SAMPLE, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 5000},
+                       rerequest={"server": True}, join={"feed_lead": 200, **join_table}),
+              "subscribers": 0, "gateway_file": str(gateway / "itchbench.toml")}
+    run = runner.execute(values, "join-py", root=tmp_path / "runs", echo=False)
+    return rundir.read_json(run / "summary.json") | {"dir": str(run)}
+
+
+@needs_root
+@pytest.mark.parametrize("table", [{"at_seq": 4000, "feed_lead": -300}, {"at_seq": 4000, "cut_after": 10}],
+                         ids=["feed after the snapshot", "snapshot cut"])
+def test_a_brought_gateway_joins_and_is_judged_black_box(tmp_path, table):
+    s = _run_py(tmp_path, PY, **table)
+    j = s["reconciliation"]["join"]
+    assert s["verdict"]["status"] == "joined", s["verdict"]["headline"]
+    assert j["black_box"] and j["bbo_check"]["after_join"]["equal"] and j["bbo_check"]["stocks_at_join"] > 0
+
+
+@needs_root
+def test_a_planted_off_by_one_at_the_seam_is_caught_with_the_first_difference(tmp_path):
+    """A copy of the example that goes on from the snapshot's last message instead of the next one, so that the
+    message the snapshot already holds is applied twice. The join point is one where that shows: an execution or
+    cancel that leaves its order live at the best price (found with the independent book, not the gateway's)."""
+    copy = tmp_path / "py-gateway"
+    shutil.copytree(PY, copy)
+    source = (copy / "gateway.py").read_text()
+    right = "feed.next_seq = feed.top = take_snapshot(s_addr, int(s_port), user, password, staged.append)"
+    assert right in source
+    (copy / "gateway.py").write_text(source.replace(right, right + " - 1"))
+    at = _a_reduction_twice_visible(SAMPLE, after=2000)
+    s = _run_py(tmp_path, copy, at_seq=at)
+    assert s["verdict"]["status"] == "bbo_differs", s["verdict"]["headline"]
+    first = s["reconciliation"]["join"]["bbo_check"]["after_join"]["first_difference"]
+    assert f"BBO DIFFERS after joining at seq {at + 1:,}" in s["verdict"]["headline"] and first["seq"] > at
+
+
+def _a_reduction_twice_visible(pcap: Path, after: int) -> int:
+    """The first E, C or X past `after` whose second application would change its stock's BBO."""
+    book = Book()
+    for seq, m in mold_messages(pcap):
+        if seq > after and m[:1] in (b"E", b"C", b"X"):
+            twice = Book()
+            twice.orders = {k: list(v) for k, v in book.orders.items()}
+            twice.apply(m)
+            stock = twice.apply(m)
+            book.apply(m)
+            if stock is not None and twice.bbo(stock) != book.bbo(stock):
+                return seq
+            continue
+        book.apply(m)
+    raise AssertionError("the fixture has no such message")

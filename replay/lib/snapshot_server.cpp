@@ -129,6 +129,7 @@ size_t SnapshotClient::on_time(uint64_t now_ns, size_t budget, std::vector<uint8
       soup::write_packet(out, soup::kSequencedData, msg, len);
     }
     if (written) last_tx_ns_ = now_ns;
+    if (written && next_ > stream_.last()) last_message_ns_ = now_ns;
     if (next_ > stream_.last() && written < budget) {  // every message out: the session ends
       soup::write_packet(out, soup::kEndOfSession);
       completed_ns_ = now_ns;

@@ -58,6 +58,7 @@ class SnapshotClient {
   uint64_t messages_sent() const { return sent_; }
   uint64_t login_ns() const { return login_ns_; }
   uint64_t completed_ns() const { return completed_ns_; }  // when the end of session went out (0: not yet)
+  uint64_t last_message_ns() const { return last_message_ns_; }  // when the last sequenced message went out (0: not yet)
   uint64_t client_heartbeats() const { return client_heartbeats_; }
   uint64_t unsequenced_ignored() const { return unsequenced_; }
 
@@ -74,7 +75,7 @@ class SnapshotClient {
   char rejected_with_ = 0;
   uint64_t requested_ = 0, next_ = 0, sent_ = 0;
   uint64_t last_rx_ns_, last_tx_ns_;
-  uint64_t login_ns_ = 0, completed_ns_ = 0;
+  uint64_t login_ns_ = 0, completed_ns_ = 0, last_message_ns_ = 0;
   uint64_t client_heartbeats_ = 0, unsequenced_ = 0;
 };
 

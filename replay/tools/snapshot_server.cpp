@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
       char rejected;
       std::string malformed;
       uint64_t requested, sent, heartbeats, unsequenced;
-      double connected_ms, login_to_end_ms;
+      double connected_ms, login_to_end_ms, login_to_last_ms;
     };
     std::vector<Closed> closed;  // each connection, as it closes
     uint64_t accepted = 0, logins = 0, rejected_a = 0, rejected_s = 0, completed = 0, cuts = 0;
@@ -155,7 +155,8 @@ int main(int argc, char** argv) {
                         k.malformed() ? replay::to_string(k.malformed_reason()) : "", k.requested_sequence(),
                         k.messages_sent(), k.client_heartbeats(), k.unsequenced_ignored(),
                         double(now - c.opened_ns) / 1e6,
-                        k.completed_ns() ? double(k.completed_ns() - k.login_ns()) / 1e6 : -1.0});
+                        k.completed_ns() ? double(k.completed_ns() - k.login_ns()) / 1e6 : -1.0,
+                        k.last_message_ns() ? double(k.last_message_ns() - k.login_ns()) / 1e6 : -1.0});
       ::close(c.fd);
     };
 
@@ -259,6 +260,7 @@ int main(int argc, char** argv) {
       j.field("requested_sequence", c.requested).field("messages_sent", c.sent);
       j.field("client_heartbeats", c.heartbeats).field("unsequenced_ignored", c.unsequenced);
       j.field("connected_ms", c.connected_ms).field("login_to_end_of_session_ms", c.login_to_end_ms);
+      j.field("login_to_last_message_ms", c.login_to_last_ms);
       j.end_object();
     }
     j.end_array();

@@ -19,17 +19,26 @@ _BOOK = blackbox.COLUMNS[2:]
 
 
 def check(bbo_log: Path, session: Path, feed: str, through: int) -> dict[str, Any]:
-    ref, kinds = blackbox.reference(session, feed)
+    """White box: the built-in gateway's BBO log, its snapshot events flagged (0x02)."""
     rec = logs.read_bbo(bbo_log).records
     got = pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "bid_px": rec["bid_px"],
                         "bid_qty": rec["bid_qty"], "ask_px": rec["ask_px"], "ask_qty": rec["ask_qty"]}).astype(np.int64)
-    from_snapshot = (rec["flags"] & logs.FLAG_FROM_SNAPSHOT) != 0
+    return check_events(got, (rec["flags"] & logs.FLAG_FROM_SNAPSHOT) != 0, session, feed, through)
+
+
+def check_events(got: pd.DataFrame, from_snapshot: np.ndarray, session: Path, feed: str,
+                 through: int) -> dict[str, Any]:
+    """got: the gateway's events (blackbox.COLUMNS); from_snapshot: which of them it published for the snapshot
+    (a black box's are those at or before the join point: of each stock's, its last says the book it took)."""
+    ref, kinds = blackbox.reference(session, feed)
+    from_snapshot = np.asarray(from_snapshot, bool)
     after = blackbox.check(got[~from_snapshot & (got["seq"] > through)], ref[ref["seq"] > through], kinds, "exact")
     before = int((~from_snapshot & (got["seq"] <= through)).sum())  # events for messages the snapshot covered
     # Each stock's book at the join: the simulation's last event per stock at or before N, the non-empty ones.
     at_join = ref[ref["seq"] <= through].groupby("stock").last()[_BOOK]
     at_join = at_join[(at_join != 0).any(axis=1)].sort_index()
-    snap = got[from_snapshot].set_index("stock")[_BOOK].sort_index()
+    snap = got[from_snapshot].groupby("stock").last()[_BOOK]
+    snap = snap[(snap != 0).any(axis=1)].sort_index()
     both = at_join.join(snap, how="outer", lsuffix="_ref").fillna(-1).astype(np.int64)
     differ = both[(both[[f"{c}_ref" for c in _BOOK]].to_numpy() != both[_BOOK].to_numpy()).any(axis=1)]
     return {"through": through, "after_join": after, "snapshot_events": int(from_snapshot.sum()),

@@ -27,6 +27,8 @@ from .transports import rerequest, udp
 from .failure import RunError, describe_exit
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .run import Run
 
 
@@ -423,6 +425,8 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     output = run.extras.get("bbo_output", adapter.BBO_FILE)
     out = run.dir / output
     server, lines, recovering = _recovery_setting(run)
+    joined = run.extras.get("join")
+    recovering = recovering or bool(joined)
     session = Path(run.values.get("source_capture") or capture) if recovering else capture
     ref, kinds = blackbox.reference(session, feed)
     events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg,
@@ -437,7 +441,9 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
            "bbo_check": bbo_check, "black_box": True}
     if recovering:
         rec["recovery"] = recovery.of(faults.sidecar_of(capture), lines, run.dir / rerequest.LOG, server, events,
-                                      run.dir / "send.log")
+                                      run.dir / "send.log", after=joined["through"] if joined else 0)
+    if joined:
+        rec["join"] = _join_black_box(run, joined, events, session)
     latency = blackbox.wire_to_wire(events, run.dir / "send.log")
     summary.update({
         "complete": failure is None and out.exists(),
@@ -514,6 +520,20 @@ def _join(run: "Run", gw: dict[str, Any], joined: dict[str, Any], session: Path,
             "dropped_while_joining": r.get("join_dropped_packets", 0),
             "re_requested_between": max(0, _first_sent(run.dir / "send.log", joined["from_seq"]) - joined["next"]),
             "server_cut": int(server.get("cut", 0))}
+
+
+def _join_black_box(run: "Run", joined: dict[str, Any], events: pd.DataFrame, session: Path) -> dict[str, Any]:
+    """A brought gateway's late join: its events from the join point on (runs/join.py); of its insides only what
+    the servers and the sender saw."""
+    snap = run.extras.get("snapshot_server") or {}
+    clients = snap.get("clients", [])
+    done = [c for c in clients if c.get("login_to_last_message_ms", -1) >= 0]  # the one that got the whole rest
+    check = join.check_events(events[blackbox.COLUMNS], events["seq"].to_numpy() <= joined["through"], session,
+                              run.values["feed"], joined["through"])
+    return {**joined, "bbo_check": check, "snapshot": snap.get("snapshot"), "connections": len(clients),
+            "transfer_ms": done[-1]["login_to_last_message_ms"] if done else None,
+            "re_requested_between": max(0, _first_sent(run.dir / "send.log", joined["from_seq"]) - joined["next"]),
+            "server_cut": int(snap.get("cut", 0)), "black_box": True}
 
 
 def _first_sent(send_log: Path, fallback: int) -> int:

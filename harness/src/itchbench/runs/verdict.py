@@ -27,8 +27,9 @@ EXIT = {"lossless": 0, "faults_accounted": 0, "recovered": 0, "joined": 0, "reje
         "incomplete": 1}
 
 # For --help: the headlines a run ends with and their exit statuses.
-EXIT_HELP = ("Each run ends with its verdict: LOSSLESS, FAULTS ACCOUNTED or RECOVERED (lost on the wire, every "
-             "message back: from the other line or the re-request server) (exit 0); BBO DIFFERS, REJECTED (malformed messages or "
+EXIT_HELP = ("Each run ends with its verdict: LOSSLESS, FAULTS ACCOUNTED, RECOVERED (lost on the wire, every "
+             "message back: from the other line or the re-request server) or JOINED (a late join, judged from the "
+             "join point) (exit 0); BBO DIFFERS, REJECTED (malformed messages or "
              "packets, counted by reason, none lost), LOST (sent and not applied: gaps, drops, late), NOT BALANCED "
              "or INCOMPLETE (exit 1). Exit 2: unusable input; 130/143: interrupted.")
 
@@ -145,10 +146,10 @@ def _join_words(j: dict[str, Any]) -> str:
              else "no snapshot")
     if j.get("connections", 1) and j.get("connections", 1) > 1:
         words += f" over {j['connections']} connections (cut after {count(j.get('server_cut', 0), 'time')})"
-    words += (f", {count(j['held'], 'packet')} held meanwhile, {count(j['covered_messages'], 'message')} of them "
-              f"covered by the snapshot, {count(j['re_requested_between'], 'message')} between the snapshot and the "
-              f"feed re-requested")
-    return words
+    if not j.get("black_box"):  # what the gateway held and dropped is its own account
+        words += (f", {count(j['held'], 'packet')} held meanwhile, {count(j['covered_messages'], 'message')} of them "
+                  f"covered by the snapshot")
+    return words + f", {count(j['re_requested_between'], 'message')} between the snapshot and the feed re-requested"
 
 
 def _judge_join(rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:
@@ -158,7 +159,8 @@ def _judge_join(rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:
     check = j["bbo_check"]
     at = f"at seq {j['next']:,}"
     if lost:
-        return "lost", f"LOST after joining {at}: {_lost_clause(loss)}; {_join_words(j)}; accounting balanced{rest}"
+        lost_words = _lost_clause(loss) if "messages_not_applied" in loss else "messages were lost on the way to it"
+        return "lost", f"LOST after joining {at}: {lost_words}; {_join_words(j)}; accounting balanced{rest}"
     if not check["equal"]:
         where = (f"{difference_words(check['after_join'])}" if not check["after_join"]["equal"] else
                  f"{check['events_before_join']:,} events for messages the snapshot covered"
@@ -166,8 +168,10 @@ def _judge_join(rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:
                  f"{check['stocks_differing_at_join']:,} stocks' books at the join differ (first: stock "
                  f"{check['first_stock_differing']})")
         return "bbo_differs", f"BBO DIFFERS after joining {at}: {where}; {_join_words(j)}"
-    return "joined", (f"JOINED {at}: {_join_words(j)}; {count(loss['expected_messages'], 'message')} after the join "
-                      f"applied, {count(check['after_join']['events'], 'BBO event')} = the simulation's (exact), "
+    applied = f"{count(loss['expected_messages'], 'message')} after the join applied, " if not j.get("black_box") \
+        else ""
+    return "joined", (f"JOINED {at}: {_join_words(j)}; {applied}"
+                      f"{count(check['after_join']['events'], 'BBO event')} after it = the simulation's (exact), "
                       f"{count(check['stocks_at_join'], 'stock')}' books at the join = the simulation's; "
                       f"balanced{rest}")
 
@@ -243,6 +247,8 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
               f"; {perf['messages_per_s']:,.0f} messages/s start to exit" if perf.get("messages_per_s") else "")
     if not rec["balanced"]:
         status, headline = "unbalanced", "NOT BALANCED: " + "; ".join(n for n, ok in rec["checks"].items() if not ok)
+    elif rec.get("join"):
+        status, headline = _judge_join(rec, not loss["lossless"], "")
     elif not loss["lossless"]:
         where = [words.format(count(loss[key], unit)) for key, unit, words in _LOSS_WORDS[:2] if loss[key]]
         status, headline = "lost", f"LOST: {'; '.join(where)} on the way to the gateway; accounting balanced"

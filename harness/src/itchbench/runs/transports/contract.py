@@ -195,9 +195,6 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         server = rerequest.RequestServerRole(run, group, wrap) if run.values["rerequest"]["server"] else None
         if server is not None:
             values.update(rerequest_addr="127.0.0.1", rerequest_port=rerequest.PORT)
-        if snapshot.joins(run.values) and not (c.white_box == "run-files"):
-            raise RunError("setup", "[join] is judged for the built-in gateway only so far: a brought gateway's late "
-                                    "join has no reconciliation yet (docs/snapshot.md)")
         glimpse = snapshot.SnapshotServerRole(run, group, wrap) if snapshot.joins(run.values) else None
         if glimpse is not None:
             user, password = snapshot.login(run.values)
