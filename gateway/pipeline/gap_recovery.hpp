@@ -274,14 +274,17 @@ void GapRecovery::start_at(uint64_t next, Sink& sink) {
   joining_ = false;
   started_ = true;
   expected_ = next;
-  high_ = next;
-  for (size_t i = head_; i < order_.size(); ++i) high_ = std::max(high_, std::max(order_[i].first, order_[i].end));
   while (held_ && order_[head_].end <= next) {  // wholly before next (a heartbeat at next included)
     counters_.join_covered_messages += order_[head_].end - order_[head_].first;
     drop_front();
   }
+  // Every hole in what was held (the feed lost packets while the snapshot came), and before it, is a gap.
   const uint64_t now = now_ns();
-  if (held_ && front_first() > next) open_gap(next, front_first(), now);
+  high_ = next;
+  for (size_t i = head_; i < order_.size(); ++i) {
+    if (order_[i].first > high_) open_gap(high_, order_[i].first, now);
+    high_ = std::max(high_, std::max(order_[i].first, order_[i].end));
+  }
   drain(sink);
   close_gaps();
   poll(now, sink);

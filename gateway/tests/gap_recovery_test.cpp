@@ -443,3 +443,21 @@ TEST(GapRecovery, AJoinWhoseHoldFillsDropsTheOldestAndAsksForItLater) {
   f.send(packet(5, 2), Line::kAnswer);
   EXPECT_EQ(f.sink.applied, range(5, 10));
 }
+
+TEST(GapRecovery, PacketsLostWhileJoiningAreAskedForOnceJoined) {
+  RecoveryOptions o = server_only();
+  o.join = true;
+  Fixture f(o);
+  for (uint64_t s : {5, 6, 8, 9, 12}) f.send(packet(s, 1), Line::kA);  // 7, 10 and 11 lost while the snapshot came
+  f.sink.framer.start_at(6);
+  f.stage.start_at(6, f.sink);
+  EXPECT_EQ(f.sink.applied, range(6, 7));
+  ASSERT_EQ(f.sink.requests.size(), 2u);
+  EXPECT_EQ(f.sink.requests[0].sequence, 7u);
+  EXPECT_EQ(f.sink.requests[0].count, 1u);
+  EXPECT_EQ(f.sink.requests[1].sequence, 10u);
+  EXPECT_EQ(f.sink.requests[1].count, 2u);
+  f.send(packet(10, 2), Line::kAnswer);
+  f.send(packet(7, 1), Line::kAnswer);
+  EXPECT_EQ(f.sink.applied, range(6, 13));
+}

@@ -35,6 +35,17 @@ std::vector<uint8_t> add_order(const LiveOrder& o, uint64_t timestamp, const uin
 }
 }  // namespace
 
+uint64_t last_before(const MessageStore& session, uint64_t time_ns) {
+  uint64_t last = session.first() - 1;
+  for (uint64_t seq = session.first(); seq <= session.last(); ++seq) {
+    uint16_t len = 0;
+    const uint8_t* msg = session.message(seq, len);
+    if (len >= 11 && load_be48(msg + 5) >= time_ns) break;
+    last = seq;
+  }
+  return last;
+}
+
 Snapshot make_snapshot(const MessageStore& session, uint64_t through) {
   if (through + 1 < session.first() || through > session.last())
     throw std::invalid_argument("a snapshot after message " + std::to_string(through) + ": the session holds " +

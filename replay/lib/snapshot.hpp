@@ -23,6 +23,10 @@ struct Snapshot {
   size_t bytes = 0;  // of its messages
 };
 
+// The last message of the session stamped before time_ns (ITCH timestamp, ns since midnight); first - 1 when none
+// is. Messages too short to carry a timestamp take their predecessor's.
+uint64_t last_before(const MessageStore& session, uint64_t time_ns);
+
 // Throws std::invalid_argument when `through` is outside [first - 1, last] of the session.
 Snapshot make_snapshot(const MessageStore& session, uint64_t through);
 

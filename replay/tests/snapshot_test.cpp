@@ -119,3 +119,16 @@ TEST(Snapshot, APointOutsideTheSessionIsRefused) {
   EXPECT_THROW(make_snapshot(session, session.last() + 1), std::invalid_argument);
   EXPECT_NO_THROW(make_snapshot(session, 0));  // before the first message: an empty book
 }
+
+TEST(Snapshot, ATimeOfDayIsTheLastMessageStampedBeforeIt) {
+  MessageStore session(mold::make_session("SNAPTEST00"), 1);
+  for (uint64_t t : {100, 200, 200, 300}) {  // ns since midnight, in the System Event's timestamp field
+    uint8_t m[12] = {'S'};
+    store_be48(m + 5, t);
+    session.add(m, sizeof m);
+  }
+  EXPECT_EQ(last_before(session, 200), 1u);  // the first stamped 200 is not before 200
+  EXPECT_EQ(last_before(session, 201), 3u);
+  EXPECT_EQ(last_before(session, 50), 0u);   // none: an empty book
+  EXPECT_EQ(last_before(session, 1000), 4u);
+}

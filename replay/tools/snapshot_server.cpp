@@ -68,6 +68,8 @@ int main(int argc, char** argv) {
   args.positional("CAPTURE", "the session's capture, before any fault");
   args.option("through", "SEQ", "the snapshot reflects the session's messages up to this one (the next is SEQ + 1)");
   args.option("through-share", "F", "or: up to this share of the session's messages (0..1)");
+  args.option("through-time", "HH:MM:SS", "or: up to the last message stamped before this time of day (ITCH "
+              "timestamps, fractions of a second allowed)");
   args.option("port", "PORT", "TCP port to listen on (0: any free)", "0");
   args.option("address", "IPV4", "address to listen on (loopback only)", "127.0.0.1");
   args.option("feed", "ADDR:PORT", kFeedOptionHelp);
@@ -82,7 +84,17 @@ int main(int argc, char** argv) {
   args.option("report", "FILE", "also write the closing report as JSON to FILE");
   args.parse(argc, argv);
 
-  if (args.has("through") == args.has("through-share")) args.fail("give one of --through and --through-share");
+  if (int(args.has("through")) + int(args.has("through-share")) + int(args.has("through-time")) != 1)
+    args.fail("give one of --through, --through-share and --through-time");
+  uint64_t through_time_ns = 0;
+  if (args.has("through-time")) {
+    unsigned h = 0, m = 0;
+    double sec = -1;
+    if (std::sscanf(args.get("through-time").c_str(), "%u:%u:%lf", &h, &m, &sec) != 3 || h > 23 || m > 59 ||
+        !(sec >= 0 && sec < 60))
+      args.fail("--through-time takes HH:MM:SS (a time of day)");
+    through_time_ns = (uint64_t(h) * 3600 + m * 60) * 1'000'000'000ull + uint64_t(sec * 1e9);
+  }
   replay::SnapshotPolicy policy;
   policy.username = args.get("username");
   policy.password = args.get("password");
@@ -103,6 +115,8 @@ int main(int argc, char** argv) {
     uint64_t through = 0;
     if (args.has("through")) {
       through = args.get_u64("through");
+    } else if (args.has("through-time")) {
+      through = replay::last_before(session, through_time_ns);
     } else {
       const double share = args.get_double("through-share");
       if (!(share >= 0 && share <= 1)) args.fail("--through-share must be 0..1");

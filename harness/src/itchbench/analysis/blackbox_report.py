@@ -68,6 +68,38 @@ def recovery_section(r: dict[str, Any] | None) -> list[str]:
             "the gap to be filled shows the wait there, one that skips ahead its usual latency.", ""]
 
 
+def join_section(j: dict[str, Any] | None) -> list[str]:
+    """A late join (docs/snapshot.md): the snapshot, what the feed brought meanwhile, the BBO from the join on."""
+    if not j:
+        return []
+    snap, check = j.get("snapshot") or {}, j["bbo_check"]
+    after = check["after_join"]
+    ms = lambda v: f"{v:,.1f} ms" if v is not None and v >= 0 else "—"  # noqa: E731
+    rows = [f"| the snapshot: its last message (N) / End of Snapshot's number | {j['through']:,} / {j['next']:,} |",
+            f"| the snapshot: messages, live orders, stocks in its directory, bytes | {snap.get('messages', 0):,}, "
+            f"{snap.get('orders', 0):,}, {snap.get('directory', 0):,}, {snap.get('bytes', 0):,} |",
+            f"| connections to the snapshot service (cut by the server) | {j.get('connections') or 0} "
+            f"({j.get('server_cut', 0)}) |",
+            f"| transfer time | {ms(j.get('transfer_ms'))} |",
+            f"| the live feed began at seq | {j['from_seq']:,} |",
+            f"| messages between the snapshot and the feed, re-requested | {j['re_requested_between']:,} |"]
+    if not j.get("black_box"):
+        rows += [f"| the gateway: packets held while it joined (most at once), messages of them the snapshot "
+                 f"covered, dropped for room | {j['held']:,} ({j.get('held_most', 0):,}), {j['covered_messages']:,}, "
+                 f"{j['dropped_while_joining']:,} |",
+                 f"| the gateway: from its first connect to the feed applied from N + 1 | "
+                 f"{ms(j.get('joined_after_ms'))} |"]
+    rows += [f"| BBO events after the join = the simulation's (exact) | {after['events']:,} of "
+             f"{after['reference_events']:,}: {'equal' if after['equal'] else 'DIFFER'} |",
+             f"| each stock's book at the join = the simulation's | {check['stocks_at_join']:,} stocks, "
+             f"{check['stocks_differing_at_join']:,} differing |",
+             f"| events for messages the snapshot covered | {check['events_before_join']:,} |"]
+    return ["## Late join", "",
+            "The gateway joined the running feed (docs/snapshot.md): the book from the snapshot service, the feed "
+            "from the number its End of Snapshot carried. Judged against the simulation of the whole session from "
+            "the join point on.", "", "| | |", "|---|---|", *rows, ""]
+
+
 def _gateway_recovery_rows(g: dict[str, Any] | None) -> list[str]:
     """The built-in gateway's own account of its recovery stage (gateway.json "recovery")."""
     if not g:
@@ -134,6 +166,7 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
         if check.get("malformed_examples"):
             md += ["Malformed lines, first ones: " + ", ".join(f"`{x[:80]}`" for x in check["malformed_examples"]), ""]
     md += recovery_section(rec.get("recovery"))
+    md += join_section(rec.get("join"))
     md += speed_section(summary)
     w2w = summary.get("wire_to_wire")
     md += ["## Latency, wire to wire", ""]

@@ -329,6 +329,7 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
                       f"{sub['frames_dropped']:,} dropped to it, identical to the BBO log: {sub['identical_to_bbo_log']}")
         md += ["", f"BBO digest `{summary['bbo']['digest']}` over {summary['bbo']['events']:,} events.", ""]
         md += blackbox_report.recovery_section(rec.get("recovery"))
+        md += blackbox_report.join_section(rec.get("join"))
 
     summary["latency"] = latency_json
     rundir.write_json(run_dir / "summary.json", summary)

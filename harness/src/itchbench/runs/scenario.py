@@ -156,6 +156,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "at_seq": (int, 0, _at_least(0), "a late join (docs/snapshot.md): the gateway takes a snapshot of the session "
                    "after this message and the feed from the next on (0: no join)"),
         "at_share": (float, 0.0, _between(0, 1), "or: after this share of the session's messages"),
+        "at_time": (str, "", lambda v: v == "" or v.count(":") == 2 or "must be HH:MM:SS",
+                    "or: after the last message stamped before this time of day (HH:MM:SS, ITCH timestamps)"),
         "feed_lead": (int, 200, None, "the live feed starts this many messages before the join point, to be held and "
                       "partly dropped as covered (negative: after it, the messages between to be re-requested)"),
         "login": (str, "itch:bench", lambda v: ":" in v or "must be USER:PASSWORD", "the snapshot service's login"),
@@ -366,9 +368,9 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
     if lines["b"] and lines["b_group"] and lines["b_group"] == out["replay"]["multicast"]:
         raise ScenarioError(f"{origin}: lines.b_group must differ from replay.multicast (A's group)")
     join = out["join"]
-    if join["at_seq"] and join["at_share"]:
-        raise ScenarioError(f"{origin}: join.at_seq and join.at_share name the same point: give one")
-    if (join["at_seq"] or join["at_share"]) and (out["transport"] != "udp" or out["replay"]["sender"] != "udp-replay"
+    if sum(bool(join[k]) for k in ("at_seq", "at_share", "at_time")) > 1:
+        raise ScenarioError(f"{origin}: join.at_seq, join.at_share and join.at_time name the same point: give one")
+    if (join["at_seq"] or join["at_share"] or join["at_time"]) and (out["transport"] != "udp" or out["replay"]["sender"] != "udp-replay"
                                                  or out["replay"]["loops"] > 1):
         raise ScenarioError(f"{origin}: [join] needs transport = \"udp\", replay.sender = \"udp-replay\" (it starts "
                             "the feed mid-session) and one loop")

@@ -11,6 +11,7 @@ from ...captures.inspect import gateway_feed_args
 from .. import environment
 from .rerequest import PORT
 from .snapshot import PORT as SNAPSHOT_PORT
+from .snapshot import joins
 from .udp import line_b
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def recovery_flags(values: dict) -> list[str]:
     args = ["--feed-b", f"{b[0]}:{b[1]}"] if b else []
     if values["rerequest"]["server"]:
         args += ["--rerequest", f"127.0.0.1:{PORT}"]
-    if values["join"]["at_seq"] or values["join"]["at_share"]:
+    if joins(values):
         args += ["--snapshot", f"127.0.0.1:{SNAPSHOT_PORT}", "--snapshot-login", values["join"]["login"]]
     if args:
         args += ["--line-wait-us", str(max(1000, 4 * values["lines"]["skew_us"]))]

@@ -25,7 +25,7 @@ REPORT = "snapshot-server.json"
 
 
 def joins(values: dict[str, Any]) -> bool:
-    return bool(values["join"]["at_seq"] or values["join"]["at_share"])
+    return bool(values["join"]["at_seq"] or values["join"]["at_share"] or values["join"]["at_time"])
 
 
 def login(values: dict[str, Any]) -> tuple[str, str]:
@@ -37,7 +37,8 @@ class SnapshotServerRole(ExchangeServer):
     def __init__(self, run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]]) -> None:
         j = run.values["join"]
         session = Path(run.values.get("source_capture") or run.values["capture"])
-        point = ["--through", str(j["at_seq"])] if j["at_seq"] else ["--through-share", str(j["at_share"])]
+        point = (["--through", str(j["at_seq"])] if j["at_seq"] else ["--through-time", j["at_time"]] if j["at_time"]
+                 else ["--through-share", str(j["at_share"])])
         user, password = login(run.values)
         cmd = [str(paths.tool("snapshot-server")), str(session), *point, "--port", str(PORT),
                *(["--feed", run.values["feed"]] if run.values["feed"] else []), "--username", user,
