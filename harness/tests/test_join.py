@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from itchbench import paths, rundir
+from itchbench.cli import main as itchbench_main
 from itchbench.analysis import logs
 from itchbench.runs import join, runner, verdict
 
@@ -54,6 +55,12 @@ def test_a_join_applies_exactly_the_session_after_the_snapshot(tmp_path, share):
     assert j["bbo_check"]["after_join"]["equal"] and j["bbo_check"]["after_join"]["events"] > 0
     assert j["snapshot_events"] == j["bbo_check"]["stocks_at_join"] > 0
     assert s["verdict"]["headline"].startswith(f"JOINED at seq {through + 1:,}")
+    # Its report and a document over it say the same.
+    assert f"| the snapshot: its last message (N) / End of Snapshot's number | {through:,} / {through + 1:,} |" in \
+        (Path(s["dir"]) / "report.md").read_text()
+    assert itchbench_main(["doc", str(tmp_path / "runs"), "--out", str(tmp_path / "doc")]) == 0
+    table = (tmp_path / "doc" / "report.md").read_text().split("## Late join")[1]
+    assert f"| joined | {through + 1:,} | {j['snapshot']['messages']:,} |" in table
 
 
 @needs_root

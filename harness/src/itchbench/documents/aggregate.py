@@ -284,3 +284,30 @@ def recovery_table(configs: list[Configuration]) -> list[dict[str, Any]]:
                      "filled_max_us": us("time_to_recover_ns", "max"),
                      "verdicts": sorted({r.summary.get("verdict", {}).get("status", "?") for r in runs})})
     return rows
+
+
+JOIN_ROWS = (("snapshot_messages", "snapshot messages"), ("orders", "live orders"), ("transfer_ms", "transfer ms"),
+             ("held", "packets held"), ("covered_messages", "covered by the snapshot"),
+             ("re_requested_between", "re-requested between"))
+
+
+def join_table(configs: list[Configuration]) -> list[dict[str, Any]]:
+    """Per configuration whose runs joined a running feed (docs/snapshot.md): the snapshot, what the feed brought
+    meanwhile and the events after the join, the median of its runs [min–max]."""
+    rows = []
+    for c in configs:
+        joins = [r.summary["reconciliation"]["join"] for r in c.runs
+                 if (r.summary.get("reconciliation") or {}).get("join")]
+        if not joins:
+            continue
+        values = {"snapshot_messages": [(j.get("snapshot") or {}).get("messages", math.nan) for j in joins],
+                  "orders": [(j.get("snapshot") or {}).get("orders", math.nan) for j in joins],
+                  "transfer_ms": [j["transfer_ms"] if j.get("transfer_ms") is not None else math.nan for j in joins],
+                  "held": [j.get("held", math.nan) for j in joins],
+                  "covered_messages": [j.get("covered_messages", math.nan) for j in joins],
+                  "re_requested_between": [j["re_requested_between"] for j in joins],
+                  "events_after": [j["bbo_check"]["after_join"]["events"] for j in joins]}
+        rows.append({"label": c.label, "runs": len(joins), "at": [f"{n:,}" for n in sorted({j["next"] for j in joins})],
+                     "cells": {k: spread(v) for k, v in values.items()},
+                     "verdicts": sorted({r.summary.get("verdict", {}).get("status", "?") for r in c.runs})})
+    return rows

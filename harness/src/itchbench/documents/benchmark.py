@@ -180,6 +180,7 @@ def build(run_paths: list[Path], out_dir: Path, *, title: str | None = None, bas
         "phases": agg.phase_table(configs, base),
         "distribution": agg.distribution_table(configs),
         "recovery": agg.recovery_table(configs), "recovery_rows": agg.RECOVERY_ROWS,
+        "joins": agg.join_table(configs), "join_rows": agg.JOIN_ROWS,
         "gateways": sorted({gateway_of(r) for c in configs for r in c.runs}),
         "method_texts": [stats.method_text(m) if m in stats.METHODS else m for m in methods],
         "ci": {"seed": agg.CI_SEED, "resamples": agg.CI_RESAMPLES, "confidence": agg.CONFIDENCE,
