@@ -329,22 +329,24 @@ void GapRecovery::give_up_to(uint64_t to, Sink& sink) {
 template <class Sink>
 void GapRecovery::poll(uint64_t now_ns, Sink& sink) {
   close_gaps();
-  for (size_t i = 0; i < gap_count_; ++i) {
+  for (size_t i = 0; i < gap_count_;) {
     Gap& g = gaps_[i];
-    if (g.hi <= expected_ || now_ns < g.due_ns) continue;
-    uint64_t lo = 0, hi = 0;
-    missing_run(g.lo > expected_ ? g.lo : expected_, g.hi, lo, hi);
-    if (lo == hi) continue;  // all held: it closes as the hold drains
-    // Its time is up and it is the head of the stream (an older gap still open keeps it waiting): skipped, and
-    // the same gap looked at again for what it still misses past the packets held inside it.
-    const bool spent = !options_.server || g.requests >= options_.max_requests;
-    if (spent) {
-      if (lo == expected_) {
-        give_up_to(hi, sink);
-        --i;
-      }
+    if (g.hi <= expected_ || now_ns < g.due_ns) {
+      ++i;
       continue;
     }
+    uint64_t lo = 0, hi = 0;
+    missing_run(g.lo > expected_ ? g.lo : expected_, g.hi, lo, hi);
+    const bool spent = !options_.server || g.requests >= options_.max_requests;
+    if (lo != hi && spent && lo == expected_) {
+      // Its time is up and it is the head of the stream: skipped, and the same gap looked at again for what it
+      // still misses past the packets held inside it (give_up_to moved expected_ on: the loop ends).
+      give_up_to(hi, sink);
+      continue;
+    }
+    ++i;
+    // All held (it closes as the hold drains), or spent but an older gap still open keeps it waiting.
+    if (lo == hi || spent) continue;
     {
       mold::Request r;
       r.session = session_;
