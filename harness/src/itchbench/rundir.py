@@ -19,8 +19,14 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
+# Tables that judge a run's figures, or plan the runs, without shaping any run: left out of its identity, so that
+# a target set or a sweep added leaves the hash of the same workload as it was.
+NOT_IDENTITY = ("targets", "sweep")
+
+
 def scenario_hash(resolved: dict[str, Any]) -> str:
-    return "sha256:" + hashlib.sha256(canonical_json(resolved).encode()).hexdigest()
+    shaping = {k: v for k, v in resolved.items() if k not in NOT_IDENTITY}
+    return "sha256:" + hashlib.sha256(canonical_json(shaping).encode()).hexdigest()
 
 
 def new_run_id(label: str) -> str:

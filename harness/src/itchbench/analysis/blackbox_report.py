@@ -134,7 +134,8 @@ def speed_section(summary: dict[str, Any]) -> list[str]:
     return md
 
 
-def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], noise_lines: list[str]) -> Path:
+def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], noise_lines: list[str],
+          closing: list[str]) -> Path:
     scen = manifest["scenario"]
     contract = (summary.get("gateway") or {}).get("contract") or {}
     md = [f"# itchbench run: {manifest.get('label', manifest['run_id'])}", "",
@@ -211,6 +212,7 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
         md.append("")
     if summary.get("not_seen"):
         md += [f"Not seen by itchbench: {summary['not_seen']}; the hops inside it are shown as one.", ""]
+    md += closing
     out = run_dir / "report.md"
     out.write_text("\n".join(md).rstrip() + "\n")
     rundir.write_json(run_dir / "report.json", {"wire_to_wire": w2w, "bbo_check": check})

@@ -29,6 +29,7 @@ import pandas as pd
 
 from . import logs
 from .histogram import KeyedHistogram, describe_counts
+from .trend import Trend
 
 # (column, what it is)
 STAMPS: list[tuple[str, str]] = [
@@ -203,6 +204,8 @@ class HopTables:
                 chain_hops.append((hop, hop if i == 0 else KeyedHistogram()))
             self._hops[to] = chain_hops
         self._co = {start: KeyedHistogram() for _, start in CO_MEASURES if start in present}
+        self._trend = Trend()  # of the latency from the intended send: does the gateway fall behind?
+        self._served = [0, 0]  # the first due time, the last book stamp: the span the messages were served in
 
     def add(self, cols: dict[str, np.ndarray]) -> None:
         """One chunk of ChainReader.columns."""
@@ -223,6 +226,11 @@ class HopTables:
             t = cols[start]
             ok = (t != 0) & (book != 0)
             hist.add(book[ok] - t[ok])
+            if start == "t_intended" and ok.any():
+                self._trend.add(t[ok], book[ok] - t[ok])
+                first, last = int(t[ok].min()), int(book[ok].max())
+                self._served = [first if not self._served[0] else min(first, self._served[0]),
+                                max(last, self._served[1])]
 
     def table(self, to: str) -> pd.DataFrame:
         """Hop by hop to `to` ("t_book": every message; a subscriber column: BBO events it received), over the
@@ -248,9 +256,14 @@ class HopTables:
             if start not in self._co:
                 continue
             s = describe_counts(*self._co[start].values_counts())
+            trend = self._trend.result() if start == "t_intended" else {}
+            served = self._served[1] - self._served[0] if start == "t_intended" else 0
             rows.append({"measure": name, "count": int(s["count"]), "p50": s["p50"], "p99": s["p99"],
-                         "p999": s["p999"], "max": s["max"], "mean": s["mean"]})
-        return pd.DataFrame(rows, columns=["measure", "count", "p50", "p99", "p999", "max", "mean"])
+                         "p999": s["p999"], "max": s["max"], "mean": s["mean"],
+                         "slope_us_per_s": trend.get("slope_us_per_s", float("nan")),
+                         "served_span_ns": served if served > 0 else float("nan")})
+        return pd.DataFrame(rows, columns=["measure", "count", "p50", "p99", "p999", "max", "mean", "slope_us_per_s",
+                                           "served_span_ns"])
 
 
 def _row(name: str, s: dict[str, float], c: dict[str, float], total_mean: float) -> dict[str, Any]:

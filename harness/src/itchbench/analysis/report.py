@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -160,14 +160,21 @@ def _af_xdp_words(summary: dict[str, Any]) -> str:
             f"{x.get('bind_mode', '?')} socket; {x.get('hook_stamps', 0):,} frames stamped at the hook)")
 
 
-def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = False) -> Path:
+Closing = Callable[[Path, dict[str, Any], dict[str, Any]], list[str]]
+
+
+def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = False,
+          closing: Closing | None = None) -> Path:
+    """report.md of a run; `closing` adds sections at its end from the finished summary (the targets, judged by
+    capacity/, which sits above this package)."""
     run_dir = Path(run_dir)
     manifest = rundir.read_json(run_dir / "manifest.json")
     summary = rundir.read_json(run_dir / "summary.json")
     scen = manifest["scenario"]
     if summary.get("reconciliation", {}).get("black_box") or (scen.get("gateway_file") and "reconciliation"
                                                                 not in summary):
-        return blackbox_report.build(run_dir, manifest, summary, _noise_section(summary.get("noise")))
+        return blackbox_report.build(run_dir, manifest, summary, _noise_section(summary.get("noise")),
+                                     closing(run_dir, manifest, summary) if closing else [])
     env = manifest["environment"]
     plot_dir = run_dir / "plots"
     plot_dir.mkdir(exist_ok=True)
@@ -332,6 +339,7 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
         md += blackbox_report.join_section(rec.get("join"))
 
     summary["latency"] = latency_json
+    md += closing(run_dir, manifest, summary) if closing else []
     rundir.write_json(run_dir / "summary.json", summary)
     report = run_dir / "report.md"
     tmp = report.with_name("report.md.tmp")

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import paths
 
@@ -37,8 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="judge the BBO output alone: a workload on which no speed metric could be judged is then no "
                         "reason for exit 2")
     c.add_argument("--allow-inconclusive", action="store_true",
-                   help="exit 0 when the only findings are INCONCLUSIVE timings (default: exit 1, as for a "
-                        "regression: the runs point at a change they do not establish)")
+                   help="exit 0 when the only findings are INCONCLUSIVE timings or UNDECIDED targets (default: exit "
+                        "1, as for a regression: the runs point at a change they do not establish)")
     c.add_argument("--gateway", type=Path, metavar="FILE",
                    help="compare a gateway brought through its contract: FILE is its itchbench.toml, relative to "
                         "--repo (e.g. itchbench.toml); each revision is built with the contract's build commands "
@@ -51,6 +51,24 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="judge the runs of every shard of a sharded compare of BASE and HEAD (their --out "
                         "folders), without building or running anything")
     c.set_defaults(func=run)
+
+
+def _targets(base: session.Side, head: session.Side) -> dict[str, dict[str, Any]]:
+    """Per workload whose scenario sets targets: each side's runs judged on them (docs/capacity.md)."""
+    from .. import rundir
+    from ..capacity import record, targets
+    out: dict[str, dict[str, Any]] = {}
+    for label in sorted(set(base.runs) & set(head.runs)):
+        runs = head.runs[label]
+        set_ = targets.set_targets(rundir.read_json(runs[0] / "manifest.json").get("scenario") or {}) if runs else {}
+        set_.pop("saturation_msg_s", None)
+        if not set_:
+            continue
+        sides = {name: targets.judge(set_, record.measures_of(side.runs[label])) for name, side in
+                 (("base", base), ("head", head))}
+        out[label] = {"base": [j.row() for j in sides["base"]], "head": [j.row() for j in sides["head"]],
+                      "head_headline": targets.headline(sides["head"]), "head_judged": sides["head"]}
+    return out
 
 
 def _side(name: str, spec: str, repo: Path, say, benchmarks: bool, contract_rel: Path | None) -> session.Side:
@@ -202,6 +220,13 @@ def run(args: argparse.Namespace) -> int:
             headline += f" (BBO only: no speed judged on {', '.join(unmeasured)})"
         headline += few_runs
         status = 0
+    from ..capacity import targets
+    judged = _targets(base, head)
+    misses = [f"{label}: {t['head_headline']}" for label, t in judged.items()
+              if not targets.passed(t["head_judged"], args.allow_inconclusive)]
+    if misses and not problems:
+        headline += " | HEAD " + "; ".join(misses)
+        status = max(status, 1)
     if noise:
         headline += f" (noise differed on {', '.join(noise)}: see compare.md)"
     if dirty:
@@ -220,6 +245,7 @@ def run(args: argparse.Namespace) -> int:
         "instructions": {"base": base.instructions, "head": head.instructions},
         "runs": {s.name: {k: [str(p) for p in v] for k, v in s.runs.items()} for s in (base, head)},
         "plot": plot,
+        "targets": {label: {k: v for k, v in t.items() if not k.endswith("_judged")} for label, t in judged.items()},
     }
     report.write_json(out / "compare.json", result)
     report.write_markdown(out / "compare.md", result)

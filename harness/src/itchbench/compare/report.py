@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 
 from ..analysis import latency_pass  # noqa: E402
 from ..analysis.histogram import quantiles  # noqa: E402
+from ..capacity.record import STATUS_MARKS  # noqa: E402
 from .verdicts import BETTER, INCONCLUSIVE, NOT_COMPARABLE, SAME, SHOWN, WORSE, words  # noqa: E402
 
 SIGN = {BETTER: "✅ ", WORSE: "❌ ", SAME: "· ", NOT_COMPARABLE: "⚠ ", SHOWN: "· ", INCONCLUSIVE: "❔ "}
@@ -79,6 +80,13 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
             delta = f"{v['delta_pct']:+.1f}" if "delta_pct" in v else ""
             md.append(f"| {name} | {_fmt(v.get('base'))} | {_fmt(v.get('head'))} | {delta} | {ci} | {p} | "
                       f"{mark(name, v['verdict'])} |")
+        goals = (result.get("targets") or {}).get(label)
+        if goals:
+            md += ["", f"Targets (each side on the median of its runs, min–max as the interval; docs/capacity.md): "
+                   f"head {goals['head_headline']}", "", "| Metric | Target | base achieved | base status | "
+                   "head achieved | head status |", "|---|---|---|---|---|---|"]
+            md += [f"| {b['metric']} | {b['target']} | {b['achieved']} | {STATUS_MARKS[b['status']]} | {h['achieved']} | "
+                   f"{STATUS_MARKS[h['status']]} |" for b, h in zip(goals["base"], goals["head"])]
         out = result["outputs"].get(label)
         if out:
             bbo = out["bbo"]

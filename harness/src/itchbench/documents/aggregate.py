@@ -44,6 +44,13 @@ def spread(values: list[float]) -> Spread | None:
     return Spread(statistics.median(values), min(values), max(values), len(values))
 
 
+def times(x: float) -> str:
+    """A factor as people read it: '1.18×', '12.3×', '1,110×' (never '0.00×': the caller inverts one below 1)."""
+    if x >= 100:
+        return f"{x:,.0f}×"
+    return f"{x:.1f}×" if x >= 10 else f"{x:.2f}×"
+
+
 @dataclass(frozen=True)
 class Factor:
     """baseline / configuration (lower is better: above 1 means lower than the baseline)."""
@@ -55,12 +62,27 @@ class Factor:
         """'2.00× lower p50 than B (95% CI 1.80–2.20)', in the direction of the change, its interval with it."""
         lower = self.value >= 1
         size = self.value if lower else 1 / self.value
-        text = f"{size:.2f}× {'lower' if lower else 'higher'} {what} than {than}"
+        text = f"{times(size)} {'lower' if lower else 'higher'} {what} than {than}"
         if self.ci is None:
             return text + " (one run on a side: no confidence interval)"
-        lo, hi = self.ci if lower else (1 / self.ci[1], 1 / self.ci[0])
-        text += f" (95% CI {lo:.2f}–{hi:.2f}"
+        lo, hi = self.oriented_ci()
+        text += f" (95% CI {times(lo)[:-1]}–{times(hi)}"
         return text + ("; the interval includes 1: no difference shown)" if lo <= 1 <= hi else ")")
+
+    def oriented_ci(self) -> tuple[float, float]:
+        """The interval in the direction of the change: of the factor when it is 1 or more, of its inverse when
+        the configuration is the slower one."""
+        assert self.ci is not None
+        return self.ci if self.value >= 1 else (1 / self.ci[1], 1 / self.ci[0])
+
+    def cell(self) -> str:
+        """'2.00× (CI 1.80–2.20)' when lower than the baseline; '1,110× slower (CI …)' when higher."""
+        slower = self.value < 1
+        text = times(1 / self.value if slower else self.value) + (" slower" if slower else "")
+        if self.ci is None:
+            return text + " (one run: no CI)"
+        lo, hi = self.oriented_ci()
+        return f"{text} (CI {times(lo)[:-1]}–{times(hi)[:-1]})"
 
 
 def run_values(config: Configuration, get: Callable[[RunRecord], Any]) -> list[float]:

@@ -10,10 +10,10 @@ from typing import Any
 
 from ..analysis import hops, stats
 from . import aggregate as agg
-from . import figures, render
+from . import capacity, figures, render
 from .collect import Configuration, RunRecord, choose_baseline, collect, gateway_of
 
-HEADLINE_STATS = ("p50", "p99", "p999")
+HEADLINE_STATS = ("mean", "p50", "p99", "p999", "max")
 SYMBOLS_SHOWN = 10
 
 
@@ -164,6 +164,8 @@ def build(run_paths: list[Path], out_dir: Path, *, title: str | None = None, bas
                       "created": r.manifest.get("created_utc", "?"), "stage": r.stage(stage) or {},
                       "samples": (r.stage(stage) or {}).get("count")} for r in c.runs],
         })
+    sweeps = capacity.sweeps(configs)
+    sweep_fig = "figures/sweep.png"
     curves = "figures/percentiles.png"
     summary_fig = "figures/summary.png"
     labels = [c.label for c in configs]
@@ -174,13 +176,16 @@ def build(run_paths: list[Path], out_dir: Path, *, title: str | None = None, bas
     benches = agg.microbenchmarks(configs)
     context = {
         "title": title or f"Benchmark: {', '.join(labels)}",
-        "baseline": base.label, "stage": stage, "stage_description": description, "descriptions": descriptions,
+        "baseline": base.label, "stage": stage,
+        "baseline_max": (agg.stage_table(base, stage)["max"] or agg.Spread(float("nan"), 0, 0, 0)).median, "stage_description": description, "descriptions": descriptions,
         "configs": rows, "loss": agg.loss_statement(configs),
         "black_box": any((r.summary.get("reconciliation") or {}).get("black_box") for c in configs for r in c.runs),
         "phases": agg.phase_table(configs, base),
         "distribution": agg.distribution_table(configs),
         "recovery": agg.recovery_table(configs), "recovery_rows": agg.RECOVERY_ROWS,
         "joins": agg.join_table(configs), "join_rows": agg.JOIN_ROWS,
+        "targets": capacity.target_tables(configs), "sweeps": sweeps, "status_marks": capacity.STATUS_MARKS,
+        "sweep_figure": sweep_fig if sweeps and figures.sweep_curves(out_dir / sweep_fig, sweeps) else None,
         "gateways": sorted({gateway_of(r) for c in configs for r in c.runs}),
         "method_texts": [stats.method_text(m) if m in stats.METHODS else m for m in methods],
         "ci": {"seed": agg.CI_SEED, "resamples": agg.CI_RESAMPLES, "confidence": agg.CONFIDENCE,

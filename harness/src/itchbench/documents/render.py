@@ -13,7 +13,7 @@ from typing import Any
 import jinja2
 from markdown_it import MarkdownIt
 
-from .aggregate import Factor, Spread
+from .aggregate import Factor, Spread, times
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -34,10 +34,7 @@ def _spread(s: Spread | None, digits: int = 0) -> str:
 
 
 def _factor(f: Factor | None) -> str:
-    if f is None:
-        return "—"
-    ci = f" (CI {f.ci[0]:.2f}–{f.ci[1]:.2f})" if f.ci else " (one run: no CI)"
-    return f"{f.value:.2f}×{ci}"
+    return "—" if f is None else f.cell()
 
 
 def _cell(text: Any) -> str:
@@ -54,6 +51,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env.filters.update(num=_num, spread=_spread, factor=_factor, cell=_cell, quote=_quote,
+                       factor_only=lambda v: times(v) if v >= 1 else f"{times(1 / v)} slower",
                        med=lambda s: s.median if s is not None else None)
     return env
 

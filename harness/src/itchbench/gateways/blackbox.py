@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import hops, logs
+from ..analysis.trend import Trend
 from ..captures.inspect import gateway_feed_args
 from ..tools import run_tool
 
@@ -249,7 +250,10 @@ def wire_to_wire(events: pd.DataFrame, send_log: Path) -> dict[str, Any] | None:
     found = (at < seq.size) & (seq[np.minimum(at, seq.size - 1)] == e["seq"].to_numpy())
     t = e["t_recv"].to_numpy()[found]
     due, called = intended[at[found]], sent[at[found]]
+    trend = Trend()
+    trend.add(due, t - due)
     return {"events": int(found.sum()), "not_matched": int((~found).sum()),
-            "from_intended": _stats(t - due), "from_sent": _stats(t - called),
+            "from_intended": {**_stats(t - due), **trend.result()}, "from_sent": _stats(t - called),
+            "first_due_ns": int(intended.min()) if intended.size else 0, "last_received_ns": int(t.max()) if t.size else 0,
             "hops": [{"hop": name, "words": words, **_stats(d)}
                      for (name, words), d in zip(HOPS, (called - due, t - called))]}

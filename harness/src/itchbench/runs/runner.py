@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import paths
 from ..analysis import report
+from ..capacity import record as capacity_record
 from ..captures import faults
 from ..captures.fixtures import sha256_of
 from ..captures.inspect import check_capture
@@ -96,7 +97,7 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
         reconcile.write_summary(run, failure)
         if (run.dir / "gateway.json").exists() or values["gateway_file"]:
             try:
-                report.build(run.dir)
+                report.build(run.dir, closing=capacity_record.run_section)
             except Exception as e:  # noqa: BLE001 - the verdict stands; the report's absence is said
                 run.say(f"  report not written: {type(e).__name__}: {e}")
     if interrupted is not None:

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import rundir
+from ..capacity import sweep as capacity_sweep
+from ..capacity import targets as capacity_targets
 
 
 class ScenarioError(ValueError):
@@ -262,6 +264,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
                            "latency log records: compact (version 5, ~20 bytes a message) or wide (version 4, 24 "
                            "bytes and 8 a stamp; for tools that read version 4)"),
     },
+    "targets": capacity_targets.schema(),
+    "sweep": capacity_sweep.schema(),
     "microbench": {
         "binaries": (list, [], _benchmarks, "Google Benchmark binaries of the gateway's own build, run after "
                      "the transport; their JSON goes into the run (microbench/)"),
@@ -281,6 +285,14 @@ class Configuration:
     label: str  # scenario name plus matrix values
     values: dict[str, Any]
     source: Path
+    step: int | None = None  # a sweep's step (0 the lightest), None outside a sweep
+    base_label: str = ""     # a sweep step's configuration label without the step
+    step_value: Any = None   # the swept key's value at this step
+
+    @property
+    def swept(self) -> str:
+        """The configuration a sweep step belongs to (its own label outside a sweep)."""
+        return self.base_label or self.label
 
     @property
     def capture(self) -> Path:
@@ -386,6 +398,12 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
     if out["replay"]["multicast"] and out["replay"]["sender"] != "udp-replay":
         raise ScenarioError(f"{origin}: replay.multicast needs replay.sender = \"udp-replay\" (tcpreplay sends the "
                             "capture's frames rewritten for unicast to the namespace's loopback)")
+    sweep, targets = out["sweep"], capacity_targets.set_targets(out)
+    if sweep["key"] and set(targets) - {"saturation_msg_s"}:
+        raise ScenarioError(f"{origin}: in a sweep, targets judge saturation_msg_s only (its steps are bounded by "
+                            f"sweep.p99_us and sweep.max_slope_us_per_s); drop {sorted(set(targets) - {'saturation_msg_s'})}")
+    if "saturation_msg_s" in targets and not sweep["key"]:
+        raise ScenarioError(f"{origin}: targets.saturation_msg_s is judged on a sweep: it needs sweep.key")
     if len(out["subscriber_modes"]) > out["subscribers"]:
         raise ScenarioError(f"{origin}: subscriber_modes names {len(out['subscriber_modes'])} subscribers "
                             f"but subscribers = {out['subscribers']}")
@@ -475,8 +493,27 @@ def load(path: Path | str) -> list[Configuration]:
                 values["gateway_file"] = str((path.parent / values["gateway_file"]).resolve())
                 check_gateway_file(values, str(path))
             label = (entry_label or values["name"]) + "".join(f"-{k.split('.')[-1]}={v}" for k, v in zip(keys, combo))
-            configs.append(Configuration(values["name"], label, values, path.resolve()))
+            configs.extend(_sweep_steps(Configuration(values["name"], label, values, path.resolve()), str(path)))
     return configs
+
+
+def _sweep_steps(config: Configuration, origin: str) -> list[Configuration]:
+    """The configuration itself, or one configuration a step of its sweep (label KEY=VALUE appended)."""
+    sweep = config.values["sweep"]
+    if not sweep["key"]:
+        return [config]
+    try:
+        steps = capacity_sweep.values_of(sweep, f"{origin} [{config.label}]")
+    except ValueError as e:
+        raise ScenarioError(str(e)) from e
+    out = []
+    for i, value in enumerate(steps):
+        values = copy.deepcopy(config.values)
+        _set_path(values, sweep["key"], value)
+        values = _resolve(values, f"{origin} [{config.label}, sweep step {sweep['key']}={value}]")
+        label = f"{config.label}-{sweep['key'].split('.')[-1]}={value}"
+        out.append(Configuration(config.scenario, label, values, config.source, i, config.label, value))
+    return out
 
 
 def _configuration_entries(entries: Any, path: Path) -> list[tuple[str, dict[str, Any]]]:

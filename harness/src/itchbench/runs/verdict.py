@@ -280,13 +280,15 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
 
 
-def closing_line(statuses: list[str]) -> str:
-    """The closing line of a scenario: how many runs ended which way."""
+def closing_line(statuses: list[str], targets_failed: int = 0) -> str:
+    """The closing line of a scenario: how many runs ended which way, and how many configurations failed a
+    target (capacity/targets.py)."""
     counts = {s: statuses.count(s) for s in EXIT if statuses.count(s)}
     ok = sum(n for s, n in counts.items() if EXIT[s] == 0)
     listing = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in counts.items())
-    verdict = "ok" if ok == len(statuses) and statuses else "FAILED"
-    return f"{len(statuses)} run(s): {listing or 'none'} — {verdict}"
+    verdict = "ok" if ok == len(statuses) and statuses and not targets_failed else "FAILED"
+    missed = f"; targets not met by {targets_failed} configuration(s)" if targets_failed else ""
+    return f"{len(statuses)} run(s): {listing or 'none'}{missed} — {verdict}"
 
 
 def exit_status(statuses: list[str]) -> int:

@@ -1,0 +1,119 @@
+"""Load sweeps ([sweep], docs/capacity.md): one parameter stepped up, each
+step a set of interleaved runs, until the gateway saturates. A step is past
+saturation when, on the median of its runs:
+
+    lost      a run lost messages (its verdict is not an exact one)
+    behind    latency from the intended send grows through the run faster
+              than max_slope_us_per_s (the gateway falls behind: it queues)
+    p99       p99 passes the bound p99_us
+
+The sweep of a configuration stops at its first such step; the steps before
+it stay. Its saturation is the highest throughput achieved on a step that
+met every bound; its knee the first step whose p99 is more than KNEE_RISE
+times the p99 of the lightest step."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+KNEE_RISE = 2.0
+
+# Keys a sweep may step: a number of the scenario that shapes the load.
+SWEEPABLE = {
+    "replay.pps": int, "replay.multiplier": float, "subscribers": int, "shm_subscribers": int,
+    "mqtt.subscribers": int, "kafka.subscribers": int, "replay.batch": int,
+}
+
+
+def schema() -> dict[str, tuple[type, Any, Any, str]]:
+    def key_ok(v: str) -> bool | str:
+        return v == "" or v in SWEEPABLE or f"must be one of {', '.join(SWEEPABLE)}"
+
+    def steps_ok(v: list) -> bool | str:
+        return all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v) or \
+            "must be positive numbers"
+    return {
+        "key": (str, "", key_ok, "the parameter stepped: " + ", ".join(SWEEPABLE) + " (\"\": no sweep)"),
+        "steps": (list, [], steps_ok, "its values, in order; or start, factor and end"),
+        "start": (float, 0.0, lambda v: v >= 0 or "must be 0 or more", "a geometric range: the first value"),
+        "factor": (float, 2.0, lambda v: v > 1 or "must be more than 1", "each step this times the last"),
+        "end": (float, 0.0, lambda v: v >= 0 or "must be 0 or more", "the last value at most"),
+        "stop_on_loss": (bool, True, None, "a step that lost messages is past saturation"),
+        "p99_us": (float, -1.0, lambda v: v == -1 or v > 0 or "must be positive (-1: none)",
+                   "a step whose p99 latency passes this is past saturation (-1: no bound)"),
+        "max_slope_us_per_s": (float, 10_000.0, lambda v: v > 0 or "must be positive",
+                               "a step whose latency grows faster than this through the run has fallen behind "
+                               "(10,000 µs/s: 1 % more offered than served)"),
+    }
+
+
+def values_of(sweep: dict[str, Any], where: str) -> list[int | float]:
+    """The steps of a sweep table, typed as its key; ValueError when it names none."""
+    typ = SWEEPABLE[sweep["key"]]
+    if sweep["steps"]:
+        raw = list(sweep["steps"])
+    elif sweep["start"] > 0 and sweep["end"] >= sweep["start"]:
+        raw, v = [], sweep["start"]
+        while v <= sweep["end"] * (1 + 1e-9):
+            raw.append(v)
+            v *= sweep["factor"]
+    else:
+        raise ValueError(f"{where}: sweep.key = {sweep['key']!r} needs sweep.steps, or sweep.start and sweep.end "
+                         "(start ≤ end)")
+    out: list[int | float] = []
+    for v in raw:
+        t = typ(round(v)) if typ is int else typ(v)
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def _median(measures: list[dict[str, Any]], key: str) -> float:
+    values = [float(m[key]) for m in measures if key in m and not math.isnan(float(m[key]))]
+    return statistics.median(values) if values else math.nan
+
+
+def past_saturation(sweep: dict[str, Any], measures: list[dict[str, Any]]) -> list[str]:
+    """Why a step is past saturation ([] when it met every bound), from its runs' measures."""
+    why = []
+    if sweep["stop_on_loss"]:
+        bad = [m for m in measures if m["status"] not in ("lossless", "faults_accounted", "recovered", "joined")]
+        if bad:
+            lost = [m["lost_messages"] for m in bad if m.get("lost_messages")]
+            why.append(f"lost: {len(bad)} of {len(measures)} runs " +
+                       (f"lost {max(lost):,} messages at most" if lost else f"ended {bad[0]['status'].upper()}"))
+    slope = _median(measures, "slope_us_per_s")
+    if not math.isnan(slope) and slope > sweep["max_slope_us_per_s"]:
+        why.append(f"behind: latency grew {slope:,.0f} µs/s through the run (bound {sweep['max_slope_us_per_s']:,.0f})")
+    p99 = _median(measures, "p99_us")
+    if sweep["p99_us"] > 0 and not math.isnan(p99) and p99 > sweep["p99_us"]:
+        why.append(f"p99: {p99:,.1f} µs > {sweep['p99_us']:,.1f} µs")
+    return why
+
+
+def step_row(value: Any, measures: list[dict[str, Any]], why: list[str]) -> dict[str, Any]:
+    """One point of the curve: medians of the step's runs."""
+    keys = ("offered_msg_s", "throughput_msg_s", "p50_us", "p99_us", "p999_us", "max_us", "mean_us", "loss",
+            "slope_us_per_s", "cpu_pct", "rss_mb")
+    row: dict[str, Any] = {"value": value, "runs": len(measures), **{k: _median(measures, k) for k in keys}}
+    row["past_saturation"] = why
+    row["latency_measure"] = measures[0]["latency_measure"] if measures else ""
+    return row
+
+
+def conclusions(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Saturation (the highest throughput of a step within every bound), the knee, and whether the sweep reached
+    saturation at all."""
+    within = [r for r in rows if not r["past_saturation"]]
+    best = max(within, key=lambda r: r["throughput_msg_s"] if not math.isnan(r["throughput_msg_s"]) else -1,
+               default=None)
+    base_p99 = rows[0]["p99_us"] if rows else math.nan
+    knee = next((r for r in rows[1:] if not math.isnan(base_p99) and r["p99_us"] > KNEE_RISE * base_p99), None)
+    return {"saturation_msg_s": best["throughput_msg_s"] if best else math.nan,
+            "saturation_value": best["value"] if best else None,
+            "reached": any(r["past_saturation"] for r in rows),
+            "first_past": next((r for r in rows if r["past_saturation"]), None),
+            "knee_value": knee["value"] if knee else None,
+            "knee_offered_msg_s": knee["offered_msg_s"] if knee else math.nan}

@@ -1,0 +1,174 @@
+"""Targets, sweeps and the measures under them (docs/capacity.md). Expected values are hand calculations or numpy's
+own fit, not the code under test; the live cases run real scenarios through `itchbench run` and check what it
+prints, exits with and records against the runs' own summaries."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from itchbench import paths, rundir
+from itchbench.analysis.trend import Trend
+from itchbench.capacity import sweep, targets
+from itchbench.documents.aggregate import Factor, times
+from itchbench.runs import scenario
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+SEED = paths.repo_root() / "fixtures" / "seed-workload.pcap"
+
+
+def test_trend_slope_is_numpys_least_squares_fit_over_chunks():
+    rng = np.random.default_rng(5)
+    due = np.sort(rng.integers(10**12, 10**12 + 3 * 10**9, 50_000))
+    latency = 40_000 + 0.002 * (due - due[0]) + rng.normal(0, 3_000, due.size)  # 2 ms a second
+    t = Trend()
+    for part in np.array_split(np.arange(due.size), 7):
+        t.add(due[part], latency[part].astype(np.int64))
+    slope, _ = np.polyfit((due - due[0]) / 1e9, latency.astype(np.int64) / 1e3, 1)
+    got = t.result()
+    assert got["slope_us_per_s"] == pytest.approx(slope, rel=1e-6)
+    assert got["span_s"] == pytest.approx((due[-1] - due[0]) / 1e9)
+    assert Trend().result() == {}
+
+
+def _m(**kw):
+    return [{"status": "lossless", "lost_messages": 0, **{k: v[i] for k, v in kw.items()}}
+            for i in range(len(next(iter(kw.values()))))]
+
+
+def test_targets_are_judged_on_the_median_with_the_runs_spread():
+    runs = _m(p99_us=[90.0, 118.0, 130.0], throughput_msg_s=[5e5, 6e5, 7e5], loss=[0.0, 0.0, 0.0],
+              cpu_pct=[math.nan] * 3)
+    judged = {j.key: j for j in targets.judge({"p99_us": 100.0, "throughput_msg_s": 4e5, "loss": 0.0,
+                                               "cpu_pct": 50.0, "p50_us": 10.0}, runs)}
+    assert judged["p99_us"].status == "UNDECIDED" and judged["p99_us"].median == 118.0
+    assert judged["throughput_msg_s"].status == "MET" and judged["loss"].status == "MET"
+    assert judged["cpu_pct"].status == "NOT MEASURED" and judged["p50_us"].status == "NOT MEASURED"
+    assert targets.judge({"p99_us": 80.0}, runs)[0].status == "MISSED"
+    assert targets.judge({"throughput_msg_s": 8e5}, runs)[0].status == "MISSED"
+    one = targets.judge({"p99_us": 100.0}, _m(p99_us=[118.0]))
+    assert one[0].status == "MISSED"
+    assert targets.headline(one) == "TARGET MISSED: p99 latency 118.0 µs > 100.0 µs"
+    assert targets.headline(targets.judge({"p99_us": 200.0}, runs)) == "TARGETS MET: 1 of 1"
+    assert not targets.passed(list(judged.values()), allow_undecided=True)  # NOT MEASURED is never a pass
+    assert targets.passed(targets.judge({"p99_us": 100.0}, runs), allow_undecided=True)
+    assert not targets.passed(targets.judge({"p99_us": 100.0}, runs))
+
+
+def test_sweep_steps_saturation_and_knee():
+    bounds = {"key": "replay.pps", "steps": [], "start": 10_000.0, "factor": 4.0, "end": 700_000.0,
+              "stop_on_loss": True, "p99_us": 500.0, "max_slope_us_per_s": 10_000.0}
+    assert sweep.values_of(bounds, "x") == [10_000, 40_000, 160_000, 640_000]
+    assert sweep.values_of({**bounds, "steps": [3, 1.6, 3]}, "x") == [3, 2]  # typed as the key, each once
+    with pytest.raises(ValueError):
+        sweep.values_of({**bounds, "start": 0.0}, "x")
+    ok = _m(p99_us=[40.0, 60.0], slope_us_per_s=[5.0, -3.0])
+    assert sweep.past_saturation(bounds, ok) == []
+    assert sweep.past_saturation(bounds, _m(p99_us=[40.0, 600.0, 700.0], slope_us_per_s=[0.0] * 3)) == \
+        ["p99: 600.0 µs > 500.0 µs"]
+    behind = sweep.past_saturation(bounds, _m(p99_us=[40.0], slope_us_per_s=[250_000.0]))
+    assert behind and behind[0].startswith("behind: latency grew 250,000 µs/s")
+    lost = [{"status": "lost", "lost_messages": 12, "p99_us": 40.0}]
+    assert sweep.past_saturation(bounds, lost) == ["lost: 1 of 1 runs lost 12 messages at most"]
+    rows = [{"value": v, "throughput_msg_s": t, "offered_msg_s": v, "p99_us": p, "past_saturation": w}
+            for v, t, p, w in [(1, 1e4, 50.0, []), (2, 4e4, 90.0, []), (3, 1.5e5, 120.0, []),
+                               (4, 2e5, 900.0, ["p99"])]]
+    c = sweep.conclusions(rows)
+    assert (c["saturation_value"], c["saturation_msg_s"], c["knee_value"]) == (3, 1.5e5, 3)  # 120 > 2 × 50
+    assert c["reached"] and c["first_past"]["value"] == 4
+
+
+def test_factors_read_as_people_read_them():
+    assert times(1110.4) == "1,110×" and times(12.34) == "12.3×" and times(1.184) == "1.18×"
+    assert Factor(1 / 1110.4, None).cell() == "1,110× slower (one run: no CI)"
+    assert Factor(2.0, (1.8, 2.2)).cell() == "2.00× (CI 1.80–2.20)"
+    assert Factor(0.5, (0.4, 0.625)).cell() == "2.00× slower (CI 1.60–2.50)"
+    assert Factor(1 / 1110.4, None).phrase("p99", "B").startswith("1,110× higher p99 than B")
+
+
+def _scenario(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "s.toml"
+    path.write_text(f'name = "cap"\ncapture = "{SEED}"\n' + text)
+    return path
+
+
+def test_scenarios_expand_sweeps_and_refuse_what_cannot_be_judged(tmp_path):
+    configs = scenario.load(_scenario(tmp_path, 'transport = "udp"\n[replay]\nsender = "udp-replay"\nrate = "pps"\n'
+                                                '[sweep]\nkey = "replay.pps"\nsteps = [1000, 4000]\n'))
+    assert [(c.label, c.step, c.swept, c.values["replay"]["pps"]) for c in configs] == \
+        [("cap-pps=1000", 0, "cap", 1000), ("cap-pps=4000", 1, "cap", 4000)]
+    with pytest.raises(scenario.ScenarioError, match="saturation_msg_s only"):
+        scenario.load(_scenario(tmp_path, 'transport = "udp"\n[sweep]\nkey = "replay.pps"\nsteps = [1]\n'
+                                          '[targets]\np99_us = 10\n'))
+    with pytest.raises(scenario.ScenarioError, match="needs sweep.key"):
+        scenario.load(_scenario(tmp_path, 'transport = "sim"\n[targets]\nsaturation_msg_s = 10\n'))
+    with pytest.raises(scenario.ScenarioError, match="targets.p99_us"):
+        scenario.load(_scenario(tmp_path, 'transport = "sim"\n[targets]\np99_us = -5\n'))
+    plain = scenario.load(_scenario(tmp_path, 'transport = "sim"\n'))[0]
+    judged = scenario.load(_scenario(tmp_path, 'transport = "sim"\n[targets]\np99_us = 5\n'))[0]
+    assert plain.hash() == judged.hash()  # a target judges the workload; it is not another one
+
+
+def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "itchbench.cli", "run", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_a_missed_target_fails_the_run_and_one_at_the_median_is_undecided(tmp_path):
+    first = _run([str(_scenario(tmp_path, 'transport = "sim"\nrepetitions = 3\n[targets]\np99_us = 1_000_000\n'
+                                          'p50_us = 0.001\n')), "--out", str(tmp_path / "a")])
+    assert first.returncode == 1, first.stdout
+    summaries = [rundir.read_json(d / "summary.json") for d in sorted((tmp_path / "a").glob("*/"))]
+    p50s = sorted(s["latency"]["stages"]["receive_to_book"]["p50"] / 1e3 for s in summaries)
+    line = next(x for x in first.stdout.splitlines() if x.startswith("cap: TARGET MISSED: p50 latency "))
+    assert line.endswith(" µs > 0.001 µs") and "p99" not in line
+    assert "targets not met by 1 configuration(s) — FAILED" in first.stdout
+    record = json.loads(next((tmp_path / "a").glob("capacity-cap-*.json")).read_text())
+    rows = {r["key"]: r for r in record["configurations"][0]["targets"]}
+    assert rows["p99_us"]["status"] == "MET" and rows["p50_us"]["status"] == "MISSED"
+    assert rows["p50_us"]["median"] == pytest.approx(statistics.median(p50s))
+
+    at_median = str(_scenario(tmp_path, f'transport = "sim"\nrepetitions = 3\n[targets]\n'
+                                        f'p50_us = {statistics.median(p50s)}\n'))
+    second = _run([at_median, "--out", str(tmp_path / "b")])
+    again = sorted(rundir.read_json(d / "summary.json")["latency"]["stages"]["receive_to_book"]["p50"] / 1e3
+                   for d in sorted((tmp_path / "b").glob("*/")))
+    lo, hi, target = again[0], again[-1], statistics.median(p50s)
+    expected = "MET" if hi <= target else "MISSED" if lo > target else "UNDECIDED"
+    assert f"TARGET {expected}" in second.stdout or (expected == "MET" and "TARGETS MET" in second.stdout)
+    assert second.returncode == (0 if expected == "MET" else 1)
+    if expected == "UNDECIDED":
+        third = _run([at_median, "--out", str(tmp_path / "c"), "--allow-undecided"])
+        assert "UNDECIDED" in third.stdout or "MET" in third.stdout
+
+
+@needs_root
+def test_a_sweep_stops_at_the_first_step_past_its_bound_and_keeps_the_steps_before(tmp_path):
+    common = ('transport = "udp"\n[replay]\nsender = "udp-replay"\nrate = "pps"\n[sweep]\nkey = "replay.pps"\n'
+              'steps = [2000, 4000, 8000]\n')
+    stopped = _run([str(_scenario(tmp_path, common + "p99_us = 0.5\n")), "--out", str(tmp_path / "s")])
+    assert stopped.returncode == 0, stopped.stdout  # a sweep past saturation is what it is for: not a failure
+    assert len(list((tmp_path / "s").glob("*-cap-pps=*"))) == 1
+    assert "past saturation at replay.pps = 2000: p99:" in stopped.stdout
+    assert "SWEEP cap: no step of replay.pps within every bound" in stopped.stdout
+
+    whole = _run([str(_scenario(tmp_path, common + "max_slope_us_per_s = 1e12\n[targets]\n"
+                                               "saturation_msg_s = 1e9\n")), "--out", str(tmp_path / "w")])
+    assert whole.returncode == 1 and "TARGET MISSED: saturation" in whole.stdout, whole.stdout
+    assert "saturation not reached: the last step met every bound" in whole.stdout
+    record = json.loads(next((tmp_path / "w").glob("capacity-cap-*.json")).read_text())
+    steps = record["sweeps"]["cap"]["steps"]
+    assert [s["value"] for s in steps] == [2000, 4000, 8000]
+    for s in steps:  # each step's offered rate is the send log's own: messages over the span of their due times
+        run = tmp_path / "w" / s["run_dirs"][0]
+        summary = rundir.read_json(run / "summary.json")
+        assert s["offered_msg_s"] == pytest.approx(s["value"], rel=0.02)  # one message a packet in this capture
+        assert summary["verdict"]["status"] == "lossless"
