@@ -29,7 +29,7 @@ void copy_padded(char* dst, size_t n, const std::string& s) {
 }  // namespace
 
 MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size, size_t marker_offset,
-                 const LogIdentity& id, size_t reserve_bytes, size_t limit_bytes)
+                 const LogIdentity& id, size_t reserve_bytes, size_t limit_bytes, bool provisioned)
     : path_(path), limit_(limit_bytes), record_size_(record_size), marker_offset_(marker_offset), stages_(id.stages) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail(path, "open");
@@ -70,7 +70,7 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
   copy_padded(h.commit, sizeof h.commit, id.commit);
   std::memcpy(base_, &h, sizeof h);
   if (kind == logfmt::Kind::kLatency) std::memcpy(base_ + sizeof h, &id.clock_line, sizeof id.clock_line);
-  provisioner_ = std::thread([this] { provision(); });
+  if (provisioned) provisioner_ = std::thread([this] { provision(); });
 }
 
 bool MmapLog::grow_locked() {

@@ -57,8 +57,10 @@ class MmapLog {
   // marker_offset: where in a record its written marker (flags byte) is.
   // reserve_bytes: the address space mapped at first (a guess: the log grows past it);
   // limit_bytes: the file never grows past this (records beyond are dropped and counted).
+  // provisioned: run the provisioning thread; without it the writer grows the file itself and takes the first-touch
+  // faults (a slow writer's choice: hundreds of logs in one process must not be hundreds of waking threads).
   MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size, size_t marker_offset, const LogIdentity& id,
-          size_t reserve_bytes = kDefaultReserveBytes, size_t limit_bytes = kNoLimit);
+          size_t reserve_bytes = kDefaultReserveBytes, size_t limit_bytes = kNoLimit, bool provisioned = true);
   ~MmapLog();  // closes (finalizes) if close() was not called
   MmapLog(const MmapLog&) = delete;
   MmapLog& operator=(const MmapLog&) = delete;
@@ -141,8 +143,8 @@ class RecordLog {
   static constexpr size_t kTailWords = 5;
   RecordLog(const std::string& path, logfmt::Kind kind, const LogIdentity& id,
             size_t reserve_bytes = MmapLog::kDefaultReserveBytes, size_t record_size = sizeof(Record),
-            size_t limit_bytes = MmapLog::kNoLimit)
-      : log_(path, kind, checked(record_size), offsetof(Record, flags), id, reserve_bytes, limit_bytes) {}
+            size_t limit_bytes = MmapLog::kNoLimit, bool provisioned = true)
+      : log_(path, kind, checked(record_size), offsetof(Record, flags), id, reserve_bytes, limit_bytes, provisioned) {}
 
   // The next record's place, to fill field by field and then commit(). Its
   // bytes are zero (the log hands out only fresh file space, written with

@@ -14,11 +14,12 @@ std::string with_suffix(const std::string& path, const char* suffix) {
   return (has ? path.substr(0, dot) : path) + suffix;
 }
 
-SubscriberOutput::SubscriberOutput(const std::string& out)
+SubscriberOutput::SubscriberOutput(const std::string& out, size_t reserve_bytes, bool pooled)
     : info_path_(with_suffix(out, ".json")),
       frames_(std::fopen(out.c_str(), "wb")),
       receipts_(with_suffix(out, ".recv"), logfmt::Kind::kSubscriber,
-                LogIdentity{logfmt::StageClock::kMonotonic, logfmt::OriginClock::kNone, "", ""}, size_t(1) << 30) {
+                LogIdentity{logfmt::StageClock::kMonotonic, logfmt::OriginClock::kNone, "", ""}, reserve_bytes,
+                sizeof(logfmt::SubscriberRecord), MmapLog::kNoLimit, !pooled) {
   if (!frames_) throw std::runtime_error(out + ": " + std::strerror(errno));
 }
 

@@ -20,7 +20,10 @@ std::string with_suffix(const std::string& path, const char* suffix);
 
 class SubscriberOutput {
  public:
-  explicit SubscriberOutput(const std::string& out);  // throws naming the file
+  // reserve_bytes: the receive log's first mapping (it grows past it). pooled: one of hundreds in a process, whose
+  // receive logs have no provisioning thread each (MmapLog).
+  explicit SubscriberOutput(const std::string& out, size_t reserve_bytes = size_t(1) << 30,
+                            bool pooled = false);  // throws naming the file
   ~SubscriberOutput();
   SubscriberOutput(const SubscriberOutput&) = delete;
   SubscriberOutput& operator=(const SubscriberOutput&) = delete;

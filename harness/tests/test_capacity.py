@@ -78,11 +78,11 @@ def test_sweep_steps_saturation_and_knee():
     assert behind and behind[0].startswith("behind: latency grew 250,000 µs/s")
     lost = [{"status": "lost", "lost_messages": 12, "p99_us": 40.0}]
     assert sweep.past_saturation(bounds, lost) == ["lost: 1 of 1 runs lost 12 messages at most"]
-    rows = [{"value": v, "throughput_msg_s": t, "offered_msg_s": v, "p99_us": p, "past_saturation": w}
+    rows = [{"value": v, "throughput_msg_s": t, "offered_msg_s": v, "p50_us": p, "past_saturation": w}
             for v, t, p, w in [(1, 1e4, 50.0, []), (2, 4e4, 90.0, []), (3, 1.5e5, 120.0, []),
                                (4, 2e5, 900.0, ["p99"])]]
     c = sweep.conclusions(rows)
-    assert (c["saturation_value"], c["saturation_msg_s"], c["knee_value"]) == (3, 1.5e5, 3)  # 120 > 2 × 50
+    assert (c["saturation_value"], c["saturation_msg_s"], c["knee_value"]) == (3, 1.5e5, 3)  # p50 120 > 2 × 50
     assert c["reached"] and c["first_past"]["value"] == 4
 
 
@@ -172,3 +172,27 @@ def test_a_sweep_stops_at_the_first_step_past_its_bound_and_keeps_the_steps_befo
         summary = rundir.read_json(run / "summary.json")
         assert s["offered_msg_s"] == pytest.approx(s["value"], rel=0.02)  # one message a packet in this capture
         assert summary["verdict"]["status"] == "lossless"
+
+
+@needs_root
+def test_hundreds_of_subscribers_are_one_process_and_each_fast_one_gets_every_frame(tmp_path):
+    from itchbench.runs import runner
+    from live_helpers import config
+    values = {**config(SEED, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 20_000}),
+              "subscribers": 200, "subscriber_modes": ["stuck"]}
+    run = runner.execute(values, "fan", root=tmp_path / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    pool = s["transport_details"]["subscriber_pool"]
+    assert pool["connections"] == 200 and pool["reads"] > 0
+    bbo = (run / "bbo.bbo").read_bytes()
+    log_body = bbo[-1123 * 48:]  # the gateway's BBO log: its 1,123 events after the header (fixture golden)
+    for k in (1, 57, 199):  # fast ones: every frame, byte for byte, in order
+        assert (run / f"subscriber-{k}.bbo").read_bytes() == log_body
+        info = json.loads((run / f"subscriber-{k}.json").read_text())
+        assert info["ended"] == "end of stream" and info["frames"] == 1123
+    stuck = json.loads((run / "subscriber-0.json").read_text())
+    assert stuck["frames"] == 0 and stuck["local_ports"]
+    report = (run / "report.md").read_text()
+    assert "### Subscribers by rank (199 with events)" in report
+    assert report.count("### BBO events, to subscriber ") == 8

@@ -28,6 +28,7 @@ _TOOL_DIRS = {
     "pcap-feed": "gateway",
     "process-meter": "gateway",
     "bbo-shm-subscriber": "gateway",
+    "bbo-tcp-subscribers": "gateway",
     "bbo-mqtt-subscriber": "gateway",
     "bbo-kafka-subscriber": "gateway",
     "itch-synth": "replay",

@@ -126,7 +126,10 @@ class ChainReader:
         elif (run_dir / "tcpreplay.txt").is_file():
             self.sender = "tcpreplay"
         self._subs: list[tuple[str, np.ndarray, np.ndarray]] = []
-        for path in sorted(run_dir.glob("subscriber-*.recv")):
+        def number(path: Path) -> tuple[int, str]:
+            name = path.stem.split("-", 1)[1]
+            return (int(name), "") if name.isdigit() else (1 << 62, name)
+        for path in sorted(run_dir.glob("subscriber-*.recv"), key=number):
             sub = logs.read_log(path, logs.KIND_SUBSCRIBER).records
             keys, first = np.unique(sub["seq"].astype(np.int64), return_index=True)
             self._subs.append((f"t_sub_{path.stem.split('-', 1)[1]}", keys, sub["t_received"].astype(np.int64)[first]))
@@ -179,6 +182,9 @@ def chain_to_book(present: set[str] | list[str]) -> list[str]:
     return stamps[: stamps.index("t_book") + 1] if "t_book" in stamps else []
 
 
+FULL_SUBSCRIBER_CHAINS = 8  # subscribers whose every hop is tabled (in the order of their numbers)
+
+
 class HopTables:
     """Hop-by-hop tables and the coordinated-omission table, accumulated a
     chunk of chain columns at a time in exact histograms (analysis/histogram.py),
@@ -192,8 +198,12 @@ class HopTables:
         if len(self.chains["t_book"]) < 2:
             raise ValueError(f"no hop to the book among the stamps {stamps}")
         if "t_published" in stamps:
-            for sub in subscribers:
-                self.chains[sub] = stamps[: stamps.index("t_published") + 1] + [sub]
+            to_published = stamps[: stamps.index("t_published") + 1]
+            for k, sub in enumerate(subscribers):
+                # Every hop for the first few; for the rest, where they differ: the gateway to published as one
+                # hop, then theirs. Hundreds of subscribers then cost three histograms each, not a dozen.
+                short = list(dict.fromkeys([to_published[0], "t_published"]))
+                self.chains[sub] = (to_published if k < FULL_SUBSCRIBER_CHAINS else short) + [sub]
         # Per chain, each hop and its cumulative latency from the chain's start. The first hop is its own
         # cumulative, and the last cumulative is the end-to-end figure: one histogram serves both.
         self._hops: dict[str, list[tuple[KeyedHistogram, KeyedHistogram]]] = {}

@@ -115,8 +115,10 @@ def _hops_section(run_dir: Path, summary: dict[str, Any],
             continue
         name = col[len("t_sub_"):]
         sub_md, rows = _hop_rows(sub_table)
-        md += [f"### BBO events, to subscriber {name} ({modes.get(col, 'fast')})", ""] + sub_md + [""]
+        if len(out["to_subscriber"]) < hops.FULL_SUBSCRIBER_CHAINS:
+            md += [f"### BBO events, to subscriber {name} ({modes.get(col, 'fast')})", ""] + sub_md + [""]
         out["to_subscriber"][name] = rows
+    md += _rank_section(out["to_subscriber"], modes)
     co = tables.coordinated_omission()
     if len(co) > 1:
         md += ["### Coordinated omission", "",
@@ -129,6 +131,33 @@ def _hops_section(run_dir: Path, summary: dict[str, Any],
         out["coordinated_omission"] = [{k: (r[k] if k == "measure" else round(float(r[k]), 3)) for k in co.columns}
                                        for _, r in co.iterrows()]
     return md, out
+
+
+RANKS = (("fastest", 0.0), ("10th %", 0.1), ("25th %", 0.25), ("median", 0.5), ("75th %", 0.75), ("90th %", 0.9),
+         ("slowest", 1.0))
+
+
+def _rank_section(to_subscriber: dict[str, list[dict[str, Any]]], modes: dict[str, str]) -> list[str]:
+    """Subscribers ranked by the p99 of their own hop (published → received): what the fastest, the typical and
+    the slowest one saw. Past a handful, this is the table to read; every subscriber's rows are in summary.json."""
+    ranked = []
+    for name, rows in to_subscriber.items():
+        own = next((r for r in rows if str(r["hop"]).startswith(f"subscriber {name} ")), None)
+        if own is not None:
+            ranked.append((own["p99"], name, own, rows[-1]))
+    if len(ranked) < 3:
+        return []
+    ranked.sort(key=lambda x: (x[0], x[1]))
+    md = [f"### Subscribers by rank ({len(ranked)} with events)", "",
+          "Ranked by the p99 of their own hop, published → received; end to end is from the chain's first stamp. "
+          f"The first {hops.FULL_SUBSCRIBER_CHAINS} have every hop above.", "",
+          "| rank | subscriber | mode | p50 | p99 | p99.9 | end-to-end p50 | end-to-end p99 |",
+          "|---|---:|---|---:|---:|---:|---:|---:|"]
+    for words, q in RANKS:
+        _, name, own, whole = ranked[round(q * (len(ranked) - 1))]
+        md.append(f"| {words} | {name} | {modes.get(f't_sub_{name}', 'fast')} | {_ns(own['p50'])} | {_ns(own['p99'])} | "
+                  f"{_ns(own['p999'])} | {_ns(whole['p50'])} | {_ns(whole['p99'])} |")
+    return md + [""]
 
 
 def _ms(ns: int) -> str:

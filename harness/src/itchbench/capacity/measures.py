@@ -99,4 +99,22 @@ def of_run(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
         out["cpu_pct"] = NAN
         out["cpu_measure"] = "not measured"
     out["messages"] = expected
+    out.update(_subscribers(summary))
     return out
+
+
+def _subscribers(summary: dict[str, Any]) -> dict[str, Any]:
+    """The TCP and ring subscribers' own hop (published -> received) p99, over the fast ones: the median
+    subscriber's and the slowest's (the built-in gateway's hop tables; a black box's subscribers are not ours)."""
+    modes = {str(s["index"]): s.get("mode", "fast")
+             for s in (summary.get("transport_details") or {}).get("subscribers", [])}
+    p99s = []
+    for name, rows in ((summary.get("latency") or {}).get("hops") or {}).get("to_subscriber", {}).items():
+        own = next((r for r in rows if str(r.get("hop", "")).startswith(f"subscriber {name} ")), None)
+        if own is not None and modes.get(name, "fast") == "fast":
+            p99s.append(float(own["p99"]) / 1e3)
+    if not p99s:
+        return {"subscribers_measured": 0, "subscriber_p99_median_us": NAN, "subscriber_p99_slowest_us": NAN}
+    p99s.sort()
+    return {"subscribers_measured": len(p99s), "subscriber_p99_median_us": p99s[(len(p99s) - 1) // 2],
+            "subscriber_p99_slowest_us": p99s[-1]}

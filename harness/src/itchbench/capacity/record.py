@@ -60,6 +60,7 @@ class Capacity:
         """Each sweep's conclusion in a line; its saturation target judged on the runs of its best step."""
         lines = []
         for base, entry in self.sweeps.items():
+            sweep.memory_per_unit(entry["steps"])
             c = sweep.conclusions(entry["steps"])
             entry["conclusions"] = c
             key = entry["key"]

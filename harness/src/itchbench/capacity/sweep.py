@@ -8,9 +8,10 @@ saturation when, on the median of its runs:
     p99       p99 passes the bound p99_us
 
 The sweep of a configuration stops at its first such step; the steps before
-it stay. Its saturation is the highest throughput achieved on a step that
-met every bound; its knee the first step whose p99 is more than KNEE_RISE
-times the p99 of the lightest step."""
+it stay. Its saturation is the throughput achieved on the heaviest step
+that met every bound; its knee the first step whose p50 is more than KNEE_RISE
+times the p50 of the lightest step: where the typical message starts to
+queue (the tail moves with the machine's noise long before that)."""
 
 from __future__ import annotations
 
@@ -96,21 +97,29 @@ def past_saturation(sweep: dict[str, Any], measures: list[dict[str, Any]]) -> li
 def step_row(value: Any, measures: list[dict[str, Any]], why: list[str]) -> dict[str, Any]:
     """One point of the curve: medians of the step's runs."""
     keys = ("offered_msg_s", "throughput_msg_s", "p50_us", "p99_us", "p999_us", "max_us", "mean_us", "loss",
-            "slope_us_per_s", "cpu_pct", "rss_mb")
+            "slope_us_per_s", "cpu_pct", "rss_mb", "subscriber_p99_median_us", "subscriber_p99_slowest_us")
     row: dict[str, Any] = {"value": value, "runs": len(measures), **{k: _median(measures, k) for k in keys}}
     row["past_saturation"] = why
     row["latency_measure"] = measures[0]["latency_measure"] if measures else ""
     return row
 
 
+def memory_per_unit(rows: list[dict[str, Any]]) -> None:
+    """Each step's RSS over the first step's, per unit of the swept value (a subscribers sweep: the gateway's
+    memory per client, in KiB), into the rows as rss_per_unit_kib."""
+    first = rows[0] if rows else None
+    for r in rows:
+        grew = float(r["value"]) - float(first["value"]) if first else 0.0
+        r["rss_per_unit_kib"] = (r["rss_mb"] - first["rss_mb"]) * 1024 / grew if first and grew > 0 else math.nan
+
+
 def conclusions(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Saturation (the highest throughput of a step within every bound), the knee, and whether the sweep reached
     saturation at all."""
     within = [r for r in rows if not r["past_saturation"]]
-    best = max(within, key=lambda r: r["throughput_msg_s"] if not math.isnan(r["throughput_msg_s"]) else -1,
-               default=None)
-    base_p99 = rows[0]["p99_us"] if rows else math.nan
-    knee = next((r for r in rows[1:] if not math.isnan(base_p99) and r["p99_us"] > KNEE_RISE * base_p99), None)
+    best = within[-1] if within else None  # the heaviest load within every bound (steps go up in load)
+    base_p50 = rows[0]["p50_us"] if rows else math.nan
+    knee = next((r for r in rows[1:] if not math.isnan(base_p50) and r["p50_us"] > KNEE_RISE * base_p50), None)
     return {"saturation_msg_s": best["throughput_msg_s"] if best else math.nan,
             "saturation_value": best["value"] if best else None,
             "reached": any(r["past_saturation"] for r in rows),

@@ -1,5 +1,7 @@
-"""Committed fixtures: each regenerated from its recipe and checked by sha256,
-and its BBO stream in simulation checked against the golden digest."""
+"""Fixtures: each regenerated from its recipe and checked by sha256, and its
+BBO stream in simulation checked against the golden digest. Most are
+committed; a large one (committed = false) is made by set-up from its recipe
+and checked against the same sha256 (`itchbench fixtures ensure`)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ class Fixture:
     sha256: str
     description: str = ""
     golden: dict[str, Any] = field(default_factory=dict)
+    committed: bool = True  # false: made by set-up from the recipe (too large for the repository)
 
     @property
     def path(self) -> Path:
@@ -62,6 +65,24 @@ def regenerate(fx: Fixture, out: Path) -> Path:
     """Run the fixture's recipe, writing to out."""
     run_tool(fx.tool, [*fx.args, "--out", out])
     return out
+
+
+class FixtureError(RuntimeError):
+    """A fixture's recipe does not give the manifest's bytes."""
+
+
+def ensure(fx: Fixture) -> bool:
+    """A fixture made by set-up: made from its recipe when missing or not the manifest's bytes. True when made."""
+    if fx.path.is_file() and sha256_of(fx.path) == fx.sha256:
+        return False
+    tmp = regenerate(fx, fx.path.with_name(fx.path.name + ".new"))
+    got = sha256_of(tmp)
+    if got != fx.sha256:
+        tmp.unlink()
+        raise FixtureError(f"{fx.file}: its recipe ({fx.recipe()}) gives sha256 {got[:16]}…, the manifest says "
+                           f"{fx.sha256[:16]}…")
+    tmp.replace(fx.path)
+    return True
 
 
 def golden_of(capture: Path) -> dict[str, Any]:

@@ -11,8 +11,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="verify: regenerate each fixture from its recipe and compare sha256 with the "
                        "committed file and the manifest, then replay the committed file in simulation and "
                        "compare its BBO digest and event count with the golden ones. regenerate: rewrite "
-                       "the files, their sha256 and golden digests.")
-    f.add_argument("action", choices=["verify", "regenerate"])
+                       "the files, their sha256 and golden digests. ensure: make the fixtures that are not "
+                       "committed (too large) from their recipes, checked against the manifest's sha256 (set-up "
+                       "runs it).")
+    f.add_argument("action", choices=["verify", "regenerate", "ensure"])
     f.set_defaults(func=run)
 
 
@@ -30,6 +32,12 @@ def run(args: argparse.Namespace) -> int:
     from ..captures import fixtures
     if args.action == "verify":
         return 0 if verify_all() else 1
+    if args.action == "ensure":
+        for fx in fixtures.load_manifest():
+            if not fx.committed:
+                made = fixtures.ensure(fx)
+                print(f"{fx.file}: {'made from its recipe' if made else 'present'} (sha256 {fx.sha256[:16]}…)")
+        return 0
     updated = []
     for fx in fixtures.load_manifest():
         fixtures.regenerate(fx, fx.path)

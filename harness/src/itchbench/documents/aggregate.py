@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..analysis import stats
+from ..analysis import hops, stats
 from ..compare.statistics import bootstrap_ratio_ci
 from .collect import Configuration, RunRecord
 
@@ -270,7 +270,19 @@ def distribution_table(configs: list[Configuration]) -> list[dict[str, Any]]:
         first = subscribers_of(shown)
         kinds = {str(s["index"]): s.get("kind", "tcp")
                  for s in shown.summary.get("reconciliation", {}).get("subscribers", [])}
-        for key in first:
+        keys, names = list(first), {}
+        if len(keys) > hops.FULL_SUBSCRIBER_CHAINS:  # hundreds: the fastest, the typical and the slowest, by their own hop's p99
+            def own_p99(key: str) -> float:
+                rows = first[key]
+                return float(rows[-2]["p99"]) if len(rows) >= 2 else float("inf")
+            ordered = sorted(keys, key=lambda k: (own_p99(k), k))
+            keys = []
+            for words, q in SUBSCRIBER_RANKS:
+                key = ordered[round(q * (len(ordered) - 1))]
+                if key not in keys:
+                    keys.append(key)
+                    names[key] = f"{key} ({words} of {len(ordered)})"
+        for key in keys:
             def row(r: RunRecord, last: bool, key: str = key) -> dict[str, Any] | None:
                 rows = r.summary.get("latency", {}).get("hops", {}).get("to_subscriber", {}).get(key, [])
                 return rows[-1] if last and rows else (rows[-2] if len(rows) >= 2 else None)
@@ -278,8 +290,11 @@ def distribution_table(configs: list[Configuration]) -> list[dict[str, Any]]:
             for name, last in (("hop", False), ("end_to_end", True)):
                 cells[name] = {k: spread(run_values(c, lambda r, k=k, last=last: (row(r, last) or {}).get(k)))
                                for k in ("p50", "p99", "mean")}
-            out.append({"label": c.label, "subscriber": key, "kind": kinds.get(key, "tcp"), **cells})
+            out.append({"label": c.label, "subscriber": names.get(key, key), "kind": kinds.get(key, "tcp"), **cells})
     return out
+
+
+SUBSCRIBER_RANKS = (("fastest", 0.0), ("10th %", 0.1), ("median", 0.5), ("90th %", 0.9), ("slowest", 1.0))
 
 
 RECOVERY_ROWS = (("lost_on_wire", "messages lost on the wire"), ("from_the_other_line", "back from the other line"),

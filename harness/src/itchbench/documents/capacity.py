@@ -54,6 +54,7 @@ def sweeps(configs: list[Configuration]) -> list[dict[str, Any]]:
             found = _measures(c)
             rows.append({**sweep.step_row(_value(c.runs[0].manifest["scenario"], bounds["key"]), found,
                                           sweep.past_saturation(bounds, found)), "label": c.label})
+        sweep.memory_per_unit(rows)
         conclusions = sweep.conclusions(rows)
         set_ = targets.set_targets(values)
         judged = []
@@ -62,6 +63,6 @@ def sweeps(configs: list[Configuration]) -> list[dict[str, Any]]:
             ms = [{"saturation_msg_s": m["throughput_msg_s"]} for m in _measures(best)] if best else \
                 [{"saturation_msg_s": 0.0}]
             judged = targets.judge({"saturation_msg_s": set_["saturation_msg_s"]}, ms)
-        out.append({"name": name, "key": bounds["key"], "bounds": bounds, "rows": rows, "conclusions": conclusions,
+        out.append({"name": name, "short": name.rsplit(" ", 1)[-1] if several else name, "key": bounds["key"], "bounds": bounds, "rows": rows, "conclusions": conclusions,
                     "targets": [j.row() for j in judged], "headline": targets.headline(judged)})
     return out

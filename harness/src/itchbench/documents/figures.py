@@ -153,29 +153,31 @@ SWEEP_PERCENTILES = (("p50_us", "p50", "-"), ("p99_us", "p99", "--"), ("p999_us"
 
 def sweep_curves(path: Path, sweeps: Sequence[dict]) -> bool:
     """Latency against achieved throughput, both log scale: a colour per sweep, a line style per percentile;
-    the step past saturation ringed."""
+    the step past saturation ringed (its achieved rate can fall back below the last one's: the hook)."""
     if not any(r["throughput_msg_s"] > 0 and r["p50_us"] > 0 for s in sweeps for r in s["rows"]):
         return False  # no step measured both (NaN compares false): no figure, not an empty one
-    drawn = False
+    from matplotlib.lines import Line2D
     with _figure(path) as ax:
         for i, s in enumerate(sweeps):
             x = np.array([r["throughput_msg_s"] for r in s["rows"]], dtype=float)
-            for key, name, style in SWEEP_PERCENTILES:
+            for key, _, style in SWEEP_PERCENTILES:
                 y = np.array([r[key] for r in s["rows"]], dtype=float)
                 ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
-                if ok.any():
-                    ax.plot(x[ok], y[ok], linestyle=style, marker="o", markersize=3, color=color(i),
-                            label=f"{s['name']} {name}")
-                    drawn = True
+                ax.plot(x[ok], y[ok], linestyle=style, marker="o", markersize=3, color=color(i))
             past = [j for j, r in enumerate(s["rows"]) if r["past_saturation"]]
             if past and np.isfinite(x[past[0]]) and np.isfinite(s["rows"][past[0]]["p99_us"]):
                 ax.plot([x[past[0]]], [s["rows"][past[0]]["p99_us"]], marker="o", markersize=10, fillstyle="none",
                         color=color(i), linestyle="none")
-        if drawn:
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("achieved throughput, messages/s")
-            ax.set_ylabel("latency from the intended send, µs")
-            ax.set_title("Latency against throughput (ringed: the step past saturation)")
-            ax.legend(loc="upper left", ncol=2)
-    return drawn
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("achieved throughput, messages/s")
+        ax.set_ylabel("latency from the intended send, µs")
+        ax.set_title("Latency against throughput (ringed: the step past saturation)")
+        who = ax.legend([Line2D([], [], color=color(i)) for i in range(len(sweeps))],
+                        [s["short"] for s in sweeps], loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                        title="sweep")
+        ax.add_artist(who)
+        ax.legend([Line2D([], [], color="#444444", linestyle=style) for _, _, style in SWEEP_PERCENTILES],
+                  [name for _, name, _ in SWEEP_PERCENTILES], loc="lower left", bbox_to_anchor=(1.01, 0.0),
+                  title="percentile")
+    return True

@@ -126,7 +126,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
                      "scenario file; docs/gateway-contract.md); empty: the built-in gateway"),
     "repetitions": (int, 1, _between(1, 1000), "runs of each configuration"),
     "warmup_messages": (int, 0, _at_least(0), "first messages left out of the latency statistics"),
-    "subscribers": (int, 1, _between(0, 16), "TCP subscribers attached during live runs"),
+    "subscribers": (int, 1, _between(0, 1000), "TCP subscribers attached during live runs (fast and stuck ones served "
+                    "by one bbo-tcp-subscribers process, docs/capacity.md)"),
     "subscriber_modes": (list, [], _modes, "modes of the first subscribers (fast, stuck, slow, reconnect); "
                          "the rest are fast. Only fast ones must receive every frame"),
     "shm_subscribers": (int, 0, _between(0, 16), "live runs: consumers of the gateway's shared-memory BBO ring "

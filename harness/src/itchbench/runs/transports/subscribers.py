@@ -28,9 +28,21 @@ def starter(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[
     def start(port: int) -> None:
         run.extras["publisher_port"] = port
         modes = run.values["subscriber_modes"]
-        for i in range(run.values["subscribers"]):
-            mode = modes[i] if i < len(modes) else "fast"
+        modes = [modes[i] if i < len(modes) else "fast" for i in range(run.values["subscribers"])]
+        # Fast and stuck ones: one process, one epoll loop, however many (bbo-tcp-subscribers); slow and
+        # reconnecting ones, whose pacing is their point, each a process of their own.
+        pooled = [i for i, m in enumerate(modes) if m in POOLED_MODES]
+        pool = None
+        if pooled:
+            cmd = [str(paths.tool("bbo-tcp-subscribers")), "--port", str(port), "--dir", str(run.dir),
+                   "--numbers", ",".join(map(str, pooled)),
+                   "--stuck", ",".join(str(i) for i in pooled if modes[i] == "stuck")]
+            pool = group.start("tcp-subscribers", wrap(off_the_gateway_cpu(run, cmd)))
+        for i, mode in enumerate(modes):
             out = run.dir / f"subscriber-{i}.bbo"
+            if mode in POOLED_MODES:
+                run.subscriber_procs.append((pool, out, mode))
+                continue
             cmd = [sys.executable, "-m", "itchbench.runs.subscriber", "--port", str(port), "--out", str(out),
                    "--mode", mode]
             run.subscriber_procs.append((group.start(f"subscriber-{i}", wrap(off_the_gateway_cpu(run, cmd))), out,
@@ -49,6 +61,7 @@ def starter(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[
     return start
 
 
+POOLED_MODES = ("fast", "stuck")
 BROKER_SUBSCRIBE_TIMEOUT_S = 30.0
 BROKERED = ("mqtt", "kafka")  # in the order their subscribers are numbered, after TCP and shared memory
 
@@ -108,14 +121,21 @@ def finish(run: "Run", group: "ProcessGroup") -> None:
     results = []
     first_shm = run.values["subscribers"]
     ours = [(proc, out, mode, "") for proc, out, mode in run.subscriber_procs]
-    for i, (proc, out, mode, kind) in enumerate(ours + run.brokered_procs):
-        timed_out = False
-        # Those that end by themselves with the stream: fast ones, and any of the ring's or a broker's but a stuck one.
-        if mode == "fast" or (i >= first_shm and mode != "stuck"):
+    everyone = ours + run.brokered_procs
+    # Those that end by themselves with the stream: fast ones, and any of the ring's or a broker's but a stuck one;
+    # the pool of TCP ones when it holds a fast one (it ends when every reader has). Each process is waited for
+    # once, before any is stopped: a pool is stopped only when its readers are done.
+    ends_by_itself = {id(proc) for i, (proc, _, mode, _) in enumerate(everyone)
+                      if mode == "fast" or (i >= first_shm and mode != "stuck")}
+    timed_out_procs = set()
+    for proc in {id(p): p for p, _, _, _ in everyone}.values():
+        if id(proc) in ends_by_itself:
             try:
                 proc.wait(SUBSCRIBER_DRAIN_S)
             except subprocess.TimeoutExpired:
-                timed_out = True
+                timed_out_procs.add(id(proc))
+    for i, (proc, out, mode, kind) in enumerate(everyone):
+        timed_out = id(proc) in timed_out_procs and mode != "stuck"
         group.stop(proc)
         info_path = out.with_suffix(".json")
         info = rundir.read_json(info_path) if info_path.exists() else {}
@@ -131,3 +151,6 @@ def finish(run: "Run", group: "ProcessGroup") -> None:
                           "overruns": info.get("overruns", 0), "ended": info.get("ended", "")})
         results.append(entry)
     run.extras["subscribers"] = results
+    pool = run.dir / "tcp-subscribers.json"
+    if pool.is_file():  # what the pooled TCP subscribers cost the harness (bbo-tcp-subscribers' own rusage)
+        run.extras["subscriber_pool"] = rundir.read_json(pool)
