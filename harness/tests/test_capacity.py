@@ -70,12 +70,18 @@ def test_sweep_steps_saturation_and_knee():
     assert sweep.values_of({**bounds, "steps": [3, 1.6, 3]}, "x") == [3, 2]  # typed as the key, each once
     with pytest.raises(ValueError):
         sweep.values_of({**bounds, "start": 0.0}, "x")
-    ok = _m(p99_us=[40.0, 60.0], slope_us_per_s=[5.0, -3.0])
+    ok = _m(p99_us=[40.0, 60.0], gateway_slope_us_per_s=[5.0, -3.0], sender_slope_us_per_s=[0.0, 9_000.0])
     assert sweep.past_saturation(bounds, ok) == []
-    assert sweep.past_saturation(bounds, _m(p99_us=[40.0, 600.0, 700.0], slope_us_per_s=[0.0] * 3)) == \
+    assert sweep.past_saturation(bounds, _m(p99_us=[40.0, 600.0, 700.0], gateway_slope_us_per_s=[0.0] * 3)) == \
         ["p99: 600.0 µs > 500.0 µs"]
-    behind = sweep.past_saturation(bounds, _m(p99_us=[40.0], slope_us_per_s=[250_000.0]))
-    assert behind and behind[0].startswith("behind: latency grew 250,000 µs/s")
+    behind = sweep.past_saturation(bounds, _m(p99_us=[40.0], gateway_slope_us_per_s=[250_000.0]))
+    assert behind and behind[0].startswith("behind: latency from the actual send grew 250,000 µs/s")
+    lagging = _m(p99_us=[4_000.0], gateway_slope_us_per_s=[20.0], sender_slope_us_per_s=[2e6])
+    why = sweep.past_saturation(bounds, lagging)
+    assert why[0].startswith("sender: it fell behind") and why[1].startswith("p99")
+    rows = [{**sweep.step_row(1, ok, []), "value": 1}, {**sweep.step_row(2, lagging, why), "value": 2}]
+    c = sweep.conclusions(rows)
+    assert c["sender_limited"] and not c["reached"] and c["saturation_value"] == 1
     lost = [{"status": "lost", "lost_messages": 12, "p99_us": 40.0}]
     assert sweep.past_saturation(bounds, lost) == ["lost: 1 of 1 runs lost 12 messages at most"]
     rows = [{"value": v, "throughput_msg_s": t, "offered_msg_s": v, "p50_us": p, "past_saturation": w}

@@ -214,7 +214,10 @@ class HopTables:
                 chain_hops.append((hop, hop if i == 0 else KeyedHistogram()))
             self._hops[to] = chain_hops
         self._co = {start: KeyedHistogram() for _, start in CO_MEASURES if start in present}
-        self._trend = Trend()  # of the latency from the intended send: does the gateway fall behind?
+        # Does latency grow through the run? From the intended send (everything: the sender's lag too) and from the
+        # actual send (the gateway and the network alone), both against the time each message was due.
+        self._trend = Trend()
+        self._served_trend = Trend()
         self._served = [0, 0]  # the first due time, the last book stamp: the span the messages were served in
 
     def add(self, cols: dict[str, np.ndarray]) -> None:
@@ -236,6 +239,9 @@ class HopTables:
             t = cols[start]
             ok = (t != 0) & (book != 0)
             hist.add(book[ok] - t[ok])
+            if start == "t_sent" and "t_intended" in cols:
+                both = ok & (cols["t_intended"] != 0)
+                self._served_trend.add(cols["t_intended"][both], book[both] - t[both])
             if start == "t_intended" and ok.any():
                 self._trend.add(t[ok], book[ok] - t[ok])
                 first, last = int(t[ok].min()), int(book[ok].max())
@@ -266,7 +272,7 @@ class HopTables:
             if start not in self._co:
                 continue
             s = describe_counts(*self._co[start].values_counts())
-            trend = self._trend.result() if start == "t_intended" else {}
+            trend = {"t_intended": self._trend, "t_sent": self._served_trend}.get(start, Trend()).result()
             served = self._served[1] - self._served[0] if start == "t_intended" else 0
             rows.append({"measure": name, "count": int(s["count"]), "p50": s["p50"], "p99": s["p99"],
                          "p999": s["p999"], "max": s["max"], "mean": s["mean"],

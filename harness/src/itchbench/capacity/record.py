@@ -70,8 +70,13 @@ class Capacity:
                 head = (f"highest within every bound: {key} = {c['saturation_value']}, "
                         f"{c['saturation_msg_s']:,.0f} msg/s achieved")
             past = c["first_past"]
-            tail = (f"; past saturation at {key} = {past['value']} ({'; '.join(past['past_saturation'])})" if past
-                    else "; saturation not reached: the last step met every bound")
+            if c["sender_limited"]:
+                tail = (f"; the sender's limit at {key} = {past['value']} ({'; '.join(past['past_saturation'])}): the "
+                        "gateway's saturation lies above it, not reached")
+            elif past:
+                tail = f"; past saturation at {key} = {past['value']} ({'; '.join(past['past_saturation'])})"
+            else:
+                tail = "; saturation not reached: the last step met every bound"
             knee = f"; knee at {key} = {c['knee_value']}" if c["knee_value"] is not None else ""
             lines.append(f"SWEEP {base}: {head}{tail}{knee}")
             if "saturation_msg_s" in entry["targets"]:

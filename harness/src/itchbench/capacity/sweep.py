@@ -2,8 +2,11 @@
 step a set of interleaved runs, until the gateway saturates. A step is past
 saturation when, on the median of its runs:
 
+    sender    the sender fell behind the rate it was asked for (its lag grew
+              faster than max_slope_us_per_s): the load is the sender's limit,
+              and the gateway's saturation lies above it, not reached
     lost      a run lost messages (its verdict is not an exact one)
-    behind    latency from the intended send grows through the run faster
+    behind    latency from the actual send grows through the run faster
               than max_slope_us_per_s (the gateway falls behind: it queues)
     p99       p99 passes the bound p99_us
 
@@ -79,15 +82,22 @@ def _median(measures: list[dict[str, Any]], key: str) -> float:
 def past_saturation(sweep: dict[str, Any], measures: list[dict[str, Any]]) -> list[str]:
     """Why a step is past saturation ([] when it met every bound), from its runs' measures."""
     why = []
+    bound = sweep["max_slope_us_per_s"]
+    lag = _median(measures, "sender_slope_us_per_s")
+    if not math.isnan(lag) and lag > bound:
+        why.append(f"sender: it fell behind the rate asked of it by {lag:,.0f} µs a second (bound {bound:,.0f}): "
+                   "beyond this the sender is measured, not the gateway")
     if sweep["stop_on_loss"]:
         bad = [m for m in measures if m["status"] not in ("lossless", "faults_accounted", "recovered", "joined")]
         if bad:
             lost = [m["lost_messages"] for m in bad if m.get("lost_messages")]
             why.append(f"lost: {len(bad)} of {len(measures)} runs " +
                        (f"lost {max(lost):,} messages at most" if lost else f"ended {bad[0]['status'].upper()}"))
-    slope = _median(measures, "slope_us_per_s")
-    if not math.isnan(slope) and slope > sweep["max_slope_us_per_s"]:
-        why.append(f"behind: latency grew {slope:,.0f} µs/s through the run (bound {sweep['max_slope_us_per_s']:,.0f})")
+    slope = _median(measures, "gateway_slope_us_per_s")
+    if math.isnan(slope):  # no actual send times: all of it
+        slope = _median(measures, "slope_us_per_s")
+    if not math.isnan(slope) and slope > bound:
+        why.append(f"behind: latency from the actual send grew {slope:,.0f} µs/s through the run (bound {bound:,.0f})")
     p99 = _median(measures, "p99_us")
     if sweep["p99_us"] > 0 and not math.isnan(p99) and p99 > sweep["p99_us"]:
         why.append(f"p99: {p99:,.1f} µs > {sweep['p99_us']:,.1f} µs")
@@ -97,10 +107,11 @@ def past_saturation(sweep: dict[str, Any], measures: list[dict[str, Any]]) -> li
 def step_row(value: Any, measures: list[dict[str, Any]], why: list[str]) -> dict[str, Any]:
     """One point of the curve: medians of the step's runs."""
     keys = ("offered_msg_s", "throughput_msg_s", "p50_us", "p99_us", "p999_us", "max_us", "mean_us", "loss",
-            "slope_us_per_s", "cpu_pct", "rss_mb", "subscriber_p99_median_us", "subscriber_p99_slowest_us")
+            "slope_us_per_s", "gateway_slope_us_per_s", "sender_slope_us_per_s", "cpu_pct", "rss_mb",
+            "subscriber_p99_median_us", "subscriber_p99_slowest_us")
     row: dict[str, Any] = {"value": value, "runs": len(measures), **{k: _median(measures, k) for k in keys}}
     row["past_saturation"] = why
-    row["latency_measure"] = measures[0]["latency_measure"] if measures else ""
+    row["latency_measure"] = measures[0].get("latency_measure", "") if measures else ""
     return row
 
 
@@ -120,9 +131,13 @@ def conclusions(rows: list[dict[str, Any]]) -> dict[str, Any]:
     best = within[-1] if within else None  # the heaviest load within every bound (steps go up in load)
     base_p50 = rows[0]["p50_us"] if rows else math.nan
     knee = next((r for r in rows[1:] if not math.isnan(base_p50) and r["p50_us"] > KNEE_RISE * base_p50), None)
+    past = next((r for r in rows if r["past_saturation"]), None)
+    sender_limited = bool(past) and all(w.startswith(("sender", "p99")) for w in past["past_saturation"]) and \
+        past["past_saturation"][0].startswith("sender")
     return {"saturation_msg_s": best["throughput_msg_s"] if best else math.nan,
             "saturation_value": best["value"] if best else None,
-            "reached": any(r["past_saturation"] for r in rows),
+            "reached": past is not None and not sender_limited,
+            "sender_limited": sender_limited,
             "first_past": next((r for r in rows if r["past_saturation"]), None),
             "knee_value": knee["value"] if knee else None,
             "knee_offered_msg_s": knee["offered_msg_s"] if knee else math.nan}

@@ -250,10 +250,12 @@ def wire_to_wire(events: pd.DataFrame, send_log: Path) -> dict[str, Any] | None:
     found = (at < seq.size) & (seq[np.minimum(at, seq.size - 1)] == e["seq"].to_numpy())
     t = e["t_recv"].to_numpy()[found]
     due, called = intended[at[found]], sent[at[found]]
-    trend = Trend()
+    trend, served = Trend(), Trend()  # latency growth from the intended and from the actual send, against due
     trend.add(due, t - due)
+    served.add(due, t - called)
     return {"events": int(found.sum()), "not_matched": int((~found).sum()),
-            "from_intended": {**_stats(t - due), **trend.result()}, "from_sent": _stats(t - called),
+            "from_intended": {**_stats(t - due), **trend.result()},
+            "from_sent": {**_stats(t - called), **served.result()},
             "first_due_ns": int(intended.min()) if intended.size else 0, "last_received_ns": int(t.max()) if t.size else 0,
             "hops": [{"hop": name, "words": words, **_stats(d)}
                      for (name, words), d in zip(HOPS, (called - due, t - called))]}
