@@ -21,6 +21,8 @@ from itchbench.capacity import sweep, targets
 from itchbench.documents.aggregate import Factor, times
 from itchbench.runs import scenario
 
+from independent_bbo import mold_messages
+
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 SEED = paths.repo_root() / "fixtures" / "seed-workload.pcap"
 
@@ -118,6 +120,15 @@ def test_scenarios_expand_sweeps_and_refuse_what_cannot_be_judged(tmp_path):
         scenario.load(_scenario(tmp_path, 'transport = "sim"\n[targets]\nsaturation_msg_s = 10\n'))
     with pytest.raises(scenario.ScenarioError, match="targets.p99_us"):
         scenario.load(_scenario(tmp_path, 'transport = "sim"\n[targets]\np99_us = -5\n'))
+    symbols = scenario.load(_scenario(tmp_path, 'transport = "sim"\n[sweep]\nkey = "symbols"\nsteps = [3, 40]\n'
+                                                 'session_messages = 2000\n'))
+    for c, n in zip(symbols, (3, 40)):  # each step's capture a session of its own, with that many symbols
+        # Stock Directory (R) names each stock (ITCH 5.0: the stock at offset 11, 8 bytes); adds (A) its locate.
+        messages = list(mold_messages(Path(c.values["capture"])))
+        directory = {m[11:19] for _, m in messages if m[:1] == b"R"}
+        traded = {m[1:3] for _, m in messages if m[:1] == b"A"}
+        assert c.label == f"cap-symbols={n}" and len(directory) == n and len(traded) == n
+    assert symbols[0].values["capture"] != symbols[1].values["capture"]
     plain = scenario.load(_scenario(tmp_path, 'transport = "sim"\n'))[0]
     judged = scenario.load(_scenario(tmp_path, 'transport = "sim"\n[targets]\np99_us = 5\n'))[0]
     assert plain.hash() == judged.hash()  # a target judges the workload; it is not another one

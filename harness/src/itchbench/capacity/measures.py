@@ -107,7 +107,10 @@ def of_run(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
     # The hot thread's CPU time counts from its start: over a short served span alone it reads far past 100 %.
     # Over the gateway's own run (its sources open to its end), which holds the served span and the wait before it.
     run_s = max(_number(perf.get("elapsed_s")), span_s) if perf.get("elapsed_s") else span_s
-    if hot.get("on_cpu_ns") and run_s > 0:  # NaN compares false
+    if summary.get("transport") == "sim":  # nothing to wait for: busy from start to end, its start-up included
+        out["cpu_pct"] = NAN
+        out["cpu_measure"] = "not measured: a simulation is busy throughout"
+    elif hot.get("on_cpu_ns") and run_s > 0:  # NaN compares false
         out["cpu_pct"] = 100 * _number(hot["on_cpu_ns"]) / 1e9 / run_s
         out["cpu_measure"] = "the hot thread's CPU time over the gateway's run, sources open to end"
     elif res.get("cpu_s") and res.get("wall_s"):  # a black box names no threads: its whole process, start to exit

@@ -24,10 +24,12 @@ from typing import Any
 
 KNEE_RISE = 2.0
 
-# Keys a sweep may step: a number of the scenario that shapes the load.
+# Keys a sweep may step: a number of the scenario that shapes the load, or "symbols": each step's capture a
+# session generated with that many symbols (session_profile, session_messages, session_seed).
+SYMBOLS = "symbols"
 SWEEPABLE = {
     "replay.pps": int, "replay.multiplier": float, "subscribers": int, "shm_subscribers": int,
-    "mqtt.subscribers": int, "kafka.subscribers": int, "replay.batch": int,
+    "mqtt.subscribers": int, "kafka.subscribers": int, "replay.batch": int, SYMBOLS: int,
 }
 
 
@@ -44,6 +46,11 @@ def schema() -> dict[str, tuple[type, Any, Any, str]]:
         "start": (float, 0.0, lambda v: v >= 0 or "must be 0 or more", "a geometric range: the first value"),
         "factor": (float, 2.0, lambda v: v > 1 or "must be more than 1", "each step this times the last"),
         "end": (float, 0.0, lambda v: v >= 0 or "must be 0 or more", "the last value at most"),
+        "session_profile": (str, "nasdaq-day", lambda v: v in ("nasdaq-day", "seed-workload", "deep-book") or
+                            "must be nasdaq-day, seed-workload or deep-book", "key = \"symbols\": itch-synth's profile"),
+        "session_messages": (int, 30_000, lambda v: 100 <= v <= 100_000_000 or "must be 100 to 100,000,000",
+                             "key = \"symbols\": messages of each step's session (one a packet)"),
+        "session_seed": (int, 1, lambda v: v >= 0 or "must be 0 or more", "key = \"symbols\": its seed"),
         "stop_on_loss": (bool, True, None, "a step that lost messages is past saturation"),
         "p99_us": (float, -1.0, lambda v: v == -1 or v > 0 or "must be positive (-1: none)",
                    "a step whose p99 latency passes this is past saturation (-1: no bound)"),

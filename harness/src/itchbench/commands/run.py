@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
                       "command_line": shlex.join(["itchbench", *sys.argv[1:]])}
             if config.step is not None:
                 origin["sweep"] = {"configuration": config.swept, "key": config.values["sweep"]["key"],
-                                   "step": config.step}
+                                   "step": config.step, "value": config.step_value}
             run_dir = runner.execute(config.values, config.label, root=root, origin=origin)
             summary, v = verdict_of(run_dir)
             print(f"  {run_line(summary)}\n  {v['headline']}\n  run directory: {run_dir}", flush=True)

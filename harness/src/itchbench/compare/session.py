@@ -4,7 +4,6 @@ fresh gateway process driven by this checkout's harness."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +13,7 @@ import numpy as np
 
 from .. import paths, rundir
 from ..captures.fixtures import load_manifest
+from ..captures.generated import session as generated_session
 from ..runs import runner, scenario
 from ..gateways import contract
 from . import contract_revisions, instructions, outputs, revisions, verdicts
@@ -61,12 +61,7 @@ def default_workloads() -> list[Workload]:
     """Simulation of the bundled fixtures and of a larger generated session."""
     out = [Workload(fx.name, scenario.defaults(name=fx.name, transport="sim", capture=str(fx.path)))
            for fx in load_manifest()]
-    cache = paths.cache_dir()
-    cache.mkdir(parents=True, exist_ok=True)
-    generated = cache / "compare-nasdaq-day-300k.pcap"
-    if not generated.is_file():
-        subprocess.run([str(paths.tool("itch-synth")), *GENERATED_SESSION, "--out", str(generated)], check=True,
-                       capture_output=True)
+    generated = generated_session(list(GENERATED_SESSION), "compare-nasdaq-day-300k.pcap")
     out.append(Workload("nasdaq-day-300k", scenario.defaults(name="nasdaq-day-300k", transport="sim",
                                                              capture=str(generated))))
     for w in out:

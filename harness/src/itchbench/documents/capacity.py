@@ -28,10 +28,6 @@ def target_tables(configs: list[Configuration]) -> list[dict[str, Any]]:
     return out
 
 
-def _value(values: dict[str, Any], dotted: str) -> Any:
-    for part in dotted.split("."):
-        values = values[part]
-    return values
 
 
 def sweeps(configs: list[Configuration]) -> list[dict[str, Any]]:
@@ -52,8 +48,8 @@ def sweeps(configs: list[Configuration]) -> list[dict[str, Any]]:
         rows = []
         for _, c in steps:
             found = _measures(c)
-            rows.append({**sweep.step_row(_value(c.runs[0].manifest["scenario"], bounds["key"]), found,
-                                          sweep.past_saturation(bounds, found)), "label": c.label})
+            value = c.runs[0].manifest["origin"]["sweep"]["value"]
+            rows.append({**sweep.step_row(value, found, sweep.past_saturation(bounds, found)), "label": c.label})
         sweep.memory_per_unit(rows)
         conclusions = sweep.conclusions(rows)
         set_ = targets.set_targets(values)

@@ -23,6 +23,7 @@ from typing import Any
 from .. import rundir
 from ..capacity import sweep as capacity_sweep
 from ..capacity import targets as capacity_targets
+from ..captures import generated
 
 
 class ScenarioError(ValueError):
@@ -510,7 +511,14 @@ def _sweep_steps(config: Configuration, origin: str) -> list[Configuration]:
     out = []
     for i, value in enumerate(steps):
         values = copy.deepcopy(config.values)
-        _set_path(values, sweep["key"], value)
+        if sweep["key"] == capacity_sweep.SYMBOLS:
+            try:
+                values["capture"] = str(generated.with_symbols(sweep["session_profile"], sweep["session_seed"],
+                                                               sweep["session_messages"], int(value)))
+            except RuntimeError as e:
+                raise ScenarioError(f"{origin} [{config.label}]: {e}") from e
+        else:
+            _set_path(values, sweep["key"], value)
         values = _resolve(values, f"{origin} [{config.label}, sweep step {sweep['key']}={value}]")
         label = f"{config.label}-{sweep['key'].split('.')[-1]}={value}"
         out.append(Configuration(config.scenario, label, values, config.source, i, config.label, value))
