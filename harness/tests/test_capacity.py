@@ -129,6 +129,12 @@ def test_scenarios_expand_sweeps_and_refuse_what_cannot_be_judged(tmp_path):
         traded = {m[1:3] for _, m in messages if m[:1] == b"A"}
         assert c.label == f"cap-symbols={n}" and len(directory) == n and len(traded) == n
     assert symbols[0].values["capture"] != symbols[1].values["capture"]
+    mixes = scenario.load(_scenario(tmp_path, 'transport = "sim"\n[sweep]\nkey = "mix"\n'
+                                              'steps = ["A=50,D=50", "A=50,U=50"]\nsession_messages = 2000\n'))
+    kinds = [{m[:1] for _, m in mold_messages(Path(c.values["capture"]))} for c in mixes]
+    assert b"U" not in kinds[0] and b"U" in kinds[1] and b"D" in kinds[0] and b"D" not in kinds[1]
+    with pytest.raises(scenario.ScenarioError, match="mixes are key"):
+        scenario.load(_scenario(tmp_path, 'transport = "sim"\n[sweep]\nkey = "subscribers"\nsteps = ["A=1"]\n'))
     plain = scenario.load(_scenario(tmp_path, 'transport = "sim"\n'))[0]
     judged = scenario.load(_scenario(tmp_path, 'transport = "sim"\n[targets]\np99_us = 5\n'))[0]
     assert plain.hash() == judged.hash()  # a target judges the workload; it is not another one

@@ -19,6 +19,7 @@ queue (the tail moves with the machine's noise long before that)."""
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from typing import Any
 
@@ -27,10 +28,13 @@ KNEE_RISE = 2.0
 # Keys a sweep may step: a number of the scenario that shapes the load, or "symbols": each step's capture a
 # session generated with that many symbols (session_profile, session_messages, session_seed).
 SYMBOLS = "symbols"
+MIX = "mix"  # each step's capture a session generated with that message mix (itch-synth --mix TYPE=WEIGHT,...)
+GENERATED = (SYMBOLS, MIX)
 SWEEPABLE = {
     "replay.pps": int, "replay.multiplier": float, "subscribers": int, "shm_subscribers": int,
-    "mqtt.subscribers": int, "kafka.subscribers": int, "replay.batch": int, SYMBOLS: int,
+    "mqtt.subscribers": int, "kafka.subscribers": int, "replay.batch": int, SYMBOLS: int, MIX: str,
 }
+MIX_SPEC = re.compile(r"[A-Za-z]=\d+(\.\d+)?(,[A-Za-z]=\d+(\.\d+)?)*")
 
 
 def schema() -> dict[str, tuple[type, Any, Any, str]]:
@@ -38,8 +42,9 @@ def schema() -> dict[str, tuple[type, Any, Any, str]]:
         return v == "" or v in SWEEPABLE or f"must be one of {', '.join(SWEEPABLE)}"
 
     def steps_ok(v: list) -> bool | str:
-        return all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v) or \
-            "must be positive numbers"
+        numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v)
+        mixes = all(isinstance(x, str) and MIX_SPEC.fullmatch(x) for x in v)
+        return numbers or mixes or "must be positive numbers, or (key = \"mix\") mixes such as \"A=44,D=43,U=7\""
     return {
         "key": (str, "", key_ok, "the parameter stepped: " + ", ".join(SWEEPABLE) + " (\"\": no sweep)"),
         "steps": (list, [], steps_ok, "its values, in order; or start, factor and end"),
@@ -47,10 +52,12 @@ def schema() -> dict[str, tuple[type, Any, Any, str]]:
         "factor": (float, 2.0, lambda v: v > 1 or "must be more than 1", "each step this times the last"),
         "end": (float, 0.0, lambda v: v >= 0 or "must be 0 or more", "the last value at most"),
         "session_profile": (str, "nasdaq-day", lambda v: v in ("nasdaq-day", "seed-workload", "deep-book") or
-                            "must be nasdaq-day, seed-workload or deep-book", "key = \"symbols\": itch-synth's profile"),
+                            "must be nasdaq-day, seed-workload or deep-book", "key = \"symbols\" or \"mix\": itch-synth's profile"),
         "session_messages": (int, 30_000, lambda v: 100 <= v <= 100_000_000 or "must be 100 to 100,000,000",
-                             "key = \"symbols\": messages of each step's session (one a packet)"),
-        "session_seed": (int, 1, lambda v: v >= 0 or "must be 0 or more", "key = \"symbols\": its seed"),
+                             "key = \"symbols\" or \"mix\": messages of each step's session (one a packet)"),
+        "session_seed": (int, 1, lambda v: v >= 0 or "must be 0 or more", "key = \"symbols\" or \"mix\": its seed"),
+        "session_symbols": (int, 50, lambda v: 1 <= v <= 100_000 or "must be 1 to 100,000",
+                            "key = \"mix\": symbols of each step's session"),
         "stop_on_loss": (bool, True, None, "a step that lost messages is past saturation"),
         "p99_us": (float, -1.0, lambda v: v == -1 or v > 0 or "must be positive (-1: none)",
                    "a step whose p99 latency passes this is past saturation (-1: no bound)"),
@@ -60,9 +67,15 @@ def schema() -> dict[str, tuple[type, Any, Any, str]]:
     }
 
 
-def values_of(sweep: dict[str, Any], where: str) -> list[int | float]:
+def values_of(sweep: dict[str, Any], where: str) -> list[int | float | str]:
     """The steps of a sweep table, typed as its key; ValueError when it names none."""
     typ = SWEEPABLE[sweep["key"]]
+    if typ is str:  # mixes: named one by one
+        if not sweep["steps"] or not all(isinstance(x, str) for x in sweep["steps"]):
+            raise ValueError(f"{where}: sweep.key = {sweep['key']!r} needs sweep.steps, mixes such as \"A=44,D=43\"")
+        return list(dict.fromkeys(sweep["steps"]))
+    if any(isinstance(x, str) for x in sweep["steps"]):
+        raise ValueError(f"{where}: sweep.key = {sweep['key']!r} steps numbers; mixes are key = \"mix\"'s")
     if sweep["steps"]:
         raw = list(sweep["steps"])
     elif sweep["start"] > 0 and sweep["end"] >= sweep["start"]:
@@ -73,7 +86,7 @@ def values_of(sweep: dict[str, Any], where: str) -> list[int | float]:
     else:
         raise ValueError(f"{where}: sweep.key = {sweep['key']!r} needs sweep.steps, or sweep.start and sweep.end "
                          "(start ≤ end)")
-    out: list[int | float] = []
+    out: list[int | float | str] = []
     for v in raw:
         t = typ(round(v)) if typ is int else typ(v)
         if t not in out:
@@ -125,8 +138,8 @@ def step_row(value: Any, measures: list[dict[str, Any]], why: list[str]) -> dict
 def memory_per_unit(rows: list[dict[str, Any]]) -> None:
     """Each step's RSS over the first step's, per unit of the swept value (a subscribers sweep: the gateway's
     memory per client, in KiB), into the rows as rss_per_unit_kib."""
-    first = rows[0] if rows else None
-    for r in rows:
+    first = rows[0] if rows and all(isinstance(r["value"], (int, float)) for r in rows) else None
+    for r in rows:  # a mix is no quantity: no memory per unit of it
         grew = float(r["value"]) - float(first["value"]) if first else 0.0
         r["rss_per_unit_kib"] = (r["rss_mb"] - first["rss_mb"]) * 1024 / grew if first and grew > 0 else math.nan
 

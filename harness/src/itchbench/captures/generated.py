@@ -23,8 +23,10 @@ def session(args: list[str], name: str) -> Path:
     return out
 
 
-def with_symbols(profile: str, seed: int, messages: int, symbols: int) -> Path:
-    """A session of the profile's mix over N generated symbols, one message a packet (packets/s = messages/s)."""
+def for_sweep(profile: str, seed: int, messages: int, symbols: int, mix: str = "") -> Path:
+    """A session of the profile over N generated symbols, in its own mix or the one given (TYPE=WEIGHT,...), one
+    message a packet (packets/s = messages/s)."""
     args = ["--profile", profile, "--seed", str(seed), "--messages", str(messages), "--symbol-count", str(symbols),
-            "--per-packet", "1", "--port", "26477"]
-    return session(args, f"generated-{profile}-seed{seed}-{messages}msg-{symbols}sym.pcap")
+            "--per-packet", "1", "--port", "26477"] + (["--mix", mix] if mix else [])
+    tag = f"-mix-{mix.replace('=', '').replace(',', '-').replace('.', 'p')}" if mix else ""
+    return session(args, f"generated-{profile}-seed{seed}-{messages}msg-{symbols}sym{tag}.pcap")

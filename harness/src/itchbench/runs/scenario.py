@@ -511,10 +511,12 @@ def _sweep_steps(config: Configuration, origin: str) -> list[Configuration]:
     out = []
     for i, value in enumerate(steps):
         values = copy.deepcopy(config.values)
-        if sweep["key"] == capacity_sweep.SYMBOLS:
+        if sweep["key"] in capacity_sweep.GENERATED:
+            symbols = int(value) if sweep["key"] == capacity_sweep.SYMBOLS else sweep["session_symbols"]
+            mix = str(value) if sweep["key"] == capacity_sweep.MIX else ""
             try:
-                values["capture"] = str(generated.with_symbols(sweep["session_profile"], sweep["session_seed"],
-                                                               sweep["session_messages"], int(value)))
+                values["capture"] = str(generated.for_sweep(sweep["session_profile"], sweep["session_seed"],
+                                                            sweep["session_messages"], symbols, mix))
             except RuntimeError as e:
                 raise ScenarioError(f"{origin} [{config.label}]: {e}") from e
         else:
