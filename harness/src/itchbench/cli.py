@@ -8,11 +8,11 @@ import sys
 from typing import Callable, Sequence
 
 from . import __version__
-from .commands import (bisect, cache, compare, demo, doc, dump, export, faults, fixtures, history, inspect,
-                       merge, performance, report, run, sim, stats)
+from .commands import (bisect, cache, check_host, compare, demo, doc, dump, export, faults, fixtures, history,
+                       inspect, merge, performance, report, run, sim, stats)
 
 COMMANDS = [demo, fixtures, sim, run, merge, faults, compare, bisect, doc, history, performance, report, stats, dump,
-            export, inspect, cache]
+            export, inspect, cache, check_host]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import rundir
+from ..host import facts as host_facts
 from . import blackbox_report, dump, hlog, hops, latency_pass, plots, stats
 
 HEADLINE = "receive_to_book"
@@ -228,7 +229,8 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
            f"| CPU | {env['cpu_model']} × {env['cpu_count']}, governor {env['cpu_governor']}, isolated [{env['isolated_cpus']}], harness affinity {env['affinity']} |",
            f"| clock | stage stamps: {summary.get('performance', {}).get('stage_clock', '?')}, one stamp costs "
            f"{_num(summary.get('performance', {}).get('timer_overhead_ns', float('nan')), 0)} ns (included in every figure); clocksource {env.get('clocksource')} |",
-           "| tools | " + ", ".join(f"{k} {v}" for k, v in env["tools"].items() if v) + " |", ""]
+           "| tools | " + ", ".join(f"{k} {v}" for k, v in env["tools"].items() if v) + " |"]
+    md += [f"| {name} | {value.replace('|', '/')} |" for name, value in host_facts.describe(env.get("host"))] + [""]
     rt = summary.get("gateway", {}).get("realtime")
     if rt:
         granted = [f"{k}={v['value']} ({'granted' if v['granted'] else 'NOT granted: ' + v['error']})"

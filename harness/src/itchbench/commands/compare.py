@@ -229,6 +229,9 @@ def run(args: argparse.Namespace) -> int:
         status = max(status, 1)
     if noise:
         headline += f" (noise differed on {', '.join(noise)}: see compare.md)"
+    host_diffs = session.host_differences(base, head) if not problems else []
+    if host_diffs:
+        headline += f" (the hosts differ in {len(host_diffs)} setting(s): see compare.md)"
     if dirty:
         headline += " [dirty working tree]"
     plot = None
@@ -246,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
         "runs": {s.name: {k: [str(p) for p in v] for k, v in s.runs.items()} for s in (base, head)},
         "plot": plot,
         "targets": {label: {k: v for k, v in t.items() if not k.endswith("_judged")} for label, t in judged.items()},
+        "host_differences": host_diffs,
     }
     report.write_json(out / "compare.json", result)
     report.write_markdown(out / "compare.md", result)

@@ -22,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import rundir
+    from ..host import differences as host
     from ..runs import shards, verdict
 
     try:
@@ -31,6 +32,11 @@ def run(args: argparse.Namespace) -> int:
     first = merged.records[0]
     print(f"{first['scenario']}: {first['count']} shards, {len(merged.run_dirs)} runs, machine "
           f"{first['machine']['cpu_model']} x{first['machine']['cpu_count']}")
+    # One machine class is checked by the merge; settings on it (THP, sysctls, isolation) are flagged run by run.
+    hosts = [(d, rundir.read_json(d / "manifest.json").get("environment", {}).get("host")) for d in merged.run_dirs]
+    for d, h in hosts[1:]:
+        for diff in host.differences(hosts[0][1], h):
+            print(f"  host differs: {d.name} against {hosts[0][0].name}: {diff}")
     statuses = []
     for d in merged.run_dirs:
         summary, v = verdict_of(d)

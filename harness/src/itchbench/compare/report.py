@@ -71,6 +71,9 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
                "(docs/gateway-contract.md).", ""]
     for label, words in result.get("noise", {}).items():
         md += [f"> ⚠ {label}: {words}", ""]
+    if result.get("host_differences"):
+        md += ["> ⚠ The two sides ran on hosts set differently (base vs head; docs/host.md):", ">"]
+        md += [f"> - {d}" for d in result["host_differences"]] + [""]
     for label, table in result["metrics"].items():
         md += [f"## {label}", "", "| metric | base | head | Δ% | 95% CI of ratio | p | verdict |",
                "|---|---:|---:|---:|---|---:|---|"]

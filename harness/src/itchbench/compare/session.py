@@ -16,6 +16,7 @@ from ..captures.fixtures import load_manifest
 from ..captures.generated import session as generated_session
 from ..runs import runner, scenario
 from ..gateways import contract
+from ..host import differences as host
 from . import contract_revisions, instructions, outputs, revisions, verdicts
 
 GENERATED_SESSION = ["--profile", "nasdaq-day", "--seed", "1", "--messages", "300000"]
@@ -176,6 +177,17 @@ def identity_differences(base: Side, head: Side) -> list[str]:
             if va != vb:
                 diffs.append(f"{label}: {name} differs ({va!r} vs {vb!r})")
     return diffs
+
+
+def host_differences(base: Side, head: Side) -> list[str]:
+    """The host facts (kernel command line, THP, sysctls, SMT, …) that differ between the sides' first runs:
+    flagged, not refused (the machine class is the identity; these are settings on it)."""
+    labels = sorted(set(base.runs) & set(head.runs))
+    if not labels:
+        return []
+    ma = rundir.read_json(base.runs[labels[0]][0] / "manifest.json")
+    mb = rundir.read_json(head.runs[labels[0]][0] / "manifest.json")
+    return host.differences(ma.get("environment", {}).get("host"), mb.get("environment", {}).get("host"))
 
 
 def summary_metrics(run_dir: Path) -> dict[str, float]:

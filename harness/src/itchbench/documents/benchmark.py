@@ -10,6 +10,7 @@ from typing import Any
 
 from ..analysis import hops, stats
 from . import aggregate as agg
+from ..host import facts as host_facts
 from . import capacity, figures, render
 from .collect import Configuration, RunRecord, choose_baseline, collect, gateway_of
 
@@ -71,7 +72,7 @@ ENVIRONMENT_FACTS: list[tuple[str, Any]] = [
     ("itchbench commit", lambda e: f"`{e['git']['commit'][:12]}`" + (" (dirty working tree)" if e["git"].get("dirty")
                                                                    else "")),
     ("tools", lambda e: ", ".join(f"{k} {v}" for k, v in sorted(e.get("tools", {}).items()) if v)),
-]
+] + [(name, lambda e, name=name: dict(host_facts.describe(e["host"]))[name]) for name in host_facts.ROW_NAMES]
 
 
 def _gateway_fact(r: RunRecord) -> str:

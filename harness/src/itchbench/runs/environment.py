@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
+from ..host import facts as host_facts
 
 
 def _run(cmd: list[str], cwd: Path | None = None) -> str | None:
@@ -96,4 +97,5 @@ def snapshot() -> dict[str, Any]:
         "isolated_cpus": _read("/sys/devices/system/cpu/isolated") or "",
         "affinity": affinity,
         "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        "host": host_facts.snapshot(),
     }

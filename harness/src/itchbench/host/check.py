@@ -1,0 +1,108 @@
+"""What a host measuring a low-latency gateway is recommended to have, each against what this one has, with the
+command that would set it (`itchbench check-host`). Nothing here changes the host: the commands are printed, for a
+person to run, because most need a reboot, a maintenance window or a decision (SMT off halves the CPUs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+RMEM_WANTED = 16 << 20  # the gateway asks 8 MiB of receive buffer; twice that leaves room for a burst
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    have: str
+    want: str
+    ok: bool | None  # None: the machine does not expose it (a VM without cpufreq, SMT not supported)
+    command: str
+    why: str
+
+
+def _cpus(cpus: str) -> str:
+    return cpus or "2-5"
+
+
+def cpu_set(text: str | None) -> set[int]:
+    """'2-5,7' -> {2, 3, 4, 5, 7}; flags before the list (isolcpus=domain,managed_irq,2-5) are skipped."""
+    out: set[int] = set()
+    for part in (text or "").split(","):
+        lo, _, hi = part.partition("-")
+        if lo.isdigit() and (not hi or hi.isdigit()):
+            out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def _covers(have: str | None, cpus: str) -> bool:
+    """Whether the list `have` holds every CPU of `cpus` (any CPU at all when none is named)."""
+    got = cpu_set(have)
+    return bool(got) and (not cpus or cpu_set(cpus) <= got)
+
+
+def checks(host: dict[str, Any], cpus: str = "") -> list[Check]:
+    """The recommended settings for gateway CPUs `cpus` (e.g. "2-5"; "" for the example 2-5)."""
+    iso, sysctl = host["isolation"], host["sysctl"]
+    want_cpus = _cpus(cpus)
+    out = []
+    for option in ("isolcpus", "nohz_full", "rcu_nocbs"):
+        asked = iso["asked"].get(option)
+        out.append(Check(f"kernel {option}", asked or "not set", want_cpus if cpus else "the gateway's CPUs",
+                         _covers(asked, cpus),
+                         f"add {option}={want_cpus} to GRUB_CMDLINE_LINUX in /etc/default/grub; update-grub; reboot",
+                         {"isolcpus": "keeps the scheduler's other tasks off the gateway's CPUs",
+                          "nohz_full": "stops the scheduler tick on a CPU running one task",
+                          "rcu_nocbs": "moves RCU callbacks off them"}[option]))
+    got = iso["got"].get("isolated") or ""
+    out.append(Check("CPUs isolated (granted)", got or "none", want_cpus, _covers(got, cpus),
+                     "follows from isolcpus after the reboot", "what the kernel actually isolated"))
+    thp = host["thp"]["enabled"]
+    out.append(Check("transparent huge pages", str(thp), "madvise or never", thp in ("madvise", "never") if thp else None,
+                     "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
+                     "khugepaged compaction stalls a process whose pages it collapses"))
+    rmem = int(sysctl.get("net.core.rmem_max") or 0)
+    out.append(Check("net.core.rmem_max", f"{rmem:,}", f"≥ {RMEM_WANTED:,}", rmem >= RMEM_WANTED,
+                     f"sysctl -w net.core.rmem_max={RMEM_WANTED}", "a burst the gateway has not read yet fits"))
+    for name, want in (("net.core.busy_read", 50), ("net.core.busy_poll", 50)):
+        value = int(sysctl.get(name) or 0)
+        out.append(Check(name, str(value), f"{want} (µs)", value >= want, f"sysctl -w {name}={want}",
+                         "the socket spins this long for a packet before it sleeps"))
+    rt = sysctl.get("kernel.sched_rt_runtime_us")
+    out.append(Check("kernel.sched_rt_runtime_us", str(rt), "-1 (no RT throttling)", rt == "-1",
+                     "sysctl -w kernel.sched_rt_runtime_us=-1",
+                     "a SCHED_FIFO thread is otherwise stopped 50 ms each second (keep a CPU for the rest)"))
+    tm = sysctl.get("kernel.timer_migration")
+    out.append(Check("kernel.timer_migration", str(tm), "0", tm == "0", "sysctl -w kernel.timer_migration=0",
+                     "timers stay off the isolated CPUs"))
+    swap = sysctl.get("vm.swappiness")
+    out.append(Check("vm.swappiness", str(swap), "≤ 10", int(swap) <= 10 if swap is not None else None,
+                     "sysctl -w vm.swappiness=10", "the gateway's pages stay in memory (or use gateway.mlockall)"))
+    smt = host["smt"]
+    smt_ok = None if smt.get("control") in (None, "notsupported", "notimplemented") else smt.get("active") == "0"
+    out.append(Check("SMT", f"active {smt.get('active')}, control {smt.get('control')}", "off on the gateway's cores",
+                     smt_ok, "echo off > /sys/devices/system/cpu/smt/control",
+                     "a sibling thread shares the core's caches and ports with the hot thread"))
+    gov = host.get("cpu_governor")
+    out.append(Check("CPU governor", str(gov or "unavailable"), "performance", gov == "performance" if gov else None,
+                     "cpupower frequency-set -g performance", "no frequency ramp under a burst"))
+    irq = host.get("irqbalance")
+    out.append(Check("irqbalance", "running" if irq else "not running", "not running", not irq,
+                     "systemctl disable --now irqbalance; pin the NIC's queues off the gateway's CPUs",
+                     "it moves interrupts at will"))
+    return out
+
+
+def lines(found: list[Check]) -> list[str]:
+    """The check's report: what is missing first, each with its command; then what is there."""
+    missing = [c for c in found if c.ok is False]
+    unknown = [c for c in found if c.ok is None]
+    there = [c for c in found if c.ok]
+    out = [f"{len(missing)} of {len(found)} recommended settings missing, {len(unknown)} not exposed by this "
+           f"machine, {len(there)} in place. Nothing was changed."]
+    for c in missing:
+        out += [f"MISSING  {c.name}: {c.have} (want {c.want}) — {c.why}", f"         {c.command}"]
+    for c in unknown:
+        out.append(f"UNKNOWN  {c.name}: {c.have} — not exposed here (a VM, or not supported); on a host: {c.command}")
+    for c in there:
+        out.append(f"OK       {c.name}: {c.have}")
+    return out
