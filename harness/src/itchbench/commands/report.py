@@ -19,9 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..analysis import report
-    from ..capacity import record as capacity_record
+    from ..runs import runner
     run_dir = Path(args.run_dir)
     if not (run_dir / "manifest.json").is_file():
         raise UserError(f"{run_dir} is not a run directory (no manifest.json)")
-    print(report.build(run_dir, method=args.method, csv=args.csv, closing=capacity_record.run_section))
+    print(report.build(run_dir, method=args.method, csv=args.csv, closing=runner.closing_sections))
     return 0

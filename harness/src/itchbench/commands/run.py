@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "split by expected cost; writes shard-K-of-N.json beside the runs (docs/sharding.md)")
     r.add_argument("--store", metavar="DIR",
                    help="also append each finished run to this results store (Parquet, docs/history.md)")
+    r.add_argument("--profile", action="store_true",
+                   help="sample the gateway with perf in every run, as [profile] enabled = true (docs/profile.md)")
     r.add_argument("--allow-undecided", action="store_true",
                    help="a target whose runs straddle it (UNDECIDED) is no reason for exit 1 (docs/capacity.md)")
     r.set_defaults(func=run)
@@ -59,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
         if not kept:
             raise scenario.ScenarioError(f"{args.scenario}: no configuration takes an input of {args.gateway}")
         configs = kept
+    if args.profile:
+        for config in configs:
+            config.values["profile"]["enabled"] = True
     for config in configs:  # a micro-benchmark filter that selects nothing is refused before anything runs
         try:
             microbench.planned(config.values)

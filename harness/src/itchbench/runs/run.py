@@ -26,6 +26,7 @@ class Run:
     cpu_noise: dict[str, dict[str, float]] = field(default_factory=dict)  # per CPU over the run (runs/noise.py)
     # A contract gateway's revision: {"worktree", "commit", "prebuilt"} (compare, bisect); empty: its repository.
     under_test: dict[str, Any] = field(default_factory=dict)
+    profiler: Any = None  # runs/profiler.Profiler when the scenario asks for [profile]
 
     def say(self, text: str) -> None:
         if self.echo:

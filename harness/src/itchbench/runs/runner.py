@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
-from ..analysis import report
+from ..analysis import profile, report
 from ..capacity import record as capacity_record
 from ..captures import faults
 from ..captures.fixtures import sha256_of
@@ -30,6 +30,11 @@ from .transports.contract import run_contract
 from .failure import Interrupted, RunError
 from .procs import ProcessGroup
 from .run import Run
+
+
+def closing_sections(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+    """What a run report ends with: its profile, then its targets."""
+    return profile.report_section(summary) + capacity_record.run_section(run_dir, manifest, summary)
 
 
 def default_root() -> Path:
@@ -97,7 +102,7 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
         reconcile.write_summary(run, failure)
         if (run.dir / "gateway.json").exists() or values["gateway_file"]:
             try:
-                report.build(run.dir, closing=capacity_record.run_section)
+                report.build(run.dir, closing=closing_sections)
             except Exception as e:  # noqa: BLE001 - the verdict stands; the report's absence is said
                 run.say(f"  report not written: {type(e).__name__}: {e}")
     if interrupted is not None:

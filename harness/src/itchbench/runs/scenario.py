@@ -268,6 +268,16 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
     },
     "targets": capacity_targets.schema(),
     "sweep": capacity_sweep.schema(),
+    "profile": {
+        "enabled": (bool, False, None, "sample the gateway with perf while it runs: a flame graph and its hottest "
+                    "functions in the run (docs/profile.md)"),
+        "frequency": (int, 999, _between(1, 20_000), "samples a second"),
+        "event": (str, "cpu-clock", _choice("cpu-clock", "task-clock", "cycles", "instructions"),
+                  "cpu-clock and task-clock are software events (every machine); cycles and instructions need "
+                  "hardware counters"),
+        "call_graph": (str, "dwarf", _choice("dwarf", "fp", "none"), "how stacks are unwound: dwarf (the build "
+                       "has no frame pointers), fp, or none (leaf functions only)"),
+    },
     "microbench": {
         "binaries": (list, [], _benchmarks, "Google Benchmark binaries of the gateway's own build, run after "
                      "the transport; their JSON goes into the run (microbench/)"),

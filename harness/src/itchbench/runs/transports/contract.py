@@ -27,6 +27,7 @@ from .. import environment
 from ..brokers import kafka, mosquitto, restarts
 from ..scenario import INPUT_OF
 from ..deadlines import sim_seconds
+from ..profiler import Profiler
 from ..failure import RunError
 from . import rerequest, snapshot, subscribers
 from .gateway import itchbench_flags
@@ -206,6 +207,7 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
             values.update(feed_b_addr=b[0], feed_b_port=b[1])
         driver.start("udp", on_port, feed_addr=group_addr or "127.0.0.1", feed_port=UDP_PORT, feed_group=group_addr,
                      **values)
+        _profile(run, group, driver)
 
         def send(watch: GatewayWatch) -> None:
             replay_udp(run, group, ns, watch)
@@ -222,6 +224,7 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
     elif transport == "serial":
         gw_end, replay_end, socat = pty_pair(run, group)
         driver.start("serial", on_port, serial=gw_end, baud=run.values["serial"]["baud"], **values)
+        _profile(run, group, driver)
         _feed(run, group, c, driver, wrap, lambda watch: replay_serial(run, group, replay_end, watch))
         group.stop(socat)
     else:
@@ -229,6 +232,7 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         deadline_s = sim_seconds(capture.stat().st_size, compression_of(capture) is not None)
         run.extras["deadline_s"] = round(deadline_s, 1)
         driver.start("file", capture=capture, **values)
+        _profile(run, group, driver)
         _stop(run, group, driver, deadline_s)
     output = driver.bbo_file()
     run.extras["bbo_output"] = str(output.relative_to(run.dir) if output.is_relative_to(run.dir) else output)
@@ -260,11 +264,21 @@ def _feed(run: "Run", group: "ProcessGroup", c: contract.Contract, driver: adapt
     watch.judge_end()
 
 
+def _profile(run: "Run", group: "ProcessGroup", driver: adapter.ContractGateway) -> None:
+    """[profile]: perf on the gateway from the moment it is ready (runs/profiler.py)."""
+    if run.values["profile"]["enabled"] and driver.started is not None:
+        run.profiler = Profiler(run, group)
+        run.profiler.attach(driver.started.gateway.pid)
+
+
 def _stop(run: "Run", group: "ProcessGroup", driver: adapter.ContractGateway, within_s: float | None = None) -> None:
-    """The contract's stop; then the subscribers, whose results are kept even when the stop failed."""
+    """The contract's stop; then the profile and the subscribers, whose results are kept even when the stop
+    failed."""
     try:
         driver.stop(within_s, progress=run.say)
     finally:
+        if run.profiler is not None:
+            run.profiler.finish()
         run.extras["gateway_stop"] = driver.how_it_ended
         rc = driver.started.gateway.returncode if driver.started else None
         run.extras["gateway_exit"] = rc

@@ -1,0 +1,88 @@
+"""[profile]: the gateway sampled by `perf record` while it runs (docs/profile.md). Software clock events where
+the machine has no hardware counters (as on these VMs), call graphs unwound from the stack (dwarf: the build has
+no frame pointers). Attached to the gateway's own process once it is ready, it ends with it; then the samples
+are folded, the flame graph drawn and the hottest functions tabled into the run directory's profile/."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..analysis import flamegraph, profile
+
+if TYPE_CHECKING:
+    from .procs import ProcessGroup
+    from .run import Run
+
+PERF_END_S = 15.0  # perf writes its data after the gateway ends; a large profile takes a few seconds
+TOP = 20
+
+
+def leaf_process(pid: int) -> int:
+    """The process at the end of a chain of single children (process-meter -> the gateway it runs)."""
+    while True:
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            return pid
+        if len(children) != 1:
+            return pid
+        pid = int(children[0])
+
+
+class Profiler:
+    def __init__(self, run: "Run", group: "ProcessGroup") -> None:
+        self.run, self.group = run, group
+        self.dir = run.dir / "profile"
+        self.proc: subprocess.Popen | None = None
+        self.target = 0
+
+    def attach(self, launcher_pid: int) -> None:
+        """perf record on the gateway's process (the leaf of the launcher's chain) and every thread of it."""
+        p = self.run.values["profile"]
+        self.dir.mkdir(exist_ok=True)
+        self.target = leaf_process(launcher_pid)
+        cmd = ["perf", "record", "-F", str(p["frequency"]), "-e", p["event"], "-p", str(self.target),
+               "-o", str(self.dir / "perf.data")]
+        if p["call_graph"] != "none":
+            cmd += ["--call-graph", "dwarf,8192" if p["call_graph"] == "dwarf" else "fp"]
+        self.err = open(self.dir / "perf.stderr", "wb")
+        self.group.on_close(self.err.close)
+        self.proc = self.group.start("perf", cmd, stdout=subprocess.DEVNULL, stderr=self.err)
+        self.run.say(f"  profiling the gateway (pid {self.target}): perf record -e {p['event']} -F {p['frequency']}")
+
+    def finish(self) -> None:
+        """After the gateway ended: perf's end, then the folded stacks, the flame graph and the table."""
+        if self.proc is None:
+            return
+        try:
+            self.proc.wait(PERF_END_S)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGINT)  # perf writes what it has and ends
+            self.group.stop(self.proc, timeout=PERF_END_S)
+        self.run.extras["profile"] = self._analyse()
+
+    def _analyse(self) -> dict[str, Any]:
+        p = self.run.values["profile"]
+        out: dict[str, Any] = {"event": p["event"], "frequency": p["frequency"], "call_graph": p["call_graph"],
+                               "pid": self.target, "perf_exit": self.proc.returncode if self.proc else None}
+        data = self.dir / "perf.data"
+        if not data.is_file() or data.stat().st_size == 0:
+            out["error"] = ("perf recorded nothing: " + (self.dir / "perf.stderr").read_text(errors="replace")
+                            .strip().splitlines()[-1:][0] if (self.dir / "perf.stderr").stat().st_size else
+                            "perf recorded nothing")
+            return out
+        script = subprocess.run(["perf", "script", "-i", str(data), "-F", "comm,tid,period,ip,sym"],
+                                capture_output=True, text=True, errors="replace", env={**os.environ, "PAGER": "cat"})
+        stacks = profile.fold(script.stdout.splitlines())
+        folded = self.dir / "folded.txt"
+        folded.write_text("".join(f"{s} {n}\n" for s, n in sorted(stacks.items())))
+        title = f"{self.run.label}: {p['event']} at {p['frequency']} Hz, {sum(stacks.values()):,} samples"
+        drawn = flamegraph.write(self.dir / "flamegraph.svg", stacks, title)
+        out.update({"samples": sum(stacks.values()), "stacks": len(stacks), "flamegraph": "profile/flamegraph.svg"
+                    if drawn else None, "perf_data_bytes": data.stat().st_size,
+                    "top": [h.__dict__ for h in profile.hottest(stacks, TOP)]})
+        return out
