@@ -264,7 +264,11 @@ class ContractGateway:
         assert s is not None
         deadline = time.monotonic() + within_s
         seen = 0
-        pidfd = os.pidfd_open(s.gateway.pid)
+        try:
+            pidfd = os.pidfd_open(s.gateway.pid)
+        except ProcessLookupError:  # it ended and was reaped (a poll elsewhere) before this wait began
+            s.gateway.wait()
+            return
         try:
             while s.gateway.poll() is None and time.monotonic() < deadline:
                 select.select([pidfd], [], [], 0.05)
