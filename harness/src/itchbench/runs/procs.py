@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import Callable, Sequence
 
 _PR_SET_PDEATHSIG = 1
@@ -112,3 +113,16 @@ class LineWaiter:
             if self._proc.poll() is not None or time.monotonic() >= deadline:
                 raise TimeoutError(f"no '{prefix}' line within {timeout:.0f} s (exit status {self._proc.poll()})")
             time.sleep(0.01)
+
+
+def leaf_process(pid: int) -> int:
+    """The process at the end of a chain of single children: the gateway a launcher (process-meter, a shell
+    that execs) runs."""
+    while True:
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            return pid
+        if len(children) != 1:
+            return pid
+        pid = int(children[0])

@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..analysis import flamegraph, profile
+from .procs import leaf_process
 
 if TYPE_CHECKING:
     from .procs import ProcessGroup
@@ -19,18 +19,6 @@ if TYPE_CHECKING:
 
 PERF_END_S = 15.0  # perf writes its data after the gateway ends; a large profile takes a few seconds
 TOP = 20
-
-
-def leaf_process(pid: int) -> int:
-    """The process at the end of a chain of single children (process-meter -> the gateway it runs)."""
-    while True:
-        try:
-            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        except OSError:
-            return pid
-        if len(children) != 1:
-            return pid
-        pid = int(children[0])
 
 
 class Profiler:

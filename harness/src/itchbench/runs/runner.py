@@ -25,7 +25,7 @@ from ..captures import faults
 from ..captures.fixtures import sha256_of
 from ..captures.inspect import check_capture
 from .. import rundir
-from . import environment, microbench, noise, reconcile
+from . import environment, microbench, noise, placement, reconcile
 from .transports.contract import run_contract
 from .failure import Interrupted, RunError
 from .procs import ProcessGroup
@@ -33,8 +33,9 @@ from .run import Run
 
 
 def closing_sections(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any]) -> list[str]:
-    """What a run report ends with: its profile, then its targets."""
-    return profile.report_section(summary) + capacity_record.run_section(run_dir, manifest, summary)
+    """What a run report ends with: the gateway's placement, its profile, then its targets."""
+    return (placement.report_section(summary) + profile.report_section(summary)
+            + capacity_record.run_section(run_dir, manifest, summary))
 
 
 def default_root() -> Path:

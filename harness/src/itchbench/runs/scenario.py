@@ -24,6 +24,7 @@ from .. import rundir
 from ..capacity import sweep as capacity_sweep
 from ..capacity import targets as capacity_targets
 from ..captures import generated
+from . import placement
 
 
 class ScenarioError(ValueError):
@@ -268,6 +269,12 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
     },
     "targets": capacity_targets.schema(),
     "sweep": capacity_sweep.schema(),
+    "placement": {
+        "cpus": (str, "", placement.check_cpus, "every thread of the gateway's process on these CPUs, e.g. \"2-5\" "
+                 "(\"\": as the harness runs; docs/host.md)"),
+        "threads": (list, [], placement.check_threads, "per thread, by the name it carries: [{ name = "
+                    "\"itch-gateway\", cpu = 2, fifo = 80 }, { name = \"bbo-publisher\", cpu = 3, fifo = 70 }]"),
+    },
     "profile": {
         "enabled": (bool, False, None, "sample the gateway with perf while it runs: a flame graph and its hottest "
                     "functions in the run (docs/profile.md)"),

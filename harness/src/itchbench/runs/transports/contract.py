@@ -27,6 +27,7 @@ from .. import environment
 from ..brokers import kafka, mosquitto, restarts
 from ..scenario import INPUT_OF
 from ..deadlines import sim_seconds
+from .. import placement
 from ..profiler import Profiler
 from ..failure import RunError
 from . import rerequest, snapshot, subscribers
@@ -265,7 +266,10 @@ def _feed(run: "Run", group: "ProcessGroup", c: contract.Contract, driver: adapt
 
 
 def _profile(run: "Run", group: "ProcessGroup", driver: adapter.ContractGateway) -> None:
-    """[profile]: perf on the gateway from the moment it is ready (runs/profiler.py)."""
+    """Once the gateway is ready: [placement] of its threads (runs/placement.py), then [profile], perf on it from
+    that moment (runs/profiler.py)."""
+    if driver.started is not None and placement.wanted(run.values):
+        placement.apply(run, driver.started.gateway.pid)
     if run.values["profile"]["enabled"] and driver.started is not None:
         run.profiler = Profiler(run, group)
         run.profiler.attach(driver.started.gateway.pid)

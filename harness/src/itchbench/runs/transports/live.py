@@ -22,11 +22,12 @@ if TYPE_CHECKING:
 
 
 def off_the_gateway_cpu(run: "Run", cmd: list[str]) -> list[str]:
-    """The testbench's own processes (sender, pty relay, subscribers) kept off the CPU the gateway's receive
-    thread is pinned to: on a machine this small they would otherwise take turns with it and show up as its
-    latency. Left as it is when the gateway is not pinned or no other CPU is allowed."""
-    cpu = run.values["gateway"]["cpu"]
-    others = sorted(set(os.sched_getaffinity(0)) - {cpu}) if cpu >= 0 else []
+    """The testbench's own processes (sender, pty relay, subscribers) kept off the CPUs the gateway's threads are
+    pinned to (gateway.cpu, placement.threads): on a machine this small they would otherwise take turns with it
+    and show up as its latency. Left as it is when the gateway is not pinned or no other CPU is allowed."""
+    taken = {run.values["gateway"]["cpu"]} - {-1}
+    taken |= {t["cpu"] for t in run.values["placement"]["threads"] if "cpu" in t}
+    others = sorted(set(os.sched_getaffinity(0)) - taken) if taken else []
     if not others:
         return cmd
     run.extras["testbench_cpus"] = others
