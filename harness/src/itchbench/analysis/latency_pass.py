@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import hops, logs
+from . import hops, logs, outliers
 from .histogram import KeyedHistogram
 from .stats import ONE_WAY, STAGES, TYPE_NAMES
 
@@ -58,6 +58,7 @@ class RunLatency:
     time_edges_s: np.ndarray                       # TIME_BINS + 1 edges, seconds since the first receive stamp
     throughput_counts: np.ndarray                  # messages per time bin
     hop_tables: hops.HopTables | None
+    outliers: outliers.Outliers | None
     sender: str
     stamped: list[str]                             # the stamp columns the log holds (its header's stages)
     subscribers: list[str] = field(default_factory=list)
@@ -131,6 +132,7 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
     # Hop by hop needs a stamp before the book's (a run that stamped the book alone has no hop).
     hop_tables = (hops.HopTables(sorted(present), reader.subscribers)
                   if len(hops.chain_to_book(present)) >= 2 and breakdowns else None)
+    slowest = outliers.Outliers(hop_tables.chains["t_book"]) if hop_tables is not None else None
 
     stages = [s for s in stages if s[0] in found]
     stage_h = {s[0]: KeyedHistogram() for s in stages}
@@ -167,8 +169,10 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
                 by_type.add(v, rec["msg_type"][split:].view(np.uint8)[ok])
                 by_symbol.add(v, rec["stock_locate"][split:][ok])
                 over_time.add(v, time_bin[ok])
-        if hop_tables is not None:
-            hop_tables.add(reader.columns(rec))
+        if hop_tables is not None and slowest is not None:
+            cols = reader.columns(rec)
+            hop_tables.add(cols)
+            slowest.add(cols, rec["msg_type"].view(np.uint8))
         if csv is not None:
             _append_csv(csv, rec[split:], stamps["t_receive"][split:], csv_cols, symbol_names, header=not wrote_csv)
             wrote_csv = True
@@ -178,7 +182,8 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
         stages=kept, stage={n: stage_h[n] for n, _ in kept}, warmup={n: warm_h[n] for n, _ in kept},
         messages=max(0, accepted_total - warmup_messages), warmup_messages=min(warmup_messages, accepted_total),
         rejected=lat.count - accepted_total, by_type=by_type, by_symbol=by_symbol, over_time=over_time,
-        time_edges_s=edges, throughput_counts=throughput, hop_tables=hop_tables, sender=reader.sender,
+        time_edges_s=edges, throughput_counts=throughput, hop_tables=hop_tables, outliers=slowest,
+        sender=reader.sender,
         stamped=lat.header["stages"], subscribers=reader.subscribers)
 
 

@@ -131,7 +131,34 @@ def _hops_section(run_dir: Path, summary: dict[str, Any],
                f"{_ns(r['max'])} | {_num(r['mean'])} |" for _, r in co.iterrows()] + [""]
         out["coordinated_omission"] = [{k: (r[k] if k == "measure" else round(float(r[k]), 3)) for k in co.columns}
                                        for _, r in co.iterrows()]
+    if lat.outliers is not None:
+        slow = lat.outliers.result(float(to_book_table.iloc[-1]["p999"]), [float(p) for p in to_book_table["p50"][:-1]])
+        md += _outliers_section(slow, [str(h) for h in to_book_table["hop"][:-1]])
+        out["outliers"] = slow
     return md, out
+
+
+def _outliers_section(slow: dict[str, Any], hop_names: list[str]) -> list[str]:
+    """The slowest messages (p99.9 and above, end to end to the book) and the hop each is charged to."""
+    n = slow["outliers"]
+    if not n:
+        return []
+    md = ["### The slowest messages and why", "",
+          f"The {n:,} messages at or above p99.9 ({_ns(slow['threshold_ns'])} ns end to end to the book; at most "
+          f"the {slow['kept_at_most']:,} slowest are kept), each charged to the hop that ran longest past its own "
+          "p50 when that hop holds at least half of the message's excess; the rest are spread over several hops "
+          "and left unexplained (analysis/outliers.py).", "",
+          "| cause | hop | outliers | share | median excess (ns) |", "|---|---|---:|---:|---:|"]
+    md += [f"| {c['cause']} | {hop_names[c['hop']]} | {c['outliers']:,} | {100 * c['share']:.1f} % | "
+           f"{_ns(c['median_excess_ns'])} |" for c in slow["causes"]]
+    if slow["unexplained"]:
+        md.append(f"| unexplained: spread over several hops | — | {slow['unexplained']:,} | "
+                  f"{100 * slow['unexplained'] / n:.1f} % | — |")
+    md += ["", "Their message types: " + ", ".join(f"{t} {c:,}" for t, c in slow["types"].items()) + ".", "",
+           "| slowest | seq | type | latency (ns) | charged to |", "|---:|---:|---|---:|---|"]
+    md += [f"| {i} | {r['seq']:,} | {r['type']} | {_ns(r['latency_ns'])} | {r['cause']} |"
+           for i, r in enumerate(slow["slowest"], 1)]
+    return md + [""]
 
 
 RANKS = (("fastest", 0.0), ("10th %", 0.1), ("25th %", 0.25), ("median", 0.5), ("75th %", 0.75), ("90th %", 0.9),

@@ -1,0 +1,92 @@
+"""The slowest messages of a run and why: kept while the log is read (the largest end-to-end latencies to the
+book, at most KEPT, in bounded memory), then each of those at or above p99.9 charged to the hop that ran longest
+past its own typical time (its p50). A message whose excess is spread — no hop holds half of it — is left
+unexplained, and said to be. Always on: it reads only the stamps the run has already recorded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .stats import TYPE_NAMES
+
+KEPT = 5_000
+DOMINANT = 0.5  # the share of a message's excess one hop must hold to be its cause
+
+# What a hop running long means, in the words a reader needs (the hop names are analysis/hops.py's).
+CAUSES = {
+    ("t_intended", "t_sent"): "the sender was late (its own delay: not the gateway's)",
+    ("t_sent", "t_kernel"): "the kernel's network path was slow (softirq, the sender's CPU)",
+    ("t_sent", "t_read"): "the line or the pty relay was slow",
+    ("t_kernel", "t_read"): "the receive thread was not running when the packet came (woken late, preempted or "
+                            "busy with the datagram's earlier messages)",
+    ("t_read", "t_decoded"): "decoding took long",
+    ("t_decoded", "t_book"): "the book update took long",
+    ("t_book", "t_published"): "publishing took long",
+}
+
+
+class Outliers:
+    """The KEPT messages with the largest latency along `chain` (stamp names to the book), with each hop."""
+
+    def __init__(self, chain: list[str], kept: int = KEPT) -> None:
+        self.chain, self.kept = chain, kept
+        self.total = np.empty(0, np.int64)
+        self.hops = np.empty((0, len(chain) - 1), np.int64)
+        self.seq = np.empty(0, np.int64)
+        self.type = np.empty(0, np.uint8)
+
+    def add(self, cols: dict[str, np.ndarray], msg_type: np.ndarray) -> None:
+        stamps = np.stack([cols[c] for c in self.chain])
+        have = (stamps != 0).all(axis=0)
+        if not have.any():
+            return
+        stamps = stamps[:, have]
+        total = stamps[-1] - stamps[0]
+        if self.total.size >= self.kept:  # only what could enter the kept ones
+            better = total > self.total.min()
+            stamps, total = stamps[:, better], total[better]
+            if not total.size:
+                return
+            seq, kinds = cols["seq"][have][better], msg_type[have][better]
+        else:
+            seq, kinds = cols["seq"][have], msg_type[have]
+        self.total = np.concatenate([self.total, total])
+        self.hops = np.concatenate([self.hops, np.diff(stamps, axis=0).T])
+        self.seq = np.concatenate([self.seq, seq])
+        self.type = np.concatenate([self.type, kinds])
+        if self.total.size > self.kept:
+            top = np.argpartition(self.total, -self.kept)[-self.kept:]
+            self.total, self.hops, self.seq, self.type = (self.total[top], self.hops[top], self.seq[top],
+                                                          self.type[top])
+
+    def result(self, threshold_ns: float, typical_ns: list[float]) -> dict[str, Any]:
+        """Those at or above threshold_ns (the run's p99.9), each charged to a cause; typical_ns: each hop's p50."""
+        at = self.total >= threshold_ns
+        total, hops, seq, kinds = self.total[at], self.hops[at], self.seq[at], self.type[at]
+        pairs = list(zip(self.chain, self.chain[1:]))
+        out: dict[str, Any] = {"threshold_ns": float(threshold_ns), "outliers": int(total.size),
+                               "kept_at_most": self.kept, "causes": [], "unexplained": 0, "slowest": []}
+        if not total.size:
+            return out
+        excess = np.clip(hops - np.asarray(typical_ns, dtype=np.float64), 0, None)
+        dominant = excess.argmax(axis=1)
+        share = excess[np.arange(total.size), dominant] / np.maximum(excess.sum(axis=1), 1)
+        explained = share >= DOMINANT
+        for i, pair in enumerate(pairs):
+            mine = explained & (dominant == i)
+            if mine.any():
+                out["causes"].append({"cause": CAUSES.get(pair, f"{pair[0]} → {pair[1]}"), "hop": i,
+                                      "outliers": int(mine.sum()), "share": float(mine.mean()),
+                                      "median_excess_ns": float(np.median(excess[mine, i]))})
+        out["causes"].sort(key=lambda c: -c["outliers"])
+        out["unexplained"] = int((~explained).sum())
+        names = np.array([TYPE_NAMES.get(int(t), "?") for t in range(256)])
+        kinds_named, counts = np.unique(names[kinds], return_counts=True)
+        out["types"] = {str(k): int(n) for k, n in sorted(zip(kinds_named, counts), key=lambda x: -x[1])}
+        order = np.argsort(-total)[:10]
+        out["slowest"] = [{"seq": int(seq[j]), "type": str(names[kinds[j]]), "latency_ns": int(total[j]),
+                           "cause": CAUSES.get(pairs[dominant[j]], "") if explained[j] else "spread over hops",
+                           "hops_ns": [int(h) for h in hops[j]]} for j in order]
+        return out
