@@ -75,3 +75,23 @@ def test_a_profiled_run_samples_the_gateway_and_draws_it(tmp_path):
     assert sum(int(line.rsplit(" ", 1)[1]) for line in folded.splitlines()) == p["samples"]
     ET.parse(run / "profile" / "flamegraph.svg")
     assert "## Profile" in (run / "report.md").read_text()
+
+
+def test_a_differential_flame_graph_colours_what_grew_red_and_what_shrank_blue(tmp_path):
+    base = Counter({"main;parse": 50, "main;book": 50})
+    head = Counter({"main;parse": 20, "main;book": 80})
+    assert flamegraph.write(tmp_path / "d.svg", head, "d", base=base)
+    ns = "{http://www.w3.org/2000/svg}"
+    fills = {g.find(f"{ns}title").text.split(":")[0]: g.find(f"{ns}rect").get("fill")
+             for g in ET.parse(tmp_path / "d.svg").getroot().iter(f"{ns}g")}
+    assert fills["book"] == "rgb(255,75,75)"    # +30 points: saturated red
+    assert fills["parse"] == "rgb(75,75,255)"   # -30 points: saturated blue
+    assert fills["main"] == "rgb(255,255,255)"  # 100 % on both sides
+    from itchbench.compare import profiles
+    for side, stacks in (("b", base), ("h", head)):
+        (tmp_path / side / "profile").mkdir(parents=True)
+        (tmp_path / side / "profile" / "folded.txt").write_text("".join(f"{s} {n}\n" for s, n in stacks.items()))
+    got = profiles.moved([tmp_path / "b"], [tmp_path / "h"], tmp_path, "w")
+    assert [(r["function"], round(r["moved"], 2)) for r in got["functions"]] == [("book", 0.3), ("parse", -0.3)]
+    assert (tmp_path / got["flamegraph"]).is_file()
+    assert profiles.moved([tmp_path / "none"], [tmp_path / "h"], tmp_path, "w") is None

@@ -32,6 +32,17 @@ def _color(name: str) -> str:
     return f"rgb({205 + h[0] % 50},{80 + h[1] % 130},{h[2] % 60})"
 
 
+def _moved_color(moved: float) -> str:
+    """Red for a share grown, blue for one shrunk, saturated at 10 points of the samples."""
+    k = min(abs(moved) / 0.10, 1.0)
+    fade = int(255 - 180 * k)
+    return f"rgb(255,{fade},{fade})" if moved > 0 else f"rgb({fade},{fade},255)"
+
+
+def _moved_words(moved: float | None) -> str:
+    return "" if moved is None else f" ({100 * moved:+.2f} points against the base)"
+
+
 def _tree(stacks: Counter[str]) -> dict:
     root: dict = {"n": 0, "c": {}}
     for stack, count in sorted(stacks.items()):
@@ -43,24 +54,32 @@ def _tree(stacks: Counter[str]) -> dict:
     return root
 
 
-def write(path: Path, stacks: Counter[str], title: str) -> bool:
-    """The flame graph of the stacks to path; False (nothing written) when there are no samples."""
+def write(path: Path, stacks: Counter[str], title: str, base: Counter[str] | None = None) -> bool:
+    """The flame graph of the stacks to path; False (nothing written) when there are no samples. With base, a
+    differential one: the boxes are the stacks', coloured by how each box's share of the samples moved from
+    base (red: grew, blue: shrank, white: the same), its title saying by how much."""
     total = sum(stacks.values())
     if not total:
         return False
     root = _tree(stacks)
-    boxes: list[tuple[int, float, float, str, int]] = []  # depth, x, width (in samples), name, samples
+    before = _tree(base) if base else None
+    before_total = sum(base.values()) if base else 0
+    boxes: list[tuple[int, float, float, str, int, float | None]] = []  # depth, x, width, name, samples, moved
 
-    def walk(node: dict, name: str, depth: int, x: float) -> int:
-        boxes.append((depth, x, node["n"], name, node["n"]))
+    def walk(node: dict, was: dict | None, name: str, depth: int, x: float) -> int:
+        moved = None
+        if before is not None:
+            moved = node["n"] / total - ((was or {"n": 0})["n"] / before_total if before_total else 0.0)
+        boxes.append((depth, x, node["n"], name, node["n"], moved))
         at = x
         deepest = depth
         for child_name in sorted(node["c"]):
             child = node["c"][child_name]
-            deepest = max(deepest, walk(child, child_name, depth + 1, at))
+            then = was["c"].get(child_name) if was else None
+            deepest = max(deepest, walk(child, then, child_name, depth + 1, at))
             at += child["n"]
         return deepest
-    depth = walk(root, "all", 0, 0.0)
+    depth = walk(root, before, "all", 0, 0.0)
     height = (depth + 3) * ROW
     scale = WIDTH / total
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
@@ -68,7 +87,7 @@ def write(path: Path, stacks: Counter[str], title: str) -> bool:
            _SCRIPT % {"W": WIDTH},
            f'<rect width="{WIDTH}" height="{height}" fill="#fdfdf5" onclick="reset()"/>',
            f'<text x="{WIDTH / 2}" y="{ROW}" text-anchor="middle" font-size="{FONT + 2}">{escape(title)}</text>']
-    for d, x, w, name, n in boxes:
+    for d, x, w, name, n, moved in boxes:
         if w * scale < MIN_WIDTH_PX:
             continue
         y = height - (d + 1) * ROW
@@ -76,8 +95,9 @@ def write(path: Path, stacks: Counter[str], title: str) -> bool:
         label = escape(name[: int(pw / 7)]) if pw > 40 else ""
         root_mark = ' data-root="1"' if d == 0 else ""
         out.append(f'<g class="f" data-x="{px:.3f}" data-w="{pw:.3f}"{root_mark} onclick="zoom(this)">'
-                   f'<title>{escape(name)}: {n:,} samples, {100 * n / total:.2f} %</title>'
-                   f'<rect x="{px:.3f}" y="{y}" width="{pw:.3f}" height="{ROW - 1}" fill="{_color(name)}" rx="2"/>'
+                   f'<title>{escape(name)}: {n:,} samples, {100 * n / total:.2f} %{_moved_words(moved)}</title>'
+                   f'<rect x="{px:.3f}" y="{y}" width="{pw:.3f}" height="{ROW - 1}" '
+                   f'fill="{_color(name) if moved is None else _moved_color(moved)}" rx="2"/>'
                    f'<text x="{px + 3:.3f}" y="{y + ROW - 4}" data-n="{escape(name)}">{label}</text></g>')
     out.append("</svg>")
     path.write_text("\n".join(out) + "\n")

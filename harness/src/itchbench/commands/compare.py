@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--out", type=Path, help="output folder (default reports/compare/STAMP)")
     c.add_argument("--repo", type=Path, default=Path.cwd(), help="the git repository (default: the current folder)")
     c.add_argument("--no-instructions", action="store_true", help="skip the callgrind instruction counts")
+    c.add_argument("--profile", action="store_true",
+                   help="sample both sides' gateways with perf in every run and show where the time moved: the "
+                        "functions whose share changed and a differential flame graph (docs/profile.md)")
     c.add_argument("--bbo-only", action="store_true",
                    help="judge the BBO output alone: a workload on which no speed metric could be judged is then no "
                         "reason for exit 2")
@@ -165,6 +168,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{shard.name}: {kept} runs; record {record}\njudge every shard together: itchbench compare "
               f"{args.base} {args.head} --merge DIR... (each shard's --out)")
         return 2 if any(s.problem for s in (base, head)) else 0
+    if args.profile:
+        for w in workloads:
+            w.values["profile"]["enabled"] = True
     if to_run and not any(s.problem for s in (base, head)):
         say(f"running {len(workloads)} workload(s), {args.repetitions} repetitions a side, interleaved")
         session.run_interleaved(to_run, workloads, args.repetitions, out, say)
@@ -221,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
         headline += few_runs
         status = 0
     from ..capacity import targets
+    from ..compare import profiles
     judged = _targets(base, head)
     misses = [f"{label}: {t['head_headline']}" for label, t in judged.items()
               if not targets.passed(t["head_judged"], args.allow_inconclusive)]
@@ -250,6 +257,8 @@ def run(args: argparse.Namespace) -> int:
         "plot": plot,
         "targets": {label: {k: v for k, v in t.items() if not k.endswith("_judged")} for label, t in judged.items()},
         "host_differences": host_diffs,
+        "profiles": {label: moved for label in sorted(set(base.runs) & set(head.runs))
+                     if (moved := profiles.moved(base.runs[label], head.runs[label], out, label))},
     }
     report.write_json(out / "compare.json", result)
     report.write_markdown(out / "compare.md", result)

@@ -90,6 +90,14 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
                    "head achieved | head status |", "|---|---|---|---|---|---|"]
             md += [f"| {b['metric']} | {b['target']} | {b['achieved']} | {STATUS_MARKS[b['status']]} | {h['achieved']} | "
                    f"{STATUS_MARKS[h['status']]} |" for b, h in zip(goals["base"], goals["head"])]
+        moved = (result.get("profiles") or {}).get(label)
+        if moved:
+            md += ["", f"Where the time moved (perf, {moved['base_samples']:,} samples base, {moved['head_samples']:,} "
+                   "head; own share of the samples)" + (f": [differential flame graph]({moved['flamegraph']}), red "
+                                                        "grew, blue shrank" if moved["flamegraph"] else "") + ".", "",
+                   "| function | base | head | moved |", "|---|---:|---:|---:|"]
+            md += [f"| `{r['function'][:80]}` | {100 * r['base_share']:.1f} % | {100 * r['head_share']:.1f} % | "
+                   f"{100 * r['moved']:+.1f} points |" for r in moved["functions"]]
         out = result["outputs"].get(label)
         if out:
             bbo = out["bbo"]
