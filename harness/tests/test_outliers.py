@@ -39,3 +39,29 @@ def test_the_slowest_are_kept_across_chunks_and_charged_to_the_hop_that_ran_long
     assert got["slowest"][1]["cause"] == "spread over hops"
     assert got["types"] == {"A": 3}
     assert Outliers(CHAIN).result(1, [0] * 4)["outliers"] == 0
+
+
+def test_the_scheduler_time_line_names_who_had_the_hot_threads_cpu():
+    from itchbench.analysis.switches import Switches
+    lines = [  # perf script -F cpu,time,trace, as perf prints sched:sched_switch (hot thread: pid 77 on CPU 1)
+        "[001] 100.000000100: sched:sched_switch: prev_comm=gw prev_pid=77 prev_prio=120 prev_state=R ==> "
+        "next_comm=cpu-hog next_pid=90 next_prio=120",
+        "[000] 100.000000200: sched:sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> "
+        "next_comm=sender next_pid=55 next_prio=120",
+        "[001] 100.000900000: sched:sched_switch: prev_comm=cpu-hog prev_pid=90 prev_prio=120 prev_state=R ==> "
+        "next_comm=gw next_pid=77 next_prio=120",
+        "garbage that is no switch",
+    ]
+    sw = Switches.parse(lines)
+    assert sw.t_ns.tolist() == [100_000_000_100, 100_000_000_200, 100_000_900_000]
+    assert sw.who_took(77, 100_000_000_000, 100_001_000_000) == (True, ["cpu-hog"])
+    assert sw.who_took(77, 100_000_950_000, 100_002_000_000) == (False, [])  # nothing in that interval
+    # An outlier whose wake-up hop spans the hog's turn is tied to it; one elsewhere is not.
+    out = Outliers(CHAIN, kept=2)
+    cols = _cols(2, 0, {0: (1_000, 1_000, 950_000, 1_000), 1: (1_000, 1_000, 900_000, 1_000)})
+    shift = 99_999_998_000 - cols["t_intended"][0] + np.array([0, 10**9])  # message 0's wake-up hop: 100.000002–.000952 s
+    cols = {k: (v if k == "seq" else v + shift) for k, v in cols.items()}
+    out.add(cols, np.full(2, ord("A"), np.uint8))
+    got = out.result(threshold_ns=100_000, typical_ns=[1_000] * 4, switches=sw, hot_tid=77)
+    assert got["scheduler"] == {"outliers": 2, "cpu_taken": 1, "share": 0.5, "hot_thread_preempted": 1,
+                                "by_task": {"cpu-hog": 1}}

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .stats import TYPE_NAMES
+from .switches import Switches
 
 KEPT = 5_000
 DOMINANT = 0.5  # the share of a message's excess one hop must hold to be its cause
@@ -27,12 +28,31 @@ CAUSES = {
 }
 
 
+def _scheduler(switches: Switches, hot_tid: int, start: np.ndarray, hops: np.ndarray,
+               dominant: np.ndarray) -> dict[str, Any]:
+    """Per outlier, in the interval of the hop it is charged to: the hot thread preempted, or its CPU taken by
+    other tasks before it ran again; counted, and the tasks named by how many outliers each touched."""
+    edges = np.concatenate([start[:, None], start[:, None] + np.cumsum(hops, axis=1)], axis=1)
+    by_task: dict[str, int] = {}
+    preempted = taken = 0
+    for i in range(start.size):
+        was, who = switches.who_took(hot_tid, int(edges[i, dominant[i]]), int(edges[i, dominant[i] + 1]))
+        preempted += was
+        taken += bool(was or who)
+        for comm in who:
+            by_task[comm] = by_task.get(comm, 0) + 1
+    return {"outliers": int(start.size), "cpu_taken": taken, "share": taken / start.size if start.size else 0.0,
+            "hot_thread_preempted": preempted,
+            "by_task": dict(sorted(by_task.items(), key=lambda kv: (-kv[1], kv[0]))[:10])}
+
+
 class Outliers:
     """The KEPT messages with the largest latency along `chain` (stamp names to the book), with each hop."""
 
     def __init__(self, chain: list[str], kept: int = KEPT) -> None:
         self.chain, self.kept = chain, kept
         self.total = np.empty(0, np.int64)
+        self.start = np.empty(0, np.int64)  # the first stamp (CLOCK_MONOTONIC ns): where the hops are on the clock
         self.hops = np.empty((0, len(chain) - 1), np.int64)
         self.seq = np.empty(0, np.int64)
         self.type = np.empty(0, np.uint8)
@@ -53,18 +73,23 @@ class Outliers:
         else:
             seq, kinds = cols["seq"][have], msg_type[have]
         self.total = np.concatenate([self.total, total])
+        self.start = np.concatenate([self.start, stamps[0]])
         self.hops = np.concatenate([self.hops, np.diff(stamps, axis=0).T])
         self.seq = np.concatenate([self.seq, seq])
         self.type = np.concatenate([self.type, kinds])
         if self.total.size > self.kept:
             top = np.argpartition(self.total, -self.kept)[-self.kept:]
-            self.total, self.hops, self.seq, self.type = (self.total[top], self.hops[top], self.seq[top],
-                                                          self.type[top])
+            self.total, self.start, self.hops, self.seq, self.type = (
+                self.total[top], self.start[top], self.hops[top], self.seq[top], self.type[top])
 
-    def result(self, threshold_ns: float, typical_ns: list[float]) -> dict[str, Any]:
-        """Those at or above threshold_ns (the run's p99.9), each charged to a cause; typical_ns: each hop's p50."""
+    def result(self, threshold_ns: float, typical_ns: list[float], switches: Switches | None = None,
+               hot_tid: int = 0) -> dict[str, Any]:
+        """Those at or above threshold_ns (the run's p99.9), each charged to a cause; typical_ns: each hop's p50.
+        With the scheduler's time line (switches) and the hot thread's id: which of them had their CPU taken by
+        other tasks, or the hot thread preempted, in the hop they are charged to."""
         at = self.total >= threshold_ns
         total, hops, seq, kinds = self.total[at], self.hops[at], self.seq[at], self.type[at]
+        start = self.start[at]
         pairs = list(zip(self.chain, self.chain[1:]))
         out: dict[str, Any] = {"threshold_ns": float(threshold_ns), "outliers": int(total.size),
                                "kept_at_most": self.kept, "causes": [], "unexplained": 0, "slowest": []}
@@ -85,6 +110,8 @@ class Outliers:
         names = np.array([TYPE_NAMES.get(int(t), "?") for t in range(256)])
         kinds_named, counts = np.unique(names[kinds], return_counts=True)
         out["types"] = {str(k): int(n) for k, n in sorted(zip(kinds_named, counts), key=lambda x: -x[1])}
+        if switches is not None and hot_tid:
+            out["scheduler"] = _scheduler(switches, hot_tid, start, hops, dominant)
         order = np.argsort(-total)[:10]
         out["slowest"] = [{"seq": int(seq[j]), "type": str(names[kinds[j]]), "latency_ns": int(total[j]),
                            "cause": CAUSES.get(pairs[dominant[j]], "") if explained[j] else "spread over hops",

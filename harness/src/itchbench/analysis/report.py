@@ -14,6 +14,7 @@ import pandas as pd
 from .. import rundir
 from ..host import facts as host_facts
 from . import blackbox_report, dump, hlog, hops, latency_pass, plots, stats
+from .switches import Switches
 
 HEADLINE = "receive_to_book"
 
@@ -132,7 +133,10 @@ def _hops_section(run_dir: Path, summary: dict[str, Any],
         out["coordinated_omission"] = [{k: (r[k] if k == "measure" else round(float(r[k]), 3)) for k in co.columns}
                                        for _, r in co.iterrows()]
     if lat.outliers is not None:
-        slow = lat.outliers.result(float(to_book_table.iloc[-1]["p999"]), [float(p) for p in to_book_table["p50"][:-1]])
+        trace = run_dir / "profile" / "switches.npz"
+        hot = ((summary.get("noise") or {}).get("hot_thread") or {}).get("tid", 0)
+        slow = lat.outliers.result(float(to_book_table.iloc[-1]["p999"]), [float(p) for p in to_book_table["p50"][:-1]],
+                                   Switches.load(trace) if trace.is_file() else None, int(hot or 0))
         md += _outliers_section(slow, [str(h) for h in to_book_table["hop"][:-1]])
         out["outliers"] = slow
     return md, out
@@ -154,6 +158,13 @@ def _outliers_section(slow: dict[str, Any], hop_names: list[str]) -> list[str]:
     if slow["unexplained"]:
         md.append(f"| unexplained: spread over several hops | — | {slow['unexplained']:,} | "
                   f"{100 * slow['unexplained'] / n:.1f} % | — |")
+    sched = slow.get("scheduler")
+    if sched:
+        md += ["", f"The scheduler's time line (every context switch, profile.scheduler): in the hop each is charged "
+               f"to, {sched['cpu_taken']:,} of the {sched['outliers']:,} outliers ({100 * sched['share']:.1f} %) had "
+               f"the hot thread preempted ({sched['hot_thread_preempted']:,}) or its CPU held by other tasks before "
+               "it ran again: " + (", ".join(f"{comm} ({n:,})" for comm, n in sched["by_task"].items()) or "none")
+               + ". The rest met no other task on its CPU."]
     md += ["", "Their message types: " + ", ".join(f"{t} {c:,}" for t, c in slow["types"].items()) + ".", "",
            "| slowest | seq | type | latency (ns) | charged to |", "|---:|---:|---|---:|---|"]
     md += [f"| {i} | {r['seq']:,} | {r['type']} | {_ns(r['latency_ns'])} | {r['cause']} |"

@@ -11,6 +11,7 @@ import subprocess
 from typing import TYPE_CHECKING, Any
 
 from ..analysis import flamegraph, profile
+from ..analysis.switches import Switches
 from .procs import leaf_process
 
 if TYPE_CHECKING:
@@ -29,10 +30,20 @@ class Profiler:
         self.target = 0
 
     def attach(self, launcher_pid: int) -> None:
-        """perf record on the gateway's process (the leaf of the launcher's chain) and every thread of it."""
+        """perf record on the gateway's process (the leaf of the launcher's chain) and every thread of it; with
+        profile.scheduler, a second perf records every context switch on every CPU, on CLOCK_MONOTONIC."""
         p = self.run.values["profile"]
         self.dir.mkdir(exist_ok=True)
         self.target = leaf_process(launcher_pid)
+        self.sched = None
+        if p["scheduler"]:
+            self.sched_err = open(self.dir / "sched.stderr", "wb")
+            self.group.on_close(self.sched_err.close)
+            self.sched = self.group.start("perf-sched", ["perf", "record", "-a", "-e", "sched:sched_switch", "-k",
+                                                         "CLOCK_MONOTONIC", "-o", str(self.dir / "sched.data")],
+                                          stdout=subprocess.DEVNULL, stderr=self.sched_err)
+        if not p["samples"]:
+            return
         cmd = ["perf", "record", "-F", str(p["frequency"]), "-e", p["event"], "-p", str(self.target),
                "-o", str(self.dir / "perf.data")]
         if p["call_graph"] != "none":
@@ -43,7 +54,12 @@ class Profiler:
         self.run.say(f"  profiling the gateway (pid {self.target}): perf record -e {p['event']} -F {p['frequency']}")
 
     def finish(self) -> None:
-        """After the gateway ended: perf's end, then the folded stacks, the flame graph and the table."""
+        """After the gateway ended: perf's end, then the folded stacks, the flame graph and the table; the
+        scheduler's time line parsed into profile/switches.npz."""
+        if self.sched is not None:
+            self.sched.send_signal(signal.SIGINT)  # system-wide: it does not end with the gateway
+            self.group.stop(self.sched, timeout=PERF_END_S)
+            self._switches()
         if self.proc is None:
             return
         try:
@@ -52,6 +68,17 @@ class Profiler:
             self.proc.send_signal(signal.SIGINT)  # perf writes what it has and ends
             self.group.stop(self.proc, timeout=PERF_END_S)
         self.run.extras["profile"] = self._analyse()
+
+    def _switches(self) -> None:
+        data = self.dir / "sched.data"
+        info: dict[str, Any] = {"recorded": False}
+        if data.is_file() and data.stat().st_size:
+            script = subprocess.run(["perf", "script", "-i", str(data), "-F", "cpu,time,trace"], capture_output=True,
+                                    text=True, errors="replace", env={**os.environ, "PAGER": "cat"})
+            found = Switches.parse(script.stdout.splitlines())
+            found.save(self.dir / "switches.npz")
+            info = {"recorded": True, "switches": int(found.t_ns.size), "file": "profile/switches.npz"}
+        self.run.extras["scheduler_trace"] = info
 
     def _analyse(self) -> dict[str, Any]:
         p = self.run.values["profile"]

@@ -276,8 +276,10 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
                     "\"itch-gateway\", cpu = 2, fifo = 80 }, { name = \"bbo-publisher\", cpu = 3, fifo = 70 }]"),
     },
     "profile": {
-        "enabled": (bool, False, None, "sample the gateway with perf while it runs: a flame graph and its hottest "
-                    "functions in the run (docs/profile.md)"),
+        "enabled": (bool, False, None, "perf on the gateway while it runs (docs/profile.md)"),
+        "samples": (bool, True, None, "sample it: a flame graph and its hottest functions in the run"),
+        "scheduler": (bool, False, None, "record every context switch on every CPU: the slowest messages are tied "
+                      "to the tasks that had the hot thread's CPU"),
         "frequency": (int, 999, _between(1, 20_000), "samples a second"),
         "event": (str, "cpu-clock", _choice("cpu-clock", "task-clock", "cycles", "instructions"),
                   "cpu-clock and task-clock are software events (every machine); cycles and instructions need "
