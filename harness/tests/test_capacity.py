@@ -84,6 +84,9 @@ def test_sweep_steps_saturation_and_knee():
     rows = [{**sweep.step_row(1, ok, []), "value": 1}, {**sweep.step_row(2, lagging, why), "value": 2}]
     c = sweep.conclusions(rows)
     assert c["sender_limited"] and not c["reached"] and c["saturation_value"] == 1
+    unmeasured = _m(p99_us=[math.nan], gateway_slope_us_per_s=[math.nan], slope_us_per_s=[math.nan])
+    assert sweep.past_saturation(bounds, unmeasured) == ["p99: not measured, so not within 500.0 µs"]
+    assert sweep.not_checked(unmeasured) and not sweep.not_checked(ok)
     lost = [{"status": "lost", "lost_messages": 12, "p99_us": 40.0}]
     assert sweep.past_saturation(bounds, lost) == ["lost: 1 of 1 runs lost 12 messages at most"]
     rows = [{"value": v, "throughput_msg_s": t, "offered_msg_s": v, "p50_us": p, "past_saturation": w}

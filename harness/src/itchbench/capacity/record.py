@@ -78,14 +78,11 @@ class Capacity:
             else:
                 tail = "; saturation not reached: the last step met every bound"
             knee = f"; knee at {key} = {c['knee_value']}" if c["knee_value"] is not None else ""
-            lines.append(f"SWEEP {base}: {head}{tail}{knee}")
+            unchecked = f"; not checked: {'; '.join(c['not_checked'])}" if c["not_checked"] else ""
+            lines.append(f"SWEEP {base}: {head}{tail}{knee}{unchecked}")
             if "saturation_msg_s" in entry["targets"]:
-                best = next((m for r, m in zip(entry["steps"], entry["measures"])
-                             if r["value"] == c["saturation_value"]), [])
-                # No step within bounds: the saturation is none at all, judged as 0 msg/s.
                 judged = targets.judge({"saturation_msg_s": entry["targets"]["saturation_msg_s"]},
-                                       [{"saturation_msg_s": m["throughput_msg_s"]} for m in best]
-                                       or [{"saturation_msg_s": 0.0}])
+                                       sweep.saturation_runs(entry["steps"], entry["measures"], c))
                 entry["judgements"] = [j.row() for j in judged]
                 self.judgements.append((base, judged))
         return lines

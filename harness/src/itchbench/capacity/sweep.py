@@ -119,9 +119,28 @@ def past_saturation(sweep: dict[str, Any], measures: list[dict[str, Any]]) -> li
     if not math.isnan(slope) and slope > bound:
         why.append(f"behind: latency from the actual send grew {slope:,.0f} µs/s through the run (bound {bound:,.0f})")
     p99 = _median(measures, "p99_us")
-    if sweep["p99_us"] > 0 and not math.isnan(p99) and p99 > sweep["p99_us"]:
+    if sweep["p99_us"] > 0 and math.isnan(p99):  # a bound not measured is not met
+        why.append(f"p99: not measured, so not within {sweep['p99_us']:,.1f} µs")
+    elif sweep["p99_us"] > 0 and p99 > sweep["p99_us"]:
         why.append(f"p99: {p99:,.1f} µs > {sweep['p99_us']:,.1f} µs")
     return why
+
+
+def not_checked(measures: list[dict[str, Any]]) -> list[str]:
+    """What a step's runs could not check: without send times nobody can tell a gateway falling behind (no
+    offered rate to fall behind of: a simulation, tcpreplay). Said beside the sweep's conclusions."""
+    slopes = ("gateway_slope_us_per_s", "slope_us_per_s")
+    if all(math.isnan(_median(measures, k)) for k in slopes):
+        return ["falling behind (the runs have no send times: no offered rate to fall behind of)"]
+    return []
+
+
+def saturation_runs(rows: list[dict[str, Any]], step_measures: list[list[dict[str, Any]]],
+                    conclusions: dict[str, Any]) -> list[dict[str, float]]:
+    """What targets.saturation_msg_s is judged on: the throughput of each run of the heaviest step within every
+    bound; a sweep with no such step is judged at 0 msg/s."""
+    best = next((m for r, m in zip(rows, step_measures) if r["value"] == conclusions["saturation_value"]), [])
+    return [{"saturation_msg_s": m["throughput_msg_s"]} for m in best] or [{"saturation_msg_s": 0.0}]
 
 
 def step_row(value: Any, measures: list[dict[str, Any]], why: list[str]) -> dict[str, Any]:
@@ -131,6 +150,7 @@ def step_row(value: Any, measures: list[dict[str, Any]], why: list[str]) -> dict
             "subscriber_p99_median_us", "subscriber_p99_slowest_us")
     row: dict[str, Any] = {"value": value, "runs": len(measures), **{k: _median(measures, k) for k in keys}}
     row["past_saturation"] = why
+    row["not_checked"] = not_checked(measures)
     row["latency_measure"] = measures[0].get("latency_measure", "") if measures else ""
     return row
 
@@ -159,5 +179,6 @@ def conclusions(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "reached": past is not None and not sender_limited,
             "sender_limited": sender_limited,
             "first_past": next((r for r in rows if r["past_saturation"]), None),
+            "not_checked": sorted({w for r in rows for w in r.get("not_checked", [])}),
             "knee_value": knee["value"] if knee else None,
             "knee_offered_msg_s": knee["offered_msg_s"] if knee else math.nan}

@@ -45,9 +45,10 @@ def sweeps(configs: list[Configuration]) -> list[dict[str, Any]]:
         steps.sort(key=lambda s: s[0])
         values = steps[0][1].runs[0].manifest["scenario"]
         bounds = values["sweep"]
-        rows = []
+        rows, step_measures = [], []
         for _, c in steps:
             found = _measures(c)
+            step_measures.append(found)
             value = c.runs[0].manifest["origin"]["sweep"]["value"]
             rows.append({**sweep.step_row(value, found, sweep.past_saturation(bounds, found)), "label": c.label})
         sweep.memory_per_unit(rows)
@@ -55,10 +56,9 @@ def sweeps(configs: list[Configuration]) -> list[dict[str, Any]]:
         set_ = targets.set_targets(values)
         judged = []
         if "saturation_msg_s" in set_:
-            best = next((c for (_, c), r in zip(steps, rows) if r["value"] == conclusions["saturation_value"]), None)
-            ms = [{"saturation_msg_s": m["throughput_msg_s"]} for m in _measures(best)] if best else \
-                [{"saturation_msg_s": 0.0}]
-            judged = targets.judge({"saturation_msg_s": set_["saturation_msg_s"]}, ms)
-        out.append({"name": name, "short": name.rsplit(" ", 1)[-1] if several else name, "key": bounds["key"], "bounds": bounds, "rows": rows, "conclusions": conclusions,
+            judged = targets.judge({"saturation_msg_s": set_["saturation_msg_s"]},
+                                   sweep.saturation_runs(rows, step_measures, conclusions))
+        out.append({"name": name, "short": name.rsplit(" ", 1)[-1] if several else name, "key": bounds["key"],
+                    "bounds": bounds, "rows": rows, "conclusions": conclusions,
                     "targets": [j.row() for j in judged], "headline": targets.headline(judged)})
     return out
