@@ -18,25 +18,30 @@ LATENCY_KEYS = ("p50", "p99", "p999", "max", "mean")
 OK_STATUSES = ("lossless", "faults_accounted", "recovered", "joined")
 
 
-def _from_sent(summary: dict[str, Any]) -> dict[str, Any]:
-    """Latency from the actual send: the gateway and the network alone, without the sender's own lag."""
-    w2w = (summary.get("wire_to_wire") or {}).get("from_sent")
+def _from(summary: dict[str, Any], w2w_key: str, measure: str) -> dict[str, Any]:
+    """Latency from a send time: a black box's wire-to-wire figure, else the built-in gateway's row of the
+    coordinated-omission table whose measure starts with `measure`; {} without send times."""
+    w2w = (summary.get("wire_to_wire") or {}).get(w2w_key)
     if w2w:
         return w2w
     for row in (summary.get("latency") or {}).get("hops", {}).get("coordinated_omission") or []:
-        if str(row.get("measure", "")).startswith("from the actual send"):
+        if str(row.get("measure", "")).startswith(measure):
             return row
     return {}
 
 
+def _from_sent(summary: dict[str, Any]) -> dict[str, Any]:
+    """Latency from the actual send: the gateway and the network alone, without the sender's own lag."""
+    return _from(summary, "from_sent", "from the actual send")
+
+
 def _latency(summary: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(what the latency measures, its ns statistics)."""
-    w2w = (summary.get("wire_to_wire") or {}).get("from_intended")
-    if w2w:
-        return "wire to wire from the intended send (black box)", w2w
-    for row in (summary.get("latency") or {}).get("hops", {}).get("coordinated_omission") or []:
-        if str(row.get("measure", "")).startswith("from the intended"):
-            return "intended send -> book applied", row
+    row = _from(summary, "from_intended", "from the intended")
+    if row:
+        black_box = bool((summary.get("wire_to_wire") or {}).get("from_intended"))
+        return ("wire to wire from the intended send (black box)" if black_box
+                else "intended send -> book applied"), row
     stages = (summary.get("latency") or {}).get("stages") or {}
     if stages.get("receive_to_book"):
         return "receive -> book applied (no send times: the sender does not record them)", stages["receive_to_book"]
