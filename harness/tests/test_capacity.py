@@ -222,3 +222,18 @@ def test_hundreds_of_subscribers_are_one_process_and_each_fast_one_gets_every_fr
     report = (run / "report.md").read_text()
     assert "### Subscribers by rank (199 with events)" in report
     assert report.count("### BBO events, to subscriber ") == 8
+
+
+@pytest.mark.parametrize("args", [["--port", "1", "--dir", "/tmp", "--numbers", "5-2"],
+                                  ["--port", "1", "--dir", "/tmp", "--numbers", "a"],
+                                  ["--port", "1", "--dir", "/tmp", "--numbers", "0-3", "--stuck", "7"],
+                                  ["--port", "1", "--dir", "/tmp"]])
+def test_the_subscriber_pool_refuses_bad_arguments_with_usage(tool, args):
+    done = tool("bbo-tcp-subscribers", *args)
+    assert done.returncode == 2 and done.stderr.strip()
+
+
+def test_the_subscriber_pool_names_a_subscriber_it_cannot_connect(tool, tmp_path):
+    done = tool("bbo-tcp-subscribers", "--port", "9", "--dir", tmp_path, "--numbers", "0",
+                "--connect-timeout-ms", "100")
+    assert done.returncode == 1 and "subscriber-0" in done.stderr and "connect" in done.stderr

@@ -47,3 +47,20 @@ def test_verify_detects_a_changed_file(tmp_path, monkeypatch):
     verdict = fixtures.verify(fx)
     assert not verdict.ok
     assert "committed file" in verdict.explain()
+
+
+def test_ensure_makes_a_missing_or_altered_fixture_and_refuses_a_recipe_that_drifted(tmp_path, monkeypatch):
+    import dataclasses
+
+    import pytest
+    fx = next(f for f in fixtures.load_manifest() if not f.committed)
+    monkeypatch.setattr(fixtures.paths, "fixtures_dir", lambda: tmp_path)
+    assert fixtures.ensure(fx) and fixtures.sha256_of(fx.path) == fx.sha256  # missing: made
+    assert not fixtures.ensure(fx)                                            # present: left as it is
+    fx.path.write_bytes(b"not a capture")
+    assert fixtures.ensure(fx) and fixtures.sha256_of(fx.path) == fx.sha256  # altered: made again
+    drifted = dataclasses.replace(fx, sha256="0" * 64)
+    fx.path.unlink()
+    with pytest.raises(fixtures.FixtureError, match="its recipe"):
+        fixtures.ensure(drifted)
+    assert not drifted.path.exists() and not list(tmp_path.glob("*.new"))  # nothing half-made left behind
