@@ -136,6 +136,10 @@ def test_scenarios_expand_sweeps_and_refuse_what_cannot_be_judged(tmp_path):
                                               'steps = ["A=50,D=50", "A=50,U=50"]\nsession_messages = 2000\n'))
     kinds = [{m[:1] for _, m in mold_messages(Path(c.values["capture"]))} for c in mixes]
     assert b"U" not in kinds[0] and b"U" in kinds[1] and b"D" in kinds[0] and b"D" not in kinds[1]
+    mixed = scenario.load(_scenario(tmp_path, 'transport = "sim"\n[sweep]\nkey = "symbols"\nsteps = [3]\n'
+                                             'session_messages = 2000\n[[configurations]]\nlabel = "swept"\n'
+                                             '[[configurations]]\nlabel = "plain"\nsweep = { key = "" }\n'))
+    assert [(c.label, c.step) for c in mixed] == [("swept-symbols=3", 0), ("plain", None)]
     with pytest.raises(scenario.ScenarioError, match="mixes are key"):
         scenario.load(_scenario(tmp_path, 'transport = "sim"\n[sweep]\nkey = "subscribers"\nsteps = ["A=1"]\n'))
     plain = scenario.load(_scenario(tmp_path, 'transport = "sim"\n'))[0]
@@ -146,6 +150,16 @@ def test_scenarios_expand_sweeps_and_refuse_what_cannot_be_judged(tmp_path):
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "itchbench.cli", "run", *args], capture_output=True, text=True,
                           timeout=600)
+
+
+def test_a_configuration_outside_the_sweep_runs_beside_it(tmp_path):
+    text = ('transport = "sim"\n[sweep]\nkey = "symbols"\nsteps = [3, 5]\nsession_messages = 2000\n'
+            '[[configurations]]\nlabel = "swept"\n[[configurations]]\nlabel = "plain"\nsweep = { key = "" }\n')
+    done = _run([str(_scenario(tmp_path, text)), "--out", str(tmp_path / "m")])
+    assert done.returncode == 0, done.stdout
+    labels = sorted(rundir.read_json(d / "manifest.json")["label"] for d in (tmp_path / "m").glob("*/")
+                    if (d / "manifest.json").is_file())
+    assert labels == ["plain", "swept-symbols=3", "swept-symbols=5"]
 
 
 def test_a_missed_target_fails_the_run_and_one_at_the_median_is_undecided(tmp_path):

@@ -116,9 +116,10 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  stored: {store.append(Path(args.store), run_dir)}", flush=True)
 
     try:
+        # Configurations outside a sweep (a [[configurations]] entry may set sweep.key = ""), then the steps.
+        plain = [(c, r) for c, r in plan if c.step is None]
+        run_units(plain, 0, len(plain))
         steps = sorted({c.step for c in configs if c.step is not None})
-        if not steps:
-            run_units(plan, 0, len(plan))
         past: set[str] = set()  # sweeps stopped: their configurations past saturation
         for step in steps:
             units = [(c, r) for c, r in plan if c.step == step and c.swept not in past]
