@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..analysis import flamegraph, profile
@@ -20,6 +21,13 @@ if TYPE_CHECKING:
 
 PERF_END_S = 15.0  # perf writes its data after the gateway ends; a large profile takes a few seconds
 TOP = 20
+
+
+def _perf_script(data: Path, fields: str) -> list[str]:
+    """perf script's lines of a perf.data, the fields asked for."""
+    done = subprocess.run(["perf", "script", "-i", str(data), "-F", fields], capture_output=True, text=True,
+                          errors="replace", env={**os.environ, "PAGER": "cat"})
+    return done.stdout.splitlines()
 
 
 class Profiler:
@@ -73,9 +81,7 @@ class Profiler:
         data = self.dir / "sched.data"
         info: dict[str, Any] = {"recorded": False}
         if data.is_file() and data.stat().st_size:
-            script = subprocess.run(["perf", "script", "-i", str(data), "-F", "cpu,time,trace"], capture_output=True,
-                                    text=True, errors="replace", env={**os.environ, "PAGER": "cat"})
-            found = Switches.parse(script.stdout.splitlines())
+            found = Switches.parse(_perf_script(data, "cpu,time,trace"))
             found.save(self.dir / "switches.npz")
             info = {"recorded": True, "switches": int(found.t_ns.size), "file": "profile/switches.npz"}
         self.run.extras["scheduler_trace"] = info
@@ -86,13 +92,10 @@ class Profiler:
                                "pid": self.target, "perf_exit": self.proc.returncode if self.proc else None}
         data = self.dir / "perf.data"
         if not data.is_file() or data.stat().st_size == 0:
-            out["error"] = ("perf recorded nothing: " + (self.dir / "perf.stderr").read_text(errors="replace")
-                            .strip().splitlines()[-1:][0] if (self.dir / "perf.stderr").stat().st_size else
-                            "perf recorded nothing")
+            said = (self.dir / "perf.stderr").read_text(errors="replace").strip().splitlines()
+            out["error"] = "perf recorded nothing" + (f": {said[-1]}" if said else "")
             return out
-        script = subprocess.run(["perf", "script", "-i", str(data), "-F", "comm,tid,period,ip,sym"],
-                                capture_output=True, text=True, errors="replace", env={**os.environ, "PAGER": "cat"})
-        stacks = profile.fold(script.stdout.splitlines())
+        stacks = profile.fold(_perf_script(data, "comm,tid,period,ip,sym"))
         folded = self.dir / "folded.txt"
         folded.write_text("".join(f"{s} {n}\n" for s, n in sorted(stacks.items())))
         title = f"{self.run.label}: {p['event']} at {p['frequency']} Hz, {sum(stacks.values()):,} samples"
