@@ -43,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .analysis.stats import StatsError
     from .captures.inspect import CaptureError
     from .commands.common import UserError
+    from .gateways.revisions import RevisionError
     from .rundir import RunDirError
     from .runs.failure import Interrupted
     from .runs.scenario import ScenarioError
@@ -59,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    except (ToolError, paths.ToolMissing, FileNotFoundError) as e:
+    except (ToolError, paths.ToolMissing, FileNotFoundError, RevisionError) as e:
         print(f"itchbench: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as e:

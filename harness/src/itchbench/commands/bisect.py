@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..captures import fixtures
-    from ..compare import bisect, revisions
+    from ..compare import bisect
+    from ..gateways import revisions
     from ..runs import scenario
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)

@@ -75,7 +75,8 @@ def _targets(base: session.Side, head: session.Side) -> dict[str, dict[str, Any]
 
 
 def _side(name: str, spec: str, repo: Path, say, benchmarks: bool, contract_rel: Path | None) -> session.Side:
-    from ..compare import revisions, session
+    from ..compare import session
+    from ..gateways import revisions
     side = session.Side(name, spec)
     path = Path(spec)
     if spec != revisions.WORKTREE and path.is_dir() and not (path / ".git").exists():

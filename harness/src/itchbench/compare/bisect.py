@@ -18,7 +18,8 @@ from .. import paths, rundir
 from ..captures.digest import sim_bbo
 from ..gateways import contract
 from ..runs import runner
-from . import contract_revisions, instructions, outputs, revisions, verdicts
+from ..gateways import revisions
+from . import contract_revisions, instructions, outputs, verdicts
 
 
 class BisectError(RuntimeError):

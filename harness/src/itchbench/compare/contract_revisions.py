@@ -18,7 +18,7 @@ from typing import Callable
 from .. import paths
 from ..gateways import adapter, contract
 from ..runs.failure import RunError
-from . import revisions
+from ..gateways import revisions
 
 
 @dataclass(frozen=True)

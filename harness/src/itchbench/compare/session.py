@@ -17,7 +17,8 @@ from ..captures.generated import session as generated_session
 from ..runs import runner, scenario
 from ..gateways import contract
 from ..host import differences as host
-from . import contract_revisions, instructions, outputs, revisions, verdicts
+from ..gateways import revisions
+from . import contract_revisions, instructions, outputs, verdicts
 
 GENERATED_SESSION = ["--profile", "nasdaq-day", "--seed", "1", "--messages", "300000"]
 STAGES = ("receive_to_book", "decode", "book", "publish")

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..runs import shards
-from . import bisect, revisions, session
+from ..gateways import revisions
+from . import bisect, session
 
 
 def compare_identity(base: session.Side, head: session.Side, workloads: list[session.Workload], repetitions: int,

@@ -4,11 +4,13 @@ figures/, byte-identical from the same runs (docs/documents.md)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from ..analysis import hops, stats
+from ..gateways import revisions
 from . import aggregate as agg
 from ..host import facts as host_facts
 from . import capacity, figures, render
@@ -107,6 +109,34 @@ def _environment(configs: list[Configuration]) -> list[dict[str, str]]:
     return rows
 
 
+def _recorded_flags(r: RunRecord) -> str:
+    """The flags the gateway binary says it was built with, a PGO profile's folder left out (a cache path)."""
+    flags = r.manifest["environment"].get("build", {}).get("cxx_flags", "")
+    return re.sub(r"(-fprofile-(?:use|generate))=\S+", r"\1", flags)
+
+
+def _builds(configs: list[Configuration], rows: list[dict[str, Any]], base: Configuration) -> list[dict[str, Any]]:
+    """The compiler-flags table (docs/builds.md): one row a configuration, made when their gateways' recorded flags
+    differ; throughput as the configuration's over the baseline's (above 1: faster)."""
+    flags = [sorted({_recorded_flags(r) for r in c.runs}) for c in configs]
+    if len({f for fs in flags for f in fs}) < 2:
+        return []
+    rate = lambda r: r.summary["performance"]["messages_per_s"]  # noqa: E731
+    out = []
+    for k, (c, row, fs) in enumerate(zip(configs, rows, flags)):
+        build = c.runs[0].manifest["scenario"].get("build") or {}
+        flavour = revisions.Flavour.of(build) if build else revisions.Flavour()
+        out.append({"label": c.label, "is_baseline": c is base, "flavour": flavour.name, "flags": " / ".join(fs),
+                    "training": Path(build["pgo_training"]).name if build.get("pgo") else "",
+                    "compiler": c.runs[0].manifest["environment"].get("build", {}).get("compiler", "?"),
+                    "rate": row["throughput"]["messages_per_s"],
+                    "speedup": agg.factor(agg.run_values(c, rate), agg.run_values(base, rate), agg.CI_SEED + 200 + k)
+                    if c is not base else None,
+                    "cpu_ns": row["throughput"]["cpu_ns_per_message"], "p50": row["table"]["p50"],
+                    "p99": row["table"]["p99"]})
+    return out
+
+
 def _reproduce(configs: list[Configuration], run_args: list[str], baseline: str, title: str | None) -> dict[str, Any]:
     origins = [r.manifest.get("origin", {}) for c in configs for r in c.runs]
     commits = sorted({r.manifest["environment"]["git"]["commit"] for c in configs for r in c.runs})
@@ -199,6 +229,7 @@ def build(run_paths: list[Path], out_dir: Path, *, title: str | None = None, bas
                                          agg.keyed(c, "by_type", t, "count")) for c in configs]} for t in types],
         "symbols": [{"symbol": s, "cells": [(agg.keyed(c, "by_symbol", s, "p50"), agg.keyed(c, "by_symbol", s, "p99"))
                                             for c in configs]} for s in symbols],
+        "builds": _builds(configs, rows, base),
         "microbench": [{"name": b, "cells": [agg.spread(agg.microbench_values(c, b)) for c in configs],
                         "factors": [agg.factor(agg.microbench_values(base, b), agg.microbench_values(c, b),
                                                agg.CI_SEED + 100 + k) if c is not base else None

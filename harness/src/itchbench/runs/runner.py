@@ -24,6 +24,7 @@ from ..capacity import record as capacity_record
 from ..captures import faults
 from ..captures.fixtures import sha256_of
 from ..captures.inspect import check_capture
+from ..gateways import revisions
 from .. import rundir
 from . import environment, microbench, noise, placement, reconcile
 from .transports.contract import run_contract
@@ -78,6 +79,18 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
         # Applied before any transport; the run reconciles with the sidecar.
         values = {**values, "source_capture": values["capture"],
                   "capture": str(faults.faulted_capture(Path(values["capture"]), values["faults"]))}
+    flavour = revisions.Flavour.of(values["build"])
+    if not flavour.default:
+        # Built before the run exists (cached after the first), so a flavour that does not build is no run at all.
+        gateway = revisions.flavoured_gateway(flavour, print if echo else lambda _: None)
+        with paths.gateway_override(gateway):
+            return _execute(values, label, run_dir, root, echo, command, origin,
+                            {**(under_test or {}), "build_flavour": flavour.name, "binary": str(gateway)})
+    return _execute(values, label, run_dir, root, echo, command, origin, under_test)
+
+
+def _execute(values: dict[str, Any], label: str, run_dir: Path | None, root: Path | None, echo: bool, command: str,
+             origin: dict[str, Any] | None, under_test: dict[str, Any] | None) -> Path:
     run = start(values, label, run_dir=run_dir, root=root, echo=echo, command=command, origin=origin,
                 under_test=under_test)
     failure: RunError | None = None

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import rundir
+from .. import paths, rundir
 from ..capacity import sweep as capacity_sweep
 from ..capacity import targets as capacity_targets
 from ..captures import generated
@@ -287,6 +287,16 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "call_graph": (str, "dwarf", _choice("dwarf", "fp", "none"), "how stacks are unwound: dwarf (the build "
                        "has no frame pointers), fp, or none (leaf functions only)"),
     },
+    "build": {
+        "cxx_flags": (str, "", None, "the built-in gateway built from this checkout with these compiler flags after "
+                      "Release's -O3 (\"-O2\", \"-march=native\"); each flavour built once and cached "
+                      "(docs/builds.md)"),
+        "lto": (bool, False, None, "link-time optimisation"),
+        "pgo": (bool, False, None, "profile-guided optimisation: built instrumented, trained on pgo_training in "
+                "simulation, built again with the profile"),
+        "pgo_training": (str, "", None, "the PGO training capture, relative to the scenario file (empty: the "
+                         "seed fixture)"),
+    },
     "microbench": {
         "binaries": (list, [], _benchmarks, "Google Benchmark binaries of the gateway's own build, run after "
                      "the transport; their JSON goes into the run (microbench/)"),
@@ -513,9 +523,34 @@ def load(path: Path | str) -> list[Configuration]:
             if values["gateway_file"]:
                 values["gateway_file"] = str((path.parent / values["gateway_file"]).resolve())
                 check_gateway_file(values, str(path))
-            label = (entry_label or values["name"]) + "".join(f"-{k.split('.')[-1]}={v}" for k, v in zip(keys, combo))
+            _resolve_build(values, path)
+            label = (entry_label or values["name"]) + "".join(f"-{k.split('.')[-1]}={_label_value(k, v)}"
+                                                              for k, v in zip(keys, combo))
             configs.extend(_sweep_steps(Configuration(values["name"], label, values, path.resolve()), str(path)))
     return configs
+
+
+def _label_value(key: str, value: Any) -> Any:
+    """A matrix value as a label shows it: a capture by its name."""
+    return Path(value).name.split(".")[0] if key == "capture" else value
+
+
+def _resolve_build(values: dict[str, Any], path: Path) -> None:
+    """A [build] flavour is the built-in gateway's; its training capture resolved and present."""
+    build = values["build"]
+    if build["pgo_training"] and not build["pgo"]:
+        raise ScenarioError(f"{path}: build.pgo_training names a training capture but build.pgo is false")
+    if not (build["cxx_flags"] or build["lto"] or build["pgo"]):
+        return
+    if values["gateway_file"]:
+        raise ScenarioError(f"{path}: [build] flavours build the built-in gateway; a brought gateway "
+                            f"({values['gateway_file']}) is built by its own contract")
+    if build["pgo"]:
+        training = (path.parent / build["pgo_training"]).resolve() if build["pgo_training"] else \
+            paths.fixtures_dir() / "seed-workload.pcap"
+        if not training.is_file():
+            raise ScenarioError(f"{path}: build.pgo_training not found: {training}")
+        build["pgo_training"] = str(training)
 
 
 def _sweep_steps(config: Configuration, origin: str) -> list[Configuration]:

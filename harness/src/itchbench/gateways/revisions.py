@@ -1,21 +1,26 @@
 """Revisions of the gateway: resolved in a git repository, each built once in
-its own git worktree with identical flags and cached under
-reports/cache/builds/ by (the content of its build inputs, flags): commits
-that differ elsewhere share one build. The working tree with its uncommitted changes
-is a revision too (`WORKTREE`), cached by the hash of its diff.
+its own git worktree and cached under reports/cache/builds/ by (the content of
+its build inputs, flags): commits that differ elsewhere share one build. The
+working tree with its uncommitted changes is a revision too (`WORKTREE`),
+cached by the hash of its diff.
+
+Revisions compared with each other are built with identical flags; a build
+flavour (other flags, LTO, PGO: a scenario's [build] table) is the other way
+round — one revision, built several ways (docs/builds.md).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import IO, Callable
 
 from .. import paths
-from ..gateways import provenance
+from . import provenance
 
 WORKTREE = "WORKTREE"
 # Identical for every revision: what is compared is the code, never the flags.
@@ -84,8 +89,39 @@ def cache_root() -> Path:
     return paths.cache_dir() / "builds"
 
 
-def flags_hash() -> str:
-    return hashlib.sha256(" ".join(BUILD_OPTIONS).encode()).hexdigest()[:8]
+@dataclass(frozen=True)
+class Flavour:
+    """How the gateway is built beyond the set-up's Release (-O3): a scenario's [build] table."""
+    cxx_flags: str = ""          # added after Release's flags, so "-O2" wins over its -O3
+    lto: bool = False
+    pgo_training: str = ""       # a capture: build instrumented, run it on this in simulation, build again
+
+    @classmethod
+    def of(cls, table: dict[str, object]) -> "Flavour":
+        return cls(str(table["cxx_flags"]), bool(table["lto"]), str(table["pgo_training"]) if table["pgo"] else "")
+
+    @property
+    def default(self) -> bool:
+        return self == Flavour()
+
+    @property
+    def name(self) -> str:
+        parts = [self.cxx_flags or "-O3"] + (["LTO"] if self.lto else []) + (["PGO"] if self.pgo_training else [])
+        return " ".join(parts)
+
+    def options(self) -> list[str]:
+        return ([f"-DITCHBENCH_CXX_EXTRA={self.cxx_flags}"] if self.cxx_flags else []) + \
+            (["-DITCHBENCH_LTO=ON"] if self.lto else [])
+
+    def identity(self) -> str:
+        """What makes two flavours the same build: their options and the training capture's content."""
+        training = hashlib.sha256(Path(self.pgo_training).read_bytes()).hexdigest() if self.pgo_training else ""
+        return " ".join(self.options() + ([f"pgo:{training}"] if training else []))
+
+
+def flags_hash(flavour: Flavour = Flavour()) -> str:
+    extra = flavour.identity()
+    return hashlib.sha256(" ".join(BUILD_OPTIONS + ([extra] if extra else [])).encode()).hexdigest()[:8]
 
 
 # What the gateway's build reads: a revision whose copies of these are the
@@ -106,11 +142,12 @@ def source_key(repo: Path, rev: Revision) -> str:
     return "src-" + hashlib.sha256(" ".join(ids).encode()).hexdigest()[:16]
 
 
-def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: bool = False) -> Path:
-    """The gateway binary of a revision, built (once per source) in its own
-    worktree; with benchmarks, its Google Benchmark binaries beside it too
-    (those the revision has: gateway/bench/ in the same build)."""
-    key = f"{source_key(repo, rev)}-{flags_hash()}"
+def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: bool = False,
+          flavour: Flavour = Flavour()) -> Path:
+    """The gateway binary of a revision, built (once per source and flavour)
+    in its own worktree; with benchmarks, its Google Benchmark binaries beside
+    it too (those the revision has: gateway/bench/ in the same build)."""
+    key = f"{source_key(repo, rev)}-{flags_hash(flavour)}"
     home = cache_root() / key
     gateway = home / "build" / "gateway" / "itch-gateway"
     benchmarks_tried = home / "benchmarks-tried"
@@ -132,15 +169,14 @@ def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: 
     try:
         with open(log, "a") as out:
             if not cached:
-                say(f"  {rev.label}: building {BUILD_TARGET} ({rev.subject[:60]})")
-                for cmd in (["cmake", "-S", str(source), "-B", str(home / "build"), "-G", "Ninja", *BUILD_OPTIONS],
-                            ["cmake", "--build", str(home / "build"), "--target", BUILD_TARGET]):
-                    out.flush()
-                    proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT)
-                    if proc.returncode != 0:
-                        out.flush()
-                        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-                        raise RevisionError(f"{rev.label} does not build ({' '.join(cmd[:2])} failed):\n{tail}")
+                flavoured = "" if flavour.default else f", {flavour.name}"
+                say(f"  {rev.label}: building {BUILD_TARGET} ({rev.subject[:60]}{flavoured})")
+                options = [*BUILD_OPTIONS, *flavour.options()]
+                if flavour.pgo_training:
+                    _compile(source, home, [*options, "-DITCHBENCH_PGO=generate"], rev, out, log)
+                    _train(gateway, Path(flavour.pgo_training), home, rev, say)
+                    options.append("-DITCHBENCH_PGO=use")
+                _compile(source, home, options, rev, out, log)
             if benchmarks:
                 say(f"  {rev.label}: building its micro-benchmarks")
                 for target in BENCHMARK_TARGETS:  # an older revision may not have one: it is then not built
@@ -157,3 +193,37 @@ def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: 
             raise RevisionError(f"{rev.label}: the build made no {BUILD_TARGET}")
         (home / "ok").write_text(rev.commit + "\n")
     return gateway
+
+
+def _compile(source: Path, home: Path, options: list[str], rev: Revision, out: IO[str], log: Path) -> None:
+    for cmd in (["cmake", "-S", str(source), "-B", str(home / "build"), "-G", "Ninja", *options],
+                ["cmake", "--build", str(home / "build"), "--target", BUILD_TARGET]):
+        out.flush()
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT)
+        if proc.returncode != 0:
+            out.flush()
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+            raise RevisionError(f"{rev.label} does not build ({' '.join(cmd[:2])} failed):\n{tail}")
+
+
+def _train(gateway: Path, capture: Path, home: Path, rev: Revision, say: Callable[[str], None]) -> None:
+    """The instrumented gateway's training run: the capture in simulation, every stage stamped, as runs are."""
+    say(f"  {rev.label}: PGO training run on {capture.name}")
+    logs = home / "pgo-training"
+    logs.mkdir(exist_ok=True)
+    proc = subprocess.run([str(gateway), "--source", "sim", "--capture", str(capture), "--out", str(logs)],
+                          capture_output=True, text=True)
+    shutil.rmtree(logs)
+    if proc.returncode != 0:
+        raise RevisionError(f"{rev.label}: the PGO training run on {capture} failed (exit {proc.returncode}): "
+                            f"{proc.stderr.strip()[-500:]}")
+
+
+def flavoured_gateway(flavour: Flavour, say: Callable[[str], None]) -> Path:
+    """This checkout's gateway (its working tree as it is) built as the flavour asks, cached."""
+    if paths.GATEWAY_OVERRIDE in os.environ:
+        raise RevisionError("a [build] flavour builds this checkout's gateway, but another build's gateway is "
+                            f"under test here ({paths.GATEWAY_OVERRIDE}={os.environ[paths.GATEWAY_OVERRIDE]}): "
+                            "compare and bisect vary the revision, a flavour the flags; not both at once")
+    repo = paths.repo_root()
+    return build(repo, resolve(repo, WORKTREE), say, flavour=flavour)
