@@ -43,7 +43,7 @@ def test_the_slowest_are_kept_across_chunks_and_charged_to_the_hop_that_ran_long
 
 def test_the_scheduler_time_line_names_who_had_the_hot_threads_cpu():
     from itchbench.analysis.switches import Switches
-    lines = [  # perf script -F cpu,time,trace, as perf prints sched:sched_switch (hot thread: pid 77 on CPU 1)
+    lines = [  # perf script -F cpu,time,event,trace, as perf prints its events (hot thread: pid 77 on CPU 1)
         "[001] 100.000000100: sched:sched_switch: prev_comm=gw prev_pid=77 prev_prio=120 prev_state=R ==> "
         "next_comm=cpu-hog next_pid=90 next_prio=120",
         "[000] 100.000000200: sched:sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> "
@@ -51,9 +51,18 @@ def test_the_scheduler_time_line_names_who_had_the_hot_threads_cpu():
         "[001] 100.000900000: sched:sched_switch: prev_comm=cpu-hog prev_pid=90 prev_prio=120 prev_state=R ==> "
         "next_comm=gw next_pid=77 next_prio=120",
         "garbage that is no switch",
+        "[001] 100.000500000: irq:softirq_entry: vec=3 [action=NET_RX]",        # on its CPU, in message 0's hop
+        "[000] 100.000500000: irq:softirq_entry: vec=1 [action=TIMER]",         # another CPU's
+        "[001] 100.500000000: irq:irq_handler_entry: irq=36 name=virtio1-req.0",  # in no outlier's hop
+        "[001] 101.000500000: irq:softirq_entry: vec=9 [action=RCU]",           # in message 1's hop
+        "[000] 100.000600000: sched:sched_migrate_task: comm=gw pid=77 prio=120 orig_cpu=0 dest_cpu=1",
+        "[001] 100.000700000: irq:softirq_entry: vec=3 [action=",               # cut short: not an event
     ]
     sw = Switches.parse(lines)
     assert sw.t_ns.tolist() == [100_000_000_100, 100_000_000_200, 100_000_900_000]
+    assert sw.irq_what.tolist() == ["softirq NET_RX", "softirq TIMER", "irq virtio1-req.0", "softirq RCU"]
+    assert sw.interrupts(1, 100_000_000_000, 100_001_000_000) == ["softirq NET_RX"]
+    assert sw.moved(77, 100_000_000_000, 100_001_000_000) and not sw.moved(77, 100_001_000_000, 102_000_000_000)
     assert sw.who_took(77, 100_000_000_000, 100_001_000_000) == (True, ["cpu-hog"])
     assert sw.who_took(77, 100_000_950_000, 100_002_000_000) == (False, [])  # nothing in that interval
     # An outlier whose wake-up hop spans the hog's turn is tied to it; one elsewhere is not.
@@ -64,4 +73,6 @@ def test_the_scheduler_time_line_names_who_had_the_hot_threads_cpu():
     out.add(cols, np.full(2, ord("A"), np.uint8))
     got = out.result(threshold_ns=100_000, typical_ns=[1_000] * 4, switches=sw, hot_tid=77)
     assert got["scheduler"] == {"outliers": 2, "cpu_taken": 1, "share": 0.5, "hot_thread_preempted": 1,
-                                "by_task": {"cpu-hog": 1}}
+                                "by_task": {"cpu-hog": 1}, "interrupted": 2, "interrupted_share": 1.0,
+                                "by_interrupt": {"softirq NET_RX": 1, "softirq RCU": 1}, "migrated": 1,
+                                "none_of_these": 0}

@@ -31,19 +31,35 @@ CAUSES = {
 def _scheduler(switches: Switches, hot_tid: int, start: np.ndarray, hops: np.ndarray,
                dominant: np.ndarray) -> dict[str, Any]:
     """Per outlier, in the interval of the hop it is charged to: the hot thread preempted, or its CPU taken by
-    other tasks before it ran again; counted, and the tasks named by how many outliers each touched."""
+    other tasks before it ran again; interrupt handlers and softirqs on the CPU it ran on; the thread moved to
+    another CPU. Each counted, and the tasks and interrupts named by how many outliers each touched."""
     edges = np.concatenate([start[:, None], start[:, None] + np.cumsum(hops, axis=1)], axis=1)
+    rows = np.arange(start.size)
+    begin, end = edges[rows, dominant], edges[rows, dominant + 1]
+    cpus = switches.cpus_of(hot_tid, end)
     by_task: dict[str, int] = {}
-    preempted = taken = 0
+    by_interrupt: dict[str, int] = {}
+    preempted = taken = interrupted = moved = anything = 0
     for i in range(start.size):
-        was, who = switches.who_took(hot_tid, int(edges[i, dominant[i]]), int(edges[i, dominant[i] + 1]))
+        was, who = switches.who_took(hot_tid, int(begin[i]), int(end[i]))
+        irqs = switches.interrupts(int(cpus[i]), int(begin[i]), int(end[i])) if cpus[i] >= 0 else []
+        went = switches.moved(hot_tid, int(begin[i]), int(end[i]))
         preempted += was
         taken += bool(was or who)
+        interrupted += bool(irqs)
+        moved += went
+        anything += bool(was or who or irqs or went)
         for comm in who:
             by_task[comm] = by_task.get(comm, 0) + 1
-    return {"outliers": int(start.size), "cpu_taken": taken, "share": taken / start.size if start.size else 0.0,
-            "hot_thread_preempted": preempted,
-            "by_task": dict(sorted(by_task.items(), key=lambda kv: (-kv[1], kv[0]))[:10])}
+        for what in irqs:
+            by_interrupt[what] = by_interrupt.get(what, 0) + 1
+    n = int(start.size)
+    ranked = lambda counts: dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:10])  # noqa: E731
+    return {"outliers": n, "cpu_taken": taken, "share": taken / n if n else 0.0,
+            "hot_thread_preempted": preempted, "by_task": ranked(by_task),
+            "interrupted": interrupted, "interrupted_share": interrupted / n if n else 0.0,
+            "by_interrupt": ranked(by_interrupt), "migrated": moved,
+            "none_of_these": n - anything}
 
 
 class Outliers:

@@ -164,7 +164,12 @@ def _outliers_section(slow: dict[str, Any], hop_names: list[str]) -> list[str]:
                f"to, {sched['cpu_taken']:,} of the {sched['outliers']:,} outliers ({100 * sched['share']:.1f} %) had "
                f"the hot thread preempted ({sched['hot_thread_preempted']:,}) or its CPU held by other tasks before "
                "it ran again: " + (", ".join(f"{comm} ({n:,})" for comm, n in sched["by_task"].items()) or "none")
-               + ". The rest met no other task on its CPU."]
+               + "."]
+        md[-1] += (f" Interrupt handlers or softirqs ran on its CPU in that hop for {sched['interrupted']:,} "
+                   f"({100 * sched['interrupted_share']:.1f} %): "
+                   + (", ".join(f"{what} ({n:,})" for what, n in sched["by_interrupt"].items()) or "none")
+                   + f"; it was moved to another CPU for {sched['migrated']:,}. {sched['none_of_these']:,} met "
+                   "none of these (the sender's stall, or the thread busy with earlier messages).")
     md += ["", "Their message types: " + ", ".join(f"{t} {c:,}" for t, c in slow["types"].items()) + ".", "",
            "| slowest | seq | type | latency (ns) | charged to |", "|---:|---:|---|---:|---|"]
     md += [f"| {i} | {r['seq']:,} | {r['type']} | {_ns(r['latency_ns'])} | {r['cause']} |"

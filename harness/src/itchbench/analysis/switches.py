@@ -1,6 +1,8 @@
-"""The scheduler's time line of a run (profile.scheduler: `perf record -a -e sched:sched_switch`, CLOCK_MONOTONIC
-stamps): every context switch on every CPU, parsed from `perf script` once into arrays, and asked, for a slow
-message's interval, whether the gateway's hot thread was preempted in it and which other tasks had its CPU."""
+"""The scheduler's time line of a run (profile.scheduler: `perf record -a` of sched:sched_switch, irq:irq_handler_entry,
+irq:softirq_entry and sched:sched_migrate_task, CLOCK_MONOTONIC stamps): every context switch, interrupt handler,
+softirq and migration on every CPU, parsed from `perf script` once into arrays, and asked, for a slow message's
+interval, whether the gateway's hot thread was preempted or moved in it, which other tasks had its CPU, and which
+interrupts and softirqs ran there."""
 
 from __future__ import annotations
 
@@ -11,10 +13,25 @@ from typing import Iterable
 
 import numpy as np
 
-# perf script -F cpu,time,trace:  "[001] 29920.117801: prev_comm=perf prev_pid=32421 prev_prio=120 prev_state=R ==>
-# next_comm=migration/0 next_pid=18 next_prio=0"
-_LINE = re.compile(r"\[(\d+)\]\s+(\d+)\.(\d+):.*?prev_comm=(.*?) prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> "
-                   r"next_comm=(.*?) next_pid=(\d+)")
+EVENTS = ("sched:sched_switch", "irq:irq_handler_entry", "irq:softirq_entry", "sched:sched_migrate_task")
+FIELDS = "cpu,time,event,trace"  # perf script -F
+
+# perf script -F cpu,time,event,trace, e.g.
+#   [001] 29920.117801: sched:sched_switch: prev_comm=perf prev_pid=32421 prev_prio=120 prev_state=R ==>
+#       next_comm=migration/0 next_pid=18 next_prio=0
+#   [001] 39361.808070: irq:softirq_entry: vec=7 [action=SCHED]
+#   [001] 39361.929984: irq:irq_handler_entry: irq=36 name=virtio1-req.0
+#   [000] 39361.792104: sched:sched_migrate_task: comm=perf pid=2639 prio=120 orig_cpu=0 dest_cpu=1
+_HEAD = re.compile(r"\[(\d+)\]\s+(\d+)\.(\d+):\s+(\S+):\s(.*)")
+_SWITCH = re.compile(r"prev_comm=(.*?) prev_pid=(\d+) prev_prio=\d+ prev_state=(\S+) ==> next_comm=(.*?) "
+                     r"next_pid=(\d+)")
+_SOFTIRQ = re.compile(r"\[action=(\w+)\]")
+_IRQ = re.compile(r"irq=(\d+) name=(\S+)")
+_MIGRATE = re.compile(r" pid=(\d+) .*orig_cpu=(\d+) dest_cpu=(\d+)")
+
+
+def _ns(sec: str, frac: str) -> int:
+    return int(sec) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
 
 
 @dataclass(frozen=True)
@@ -25,29 +42,55 @@ class Switches:
     preempted: np.ndarray  # bool: the previous task was still runnable (prev_state R: an involuntary switch)
     next_pid: np.ndarray   # int64
     next_comm: np.ndarray  # object (str)
+    # Interrupt handlers and softirqs entered: the CPU, when, and what ("softirq NET_RX", "irq virtio0-input.0").
+    irq_cpu: np.ndarray    # int16
+    irq_t_ns: np.ndarray   # int64
+    irq_what: np.ndarray   # object (str)
+    # Tasks moved to another CPU.
+    moved_pid: np.ndarray  # int64
+    moved_t_ns: np.ndarray  # int64
 
     @staticmethod
     def parse(lines: Iterable[str]) -> "Switches":
-        rows = [m.groups() for m in map(_LINE.search, lines) if m]
-        if not rows:
-            e = np.empty(0, np.int64)
-            return Switches(e.astype(np.int16), e, e, e.astype(bool), e, e.astype(object))
-        cpu, sec, frac, _, prev_pid, state, next_comm, next_pid = zip(*rows)
-        t = np.array(sec, np.int64) * 1_000_000_000 + np.array([int(f.ljust(9, "0")[:9]) for f in frac], np.int64)
-        order = np.argsort(t, kind="stable")
-        return Switches(np.array(cpu, np.int16)[order], t[order], np.array(prev_pid, np.int64)[order],
-                        np.array([s.startswith("R") for s in state])[order], np.array(next_pid, np.int64)[order],
-                        np.array(next_comm, object)[order])
+        switches, irqs, moves = [], [], []
+        for line in lines:
+            head = _HEAD.search(line)
+            if not head:
+                continue
+            cpu, sec, frac, event, rest = head.groups()
+            if event == "sched:sched_switch" and (m := _SWITCH.search(rest)):
+                _, prev_pid, state, next_comm, next_pid = m.groups()
+                switches.append((int(cpu), _ns(sec, frac), int(prev_pid), state.startswith("R"), int(next_pid),
+                                 next_comm))
+            elif event == "irq:softirq_entry" and (m := _SOFTIRQ.search(rest)):
+                irqs.append((int(cpu), _ns(sec, frac), f"softirq {m.group(1)}"))
+            elif event == "irq:irq_handler_entry" and (m := _IRQ.search(rest)):
+                irqs.append((int(cpu), _ns(sec, frac), f"irq {m.group(2)}"))
+            elif event == "sched:sched_migrate_task" and (m := _MIGRATE.search(rest)):
+                moves.append((_ns(sec, frac), int(m.group(1))))
+        s = sorted(switches, key=lambda r: r[1])
+        i = sorted(irqs, key=lambda r: r[1])
+        v = sorted(moves)
+        col = lambda rows, k, dtype: np.array([r[k] for r in rows], dtype)  # noqa: E731
+        return Switches(col(s, 0, np.int16), col(s, 1, np.int64), col(s, 2, np.int64), col(s, 3, bool),
+                        col(s, 4, np.int64), col(s, 5, object), col(i, 0, np.int16), col(i, 1, np.int64),
+                        col(i, 2, object), col(v, 1, np.int64), col(v, 0, np.int64))
 
     def save(self, path: Path) -> None:
         np.savez_compressed(path, cpu=self.cpu, t_ns=self.t_ns, prev_pid=self.prev_pid, preempted=self.preempted,
-                            next_pid=self.next_pid, next_comm=self.next_comm.astype(str))
+                            next_pid=self.next_pid, next_comm=self.next_comm.astype(str), irq_cpu=self.irq_cpu,
+                            irq_t_ns=self.irq_t_ns, irq_what=self.irq_what.astype(str), moved_pid=self.moved_pid,
+                            moved_t_ns=self.moved_t_ns)
 
     @staticmethod
     def load(path: Path) -> "Switches":
         z = np.load(path)
+        empty = np.empty(0, np.int64)
+        get = lambda k, like: z[k] if k in z.files else like  # noqa: E731  (a trace of switches alone: older runs)
         return Switches(z["cpu"], z["t_ns"], z["prev_pid"], z["preempted"], z["next_pid"],
-                        z["next_comm"].astype(object))
+                        z["next_comm"].astype(object), get("irq_cpu", empty.astype(np.int16)),
+                        get("irq_t_ns", empty), get("irq_what", empty.astype(str)).astype(object),
+                        get("moved_pid", empty), get("moved_t_ns", empty))
 
     def who_took(self, hot_tid: int, start_ns: int, end_ns: int) -> tuple[bool, list[str]]:
         """In [start, end]: whether the hot thread was switched out while runnable, and the other tasks that ran on
@@ -63,3 +106,19 @@ class Switches:
         else:
             taken = []
         return preempted, taken
+
+    def cpus_of(self, tid: int, at_ns: np.ndarray) -> np.ndarray:
+        """For each time, the CPU the thread was last switched in on at or before it (-1: not seen yet)."""
+        ins = np.nonzero(self.next_pid == tid)[0]
+        last = np.searchsorted(self.t_ns[ins], at_ns, side="right") - 1
+        return np.where(last >= 0, self.cpu[ins[np.maximum(last, 0)]] if ins.size else -1, -1)
+
+    def interrupts(self, cpu: int, start_ns: int, end_ns: int) -> list[str]:
+        """The interrupt handlers and softirqs entered on the CPU in [start, end], by name."""
+        lo, hi = np.searchsorted(self.irq_t_ns, [start_ns, end_ns], side="left")
+        return sorted(set(self.irq_what[lo:hi][self.irq_cpu[lo:hi] == cpu]))
+
+    def moved(self, tid: int, start_ns: int, end_ns: int) -> bool:
+        """Whether the thread was migrated to another CPU in [start, end]."""
+        lo, hi = np.searchsorted(self.moved_t_ns, [start_ns, end_ns], side="left")
+        return bool((self.moved_pid[lo:hi] == tid).any())

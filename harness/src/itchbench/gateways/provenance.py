@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from . import contract as contract_mod
 from .contract import Contract
@@ -19,11 +19,12 @@ def _git(repo: Path, *args: str) -> str | None:
     return proc.stdout.decode(errors="replace") if proc.returncode == 0 else None
 
 
-def tree_diff_sha256(repo: Path) -> str:
-    """sha256 of the working tree's changes against HEAD (the diff, binary, and the names of untracked files);
-    "" when there are none."""
-    diff = subprocess.run(["git", "-C", str(repo), "diff", "HEAD", "--binary"], capture_output=True).stdout
-    untracked = subprocess.run(["git", "-C", str(repo), "ls-files", "--others", "--exclude-standard", "-z"],
+def tree_diff_sha256(repo: Path, only: Sequence[str] = ()) -> str:
+    """sha256 of the working tree's changes against HEAD (the diff, binary, and the names of untracked files), of
+    the paths `only` names or of all; "" when there are none."""
+    within = ["--", *only] if only else []
+    diff = subprocess.run(["git", "-C", str(repo), "diff", "HEAD", "--binary", *within], capture_output=True).stdout
+    untracked = subprocess.run(["git", "-C", str(repo), "ls-files", "--others", "--exclude-standard", "-z", *within],
                                capture_output=True).stdout
     return hashlib.sha256(diff + untracked).hexdigest() if (diff or untracked) else ""
 

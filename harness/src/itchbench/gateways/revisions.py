@@ -130,9 +130,12 @@ BUILD_INPUTS = ("CMakeLists.txt", "gateway", "replay")
 
 
 def source_key(repo: Path, rev: Revision) -> str:
-    """The git object ids of the build inputs (commits), or the diff hash (working tree)."""
+    """The git object ids of the build inputs (a commit, or a working tree whose changes are elsewhere), or the
+    hash of the build inputs' changes (a working tree that changes them)."""
     if rev.dirty:
-        return f"{rev.commit[:12]}+dirty-{rev.diff_hash[:8]}"
+        changed = provenance.tree_diff_sha256(repo, BUILD_INPUTS)
+        if changed:
+            return f"{rev.commit[:12]}+dirty-{changed[:8]}"
     ids = []
     for path in BUILD_INPUTS:
         try:

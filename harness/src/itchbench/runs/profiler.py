@@ -11,8 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import flamegraph, profile
-from ..analysis.switches import Switches
+from ..analysis import flamegraph, profile, switches
 from .procs import leaf_process
 
 if TYPE_CHECKING:
@@ -47,8 +46,9 @@ class Profiler:
         if p["scheduler"]:
             self.sched_err = open(self.dir / "sched.stderr", "wb")
             self.group.on_close(self.sched_err.close)
-            self.sched = self.group.start("perf-sched", ["perf", "record", "-a", "-e", "sched:sched_switch", "-k",
-                                                         "CLOCK_MONOTONIC", "-o", str(self.dir / "sched.data")],
+            events = [arg for event in switches.EVENTS for arg in ("-e", event)]
+            self.sched = self.group.start("perf-sched", ["perf", "record", "-a", *events, "-k", "CLOCK_MONOTONIC",
+                                                         "-o", str(self.dir / "sched.data")],
                                           stdout=subprocess.DEVNULL, stderr=self.sched_err)
         if not p["samples"]:
             return
@@ -81,9 +81,10 @@ class Profiler:
         data = self.dir / "sched.data"
         info: dict[str, Any] = {"recorded": False}
         if data.is_file() and data.stat().st_size:
-            found = Switches.parse(_perf_script(data, "cpu,time,trace"))
+            found = switches.Switches.parse(_perf_script(data, switches.FIELDS))
             found.save(self.dir / "switches.npz")
-            info = {"recorded": True, "switches": int(found.t_ns.size), "file": "profile/switches.npz"}
+            info = {"recorded": True, "switches": int(found.t_ns.size), "interrupts": int(found.irq_t_ns.size),
+                    "migrations": int(found.moved_t_ns.size), "file": "profile/switches.npz"}
         self.run.extras["scheduler_trace"] = info
 
     def _analyse(self) -> dict[str, Any]:
