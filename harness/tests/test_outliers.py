@@ -57,14 +57,20 @@ def test_the_scheduler_time_line_names_who_had_the_hot_threads_cpu():
         "[001] 101.000500000: irq:softirq_entry: vec=9 [action=RCU]",           # in message 1's hop
         "[000] 100.000600000: sched:sched_migrate_task: comm=gw pid=77 prio=120 orig_cpu=0 dest_cpu=1",
         "[001] 100.000700000: irq:softirq_entry: vec=3 [action=",               # cut short: not an event
+        "[000] 101.500000000: irq:softirq_entry: vec=1 [action=TIMER]",         # the trace goes on past both
+        "[000] 99.000000000: irq:softirq_entry: vec=1 [action=TIMER]",          # and began before them
     ]
     sw = Switches.parse(lines)
     assert sw.t_ns.tolist() == [100_000_000_100, 100_000_000_200, 100_000_900_000]
-    assert sw.irq_what.tolist() == ["softirq NET_RX", "softirq TIMER", "irq virtio1-req.0", "softirq RCU"]
+    assert sw.irq_what.tolist() == ["softirq TIMER", "softirq NET_RX", "softirq TIMER", "irq virtio1-req.0",
+                                    "softirq RCU", "softirq TIMER"]
+    assert sw.span == (99_000_000_000, 101_500_000_000)
     assert sw.interrupts(1, 100_000_000_000, 100_001_000_000) == ["softirq NET_RX"]
     assert sw.moved(77, 100_000_000_000, 100_001_000_000) and not sw.moved(77, 100_001_000_000, 102_000_000_000)
     assert sw.who_took(77, 100_000_000_000, 100_001_000_000) == (True, ["cpu-hog"])
     assert sw.who_took(77, 100_000_950_000, 100_002_000_000) == (False, [])  # nothing in that interval
+    # A hop that opens with the hog already on the CPU: the hog held it, though it was switched in before.
+    assert sw.who_took(77, 100_000_000_150, 100_001_000_000) == (False, ["cpu-hog"])
     # An outlier whose wake-up hop spans the hog's turn is tied to it; one elsewhere is not.
     out = Outliers(CHAIN, kept=2)
     cols = _cols(2, 0, {0: (1_000, 1_000, 950_000, 1_000), 1: (1_000, 1_000, 900_000, 1_000)})
@@ -73,6 +79,10 @@ def test_the_scheduler_time_line_names_who_had_the_hot_threads_cpu():
     out.add(cols, np.full(2, ord("A"), np.uint8))
     got = out.result(threshold_ns=100_000, typical_ns=[1_000] * 4, switches=sw, hot_tid=77)
     assert got["scheduler"] == {"outliers": 2, "cpu_taken": 1, "share": 0.5, "hot_thread_preempted": 1,
-                                "by_task": {"cpu-hog": 1}, "interrupted": 2, "interrupted_share": 1.0,
+                                "by_task": {"cpu-hog": 1}, "not_traced": 0, "interrupted": 2, "interrupted_share": 1.0,
                                 "by_interrupt": {"softirq NET_RX": 1, "softirq RCU": 1}, "migrated": 1,
                                 "none_of_these": 0}
+    # A time line that begins after an outlier's hop did not look at it: counted apart, never as "none of these".
+    late = Switches.parse(lines[1:3])
+    assert out.result(threshold_ns=100_000, typical_ns=[1_000] * 4, switches=late, hot_tid=77)["scheduler"][
+        "not_traced"] == 2

@@ -37,10 +37,13 @@ def _scheduler(switches: Switches, hot_tid: int, start: np.ndarray, hops: np.nda
     rows = np.arange(start.size)
     begin, end = edges[rows, dominant], edges[rows, dominant + 1]
     cpus = switches.cpus_of(hot_tid, end)
+    # perf starts after the gateway is ready: a hop outside the time line was not looked at, and is not "none".
+    first, last = switches.span
+    traced = (begin >= first) & (end <= last)
     by_task: dict[str, int] = {}
     by_interrupt: dict[str, int] = {}
     preempted = taken = interrupted = moved = anything = 0
-    for i in range(start.size):
+    for i in np.nonzero(traced)[0]:
         was, who = switches.who_took(hot_tid, int(begin[i]), int(end[i]))
         irqs = switches.interrupts(int(cpus[i]), int(begin[i]), int(end[i])) if cpus[i] >= 0 else []
         went = switches.moved(hot_tid, int(begin[i]), int(end[i]))
@@ -53,9 +56,9 @@ def _scheduler(switches: Switches, hot_tid: int, start: np.ndarray, hops: np.nda
             by_task[comm] = by_task.get(comm, 0) + 1
         for what in irqs:
             by_interrupt[what] = by_interrupt.get(what, 0) + 1
-    n = int(start.size)
+    n = int(traced.sum())
     ranked = lambda counts: dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:10])  # noqa: E731
-    return {"outliers": n, "cpu_taken": taken, "share": taken / n if n else 0.0,
+    return {"outliers": n, "not_traced": int(start.size) - n, "cpu_taken": taken, "share": taken / n if n else 0.0,
             "hot_thread_preempted": preempted, "by_task": ranked(by_task),
             "interrupted": interrupted, "interrupted_share": interrupted / n if n else 0.0,
             "by_interrupt": ranked(by_interrupt), "migrated": moved,

@@ -159,9 +159,12 @@ def _outliers_section(slow: dict[str, Any], hop_names: list[str]) -> list[str]:
         md.append(f"| unexplained: spread over several hops | — | {slow['unexplained']:,} | "
                   f"{100 * slow['unexplained'] / n:.1f} % | — |")
     sched = slow.get("scheduler")
-    if sched:
+    if sched and sched.get("not_traced"):
+        md += ["", f"{sched['not_traced']:,} of the outliers ran long outside the scheduler's time line (before perf "
+               "was recording, or after it stopped): what had their CPU was not looked at."]
+    if sched and sched["outliers"]:
         md += ["", f"The scheduler's time line (every context switch, profile.scheduler): in the hop each is charged "
-               f"to, {sched['cpu_taken']:,} of the {sched['outliers']:,} outliers ({100 * sched['share']:.1f} %) had "
+               f"to, {sched['cpu_taken']:,} of the {sched['outliers']:,} outliers in it ({100 * sched['share']:.1f} %) had "
                f"the hot thread preempted ({sched['hot_thread_preempted']:,}) or its CPU held by other tasks before "
                "it ran again: " + (", ".join(f"{comm} ({n:,})" for comm, n in sched["by_task"].items()) or "none")
                + "."]

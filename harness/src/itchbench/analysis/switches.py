@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Iterable
 
@@ -92,6 +93,12 @@ class Switches:
                         get("irq_t_ns", empty), get("irq_what", empty.astype(str)).astype(object),
                         get("moved_pid", empty), get("moved_t_ns", empty))
 
+    @property
+    def span(self) -> tuple[int, int]:
+        """The first and last event recorded, of any kind (0, -1: none)."""
+        times = [a for a in (self.t_ns, self.irq_t_ns, self.moved_t_ns) if a.size]
+        return (min(int(a[0]) for a in times), max(int(a[-1]) for a in times)) if times else (0, -1)
+
     def who_took(self, hot_tid: int, start_ns: int, end_ns: int) -> tuple[bool, list[str]]:
         """In [start, end]: whether the hot thread was switched out while runnable, and the other tasks that ran on
         the CPU it came back on before it did (idle excluded)."""
@@ -101,11 +108,25 @@ class Switches:
         back = np.nonzero(self.next_pid[window] == hot_tid)[0]
         if back.size:  # the CPU it came back on, and who ran there in the window before it did
             at = lo + int(back[-1])
-            on_cpu = (self.cpu[lo:at] == self.cpu[at]) & (self.next_pid[lo:at] != hot_tid) & (self.next_pid[lo:at] != 0)
-            taken = sorted(set(self.next_comm[lo:at][on_cpu]))
+            cpu = int(self.cpu[at])
+            on_cpu = (self.cpu[lo:at] == cpu) & (self.next_pid[lo:at] != hot_tid) & (self.next_pid[lo:at] != 0)
+            taken = set(self.next_comm[lo:at][on_cpu])
+            holder = self._running_at(cpu, lo)  # the task on that CPU when the window opened holds it too
+            if holder >= 0 and self.next_pid[holder] not in (hot_tid, 0):
+                taken.add(self.next_comm[holder])
         else:
-            taken = []
-        return preempted, taken
+            taken = set()
+        return preempted, sorted(taken)
+
+    @cached_property
+    def _by_cpu(self) -> dict[int, np.ndarray]:
+        return {int(c): np.nonzero(self.cpu == c)[0] for c in np.unique(self.cpu)}
+
+    def _running_at(self, cpu: int, index: int) -> int:
+        """The switch that put on the CPU the task running there just before switch `index` (-1: none seen)."""
+        mine = self._by_cpu.get(cpu, np.empty(0, np.int64))
+        k = int(np.searchsorted(mine, index, side="left")) - 1
+        return int(mine[k]) if k >= 0 else -1
 
     def cpus_of(self, tid: int, at_ns: np.ndarray) -> np.ndarray:
         """For each time, the CPU the thread was last switched in on at or before it (-1: not seen yet)."""
