@@ -115,26 +115,36 @@ def _recorded_flags(r: RunRecord) -> str:
     return re.sub(r"(-fprofile-(?:use|generate))=\S+", r"\1", flags)
 
 
+def _flavour_of(c: Configuration) -> revisions.Flavour:
+    build = c.runs[0].manifest["scenario"].get("build")
+    return revisions.Flavour.of(build) if build else revisions.Flavour()
+
+
 def _builds(configs: list[Configuration], rows: list[dict[str, Any]], base: Configuration) -> list[dict[str, Any]]:
     """The compiler-flags table (docs/builds.md): one row a configuration, made when their gateways' recorded flags
-    differ; throughput as the configuration's over the baseline's (above 1: faster)."""
+    differ. Each is set against the set-up's own build (no [build] flavour) on the same capture, when the document
+    has one (else the baseline): throughput as the configuration's over that one's (above 1: faster)."""
     flags = [sorted({_recorded_flags(r) for r in c.runs}) for c in configs]
     if len({f for fs in flags for f in fs}) < 2:
         return []
     rate = lambda r: r.summary["performance"]["messages_per_s"]  # noqa: E731
+    capture = lambda c: c.runs[0].manifest.get("capture_sha256")  # noqa: E731
+    plain = {capture(c): c for c in reversed(configs) if _flavour_of(c).default}
     out = []
     for k, (c, row, fs) in enumerate(zip(configs, rows, flags)):
-        build = c.runs[0].manifest["scenario"].get("build") or {}
-        flavour = revisions.Flavour.of(build) if build else revisions.Flavour()
-        out.append({"label": c.label, "is_baseline": c is base, "flavour": flavour.name, "flags": " / ".join(fs),
-                    "training": Path(build["pgo_training"]).name if build.get("pgo") else "",
+        reference = plain.get(capture(c), base)
+        flavour = _flavour_of(c)
+        out.append({"label": c.label, "reference": reference.label, "is_reference": c is reference,
+                    "flavour": flavour.name, "flags": " / ".join(fs),
+                    "workload": Path(c.runs[0].manifest["scenario"]["capture"]).name,
+                    "training": Path(flavour.pgo_training).name if flavour.pgo_training else "",
                     "compiler": c.runs[0].manifest["environment"].get("build", {}).get("compiler", "?"),
                     "rate": row["throughput"]["messages_per_s"],
-                    "speedup": agg.factor(agg.run_values(c, rate), agg.run_values(base, rate), agg.CI_SEED + 200 + k)
-                    if c is not base else None,
+                    "speedup": agg.factor(agg.run_values(c, rate), agg.run_values(reference, rate),
+                                          agg.CI_SEED + 200 + k) if c is not reference else None,
                     "cpu_ns": row["throughput"]["cpu_ns_per_message"], "p50": row["table"]["p50"],
                     "p99": row["table"]["p99"]})
-    return out
+    return sorted(out, key=lambda b: b["workload"])  # stable: each workload's rows in the document's order
 
 
 def _reproduce(configs: list[Configuration], run_args: list[str], baseline: str, title: str | None) -> dict[str, Any]:
