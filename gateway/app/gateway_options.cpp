@@ -27,7 +27,8 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
                  "then 'READY' on stdout; they stop at the end of session, on SIGINT/SIGTERM or after\n"
                  "--idle-exit-ms without input, and always finalize their logs.\n"
                  "Exit status: 0 the input was processed (malformed messages are counted, not fatal),\n"
-                 "1 the capture ended in an error, 2 usage, I/O or a real-time option not granted.");
+                 "1 the capture ended in an error, 2 usage, I/O or a real-time option not granted, 3 sim stopped by\n"
+                 "SIGINT/SIGTERM before the capture's end (its logs finalized, gateway.json written).");
   args.option("source", "KIND", "sim, udp, af_xdp or serial", "sim");
   args.option("out", "DIR", "existing directory for the logs");
   args.option("run-id", "ID", "run identifier written into log headers", "");
@@ -40,7 +41,7 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
               "(version 4: 24 bytes and 8 a stamp)", "compact");
   args.flag("latency-histogram", "count each stage's time in a histogram (gateway.json latency_histogram: "
             "percentiles within 1/64) instead of writing the per-message latency log");
-  args.flag("progress", "sim: print progress to stderr every million datagrams");
+  args.flag("progress", "sim: print progress to stderr every 2^20 datagrams (pcap) or messages (ITCH file)");
   args.option("capture", "FILE", "sim: the capture");
   args.option("feed", "ADDR:PORT", std::string("sim: ") + kFeedOptionHelp);
   args.option("port", "PORT", "udp: port to bind (0: any free); af_xdp: the feed's UDP port (required)");

@@ -7,6 +7,7 @@
 #include "app/run_common.hpp"
 #include "app/runs.hpp"
 #include "source/capture_file.hpp"
+#include "source/stop_flag.hpp"
 #include "util/atomic_file.hpp"
 #include "util/realtime.hpp"
 
@@ -40,21 +41,37 @@ int run_sim(const GatewayOptions& o) {
   const bool timed = recorded && (o.stamps & kStampRead);
   static constexpr logfmt::Arrival kUnrecorded{};
 
-  uint64_t datagrams = 0;
+  // A stop request (SIGINT, SIGTERM: Ctrl-C, a CI job cancelled) ends the read between two inputs, looked at
+  // every 2^16 of them; the logs are then finalized and gateway.json says how far the run got.
+  install_stop_signal_handlers();
+  struct Stopped {};
+  uint64_t inputs = 0;  // datagrams of a pcap, messages of an ITCH file
   const auto t0 = std::chrono::steady_clock::now();
-  const bool complete = reader.run(
-      [&](uint64_t capture_ns, const uint8_t* p, size_t n) {
-        gw.on_datagram(p, n, logfmt::Arrival{0, timed ? clock.now_after_loading(p, n) : 0, capture_ns});
-        if (++datagrams % 1000000 == 0 && o.progress)
-          std::fprintf(stderr, "itch-gateway: %llu datagrams, %llu messages\n", (unsigned long long)datagrams,
-                       (unsigned long long)gw.decode_counters().messages());
-      },
-      [&](uint64_t position, const uint8_t* m, size_t n) {
-        // Unrecorded, nothing reads the arrival: building it was 15 instructions a message (1.03-1.05x).
-        if (!recorded) return gw.on_message(position, m, n, kUnrecorded);
-        gw.on_message(position, m, n, logfmt::Arrival{0, timed ? clock.now() : 0, n >= 11 ? load_be48(m + 5) : 0});
-      },
-      [&](const uint8_t* m, size_t n) { gw.look_ahead(m, n); });
+  const auto every_so_often = [&] {
+    if ((++inputs & 0xFFFF) != 0) return;
+    if (o.progress && (inputs & 0xFFFFF) == 0)
+      std::fprintf(stderr, "itch-gateway: progress %llu messages %.3f s\n",
+                   (unsigned long long)gw.decode_counters().messages(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (stop_requested().load(std::memory_order_relaxed)) throw Stopped{};
+  };
+  bool complete = false, stopped = false;
+  try {
+    complete = reader.run(
+        [&](uint64_t capture_ns, const uint8_t* p, size_t n) {
+          gw.on_datagram(p, n, logfmt::Arrival{0, timed ? clock.now_after_loading(p, n) : 0, capture_ns});
+          every_so_often();
+        },
+        [&](uint64_t position, const uint8_t* m, size_t n) {
+          // Unrecorded, nothing reads the arrival: building it was 15 instructions a message (1.03-1.05x).
+          if (!recorded) gw.on_message(position, m, n, kUnrecorded);
+          else gw.on_message(position, m, n, logfmt::Arrival{0, timed ? clock.now() : 0, n >= 11 ? load_be48(m + 5) : 0});
+          if (!pcap) every_so_often();
+        },
+        [&](const uint8_t* m, size_t n) { gw.look_ahead(m, n); });
+  } catch (const Stopped&) {
+    stopped = true;
+  }
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const NoiseSnapshot noise = take_noise_snapshot();  // while the helper threads still live
   logs.close();
@@ -63,11 +80,12 @@ int run_sim(const GatewayOptions& o) {
   JsonWriter j;
   j.begin_object();
   j.field("source", "sim").field("capture", reader.path()).field("capture_kind", to_string(reader.kind()));
-  j.field("complete", complete).field("error", reader.error());
+  j.field("complete", complete).field("error", stopped ? "stopped by a signal before the capture's end" : reader.error());
+  j.field("stopped_by_signal", stopped);
   j.field("elapsed_s", elapsed).field("messages_per_s", elapsed > 0 ? double(received) / elapsed : 0.0);
   j.field("messages_received", received);
   // The receive stamps are this source's: one a datagram from a pcap, one a message from a binary ITCH file.
-  const uint64_t receive_reads = !timed ? 0 : pcap ? datagrams : received;
+  const uint64_t receive_reads = !timed ? 0 : pcap ? inputs : received;
   write_clock_json(j, clock, overhead, int64_t(receive_reads + gw.clock_reads()));
   j.key("realtime").begin_object();
   write_grant(j, "cpu", pin, o.cpu);
@@ -80,6 +98,11 @@ int run_sim(const GatewayOptions& o) {
   write_noise_json(j, noise);
   j.end_object();
   write_file_atomically(o.out + "/gateway.json", j.str());
+  if (stopped) {
+    std::fprintf(stderr, "itch-gateway: stopped by a signal after %llu messages; logs finalized\n",
+                 (unsigned long long)received);
+    return 3;
+  }
   if (!complete) std::fprintf(stderr, "itch-gateway: %s\n", reader.error().c_str());
   return complete ? 0 : 1;
 }

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -92,9 +92,11 @@ def _stamps(rec: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
-         symbol_names: np.ndarray | None = None, breakdowns: bool = True, chunk: int = CHUNK_RECORDS) -> RunLatency:
+         symbol_names: np.ndarray | None = None, breakdowns: bool = True, chunk: int = CHUNK_RECORDS,
+         progress: Callable[[int, int], None] | None = None) -> RunLatency:
     """The run's latency histograms. breakdowns=False leaves out what only a run's own report shows (by type, by
-    symbol, over time, hop by hop): stages and warm-up are enough for comparisons and documents."""
+    symbol, over time, hop by hop): stages and warm-up are enough for comparisons and documents. progress(pass,
+    records) is told after each chunk of the two passes over the log."""
     run_dir = Path(run_dir)
     lat = logs.read_latency(run_dir / "latency.lat")
     stages = _stage_list(lat)
@@ -107,6 +109,8 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
     for rec in _chunks(lat, chunk):
         skip = max(0, min(len(rec), warmup_messages - accepted_total))
         accepted_total += len(rec)
+        if progress is not None:
+            progress(1, accepted_total)
         if len(rec):
             max_locate = max(max_locate, int(rec["stock_locate"].max()))
             set_fields |= {n for n in rec.dtype.names if n.startswith("t_") and n not in set_fields and rec[n].any()}
@@ -148,6 +152,8 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
     for rec in _chunks(lat, chunk):
         split = max(0, min(len(rec), warmup_messages - seen))
         seen += len(rec)
+        if progress is not None:
+            progress(2, seen)
         stamps = _stamps(rec)
         bbo = (rec["flags"] & logs.FLAG_BBO_EVENT) != 0
         time_bin = np.clip((stamps["t_receive"][split:] - t_lo) * TIME_BINS // span_ns, 0, TIME_BINS - 1)

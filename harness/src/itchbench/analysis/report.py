@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .. import rundir
+from .. import progress, rundir
 from ..host import facts as host_facts
 from . import blackbox_report, dump, hlog, hops, latency_pass, plots, stats
 from .switches import Switches
@@ -239,10 +239,34 @@ def _af_xdp_words(summary: dict[str, Any]) -> str:
 Closing = Callable[[Path, dict[str, Any], dict[str, Any]], list[str]]
 
 
+class _ScanProgress:
+    """Progress of the report's two passes over the latency log, against the messages the gateway took (one record
+    each, give or take those it rejected: an estimate)."""
+
+    def __init__(self, run_dir: Path, say: Callable[[str], None], summary: dict[str, Any]) -> None:
+        self.run_dir, self.say = run_dir, say
+        self.total = int((summary.get("reconciliation") or {}).get("received") or 0) or None
+        self.meters: dict[int, progress.Progress] = {}
+
+    def __call__(self, pass_: int, records: int) -> None:
+        if pass_ not in self.meters:
+            self.close()
+            self.meters[pass_] = progress.Progress(f"report, pass {pass_} of 2 over the latency log", self.total,
+                                                   estimated=True, say=self.say, log=self.run_dir / "progress.log",
+                                                   unit="records")
+        self.meters[pass_].update(records)
+
+    def close(self) -> None:
+        """The pass under way is over: said once more, whatever the interval."""
+        if self.meters:
+            self.meters[max(self.meters)].finish()
+
+
 def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = False,
-          closing: Closing | None = None) -> Path:
+          closing: Closing | None = None, say: Callable[[str], None] | None = None) -> Path:
     """report.md of a run; `closing` adds sections at its end from the finished summary (the targets, judged by
-    capacity/, which sits above this package)."""
+    capacity/, which sits above this package). With `say`, the passes over the latency log report their progress
+    there and in the run's progress.log."""
     run_dir = Path(run_dir)
     manifest = rundir.read_json(run_dir / "manifest.json")
     summary = rundir.read_json(run_dir / "summary.json")
@@ -312,9 +336,13 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
     lat_path = run_dir / "latency.lat"
     latency_json: dict[str, Any] = {"method": method}
     names = dump.symbol_names(run_dir) if lat_path.exists() else None
+    meter = _ScanProgress(run_dir, say, summary) if say and lat_path.exists() else None
     scanned = (latency_pass.scan(run_dir, int(scen.get("warmup_messages", 0)),
-                                 csv=run_dir / "latency.csv" if csv else None, symbol_names=names)
+                                 csv=run_dir / "latency.csv" if csv else None, symbol_names=names,
+                                 progress=meter)
                if lat_path.exists() else None)
+    if meter is not None:
+        meter.close()
     if scanned is not None and scanned.stages:
         lat = scanned
         stage_names = dict(lat.stages)

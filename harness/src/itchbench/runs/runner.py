@@ -116,7 +116,7 @@ def _execute(values: dict[str, Any], label: str, run_dir: Path | None, root: Pat
         reconcile.write_summary(run, failure)
         if (run.dir / "gateway.json").exists() or values["gateway_file"]:
             try:
-                report.build(run.dir, closing=closing_sections)
+                report.build(run.dir, closing=closing_sections, say=run.say if echo else None)
             except Exception as e:  # noqa: BLE001 - the verdict stands; the report's absence is said
                 run.say(f"  report not written: {type(e).__name__}: {e}")
     if interrupted is not None:

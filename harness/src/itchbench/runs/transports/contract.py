@@ -15,12 +15,15 @@ under compare: ITCHBENCH_GATEWAY).
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ... import paths, rundir
+from ... import paths, progress, rundir
+from ...captures import inspect
 from ...captures.compressed import compression_of
 from ...gateways import adapter, contract, provenance
 from .. import environment
@@ -275,12 +278,70 @@ def _profile(run: "Run", group: "ProcessGroup", driver: adapter.ContractGateway)
         run.profiler.attach(driver.started.gateway.pid)
 
 
+PROGRESS_LINE = re.compile(r"^itch-gateway: progress (\d+) messages")
+
+
+def _gateway_progress(run: "Run", driver: adapter.ContractGateway
+                      ) -> tuple[Callable[[str], None], progress.Progress | None]:
+    """What becomes of the gateway's stderr while it reads a capture: the built-in gateway's progress lines
+    (itch-gateway --progress) as messages done, rate and time left (progress.Progress, into progress.log); any
+    other line said as it is."""
+    if driver.started is None or driver.started.values.get("input") != "file":
+        return run.say, None
+    capture = Path(run.values["capture"])
+    total, estimated = None, False
+    if compression_of(capture) is None:
+        if inspect.capture_kind(capture) == "pcap":
+            total = int(inspect.facts_of(capture, run.values["feed"])["messages"])
+        else:
+            total, estimated = progress.estimated_itch_messages(capture), True
+    meter = progress.Progress("gateway", total, estimated=estimated, say=run.say, log=run.dir / "progress.log")
+
+    def feed(line: str) -> None:
+        m = PROGRESS_LINE.match(line)
+        if m:
+            meter.update(int(m.group(1)))
+        else:
+            run.say(line)
+
+    return feed, meter
+
+
+def _gateway_report(run: "Run") -> dict[str, Any]:
+    try:
+        return dict(json.loads((run.dir / "gateway.json").read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def _gateway_messages(run: "Run") -> int | None:
+    """The messages the built-in gateway says it took (gateway.json), None when it wrote no report."""
+    took = _gateway_report(run).get("messages_received")
+    return int(took) if took is not None else None
+
+
+def _stopped_by_signal(run: "Run") -> int | None:
+    """The messages the built-in gateway took before a stop request ended its simulation, or None when it was not
+    stopped so."""
+    return _gateway_messages(run) if _gateway_report(run).get("stopped_by_signal") else None
+
+
 def _stop(run: "Run", group: "ProcessGroup", driver: adapter.ContractGateway, within_s: float | None = None) -> None:
     """The contract's stop; then the profile and the subscribers, whose results are kept even when the stop
     failed."""
+    feed, meter = _gateway_progress(run, driver)
     try:
-        driver.stop(within_s, progress=run.say)
+        driver.stop(within_s, progress=feed)
+    except RunError as e:
+        stopped = _stopped_by_signal(run)
+        if stopped is None:
+            raise
+        raise RunError("interrupted", f"the gateway was stopped by SIGINT or SIGTERM after {stopped:,} messages; its "
+                       "logs are finalized and the report covers the messages it took") from e
     finally:
+        if meter is not None and meter.done:
+            took = _gateway_messages(run)
+            meter.finish(took if took is not None else meter.done, how=f"the gateway {driver.how_it_ended}")
         if run.profiler is not None:
             run.profiler.finish()
         run.extras["gateway_stop"] = driver.how_it_ended

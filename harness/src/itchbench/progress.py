@@ -1,0 +1,79 @@
+"""Progress of long work — a day-long simulation, then its report: how much is done, the rate and the time left,
+said on the terminal at most every INTERVAL_S and appended line by line to a file (the run directory's
+progress.log). A CI log can show the file; an interrupted run leaves it behind as the last thing it reached."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+INTERVAL_S = 5.0
+HEAD_BYTES = 4 << 20  # read of a binary ITCH file to estimate its message count
+
+
+class Progress:
+    """One piece of work of `total` units (None: not known beforehand, no time left said)."""
+
+    def __init__(self, what: str, total: int | None, *, estimated: bool = False,
+                 say: Callable[[str], None] | None = None, log: Path | None = None, unit: str = "messages",
+                 interval_s: float = INTERVAL_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.what, self.total, self.estimated, self.say, self.log, self.unit = what, total, estimated, say, log, unit
+        self.interval_s, self.clock = interval_s, clock
+        self.started = clock()
+        self.last_said = self.started
+        self.done = 0
+        self.finished = False
+
+    def line(self, done: int, final: bool = False) -> str:
+        elapsed = self.clock() - self.started
+        rate = done / elapsed if elapsed > 0 else 0.0
+        text = f"{self.what}: {done:,}"
+        if self.total:
+            text += f" of {'~' if self.estimated else ''}{self.total:,} {self.unit} ({100 * min(done / self.total, 1):.0f} %)"
+        else:
+            text += f" {self.unit}"
+        text += f", {rate / 1e6:.2f} M/s, {elapsed:.0f} s"
+        if self.total and rate > 0 and done < self.total and not final:
+            text += f", about {(self.total - done) / rate:.0f} s left"
+        return text
+
+    def update(self, done: int) -> None:
+        self.done = done
+        now = self.clock()
+        if now - self.last_said >= self.interval_s:
+            self.last_said = now
+            self._emit(self.line(done))
+
+    def finish(self, done: int | None = None, how: str = "done") -> None:
+        """Said once, whatever the interval; a second call says nothing."""
+        if self.finished:
+            return
+        self.finished = True
+        self.done = self.done if done is None else done
+        self._emit(f"{self.line(self.done, final=True)} — {how}")
+
+    def _emit(self, text: str) -> None:
+        if self.say is not None:
+            self.say(f"  {text}")
+        if self.log is not None:
+            with open(self.log, "a") as f:
+                f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {text}\n")
+
+
+def estimated_itch_messages(path: Path) -> int | None:
+    """A plain binary ITCH file's message count, estimated from its size and the mean length of the messages in its
+    first HEAD_BYTES (2-byte big-endian length before each); None when the head holds no whole message."""
+    with open(path, "rb") as f:
+        head = f.read(HEAD_BYTES)
+    at = count = 0
+    while at + 2 <= len(head):
+        length = int.from_bytes(head[at:at + 2], "big")
+        if length == 0 or at + 2 + length > len(head):
+            break
+        at += 2 + length
+        count += 1
+    if not count:
+        return None
+    size = path.stat().st_size
+    return count if at >= size else round(size * count / at)
