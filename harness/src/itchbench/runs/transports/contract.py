@@ -15,7 +15,6 @@ under compare: ITCHBENCH_GATEWAY).
 
 from __future__ import annotations
 
-import json
 import re
 import socket
 import time
@@ -77,11 +76,16 @@ def _built_in_binary(run: "Run") -> dict[str, str]:
         raise RunError("setup", str(e)) from e
 
 
-def _stop_reason(run: "Run") -> str:
+def _gateway_report(run: "Run") -> dict[str, Any]:
+    """The built-in gateway's gateway.json ({} when it wrote none, or none whole)."""
     try:
-        return str(rundir.read_json(run.dir / "gateway.json").get("stop_reason", ""))
+        return dict(rundir.read_json(run.dir / "gateway.json"))
     except rundir.RunDirError:
-        return ""
+        return {}
+
+
+def _stop_reason(run: "Run") -> str:
+    return str(_gateway_report(run).get("stop_reason", ""))
 
 
 END_RACE_S = 0.5  # an end by itself this long before the sender's is not the end of session racing it
@@ -305,13 +309,6 @@ def _gateway_progress(run: "Run", driver: adapter.ContractGateway
             run.say(line)
 
     return feed, meter
-
-
-def _gateway_report(run: "Run") -> dict[str, Any]:
-    try:
-        return dict(json.loads((run.dir / "gateway.json").read_text()))
-    except (OSError, ValueError):
-        return {}
 
 
 def _gateway_messages(run: "Run") -> int | None:
