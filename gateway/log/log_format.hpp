@@ -46,6 +46,11 @@ struct StageClockLine {
   uint64_t reserved = 0;
 };
 static_assert(sizeof(StageClockLine) == 32);
+// A raw stamp on the line, in ns; a stamp before the line's origin maps to ns0.
+inline uint64_t ns_on_line(const StageClockLine& line, uint64_t ticks) {
+  const uint64_t dt = ticks > line.tsc0 ? ticks - line.tsc0 : 0;
+  return line.ns0 + uint64_t((unsigned __int128)dt * line.ns_per_tick_q32 >> 32);
+}
 constexpr size_t kLatencyHeaderSize = kHeaderSize + sizeof(StageClockLine);
 constexpr size_t header_size_of(Kind k) { return k == Kind::kLatency ? kLatencyHeaderSize : kHeaderSize; }
 // Clock of t_origin.

@@ -51,9 +51,7 @@ class StageClock {
   // A stamp of now() in ns on the line (CLOCK_MONOTONIC at calibration);
   // stamps before the line's origin map to ns0.
   uint64_t to_ns(uint64_t stamp) const {
-    if (!tsc_) return stamp;
-    const uint64_t dt = stamp > line_.tsc0 ? stamp - line_.tsc0 : 0;
-    return line_.ns0 + uint64_t((unsigned __int128)dt * line_.ns_per_tick_q32 >> 32);
+    return tsc_ ? logfmt::ns_on_line(line_, stamp) : stamp;
   }
   // The stamp ns nanoseconds before `stamp`, no earlier than the line's origin.
   uint64_t earlier(uint64_t stamp, uint64_t ns) const;

@@ -55,6 +55,14 @@ def tool(name: str) -> Path:
     return path
 
 
+def library(name: str) -> Path:
+    """Path of a built shared library of this checkout (the log reader), or ToolMissing."""
+    path = build_dir() / "gateway" / name
+    if not path.is_file():
+        raise ToolMissing(f"{path} is not built; run: bash harness/bin/setup")
+    return path
+
+
 @contextlib.contextmanager
 def gateway_override(gateway: Path) -> Iterator[None]:
     """Within the block, paths.tool("itch-gateway") is that build's gateway."""

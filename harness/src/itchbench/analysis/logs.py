@@ -17,6 +17,8 @@ from typing import Iterator
 
 import numpy as np
 
+from . import native
+
 MAGIC = b"ITCHBLOG"
 HEADER_SIZE = 128  # common to every kind; a version-4 latency log's is longer (LATENCY_V4_HEADER_SIZE)
 KIND_LATENCY = 1
@@ -137,14 +139,16 @@ class ClockLine:
     ns0: int
     ns_per_tick_q32: int
 
+    @cached_property
+    def native(self) -> native.ClockLine:
+        return native.ClockLine(self.tsc0, self.ns0, self.ns_per_tick_q32, 0)
+
     def to_ns(self, stamps: np.ndarray) -> np.ndarray:
-        """The stamps in ns, 0 (not stamped) kept 0; exactly the gateway's 128-bit product, in 64-bit halves
-        (ns_per_tick_q32 < 2^32, so neither half's product overflows). A stamp before tsc0 maps to ns0."""
-        t = stamps.astype(np.uint64, copy=False)
-        dt = np.where(t > np.uint64(self.tsc0), t - np.uint64(self.tsc0), np.uint64(0))
-        q = np.uint64(self.ns_per_tick_q32)
-        ns = np.uint64(self.ns0) + (dt >> np.uint64(32)) * q + (((dt & np.uint64(0xFFFFFFFF)) * q) >> np.uint64(32))
-        return np.where(t != 0, ns, np.uint64(0))
+        """The stamps in ns, 0 (not stamped) kept 0; exactly the gateway's 128-bit product (the C++ reader's). A
+        stamp before tsc0 maps to ns0."""
+        out = np.array(stamps, dtype=np.uint64)
+        native.ticks_to_ns(self.native, out)
+        return out
 
 
 class LogFormatError(ValueError):
@@ -155,14 +159,7 @@ class TruncatedLogWarning(UserWarning):
     """The log was cut short; only its whole records were read."""
 
 
-@dataclass
-class CompactState:
-    """What a compact (version-5) latency slot is read against: the previous message's values and the base."""
-    next_seq: int = 1
-    prev_origin: int = 0
-    base: int = 0
-
-
+CompactState = native.CompactState  # what a compact slot is read against: the previous message's values, the base
 @dataclass
 class LogFile:
     path: Path
@@ -297,77 +294,21 @@ def _clock_line(path: Path, raw: np.ndarray, hdr: np.void) -> ClockLine:
     return ClockLine(int(line["tsc0"]), int(line["ns0"]), q32)
 
 
-def _trimmed(slots: np.ndarray) -> np.ndarray:
-    """The slots up to the last message slot: escapes after it belong to a message never written."""
-    messages = np.flatnonzero((slots["flags"] & ESCAPE_SLOT) == 0)
-    return slots[:int(messages[-1]) + 1] if messages.size else slots[:0]
-
-
-def _carried(n: int, owners: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each of n messages, the index of the last message at or before it that carries a value (-1: none), and
-    the values by message."""
-    at = np.full(n, -1, np.int64)
-    at[owners] = owners
-    by_message = np.zeros(n, np.uint64)
-    by_message[owners] = values
-    return np.maximum.accumulate(at) if n else at, by_message
-
-
-def decode_compact(path: Path, slots: np.ndarray, stages: int, state: CompactState
-                   ) -> tuple[np.ndarray, int, CompactState]:
-    """Version-5 slots decoded into version-3 records of the stages (FORMAT.md), vectorised: escapes are spread
-    onto the messages they precede, sequence numbers and origins are running sums from the last escape, the base
-    is the last one set. Returns the records, the slots consumed (escapes after the last message are left for the
-    slots that follow) and the state after them. Arithmetic is modulo 2^64, as the writer's."""
-    slots = _trimmed(slots)
-    consumed = len(slots)
-    escape = (slots["flags"] & ESCAPE_SLOT) != 0
-    msg_pos = np.flatnonzero(~escape)
-    esc_pos = np.flatnonzero(escape)
-    n = len(msg_pos)
-    m = slots[msg_pos]
-    esc = slots.view(ESCAPE_DTYPE)[esc_pos]
-    owner = np.searchsorted(msg_pos, esc_pos)
-    kinds, values = esc["kind"], esc["value"]
-    stage_list = stage_indices(stages)
-    known = np.isin(kinds, [ESCAPE_SEQ, ESCAPE_ORIGIN, ESCAPE_BASE] + [ESCAPE_STAMP + i for i in stage_list[1:]])
-    if not known.all():
-        bad = int(np.flatnonzero(~known)[0])
-        raise LogFormatError(f"{path}: escape slot {int(esc_pos[bad])} has kind {int(kinds[bad])}, which a log of "
-                             f"these stages does not hold")
-    u64, idx = np.uint64, np.arange(n, dtype=np.uint64)
-    out = np.zeros(n, latency_v3_dtype(stages))
-    with np.errstate(over="ignore"):
-        mark = kinds == ESCAPE_SEQ
-        at, val = _carried(n, owner[mark], values[mark])
-        anchor = np.maximum(at, 0)
-        out["seq"] = np.where(at >= 0, val[anchor] + (idx - anchor.astype(u64)), u64(state.next_seq) + idx)
-
-        mark = kinds == ESCAPE_ORIGIN
-        delta = m["origin_delta"].astype(u64)
-        delta[owner[mark]] = 0
-        running = np.cumsum(delta, dtype=u64)
-        at, val = _carried(n, owner[mark], values[mark])
-        anchor = np.maximum(at, 0)
-        out["t_origin"] = np.where(at >= 0, val[anchor] + (running - running[anchor] if n else running),
-                                   u64(state.prev_origin) + running)
-
-        mark = kinds == ESCAPE_BASE
-        at, val = _carried(n, owner[mark], values[mark])
-        prev = np.where(at >= 0, val[np.maximum(at, 0)], u64(state.base))
-        base_after = int(prev[-1]) if n else state.base
-        for j, stage in enumerate(stage_list):
-            field_ = (m["first"] if j == 0 else m["steps"][:, j - 1]).astype(u64)
-            t = np.where(field_ != 0, prev + field_ - u64(1), u64(0))
-            mark = kinds == ESCAPE_STAMP + stage
-            t[owner[mark]] = values[mark]
-            out[STAGE_STAMPS[stage]] = t
-            prev = np.where(t != 0, t, prev)
-    for name in ("stock_locate", "msg_type", "flags"):
-        out[name] = m[name]
-    # The writer's next sequence number wraps as a u64 does.
-    after = CompactState((int(out["seq"][-1]) + 1) % 2**64, int(out["t_origin"][-1]), base_after) if n else state
-    return out, consumed, after
+def decode_compact(path: Path, slots: np.ndarray, stages: int, state: CompactState,
+                   line: ClockLine | None = None) -> tuple[np.ndarray, int, CompactState]:
+    """Version-5 slots decoded into version-3 records of the stages (FORMAT.md) by the C++ reader
+    (analysis/native.py); line maps the stamps to ns. Returns the records, the slots consumed (escapes after the
+    last message are left for the slots that follow) and the state after them. Arithmetic is modulo 2^64, as the
+    writer's."""
+    slots = np.ascontiguousarray(slots)
+    out = np.empty(len(slots), latency_v3_dtype(stages))
+    after = native.CompactState(state.next_seq, state.prev_origin, state.base)
+    written, consumed = native.decode_compact(slots, stages, line.native if line is not None else None, after, out)
+    if written < 0:
+        kind = int(slots.view(ESCAPE_DTYPE)["kind"][consumed])
+        raise LogFormatError(f"{path}: escape slot {consumed} has kind {kind}, which a log of these stages does "
+                             f"not hold")
+    return out[:written], consumed, after
 
 
 def in_ns(log: LogFile, records: np.ndarray) -> np.ndarray:
@@ -383,7 +324,7 @@ def in_ns(log: LogFile, records: np.ndarray) -> np.ndarray:
 def _to_ns_in_place(line: ClockLine, records: np.ndarray) -> None:
     for name in records.dtype.names:
         if name in STAGE_STAMPS:
-            records[name] = line.to_ns(records[name])
+            native.ticks_to_ns(line.native, records[name])
 
 
 class LogWriter:
@@ -445,12 +386,13 @@ def iter_records(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
                 raise LogFormatError(f"{log.path}: shorter than when it was opened")
             read += len(got)
             if log.compact_stages is not None:
-                records, used, state = decode_compact(log.path, part, log.compact_stages, state)
+                records, used, state = decode_compact(log.path, part, log.compact_stages, state, log.clock_line)
                 carried = len(part) - used
                 if carried == len(buf):
                     raise LogFormatError(f"{log.path}: {carried} escape slots in a row, no message after them")
                 buf[:carried] = part[used:].copy()
-                part = records
+                yield records
+                continue
             if log.clock_line is not None:
                 _to_ns_in_place(log.clock_line, part)
             yield part
