@@ -37,14 +37,33 @@ def test_progress_says_the_rate_and_time_left_at_most_every_interval(tmp_path):
     clock.now += 1
     meter.finish(600_000, how="stopped")
     meter.finish(700_000)            # said once only
-    assert said[-1] == "  gateway: 600,000 of ~1,000,000 messages (60 %), 0.10 M/s, 6 s — stopped"
+    assert said[-1] == "  gateway: 600,000 of ~1,000,000 messages (60 %), 0.10 M/s, 6.0 s — stopped"
     lines = (tmp_path / "progress.log").read_text().splitlines()
-    assert len(lines) == 2 and lines[1].endswith("gateway: 600,000 of ~1,000,000 messages (60 %), 0.10 M/s, 6 s — "
+    assert len(lines) == 2 and lines[1].endswith("gateway: 600,000 of ~1,000,000 messages (60 %), 0.10 M/s, 6.0 s — "
                                                  "stopped")
     unknown = progress.Progress("report", None, say=said.append, clock=clock)
     clock.now += 4
     unknown.finish(8_000_000)
-    assert said[-1] == "  report: 8,000,000 messages, 2.00 M/s, 4 s — done"  # no total: no share, no time left
+    assert said[-1] == "  report: 8,000,000 messages, 2.00 M/s, 4.0 s — done"  # no total: no share, no time left
+
+
+def test_the_pieces_a_progress_log_says_ended_are_read_back_and_a_running_one_is_not(tmp_path):
+    clock, log = Clock(), tmp_path / "progress.log"
+    gateway = progress.Progress("gateway", 1_000_000, say=None, log=log, interval_s=5, clock=clock)
+    clock.now += 7.3
+    gateway.update(900_000)              # a line on the way: not an end
+    gateway.finish(1_000_000, how="the gateway ended by itself (exited with status 0)")
+    scan = progress.Progress("report, pass 2 of 2 over the latency log", 1_000_000, estimated=True, log=log,
+                             clock=clock)
+    clock.now += 0.5
+    scan.finish(1_000_000)
+    running = progress.Progress("report, pass 1 of 2 over the latency log", None, log=log, interval_s=1, clock=clock)
+    clock.now += 2
+    running.update(10)
+    assert progress.finished(log) == [
+        progress.Finished("gateway", 1_000_000, 7.3, "the gateway ended by itself (exited with status 0)"),
+        progress.Finished("report, pass 2 of 2 over the latency log", 1_000_000, 0.5, "done")]
+    assert progress.finished(tmp_path / "none.log") == []
 
 
 def test_a_binary_itch_files_message_count_is_estimated_from_its_head(tmp_path):

@@ -4,7 +4,9 @@ progress.log). A CI log can show the file; an interrupted run leaves it behind a
 
 from __future__ import annotations
 
+import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -33,7 +35,7 @@ class Progress:
             text += f" of {'~' if self.estimated else ''}{self.total:,} {self.unit} ({100 * min(done / self.total, 1):.0f} %)"
         else:
             text += f" {self.unit}"
-        text += f", {rate / 1e6:.2f} M/s, {elapsed:.0f} s"
+        text += f", {rate / 1e6:.2f} M/s, {elapsed:.{1 if final else 0}f} s"  # the end to a tenth: a part's time
         if self.total and rate > 0 and done < self.total and not final:
             text += f", about {(self.total - done) / rate:.0f} s left"
         return text
@@ -77,3 +79,26 @@ def estimated_itch_messages(path: Path) -> int | None:
         return None
     size = path.stat().st_size
     return count if at >= size else round(size * count / at)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A piece of work as its last line in a progress.log said it ended."""
+    what: str
+    done: int
+    seconds: float
+    how: str
+
+
+# Progress.line() then " — how", after the log's UTC time: what finished, how much, in how long.
+_FINISHED = re.compile(r"^\S+ (?P<what>.+?): (?P<done>[\d,]+)[^\n]*?, [\d.]+ M/s, (?P<seconds>[\d.]+) s — (?P<how>.+)$")
+
+
+def finished(log: Path) -> list[Finished]:
+    """The pieces of work a progress.log says ended, in order (a piece still running, or cut off, is not one)."""
+    out = []
+    for text in log.read_text().splitlines() if log.is_file() else []:
+        m = _FINISHED.match(text)
+        if m:
+            out.append(Finished(m["what"], int(m["done"].replace(",", "")), float(m["seconds"]), m["how"]))
+    return out

@@ -22,13 +22,35 @@ from typing import Any
 from .. import paths
 from ..runs import environment
 
-# The files measured: profile, share of --messages, seed.
-WORKLOADS = (("nasdaq-day", 1.0, 1), ("deep-book", 0.6, 1))
+@dataclass(frozen=True)
+class Workload:
+    """A file measured: itch-synth's profile, a share of --messages, the seed, a message mix of its own (empty: the
+    profile's), and whether the latency log's cost is measured on it too."""
+    name: str
+    profile: str
+    share: float
+    seed: int
+    mix: str = ""
+    recording: bool = False
+
+
+# nasdaq-day's proportions, a deep book, and two sessions heavy in what moves orders rather than adds them:
+# replace chains, and partial executions with cancels.
+WORKLOADS = (Workload("nasdaq-day", "nasdaq-day", 1.0, 1, recording=True),
+             Workload("deep-book", "deep-book", 0.6, 1, recording=True),
+             Workload("replace-heavy", "nasdaq-day", 1.0, 1, "A=30,U=45,D=20,E=3,X=2"),
+             Workload("exec-cancel-heavy", "nasdaq-day", 1.0, 1, "A=35,E=20,C=5,X=15,D=25"))
 RECORDING_VARIANTS = (("every stamp", "--stamps all"), ("book stamp only", "--stamps book"),
                       ("every stamp, wide records", "--stamps all --latency-format wide"),
                       ("every stamp, histograms", "--stamps all --latency-histogram"))
 # The per-message log set against per-stage histograms of the same stamps: what exactness costs beyond them.
 LOG_AGAINST_HISTOGRAMS = ("every stamp", "every stamp, histograms")
+
+
+# A whole day, and how it is compressed for the runs on compressed input (fast levels: generating is not measured;
+# decompressing costs about the same at any level).
+DAY = WORKLOADS[0]
+DAY_COMPRESSORS = ((".gz", ["pigz", "-1", "-c"]), (".zst", ["zstd", "-1", "-T0", "-q", "-c"]))
 
 
 @dataclass
@@ -38,6 +60,8 @@ class Plan:
     cpu: int | None
     peer: str | None      # a command with {file}; None: no side-by-side table
     work: Path            # generated files and the scripts' JSON
+    day_messages: int = 0  # a whole day's messages, run end to end against the peer (0: not run)
+    day_rounds: int = 1
 
 
 def _script(name: str) -> Path:
@@ -56,13 +80,10 @@ def measure(plan: Plan) -> dict[str, Any]:
     plan.work.mkdir(parents=True, exist_ok=True)
     started = time.time()
     files = []
-    for profile, share, seed in WORKLOADS:
-        n = int(plan.messages * share)
-        path = plan.work / f"{profile}-{n}-seed{seed}.itch"
-        if not path.exists():
-            _run([str(paths.tool("itch-synth")), "--profile", profile, "--messages", str(n), "--seed", str(seed),
-                  "--format", "itch", "--out", str(path)], f"generating {path.name}")
-        files.append({"profile": profile, "messages": n, "seed": seed, "path": path})
+    for w in WORKLOADS:
+        n = int(plan.messages * w.share)
+        files.append({"profile": w.profile + (f", mix {w.mix}" if w.mix else ""), "messages": n, "seed": w.seed,
+                      "path": _generated(plan, w, n), "recording": w.recording})
     cpu = ["--cpu", str(plan.cpu)] if plan.cpu is not None else []
     side = None
     if plan.peer:
@@ -71,15 +92,45 @@ def measure(plan: Plan) -> dict[str, Any]:
               "--rounds", str(plan.rounds), *cpu, "--json", str(out)], "side by side with the peer")
         side = json.loads(out.read_text())
     recording = []
-    for f in files:
-        out = plan.work / f"recording_cost-{f['profile']}.json"
+    for f in (f for f in files if f["recording"]):
+        out = plan.work / f"recording_cost-{f['path'].stem}.json"
         variants = [a for label, flags in RECORDING_VARIANTS for a in ("--variant", f"{label}={flags}")]
         _run([sys.executable, str(_script("recording_cost.py")), str(f["path"]), "--rounds", str(plan.rounds), *cpu,
               *variants, "--json", str(out)], f"recording cost on {f['path'].name}")
         recording.append(json.loads(out.read_text()))
+    day = _whole_day(plan) if plan.day_messages and plan.peer else None
     env = environment.snapshot()
     return {"started": started, "finished": time.time(), "plan": plan, "files": files, "side_by_side": side,
-            "recording": recording, "env": env}
+            "recording": recording, "day": day, "env": env}
+
+
+def _generated(plan: Plan, w: Workload, n: int) -> Path:
+    path = plan.work / f"{w.name}-{n}-seed{w.seed}.itch"
+    if not path.exists():
+        _run([str(paths.tool("itch-synth")), "--profile", w.profile, "--messages", str(n), "--seed", str(w.seed),
+              *(["--mix", w.mix] if w.mix else []), "--format", "itch", "--out", str(path)],
+             f"generating {path.name}")
+    return path
+
+
+def _whole_day(plan: Plan) -> dict[str, Any]:
+    """harness/benchmarks/whole_day.py on a generated day, plain and compressed, against the peer."""
+    day = _generated(plan, DAY, plan.day_messages)
+    compressed = []
+    for suffix, cmd in DAY_COMPRESSORS:
+        path = day.with_name(day.name + suffix)
+        if not path.exists():
+            print(f"performance: compressing {day.name} ({' '.join(cmd)})", file=sys.stderr, flush=True)
+            tmp = path.with_name(path.name + ".tmp")
+            with open(day, "rb") as src, open(tmp, "wb") as dst:
+                if subprocess.run(cmd, stdin=src, stdout=dst).returncode != 0:
+                    raise RuntimeError(f"{' '.join(cmd)} failed on {day}")
+            tmp.replace(path)
+        compressed.append(path)
+    out = plan.work / "whole_day.json"
+    _run([sys.executable, str(_script("whole_day.py")), str(day), *map(str, compressed), "--peer", str(plan.peer),
+          "--rounds", str(plan.day_rounds), "--work", str(plan.work), "--json", str(out)], "a whole day end to end")
+    return {"messages": plan.day_messages, "seed": DAY.seed, "profile": DAY.profile, **json.loads(out.read_text())}
 
 
 def _duration(seconds: float) -> str:
@@ -148,6 +199,7 @@ def render(m: dict[str, Any], command: str) -> str:
                 f"{max(f['ours_msg_per_s']) / max(f['peer_msg_per_s']):.3f} | "
                 f"{statistics.median(f['ours_rss_kib']) / 1024:.1f} / {statistics.median(f['peer_rss_kib']) / 1024:.1f} |")
         lines.append("")
+    lines += _day_section(m["day"], plan)
     lines += [
         "## What recording the latency log costs",
         "",
@@ -191,3 +243,43 @@ def render(m: dict[str, Any], command: str) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _day_section(day: dict[str, Any] | None, plan: Plan) -> list[str]:
+    lines = ["## A whole day", ""]
+    if day is None:
+        why = "no peer command was given (`--peer`)" if plan.day_messages else "`--day-messages 0`"
+        return lines + [f"Not run: {why}.", ""]
+    rounds = day["rounds"]
+    peer = [r["peer"]["wall_s"] for r in rounds]
+    lines += [
+        f"`itchbench sim` on a day of {day['messages']:,} messages generated with the {day['profile']} profile "
+        f"(seed {day['seed']}), every stage stamped, the run's report included, against the peer's bare replay of "
+        f"the same plain file (`{day['peer']}`), {len(rounds)} round{'s' if len(rounds) > 1 else ''}, the peer "
+        "first in odd rounds; each run after a sync with its file read through (harness/benchmarks/whole_day.py). "
+        "Ours in parts: the gateway's process from start to exit, the report's two passes over the latency log "
+        "(progress.log), and the rest (start-up, hashing the input, reconciliation, the report's tables and "
+        "plots); each in seconds and million messages a second. Peak RSS: the largest process (the harness or the "
+        "gateway), and the gateway's own. ours / peer: wall time over wall time; the target is at most 2.",
+        "",
+        "| input | bytes | ours, wall | gateway | report pass 1 | report pass 2 | rest | peak RSS MiB (gateway) "
+        "| peer's bare replay, wall | peak RSS MiB | ours / peer |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, size in day["bytes"].items():
+        ours = [r[name] for r in rounds]
+        ratio = [o["wall_s"] / p for o, p in zip(ours, peer)]
+
+        def part(label: str) -> str:
+            secs = statistics.median(o["parts"][label]["seconds"] for o in ours)
+            records = ours[0]["parts"][label]["records"]
+            return f"{secs:.1f} s" + (f", {records / secs / 1e6:.1f} M/s" if records and secs > 0 else "")
+
+        lines.append(
+            f"| {name} | {size / 2**30:.2f} GiB | {_median_range([o['wall_s'] for o in ours], '.1f')} s | "
+            f"{part('gateway')} | {part('report pass 1')} | {part('report pass 2')} | {part('rest')} | "
+            f"{statistics.median(o['rss_kib'] for o in ours) / 1024:.0f} "
+            f"({statistics.median(o['gateway_rss_kib'] for o in ours) / 1024:.0f}) | "
+            f"{_median_range(peer, '.1f')} s | {statistics.median(r['peer']['rss_kib'] for r in rounds) / 1024:.0f} | "
+            f"{_median_range(ratio, '.2f')} |")
+    return lines + [""]

@@ -1,0 +1,122 @@
+"""A whole day end to end against a peer's bare replay of the same file:
+`itchbench sim` (the gateway's simulation with every stage stamped, then the
+run's report) on the file as it is and on each compressed copy given, against
+the peer command on the plain file, interleaved.
+
+    .venv/bin/python harness/benchmarks/whole_day.py DAY.itch [DAY.itch.gz DAY.itch.zst] \\
+        --peer '../shared/peers/itch-book.sh run {file} replay' [--rounds 1] [--json FILE]
+
+Each round runs the peer first in odd rounds and last in even ones, every
+run after a sync with the file read through once (settle.py), so none pays
+for another's write-back or for the disk. Wall time is each command's own,
+start to exit; peak RSS the largest process it ran (RUSAGE_CHILDREN in a
+fresh Python child, as side_by_side.py). Ours is split into its parts: the
+gateway's process, start to exit (gateway-usage.json), each pass of the
+report over the latency log (the run directory's progress.log, read by
+progress.finished), and the rest (start-up, hashing the input,
+reconciliation, the report's tables and plots). ours / peer is wall time over wall time:
+below 2 is the target of a day in at most twice the bare replay.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from itchbench import paths, progress
+from settle import settle
+
+PASSES = (("report, pass 1 of 2 over the latency log", "report pass 1"),
+          ("report, pass 2 of 2 over the latency log", "report pass 2"))
+
+
+def _timed(cmd: list[str]) -> tuple[float, int, str]:
+    """(wall s, peak RSS KiB of the largest process, stdout), run in a fresh Python child (_isolated)."""
+    start = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"whole_day: {shlex.join(cmd)} exited with {proc.returncode}: {proc.stderr.strip()[-800:]}")
+    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, proc.stdout
+
+
+def measure(a: dict) -> dict:
+    """One run: the peer's command on the file, or ours (itchbench sim) with its parts."""
+    capture = Path(a["file"])
+    settle(capture)
+    if a["who"] == "peer":
+        wall, rss, _ = _timed(shlex.split(a["peer"].replace("{file}", shlex.quote(str(capture)))))
+        return {"wall_s": wall, "rss_kib": rss}
+    with tempfile.TemporaryDirectory(prefix="whole-day-", dir=a["work"]) as tmp:
+        run = Path(tmp) / "run"
+        wall, rss, _ = _timed([str(Path(sys.executable).parent / "itchbench"), "sim", str(capture), "--out", str(run)])
+        ended = {f.what: f for f in progress.finished(run / "progress.log")}
+        missing = [what for what, _ in PASSES if what not in ended]
+        if missing:
+            raise SystemExit(f"whole_day: {run / 'progress.log'} does not say when {', '.join(missing)} ended")
+        gateway = json.loads((run / "gateway-usage.json").read_text())
+        took = json.loads((run / "gateway.json").read_text())["messages_received"]
+        parts = {"gateway": {"seconds": gateway["wall_s"], "records": took}}
+        parts |= {label: {"seconds": ended[what].seconds, "records": ended[what].done} for what, label in PASSES}
+        parts["rest"] = {"seconds": wall - sum(p["seconds"] for p in parts.values()), "records": None}
+        return {"wall_s": wall, "rss_kib": rss, "gateway_rss_kib": gateway["max_rss_kib"], "parts": parts}
+
+
+def _isolated(args: dict) -> dict:
+    code = ("import json, sys; sys.path.insert(0, %r); import whole_day as w; "
+            "print(json.dumps(w.measure(json.loads(sys.argv[1]))))" % str(Path(__file__).parent))
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True,
+                         env=os.environ)
+    if out.returncode != 0:
+        raise SystemExit(out.stderr.strip()[-800:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("day", type=Path, metavar="DAY", help="the day as a binary ITCH file (the peer reads this one)")
+    p.add_argument("compressed", nargs="*", type=Path, metavar="COMPRESSED",
+                   help="the same day compressed (.gz, .zst): ours runs each as well")
+    p.add_argument("--peer", required=True, help="peer command; {file} is replaced by the plain file")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--work", type=Path, default=None, help="where run directories go while measured (default: "
+                   "the build folder; each is removed after its figures are read)")
+    p.add_argument("--json", type=Path, default=None, help="also write every run's figures here")
+    args = p.parse_args()
+    for f in [args.day, *args.compressed]:
+        if not f.is_file():
+            raise SystemExit(f"whole_day: no such file: {f}")
+    work = args.work or paths.build_dir() / "whole-day"
+    work.mkdir(parents=True, exist_ok=True)
+    inputs = [args.day, *args.compressed]
+    record: dict = {"peer": args.peer, "day": args.day.name, "bytes": {f.name: f.stat().st_size for f in inputs},
+                    "rounds": []}
+    for r in range(1, args.rounds + 1):
+        order = ["peer", *inputs] if r % 2 else [*inputs, "peer"]
+        runs: dict[str, dict] = {}
+        for who in order:
+            file = args.day if who == "peer" else who
+            name = "peer" if who == "peer" else who.name
+            print(f"round {r}: {name} ...", file=sys.stderr, flush=True)
+            runs[name] = _isolated({"who": "peer" if who == "peer" else "ours", "file": str(file),
+                                    "peer": args.peer, "work": str(work)})
+            got = runs[name]
+            parts = "".join(f", {k} {v['seconds']:.1f} s" for k, v in got.get("parts", {}).items())
+            print(f"round {r}: {name}: {got['wall_s']:.1f} s, peak RSS {got['rss_kib'] / 1024:.0f} MiB{parts}",
+                  file=sys.stderr, flush=True)
+        record["rounds"].append(runs)
+    if args.json:
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
