@@ -2,6 +2,7 @@
 
     builds/     revisions of the built-in gateway, each a git worktree of this repository, built (compare, bisect)
     contract/   revisions of brought gateways: per repository, per commit a `git clone --shared` of it, built
+    ccache/     the compiler's cache for those builds (ccache, when installed)
     the rest    captures rewritten for a run's loopback, decompressed captures, generated sessions
 
 `itchbench cache` lists it; `itchbench cache prune` removes it (all, or what was not used for some days) and
@@ -18,6 +19,7 @@ from pathlib import Path
 from . import paths
 
 NESTED = ("builds", "contract")  # folders whose entries are listed (and pruned) one by one
+COMPILER_CACHE = "ccache"  # ccache's objects for the revisions' builds (gateways/revisions.py)
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class Entry:
     @property
     def kind(self) -> str:
         parent = self.path.parent.name
-        return parent if parent in NESTED else "capture"
+        return parent if parent in NESTED else COMPILER_CACHE if self.path.name == COMPILER_CACHE else "capture"
 
 
 def root() -> Path:

@@ -186,7 +186,7 @@ def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: 
                     out.write(f"-- {target}: built if this revision has it\n")
                     out.flush()
                     subprocess.run(["cmake", "--build", str(home / "build"), "--target", target], stdout=out,
-                                   stderr=subprocess.STDOUT)
+                                   stderr=subprocess.STDOUT, env={**os.environ, **_compiler_cache()[1]})
                 benchmarks_tried.write_text("")
     finally:
         if not rev.dirty:
@@ -198,11 +198,22 @@ def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: 
     return gateway
 
 
+def _compiler_cache() -> tuple[list[str], dict[str, str]]:
+    """ccache, when installed, as the compiler's launcher (CMake options and environment): revisions differ in a
+    few files, so most of a revision's objects are another's. Paths are taken relative to the builds' folder, so
+    the same file in two worktrees is one entry; the cache lives with the rest (reports/cache/ccache)."""
+    if shutil.which("ccache") is None:
+        return [], {}
+    return ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"], {
+        "CCACHE_DIR": str(paths.cache_dir() / "ccache"), "CCACHE_BASEDIR": str(cache_root()), "CCACHE_NOHASHDIR": "1"}
+
+
 def _compile(source: Path, home: Path, options: list[str], rev: Revision, out: IO[str], log: Path) -> None:
-    for cmd in (["cmake", "-S", str(source), "-B", str(home / "build"), "-G", "Ninja", *options],
+    launcher, env = _compiler_cache()
+    for cmd in (["cmake", "-S", str(source), "-B", str(home / "build"), "-G", "Ninja", *options, *launcher],
                 ["cmake", "--build", str(home / "build"), "--target", BUILD_TARGET]):
         out.flush()
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **env})
         if proc.returncode != 0:
             out.flush()
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
