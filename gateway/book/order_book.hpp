@@ -67,6 +67,14 @@ class OrderBook {
   }
   // A message naming ref comes soon: start loading its order's index slot.
   void prefetch_order(uint64_t ref) const { orders_.prefetch(ref); }
+  // ... sooner still, and its slot was prefetched a while ago: start loading the order's price level and its
+  // stock side too, the next two misses of a message that reduces, deletes or replaces it.
+  void prefetch_level(uint64_t ref) const {
+    const Order* o = orders_.peek(ref);
+    if (!o || o->level >= levels_.size() || o->locate >= stocks_.size()) return;
+    __builtin_prefetch(&levels_[o->level]);
+    __builtin_prefetch(&stocks_[o->locate].sides[o->side]);
+  }
   // True when the stock's BBO differs from the last one taken; out = the new
   // (a best level can change and change back within one replace).
   // locate is one that a book method returned (so its stock exists).

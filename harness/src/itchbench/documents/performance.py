@@ -39,7 +39,7 @@ class Workload:
 WORKLOADS = (Workload("nasdaq-day", "nasdaq-day", 1.0, 1, recording=True),
              Workload("deep-book", "deep-book", 0.6, 1, recording=True),
              Workload("replace-heavy", "nasdaq-day", 1.0, 1, "A=30,U=45,D=20,E=3,X=2"),
-             Workload("exec-cancel-heavy", "nasdaq-day", 1.0, 1, "A=35,E=20,C=5,X=15,D=25"))
+             Workload("exec-cancel-heavy", "nasdaq-day", 1.0, 1, "A=37,D=22,E=20,X=13,C=3,U=5"))
 RECORDING_VARIANTS = (("every stamp", "--stamps all"), ("book stamp only", "--stamps book"),
                       ("every stamp, wide records", "--stamps all --latency-format wide"),
                       ("every stamp, histograms", "--stamps all --latency-histogram"))
