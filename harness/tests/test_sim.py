@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from itchbench import rundir
+from itchbench import paths, rundir
 from itchbench.analysis import dump, logs
 from itchbench.captures import fixtures
 from itchbench.runs import sim
@@ -264,3 +264,25 @@ def test_cpu_pins_the_simulation_or_the_run_fails_with_the_reason(tmp_path):
     summary = rundir.read_json(bad / "summary.json")
     assert summary["verdict"]["headline"].startswith("INCOMPLETE (gateway_failed)")
     assert "4095" in summary["failure"]["message"]
+
+
+def test_a_gateway_that_leaves_the_end_of_a_capture_unread_is_not_lossless(tool, tmp_path, monkeypatch, capsys):
+    # A binary ITCH file's sequence numbers are positions: messages never handed on at its end leave no gap. The
+    # built-in gateway is made to read a shorter file than the harness gave it (a wrapper swaps --capture), as a
+    # reader that stopped early would; it says it completed, and only the capture's own count can tell.
+    whole, short = tmp_path / "whole.itch", tmp_path / "short.itch"
+    for path, n in ((whole, 3000), (short, 2000)):
+        assert tool("itch-synth", "--profile", "nasdaq-day", "--messages", n, "--format", "itch",
+                    "--out", path).returncode == 0
+    wrapper = tmp_path / "itch-gateway"
+    wrapper.write_text("#!/bin/sh\n"
+                       f'for a; do shift; [ "$a" = "{whole}" ] && a="{short}"; set -- "$@" "$a"; done\n'
+                       f'exec {paths.tool("itch-gateway")} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv(paths.GATEWAY_OVERRIDE, str(wrapper))
+    rc = itchbench_main(["sim", str(whole), "--out", str(tmp_path / "run")])
+    summary = rundir.read_json(tmp_path / "run" / "summary.json")
+    rec = summary["reconciliation"]
+    assert rec["received"] == 2000 and rec["capture_messages"] == 3000
+    assert rec["checks"]["received = the capture's messages (itch-inspect)"] is False
+    assert rc != 0 and not rec["balanced"] and "LOSSLESS" not in capsys.readouterr().out
