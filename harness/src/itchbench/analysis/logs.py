@@ -84,7 +84,6 @@ COMPACT_SLOT_DTYPE = np.dtype([
 ])
 ESCAPE_DTYPE = np.dtype([("value", "<u8"), ("kind", "u1"), ("reserved", "V10"), ("flags", "u1")])
 ESCAPE_SLOT = 0x40
-ESCAPE_SEQ, ESCAPE_ORIGIN, ESCAPE_BASE, ESCAPE_STAMP = 1, 2, 3, 8  # ESCAPE_STAMP + stage index
 LATENCY_COMPACT_VERSION = 5
 assert COMPACT_SLOT_DTYPE.itemsize == ESCAPE_DTYPE.itemsize == 20
 # Latency version 4 (and 5): after the common header, the line that maps raw TSC ticks (stage_clock 3) to ns.
@@ -160,6 +159,8 @@ class TruncatedLogWarning(UserWarning):
 
 
 CompactState = native.CompactState  # what a compact slot is read against: the previous message's values, the base
+
+
 @dataclass
 class LogFile:
     path: Path
