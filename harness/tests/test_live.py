@@ -157,8 +157,11 @@ def test_a_realtime_option_not_granted_is_a_clear_error(short_day, tmp_path):
 def _interrupt(tmp_path: Path, scenario_text: str, sig: int) -> tuple[int, str]:
     scen = tmp_path / "long.toml"
     scen.write_text(scenario_text)
+    # The harness as a terminal starts it: Ctrl-C's default. A suite started in the background of a shell inherits
+    # SIGINT ignored, and Python then never raises KeyboardInterrupt: the run would go on as if nothing was sent.
     proc = subprocess.Popen([sys.executable, "-m", "itchbench.cli", "run", str(scen), "--out", str(tmp_path / "runs")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 30
     out = ""
     assert proc.stdout is not None
