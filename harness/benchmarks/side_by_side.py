@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import resource
 import shlex
@@ -42,6 +41,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import isolated
 from itchbench import paths
 from settle import settle
 
@@ -115,15 +115,9 @@ def main() -> int:
 
 def _isolated(who: str, capture: Path, args: argparse.Namespace) -> tuple[float, int]:
     """One measurement in a fresh Python child, so that its peak RSS is that process's own."""
-    code = ("import json, sys; sys.path.insert(0, %r); import side_by_side as s; "
-            "print(json.dumps(s.measure(json.loads(sys.argv[1]))))"
-            % str(Path(__file__).parent))
-    payload = json.dumps({"who": who, "file": str(capture), "cpu": args.cpu, "latency_log": args.latency_log,
-                          "peer": args.peer, "rate": args.peer_rate, "ours": args.ours, "ours_rate": args.ours_rate})
-    out = subprocess.run([sys.executable, "-c", code, payload], capture_output=True, text=True, env=os.environ)
-    if out.returncode != 0:
-        raise SystemExit(out.stderr.strip()[-800:])
-    value, rss = json.loads(out.stdout.strip().splitlines()[-1])
+    value, rss = isolated.call("side_by_side", {
+        "who": who, "file": str(capture), "cpu": args.cpu, "latency_log": args.latency_log, "peer": args.peer,
+        "rate": args.peer_rate, "ours": args.ours, "ours_rate": args.ours_rate})
     return value, rss
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shlex
 import subprocess
@@ -31,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import isolated
 from itchbench import paths, progress
 from settle import settle
 
@@ -70,16 +70,6 @@ def measure(a: dict) -> dict:
         return {"wall_s": wall, "rss_kib": rss, "gateway_rss_kib": gateway["max_rss_kib"], "parts": parts}
 
 
-def _isolated(args: dict) -> dict:
-    code = ("import json, sys; sys.path.insert(0, %r); import whole_day as w; "
-            "print(json.dumps(w.measure(json.loads(sys.argv[1]))))" % str(Path(__file__).parent))
-    out = subprocess.run([sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True,
-                         env=os.environ)
-    if out.returncode != 0:
-        raise SystemExit(out.stderr.strip()[-800:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("day", type=Path, metavar="DAY", help="the day as a binary ITCH file (the peer reads this one)")
@@ -106,7 +96,7 @@ def main() -> int:
             file = args.day if who == "peer" else who
             name = "peer" if who == "peer" else who.name
             print(f"round {r}: {name} ...", file=sys.stderr, flush=True)
-            runs[name] = _isolated({"who": "peer" if who == "peer" else "ours", "file": str(file),
+            runs[name] = isolated.call("whole_day", {"who": "peer" if who == "peer" else "ours", "file": str(file),
                                     "peer": args.peer, "work": str(work)})
             got = runs[name]
             parts = "".join(f", {k} {v['seconds']:.1f} s" for k, v in got.get("parts", {}).items())
