@@ -148,13 +148,7 @@ class OrderTable {
   }
   const Value* find(uint64_t ref) const { return const_cast<OrderTable*>(this)->find(ref); }
   // Starts loading the slot ref lives in (or would): a hint, no effect on contents.
-  void prefetch(uint64_t ref) const { __builtin_prefetch(&slots_[ref & mask_]); }
-  // ref's order if it lives in its slot (not the overflow): a hint's lookup, one load.
-  const Value* peek(uint64_t ref) const {
-    const Slot& s = slots_[ref & mask_];
-    const uint64_t tag = ref >> shift_;
-    return s.tag == tag && tag != kEmptyTag ? &s.value : nullptr;
-  }
+  __attribute__((always_inline)) void prefetch(uint64_t ref) const { __builtin_prefetch(&slots_[ref & mask_]); }
 
   // Caller guarantees ref is absent.
   void insert(uint64_t ref, const Value& value) {

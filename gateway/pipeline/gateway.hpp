@@ -78,15 +78,9 @@ class Gateway {
   // the order it names, so that the cache miss overlaps the messages before
   // it instead of stalling its own (a large book's slots are mostly misses).
   // Nothing else is read or checked; the message may still prove invalid.
-  void look_ahead(const uint8_t* msg, size_t len) {
-    uint64_t ref = kNoRef;
+  void look_ahead(const uint8_t* msg, size_t len) const {
+    uint64_t ref;
     if (itch::peek_order_ref(msg, len, ref)) book_.prefetch_order(ref);
-    // Halfway: the slot of the message looked at kLevelLag calls ago has arrived; its level is the next miss.
-    // +2.0 % on nasdaq-day, +3.9 % on a session heavy in executions and cancels (7 interleaved rounds); a lag of
-    // 2 measured the same, 6 was 3 % slower.
-    const uint64_t earlier = looked_[looks_ % kLevelLag];
-    looked_[looks_++ % kLevelLag] = ref;
-    if (earlier != kNoRef) book_.prefetch_level(earlier);
   }
 
   // Not inlined into sources: `itchbench compare` and `bisect` count its instructions by name (callgrind).
@@ -261,11 +255,6 @@ class Gateway {
   uint64_t last_seq_ = 0;     // of the last message handed over
   uint64_t snapshot_messages_ = 0, snapshot_rejected_ = 0, snapshot_events_ = 0;
   std::vector<bool> snapshot_stocks_ = std::vector<bool>(OrderBook::kStocks);  // stocks a snapshot touched
-  // The references of the last kLevelLag messages looked ahead at (kNoRef: none).
-  static constexpr unsigned kLevelLag = 4;
-  static constexpr uint64_t kNoRef = UINT64_MAX;
-  uint64_t looked_[kLevelLag] = {kNoRef, kNoRef, kNoRef, kNoRef};
-  unsigned looks_ = 0;
   uint8_t bbo_flags_ = 0;     // logfmt::BboFlags for every event from here on
   const uint8_t stages_;  // the latency recorder's: the stages stamped
 };
