@@ -17,9 +17,9 @@ run of the same round.
 Two ways of measuring, each every round (`--mode both`, the default):
 
 - settled: before every run the page cache's dirty pages are written back
-  (sync) and the capture is read through (settle.py), so a run pays neither
-  for the logs of the run before it nor for reading the capture: the hot
-  path's own cost.
+  (sync) and the capture is dropped from the page cache and read back
+  (settle.py), so a run pays neither for the logs of the run before it nor
+  for reading the capture: the hot path's own cost.
 - as-users-run: the same runs back to back as a user runs them, each a
   fresh process writing to the real disk (`--out-parent`, default a
   directory beside the build, never a tmpfs), nothing settled between them:

@@ -15,7 +15,8 @@ Each round runs ours and the peer once per file, in alternating order (ours
 first in odd rounds, the peer first in even ones), each a fresh process that
 starts after a sync (the page cache's dirty pages written back), so that
 neither pays for writing back the logs of the run before it, and with the file
-read through once, so that neither pays for reading it from disk (settle.py).
+dropped from the page cache and read back once, so that neither pays for
+reading it from disk and both find it as a file read from disk (settle.py).
 Throughput is what each reports of itself: the gateway's `messages_per_s`
 (gateway.json: its processing loop, capture reading included, latency log
 off unless --latency-log, BBO log on), and the peer's figure parsed from its

@@ -7,8 +7,8 @@ the peer command on the plain file, interleaved.
         --peer '../shared/peers/itch-book.sh run {file} replay' [--rounds 1] [--json FILE]
 
 Each round runs the peer first in odd rounds and last in even ones, every
-run after a sync with the file read through once (settle.py), so none pays
-for another's write-back or for the disk. Wall time is each command's own,
+run after a sync with the file dropped from the page cache and read back
+once (settle.py), so none pays for another's write-back or for the disk. Wall time is each command's own,
 start to exit; peak RSS the largest process it ran (RUSAGE_CHILDREN in a
 fresh Python child, as side_by_side.py). Ours is split into its parts: the
 gateway's process, start to exit (gateway-usage.json), each pass of the

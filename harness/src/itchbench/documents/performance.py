@@ -187,7 +187,9 @@ def render(m: dict[str, Any], command: str) -> str:
     else:
         lines += [
             f"Ours: the gateway's simulation (BBO log on, latency log off). Peer: `{side['peer']}`. "
-            f"{plan.rounds} rounds, alternating which runs first; ratio = ours / peer, above 1 ours is faster.",
+            f"{plan.rounds} rounds, alternating which runs first, each run after a sync with its file dropped "
+            "from the page cache and read back (harness/benchmarks/settle.py: as a capture read from disk is, in "
+            "large folios); ratio = ours / peer, above 1 ours is faster.",
             "",
             "| file | ours msg/s | peer msg/s | ratio | best rounds' ratio | peak RSS ours / peer MiB |",
             "|---|---|---|---|---|---|",
@@ -204,7 +206,8 @@ def render(m: dict[str, Any], command: str) -> str:
         "## What recording the latency log costs",
         "",
         "Each variant against the same build's run without the latency log in the same round, per message;",
-        "settled: a sync and the capture read through before every run; as users run it: back to back, run",
+        "settled: a sync and the capture dropped from the page cache and read back before every run; as users run",
+        "it: back to back, run",
         "directories on the real disk, nothing settled. Steal: the median share of the CPUs' time the hypervisor",
         "took during the runs; switches: the hot thread's involuntary context switches. Clock reads: the stage",
         "stamps a message took (the gateway counts them) times what one costs back to back, the least the stamps",
@@ -256,7 +259,8 @@ def _day_section(day: dict[str, Any] | None, plan: Plan) -> list[str]:
         f"`itchbench sim` on a day of {day['messages']:,} messages generated with the {day['profile']} profile "
         f"(seed {day['seed']}), every stage stamped, the run's report included, against the peer's bare replay of "
         f"the same plain file (`{day['peer']}`), {len(rounds)} round{'s' if len(rounds) > 1 else ''}, the peer "
-        "first in odd rounds; each run after a sync with its file read through (harness/benchmarks/whole_day.py). "
+        "first in odd rounds; each run after a sync with its file dropped from the page cache and read back "
+        "(harness/benchmarks/whole_day.py). "
         "Ours in parts: the gateway's process from start to exit, the report's two passes over the latency log "
         "(progress.log), and the rest (start-up, hashing the input, reconciliation, the report's tables and "
         "plots); each in seconds and million messages a second. Peak RSS: the largest process (the harness or the "
