@@ -23,6 +23,7 @@ capture, not one just generated.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 _CHUNK = 1 << 20
@@ -31,13 +32,15 @@ _CHUNK = 1 << 20
 def settle(capture: Path) -> None:
     """Sync, drop the capture from the page cache, and read it back through once."""
     os.sync()
-    fd = os.open(capture, os.O_RDONLY)
-    try:
-        # Clean pages only (the sync wrote back any dirty ones); pages another process maps stay.
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-    buf = bytearray(_CHUNK)
     with capture.open("rb", buffering=0) as f:
+        drop_cached(f.fileno())
+        buf = bytearray(_CHUNK)
         while f.readinto(buf):
             pass
+
+
+def drop_cached(fd: int) -> None:
+    """Drop a regular file's clean pages from the page cache (the sync wrote back any dirty ones; pages another
+    process maps stay). Anything else, a pipe standing in for a capture, has no pages to drop."""
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
