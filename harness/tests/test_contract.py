@@ -408,3 +408,45 @@ def test_a_sharded_compare_and_bisect_of_a_contract_gateway(planted, udp_scenari
                    "--scenario", udp_scenario, "--merge", tmp_path / "b0", tmp_path / "b1")
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.splitlines()[0].endswith("Count the ask side once more"), r.stdout
+
+
+def _itch_file_messages(path: Path) -> int:
+    """Messages in a binary ITCH file, by its 2-byte length prefixes."""
+    data, at, n = path.read_bytes(), 0, 0
+    while at < len(data):
+        at += 2 + int.from_bytes(data[at:at + 2], "big")
+        n += 1
+    return n
+
+
+def test_a_black_box_reading_the_capture_itself_is_told_what_its_bbo_stream_cannot_show(tool, tmp_path):
+    # The built-in gateway brought as a black box that reads the capture itself and writes its BBO log to a file.
+    # The last messages of a nasdaq-day session move no BBO: nothing in a BBO stream says whether it read them, so
+    # the verdict must say that it did not see them rather than count them as read.
+    capture = tmp_path / "day.itch"
+    assert tool("itch-synth", "--profile", "nasdaq-day", "--messages", 3000, "--format", "itch",
+                "--out", capture).returncode == 0
+    gateway = _contract(tmp_path, f"""\
+        name = "black-box-file"
+        inputs = ["file"]
+        command = "exec {paths.tool('itch-gateway')} --source sim --capture {{capture}} --out {{out}} --no-latency-log"
+        [bbo]
+        format = "itchbench"
+        via = "file"
+        file = "{{out}}/bbo.bbo"
+        [ready]
+        when = "delay"
+        """)
+    values = {**config(capture, "sim"), "gateway_file": str(gateway), "subscribers": 0}
+    run = runner.execute(values, "black-box-file", root=tmp_path / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
+    last = int(logs.read_bbo(run / "gateway-out" / "bbo.bbo").records["seq"].max())
+    tail = _itch_file_messages(capture) - last
+    assert tail > 0  # the session ends with messages that move no BBO
+    headline = s["verdict"]["headline"]
+    assert s["verdict"]["status"] == "lossless", headline
+    assert headline.startswith("LOSSLESS: 3,000 messages in the capture it reads itself"), headline
+    assert (f"not seen: whether it read the capture's last {tail:,} message{'s' if tail > 1 else ''}, "
+            f"after seq {last:,}") in headline, headline
+    assert s["reconciliation"]["bbo_check"]["unseen_tail"] == {"after_seq": last, "messages": tail}
+    assert f"Not seen by itchbench: whether it read the capture's last {tail:,}" in (run / "report.md").read_text()

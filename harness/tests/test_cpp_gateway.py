@@ -94,8 +94,8 @@ def test_the_gateway_scenario_runs_it_on_file_and_udp_and_skips_serial(every_gat
         assert res["rss_floor_kib"] <= res["max_rss_kib"] < 40_000
     perf = summaries["sim"]["performance"]
     assert perf["messages_per_s"] == pytest.approx(messages / perf["elapsed_s"])
-    assert summaries["sim"]["verdict"]["headline"].startswith("LOSSLESS: 7,000 messages read by the gateway from "
-                                                              "the capture")
+    assert summaries["sim"]["verdict"]["headline"].startswith("LOSSLESS: 7,000 messages in the capture it reads "
+                                                              "itself")
     report = next(p.parent / "report.md" for p in (out / "cpp").glob("*/summary.json")
                   if rundir.read_json(p)["transport"] == "sim").read_text()
     assert f"| messages a second, start to exit | {perf['messages_per_s']:,.0f} |" in report

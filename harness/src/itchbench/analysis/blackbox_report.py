@@ -212,6 +212,8 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
         md.append("")
     if summary.get("not_seen"):
         md += [f"Not seen by itchbench: {summary['not_seen']}; the hops inside it are shown as one.", ""]
+    if summary.get("not_seen_tail"):
+        md += [f"Not seen by itchbench: {summary['not_seen_tail']}.", ""]
     md += closing
     out = run_dir / "report.md"
     out.write_text("\n".join(md).rstrip() + "\n")

@@ -433,6 +433,11 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
                                                        blackbox.stock_directory(session, feed))
     bbo_check = blackbox.check(events, ref, kinds, bbo_cfg["check"])
     bbo_check.update({"malformed_lines": malformed, "malformed_examples": examples, "output": str(out.name)})
+    if run.values["transport"] == "sim":
+        # Reading the capture itself, a black box shows how far it read only through its BBO stream: the messages
+        # after the simulation's last event leave no trace there, whether it read them or not.
+        last = int(ref["seq"].max()) if len(ref) else 0
+        bbo_check["unseen_tail"] = {"after_seq": last, "messages": int((kinds.seq > np.uint64(last)).sum())}
     loss = {"expected_messages": hop["expected_messages"],
             "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
             "kernel_dropped_datagrams": hop.get("kernel_dropped", 0)}
@@ -459,6 +464,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         "noise": noise.summarise(run.cpu_noise, None),
         "not_seen": "inside the gateway (receive, decode, book, publish stages): it writes no itchbench latency "
                     "log" if not c.get("white_box") else "",
+        "not_seen_tail": verdict.unseen_tail_words(bbo_check.get("unseen_tail")),
     })
     if not summary["complete"] and not failure:
         summary["error"] = f"the gateway's BBO output {out.name} is missing"

@@ -229,8 +229,18 @@ def _recovery_words(r: dict[str, Any]) -> str:
 
 
 def messages_verb(transport: str) -> str:
-    """How a black box got its messages: it read the capture itself, or they were sent to it."""
-    return "read by the gateway from the capture" if transport == "sim" else "sent"
+    """How a black box got its messages: the capture it reads itself (how far it read is not seen, see
+    unseen_tail_words), or sent to it."""
+    return "in the capture it reads itself" if transport == "sim" else "sent"
+
+
+def unseen_tail_words(tail: dict[str, Any] | None) -> str:
+    """What a black box reading the capture itself leaves unseen: the messages after the simulation's last BBO
+    event, which its BBO stream shows nothing of (reconciliation's bbo_check.unseen_tail); empty when none."""
+    if not tail or not tail["messages"]:
+        return ""
+    return (f"whether it read the capture's last {count(tail['messages'], 'message')}, after seq "
+            f"{tail['after_seq']:,}, the simulation's last BBO event (a BBO stream shows nothing of them)")
 
 
 def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
@@ -275,8 +285,10 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
                     f"{_recovery_words(r)}; balanced{timing}")
     else:
         status = "lossless"
+        unseen = unseen_tail_words(check.get("unseen_tail"))
         headline = (f"LOSSLESS: {count(loss['expected_messages'], 'message')} {messages_verb(summary['transport'])}, "
-                    f"{count(check['events'], 'BBO event')} = simulation ({check['mode']}), balanced{timing}")
+                    f"{count(check['events'], 'BBO event')} = simulation ({check['mode']}), balanced{timing}"
+                    + (f"; not seen: {unseen}" if unseen else ""))
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
 
 
