@@ -8,14 +8,15 @@ the peer command on the plain file, interleaved.
 
 Each round runs the peer first in odd rounds and last in even ones, every
 run after a sync with the file dropped from the page cache and read back
-once (settle.py), so none pays for another's write-back or for the disk. Wall time is each command's own,
-start to exit; peak RSS the largest process it ran (RUSAGE_CHILDREN in a
-fresh Python child, as side_by_side.py). Ours is split into its parts: the
-gateway's process, start to exit (gateway-usage.json), each pass of the
-report over the latency log (the run directory's progress.log, read by
-progress.finished), and the rest (start-up, hashing the input,
-reconciliation, the report's tables and plots). ours / peer is wall time over wall time:
-below 2 is the target of a day in at most twice the bare replay.
+once (settle.py), so none pays for another's write-back or for the disk.
+Wall time is each command's own, start to exit; peak RSS the largest
+process it ran (RUSAGE_CHILDREN in a fresh Python child, as
+side_by_side.py). Ours is split into its parts: the gateway's process,
+start to exit (gateway-usage.json), each pass of the report over the
+latency log (the run directory's progress.log, read by progress.finished),
+and the rest (start-up, hashing the input, reconciliation, the report's
+tables and plots). ours / peer is wall time over wall time: below 2 is the
+target of a day in at most twice the bare replay.
 """
 
 from __future__ import annotations
@@ -96,8 +97,8 @@ def main() -> int:
             file = args.day if who == "peer" else who
             name = "peer" if who == "peer" else who.name
             print(f"round {r}: {name} ...", file=sys.stderr, flush=True)
-            runs[name] = isolated.call("whole_day", {"who": "peer" if who == "peer" else "ours", "file": str(file),
-                                    "peer": args.peer, "work": str(work)})
+            runs[name] = isolated.call("whole_day", {"who": "peer" if who == "peer" else "ours",
+                                                     "file": str(file), "peer": args.peer, "work": str(work)})
             got = runs[name]
             parts = "".join(f", {k} {v['seconds']:.1f} s" for k, v in got.get("parts", {}).items())
             print(f"round {r}: {name}: {got['wall_s']:.1f} s, peak RSS {got['rss_kib'] / 1024:.0f} MiB{parts}",

@@ -24,6 +24,17 @@ def make_capture(tmp: Path, name: str, *args: str) -> Path:
     return out
 
 
+def itch_file_messages(data: bytes) -> int:
+    """Messages of a binary ITCH file: one per 2-byte big-endian length prefix (counted apart from the code under
+    test)."""
+    count = offset = 0
+    while offset + 2 <= len(data):
+        offset += 2 + int.from_bytes(data[offset:offset + 2], "big")
+        count += 1
+    assert offset == len(data), "the file does not end on a message boundary"
+    return count
+
+
 def config(capture: Path, transport: str, **tables: dict[str, Any]) -> dict[str, Any]:
     values = scenario.defaults(name=f"test-{transport}", transport=transport, capture=str(capture))
     for table, entries in tables.items():

@@ -20,20 +20,10 @@ import pytest
 from itchbench import rundir
 from itchbench.runs import runner
 
-from live_helpers import config, make_capture
+from live_helpers import config, itch_file_messages, make_capture
 
 PORT = 26400
 pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
-
-
-def itch_file_messages(data: bytes) -> int:
-    """Messages of a binary ITCH file: one per 2-byte big-endian length prefix."""
-    count = offset = 0
-    while offset + 2 <= len(data):
-        offset += 2 + int.from_bytes(data[offset:offset + 2], "big")
-        count += 1
-    assert offset == len(data), "the file does not end on a message boundary"
-    return count
 
 
 def tshark_messages(path: Path) -> int:

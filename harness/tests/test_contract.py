@@ -23,7 +23,7 @@ from itchbench.history import store
 from itchbench.runs import runner
 from itchbench.runs.scenario import ScenarioError, load
 
-from live_helpers import config, leftover_processes, make_capture
+from live_helpers import config, itch_file_messages, leftover_processes, make_capture
 
 EXAMPLE = paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
@@ -410,15 +410,6 @@ def test_a_sharded_compare_and_bisect_of_a_contract_gateway(planted, udp_scenari
     assert r.stdout.splitlines()[0].endswith("Count the ask side once more"), r.stdout
 
 
-def _itch_file_messages(path: Path) -> int:
-    """Messages in a binary ITCH file, by its 2-byte length prefixes."""
-    data, at, n = path.read_bytes(), 0, 0
-    while at < len(data):
-        at += 2 + int.from_bytes(data[at:at + 2], "big")
-        n += 1
-    return n
-
-
 def test_a_black_box_reading_the_capture_itself_is_told_what_its_bbo_stream_cannot_show(tool, tmp_path):
     # The built-in gateway brought as a black box that reads the capture itself and writes its BBO log to a file.
     # The last messages of a nasdaq-day session move no BBO: nothing in a BBO stream says whether it read them, so
@@ -441,7 +432,7 @@ def test_a_black_box_reading_the_capture_itself_is_told_what_its_bbo_stream_cann
     run = runner.execute(values, "black-box-file", root=tmp_path / "runs", echo=False)
     s = rundir.read_json(run / "summary.json")
     last = int(logs.read_bbo(run / "gateway-out" / "bbo.bbo").records["seq"].max())
-    tail = _itch_file_messages(capture) - last
+    tail = itch_file_messages(capture.read_bytes()) - last
     assert tail > 0  # the session ends with messages that move no BBO
     headline = s["verdict"]["headline"]
     assert s["verdict"]["status"] == "lossless", headline
