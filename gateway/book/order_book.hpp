@@ -152,20 +152,34 @@ class OrderBook {
   }
 
   bool at_best(const Order& o) const { return stocks_[o.locate].sides[o.side].best == o.level; }
-  uint32_t insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares, uint32_t price);
+  __attribute__((always_inline)) uint32_t insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares,
+                                                      uint32_t price);
+  // Every case insert_order's own does not take: a new stock, a level off the ladder, a slot taken, a full index.
+  __attribute__((noinline)) uint32_t insert_order_general(uint16_t locate, uint64_t ref, uint8_t side,
+                                                          uint32_t shares, uint32_t price);
+  // A new order's level at place becomes the side's best when it was made and beats the best; true when the
+  // order's level is the best now.
+  bool settle_best(Side& s, uint32_t place, uint32_t key, bool made) {
+    const bool better = made & ((s.best < kFirstLevel) | (key > levels_[s.best].key));
+    s.best = better ? place : s.best;
+    return s.best == place;
+  }
   // The place of the side's level at a price (its key), made when absent (made says which): on the ladder at
   // tick (one that fits), or wherever else it is or goes.
   uint32_t ladder_level(PriceLadder& ladder, uint32_t tick, uint32_t key, uint32_t shares, bool& made);
   // Out of line: the rare case stays out of the common add's code.
   __attribute__((noinline)) uint32_t level_elsewhere(Side& side, uint32_t price, uint32_t key, uint32_t shares,
                                                      bool& made);
-  bool leave_level(const Order& o);  // takes an order's shares off its price level; true when it was a best one
+  // Takes an order's shares off its price level; true when it was a best one. Inlined into remove, reduce and
+  // replace: a call fewer per delete (2.2 % fewer instructions on nasdaq-day, callgrind).
+  __attribute__((always_inline)) bool leave_level(const Order& o);
   uint32_t side_best(const Side& side, bool bid) const;  // place of the side's best level, or its empty place
   void grow_stocks(uint16_t locate);  // room for stocks up to locate (first order of a new stock)
   uint32_t new_level(uint32_t key, uint32_t shares);  // a level of one order off the ladder, from the pool
   static std::vector<Entry>::iterator find_entry(std::vector<Entry>& side, uint32_t key);
 
   std::vector<Stock> stocks_;  // by locate, up to the highest that has had an order: memory in proportion
+  uint32_t stock_count_ = 0;   // stocks_.size(), kept: the size is a division by sizeof(Stock)
   std::vector<Level, HugePageAllocator<Level>> levels_;        // every stock's price levels, at stable places
   std::vector<uint32_t> free_levels_;  // places in levels_ of off-ladder levels that emptied
   OrderTable<Order> orders_;

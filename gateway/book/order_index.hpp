@@ -137,6 +137,14 @@ class ProbingTable {
 template <class Value>
 class OrderTable {
  public:
+  // A reference whose tag is this or more lives in the overflow (so an empty slot never matches it).
+  static constexpr uint64_t kEmptyTag = UINT32_MAX;
+  struct alignas(16) Slot {
+    uint32_t tag;  // ref >> shift_; kEmptyTag when empty
+    Value value;
+  };
+  static_assert(sizeof(Slot) == 16, "an order must fit in 12 bytes: four slots to a cache line");
+
   explicit OrderTable(size_t expected_orders) { rebuild(pow2_at_least(expected_orders * 2)); }
 
   // The order, or nullptr; valid until the next insert or erase.
@@ -149,6 +157,18 @@ class OrderTable {
   const Value* find(uint64_t ref) const { return const_cast<OrderTable*>(this)->find(ref); }
   // Starts loading the slot ref lives in (or would): a hint, no effect on contents.
   __attribute__((always_inline)) void prefetch(uint64_t ref) const { __builtin_prefetch(&slots_[ref & mask_]); }
+
+  // An insert in two steps, for a caller that must not call out on its way: the slot an absent ref takes when
+  // it needs neither the overflow nor a larger table (else nullptr), then its filling, with no branch.
+  Slot* direct_slot(uint64_t ref) {
+    Slot& s = slots_[ref & mask_];
+    const bool room = size_ + 1 <= (mask_ + 1) / 2;
+    return room & (s.tag == kEmptyTag) & ((ref >> shift_) < kEmptyTag) ? &s : nullptr;
+  }
+  void fill(Slot& s, uint64_t ref, const Value& value) {
+    s = {uint32_t(ref >> shift_), value};
+    ++size_;
+  }
 
   // Caller guarantees ref is absent.
   void insert(uint64_t ref, const Value& value) {
@@ -188,14 +208,6 @@ class OrderTable {
   uint64_t overflowed() const { return overflowed_; }  // orders that found their slot taken, or whose tag is too large
 
  private:
-  // A reference whose tag is this or more lives in the overflow (so an empty slot never matches it).
-  static constexpr uint64_t kEmptyTag = UINT32_MAX;
-  struct alignas(16) Slot {
-    uint32_t tag;  // ref >> shift_; kEmptyTag when empty
-    Value value;
-  };
-  static_assert(sizeof(Slot) == 16, "an order must fit in 12 bytes: four slots to a cache line");
-
   // True when the order went to the overflow.
   bool place(uint64_t ref, const Value& value) {
     Slot& s = slots_[ref & mask_];
