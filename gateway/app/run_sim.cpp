@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <type_traits>
 
 #include "app/gateway_report.hpp"
 #include "app/run_common.hpp"
@@ -45,30 +46,39 @@ int run_sim(const GatewayOptions& o) {
   // every 2^16 of them; the logs are then finalized and gateway.json says how far the run got.
   install_stop_signal_handlers();
   struct Stopped {};
-  uint64_t inputs = 0;  // datagrams of a pcap, messages of an ITCH file
+  // A pcap's datagrams are counted here; an ITCH file's messages by their position, already in a register (a
+  // counter of its own lived in memory: 1.1 % of the gateway's instructions on nasdaq-day, callgrind).
+  uint64_t datagrams = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  const auto every_so_often = [&] {
-    if ((++inputs & 0xFFFF) != 0) return;
-    if (o.progress && (inputs & 0xFFFFF) == 0)
+  // Called after input n (1-based): every 2^16 inputs, the stop request is looked at.
+  const auto every_so_often = [&](uint64_t n) {
+    if ((n & 0xFFFF) != 0) return;
+    if (o.progress && (n & 0xFFFFF) == 0)
       std::fprintf(stderr, "itch-gateway: progress %llu messages %.3f s\n",
                    (unsigned long long)gw.decode_counters().messages(),
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (stop_requested().load(std::memory_order_relaxed)) throw Stopped{};
   };
   bool complete = false, stopped = false;
-  try {
-    complete = reader.run(
+  // A walk per recorder, so that the unrecorded one tests nothing a message (0.8 % of the instructions):
+  // unrecorded, nothing reads the arrival (building it was 15 instructions a message, 1.03-1.05x).
+  const auto read_capture = [&](auto is_recorded) {
+    return reader.run(
         [&](uint64_t capture_ns, const uint8_t* p, size_t n) {
           gw.on_datagram(p, n, logfmt::Arrival{0, timed ? clock.now_after_loading(p, n) : 0, capture_ns});
-          every_so_often();
+          every_so_often(++datagrams);
         },
-        [&](uint64_t position, const uint8_t* m, size_t n) {
-          // Unrecorded, nothing reads the arrival: building it was 15 instructions a message (1.03-1.05x).
-          if (!recorded) gw.on_message(position, m, n, kUnrecorded);
-          else gw.on_message(position, m, n, logfmt::Arrival{0, timed ? clock.now() : 0, n >= 11 ? load_be48(m + 5) : 0});
-          if (!pcap) every_so_often();
+        [&](uint64_t position, const uint8_t* m, size_t n) {  // a binary ITCH file's message
+          if constexpr (decltype(is_recorded)::value)
+            gw.on_message(position, m, n, logfmt::Arrival{0, timed ? clock.now() : 0, n >= 11 ? load_be48(m + 5) : 0});
+          else
+            gw.on_message(position, m, n, kUnrecorded);
+          every_so_often(position);
         },
         [&](const uint8_t* m, size_t n) { gw.look_ahead(m, n); });
+  };
+  try {
+    complete = recorded ? read_capture(std::true_type{}) : read_capture(std::false_type{});
   } catch (const Stopped&) {
     stopped = true;
   }
@@ -85,7 +95,7 @@ int run_sim(const GatewayOptions& o) {
   j.field("elapsed_s", elapsed).field("messages_per_s", elapsed > 0 ? double(received) / elapsed : 0.0);
   j.field("messages_received", received);
   // The receive stamps are this source's: one a datagram from a pcap, one a message from a binary ITCH file.
-  const uint64_t receive_reads = !timed ? 0 : pcap ? inputs : received;
+  const uint64_t receive_reads = !timed ? 0 : pcap ? datagrams : received;
   write_clock_json(j, clock, overhead, int64_t(receive_reads + gw.clock_reads()));
   j.key("realtime").begin_object();
   write_grant(j, "cpu", pin, o.cpu);
