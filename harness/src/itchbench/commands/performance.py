@@ -25,7 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a whole day end to end (itchbench sim, plain, gzip'd and zstd'd) against the peer: its "
                    "messages (default: 270,000,000, 8 GB; 0: not run; needs --peer)")
     p.add_argument("--day-rounds", type=int, default=1, help="interleaved rounds of the whole day (default: 1)")
-    p.add_argument("--cpu", type=int, default=1, help="CPU for each run's hot thread; -1: not pinned (default: 1)")
+    p.add_argument("--cpu", type=int, default=1,
+                   help="CPU for each run against the peer (its whole process) and each recording run's hot thread; "
+                        "-1: not pinned (default: 1)")
     p.add_argument("--out", type=Path, default=None, help="the document (default: docs/performance.md)")
     p.add_argument("--work", type=Path, default=None,
                    help="generated files and raw figures (default: build/performance)")

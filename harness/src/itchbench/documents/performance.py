@@ -154,7 +154,9 @@ def _median_range(values: list[float], fmt: str) -> str:
 def render(m: dict[str, Any], command: str) -> str:
     env, plan = m["env"], m["plan"]
     day = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(m["started"]))
-    pinned = f"CPU {plan.cpu} (each run's hot thread)" if plan.cpu is not None else "not pinned"
+    pinned = (f"CPU {plan.cpu}: against the peer, each run's whole process (the gateway's log thread shares the "
+              f"CPU with its hot thread); recording costs, each run's hot thread" if plan.cpu is not None
+              else "not pinned")
     lines = [
         "# Performance",
         "",
@@ -187,7 +189,9 @@ def render(m: dict[str, Any], command: str) -> str:
     else:
         lines += [
             f"Ours: the gateway's simulation (BBO log on, latency log off). Peer: `{side['peer']}`. "
-            f"{plan.rounds} rounds, alternating which runs first, each run after a sync with its file dropped "
+            f"{plan.rounds} rounds, alternating which runs first, "
+            + (f"each process whole on CPU {plan.cpu} (taskset), " if plan.cpu is not None else "")
+            + "each run after a sync with its file dropped "
             "from the page cache and read back (harness/benchmarks/settle.py: as a capture read from disk is, in "
             "large folios); ratio = ours / peer, above 1 ours is faster.",
             "",
