@@ -188,3 +188,5 @@ class OrderBook {
 };
 
 }  // namespace itchbench
+
+#include "book/order_book_ops.hpp"  // the message path's operations, inline
