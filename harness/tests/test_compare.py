@@ -15,6 +15,7 @@ import pytest
 from itchbench import paths
 from itchbench.captures import fixtures
 from itchbench.cli import main as itchbench_main
+from itchbench.compare import instructions
 
 SEED_FIXTURE = next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path
 GATEWAY_HPP = "gateway/pipeline/gateway.hpp"
@@ -67,8 +68,13 @@ def test_a_commit_against_itself(scratch, workload, tmp_path):
     rc, result = compare(scratch, workload, tmp_path, "base", "base")
     assert rc == 0 and result["headline"].startswith("NO REGRESSION"), result["headline"]
     table = result["metrics"]["seed"]
-    for stage in ("message_path", "book", "capture_read"):
+    for stage in ("message_path", "capture_read"):
         assert table[f"instructions.{stage}"]["ratio"] == 1.0  # exact: the same to the instruction
+    # The book's operations are inlined into the message path: no function counts them apart, and neither
+    # side's figure is presented as the book's (its out-of-line replace would be only part of it).
+    for stage in ("book", "outside_book"):
+        assert table[f"instructions.{stage}"]["verdict"] == "not comparable"
+        assert "inlines it into the message path" in table[f"instructions.{stage}"]["reason"]
     assert result["outputs"]["seed"]["bbo"]["equal"]
     assert (tmp_path / "compare.md").is_file() and (tmp_path / "percentiles.png").is_file()
 
@@ -79,8 +85,7 @@ def test_a_spin_loop_in_the_message_path_is_a_regression(scratch, workload, tmp_
     path = result["metrics"]["seed"]["instructions.message_path"]
     assert path["verdict"] == "slower" and path["head"] - path["base"] > 200  # the loop's 200 rounds and more
     assert path["words"] == "MORE instructions"
-    assert result["metrics"]["seed"]["instructions.book"]["verdict"] == "unchanged"
-    assert result["metrics"]["seed"]["instructions.book"]["words"] == "SAME instructions"
+    assert result["metrics"]["seed"]["instructions.book"]["words"] == "NOT COMPARABLE"  # inlined (above)
     assert result["outputs"]["seed"]["bbo"]["equal"] and result["outputs"]["seed"]["bbo"]["words"] == "SAME"
     assert "MORE instructions: seed: instructions.message_path" in result["headline"], result["headline"]
     md = (tmp_path / "compare.md").read_text()
@@ -154,7 +159,7 @@ def history(scratch) -> list[str]:
     commits = []
     for i in range(1, 11):
         if i == 4:
-            f = scratch / "gateway/book/order_book.cpp"
+            f = scratch / "gateway/book/order_book_ops.hpp"
             old = "if (shares >= o->shares) {"
             assert old in f.read_text()
             f.write_text(f.read_text().replace(old, "if (shares > o->shares) {", 1))
@@ -215,9 +220,23 @@ def test_a_journey_documents_each_step_and_the_cumulative_impact(scratch, worklo
     path = next(r for r in step["rows"] if r["metric"] == "instructions.message_path")
     # Instructions are not time: more of them is MORE instructions, never SLOWER.
     assert path["mark"] == "MORE instructions" and path["head"] - path["base"] > 200
-    assert next(r for r in step["rows"] if r["metric"] == "instructions.book")["mark"] == "SAME instructions"
+    assert next(r for r in step["rows"] if r["metric"] == "instructions.book")["mark"] == "NOT COMPARABLE"
     assert step["bbo"]["equal"]
     row = next(line for line in text.splitlines() if line.startswith("| instructions.message_path |"))
     assert row.endswith("| MORE instructions |") and f"{path['base']:,.1f}" in row
     assert (out / data["cumulative"]["seed"]).stat().st_size > 5000
     assert (out / "report.html").read_text().count("data:image/png;base64,") == 1  # the cumulative figure
+
+
+def test_a_stage_a_revision_inlines_is_not_counted_from_what_is_left_of_it():
+    # Inclusive counts as callgrind gives them, made up: the message path 1,000, the book's functions 300 (say,
+    # only replace, left out of line), decoding's function 500, the capture read 50.
+    counts = {"message_path": 1000, "book": 300, "decode_and_apply": 500, "capture_read": 50}
+    # Nothing inlined: every stage, the derived ones by the docstring's differences (1,000 - 300, 500 - 300, ...).
+    assert instructions._stages(counts) == {"message_path": 1000, "book": 300, "capture_read": 50,
+                                            "outside_book": 700, "decode": 200, "bbo_and_logs": 500}
+    # The book inlined: its 300 are not the book's, so neither it nor anything derived from it is given.
+    assert instructions._stages(counts, {"book"}) == {"message_path": 1000, "capture_read": 50}
+    assert instructions.uncountable({"book"}) == ["book", "outside_book", "decode"]
+    assert instructions.uncountable({"decode", "book"}) == ["book", "outside_book", "decode", "bbo_and_logs"]
+    assert instructions.uncountable(set()) == []

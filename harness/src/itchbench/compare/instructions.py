@@ -20,7 +20,11 @@ MoldUDP64 framing is inlined into the simulation's read loop and has no
 function of its own to count: it is not reported apart.
 
 A stage whose function a revision does not have (renamed, inlined) is
-reported missing, and its verdict is "not comparable".
+reported missing, and its verdict is "not comparable". A revision names the
+stages it inlines into the message path in its `--build-info`
+(`inlined_stages`): those, and the stages derived from them, are not
+counted at all, since a function of theirs that some calls still reach (the
+book's replace, left out of line) would count only part of the stage.
 
 A gateway brought through its contract that reads the capture itself
 (`file` input) is counted whole, as a black box: its command runs under
@@ -34,6 +38,7 @@ out; what is left is the cost of a message, exact for a compiled gateway
 
 from __future__ import annotations
 
+import json
 import re
 import struct
 import subprocess
@@ -87,8 +92,30 @@ FUNCTIONS = {
 STAGES = ("message_path", "book", "outside_book", "decode", "bbo_and_logs", "capture_read")
 
 
-def _stages(f: dict[str, int]) -> dict[str, int]:
+# What each stage is derived from: a stage is uncountable when any of its parts is inlined.
+PARTS = {"book": {"book"}, "outside_book": {"book"}, "decode": {"decode", "book"}, "bbo_and_logs": {"decode"}}
+
+
+def _inlined_stages(gateway: Path) -> set[str]:
+    """The stages the gateway says it inlines into the message path (none for a revision that does not say)."""
+    proc = subprocess.run([str(gateway), "--build-info"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise InstructionError(f"{gateway} --build-info failed: {proc.stderr.strip()[-300:]}")
+    try:
+        return set(json.loads(proc.stdout).get("inlined_stages", []))
+    except json.JSONDecodeError as e:
+        raise InstructionError(f"{gateway} --build-info printed no JSON: {e}") from None
+
+
+def uncountable(inlined: set[str]) -> list[str]:
+    """The stages that inlining leaves no function to count apart, in STAGES order."""
+    return [stage for stage in STAGES if PARTS.get(stage, set()) & inlined]
+
+
+def _stages(f: dict[str, int], inlined: set[str] = frozenset()) -> dict[str, int]:
     """Per stage, from the functions' inclusive counts (derived stages need all their parts)."""
+    inlined_functions = {"decode": "decode_and_apply", "book": "book"}
+    f = {k: v for k, v in f.items() if k not in {inlined_functions[s] for s in inlined if s in inlined_functions}}
     out = {k: f[k] for k in ("message_path", "book", "capture_read") if k in f}
     if "message_path" in f and "book" in f:
         out["outside_book"] = f["message_path"] - f["book"]
@@ -134,12 +161,14 @@ def per_message(gateway: Path, capture: Path, records: int = SLICE_RECORDS) -> d
         if proc.returncode not in (0, 1) or not out.is_file():
             raise InstructionError(f"callgrind run failed: {proc.stderr.strip()[-400:]}")
         messages = int(read_json(run / "gateway.json")["messages_received"])
-        totals = _stages(_annotate(out))
+        inlined = _inlined_stages(gateway)
+        totals = _stages(_annotate(out), inlined)
     if messages == 0:
         raise InstructionError(f"{capture}: no messages in the first {records} records")
     return {"messages": messages, "slice_records": records,
             "per_message": {stage: totals[stage] / messages for stage in STAGES if stage in totals},
-            "missing_stages": [stage for stage in STAGES if stage not in totals]}
+            "missing_stages": [stage for stage in STAGES if stage not in totals],
+            "inlined_stages": uncountable(inlined)}
 
 
 CONTRACT_STAGE = "process"  # a black box's one figure: its whole process, per message

@@ -261,8 +261,11 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
                         for side, d in ((base, ia), (head, ib)) if "error" in d)
         black_box = base.prepared is not None or head.prepared is not None
         for stage in (instructions.CONTRACT_STAGE,) if black_box else instructions.STAGES:
+            inlined = [f"{side.name} inlines it into the message path" for side, d in ((base, ia), (head, ib))
+                       if stage in d.get("inlined_stages", [])]
             table[f"instructions.{stage}"] = verdicts.exact(ia.get("per_message", {}).get(stage),
-                                                            ib.get("per_message", {}).get(stage), why=why)
+                                                            ib.get("per_message", {}).get(stage),
+                                                            why="; ".join(filter(None, [why, *inlined])))
             table[f"instructions.{stage}"]["words"] = verdicts.words(f"instructions.{stage}",
                                                                      table[f"instructions.{stage}"]["verdict"])
     return out
