@@ -163,7 +163,7 @@ class OrderTable {
   Slot* direct_slot(uint64_t ref) {
     Slot& s = slots_[ref & mask_];
     const bool room = size_ + 1 <= (mask_ + 1) / 2;
-    return room & (s.tag == kEmptyTag) & ((ref >> shift_) < kEmptyTag) ? &s : nullptr;
+    return (room & (s.tag == kEmptyTag) & ((ref >> shift_) < kEmptyTag)) ? &s : nullptr;
   }
   void fill(Slot& s, uint64_t ref, const Value& value) {
     s = {uint32_t(ref >> shift_), value};
