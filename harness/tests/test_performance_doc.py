@@ -65,9 +65,14 @@ def test_the_document_shows_what_the_benchmarks_measured(tmp_path):
 
 def test_without_a_peer_the_document_says_so(tmp_path):
     out = tmp_path / "performance.md"
-    assert itchbench_main(["performance", "--messages", "3000", "--rounds", "1", "--cpu", "-1", "--out", str(out),
+    assert itchbench_main(["performance", "--messages", "3000", "--rounds", "1", "--cpu", "0", "--out", str(out),
                            "--work", str(tmp_path / "work")]) == 0
-    assert "No peer command was given" in out.read_text()
+    text = out.read_text()
+    assert "No peer command was given" in text
+    # What was pinned is said as side_by_side.py (taskset: the whole process) and recording_cost.py (--cpu: the
+    # hot thread) pin it, not as one thing for both.
+    assert ("| pinned | CPU 0: against the peer, each run's whole process (the gateway's log thread shares the CPU "
+            "with its hot thread); recording costs, each run's hot thread |") in text
 
 
 def test_a_failing_benchmark_leaves_the_document_as_it_was(tmp_path):
