@@ -441,3 +441,32 @@ def test_a_black_box_reading_the_capture_itself_is_told_what_its_bbo_stream_cann
             f"after seq {last:,}") in headline, headline
     assert s["reconciliation"]["bbo_check"]["unseen_tail"] == {"after_seq": last, "messages": tail}
     assert f"Not seen by itchbench: whether it read the capture's last {tail:,}" in (run / "report.md").read_text()
+
+
+HOSTILE = "a b;touch PWNED $(touch PWNED)'\"`touch PWNED`"
+
+
+def test_placeholders_are_filled_as_arguments_never_as_shell_text(tmp_path):
+    # What bash makes of a filled command, read back word by word: each value one word, exactly as given, also
+    # inside ${VAR:-…}; the flags list as its own words; and nothing run that a value spells.
+    cmd = contract.fill("cd {out} && printf '<%s>\\n' ${{ITCHBENCH_NOT_SET:-{worktree}/bin}} {capture} {itchbench_flags}",
+                        {"out": tmp_path, "worktree": f"/w/{HOSTILE}", "capture": HOSTILE,
+                         "itchbench_flags": ["--cpu", "1", "--name", "x y"]})
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [f"</w/{HOSTILE}/bin>", f"<{HOSTILE}>", "<--cpu>", "<1>", "<--name>", "<x y>"]
+    assert not (tmp_path / "PWNED").exists()
+
+
+@needs_root
+def test_a_capture_and_run_directory_with_shell_characters_run_as_they_are(capture, tmp_path):
+    # The built-in gateway through its own contract, reading the capture itself: the capture and the run
+    # directory named with a space, a `;` and command substitutions, which the filled command must not run.
+    odd = tmp_path / HOSTILE
+    odd.mkdir()
+    hostile_capture = odd / "seed.pcap"
+    hostile_capture.write_bytes(capture.read_bytes())
+    values = {**config(hostile_capture, "sim"), "gateway_file": str(paths.repo_root() / "itchbench.toml")}
+    run = runner.execute(values, "hostile", root=odd / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    assert not list(tmp_path.rglob("PWNED")) and not (paths.repo_root() / "PWNED").exists()

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -53,7 +54,9 @@ def build(c: Contract, worktree: Path, *, commit: str, build_dir: Path, log: Pat
 
 
 def _env(values: dict[str, object]) -> dict[str, str]:
-    return {f"ITCHBENCH_{k.upper()}": str(v) for k, v in values.items()}
+    """ITCHBENCH_* variables: a list of words (itchbench_flags) as the shell would quote it."""
+    return {f"ITCHBENCH_{k.upper()}": shlex.join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+            for k, v in values.items()}
 
 
 def describe_gateway_exit(rc: int | None) -> str:
@@ -141,7 +144,7 @@ class ContractGateway:
         values: dict[str, object] = {"feed_addr": "127.0.0.1", "feed_port": 0, "feed_group": "", "serial": "", "baud": 0,
                                      "capture": "", "bbo_addr": "127.0.0.1", "bbo_port": 0,
                                      "out": self.out_dir, "input": input_kind, "worktree": self.worktree,
-                                     "run_id": "", "commit": "", "itchbench_flags": "", "mqtt_addr": "127.0.0.1",
+                                     "run_id": "", "commit": "", "itchbench_flags": [], "mqtt_addr": "127.0.0.1",
                                      "mqtt_port": 0, "mqtt_topic": "", "kafka_brokers": "", "kafka_topic": "",
                                      "rerequest_addr": "", "rerequest_port": 0, "feed_b_addr": "", "feed_b_port": 0,
                                      "snapshot_addr": "", "snapshot_port": 0, "snapshot_user": "",
@@ -347,5 +350,5 @@ class ContractGateway:
         """Where the gateway's BBO output is: the collector's file, or the gateway's own (via = file)."""
         if self.c.bbo_via == "file":
             assert self.started is not None
-            return Path(contract_mod.fill(self.c.bbo_file, self.started.values))
+            return Path(contract_mod.fill_path(self.c.bbo_file, self.started.values))
         return self.dir / BBO_FILE

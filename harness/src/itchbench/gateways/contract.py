@@ -6,6 +6,7 @@ and its line."""
 from __future__ import annotations
 
 import re
+import shlex
 import string
 import tomllib
 from dataclasses import dataclass, field
@@ -112,7 +113,15 @@ def placeholders_in(template: str) -> set[str]:
 
 
 def fill(template: str, values: dict[str, Any]) -> str:
-    """A command with its placeholders filled ({{ and }} stay literal braces)."""
+    """A shell command with its placeholders filled as arguments, never as shell text: each value quoted as one
+    word (a path with a space, `;` or `$(…)` in it stays that path), a list of words ({itchbench_flags}) as
+    that many words. Bash keeps the quoting inside `${VAR:-…}` too. {{ and }} stay literal braces."""
+    return template.format_map({k: shlex.join(map(str, v)) if isinstance(v, (list, tuple)) else shlex.quote(str(v))
+                                for k, v in values.items()})
+
+
+def fill_path(template: str, values: dict[str, Any]) -> str:
+    """A path (bbo.file) with its placeholders filled as they are: it is never given to a shell."""
     return template.format_map({k: str(v) for k, v in values.items()})
 
 

@@ -189,7 +189,7 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         subscribers.start_brokered(run, group, wrap, kind)
     commit = under.get("commit") or (environment.commit_label(run.env["git"]) if env else "WORKTREE")
     values: dict[str, object] = {"run_id": run.run_id, "commit": commit,
-                                 "itchbench_flags": " ".join(itchbench_flags(run, input_kind))}
+                                 "itchbench_flags": itchbench_flags(run, input_kind)}
     if "mqtt" in brokers:
         values.update(mqtt_port=brokers["mqtt"]["port"], mqtt_topic=run.values["mqtt"]["topic"])
     if "kafka" in brokers:
