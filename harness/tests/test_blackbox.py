@@ -88,3 +88,25 @@ def test_the_first_difference_is_by_seq_and_names_an_extra_events_message():
                                                                                                "received", 1)
     words = difference_words(out)
     assert words.startswith("1 missing, 1 extra, 0 wrong of 4 reference events; first at seq 9 (message X), stock 1")
+
+
+def test_a_stocks_event_after_its_later_event_is_out_of_order_but_stocks_may_interleave():
+    # Stocks 1 and 2 interleaved differently from the reference: allowed (each stock's own order is kept).
+    interleaved = _events(REF.values[[1, 0, 3, 2]].tolist())
+    assert blackbox.check(interleaved, REF, KINDS, "exact")["equal"]
+    # Stock 1's event of seq 10 sent after its event of seq 12: a subscriber ends holding the older quote. Every
+    # event is there with the right values, so only the order can catch it: one event out of order (seq 10).
+    swapped = _events(REF.values[[2, 1, 0, 3]].tolist())
+    out = blackbox.check(swapped, REF, KINDS, "exact")
+    assert (out["missing"], out["extra"], out["wrong"], out["out_of_order"], out["equal"]) == (0, 0, 0, 1, False)
+    first = out["first_difference"]
+    assert (first["kind"], first["seq"], first["stock"]) == ("out of order", 10, 1)
+    assert "received as event #3, after the stock's event of seq 12 (message A)" in first["got"]
+    assert "1 out of order" in difference_words(out)
+    # The same edit in state mode: a state older than one already reported for its stock.
+    state = blackbox.check(swapped, REF, KINDS, "state")
+    assert (state["out_of_order"], state["equal"]) == (1, False)
+    assert state["first_difference"]["kind"] == "out of order" and state["first_difference"]["seq"] == 10
+    # A duplicate is extra, not out of order: the order check looks only at matched events.
+    dup = blackbox.check(_events(REF.values[[0, 1, 2, 0, 3]].tolist()), REF, KINDS, "exact")
+    assert (dup["extra"], dup["out_of_order"]) == (1, 0)

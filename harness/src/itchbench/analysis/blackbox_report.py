@@ -158,6 +158,7 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
         md += ["## BBO against the simulation", "",
                f"Mode `{check['mode']}`: {check['events']:,} events received, {check['reference_events']:,} in the "
                f"reference; missing {check['missing']:,}, extra {check['extra']:,}, wrong {check['wrong']:,}, "
+               f"out of order {check.get('out_of_order', 0):,}, "
                f"malformed lines {check['malformed_lines']:,}.", ""]
         if check.get("first_difference"):
             f = check["first_difference"]

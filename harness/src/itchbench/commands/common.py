@@ -28,6 +28,7 @@ def run_line(summary: dict[str, Any]) -> str:
                          f"dropped {hop['kernel_dropped']:,}")
         parts.append(f"{check['events']:,} BBO events received of {check['reference_events']:,} "
                      f"(simulation); {check['missing']} missing, {check['extra']} extra, {check['wrong']} wrong, "
+                     f"{check.get('out_of_order', 0)} out of order, "
                      f"{check['malformed_lines']} malformed lines")
         res, perf = summary.get("resources") or {}, summary.get("performance") or {}
         if perf.get("messages_per_s"):

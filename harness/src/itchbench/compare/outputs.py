@@ -39,7 +39,7 @@ def bbo_records(run: Path) -> tuple[np.ndarray, str]:
 
 def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
     """Head's BBO events against base's, matched by (seq, stock) as a run's are against the simulation
-    (gateways/blackbox): missing, extra and wrong counted apart, the first difference named with its message."""
+    (gateways/blackbox): missing, extra, wrong and out of order counted apart, the first difference named with its message."""
     (a, da), (b, db) = bbo_records(base_run), bbo_records(head_run)
     out: dict[str, Any] = {"base_digest": da, "head_digest": db, "equal": da == db, "words": bbo_words(da == db),
                            "base_events": int(a.size), "head_events": int(b.size)}
@@ -53,8 +53,8 @@ def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
     frame = lambda rec: pd.DataFrame({c: rec[f].astype(np.int64)  # noqa: E731
                                       for c, f in [*zip(blackbox.COLUMNS, _FIELDS), *((x, x) for x in also)]})
     check = blackbox.check(frame(b), frame(a), kinds, "exact", also=also)
-    out.update({k: check[k] for k in ("missing", "extra", "wrong")})
-    out["differing_events"] = check["missing"] + check["extra"] + check["wrong"]
+    out.update({k: check[k] for k in blackbox.DIFFERENCES})
+    out["differing_events"] = sum(check[k] for k in blackbox.DIFFERENCES)
     out["first_difference"] = check.get("first_difference")
     out["difference_words"] = difference_words(check).replace("reference events", "base events")
     return out

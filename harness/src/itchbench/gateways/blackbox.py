@@ -2,10 +2,12 @@
 against the simulation's of the same capture, and wire-to-wire latency from
 the sender's stamps to the collector's (docs/gateway-contract.md).
 
-    exact  every event, in order, equal to the reference (docs/book-and-bbo.md)
+    exact  every event equal to the reference, each stock's in the reference's
+           order (docs/book-and-bbo.md)
     state  each reported event equals the reference book of its stock at its
            seq (for gateways that conflate, or emit on every touch); a stock
-           whose last reported state is not the reference's last is missing
+           whose last reported state is not the reference's last is missing, and
+           a state older than one already reported for its stock is out of order
 """
 
 from __future__ import annotations
@@ -159,11 +161,24 @@ def _event_words(row: Any, kinds: Kinds) -> str:
             f"{v['bid_qty']}, ask {v['ask_px']} × {v['ask_qty']}{flags}")
 
 
+DIFFERENCES = ("missing", "extra", "wrong", "out_of_order")
+
+
+def _late(both: pd.DataFrame, matched: np.ndarray) -> pd.Series:
+    """Per matched event, the reference position of the latest event of its stock received before it, where that
+    one comes later in the reference (the event arrived after a later event of its stock): NaN elsewhere. Events
+    of different stocks may interleave freely; a stock's own must keep the reference's order."""
+    m = both[matched].sort_values("at_got", kind="stable")
+    before = m.groupby("stock")["at_ref"].cummax().groupby(m["stock"]).shift(1)
+    return before.where(before > m["at_ref"]).reindex(both.index)
+
+
 def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds,
-           fields: tuple[str, ...]) -> tuple[int, int, int, dict[str, Any] | None]:
+           fields: tuple[str, ...]) -> tuple[dict[str, int], dict[str, Any] | None]:
     """Events matched by (seq, stock) — and their order among events of the same seq and stock —, never by
-    position: one event missing is one missing; a matched one is wrong when any of `fields` differs. (missing,
-    extra, wrong, the first difference in stream order)."""
+    position: one event missing is one missing; a matched one is wrong when any of `fields` differs, and out of
+    order when it arrives after a later event of its own stock. (counts of DIFFERENCES, the first difference in
+    stream order)."""
     key = ["seq", "stock"]
     g = got.assign(n=got.groupby(key).cumcount(), at_got=np.arange(len(got)))
     r = ref.assign(n=ref.groupby(key).cumcount(), at_ref=np.arange(len(ref)))
@@ -173,33 +188,45 @@ def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds,
     is_missing = (both["_merge"] == "left_only").to_numpy()
     is_extra = (both["_merge"] == "right_only").to_numpy()
     is_wrong = ~is_missing & ~is_extra & (values_ref != values_got).any(axis=1)
-    differs = is_missing | is_extra | is_wrong
+    late_after = _late(both, ~is_missing & ~is_extra)
+    is_late = late_after.notna().to_numpy()
+    counts = {"missing": int(is_missing.sum()), "extra": int(is_extra.sum()), "wrong": int(is_wrong.sum()),
+              "out_of_order": int(is_late.sum())}
+    differs = is_missing | is_extra | is_wrong | is_late
     if not differs.any():
-        return 0, 0, 0, None
+        return counts, None
     # Stream order: by seq, then where it stands in the reference (or, for an extra event, in what was received).
     order = both.assign(at=both["at_ref"].fillna(both["at_got"]))[differs].sort_values(["seq", "at"], kind="stable")
     i = order.index[0]
     row = both.loc[i]
-    what = "missing" if is_missing[i] else "extra" if is_extra[i] else "wrong"
+    what = ("missing" if is_missing[i] else "extra" if is_extra[i] else "wrong" if is_wrong[i] else "out of order")
     stream, at = ("received", row["at_got"]) if what == "extra" else ("reference", row["at_ref"])
     shown = lambda side: pd.Series({"seq": row["seq"], "stock": row["stock"],  # noqa: E731
                                     **{c: row[f"{c}_{side}"] for c in fields}})
     expected = "(none: the reference has no such event)" if what == "extra" else _event_words(shown("ref"), kinds)
     received = "(none: never received)" if what == "missing" else _event_words(shown("got"), kinds)
+    if what == "out of order":
+        later = ref.iloc[int(late_after[i])]
+        expected += " before the stock's later events"
+        received += (f", received as event #{int(row['at_got']) + 1:,}, after the stock's event of seq "
+                     f"{int(later['seq']):,} (message {kinds.get(int(later['seq']), '?')})")
     first = {"kind": what, "seq": int(row["seq"]), "stock": int(row["stock"]),
              "message": kinds.get(int(row["seq"]), "?"), "stream": stream, "index": int(at), "event": int(at) + 1,
              "expected": expected, "got": received}
-    return int(is_missing.sum()), int(is_extra.sum()), int(is_wrong.sum()), first
+    return counts, first
 
 
 def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, mode: str,
           also: tuple[str, ...] = ()) -> dict[str, Any]:
-    """missing, extra and wrong events counted apart, and the first difference in words. also: columns beyond
+    """missing, extra, wrong and (exact mode) out-of-order events counted apart, and the first difference in
+    words. also: columns beyond
     COLUMNS that must agree too (exact mode; two builds' own BBO logs: their flags)."""
     got = events[[*COLUMNS, *also]].reset_index(drop=True)
     first: dict[str, Any] | None = None
+    out_of_order = 0
     if mode == "exact":
-        missing, extra, wrong, first = _exact(got, ref, kinds, (*COLUMNS[2:], *also))
+        counts, first = _exact(got, ref, kinds, (*COLUMNS[2:], *also))
+        missing, extra, wrong, out_of_order = (counts[k] for k in DIFFERENCES)
     else:
         r = ref.sort_values("seq", kind="stable")
         g = got.reset_index().rename(columns={"index": "at"}).sort_values("seq", kind="stable")
@@ -211,14 +238,25 @@ def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, mode: str,
         last_ref = ref.groupby("stock").last()[COLUMNS[2:]]
         last_got = got.groupby("stock").last()[COLUMNS[2:]].reindex(last_ref.index).fillna(-1).astype(np.int64)
         missing = int((last_ref.to_numpy() != last_got.to_numpy()).any(axis=1).sum())
-        if bad.any():
+        # A stock's states must come in seq order: one older than a state already reported is out of order.
+        late = (got["seq"] < got.groupby("stock")["seq"].cummax().groupby(got["stock"]).shift(1)).to_numpy()
+        out_of_order = int(late.sum())
+        if late.any() and (not bad.any() or int(np.flatnonzero(late)[0]) < int(state.loc[bad, "at"].min())):
+            at = int(np.flatnonzero(late)[0])
+            row = got.iloc[at]
+            first = {"kind": "out of order", "seq": int(row["seq"]), "stock": int(row["stock"]),
+                     "message": kinds.get(int(row["seq"]), "?"), "stream": "received", "index": at, "event": at + 1,
+                     "expected": "the stock's states in seq order", "got": _event_words(row, kinds)
+                     + ", after a state of the stock at a later seq"}
+        elif bad.any():
             at = int(state.loc[bad, "at"].min())
             row = got.iloc[at]
             first = {"kind": "wrong", "seq": int(row["seq"]), "stock": int(row["stock"]),
                      "message": kinds.get(int(row["seq"]), "?"), "stream": "received", "index": at, "event": at + 1,
                      "expected": "the reference book of its stock at its seq", "got": _event_words(row, kinds)}
     out: dict[str, Any] = {"mode": mode, "reference_events": len(ref), "events": len(got), "missing": missing,
-                           "extra": extra, "wrong": wrong, "equal": missing == extra == wrong == 0}
+                           "extra": extra, "wrong": wrong, "out_of_order": out_of_order,
+                           "equal": missing == extra == wrong == out_of_order == 0}
     if first is not None:
         out["first_difference"] = first
     return out

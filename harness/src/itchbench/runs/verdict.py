@@ -205,6 +205,8 @@ def _us(ns: float) -> str:
 def difference_words(check: dict[str, Any]) -> str:
     """What run and compare both say of a BBO difference: the counts, then the first difference by seq."""
     parts = [f"{check[k]:,} {k}" for k in ("missing", "extra", "wrong")]
+    if check.get("out_of_order"):
+        parts.append(f"{check['out_of_order']:,} out of order (after a later event of their stock)")
     text = f"{', '.join(parts)} of {check['reference_events']:,} reference events"
     f = check.get("first_difference")
     if f:
