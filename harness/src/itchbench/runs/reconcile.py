@@ -519,7 +519,7 @@ def _join(run: "Run", gw: dict[str, Any], joined: dict[str, Any], session: Path,
         g.get("ok", False) and g.get("next_sequence") == joined["next"]
     checks["snapshot messages applied = the snapshot's (End of Snapshot aside)"] = \
         g.get("snapshot_messages_applied") == (server.get("snapshot") or {}).get("messages", 0) - 1
-    return {**joined, "bbo_check": bbo_check, "snapshot": server.get("snapshot"),
+    return {**joined, "bbo_check": bbo_check, "snapshot": server.get("snapshot"), **_snapshot_taken(server),
             "connections": g.get("connections"), "transfer_ms": g.get("transfer_ms"),
             "joined_after_ms": g.get("joined_after_ms"), "snapshot_events": g.get("snapshot_events"),
             "held": r.get("join_held_packets", 0), "held_most": r.get("held_most", 0),
@@ -537,10 +537,20 @@ def _join_black_box(run: "Run", joined: dict[str, Any], events: pd.DataFrame, se
     done = [c for c in clients if c.get("login_to_last_message_ms", -1) >= 0]  # the one that got the whole rest
     check = join.check_events(events[blackbox.COLUMNS], events["seq"].to_numpy() <= joined["through"], session,
                               run.values["feed"], joined["through"])
-    return {**joined, "bbo_check": check, "snapshot": snap.get("snapshot"), "connections": len(clients),
+    return {**joined, "bbo_check": check, "snapshot": snap.get("snapshot"), **_snapshot_taken(snap),
+            "connections": len(clients),
             "transfer_ms": done[-1]["login_to_last_message_ms"] if done else None,
             "re_requested_between": max(0, _first_sent(run.dir / "send.log", joined["from_seq"]) - joined["next"]),
             "server_cut": int(snap.get("cut", 0)), "black_box": True}
+
+
+def _snapshot_taken(server: dict[str, Any]) -> dict[str, Any]:
+    """What the snapshot server itself recorded of the gateway: its logins, and whether a connection received the
+    snapshot to its last message. A join is judged only when it was: a gateway that never asked for the book
+    has not joined, whatever its BBO shows."""
+    clients = server.get("clients", [])
+    return {"logins": int(server.get("logins", 0)),
+            "snapshot_taken": any(c.get("login_to_last_message_ms", -1) >= 0 for c in clients)}
 
 
 def _first_sent(send_log: Path, fallback: int) -> int:

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
-EXIT = {"lossless": 0, "faults_accounted": 0, "recovered": 0, "joined": 0, "rejected": 1, "lost": 1, "bbo_differs": 1, "unbalanced": 1,
-        "incomplete": 1}
+EXIT = {"lossless": 0, "faults_accounted": 0, "recovered": 0, "joined": 0, "rejected": 1, "lost": 1, "bbo_differs": 1,
+        "not_joined": 1, "unbalanced": 1, "incomplete": 1}
 
 # For --help: the headlines a run ends with and their exit statuses.
 EXIT_HELP = ("Each run ends with its verdict: LOSSLESS, FAULTS ACCOUNTED, RECOVERED (lost on the wire, every "
              "message back: from the other line or the re-request server) or JOINED (a late join, judged from the "
-             "join point) (exit 0); BBO DIFFERS, REJECTED (malformed messages or "
+             "join point) (exit 0); BBO DIFFERS, NOT JOINED (a join run whose gateway took no snapshot), REJECTED (malformed messages or "
              "packets, counted by reason, none lost), LOST (sent and not applied: gaps, drops, late), NOT BALANCED "
              "or INCOMPLETE (exit 1). Exit 2: unusable input; 130/143: interrupted.")
 
@@ -138,12 +138,20 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
 
 
+def unrebuildable_orders(j: dict[str, Any]) -> int:
+    """How many of the snapshot's orders rest, at the least, from before the feed's first message: the feed's
+    messages up to the join point can add at most one order each, so the rest the gateway can have only from the
+    snapshot. The seam a join verdict tests is as wide as this."""
+    feed_before_join = max(0, j["through"] - j["from_seq"] + 1)
+    return max(0, int((j.get("snapshot") or {}).get("orders", 0)) - feed_before_join)
+
+
 def _join_words(j: dict[str, Any]) -> str:
     """What the join took, in a few words."""
     snap = j.get("snapshot") or {}
-    words = (f"snapshot of {count(snap.get('messages', 0), 'message')} ({count(snap.get('orders', 0), 'order')}) "
-             f"in {j['transfer_ms']:,.1f} ms" if j.get("transfer_ms") is not None and j["transfer_ms"] >= 0
-             else "no snapshot")
+    words = (f"snapshot of {count(snap.get('messages', 0), 'message')} ({count(snap.get('orders', 0), 'order')}, "
+             f"{unrebuildable_orders(j):,} at least from before the feed began) in {j['transfer_ms']:,.1f} ms"
+             if j.get("transfer_ms") is not None and j["transfer_ms"] >= 0 else "no snapshot")
     if j.get("connections", 1) and j.get("connections", 1) > 1:
         words += f" over {j['connections']} connections (cut after {count(j.get('server_cut', 0), 'time')})"
     if not j.get("black_box"):  # what the gateway held and dropped is its own account
@@ -158,9 +166,15 @@ def _judge_join(rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:
     loss, j = rec["loss"], rec["join"]
     check = j["bbo_check"]
     at = f"at seq {j['next']:,}"
+    if not j.get("snapshot_taken"):  # the server's own record: nothing was joined, whatever the BBO shows
+        return "not_joined", (f"NOT JOINED {at}: the snapshot server recorded {count(j.get('logins', 0), 'login')} "
+                              f"and no snapshot received to its last message; a join is judged only once a snapshot "
+                              f"was taken")
     if lost:
         lost_words = _lost_clause(loss) if "messages_not_applied" in loss else "messages were lost on the way to it"
         return "lost", f"LOST after joining {at}: {lost_words}; {_join_words(j)}; accounting balanced{rest}"
+    if loss.get("rejected_messages") or loss.get("rejected_packets"):
+        return "rejected", f"REJECTED after joining {at}: {_rejected_clause(loss, rec['received'])}; {_join_words(j)}"
     if not check["equal"]:
         where = (f"{difference_words(check['after_join'])}" if not check["after_join"]["equal"] else
                  f"{check['events_before_join']:,} events for messages the snapshot covered"
