@@ -9,10 +9,10 @@ from typing import Callable, Sequence
 
 from . import __version__
 from .commands import (bisect, cache, check_host, compare, demo, doc, dump, export, faults, fixtures, history,
-                       inspect, merge, performance, report, run, sim, stats)
+                       inspect, merge, performance, report, run, selftest, sim, stats)
 
 COMMANDS = [demo, fixtures, sim, run, merge, faults, compare, bisect, doc, history, performance, report, stats, dump,
-            export, inspect, cache, check_host]
+            export, inspect, cache, check_host, selftest]
 
 
 def build_parser() -> argparse.ArgumentParser:

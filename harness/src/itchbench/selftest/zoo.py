@@ -1,0 +1,235 @@
+"""The mutant zoo (docs/selftest.md): gateways each one planted defect away from a correct one — the two examples,
+examples/py-gateway and examples/cpp-gateway —, each with the scenario it runs on and the verdict it must get.
+
+A mutant is a list of text edits to a copy of its example: each `old` must stand exactly once in the file, so a
+change to an example that moves a mutant's anchor fails loudly (zoo.materialise) instead of planting nothing. The
+examples themselves carry no mutation switch: what users read and copy is the correct gateway.
+
+Expected verdicts come from what the defect does to the stream the contract judges (docs/verdicts.md), not from
+running the mutant: a defect that changes the BBO stream is BBO DIFFERS, one that kills or hangs the process is
+INCOMPLETE, a join without a snapshot is NOT JOINED.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import paths
+
+PY, CPP = "py-gateway", "cpp-gateway"
+PY_FILE, CPP_FILE = "gateway.py", "gateway.cpp"
+
+
+@dataclass(frozen=True)
+class Edit:
+    old: str
+    new: str
+    file: str = PY_FILE
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    defect: str                 # the planted defect, in words
+    example: str                # the example it is a copy of
+    edits: tuple[Edit, ...]
+    scenario: str               # scenarios/selftest/<scenario>.toml
+    expect: str                 # the verdict status it must get (runs/verdict.py)
+    quick: bool = False         # in `itchbench selftest --quick` and the test command's run
+    tags: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Control:
+    """An unchanged example on a zoo scenario: it must pass, or the mutants' failures there prove nothing."""
+    example: str
+    scenario: str
+    expect: str
+    quick: bool = False
+
+
+def _py(*pairs: tuple[str, str]) -> tuple[Edit, ...]:
+    return tuple(Edit(old, new) for old, new in pairs)
+
+
+def _cpp(*pairs: tuple[str, str]) -> tuple[Edit, ...]:
+    return tuple(Edit(old, new, CPP_FILE) for old, new in pairs)
+
+
+# Anchors in examples/py-gateway/gateway.py, each standing once.
+_EMIT = '        if args.bbo_format == "csv":\n            pending.append(f"{seq},{stock},{bbo[0]},{bbo[1]},{bbo[2]},{bbo[3]}\\n")\n'
+_CSV_LINE = '            pending.append(f"{seq},{stock},{bbo[0]},{bbo[1]},{bbo[2]},{bbo[3]}\\n")\n'
+_SAY = "        if now != self.said.get(stock, (0, 0, 0, 0)):\n"
+_FLUSH = '            send("".join(pending).encode())\n'
+_ADD_LEVEL = "        level[price] = level.get(price, 0) + shares\n"
+_REPLACE_ADD = "                self._add(new, stock, side, price, shares)\n"
+_REDUCING = '        elif kind in (b"E", b"C", b"X"):\n'
+_DELETE = '        elif kind == b"D":\n'
+_LEVEL_GONE = "        if level[price] == 0:\n            del level[price]\n"
+_ASK = "            if self.server is not None:  # what is still missing of it"
+_B_LINE = '            if args.udp_b and not args.udp_b.endswith(":0"):  # the session\'s B line: the first copy wins\n'
+_DUPLICATE = "        if seq < self.next_seq or self.waiting.get(seq) is not None:\n"
+_HOLD = "        else:\n            self.waiting[seq] = m\n        self._drain()\n"
+_JOINING = '            joining = args.snapshot and not args.snapshot.endswith(":0")\n'
+_SNAPSHOT_NEXT = "                feed.next_seq = feed.top = take_snapshot(s_addr, int(s_port), user, password, staged.append)\n"
+_PACKET_SEQ = '        seq, count = struct.unpack_from(">QH", p, 10)\n'
+_SIGTERM = "    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+_FINALLY = "        feed.give_up_all()  # stopped with gaps open: what waited behind them is applied, the gaps stay lost\n"
+_PER_PACKET = "                flush()  # a packet's events go out with it\n"
+_CLOSE = "        flush()\n        close()\n    return 0\n"
+_TCP_OUT = "        conn = socket.create_connection(to)\n        return conn.sendall, conn.close\n"
+_PARSED = "    args = p.parse_args()\n"
+_OPEN_FEED = "            sock = open_feed(addr, int(port))\n"
+
+MUTANTS: tuple[Mutant, ...] = (
+    # The BBO stream: each kind of difference the exact check names.
+    Mutant("missing-event", "every event of a seq divisible by 97 never sent", PY,
+           _py((_EMIT, "        if seq % 97 == 0:  # MUTANT\n            return\n" + _EMIT)), "udp", "bbo_differs",
+           quick=True),
+    Mutant("extra-event", "an event on every touch of a stock, changed or not", PY,
+           _py((_SAY, "        if True:  # MUTANT\n")), "udp", "bbo_differs"),
+    Mutant("wrong-event", "bid shares one too many on events of a seq divisible by 97", PY,
+           _py((_CSV_LINE, _CSV_LINE.replace("{bbo[1]}", "{bbo[1] + (seq % 97 == 0)}").replace(")\n", ")  # MUTANT\n"))),
+           "udp", "bbo_differs"),
+    Mutant("duplicated-event", "events of a seq divisible by 97 sent twice", PY,
+           _py((_EMIT, _EMIT + "            if seq % 97 == 0:  # MUTANT\n                pending.append(pending[-1])\n")),
+           "udp", "bbo_differs"),
+    Mutant("out-of-order", "a packet's events sent last first (a stock's older quote after its newer one)", PY,
+           _py((_FLUSH, '            send("".join(reversed(pending)).encode())  # MUTANT\n')), "udp", "bbo_differs",
+           quick=True),
+    Mutant("out-of-order-serial", "a read's events sent last first, on the serial line", PY,
+           _py((_FLUSH, '            send("".join(reversed(pending)).encode())  # MUTANT\n')), "serial",
+           "bbo_differs"),
+    Mutant("wrong-stock", "stock locates off by one (a 1-based table read as 0-based)", PY,
+           _py((_CSV_LINE, _CSV_LINE.replace("{stock}", "{stock + 1}").replace(")\n", ")  # MUTANT\n"))), "udp",
+           "bbo_differs"),
+    # The book.
+    Mutant("deep-level-shares", "one share too many on an add to a side already five levels deep", PY,
+           _py((_ADD_LEVEL, "        level[price] = level.get(price, 0) + shares + (len(level) >= 5)  # MUTANT\n")),
+           "udp", "bbo_differs"),
+    Mutant("replace-keeps-price", "a replace (U) adds the new order at the old order's price", PY,
+           _py((_REPLACE_ADD, "                self._add(new, stock, side, order[2], shares)  # MUTANT\n")), "udp",
+           "bbo_differs"),
+    Mutant("execute-with-price-ignored", "an execution with price (C) does not reduce the order", PY,
+           _py((_REDUCING, '        elif kind in (b"E", b"X"):  # MUTANT\n')), "udp", "bbo_differs"),
+    Mutant("cancel-deletes", "a partial cancel (X) removes the whole order", PY,
+           _py((_REDUCING, '        elif kind in (b"E", b"C"):  # MUTANT\n'),
+               (_DELETE, '        elif kind in (b"D", b"X"):  # MUTANT\n')), "serial", "bbo_differs"),
+    Mutant("empty-level-kept", "a price level left behind at zero shares when its last order leaves", PY,
+           _py((_LEVEL_GONE, "        # MUTANT: a level at zero shares stays\n")), "udp", "bbo_differs"),
+    Mutant("cpp-empty-level-kept", "a price level left behind at zero shares (C++, reading the file itself)", CPP,
+           _cpp(("        if (level->second == 0) side.erase(level);\n", "        // MUTANT: a level at zero stays\n")),
+           "file", "bbo_differs", quick=True),
+    Mutant("cpp-replace-keeps-price", "a replace (U) adds the new order at the old price (C++, file)", CPP,
+           _cpp(("add(new_ref, o.stock, o.bid, be32(m + 31), be32(m + 27));",
+                 "add(new_ref, o.stock, o.bid, o.price, be32(m + 27));  // MUTANT")), "file", "bbo_differs"),
+    Mutant("cpp-execute-ignored", "an execution (E) does not reduce the order (C++, over UDP)", CPP,
+           _cpp(("            case 'E': case 'C': case 'X':", "            case 'C': case 'X':  // MUTANT\n"
+                 "            case 'E': break;\n           ")), "udp", "bbo_differs"),
+    # The feed: gaps, lines, retransmissions.
+    Mutant("gap-never-asked", "a gap is never asked of the re-request server: given up after its timeouts", PY,
+           _py((_ASK, "            if False:  # MUTANT")), "recovery", "bbo_differs"),
+    Mutant("line-b-ignored", "line B never joined: line A's losses stay lost", PY,
+           _py((_B_LINE, "            if False:  # MUTANT: line B ignored\n")), "lines", "bbo_differs"),
+    Mutant("copy-applied-twice", "a message's second copy (line B, or A's duplicate) applied again", PY,
+           _py((_DUPLICATE, "        if self.waiting.get(seq) is not None:  # MUTANT\n")), "lines", "bbo_differs"),
+    Mutant("past-gap-applied-early", "messages after a gap applied at once, before the gap's answer", PY,
+           _py((_HOLD, "        else:\n            self._apply(seq, m)  # MUTANT\n        self._drain()\n")),
+           "recovery", "bbo_differs"),
+    # The late join.
+    Mutant("no-snapshot", "never logs in to the snapshot server: the feed applied from wherever it starts", PY,
+           _py((_JOINING, "            joining = False  # MUTANT\n")), "join", "not_joined", quick=True),
+    Mutant("snapshot-at-n", "the feed applied from the snapshot's last message N, not N + 1", PY,
+           _py((_SNAPSHOT_NEXT, _SNAPSHOT_NEXT.replace("staged.append)", "staged.append) - 1  # MUTANT"))), "join",
+           "bbo_differs"),
+    Mutant("covered-applied-again", "the 100 messages before the join point applied again on the snapshot", PY,
+           _py((_SNAPSHOT_NEXT, _SNAPSHOT_NEXT.replace("staged.append)", "staged.append) - 100  # MUTANT"))),
+           "join", "bbo_differs"),
+    # The process and its output.
+    Mutant("crash-mid-run", "killed by SIGSEGV at the packet that carries seq 2,000", PY,
+           _py((_PACKET_SEQ, _PACKET_SEQ + "        if seq <= 2000 < seq + max(count, 1) and count != 0xFFFF:  # MUTANT\n"
+                "            os.kill(os.getpid(), signal.SIGSEGV)\n")), "udp", "incomplete", quick=True),
+    Mutant("crash-mid-file", "a segmentation fault half-way through the file (C++)", CPP,
+           _cpp(("        if (stock >= 0) say(seq, uint16_t(stock));\n",
+                 "        if (seq == 5000) std::raise(SIGSEGV);  // MUTANT\n"
+                 "        if (stock >= 0) say(seq, uint16_t(stock));\n")), "file", "incomplete"),
+    Mutant("hang-at-end", "ignores SIGTERM and sleeps at the end", PY,
+           _py((_SIGTERM, "    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # MUTANT\n"),
+               (_FINALLY, "        time.sleep(3600)  # MUTANT\n" + _FINALLY)), "udp", "incomplete"),
+    Mutant("output-cut-at-exit", "events sent in batches of 64, the last batch dropped at exit", PY,
+           _py((_PER_PACKET, "                if len(pending) >= 64:  # MUTANT\n                    flush()\n"),
+               (_FINALLY, _FINALLY + "        pending.clear()  # MUTANT\n")), "udp", "bbo_differs"),
+    Mutant("bbo-reconnect", "the BBO connection closed after 100 writes and opened again (the collector takes one "
+           "connection: the next write fails and the gateway exits 1)", PY,
+           _py((_TCP_OUT, "        conns = [socket.create_connection(to)]\n        writes = [0]\n\n"
+                "        def reconnecting(data: bytes) -> None:  # MUTANT\n            writes[0] += 1\n"
+                "            if writes[0] == 100:\n                conns[0].close()\n"
+                "                conns[0] = socket.create_connection(to)\n            conns[0].sendall(data)\n"
+                "        return reconnecting, lambda: conns[0].close()\n")), "udp", "incomplete"),
+    Mutant("partial-last-line", "a partial line written last, with no newline", PY,
+           _py((_CLOSE, '        flush()\n        send(b"99999,1,100")  # MUTANT\n        close()\n    return 0\n')),
+           "udp", "bbo_differs"),
+    Mutant("never-ready", "never connects to the BBO collector (its ready signal)", PY,
+           _py((_PARSED, _PARSED + "    time.sleep(3600)  # MUTANT\n")), "udp", "incomplete"),
+    Mutant("exit-0-silent", "exits 0 at once, having said nothing", PY,
+           _py((_PARSED, _PARSED + "    return 0  # MUTANT\n")), "udp", "incomplete"),
+    Mutant("says-lossless", "prints a verdict-looking LOSSLESS line itself, and sends no event", PY,
+           _py((_PARSED, _PARSED + '    print("LOSSLESS: 14,000 messages, 6,000 BBO events = simulation (exact), '
+                                   'balanced — ok", flush=True)  # MUTANT\n'),
+               (_EMIT, "        return  # MUTANT\n" + _EMIT)), "udp", "bbo_differs"),
+    Mutant("slow-start", "ready (BBO connected) two seconds before its feed socket is bound", PY,
+           _py((_OPEN_FEED, "            time.sleep(2)  # MUTANT\n" + _OPEN_FEED)), "udp", "bbo_differs"),
+)
+
+CONTROLS: tuple[Control, ...] = (
+    Control(PY, "udp", "lossless", quick=True),
+    Control(PY, "serial", "lossless"),
+    Control(CPP, "file", "lossless", quick=True),
+    Control(CPP, "udp", "lossless"),
+    Control(PY, "lines", "recovered"),
+    Control(PY, "recovery", "recovered"),
+    Control(PY, "join", "joined", quick=True),
+)
+
+
+class ZooError(RuntimeError):
+    """A mutant whose edit no longer applies to its example: the zoo is out of step with the examples."""
+
+
+def scenario_path(name: str) -> Path:
+    return paths.repo_root() / "scenarios" / "selftest" / f"{name}.toml"
+
+
+def example_dir(example: str) -> Path:
+    return paths.repo_root() / "examples" / example
+
+
+def materialise(example: str, edits: tuple[Edit, ...], into: Path) -> Path:
+    """A copy of the example with the edits made (none: the example as it is); ZooError when an anchor does not
+    stand exactly once."""
+    shutil.copytree(example_dir(example), into, ignore=shutil.ignore_patterns("cpp-gateway", "*.o", "__pycache__"))
+    for e in edits:
+        path = into / e.file
+        text = path.read_text()
+        found = text.count(e.old)
+        if found != 1:
+            raise ZooError(f"{example}/{e.file}: the anchor {e.old.strip()[:60]!r} stands {found} times, not once")
+        path.write_text(text.replace(e.old, e.new))
+    return into
+
+
+def select(quick: bool, names: list[str] | None = None) -> tuple[list[Mutant], list[Control]]:
+    """The mutants and controls to run: all, the quick set, or the named mutants (with the controls of their
+    scenarios)."""
+    if names:
+        unknown = sorted(set(names) - {m.name for m in MUTANTS})
+        if unknown:
+            raise ZooError(f"no mutant named {', '.join(unknown)} (itchbench selftest --list)")
+        mutants = [m for m in MUTANTS if m.name in names]
+    else:
+        mutants = [m for m in MUTANTS if m.quick or not quick]
+    wanted = {(m.example, m.scenario) for m in mutants}
+    controls = [c for c in CONTROLS if (c.example, c.scenario) in wanted and (c.quick or not quick or names)]
+    return mutants, controls

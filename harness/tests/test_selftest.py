@@ -1,0 +1,89 @@
+"""The mutant zoo (itchbench selftest, docs/selftest.md): every mutant still plants its defect in the current
+examples; the whole zoo runs, every mutant caught with the verdict the zoo names for it (worked out from what the
+defect does to the stream, not from a run) and every unchanged example passing; and with a check of itchbench's
+taken out, the selftest names the mutant that now passes and fails."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from itchbench.gateways import blackbox
+from itchbench.selftest import runner, zoo
+
+from live_helpers import leftover_processes
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+
+
+@pytest.mark.parametrize("mutant", zoo.MUTANTS, ids=[m.name for m in zoo.MUTANTS])
+def test_each_mutant_is_one_planted_defect_away_from_its_example(mutant, tmp_path):
+    copy = zoo.materialise(mutant.example, mutant.edits, tmp_path / "m")
+    changed = {e.file for e in mutant.edits}
+    for name in changed:  # each edit made, and nothing else in the file changed
+        original = (zoo.example_dir(mutant.example) / name).read_text()
+        mutated = (copy / name).read_text()
+        assert mutated != original and "MUTANT" in mutated
+        assert original.count("MUTANT") == 0
+    assert zoo.scenario_path(mutant.scenario).is_file()
+
+
+def test_an_anchor_that_no_longer_stands_in_the_example_is_refused(tmp_path):
+    with pytest.raises(zoo.ZooError, match="stands 0 times, not once"):
+        zoo.materialise(zoo.PY, (zoo.Edit("this line is in no gateway\n", "x"),), tmp_path / "m")
+
+
+def test_the_zoo_covers_every_input_and_more_than_thirty_defects():
+    assert len(zoo.MUTANTS) >= 30 and len({m.name for m in zoo.MUTANTS}) == len(zoo.MUTANTS)
+    assert {m.scenario for m in zoo.MUTANTS} == {"udp", "serial", "file", "lines", "recovery", "join"}
+    # Every scenario a mutant runs on has a control: the unchanged example passing there.
+    assert {(m.example, m.scenario) for m in zoo.MUTANTS} <= {(c.example, c.scenario) for c in zoo.CONTROLS}
+
+
+@needs_root
+def test_the_whole_zoo_is_caught_with_the_expected_verdicts(tmp_path):
+    mutants, controls = zoo.select(quick=False)
+    outcomes = runner.run(mutants, controls, tmp_path / "runs", say=lambda _: None)
+    wrong = [(o.name, o.scenario, o.expect, o.got, o.headline) for o in outcomes if not o.ok]
+    assert not wrong, wrong
+    s = runner.score(outcomes)
+    assert s["caught"] == s["as_expected"] == s["mutants"] == len(zoo.MUTANTS)
+    assert runner.closing_line(s).endswith("— ok")
+    # Verdicts name what was observed: the out-of-order mutant's headline counts only out-of-order events.
+    ooo = next(o for o in outcomes if o.name == "out-of-order")
+    assert "0 missing, 0 extra, 0 wrong," in ooo.headline and "out of order (after a later event" in ooo.headline
+    assert next(o for o in outcomes if o.name == "no-snapshot").headline.startswith("NOT JOINED at seq ")
+    assert "killed by SIGSEGV" in next(o for o in outcomes if o.name == "crash-mid-run").headline
+    assert not [p for p in leftover_processes() if "itchbench-zoo-" in p]
+
+
+@needs_root
+def test_with_the_order_check_taken_out_the_selftest_names_the_mutant_that_passes(tmp_path, monkeypatch):
+    # The per-stock order check reverted (no event ever late), in this process only: the out-of-order mutant
+    # passes as LOSSLESS, and the selftest says so and fails.
+    monkeypatch.setattr(blackbox, "_late", lambda both, matched: both["at_ref"] * float("nan"))
+    mutants, controls = zoo.select(quick=False, names=["out-of-order"])
+    outcomes = runner.run(mutants, controls, tmp_path / "runs", say=lambda _: None)
+    (got,) = [o for o in outcomes if not o.control]
+    assert got.got == "lossless" and got.passed_run and not got.ok
+    assert "| out-of-order | " in runner.table(outcomes) and "NO: it passed" in runner.table(outcomes)
+    assert runner.closing_line(runner.score(outcomes)).endswith("— FAILED")
+
+
+def test_selftest_lists_the_zoo_and_refuses_an_unknown_mutant():
+    itchbench = [sys.executable, "-m", "itchbench.cli", "selftest"]
+    listed = subprocess.run([*itchbench, "--list"], capture_output=True, text=True)
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == len(zoo.MUTANTS)
+    bad = subprocess.run([*itchbench, "--mutant", "no-such-mutant"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "no mutant named no-such-mutant" in bad.stderr
+
+
+def test_quick_is_a_subset_with_a_mutant_and_a_control_for_each_input_it_runs():
+    mutants, controls = zoo.select(quick=True)
+    assert 0 < len(mutants) < len(zoo.MUTANTS) and all(m.quick for m in mutants)
+    assert {(m.example, m.scenario) for m in mutants} == {(c.example, c.scenario) for c in controls}
+    assert Path(zoo.scenario_path("join")).read_text().count("join-sample.pcap") == 1
