@@ -101,6 +101,9 @@ def _bbo_rows(run_dir: str, capsys) -> list[list[str]]:
 def test_dropping_every_1000th_message_shows_the_first_differing_event(scratch, workload, tmp_path, capsys):
     rc, result = compare(scratch, workload, tmp_path, "base", "drop", "--no-instructions")
     assert rc == 1 and "BBO OUTPUT DIFFERS" in result["headline"]
+    # Its own runs do not balance (messages framed and never decoded): said, whatever its figures show.
+    assert "| HEAD RUNS DID NOT PASS on seed: NOT BALANCED: " in result["headline"]
+    assert list(result["runs_not_passing"]) == ["head"]
     bbo = result["outputs"]["seed"]["bbo"]
     # Independently, from the two runs' dumps: events keyed by (seq, stock); a key only in base is missing, only
     # in head extra, in both with other values wrong; the first difference is the smallest seq among them.

@@ -109,3 +109,53 @@ def test_each_subscribers_last_hop_is_a_metric_named_by_how_it_received():
         "distribution.tcp0.p50": 60_000, "distribution.tcp0.p99": 120_000, "distribution.tcp0.p999": 180_000,
         "distribution.shm1.p50": 500, "distribution.shm1.p99": 1_000, "distribution.shm1.p999": 1_500}
     assert distribution_metrics({"latency": {}}) == {}
+
+
+def _runs(root, name: str, n: int, *, stages: bool, messages: int = 7000, slower: float = 1.0) -> list:
+    """n run directories with a hand-written summary: throughput, and (stages) the book stage's percentiles
+    over `messages` messages."""
+    import json
+
+    from itchbench import rundir
+    out = []
+    for i in range(n):
+        d = root / f"{name}{i}"
+        d.mkdir(parents=True)
+        s = {"performance": {"messages_per_s": 1e6 + i}, "verdict": {"status": "lossless", "headline": "LOSSLESS"}}
+        if stages:
+            s["latency"] = {"stages": {"book": {"count": messages, "p50": 100 * slower + i, "p90": 200 * slower + i,
+                                                "p99": 400 * slower + i, "p999": 900 * slower + i,
+                                                "max": 5000.0}}}
+        (d / "summary.json").write_text(json.dumps(s))
+        (d / "manifest.json").write_text(json.dumps({"label": "w"}))
+        assert rundir.read_json(d / "summary.json")["verdict"]["status"] == "lossless"
+        out.append(d)
+    return out
+
+
+def test_a_metric_measured_on_one_side_only_is_not_comparable_never_dropped(tmp_path):
+    from itchbench.compare import session
+    base, head = session.Side("base", "a"), session.Side("head", "b")
+    base.runs["w"] = _runs(tmp_path, "a", 7, stages=True)
+    head.runs["w"] = _runs(tmp_path, "b", 7, stages=False)  # it stopped writing its latency log
+    table = session.metric_verdicts(base, head, 0.05, 1)["w"]
+    assert table["book.p50"]["verdict"] == verdicts.NOT_COMPARABLE and table["book.p50"]["one_side"] == "base"
+    assert table["book.p50"]["reason"] == "measured on base only"
+    assert table["throughput_msg_s"]["verdict"] == verdicts.SAME and "one_side" not in table["throughput_msg_s"]
+
+
+def test_a_percentile_with_few_messages_beyond_it_is_shown_not_judged(tmp_path):
+    from itchbench.compare import session
+    base, head = session.Side("base", "a"), session.Side("head", "b")
+    # 7,000 messages a run: 7 lie beyond p99.9 (fewer than 50: shown), 70 beyond p99 (judged). Head is 3x slower
+    # everywhere, so a judged percentile is SLOWER and the thin one, whatever it shows, is not a verdict.
+    base.runs["w"] = _runs(tmp_path, "a", 7, stages=True)
+    head.runs["w"] = _runs(tmp_path, "b", 7, stages=True, slower=3.0)
+    table = session.metric_verdicts(base, head, 0.05, 1)["w"]
+    assert table["book.p999"]["verdict"] == verdicts.SHOWN
+    assert table["book.p999"]["reason"].startswith("only 7 messages lie beyond p999 in the smallest run (7,000")
+    assert table["book.p99"]["verdict"] == verdicts.WORSE
+    # 50,000 messages a run: 50 beyond p99.9, judged.
+    base.runs["w"] = _runs(tmp_path / "big", "a", 7, stages=True, messages=50_000)
+    head.runs["w"] = _runs(tmp_path / "big", "b", 7, stages=True, messages=50_000, slower=3.0)
+    assert session.metric_verdicts(base, head, 0.05, 1)["w"]["book.p999"]["verdict"] == verdicts.WORSE

@@ -207,8 +207,14 @@ def run(args: argparse.Namespace) -> int:
                        if "cannot reach" in v.get("reason", "")})
     few_runs = (f" (timings not judged on {', '.join(unjudged)}: too few runs a side to reach p < "
                 f"{verdicts.ALPHA}; use --repetitions {verdicts.timing_repetitions()} or more)") if unjudged else ""
+    one_sided = sorted(f"{label}: {name} ({v['reason']})" for label, t in metrics.items() for name, v in t.items()
+                       if v.get("one_side"))
     if problems:
         headline, status = "NOT COMPARABLE: " + "; ".join(p.splitlines()[0] for p in problems), 2
+    elif one_sided and not (slower or differ):
+        headline = (f"NOT COMPARABLE: {len(one_sided)} metric(s) measured on one side only, so a change there "
+                    f"cannot be seen: {'; '.join(one_sided[:3])}{' …' if len(one_sided) > 3 else ''}")
+        status = 2
     elif slower or differ:
         parts = ([f"BBO OUTPUT DIFFERS on {', '.join(differ)}"] if differ else []) + \
                 ([listing(slower, 4)] if slower else [])
@@ -235,6 +241,11 @@ def run(args: argparse.Namespace) -> int:
     if misses and not problems:
         headline += " | HEAD " + "; ".join(misses)
         status = max(status, 1)
+    for side in (base, head):
+        if side.failed and not problems:
+            headline += (f" | {side.name.upper()} RUNS DID NOT PASS on "
+                         + "; ".join(f"{label}: {h}" for label, h in sorted(side.failed.items())))
+            status = max(status, 1)
     if noise:
         headline += f" (noise differed on {', '.join(noise)}: see compare.md)"
     host_diffs = session.host_differences(base, head) if not problems else []
@@ -255,6 +266,7 @@ def run(args: argparse.Namespace) -> int:
         "black_box": bool(args.gateway), "itchbench": environment.git_state(),
         "instructions": {"base": base.instructions, "head": head.instructions},
         "runs": {s.name: {k: [str(p) for p in v] for k, v in s.runs.items()} for s in (base, head)},
+        "runs_not_passing": {s.name: s.failed for s in (base, head) if s.failed},
         "plot": plot,
         "targets": {label: {k: v for k, v in t.items() if not k.endswith("_judged")} for label, t in judged.items()},
         "host_differences": host_diffs,

@@ -29,6 +29,9 @@ IDENTITY = {"scenario_hash": ("scenario_hash",), "capture_sha256": ("capture_sha
             "build_type": ("environment", "build", "build_type"), "cxx_flags": ("environment", "build", "cxx_flags")}
 
 
+PASSING_STATUSES = ("lossless", "faults_accounted", "recovered", "joined", "bbo_differs")
+
+
 class NotComparable(RuntimeError):
     """The two sides cannot be compared; the message names what differs."""
 
@@ -48,6 +51,7 @@ class Side:
     runs: dict[str, list[Path]] = field(default_factory=dict)  # workload label -> run directories
     instructions: dict[str, dict[str, Any]] = field(default_factory=dict)
     problem: str = ""                        # why this side is not comparable
+    failed: dict[str, str] = field(default_factory=dict)  # workload label -> the first verdict that did not pass
     prepared: contract_revisions.Prepared | None = None  # a contract gateway's worktree (gateway stays None)
 
     @property
@@ -81,7 +85,18 @@ def load_run_dirs(side: Side, path: Path) -> None:
     if not dirs:
         raise NotComparable(f"{side.name} {path}: neither a git revision nor a folder of run directories")
     for d in dirs:
-        side.runs.setdefault(rundir.read_json(d / "manifest.json")["label"], []).append(d)
+        add_run(side, rundir.read_json(d / "manifest.json")["label"], d)
+
+
+def add_run(side: Side, label: str, run_dir: Path) -> None:
+    """A kept run of the side's workload `label`. One that ended without passing (lost, rejected, not balanced,
+    not joined) measured something other than the workload: it is compared, and remembered, so the compare
+    never passes on it. BBO DIFFERS is judged apart, head's output against base's."""
+    side.runs.setdefault(label, []).append(run_dir)
+    summary = rundir.read_json(run_dir / "summary.json") if (run_dir / "summary.json").is_file() else {}
+    verdict = summary.get("verdict", {})
+    if verdict.get("status") not in PASSING_STATUSES:
+        side.failed.setdefault(label, verdict.get("headline", "no verdict (no summary.json)"))
 
 
 def wants_benchmarks(workloads: list[Workload]) -> bool:
@@ -132,12 +147,12 @@ def run_interleaved(sides: list[Side], workloads: list[Workload], repetitions: i
                 run_dir = runner.execute(w.values, w.label, root=root, echo=False, command="itchbench compare",
                                          under_test=measured)
         summary = rundir.read_json(run_dir / "summary.json")
-        # A run that ends (even lossy or unbalanced) is compared; one that could not run is not.
+        # A run that could not run makes its side not comparable; one that ended without passing is said (add_run).
         if summary["verdict"]["status"] == "incomplete" and not side.problem:
             side.problem = (f"its gateway could not run {w.label}: {summary['verdict']['headline']} "
                             f"({run_dir})")
         if rep > 0:
-            side.runs.setdefault(w.label, []).append(run_dir)
+            add_run(side, w.label, run_dir)
             kept.append((w.label, rep, side.name, run_dir))
     return kept
 
@@ -189,6 +204,37 @@ def host_differences(base: Side, head: Side) -> list[str]:
     ma = rundir.read_json(base.runs[labels[0]][0] / "manifest.json")
     mb = rundir.read_json(head.runs[labels[0]][0] / "manifest.json")
     return host.differences(ma.get("environment", {}).get("host"), mb.get("environment", {}).get("host"))
+
+
+# A percentile is judged only where at least this many messages of every run lie beyond it: p99.9 of 7,000
+# messages is the 7th slowest, one outlier's business, and two runs of one build differ there by tens of percent.
+MIN_TAIL_MESSAGES = 50
+_QUANTILE = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "p999": 0.999}
+
+
+def percentile_populations(run_dir: Path) -> dict[str, int]:
+    """Per latency figure (a stage, wire to wire): how many messages its percentiles were taken over."""
+    s = rundir.read_json(run_dir / "summary.json")
+    out = {stage: int(f["count"]) for stage, f in s.get("latency", {}).get("stages", {}).items()
+           if isinstance(f, dict) and "count" in f}
+    w2w = (s.get("wire_to_wire") or {}).get("from_intended") or {}
+    if "count" in w2w:
+        out["wire_to_wire"] = int(w2w["count"])
+    return out
+
+
+def _thin_tail(name: str, populations: list[dict[str, int]]) -> str:
+    """Why a percentile metric is not judged (too few messages beyond it in some run), or ""."""
+    figure, _, pct = name.rpartition(".")
+    q = _QUANTILE.get(pct)
+    counts = [p[figure] for p in populations if figure in p]
+    if q is None or not counts or len(counts) < len(populations):
+        return ""
+    beyond = int(min(counts) * (1 - q))
+    if beyond >= MIN_TAIL_MESSAGES:
+        return ""
+    return (f"only {beyond:,} messages lie beyond {pct} in the smallest run ({min(counts):,} messages); judging it "
+            f"needs {MIN_TAIL_MESSAGES} (shown, not judged)")
 
 
 def summary_metrics(run_dir: Path) -> dict[str, float]:
@@ -243,14 +289,24 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
     for label in sorted(set(base.runs) | set(head.runs)):
         a = [summary_metrics(r) for r in base.runs.get(label, [])]
         b = [summary_metrics(r) for r in head.runs.get(label, [])]
+        populations = [percentile_populations(r) for r in [*base.runs.get(label, []), *head.runs.get(label, [])]]
         names = sorted({k for m in a + b for k in m})
         table: dict[str, dict[str, Any]] = {}
         for i, name in enumerate(names):
             table[name] = verdicts.timing([m[name] for m in a if name in m], [m[name] for m in b if name in m],
                                           higher_is_better=name == "throughput_msg_s", threshold=threshold,
                                           seed=seed + i)
+            one_side = [side.name for side, ms in ((base, a), (head, b)) if ms and all(name in m for m in ms)]
+            if len(one_side) == 1 and not any(name in m for m in (b if one_side == ["base"] else a)):
+                # Measured on one side only (a head that stopped writing its latency log, say): never dropped
+                # quietly, or a regression there would pass unseen.
+                table[name].update(verdict=verdicts.NOT_COMPARABLE, one_side=one_side[0],
+                                   reason=f"measured on {one_side[0]} only")
+            thin = _thin_tail(name, populations)
             if name.endswith(".max") and table[name]["verdict"] != verdicts.NOT_COMPARABLE:
                 table[name]["verdict"] = verdicts.SHOWN
+            elif thin and table[name]["verdict"] != verdicts.NOT_COMPARABLE:
+                table[name].update(verdict=verdicts.SHOWN, reason=thin)
             table[name]["words"] = verdicts.words(name, table[name]["verdict"])
         out[label] = table
         ia, ib = base.instructions.get(label), head.instructions.get(label)

@@ -56,7 +56,7 @@ def merged_compare_sides(dirs: list[Path], repo: Path, base_spec: str, head_spec
                                     f"({side.revision.commit})")
         sides.append(side)
     for (label, _, name), d in zip(merged.units, merged.run_dirs):
-        (sides[0] if name == "base" else sides[1]).runs.setdefault(label, []).append(d)
+        session.add_run(sides[0] if name == "base" else sides[1], label, d)
     return sides[0], sides[1]
 
 
