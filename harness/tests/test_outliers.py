@@ -44,11 +44,12 @@ def test_the_slowest_are_kept_across_chunks_and_charged_to_the_hop_that_ran_long
 def test_the_scheduler_time_line_names_who_had_the_hot_threads_cpu():
     from itchbench.analysis.switches import Switches
     lines = [  # perf script -F cpu,time,event,trace, as perf prints its events (hot thread: pid 77 on CPU 1)
+        # The hog comes on as `chrt` and execs `sh` while it holds the CPU: it is named as it left, `sh`.
         "[001] 100.000000100: sched:sched_switch: prev_comm=gw prev_pid=77 prev_prio=120 prev_state=R ==> "
-        "next_comm=cpu-hog next_pid=90 next_prio=120",
+        "next_comm=chrt next_pid=90 next_prio=120",
         "[000] 100.000000200: sched:sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> "
         "next_comm=sender next_pid=55 next_prio=120",
-        "[001] 100.000900000: sched:sched_switch: prev_comm=cpu-hog prev_pid=90 prev_prio=120 prev_state=R ==> "
+        "[001] 100.000900000: sched:sched_switch: prev_comm=sh prev_pid=90 prev_prio=120 prev_state=R ==> "
         "next_comm=gw next_pid=77 next_prio=120",
         "garbage that is no switch",
         "[001] 100.000500000: irq:softirq_entry: vec=3 [action=NET_RX]",        # on its CPU, in message 0's hop
@@ -59,6 +60,10 @@ def test_the_scheduler_time_line_names_who_had_the_hot_threads_cpu():
         "[001] 100.000700000: irq:softirq_entry: vec=3 [action=",               # cut short: not an event
         "[000] 101.500000000: irq:softirq_entry: vec=1 [action=TIMER]",         # the trace goes on past both
         "[000] 99.000000000: irq:softirq_entry: vec=1 [action=TIMER]",          # and began before them
+        "[001] 100.000510000: irq:softirq_exit: vec=3 [action=NET_RX]",         # NET_RX ran 10 us
+        "[001] 101.000530000: irq:softirq_exit: vec=9 [action=RCU]",            # RCU 30 us
+        "[001] 100.500000700: irq:irq_handler_exit: irq=36 ret=handled",        # the virtio handler 700 ns
+        "[000] 101.000000000: irq:softirq_exit: vec=2 [action=NET_TX]",         # an exit with no entry: ignored
     ]
     sw = Switches.parse(lines)
     assert sw.t_ns.tolist() == [100_000_000_100, 100_000_000_200, 100_000_900_000]
@@ -67,10 +72,12 @@ def test_the_scheduler_time_line_names_who_had_the_hot_threads_cpu():
     assert sw.span == (99_000_000_000, 101_500_000_000)
     assert sw.interrupts(1, 100_000_000_000, 100_001_000_000) == ["softirq NET_RX"]
     assert sw.moved(77, 100_000_000_000, 100_001_000_000) and not sw.moved(77, 100_001_000_000, 102_000_000_000)
-    assert sw.who_took(77, 100_000_000_000, 100_001_000_000) == (True, ["cpu-hog"])
+    assert sw.irq_end_ns.tolist() == [-1, 100_000_510_000, -1, 100_500_000_700, 101_000_530_000, -1]
+    assert sw.who_took(77, 100_000_000_000, 100_001_000_000) == (True, ["sh"])
     assert sw.who_took(77, 100_000_950_000, 100_002_000_000) == (False, [])  # nothing in that interval
     # A hop that opens with the hog already on the CPU: the hog held it, though it was switched in before.
-    assert sw.who_took(77, 100_000_000_150, 100_001_000_000) == (False, ["cpu-hog"])
+    assert sw.who_took(77, 100_000_000_150, 100_001_000_000) == (False, ["sh"])
+    assert sw.held(1, 100_000_000_150, 100_001_000_000, 77) == [("sh", 100_000_000_150, 100_000_900_000)]
     # An outlier whose wake-up hop spans the hog's turn is tied to it; one elsewhere is not.
     out = Outliers(CHAIN, kept=2)
     cols = _cols(2, 0, {0: (1_000, 1_000, 950_000, 1_000), 1: (1_000, 1_000, 900_000, 1_000)})
@@ -78,10 +85,19 @@ def test_the_scheduler_time_line_names_who_had_the_hot_threads_cpu():
     cols = {k: (v if k == "seq" else v + shift) for k, v in cols.items()}
     out.add(cols, np.full(2, ord("A"), np.uint8))
     got = out.result(threshold_ns=100_000, typical_ns=[1_000] * 4, switches=sw, hot_tid=77)
+    # By hand: message 0's wake-up hop is 100.000000000-100.000950000 s (its stamps start 2 us before), in which
+    # sh held CPU 1 from 100.0000001 to 100.0009 (899,900 ns; NET_RX's 10 us fall inside that turn); message 1's
+    # is a second later, with RCU's 30 us. Excess over the hops' p50 (1,000 ns): 949,000 + 899,000.
     assert got["scheduler"] == {"outliers": 2, "cpu_taken": 1, "share": 0.5, "hot_thread_preempted": 1,
-                                "by_task": {"cpu-hog": 1}, "not_traced": 0, "interrupted": 2, "interrupted_share": 1.0,
+                                "by_task": {"sh": 1}, "not_traced": 0, "interrupted": 2, "interrupted_share": 1.0,
                                 "by_interrupt": {"softirq NET_RX": 1, "softirq RCU": 1}, "migrated": 1,
-                                "none_of_these": 0}
+                                "none_of_these": 0,
+                                "held": [{"who": "sh", "kind": "task", "held_ns": 899_900, "outliers": 1},
+                                         {"who": "softirq RCU", "kind": "interrupt", "held_ns": 30_000, "outliers": 1},
+                                         {"who": "softirq NET_RX", "kind": "interrupt", "held_ns": 10_000,
+                                          "outliers": 1}],
+                                "excess_ns": 1_848_000, "explained_ns": 899_900 + 30_000,
+                                "explained_share": (899_900 + 30_000) / 1_848_000}
     # A time line that begins after an outlier's hop did not look at it: counted apart, never as "none of these".
     late = Switches.parse(lines[1:3])
     assert out.result(threshold_ns=100_000, typical_ns=[1_000] * 4, switches=late, hot_tid=77)["scheduler"][

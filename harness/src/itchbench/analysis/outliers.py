@@ -28,11 +28,25 @@ CAUSES = {
 }
 
 
+def _union_ns(spans: list[tuple[str, int, int]]) -> int:
+    """The time covered by any of the spans (an interrupt inside another task's turn counts once)."""
+    total, reach = 0, None
+    for _, lo, hi in sorted(spans, key=lambda s: s[1]):
+        if reach is None or lo > reach:
+            total, reach = total + hi - lo, hi
+        elif hi > reach:
+            total, reach = total + hi - reach, hi
+    return total
+
+
 def _scheduler(switches: Switches, hot_tid: int, start: np.ndarray, hops: np.ndarray,
-               dominant: np.ndarray) -> dict[str, Any]:
+               dominant: np.ndarray, excess: np.ndarray) -> dict[str, Any]:
     """Per outlier, in the interval of the hop it is charged to: the hot thread preempted, or its CPU taken by
     other tasks before it ran again; interrupt handlers and softirqs on the CPU it ran on; the thread moved to
-    another CPU. Each counted, and the tasks and interrupts named by how many outliers each touched."""
+    another CPU. Each counted, and the tasks and interrupts named by how many outliers each touched. Then ranked by
+    the time each held the gateway's CPU in those hops (an interrupt's time inside a task's turn is in the task's
+    too), and the share of the outliers' excess over their hops' p50 that the time held explains: per outlier,
+    the time anything held its CPU in the hop, at most its excess."""
     edges = np.concatenate([start[:, None], start[:, None] + np.cumsum(hops, axis=1)], axis=1)
     rows = np.arange(start.size)
     begin, end = edges[rows, dominant], edges[rows, dominant + 1]
@@ -42,10 +56,26 @@ def _scheduler(switches: Switches, hot_tid: int, start: np.ndarray, hops: np.nda
     traced = (begin >= first) & (end <= last)
     by_task: dict[str, int] = {}
     by_interrupt: dict[str, int] = {}
+    held: dict[tuple[str, str], list[int]] = {}  # (kind, name) -> [ns held, outliers touched]
+    excess_ns = explained_ns = 0
     preempted = taken = interrupted = moved = anything = 0
     for i in np.nonzero(traced)[0]:
         was, who = switches.who_took(hot_tid, int(begin[i]), int(end[i]))
         irqs = switches.interrupts(int(cpus[i]), int(begin[i]), int(end[i])) if cpus[i] >= 0 else []
+        tasks = switches.held(int(cpus[i]), int(begin[i]), int(end[i]), hot_tid) if cpus[i] >= 0 else []
+        handlers = switches.interrupt_spans(int(cpus[i]), int(begin[i]), int(end[i])) if cpus[i] >= 0 else []
+        spans = tasks + handlers
+        seen: set[tuple[str, str]] = set()
+        for k, (name, lo, hi) in enumerate(spans):
+            key = ("task" if k < len(tasks) else "interrupt", name)
+            row = held.setdefault(key, [0, 0])
+            row[0] += hi - lo
+            if key not in seen:
+                row[1] += 1
+                seen.add(key)
+        mine = int(excess[i, dominant[i]])
+        excess_ns += mine
+        explained_ns += min(_union_ns(spans), mine)
         went = switches.moved(hot_tid, int(begin[i]), int(end[i]))
         preempted += was
         taken += bool(was or who)
@@ -62,7 +92,11 @@ def _scheduler(switches: Switches, hot_tid: int, start: np.ndarray, hops: np.nda
             "hot_thread_preempted": preempted, "by_task": ranked(by_task),
             "interrupted": interrupted, "interrupted_share": interrupted / n if n else 0.0,
             "by_interrupt": ranked(by_interrupt), "migrated": moved,
-            "none_of_these": n - anything}
+            "none_of_these": n - anything,
+            "held": [{"who": name, "kind": kind, "held_ns": ns, "outliers": touched}
+                     for (kind, name), (ns, touched) in sorted(held.items(), key=lambda kv: (-kv[1][0], kv[0]))[:10]],
+            "excess_ns": excess_ns, "explained_ns": explained_ns,
+            "explained_share": explained_ns / excess_ns if excess_ns else 0.0}
 
 
 class Outliers:
@@ -130,7 +164,7 @@ class Outliers:
         kinds_named, counts = np.unique(names[kinds], return_counts=True)
         out["types"] = {str(k): int(n) for k, n in sorted(zip(kinds_named, counts), key=lambda x: -x[1])}
         if switches is not None and hot_tid:
-            out["scheduler"] = _scheduler(switches, hot_tid, start, hops, dominant)
+            out["scheduler"] = _scheduler(switches, hot_tid, start, hops, dominant, excess)
         order = np.argsort(-total)[:10]
         out["slowest"] = [{"seq": int(seq[j]), "type": str(names[kinds[j]]), "latency_ns": int(total[j]),
                            "cause": CAUSES.get(pairs[dominant[j]], "") if explained[j] else "spread over hops",

@@ -173,6 +173,15 @@ def _outliers_section(slow: dict[str, Any], hop_names: list[str]) -> list[str]:
                    + (", ".join(f"{what} ({n:,})" for what, n in sched["by_interrupt"].items()) or "none")
                    + f"; it was moved to another CPU for {sched['migrated']:,}. {sched['none_of_these']:,} met "
                    "none of these (the sender's stall, or the thread busy with earlier messages).")
+        if sched.get("held"):
+            md += ["", "Who held the gateway's CPU in those hops, ranked by the time they held it (a task named as it "
+                   "was when it left the CPU; an interrupt's time inside a task's turn is in the task's too):", "",
+                   "| rank | who | kind | held (ns) | outliers |", "|---:|---|---|---:|---:|"]
+            md += [f"| {i} | {h['who']} | {h['kind']} | {_ns(h['held_ns'])} | {h['outliers']:,} |"
+                   for i, h in enumerate(sched["held"], 1)]
+            md += ["", f"Together they explain {100 * sched['explained_share']:.1f} % of the outliers' excess over "
+                   f"their hops' p50 ({_ns(sched['explained_ns'])} of {_ns(sched['excess_ns'])} ns: per outlier, the "
+                   "time anything held its CPU in the hop, at most its excess)."]
     md += ["", "Their message types: " + ", ".join(f"{t} {c:,}" for t, c in slow["types"].items()) + ".", "",
            "| slowest | seq | type | latency (ns) | charged to |", "|---:|---:|---|---:|---|"]
     md += [f"| {i} | {r['seq']:,} | {r['type']} | {_ns(r['latency_ns'])} | {r['cause']} |"
