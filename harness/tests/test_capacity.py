@@ -60,6 +60,13 @@ def test_targets_are_judged_on_the_median_with_the_runs_spread():
     assert one[0].status == "MISSED"
     assert targets.headline(one) == "TARGET MISSED: p99 latency 118.0 µs > 100.0 µs"
     assert targets.headline(targets.judge({"p99_us": 200.0}, runs)) == "TARGETS MET: 1 of 1"
+    # Four of five runs crashed: the one that ended meets the bound, but no target is met on what the others
+    # did not measure.
+    crashed = [*_m(p99_us=[50.0]), *({"status": "incomplete"} for _ in range(4))]
+    (j,) = targets.judge({"p99_us": 200.0}, crashed)
+    assert j.status == "NOT MEASURED" and not targets.passed([j])
+    assert targets.headline([j]) == "TARGET NOT MEASURED: p99 latency not measured in the 4 of 5 runs that did not " \
+                                    "pass (target ≤ 200.0 µs)"
     assert not targets.passed(list(judged.values()), allow_undecided=True)  # NOT MEASURED is never a pass
     assert targets.passed(targets.judge({"p99_us": 100.0}, runs), allow_undecided=True)
     assert not targets.passed(targets.judge({"p99_us": 100.0}, runs))

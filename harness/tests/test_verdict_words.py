@@ -112,3 +112,46 @@ def test_duplicates_and_frames_of_other_flows_are_said_and_are_not_loss(seed_pca
     events = s["bbo"]["events"]
     assert (code, headline) == (0, f"LOSSLESS: 300 messages, {events:,} BBO events, balanced; {skipped} frames not"
                                    " of the feed skipped; 1 duplicate message ignored")
+
+
+def _loss(**kw: object) -> dict:
+    base = {"messages_not_applied": 0, "sender_failed_packets": 0, "kernel_dropped_datagrams": 0,
+            "serial_bad_lines": 0, "sequence_gap_messages": 0, "late_messages_discarded": 0,
+            "undetected_messages": 0, "subscriber_frames_dropped": {}, "rejected_messages": 0, "rejected_packets": 0,
+            "expected_messages": 1000}
+    return {**base, **kw}
+
+
+def test_faults_accounted_covers_only_injected_faults():
+    from itchbench.runs import verdict
+    rec = {"balanced": True, "checks": {"a count": True}, "received": 990, "decoded": 990,
+           "faults": {"summary": "10 messages dropped (seed 5)"}}
+    faulted = {"complete": True, "bbo": {"events": 5}, "reconciliation": {**rec, "loss": _loss(messages_not_applied=10)}}
+    assert verdict.judge(faulted)["status"] == "faults_accounted"
+    # The same run with a BBO frame a subscriber missed: a loss no fault declared.
+    missed = {**faulted, "reconciliation": {**rec, "loss": _loss(messages_not_applied=10,
+                                                                  subscriber_frames_dropped={"subscriber 0": 3})}}
+    v = verdict.judge(missed)
+    assert v["status"] == "lost" and v["exit_status"] == 1 and "subscriber 0 missed 3 BBO frames" in v["headline"]
+
+
+def test_a_black_box_is_credited_only_with_what_was_seen():
+    from itchbench.runs import verdict
+    check = {"mode": "exact", "events": 40, "reference_events": 40, "missing": 0, "extra": 0, "wrong": 0,
+             "out_of_order": 0, "equal": True, "malformed_lines": 0, "malformed_examples": []}
+    own_file = {"complete": True, "transport": "sim", "reconciliation": {
+        "balanced": True, "checks": {}, "loss": {"expected_messages": 100, "sender_failed_packets": 0,
+                                                 "kernel_dropped_datagrams": 0, "lossless": True}, "bbo_check": check}}
+    assert verdict.judge_black_box(own_file)["headline"] == \
+        "LOSSLESS: 100 messages in the capture it reads itself, 40 BBO events = simulation (exact)"
+    sent = {**own_file, "transport": "udp",
+            "reconciliation": {**own_file["reconciliation"], "checks": {"sent = delivered": True}}}
+    assert verdict.judge_black_box(sent)["headline"].endswith("40 BBO events = simulation (exact), balanced")
+    # Lost on line A, and a gateway that listens to line A only: the copies were on line B, not taken from it.
+    r = {"lines": 2, "from_the_other_line": 300, "server": False, "lost_on_every_line": 0, "lost_on_wire": 300,
+         "never_answered": 0}
+    differs = {**sent, "reconciliation": {**sent["reconciliation"], "recovery": r,
+                                          "bbo_check": {**check, "equal": False, "missing": 12}}}
+    v = verdict.judge_black_box(differs)
+    assert v["status"] == "bbo_differs" and "300 on the other line" in v["headline"]
+    assert "from the other line" not in v["headline"]

@@ -140,7 +140,8 @@ def saturation_runs(rows: list[dict[str, Any]], step_measures: list[list[dict[st
     """What targets.saturation_msg_s is judged on: the throughput of each run of the heaviest step within every
     bound; a sweep with no such step is judged at 0 msg/s."""
     best = next((m for r, m in zip(rows, step_measures) if r["value"] == conclusions["saturation_value"]), [])
-    return [{"saturation_msg_s": m["throughput_msg_s"]} for m in best] or [{"saturation_msg_s": 0.0}]
+    return [{"saturation_msg_s": m["throughput_msg_s"], "status": m.get("status", "incomplete")} for m in best] \
+        or [{"saturation_msg_s": 0.0}]
 
 
 def step_row(value: Any, measures: list[dict[str, Any]], why: list[str]) -> dict[str, Any]:

@@ -76,6 +76,7 @@ class Judgement:
     hi: float
     runs: int
     status: str
+    not_passed: int = 0  # runs whose verdict did not pass: their measures are not the workload's
 
     @property
     def bound(self) -> str:
@@ -92,7 +93,8 @@ class Judgement:
     def words(self) -> str:
         """'p99 latency 118 µs > 100 µs' for a miss; the straddle for an undecided one."""
         if self.status == "NOT MEASURED":
-            return f"{self.name} not measured (target {self.bound})"
+            why = f" in the {self.not_passed} of {self.runs} runs that did not pass" if self.not_passed else ""
+            return f"{self.name} not measured{why} (target {self.bound})"
         wrong = ">" if self.way == "max" else "<"
         if self.status == "MISSED":
             return f"{self.name} {fmt(self.median, self.unit)} {wrong} {fmt(self.target, self.unit)}"
@@ -107,10 +109,18 @@ class Judgement:
 
 
 def judge(targets: dict[str, float], measures: list[dict[str, Any]]) -> list[Judgement]:
-    """Each set target against the runs' measures (one dict a run, capacity.measures)."""
+    """Each set target against the runs' measures (one dict a run, capacity.measures). A run whose verdict did not
+    pass (it crashed, lost, did not balance) measured something other than the workload: while any did, no target
+    is met or missed on the others' figures — each is NOT MEASURED, and says how many runs did not pass."""
+    from .measures import OK_STATUSES
     out = []
+    not_passed = sum("status" in m and m["status"] not in OK_STATUSES for m in measures)  # a run's, not derived
     for key, target in sorted(targets.items(), key=lambda kv: list(TARGETS).index(kv[0])):
         name, unit, measure, way = TARGETS[key]
+        if not_passed:
+            out.append(Judgement(key, name, unit, way, target, math.nan, math.nan, math.nan, len(measures),
+                                 "NOT MEASURED", not_passed))
+            continue
         values = [float(m[measure]) for m in measures if measure in m and not math.isnan(float(m[measure]))]
         if not values:
             out.append(Judgement(key, name, unit, way, target, math.nan, math.nan, math.nan, 0, "NOT MEASURED"))

@@ -116,7 +116,10 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
         status, headline = _judge_join(rec, lost, rest)
     elif "recovery" in rec:
         status, headline = _judge_recovering(summary, rec, lost, rest)
-    elif "faults" in rec:
+    elif "faults" in rec and not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"]
+                                  or loss["subscriber_frames_dropped"]):
+        # Only what was injected: a drop by the sender, the kernel or on the way to a subscriber is no declared
+        # fault, and makes the run LOST below whatever the fault accounting says.
         status = "faults_accounted"
         headline = (f"FAULTS ACCOUNTED: {loss['messages_not_applied']:,} of "
                     f"{count(loss['expected_messages'], 'message')} not applied, each an injected fault "
@@ -229,9 +232,11 @@ def difference_words(check: dict[str, Any]) -> str:
     return text
 
 
-def _recovery_words(r: dict[str, Any]) -> str:
-    """The routes back, in a few words: the other line, the re-request server."""
-    words = f"{r['from_the_other_line']:,} from the other line, " if r["lines"] > 1 else ""
+def _recovery_words(r: dict[str, Any], black_box: bool = False) -> str:
+    """The routes back, in a few words: the other line, the re-request server. Of a black box only what it was
+    offered is seen, not what it took: "on the other line", never "from" it."""
+    words = (f"{r['from_the_other_line']:,} {'on' if black_box else 'from'} the other line, " if r["lines"] > 1
+             else "")
     if not r["server"]:
         return words + f"{r['lost_on_every_line']:,} lost on every line, no re-request server"
     refused = {k: v for k, v in r["requests_by_outcome"].items() if k != "served" and v}
@@ -284,7 +289,7 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
         status = "bbo_differs"
         headline = f"BBO DIFFERS ({check['mode']}): {difference_words(check)}{malformed}"
         if rec.get("recovery"):
-            headline += f"; {_recovery_words(rec['recovery'])}"
+            headline += f"; {_recovery_words(rec['recovery'], black_box=True)}"
     elif rec.get("recovery", {}).get("never_answered"):
         r = rec["recovery"]
         status = "lost"
@@ -292,18 +297,21 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
                     + ("never came back from the re-request server" if r["server"] else "had no way back (no "
                        "re-request server in the run)")
                     + f" (first: seq {r['first_never_answered']:,}); the BBO still equals the simulation of the whole "
-                    f"session; {_recovery_words(r)}")
+                    f"session; {_recovery_words(r, black_box=True)}")
     elif rec.get("recovery", {}).get("lost_on_wire"):
         r = rec["recovery"]
         status = "recovered"
         headline = (f"RECOVERED: {count(r['lost_on_wire'], 'message')} lost on the wire, every one back and the BBO = "
                     f"the simulation of the whole session ({check['mode']}, {count(check['events'], 'event')}); "
-                    f"{_recovery_words(r)}; balanced{timing}")
+                    f"{_recovery_words(r, black_box=True)}; balanced{timing}")
     else:
         status = "lossless"
         unseen = unseen_tail_words(check.get("unseen_tail"))
+        # "balanced" only where the path to the gateway had counts to balance (a sender, a kernel, a line); a
+        # gateway reading the capture itself had none.
+        balanced = ", balanced" if rec["checks"] else ""
         headline = (f"LOSSLESS: {count(loss['expected_messages'], 'message')} {messages_verb(summary['transport'])}, "
-                    f"{count(check['events'], 'BBO event')} = simulation ({check['mode']}), balanced{timing}"
+                    f"{count(check['events'], 'BBO event')} = simulation ({check['mode']}){balanced}{timing}"
                     + (f"; not seen: {unseen}" if unseen else ""))
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
 
