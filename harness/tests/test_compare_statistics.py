@@ -61,15 +61,21 @@ def test_timing_verdicts():
         "not comparable"
 
 
-def test_a_change_the_runs_point_at_but_do_not_establish_is_inconclusive():
+def test_an_effect_the_runs_do_not_show_is_too_noisy_and_one_they_show_unsized_is_inconclusive():
     # Head's median is 30 % above base's, but three of its nine runs fall among base's: the exact Mann-Whitney p
-    # is above 0.002 and the interval reaches below 1.05. Never "unchanged".
+    # is above 0.002, so the runs do not show a change; at this noise they cannot rule one out. Never "unchanged".
     base = [100, 102, 98, 101, 99, 103, 97, 100, 104]
     head = [95, 180, 130, 99, 140, 101, 160, 129, 131]
     v = verdicts.timing(base, head, higher_is_better=False, threshold=0.05, seed=1)
     assert v["ratio"] == 130 / 100 and v["p"] >= verdicts.ALPHA
-    assert v["verdict"] == "inconclusive" and verdicts.words("wire_to_wire.p50", v["verdict"]) == "INCONCLUSIVE"
+    assert v["verdict"] == "too noisy" and verdicts.words("wire_to_wire.p50", v["verdict"]) == "TOO NOISY"
     assert v["repetitions_to_decide"] > len(base)
+    # Every head run above every base run (p = 2 / C(18, 9) < 0.002) and the median 7 % up, but the interval of
+    # the ratio reaches down to 105 / 102 < 1.05: a change shown whose size is not established.
+    shown = verdicts.timing(base, [105, 105, 106, 107, 107, 108, 109, 110, 125], higher_is_better=False,
+                            threshold=0.05, seed=1)
+    assert shown["p"] < verdicts.ALPHA and shown["ci"][0] < 1.05 < shown["ratio"]
+    assert shown["verdict"] == "inconclusive" and verdicts.words("book.p50", shown["verdict"]) == "INCONCLUSIVE"
     # The same effect with all of head above base is decided.
     decided = verdicts.timing(base, [129, 180, 130, 135, 140, 131, 160, 129, 131], higher_is_better=False,
                               threshold=0.05, seed=1)

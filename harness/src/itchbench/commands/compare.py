@@ -28,6 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--scenario", type=Path, help="workloads from a scenario (default: simulation of the bundled "
                    "fixtures and of a 300k-message generated session)")
     c.add_argument("--repetitions", type=int, default=9, help="runs a side after the warm-up (default %(default)s)")
+    c.add_argument("--max-repetitions", type=int, metavar="N",
+                   help="runs a side at most: a workload with a timing still undecided (TOO NOISY or INCONCLUSIVE) "
+                        "after --repetitions gets more, interleaved, in batches of half as many, up to N (default: "
+                        "twice --repetitions; equal to --repetitions: none)")
     c.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
                    help="smallest timing change that counts, in percent (default %(default)s)")
     c.add_argument("--out", type=Path, help="output folder (default reports/compare/STAMP)")
@@ -107,11 +111,41 @@ def gateway_workloads(scenario_file: Path | None, contract_file: Path,
     return kept
 
 
-def inconclusive_words(metrics: dict[str, dict[str, dict]]) -> list[str]:
-    """Each inconclusive metric: its change, interval and p, and the runs a side that would likely decide it."""
+def inconclusive_words(metrics: dict[str, dict[str, dict]], verdict: str = "inconclusive") -> list[str]:
+    """Each inconclusive (or too noisy) metric: its change, interval and p, and the runs a side that would likely
+    decide it."""
     return [f"{label}: {name} {v['delta_pct']:+.1f} % (95 % CI of the ratio {v['ci'][0]:.2f}–{v['ci'][1]:.2f}, "
             f"p {v['p']:.2g}; ~{v['repetitions_to_decide']} runs a side would likely decide it)"
-            for label, t in sorted(metrics.items()) for name, v in sorted(t.items()) if v["verdict"] == "inconclusive"]
+            for label, t in sorted(metrics.items()) for name, v in sorted(t.items()) if v["verdict"] == verdict]
+
+
+def undecided_workloads(metrics: dict[str, dict[str, dict]]) -> list[str]:
+    """The workloads with a timing that more runs may decide (TOO NOISY or INCONCLUSIVE)."""
+    from ..compare import verdicts
+    return sorted(label for label, t in metrics.items() if any(v["verdict"] in verdicts.UNDECIDED for v in t.values()))
+
+
+def add_runs_while_undecided(base: "session.Side", head: "session.Side", workloads: list["session.Workload"],
+                             repetitions: int, most: int, out: Path, threshold: float,
+                             say: Callable[[str], None]) -> int:
+    """More interleaved runs, in batches of half the first count, for the workloads whose timings are undecided,
+    until none is or `most` runs a side are made (Pinpoint's way of adding repeats before a verdict). Returns
+    the runs a side made of the workloads that needed the most."""
+    from ..compare import session
+    done = repetitions
+    batch = max(2, repetitions // 2)
+    while done < most:
+        undecided = undecided_workloads(session.metric_verdicts(base, head, threshold, SEED))
+        if not undecided:
+            break
+        more = min(batch, most - done)
+        say(f"undecided timings on {', '.join(undecided)}: {more} more runs a side there, interleaved "
+            f"({done + more} of at most {most})")
+        units = {(label, rep) for label in undecided for rep in range(done + 1, done + more + 1)}
+        session.run_interleaved([base, head], [w for w in workloads if w.label in undecided], done + more, out,
+                                say, units=units)
+        done += more
+    return done
 
 
 def run(args: argparse.Namespace) -> int:
@@ -172,9 +206,14 @@ def run(args: argparse.Namespace) -> int:
     if args.profile:
         for w in workloads:
             w.values["profile"]["enabled"] = True
+    repetitions_made = args.repetitions
     if to_run and not any(s.problem for s in (base, head)):
         say(f"running {len(workloads)} workload(s), {args.repetitions} repetitions a side, interleaved")
         session.run_interleaved(to_run, workloads, args.repetitions, out, say)
+        most = args.max_repetitions if args.max_repetitions is not None else 2 * args.repetitions
+        if len(to_run) == 2 and not any(s.problem for s in (base, head)):
+            repetitions_made = add_runs_while_undecided(base, head, workloads, args.repetitions,
+                                                        max(most, args.repetitions), out, args.threshold / 100, say)
         if not args.no_instructions:
             session.measure_instructions(to_run, workloads, say)
     problems = [f"{s.name} ({s.spec}): {s.problem}" for s in (base, head) if s.problem]
@@ -197,6 +236,7 @@ def run(args: argparse.Namespace) -> int:
 
     slower, faster = named(verdicts.WORSE), named(verdicts.BETTER)
     undecided = named(verdicts.INCONCLUSIVE)
+    noisy = named(verdicts.NOISY)
     differ = [label for label, o in outs.items() if not o["bbo"]["equal"]]
     # A workload on which no speed metric was judged (nothing timed, too few runs, no instructions) says nothing
     # about speed: never a pass.
@@ -229,6 +269,10 @@ def run(args: argparse.Namespace) -> int:
         status = 0 if args.allow_inconclusive else 1
     else:
         headline = "NO REGRESSION: BBO output SAME" + (f"; {listing(faster, 3)}" if faster else "; nothing better")
+        if noisy:
+            headline += (f"; {sum(map(len, noisy.values()))} too noisy to decide at this size (no change shown, "
+                         f"none ruled out): {'; '.join(inconclusive_words(metrics, verdicts.NOISY)[:3])}"
+                         f"{' …' if sum(map(len, noisy.values())) > 3 else ''}")
         if args.bbo_only and unmeasured:
             headline += f" (BBO only: no speed judged on {', '.join(unmeasured)})"
         headline += few_runs
@@ -259,6 +303,7 @@ def run(args: argparse.Namespace) -> int:
         plot = "percentiles.png"
     result = {
         "headline": headline, "exit_status": status, "repetitions": args.repetitions,
+        "repetitions_made": repetitions_made,
         "threshold_pct": args.threshold, "alpha": verdicts.ALPHA, "seed": SEED,
         "base": {"name": "base", "label": base.revision.label if base.revision else args.base, **base.describe()},
         "head": {"name": "head", "label": head.revision.label if head.revision else args.head, **head.describe()},

@@ -15,9 +15,9 @@ import numpy as np  # noqa: E402
 from ..analysis import latency_pass  # noqa: E402
 from ..analysis.histogram import quantiles  # noqa: E402
 from ..capacity.record import STATUS_MARKS  # noqa: E402
-from .verdicts import BETTER, INCONCLUSIVE, NOT_COMPARABLE, SAME, SHOWN, WORSE, words  # noqa: E402
+from .verdicts import BETTER, INCONCLUSIVE, NOISY, NOT_COMPARABLE, SAME, SHOWN, WORSE, words  # noqa: E402
 
-SIGN = {BETTER: "✅ ", WORSE: "❌ ", SAME: "· ", NOT_COMPARABLE: "⚠ ", SHOWN: "· ", INCONCLUSIVE: "❔ "}
+SIGN = {BETTER: "✅ ", WORSE: "❌ ", SAME: "· ", NOT_COMPARABLE: "⚠ ", SHOWN: "· ", INCONCLUSIVE: "❔ ", NOISY: "≈ "}
 
 
 def mark(metric: str, verdict: str) -> str:

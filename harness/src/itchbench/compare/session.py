@@ -120,12 +120,17 @@ def prepare_revision(side: Side, repo: Path, say: Callable[[str], None], *, benc
 def run_interleaved(sides: list[Side], workloads: list[Workload], repetitions: int, out: Path,
                     say: Callable[[str], None],
                     units: set[tuple[str, int]] | None = None) -> list[tuple[str, int, str, Path]]:
-    """One discarded warm-up a side, then base, head, base, head, … per workload; with units (a shard's part:
-    (workload, repetition) pairs) only those, each workload warmed up first. Returns every run kept: workload,
-    repetition, side, run directory."""
+    """One discarded warm-up a side, then the sides in counterbalanced order per workload — base, head; head, base;
+    base, head; … (ABBA) —; with units (a shard's part, or added runs: (workload, repetition) pairs) only those,
+    each workload warmed up first. Returns every run kept: workload, repetition, side, run directory.
+
+    Counterbalanced, not base, head, base, head: in plain alternation here an unchanged build's head came out
+    with 2.8 MB more peak RSS than its base in all 18 runs of a workload (p 1e-6) and 25 % less CPU a message, an
+    effect of where a run stands in the sequence, not of the build; ABBA spreads such an effect over both sides."""
     live = [s for s in sides if s.runnable]
     wanted = {label for label, _ in units} if units is not None else None
-    plan = [(w, rep, s) for w in workloads for rep in range(0, repetitions + 1) for s in live
+    plan = [(w, rep, s) for w in workloads for rep in range(0, repetitions + 1)
+            for s in (live if rep % 2 or rep == 0 else live[::-1])
             if units is None or (rep == 0 and w.label in wanted) or (w.label, rep) in units]
     kept: list[tuple[str, int, str, Path]] = []
     started = time.monotonic()

@@ -3,11 +3,16 @@
 Timing metrics (throughput, latency, CPU time, peak RSS) are noisy: a verdict
 needs an effect beyond the threshold, a Mann-Whitney p below ALPHA, and a
 bootstrap confidence interval of the ratio of medians that lies wholly outside
-the band 1 ± threshold. An effect beyond the threshold that misses either of the
-other two, or a significant p with the interval outside the band while the
-effect itself is inside it, is INCONCLUSIVE — never NO CHANGE — with the
-repetitions that would likely decide it. Instruction counts are exact: any
-change beyond 0.5 % is reported, with no repetitions needed.
+the band 1 ± threshold. A significant p that the effect or the interval does
+not carry beyond the band is INCONCLUSIVE: the runs show a change whose size
+they do not establish. An effect beyond the threshold with p at or above ALPHA
+is TOO NOISY: the runs do not show a change, and the noise at this number of
+runs is too large to say there is none; compare adds runs to such metrics, and
+what stays too noisy is shown with its interval and does not fail the gate
+(an unchanged build compared with itself on a busy machine came out beyond ±5 %
+on a third of its metrics, none of them with p < ALPHA). Neither is ever NO
+CHANGE. Instruction counts are exact: any change beyond 0.5 % is reported,
+with no repetitions needed.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ INSTRUCTION_THRESHOLD = 0.005
 MIN_REPETITIONS = 3    # fewer give no bootstrap interval; exact metrics (instructions, output) need no more
 # ... which the exact two-sided Mann-Whitney test reaches only from 7 runs a side (smallest p: 2 / C(2n, n)).
 BETTER, WORSE, SAME, NOT_COMPARABLE = "faster", "slower", "unchanged", "not comparable"
-INCONCLUSIVE = "inconclusive"  # the runs point at a change that they do not establish
+INCONCLUSIVE = "inconclusive"  # the runs show a change (p < ALPHA) whose size they do not establish
+NOISY = "too noisy"  # beyond the threshold, p >= ALPHA: no change shown, none ruled out at this size
 SHOWN = "shown, not judged"  # the max of a run is one sample: its changes are not verdicts
 
 # What a verdict is called, by the kind of metric: instructions and memory are not time, so a step that adds
@@ -33,7 +39,8 @@ _WORDS = {"time": ("FASTER", "SLOWER", "NO CHANGE"), "instructions": ("FEWER ins
           "memory": ("LESS memory", "MORE memory", "SAME memory")}
 MEMORY_METRICS = ("peak_rss_kib",)
 # Metrics that say how fast or how big: a compare that judged none of them on a workload judged no speed there.
-JUDGED = (BETTER, WORSE, SAME, INCONCLUSIVE)
+JUDGED = (BETTER, WORSE, SAME, INCONCLUSIVE, NOISY)
+UNDECIDED = (INCONCLUSIVE, NOISY)  # what more runs may decide
 
 
 def metric_kind(metric: str) -> str:
@@ -48,6 +55,8 @@ def words(metric: str, verdict: str) -> str:
         return "SHOWN, NOT JUDGED"
     if verdict == INCONCLUSIVE:
         return "INCONCLUSIVE"
+    if verdict == NOISY:
+        return "TOO NOISY"
     better, worse, same = _WORDS[metric_kind(metric)]
     return {BETTER: better, WORSE: worse, SAME: same}[verdict]
 
@@ -76,11 +85,13 @@ def timing(base: list[float], head: list[float], *, higher_is_better: bool, thre
     if beyond and ci_outside and test.p < ALPHA:
         up = ratio > 1
         verdict = BETTER if up == higher_is_better else WORSE
-    elif beyond or (ci_outside and test.p < ALPHA):
+    elif test.p < ALPHA and (beyond or ci_outside):
         verdict = INCONCLUSIVE
+    elif beyond:
+        verdict = NOISY
     result = {**out, "ratio": ratio, "delta_pct": (ratio - 1) * 100, "ci": [lo, hi], "p": test.p,
               "p_method": test.method, "verdict": verdict}
-    if verdict == INCONCLUSIVE:
+    if verdict in UNDECIDED:
         result["repetitions_to_decide"] = repetitions_to_decide(len(base), len(head), ratio, lo, hi, threshold)
     return result
 
