@@ -102,3 +102,16 @@ def test_the_scheduler_time_line_names_who_had_the_hot_threads_cpu():
     late = Switches.parse(lines[1:3])
     assert out.result(threshold_ns=100_000, typical_ns=[1_000] * 4, switches=late, hot_tid=77)["scheduler"][
         "not_traced"] == 2
+
+
+def test_a_stretch_whose_switch_in_perf_dropped_is_the_task_seen_leaving():
+    from itchbench.analysis.switches import Switches
+    # perf lost the switch that put the loop (pid 90) on CPU 1 after the gateway (77) went idle: the stretch from
+    # the gateway's switch out to the loop's is the loop's, the task seen leaving, not idle's.
+    sw = Switches.parse([
+        "[001] 10.000100: sched:sched_switch: prev_comm=gw prev_pid=77 prev_prio=120 prev_state=S ==> "
+        "next_comm=swapper/1 next_pid=0 next_prio=120",
+        "[001] 10.900100: sched:sched_switch: prev_comm=sh prev_pid=90 prev_prio=10 prev_state=R ==> "
+        "next_comm=gw next_pid=77 next_prio=120",
+    ])
+    assert sw.held(1, 10_000_000_000, 11_000_000_000, 77) == [("sh", 10_000_100_000, 10_900_100_000)]

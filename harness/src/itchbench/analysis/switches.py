@@ -171,7 +171,10 @@ class Switches:
 
     def held(self, cpu: int, start_ns: int, end_ns: int, hot_tid: int) -> list[tuple[str, int, int]]:
         """The tasks other than the hot thread (and idle) that ran on the CPU in [start, end]: (name, from, to)
-        for each of their turns, clipped to the interval."""
+        for each stretch between two switches there, clipped to the interval. A stretch is the task the later
+        switch took off the CPU (its prev_pid, named by its prev_comm): perf drops switches when its buffers
+        fill, and the task seen leaving is the one sure to have been running; the last stretch, which no switch
+        ends, is the task the switch before it put on."""
         mine = self._by_cpu.get(cpu, np.empty(0, np.int64))
         if not mine.size:
             return []
@@ -180,12 +183,16 @@ class Switches:
         last = int(np.searchsorted(t, end_ns, side="left"))
         out = []
         for j in range(first, last):
-            k = int(mine[j])
-            if self.next_pid[k] in (0, hot_tid):
+            ends = j + 1 < t.size
+            k = int(mine[j + 1]) if ends else int(mine[j])
+            pid = self.prev_pid[k] if ends else self.next_pid[k]
+            if pid in (0, hot_tid):
                 continue
-            lo, hi = max(int(t[j]), start_ns), min(int(t[j + 1]) if j + 1 < t.size else end_ns, end_ns)
+            name = str(self.prev_comm[k]) if ends and self.prev_comm.size and self.prev_comm[k] else \
+                self.slice_name(int(mine[j]))
+            lo, hi = max(int(t[j]), start_ns), min(int(t[j + 1]) if ends else end_ns, end_ns)
             if hi > lo:
-                out.append((self.slice_name(k), lo, hi))
+                out.append((name, lo, hi))
         return out
 
     def interrupt_spans(self, cpu: int, start_ns: int, end_ns: int) -> list[tuple[str, int, int]]:
