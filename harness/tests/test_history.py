@@ -127,3 +127,35 @@ def test_appending_what_is_not_a_run_is_a_clear_error(tmp_path, capsys):
     assert itchbench_main(["history", str(tmp_path / "store"), "--append", str(tmp_path / "empty")]) == 2
     assert "no run directory in" in capsys.readouterr().err
     assert not (tmp_path / "store").exists()
+
+
+def test_a_brought_gateways_runs_carry_its_own_commits_time_and_depth(tmp_path):
+    # A team's repository with two commits at fixed times: each run is stored at its commit's time and depth,
+    # read from that repository (itchbench's has no such commit), not at the time the run was made.
+    import os
+
+    from itchbench.gateways import contract, provenance
+    repo = tmp_path / "team"
+    repo.mkdir()
+    (repo / "itchbench.toml").write_text('name = "team"\ninputs = ["udp"]\ncommand = "run {feed_port} {bbo_port}"\n')
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    git = lambda *a, when: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True,  # noqa: E731
+                                          env={**env, "GIT_COMMITTER_DATE": when, "GIT_AUTHOR_DATE": when})
+    git("init", "-q", when="2026-01-02T03:04:05+00:00")
+    git("add", "-A", when="2026-01-02T03:04:05+00:00")
+    git("commit", "-qm", "one", when="2026-01-02T03:04:05+00:00")
+    (repo / "x").write_text("2")
+    git("add", "-A", when="2026-02-03T04:05:06+00:00")
+    git("commit", "-qm", "two", when="2026-02-03T04:05:06+00:00")
+    prov = provenance.of(contract.load(repo), repo)
+    assert (prov["commit_time"], prov["commit_depth"]) == ("2026-02-03T04:05:06+00:00", 2)
+    run = tmp_path / "run"
+    run.mkdir()
+    rundir.write_json(run / "manifest.json", {"run_id": "r1", "label": "udp", "created_utc": "2026-11-28T00:00:00Z",
+                                              "scenario": {"name": "s"}, "gateway_under_test": prov})
+    rundir.write_json(run / "summary.json", {"transport": "udp", "verdict": {"status": "lossless"}})
+    store.append(tmp_path / "store", run, messages=False)
+    row = pd.read_parquet(next((tmp_path / "store" / "metrics").rglob("*.parquet"))).iloc[0]
+    assert str(row["commit_time"]).startswith("2026-02-03 04:05:06") and row["commit_depth"] == 2
+    assert row["commit"] == prov["commit"] and row["gateway"] == "team"

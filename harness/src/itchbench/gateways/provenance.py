@@ -42,6 +42,10 @@ def of(c: Contract, worktree: Path, *, source_repository: str | Path | None = No
     checkout of one of its commits (compare, bisect)."""
     top = _git(worktree, "rev-parse", "--show-toplevel")
     commit = _git(worktree, "rev-parse", "HEAD")
+    # The commit's own time and depth, from its own repository: a results store orders a brought gateway's runs
+    # by them (itchbench's repository does not have its commits).
+    commit_time = (_git(worktree, "show", "-s", "--format=%cI", "HEAD") or "").strip() or None
+    depth = (_git(worktree, "rev-list", "--count", "HEAD") or "").strip()
     diff = tree_diff_sha256(worktree) if top else ""
     values = {"commit": (commit or "").strip() or "WORKTREE", "worktree": worktree, "build_dir": "{build_dir}"}
     return {
@@ -49,6 +53,8 @@ def of(c: Contract, worktree: Path, *, source_repository: str | Path | None = No
         "repository": str(source_repository) if source_repository else (top.strip() if top else None),
         "worktree": str(worktree),
         "commit": commit.strip() if commit else None,  # None: not a git repository
+        "commit_time": commit_time,
+        "commit_depth": int(depth) if depth.isdigit() else None,
         "dirty": bool(diff),
         "diff_sha256": diff,
         "contract": str(c.path),

@@ -110,7 +110,9 @@ def append(store: Path, run_dir: Path, *, messages: bool = True) -> Path:
     under = m.get("gateway_under_test") or {}
     commit = str(under.get("commit") or (env.get("git") or {}).get("commit") or "unknown")
     created = m.get("created_utc") or "1970-01-01T00:00:00Z"
-    commit_time = _commit_time(commit, created)
+    # A brought gateway's commit is in its own repository, whose time and depth its provenance recorded at run time.
+    commit_time = str(under.get("commit_time") or "") or _commit_time(commit, created)
+    depth = int(under["commit_depth"]) if str(under.get("commit_depth") or "").isdigit() else _commit_depth(commit)
     origin = m.get("origin") or {}
     scenario = str((m.get("scenario") or {}).get("name") or Path(origin.get("scenario_file") or "unknown").stem)
     key = RunKey(scenario, str(origin.get("configuration") or m.get("label") or "unknown"), commit_time[:10])
@@ -121,7 +123,7 @@ def append(store: Path, run_dir: Path, *, messages: bool = True) -> Path:
         "schema_version": [SCHEMA_VERSION] * n, "run_id": [m["run_id"]] * n,
         "repetition": [int(origin.get("repetition") or 1)] * n, "commit": [commit] * n,
         "commit_time": pa.array([ts(commit_time)] * n, pa.timestamp("s", tz="UTC")),
-        "commit_depth": pa.array([_commit_depth(commit)] * n, pa.int64()),
+        "commit_depth": pa.array([depth] * n, pa.int64()),
         # A brought gateway's own tree (its provenance); the built-in's is itchbench's.
         "dirty": [bool(under.get("dirty")) if "dirty" in under else
                   bool((env.get("git") or {}).get("dirty")) and not under.get("commit")] * n,
