@@ -159,3 +159,62 @@ def test_a_brought_gateways_runs_carry_its_own_commits_time_and_depth(tmp_path):
     row = pd.read_parquet(next((tmp_path / "store" / "metrics").rglob("*.parquet"))).iloc[0]
     assert str(row["commit_time"]).startswith("2026-02-03 04:05:06") and row["commit_depth"] == 2
     assert row["commit"] == prov["commit"] and row["gateway"] == "team"
+
+
+def _synthetic_store(root: Path, commits: list[list[float]], metric: str = "receive_to_book.p50") -> Path:
+    """A store of hand-made runs: commit i (at day i of 2026-01) with the given values, one run each value."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    for i, values in enumerate(commits):
+        n = len(values)
+        when = pd.Timestamp(f"2026-01-{i + 1:02d}T12:00:00", tz="UTC")
+        cols = {"schema_version": [2] * n, "run_id": [f"c{i}-r{k}" for k in range(n)], "repetition": list(range(n)),
+                "commit": [f"{i:02x}" * 20] * n, "commit_time": [when] * n, "commit_depth": [i + 1] * n,
+                "dirty": [False] * n, "created_utc": [when] * n, "transport": ["sim"] * n,
+                "verdict": ["lossless"] * n, "cpu_model": ["cpu"] * n, "cpu_count": [2] * n, "kernel": ["k"] * n,
+                "metric": [metric] * n, "value": values, "run_dir": [f"/runs/c{i}-r{k}" for k in range(n)],
+                "gateway": ["team"] * n, "itchbench_commit": ["x"] * n}
+        part = store.RunKey("s", "c", when.strftime("%Y-%m-%d")).path(root, "metrics")
+        part.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table(cols, schema=store.METRICS_SCHEMA), part / f"c{i}.parquet")
+    return root
+
+
+NOISE = [-0.6, 0.3, -0.2, 0.5, 0.0, -0.4, 0.4]  # seven runs a commit, ±0.6 % about its level
+
+
+def test_history_check_alerts_on_the_slower_commit_only(tmp_path, capsys):
+    same = [100 + x for x in NOISE]
+    two = _synthetic_store(tmp_path / "two", [same, same])
+    assert itchbench_main(["history", str(two), "--check"]) == 0
+    assert capsys.readouterr().out.strip().endswith("0 alert(s); 1 series judged, 0 not judged (below the minimum "
+                                                    "sample)")
+    three = _synthetic_store(tmp_path / "three", [same, same, [120 + x for x in NOISE]])
+    assert itchbench_main(["history", str(three), "--check"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"REGRESSION team on cpu: s/c receive_to_book.p50 at {'02' * 6}: 120.0 ns vs 100.0 ns (+20.0%")
+    assert "7 runs vs 14)" in out
+    # The percentage test at 25 % does not call 20 % worse a regression; at 10 % it does.
+    assert itchbench_main(["history", str(three), "--check", "--test", "percentage", "--limit", "25"]) == 0
+    assert itchbench_main(["history", str(three), "--check", "--test", "percentage", "--limit", "10"]) == 1
+    capsys.readouterr()
+
+
+def test_a_slow_creep_raises_no_step_but_the_window_check(tmp_path, capsys):
+    # Eleven commits, each 2 % slower than the one before: no consecutive step is beyond compare's 5 %, but the
+    # newest is 2 % x 10 above the oldest of its window, and well above the window's median.
+    levels = [100 * 1.02 ** i for i in range(11)]
+    creep = _synthetic_store(tmp_path / "creep", [[lv * (1 + x / 100) for x in NOISE] for lv in levels])
+    steps = [p for s in page.series(creep, ("receive_to_book.p50",)) for p in s.points["step"] if p]
+    assert steps and all(s in ("NO CHANGE", "TOO NOISY") for s in steps), steps
+    assert itchbench_main(["history", str(creep), "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "\nCREEP since " + "00" * 6 in "\n" + out and f"vs {levels[0]:,.1f} ns (+{levels[10] / levels[0] - 1:.1%}" \
+        in out
+
+
+def test_one_run_a_commit_is_not_judged(tmp_path, capsys):
+    single = _synthetic_store(tmp_path / "one", [[100.0], [101.0], [130.0]])
+    assert itchbench_main(["history", str(single), "--check"]) == 2
+    out = capsys.readouterr().out
+    assert "NOT JUDGED team on cpu: s/c receive_to_book.p50 at " in out and "1 run(s) of it, 3 needed" in out

@@ -24,6 +24,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a metric to draw (repeat; default: receive_to_book.p50, receive_to_book.p99, "
                         "throughput_msg_s, wire_to_wire.p50); names as in docs/history.md")
     h.add_argument("--out", type=Path, default=None, help="where the page goes (default: STORE/html)")
+    h.add_argument("--check", action="store_true",
+                   help="alerts instead of the page: each series' newest commit against the trailing window of the "
+                        "commits before it (and against the window's oldest commit: a slow creep); one line an "
+                        "alert; exit 1 on any, 2 when no series could be judged (docs/history.md, Alerts)")
+    h.add_argument("--test", choices=("t", "percentage"), default="t",
+                   help="with --check: Welch's t-test at --boundary, or a percentage at --limit (default %(default)s)")
+    h.add_argument("--window", type=int, default=10, help="with --check: commits before the one judged (default 10)")
+    h.add_argument("--boundary", type=float, default=0.99,
+                   help="with --check and --test t: the confidence that it is worse (default %(default)s)")
+    h.add_argument("--limit", type=float, default=5.0, metavar="PCT",
+                   help="with --check and --test percentage: how much worse (default %(default)s)")
+    h.add_argument("--min-sample", type=int, default=6, help="with --check: runs in the window at the least "
+                   "(default %(default)s); below it a series is NOT JUDGED")
+    h.add_argument("--min-runs", type=int, default=3, help="with --check: runs of the commit judged at the least "
+                   "(default %(default)s)")
     h.set_defaults(func=run)
 
 
@@ -43,6 +58,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not (args.store / "metrics").is_dir():
         raise UserError(f"history: {args.store} holds no results store (append runs first: --append RUN...)")
+    if args.check:
+        from ..history import alerts
+        threshold = alerts.Threshold(test=args.test, window=args.window, min_sample=args.min_sample,
+                                     min_runs=args.min_runs, boundary=args.boundary, limit=args.limit / 100)
+        lines, status = alerts.summarise(alerts.check(args.store, threshold,
+                                                      tuple(args.metric) if args.metric else None))
+        print("\n".join(lines))
+        return status
     try:
         out = page.write(args.store, args.out or args.store / "html",
                          tuple(args.metric) if args.metric else page.DEFAULT_METRICS)

@@ -96,6 +96,11 @@ def write(store_dir: Path, out: Path, metrics: tuple[str, ...] = DEFAULT_METRICS
              f"step is marked where compare's statistics call it significant (Mann-Whitney p &lt; {verdicts.ALPHA}, "
              f"bootstrap CI of the ratio of medians beyond ±{THRESHOLD:.0%}, seed {SEED}; 7 runs a commit at "
              "least). Each row links to its runs.</p>"]
+    from . import alerts
+    lines, _ = alerts.summarise(alerts.check(store_dir, alerts.Threshold(), metrics))
+    parts.append("<h2>Alerts</h2><p>Each series' newest commit against the ten commits before it "
+                 "(<code>itchbench history STORE --check</code>, docs/history.md):</p><ul>"
+                 + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>")
     for s in all_series:
         png = _figure(s)
         (out / f"{s.slug}.png").write_bytes(png)

@@ -1,0 +1,149 @@
+"""Alerts over the results store (docs/history.md, "Alerts"): each series' newest commit against a trailing window
+of the commits before it, with a threshold in the way Bencher models one — a test (a t-test, or a percentage), a
+window, a minimum and a maximum sample size, and a boundary on the side that is worse (a lower one for
+throughput, an upper one for latency, CPU time and memory).
+
+A series is one gateway on one machine (its cpu model: the testbed) for one scenario, configuration and metric:
+two gateways or two kinds of machine are never judged against each other. Below the minimum sample a series is
+NOT JUDGED, never passed.
+
+    t            Welch's t-test of the commit's runs against the window's, one-sided toward worse: an alert
+                 when p < 1 - boundary (boundary 0.99: p < 0.01) and the change is beyond `least` (1 %)
+    percentage   an alert when the commit's median is worse than the window's by more than `limit`
+
+Besides the step from the window, a slow creep: the commit against the oldest commit of the window alone, by the
+same test, so that ten steps of 2 % none of which stands out from its own neighbours still raise one alert.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import store
+
+TESTS = ("t", "percentage")
+SERIES = ["gateway", "cpu_model", "scenario", "configuration", "metric"]
+
+
+@dataclass(frozen=True)
+class Threshold:
+    test: str = "t"
+    window: int = 10        # commits before the one judged
+    min_sample: int = 6     # runs in the window, at the least
+    max_sample: int = 200   # the window's most recent runs kept
+    min_runs: int = 3       # runs of the commit judged, at the least
+    boundary: float = 0.99  # t: the confidence that the commit is worse
+    limit: float = 0.05     # percentage: how much worse
+    least: float = 0.01     # t: a change smaller than this is never an alert, however sure
+
+
+def higher_is_better(metric: str) -> bool:
+    return metric.endswith("msg_s") or metric.endswith("mps")
+
+
+def unit(metric: str) -> str:
+    """The unit of a stored metric (docs/history.md, "Schema")."""
+    if metric.endswith("msg_s"):
+        return "msg/s"
+    if metric.endswith("_kib"):
+        return "KiB"
+    if metric in ("lossless", "bbo.events"):
+        return ""
+    return "ns"
+
+
+def _welch_worse(base: np.ndarray, head: np.ndarray, higher_better: bool) -> float:
+    """One-sided p that head is worse than base (Welch's t-test)."""
+    from scipy import stats
+    if np.std(base) == 0 and np.std(head) == 0:
+        worse = head.mean() < base.mean() if higher_better else head.mean() > base.mean()
+        return 0.0 if worse else 1.0
+    return float(stats.ttest_ind(head, base, equal_var=False,
+                                 alternative="less" if higher_better else "greater").pvalue)
+
+
+def _judge(base: np.ndarray, head: np.ndarray, metric: str, t: Threshold) -> dict[str, Any]:
+    higher_better = higher_is_better(metric)
+    b, h = float(np.median(base)), float(np.median(head))
+    change = (h - b) / b if b else 0.0
+    worse_by = -change if higher_better else change
+    out: dict[str, Any] = {"baseline": b, "value": h, "change": change, "baseline_runs": int(base.size),
+                           "runs": int(head.size)}
+    if t.test == "t":
+        p = _welch_worse(base, head, higher_better)
+        # The interval the baseline's mean leaves the commit's runs (two-sided, at the boundary).
+        from scipy import stats
+        half = float(stats.t.ppf(t.boundary, max(base.size - 1, 1)) * np.std(base, ddof=1) * np.sqrt(1 + 1 / base.size)) \
+            if base.size > 1 else 0.0
+        out.update(p=p, interval=[float(base.mean()) - half, float(base.mean()) + half],
+                   alert=p < 1 - t.boundary and worse_by > t.least)
+    else:
+        bound = b * (1 - t.limit) if higher_better else b * (1 + t.limit)
+        out.update(p=None, interval=[bound, bound], alert=worse_by > t.limit)
+    return out
+
+
+def check(store_dir: Path, threshold: Threshold = Threshold(), metrics: tuple[str, ...] | None = None) -> list[dict]:
+    """Per series: its newest commit judged against the window before it, and against the window's oldest commit
+    (creep). Each result: the series, the commit, 'judged' (False: below the minimum sample, with why) and, judged,
+    the figures and whether it is an alert."""
+    where = ""
+    if metrics:
+        where = "WHERE metric IN (" + ", ".join("'" + m.replace("'", "''") + "'" for m in metrics) + ")"
+    df = store.query(store_dir, "SELECT gateway, cpu_model, scenario, configuration, metric, commit, commit_time, "
+                                f"commit_depth, value FROM runs {where}")
+    if df.empty:
+        return []
+    df["gateway"] = df["gateway"].fillna("itchbench built-in")
+    out = []
+    for key, g in df.groupby(SERIES, sort=True, dropna=False):
+        order = (g.groupby("commit", sort=False).agg(t=("commit_time", "min"), d=("commit_depth", "min"))
+                 .sort_values(["t", "d"], na_position="first").index.tolist())
+        newest, before = order[-1], order[:-1][-threshold.window:]
+        head = g.loc[g["commit"] == newest, "value"].to_numpy(float)
+        series = dict(zip(SERIES, map(str, key)))
+        row: dict[str, Any] = {**series, "commit": newest, "unit": unit(series["metric"]), "window": len(before)}
+        window = g[g["commit"].isin(before)]
+        base = window.assign(rank=window["commit"].map({c: i for i, c in enumerate(before)})) \
+            .sort_values("rank")["value"].to_numpy(float)[-threshold.max_sample:]
+        why = ("no commit before it" if not before else
+               f"{head.size} run(s) of it, {threshold.min_runs} needed" if head.size < threshold.min_runs else
+               f"{base.size} run(s) in its window, {threshold.min_sample} needed" if base.size < threshold.min_sample
+               else "")
+        if why:
+            out.append({**row, "kind": "step", "judged": False, "why": why})
+            continue
+        out.append({**row, "kind": "step", "judged": True, **_judge(base, head, series["metric"], threshold)})
+        oldest = g.loc[g["commit"] == before[0], "value"].to_numpy(float)
+        if len(before) > 1 and oldest.size >= threshold.min_runs:
+            out.append({**row, "kind": "creep", "judged": True, "since": before[0],
+                        **_judge(oldest, head, series["metric"], threshold)})
+    return out
+
+
+def line(r: dict[str, Any]) -> str:
+    """One alert (or one series not judged) in words."""
+    name = f"{r['gateway']} on {r['cpu_model'] or '?'}: {r['scenario']}/{r['configuration']} {r['metric']}"
+    if not r["judged"]:
+        return f"NOT JUDGED {name} at {r['commit'][:12]}: {r['why']}"
+    u = f" {r['unit']}" if r["unit"] else ""
+    what = "REGRESSION" if r["kind"] == "step" else f"CREEP since {r['since'][:12]}"
+    p = f", p {r['p']:.2g}" if r["p"] is not None else ""
+    lo, hi = r["interval"]
+    return (f"{what} {name} at {r['commit'][:12]}: {r['value']:,.1f}{u} vs {r['baseline']:,.1f}{u} "
+            f"({r['change']:+.1%}; interval {lo:,.1f}–{hi:,.1f}{u}{p}; {r['runs']} runs vs {r['baseline_runs']})")
+
+
+def summarise(results: list[dict[str, Any]]) -> tuple[list[str], int]:
+    """The lines to print and the exit status: 1 on any alert, 2 when nothing could be judged, else 0."""
+    alerts = [r for r in results if r["judged"] and r["alert"]]
+    judged = [r for r in results if r["judged"]]
+    lines = [line(r) for r in alerts] + [line(r) for r in results if not r["judged"]]
+    steps = sum(r["kind"] == "step" for r in judged)
+    lines.append(f"{len(alerts)} alert(s); {steps} series judged, "
+                 f"{sum(not r['judged'] for r in results)} not judged (below the minimum sample)")
+    return lines, 1 if alerts else 2 if not judged else 0
