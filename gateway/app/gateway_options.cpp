@@ -64,7 +64,9 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
               "(counted lost)", "8");
   args.option("hold-packets", "N", "udp recovery: packets held past gaps at most (2 KiB each); when full the "
               "oldest gap is given up", "4096");
-  args.flag("busy-poll", "udp, af_xdp: spin on a non-blocking receive (the ring) instead of waiting in epoll (poll)");
+  args.flag("busy-poll", "udp, af_xdp: spin on a non-blocking receive (the ring) instead of waiting in epoll "
+            "(poll); and the BBO publisher polls its ring every 50 us even when idle, instead of sleeping on a "
+            "doorbell the hot path rings");
   args.option("interface", "NAME", "af_xdp: the interface whose XDP hook takes the feed", "lo");
   args.option("xdp-attach", "MODE", "af_xdp: auto, drv (native) or skb (generic); auto tries drv first", "auto");
   args.option("xdp-bind", "MODE", "af_xdp: auto, zerocopy or copy; auto tries zerocopy first", "auto");

@@ -52,6 +52,7 @@ int run_live(const GatewayOptions& o) {
   po.subscriber_queue = o.subscriber_queue;
   po.policy = o.disconnect_slow ? SlowSubscriberPolicy::kDisconnect : SlowSubscriberPolicy::kDrop;
   po.cpu = o.publisher_cpu;
+  po.park_when_idle = !o.busy_poll;  // busy polling asked for: the publisher keeps polling too
   TcpPublisher publisher(po);
   std::unique_ptr<shm::ShmPublisher> ring;
   if (!o.shm_name.empty())
@@ -331,6 +332,8 @@ int run_live(const GatewayOptions& o) {
   j.field("slow_disconnects", pc.slow_disconnects.load()).field("frames_sent", pc.frames_sent.load());
   j.field("frames_dropped", pc.frames_dropped.load());
   j.field("policy", o.disconnect_slow ? "disconnect" : "drop").field("subscriber_queue", o.subscriber_queue);
+  j.field("wait", po.park_when_idle ? "doorbell" : "poll").field("parks", pc.parks.load());
+  j.field("doorbell_rings", publisher.doorbell_rings()).field("missed_bells", pc.missed_bells.load());
   j.key("subscribers").begin_array();
   for (const SubscriberReport& r : publisher.subscriber_reports()) {
     j.begin_object();

@@ -24,6 +24,9 @@ class SpscRing {
     return true;
   }
 
+  // Consumer: whether nothing is waiting, read after a seq_cst store of its own (a doorbell's park).
+  bool empty() const { return head_.load(std::memory_order_seq_cst) == tail_.load(std::memory_order_relaxed); }
+
   bool pop(T& out) {
     const size_t tail = tail_.load(std::memory_order_relaxed);
     if (tail == head_cache_) {

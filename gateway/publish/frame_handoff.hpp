@@ -1,9 +1,10 @@
 // The hand-off the brokered publishers (MQTT, Kafka) share: the hot path
-// pushes each BBO frame into a lock-free SPSC ring (no syscall, no lock, no
-// allocation; a full ring drops the frame and counts it); a thread of its
-// own, named and kept off the hot thread's CPU, hands what it finds to
-// send() every poll interval, calls after_drain() (a client's own
-// housekeeping), and drains once more when stopped.
+// pushes each BBO frame into a lock-free SPSC ring (no lock, no allocation;
+// a full ring drops the frame and counts it); a thread of its own, named and
+// kept off the hot thread's CPU, hands what it finds to send() every poll
+// interval while frames come, calls after_drain() (a client's own
+// housekeeping), sleeps on a doorbell (publish/doorbell.hpp) once the ring
+// has been empty for a while, and drains once more when stopped.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "log/log_format.hpp"
 #include "pipeline/spsc_ring.hpp"
+#include "publish/doorbell.hpp"
 
 namespace itchbench {
 
@@ -25,10 +27,12 @@ class FrameHandoff {
   FrameHandoff& operator=(const FrameHandoff&) = delete;
 
   void push(const logfmt::BboRecord& frame) {  // hot path
-    if (ring_.push(frame))
+    if (ring_.push(frame)) {
       ++handed_;
-    else
+      doorbell_.ring();
+    } else {
       ++ring_dropped_;
+    }
   }
   void start(const std::string& thread_name, Send send, std::function<void()> after_drain);
   void stop();  // the last drain, then joins; idempotent
@@ -36,9 +40,10 @@ class FrameHandoff {
   uint64_t ring_dropped() const { return ring_dropped_; }
 
  private:
-  void drain();
+  bool drain();  // true when it sent a frame
   uint64_t poll_interval_us_;
   SpscRing<logfmt::BboRecord> ring_{1 << 16};
+  Doorbell doorbell_;
   uint64_t handed_ = 0, ring_dropped_ = 0;  // hot-path thread only
   Send send_;
   std::function<void()> after_drain_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <unistd.h>
+
 #include <boost/asio.hpp>
 #include <chrono>
 #include <deque>
@@ -95,6 +97,9 @@ struct TcpPublisher::Impl {
   asio::io_context io;
   tcp::acceptor acceptor{io};
   asio::steady_timer timer{io};
+  asio::posix::stream_descriptor bell{io};  // the doorbell's eventfd, duplicated: Asio closes its own
+  uint32_t idle_polls = 0;
+  bool parked = false;
   std::list<std::shared_ptr<Subscriber>> subscribers;
   // Reports of subscribers that are gone, kept instead of the subscribers
   // themselves: a closed one's queue is freed, so reconnecting clients do
@@ -113,6 +118,7 @@ TcpPublisher::TcpPublisher(const PublisherOptions& options) : impl_(std::make_un
   impl_->acceptor.bind(ep);
   impl_->acceptor.listen();
   port_ = impl_->acceptor.local_endpoint().port();
+  impl_->bell.assign(::dup(doorbell_.fd()));
 }
 
 TcpPublisher::~TcpPublisher() {
@@ -131,9 +137,11 @@ void TcpPublisher::accept_next() {
 }
 
 // Moves events from the ring to every subscriber's queue (io thread).
-void TcpPublisher::drain() {
+bool TcpPublisher::drain() {
   logfmt::BboRecord r;
+  bool moved = false;
   while (ring_.pop(r)) {
+    moved = true;
     for (auto& s : impl_->subscribers) {
       if (!s->open() || s->enqueue(r)) continue;
       if (options_.policy == SlowSubscriberPolicy::kDisconnect) {
@@ -150,11 +158,12 @@ void TcpPublisher::drain() {
     --impl_->connected;
     return true;
   });
+  return moved;
 }
 
 void TcpPublisher::tick() {
   Impl& im = *impl_;
-  drain();
+  im.idle_polls = drain() ? 0 : im.idle_polls + 1;
   if (im.stopping) {
     // Flush: wait (bounded) for the queues to empty, then close everything.
     bool pending = false;
@@ -169,11 +178,44 @@ void TcpPublisher::tick() {
       im.subscribers.clear();
       return;  // no more work: io.run() returns
     }
+  } else if (options_.park_when_idle && im.idle_polls >= kIdlePollsBeforePark) {
+    doorbell_.park();
+    if (ring_.empty()) return park();
+    doorbell_.unpark();  // a frame came as it was about to sleep
   }
   im.timer.expires_after(std::chrono::microseconds(options_.poll_interval_us));
   im.timer.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) tick();
   });
+}
+
+// Idle: sleep until the hot path rings (the eventfd is readable) or kParkMs pass, whichever comes first. The
+// other wait is cancelled; a handler that had already completed finds `parked` false and does nothing.
+void TcpPublisher::park() {
+  Impl& im = *impl_;
+  im.parked = true;
+  ++counters_.parks;
+  im.bell.async_wait(asio::posix::descriptor_base::wait_read, [this](const boost::system::error_code& ec) {
+    if (!ec) wake(false);
+  });
+  im.timer.expires_after(std::chrono::milliseconds(kParkMs));
+  im.timer.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) wake(true);
+  });
+}
+
+void TcpPublisher::wake(bool by_timeout) {
+  Impl& im = *impl_;
+  if (!im.parked) return;
+  im.parked = false;
+  boost::system::error_code ignored;
+  im.bell.cancel(ignored);
+  im.timer.cancel();
+  doorbell_.unpark();
+  doorbell_.clear();
+  if (by_timeout && !ring_.empty()) ++counters_.missed_bells;  // the bell was missed (doorbell.hpp): counted
+  if (!by_timeout) im.idle_polls = 0;
+  tick();
 }
 
 void TcpPublisher::start() {
@@ -212,6 +254,7 @@ void TcpPublisher::stop(uint64_t flush_ms) {
   asio::post(impl_->io, [this, flush_ms] {
     impl_->stopping = true;
     impl_->flush_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(flush_ms);
+    wake(false);  // asleep on the doorbell: drain and flush now (awake: nothing to do, the next tick does)
   });
   thread_.join();
 }

@@ -22,6 +22,7 @@
 #include "book/bbo.hpp"
 #include "log/log_format.hpp"
 #include "pipeline/spsc_ring.hpp"
+#include "publish/doorbell.hpp"
 
 namespace itchbench {
 
@@ -35,6 +36,8 @@ struct PublisherCounters {
   std::atomic<uint64_t> frames_dropped{0};     // subscriber queue full (drop policy)
   uint64_t ring_dropped = 0;                   // hot path: ring full (hot-path thread only)
   uint64_t published = 0;                      // hot path: events handed over
+  std::atomic<uint64_t> parks{0};              // the thread slept on the doorbell after an idle stretch
+  std::atomic<uint64_t> missed_bells{0};       // it woke by its timeout and found frames waiting
 };
 
 // One subscriber's share of the stream, for per-subscriber reconciliation:
@@ -51,7 +54,8 @@ struct PublisherOptions {
   uint16_t port = 0;  // 0: any free port
   size_t subscriber_queue = 8192;  // frames per subscriber
   SlowSubscriberPolicy policy = SlowSubscriberPolicy::kDrop;
-  uint64_t poll_interval_us = 50;  // how often the thread drains the ring
+  uint64_t poll_interval_us = 50;  // how often the thread drains the ring while frames come
+  bool park_when_idle = true;      // false: poll every interval whatever comes (busy polling)
   int cpu = -1;                    // pin the publisher thread
 };
 
@@ -66,11 +70,14 @@ class TcpPublisher {
   bool wait_for_subscribers(uint64_t n, uint64_t timeout_ms) const;
 
   void publish(const logfmt::BboRecord& frame) {  // hot path
-    if (ring_.push(frame))
+    if (ring_.push(frame)) {
       ++counters_.published;
-    else
+      doorbell_.ring();
+    } else {
       ++counters_.ring_dropped;
+    }
   }
+  uint64_t doorbell_rings() const { return doorbell_.rings(); }  // hot-path thread
 
   // Drains the ring, gives subscribers up to flush_ms to receive what is
   // queued, closes them and joins the thread.
@@ -84,13 +91,16 @@ class TcpPublisher {
  private:
   struct Impl;
   void accept_next();
-  void drain();
+  bool drain();  // true when it moved a frame
   void tick();
+  void park();
+  void wake(bool by_timeout);
 
   std::unique_ptr<Impl> impl_;
   PublisherOptions options_;
   uint16_t port_ = 0;
   SpscRing<logfmt::BboRecord> ring_{1 << 16};
+  Doorbell doorbell_;
   PublisherCounters counters_;
   std::thread thread_;
   std::atomic<bool> pinned_{false};
