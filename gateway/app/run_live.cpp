@@ -207,6 +207,7 @@ int run_live(const GatewayOptions& o) {
     };
     auto on_datagram = [&](const uint8_t* p, size_t n, const logfmt::Arrival& arrival) {
       gw.on_datagram(p, n, timed ? arrival : logfmt::Arrival{});
+      fan_out.after_input();
       return session_goes_on();
     };
     if (xdp) {
@@ -217,11 +218,13 @@ int run_live(const GatewayOptions& o) {
           clock,
           [&](const uint8_t* p, size_t n, Line line, const logfmt::Arrival& arrival) {
             recovery->on_datagram(p, n, line, arrival, sink);
+            fan_out.after_input();
             return session_goes_on();
           },
           [&] {
             if (!join_when_ready(sink)) return false;
             if (recovery->gaps_open()) recovery->poll(recovery->now_ns(), sink);
+            fan_out.after_input();
             return session_goes_on();
           });
     } else {
@@ -233,6 +236,7 @@ int run_live(const GatewayOptions& o) {
   } else {
     serial_source->run(clock, [&](uint64_t seq, const uint8_t* m, size_t n, const logfmt::Arrival& arrival) {
       gw.on_message(seq, m, n, timed ? arrival : logfmt::Arrival{0, 0, arrival.t_origin});
+      fan_out.after_input();
       ++received;
     });
   }

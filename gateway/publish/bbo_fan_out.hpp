@@ -36,6 +36,12 @@ class BboFanOut {
     if (mqtt_) mqtt_->publish(frame);
     if (kafka_) kafka_->publish(frame);
   }
+  // Once a datagram (or serial line) is done: wakes the publisher threads asleep on their doorbells.
+  void after_input() {
+    tcp_.after_input();
+    if (mqtt_) mqtt_->after_input();
+    if (kafka_) kafka_->after_input();
+  }
 
  private:
   TcpPublisher& tcp_;

@@ -48,6 +48,7 @@ void FrameHandoff::start(const std::string& thread_name, Send send, std::functio
 void FrameHandoff::stop() {  // on the hot-path thread, the doorbell's only ringer
   if (!thread_.joinable()) return;
   stopping_.store(true, std::memory_order_release);
+  doorbell_.mark();
   doorbell_.ring();
   thread_.join();
 }

@@ -29,11 +29,12 @@ class FrameHandoff {
   void push(const logfmt::BboRecord& frame) {  // hot path
     if (ring_.push(frame)) {
       ++handed_;
-      doorbell_.ring();
+      doorbell_.mark();
     } else {
       ++ring_dropped_;
     }
   }
+  void after_input() { doorbell_.ring(); }  // hot-path thread, once a datagram or line is done
   void start(const std::string& thread_name, Send send, std::function<void()> after_drain);
   void stop();  // the last drain, then joins; idempotent
   uint64_t handed() const { return handed_; }

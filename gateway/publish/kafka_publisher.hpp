@@ -44,6 +44,7 @@ class KafkaPublisher {
 
   void start();
   void publish(const logfmt::BboRecord& frame) { handoff_.push(frame); }  // hot path
+  void after_input() { handoff_.after_input(); }
   // Drains the ring, produces the end marker, flushes (flush_ms at most).
   void stop(uint64_t flush_ms = 10000);
   const KafkaCounters& counters() const { return counters_; }

@@ -42,6 +42,7 @@ class MqttPublisher {
 
   void start();
   void publish(const logfmt::BboRecord& frame) { handoff_.push(frame); }  // hot path
+  void after_input() { handoff_.after_input(); }
   // Drains the ring, publishes the end marker, waits up to flush_ms for acknowledgements, disconnects.
   void stop(uint64_t flush_ms = 5000);
   const MqttCounters& counters() const { return counters_; }

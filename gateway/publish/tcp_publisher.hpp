@@ -72,11 +72,12 @@ class TcpPublisher {
   void publish(const logfmt::BboRecord& frame) {  // hot path
     if (ring_.push(frame)) {
       ++counters_.published;
-      doorbell_.ring();
+      doorbell_.mark();
     } else {
       ++counters_.ring_dropped;
     }
   }
+  void after_input() { doorbell_.ring(); }  // hot-path thread, once a datagram or line is done
   uint64_t doorbell_rings() const { return doorbell_.rings(); }  // hot-path thread
 
   // Drains the ring, gives subscribers up to flush_ms to receive what is
