@@ -29,6 +29,7 @@ class Fixture:
     description: str = ""
     golden: dict[str, Any] = field(default_factory=dict)
     committed: bool = True  # false: made by set-up from the recipe (too large for the repository)
+    compare_workload: bool = True  # false: a special-purpose input (the mutant zoo's), not one of compare's defaults
 
     @property
     def path(self) -> Path:

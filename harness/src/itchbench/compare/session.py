@@ -66,7 +66,7 @@ class Side:
 def default_workloads() -> list[Workload]:
     """Simulation of the bundled fixtures and of a larger generated session."""
     out = [Workload(fx.name, scenario.defaults(name=fx.name, transport="sim", capture=str(fx.path)))
-           for fx in load_manifest()]
+           for fx in load_manifest() if fx.compare_workload]
     generated = generated_session(list(GENERATED_SESSION), "compare-nasdaq-day-300k.pcap")
     out.append(Workload("nasdaq-day-300k", scenario.defaults(name="nasdaq-day-300k", transport="sim",
                                                              capture=str(generated))))

@@ -75,6 +75,7 @@ _HOLD = "        else:\n            self.waiting[seq] = m\n        self._drain()
 _JOINING = '            joining = args.snapshot and not args.snapshot.endswith(":0")\n'
 _SNAPSHOT_NEXT = "                feed.next_seq = feed.top = take_snapshot(s_addr, int(s_port), user, password, staged.append)\n"
 _PACKET_SEQ = '        seq, count = struct.unpack_from(">QH", p, 10)\n'
+_HEARTBEAT = "        if count in (0, 0xFFFF):  # a heartbeat or the end of session: seq is the next one to come\n"
 _SIGTERM = "    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
 _FINALLY = "        feed.give_up_all()  # stopped with gaps open: what waited behind them is applied, the gaps stay lost\n"
 _PER_PACKET = "                flush()  # a packet's events go out with it\n"
@@ -138,6 +139,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("past-gap-applied-early", "messages after a gap applied at once, before the gap's answer", PY,
            _py((_HOLD, "        else:\n            self._apply(seq, m)  # MUTANT\n        self._drain()\n")),
            "recovery", "bbo_differs"),
+    Mutant("heartbeat-as-message", "a heartbeat taken as the message its number names: that message, when it "
+           "comes, is dropped as a duplicate", PY,
+           _py((_HEARTBEAT, "        if count == 0:  # MUTANT\n            self.next_seq = seq + 1\n            return True\n"
+                + _HEARTBEAT)), "heartbeats", "bbo_differs"),
     # The late join.
     Mutant("no-snapshot", "never logs in to the snapshot server: the feed applied from wherever it starts", PY,
            _py((_JOINING, "            joining = False  # MUTANT\n")), "join", "not_joined", quick=True),
@@ -191,6 +196,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "lines", "recovered"),
     Control(PY, "recovery", "recovered"),
     Control(PY, "join", "joined", quick=True),
+    Control(PY, "heartbeats", "lossless"),
 )
 
 
