@@ -127,6 +127,8 @@ class Feed:
         self.top = 0                         # one past the highest sequence seen
         self.gaps: dict[int, int] = {}       # each gap found, first sequence -> how many, until filled or given up
         self.ended = False                   # an end-of-session packet came
+        self.ends = 0                        # end-of-session packets seen (one a line)
+        self.first_end = 0.0                 # when the first came (time.monotonic)
 
     def _apply(self, seq: int, m: bytes) -> None:
         self.next_seq = seq + 1
@@ -191,6 +193,9 @@ class Feed:
         seq, count = struct.unpack_from(">QH", p, 10)
         if count in (0, 0xFFFF):  # a heartbeat or the end of session: seq is the next one to come
             self.expect(seq)
+            if count == 0xFFFF:
+                self.ends += 1
+                self.first_end = self.first_end or time.monotonic()
             self.ended = self.ended or count == 0xFFFF
             return not self.done() if self.recovery is not None else count != 0xFFFF
         at = 20
@@ -378,7 +383,8 @@ def main() -> int:
                 host, rport = args.rerequest.rsplit(":", 1)
                 server = (host, int(rport))
             joining = args.snapshot and not args.snapshot.endswith(":0")
-            if server is not None or len(sockets) > 1 or args.udp_b and not args.udp_b.endswith(":0") or joining:
+            lines = 2 if args.udp_b and not args.udp_b.endswith(":0") else 1
+            if server is not None or len(sockets) > 1 or lines > 1 or joining:
                 # A gap may be filled (by the other line, or the server): hold what comes after it meanwhile.
                 feed.recovery = recovery = Recovery(sock, server)
             if joining:
@@ -400,7 +406,9 @@ def main() -> int:
                     recovery.tick(feed)
                     more = more and not feed.done()
                 flush()  # a packet's events go out with it
-                if not more:
+                # Done, and the other line's last copies read too (they follow its own end of session, a second
+                # at most): what a gateway leaves queued on a socket as it closes, nothing counts.
+                if not more and (feed.ends >= lines or time.monotonic() - feed.first_end > 1.0):
                     break
         else:
             fd = os.open(args.serial, os.O_RDONLY | os.O_NOCTTY)
