@@ -225,12 +225,14 @@ void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram, cons
   arm_read(im.socket, Line::kA);
   if (line_b) arm_read(im.socket_b, Line::kB);
   if (server) arm_read(im.socket_requests, Line::kAnswer);
-  // The consumer's clock-driven work (requests due, gaps given up) runs between reads, every millisecond.
+  // The consumer's clock-driven work (requests due, gaps given up) runs between reads, every millisecond; first
+  // every datagram already waiting is read: after the thread was off its CPU past a deadline, the timer can
+  // fire before the reads, and a gap whose filling copy sits queued would be given up as lost.
   std::function<void()> arm_tick = [&] {
     im.tick_timer.expires_after(std::chrono::milliseconds(1));
     im.tick_timer.async_wait([&](const boost::system::error_code& ec) {
       if (ec || done) return;
-      if (!tick()) return finish();
+      if (!drain_all() || !tick()) return finish();
       arm_tick();
     });
   };
