@@ -60,7 +60,7 @@ def _scheduler(switches: Switches, hot_tid: int, start: np.ndarray, hops: np.nda
     excess_ns = explained_ns = 0
     preempted = taken = interrupted = moved = anything = 0
     for i in np.nonzero(traced)[0]:
-        was, _ = switches.who_took(hot_tid, int(begin[i]), int(end[i]))
+        was = switches.was_preempted(hot_tid, int(begin[i]), int(end[i]))
         irqs = switches.interrupts(int(cpus[i]), int(begin[i]), int(end[i])) if cpus[i] >= 0 else []
         tasks = switches.held(int(cpus[i]), int(begin[i]), int(end[i]), hot_tid) if cpus[i] >= 0 else []
         who = sorted({name for name, _, _ in tasks})

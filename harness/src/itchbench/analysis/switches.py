@@ -145,7 +145,7 @@ class Switches:
         the CPU it came back on before it did (idle excluded)."""
         lo, hi = np.searchsorted(self.t_ns, [start_ns, end_ns], side="left")
         window = slice(lo, hi)
-        preempted = bool(((self.prev_pid[window] == hot_tid) & self.preempted[window]).any())
+        preempted = self.was_preempted(hot_tid, start_ns, end_ns)
         back = np.nonzero(self.next_pid[window] == hot_tid)[0]
         if back.size:  # the CPU it came back on, and who ran there in the window before it did
             at = lo + int(back[-1])
@@ -158,6 +158,11 @@ class Switches:
         else:
             taken = set()
         return preempted, sorted(taken)
+
+    def was_preempted(self, hot_tid: int, start_ns: int, end_ns: int) -> bool:
+        """Whether the hot thread was switched out while still runnable in [start, end]."""
+        lo, hi = np.searchsorted(self.t_ns, [start_ns, end_ns], side="left")
+        return bool(((self.prev_pid[lo:hi] == hot_tid) & self.preempted[lo:hi]).any())
 
     def slice_name(self, k: int) -> str:
         """The name of the task switch k put on its CPU, as it was when it left it (its prev_comm at the next

@@ -13,7 +13,7 @@ INCOMPLETE, a join without a snapshot is NOT JOINED.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
@@ -38,7 +38,6 @@ class Mutant:
     scenario: str               # scenarios/selftest/<scenario>.toml
     expect: str                 # the verdict status it must get (runs/verdict.py)
     quick: bool = False         # in `itchbench selftest --quick` and the test command's run
-    tags: tuple[str, ...] = field(default=())
 
 
 @dataclass(frozen=True)
