@@ -2,13 +2,19 @@
 scenario through the one contract adapter, as a user's gateway would be; then the table and the mutation score.
 
 A mutant is caught when none of its runs passes (every verdict exits non-zero); it is as expected when its verdict
-is the class the zoo names. A control (an unchanged example) must pass with its expected verdict: a scenario on
+is the class the zoo names. A mutant judged by compare (a slowdown: its runs pass, only their speed differs) is run
+COMPARE_RUNS times, interleaved with the unchanged example at the same path (so the two sides are the same
+workload to compare), and caught when compare does not say NO REGRESSION. A control (an unchanged example) must pass with its expected verdict: a scenario on
 which even the correct gateway fails would "catch" every mutant and prove nothing, so a failed control fails the
 selftest too.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -20,6 +26,10 @@ from ..runs import runner, scenario
 from ..runs.verdict import EXIT
 from . import zoo
 
+# Runs a side for a compared mutant: compare judges a timing from 7 runs a side (p < 0.002 needs them); one more
+# leaves room for a run lost to the machine.
+COMPARE_RUNS = 8
+
 
 @dataclass
 class Outcome:
@@ -28,16 +38,17 @@ class Outcome:
     example: str
     scenario: str
     expect: str
-    got: str             # the verdict status, or "error" when the run could not be made
+    got: str             # the verdict status (compare's for a compared mutant), or "error": no run could be made
     headline: str
     run_dir: str
     seconds: float
     control: bool
+    exit_status: int | None = None  # a run's verdict's exit status, or compare's; None: nothing was judged
 
     @property
     def passed_run(self) -> bool:
-        """The verdict exits 0: a pass, the thing a mutant must never get."""
-        return self.got in EXIT and EXIT[self.got] == 0
+        """The verdict (or compare) exits 0: a pass, the thing a mutant must never get."""
+        return self.exit_status == 0
 
     @property
     def ok(self) -> bool:
@@ -46,33 +57,62 @@ class Outcome:
 
 
 def _run_one(example: str, edits: tuple[zoo.Edit, ...], scen: str, label: str, work: Path,
-             out: Path) -> tuple[str, str, str]:
-    """(status, headline, run directory) of one gateway on one zoo scenario."""
+             out: Path) -> tuple[str, str, str, int]:
+    """(status, headline, run directory, exit status) of one gateway on one zoo scenario."""
     gateway = zoo.materialise(example, edits, work / label)
     configs = scenario.load(zoo.scenario_path(scen))
     (config,) = configs
     values = {**config.values, "gateway_file": str(gateway / "itchbench.toml")}
     run_dir = runner.execute(values, label, root=out, echo=False, command="itchbench selftest")
     verdict = rundir.read_json(run_dir / "summary.json")["verdict"]
-    return verdict["status"], verdict["headline"], str(run_dir)
+    return verdict["status"], verdict["headline"], str(run_dir), EXIT[verdict["status"]]
+
+
+def _compare_one(m: zoo.Mutant, work: Path, out: Path) -> tuple[str, str, str, int]:
+    """(compare's verdict, its headline, its folder, its exit status): the unchanged example (base) against the
+    mutant (head), COMPARE_RUNS runs a side, interleaved, each materialised at the same path."""
+    at = work / m.name
+    sides = {"base": (), "head": m.edits}
+    for rep in range(COMPARE_RUNS):
+        for side, edits in sides.items():
+            shutil.rmtree(at, ignore_errors=True)
+            _run_one(m.example, edits, m.scenario, m.name, work, out / m.name / side)
+    judged = out / m.name / "compare"
+    proc = subprocess.run([sys.executable, "-m", "itchbench.cli", "compare", str(out / m.name / "base"),
+                           str(out / m.name / "head"), "--max-repetitions", str(COMPARE_RUNS), "--out", str(judged)],
+                          capture_output=True, text=True)
+    try:
+        result = json.loads((judged / "compare.json").read_text())
+    except (OSError, ValueError):
+        return "error", f"compare exited {proc.returncode}: {proc.stderr.strip()[-300:]}", str(judged), proc.returncode
+    headline = result["headline"]
+    got = ("slower" if " SLOWER" in headline.split(":", 1)[-1][:40] else
+           headline.split(":", 1)[0].lower().replace(" ", "_"))
+    return got, headline, str(judged), result["exit_status"]
 
 
 def run(mutants: list[zoo.Mutant], controls: list[zoo.Control], out: Path,
         say: Callable[[str], None] = print) -> list[Outcome]:
     """Every control, then every mutant, one run each; progress said one line a run."""
     outcomes: list[Outcome] = []
-    plan: list[tuple[str, str, str, tuple[zoo.Edit, ...], str, str, bool]] = [
-        (f"{c.example} (unchanged)", "none (the control)", c.example, (), c.scenario, c.expect, True) for c in controls]
-    plan += [(m.name, m.defect, m.example, m.edits, m.scenario, m.expect, False) for m in mutants]
+    plan: list[tuple[str, str, str, tuple[zoo.Edit, ...], str, str, bool, zoo.Mutant | None]] = [
+        (f"{c.example} ({c.claim or 'unchanged'})", "none (the control)", c.example, c.edits, c.scenario, c.expect,
+         True, None) for c in controls]
+    plan += [(m.name, m.defect, m.example, m.edits, m.scenario, m.expect, False, m) for m in mutants]
     with tempfile.TemporaryDirectory(prefix="itchbench-zoo-") as tmp:
-        for i, (name, defect, example, edits, scen, expect, control) in enumerate(plan, 1):
-            label = f"{'control-' + example if control else name}-{scen}"
+        for i, (name, defect, example, edits, scen, expect, control, mutant) in enumerate(plan, 1):
+            label = f"{'control-' + example if control else name}-{scen}{'-claims' if control and edits else ''}"
             t0 = time.monotonic()
+            exit_status: int | None = None
             try:
-                got, headline, run_dir = _run_one(example, edits, scen, label, Path(tmp), out)
+                if mutant is not None and mutant.compared:
+                    got, headline, run_dir, exit_status = _compare_one(mutant, Path(tmp), out)
+                else:
+                    got, headline, run_dir, exit_status = _run_one(example, edits, scen, label, Path(tmp), out)
             except (zoo.ZooError, scenario.ScenarioError, OSError) as e:
                 got, headline, run_dir = "error", f"{type(e).__name__}: {e}", ""
-            o = Outcome(name, defect, example, scen, expect, got, headline, run_dir, time.monotonic() - t0, control)
+            o = Outcome(name, defect, example, scen, expect, got, headline, run_dir, time.monotonic() - t0, control,
+                        exit_status)
             outcomes.append(o)
             mark = "ok" if o.ok else "PASSED (not caught)" if not control and o.passed_run else "UNEXPECTED"
             say(f"[{i}/{len(plan)}] {name} on {scen}: {got} ({o.seconds:.1f} s) — {mark}")
@@ -81,7 +121,8 @@ def run(mutants: list[zoo.Mutant], controls: list[zoo.Control], out: Path,
 
 def score(outcomes: list[Outcome]) -> dict[str, int]:
     mutants = [o for o in outcomes if not o.control]
-    return {"mutants": len(mutants), "caught": sum(not o.passed_run and o.got != "error" for o in mutants),
+    return {"mutants": len(mutants), "caught": sum(o.exit_status not in (None, 0) and o.got != "error"
+                                                   for o in mutants),
             "as_expected": sum(o.ok for o in mutants), "controls": len(outcomes) - len(mutants),
             "controls_ok": sum(o.ok for o in outcomes if o.control)}
 

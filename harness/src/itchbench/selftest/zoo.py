@@ -36,17 +36,22 @@ class Mutant:
     example: str                # the example it is a copy of
     edits: tuple[Edit, ...]
     scenario: str               # scenarios/selftest/<scenario>.toml
-    expect: str                 # the verdict status it must get (runs/verdict.py)
+    expect: str                 # the verdict status it must get (runs/verdict.py), or compare's ("slower")
     quick: bool = False         # in `itchbench selftest --quick` and the test command's run
+    compared: bool = False      # judged by `itchbench compare` against the unchanged example, not by a run's verdict
 
 
 @dataclass(frozen=True)
 class Control:
-    """An unchanged example on a zoo scenario: it must pass, or the mutants' failures there prove nothing."""
+    """An unchanged example on a zoo scenario: it must pass, or the mutants' failures there prove nothing. A
+    control with edits changes only what its contract claims (never its code), for the mutants that break a claim
+    the example's own contract does not make."""
     example: str
     scenario: str
     expect: str
     quick: bool = False
+    edits: tuple[Edit, ...] = ()
+    claim: str = ""             # what the edits make its contract claim, in words
 
 
 def _py(*pairs: tuple[str, str]) -> tuple[Edit, ...]:
@@ -82,6 +87,11 @@ _CLOSE = "        flush()\n        close()\n    return 0\n"
 _TCP_OUT = "        conn = socket.create_connection(to)\n        return conn.sendall, conn.close\n"
 _PARSED = "    args = p.parse_args()\n"
 _OPEN_FEED = "            sock = open_feed(addr, int(port))\n"
+_RECEIVE = "                    more = feed.packet(s.recv(65536)) and more\n"
+# Anchor in examples/py-gateway/itchbench.toml.
+_STOP_GRACE = "term_grace_s = 5    # then SIGKILL\n"
+# The example does end by itself at the end of session; its contract does not say so, and so nothing holds it to it.
+_CLAIMS_EXIT_AT_END = (Edit(_STOP_GRACE, _STOP_GRACE + "exits_at_end = true\n", "itchbench.toml"),)
 
 MUTANTS: tuple[Mutant, ...] = (
     # The BBO stream: each kind of difference the exact check names.
@@ -152,6 +162,10 @@ MUTANTS: tuple[Mutant, ...] = (
            _py((_SNAPSHOT_NEXT, _SNAPSHOT_NEXT.replace("staged.append)", "staged.append) - 100  # MUTANT"))),
            "join", "bbo_differs"),
     # The process and its output.
+    Mutant("end-of-session-ignored", "the end-of-session packet read as a heartbeat: it never ends by itself, "
+           "though its contract says it does (stop.exits_at_end)", PY,
+           _CLAIMS_EXIT_AT_END + _py((_HEARTBEAT, "        if count == 0xFFFF:  # MUTANT: the end of session ignored\n"
+                                                  "            return True\n" + _HEARTBEAT)), "udp", "incomplete"),
     Mutant("crash-mid-run", "killed by SIGSEGV at the packet that carries seq 2,000", PY,
            _py((_PACKET_SEQ, _PACKET_SEQ + "        if seq <= 2000 < seq + max(count, 1) and count != 0xFFFF:  # MUTANT\n"
                 "            os.kill(os.getpid(), signal.SIGSEGV)\n")), "udp", "incomplete", quick=True),
@@ -183,6 +197,12 @@ MUTANTS: tuple[Mutant, ...] = (
            _py((_PARSED, _PARSED + '    print("LOSSLESS: 14,000 messages, 6,000 BBO events = simulation (exact), '
                                    'balanced — ok", flush=True)  # MUTANT\n'),
                (_EMIT, "        return  # MUTANT\n" + _EMIT)), "udp", "bbo_differs"),
+    # Speed: what compare must see.
+    Mutant("slowdown-2x", "every packet's work done at half speed (a busy wait as long as the work)", PY,
+           _py((_RECEIVE, "                    began = time.perf_counter()  # MUTANT: half speed\n" + _RECEIVE +
+                "                    spent = time.perf_counter() - began\n"
+                "                    while time.perf_counter() - began < 2 * spent:\n                        pass\n")),
+           "udp", "slower", compared=True),
     Mutant("slow-start", "ready (BBO connected) two seconds before its feed socket is bound", PY,
            _py((_OPEN_FEED, "            time.sleep(2)  # MUTANT\n" + _OPEN_FEED)), "udp", "bbo_differs"),
 )
@@ -196,6 +216,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "recovery", "recovered"),
     Control(PY, "join", "joined", quick=True),
     Control(PY, "heartbeats", "lossless"),
+    Control(PY, "udp", "lossless", edits=_CLAIMS_EXIT_AT_END, claim="contract says exits_at_end"),
 )
 
 
@@ -236,5 +257,7 @@ def select(quick: bool, names: list[str] | None = None) -> tuple[list[Mutant], l
     else:
         mutants = [m for m in MUTANTS if m.quick or not quick]
     wanted = {(m.example, m.scenario) for m in mutants}
-    controls = [c for c in CONTROLS if (c.example, c.scenario) in wanted and (c.quick or not quick or names)]
+    claimed = {e for m in mutants for e in m.edits if e.file == "itchbench.toml"}
+    controls = [c for c in CONTROLS if (c.example, c.scenario) in wanted and (c.quick or not quick or names)
+                and set(c.edits) <= claimed]
     return mutants, controls
