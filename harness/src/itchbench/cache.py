@@ -10,9 +10,14 @@ drops the worktree records of removed builds from this repository."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+import secrets
 import shutil
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +43,33 @@ def root() -> Path:
     return paths.cache_dir()
 
 
+def made_once(out: Path, make: Callable[[Path], None]) -> Path:
+    """out, made by make(partial) when missing. Several processes may ask for the same entry at once (runs side by
+    side, a Slurm array's tasks on one node, the tests' workers): each writes under a name of its own and renames it
+    into place only when whole, so none ever reads a partial file or has its own cut from under it, and the same
+    inputs giving the same bytes, whichever rename lands last leaves the same file."""
+    if out.is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.{os.getpid()}-{secrets.token_hex(3)}.partial{out.suffix}")
+    try:
+        make(partial)
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
+    return out
+
+
+@contextlib.contextmanager
+def locked(entry: Path) -> Iterator[None]:
+    """Holds entry's lock (.ENTRY.lock beside it) while a folder entry is checked and made: a second process making
+    the same build waits for the first and then finds it made, rather than removing it half-built."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with open(entry.with_name(f".{entry.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _measure(path: Path) -> tuple[int, float]:
     files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file() and not p.is_symlink()]
     sizes = [(p.stat().st_size, p.stat().st_mtime) for p in files]
@@ -50,6 +82,8 @@ def entries() -> list[Entry]:
         return out
     for top in sorted(root().iterdir()):
         for p in sorted(top.iterdir()) if top.name in NESTED and top.is_dir() else [top]:
+            if p.name.startswith("."):  # a lock, or an entry being made (made_once, locked)
+                continue
             size, used = _measure(p)
             out.append(Entry(p, size, used))
     return out

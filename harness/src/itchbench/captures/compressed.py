@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 from .. import paths
+from ..cache import made_once
 from .fixtures import sha256_of
 
 MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
@@ -35,23 +36,17 @@ def plain_copy(path: Path) -> Path:
     cache = paths.cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     out = cache / f"{sha256_of(path)[:16]}.decompressed"
-    if out.is_file():
-        return out
-    partial = out.with_name(out.name + ".partial")
-    try:
-        if kind == "gzip":
-            with gzip.open(path, "rb") as src, open(partial, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-        else:
-            with open(partial, "wb") as dst:
-                proc = subprocess.run(["zstd", "-dc", str(path)], stdout=dst, stderr=subprocess.PIPE, text=True)
-            if proc.returncode != 0:
-                raise DecompressError(f"{path}: zstd -d failed: {proc.stderr.strip()}")
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
-        partial.unlink(missing_ok=True)
-        raise DecompressError(f"{path}: cannot decompress ({kind}): {e}") from e
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    partial.replace(out)
-    return out
+
+    def decompress(partial: Path) -> None:
+        try:
+            if kind == "gzip":
+                with gzip.open(path, "rb") as src, open(partial, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            else:
+                with open(partial, "wb") as dst:
+                    proc = subprocess.run(["zstd", "-dc", str(path)], stdout=dst, stderr=subprocess.PIPE, text=True)
+                if proc.returncode != 0:
+                    raise DecompressError(f"{path}: zstd -d failed: {proc.stderr.strip()}")
+        except (OSError, EOFError, gzip.BadGzipFile) as e:
+            raise DecompressError(f"{path}: cannot decompress ({kind}): {e}") from e
+    return made_once(out, decompress)

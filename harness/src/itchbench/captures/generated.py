@@ -7,20 +7,17 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from .. import paths
+from .. import cache, paths
 
 
 def session(args: list[str], name: str) -> Path:
-    """reports/cache/NAME, made by `itch-synth ARGS --out` when missing (itch-synth writes NAME.tmp and renames
-    it when whole, so an interrupted one is never taken for the session)."""
-    out = paths.cache_dir() / name
-    if not out.is_file():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run([str(paths.tool("itch-synth")), *args, "--out", str(out)], capture_output=True,
+    """reports/cache/NAME, made by `itch-synth ARGS --out` when missing (whole or not at all: cache.made_once)."""
+    def make(partial: Path) -> None:
+        done = subprocess.run([str(paths.tool("itch-synth")), *args, "--out", str(partial)], capture_output=True,
                               text=True)
         if done.returncode != 0:
             raise RuntimeError(f"itch-synth {' '.join(args)}: {done.stderr.strip() or done.returncode}")
-    return out
+    return cache.made_once(paths.cache_dir() / name, make)
 
 
 def for_sweep(profile: str, seed: int, messages: int, symbols: int, mix: str = "") -> Path:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from .. import paths
+from .. import cache, paths
 from ..tools import ToolError, run_tool
 from .compressed import DecompressError, plain_copy
 from .fixtures import sha256_of
@@ -43,27 +43,23 @@ def loopback_capture(capture: Path, port: int, feed: str = "") -> Path:
             plain = plain_copy(capture)
         except DecompressError as e:
             raise RewriteError(str(e)) from e
-        feed_only = cache / f"{key}.pcap"
-        if not feed_only.is_file():
-            run_tool("itch2pcap", [plain, "--out", feed_only, "--port", str(port)])
+        feed_only = cache.made_once(cache_dir() / f"{key}.pcap", lambda partial: run_tool(
+            "itch2pcap", [plain, "--out", partial, "--port", str(port)]))
     else:  # the feed alone, as untagged Ethernet: other flows, cooked headers and VLAN/QinQ tags left behind
-        feed_only = cache / f"{key}-{flow}.eth.pcap"
-        if not feed_only.is_file():
-            try:
-                run_tool("pcap-feed", [capture, "--out", feed_only, "--plain-ethernet",
-                                       *(["--feed", feed] if feed else [])])
-            except ToolError as e:
-                raise RewriteError(str(e)) from e
+        try:
+            feed_only = cache.made_once(cache_dir() / f"{key}-{flow}.eth.pcap", lambda partial: run_tool(
+                "pcap-feed", [capture, "--out", partial, "--plain-ethernet", *(["--feed", feed] if feed else [])]))
+        except ToolError as e:
+            raise RewriteError(str(e)) from e
     linktype = facts_of(feed_only)["linktype"]
-    tmp = out.with_suffix(".tmp.pcap")
-    cmd = ["tcprewrite", f"--infile={feed_only}", f"--outfile={tmp}", "--enet-dmac=00:00:00:00:00:00",
-           "--enet-smac=00:00:00:00:00:00", "--dstipmap=0.0.0.0/0:127.0.0.1/32",
-           "--srcipmap=0.0.0.0/0:127.0.0.2/32", f"--portmap=1-65535:{port}", "--fixcsum"]
-    if linktype != 1:
-        cmd.append("--dlt=enet")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise RewriteError(f"tcprewrite failed on {capture}: {proc.stderr.strip()}")
-    tmp.replace(out)
-    return out
+
+    def rewrite(partial: Path) -> None:
+        cmd = ["tcprewrite", f"--infile={feed_only}", f"--outfile={partial}", "--enet-dmac=00:00:00:00:00:00",
+               "--enet-smac=00:00:00:00:00:00", "--dstipmap=0.0.0.0/0:127.0.0.1/32",
+               "--srcipmap=0.0.0.0/0:127.0.0.2/32", f"--portmap=1-65535:{port}", "--fixcsum"]
+        if linktype != 1:
+            cmd.append("--dlt=enet")
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RewriteError(f"tcprewrite failed on {capture}: {proc.stderr.strip()}")
+    return cache.made_once(out, rewrite)

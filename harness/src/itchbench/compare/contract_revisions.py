@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .. import paths
+from .. import cache, paths
 from ..gateways import adapter, contract
 from ..runs.failure import RunError
 from ..gateways import revisions
@@ -45,6 +45,12 @@ def prepare(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Callab
     else:
         home = cache_root(repo) / rev.commit
         worktree = home / "src"
+    with cache.locked(home):
+        return _prepare_in(repo, rev, contract_rel, say, home, worktree)
+
+
+def _prepare_in(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Callable[[str], None], home: Path,
+                worktree: Path) -> Prepared:
     ok = home / "ok"
     if not (ok.is_file() and (worktree / contract_rel).is_file()):
         if not rev.dirty:

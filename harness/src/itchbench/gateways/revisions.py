@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable
 
-from .. import paths
+from .. import cache, paths
 from . import provenance
 
 WORKTREE = "WORKTREE"
@@ -151,7 +151,12 @@ def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: 
     in its own worktree; with benchmarks, its Google Benchmark binaries beside
     it too (those the revision has: gateway/bench/ in the same build)."""
     key = f"{source_key(repo, rev)}-{flags_hash(flavour)}"
-    home = cache_root() / key
+    with cache.locked(cache_root() / key):
+        return _build_in(repo, rev, say, benchmarks, flavour, cache_root() / key)
+
+
+def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks: bool, flavour: Flavour,
+              home: Path) -> Path:
     gateway = home / "build" / "gateway" / "itch-gateway"
     benchmarks_tried = home / "benchmarks-tried"
     cached = (home / "ok").is_file() and gateway.is_file()
