@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "log/log_format.hpp"
 #include "pipeline/stamps.hpp"
 #include "source/feed_option.hpp"
 #include "util/cli.hpp"
@@ -41,6 +42,9 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
               "(version 4: 24 bytes and 8 a stamp)", "compact");
   args.flag("latency-histogram", "count each stage's time in a histogram (gateway.json latency_histogram: "
             "percentiles within 1/64) instead of writing the per-message latency log");
+  args.option("levels", "N", "also log depth events (depth.dep): after a book message, a stock's top N price "
+              "levels a side (1 to 64; 1 is the BBO), whenever any of them changed; 0: none. Subscribers receive "
+              "the BBO only", "0");
   args.flag("progress", "sim: print progress to stderr every 2^20 datagrams (pcap) or messages (ITCH file)");
   args.option("capture", "FILE", "sim: the capture");
   args.option("feed", "ADDR:PORT", std::string("sim: ") + kFeedOptionHelp);
@@ -130,6 +134,11 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   o.run_id = args.get("run-id");
   o.commit = args.get("commit");
   o.expected_orders = args.get_u64("expected-orders");
+  const uint64_t levels = args.get_u64("levels");
+  if (levels > logfmt::kMaxDepthLevels)
+    throw std::invalid_argument("--levels " + std::to_string(levels) + ": at most " +
+                                std::to_string(logfmt::kMaxDepthLevels) + " levels a side");
+  o.levels = uint32_t(levels);
   o.latency_histogram = args.flag_set("latency-histogram");
   if (o.latency_histogram && args.flag_set("no-latency-log"))
     args.fail("--latency-histogram records the stage times; --no-latency-log takes no stamps: choose one");

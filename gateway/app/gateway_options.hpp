@@ -15,6 +15,7 @@ struct GatewayOptions {
   std::string out;
   std::string run_id, commit;
   uint64_t expected_orders = 65536;
+  uint32_t levels = 0;  // depth events of the top N levels a side, logged to depth.dep (sim); 0: none
   bool latency_log = true;         // the per-message latency log (latency.lat)
   bool latency_histogram = false;  // per-stage histograms in gateway.json instead of the log
   uint8_t stamps = kAllStamps;  // stages to stamp (pipeline/stamps.hpp)

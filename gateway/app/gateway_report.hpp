@@ -21,7 +21,7 @@ void write_pipeline_counters(JsonWriter& j, const Gateway<Publisher>& gw, const 
   j.field("memory_bytes", uint64_t(book.memory_bytes())).field("index_grows", book.index_grows());
   j.field("index_overflowed", book.index_overflowed()).field("levels_off_ladder", book.levels_off_ladder());
   j.end_object();
-  j.field("bbo_events", gw.bbo_events());
+  j.field("bbo_events", gw.bbo_events()).field("depth_events", gw.depth_events());
   j.key("symbols").begin_object();
   for (size_t locate = 0; locate < OrderBook::kStocks; ++locate)
     if (gw.symbols().has(uint16_t(locate)))

@@ -1,6 +1,7 @@
 #include "app/run_common.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <vector>
 
 namespace itchbench {
@@ -8,6 +9,7 @@ namespace itchbench {
 void RunLogs::close() {
   if (latency) latency->close();
   if (bbo) bbo->close();
+  if (depth) depth->close();
 }
 
 namespace {
@@ -30,6 +32,13 @@ RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::
   logs.bbo = std::make_unique<BboLog>(o.out + "/bbo.bbo", logfmt::Kind::kBbo,
                                       LogIdentity{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit},
                                       reservation_for(expected_records, sizeof(logfmt::BboRecord)));
+  if (o.levels > 0) {
+    const size_t size = logfmt::depth_record_size(o.levels);
+    logs.depth = std::make_unique<MmapLog>(
+        o.out + "/depth.dep", logfmt::Kind::kDepth, size, offsetof(logfmt::DepthRecord, flags),
+        LogIdentity{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit},
+        reservation_for(expected_records, size));
+  }
   return logs;
 }
 
@@ -97,6 +106,10 @@ void write_logs_json(JsonWriter& j, const RunLogs& logs, const StageClock& clock
   j.field("latency_remaps", logs.latency ? logs.latency->remaps() : 0).field("bbo_remaps", logs.bbo->remaps());
   j.field("latency_drop_reason", logs.latency ? logs.latency->drop_reason() : "");
   j.field("bbo_drop_reason", logs.bbo->drop_reason());
+  if (logs.depth) {
+    j.field("depth_records", logs.depth->records()).field("depth_dropped", logs.depth->dropped());
+    j.field("depth_drop_reason", logs.depth->drop_reason());
+  }
   j.end_object();
   if (logs.histograms) {
     j.key("latency_histogram");

@@ -17,6 +17,7 @@ struct RunLogs {
   std::unique_ptr<LatencyLog> latency;  // null with --no-latency-log or --latency-histogram
   std::unique_ptr<StageHistograms> histograms;  // with --latency-histogram
   std::unique_ptr<BboLog> bbo;
+  std::unique_ptr<MmapLog> depth;  // with --levels N: DepthRecords of N levels a side
   void close();
 };
 

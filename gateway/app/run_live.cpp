@@ -79,6 +79,8 @@ int run_live(const GatewayOptions& o) {
   }
   BboFanOut fan_out(publisher, ring.get(), mqtt.get(), kafka.get());
   Gateway<BboFanOut> gw(book, clock, logs.latency.get(), logs.bbo.get(), fan_out, logs.histograms.get());
+  DepthTracker depth(o.levels);
+  if (o.levels > 0) gw.set_depth(&depth, logs.depth.get());  // logged; subscribers still receive the BBO
   const double overhead = timer_overhead_ns(clock);
   const bool timed = o.latency_log || o.latency_histogram;
 

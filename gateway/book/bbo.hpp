@@ -16,6 +16,14 @@ struct Bbo {
   bool operator!=(const Bbo& o) const { return !(*this == o); }
 };
 
+// One price level of a side, as depth reports it: its price and the aggregate shares there; no level is 0, 0.
+struct BookLevel {
+  uint32_t px = 0;
+  uint64_t qty = 0;
+  bool operator==(const BookLevel& o) const { return px == o.px && qty == o.qty; }
+  bool operator!=(const BookLevel& o) const { return !(*this == o); }
+};
+
 // One BBO event: emitted after a book message changed the stock's BBO.
 struct BboEvent {
   uint64_t seq;        // sequence number of the message that changed it

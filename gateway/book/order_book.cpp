@@ -99,6 +99,35 @@ std::vector<OrderBook::LevelView> OrderBook::levels(uint16_t locate, char side) 
   return out;
 }
 
+void OrderBook::top_levels(uint16_t locate, bool bid, uint32_t n, BookLevel* out) const {
+  uint32_t filled = 0;
+  if (locate < stock_count_) {
+    const Side& s = stocks_[locate].sides[bid ? 1 : 0];
+    const PriceLadder& ladder = s.ladder;
+    // The ladder's ticks from the best (bids: the highest) and the off-ladder levels from the back (the best):
+    // at each step the greater key of the two is the next level.
+    bool on = !ladder.empty();
+    uint32_t tick = on ? (bid ? ladder.highest() : ladder.lowest()) : 0;
+    size_t off = s.others.size();
+    while (filled < n && (on || off > 0)) {
+      const uint32_t on_place = on ? ladder.place_of(tick) : 0;
+      const bool take_on = on && (off == 0 || levels_[on_place].key > s.others[off - 1].key);
+      const uint32_t place = take_on ? on_place : s.others[--off].level;
+      out[filled++] = BookLevel{price_of(levels_[place].key, bid), levels_[place].shares};
+      if (!take_on) continue;
+      // The next present tick away from the best, or none.
+      do {
+        if (tick == (bid ? ladder.lowest() : ladder.highest())) {
+          on = false;
+          break;
+        }
+        tick = bid ? tick - 1 : tick + 1;
+      } while (!ladder.present(tick));
+    }
+  }
+  for (; filled < n; ++filled) out[filled] = BookLevel{};
+}
+
 bool OrderBook::find_order(uint64_t ref, OrderView& out) const {
   const Order* o = orders_.find(ref);
   if (!o) return false;

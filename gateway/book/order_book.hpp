@@ -94,6 +94,9 @@ class OrderBook {
   };
   // Levels of one side, best first (for tests and dumps, not the hot path).
   std::vector<LevelView> levels(uint16_t locate, char side) const;
+  // The side's best n levels into out[0..n), best first; past the side's last level, empty ones (0, 0). Walks
+  // the ladder's present ticks and the side's off-ladder levels together, from the best: no allocation.
+  void top_levels(uint16_t locate, bool bid, uint32_t n, BookLevel* out) const;
   struct OrderView {
     uint16_t locate;
     char side;

@@ -17,6 +17,7 @@ enum class Kind : uint16_t {
   kSend = 3,     // a sender (udp-replay, serial-replay): one record per packet or line sent
   kSubscriber = 4,  // a subscriber (TCP, shared memory): one record per BBO event received
   kRequest = 5,     // a MoldUDP64 re-request server: one record per request received and per answer packet sent
+  kDepth = 6,       // the gateway with --levels N: one record per depth event (a DepthRecord and 2N DepthLevels)
 };
 
 // Each kind is versioned on its own; readers keep reading the earlier versions.
@@ -261,5 +262,25 @@ struct BboRecord {
   uint8_t reserved[5];
 };
 static_assert(sizeof(BboRecord) == 48);
+
+// A depth event: after a book message, a stock's top N levels a side (price and aggregate shares) differ from
+// the last emitted. The head is followed by N bid levels, then N ask levels, each best first; an empty level
+// is price 0, shares 0. N is the log's: (record_size - sizeof(DepthRecord)) / (2 * sizeof(DepthLevel)).
+struct DepthRecord {
+  uint64_t seq;
+  uint64_t timestamp;     // ITCH timestamp of the message, ns since midnight
+  uint16_t stock_locate;
+  uint8_t flags;          // kWritten | BboFlags
+  uint8_t reserved[5];
+};
+static_assert(sizeof(DepthRecord) == 24);
+struct DepthLevel {
+  uint32_t px;            // 4 implied decimals; 0 = no level
+  uint32_t reserved;
+  uint64_t qty;           // aggregate shares at the price
+};
+static_assert(sizeof(DepthLevel) == 16);
+constexpr uint32_t kMaxDepthLevels = 64;
+constexpr size_t depth_record_size(uint32_t levels) { return sizeof(DepthRecord) + 2 * levels * sizeof(DepthLevel); }
 
 }  // namespace itchbench::logfmt

@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "book/depth_tracker.hpp"
 #include "book/order_book.hpp"
 #include "log/latency_log.hpp"
 #include "log/mmap_log.hpp"
@@ -61,6 +62,14 @@ class Gateway {
         publisher_(publisher),
         stages_(latency ? latency->stages() : histograms ? histograms->stages() : 0) {}
 
+  // Depth events too (docs/book-and-bbo.md, "Depth"): after each book message, the touched stock's top levels,
+  // logged when they changed. Off (null), a predicted branch a message.
+  void set_depth(DepthTracker* depth, MmapLog* depth_log) {
+    depth_ = depth;
+    depth_log_ = depth_log;
+  }
+  uint64_t depth_events() const { return depth_events_; }
+
   void on_datagram(const uint8_t* data, size_t len, const logfmt::Arrival& arrival) {
     framer_.on_datagram(
         data, len, [&](uint64_t seq, const uint8_t* msg, size_t msg_len) { on_message(seq, msg, msg_len, arrival); },
@@ -107,15 +116,21 @@ class Gateway {
       ++snapshot_rejected_;
       return;
     }
+    const uint32_t touched = depth_ ? stock_touched(op) : OrderBook::kUnchanged;
     const uint32_t changed = apply(op, msg);  // the book's own word for a stock it holds
     if (changed != OrderBook::kUnchanged) snapshot_stocks_[changed] = true;
+    if (touched != OrderBook::kUnchanged) snapshot_stocks_[touched] = true;
   }
   void finish_snapshot(uint64_t next, uint64_t timestamp) {
+    const uint8_t flags = uint8_t(bbo_flags_ | logfmt::kFromSnapshot);
     for (size_t locate = 0; locate < snapshot_stocks_.size(); ++locate) {
+      if (!snapshot_stocks_[locate]) continue;
       Bbo bbo;
-      if (!snapshot_stocks_[locate] || !book_.take_bbo_change(uint16_t(locate), bbo)) continue;
-      emit(BboEvent{next - 1, timestamp, uint16_t(locate), bbo, uint8_t(bbo_flags_ | logfmt::kFromSnapshot)});
-      ++snapshot_events_;
+      if (book_.take_bbo_change(uint16_t(locate), bbo)) {
+        emit(BboEvent{next - 1, timestamp, uint16_t(locate), bbo, flags});
+        ++snapshot_events_;
+      }
+      if (depth_) emit_depth(next - 1, timestamp, uint16_t(locate), flags);
     }
     framer_.start_at(next);
     last_seq_ = next - 1;
@@ -158,8 +173,8 @@ class Gateway {
       r.msg_type = len ? char(msg[0]) : '\0';
       unknown_before = book_.counters().unknown_refs;
     }
-    uint32_t changed = OrderBook::kUnchanged;
-    const itch::DecodeStatus st = decode_and_apply<kTimed>(msg, len, r, changed);
+    uint32_t changed = OrderBook::kUnchanged, touched = OrderBook::kUnchanged;
+    const itch::DecodeStatus st = decode_and_apply<kTimed>(msg, len, r, changed, touched);
     if (__builtin_expect(st != itch::DecodeStatus::kOk, 0)) {
       decode_.count_rejection(st);
       bbo_flags_ = logfmt::kBookMayBeStale;
@@ -181,7 +196,45 @@ class Gateway {
         r.flags |= logfmt::kBboEvent;
       }
     }
+    if (__builtin_expect(touched != OrderBook::kUnchanged, 0)) emit_depth(seq, load_be48(msg + 5), uint16_t(touched), bbo_flags_);
     if constexpr (kTimed) record<kRecorder>(r);
+  }
+
+  // The stock a book message changes (depth): an add's own; a reduce, delete or replace, its order's, looked up
+  // before the message removes it; none for a message that names no live order or changes no book.
+  uint32_t stock_touched(const itch::BookOp& op) const {
+    OrderBook::OrderView order;
+    switch (op.kind) {
+      case itch::BookOpKind::kAdd:
+        return op.locate;
+      case itch::BookOpKind::kReduce:
+      case itch::BookOpKind::kDelete:
+      case itch::BookOpKind::kReplace:
+        return book_.find_order(op.ref, order) ? order.locate : OrderBook::kUnchanged;
+      default:
+        return OrderBook::kUnchanged;
+    }
+  }
+
+  // One depth event, when the stock's top levels changed: a record of the depth log (head, N bids, N asks),
+  // its written marker stored last.
+  void emit_depth(uint64_t seq, uint64_t timestamp, uint16_t locate, uint8_t flags) {
+    if (!depth_->take_change(book_, locate)) return;
+    ++depth_events_;
+    uint8_t* p = depth_log_ ? depth_log_->next() : nullptr;
+    if (!p) return;  // no log, or a full one (counted dropped there)
+    auto* head = reinterpret_cast<logfmt::DepthRecord*>(p);
+    head->seq = seq;
+    head->timestamp = timestamp;
+    head->stock_locate = locate;
+    auto* level = reinterpret_cast<logfmt::DepthLevel*>(p + sizeof(logfmt::DepthRecord));
+    const BookLevel* taken = depth_->taken();
+    for (uint32_t i = 0; i < 2 * depth_->levels(); ++i) {
+      level[i].px = taken[i].px;
+      level[i].qty = taken[i].qty;
+    }
+    __atomic_signal_fence(__ATOMIC_RELEASE);  // the marker after every field, as RecordLog::commit
+    head->flags = uint8_t(flags | logfmt::kWritten);
   }
 
   // One BBO event: to the BBO log, then the publisher.
@@ -212,13 +265,15 @@ class Gateway {
   // deep-book (interleaved, whole process on one CPU).
   template <bool kTimed>
   __attribute__((always_inline)) itch::DecodeStatus decode_and_apply(const uint8_t* msg, size_t len,
-                                                                     MessageLatency& r, uint32_t& changed) {
+                                                                     MessageLatency& r, uint32_t& changed,
+                                                                     uint32_t& touched) {
     itch::BookOp op;
     const itch::DecodeStatus st = itch::decode_book_op(msg, len, op);
     if (__builtin_expect(st != itch::DecodeStatus::kOk, 0)) return st;
     if constexpr (kTimed)
       if (stages_ & logfmt::kStageDecoded) r.stamp[MessageLatency::kDecoded] = clock_.now();
     ++decode_.per_type[itch::type_index(char(msg[0]))];
+    if (__builtin_expect(depth_ != nullptr, 0)) touched = stock_touched(op);
     changed = apply(op, msg);
     return st;
   }
@@ -254,6 +309,9 @@ class Gateway {
   DecodeCounters decode_;
   SymbolTable symbols_;
   uint64_t bbo_events_ = 0;
+  DepthTracker* depth_ = nullptr;  // depth events: off when null
+  MmapLog* depth_log_ = nullptr;
+  uint64_t depth_events_ = 0;
   uint64_t last_seq_ = 0;     // of the last message handed over
   uint64_t snapshot_messages_ = 0, snapshot_rejected_ = 0, snapshot_events_ = 0;
   std::vector<bool> snapshot_stocks_ = std::vector<bool>(OrderBook::kStocks);  // stocks a snapshot touched

@@ -78,6 +78,14 @@ class LockstepBooks {
           if (real[i].price != std::get<0>(naive[i]) || real[i].orders != std::get<1>(naive[i]) ||
               real[i].shares != std::get<2>(naive[i]))
             return "stock " + std::to_string(s) + " level " + std::to_string(i) + " differs";
+        // Depth's walk (top_levels): the naive book's best levels, then empty ones past the side's last.
+        const uint32_t n = uint32_t(naive.size()) + 2;
+        std::vector<BookLevel> top(n);
+        book.top_levels(s, side == 'B', n, top.data());
+        for (uint32_t i = 0; i < n; ++i) {
+          const BookLevel want = i < naive.size() ? BookLevel{std::get<0>(naive[i]), std::get<2>(naive[i])} : BookLevel{};
+          if (top[i] != want) return "stock " + std::to_string(s) + " top level " + std::to_string(i) + " differs";
+        }
       }
     for (const auto& [r, o] : ref.orders) {
       OrderBook::OrderView v;

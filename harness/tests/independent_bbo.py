@@ -99,3 +99,64 @@ def bbo_events(pcap: Path) -> list[tuple[int, str, int, int, int, int]]:
                 last[touched] = now
                 events.append((seq, book.names.get(touched, str(touched)), now[0], now[1], now[2], now[3]))
     return events
+
+
+class DepthBook(Book):
+    """The same book, with each stock side's price levels (price -> aggregate shares) kept as orders come and go:
+    the orders a message names, before and after it, taken out of and put back into their levels."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sides: dict[tuple[int, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+
+    @staticmethod
+    def _refs(m: bytes) -> list[int]:
+        t = chr(m[0])
+        if t in "AFECXD":
+            return [struct.unpack_from(">Q", m, 11)[0]]
+        if t == "U":
+            return list(dict.fromkeys(struct.unpack_from(">QQ", m, 11)))
+        return []
+
+    def _count(self, order: tuple, sign: int) -> None:
+        locate, side, shares, price = order
+        level = self.sides[(locate, side)]
+        level[price] += sign * shares
+        if level[price] == 0:
+            del level[price]
+
+    def apply(self, m: bytes) -> int | None:
+        refs = self._refs(m)
+        before = [tuple(self.orders[r]) for r in refs if r in self.orders]
+        touched = super().apply(m)
+        for o in before:
+            self._count(o, -1)
+        for r in refs:
+            if r in self.orders:
+                self._count(tuple(self.orders[r]), +1)
+        return touched
+
+    def depth(self, locate: int, n: int) -> tuple[int, ...]:
+        """bid1_px, bid1_qty … bidN_qty, ask1_px … askN_qty: best first, empty levels 0, 0."""
+        out: list[int] = []
+        for side, best_first in (("B", True), ("S", False)):
+            levels = sorted(self.sides[(locate, side)].items(), reverse=best_first)[:n]
+            levels += [(0, 0)] * (n - len(levels))
+            out += [x for level in levels for x in level]
+        return tuple(out)
+
+
+def depth_events(pcap: Path, n: int) -> list[tuple]:
+    """(seq, stock, bid1_px, bid1_qty, …, askN_qty) after each book message that changed the touched stock's top
+    n levels a side (docs/book-and-bbo.md, "Depth")."""
+    book = DepthBook()
+    last: dict[int, tuple[int, ...]] = defaultdict(lambda: (0,) * (4 * n))
+    events = []
+    for seq, m in mold_messages(pcap):
+        touched = book.apply(m)
+        if touched is not None:
+            now = book.depth(touched, n)
+            if now != last[touched]:
+                last[touched] = now
+                events.append((seq, book.names.get(touched, str(touched)), *now))
+    return events

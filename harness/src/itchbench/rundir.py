@@ -22,10 +22,14 @@ def canonical_json(obj: Any) -> str:
 # Tables that judge a run's figures, or plan the runs, without shaping any run: left out of its identity, so that
 # a target set or a sweep added leaves the hash of the same workload as it was.
 NOT_IDENTITY = ("targets", "sweep")
+# Keys added after runs were stored, at the value that means "as before": left out at that value, so a workload's
+# hash stays what its stored runs carry.
+IDENTITY_ONLY_WHEN_SET = {"levels": 0}
 
 
 def scenario_hash(resolved: dict[str, Any]) -> str:
-    shaping = {k: v for k, v in resolved.items() if k not in NOT_IDENTITY}
+    shaping = {k: v for k, v in resolved.items()
+               if k not in NOT_IDENTITY and not (k in IDENTITY_ONLY_WHEN_SET and v == IDENTITY_ONLY_WHEN_SET[k])}
     return "sha256:" + hashlib.sha256(canonical_json(shaping).encode()).hexdigest()
 
 

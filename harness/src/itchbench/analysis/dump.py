@@ -41,3 +41,26 @@ def dump_bbo(run_dir: Path, out: TextIO) -> int:
     frame = bbo_frame(run_dir)
     frame.to_csv(out, index=False, lineterminator="\n")
     return len(frame)
+
+
+def depth_columns(levels: int) -> list[str]:
+    """seq, stock, then bid1_px, bid1_qty … bidN_qty, then the same for asks (docs/book-and-bbo.md, "Depth")."""
+    return ["seq", "stock", *(f"{side}{i}_{f}" for side in ("bid", "ask") for i in range(1, levels + 1)
+                               for f in ("px", "qty"))]
+
+
+def depth_frame(run_dir: Path) -> pd.DataFrame:
+    rec = logs.read_depth(Path(run_dir) / "depth.dep").records
+    levels = rec.dtype["bids"].shape[0]
+    columns: dict[str, np.ndarray] = {"seq": rec["seq"], "stock": symbol_names(Path(run_dir))[rec["stock_locate"]]}
+    for side, field in (("bid", "bids"), ("ask", "asks")):
+        for i in range(levels):
+            columns[f"{side}{i + 1}_px"] = rec[field]["px"][:, i]
+            columns[f"{side}{i + 1}_qty"] = rec[field]["qty"][:, i]
+    return pd.DataFrame(columns, columns=depth_columns(levels))
+
+
+def dump_depth(run_dir: Path, out: TextIO) -> int:
+    frame = depth_frame(run_dir)
+    frame.to_csv(out, index=False, lineterminator="\n")
+    return len(frame)

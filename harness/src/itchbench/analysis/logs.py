@@ -26,6 +26,7 @@ KIND_BBO = 2
 KIND_SEND = 3
 KIND_SUBSCRIBER = 4
 KIND_REQUEST = 5
+KIND_DEPTH = 6
 FLAG_FINALIZED = 1
 WRITTEN = 0x80
 
@@ -76,6 +77,23 @@ BBO_DTYPE = np.dtype([
     ("bid_px", "<u4"), ("ask_px", "<u4"), ("stock_locate", "<u2"), ("flags", "u1"),
     ("reserved", "V5"),
 ])
+# A depth record (FORMAT.md): a 24-byte head, then N bid levels and N ask levels, best first; N from the record size.
+DEPTH_LEVEL_DTYPE = np.dtype([("px", "<u4"), ("reserved", "V4"), ("qty", "<u8")])
+DEPTH_HEAD_SIZE = 24
+MAX_DEPTH_LEVELS = 64
+
+
+def depth_dtype(levels: int) -> np.dtype:
+    return np.dtype([("seq", "<u8"), ("timestamp", "<u8"), ("stock_locate", "<u2"), ("flags", "u1"),
+                     ("reserved", "V5"), ("bids", DEPTH_LEVEL_DTYPE, (levels,)), ("asks", DEPTH_LEVEL_DTYPE, (levels,))])
+
+
+def depth_levels_of(record_size: int) -> int:
+    """N of a depth log whose records are record_size bytes; 0 when no N gives that size."""
+    levels, rest = divmod(record_size - DEPTH_HEAD_SIZE, 2 * DEPTH_LEVEL_DTYPE.itemsize)
+    return levels if rest == 0 and 1 <= levels <= MAX_DEPTH_LEVELS else 0
+
+
 # Latency version 5: a 20-byte slot a message, its stamps as differences, and escape slots (ESCAPE_SLOT set) each
 # carrying one whole value for the message slot after it (FORMAT.md).
 COMPACT_SLOT_DTYPE = np.dtype([
@@ -97,7 +115,7 @@ STAGE_CLOCK_TSC_TICKS = 3
 STAGE_CLOCKS = {0: "none", 1: "monotonic", 2: "tsc", STAGE_CLOCK_TSC_TICKS: "tsc-ticks"}
 ORIGIN_CLOCKS = {0: "none", 1: "capture-epoch", 2: "sender-monotonic", 3: "itch-timestamp"}
 KIND_NAMES = {KIND_LATENCY: "latency", KIND_BBO: "bbo", KIND_SEND: "send", KIND_SUBSCRIBER: "subscriber",
-              KIND_REQUEST: "request"}
+              KIND_REQUEST: "request", KIND_DEPTH: "depth"}
 
 
 def stage_indices(stages: int) -> list[int]:
@@ -116,7 +134,7 @@ FORMATS = {(KIND_LATENCY, 1): LATENCY_V1_DTYPE, (KIND_LATENCY, 2): LATENCY_V2_DT
            (KIND_LATENCY, 3): latency_v3_dtype(ALL_STAGES), (KIND_LATENCY, 4): latency_v3_dtype(ALL_STAGES),
            (KIND_LATENCY, LATENCY_COMPACT_VERSION): COMPACT_SLOT_DTYPE,
            (KIND_BBO, 1): BBO_DTYPE, (KIND_SEND, 1): SEND_DTYPE, (KIND_SUBSCRIBER, 1): SUBSCRIBER_DTYPE,
-           (KIND_REQUEST, 1): REQUEST_DTYPE}
+           (KIND_REQUEST, 1): REQUEST_DTYPE, (KIND_DEPTH, 1): depth_dtype(1)}  # depth: its N from the header
 # What LogWriter writes: the newest layout of fixed records (a latency log: version 4's; version 5 is the gateway's).
 VERSIONS = {kind: max(v for k, v in FORMATS if k == kind and v != LATENCY_COMPACT_VERSION) for kind in KIND_NAMES}
 STAGE_LAYOUT_VERSIONS = (3, 4)  # latency versions whose records hold only the stages their header names
@@ -236,6 +254,12 @@ def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
             raise LogFormatError(f"{path}: latency log names unknown stages (0x{stages:02x})")
         if not compact:
             dtype = latency_v3_dtype(stages)
+    if kind == KIND_DEPTH:
+        levels = depth_levels_of(int(hdr["record_size"]))
+        if not levels:
+            raise LogFormatError(f"{path}: depth log record size {int(hdr['record_size'])} is no 24 + 32 N "
+                                 f"(N = 1 to {MAX_DEPTH_LEVELS} levels a side)")
+        dtype = depth_dtype(levels)
     head = header_size(kind, version)
     if int(hdr["record_size"]) != dtype.itemsize or int(hdr["header_size"]) != head:
         raise LogFormatError(
@@ -418,12 +442,17 @@ def read_bbo(path: Path | str) -> LogFile:
     return read_log(path, KIND_BBO)
 
 
+def read_depth(path: Path | str) -> LogFile:
+    return read_log(path, KIND_DEPTH)
+
+
 def read_latency(path: Path | str) -> LogFile:
     return read_log(path, KIND_LATENCY)
 
 
 def bbo_digest(log: LogFile) -> str:
-    """SHA-256 of the BBO records: the run's deterministic fingerprint (read in chunks: bounded memory)."""
+    """SHA-256 of a log's records (BBO, depth): the run's deterministic fingerprint (read in chunks: bounded
+    memory)."""
     h = hashlib.sha256()
     for part in iter_records(log, 1 << 20):
         h.update(part.view(np.uint8))

@@ -1,4 +1,4 @@
-"""itchbench dump bbo RUN_DIR: a run's BBO events as CSV."""
+"""itchbench dump bbo|depth RUN_DIR: a run's BBO or depth events as CSV."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from .common import UserError
 
 def register(sub: argparse._SubParsersAction) -> None:
     dp = sub.add_parser("dump", help="a run's logs as CSV on stdout")
-    dp.add_argument("what", choices=["bbo"], help="bbo: seq,stock,bid_px,bid_qty,ask_px,ask_qty,stale (1: messages were lost or "
-                    "rejected before this event, so the book may differ from the feed's)")
+    dp.add_argument("what", choices=["bbo", "depth"], help="bbo: seq,stock,bid_px,bid_qty,ask_px,ask_qty,stale (1: "
+                    "messages were lost or rejected before this event, so the book may differ from the feed's); "
+                    "depth (a run made with levels = N): seq,stock,bid1_px,bid1_qty,…,bidN_qty,ask1_px,…,askN_qty")
     dp.add_argument("run_dir", metavar="RUN_DIR")
     dp.set_defaults(func=run)
 
@@ -22,5 +23,11 @@ def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "bbo.bbo").is_file():
         raise UserError(f"{run_dir} is not a run directory (no bbo.bbo)")
-    dump.dump_bbo(run_dir, sys.stdout)
+    if args.what == "depth":
+        if not (run_dir / "depth.dep").is_file():
+            raise UserError(f"{run_dir} holds no depth events (no depth.dep): run it with levels = N "
+                            "(itchbench sim CAPTURE --levels N, or the scenario key levels)")
+        dump.dump_depth(run_dir, sys.stdout)
+    else:
+        dump.dump_bbo(run_dir, sys.stdout)
     return 0

@@ -19,13 +19,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--no-latency-log", action="store_true", help="record the BBO stream only")
     s.add_argument("--feed", metavar="ADDR:PORT", default="",
                    help="the capture's feed flow (default: the flow with the most MoldUDP64 messages)")
+    s.add_argument("--levels", metavar="N", type=int, default=0, choices=range(0, 65),
+                   help="depth events too: a stock's top N price levels a side (1 to 64) whenever any changed "
+                   "(itchbench dump depth RUN_DIR; docs/book-and-bbo.md); default 0, the BBO only")
     s.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..runs.sim import run_sim
     run_dir = run_sim(Path(args.capture), Path(args.out) if args.out else None, latency_log=not args.no_latency_log,
-                      feed=args.feed)
+                      feed=args.feed, levels=args.levels)
     summary, verdict = verdict_of(run_dir)
     print(run_line(summary))
     if "performance" in summary:

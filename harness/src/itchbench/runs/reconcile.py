@@ -32,6 +32,21 @@ if TYPE_CHECKING:
     from .run import Run
 
 
+def _depth(run: "Run", gw: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
+    """The run's depth events (levels = N): their count, N and digest; every event the gateway counted is in its
+    log, whole (else the run does not balance)."""
+    path = run.dir / "depth.dep"
+    if not path.is_file():
+        checks["depth log written (levels = N)"] = False
+        return {"levels": run.values["levels"], "events": 0, "digest": ""}
+    log = logs.read_depth(path)
+    logged = gw["logs"].get("depth_records", 0)
+    checks["depth events logged = the gateway's count, none dropped"] = (
+        len(log.records) == logged == gw.get("depth_events", -1) and gw["logs"].get("depth_dropped", 0) == 0
+        and log.complete)
+    return {"levels": int(log.dtype["bids"].shape[0]), "events": len(log.records), "digest": logs.bbo_digest(log)}
+
+
 def _feed_facts(capture: Path, feed: str) -> dict[str, Any]:
     """The feed the run read (address "" for a binary ITCH file) and what else the capture holds (counted, never
     replayed)."""
@@ -622,6 +637,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     elif transport == "serial" and run.values["serial"]["corrupt_every"]:
         rec["faults"] = faults.reconcile_serial(rec, checks)
     digest = logs.bbo_digest(bbo)
+    depth = _depth(run, gw, checks) if run.values["levels"] else None
     if joined:
         rec["join"] = _join(run, gw, joined, session, checks)
     elif transport != "sim" and rec["loss"]["lossless"] and not failure:
@@ -637,6 +653,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         "lossless": rec["loss"]["lossless"],
         "error": summary["error"] or gw_error,
         "bbo": {"digest": digest, "events": len(bbo.records)},
+        **({"depth": depth} if depth else {}),
         "messages": {"per_type": gw["decode"]["per_type"]},
         "feed": _feed_facts(capture, run.values["feed"]),
         "book": gw["book"],

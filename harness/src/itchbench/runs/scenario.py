@@ -128,6 +128,9 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
                      "scenario file; docs/gateway-contract.md); empty: the built-in gateway"),
     "repetitions": (int, 1, _between(1, 1000), "runs of each configuration"),
     "warmup_messages": (int, 0, _at_least(0), "first messages left out of the latency statistics"),
+    "levels": (int, 0, _between(0, 64), "depth events too (docs/book-and-bbo.md, \"Depth\"): after a book message, "
+               "a stock's top N price levels a side whenever any changed, logged to depth.dep (itchbench dump depth); "
+               "0: BBO only"),
     "subscribers": (int, 1, _between(0, 1000), "TCP subscribers attached during live runs (fast and stuck ones served "
                     "by one bbo-tcp-subscribers process, docs/capacity.md)"),
     "subscriber_modes": (list, [], _modes, "modes of the first subscribers (fast, stuck, slow, reconnect); "

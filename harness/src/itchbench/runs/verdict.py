@@ -136,9 +136,15 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
         status = "lossless"
         digest = rec["checks"].get("BBO digest = simulation's digest")
         tail = ", BBO digest = simulation" if digest else ""
-        headline = (f"LOSSLESS: {count(rec['received'], 'message')}, {count(summary['bbo']['events'], 'BBO event')}, "
-                    f"balanced{tail}{rest}")
+        headline = f"LOSSLESS: {count(rec['received'], 'message')}, {_events(summary)}, balanced{tail}{rest}"
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
+
+
+def _events(summary: dict[str, Any]) -> str:
+    """The run's BBO events, and its depth events when it logged them (levels = N)."""
+    words = count(summary["bbo"]["events"], "BBO event")
+    depth = summary.get("depth")
+    return words + (f", {count(depth['events'], 'depth event')} ({depth['levels']} levels)" if depth else "")
 
 
 def unrebuildable_orders(j: dict[str, Any]) -> int:
@@ -211,7 +217,7 @@ def _judge_recovering(summary: dict[str, Any], rec: dict[str, Any], lost: Any, r
                              f"the BBO digest = the simulation of the whole session "
                              f"({count(summary['bbo']['events'], 'event')}); {_recovery_words(r)}; balanced"
                              f"{timing}{rest}")
-    return "lossless", (f"LOSSLESS: {count(rec['received'], 'message')}, {count(summary['bbo']['events'], 'BBO event')}, "
+    return "lossless", (f"LOSSLESS: {count(rec['received'], 'message')}, {_events(summary)}, "
                         f"balanced, BBO digest = simulation of the whole session{rest}")
 
 

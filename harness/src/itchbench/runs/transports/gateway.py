@@ -46,6 +46,8 @@ def itchbench_flags(run: "Run", input_kind: str) -> list[str]:
             "--expected-orders", str(g["expected_orders"])]
     if not g["latency_log"]:
         args.append("--no-latency-log")
+    if run.values["levels"]:
+        args += ["--levels", str(run.values["levels"])]
     if g["stamps"] != "all":
         args += ["--stamps", g["stamps"]]
     if g["latency_format"] != "compact":
