@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -56,10 +57,10 @@ def _parent_and_state(pid: int) -> tuple[int, str]:
     return int(rest[1]), rest[0]
 
 
-def leftover_processes() -> list[str]:
-    """Processes of ours still alive (a run must leave none): descendants of this test process — orphans of a run
-    come back to it, a child subreaper (conftest.py) —, never another program's that happen to match. Zombies
-    (already dead, not yet reaped) are not alive."""
+def our_processes() -> list[tuple[int, str]]:
+    """(pid, command line) of every live descendant of this test process — orphans of a run come back to it, a
+    child subreaper (conftest.py) —, never another program's (nor another test worker's) that happen to match.
+    Zombies (already dead, not yet reaped) are not alive."""
     me, found = os.getpid(), []
     tree: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
@@ -80,20 +81,27 @@ def leftover_processes() -> list[str]:
             args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:
             continue
-        if any(m in args for m in MARKERS):
-            found.append(f"{pid} {args}")
+        found.append((pid, args))
     return found
 
 
+def leftover_processes() -> list[str]:
+    """Processes of ours still alive (a run must leave none)."""
+    return [f"{pid} {args}" for pid, args in our_processes() if any(m in args for m in MARKERS)]
+
+
 def kill_when_running(pattern: str, sig: signal.Signals, after_s: float) -> threading.Thread:
-    """A thread that sends sig to the first process matching pattern (pgrep -f), after_s after it appears."""
+    """A thread that sends sig to the first of our processes (our_processes) whose command line matches the regular
+    expression pattern, after_s after it appears."""
+    wanted = re.compile(pattern)
+
     def kill() -> None:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            pids = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()
+            pids = sorted(pid for pid, args in our_processes() if wanted.search(args))
             if pids:
                 time.sleep(after_s)
-                os.kill(int(pids[0]), sig)
+                os.kill(pids[0], sig)
                 return
             time.sleep(0.02)
     t = threading.Thread(target=kill)

@@ -246,6 +246,7 @@ def _itchbench(*args: str | Path) -> subprocess.CompletedProcess[str]:
 @needs_root
 @pytest.mark.parametrize("metric, subject", [("bbo", "Count the ask side once more"),
                                              ("latency", "Pause on every packet")])
+@pytest.mark.alone
 def test_bisect_names_the_planted_commit(planted, udp_scenario, metric, subject):
     # Pausing 0.3 ms a packet at 5,000 packets/s leaves the gateway ever further behind: 1,500 packets end 0.15 s
     # late, its p50 grows several hundredfold, so a 2,000 % threshold keeps the noise of a busy machine (a p50 7.4
@@ -257,6 +258,7 @@ def test_bisect_names_the_planted_commit(planted, udp_scenario, metric, subject)
     assert "first bad commit: " in r.stdout and r.stdout.splitlines()[0].endswith(subject), r.stdout
 
 
+@pytest.mark.alone
 @needs_root
 def test_compare_finds_the_slowdown_and_the_bbo_change(planted, udp_scenario, tmp_path):
     # Across the two planted commits: BBO differs (stock 3's ask sizes) and wire-to-wire is slower.

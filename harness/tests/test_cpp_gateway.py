@@ -121,6 +121,7 @@ def test_one_document_over_every_gateway_and_input(every_gateway, tmp_path):
     assert "| itchbench commit |" in text and "| gateway under test |" in text
 
 
+@pytest.mark.alone
 @needs_root
 def test_compare_finds_the_planted_slowdown_on_a_file(planted, file_scenario, tmp_path):
     r = _itchbench("compare", "HEAD~2", "HEAD~1", "--repo", planted, "--gateway", "itchbench.toml",
@@ -151,6 +152,7 @@ def test_compare_finds_the_planted_slowdown_on_a_file(planted, file_scenario, tm
         assert under["repository"] == str(planted.resolve()) and under["build_log_sha256"]
 
 
+@pytest.mark.alone
 @needs_root
 def test_compare_of_a_harmless_commit_counts_the_same_instructions(planted, file_scenario, tmp_path):
     r = _itchbench("compare", "HEAD~3", "HEAD~2", "--repo", planted, "--gateway", "itchbench.toml",

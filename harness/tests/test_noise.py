@@ -16,6 +16,9 @@ from itchbench.runs import noise, runner
 
 from live_helpers import config, make_capture
 
+pytestmark = pytest.mark.alone
+
+
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 
 

@@ -12,6 +12,8 @@ import pytest
 from itchbench import paths, rundir
 from itchbench.analysis import flamegraph, profile
 
+pytestmark = pytest.mark.alone
+
 SCRIPT = """itch-gateway 100    1001001 
 \t  a67a3 itchbench::OrderBook::leave_level(unsigned int, itchbench::Side)
 \t  a6f81 itchbench::OrderBook::remove(unsigned long)

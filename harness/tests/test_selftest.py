@@ -49,6 +49,7 @@ def test_the_zoo_covers_every_input_and_more_than_thirty_defects():
     assert {(m.example, m.scenario) for m in zoo.MUTANTS} <= {(c.example, c.scenario) for c in zoo.CONTROLS}
 
 
+@pytest.mark.alone
 @needs_root
 def test_the_whole_zoo_is_caught_with_the_expected_verdicts(tmp_path):
     mutants, controls = zoo.select(quick=False)

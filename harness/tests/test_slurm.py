@@ -19,7 +19,7 @@ from itchbench.runs.transports.contract import free_loopback_port
 from test_sharding import outputs, run_shard
 
 # Set-up installs slurm-wlm and munge: a machine without them fails here rather than skipping.
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the cluster's daemons run as root")
+pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="the cluster's daemons run as root"), pytest.mark.alone]
 
 REPO = paths.repo_root()
 CLUSTER = REPO / "harness" / "bin" / "slurm-cluster"
