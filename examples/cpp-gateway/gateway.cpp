@@ -8,8 +8,12 @@
 //
 //     seq,stock,bid_px,bid_qty,ask_px,ask_qty
 //
-//     cpp-gateway --file PATH --bbo ADDR:PORT [--stock symbol]
-//     cpp-gateway --udp ADDR:PORT --bbo ADDR:PORT [--stock symbol]
+//     cpp-gateway --file PATH --bbo ADDR:PORT [--stock symbol] [--levels N]
+//     cpp-gateway --udp ADDR:PORT --bbo ADDR:PORT [--stock symbol] [--levels N]
+//
+// With --levels N (1 to 64) it writes depth instead: after each book message that changed any of
+// the stock's top N price levels a side, the whole top N, best first, empty levels 0,0:
+// seq,stock,bid1_px,bid1_qty,...,bidN_px,bidN_qty,ask1_px,ask1_qty,...,askN_qty.
 //
 // stock is the stock locate, or with --stock symbol the stock's symbol from the session's stock
 // directory (R messages), as many gateways write it.
@@ -63,16 +67,20 @@ public:
         names_[stock] = s;
     }
     void event(uint64_t seq, uint16_t stock, uint64_t bid_px, uint64_t bid_qty, uint64_t ask_px, uint64_t ask_qty) {
-        char id[16];
+        event(seq, stock, {bid_px, bid_qty, ask_px, ask_qty});
+    }
+    // seq, the stock, then the numbers, as one CSV line.
+    void event(uint64_t seq, uint16_t stock, const std::vector<uint64_t>& numbers) {
         auto named = names_.find(stock);
-        if (by_symbol_ && named != names_.end()) std::snprintf(id, sizeof id, "%s", named->second.c_str());
-        else std::snprintf(id, sizeof id, "%u", stock);
-        char line[128];
-        int n = std::snprintf(line, sizeof line, "%llu,%s,%llu,%llu,%llu,%llu\n", (unsigned long long)seq, id,
-                              (unsigned long long)bid_px, (unsigned long long)bid_qty, (unsigned long long)ask_px,
-                              (unsigned long long)ask_qty);
-        buffer_.append(line, size_t(n));
+        buffer_ += std::to_string(seq) + ',';
+        buffer_ += by_symbol_ && named != names_.end() ? named->second : std::to_string(stock);
+        for (uint64_t x : numbers) buffer_ += ',' + std::to_string(x);
+        buffer_ += '\n';
         if (buffer_.size() > (1 << 15)) flush();
+    }
+    // A depth event: the top N levels a side, price and shares each, bids then asks.
+    void depth_event(uint64_t seq, uint16_t stock, const std::vector<uint64_t>& levels) {
+        event(seq, stock, levels);
     }
     void flush() {
         size_t at = 0;
@@ -100,10 +108,11 @@ struct Quote {
     }
 };
 
-// Orders by reference; per stock, shares per price on each side; the last BBO said per stock.
+// Orders by reference; per stock, shares per price on each side; the last BBO (or depth) said per stock.
 class Book {
 public:
-    explicit Book(BboOut& out) : out_(out) {}
+    // levels 0: BBO events; N: depth events of the top N levels a side.
+    Book(BboOut& out, unsigned levels) : out_(out), levels_(levels) {}
 
     void apply(uint64_t seq, const uint8_t* m) {
         int stock = -1;
@@ -165,6 +174,22 @@ private:
 
     void say(uint64_t seq, uint16_t stock) {
         const Sides& s = books_[stock];
+        if (levels_ > 0) {  // price and shares of the top N levels a side, best first; empty ones 0, 0
+            std::vector<uint64_t> now(4 * size_t(levels_), 0);
+            size_t at = 0;
+            for (auto it = s.bids.rbegin(); it != s.bids.rend() && at < 2 * size_t(levels_); ++it, at += 2)
+                now[at] = it->first, now[at + 1] = it->second;
+            at = 2 * size_t(levels_);
+            for (auto it = s.asks.begin(); it != s.asks.end() && at < 4 * size_t(levels_); ++it, at += 2)
+                now[at] = it->first, now[at + 1] = it->second;
+            std::vector<uint64_t>& said = said_depth_[stock];
+            if (said.empty()) said.assign(now.size(), 0);
+            if (now != said) {
+                said = now;
+                out_.depth_event(seq, stock, now);
+            }
+            return;
+        }
         Quote now;
         if (!s.bids.empty()) { now.bid_px = s.bids.rbegin()->first; now.bid_qty = s.bids.rbegin()->second; }
         if (!s.asks.empty()) { now.ask_px = s.asks.begin()->first; now.ask_qty = s.asks.begin()->second; }
@@ -176,9 +201,11 @@ private:
     }
 
     BboOut& out_;
+    unsigned levels_;
     std::unordered_map<uint64_t, Order> orders_;
     std::unordered_map<uint16_t, Sides> books_;
     std::unordered_map<uint16_t, Quote> said_;
+    std::unordered_map<uint16_t, std::vector<uint64_t>> said_depth_;
 };
 
 // Messages in sequence order: a duplicate or late one is dropped, a gap is skipped over.
@@ -307,14 +334,15 @@ bool parse_addr(const std::string& text, sockaddr_in& addr) {
 }
 
 int usage() {
-    std::fprintf(stderr, "usage: cpp-gateway (--file PATH | --udp ADDR:PORT) --bbo ADDR:PORT [--stock symbol]\n");
+    std::fprintf(stderr, "usage: cpp-gateway (--file PATH | --udp ADDR:PORT) --bbo ADDR:PORT [--stock symbol] "
+                         "[--levels N]\n");
     return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string file, udp, bbo, stock = "locate";
+    std::string file, udp, bbo, stock = "locate", levels = "0";
     if (argc % 2 == 0) return usage();  // options come in pairs
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string key = argv[i];
@@ -322,11 +350,13 @@ int main(int argc, char** argv) {
         else if (key == "--udp") udp = argv[i + 1];
         else if (key == "--bbo") bbo = argv[i + 1];
         else if (key == "--stock") stock = argv[i + 1];
+        else if (key == "--levels") levels = argv[i + 1];
         else return usage();
     }
     sockaddr_in bbo_addr{}, feed_addr{};
     if (file.empty() == udp.empty() || !parse_addr(bbo, bbo_addr) || (!udp.empty() && !parse_addr(udp, feed_addr)) ||
-        (stock != "locate" && stock != "symbol"))
+        (stock != "locate" && stock != "symbol") || levels.empty() || levels.size() > 2 ||
+        levels.find_first_not_of("0123456789") != std::string::npos || std::stoi(levels) > 64)
         return usage();
     std::signal(SIGTERM, [](int) { stop_requested = 1; });
 
@@ -360,7 +390,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     BboOut out(bbo_sock, stock == "symbol");
-    Book book(out);
+    Book book(out, unsigned(std::stoi(levels)));
     Feed feed(book);
     int rc = file.empty() ? run_udp(feed_sock, feed, out) : run_file(file.c_str(), feed);
     out.flush();

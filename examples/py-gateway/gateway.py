@@ -11,11 +11,17 @@ same keys:
 
     seq,stock,bid_px,bid_qty,ask_px,ask_qty
 
+With --levels N it publishes depth instead: after each book message that
+changed any of the stock's top N price levels a side, the whole top N,
+best first, empty levels 0,0:
+
+    seq,stock,bid1_px,bid1_qty,...,bidN_px,bidN_qty,ask1_px,ask1_qty,...,askN_qty
+
 Given a multicast group as the UDP address, it joins it on the loopback
 interface. It stops at the feed's end of session, or on SIGTERM.
 
     gateway.py --udp ADDR:PORT --bbo ADDR:PORT [--bbo-via tcp|udp|mqtt|kafka] [--bbo-topic T]
-               [--bbo-format csv|jsonl] [--udp-b ADDR:PORT] [--rerequest ADDR:PORT]
+               [--bbo-format csv|jsonl] [--levels N] [--udp-b ADDR:PORT] [--rerequest ADDR:PORT]
     gateway.py --serial /dev/pts/N --bbo ADDR:PORT
 
 MQTT needs paho-mqtt (Debian: python3-paho-mqtt), Kafka confluent-kafka
@@ -44,13 +50,14 @@ IP_MULTICAST_ALL = 49  # <linux/in.h>; Python's socket module does not name it
 
 
 class Book:
-    """Orders by reference; per stock and side, shares per price; the last BBO said per stock."""
+    """Orders by reference; per stock and side, shares per price; the last BBO (or depth) said per stock."""
 
-    def __init__(self, emit) -> None:
+    def __init__(self, emit, depth: int = 0) -> None:
         self.orders: dict[int, list[int]] = {}  # ref -> [stock, side, price, shares]
         self.levels: dict[int, tuple[dict[int, int], dict[int, int]]] = {}
-        self.said: dict[int, tuple[int, int, int, int]] = {}
+        self.said: dict[int, tuple[int, ...]] = {}
         self.emit = emit
+        self.depth = depth  # 0: the BBO; N: the top N levels a side
 
     def _side(self, stock: int, side: int) -> dict[int, int]:
         if stock not in self.levels:
@@ -107,10 +114,15 @@ class Book:
 
     def _say(self, seq: int, stock: int) -> None:
         bids, asks = self.levels.get(stock, ({}, {}))
-        bid = max(bids) if bids else None
-        ask = min(asks) if asks else None
-        now = (bid or 0, bids[bid] if bid is not None else 0, ask or 0, asks[ask] if ask is not None else 0)
-        if now != self.said.get(stock, (0, 0, 0, 0)):
+        if self.depth:  # price, shares of each of the top N levels, bids then asks, best first; empty ones 0, 0
+            n = self.depth
+            now = tuple(x for side, best_first in ((bids, True), (asks, False))
+                        for level in (sorted(side.items(), reverse=best_first) + [(0, 0)] * n)[:n] for x in level)
+        else:
+            bid = max(bids) if bids else None
+            ask = min(asks) if asks else None
+            now = (bid or 0, bids[bid] if bid is not None else 0, ask or 0, asks[ask] if ask is not None else 0)
+        if now != self.said.get(stock, (0,) * len(now)):
             self.said[stock] = now
             self.emit(seq, stock, now)
 
@@ -344,6 +356,8 @@ def main() -> int:
     p.add_argument("--bbo-via", choices=("tcp", "udp", "mqtt", "kafka"), default="tcp")
     p.add_argument("--bbo-topic", default="itchbench/bbo", help="mqtt, kafka: the topic (Kafka: partition 0)")
     p.add_argument("--bbo-format", choices=("csv", "jsonl"), default="csv")
+    p.add_argument("--levels", type=int, default=0, choices=range(0, 65), metavar="N",
+                   help="publish depth, the top N price levels a side (1 to 64), instead of the BBO (0)")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
@@ -352,7 +366,15 @@ def main() -> int:
     send, close = _bbo_output(args.bbo_via, bbo_to, args.bbo_topic)
     pending: list[str] = []
 
-    def emit(seq: int, stock: int, bbo: tuple[int, int, int, int]) -> None:
+    names = ["seq", "stock", *(f"{side}{i}_{f}" for side in ("bid", "ask") for i in range(1, args.levels + 1)
+                               for f in ("px", "qty"))]
+
+    def emit(seq: int, stock: int, bbo: tuple[int, ...]) -> None:
+        if args.levels:  # depth
+            values = (seq, stock, *bbo)
+            pending.append(",".join(map(str, values)) + "\n" if args.bbo_format == "csv"
+                           else json.dumps(dict(zip(names, values))) + "\n")
+            return
         if args.bbo_format == "csv":
             pending.append(f"{seq},{stock},{bbo[0]},{bbo[1]},{bbo[2]},{bbo[3]}\n")
         else:
@@ -365,7 +387,7 @@ def main() -> int:
             pending.clear()
 
     recovery = None
-    feed = Feed(Book(emit))
+    feed = Feed(Book(emit, args.levels))
     try:
         if args.udp:
             addr, port = args.udp.rsplit(":", 1)

@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import re
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from itchbench import rundir
 from itchbench.analysis import dump
 from itchbench.captures import fixtures
 from itchbench.cli import main as itchbench_main
-from itchbench.runs import sim
+from itchbench.gateways import blackbox, contract
+from itchbench.runs import runner, scenario, sim, verdict
+from itchbench.selftest import zoo
 
 from independent_bbo import depth_events
 from live_helpers import make_capture
@@ -79,3 +84,59 @@ def test_levels_out_of_range_and_a_run_without_depth_are_refused(tmp_path, capsy
     run = sim.run_sim(SAMPLE, tmp_path / "plain", echo=False)
     no_depth = subprocess.run([*itchbench, "dump", "depth", str(run)], capture_output=True, text=True)
     assert no_depth.returncode == 2 and "no depth.dep" in no_depth.stderr and no_depth.stdout == ""
+
+
+def _depth_ref() -> pd.DataFrame:
+    """Two depth events of two levels a side, written by hand."""
+    return pd.DataFrame([[10, 1, 1000, 100, 900, 50, 1100, 70, 1200, 30],
+                         [11, 1, 1000, 100, 900, 50, 1100, 70, 0, 0]], columns=blackbox.columns(2))
+
+
+def test_a_brought_gateways_depth_lines_are_read_in_csv_and_jsonl(tmp_path):
+    rows = _depth_ref()
+    csv_file, jsonl_file = tmp_path / "out.csv", tmp_path / "out.jsonl"
+    csv_file.write_text("".join(",".join(map(str, r)) + "\n" for r in rows.itertuples(index=False))
+                        + "12,1,1000,100\n")  # a BBO-wide line in a depth stream: malformed, not a short event
+    jsonl_file.write_text("".join(json.dumps(dict(zip(rows.columns, map(int, r)))) + "\n"
+                                  for r in rows.itertuples(index=False)))
+    for path, fmt, bad in ((csv_file, "csv", 1), (jsonl_file, "jsonl", 0)):
+        events, malformed, _ = blackbox.read_events(path, fmt, stamped=False, levels=2)
+        assert malformed == bad
+        assert events[blackbox.columns(2)].values.tolist() == rows.values.tolist()
+
+
+def test_a_wrong_depth_event_names_the_level_that_differs():
+    ref = _depth_ref()
+    got = ref.copy()
+    got.loc[1, "ask2_px"], got.loc[1, "ask2_qty"] = 1200, 25  # the second event kept a level that left
+    check = blackbox.check(got.assign(t_recv=0), ref, {}, "exact")
+    assert (check["wrong"], check["missing"], check["extra"]) == (1, 0, 0)
+    assert check["first_difference"]["level"] == "ask level 2: 25 shares at 1200, expected no level"
+    assert "ask level 2: 25 shares at 1200, expected no level; expected seq 11" in verdict.difference_words(check)
+
+
+def test_a_contract_asks_one_to_sixty_four_levels(tmp_path):
+    text = (zoo.example_dir(zoo.PY) / "itchbench.toml").read_text()
+    for levels, ok in ((0, True), (5, True), (64, True), (65, False), (-1, False)):
+        (tmp_path / "itchbench.toml").write_text(re.sub(r"(?m)^levels = 0 .*$", f"levels = {levels}", text))
+        if ok:
+            assert contract.load(tmp_path / "itchbench.toml").bbo_levels == levels
+        else:
+            with pytest.raises(contract.ContractError, match="bbo.levels"):
+                contract.load(tmp_path / "itchbench.toml")
+
+
+@pytest.mark.parametrize("levels", [1, 5, 10])
+def test_the_cpp_example_publishes_depth_equal_to_the_simulation(levels, tmp_path):
+    # The example reading the capture itself, its contract asking for N levels: judged against the simulation's
+    # depth of N levels, event for event.
+    gateway = zoo.materialise(zoo.CPP, (), tmp_path / "gw")
+    toml = gateway / "itchbench.toml"
+    toml.write_text(re.sub(r"(?m)^levels = 0 .*$", f"levels = {levels}", toml.read_text()))
+    values = {**scenario.load(zoo.scenario_path("file"))[0].values, "gateway_file": str(toml)}
+    run = runner.execute(values, "cpp-depth", root=tmp_path / "runs", echo=False)
+    summary = rundir.read_json(run / "summary.json")
+    expected = depth_events(SAMPLE, levels)
+    noun = "level" if levels == 1 else "levels"
+    assert summary["verdict"]["status"] == "lossless", summary["verdict"]["headline"]
+    assert f"{len(expected):,} depth events ({levels} {noun}) = simulation (exact)" in summary["verdict"]["headline"]

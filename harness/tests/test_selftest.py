@@ -65,6 +65,9 @@ def test_the_whole_zoo_is_caught_with_the_expected_verdicts(tmp_path):
     assert next(o for o in outcomes if o.name == "no-snapshot").headline.startswith("NOT JOINED at seq ")
     assert "killed by SIGSEGV" in next(o for o in outcomes if o.name == "crash-mid-run").headline
     assert "did not end by itself" in next(o for o in outcomes if o.name == "end-of-session-ignored").headline
+    # A depth bug is named at its level: the zero-share level left at the top of stock 2's bid.
+    depth = next(o for o in outcomes if o.name == "depth-empty-level-kept").headline
+    assert depth.startswith("BBO DIFFERS (exact, depth of 5 levels): ") and "bid level 1: 0 shares at" in depth
     assert not [p for p in leftover_processes() if "itchbench-zoo-" in p]
 
 

@@ -20,21 +20,33 @@ _FIELDS = ("seq", "stock_locate", "bid_px", "bid_qty", "ask_px", "ask_qty")  # b
 
 
 def bbo_records(run: Path) -> tuple[np.ndarray, str]:
-    """A run's BBO events as BBO records, and their digest: the built-in gateway's log, or what a contract
-    gateway sent (its receive stamps and flags left out: the digest is of the events alone)."""
+    """A run's BBO events as BBO records (depth records, for a contract gateway that publishes depth), and their
+    digest: the built-in gateway's log, or what a contract gateway sent (its receive stamps and flags left out:
+    the digest is of the events alone)."""
     if (run / "bbo.bbo").is_file():
         log = logs.read_bbo(run / "bbo.bbo")
         return log.records, logs.bbo_digest(log)
     summary = rundir.read_json(run / "summary.json")
     scen = rundir.read_json(run / "manifest.json")["scenario"]
+    bbo = summary.get("gateway", {}).get("contract", {}).get("bbo", {})
     events, _, _ = blackbox.read_output(run, summary.get("transport_details", {}).get("bbo_output", adapter.BBO_FILE),
-                                        summary.get("gateway", {}).get("contract", {}).get("bbo", {}),
-                                        blackbox.stock_directory(Path(scen["capture"]), scen.get("feed", "")))
-    rec = np.zeros(len(events), logs.BBO_DTYPE)
-    for f, c in (("seq", "seq"), ("stock_locate", "stock"), ("bid_px", "bid_px"), ("bid_qty", "bid_qty"),
-                 ("ask_px", "ask_px"), ("ask_qty", "ask_qty")):
-        rec[f] = events[c].to_numpy()
+                                        bbo, blackbox.stock_directory(Path(scen["capture"]), scen.get("feed", "")))
+    levels = bbo.get("levels", 0)
+    rec = np.zeros(len(events), logs.depth_dtype(levels) if levels else logs.BBO_DTYPE)
+    rec["seq"], rec["stock_locate"] = events["seq"].to_numpy(), events["stock"].to_numpy()
+    if levels:
+        for side, field in (("bid", "bids"), ("ask", "asks")):
+            for i in range(levels):
+                rec[field]["px"][:, i] = events[f"{side}{i + 1}_px"].to_numpy()
+                rec[field]["qty"][:, i] = events[f"{side}{i + 1}_qty"].to_numpy()
+    else:
+        for f in _FIELDS[2:]:
+            rec[f] = events[f].to_numpy()
     return rec, "sha256:" + hashlib.sha256(rec.tobytes()).hexdigest()
+
+
+def _kind_of(rec: np.ndarray) -> str:
+    return f"depth of {rec.dtype['bids'].shape[0]} levels" if "bids" in rec.dtype.names else "BBO"
 
 
 def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
@@ -50,8 +62,15 @@ def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
     _, kinds = blackbox.reference(Path(scen["capture"]), scen.get("feed", ""))
     # Two builds' own BBO logs also carry flags (stale: the book may be wrong after a gap): those must agree too.
     also = ("flags",) if (base_run / "bbo.bbo").is_file() and (head_run / "bbo.bbo").is_file() else ()
-    frame = lambda rec: pd.DataFrame({c: rec[f].astype(np.int64)  # noqa: E731
-                                      for c, f in [*zip(blackbox.COLUMNS, _FIELDS), *((x, x) for x in also)]})
+    if a.dtype != b.dtype:  # one side publishes BBO, the other depth (or another N): no event can match
+        out["difference_words"] = (f"base's events are {_kind_of(a)}, head's {_kind_of(b)}: not the same stream")
+        return out
+
+    def frame(rec: np.ndarray) -> pd.DataFrame:
+        if "bids" in rec.dtype.names:
+            return blackbox.depth_frame(rec).astype(np.int64)
+        return pd.DataFrame({c: rec[f].astype(np.int64)
+                             for c, f in [*zip(blackbox.COLUMNS, _FIELDS), *((x, x) for x in also)]})
     check = blackbox.check(frame(b), frame(a), kinds, "exact", also=also)
     out.update({k: check[k] for k in blackbox.DIFFERENCES})
     out["differing_events"] = sum(check[k] for k in blackbox.DIFFERENCES)

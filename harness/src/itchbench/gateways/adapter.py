@@ -148,7 +148,7 @@ class ContractGateway:
                                      "mqtt_port": 0, "mqtt_topic": "", "kafka_brokers": "", "kafka_topic": "",
                                      "rerequest_addr": "", "rerequest_port": 0, "feed_b_addr": "", "feed_b_port": 0,
                                      "snapshot_addr": "", "snapshot_port": 0, "snapshot_user": "",
-                                     "snapshot_password": ""}
+                                     "snapshot_password": "", "levels": self.c.bbo_levels}
         values.update(run_values)
         collector, values["bbo_port"] = self._start_collector(values)
         cmd = contract_mod.fill(self.c.commands[input_kind], values)

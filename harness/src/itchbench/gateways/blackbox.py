@@ -23,13 +23,23 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import hops, logs
+from ..analysis.dump import depth_columns
 from ..analysis.trend import Trend
 from ..captures.inspect import gateway_feed_args
 from ..tools import run_tool
 
 COLUMNS = ["seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty"]
-# seq, stock (its locate, or its symbol: letters first), then four numbers.
-_CSV = re.compile(r"^\s*\d+\s*,\s*(?:\d+|[A-Za-z][A-Za-z0-9 .+/-]*?)\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*$")
+
+
+def columns(levels: int = 0) -> list[str]:
+    """An event's columns: the BBO's (levels 0), or depth's of N levels a side (docs/book-and-bbo.md, "Depth")."""
+    return COLUMNS if levels == 0 else depth_columns(levels)
+
+
+@functools.lru_cache(maxsize=70)
+def _csv_line(numbers: int) -> re.Pattern[str]:
+    """seq, stock (its locate, or its symbol: letters first), then `numbers` numbers."""
+    return re.compile(r"^\s*\d+\s*,\s*(?:\d+|[A-Za-z][A-Za-z0-9 .+/-]*?)\s*" + r",\s*\d+\s*" * numbers + "$")
 PERCENTILES = {"p50": 50, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9, "p9999": 99.99, "max": 100}
 # Stage names a contract run's summary gives its wire-to-wire figures under (summary.json latency.stages), so that
 # documents and compare read them as they read the built-in gateway's stages.
@@ -53,28 +63,43 @@ class MessageTypes:
 
 
 @functools.lru_cache(maxsize=8)
-def _reference(capture: str, mtime_ns: int, feed_args: str) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
+def _reference(capture: str, mtime_ns: int, feed_args: str,
+               levels: int) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
     with tempfile.TemporaryDirectory(prefix="itchbench-reference-") as tmp:
         run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", tmp, "--stamps", "book",
-                                  *feed_args.split()], ok_codes=(0, 1))
-        rec = logs.read_bbo(Path(tmp) / "bbo.bbo").records
+                                  "--levels", str(levels), *feed_args.split()], ok_codes=(0, 1))
         lat = logs.read_latency(Path(tmp) / "latency.lat").records
         named = json.loads((Path(tmp) / "gateway.json").read_text()).get("symbols", {})
-    ref = pd.DataFrame({"seq": rec["seq"].astype(np.int64), "stock": rec["stock_locate"].astype(np.int64),
-                        "bid_px": rec["bid_px"].astype(np.int64), "bid_qty": rec["bid_qty"].astype(np.int64),
-                        "ask_px": rec["ask_px"].astype(np.int64), "ask_qty": rec["ask_qty"].astype(np.int64)})
+        if levels:
+            ref = depth_frame(logs.read_depth(Path(tmp) / "depth.dep").records)
+        else:
+            rec = logs.read_bbo(Path(tmp) / "bbo.bbo").records
+            ref = pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "bid_px": rec["bid_px"],
+                                "bid_qty": rec["bid_qty"], "ask_px": rec["ask_px"], "ask_qty": rec["ask_qty"]})
     # The stock directory as the session's R messages give it: symbol (trailing spaces removed) -> locate.
     symbols = {name.strip(): int(locate) for locate, name in named.items()}
-    return ref, MessageTypes(np.asarray(lat["seq"]), np.asarray(lat["msg_type"])), symbols
+    return ref.astype(np.int64), MessageTypes(np.asarray(lat["seq"]), np.asarray(lat["msg_type"])), symbols
 
 
-def _cached(capture: Path, feed: str) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
-    return _reference(str(capture), capture.stat().st_mtime_ns, " ".join(gateway_feed_args(capture, feed)))
+def depth_frame(rec: np.ndarray) -> pd.DataFrame:
+    """Depth records (FORMAT.md, kind 6) as columns(N): seq, stock locate, bid1_px … askN_qty."""
+    levels = rec.dtype["bids"].shape[0]
+    out: dict[str, np.ndarray] = {"seq": rec["seq"], "stock": rec["stock_locate"]}
+    for side, field in (("bid", "bids"), ("ask", "asks")):
+        for i in range(levels):
+            out[f"{side}{i + 1}_px"] = rec[field]["px"][:, i]
+            out[f"{side}{i + 1}_qty"] = rec[field]["qty"][:, i]
+    return pd.DataFrame(out, columns=columns(levels))
 
 
-def reference(capture: Path, feed: str = "") -> tuple[pd.DataFrame, MessageTypes]:
-    """The simulation's BBO events of the capture (COLUMNS), and the type of every message in it."""
-    ref, kinds, _ = _cached(capture, feed)
+def _cached(capture: Path, feed: str, levels: int = 0) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
+    return _reference(str(capture), capture.stat().st_mtime_ns, " ".join(gateway_feed_args(capture, feed)), levels)
+
+
+def reference(capture: Path, feed: str = "", levels: int = 0) -> tuple[pd.DataFrame, MessageTypes]:
+    """The simulation's events of the capture (columns(levels): BBO, or depth of N levels a side), and the type of
+    every message in it."""
+    ref, kinds, _ = _cached(capture, feed, levels)
     return ref, kinds
 
 
@@ -83,13 +108,14 @@ def stock_directory(capture: Path, feed: str = "") -> dict[str, int]:
     return _cached(capture, feed)[2]
 
 
-def read_events(path: Path, fmt: str, stamped: bool,
-                symbols: dict[str, int] | None = None) -> tuple[pd.DataFrame, int, list[str]]:
+def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | None = None,
+                levels: int = 0) -> tuple[pd.DataFrame, int, list[str]]:
     """(events with t_recv, malformed line count, the first malformed lines) of a gateway's BBO output: the
     collector's `<t_recv> <line>` file, or (stamped False) the gateway's own file of lines. `stock` is the stock
     locate, or its symbol mapped through `symbols` (the session's stock directory); a symbol it does not name is
-    a malformed line."""
+    a malformed line. levels N: depth events, columns(N)."""
     symbols = symbols or {}
+    cols = columns(levels)
 
     def locate(v: Any) -> int:
         """A locate as it is, a symbol through the directory (KeyError: unknown)."""
@@ -97,7 +123,10 @@ def read_events(path: Path, fmt: str, stamped: bool,
             return int(v)
         return symbols[str(v).strip()]
 
-    if fmt == "itchbench" and not stamped:  # the gateway's own BBO log (gateway/log/FORMAT.md), no receive stamps
+    if fmt == "itchbench" and not stamped:  # the gateway's own log (gateway/log/FORMAT.md), no receive stamps
+        if levels:
+            rec = logs.read_depth(path).records if path.exists() else np.zeros(0, logs.depth_dtype(levels))
+            return depth_frame(rec).assign(t_recv=0).astype(np.int64), 0, []
         rec = logs.read_bbo(path).records if path.exists() else np.zeros(0, logs.BBO_DTYPE)
         events = pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "bid_px": rec["bid_px"],
                                "bid_qty": rec["bid_qty"], "ask_px": rec["ask_px"], "ask_qty": rec["ask_qty"],
@@ -117,18 +146,18 @@ def read_events(path: Path, fmt: str, stamped: bool,
         for line in body:  # JSON lines have no vectorised parser that survives a garbage line
             try:
                 d = json.loads(line)
-                rows.append([locate(d[c]) if c == "stock" else int(d[c]) for c in COLUMNS])
+                rows.append([locate(d[c]) if c == "stock" else int(d[c]) for c in cols])
                 ok.append(True)
             except (ValueError, KeyError, TypeError):
                 ok.append(False)
         good = pd.Series(ok, index=body.index, dtype=bool)
-        values = pd.DataFrame(rows, columns=COLUMNS, index=body.index[good.to_numpy()])
+        values = pd.DataFrame(rows, columns=cols, index=body.index[good.to_numpy()])
     else:  # csv, and itchbench records the collector wrote as csv
         body = body.astype(str)
-        good = body.str.match(_CSV).astype(bool) if body.size else pd.Series(dtype=bool)
-        values = pd.DataFrame(columns=COLUMNS, dtype=np.int64)
+        good = body.str.match(_csv_line(len(cols) - 2)).astype(bool) if body.size else pd.Series(dtype=bool)
+        values = pd.DataFrame(columns=cols, dtype=np.int64)
         if good.any():
-            fields = body[good].str.split(",", expand=True).reindex(columns=range(6))
+            fields = body[good].str.split(",", expand=True).reindex(columns=range(len(cols)))
             fields = fields.apply(lambda col: col.str.strip())
             named = ~fields[1].str.isdigit()
             if named.any():  # symbols: mapped through the stock directory, the unknown ones malformed
@@ -137,7 +166,7 @@ def read_events(path: Path, fmt: str, stamped: bool,
                 fields = fields.loc[good[good].index]
                 fields[1] = fields[1].where(fields[1].str.isdigit(), fields[1].map(symbols))
             values = fields.astype(np.int64)
-            values.columns = COLUMNS
+            values.columns = cols
     events = values.assign(t_recv=t_recv[good]).reset_index(drop=True)
     bad = body[~good]
     return events.astype(np.int64), int(bad.size), bad.head(3).tolist()
@@ -148,7 +177,7 @@ def read_output(run_dir: Path, output: str, bbo: dict[str, Any],
     """read_events of a contract run's BBO output (`output`, relative to the run directory or absolute) as its
     contract's [bbo] table describes it: a file the gateway wrote itself carries no receive stamps."""
     return read_events(run_dir / output, bbo.get("format", "csv"), stamped=bbo.get("via", "tcp") != "file",
-                       symbols=symbols)
+                       symbols=symbols, levels=bbo.get("levels", 0))
 
 
 Kinds = Any  # MessageTypes, or any mapping with get(seq, default) -> type
@@ -157,8 +186,28 @@ Kinds = Any  # MessageTypes, or any mapping with get(seq, default) -> type
 def _event_words(row: Any, kinds: Kinds) -> str:
     v = {k: int(row[k]) for k in row.index}  # by key: a Series' .flags is pandas' own attribute
     flags = f", flags {v['flags']}{' (stale)' if v['flags'] & 1 else ''}" if "flags" in v else ""
-    return (f"seq {v['seq']:,} (message {kinds.get(v['seq'], '?')}), stock {v['stock']}: bid {v['bid_px']} × "
-            f"{v['bid_qty']}, ask {v['ask_px']} × {v['ask_qty']}{flags}")
+    head = f"seq {v['seq']:,} (message {kinds.get(v['seq'], '?')}), stock {v['stock']}: "
+    if "bid_px" in v:
+        return f"{head}bid {v['bid_px']} × {v['bid_qty']}, ask {v['ask_px']} × {v['ask_qty']}{flags}"
+    levels = sum(1 for k in v if k.startswith("bid") and k.endswith("_px"))
+    sides = [f"{side} " + " ".join(f"{v[f'{side}{i}_px']}×{v[f'{side}{i}_qty']}" for i in range(1, levels + 1))
+             for side in ("bid", "ask")]
+    return f"{head}{sides[0]}; {sides[1]}{flags}"
+
+
+def _level_words(row: Any, fields: tuple[str, ...]) -> str:
+    """A wrong depth event's first differing level, "bid level 3: 1,200 shares at 1020300, expected 1,100 shares
+    at 1020300" (an empty one is "no level"); "" for a BBO event."""
+    for f in fields:
+        if not f.endswith("_px") or f == "bid_px" or f == "ask_px":
+            continue
+        name = f[:-3]
+        got = (int(row[f"{name}_px_got"]), int(row[f"{name}_qty_got"]))
+        want = (int(row[f"{name}_px_ref"]), int(row[f"{name}_qty_ref"]))
+        if got != want:
+            said = lambda px, qty: f"{qty:,} shares at {px}" if (px, qty) != (0, 0) else "no level"  # noqa: E731
+            return f"{name[:3]} level {name[3:]}: {said(*got)}, expected {said(*want)}"
+    return ""
 
 
 DIFFERENCES = ("missing", "extra", "wrong", "out_of_order")
@@ -213,30 +262,36 @@ def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds,
     first = {"kind": what, "seq": int(row["seq"]), "stock": int(row["stock"]),
              "message": kinds.get(int(row["seq"]), "?"), "stream": stream, "index": int(at), "event": int(at) + 1,
              "expected": expected, "got": received}
+    level = _level_words(row, fields) if what == "wrong" else ""
+    if level:
+        first["level"] = level
     return counts, first
 
 
 def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, mode: str,
           also: tuple[str, ...] = ()) -> dict[str, Any]:
     """missing, extra, wrong and (exact mode) out-of-order events counted apart, and the first difference in
-    words. also: columns beyond
-    COLUMNS that must agree too (exact mode; two builds' own BBO logs: their flags)."""
-    got = events[[*COLUMNS, *also]].reset_index(drop=True)
+    words (a wrong depth event: the first level that differs). The events are the reference's kind: BBO, or
+    depth of N levels (columns(N)). also: columns beyond those that must agree too (exact mode; two builds' own
+    BBO logs: their flags)."""
+    cols = [c for c in ref.columns if c not in also]
+    book = tuple(cols[2:])
+    got = events[[*cols, *also]].reset_index(drop=True)
     first: dict[str, Any] | None = None
     out_of_order = 0
     if mode == "exact":
-        counts, first = _exact(got, ref, kinds, (*COLUMNS[2:], *also))
+        counts, first = _exact(got, ref, kinds, (*book, *also))
         missing, extra, wrong, out_of_order = (counts[k] for k in DIFFERENCES)
     else:
         r = ref.sort_values("seq", kind="stable")
         g = got.reset_index().rename(columns={"index": "at"}).sort_values("seq", kind="stable")
         state = pd.merge_asof(g, r, on="seq", by="stock", direction="backward", suffixes=("", "_ref"))
-        for c in COLUMNS[2:]:
+        for c in list(book):
             state[f"{c}_ref"] = state[f"{c}_ref"].fillna(0).astype(np.int64)
-        bad = (state[COLUMNS[2:]].to_numpy() != state[[f"{c}_ref" for c in COLUMNS[2:]]].to_numpy()).any(axis=1)
+        bad = (state[list(book)].to_numpy() != state[[f"{c}_ref" for c in list(book)]].to_numpy()).any(axis=1)
         wrong, extra = int(bad.sum()), 0
-        last_ref = ref.groupby("stock").last()[COLUMNS[2:]]
-        last_got = got.groupby("stock").last()[COLUMNS[2:]].reindex(last_ref.index).fillna(-1).astype(np.int64)
+        last_ref = ref.groupby("stock").last()[list(book)]
+        last_got = got.groupby("stock").last()[list(book)].reindex(last_ref.index).fillna(-1).astype(np.int64)
         missing = int((last_ref.to_numpy() != last_got.to_numpy()).any(axis=1).sum())
         # A stock's states must come in seq order: one older than a state already reported is out of order.
         late = (got["seq"] < got.groupby("stock")["seq"].cummax().groupby(got["stock"]).shift(1)).to_numpy()

@@ -26,7 +26,7 @@ WHITE_BOX = ("", "stamps", "run-files")
 RUN_PLACEHOLDERS = ("feed_addr", "feed_port", "feed_group", "serial", "baud", "capture", "bbo_addr", "bbo_port", "out",
                     "input", "worktree", "run_id", "commit", "itchbench_flags", "mqtt_addr", "mqtt_port", "mqtt_topic",
                     "kafka_brokers", "kafka_topic", "rerequest_addr", "rerequest_port", "feed_b_addr", "feed_b_port",
-                    "snapshot_addr", "snapshot_port", "snapshot_user", "snapshot_password")
+                    "snapshot_addr", "snapshot_port", "snapshot_user", "snapshot_password", "levels")
 # What a BBO output through a broker needs to reach it at all.
 NEEDED_BY_VIA = {"mqtt": "mqtt_port", "kafka": "kafka_brokers"}
 BUILD_PLACEHOLDERS = ("commit", "worktree", "build_dir")
@@ -59,6 +59,7 @@ class Contract:
     exits_at_end: bool = False  # it ends by itself at the end of the feed: drain waits for that exit
     ok_exits: tuple[int, ...] = (0,)
     subscriber_port: str = ""   # regex on its output whose group 1 is the TCP port it serves BBO subscribers on
+    bbo_levels: int = 0         # its events are depth of the top N levels a side (docs/book-and-bbo.md); 0: BBO
 
     @property
     def root(self) -> Path:
@@ -68,7 +69,8 @@ class Contract:
     def describe(self) -> dict[str, Any]:
         return {"path": str(self.path), "name": self.name, "inputs": list(self.inputs), "build": list(self.build),
                 "commands": self.commands, "bbo": {"format": self.bbo_format, "via": self.bbo_via,
-                                                   "file": self.bbo_file, "check": self.check},
+                                                   "file": self.bbo_file, "check": self.check,
+                                                   "levels": self.bbo_levels},
                 "ready": {"when": self.ready_when, "pattern": self.ready_pattern, "delay_ms": self.ready_delay_ms,
                           "timeout_s": self.ready_timeout_s},
                 "stop": {"drain_ms": self.drain_ms, "term_grace_s": self.term_grace_s,
@@ -82,7 +84,8 @@ REQUIRED = object()
 _SCHEMA: dict[str, dict[str, tuple[Any, Any]]] = {
     "": {"name": (str, REQUIRED), "inputs": (list, REQUIRED), "build": ((str, list), []),
          "command": ((str, dict), REQUIRED), "white_box": ((bool, str), False), "env": (dict, {})},
-    "bbo": {"format": (str, "csv"), "via": (str, "tcp"), "file": (str, ""), "check": (str, "exact")},
+    "bbo": {"format": (str, "csv"), "via": (str, "tcp"), "file": (str, ""), "check": (str, "exact"),
+            "levels": (int, 0)},
     "ready": {"when": (str, "tcp_connected"), "pattern": (str, ""), "delay_ms": (int, 0), "timeout_s": ((int, float), 10)},
     "stop": {"drain_ms": (int, 500), "term_grace_s": ((int, float), 5), "exits_at_end": (bool, False),
              "ok_exits": (list, [0])},
@@ -184,6 +187,8 @@ def load(path: Path | str) -> Contract:
     one_of("bbo.format", bbo["format"], BBO_FORMATS)
     one_of("bbo.via", bbo["via"], BBO_VIA)
     one_of("bbo.check", bbo["check"], CHECKS)
+    if not 0 <= bbo["levels"] <= 64:
+        raise ContractError(f"{where('bbo.levels')}: {bbo['levels']} levels a side; 1 to 64 (depth), or 0 (the BBO)")
     one_of("ready.when", ready["when"], READY_WHEN)
     if bbo["via"] == "file" and not bbo["file"]:
         raise ContractError(f"{where('bbo.via')}: via = \"file\" needs bbo.file (e.g. \"{{out}}/bbo.csv\")")
@@ -250,6 +255,7 @@ def load(path: Path | str) -> Contract:
                                 f" (known: {', '.join('{' + p + '}' for p in BUILD_PLACEHOLDERS)})")
     return Contract(path=path.resolve(), name=top["name"], inputs=inputs, build=build, commands=commands,
                     bbo_format=bbo["format"], bbo_via=bbo["via"], bbo_file=bbo["file"], check=bbo["check"],
+                    bbo_levels=bbo["levels"],
                     ready_when=ready["when"], ready_pattern=ready["pattern"], ready_delay_ms=ready["delay_ms"],
                     ready_timeout_s=float(ready["timeout_s"]), drain_ms=stop["drain_ms"],
                     term_grace_s=float(stop["term_grace_s"]), white_box=white_box,

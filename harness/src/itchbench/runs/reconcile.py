@@ -443,7 +443,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     joined = run.extras.get("join")
     recovering = recovering or bool(joined)
     session = Path(run.values.get("source_capture") or capture) if recovering else capture
-    ref, kinds = blackbox.reference(session, feed)
+    ref, kinds = blackbox.reference(session, feed, bbo_cfg.get("levels", 0))
     events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg,
                                                        blackbox.stock_directory(session, feed))
     bbo_check = blackbox.check(events, ref, kinds, bbo_cfg["check"])
@@ -469,7 +469,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         "complete": failure is None and out.exists(),
         "balanced": rec["balanced"],
         "lossless": loss["lossless"] and bbo_check["equal"] and malformed == 0,
-        "bbo": {"events": len(events), "reference_events": len(ref)},
+        "bbo": {"events": len(events), "reference_events": len(ref), "levels": bbo_cfg.get("levels", 0)},
         "reconciliation": rec,
         "wire_to_wire": latency,
         "latency": {"method": "higher", "stages": {stage: latency[key] for stage, (key, _) in blackbox.STAGES.items()

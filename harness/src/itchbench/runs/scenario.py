@@ -464,9 +464,13 @@ INPUT_OF = {"udp": "udp", "serial": "serial", "sim": "file"}  # the gateway inpu
 def input_not_taken(values: dict[str, Any], c: Any) -> str:
     """Why contract c cannot run this configuration ("" when it can): the input its transport needs."""
     need = INPUT_OF[values["transport"]]
-    if need in c.inputs:
-        return ""
-    return f"transport {values['transport']} needs a gateway that takes {need} input; {c.path} lists {list(c.inputs)}"
+    if need not in c.inputs:
+        return f"transport {values['transport']} needs a gateway that takes {need} input; {c.path} lists {list(c.inputs)}"
+    join = values["join"]
+    if c.bbo_levels and (join["at_seq"] or join["at_share"] or join["at_time"]):
+        return (f"{c.path} publishes depth (bbo.levels = {c.bbo_levels}); a late join is judged on BBO events only "
+                "so far (docs/snapshot.md)")
+    return ""
 
 
 def load_gateway_file(values: dict[str, Any]) -> Any:

@@ -144,7 +144,7 @@ def _events(summary: dict[str, Any]) -> str:
     """The run's BBO events, and its depth events when it logged them (levels = N)."""
     words = count(summary["bbo"]["events"], "BBO event")
     depth = summary.get("depth")
-    return words + (f", {count(depth['events'], 'depth event')} ({depth['levels']} levels)" if depth else "")
+    return words + (f", {count(depth['events'], 'depth event')} ({count(depth['levels'], 'level')})" if depth else "")
 
 
 def unrebuildable_orders(j: dict[str, Any]) -> int:
@@ -234,7 +234,8 @@ def difference_words(check: dict[str, Any]) -> str:
     f = check.get("first_difference")
     if f:
         text += (f"; first at seq {f['seq']:,} (message {f['message']}), stock {f['stock']}, {f['stream']} event "
-                 f"#{f['event']:,}: {f['kind']}: expected {f['expected']}, got {f['got']}")
+                 f"#{f['event']:,}: {f['kind']}: " + (f"{f['level']}; " if f.get("level") else "")
+                 + f"expected {f['expected']}, got {f['got']}")
     return text
 
 
@@ -293,7 +294,9 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
         malformed = (f"; {count(check['malformed_lines'], 'malformed line')} (e.g. "
                      f"{check['malformed_examples'][0]!r})" if check["malformed_lines"] else "")
         status = "bbo_differs"
-        headline = f"BBO DIFFERS ({check['mode']}): {difference_words(check)}{malformed}"
+        depth = summary.get("bbo", {}).get("levels", 0)
+        of_depth = f", depth of {count(depth, 'level')}" if depth else ""
+        headline = f"BBO DIFFERS ({check['mode']}{of_depth}): {difference_words(check)}{malformed}"
         if rec.get("recovery"):
             headline += f"; {_recovery_words(rec['recovery'], black_box=True)}"
     elif rec.get("recovery", {}).get("never_answered"):
@@ -317,9 +320,16 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
         # gateway reading the capture itself had none.
         balanced = ", balanced" if rec["checks"] else ""
         headline = (f"LOSSLESS: {count(loss['expected_messages'], 'message')} {messages_verb(summary['transport'])}, "
-                    f"{count(check['events'], 'BBO event')} = simulation ({check['mode']}){balanced}{timing}"
+                    f"{_black_box_events(summary, check)} = simulation ({check['mode']}){balanced}{timing}"
                     + (f"; not seen: {unseen}" if unseen else ""))
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
+
+
+def _black_box_events(summary: dict[str, Any], check: dict[str, Any]) -> str:
+    """A brought gateway's events: BBO, or depth of the N levels its contract says it publishes."""
+    levels = summary.get("bbo", {}).get("levels", 0)
+    return (f"{count(check['events'], 'depth event')} ({count(levels, 'level')})" if levels
+            else count(check["events"], "BBO event"))
 
 
 def closing_line(statuses: list[str], targets_failed: int = 0) -> str:

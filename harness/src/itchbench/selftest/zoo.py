@@ -65,7 +65,7 @@ def _cpp(*pairs: tuple[str, str]) -> tuple[Edit, ...]:
 # Anchors in examples/py-gateway/gateway.py, each standing once.
 _EMIT = '        if args.bbo_format == "csv":\n            pending.append(f"{seq},{stock},{bbo[0]},{bbo[1]},{bbo[2]},{bbo[3]}\\n")\n'
 _CSV_LINE = '            pending.append(f"{seq},{stock},{bbo[0]},{bbo[1]},{bbo[2]},{bbo[3]}\\n")\n'
-_SAY = "        if now != self.said.get(stock, (0, 0, 0, 0)):\n"
+_SAY = "        if now != self.said.get(stock, (0,) * len(now)):\n"
 _FLUSH = '            send("".join(pending).encode())\n'
 _ADD_LEVEL = "        level[price] = level.get(price, 0) + shares\n"
 _REPLACE_ADD = "                self._add(new, stock, side, price, shares)\n"
@@ -92,6 +92,9 @@ _RECEIVE = "                    more = feed.packet(s.recv(65536)) and more\n"
 _STOP_GRACE = "term_grace_s = 5    # then SIGKILL\n"
 # The example does end by itself at the end of session; its contract does not say so, and so nothing holds it to it.
 _CLAIMS_EXIT_AT_END = (Edit(_STOP_GRACE, _STOP_GRACE + "exits_at_end = true\n", "itchbench.toml"),)
+# The example publishes depth when asked (--levels N, from the contract's bbo.levels); its contract asks for the BBO.
+_BBO_LEVELS = "levels = 0          # the BBO; N: it publishes the top N levels a side (--levels N), judged against the simulation's depth\n"
+_CLAIMS_DEPTH = (Edit(_BBO_LEVELS, "levels = 5\n", "itchbench.toml"),)
 
 MUTANTS: tuple[Mutant, ...] = (
     # The BBO stream: each kind of difference the exact check names.
@@ -129,6 +132,14 @@ MUTANTS: tuple[Mutant, ...] = (
                (_DELETE, '        elif kind in (b"D", b"X"):  # MUTANT\n')), "serial", "bbo_differs"),
     Mutant("empty-level-kept", "a price level left behind at zero shares when its last order leaves", PY,
            _py((_LEVEL_GONE, "        # MUTANT: a level at zero shares stays\n")), "udp", "bbo_differs"),
+    # Depth (docs/book-and-bbo.md): the same book bugs, seen below the top.
+    Mutant("depth-empty-level-kept", "a price level left behind at zero shares, the gateway publishing 5 levels of "
+           "depth", PY, _CLAIMS_DEPTH + _py((_LEVEL_GONE, "        # MUTANT: a level at zero shares stays\n")),
+           "udp", "bbo_differs"),
+    Mutant("depth-replace-keeps-price", "a replace (U) adds the new order at the old order's price, the gateway "
+           "publishing 5 levels of depth", PY,
+           _CLAIMS_DEPTH + _py((_REPLACE_ADD, "                self._add(new, stock, side, order[2], shares)  # MUTANT\n")),
+           "udp", "bbo_differs"),
     Mutant("cpp-empty-level-kept", "a price level left behind at zero shares (C++, reading the file itself)", CPP,
            _cpp(("        if (level->second == 0) side.erase(level);\n", "        // MUTANT: a level at zero stays\n")),
            "file", "bbo_differs", quick=True),
@@ -217,6 +228,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "join", "joined", quick=True),
     Control(PY, "heartbeats", "lossless"),
     Control(PY, "udp", "lossless", edits=_CLAIMS_EXIT_AT_END, claim="contract says exits_at_end"),
+    Control(PY, "udp", "lossless", edits=_CLAIMS_DEPTH, claim="contract says levels = 5"),
 )
 
 
