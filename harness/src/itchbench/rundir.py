@@ -24,13 +24,20 @@ def canonical_json(obj: Any) -> str:
 NOT_IDENTITY = ("targets", "sweep")
 # Keys added after runs were stored, at the value that means "as before": left out at that value, so a workload's
 # hash stays what its stored runs carry.
-IDENTITY_ONLY_WHEN_SET = {"levels": 0}
+IDENTITY_ONLY_WHEN_SET = {"levels": 0, "lines.wait_us": 0}
 
 
 def scenario_hash(resolved: dict[str, Any]) -> str:
-    shaping = {k: v for k, v in resolved.items()
+    shaping = {k: _unset_left_out(k, v) for k, v in resolved.items()
                if k not in NOT_IDENTITY and not (k in IDENTITY_ONLY_WHEN_SET and v == IDENTITY_ONLY_WHEN_SET[k])}
     return "sha256:" + hashlib.sha256(canonical_json(shaping).encode()).hexdigest()
+
+
+def _unset_left_out(table: str, value: Any) -> Any:
+    """A table without its keys that stand at their "as before" value (IDENTITY_ONLY_WHEN_SET's table.key)."""
+    if not isinstance(value, dict):
+        return value
+    return {k: v for k, v in value.items() if IDENTITY_ONLY_WHEN_SET.get(f"{table}.{k}", object()) != v}
 
 
 def new_run_id(label: str) -> str:

@@ -145,6 +145,9 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "b_group": (str, "", _multicast_group, "with replay.multicast: the B line's group (unicast B goes to the "
                     "feed port + 2)"),
         "skew_us": (int, 0, _between(0, 10_000_000), "how far B runs behind A"),
+        "wait_us": (int, 0, _between(0, 60_000_000), "how long the built-in gateway waits for the other line to fill a "
+                    "gap before it asks the re-request server for it, or gives it up (0: four times skew_us, at least "
+                    "1 ms)"),
         "seed": (int, 1, _at_least(0), "seed of the lines' faults"),
         "a_drop": (float, 0.0, _between(0, 1), "line A: probability a packet is lost at send time"),
         "b_drop": (float, 0.0, _between(0, 1), "line B: the same"),

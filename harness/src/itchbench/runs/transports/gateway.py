@@ -34,7 +34,8 @@ def recovery_flags(values: dict) -> list[str]:
     if joins(values):
         args += ["--snapshot", f"127.0.0.1:{SNAPSHOT_PORT}", "--snapshot-login", values["join"]["login"]]
     if args:
-        args += ["--line-wait-us", str(max(1000, 4 * values["lines"]["skew_us"]))]
+        lines = values["lines"]
+        args += ["--line-wait-us", str(lines["wait_us"] or max(1000, 4 * lines["skew_us"]))]
     return args
 
 
