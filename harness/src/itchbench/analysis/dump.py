@@ -49,15 +49,18 @@ def depth_columns(levels: int) -> list[str]:
                                for f in ("px", "qty"))]
 
 
+def depth_levels(rec: np.ndarray) -> dict[str, np.ndarray]:
+    """Depth records' levels as columns: bid1_px, bid1_qty … askN_qty (depth_columns order)."""
+    levels = rec.dtype["bids"].shape[0]
+    return {f"{side}{i + 1}_{f}": rec[field][f][:, i]
+            for side, field in (("bid", "bids"), ("ask", "asks")) for i in range(levels) for f in ("px", "qty")}
+
+
 def depth_frame(run_dir: Path) -> pd.DataFrame:
     rec = logs.read_depth(Path(run_dir) / "depth.dep").records
-    levels = rec.dtype["bids"].shape[0]
-    columns: dict[str, np.ndarray] = {"seq": rec["seq"], "stock": symbol_names(Path(run_dir))[rec["stock_locate"]]}
-    for side, field in (("bid", "bids"), ("ask", "asks")):
-        for i in range(levels):
-            columns[f"{side}{i + 1}_px"] = rec[field]["px"][:, i]
-            columns[f"{side}{i + 1}_qty"] = rec[field]["qty"][:, i]
-    return pd.DataFrame(columns, columns=depth_columns(levels))
+    stock = symbol_names(Path(run_dir))[rec["stock_locate"]]
+    return pd.DataFrame({"seq": rec["seq"], "stock": stock, **depth_levels(rec)},
+                        columns=depth_columns(rec.dtype["bids"].shape[0]))
 
 
 def dump_depth(run_dir: Path, out: TextIO) -> int:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import hops, logs
-from ..analysis.dump import depth_columns
+from ..analysis.dump import depth_columns, depth_levels
 from ..analysis.trend import Trend
 from ..captures.inspect import gateway_feed_args
 from ..tools import run_tool
@@ -83,13 +83,8 @@ def _reference(capture: str, mtime_ns: int, feed_args: str,
 
 def depth_frame(rec: np.ndarray) -> pd.DataFrame:
     """Depth records (FORMAT.md, kind 6) as columns(N): seq, stock locate, bid1_px … askN_qty."""
-    levels = rec.dtype["bids"].shape[0]
-    out: dict[str, np.ndarray] = {"seq": rec["seq"], "stock": rec["stock_locate"]}
-    for side, field in (("bid", "bids"), ("ask", "asks")):
-        for i in range(levels):
-            out[f"{side}{i + 1}_px"] = rec[field]["px"][:, i]
-            out[f"{side}{i + 1}_qty"] = rec[field]["qty"][:, i]
-    return pd.DataFrame(out, columns=columns(levels))
+    return pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], **depth_levels(rec)},
+                        columns=columns(rec.dtype["bids"].shape[0]))
 
 
 def _cached(capture: Path, feed: str, levels: int = 0) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
