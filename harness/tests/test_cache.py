@@ -3,6 +3,7 @@ utime), so the expected entries come from how the test made them."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -49,3 +50,25 @@ def test_prune_older_than_removes_only_what_was_not_used(laid_out, capsys):
 def test_older_than_goes_with_prune_only(laid_out, capsys):
     assert itchbench_main(["cache", "list", "--older-than", "3"]) == 2
     assert "--older-than" in capsys.readouterr().err
+
+
+SAMPLE = paths.fixtures_dir() / "nasdaq-day-sample.pcap"
+
+
+def _loopback(port: int) -> bytes:
+    from itchbench.captures import loopback
+    return loopback.loopback_capture(SAMPLE, port).read_bytes()
+
+
+def test_entries_are_made_in_an_empty_cache_whole_even_by_two_processes_at_once(tmp_path, monkeypatch):
+    # The runs of a Slurm array on one node, or two test workers, ask for the same rewritten capture at once:
+    # both get it whole, the same bytes, and no partial file is left (forked, the patched cache folder holds).
+    root = tmp_path / "cache"
+    monkeypatch.setattr(paths, "cache_dir", lambda: root)
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        made = pool.map(_loopback, [26477, 26477])
+    assert made[0] == made[1] and len(made[0]) > 100_000
+    assert sorted(p.name for p in root.iterdir()) == sorted(
+        [p.name for p in root.glob("*-lo26477.pcap")] + [p.name for p in root.glob("*.eth.pcap")])
+    assert not [p for p in root.iterdir() if p.name.startswith(".")]  # nothing half-made left behind
+    assert [e.kind for e in cache.entries()] == ["capture", "capture"]

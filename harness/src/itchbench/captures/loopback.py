@@ -24,18 +24,17 @@ class RewriteError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    cache = paths.cache_dir()
-    cache.mkdir(parents=True, exist_ok=True)
-    return cache
+    folder = paths.cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def loopback_capture(capture: Path, port: int, feed: str = "") -> Path:
     """The capture's feed, and nothing else, ready for tcpreplay on the
     namespace's loopback (a binary ITCH file becomes such a pcap first)."""
-    cache = cache_dir()
     key = sha256_of(capture)[:16]
     flow = feed.replace(":", "_") or "feed"  # the named feed, or the capture's own choice
-    out = cache / f"{key}-{flow}-lo{port}.pcap"
+    out = cache_dir() / f"{key}-{flow}-lo{port}.pcap"
     if out.is_file():
         return out
     if facts_of(capture, feed)["kind"] == "itch":
