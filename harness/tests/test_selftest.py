@@ -84,6 +84,14 @@ def test_with_the_order_check_taken_out_the_selftest_names_the_mutant_that_passe
     assert runner.closing_line(runner.score(outcomes)).endswith("— FAILED")
 
 
+def test_every_run_of_the_whole_zoo_has_a_folder_of_its_own():
+    # Two controls claiming different things on one scenario once shared a folder, and the second failed.
+    plan = runner.plan_of(*zoo.select(quick=False))
+    labels = [runner.label_of(name, example, scen, control, bool(edits))
+              for name, _, example, edits, scen, _, control, _ in plan]
+    assert len(labels) == len(set(labels)) == len(zoo.MUTANTS) + len(zoo.CONTROLS)
+
+
 def test_selftest_lists_the_zoo_and_refuses_an_unknown_mutant():
     itchbench = [sys.executable, "-m", "itchbench.cli", "selftest"]
     listed = subprocess.run([*itchbench, "--list"], capture_output=True, text=True)

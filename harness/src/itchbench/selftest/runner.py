@@ -4,14 +4,16 @@ scenario through the one contract adapter, as a user's gateway would be; then th
 A mutant is caught when none of its runs passes (every verdict exits non-zero); it is as expected when its verdict
 is the class the zoo names. A mutant judged by compare (a slowdown: its runs pass, only their speed differs) is run
 COMPARE_RUNS times, interleaved with the unchanged example at the same path (so the two sides are the same
-workload to compare), and caught when compare does not say NO REGRESSION. A control (an unchanged example) must pass with its expected verdict: a scenario on
-which even the correct gateway fails would "catch" every mutant and prove nothing, so a failed control fails the
-selftest too.
+workload to compare), and caught when compare does not say NO REGRESSION.
+
+A control (an unchanged example) must pass with its expected verdict: a scenario on which even the correct gateway
+fails would "catch" every mutant and prove nothing, so a failed control fails the selftest too.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -91,17 +93,30 @@ def _compare_one(m: zoo.Mutant, work: Path, out: Path) -> tuple[str, str, str, i
     return got, headline, str(judged), result["exit_status"]
 
 
+def label_of(name: str, example: str, scen: str, control: bool, claims: bool) -> str:
+    """A run's label, and its folder's: a control that makes a claim is named by it, so two claims on one scenario
+    are two runs."""
+    claim = "-" + re.sub(r"[^a-z0-9]+", "-", name.split("(", 1)[1].lower()).strip("-") if control and claims else ""
+    return f"{'control-' + example if control else name}-{scen}{claim}"
+
+
+def plan_of(mutants: list[zoo.Mutant], controls: list[zoo.Control]) -> list[tuple[str, str, str, tuple[zoo.Edit, ...],
+                                                                                str, str, bool, zoo.Mutant | None]]:
+    """The runs to make, controls first: (name, defect, example, edits, scenario, expected, control, mutant)."""
+    plan: list[tuple[str, str, str, tuple[zoo.Edit, ...], str, str, bool, zoo.Mutant | None]] = [
+        (f"{c.example} ({c.claim or 'unchanged'})", "none (the control)", c.example, c.edits, c.scenario, c.expect,
+         True, None) for c in controls]
+    return plan + [(m.name, m.defect, m.example, m.edits, m.scenario, m.expect, False, m) for m in mutants]
+
+
 def run(mutants: list[zoo.Mutant], controls: list[zoo.Control], out: Path,
         say: Callable[[str], None] = print) -> list[Outcome]:
     """Every control, then every mutant, one run each; progress said one line a run."""
     outcomes: list[Outcome] = []
-    plan: list[tuple[str, str, str, tuple[zoo.Edit, ...], str, str, bool, zoo.Mutant | None]] = [
-        (f"{c.example} ({c.claim or 'unchanged'})", "none (the control)", c.example, c.edits, c.scenario, c.expect,
-         True, None) for c in controls]
-    plan += [(m.name, m.defect, m.example, m.edits, m.scenario, m.expect, False, m) for m in mutants]
+    plan = plan_of(mutants, controls)
     with tempfile.TemporaryDirectory(prefix="itchbench-zoo-") as tmp:
         for i, (name, defect, example, edits, scen, expect, control, mutant) in enumerate(plan, 1):
-            label = f"{'control-' + example if control else name}-{scen}{'-claims' if control and edits else ''}"
+            label = label_of(name, example, scen, control, bool(edits))
             t0 = time.monotonic()
             exit_status: int | None = None
             try:
