@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from itchbench.runs import runner, scenario, sim, verdict
 from itchbench.selftest import zoo
 
 from independent_bbo import depth_events
-from live_helpers import make_capture
+from live_helpers import config, make_capture
 
 SAMPLE = next(f for f in fixtures.load_manifest() if f.name == "nasdaq-day-sample").path
 
@@ -140,3 +141,14 @@ def test_the_cpp_example_publishes_depth_equal_to_the_simulation(levels, tmp_pat
     noun = "level" if levels == 1 else "levels"
     assert summary["verdict"]["status"] == "lossless", summary["verdict"]["headline"]
     assert f"{len(expected):,} depth events ({levels} {noun}) = simulation (exact)" in summary["verdict"]["headline"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_the_built_in_gateway_over_udp_logs_the_simulations_depth(tmp_path):
+    values = {**config(SAMPLE, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 5000}),
+              "subscribers": 0, "levels": 5}
+    run = runner.execute(values, "udp-depth", root=tmp_path / "runs", echo=False)
+    summary = rundir.read_json(run / "summary.json")
+    assert summary["reconciliation"]["checks"]["depth digest = simulation's digest"]
+    assert summary["verdict"]["headline"].endswith("balanced, BBO and depth digests = simulation")
+    assert summary["depth"]["events"] == len(depth_events(SAMPLE, 5))

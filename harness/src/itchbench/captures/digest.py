@@ -26,3 +26,18 @@ def sim_bbo(capture: Path, feed: str = "") -> tuple[str, int]:
     """(digest, events) of the BBO stream of the capture's feed in simulation."""
     return _digest(str(capture), capture.stat().st_mtime_ns, str(paths.tool("itch-gateway")),
                    " ".join(gateway_feed_args(capture, feed)))
+
+
+@functools.lru_cache(maxsize=8)
+def _depth_digest(capture: str, mtime_ns: int, gateway: str, feed_args: str, levels: int) -> tuple[str, int]:
+    with tempfile.TemporaryDirectory(prefix="itchbench-digest-") as tmp:
+        run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", tmp, "--no-latency-log",
+                                  "--levels", str(levels), *feed_args.split()], ok_codes=(0, 1))
+        depth = logs.read_depth(Path(tmp) / "depth.dep")
+        return logs.bbo_digest(depth), len(depth.records)
+
+
+def sim_depth(capture: Path, levels: int, feed: str = "") -> tuple[str, int]:
+    """(digest, events) of the depth stream of N levels of the capture's feed in simulation."""
+    return _depth_digest(str(capture), capture.stat().st_mtime_ns, str(paths.tool("itch-gateway")),
+                         " ".join(gateway_feed_args(capture, feed)), levels)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..analysis import hops, logs, microbench
 from ..captures import faults
-from ..captures.digest import sim_bbo
+from ..captures.digest import sim_bbo, sim_depth
 from ..captures.inspect import capture_kind, facts_of
 from ..gateways import adapter, blackbox
 from .. import rundir
@@ -643,6 +643,9 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     elif transport != "sim" and rec["loss"]["lossless"] and not failure:
         checks["BBO digest = simulation's digest" + (" (the whole session)" if recovering else "")] = \
             digest == sim_bbo(session, run.values["feed"])[0]
+        if depth:
+            checks["depth digest = simulation's digest" + (" (the whole session)" if recovering else "")] = \
+                depth["digest"] == sim_depth(session, depth["levels"], run.values["feed"])[0]
     rec["checks"] = checks
     rec["balanced"] = all(checks.values())
     complete = bool(gw["complete"]) and bbo.complete and not failure

@@ -135,7 +135,9 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
     else:
         status = "lossless"
         digest = rec["checks"].get("BBO digest = simulation's digest")
-        tail = ", BBO digest = simulation" if digest else ""
+        depth = rec["checks"].get("depth digest = simulation's digest")
+        tail = (", BBO and depth digests = simulation" if digest and depth else ", BBO digest = simulation" if digest
+                else "")
         headline = f"LOSSLESS: {count(rec['received'], 'message')}, {_events(summary)}, balanced{tail}{rest}"
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
 
