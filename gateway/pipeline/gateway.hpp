@@ -196,7 +196,8 @@ class Gateway {
         r.flags |= logfmt::kBboEvent;
       }
     }
-    if (__builtin_expect(touched != OrderBook::kUnchanged, 0)) emit_depth(seq, load_be48(msg + 5), uint16_t(touched), bbo_flags_);
+    if (__builtin_expect(touched != OrderBook::kUnchanged, 0))
+      emit_depth(seq, load_be48(msg + 5), uint16_t(touched), bbo_flags_);
     if constexpr (kTimed) record<kRecorder>(r);
   }
 

@@ -83,7 +83,8 @@ class LockstepBooks {
         std::vector<BookLevel> top(n);
         book.top_levels(s, side == 'B', n, top.data());
         for (uint32_t i = 0; i < n; ++i) {
-          const BookLevel want = i < naive.size() ? BookLevel{std::get<0>(naive[i]), std::get<2>(naive[i])} : BookLevel{};
+          const BookLevel want =
+              i < naive.size() ? BookLevel{std::get<0>(naive[i]), std::get<2>(naive[i])} : BookLevel{};
           if (top[i] != want) return "stock " + std::to_string(s) + " top level " + std::to_string(i) + " differs";
         }
       }

@@ -55,6 +55,7 @@ def test_udp_replay_run_is_lossless_and_stamps_every_packet(udp_run):
     assert np.all(np.diff(send.records["t_intended"].astype(np.int64)) == 200_000)
 
 
+@pytest.mark.alone  # a stamp order within 3 µs across processes: a busy CPU moves the clocks' offset
 def test_stamps_are_in_path_order_across_processes(udp_run):
     ch = hops.chain(udp_run)
     f = ch.frame
