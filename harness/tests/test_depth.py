@@ -19,7 +19,7 @@ from itchbench.analysis import dump
 from itchbench.captures import fixtures
 from itchbench.cli import main as itchbench_main
 from itchbench.gateways import blackbox, contract
-from itchbench.runs import runner, scenario, sim, verdict
+from itchbench.runs import reconcile, runner, scenario, sim, verdict
 from itchbench.selftest import zoo
 
 from independent_bbo import depth_events
@@ -144,11 +144,18 @@ def test_the_cpp_example_publishes_depth_equal_to_the_simulation(levels, tmp_pat
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
-def test_the_built_in_gateway_over_udp_logs_the_simulations_depth(tmp_path):
+@pytest.mark.parametrize("simulation", ["as it is", "another digest"])
+def test_the_built_in_gateway_over_udp_logs_the_simulations_depth(simulation, tmp_path, monkeypatch):
+    if simulation == "another digest":  # what a gateway whose depth drifted from the simulation's would meet
+        monkeypatch.setattr(reconcile, "sim_depth", lambda *_: ("sha256:" + "0" * 64, 0))
     values = {**config(SAMPLE, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 5000}),
               "subscribers": 0, "levels": 5}
     run = runner.execute(values, "udp-depth", root=tmp_path / "runs", echo=False)
     summary = rundir.read_json(run / "summary.json")
-    assert summary["reconciliation"]["checks"]["depth digest = simulation's digest"]
-    assert summary["verdict"]["headline"].endswith("balanced, BBO and depth digests = simulation")
     assert summary["depth"]["events"] == len(depth_events(SAMPLE, 5))
+    if simulation == "as it is":
+        assert summary["reconciliation"]["checks"]["depth digest = simulation's digest"]
+        assert summary["verdict"]["headline"].endswith("balanced, BBO and depth digests = simulation")
+    else:
+        assert summary["reconciliation"]["checks"]["depth digest = simulation's digest"] is False
+        assert summary["verdict"]["status"] == "unbalanced" and summary["verdict"]["exit_status"] == 1
