@@ -159,3 +159,15 @@ def test_the_built_in_gateway_over_udp_logs_the_simulations_depth(simulation, tm
     else:
         assert summary["reconciliation"]["checks"]["depth digest = simulation's digest"] is False
         assert summary["verdict"]["status"] == "unbalanced" and summary["verdict"]["exit_status"] == 1
+
+
+def test_a_scenario_asking_depth_of_a_gateway_that_publishes_other_depth_is_skipped(tmp_path):
+    values = {**scenario.load(zoo.scenario_path("udp"))[0].values, "levels": 5}
+    bbo_only = contract.load(zoo.example_dir(zoo.PY) / "itchbench.toml")
+    assert "publishes the BBO (bbo.levels = 0)" in scenario.input_not_taken(values, bbo_only)
+    five = zoo.materialise(zoo.PY, (), tmp_path / "five") / "itchbench.toml"
+    five.write_text(re.sub(r"(?m)^levels = 0 .*$", "levels = 5", five.read_text()))
+    assert scenario.input_not_taken(values, contract.load(five)) == ""
+    assert "publishes 5 (bbo.levels)" in scenario.input_not_taken({**values, "levels": 10}, contract.load(five))
+    built_in = contract.load(zoo.example_dir(zoo.PY).parent.parent / "itchbench.toml")  # its run files carry depth
+    assert scenario.input_not_taken(values, built_in) == ""

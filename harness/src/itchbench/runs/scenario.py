@@ -469,6 +469,12 @@ def input_not_taken(values: dict[str, Any], c: Any) -> str:
     need = INPUT_OF[values["transport"]]
     if need not in c.inputs:
         return f"transport {values['transport']} needs a gateway that takes {need} input; {c.path} lists {list(c.inputs)}"
+    levels = values["levels"]
+    # The gateway's own run files (the built-in one) carry the depth the scenario asks for; a black box publishes
+    # what its contract says, and a scenario asking for other depth would judge nothing it asked.
+    if levels and c.white_box != "run-files" and c.bbo_levels != levels:
+        return (f"the scenario asks for depth of {levels} levels; {c.path} publishes "
+                + (f"{c.bbo_levels} (bbo.levels)" if c.bbo_levels else "the BBO (bbo.levels = 0)"))
     join = values["join"]
     if c.bbo_levels and (join["at_seq"] or join["at_share"] or join["at_time"]):
         return (f"{c.path} publishes depth (bbo.levels = {c.bbo_levels}); a late join is judged on BBO events only "
