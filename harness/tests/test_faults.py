@@ -8,13 +8,16 @@ import json
 import struct
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from itchbench import rundir
+from itchbench.analysis import logs
 from itchbench.captures import faults, fixtures
 from itchbench.cli import main as itchbench_main
-from itchbench.runs import runner
+from itchbench.runs import reconcile, runner
 
 from live_helpers import config, leftover_processes, summary_of
 
@@ -153,6 +156,37 @@ def test_events_after_the_first_loss_are_marked_stale(tmp_path, capsys):
     after = [r for r in rows if int(r[0]) > first_loss]
     assert before and after
     assert all(r[-1] == "0" for r in before) and all(r[-1] == "1" for r in after)
+    # The run holds the gateway to the same rule itself, from the sidecar.
+    s = rundir.read_json(tmp_path / "run" / "summary.json")
+    assert s["reconciliation"]["stale"]["after_seq"] == first_loss
+    assert s["reconciliation"]["checks"][f"BBO events flagged stale = those after seq {first_loss:,}, the first "
+                                         "message lost or rejected (sidecar)"] is True
+
+
+def _bbo(seqs: list[int], flags: list[int]) -> SimpleNamespace:
+    records = np.zeros(len(seqs), dtype=logs.BBO_DTYPE)
+    records["seq"], records["flags"] = seqs, flags
+    return SimpleNamespace(records=records)
+
+
+@pytest.mark.parametrize("flags, first_wrong", [
+    ([0, 0, 1, 1], None),
+    ([0, 0, 0, 1], 30),   # the first event after the loss not flagged: a gap missed
+    ([0, 1, 1, 1], 20),   # flagged before anything was lost
+    ([0, 0, 1, 0], 40),   # the flag dropped again later
+])
+def test_the_stale_flag_check_names_the_first_event_flagged_wrongly(flags, first_wrong):
+    # Hand-made: seq 25 lost, so events 30 and 40 are stale and 10 and 20 are not.
+    checks: dict[str, bool] = {}
+    got = reconcile._stale_flags(_bbo([10, 20, 30, 40], flags), 25, "sidecar", checks)
+    assert list(checks.values()) == [first_wrong is None]
+    assert got.get("first_wrong_seq") == first_wrong and got["expected"] == 2
+
+
+def test_with_nothing_lost_no_event_may_be_flagged_stale():
+    checks: dict[str, bool] = {}
+    assert reconcile._stale_flags(_bbo([10, 20], [0, 1]), None, "nothing lost", checks)["first_wrong_seq"] == 20
+    assert checks == {"no BBO event flagged stale (nothing lost)": False}
 
 
 def test_sidecar_that_does_not_match_is_not_balanced(tmp_path):

@@ -70,6 +70,16 @@ def faulted_capture(capture: Path, table: dict[str, Any]) -> Path:
     return out
 
 
+def stale_from(injected: dict[str, Any]) -> int | None:
+    """The first message lost or rejected, after which every BBO event is flagged stale (docs/faults.md): the
+    smallest seq the sidecar names dropped, late, truncated or rejected as corrupt; None when it names none. The
+    injector never faults the first packet, so each of these shows to a gateway as a jump in sequence or a
+    rejection."""
+    seqs = injected.get("sequences", {})
+    firsts = [min(seqs[k]) for k in ("dropped", "reordered", "truncated", "corrupted_rejected") if seqs.get(k)]
+    return min(firsts) if firsts else None
+
+
 def reconcile(injected: dict[str, Any], rec: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
     """Check the gateway's counters against the sidecar, per kind."""
     loss = rec["loss"]

@@ -155,8 +155,18 @@ def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: 
         return _build_in(repo, rev, say, benchmarks, flavour, cache_root() / key)
 
 
+def build_copy(name: str, identity: str, populate: Callable[[Path], None], say: Callable[[str], None]) -> Path:
+    """The gateway built from sources that `populate` writes into an empty folder (not a revision: a patched copy
+    of this checkout's, the zoo's mutants of the built-in gateway), cached by `identity`, what those sources are.
+    They are built where a revision's are (home/src), so ccache shares every file they do not change."""
+    key = f"copy-{hashlib.sha256(identity.encode()).hexdigest()[:16]}-{flags_hash()}"
+    rev = Revision(name, "0" * 40, "", name)
+    with cache.locked(cache_root() / key):
+        return _build_in(Path(), rev, say, False, Flavour(), cache_root() / key, populate)
+
+
 def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks: bool, flavour: Flavour,
-              home: Path) -> Path:
+              home: Path, populate: Callable[[Path], None] | None = None) -> Path:
     gateway = home / "build" / "gateway" / "itch-gateway"
     benchmarks_tried = home / "benchmarks-tried"
     cached = (home / "ok").is_file() and gateway.is_file()
@@ -168,7 +178,10 @@ def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks:
             shutil.rmtree(home)  # a build that did not finish: start again
         home.mkdir(parents=True)
     source = Path(repo) if rev.dirty else home / "src"  # the working tree itself: its changes are the point
-    if not rev.dirty:
+    if populate is not None:
+        shutil.rmtree(source, ignore_errors=True)
+        populate(source)
+    elif not rev.dirty:
         if source.exists():
             shutil.rmtree(source)
             git(repo, "worktree", "prune")
@@ -193,9 +206,11 @@ def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks:
                     subprocess.run(["cmake", "--build", str(home / "build"), "--target", target], stdout=out,
                                    stderr=subprocess.STDOUT, env={**os.environ, **_compiler_cache()[1]})
                 benchmarks_tried.write_text("")
-    finally:
-        if not rev.dirty:
-            git(repo, "worktree", "remove", "--force", str(source))  # the binaries are all the cache keeps
+    finally:  # the binaries are all the cache keeps
+        if populate is not None:
+            shutil.rmtree(source, ignore_errors=True)
+        elif not rev.dirty:
+            git(repo, "worktree", "remove", "--force", str(source))
     if not cached:
         if not gateway.is_file():
             raise RevisionError(f"{rev.label}: the build made no {BUILD_TARGET}")

@@ -47,6 +47,21 @@ def _depth(run: "Run", gw: dict[str, Any], checks: dict[str, bool]) -> dict[str,
     return {"levels": int(log.dtype["bids"].shape[0]), "events": len(log.records), "digest": logs.bbo_digest(log)}
 
 
+def _stale_flags(bbo: logs.LogFile, after: int | None, source: str, checks: dict[str, bool]) -> dict[str, Any]:
+    """The stale flag (FORMAT.md, 0x01) on exactly the BBO events after seq `after`, the first message lost or
+    rejected (None: on none), as `source` says that message is."""
+    seq = bbo.records["seq"]
+    flagged = (bbo.records["flags"] & logs.FLAG_BOOK_MAY_BE_STALE) != 0
+    expected = seq > after if after is not None else np.zeros(len(seq), dtype=bool)
+    wrong = np.flatnonzero(flagged != expected)
+    name = (f"BBO events flagged stale = those after seq {after:,}, the first message lost or rejected ({source})"
+            if after is not None else f"no BBO event flagged stale ({source})")
+    checks[name] = wrong.size == 0
+    first = {"first_wrong_seq": int(seq[wrong[0]]), "first_wrong_flagged": bool(flagged[wrong[0]])} if wrong.size else {}
+    return {"after_seq": after, "flagged": int(flagged.sum()), "expected": int(expected.sum()),
+            "wrong": int(wrong.size), **first}
+
+
 def _feed_facts(capture: Path, feed: str) -> dict[str, Any]:
     """The feed the run read (address "" for a binary ITCH file) and what else the capture holds (counted, never
     replayed)."""
@@ -634,8 +649,11 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         rec["recovery"]["gateway"] = gw.get("recovery")
     elif injected is not None:
         rec["faults"] = faults.reconcile(injected, rec, checks)
+        rec["stale"] = _stale_flags(bbo, faults.stale_from(injected), "sidecar", checks)
     elif transport == "serial" and run.values["serial"]["corrupt_every"]:
         rec["faults"] = faults.reconcile_serial(rec, checks)
+    elif rec["loss"]["lossless"]:
+        rec["stale"] = _stale_flags(bbo, None, "nothing lost or rejected", checks)
     digest = logs.bbo_digest(bbo)
     depth = _depth(run, gw, checks) if run.values["levels"] else None
     if joined:

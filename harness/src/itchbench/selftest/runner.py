@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import rundir
+from ..gateways import revisions
 from ..runs import runner, scenario
 from ..runs.verdict import EXIT
 from . import zoo
@@ -59,9 +60,10 @@ class Outcome:
 
 
 def _run_one(example: str, edits: tuple[zoo.Edit, ...], scen: str, label: str, work: Path,
-             out: Path) -> tuple[str, str, str, int]:
+             out: Path, say: Callable[[str], None] = print) -> tuple[str, str, str, int]:
     """(status, headline, run directory, exit status) of one gateway on one zoo scenario."""
-    gateway = zoo.materialise(example, edits, work / label)
+    code_edited = any(e.file != zoo.BUILT_IN_CONTRACT for e in edits)
+    gateway = zoo.prepare(example, zoo.materialise(example, edits, work / label), code_edited, say)
     configs = scenario.load(zoo.scenario_path(scen))
     (config,) = configs
     values = {**config.values, "gateway_file": str(gateway / "itchbench.toml")}
@@ -123,8 +125,9 @@ def run(mutants: list[zoo.Mutant], controls: list[zoo.Control], out: Path,
                 if mutant is not None and mutant.compared:
                     got, headline, run_dir, exit_status = _compare_one(mutant, Path(tmp), out)
                 else:
-                    got, headline, run_dir, exit_status = _run_one(example, edits, scen, label, Path(tmp), out)
-            except (zoo.ZooError, scenario.ScenarioError, OSError) as e:
+                    got, headline, run_dir, exit_status = _run_one(example, edits, scen, label, Path(tmp), out,
+                                                                   say)
+            except (zoo.ZooError, scenario.ScenarioError, revisions.RevisionError, OSError) as e:
                 got, headline, run_dir = "error", f"{type(e).__name__}: {e}", ""
             o = Outcome(name, defect, example, scen, expect, got, headline, run_dir, time.monotonic() - t0, control,
                         exit_status)

@@ -12,14 +12,25 @@ INCOMPLETE, a join without a snapshot is NOT JOINED.
 
 from __future__ import annotations
 
+import hashlib
+import re
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .. import paths
+from ..gateways import revisions
 
 PY, CPP = "py-gateway", "cpp-gateway"
 PY_FILE, CPP_FILE = "gateway.py", "gateway.cpp"
+# The built-in gateway: a mutant of it is a patched copy of this checkout's sources, built once (cached), run
+# through the built-in contract pointed at that build. Its edits name files from the repository's root.
+BUILT_IN = "built-in"
+BUILT_IN_CONTRACT = "itchbench.toml"
+_BUILT_IN_BINARY = "${{ITCHBENCH_GATEWAY:-{worktree}/build/gateway/itch-gateway}}"  # in each of its commands
+_BUILT_IN_BUILD = re.compile(r"^build = \[\n(?:  .*\n)*\]\n", re.M)
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,10 @@ def _py(*pairs: tuple[str, str]) -> tuple[Edit, ...]:
 
 def _cpp(*pairs: tuple[str, str]) -> tuple[Edit, ...]:
     return tuple(Edit(old, new, CPP_FILE) for old, new in pairs)
+
+
+def _built_in(file: str, *pairs: tuple[str, str]) -> tuple[Edit, ...]:
+    return tuple(Edit(old, new, file) for old, new in pairs)
 
 
 # Anchors in examples/py-gateway/gateway.py, each standing once.
@@ -216,6 +231,13 @@ MUTANTS: tuple[Mutant, ...] = (
            "udp", "slower", compared=True),
     Mutant("slow-start", "ready (BBO connected) two seconds before its feed socket is bound", PY,
            _py((_OPEN_FEED, "            time.sleep(2)  # MUTANT\n" + _OPEN_FEED)), "udp", "bbo_differs"),
+    # The built-in gateway's own flag (FORMAT.md: 0x01, the book may be stale), which neither example writes.
+    Mutant("stale-flag-missed", "a jump in sequence (messages lost) does not flag the BBO stale (the built-in "
+           "gateway, patched)", BUILT_IN,
+           _built_in("gateway/pipeline/gateway.hpp",
+                     ("    if (__builtin_expect(seq != last_seq_ + 1, 0) && last_seq_ != 0) bbo_flags_ = "
+                      "logfmt::kBookMayBeStale;\n", "    // MUTANT: a gap leaves the flag as it was\n")),
+           "faulted-file", "unbalanced"),
 )
 
 CONTROLS: tuple[Control, ...] = (
@@ -229,6 +251,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "heartbeats", "lossless"),
     Control(PY, "udp", "lossless", edits=_CLAIMS_EXIT_AT_END, claim="contract says exits_at_end"),
     Control(PY, "udp", "lossless", edits=_CLAIMS_DEPTH, claim="contract says levels = 5"),
+    Control(BUILT_IN, "faulted-file", "faults_accounted"),
 )
 
 
@@ -241,13 +264,18 @@ def scenario_path(name: str) -> Path:
 
 
 def example_dir(example: str) -> Path:
-    return paths.repo_root() / "examples" / example
+    return paths.repo_root() if example == BUILT_IN else paths.repo_root() / "examples" / example
 
 
 def materialise(example: str, edits: tuple[Edit, ...], into: Path) -> Path:
     """A copy of the example with the edits made (none: the example as it is); ZooError when an anchor does not
-    stand exactly once."""
-    shutil.copytree(example_dir(example), into, ignore=shutil.ignore_patterns("cpp-gateway", "*.o", "__pycache__"))
+    stand exactly once. The built-in gateway's copy is its build inputs and its contract."""
+    if example == BUILT_IN:
+        _copy_inputs(example_dir(example), into)
+        shutil.copy2(example_dir(example) / BUILT_IN_CONTRACT, into / BUILT_IN_CONTRACT)
+    else:
+        shutil.copytree(example_dir(example), into,
+                        ignore=shutil.ignore_patterns("cpp-gateway", "*.o", "__pycache__"))
     for e in edits:
         path = into / e.file
         text = path.read_text()
@@ -273,3 +301,35 @@ def select(quick: bool, names: list[str] | None = None) -> tuple[list[Mutant], l
     controls = [c for c in CONTROLS if (c.example, c.scenario) in wanted and (c.quick or not quick or names)
                 and set(c.edits) <= claimed]
     return mutants, controls
+
+
+def prepare(example: str, copy: Path, edited: bool, say: Callable[[str], None]) -> Path:
+    """The materialised copy ready to run. A patched built-in gateway is built (once for its sources, cached) and
+    its copy's contract pointed at that build, with no build of its own; the unpatched one is this checkout's
+    build. The examples build themselves through their contracts."""
+    if example != BUILT_IN:
+        return copy
+    if edited:
+        identity = hashlib.sha256()
+        for path in sorted(p for name in revisions.BUILD_INPUTS for p in [copy / name, *(copy / name).rglob("*")]
+                           if p.is_file()):
+            identity.update(str(path.relative_to(copy)).encode() + b"\0" + path.read_bytes())
+        say("  building the patched built-in gateway (cached by its sources)")
+        binary = revisions.build_copy("zoo mutant", identity.hexdigest(), lambda src: _copy_inputs(copy, src), say)
+    else:
+        binary = paths.build_dir() / "gateway" / "itch-gateway"
+    contract = (copy / BUILT_IN_CONTRACT).read_text()
+    found = contract.count(_BUILT_IN_BINARY), len(_BUILT_IN_BUILD.findall(contract))
+    if found != (3, 1):
+        raise ZooError(f"{BUILT_IN_CONTRACT}: the built-in gateway's binary stands {found[0]} times (not 3) and its "
+                       f"build {found[1]} times (not once)")
+    (copy / BUILT_IN_CONTRACT).write_text(_BUILT_IN_BUILD.sub("", contract.replace(_BUILT_IN_BINARY,
+                                                                                  shlex.quote(str(binary)))))
+    return copy
+
+
+def _copy_inputs(source: Path, into: Path) -> None:
+    """The gateway's build inputs (revisions.BUILD_INPUTS) of a source tree, copied."""
+    into.mkdir(parents=True)
+    for name in revisions.BUILD_INPUTS:
+        (shutil.copytree if (source / name).is_dir() else shutil.copy2)(source / name, into / name)
