@@ -128,6 +128,10 @@ def test_stuck_subscriber_never_slows_the_gateway(tmp_path, policy):
     # The subscriber that reads kept receiving everything.
     reader = next(sub for sub in rec["subscribers"] if sub["mode"] == "fast")
     assert reader["identical_to_bbo_log"] and reader["frames"] == s["bbo"]["events"]
+    # What the stuck one did get, before it was cut off or between its drops, was the log's own frames.
+    closed = ", closed by the gateway" if policy == "disconnect" else ""
+    assert rec["checks"][f"subscriber {stuck['index']} (stuck{closed}) received only the BBO log's frames, in its "
+                         "order" + ("" if closed else ", whole")]
 
 
 def test_realtime_options_are_granted_and_recorded(short_day, tmp_path):

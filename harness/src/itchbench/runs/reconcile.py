@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from ..analysis import hops, logs, microbench
 from ..captures import faults
@@ -27,8 +28,6 @@ from .transports import rerequest, udp
 from .failure import RunError, describe_exit
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from .run import Run
 
 
@@ -256,6 +255,15 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
         same = got == expected
         entry = {**sub, "frames": len(got) // logs.BBO_DTYPE.itemsize, "frames_dropped": dropped,
                  "closed_by": closed, "identical_to_bbo_log": same}
+        if sub["mode"] != "reconnect":  # (a reconnecting one's file joins its connections' streams, cut anywhere)
+            # Whatever else it was dropped or cut from, what it got must be the log's own frames in the log's
+            # order; a partial last frame only where the gateway closed the connection.
+            wrong = _first_frame_not_in_log(got, expected)
+            tail = len(got) % logs.BBO_DTYPE.itemsize
+            entry["first_frame_not_in_log"] = wrong
+            checks[f"subscriber {sub['index']} ({sub['mode']}{', closed by the gateway' if closed else ''}) received "
+                   "only the BBO log's frames, in its order" + ("" if closed else ", whole")] = \
+                wrong is None and (tail == 0 or bool(closed))
         if sub["mode"] == "fast":
             name = f"subscriber {sub['index']}"
             checks[f"{name} is known to the gateway"] = len(conns) == len(sub["local_ports"]) == 1
@@ -265,6 +273,26 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
                 checks[f"{name} received the BBO log exactly"] = same
         out.append(entry)
     return out
+
+
+def _first_frame_not_in_log(got: bytes, log: bytes) -> int | None:
+    """The index of the first whole frame received that is not the BBO log's, byte for byte, after the one
+    received before it (a frame the log does not hold, a changed one, one out of order or again); None when
+    every frame is the log's, in the log's order (a subsequence: some may have been dropped)."""
+    frame = logs.BBO_DTYPE.itemsize
+    received = np.frombuffer(got, dtype=logs.BBO_DTYPE, count=len(got) // frame)
+    published = np.frombuffer(log, dtype=logs.BBO_DTYPE)
+
+    def keys(r: np.ndarray) -> np.ndarray:  # one BBO event a stock a message: (seq, stock) names it
+        return (r["seq"].astype(np.uint64) << np.uint64(16)) | r["stock_locate"].astype(np.uint64)
+
+    at = pd.Index(keys(published)).get_indexer(keys(received))
+    found = at >= 0
+    same = np.zeros(len(received), dtype=bool)
+    same[found] = published.view(f"V{frame}")[at[found]] == received.view(f"V{frame}")[found]
+    onward = np.concatenate(([True], np.diff(at) > 0))
+    bad = ~(found & same & onward)
+    return int(np.argmax(bad)) if bad.any() else None
 
 
 def _shm_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expected: bytes,
