@@ -156,3 +156,25 @@ def test_a_document_has_the_recovery_of_its_runs(tmp_path):
     row = (f"| recovery | 1 | recovered | {r['lost_on_wire']:,} | 0 | {r['answered_by_server']:,} | 0 | {r['gaps']:,} | "
            f"{r['requests']:,} | 0 |")
     assert "## Recovery" in text and row in text, text[text.find("## Recovery"):][:1500]
+
+
+@needs_root
+def test_a_capture_faulted_beforehand_is_served_and_judged_as_its_whole_session(tmp_path):
+    # Made with itchbench faults, not by the scenario: its sidecar names the session it came from, which the
+    # server serves and the run is held to. Before, the server refused the faulted file (it lacks messages).
+    faulted = tmp_path / "faulted.pcap"
+    assert subprocess.run(["itchbench", "faults", str(SAMPLE), str(faulted), "--seed", "5", "--drop", "0.02"],
+                          capture_output=True).returncode == 0
+    values = {**config(faulted, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 5000},
+                       rerequest={"server": True}), "subscribers": 0}
+    s = rundir.read_json(runner.execute(values, "pre-faulted", root=tmp_path / "runs", echo=False) / "summary.json")
+    assert s["verdict"]["status"] == "recovered", s["verdict"]
+    assert s["reconciliation"]["recovery"]["lost_on_wire"] == _dropped(s) > 0
+    assert "the simulation of the whole session" in s["verdict"]["headline"]
+    # A sidecar that does not say what it was made from cannot be: refused before any run, and why.
+    sidecar = faulted.with_name(faulted.name + ".faults.json")
+    sidecar.write_text(json.dumps({k: v for k, v in json.loads(sidecar.read_text()).items() if k != "source"}))
+    refused = subprocess.run(["itchbench", "sim", str(faulted), "--out", str(tmp_path / "sim")], capture_output=True)
+    assert refused.returncode == 0  # nothing recovers in simulation: the faulted file is all it is judged on
+    with pytest.raises(runner.CaptureError, match="does not say what faulted.pcap was made from"):
+        runner.execute(values, "pre-faulted", root=tmp_path / "runs", echo=False)

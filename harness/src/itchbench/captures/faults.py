@@ -50,7 +50,27 @@ def inject(src: Path, dst: Path, *, seed: int, drop: float = 0, duplicate: float
     run_tool("itch-faults", args)
     sidecar = sidecar_of(dst)
     assert sidecar is not None, "itch-faults wrote no sidecar"
+    # The whole session it was made from: what a re-request server or a snapshot serves in a run of dst.
+    sidecar["source"] = {"path": str(src.resolve()), "sha256": sha256_of(src)}
+    tmp = sidecar_path(dst).with_name(sidecar_path(dst).name + ".tmp")
+    tmp.write_text(json.dumps(sidecar, indent=1) + "\n")
+    tmp.replace(sidecar_path(dst))
     return sidecar
+
+
+def whole_session(capture: Path, sidecar: dict[str, Any]) -> tuple[Path | None, str]:
+    """(the capture a faulted one was made from, "") when its sidecar names it and it is there unchanged; else
+    (None, why not)."""
+    source = sidecar.get("source")
+    if not source:
+        return None, (f"{sidecar_path(capture)} does not say what {capture.name} was made from (it was made before "
+                      "itchbench recorded that): make it again with itchbench faults")
+    path = Path(source["path"])
+    if not path.is_file():
+        return None, f"{capture.name} was made from {path}, which is not there any more"
+    if sha256_of(path) != source["sha256"]:
+        return None, f"{capture.name} was made from {path}, which has changed since (sha256 {source['sha256'][:16]}…)"
+    return path, ""
 
 
 def any_faults(table: dict[str, Any]) -> bool:

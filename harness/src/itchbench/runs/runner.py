@@ -23,7 +23,7 @@ from ..analysis import profile, report
 from ..capacity import record as capacity_record
 from ..captures import faults
 from ..captures.fixtures import sha256_of
-from ..captures.inspect import check_capture
+from ..captures.inspect import CaptureError, check_capture
 from ..gateways import revisions
 from .. import rundir
 from . import environment, microbench, noise, placement, reconcile
@@ -79,6 +79,15 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
         # Applied before any transport; the run reconciles with the sidecar.
         values = {**values, "source_capture": values["capture"],
                   "capture": str(faults.faulted_capture(Path(values["capture"]), values["faults"]))}
+    elif (side := faults.sidecar_of(Path(values["capture"]))) is not None:
+        # Faulted beforehand (itchbench faults): what recovers is held to, and served from, the whole session.
+        whole, why_not = faults.whole_session(Path(values["capture"]), side)
+        if whole is not None:
+            values = {**values, "source_capture": str(whole)}
+        elif values["rerequest"]["server"] or values["lines"]["b"] or any(
+                values["join"][k] for k in ("at_seq", "at_share", "at_time")):
+            raise CaptureError(f"{why_not}; a re-request server, a B line or a snapshot would serve the faulted "
+                               "file, and the run be held to it, not to the session")
     flavour = revisions.Flavour.of(values["build"])
     if not flavour.default:
         # Built before the run exists (cached after the first), so a flavour that does not build is no run at all.
