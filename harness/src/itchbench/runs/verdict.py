@@ -312,7 +312,9 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
     elif rec.get("recovery", {}).get("lost_on_wire"):
         r = rec["recovery"]
         status = "recovered"
-        headline = (f"RECOVERED: {count(r['lost_on_wire'], 'message')} lost on the wire, every one back and the BBO = "
+        # Of a black box only what it was sent is seen: every lost message sent to it again, not that it took it.
+        headline = (f"RECOVERED: {count(r['lost_on_wire'], 'message')} lost on the wire, every one sent to it again "
+                    f"and the BBO = "
                     f"the simulation of the whole session ({check['mode']}, {count(check['events'], 'event')}); "
                     f"{_recovery_words(r, black_box=True)}; balanced{timing}")
     else:
