@@ -49,7 +49,7 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.option("capture", "FILE", "sim: the capture");
   args.option("feed", "ADDR:PORT", std::string("sim: ") + kFeedOptionHelp);
   args.option("port", "PORT", "udp: port to bind (0: any free); af_xdp: the feed's UDP port (required)");
-  args.option("rcvbuf", "BYTES", "udp: SO_RCVBUF to request", "0");
+  args.option("rcvbuf", "BYTES", "udp: receive buffer to request (past net.core.rmem_max as root)", "0");
   args.option("join", "GROUP", "udp: join this multicast group (224.0.0.0/4) on the loopback interface and bind "
               "0.0.0.0:PORT, so that unicast answers to this socket arrive too");
   args.option("feed-b", "ADDR:PORT", "udp: the session's B line (docs/exchange.md): a multicast group, taken on "

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "net/receive_buffer.hpp"
 #include "source/stop_flag.hpp"
 #include "source/stop_timer.hpp"
 
@@ -49,7 +50,7 @@ void open_feed_socket(udp::socket& socket, const std::string& group, uint16_t po
   const bool multicast = !group.empty();
   udp::endpoint ep(multicast ? asio::ip::address_v4::any() : asio::ip::address_v4::loopback(), port);
   socket.open(ep.protocol());
-  if (rcvbuf_bytes > 0) socket.set_option(asio::socket_base::receive_buffer_size(rcvbuf_bytes));
+  itchbench::net::request_receive_buffer(socket.native_handle(), rcvbuf_bytes);
   const int on = 1;
   if (::setsockopt(socket.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) != 0)
     throw std::runtime_error(std::string("SO_TIMESTAMPNS: ") + std::strerror(errno));

@@ -131,7 +131,7 @@ def test_stuck_subscriber_never_slows_the_gateway(tmp_path, policy):
     # What the stuck one did get, before it was cut off or between its drops, was the log's own frames.
     closed = ", closed by the gateway" if policy == "disconnect" else ""
     assert rec["checks"][f"subscriber {stuck['index']} (stuck{closed}) received only the BBO log's frames, in its "
-                         "order" + ("" if closed else ", whole")]
+                         "order"]
 
 
 def test_realtime_options_are_granted_and_recorded(short_day, tmp_path):
@@ -233,7 +233,8 @@ def test_a_live_udp_run_counts_its_stage_times_in_histograms(tool, tmp_path):
     out = tmp_path / "gw"
     out.mkdir()
     gw = subprocess.Popen([str(paths.tool("itch-gateway")), "--source", "udp", "--port", "0", "--out", str(out),
-                           "--latency-histogram", "--idle-exit-ms", "5000"], stdout=subprocess.PIPE, text=True)
+                           "--latency-histogram", "--idle-exit-ms", "5000", "--rcvbuf", str(16 << 20)],
+                          stdout=subprocess.PIPE, text=True)  # room for the whole capture: no drop on a busy machine
     try:
         listening = gw.stdout.readline().split()
         assert listening[0] == "LISTENING", listening

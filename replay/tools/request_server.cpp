@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "log/mmap_log.hpp"
+#include "net/receive_buffer.hpp"
 #include "protocol/moldudp64.hpp"
 #include "replay/lib/listen_address.hpp"
 #include "replay/lib/report_output.hpp"
@@ -115,9 +116,8 @@ int main(int argc, char** argv) {
       throw std::runtime_error(std::string("bind: ") + std::strerror(errno));
     // Room for a burst of requests (past rmem_max where it may: root), and the kernel's count of those it still
     // had to drop, carried on every datagram (SO_RXQ_OVFL): a request lost at the socket is counted, not silent.
-    const int rcvbuf = int(args.get_u64("rcvbuf")), on = 1;
-    if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) != 0)
-      ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    const int on = 1;
+    itchbench::net::request_receive_buffer(fd, int(args.get_u64("rcvbuf")));
     ::setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof on);
     uint32_t socket_dropped = 0;
     socklen_t self_len = sizeof self;

@@ -248,7 +248,7 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "publisher_cpu": (int, -1, _at_least(-1), "pin the publisher thread (-1: no)"),
         "sched_fifo": (int, 0, _between(0, 99), "SCHED_FIFO priority of the receive thread (0: off)"),
         "mlockall": (bool, False, None, "lock the gateway's memory"),
-        "rcvbuf": (int, 8 << 20, _at_least(0), "UDP SO_RCVBUF request, bytes"),
+        "rcvbuf": (int, 8 << 20, _at_least(0), "UDP receive buffer request, bytes (as root, past net.core.rmem_max)"),
         "busy_poll": (bool, False, None, "spin on the UDP socket (or the AF_XDP ring) instead of epoll (poll)"),
         "source": (str, "udp", _choice("udp", "af_xdp"), "udp transport: the gateway's UDP socket, or AF_XDP at the "
                    "XDP hook of the run namespace's loopback (kernel bypass, our own XDP program; needs root)"),
