@@ -275,6 +275,7 @@ int run_live(const GatewayOptions& o) {
     j.field("port", uint64_t(udp_source->port())).field("datagrams", us.datagrams).field("bytes", us.bytes);
     j.field("truncated", us.truncated).field("kernel_timestamps", us.kernel_timestamps);
     j.field("rcvbuf_requested", o.rcvbuf_bytes).field("rcvbuf_granted", us.rcvbuf_granted);
+    j.field("unread_at_stop", us.unread_at_stop);
     j.field("multicast_group", o.join_group);
     j.key("per_line").begin_object();
     for (size_t l = 0; l < kLines; ++l) j.field(kLineNames[l], us.per_line[l]);

@@ -111,6 +111,20 @@ bool UdpSource::send_request(const uint8_t* data, size_t len) {
 UdpSource::~UdpSource() { delete impl_; }
 
 void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram, const OnTick& on_tick) {
+  receive(clock, on_datagram, on_tick);
+  close_reading_what_is_left();
+}
+
+void UdpSource::close_reading_what_is_left() {
+  for (udp::socket* s : {&impl_->socket, &impl_->socket_b, &impl_->socket_requests}) {
+    if (!s->is_open()) continue;
+    while (::recv(s->native_handle(), impl_->buffer, sizeof impl_->buffer, MSG_DONTWAIT) >= 0) ++stats_.unread_at_stop;
+    boost::system::error_code ignored;
+    s->close(ignored);
+  }
+}
+
+void UdpSource::receive(const StageClock& clock, const OnDatagram& on_datagram, const OnTick& on_tick) {
   Impl& im = *impl_;
   const bool line_b = im.socket_b.is_open();
   const bool server = im.server.sin_port != 0;

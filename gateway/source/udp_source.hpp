@@ -42,6 +42,10 @@ struct UdpSourceStats {
   uint64_t rt_yields = 0;          // times the busy poll gave the CPU back (rt_yield)
   uint64_t per_line[kLines] = {};  // datagrams by the way they came (A, B, the server's answers)
   int rcvbuf_granted = 0;          // what the kernel gave (it doubles the request)
+  // Datagrams still queued on its sockets when it stopped (a copy after the end of session, an answer too late),
+  // read and dropped at once before the sockets close: the kernel counts a datagram only when it is read, and
+  // one closed in with a socket would be counted nowhere.
+  uint64_t unread_at_stop = 0;
   std::string stop_reason;
 };
 
@@ -56,6 +60,7 @@ class UdpSource {
   // given, on_tick() about every millisecond (false: stop, as at the end of
   // the session). arrival.t_read is when recvmsg returned; t_kernel the
   // kernel's receive stamp on the same clock (0 when the kernel gave none).
+  // Then it reads what is still queued, uncounted as datagrams (stats().unread_at_stop), and closes its sockets.
   using OnDatagram = std::function<bool(const uint8_t*, size_t, Line, const logfmt::Arrival&)>;
   using OnTick = std::function<bool()>;
   void run(const StageClock& clock, const OnDatagram& on_datagram, const OnTick& on_tick = nullptr);
@@ -65,6 +70,8 @@ class UdpSource {
   const UdpSourceStats& stats() const { return stats_; }
 
  private:
+  void receive(const StageClock& clock, const OnDatagram& on_datagram, const OnTick& on_tick);
+  void close_reading_what_is_left();
   struct Impl;
   Impl* impl_;
   UdpSourceOptions options_;

@@ -106,7 +106,6 @@ def test_what_both_lines_lost_without_a_server_is_given_up_and_said(tmp_path):
 @pytest.mark.parametrize("lines", [{"a_duplicate": 0.05, "a_reorder": 0.05, "b_drop": 0.02},
                                    {"a_delay_us": 1000, "a_drop": 0.02}],
                          ids=["A duplicates and reorders", "B ahead of A"])
-@pytest.mark.alone  # failed NOT BALANCED once beside the other worker (issue 57): not understood yet
 def test_duplicates_reorders_and_b_ahead_change_nothing_in_the_book(tmp_path, lines):
     # No re-request server: a gap the gateway gives up is lost. It waits 200 ms for the other line (or a reordered
     # copy), so that a sender or gateway held off its CPU on a busy machine is not taken for a loss.
