@@ -14,7 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "history", help="append runs to a results store (Parquet), or draw its metrics across commits (HTML)",
         description="With --append RUN_DIR...: add finished runs to the store (hive-partitioned Parquet by "
         "scenario, configuration and commit date; safe with any number of writers). Without: query the store in "
-        "place (DuckDB) and write history.html (self-contained), a PNG and a CSV per series, each metric across "
+        "place (DuckDB) and write history.html (self-contained, interactive: pick a gateway, machine, scenario, "
+        "configuration and metric; hover a commit; click for its runs) and a CSV per series, each metric across "
         "commits with the significant steps marked. docs/history.md")
     h.add_argument("store", type=Path, help="the results store (a directory; created on first append)")
     h.add_argument("--append", nargs="+", type=Path, metavar="RUN", default=None,

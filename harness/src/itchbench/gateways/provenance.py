@@ -46,6 +46,7 @@ def of(c: Contract, worktree: Path, *, source_repository: str | Path | None = No
     # by them (itchbench's repository does not have its commits).
     commit_time = (_git(worktree, "show", "-s", "--format=%cI", "HEAD") or "").strip() or None
     depth = (_git(worktree, "rev-list", "--count", "HEAD") or "").strip()
+    subject = (_git(worktree, "show", "-s", "--format=%s", "HEAD") or "").strip() or None
     diff = tree_diff_sha256(worktree) if top else ""
     values = {"commit": (commit or "").strip() or "WORKTREE", "worktree": worktree, "build_dir": "{build_dir}"}
     return {
@@ -55,6 +56,7 @@ def of(c: Contract, worktree: Path, *, source_repository: str | Path | None = No
         "commit": commit.strip() if commit else None,  # None: not a git repository
         "commit_time": commit_time,
         "commit_depth": int(depth) if depth.isdigit() else None,
+        "commit_subject": subject,
         "dirty": bool(diff),
         "diff_sha256": diff,
         "contract": str(c.path),

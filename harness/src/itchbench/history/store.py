@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from .. import paths, rundir
 
-SCHEMA_VERSION = 2  # 2: gateway and itchbench_commit (files of version 1 read with them null: union_by_name)
+SCHEMA_VERSION = 3  # 2: gateway and itchbench_commit; 3: commit_subject (older files read with them null)
 # One row per (run, metric): new metrics add rows, never columns.
 METRICS_SCHEMA = pa.schema([
     ("schema_version", pa.int32()), ("run_id", pa.string()), ("repetition", pa.int32()),
@@ -36,7 +36,7 @@ METRICS_SCHEMA = pa.schema([
     ("created_utc", pa.timestamp("s", tz="UTC")), ("transport", pa.string()), ("verdict", pa.string()),
     ("cpu_model", pa.string()), ("cpu_count", pa.int32()), ("kernel", pa.string()),
     ("metric", pa.string()), ("value", pa.float64()), ("run_dir", pa.string()),
-    ("gateway", pa.string()), ("itchbench_commit", pa.string()),
+    ("gateway", pa.string()), ("itchbench_commit", pa.string()), ("commit_subject", pa.string()),
 ])
 PARTITIONS = ("scenario", "configuration", "commit_date")
 
@@ -58,6 +58,11 @@ def _git(*args: str) -> str | None:
 def _commit_time(commit: str, fallback: str) -> str:
     """The commit's own time (git, in this repository), else when the run was made."""
     return _git("show", "-s", "--format=%cI", commit) or fallback
+
+
+def _commit_subject(commit: str) -> str:
+    """The commit message's first line (git, in this repository), else ""."""
+    return _git("show", "-s", "--format=%s", commit) or ""
 
 
 def _commit_depth(commit: str) -> int | None:
@@ -135,6 +140,8 @@ def append(store: Path, run_dir: Path, *, messages: bool = True) -> Path:
         # commit is the gateway's (what was measured); itchbench's own stands apart.
         "gateway": [str(under.get("name") or "itchbench built-in")] * n,
         "itchbench_commit": [str((env.get("git") or {}).get("commit") or "unknown")] * n,
+        "commit_subject": [str(under.get("commit_subject") or under.get("subject") or "") or _commit_subject(commit)]
+        * n,
     }
     name = path_safe(m["run_id"])
     written = _write(pa.table(columns, schema=METRICS_SCHEMA), key.path(store, "metrics"), name)
@@ -173,6 +180,10 @@ def query(store: Path, sql: str, table: str = "metrics") -> Any:
     if not files:
         raise FileNotFoundError(f"{store}: no readable {table} files")
     listing = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
-    con.execute(f"CREATE VIEW runs AS SELECT * FROM read_parquet({listing}, hive_partitioning = true, "
+    con.execute(f"CREATE VIEW stored AS SELECT * FROM read_parquet({listing}, hive_partitioning = true, "
                 "union_by_name = true)")
+    # Columns that only later schema versions write: null in a store of older files alone.
+    have = {row[0] for row in con.execute("DESCRIBE stored").fetchall()}
+    missing = [f.name for f in METRICS_SCHEMA if f.name not in have] if table == "metrics" else []
+    con.execute("CREATE VIEW runs AS SELECT *" + "".join(f", NULL::VARCHAR AS {c}" for c in missing) + " FROM stored")
     return con.execute(sql).df()
