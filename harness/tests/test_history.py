@@ -170,15 +170,18 @@ def test_a_brought_gateways_runs_carry_its_own_commits_time_and_depth(tmp_path):
     assert row["commit"] == prov["commit"] and row["gateway"] == "team"
 
 
-def _synthetic_store(root: Path, commits: list[list[float]], metric: str = "receive_to_book.p50") -> Path:
-    """A store of hand-made runs: commit i (at day i of 2026-01) with the given values, one run each value."""
+def _synthetic_store(root: Path, commits: list[list[float]], metric: str = "receive_to_book.p50",
+                     ids: list[str] | None = None) -> Path:
+    """A store of hand-made runs: commit i (at day i of 2026-01; named ids[i], or its number in hex) with the given
+    values, one run each value."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     for i, values in enumerate(commits):
         n = len(values)
         when = pd.Timestamp(f"2026-01-{i + 1:02d}T12:00:00", tz="UTC")
         cols = {"schema_version": [2] * n, "run_id": [f"c{i}-r{k}" for k in range(n)], "repetition": list(range(n)),
-                "commit": [f"{i:02x}" * 20] * n, "commit_time": [when] * n, "commit_depth": [i + 1] * n,
+                "commit": [ids[i] if ids else f"{i:02x}" * 20] * n, "commit_time": [when] * n,
+                "commit_depth": [i + 1] * n,
                 "dirty": [False] * n, "created_utc": [when] * n, "transport": ["sim"] * n,
                 "verdict": ["lossless"] * n, "cpu_model": ["cpu"] * n, "cpu_count": [2] * n, "kernel": ["k"] * n,
                 "metric": [metric] * n, "value": values, "run_dir": [f"/runs/c{i}-r{k}" for k in range(n)],
@@ -222,6 +225,50 @@ def test_a_slow_creep_raises_no_step_but_the_window_check(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "\nCREEP since " + "00" * 6 in "\n" + out and f"vs {levels[0]:,.1f} ns (+{levels[10] / levels[0] - 1:.1%}" \
         in out
+
+
+def test_thresholds_kept_in_the_store_apply_per_gateway_and_machine_and_the_command_line_wins(tmp_path, capsys):
+    same = [100 + x for x in NOISE]
+    three = _synthetic_store(tmp_path / "three", [same, same, [120 + x for x in NOISE]])
+    # A table for another machine does not apply; one for this gateway (a percentage at 25 %) does, and a table
+    # naming the metric too applies after it (the more specific): at 30 %, still no alert for +20 %.
+    (three / "thresholds.toml").write_text(
+        '[[threshold]]\ncpu_model = "another cpu"\ntest = "percentage"\nlimit = 0.5\n\n'
+        '[[threshold]]\ngateway = "team"\nmetric = "receive_to_book.p50"\ntest = "percentage"\nlimit = 0.30\n\n'
+        '[[threshold]]\ngateway = "team"\ntest = "percentage"\nlimit = 0.01\n')
+    assert itchbench_main(["history", str(three), "--check"]) == 0
+    capsys.readouterr()
+    assert itchbench_main(["history", str(three), "--check", "--limit", "10"]) == 1  # the command line wins
+    capsys.readouterr()
+    (three / "thresholds.toml").write_text('[[threshold]]\nwindow_size = 3\n')
+    assert itchbench_main(["history", str(three), "--check"]) == 2
+    assert "unknown key(s) ['window_size']" in capsys.readouterr().err
+
+
+def test_a_branch_has_each_of_its_commits_judged_not_only_the_newest(tmp_path, capsys):
+    # Four commits of a repository: the second 20 % slower, the third and fourth back. The newest alone passes;
+    # --branch judges each, and names the second.
+    import os
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True)
+    ids = []
+    for i in range(4):
+        subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", f"c{i}"], check=True, env=env)
+        ids.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                                  text=True).stdout.strip())
+    levels = [100, 120, 100, 100]
+    st = _synthetic_store(tmp_path / "st", [[lv + x for x in NOISE] for lv in levels], ids=ids)
+    assert itchbench_main(["history", str(st), "--check"]) == 0
+    capsys.readouterr()
+    assert itchbench_main(["history", str(st), "--check", "--branch", "HEAD", "--repo", str(repo)]) == 1
+    out = capsys.readouterr().out
+    assert f"REGRESSION team on cpu: s/c receive_to_book.p50 at {ids[1][:12]}" in out
+    assert f"NOT JUDGED team on cpu: s/c receive_to_book.p50 at {ids[0][:12]}: no commit before it" in out
+    assert itchbench_main(["history", str(st), "--check", "--branch", "no-such-branch", "--repo", str(repo)]) == 2
+    assert "--branch no-such-branch" in capsys.readouterr().err
 
 
 def test_one_run_a_commit_is_not_judged(tmp_path, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
@@ -29,17 +30,24 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="alerts instead of the page: each series' newest commit against the trailing window of the "
                         "commits before it (and against the window's oldest commit: a slow creep); one line an "
                         "alert; exit 1 on any, 2 when no series could be judged (docs/history.md, Alerts)")
-    h.add_argument("--test", choices=("t", "percentage"), default="t",
-                   help="with --check: Welch's t-test at --boundary, or a percentage at --limit (default %(default)s)")
-    h.add_argument("--window", type=int, default=10, help="with --check: commits before the one judged (default 10)")
-    h.add_argument("--boundary", type=float, default=0.99,
-                   help="with --check and --test t: the confidence that it is worse (default %(default)s)")
-    h.add_argument("--limit", type=float, default=5.0, metavar="PCT",
-                   help="with --check and --test percentage: how much worse (default %(default)s)")
-    h.add_argument("--min-sample", type=int, default=6, help="with --check: runs in the window at the least "
-                   "(default %(default)s); below it a series is NOT JUDGED")
-    h.add_argument("--min-runs", type=int, default=3, help="with --check: runs of the commit judged at the least "
-                   "(default %(default)s)")
+    h.add_argument("--branch", metavar="REV", default=None,
+                   help="with --check: judge each commit of REV's history (git rev-list REV in --repo) that the store "
+                        "holds, each against the window before it, not only the newest")
+    h.add_argument("--repo", type=Path, default=Path("."),
+                   help="with --branch: the repository whose commits those are (default: here; a brought gateway's "
+                        "own repository for its runs)")
+    # Unset flags take the store's thresholds (STORE/thresholds.toml), then the defaults; a flag given wins.
+    h.add_argument("--test", choices=("t", "percentage"), default=None,
+                   help="with --check: Welch's t-test at --boundary, or a percentage at --limit (default t)")
+    h.add_argument("--window", type=int, default=None, help="with --check: commits before the one judged (default 10)")
+    h.add_argument("--boundary", type=float, default=None,
+                   help="with --check and --test t: the confidence that it is worse (default 0.99)")
+    h.add_argument("--limit", type=float, default=None, metavar="PCT",
+                   help="with --check and --test percentage: how much worse (default 5)")
+    h.add_argument("--min-sample", type=int, default=None, help="with --check: runs in the window at the least "
+                   "(default 6); below it a series is NOT JUDGED")
+    h.add_argument("--min-runs", type=int, default=None, help="with --check: runs of the commit judged at the least "
+                   "(default 3)")
     h.set_defaults(func=run)
 
 
@@ -61,10 +69,22 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"history: {args.store} holds no results store (append runs first: --append RUN...)")
     if args.check:
         from ..history import alerts
-        threshold = alerts.Threshold(test=args.test, window=args.window, min_sample=args.min_sample,
-                                     min_runs=args.min_runs, boundary=args.boundary, limit=args.limit / 100)
-        lines, status = alerts.summarise(alerts.check(args.store, threshold,
-                                                      tuple(args.metric) if args.metric else None))
+        given = {k: v for k, v in {"test": args.test, "window": args.window, "min_sample": args.min_sample,
+                                    "min_runs": args.min_runs, "boundary": args.boundary,
+                                    "limit": None if args.limit is None else args.limit / 100}.items() if v is not None}
+        commits = None
+        if args.branch:
+            listed = subprocess.run(["git", "-C", str(args.repo), "rev-list", args.branch], capture_output=True,
+                                    text=True)
+            if listed.returncode != 0:
+                raise UserError(f"history: --branch {args.branch}: {listed.stderr.strip()}")
+            commits = listed.stdout.split()
+        try:
+            results = alerts.check(args.store, alerts.Threshold(), tuple(args.metric) if args.metric else None,
+                                   commits=commits, given=given)
+        except alerts.ThresholdError as e:
+            raise UserError(f"history: {e}") from e
+        lines, status = alerts.summarise(results)
         print("\n".join(lines))
         return status
     try:

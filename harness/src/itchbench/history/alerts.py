@@ -17,7 +17,8 @@ same test, so that ten steps of 2 % none of which stands out from its own neighb
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import tomllib
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,48 @@ class Threshold:
     boundary: float = 0.99  # t: the confidence that the commit is worse
     limit: float = 0.05     # percentage: how much worse
     least: float = 0.01     # t: a change smaller than this is never an alert, however sure
+
+
+THRESHOLDS_FILE = "thresholds.toml"  # in the store: a threshold per gateway, machine and metric
+
+
+class ThresholdError(ValueError):
+    """The store's thresholds file cannot be read; the message says where."""
+
+
+def stored_thresholds(store_dir: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
+    """The store's [[threshold]] tables (docs/history.md, "Alerts"): (what each matches of a series: gateway,
+    cpu_model, scenario, configuration, metric; what it sets: Threshold's fields)."""
+    path = store_dir / THRESHOLDS_FILE
+    if not path.is_file():
+        return []
+    try:
+        tables = tomllib.loads(path.read_text()).get("threshold", [])
+    except tomllib.TOMLDecodeError as e:
+        raise ThresholdError(f"{path}: {e}") from e
+    names = {f.name: f.type for f in fields(Threshold)}
+    out = []
+    for i, table in enumerate(tables, 1):
+        unknown = set(table) - set(SERIES) - set(names)
+        if unknown:
+            raise ThresholdError(f"{path}: threshold {i}: unknown key(s) {sorted(unknown)} (series: {SERIES}; "
+                                 f"settings: {sorted(names)})")
+        sets = {k: v for k, v in table.items() if k in names}
+        if "test" in sets and sets["test"] not in TESTS:
+            raise ThresholdError(f"{path}: threshold {i}: test must be one of {TESTS}")
+        out.append(({k: str(v) for k, v in table.items() if k in SERIES}, sets))
+    return out
+
+
+def threshold_for(series: dict[str, str], stored: list[tuple[dict[str, str], dict[str, Any]]],
+                  base: Threshold, given: dict[str, Any]) -> Threshold:
+    """A series' threshold: the defaults, then the store's tables that match it (the more keys a table matches
+    on, the later it applies), then what the command line gave."""
+    matching = [(len(m), i, sets) for i, (m, sets) in enumerate(stored) if all(series[k] == v for k, v in m.items())]
+    t = base
+    for _, _, sets in sorted(matching, key=lambda x: (x[0], x[1])):
+        t = replace(t, **sets)
+    return replace(t, **given)
 
 
 def higher_is_better(metric: str) -> bool:
@@ -87,10 +130,13 @@ def _judge(base: np.ndarray, head: np.ndarray, metric: str, t: Threshold) -> dic
     return out
 
 
-def check(store_dir: Path, threshold: Threshold = Threshold(), metrics: tuple[str, ...] | None = None) -> list[dict]:
-    """Per series: its newest commit judged against the window before it, and against the window's oldest commit
-    (creep). Each result: the series, the commit, 'judged' (False: below the minimum sample, with why) and, judged,
-    the figures and whether it is an alert."""
+def check(store_dir: Path, threshold: Threshold = Threshold(), metrics: tuple[str, ...] | None = None,
+          commits: list[str] | None = None, given: dict[str, Any] | None = None) -> list[dict]:
+    """Per series: its newest commit (or each of `commits` the series has: a branch's) judged against the window
+    of commits before it, and against the window's oldest commit (creep), with the threshold the store sets for
+    the series (over `threshold`) and what the command line gave (`given`) over both. Each result: the series, the
+    commit, 'judged' (False: below the minimum sample, with why) and, judged, the figures and whether it is an
+    alert."""
     where = ""
     if metrics:
         where = "WHERE metric IN (" + ", ".join("'" + m.replace("'", "''") + "'" for m in metrics) + ")"
@@ -99,29 +145,40 @@ def check(store_dir: Path, threshold: Threshold = Threshold(), metrics: tuple[st
     if df.empty:
         return []
     df["gateway"] = df["gateway"].fillna("itchbench built-in")
-    out = []
+    stored = stored_thresholds(store_dir)
+    out: list[dict[str, Any]] = []
     for key, g in df.groupby(SERIES, sort=True, dropna=False):
         order = (g.groupby("commit", sort=False).agg(t=("commit_time", "min"), d=("commit_depth", "min"))
                  .sort_values(["t", "d"], na_position="first").index.tolist())
-        newest, before = order[-1], order[:-1][-threshold.window:]
-        head = g.loc[g["commit"] == newest, "value"].to_numpy(float)
         series = dict(zip(SERIES, map(str, key)))
-        row: dict[str, Any] = {**series, "commit": newest, "unit": unit(series["metric"]), "window": len(before)}
-        window = g[g["commit"].isin(before)]
-        base = window.assign(rank=window["commit"].map({c: i for i, c in enumerate(before)})) \
-            .sort_values("rank")["value"].to_numpy(float)[-threshold.max_sample:]
-        why = ("no commit before it" if not before else
-               f"{head.size} run(s) of it, {threshold.min_runs} needed" if head.size < threshold.min_runs else
-               f"{base.size} run(s) in its window, {threshold.min_sample} needed" if base.size < threshold.min_sample
-               else "")
-        if why:
-            out.append({**row, "kind": "step", "judged": False, "why": why})
-            continue
-        out.append({**row, "kind": "step", "judged": True, **_judge(base, head, series["metric"], threshold)})
-        oldest = g.loc[g["commit"] == before[0], "value"].to_numpy(float)
-        if len(before) > 1 and oldest.size >= threshold.min_runs:
-            out.append({**row, "kind": "creep", "judged": True, "since": before[0],
-                        **_judge(oldest, head, series["metric"], threshold)})
+        t = threshold_for(series, stored, threshold, given or {})
+        judged = [c for c in order if c in set(commits)] if commits is not None else order[-1:]
+        for commit in judged:
+            out += _judge_commit(g, order, order.index(commit), series, t)
+    return out
+
+
+def _judge_commit(g: Any, order: list[str], at: int, series: dict[str, str], threshold: Threshold) -> list[dict]:
+    """The commit at order[at] against the window of commits before it (a step), and against the window's oldest
+    (a creep)."""
+    commit, before = order[at], order[:at][-threshold.window:]
+    head = g.loc[g["commit"] == commit, "value"].to_numpy(float)
+    row: dict[str, Any] = {**series, "commit": commit, "unit": unit(series["metric"]), "window": len(before),
+                           "threshold": threshold.__dict__}
+    window = g[g["commit"].isin(before)]
+    base = window.assign(rank=window["commit"].map({c: i for i, c in enumerate(before)})) \
+        .sort_values("rank")["value"].to_numpy(float)[-threshold.max_sample:]
+    why = ("no commit before it" if not before else
+           f"{head.size} run(s) of it, {threshold.min_runs} needed" if head.size < threshold.min_runs else
+           f"{base.size} run(s) in its window, {threshold.min_sample} needed" if base.size < threshold.min_sample
+           else "")
+    if why:
+        return [{**row, "kind": "step", "judged": False, "why": why}]
+    out = [{**row, "kind": "step", "judged": True, **_judge(base, head, series["metric"], threshold)}]
+    oldest = g.loc[g["commit"] == before[0], "value"].to_numpy(float)
+    if len(before) > 1 and oldest.size >= threshold.min_runs:
+        out.append({**row, "kind": "creep", "judged": True, "since": before[0],
+                    **_judge(oldest, head, series["metric"], threshold)})
     return out
 
 
