@@ -151,15 +151,31 @@ def steps(path: Path, steps_labels: Sequence[str], series: dict[str, list[float 
 SWEEP_PERCENTILES = (("p50_us", "p50", "-"), ("p99_us", "p99", "--"), ("p999_us", "p99.9", ":"), ("max_us", "max", "-."))
 
 
+# Sweep keys that set the offered rate: their curve is drawn against the throughput achieved. Any other key
+# (subscribers, symbols, a mix) leaves the rate alone, so it is drawn against the key's own values.
+RATE_KEYS = ("replay.pps", "replay.multiplier", "serial.baud", "serial.multiplier")
+
+
+def _plain_ticks(axis: "matplotlib.axis.Axis") -> None:
+    """Tick labels as plain numbers with thousands separators (1,000 and 0.5, never 10³ or 4.18489×10²), and no
+    labelled minor ticks to crowd them."""
+    from matplotlib import ticker
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.0f}" if abs(v) >= 1 else f"{v:.2g}"))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
 def sweep_curves(path: Path, sweeps: Sequence[dict]) -> bool:
-    """Latency against achieved throughput, both log scale: a colour per sweep, a line style per percentile;
-    the step past saturation ringed (its achieved rate can fall back below the last one's: the hook)."""
+    """Latency against achieved throughput (a sweep of the rate) or against the swept value (any other key), log
+    scales: a colour per sweep, a line style per percentile; the step past saturation ringed (against throughput
+    its achieved rate can fall back below the last one's: the hook)."""
     if not any(r["throughput_msg_s"] > 0 and r["p50_us"] > 0 for s in sweeps for r in s["rows"]):
         return False  # no step measured both (NaN compares false): no figure, not an empty one
     from matplotlib.lines import Line2D
+    keys = {s["key"] for s in sweeps}
+    by_value = len(keys) == 1 and next(iter(keys)) not in RATE_KEYS
     with _figure(path) as ax:
         for i, s in enumerate(sweeps):
-            x = np.array([r["throughput_msg_s"] for r in s["rows"]], dtype=float)
+            x = np.array([float(r["value"]) if by_value else r["throughput_msg_s"] for r in s["rows"]], dtype=float)
             for key, _, style in SWEEP_PERCENTILES:
                 y = np.array([r[key] for r in s["rows"]], dtype=float)
                 ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
@@ -168,11 +184,23 @@ def sweep_curves(path: Path, sweeps: Sequence[dict]) -> bool:
             if past and np.isfinite(x[past[0]]) and np.isfinite(s["rows"][past[0]]["p99_us"]):
                 ax.plot([x[past[0]]], [s["rows"][past[0]]["p99_us"]], marker="o", markersize=10, fillstyle="none",
                         color=color(i), linestyle="none")
-        ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("achieved throughput, messages/s")
+        _plain_ticks(ax.yaxis)
+        if by_value:
+            values = sorted({float(r["value"]) for s in sweeps for r in s["rows"] if float(r["value"]) > 0})
+            if values and values[-1] / values[0] >= 10:
+                ax.set_xscale("log")
+            ax.set_xticks(values)
+            _plain_ticks(ax.xaxis)
+            (key,) = keys
+            ax.set_xlabel(f"{key} (the swept value; the offered rate is the same at every step)")
+            ax.set_title("Latency against the swept value (ringed: the step past saturation)")
+        else:
+            ax.set_xscale("log")
+            _plain_ticks(ax.xaxis)
+            ax.set_xlabel("achieved throughput, messages/s")
+            ax.set_title("Latency against throughput (ringed: the step past saturation)")
         ax.set_ylabel("latency from the intended send, µs")
-        ax.set_title("Latency against throughput (ringed: the step past saturation)")
         who = ax.legend([Line2D([], [], color=color(i)) for i in range(len(sweeps))],
                         [s["short"] for s in sweeps], loc="upper left", bbox_to_anchor=(1.01, 1.0),
                         title="sweep")

@@ -88,9 +88,26 @@ def html(markdown_text: str, title: str, out_dir: Path) -> str:
         return default_image(tokens, idx, options, env)
 
     md.add_render_rule("image", image)
-    body = md.render(markdown_text)
+    body = _fold(md.render(markdown_text))
     style = (TEMPLATES / "style.css").read_text()
     return environment().get_template("page.html.j2").render(title=title, style=style, body=body)
+
+
+# Sections the page folds away (still whole in report.md and the printed page): detail a reader opens on purpose.
+FOLDED = ("Appendix: each configuration in full",)
+
+
+def _fold(body: str) -> str:
+    """Each FOLDED section, from its <h2> to the next, inside <details> with the heading as its summary."""
+    for heading in FOLDED:
+        start = body.find(f"<h2>{heading}</h2>")
+        if start < 0:
+            continue
+        end = body.find("<h2>", start + 4)
+        end = len(body) if end < 0 else end
+        inner = body[start + len(f"<h2>{heading}</h2>"):end]
+        body = (body[:start] + f"<details><summary><h2>{heading}</h2></summary>{inner}</details>\n" + body[end:])
+    return body
 
 
 def write(out_dir: Path, template: str, context: dict[str, Any], title: str) -> tuple[Path, Path]:
