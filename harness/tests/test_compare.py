@@ -178,16 +178,18 @@ def history(scratch) -> list[str]:
     return commits
 
 
-@pytest.mark.parametrize("metric, planted", [("bbo", 4), ("instructions", 7)])
-def test_bisect_finds_the_planted_commit(scratch, history, tmp_path, capsys, metric, planted):
+@pytest.mark.parametrize("metric, planted, levels", [("bbo", 4, 0), ("bbo", 4, 5), ("instructions", 7, 0)])
+def test_bisect_finds_the_planted_commit(scratch, history, tmp_path, capsys, metric, planted, levels):
     day = next(fx for fx in fixtures.load_manifest() if fx.name == "nasdaq-day-sample").path  # has executions
     scen = tmp_path / "day.toml"
-    scen.write_text(f'name = "day"\ntransport = "sim"\ncapture = "{day}"\n')
+    scen.write_text(f'name = "day"\ntransport = "sim"\ncapture = "{day}"\nlevels = {levels}\n')
     rc = itchbench_main(["bisect", "base", "history", "--metric", metric, "--repo", str(scratch),
                          "--scenario", str(scen)])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert f"first bad commit: {history[planted - 1]} history step {planted}" in out
+    if levels:  # the depth stream judged beside the BBO: its digest is part of each commit's value
+        assert "BBO and depth digest sha256:" in out and out.count(" depth sha256:") == 2
 
 
 def test_a_sharded_bisect_finds_the_planted_commit_from_every_shard(scratch, history, tmp_path, capsys):

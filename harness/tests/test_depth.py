@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -171,3 +172,35 @@ def test_a_scenario_asking_depth_of_a_gateway_that_publishes_other_depth_is_skip
     assert "publishes 5 (bbo.levels)" in scenario.input_not_taken({**values, "levels": 10}, contract.load(five))
     built_in = contract.load(zoo.example_dir(zoo.PY).parent.parent / "itchbench.toml")  # its run files carry depth
     assert scenario.input_not_taken(values, built_in) == ""
+
+
+def test_compare_holds_heads_depth_to_bases_and_names_the_level(tmp_path, capsys):
+    # Two builds' runs of the same capture with 5 levels: head's depth log has one share more at bid level 3 of
+    # one event (its BBO untouched). compare says DEPTH OUTPUT DIFFERS and names the level; identical logs are SAME.
+    import numpy as np
+    from itchbench.analysis import logs
+    base, head = tmp_path / "base" / "r1", tmp_path / "head" / "r1"
+    assert itchbench_main(["sim", str(SAMPLE), "--levels", "5", "--no-latency-log", "--out", str(base)]) == 0
+    shutil.copytree(base, head)
+    path = head / "depth.dep"
+    rec = logs.read_depth(path).records
+    k = int(np.flatnonzero(rec["bids"]["px"][:, 2] > 0)[0])  # the first event with a third bid level
+    raw = bytearray(path.read_bytes())
+    at = len(raw) - rec.dtype.itemsize * (len(rec) - k)
+    changed = rec[k:k + 1].copy()
+    changed["bids"]["qty"][0, 2] += 1
+    raw[at:at + rec.dtype.itemsize] = changed.tobytes()
+    path.write_bytes(bytes(raw))
+    capsys.readouterr()
+    assert itchbench_main(["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--bbo-only", "--out",
+                           str(tmp_path / "cmp")]) == 1
+    result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert result["headline"].startswith("REGRESSION: DEPTH OUTPUT DIFFERS on ")
+    (out,) = result["outputs"].values()
+    assert out["bbo"]["equal"] and not out["depth"]["equal"] and out["depth"]["wrong"] == 1
+    first = out["depth"]["first_difference"]
+    assert first["seq"] == int(rec["seq"][k]) and first["level"].startswith("bid level 3: ")
+    assert itchbench_main(["compare", str(tmp_path / "base"), str(tmp_path / "base"), "--bbo-only", "--out",
+                           str(tmp_path / "same")]) == 0
+    same = json.loads((tmp_path / "same" / "compare.json").read_text())
+    assert next(iter(same["outputs"].values()))["depth"]["equal"]

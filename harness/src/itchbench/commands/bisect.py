@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "stream changed (exact: one measurement a commit)",
                        description="Bisect the commits from GOOD (exclusive) to BAD on an exact metric: "
                        "instructions per message on the gateway's message path (callgrind; bad when more than "
-                       "0.5 % above GOOD's) or the BBO digest in simulation (bad when it differs from GOOD's). "
+                       "0.5 % above GOOD's) or the BBO digest in simulation (bad when it differs from GOOD's; "
+                       "with a --scenario that sets levels = N, the depth digest of N levels beside it). "
                        "Builds are shared with itchbench compare. Exit 0 when found, 2 when it cannot bisect.")
     b.add_argument("good", metavar="GOOD")
     b.add_argument("bad", metavar="BAD")
@@ -49,8 +50,10 @@ def run(args: argparse.Namespace) -> int:
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    capture = (Path(scenario.load(args.scenario)[0].values["capture"]) if args.scenario else
+    first = scenario.load(args.scenario)[0].values if args.scenario else None
+    capture = (Path(first["capture"]) if first else
                next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path)
+    levels = int(first["levels"]) if first and args.metric == "bbo" else 0  # the built-in's depth beside its BBO
     measure = None
     if args.gateway:
         from ..commands.compare import gateway_workloads
@@ -70,10 +73,12 @@ def run(args: argparse.Namespace) -> int:
         print("itchbench: --metric latency is for a gateway brought with --gateway (the built-in gateway bisects "
               "exactly, by instructions)", file=sys.stderr)
         return 2
+    else:
+        measure = bisect.default_measure(args.repo, args.metric, capture, say, levels)
     from ..compare import sharded
     from ..runs import shards
     def identity(units: list[str]) -> dict:
-        return sharded.bisect_identity(args.metric, args.threshold, args.gateway, capture, units)
+        return {**sharded.bisect_identity(args.metric, args.threshold, args.gateway, capture, units), "levels": levels}
     try:
         shard = shards.requested(args.shard)
         if args.merge:
@@ -85,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                                                                                        time.gmtime())
             record, done, total = sharded.measure_bisect_shard(
                 shard, args.repo, args.good, args.bad,
-                measure or bisect.default_measure(args.repo, args.metric, capture, say), identity, out)
+                measure, identity, out)
             print(f"{shard.name}: {done} of {total} commits measured; record {record}\nfind the first bad commit "
                   f"from every shard: itchbench bisect {args.good} {args.bad} --metric {args.metric} --merge DIR... "
                   "(each shard's --out)")
@@ -104,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         change = (f"wire-to-wire p50 {good.value / 1000:,.1f} -> {first_bad.value / 1000:,.1f} us "
                   f"({(first_bad.value / good.value - 1) * 100:+.0f} %)")
     else:
-        change = f"BBO digest {good.value} -> {first_bad.value}"
+        change = f"{'BBO and depth' if levels else 'BBO'} digest {good.value} -> {first_bad.value}"
     print(f"first bad commit: {rev.commit} {rev.subject}")
     print(f"  {change}; {len(steps)} commit(s) measured")
     print("  compare it: " + shlex.join(["itchbench", "compare", f"{rev.commit}~1", rev.commit, "--repo", str(args.repo),

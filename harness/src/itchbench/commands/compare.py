@@ -237,7 +237,9 @@ def run(args: argparse.Namespace) -> int:
     slower, faster = named(verdicts.WORSE), named(verdicts.BETTER)
     undecided = named(verdicts.INCONCLUSIVE)
     noisy = named(verdicts.NOISY)
-    differ = [label for label, o in outs.items() if not o["bbo"]["equal"]]
+    bbo_differs = [label for label, o in outs.items() if not o["bbo"]["equal"]]
+    depth_differs = [label for label, o in outs.items() if o.get("depth") and not o["depth"]["equal"]]
+    differ = bbo_differs + depth_differs
     # A workload on which no speed metric was judged (nothing timed, too few runs, no instructions) says nothing
     # about speed: never a pass.
     unmeasured = sorted(label for label, t in metrics.items()
@@ -256,7 +258,8 @@ def run(args: argparse.Namespace) -> int:
                     f"cannot be seen: {'; '.join(one_sided[:3])}{' …' if len(one_sided) > 3 else ''}")
         status = 2
     elif slower or differ:
-        parts = ([f"BBO OUTPUT DIFFERS on {', '.join(differ)}"] if differ else []) + \
+        parts = ([f"BBO OUTPUT DIFFERS on {', '.join(bbo_differs)}"] if bbo_differs else []) + \
+                ([f"DEPTH OUTPUT DIFFERS on {', '.join(depth_differs)}"] if depth_differs else []) + \
                 ([listing(slower, 4)] if slower else [])
         headline, status = "REGRESSION: " + "; ".join(parts) + few_runs, 1
     elif unmeasured and not args.bbo_only:

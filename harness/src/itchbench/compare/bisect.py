@@ -15,9 +15,10 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import paths, rundir
-from ..captures.digest import sim_bbo
+from ..captures.digest import sim_bbo, sim_depth
 from ..gateways import contract
 from ..runs import runner
+from ..tools import ToolError
 from ..gateways import revisions
 from . import contract_revisions, instructions, outputs, verdicts
 
@@ -42,7 +43,8 @@ def commits_between(repo: Path, good: str, bad: str) -> list[str]:
     return proc.stdout.split()
 
 
-def _measure(repo: Path, rev: revisions.Revision, metric: str, capture: Path, say: Callable[[str], None]) -> Any:
+def _measure(repo: Path, rev: revisions.Revision, metric: str, capture: Path, say: Callable[[str], None],
+             levels: int = 0) -> Any:
     gateway = revisions.build(repo, rev, say)
     if metric == "instructions":
         counts = instructions.per_message(gateway, capture)
@@ -50,7 +52,12 @@ def _measure(repo: Path, rev: revisions.Revision, metric: str, capture: Path, sa
             raise BisectError(f"{rev.label}: its gateway has no Gateway::on_message to count")
         return counts["per_message"]["message_path"]
     with paths.gateway_override(gateway):
-        return sim_bbo(capture)[0]
+        if not levels:
+            return sim_bbo(capture)[0]
+        try:  # the depth stream beside the BBO: a bug below the top changes the one and perhaps never the other
+            return f"{sim_bbo(capture)[0]} depth {sim_depth(capture, levels)[0]}"
+        except ToolError as e:
+            raise BisectError(f"{rev.label}: its gateway logs no depth of {levels} levels ({e})") from e
 
 
 def contract_measure(repo: Path, contract_rel: Path, metric: str, values: dict[str, Any], runs: int, root: Path,
@@ -83,10 +90,11 @@ def contract_measure(repo: Path, contract_rel: Path, metric: str, values: dict[s
     return measure
 
 
-def default_measure(repo: Path, metric: str, capture: Path,
-                    say: Callable[[str], None]) -> Callable[[revisions.Revision], Any]:
-    """The built-in gateway, exact: instructions per message or the BBO digest."""
-    return lambda rev: _measure(repo, rev, metric, capture, say)
+def default_measure(repo: Path, metric: str, capture: Path, say: Callable[[str], None],
+                    levels: int = 0) -> Callable[[revisions.Revision], Any]:
+    """The built-in gateway, exact: instructions per message, or the BBO digest (and the depth digest of N levels
+    with levels N)."""
+    return lambda rev: _measure(repo, rev, metric, capture, say, levels)
 
 
 def judge(metric: str, reference: Any, threshold: float) -> Callable[[Any], bool]:

@@ -51,8 +51,37 @@ def _kind_of(rec: np.ndarray) -> str:
 
 def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
     """Head's BBO events against base's, matched by (seq, stock) as a run's are against the simulation
-    (gateways/blackbox): missing, extra, wrong and out of order counted apart, the first difference named with its message."""
-    (a, da), (b, db) = bbo_records(base_run), bbo_records(head_run)
+    (gateways/blackbox): missing, extra, wrong and out of order counted apart, the first difference named with its
+    message."""
+    # Two builds' own BBO logs also carry flags (stale: the book may be wrong after a gap): those must agree too.
+    also = ("flags",) if (base_run / "bbo.bbo").is_file() and (head_run / "bbo.bbo").is_file() else ()
+    return _compare(bbo_records(base_run), bbo_records(head_run), base_run, also)
+
+
+def depth_records(run: Path) -> tuple[np.ndarray, str] | None:
+    """The built-in gateway's depth log (levels = N) and its digest; None when the run logged no depth."""
+    if not (run / "depth.dep").is_file():
+        return None
+    log = logs.read_depth(run / "depth.dep")
+    return log.records, logs.bbo_digest(log)
+
+
+def compare_depth(base_run: Path, head_run: Path) -> dict[str, Any] | None:
+    """Head's depth events against base's, as compare_bbo's; None when neither logged depth."""
+    a, b = depth_records(base_run), depth_records(head_run)
+    if a is None and b is None:
+        return None
+    if a is None or b is None:
+        only = "head" if a is None else "base"
+        return {"equal": False, "words": bbo_words(False), "base_digest": a[1] if a else "",
+                "head_digest": b[1] if b else "", "base_events": int(a[0].size) if a else 0,
+                "head_events": int(b[0].size) if b else 0, "difference_words": f"only {only} logged depth"}
+    return _compare(a, b, base_run, ())
+
+
+def _compare(base: tuple[np.ndarray, str], head: tuple[np.ndarray, str], base_run: Path,
+             also: tuple[str, ...]) -> dict[str, Any]:
+    (a, da), (b, db) = base, head
     out: dict[str, Any] = {"base_digest": da, "head_digest": db, "equal": da == db, "words": bbo_words(da == db),
                            "base_events": int(a.size), "head_events": int(b.size)}
     if da == db:
@@ -60,8 +89,6 @@ def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
     manifest = rundir.read_json(base_run / "manifest.json")
     scen = manifest["scenario"]
     _, kinds = blackbox.reference(Path(scen["capture"]), scen.get("feed", ""))
-    # Two builds' own BBO logs also carry flags (stale: the book may be wrong after a gap): those must agree too.
-    also = ("flags",) if (base_run / "bbo.bbo").is_file() and (head_run / "bbo.bbo").is_file() else ()
     if a.dtype != b.dtype:  # one side publishes BBO, the other depth (or another N): no event can match
         out["difference_words"] = (f"base's events are {_kind_of(a)}, head's {_kind_of(b)}: not the same stream")
         return out

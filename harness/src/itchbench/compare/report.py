@@ -106,6 +106,12 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
             else:
                 md += ["", f"**BBO output DIFFERENT** (head against base, base {bbo['base_events']:,} and head "
                        f"{bbo['head_events']:,} events, matched by seq and stock): {bbo['difference_words']}."]
+            depth = out.get("depth")
+            if depth and depth["equal"]:
+                md += ["", f"Depth output SAME: `{depth['base_digest']}` ({depth['base_events']:,} events)."]
+            elif depth:
+                md += ["", f"**Depth output DIFFERENT** (head against base, base {depth['base_events']:,} and head "
+                       f"{depth['head_events']:,} events, matched by seq and stock): {depth['difference_words']}."]
             if out["counters"]:
                 md += ["", "| gateway counter | base | head |", "|---|---:|---:|"]
                 md += [f"| {k} | {_fmt(a)} | {_fmt(b)} |" for k, (a, b) in out["counters"].items()]

@@ -371,4 +371,7 @@ def output_differences(base: Side, head: Side) -> dict[str, dict[str, Any]]:
         black_box = not (ra / "gateway.json").is_file()
         out[label] = {"bbo": outputs.compare_bbo(ra, rb),
                       "counters": {} if black_box else outputs.compare_counters(ra, rb)}
+        depth = None if black_box else outputs.compare_depth(ra, rb)  # a brought gateway's depth is its "bbo"
+        if depth is not None:
+            out[label]["depth"] = depth
     return out

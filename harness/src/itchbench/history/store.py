@@ -79,6 +79,9 @@ def metrics_of(run_dir: Path) -> dict[str, float]:
     s = rundir.read_json(run_dir / "summary.json")
     out = summary_metrics(run_dir)
     out["bbo.events"] = float((s.get("bbo") or {}).get("events") or 0)
+    if s.get("depth"):  # a run that logged depth of N levels (levels = N)
+        out["depth.events"] = float(s["depth"]["events"])
+        out["depth.levels"] = float(s["depth"]["levels"])
     out["lossless"] = 1.0 if s.get("lossless") else 0.0
     return out
 
