@@ -36,9 +36,10 @@ def _packets(pcap: Path):
             yield seq, count
 
 
-def _run(tmp_path: Path, **join_table: object) -> dict:
+def _run(tmp_path: Path, levels: int = 0, **join_table: object) -> dict:
     values = {**config(SAMPLE, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 5000},
-                       rerequest={"server": True}, join={"feed_lead": 200, **join_table}), "subscribers": 0}
+                       rerequest={"server": True}, join={"feed_lead": 200, **join_table}), "subscribers": 0,
+              "levels": levels}
     run = runner.execute(values, "join", root=tmp_path / "runs", echo=False)
     return rundir.read_json(run / "summary.json") | {"dir": str(run)}
 
@@ -61,6 +62,38 @@ def test_a_join_applies_exactly_the_session_after_the_snapshot(tmp_path, share):
     assert itchbench_main(["doc", str(tmp_path / "runs"), "--out", str(tmp_path / "doc")]) == 0
     table = (tmp_path / "doc" / "report.md").read_text().split("## Late join")[1]
     assert f"| joined | {through + 1:,} | {j['snapshot']['messages']:,} |" in table
+
+
+@needs_root
+def test_a_join_with_depth_holds_the_depth_at_and_after_the_join_point(tmp_path):
+    s = _run(tmp_path, levels=5, at_share=0.5)
+    j = s["reconciliation"]["join"]
+    assert s["verdict"]["status"] == "joined", s["verdict"]["headline"]
+    depth = j["depth_check"]
+    assert depth["equal"] and depth["after_join"]["events"] > 0 and depth["stocks_at_join"] > 0
+    assert "depth event" in s["verdict"]["headline"] and "each stock's depth at the join = the simulation's" in \
+        s["verdict"]["headline"]
+    # A level changed in the gateway's log — one share more at bid level 2 of an event after the join, then at the
+    # best bid of one it published for the snapshot — is found where it is: after the join, or in that stock's
+    # book at the join.
+    path = Path(s["dir"]) / "depth.dep"
+    rec = logs.read_depth(path).records
+    snapshot = (rec["flags"] & logs.FLAG_FROM_SNAPSHOT) != 0
+    for k, level, where in ((int(np.flatnonzero(~snapshot & (rec["bids"]["px"][:, 1] > 0))[0]), 1, "after"),
+                            (int(np.flatnonzero(snapshot & (rec["bids"]["px"][:, 0] > 0))[-1]), 0, "at")):
+        broken = Path(s["dir"]) / f"depth-{where}.dep"
+        raw = bytearray(path.read_bytes())
+        at = len(raw) - rec.dtype.itemsize * (len(rec) - k)
+        changed = rec[k:k + 1].copy()
+        changed["bids"]["qty"][0, level] += 1
+        raw[at:at + rec.dtype.itemsize] = changed.tobytes()
+        broken.write_bytes(bytes(raw))
+        got = join.check_depth(broken, SAMPLE, "", j["through"])
+        assert not got["equal"]
+        if where == "after":
+            assert got["after_join"]["wrong"] == 1 and got["stocks_differing_at_join"] == 0
+        else:
+            assert got["after_join"]["equal"] and got["first_stock_differing"] == int(rec["stock_locate"][k])
 
 
 @needs_root

@@ -575,13 +575,18 @@ def _join(run: "Run", gw: dict[str, Any], joined: dict[str, Any], session: Path,
     balance check), and what the join took: the snapshot, the feed held meanwhile, what it covered, what was asked
     for between."""
     bbo_check = join.check(run.dir / "bbo.bbo", session, run.values["feed"], joined["through"])
+    # With depth (levels = N), its depth is held the same way: a wrong level below the top shows nowhere else.
+    depth = run.dir / "depth.dep"
+    depth_check = join.check_depth(depth, session, run.values["feed"], joined["through"]) \
+        if run.values["levels"] and depth.is_file() else None
     g, r = gw.get("join") or {}, gw.get("recovery") or {}
     server = run.extras.get("snapshot_server") or {}
     checks["the gateway joined where the snapshot said (its End of Snapshot's number)"] = \
         g.get("ok", False) and g.get("next_sequence") == joined["next"]
     checks["snapshot messages applied = the snapshot's (End of Snapshot aside)"] = \
         g.get("snapshot_messages_applied") == (server.get("snapshot") or {}).get("messages", 0) - 1
-    return {**joined, "bbo_check": bbo_check, "snapshot": server.get("snapshot"), **_snapshot_taken(server),
+    return {**joined, "bbo_check": bbo_check, **({"depth_check": depth_check} if depth_check else {}),
+            "snapshot": server.get("snapshot"), **_snapshot_taken(server),
             "connections": g.get("connections"), "transfer_ms": g.get("transfer_ms"),
             "joined_after_ms": g.get("joined_after_ms"), "snapshot_events": g.get("snapshot_events"),
             "held": r.get("join_held_packets", 0), "held_most": r.get("held_most", 0),

@@ -186,19 +186,23 @@ def _judge_join(rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:
         return "lost", f"LOST after joining {at}: {lost_words}; {_join_words(j)}; accounting balanced{rest}"
     if loss.get("rejected_messages") or loss.get("rejected_packets"):
         return "rejected", f"REJECTED after joining {at}: {_rejected_clause(loss, rec['received'])}; {_join_words(j)}"
-    if not check["equal"]:
-        where = (f"{difference_words(check['after_join'])}" if not check["after_join"]["equal"] else
-                 f"{check['events_before_join']:,} events for messages the snapshot covered"
-                 if check["events_before_join"] else
-                 f"{check['stocks_differing_at_join']:,} stocks' books at the join differ (first: stock "
-                 f"{check['first_stock_differing']})")
-        return "bbo_differs", f"BBO DIFFERS after joining {at}: {where}; {_join_words(j)}"
+    depth = j.get("depth_check")
+    for name, c in (("BBO", check), ("DEPTH", depth)):
+        if c and not c["equal"]:
+            where = (f"{difference_words(c['after_join'])}" if not c["after_join"]["equal"] else
+                     f"{c['events_before_join']:,} events for messages the snapshot covered"
+                     if c["events_before_join"] else
+                     f"{c['stocks_differing_at_join']:,} stocks' books at the join differ (first: stock "
+                     f"{c['first_stock_differing']})")
+            return "bbo_differs", f"{name} DIFFERS after joining {at}: {where}; {_join_words(j)}"
     applied = f"{count(loss['expected_messages'], 'message')} after the join applied, " if not j.get("black_box") \
         else ""
+    depth_words = (f", {count(depth['after_join']['events'], 'depth event')} after it and each stock's depth at "
+                   "the join = the simulation's") if depth else ""
     return "joined", (f"JOINED {at}: {_join_words(j)}; {applied}"
                       f"{count(check['after_join']['events'], 'BBO event')} after it = the simulation's (exact), "
-                      f"{count(check['stocks_at_join'], 'stock')}' books at the join = the simulation's; "
-                      f"balanced{rest}")
+                      f"{count(check['stocks_at_join'], 'stock')}' books at the join = the simulation's"
+                      f"{depth_words}; balanced{rest}")
 
 
 def _judge_recovering(summary: dict[str, Any], rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:
