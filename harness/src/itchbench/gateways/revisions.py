@@ -173,6 +173,9 @@ def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks:
     if cached and (not benchmarks or benchmarks_tried.is_file()):
         say(f"  {rev.label}: cached build ({home})")
         return gateway
+    # The build folder of a worktree was moved out of it (below): it builds nothing more. Its micro-benchmarks,
+    # asked of a cached build for the first time, are a build again (ccache has every object).
+    cached = cached and rev.dirty
     if not cached:
         if home.exists():
             shutil.rmtree(home)  # a build that did not finish: start again
@@ -187,6 +190,9 @@ def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks:
             git(repo, "worktree", "prune")
         git(repo, "worktree", "add", "--detach", "--force", str(source), rev.commit)
     log = home / "build.log"
+    # A worktree is built in its own build/, as set-up builds the checkout: the same paths relative to the build
+    # folder, so ccache takes set-up's objects (and each revision's) for every file a revision does not change.
+    work = home / "build" if rev.dirty else source / "build"
     try:
         with open(log, "a") as out:
             if not cached:
@@ -194,18 +200,20 @@ def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks:
                 say(f"  {rev.label}: building {BUILD_TARGET} ({rev.subject[:60]}{flavoured})")
                 options = [*BUILD_OPTIONS, *flavour.options()]
                 if flavour.pgo_training:
-                    _compile(source, home, [*options, "-DITCHBENCH_PGO=generate"], rev, out, log)
-                    _train(gateway, Path(flavour.pgo_training), home, rev, say)
+                    _compile(source, work, [*options, "-DITCHBENCH_PGO=generate"], rev, out, log)
+                    _train(work / "gateway" / BUILD_TARGET, Path(flavour.pgo_training), home, rev, say)
                     options.append("-DITCHBENCH_PGO=use")
-                _compile(source, home, options, rev, out, log)
+                _compile(source, work, options, rev, out, log)
             if benchmarks:
                 say(f"  {rev.label}: building its micro-benchmarks")
                 for target in BENCHMARK_TARGETS:  # an older revision may not have one: it is then not built
                     out.write(f"-- {target}: built if this revision has it\n")
                     out.flush()
-                    subprocess.run(["cmake", "--build", str(home / "build"), "--target", target], stdout=out,
+                    subprocess.run(["cmake", "--build", str(work), "--target", target], stdout=out,
                                    stderr=subprocess.STDOUT, env={**os.environ, **_compiler_cache()[1]})
                 benchmarks_tried.write_text("")
+        if work != home / "build":
+            shutil.move(str(work), str(home / "build"))
     finally:  # the binaries are all the cache keeps
         if populate is not None:
             shutil.rmtree(source, ignore_errors=True)
@@ -220,18 +228,21 @@ def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks:
 
 def _compiler_cache() -> tuple[list[str], dict[str, str]]:
     """ccache, when installed, as the compiler's launcher (CMake options and environment): revisions differ in a
-    few files, so most of a revision's objects are another's. Paths are taken relative to the builds' folder, so
-    the same file in two worktrees is one entry; the cache lives with the rest (reports/cache/ccache)."""
+    few files, so most of a revision's objects are another's. Paths under the repository are taken relative to
+    the build folder (SRC/build: ../gateway/…), so the same file in two worktrees, or in the checkout that set-up
+    built with the same cache (harness/bin/setup), is one entry; the cache lives with the rest
+    (reports/cache/ccache)."""
     if shutil.which("ccache") is None:
         return [], {}
     return ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"], {
-        "CCACHE_DIR": str(paths.cache_dir() / "ccache"), "CCACHE_BASEDIR": str(cache_root()), "CCACHE_NOHASHDIR": "1"}
+        "CCACHE_DIR": str(paths.cache_dir() / "ccache"), "CCACHE_BASEDIR": str(paths.repo_root()),
+        "CCACHE_NOHASHDIR": "1"}
 
 
-def _compile(source: Path, home: Path, options: list[str], rev: Revision, out: IO[str], log: Path) -> None:
+def _compile(source: Path, work: Path, options: list[str], rev: Revision, out: IO[str], log: Path) -> None:
     launcher, env = _compiler_cache()
-    for cmd in (["cmake", "-S", str(source), "-B", str(home / "build"), "-G", "Ninja", *options, *launcher],
-                ["cmake", "--build", str(home / "build"), "--target", BUILD_TARGET]):
+    for cmd in (["cmake", "-S", str(source), "-B", str(work), "-G", "Ninja", *options, *launcher],
+                ["cmake", "--build", str(work), "--target", BUILD_TARGET]):
         out.flush()
         proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **env})
         if proc.returncode != 0:
