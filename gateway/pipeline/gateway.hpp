@@ -116,7 +116,7 @@ class Gateway {
       ++snapshot_rejected_;
       return;
     }
-    const uint32_t touched = depth_ ? stock_touched(op) : OrderBook::kUnchanged;
+    const uint32_t touched = depth_ ? depth_touch(op).locate : OrderBook::kUnchanged;
     const uint32_t changed = apply(op, msg);  // the book's own word for a stock it holds
     if (changed != OrderBook::kUnchanged) snapshot_stocks_[changed] = true;
     if (touched != OrderBook::kUnchanged) snapshot_stocks_[touched] = true;
@@ -130,7 +130,8 @@ class Gateway {
         emit(BboEvent{next - 1, timestamp, uint16_t(locate), bbo, flags});
         ++snapshot_events_;
       }
-      if (depth_) emit_depth(next - 1, timestamp, uint16_t(locate), flags);
+      if (depth_ && depth_->take_change(book_, uint16_t(locate)))
+        log_depth(next - 1, timestamp, uint16_t(locate), flags);
     }
     framer_.start_at(next);
     last_seq_ = next - 1;
@@ -173,7 +174,8 @@ class Gateway {
       r.msg_type = len ? char(msg[0]) : '\0';
       unknown_before = book_.counters().unknown_refs;
     }
-    uint32_t changed = OrderBook::kUnchanged, touched = OrderBook::kUnchanged;
+    uint32_t changed = OrderBook::kUnchanged;
+    DepthTouch touched;
     const itch::DecodeStatus st = decode_and_apply<kTimed>(msg, len, r, changed, touched);
     if (__builtin_expect(st != itch::DecodeStatus::kOk, 0)) {
       decode_.count_rejection(st);
@@ -196,31 +198,34 @@ class Gateway {
         r.flags |= logfmt::kBboEvent;
       }
     }
-    if (__builtin_expect(touched != OrderBook::kUnchanged, 0))
-      emit_depth(seq, load_be48(msg + 5), uint16_t(touched), bbo_flags_);
+    if (__builtin_expect(touched.locate != OrderBook::kUnchanged, 0) && depth_->take_change(book_, touched))
+      log_depth(seq, load_be48(msg + 5), uint16_t(touched.locate), bbo_flags_);
     if constexpr (kTimed) record<kRecorder>(r);
   }
 
-  // The stock a book message changes (depth): an add's own; a reduce, delete or replace, its order's, looked up
-  // before the message removes it; none for a message that names no live order or changes no book.
-  uint32_t stock_touched(const itch::BookOp& op) const {
+  // What a book message changes (depth): an add's own stock, side and price; a reduce or delete, its order's,
+  // looked up before the message removes it; a replace, its order's stock and side at the old price and the new;
+  // nothing for a message that names no live order or changes no book.
+  DepthTouch depth_touch(const itch::BookOp& op) const {
     OrderBook::OrderView order;
     switch (op.kind) {
       case itch::BookOpKind::kAdd:
-        return op.locate;
+        return {op.locate, op.side == 'B', op.price, op.price};
       case itch::BookOpKind::kReduce:
       case itch::BookOpKind::kDelete:
+        if (!book_.find_order(op.ref, order)) return {};
+        return {order.locate, order.side == 'B', order.price, order.price};
       case itch::BookOpKind::kReplace:
-        return book_.find_order(op.ref, order) ? order.locate : OrderBook::kUnchanged;
+        if (!book_.find_order(op.ref, order)) return {};
+        return {order.locate, order.side == 'B', order.price, op.price};
       default:
-        return OrderBook::kUnchanged;
+        return {};
     }
   }
 
-  // One depth event, when the stock's top levels changed: a record of the depth log (head, N bids, N asks),
-  // its written marker stored last.
-  void emit_depth(uint64_t seq, uint64_t timestamp, uint16_t locate, uint8_t flags) {
-    if (!depth_->take_change(book_, locate)) return;
+  // One depth event, the levels the tracker just took: a record of the depth log (head, N bids, N asks), its
+  // written marker stored last.
+  void log_depth(uint64_t seq, uint64_t timestamp, uint16_t locate, uint8_t flags) {
     ++depth_events_;
     uint8_t* p = depth_log_ ? depth_log_->next() : nullptr;
     if (!p) return;  // no log, or a full one (counted dropped there)
@@ -267,14 +272,14 @@ class Gateway {
   template <bool kTimed>
   __attribute__((always_inline)) itch::DecodeStatus decode_and_apply(const uint8_t* msg, size_t len,
                                                                      MessageLatency& r, uint32_t& changed,
-                                                                     uint32_t& touched) {
+                                                                     DepthTouch& touched) {
     itch::BookOp op;
     const itch::DecodeStatus st = itch::decode_book_op(msg, len, op);
     if (__builtin_expect(st != itch::DecodeStatus::kOk, 0)) return st;
     if constexpr (kTimed)
       if (stages_ & logfmt::kStageDecoded) r.stamp[MessageLatency::kDecoded] = clock_.now();
     ++decode_.per_type[itch::type_index(char(msg[0]))];
-    if (__builtin_expect(depth_ != nullptr, 0)) touched = stock_touched(op);
+    if (__builtin_expect(depth_ != nullptr, 0)) touched = depth_touch(op);
     changed = apply(op, msg);
     return st;
   }
