@@ -204,3 +204,14 @@ def test_compare_holds_heads_depth_to_bases_and_names_the_level(tmp_path, capsys
                            str(tmp_path / "same")]) == 0
     same = json.loads((tmp_path / "same" / "compare.json").read_text())
     assert next(iter(same["outputs"].values()))["depth"]["equal"]
+
+
+def test_a_document_says_what_depth_its_runs_published(tmp_path):
+    from itchbench.analysis import logs
+    run = tmp_path / "runs" / "r1"
+    assert itchbench_main(["sim", str(SAMPLE), "--levels", "5", "--out", str(run)]) == 0
+    assert itchbench_main(["doc", str(tmp_path / "runs"), "--out", str(tmp_path / "doc")]) == 0
+    events = len(logs.read_depth(run / "depth.dep").records)
+    bbo = len(logs.read_bbo(run / "bbo.bbo").records)
+    workload = (tmp_path / "doc" / "report.md").read_text().split("### Workload")[1].split("###")[0]
+    assert f"| {bbo:,} BBO events, {events:,} depth events (5 levels a side) |" in workload

@@ -59,7 +59,17 @@ def _workload(c: Configuration) -> dict[str, Any]:
             "symbols": len(r.summary.get("latency", {}).get("by_symbol", {})),
             "mix": ", ".join(f"{t} {n:,}" for t, n in per_type.items() if n),
             "pacing": _pacing(r.manifest["scenario"]), "transport": r.manifest["scenario"]["transport"],
-            "warmup": r.manifest["scenario"].get("warmup_messages", 0)}
+            "warmup": r.manifest["scenario"].get("warmup_messages", 0), "output": _output(r)}
+
+
+def _output(r: RunRecord) -> str:
+    """What the gateway published, as its first run counted it: BBO events, and depth events of N levels."""
+    bbo = (r.summary.get("bbo") or {}).get("events")
+    depth = r.summary.get("depth") or {}
+    words = [f"{bbo:,} BBO events"] if bbo is not None else []
+    if depth.get("levels"):
+        words.append(f"{depth['events']:,} depth events ({depth['levels']} levels a side)")
+    return ", ".join(words) or "?"
 
 
 ENVIRONMENT_FACTS: list[tuple[str, Any]] = [
