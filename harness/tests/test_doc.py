@@ -19,6 +19,8 @@ from markdown_it import MarkdownIt
 from itchbench.captures import fixtures
 from itchbench.cli import main as itchbench_main
 
+from browser import headless_chromium
+
 SEED = next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path
 CONFIGS = ("small-index", "default-index")
 SECTIONS = ["## Executive summary", "## Methodology", "### Hardware and build", "### Clock", "### Workload",
@@ -167,17 +169,7 @@ def test_html_is_one_self_contained_file(document):
 
 
 def test_html_loads_in_headless_chromium_with_every_figure(document):
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    assert chromium and driver, "chromium and chromium-driver are installed by harness/bin/test"
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900"):
-        options.add_argument(arg)
-    options.binary_location = chromium
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    browser = webdriver.Chrome(service=Service(driver), options=options)
+    browser = headless_chromium()
     try:
         browser.get((document / "report.html").resolve().as_uri())
         images, loaded, width = browser.execute_script(

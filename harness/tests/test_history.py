@@ -22,6 +22,8 @@ from itchbench.cli import main as itchbench_main
 from itchbench.history import page, store
 from itchbench.runs import sim
 
+from browser import headless_chromium
+
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> list[Path]:
@@ -278,20 +280,6 @@ def test_one_run_a_commit_is_not_judged(tmp_path, capsys):
     assert "NOT JUDGED team on cpu: s/c receive_to_book.p50 at " in out and "1 run(s) of it, 3 needed" in out
 
 
-def _browser():
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    assert chromium and driver, "chromium and chromium-driver are installed by harness/bin/test"
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900"):
-        options.add_argument(arg)
-    options.binary_location = chromium
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(driver), options=options)
-
-
 @pytest.mark.alone  # a timing verdict: 20 µs a message slower must show on a quiet machine
 def test_a_gateway_20us_a_message_slower_is_alerted_and_drawn_where_a_hover_names_it(tmp_path):
     # The C++ example in a team's repository at three commits: the same twice (a comment changed), then 20 µs a
@@ -341,7 +329,7 @@ def test_a_gateway_20us_a_message_slower_is_alerted_and_drawn_where_a_hover_name
     drawn = subprocess.run([*itchbench, "history", str(st), "--out", str(out), "--metric", "throughput_msg_s",
                             "--metric", "bbo.events"], capture_output=True, text=True)
     assert drawn.returncode == 0, drawn.stderr
-    browser = _browser()
+    browser = headless_chromium()
     try:
         browser.get((out / "history.html").resolve().as_uri())
         pick = ("const s = document.getElementById('pick-metric'); s.value = arguments[0]; "
