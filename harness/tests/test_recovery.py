@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -163,7 +164,8 @@ def test_a_capture_faulted_beforehand_is_served_and_judged_as_its_whole_session(
     # Made with itchbench faults, not by the scenario: its sidecar names the session it came from, which the
     # server serves and the run is held to. Before, the server refused the faulted file (it lacks messages).
     faulted = tmp_path / "faulted.pcap"
-    assert subprocess.run(["itchbench", "faults", str(SAMPLE), str(faulted), "--seed", "5", "--drop", "0.02"],
+    itchbench = [sys.executable, "-m", "itchbench.cli"]
+    assert subprocess.run([*itchbench, "faults", str(SAMPLE), str(faulted), "--seed", "5", "--drop", "0.02"],
                           capture_output=True).returncode == 0
     values = {**config(faulted, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 5000},
                        rerequest={"server": True}), "subscribers": 0}
@@ -174,7 +176,7 @@ def test_a_capture_faulted_beforehand_is_served_and_judged_as_its_whole_session(
     # A sidecar that does not say what it was made from cannot be: refused before any run, and why.
     sidecar = faulted.with_name(faulted.name + ".faults.json")
     sidecar.write_text(json.dumps({k: v for k, v in json.loads(sidecar.read_text()).items() if k != "source"}))
-    refused = subprocess.run(["itchbench", "sim", str(faulted), "--out", str(tmp_path / "sim")], capture_output=True)
+    refused = subprocess.run([*itchbench, "sim", str(faulted), "--out", str(tmp_path / "sim")], capture_output=True)
     assert refused.returncode == 0  # nothing recovers in simulation: the faulted file is all it is judged on
     with pytest.raises(runner.CaptureError, match="does not say what faulted.pcap was made from"):
         runner.execute(values, "pre-faulted", root=tmp_path / "runs", echo=False)
