@@ -165,3 +165,14 @@ def test_a_percentile_with_few_messages_beyond_it_is_shown_not_judged(tmp_path):
     base.runs["w"] = _runs(tmp_path / "big", "a", 7, stages=True, messages=50_000)
     head.runs["w"] = _runs(tmp_path / "big", "b", 7, stages=True, messages=50_000, slower=3.0)
     assert session.metric_verdicts(base, head, 0.05, 1)["w"]["book.p999"]["verdict"] == verdicts.WORSE
+
+
+def test_an_estimate_of_millions_of_runs_is_said_as_none_affordable():
+    # Seen on compare HEAD HEAD: "~14289640 runs a side would likely decide it" for a metric 5 % off by noise.
+    from itchbench.commands.compare import inconclusive_words
+    metric = {"delta_pct": 5.0, "ci": [0.86, 1.14], "p": 0.99, "verdict": "too noisy"}
+    words = inconclusive_words({"w": {"a": {**metric, "repetitions_to_decide": 14_289_640},
+                                      "b": {**metric, "repetitions_to_decide": 161}}}, "too noisy")
+    assert words[0].endswith("no affordable number of runs would decide it: the change, if any, is well inside "
+                             "the noise)")
+    assert words[1].endswith("~161 runs a side would likely decide it)")

@@ -111,11 +111,20 @@ def gateway_workloads(scenario_file: Path | None, contract_file: Path,
     return kept
 
 
+# Past this many runs a side, an estimate of the runs that would decide a metric says only that none will.
+MOST_RUNS_WORTH_SAYING = 10_000
+
+
+def _runs_to_decide(n: int) -> str:
+    return (f"~{n:,} runs a side would likely decide it" if n <= MOST_RUNS_WORTH_SAYING else
+            f"no affordable number of runs would decide it: the change, if any, is well inside the noise")
+
+
 def inconclusive_words(metrics: dict[str, dict[str, dict]], verdict: str = "inconclusive") -> list[str]:
     """Each inconclusive (or too noisy) metric: its change, interval and p, and the runs a side that would likely
     decide it."""
     return [f"{label}: {name} {v['delta_pct']:+.1f} % (95 % CI of the ratio {v['ci'][0]:.2f}–{v['ci'][1]:.2f}, "
-            f"p {v['p']:.2g}; ~{v['repetitions_to_decide']} runs a side would likely decide it)"
+            f"p {v['p']:.2g}; {_runs_to_decide(v['repetitions_to_decide'])})"
             for label, t in sorted(metrics.items()) for name, v in sorted(t.items()) if v["verdict"] == verdict]
 
 
