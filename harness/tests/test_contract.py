@@ -472,3 +472,40 @@ def test_a_capture_and_run_directory_with_shell_characters_run_as_they_are(captu
     s = rundir.read_json(run / "summary.json")
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
     assert not list(tmp_path.rglob("PWNED")) and not (paths.repo_root() / "PWNED").exists()
+
+
+@pytest.mark.parametrize("clear", [False, True], ids=["its flags", "the stale flag cleared"])
+def test_a_gateway_writing_itchbench_records_is_held_to_the_stale_flag_too(tmp_path, clear):
+    # The built-in gateway as a black box writing the `itchbench` BBO format, on a capture with drops: its records
+    # carry the stale flag after the first loss, as the simulation's do. The same with the flag cleared after the
+    # run (a gateway that never sets it) is BBO DIFFERS, the first wrong event showing the flag.
+    gateway = paths.tool("itch-gateway")
+    script = tmp_path / "unflag.py"  # every record's stale bit (FORMAT.md: flags, byte 42 of 48) cleared
+    script.write_text("import sys\nb = bytearray(open(sys.argv[1], 'rb').read())\n"
+                      "for i in range(128, len(b) - 47, 48):\n    b[i + 42] &= 0xFE\n"
+                      "open(sys.argv[1], 'wb').write(b)\n")
+    unflag = f" && python3 {script} {{out}}/bbo.bbo" if clear else ""
+    gw = _contract(tmp_path, f'''\
+        name = "black-box built-in"
+        inputs = ["file"]
+        command = "{gateway} --source sim --capture {{capture}} --out {{out}} --no-latency-log{unflag}"
+        [bbo]
+        format = "itchbench"
+        via = "file"
+        file = "{{out}}/bbo.bbo"
+        [ready]
+        when = "delay"
+        delay_ms = 0
+        [stop]
+        exits_at_end = true
+        ''')
+    sample = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
+    values = {**config(sample, "sim", faults={"seed": 7, "drop": 0.01}), "gateway_file": str(gw)}
+    s = rundir.read_json(runner.execute(values, "stale", root=tmp_path / "runs", echo=False) / "summary.json")
+    if not clear:
+        assert s["verdict"]["exit_status"] == 0, s["verdict"]["headline"]
+        return
+    assert s["verdict"]["status"] == "bbo_differs", s["verdict"]["headline"]
+    check = s["reconciliation"]["bbo_check"]
+    assert check["missing"] == check["extra"] == 0 and check["wrong"] > 0
+    assert "flags 1 (stale)" in s["verdict"]["headline"] and "flags 0" in s["verdict"]["headline"]

@@ -29,6 +29,9 @@ from ..captures.inspect import gateway_feed_args
 from ..tools import run_tool
 
 COLUMNS = ["seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty"]
+# The stale flag of an `itchbench`-format BBO record (FORMAT.md 0x01; docs/faults.md): judged beside the book, for a
+# gateway whose output carries it. Named "flags" so that a wrong event's words show it as the run's flags.
+STALE = "flags"
 
 
 def columns(levels: int = 0) -> list[str]:
@@ -75,7 +78,8 @@ def _reference(capture: str, mtime_ns: int, feed_args: str,
         else:
             rec = logs.read_bbo(Path(tmp) / "bbo.bbo").records
             ref = pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "bid_px": rec["bid_px"],
-                                "bid_qty": rec["bid_qty"], "ask_px": rec["ask_px"], "ask_qty": rec["ask_qty"]})
+                                "bid_qty": rec["bid_qty"], "ask_px": rec["ask_px"], "ask_qty": rec["ask_qty"],
+                                STALE: rec["flags"] & logs.FLAG_BOOK_MAY_BE_STALE})
     # The stock directory as the session's R messages give it: symbol (trailing spaces removed) -> locate.
     symbols = {name.strip(): int(locate) for locate, name in named.items()}
     return ref.astype(np.int64), MessageTypes(np.asarray(lat["seq"]), np.asarray(lat["msg_type"])), symbols
@@ -91,11 +95,12 @@ def _cached(capture: Path, feed: str, levels: int = 0) -> tuple[pd.DataFrame, Me
     return _reference(str(capture), capture.stat().st_mtime_ns, " ".join(gateway_feed_args(capture, feed)), levels)
 
 
-def reference(capture: Path, feed: str = "", levels: int = 0) -> tuple[pd.DataFrame, MessageTypes]:
+def reference(capture: Path, feed: str = "", levels: int = 0, stale: bool = False) -> tuple[pd.DataFrame,
+                                                                                          MessageTypes]:
     """The simulation's events of the capture (columns(levels): BBO, or depth of N levels a side), and the type of
-    every message in it."""
+    every message in it. stale: BBO events carry STALE too, the simulation's stale flag (FORMAT.md 0x01)."""
     ref, kinds, _ = _cached(capture, feed, levels)
-    return ref, kinds
+    return (ref if stale or STALE not in ref.columns else ref.drop(columns=[STALE])), kinds
 
 
 def stock_directory(capture: Path, feed: str = "") -> dict[str, int]:
@@ -125,7 +130,7 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
         rec = logs.read_bbo(path).records if path.exists() else np.zeros(0, logs.BBO_DTYPE)
         events = pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "bid_px": rec["bid_px"],
                                "bid_qty": rec["bid_qty"], "ask_px": rec["ask_px"], "ask_qty": rec["ask_qty"],
-                               "t_recv": 0})
+                               STALE: rec["flags"] & logs.FLAG_BOOK_MAY_BE_STALE, "t_recv": 0})
         return events.astype(np.int64), 0, []
     text = path.read_text(errors="replace") if path.exists() else ""
     lines = pd.Series(text.splitlines(), dtype=object)
@@ -165,6 +170,11 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
     events = values.assign(t_recv=t_recv[good]).reset_index(drop=True)
     bad = body[~good]
     return events.astype(np.int64), int(bad.size), bad.head(3).tolist()
+
+
+def judges_stale(bbo: dict[str, Any]) -> bool:
+    """Whether a contract's BBO output carries the stale flag: `itchbench` BBO records the gateway writes itself."""
+    return bbo.get("format") == "itchbench" and bbo.get("via") == "file" and not bbo.get("levels", 0)
 
 
 def read_output(run_dir: Path, output: str, bbo: dict[str, Any],

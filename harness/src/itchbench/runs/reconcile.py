@@ -490,10 +490,13 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     joined = run.extras.get("join")
     recovering = recovering or bool(joined)
     session = Path(run.values.get("source_capture") or capture) if recovering else capture
-    ref, kinds = blackbox.reference(session, feed, bbo_cfg.get("levels", 0))
+    # Records that carry the stale flag are held to the simulation's flag too (exact; not against a whole session
+    # that recovery is held to, where what was given up shows as a loss, not as a flag).
+    stale = blackbox.judges_stale(bbo_cfg) and bbo_cfg["check"] == "exact" and not recovering
+    ref, kinds = blackbox.reference(session, feed, bbo_cfg.get("levels", 0), stale=stale)
     events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg,
                                                        blackbox.stock_directory(session, feed))
-    bbo_check = blackbox.check(events, ref, kinds, bbo_cfg["check"])
+    bbo_check = blackbox.check(events, ref, kinds, bbo_cfg["check"], also=(blackbox.STALE,) if stale else ())
     bbo_check.update({"malformed_lines": malformed, "malformed_examples": examples, "output": str(out.name)})
     if run.values["transport"] == "sim":
         # Reading the capture itself, a black box shows how far it read only through its BBO stream: the messages
