@@ -412,17 +412,14 @@ def test_a_sharded_compare_and_bisect_of_a_contract_gateway(planted, udp_scenari
     assert r.stdout.splitlines()[0].endswith("Count the ask side once more"), r.stdout
 
 
-def test_a_black_box_reading_the_capture_itself_is_told_what_its_bbo_stream_cannot_show(tool, tmp_path):
-    # The built-in gateway brought as a black box that reads the capture itself and writes its BBO log to a file.
-    # The last messages of a nasdaq-day session move no BBO: nothing in a BBO stream says whether it read them, so
-    # the verdict must say that it did not see them rather than count them as read.
-    capture = tmp_path / "day.itch"
-    assert tool("itch-synth", "--profile", "nasdaq-day", "--messages", 3000, "--format", "itch",
-                "--out", capture).returncode == 0
-    gateway = _contract(tmp_path, f"""\
+def _built_in_as_black_box(tmp_path: Path, then: str = "") -> Path:
+    """The built-in gateway brought as a black box that reads the capture itself and writes its BBO log (the
+    `itchbench` format) to a file; `then`: a shell command after it, on its output."""
+    run = f"{paths.tool('itch-gateway')} --source sim --capture {{capture}} --out {{out}} --no-latency-log"
+    return _contract(tmp_path, f"""\
         name = "black-box-file"
         inputs = ["file"]
-        command = "exec {paths.tool('itch-gateway')} --source sim --capture {{capture}} --out {{out}} --no-latency-log"
+        command = "{run + then if then else 'exec ' + run}"
         [bbo]
         format = "itchbench"
         via = "file"
@@ -430,6 +427,16 @@ def test_a_black_box_reading_the_capture_itself_is_told_what_its_bbo_stream_cann
         [ready]
         when = "delay"
         """)
+
+
+def test_a_black_box_reading_the_capture_itself_is_told_what_its_bbo_stream_cannot_show(tool, tmp_path):
+    # The built-in gateway brought as a black box that reads the capture itself and writes its BBO log to a file.
+    # The last messages of a nasdaq-day session move no BBO: nothing in a BBO stream says whether it read them, so
+    # the verdict must say that it did not see them rather than count them as read.
+    capture = tmp_path / "day.itch"
+    assert tool("itch-synth", "--profile", "nasdaq-day", "--messages", 3000, "--format", "itch",
+                "--out", capture).returncode == 0
+    gateway = _built_in_as_black_box(tmp_path)
     values = {**config(capture, "sim"), "gateway_file": str(gateway), "subscribers": 0}
     run = runner.execute(values, "black-box-file", root=tmp_path / "runs", echo=False)
     s = rundir.read_json(run / "summary.json")
@@ -479,26 +486,11 @@ def test_a_gateway_writing_itchbench_records_is_held_to_the_stale_flag_too(tmp_p
     # The built-in gateway as a black box writing the `itchbench` BBO format, on a capture with drops: its records
     # carry the stale flag after the first loss, as the simulation's do. The same with the flag cleared after the
     # run (a gateway that never sets it) is BBO DIFFERS, the first wrong event showing the flag.
-    gateway = paths.tool("itch-gateway")
     script = tmp_path / "unflag.py"  # every record's stale bit (FORMAT.md: flags, byte 42 of 48) cleared
     script.write_text("import sys\nb = bytearray(open(sys.argv[1], 'rb').read())\n"
                       "for i in range(128, len(b) - 47, 48):\n    b[i + 42] &= 0xFE\n"
                       "open(sys.argv[1], 'wb').write(b)\n")
-    unflag = f" && python3 {script} {{out}}/bbo.bbo" if clear else ""
-    gw = _contract(tmp_path, f'''\
-        name = "black-box built-in"
-        inputs = ["file"]
-        command = "{gateway} --source sim --capture {{capture}} --out {{out}} --no-latency-log{unflag}"
-        [bbo]
-        format = "itchbench"
-        via = "file"
-        file = "{{out}}/bbo.bbo"
-        [ready]
-        when = "delay"
-        delay_ms = 0
-        [stop]
-        exits_at_end = true
-        ''')
+    gw = _built_in_as_black_box(tmp_path, f" && python3 {script} {{out}}/bbo.bbo" if clear else "")
     sample = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
     values = {**config(sample, "sim", faults={"seed": 7, "drop": 0.01}), "gateway_file": str(gw)}
     s = rundir.read_json(runner.execute(values, "stale", root=tmp_path / "runs", echo=False) / "summary.json")
