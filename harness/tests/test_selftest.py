@@ -45,7 +45,7 @@ def test_an_anchor_that_no_longer_stands_in_the_example_is_refused(tmp_path):
 def test_the_zoo_covers_every_input_and_more_than_thirty_defects():
     assert len(zoo.MUTANTS) >= 30 and len({m.name for m in zoo.MUTANTS}) == len(zoo.MUTANTS)
     assert {m.scenario for m in zoo.MUTANTS} == {"udp", "serial", "file", "faulted-file", "lines", "recovery", "join",
-                                                 "heartbeats"}
+                                                 "join-depth", "heartbeats"}
     # Every scenario a mutant runs on has a control: the unchanged example passing there.
     assert {(m.example, m.scenario) for m in zoo.MUTANTS} <= {(c.example, c.scenario) for c in zoo.CONTROLS}
 
@@ -69,6 +69,9 @@ def test_the_whole_zoo_is_caught_with_the_expected_verdicts(tmp_path):
     # A depth bug is named at its level: the zero-share level left at the top of stock 2's bid.
     depth = next(o for o in outcomes if o.name == "depth-empty-level-kept").headline
     assert depth.startswith("BBO DIFFERS (exact, depth of 5 levels): ") and "bid level 1: 0 shares at" in depth
+    # The built-in gateway's snapshot depth: each stock's top levels at the join.
+    assert "DEPTH DIFFERS after joining at seq 3,992: " in next(
+        o for o in outcomes if o.name == "snapshot-depth-missed").headline
     # The built-in gateway's flag: the first event after the first gap is the one named.
     stale = next(o for o in outcomes if o.name == "stale-flag-missed").headline
     assert stale.startswith("NOT BALANCED: BBO events flagged stale = those after seq ")

@@ -238,6 +238,12 @@ MUTANTS: tuple[Mutant, ...] = (
                      ("    if (__builtin_expect(seq != last_seq_ + 1, 0) && last_seq_ != 0) bbo_flags_ = "
                       "logfmt::kBookMayBeStale;\n", "    // MUTANT: a gap leaves the flag as it was\n")),
            "faulted-file", "unbalanced"),
+    Mutant("snapshot-depth-missed", "the depth of the books the snapshot built never published (the built-in "
+           "gateway, patched)", BUILT_IN,
+           _built_in("gateway/pipeline/gateway.hpp",
+                     ("      if (depth_ && depth_->take_change(book_, uint16_t(locate)))\n",
+                      "      if (false && depth_ && depth_->take_change(book_, uint16_t(locate)))  // MUTANT\n")),
+           "join-depth", "bbo_differs"),
 )
 
 CONTROLS: tuple[Control, ...] = (
@@ -252,6 +258,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "udp", "lossless", edits=_CLAIMS_EXIT_AT_END, claim="contract says exits_at_end"),
     Control(PY, "udp", "lossless", edits=_CLAIMS_DEPTH, claim="contract says levels = 5"),
     Control(BUILT_IN, "faulted-file", "faults_accounted"),
+    Control(BUILT_IN, "join-depth", "joined"),
 )
 
 
