@@ -117,7 +117,7 @@ MOST_RUNS_WORTH_SAYING = 10_000
 
 def _runs_to_decide(n: int) -> str:
     return (f"~{n:,} runs a side would likely decide it" if n <= MOST_RUNS_WORTH_SAYING else
-            f"no affordable number of runs would decide it: the change, if any, is well inside the noise")
+            "no affordable number of runs would decide it: the change, if any, is well inside the noise")
 
 
 def inconclusive_words(metrics: dict[str, dict[str, dict]], verdict: str = "inconclusive") -> list[str]:
