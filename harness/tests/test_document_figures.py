@@ -34,17 +34,29 @@ def checked(monkeypatch) -> list[str]:
         if fig is not None:
             problems.extend(tick_label_problems(fig))
             problems.x_labels.append(fig.axes[0].get_xlabel())
+            problems.y_ticks.append([t.get_text() for t in fig.axes[0].yaxis.get_ticklabels(minor=False)
+                                     + fig.axes[0].yaxis.get_ticklabels(minor=True)
+                                     if t.get_visible() and t.get_text().strip()
+                                     and low_enough(t, fig.axes[0])])
         close(fig)
     monkeypatch.setattr(figures.plt, "close", checking_close)
     return problems
 
 
+def low_enough(label, ax) -> bool:
+    """Whether a y tick label lies within the axis' view (matplotlib keeps labels of ticks outside it)."""
+    lo, hi = ax.get_ylim()
+    return lo <= label.get_position()[1] <= hi
+
+
 class Checked(list):
     x_labels: list[str]
+    y_ticks: list[list[str]]  # the y tick labels in view, per figure
 
     def __init__(self) -> None:
         super().__init__()
         self.x_labels = []
+        self.y_ticks = []
 
 
 def _rows(values: list[float], key: str) -> list[dict]:
@@ -111,3 +123,15 @@ def test_a_subscribers_sweep_document_leads_with_its_curve_against_subscribers(t
     # The curve against the four step values, not against a throughput that is the same at each.
     assert any(x.startswith("subscribers (the swept value") for x in checked.x_labels), checked.x_labels
     assert "![Latency of each step of the sweep](figures/sweep.png)" in md
+
+
+@pytest.mark.parametrize("low,high", [(2e4, 6e5), (3e4, 9e4), (1.5e3, 2.5e3), (0.2, 40.0)])
+def test_bars_on_a_log_axis_of_any_span_label_plainly(tmp_path, checked, low, high):
+    # The summary bars of a document once read "2×10⁴" … "6×10⁵": matplotlib labels a log axis' minor ticks when
+    # it spans about a decade, and the medians of a run decide the span.
+    assert figures.bars(tmp_path / "bars.png", ["a", "b"], {"s": [(low, low * 0.9, low * 1.1),
+                                                                   (high, high * 0.9, high * 1.1)]},
+                        "ns", "median of the runs, min–max")
+    assert checked == []
+    (shown,) = checked.y_ticks
+    assert len(shown) >= 2, shown  # plain, and still enough of them to read a bar's height by

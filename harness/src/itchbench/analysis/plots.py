@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from . import ticks  # noqa: E402
 from .histogram import percentile_points  # noqa: E402
 
 _SAVE = {"dpi": 110, "metadata": {"Software": None}}
@@ -27,7 +28,9 @@ def _finish(fig, ax, path: Path, title: str, xlabel: str, ylabel: str, xlog: boo
             legend_loc: str = "upper right") -> None:
     if xlog:
         ax.set_xscale("log")
+        ticks.plain_ticks(ax.xaxis)
     ax.set_yscale("log")
+    ticks.plain_ticks(ax.yaxis)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)

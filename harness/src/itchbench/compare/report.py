@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..analysis import latency_pass  # noqa: E402
+from ..analysis import latency_pass, ticks  # noqa: E402
 from ..analysis.histogram import quantiles  # noqa: E402
 from ..capacity.record import STATUS_MARKS  # noqa: E402
 from .verdicts import BETTER, INCONCLUSIVE, NOISY, NOT_COMPARABLE, SAME, SHOWN, WORSE, words  # noqa: E402
@@ -140,6 +140,7 @@ def plot_percentiles(path: Path, base_runs: list[Path], head_runs: list[Path], l
         ax.plot(np.arange(qs.size), quantiles(v, c, qs / 100), marker="o", label=name)
     ax.set_xticks(np.arange(qs.size), [f"p{q:g}" for q in qs])
     ax.set_yscale("log")
+    ticks.plain_ticks(ax.yaxis)
     ax.set_ylabel("receive → book (ns)")
     ax.set_title(f"{label}: receive → book, first run of each side")
     ax.grid(alpha=0.3)

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..analysis import latency_pass  # noqa: E402
+from ..analysis import latency_pass, ticks  # noqa: E402
 from ..analysis.histogram import percentile_points  # noqa: E402
 from .collect import Configuration, RunRecord  # noqa: E402
 
@@ -72,6 +72,7 @@ def histogram(path: Path, config: Configuration, index: int, stage: str, descrip
             ax.stairs(counts / c.sum() * 100, edges, color=color(index), linestyle=LINESTYLES[k % len(LINESTYLES)],
                       label=f"repetition {k + 1}")
         ax.set_xscale("log")
+        ticks.plain_ticks(ax.xaxis)
         ax.set_xlabel(f"{description} (ns, log scale; bins of 2^¼)")
         ax.set_ylabel("messages (%)")
         ax.set_title(f"{config.label}: {description}")
@@ -98,8 +99,9 @@ def percentile_curves(path: Path, configs: Sequence[Configuration], stage: str, 
                 drawn = True
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ticks = [t for t in PERCENTILE_TICKS]
-        ax.set_xticks(_tail_x(np.array(ticks) / 100), [f"p{t:g}" for t in ticks])
+        ax.set_xticks(_tail_x(np.array(PERCENTILE_TICKS) / 100), [f"p{t:g}" for t in PERCENTILE_TICKS])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ticks.plain_ticks(ax.yaxis)
         ax.set_xlabel("percentile (every run of every configuration)")
         ax.set_ylabel(f"{description} (ns)")
         ax.set_title(f"{description}: percentile curves")
@@ -124,6 +126,7 @@ def bars(path: Path, labels: Sequence[str], series: dict[str, list[tuple[float, 
                       if max(len(s) for s in labels) > 12 else "center")
         if log:
             ax.set_yscale("log")
+        ticks.plain_ticks(ax.yaxis)
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.legend(loc="upper left")
@@ -156,14 +159,6 @@ SWEEP_PERCENTILES = (("p50_us", "p50", "-"), ("p99_us", "p99", "--"), ("p999_us"
 RATE_KEYS = ("replay.pps", "replay.multiplier", "serial.baud", "serial.multiplier")
 
 
-def _plain_ticks(axis: "matplotlib.axis.Axis") -> None:
-    """Tick labels as plain numbers with thousands separators (1,000 and 0.5, never 10³ or 4.18489×10²), and no
-    labelled minor ticks to crowd them."""
-    from matplotlib import ticker
-    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.0f}" if abs(v) >= 1 else f"{v:.2g}"))
-    axis.set_minor_formatter(ticker.NullFormatter())
-
-
 def sweep_curves(path: Path, sweeps: Sequence[dict]) -> bool:
     """Latency against achieved throughput (a sweep of the rate) or against the swept value (any other key), log
     scales: a colour per sweep, a line style per percentile; the step past saturation ringed (against throughput
@@ -185,19 +180,19 @@ def sweep_curves(path: Path, sweeps: Sequence[dict]) -> bool:
                 ax.plot([x[past[0]]], [s["rows"][past[0]]["p99_us"]], marker="o", markersize=10, fillstyle="none",
                         color=color(i), linestyle="none")
         ax.set_yscale("log")
-        _plain_ticks(ax.yaxis)
+        ticks.plain_ticks(ax.yaxis)
         if by_value:
             values = sorted({float(r["value"]) for s in sweeps for r in s["rows"] if float(r["value"]) > 0})
             if values and values[-1] / values[0] >= 10:
                 ax.set_xscale("log")
             ax.set_xticks(values)
-            _plain_ticks(ax.xaxis)
+            ticks.plain_ticks(ax.xaxis)
             (key,) = keys
             ax.set_xlabel(f"{key} (the swept value; the offered rate is the same at every step)")
             ax.set_title("Latency against the swept value (ringed: the step past saturation)")
         else:
             ax.set_xscale("log")
-            _plain_ticks(ax.xaxis)
+            ticks.plain_ticks(ax.xaxis)
             ax.set_xlabel("achieved throughput, messages/s")
             ax.set_title("Latency against throughput (ringed: the step past saturation)")
         ax.set_ylabel("latency from the intended send, µs")
