@@ -130,7 +130,7 @@ def test_stuck_subscriber_never_slows_the_gateway(tmp_path, policy):
     assert reader["identical_to_bbo_log"] and reader["frames"] == s["bbo"]["events"]
     # What the stuck one did get, before it was cut off or between its drops, was the log's own frames.
     closed = ", closed by the gateway" if policy == "disconnect" else ""
-    assert rec["checks"][f"subscriber {stuck['index']} (stuck{closed}) received only the BBO log's frames, in its "
+    assert rec["checks"][f"subscriber {stuck['index']} (TCP, stuck{closed}) received only the BBO log's frames, in its "
                          "order"]
 
 

@@ -236,6 +236,15 @@ def _serial(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[
     return {**hop, "lines_good": ser["lines"], "lines_bad": bad_lines, "garbage_bytes": ser["garbage_bytes"]}
 
 
+BROKER_NAMES = {"mqtt": "MQTT", "kafka": "Kafka"}
+TRANSPORT_NAMES = {"tcp": "TCP", "shm": "shared memory", **BROKER_NAMES}
+
+
+def subscriber_name(sub: dict[str, Any], *details: str) -> str:
+    """'subscriber 2 (MQTT, QoS 1)': its number, how it was fed and any details, as every verdict names it."""
+    return f"subscriber {sub['index']} ({', '.join([TRANSPORT_NAMES[sub.get('kind', 'tcp')], *details])})"
+
+
 def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict[str, bool]) -> list[dict[str, Any]]:
     """Each subscriber against the gateway's counters for its own connection(s):
     a fast one must hold the BBO log byte for byte; what was dropped to a
@@ -265,11 +274,11 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
             wrong = _first_frame_not_in_log(got, expected)
             whole = sub["mode"] == "fast" and not closed
             entry["first_frame_not_in_log"] = wrong
-            checks[f"subscriber {sub['index']} ({sub['mode']}{', closed by the gateway' if closed else ''}) received "
+            checks[f"{subscriber_name(sub, sub['mode'], *(['closed by the gateway'] if closed else []))} received "
                    "only the BBO log's frames, in its order" + (", whole" if whole else "")] = \
                 wrong is None and (len(got) % logs.BBO_DTYPE.itemsize == 0 or not whole)
         if sub["mode"] == "fast":
-            name = f"subscriber {sub['index']}"
+            name = subscriber_name(sub)
             checks[f"{name} is known to the gateway"] = len(conns) == len(sub["local_ports"]) == 1
             checks[f"{name} finished in time"] = not sub["timed_out"]
             # Identity is required exactly when the gateway says it sent everything to it.
@@ -307,7 +316,7 @@ def _shm_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expecte
     got = path.read_bytes() if path.exists() else b""
     published = int(gw.get("shm", {}).get("published", -1))
     read, overruns = int(sub.get("read", 0)), int(sub.get("overruns", 0))
-    name = f"subscriber {sub['index']} (shared memory)"
+    name = subscriber_name(sub)
     rc = sub.get("exit")
     same = got == expected
     ended = rc == 0 and sub.get("ended") == "end of stream"
@@ -323,7 +332,6 @@ def _shm_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expecte
             "identical_to_bbo_log": same}
 
 
-BROKER_NAMES = {"mqtt": "MQTT", "kafka": "Kafka"}
 
 
 def _brokered_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expected: bytes,
@@ -334,7 +342,7 @@ def _brokered_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, ex
     missed nothing must hold the BBO log byte for byte."""
     got = path.read_bytes() if path.exists() else b""
     kind = sub["kind"]
-    name = f"subscriber {sub['index']} ({BROKER_NAMES[kind]}, {sub.get('settings', '')})"
+    name = subscriber_name(sub, sub.get("settings", ""))
     rc, ended = sub.get("exit"), str(sub.get("ended", ""))
     want = np.frombuffer(expected, dtype=logs.BBO_DTYPE)["seq"]
     whole = len(got) // logs.BBO_DTYPE.itemsize * logs.BBO_DTYPE.itemsize
@@ -390,11 +398,11 @@ def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]]) -> di
         "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
         "kernel_dropped_datagrams": hop.get("kernel_dropped", 0),
         "serial_bad_lines": hop.get("lines_bad", 0),
-        "subscriber_duplicates": {f"subscriber {s['index']}": s["duplicates"] for s in subs if s.get("duplicates")},
+        "subscriber_duplicates": {subscriber_name(s): s["duplicates"] for s in subs if s.get("duplicates")},
         # A slow or reconnecting subscriber of a broker loses only its own share: said, not the run's loss.
-        "subscriber_own_loss": {f"subscriber {s['index']} ({s['mode']})": s["frames_dropped"] for s in subs
+        "subscriber_own_loss": {subscriber_name(s, s["mode"]): s["frames_dropped"] for s in subs
                                 if s.get("kind") in BROKER_NAMES and s["mode"] != "fast" and s["frames_dropped"]},
-        "subscriber_frames_dropped": {f"subscriber {s['index']}": s["frames_dropped"]
+        "subscriber_frames_dropped": {subscriber_name(s): s["frames_dropped"]
                                       for s in subs if s["mode"] == "fast" and s["frames_dropped"]},
     }
     loss["lossless"] = not (not_applied or rec["rejected"] or rec["rejected_packets"]
