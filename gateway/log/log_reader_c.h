@@ -1,6 +1,6 @@
 /* The C face of the log reader, for the harness (ctypes, analysis/native.py):
- * libitchlog.so. Every call is reentrant; no call allocates or keeps a
- * pointer. */
+ * libitchlog.so. Every call is reentrant; only a scan allocates, and keeps
+ * its result until itchlog_scan_free. */
 #ifndef ITCHBENCH_LOG_READER_C_H
 #define ITCHBENCH_LOG_READER_C_H
 #include <stdint.h>
@@ -29,6 +29,64 @@ ITCHLOG_API int64_t itchlog_decode_compact(const void* slots, uint64_t n_slots, 
 
 /* Maps n stamps, stride bytes apart from first, from raw TSC ticks to ns in place (0 stays 0). */
 ITCHLOG_API void itchlog_ticks_to_ns(const itchlog_clock_line* line, void* first, uint64_t n, uint64_t stride);
+
+/* A latency log's report in one compiled pass (log/latency_scan.hpp): what the harness read from the header,
+ * what it asks for, and the exact histograms it gets back as (key, value, count) tables. */
+typedef struct {
+  uint64_t data_offset, stored; /* the first record's byte; slots (version 5) or records (3, 4) to read */
+  uint8_t stages, compact, has_line, reserved[5];
+  itchlog_clock_line line;
+} itchlog_source;
+
+typedef struct {
+  uint8_t start, end, bbo_only, reserved[5]; /* stamps: 0 kernel .. 4 published, 5 receive, 6 origin */
+} itchlog_stage;
+
+typedef struct {
+  uint64_t messages, accepted, max_locate;
+  int64_t t_lo, t_hi;
+  uint32_t any_after_warmup, set_stamps, found_stages, reserved;
+} itchlog_first_pass_result;
+
+#define ITCHLOG_MAX_STAGES 8
+typedef struct {
+  uint64_t warmup, max_locate;
+  int64_t t_lo, span_ns;
+  int64_t anchor, at, offset; /* CLOCK_MONOTONIC move of the chain's stamps, when monotonic */
+  uint32_t n_stages;
+  int32_t headline;
+  uint32_t breakdowns, time_bins, chain_len, n_co, kept, monotonic;
+  itchlog_stage stages[ITCHLOG_MAX_STAGES];
+  uint8_t chain[ITCHLOG_MAX_STAGES], co_starts[ITCHLOG_MAX_STAGES];
+} itchlog_scan_params;
+
+/* Tables of a scan: the stage (and warm-up) histograms by the stage's index, then the breakdowns, the chain's
+ * hops and cumulative latencies by hop, and the latency to the book from each co start. */
+#define ITCHLOG_TABLE_STAGE 0
+#define ITCHLOG_TABLE_WARMUP 16
+#define ITCHLOG_TABLE_BY_TYPE 32
+#define ITCHLOG_TABLE_BY_SYMBOL 33
+#define ITCHLOG_TABLE_OVER_TIME 34
+#define ITCHLOG_TABLE_HOP 48
+#define ITCHLOG_TABLE_CUMULATIVE 64
+#define ITCHLOG_TABLE_CO 80
+
+/* 0, or -1 with the reason in error (error_size bytes, NUL-terminated). */
+ITCHLOG_API int itchlog_first_pass(const char* path, const itchlog_source* source, uint64_t warmup,
+                                   const itchlog_stage* stages, uint32_t n_stages, itchlog_first_pass_result* out,
+                                   char* error, uint64_t error_size);
+/* The scan's result, or NULL with the reason in error. */
+ITCHLOG_API void* itchlog_scan(const char* path, const itchlog_source* source, const itchlog_scan_params* params,
+                               char* error, uint64_t error_size);
+/* A table's rows (-1: no such table), the first `capacity` of them copied out, sorted by key then value. */
+ITCHLOG_API int64_t itchlog_scan_table(void* scan, uint32_t table, int64_t* keys, int64_t* values, int64_t* counts,
+                                       uint64_t capacity);
+/* Messages per time bin after the warm-up: the bins (time_bins of them), the first `capacity` copied. */
+ITCHLOG_API int64_t itchlog_scan_throughput(void* scan, int64_t* counts, uint64_t capacity);
+/* The slowest messages kept: how many, the first `capacity` copied (hops: chain_len - 1 values each). */
+ITCHLOG_API int64_t itchlog_scan_slowest(void* scan, int64_t* total, int64_t* start, int64_t* seq, uint8_t* type,
+                                         int64_t* hops, uint64_t capacity);
+ITCHLOG_API void itchlog_scan_free(void* scan);
 
 #ifdef __cplusplus
 }

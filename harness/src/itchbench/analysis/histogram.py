@@ -55,6 +55,18 @@ class KeyedHistogram:
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._part_entries = 0
 
+    @classmethod
+    def from_table(cls, keys: np.ndarray, values: np.ndarray, counts: np.ndarray, n_keys: int = 1) -> KeyedHistogram:
+        """The histogram whose table() is (keys, values, counts): distinct pairs sorted by key then value, as the
+        compiled scan gives them (analysis/native.py). Held as they come, not spread over a dense array."""
+        h = cls(n_keys, dense=1)
+        zero = values == 0
+        h._dense[keys[zero]] = counts[zero]
+        if not zero.all():
+            h._parts = [(keys[~zero], values[~zero], counts[~zero])]
+            h._part_entries = int((~zero).sum())
+        return h
+
     def add(self, values: np.ndarray, keys: np.ndarray | None = None) -> None:
         values = np.asarray(values, np.int64)
         if values.size == 0:

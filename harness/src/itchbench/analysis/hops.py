@@ -220,6 +220,17 @@ class HopTables:
         self._served_trend = Trend()
         self._served = [0, 0]  # the first due time, the last book stamp: the span the messages were served in
 
+    @classmethod
+    def of_book_chain(cls, present: list[str], hops: list[tuple[KeyedHistogram, KeyedHistogram]],
+                      co: dict[str, KeyedHistogram]) -> HopTables:
+        """Tables of a run without subscribers or a send log, counted elsewhere (the compiled scan): each hop of
+        the chain to the book with its cumulative latency, and the latency to the book from each start."""
+        tables = cls(present, [])
+        if len(hops) != len(tables._hops["t_book"]) or set(co) != set(tables._co):
+            raise ValueError("the counted hops or starts are not those of the chain of these stamps")
+        tables._hops["t_book"], tables._co = hops, co
+        return tables
+
     def add(self, cols: dict[str, np.ndarray]) -> None:
         """One chunk of ChainReader.columns."""
         bbo = cols["bbo"]

@@ -12,6 +12,7 @@ deviation are those of the whole sample.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from . import hops, logs, outliers
+from . import hops, logs, native, outliers
 from .histogram import KeyedHistogram
 from .stats import ONE_WAY, STAGES, TYPE_NAMES
 
@@ -93,13 +94,19 @@ def _stamps(rec: np.ndarray) -> dict[str, np.ndarray]:
 
 def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
          symbol_names: np.ndarray | None = None, breakdowns: bool = True, chunk: int = CHUNK_RECORDS,
-         progress: Callable[[int, int], None] | None = None) -> RunLatency:
+         progress: Callable[[int, int], None] | None = None, compiled: bool = True) -> RunLatency:
     """The run's latency histograms. breakdowns=False leaves out what only a run's own report shows (by type, by
     symbol, over time, hop by hop): stages and warm-up are enough for comparisons and documents. progress(pass,
-    records) is told after each chunk of the two passes over the log."""
+    records) is told after each chunk of the two passes over the log. compiled: let the C++ reader count what it
+    covers (_compiled_scan_reads); False: numpy here counts everything (the reference the tests hold it to)."""
     run_dir = Path(run_dir)
     lat = logs.read_latency(run_dir / "latency.lat")
     stages = _stage_list(lat)
+    if compiled and csv is None and _compiled_scan_reads(run_dir, lat):
+        try:
+            return _compiled_scan(run_dir, lat, stages, warmup_messages, breakdowns, progress)
+        except native.NativeScanError as e:
+            raise logs.LogFormatError(str(e)) from None
 
     # Pass 1: the receive-stamp span after the warm-up, the largest locate, the stamps that are ever set and the
     # stages that have a value (a stage no message has is left out, as a column of the CSV too).
@@ -191,6 +198,91 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
         time_edges_s=edges, throughput_counts=throughput, hop_tables=hop_tables, outliers=slowest,
         sender=reader.sender,
         stamped=lat.header["stages"], subscribers=reader.subscribers)
+
+
+# The compiled scan's names for the stamps (gateway/log/latency_scan.hpp Stamp).
+_STAMP_IDS = {"t_kernel": 0, "t_read": 1, "t_decoded": 2, "t_book": 3, "t_published": 4, "t_receive": 5,
+              "t_origin": 6}
+
+
+def _compiled_scan_reads(run_dir: Path, lat: logs.LogFile) -> bool:
+    """Whether the compiled scan computes this run's report: a latency log of version 3 to 5, and nothing to join
+    it with (no send log, no subscriber: those hops stay numpy's, as does the per-message CSV)."""
+    return (lat.header["version"] in (*logs.STAGE_LAYOUT_VERSIONS, logs.LATENCY_COMPACT_VERSION)
+            and not (run_dir / "send.log").exists() and not any(run_dir.glob("subscriber-*.recv")))
+
+
+def _scan_source(lat: logs.LogFile) -> native.ScanSource:
+    stages = lat.compact_stages if lat.compact_stages is not None else sum(
+        1 << i for i, name in enumerate(logs.STAGE_STAMPS) if name in lat.stored.dtype.names)
+    line = lat.clock_line.native if lat.clock_line is not None else native.ClockLine()
+    return native.ScanSource(lat.header_size, len(lat.stored), stages, lat.compact_stages is not None,
+                             lat.clock_line is not None, (ctypes.c_uint8 * 5)(), line)
+
+
+def _compiled_scan(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str, str, str, bool]],
+                   warmup_messages: int, breakdowns: bool,
+                   progress: Callable[[int, int], None] | None) -> RunLatency:
+    """scan() by the C++ reader (gateway/log/latency_scan.hpp): the same two passes and the same integer
+    arithmetic, so the same figures, at the speed of compiled code. The choices (stages, chain, bins) are made
+    here, as scan() makes them."""
+    source, path = _scan_source(lat), str(lat.path)
+    specs = [native.ScanStage(_STAMP_IDS[start], _STAMP_IDS[end], bbo_only) for _, _, start, end, bbo_only in stages]
+    first = native.first_pass(path, source, warmup_messages, specs)
+    if progress is not None:
+        progress(1, int(first.accepted))
+    t_lo = int(first.t_lo) if first.any_after_warmup else 0
+    span_ns = max(int(first.t_hi) - t_lo, 0) + 1 if first.any_after_warmup else 1
+    found = [i for i in range(len(stages)) if first.found_stages >> i & 1]
+    stages = [stages[i] for i in found]
+    specs = [specs[i] for i in found]
+    present = {name for name, i in _STAMP_IDS.items() if name != "t_receive" and first.set_stamps >> i & 1}
+    book_chain = hops.chain_to_book(present) if breakdowns else []
+    co_starts = [start for _, start in hops.CO_MEASURES if start in present] if len(book_chain) >= 2 else []
+    clock = hops.gateway_clock(run_dir)
+    move = [clock.get(k) for k in ("anchor_ns", "offset_measured_at_ns", "offset_from_monotonic_ns_at_end")]
+    params = native.ScanParams(
+        warmup=warmup_messages, max_locate=int(first.max_locate), t_lo=t_lo, span_ns=span_ns,
+        anchor=int(move[0] or 0), at=int(move[1] or 0), offset=int(move[2] or 0), n_stages=len(specs),
+        headline=[s[0] for s in stages].index(HEADLINE) if HEADLINE in [s[0] for s in stages] else -1,
+        breakdowns=breakdowns, time_bins=TIME_BINS, chain_len=len(book_chain) if len(book_chain) >= 2 else 0,
+        n_co=len(co_starts), kept=outliers.KEPT, monotonic=all(m is not None for m in move))
+    for i, spec in enumerate(specs):
+        params.stages[i] = spec
+    for i, name in enumerate(book_chain if params.chain_len else []):
+        params.chain[i] = _STAMP_IDS[name]
+    for i, name in enumerate(co_starts):
+        params.co_starts[i] = _STAMP_IDS[name]
+    done = native.Scan(path, source, params)
+    try:
+        if progress is not None:
+            progress(2, int(first.accepted))
+        table = lambda t, keys=1: KeyedHistogram.from_table(*done.table(t), n_keys=keys)  # noqa: E731
+        hop_tables = slowest = None
+        if params.chain_len:
+            pairs = [(table(native.TABLE_HOP + i), table(native.TABLE_CUMULATIVE + i)) for i in range(len(book_chain) - 1)]
+            pairs[0] = (pairs[0][0], pairs[0][0])  # the first hop is its own cumulative, one histogram (HopTables)
+            hop_tables = hops.HopTables.of_book_chain(
+                sorted(present), pairs, {s: table(native.TABLE_CO + i) for i, s in enumerate(co_starts)})
+            kept = done.slowest()
+            slowest = outliers.Outliers.kept_from(book_chain, kept["total"], kept["start"], kept["hops"],
+                                                  kept["seq"], kept["type"])
+        names = [s[0] for s in stages]
+        return RunLatency(
+            stages=[(s[0], s[1]) for s in stages],
+            stage={n: table(native.TABLE_STAGE + i) for i, n in enumerate(names)},
+            warmup={n: table(native.TABLE_WARMUP + i) for i, n in enumerate(names)},
+            messages=max(0, int(first.accepted) - warmup_messages),
+            warmup_messages=min(warmup_messages, int(first.accepted)),
+            rejected=int(first.messages) - int(first.accepted),
+            by_type=table(native.TABLE_BY_TYPE, _TYPE_KEYS if breakdowns else 1),
+            by_symbol=table(native.TABLE_BY_SYMBOL, int(first.max_locate) + 1 if breakdowns else 1),
+            over_time=table(native.TABLE_OVER_TIME, TIME_BINS),
+            time_edges_s=np.linspace(0.0, span_ns / 1e9, TIME_BINS + 1), throughput_counts=done.throughput(),
+            hop_tables=hop_tables, outliers=slowest, sender=hops.ChainReader(run_dir).sender,
+            stamped=lat.header["stages"], subscribers=[])
+    finally:
+        done.close()
 
 
 def _append_csv(path: Path, rec: np.ndarray, t_receive: np.ndarray, stage_cols: dict[str, np.ndarray],

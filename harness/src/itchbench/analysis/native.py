@@ -56,3 +56,107 @@ def ticks_to_ns(line: ClockLine, column: np.ndarray) -> None:
     assert column.dtype.itemsize == 8 and column.ndim == 1
     if len(column):
         _library().itchlog_ticks_to_ns(ctypes.byref(line), column.ctypes.data, len(column), column.strides[0])
+
+
+# A latency log's report in one compiled pass (gateway/log/latency_scan.hpp): analysis/latency_pass.py decides what
+# to compute, the C++ side counts it.
+_u8, _u32, _i32, _u64, _i64 = ctypes.c_uint8, ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64, ctypes.c_int64
+MAX_STAGES = 8
+TABLE_STAGE, TABLE_WARMUP, TABLE_BY_TYPE, TABLE_BY_SYMBOL, TABLE_OVER_TIME = 0, 16, 32, 33, 34
+TABLE_HOP, TABLE_CUMULATIVE, TABLE_CO = 48, 64, 80
+
+
+class ScanSource(ctypes.Structure):
+    _fields_ = [("data_offset", _u64), ("stored", _u64), ("stages", _u8), ("compact", _u8), ("has_line", _u8),
+                ("reserved", _u8 * 5), ("line", ClockLine)]
+
+
+class ScanStage(ctypes.Structure):
+    _fields_ = [("start", _u8), ("end", _u8), ("bbo_only", _u8), ("reserved", _u8 * 5)]
+
+
+class FirstPass(ctypes.Structure):
+    _fields_ = [("messages", _u64), ("accepted", _u64), ("max_locate", _u64), ("t_lo", _i64), ("t_hi", _i64),
+                ("any_after_warmup", _u32), ("set_stamps", _u32), ("found_stages", _u32), ("reserved", _u32)]
+
+
+class ScanParams(ctypes.Structure):
+    _fields_ = [("warmup", _u64), ("max_locate", _u64), ("t_lo", _i64), ("span_ns", _i64), ("anchor", _i64),
+                ("at", _i64), ("offset", _i64), ("n_stages", _u32), ("headline", _i32), ("breakdowns", _u32),
+                ("time_bins", _u32), ("chain_len", _u32), ("n_co", _u32), ("kept", _u32), ("monotonic", _u32),
+                ("stages", ScanStage * MAX_STAGES), ("chain", _u8 * MAX_STAGES), ("co_starts", _u8 * MAX_STAGES)]
+
+
+class NativeScanError(RuntimeError):
+    """The compiled scan could not read the log (the reason is its message)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _scan_library() -> ctypes.CDLL:
+    lib = _library()
+    p = ctypes.POINTER
+    lib.itchlog_first_pass.restype = ctypes.c_int
+    lib.itchlog_first_pass.argtypes = [ctypes.c_char_p, p(ScanSource), _u64, p(ScanStage), _u32, p(FirstPass),
+                                       ctypes.c_char_p, _u64]
+    lib.itchlog_scan.restype = ctypes.c_void_p
+    lib.itchlog_scan.argtypes = [ctypes.c_char_p, p(ScanSource), p(ScanParams), ctypes.c_char_p, _u64]
+    lib.itchlog_scan_table.restype = _i64
+    lib.itchlog_scan_table.argtypes = [ctypes.c_void_p, _u32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, _u64]
+    lib.itchlog_scan_throughput.restype = _i64
+    lib.itchlog_scan_throughput.argtypes = [ctypes.c_void_p, ctypes.c_void_p, _u64]
+    lib.itchlog_scan_slowest.restype = _i64
+    lib.itchlog_scan_slowest.argtypes = [ctypes.c_void_p] + [ctypes.c_void_p] * 5 + [_u64]
+    lib.itchlog_scan_free.restype = None
+    lib.itchlog_scan_free.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+def first_pass(path: str, source: ScanSource, warmup: int, stages: list[ScanStage]) -> FirstPass:
+    out, error = FirstPass(), ctypes.create_string_buffer(512)
+    arr = (ScanStage * max(len(stages), 1))(*stages)
+    if _scan_library().itchlog_first_pass(path.encode(), ctypes.byref(source), warmup, arr, len(stages),
+                                          ctypes.byref(out), error, len(error)) != 0:
+        raise NativeScanError(error.value.decode(errors="replace"))
+    return out
+
+
+class Scan:
+    """A finished compiled scan: its tables, read out as numpy arrays; freed on close()."""
+
+    def __init__(self, path: str, source: ScanSource, params: ScanParams) -> None:
+        error = ctypes.create_string_buffer(512)
+        self._lib = _scan_library()
+        self._handle = self._lib.itchlog_scan(path.encode(), ctypes.byref(source), ctypes.byref(params), error,
+                                              len(error))
+        if not self._handle:
+            raise NativeScanError(error.value.decode(errors="replace"))
+        self.chain_len = int(params.chain_len)
+
+    def table(self, table: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(keys, values, counts), sorted by key then value."""
+        n = self._lib.itchlog_scan_table(self._handle, table, None, None, None, 0)
+        if n < 0:
+            raise KeyError(f"the scan has no table {table}")
+        k, v, c = (np.empty(n, np.int64) for _ in range(3))
+        self._lib.itchlog_scan_table(self._handle, table, k.ctypes.data, v.ctypes.data, c.ctypes.data, n)
+        return k, v, c
+
+    def throughput(self) -> np.ndarray:
+        n = self._lib.itchlog_scan_throughput(self._handle, None, 0)
+        out = np.empty(n, np.int64)
+        self._lib.itchlog_scan_throughput(self._handle, out.ctypes.data, n)
+        return out
+
+    def slowest(self) -> dict[str, np.ndarray]:
+        n = self._lib.itchlog_scan_slowest(self._handle, None, None, None, None, None, 0)
+        total, start, seq = (np.empty(n, np.int64) for _ in range(3))
+        kinds = np.empty(n, np.uint8)
+        hops = np.empty((n, max(self.chain_len - 1, 0)), np.int64)
+        self._lib.itchlog_scan_slowest(self._handle, total.ctypes.data, start.ctypes.data, seq.ctypes.data,
+                                       kinds.ctypes.data, hops.ctypes.data, n)
+        return {"total": total, "start": start, "seq": seq, "type": kinds, "hops": hops}
+
+    def close(self) -> None:
+        if self._handle:
+            self._lib.itchlog_scan_free(self._handle)
+            self._handle = None

@@ -103,36 +103,45 @@ def _scheduler(switches: Switches, hot_tid: int, start: np.ndarray, hops: np.nda
 class Outliers:
     """The KEPT messages with the largest latency along `chain` (stamp names to the book), with each hop."""
 
-    def __init__(self, chain: list[str], kept: int = KEPT) -> None:
-        self.chain, self.kept = chain, kept
+    def __init__(self, chain: list[str], kept: int | None = None) -> None:
+        self.chain, self.kept = chain, KEPT if kept is None else kept
         self.total = np.empty(0, np.int64)
         self.start = np.empty(0, np.int64)  # the first stamp (CLOCK_MONOTONIC ns): where the hops are on the clock
         self.hops = np.empty((0, len(chain) - 1), np.int64)
         self.seq = np.empty(0, np.int64)
         self.type = np.empty(0, np.uint8)
 
+    @classmethod
+    def kept_from(cls, chain: list[str], total: np.ndarray, start: np.ndarray, hops: np.ndarray, seq: np.ndarray,
+                  kinds: np.ndarray, kept: int | None = None) -> Outliers:
+        """The slowest messages chosen elsewhere (the compiled scan), by the same rule as add()."""
+        out = cls(chain, kept)
+        out.total, out.start, out.hops, out.seq, out.type = total, start, hops, seq, kinds
+        return out
+
     def add(self, cols: dict[str, np.ndarray], msg_type: np.ndarray) -> None:
+        """Keeps the `kept` largest totals; of equal totals the earlier messages, so that which are kept does not
+        depend on how the log was cut into chunks."""
         stamps = np.stack([cols[c] for c in self.chain])
         have = (stamps != 0).all(axis=0)
         if not have.any():
             return
         stamps = stamps[:, have]
         total = stamps[-1] - stamps[0]
+        seq, kinds = cols["seq"][have], msg_type[have]
         if self.total.size >= self.kept:  # only what could enter the kept ones
-            better = total > self.total.min()
-            stamps, total = stamps[:, better], total[better]
+            worst = np.lexsort((-self.seq, self.total))[0]
+            better = (total > self.total[worst]) | ((total == self.total[worst]) & (seq < self.seq[worst]))
+            stamps, total, seq, kinds = stamps[:, better], total[better], seq[better], kinds[better]
             if not total.size:
                 return
-            seq, kinds = cols["seq"][have][better], msg_type[have][better]
-        else:
-            seq, kinds = cols["seq"][have], msg_type[have]
         self.total = np.concatenate([self.total, total])
         self.start = np.concatenate([self.start, stamps[0]])
         self.hops = np.concatenate([self.hops, np.diff(stamps, axis=0).T])
         self.seq = np.concatenate([self.seq, seq])
         self.type = np.concatenate([self.type, kinds])
         if self.total.size > self.kept:
-            top = np.argpartition(self.total, -self.kept)[-self.kept:]
+            top = np.lexsort((self.seq, -self.total))[:self.kept]
             self.total, self.start, self.hops, self.seq, self.type = (
                 self.total[top], self.start[top], self.hops[top], self.seq[top], self.type[top])
 
@@ -166,7 +175,7 @@ class Outliers:
         out["types"] = {str(k): int(n) for k, n in sorted(zip(kinds_named, counts), key=lambda x: -x[1])}
         if switches is not None and hot_tid:
             out["scheduler"] = _scheduler(switches, hot_tid, start, hops, dominant, excess)
-        order = np.argsort(-total)[:10]
+        order = np.lexsort((seq, -total))[:10]
         out["slowest"] = [{"seq": int(seq[j]), "type": str(names[kinds[j]]), "latency_ns": int(total[j]),
                            "cause": CAUSES.get(pairs[dominant[j]], "") if explained[j] else "spread over hops",
                            "hops_ns": [int(h) for h in hops[j]]} for j in order]

@@ -1,0 +1,52 @@
+// Exact counts of int64 values per small integer key: the compiled twin of
+// the harness's KeyedHistogram (harness analysis/histogram.py), so a report
+// read in one compiled pass gives every statistic a sort of all the values
+// would. Values in [0, dense) are counted in a dense key x value array; the
+// rest (a tail, anything negative) are gathered and merged, sorted, into
+// distinct (key, value, count) triples. Nothing is bucketed.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace itchbench {
+
+class ExactHistogram {
+ public:
+  struct Entry {
+    int64_t key, value, count;
+  };
+
+  ExactHistogram(uint32_t keys, uint32_t dense) : keys_(keys), dense_(dense), counts_(size_t(keys) * dense) {}
+
+  void add(uint32_t key, int64_t value) {
+    if (uint64_t(value) < dense_) {
+      const size_t cell = size_t(key) * dense_ + uint64_t(value);
+      if (__builtin_expect(++counts_[cell] == 0, 0)) carried_.push_back(cell);  // 2^32 more in that cell
+    } else {
+      spill(key, value);
+    }
+  }
+  // Every distinct (key, value) with its count, sorted by key then value.
+  std::vector<Entry> table();
+
+ private:
+  struct Pending {
+    int64_t key, value;
+  };
+  static constexpr size_t kPendingMerge = size_t(1) << 20;  // tail values gathered before a merge
+
+  void spill(uint32_t key, int64_t value) {
+    pending_.push_back({key, value});
+    if (pending_.size() >= kPendingMerge) merge_pending();
+  }
+  void merge_pending();
+
+  uint32_t keys_, dense_;
+  std::vector<uint32_t> counts_;  // half the bytes of u64 counts: the by-symbol array stays in cache twice as long
+  std::vector<size_t> carried_;   // a cell each time its count wrapped past 2^32 - 1
+  std::vector<Pending> pending_;
+  std::vector<Entry> tail_;  // sorted, distinct
+};
+
+}  // namespace itchbench

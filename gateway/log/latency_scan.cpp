@@ -1,0 +1,272 @@
+#include "log/latency_scan.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <queue>
+#include <stdexcept>
+
+#include "log/compact_reader.hpp"
+
+namespace itchbench::scan {
+
+namespace {
+
+struct Row {
+  uint64_t seq;
+  int64_t t[kStampCount];
+  uint16_t locate;
+  uint8_t type;
+  uint8_t flags;
+};
+
+// Calls f(row) for each of the log's messages in order, every stamp in ns: plain reads into one buffer (memory
+// stays a buffer whatever the log's size), compact slots decoded straight into the row, their state carried
+// across reads.
+class Rows {
+ public:
+  static constexpr size_t kBatch = size_t(1) << 16;
+
+  explicit Rows(const Source& s)
+      : source_(s), record_size_(logfmt::latency_record_size(s.stages)),
+        unit_(s.compact ? sizeof(logfmt::CompactLatencyRecord) : record_size_), raw_(kBatch * unit_) {
+    order_count_ = logfmt::stage_order(s.stages, order_);
+    fd_ = ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) fail(std::string("cannot open: ") + std::strerror(errno));
+    if (::lseek(fd_, off_t(s.data_offset), SEEK_SET) < 0) fail(std::string("cannot seek: ") + std::strerror(errno));
+  }
+  ~Rows() { ::close(fd_); }
+  Rows(const Rows&) = delete;
+  Rows& operator=(const Rows&) = delete;
+
+  template <class F>
+  void for_each(F&& f) {
+    CompactState state;
+    size_t carried = 0;  // escape slots at the end of the last read, moved to the buffer's start
+    for (uint64_t read = 0; read < source_.stored;) {
+      const size_t want = std::min<uint64_t>(kBatch - carried, source_.stored - read);
+      read_exactly(raw_.data() + carried * unit_, want * unit_);
+      read += want;
+      const size_t have = carried + want;
+      if (!source_.compact) {
+        for (size_t i = 0; i < have; ++i) f(row_of(raw_.data() + i * record_size_));
+        continue;
+      }
+      DecodedSlots d;
+      try {
+        d = for_each_compact(raw_.data(), have, source_.stages, state,
+                             [&](const logfmt::LatencyRecord& head, const uint64_t* t) { f(row_of(head, t)); });
+      } catch (const BadEscape& e) {
+        fail("escape slot " + std::to_string(read - have + e.slot) + " has kind " + std::to_string(e.kind) +
+             ", which a log of these stages does not hold");
+      }
+      carried = have - d.consumed;
+      if (carried == kBatch) fail(std::to_string(carried) + " escape slots in a row, no message after them");
+      std::memmove(raw_.data(), raw_.data() + d.consumed * unit_, carried * unit_);
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { throw std::runtime_error(source_.path + ": " + what); }
+
+  void read_exactly(uint8_t* p, size_t bytes) {
+    while (bytes) {
+      const ssize_t got = ::read(fd_, p, bytes);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) fail(std::string("cannot read: ") + std::strerror(errno));
+      if (got == 0) fail("shorter than when it was opened");
+      p += got;
+      bytes -= size_t(got);
+    }
+  }
+
+  // A version-3/4 record: its head, then the stamps of its stages in stage order.
+  Row row_of(const uint8_t* p) const {
+    logfmt::LatencyRecord head;
+    std::memcpy(&head, p, sizeof head);
+    uint64_t t[logfmt::kStageCount] = {};
+    for (unsigned j = 0; j < order_count_; ++j) std::memcpy(&t[order_[j]], p + sizeof head + 8 * j, 8);
+    return row_of(head, t);
+  }
+
+  Row row_of(const logfmt::LatencyRecord& head, const uint64_t* t) const {
+    Row r;
+    r.seq = head.seq;
+    r.locate = head.stock_locate;
+    r.type = uint8_t(head.msg_type);
+    r.flags = head.flags;
+    r.t[kOrigin] = int64_t(head.t_origin);
+    for (unsigned i = 0; i < logfmt::kStageCount; ++i)
+      r.t[i] = int64_t(source_.has_line ? ticks_to_ns(source_.line, t[i]) : t[i]);
+    r.t[kReceive] = r.t[kKernel] ? r.t[kKernel] : r.t[kRead];
+    return r;
+  }
+
+  const Source& source_;
+  size_t record_size_, unit_;
+  std::vector<uint8_t> raw_;
+  uint8_t order_[logfmt::kStageCount];
+  unsigned order_count_ = 0;
+  int fd_ = -1;
+};
+
+bool accepted(const Row& r) { return !(r.flags & logfmt::kRejected); }
+bool bbo_event(const Row& r) { return r.flags & logfmt::kBboEvent; }
+
+bool has_value(const Row& r, const StageSpec& s) {
+  return r.t[s.start] && r.t[s.end] && (!s.bbo_only || bbo_event(r));
+}
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// The stage clock moved onto CLOCK_MONOTONIC in the harness's float64 arithmetic (np.rint: ties to even).
+class Monotonic {
+ public:
+  explicit Monotonic(const MonotonicMove& m)
+      : on_(m.on && m.at > m.anchor), anchor_(m.anchor), factor_(on_ ? double(m.offset) / double(m.at - m.anchor) : 0) {}
+  int64_t operator()(int64_t t) const {
+    if (!on_ || t == 0) return t;
+    return t - int64_t(std::nearbyint(double(t - anchor_) * factor_));
+  }
+
+ private:
+  bool on_;
+  int64_t anchor_;
+  double factor_;
+};
+
+// The slowest messages along the chain: a bounded heap whose top is the least of those kept (the smallest total;
+// of equal totals the latest seq), so the kept are the same whatever order equal totals come in.
+class SlowestKept {
+ public:
+  explicit SlowestKept(uint32_t kept) : kept_(kept) {}
+  void offer(int64_t total, const Row& r, const int64_t* moved, size_t chain) {
+    if (!kept_) return;
+    if (heap_.size() == kept_ && !less(heap_.front(), total, int64_t(r.seq))) return;
+    Slowest s{total, moved[0], int64_t(r.seq), r.type, std::vector<int64_t>(chain - 1)};
+    for (size_t i = 0; i + 1 < chain; ++i) s.hops[i] = moved[i + 1] - moved[i];
+    if (heap_.size() == kept_) {
+      std::pop_heap(heap_.begin(), heap_.end(), greater);
+      heap_.back() = std::move(s);
+    } else {
+      heap_.push_back(std::move(s));
+    }
+    std::push_heap(heap_.begin(), heap_.end(), greater);
+  }
+  std::vector<Slowest> take() { return std::move(heap_); }
+
+ private:
+  // a is kept below (total, seq): a smaller total, or an equal one with a later seq.
+  static bool less(const Slowest& a, int64_t total, int64_t seq) {
+    return a.total != total ? a.total < total : a.seq > seq;
+  }
+  static bool greater(const Slowest& a, const Slowest& b) { return less(b, a.total, a.seq); }
+
+  uint32_t kept_;
+  std::vector<Slowest> heap_;  // a min-heap by (total, -seq)
+};
+
+constexpr uint32_t kStageDense = 1u << 16;
+constexpr uint32_t kWarmDense = 1u << 12;
+constexpr uint32_t kTypeKeys = 256, kTypeDense = 1024;
+constexpr uint32_t kTimeDense = 1u << 12;
+constexpr size_t kSymbolCells = size_t(1) << 22;  // 16 MiB of counts: 1,024 values a symbol for 4,096 symbols
+
+}  // namespace
+
+FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<StageSpec>& stages) {
+  FirstPass f;
+  Rows(source).for_each([&](const Row& r) {
+      ++f.messages;
+      if (!accepted(r)) return;
+      const bool warm = f.accepted < warmup;
+      ++f.accepted;
+      f.max_locate = std::max<uint64_t>(f.max_locate, r.locate);
+      for (unsigned s = 0; s < kStampCount; ++s)
+        if (s != kReceive && r.t[s]) f.set_stamps |= 1u << s;
+      for (size_t i = 0; i < stages.size(); ++i)
+        if (has_value(r, stages[i])) f.found_stages |= 1u << i;
+      if (!warm) {
+        const int64_t t = r.t[kReceive];
+        f.t_lo = f.any_after_warmup ? std::min(f.t_lo, t) : t;
+        f.t_hi = f.any_after_warmup ? std::max(f.t_hi, t) : t;
+        f.any_after_warmup = true;
+      }
+  });
+  return f;
+}
+
+Result second_pass(const Source& source, const Params& p) {
+  if (p.span_ns <= 0 || p.time_bins == 0) throw std::invalid_argument("latency scan: empty time span or no bins");
+  Result out;
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    out.stage.emplace_back(1, kStageDense);
+    out.warmup.emplace_back(1, kWarmDense);
+  }
+  const uint32_t symbols = uint32_t(p.max_locate + 1);
+  const uint32_t symbol_dense = uint32_t(std::clamp<size_t>(kSymbolCells / symbols, 64, 1024));
+  out.by_type = std::make_unique<ExactHistogram>(p.breakdowns ? kTypeKeys : 1, kTypeDense);
+  out.by_symbol = std::make_unique<ExactHistogram>(p.breakdowns ? symbols : 1, symbol_dense);
+  out.over_time = std::make_unique<ExactHistogram>(p.time_bins, kTimeDense);
+  out.throughput.assign(p.time_bins, 0);
+  const size_t chain = p.chain.size() >= 2 ? p.chain.size() : 0;
+  for (size_t i = 0; i + 1 < chain; ++i) {
+    out.hop.emplace_back(1, kStageDense);
+    out.cumulative.emplace_back(1, i ? kStageDense : 1);  // the first hop is its own cumulative
+  }
+  for (size_t i = 0; i < p.co_starts.size(); ++i) out.co.emplace_back(1, kStageDense);
+  const Monotonic monotonic(p.monotonic);
+  SlowestKept slowest(chain ? p.kept : 0);
+
+  uint64_t seen = 0;
+  int64_t moved[kStampCount];
+  Rows(source).for_each([&](const Row& r) {
+      if (!accepted(r)) return;
+      const bool warm = seen++ < p.warmup;
+      uint32_t bin = 0;
+      if (!warm) {
+        const int64_t b = floor_div((r.t[kReceive] - p.t_lo) * int64_t(p.time_bins), p.span_ns);
+        bin = uint32_t(std::clamp<int64_t>(b, 0, p.time_bins - 1));
+        ++out.throughput[bin];
+      }
+      for (size_t i = 0; i < p.stages.size(); ++i) {
+        const StageSpec& s = p.stages[i];
+        if (!has_value(r, s)) continue;
+        const int64_t d = int64_t(uint64_t(r.t[s.end]) - uint64_t(r.t[s.start]));
+        if (warm) {
+          out.warmup[i].add(0, d);
+          continue;
+        }
+        out.stage[i].add(0, d);
+        if (int(i) == p.headline && p.breakdowns) {
+          out.by_type->add(r.type, d);
+          out.by_symbol->add(r.locate, d);
+          out.over_time->add(bin, d);
+        }
+      }
+      if (chain) {
+        bool whole = true;
+        for (size_t i = 0; i < chain; ++i) whole &= (moved[i] = monotonic(r.t[p.chain[i]])) != 0;
+        if (whole) {
+          for (size_t i = 0; i + 1 < chain; ++i) {
+            out.hop[i].add(0, moved[i + 1] - moved[i]);
+            if (i) out.cumulative[i].add(0, moved[i + 1] - moved[0]);
+          }
+          slowest.offer(moved[chain - 1] - moved[0], r, moved, chain);
+        }
+      }
+      const int64_t book = monotonic(r.t[kBook]);
+      for (size_t i = 0; i < p.co_starts.size(); ++i) {
+        const int64_t t = monotonic(r.t[p.co_starts[i]]);
+        if (t && book) out.co[i].add(0, book - t);
+      }
+  });
+  out.slowest = slowest.take();
+  return out;
+}
+
+}  // namespace itchbench::scan

@@ -1,0 +1,94 @@
+// A run's latency report read from its latency log in one compiled pass
+// (and a light first one), so the report of a day costs a fraction of the
+// replay instead of several times it. It computes what the harness's numpy
+// reader (harness analysis/latency_pass.py, which stays the reference and
+// the reader of runs this does not cover) computes for a run without a send
+// log or subscribers: every stage's exact histogram after and during the
+// warm-up, the headline stage by type, by symbol and over time, messages
+// per time bin, the hop-by-hop chain to the book on CLOCK_MONOTONIC, the
+// service time, and the slowest messages. What to compute (which stages,
+// chain, bins) is the harness's choice, passed in; the arithmetic is the
+// same integer arithmetic, so the figures are equal, not close.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "log/exact_histogram.hpp"
+#include "log/log_format.hpp"
+
+namespace itchbench::scan {
+
+// A message's stamps, as the harness names them: the five stages, the receive stamp (the kernel's where there is
+// one, else the read's) and the origin.
+enum Stamp : uint8_t { kKernel, kRead, kDecoded, kBook, kPublished, kReceive, kOrigin, kStampCount };
+
+// Where a latency log's records are (the harness read the header: it knows the version, a crashed writer's
+// last whole record and the clock line).
+struct Source {
+  std::string path;
+  uint64_t data_offset = 0;  // the first record's byte
+  uint64_t stored = 0;       // slots (compact, version 5) or records (version 3 or 4) to read
+  uint8_t stages = 0;        // header.stages
+  bool compact = false;
+  bool has_line = false;  // stamps are raw ticks, mapped by line (version 4)
+  logfmt::StageClockLine line{};
+};
+
+struct StageSpec {
+  Stamp start, end;
+  bool bbo_only;
+};
+
+struct FirstPass {
+  uint64_t messages = 0;  // records in the log
+  uint64_t accepted = 0;  // not rejected
+  uint64_t max_locate = 0;
+  bool any_after_warmup = false;
+  int64_t t_lo = 0, t_hi = 0;  // the receive stamps' span after the warm-up (0 where a message has none)
+  uint32_t set_stamps = 0;     // bit per Stamp (kKernel..kPublished, kOrigin) nonzero in some accepted message
+  uint32_t found_stages = 0;   // bit per stage with a value in some accepted message
+};
+
+// The drift of the stage clock from CLOCK_MONOTONIC, taken as linear (harness analysis/hops.py to_monotonic).
+struct MonotonicMove {
+  bool on = false;
+  int64_t anchor = 0, at = 0, offset = 0;
+};
+
+struct Params {
+  uint64_t warmup = 0;
+  std::vector<StageSpec> stages;
+  int headline = -1;  // index into stages: by type, by symbol and over time; -1 none
+  bool breakdowns = true;
+  uint32_t time_bins = 100;
+  int64_t t_lo = 0;
+  int64_t span_ns = 1;
+  uint64_t max_locate = 0;
+  std::vector<Stamp> chain;       // the hop chain to the book (stamps in path order); fewer than 2: none
+  std::vector<Stamp> co_starts;   // latency to the book from each of these stamps
+  uint32_t kept = 5000;           // slowest messages along the chain kept
+  MonotonicMove monotonic;
+};
+
+struct Slowest {
+  int64_t total, start, seq;
+  uint8_t type;
+  std::vector<int64_t> hops;
+};
+
+struct Result {
+  std::vector<ExactHistogram> stage, warmup;
+  std::unique_ptr<ExactHistogram> by_type, by_symbol, over_time;
+  std::vector<uint64_t> throughput;           // messages per time bin after the warm-up
+  std::vector<ExactHistogram> hop, cumulative;  // per hop of the chain (cumulative[0] is hop[0]'s)
+  std::vector<ExactHistogram> co;             // per co_starts
+  std::vector<Slowest> slowest;               // at most kept, by total latency then earlier seq; any order
+};
+
+// Both throw std::runtime_error naming the path and what is wrong.
+FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<StageSpec>& stages);
+Result second_pass(const Source& source, const Params& params);
+
+}  // namespace itchbench::scan

@@ -1,0 +1,140 @@
+"""The compiled scan of a latency log (gateway/log/latency_scan.hpp) against the numpy reader it stands in for
+(analysis/latency_pass.py with compiled=False): for every run it covers, every histogram, count, bin, hop table
+and kept slow message equal — on real runs of the gateway (compact and wide logs, with and without a warm-up) and
+on logs written by hand with what a run rarely has (rejected messages, stamps running backwards, values far
+beyond the dense arrays, u64 wrap-around), read through both log versions."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from itchbench import paths
+from itchbench.analysis import latency_pass, logs, outliers
+from itchbench.captures import fixtures
+
+from test_compact_log import _wide_log, compact, gateway_run
+
+
+def assert_same(run: Path, warmup: int = 0, breakdowns: bool = True) -> latency_pass.RunLatency:
+    got = latency_pass.scan(run, warmup, breakdowns=breakdowns)
+    want = latency_pass.scan(run, warmup, breakdowns=breakdowns, compiled=False)
+    assert got.stages == want.stages
+    for name, _ in want.stages:
+        for mine, theirs in ((got.stage[name], want.stage[name]), (got.warmup[name], want.warmup[name])):
+            assert all(np.array_equal(a, b) for a, b in zip(mine.table(), theirs.table())), name
+    for what in ("by_type", "by_symbol", "over_time"):
+        assert all(np.array_equal(a, b) for a, b in zip(getattr(got, what).table(), getattr(want, what).table())), what
+    assert np.array_equal(got.throughput_counts, want.throughput_counts)
+    assert np.array_equal(got.time_edges_s, want.time_edges_s)
+    assert (got.messages, got.warmup_messages, got.rejected, got.sender, got.stamped, got.subscribers) == (
+        want.messages, want.warmup_messages, want.rejected, want.sender, want.stamped, want.subscribers)
+    assert (got.hop_tables is None) == (want.hop_tables is None)
+    if want.hop_tables is not None:
+        assert got.hop_tables.table("t_book").equals(want.hop_tables.table("t_book"))
+        assert got.hop_tables.coordinated_omission().equals(want.hop_tables.coordinated_omission())
+        kept = lambda o: sorted(zip(o.total.tolist(), o.seq.tolist(), o.start.tolist(),  # noqa: E731
+                                    map(tuple, o.hops.tolist()), o.type.tolist()))
+        assert kept(got.outliers) == kept(want.outliers)
+        p999 = float(np.quantile(got.outliers.total, 0.5)) if got.outliers.total.size else 0.0
+        assert got.outliers.result(p999, [0.0] * (len(got.outliers.chain) - 1)) == \
+            want.outliers.result(p999, [0.0] * (len(want.outliers.chain) - 1))
+    return got
+
+
+@pytest.fixture(scope="module")
+def day_itch(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("itch") / "day.itch"
+    subprocess.run([str(paths.tool("itch-synth")), "--profile", "nasdaq-day", "--messages", "150000", "--seed", "11",
+                    "--format", "itch", "--out", str(path)], check=True, capture_output=True)
+    return path
+
+
+@pytest.mark.parametrize("source", ["seed-workload", "itch-file"])
+@pytest.mark.parametrize("layout", ["compact", "wide"])
+def test_a_gateway_run_is_counted_the_same_by_both_readers(tmp_path, source, layout, day_itch):
+    capture = day_itch if source == "itch-file" else next(f.path for f in fixtures.load_manifest()
+                                                          if f.name == source)
+    run = gateway_run(capture, tmp_path / "run", "--latency-format", layout).parent
+    assert logs.read_latency(run / "latency.lat").header["version"] == (5 if layout == "compact" else 4)
+    full = assert_same(run)
+    assert full.hop_tables is not None and full.outliers.total.size > 0 and full.by_symbol.count() > 0
+    assert full.stage["receive_to_book"].count() == full.messages
+    assert_same(run, warmup=1000)
+    assert_same(run, warmup=10**9)  # every message in the warm-up: nothing after it
+    assert_same(run, breakdowns=False)
+
+
+def test_a_clock_moved_onto_monotonic_and_few_slow_messages_kept(tmp_path, day_itch, monkeypatch):
+    run = gateway_run(day_itch, tmp_path / "run").parent
+    gateway = json.loads((run / "gateway.json").read_text())
+    clock = gateway["clock"]
+    assert clock.get("offset_from_monotonic_ns_at_end") is not None  # the run measured its drift: moved
+    clock["offset_from_monotonic_ns_at_end"] = 987_654  # a drift large enough to move stamps by many ns
+    (run / "gateway.json").write_text(json.dumps(gateway))
+    monkeypatch.setattr(outliers, "KEPT", 7)  # many messages tie at the 7th largest: the same 7 kept
+    got = assert_same(run, warmup=500)
+    assert got.outliers.total.size == 7
+
+
+def test_a_run_with_a_send_log_or_subscribers_is_left_to_numpy(tmp_path, day_itch):
+    run = gateway_run(day_itch, tmp_path / "run").parent
+    lat = logs.read_latency(run / "latency.lat")
+    assert latency_pass._compiled_scan_reads(run, lat)
+    (run / "subscriber-0.recv").write_bytes(b"")
+    assert not latency_pass._compiled_scan_reads(run, lat)
+
+
+def test_a_damaged_compact_log_is_refused_with_the_slot_named(tmp_path):
+    wide = _wide_log(tmp_path / "w.lat", 0b11110, [(1, 0, [10**15, 10**15 + 1, 10**15 + 2, 0])])
+    run = tmp_path / "run"
+    run.mkdir()
+    assert compact(wide, run / "latency.lat").returncode == 0
+    data = bytearray((run / "latency.lat").read_bytes())
+    data[160 + 8] = 99  # the first slot is an escape (the base moves to 10^15): its kind byte
+    (run / "latency.lat").write_bytes(bytes(data))
+    with pytest.raises(logs.LogFormatError, match=r"latency.lat: escape slot 0 has kind 99"):
+        latency_pass.scan(run)
+
+
+# Rows of (seq, origin, stamps), every stage of a UDP run: stamps a few ns to far apart, running backwards now and
+# then, zero where a stage did not happen; flags with rejected and BBO-event messages.
+_DELTA = st.one_of(st.integers(0, 400), st.integers(-300, -1), st.integers(60_000, 70_000),
+                   st.sampled_from([2**20, 2**33, -(2**33)]))
+_ROW = st.tuples(st.lists(st.one_of(st.just(None), _DELTA), min_size=5, max_size=5), st.integers(0, 7))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(_ROW, min_size=1, max_size=120), stages=st.sampled_from([0b11111, 0b11110, 0b01010, 0b00110]),
+       warmup=st.integers(0, 30))
+def test_any_log_is_counted_the_same_by_both_readers(tmp_path_factory, rows, stages, warmup):
+    n = bin(stages).count("1")
+    wide_rows, t = [], 10**15
+    for i, (deltas, _) in enumerate(rows):
+        stamps = []
+        for d in deltas[:n]:
+            t = (t + (d or 0)) % 2**64
+            stamps.append(0 if d is None else t)
+        wide_rows.append((i + 1, 1000 * i, stamps))
+    base = tmp_path_factory.mktemp("any")
+    wide = base / "wide"
+    wide.mkdir()
+    path = _wide_log(wide / "latency.lat", stages, wide_rows)
+    data = bytearray(path.read_bytes())
+    record = 24 + 8 * n
+    for i, (_, flags) in enumerate(rows):  # flags: BBO event (1), unknown reference (2), rejected (4); written
+        data[160 + i * record + 19] = 0x80 | flags
+    path.write_bytes(bytes(data))
+    small = base / "compact"
+    small.mkdir()
+    assert compact(path, small / "latency.lat").returncode == 0
+    for run in (wide, small):
+        assert_same(run, warmup)
+    shutil.rmtree(base)
