@@ -228,9 +228,12 @@ def _compiled_scan(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str
     here, as scan() makes them."""
     source, path = _scan_source(lat), str(lat.path)
     specs = [native.ScanStage(_STAMP_IDS[start], _STAMP_IDS[end], bbo_only) for _, _, start, end, bbo_only in stages]
+    if progress is not None:
+        progress(1, 0)
     first = native.first_pass(path, source, warmup_messages, specs)
     if progress is not None:
         progress(1, int(first.accepted))
+        progress(2, 0)
     t_lo = int(first.t_lo) if first.any_after_warmup else 0
     span_ns = max(int(first.t_hi) - t_lo, 0) + 1 if first.any_after_warmup else 1
     found = [i for i in range(len(stages)) if first.found_stages >> i & 1]

@@ -34,10 +34,10 @@ def _finish(fig, ax, path: Path, title: str, xlabel: str, ylabel: str, xlog: boo
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
+    ax.grid(True, alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8, loc=legend_loc)  # a fixed place: "best" scans every point
-    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.12, top=0.92)  # fixed margins: tight_layout costs ~0.3 s a figure
+    fig.subplots_adjust(left=0.13, right=0.98, bottom=0.12, top=0.92)  # fixed margins: tight_layout costs ~0.3 s a figure
     fig.savefig(path, **_SAVE)
     plt.close(fig)
 
@@ -73,6 +73,7 @@ def percentile_curve(series: Series, path: Path, title: str) -> None:
     ax.set_xscale("log")
     ax.set_xticks([2, 10, 100, 1000, 10000, 100000])
     ax.set_xticklabels(["50%", "90%", "99%", "99.9%", "99.99%", "99.999%"])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())  # the percentiles named are the scale
     _finish(fig, ax, path, title, "percentile", "latency (µs, log scale)", xlog=False, legend_loc="upper left")
 
 
