@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <stdexcept>
 
 namespace itchbench {
 
@@ -44,6 +45,20 @@ void ExactHistogram::merge_pending() {
   }
   pending_.clear();
   tail_ = merged(tail_, run);
+}
+
+void ExactHistogram::merge(ExactHistogram& other) {
+  if (other.keys_ != keys_ || other.dense_ != dense_) throw std::invalid_argument("merging unlike histograms");
+  for (size_t cell = 0; cell < counts_.size(); ++cell) {
+    const uint64_t sum = uint64_t(counts_[cell]) + other.counts_[cell];
+    counts_[cell] = uint32_t(sum);
+    if (sum >> 32) carried_.push_back(cell);
+  }
+  carried_.insert(carried_.end(), other.carried_.begin(), other.carried_.end());
+  merge_pending();
+  other.merge_pending();
+  tail_ = merged(tail_, other.tail_);
+  other = ExactHistogram(0, 0);
 }
 
 std::vector<ExactHistogram::Entry> ExactHistogram::table() {

@@ -27,6 +27,9 @@ class ExactHistogram {
       spill(key, value);
     }
   }
+  // Adds other's counts to these (a histogram of the same keys and dense range); other is left empty.
+  void merge(ExactHistogram& other);
+
   // Every distinct (key, value) with its count, sorted by key then value.
   std::vector<Entry> table();
 

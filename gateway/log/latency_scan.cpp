@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <queue>
 #include <stdexcept>
+#include <thread>
 
 #include "log/compact_reader.hpp"
 
@@ -31,24 +31,29 @@ class Rows {
  public:
   static constexpr size_t kBatch = size_t(1) << 16;
 
-  explicit Rows(const Source& s)
+  // The slots [from.slot, end) (end 0: to the log's end), decoded from the state at from.
+  Rows(const Source& s, const Checkpoint& from = {}, uint64_t end = 0)
       : source_(s), record_size_(logfmt::latency_record_size(s.stages)),
-        unit_(s.compact ? sizeof(logfmt::CompactLatencyRecord) : record_size_), raw_(kBatch * unit_) {
+        unit_(s.compact ? sizeof(logfmt::CompactLatencyRecord) : record_size_), raw_(kBatch * unit_),
+        first_(from.slot), end_(end ? end : s.stored), state_(from.state) {
     order_count_ = logfmt::stage_order(s.stages, order_);
     fd_ = ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) fail(std::string("cannot open: ") + std::strerror(errno));
-    if (::lseek(fd_, off_t(s.data_offset), SEEK_SET) < 0) fail(std::string("cannot seek: ") + std::strerror(errno));
+    if (::lseek(fd_, off_t(s.data_offset + first_ * unit_), SEEK_SET) < 0)
+      fail(std::string("cannot seek: ") + std::strerror(errno));
   }
   ~Rows() { ::close(fd_); }
   Rows(const Rows&) = delete;
   Rows& operator=(const Rows&) = delete;
 
-  template <class F>
-  void for_each(F&& f) {
-    CompactState state;
+  // Calls f(row) for each message, and before each read at_read(checkpoint): where a reader may start instead.
+  template <class F, class AtRead>
+  void for_each(F&& f, AtRead&& at_read) {
+    CompactState& state = state_;
     size_t carried = 0;  // escape slots at the end of the last read, moved to the buffer's start
-    for (uint64_t read = 0; read < source_.stored;) {
-      const size_t want = std::min<uint64_t>(kBatch - carried, source_.stored - read);
+    for (uint64_t read = first_; read < end_;) {
+      at_read(Checkpoint{read - carried, state, 0});
+      const size_t want = std::min<uint64_t>(kBatch - carried, end_ - read);
       read_exactly(raw_.data() + carried * unit_, want * unit_);
       read += want;
       const size_t have = carried + want;
@@ -68,6 +73,10 @@ class Rows {
       if (carried == kBatch) fail(std::to_string(carried) + " escape slots in a row, no message after them");
       std::memmove(raw_.data(), raw_.data() + d.consumed * unit_, carried * unit_);
     }
+  }
+  template <class F>
+  void for_each(F&& f) {
+    for_each(f, [](const Checkpoint&) {});
   }
 
  private:
@@ -109,6 +118,8 @@ class Rows {
   const Source& source_;
   size_t record_size_, unit_;
   std::vector<uint8_t> raw_;
+  uint64_t first_, end_;
+  CompactState state_;
   uint8_t order_[logfmt::kStageCount];
   unsigned order_count_ = 0;
   int fd_ = -1;
@@ -125,12 +136,21 @@ int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 
 
 // The stage clock moved onto CLOCK_MONOTONIC in the harness's float64 arithmetic (np.rint: ties to even).
 class Monotonic {
+  // Ties to even without a call into libm: adding 1.5 * 2^52 leaves no bits below the units, so the addition
+  // itself rounds (in the default rounding mode, the one numpy's rint uses). Exact below 2^51.
+  static int64_t rint(double x) {
+    constexpr double kShift = 6755399441055744.0;  // 1.5 * 2^52
+    if (std::fabs(x) >= 2251799813685248.0) return int64_t(std::nearbyint(x));  // 2^51
+    volatile double shifted = x + kShift;  // volatile: kept as two roundings, whatever the optimiser knows
+    return int64_t(shifted - kShift);
+  }
+
  public:
   explicit Monotonic(const MonotonicMove& m)
       : on_(m.on && m.at > m.anchor), anchor_(m.anchor), factor_(on_ ? double(m.offset) / double(m.at - m.anchor) : 0) {}
   int64_t operator()(int64_t t) const {
     if (!on_ || t == 0) return t;
-    return t - int64_t(std::nearbyint(double(t - anchor_) * factor_));
+    return t - rint(double(t - anchor_) * factor_);
   }
 
  private:
@@ -196,12 +216,17 @@ FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<St
         f.t_hi = f.any_after_warmup ? std::max(f.t_hi, t) : t;
         f.any_after_warmup = true;
       }
+  }, [&](Checkpoint c) {
+    c.accepted_before = f.accepted;
+    f.checkpoints.push_back(c);
   });
   return f;
 }
 
-Result second_pass(const Source& source, const Params& p) {
-  if (p.span_ns <= 0 || p.time_bins == 0) throw std::invalid_argument("latency scan: empty time span or no bins");
+namespace {
+
+// The second pass over the slots [from.slot, end) of the log.
+Result count_part(const Source& source, const Params& p, const Checkpoint& from, uint64_t end) {
   Result out;
   for (size_t i = 0; i < p.stages.size(); ++i) {
     out.stage.emplace_back(1, kStageDense);
@@ -222,9 +247,10 @@ Result second_pass(const Source& source, const Params& p) {
   const Monotonic monotonic(p.monotonic);
   SlowestKept slowest(chain ? p.kept : 0);
 
-  uint64_t seen = 0;
-  int64_t moved[kStampCount];
-  Rows(source).for_each([&](const Row& r) {
+  uint64_t seen = from.accepted_before;
+  int64_t moved[kStampCount];   // the chain's stamps on CLOCK_MONOTONIC, in chain order
+  int64_t on_line[kStampCount] = {};  // each stage's stamp on CLOCK_MONOTONIC (the origin and receive unused)
+  Rows(source, from, end).for_each([&](const Row& r) {
       if (!accepted(r)) return;
       const bool warm = seen++ < p.warmup;
       uint32_t bin = 0;
@@ -248,9 +274,11 @@ Result second_pass(const Source& source, const Params& p) {
           out.over_time->add(bin, d);
         }
       }
+      if (chain || !p.co_starts.empty())  // each stamp moved once
+        for (unsigned s = kKernel; s <= kPublished; ++s) on_line[s] = monotonic(r.t[s]);
       if (chain) {
         bool whole = true;
-        for (size_t i = 0; i < chain; ++i) whole &= (moved[i] = monotonic(r.t[p.chain[i]])) != 0;
+        for (size_t i = 0; i < chain; ++i) whole &= (moved[i] = on_line[p.chain[i]]) != 0;
         if (whole) {
           for (size_t i = 0; i + 1 < chain; ++i) {
             out.hop[i].add(0, moved[i + 1] - moved[i]);
@@ -259,14 +287,74 @@ Result second_pass(const Source& source, const Params& p) {
           slowest.offer(moved[chain - 1] - moved[0], r, moved, chain);
         }
       }
-      const int64_t book = monotonic(r.t[kBook]);
       for (size_t i = 0; i < p.co_starts.size(); ++i) {
-        const int64_t t = monotonic(r.t[p.co_starts[i]]);
+        const int64_t t = on_line[p.co_starts[i]], book = on_line[kBook];
         if (t && book) out.co[i].add(0, book - t);
       }
   });
   out.slowest = slowest.take();
   return out;
+}
+
+void add_into(std::vector<ExactHistogram>& into, std::vector<ExactHistogram>& part) {
+  for (size_t i = 0; i < into.size(); ++i) into[i].merge(part[i]);
+}
+
+// The first part's counts with the next part's added.
+void add_into(Result& into, Result& part, uint32_t kept) {
+  add_into(into.stage, part.stage);
+  add_into(into.warmup, part.warmup);
+  add_into(into.hop, part.hop);
+  add_into(into.cumulative, part.cumulative);
+  add_into(into.co, part.co);
+  into.by_type->merge(*part.by_type);
+  into.by_symbol->merge(*part.by_symbol);
+  into.over_time->merge(*part.over_time);
+  for (size_t b = 0; b < into.throughput.size(); ++b) into.throughput[b] += part.throughput[b];
+  for (Slowest& s : part.slowest) into.slowest.push_back(std::move(s));
+  // The kept of the whole are the kept of the parts' kept, by the same order: a larger total, then an earlier seq.
+  const auto slower = [](const Slowest& a, const Slowest& b) { return a.total != b.total ? a.total > b.total : a.seq < b.seq; };
+  if (into.slowest.size() > kept) {
+    std::nth_element(into.slowest.begin(), into.slowest.begin() + kept, into.slowest.end(), slower);
+    into.slowest.resize(kept);
+  }
+}
+
+}  // namespace
+
+Result second_pass(const Source& source, const Params& p, const std::vector<Checkpoint>& checkpoints,
+                   unsigned threads) {
+  if (p.span_ns <= 0 || p.time_bins == 0) throw std::invalid_argument("latency scan: empty time span or no bins");
+  // Each part starts at the first checkpoint past its share of the slots.
+  std::vector<Checkpoint> starts{Checkpoint{}};
+  for (unsigned k = 1; k < threads; ++k) {
+    const uint64_t share = source.stored / threads * k;
+    const auto at = std::find_if(checkpoints.begin(), checkpoints.end(),
+                                 [&](const Checkpoint& c) { return c.slot >= share && c.slot > starts.back().slot; });
+    if (at != checkpoints.end() && at->slot < source.stored) starts.push_back(*at);
+  }
+  std::vector<Result> parts(starts.size());
+  std::vector<std::exception_ptr> failed(starts.size());
+  std::vector<std::thread> workers;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    const uint64_t end = k + 1 < starts.size() ? starts[k + 1].slot : source.stored;
+    auto work = [&, k, end] {
+      try {
+        parts[k] = count_part(source, p, starts[k], end);
+      } catch (...) {
+        failed[k] = std::current_exception();
+      }
+    };
+    if (k + 1 < starts.size())
+      workers.emplace_back(work);
+    else
+      work();  // the last part on this thread
+  }
+  for (std::thread& w : workers) w.join();
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
+  for (size_t k = 1; k < parts.size(); ++k) add_into(parts[0], parts[k], p.kept);
+  return std::move(parts[0]);
 }
 
 }  // namespace itchbench::scan

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "log/compact_reader.hpp"
 #include "log/exact_histogram.hpp"
 #include "log/log_format.hpp"
 
@@ -41,6 +42,14 @@ struct StageSpec {
   bool bbo_only;
 };
 
+// Where a second pass may start reading the log: a slot (a record, in a wide log), the decoder's state there, and
+// the messages accepted before it (the warm-up counts them).
+struct Checkpoint {
+  uint64_t slot = 0;
+  CompactState state;
+  uint64_t accepted_before = 0;
+};
+
 struct FirstPass {
   uint64_t messages = 0;  // records in the log
   uint64_t accepted = 0;  // not rejected
@@ -49,6 +58,7 @@ struct FirstPass {
   int64_t t_lo = 0, t_hi = 0;  // the receive stamps' span after the warm-up (0 where a message has none)
   uint32_t set_stamps = 0;     // bit per Stamp (kKernel..kPublished, kOrigin) nonzero in some accepted message
   uint32_t found_stages = 0;   // bit per stage with a value in some accepted message
+  std::vector<Checkpoint> checkpoints;  // one per read, the first at slot 0
 };
 
 // The drift of the stage clock from CLOCK_MONOTONIC, taken as linear (harness analysis/hops.py to_monotonic).
@@ -89,6 +99,9 @@ struct Result {
 
 // Both throw std::runtime_error naming the path and what is wrong.
 FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<StageSpec>& stages);
-Result second_pass(const Source& source, const Params& params);
+// threads > 1: the log cut at the first pass's checkpoints into that many parts, each counted on its own thread
+// and the counts added (histograms are sums; the slowest kept are chosen again from the parts' own).
+Result second_pass(const Source& source, const Params& params, const std::vector<Checkpoint>& checkpoints = {},
+                   unsigned threads = 1);
 
 }  // namespace itchbench::scan

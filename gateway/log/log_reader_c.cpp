@@ -4,6 +4,8 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <memory>
+#include <thread>
 #include <type_traits>
 
 #include "log/compact_reader.hpp"
@@ -32,10 +34,11 @@ std::vector<scan::StageSpec> stages_of(const itchlog_stage* stages, uint32_t n) 
   return out;
 }
 
+// A chain's or a start's stamps: stage stamps only (0 kernel .. 4 published).
 std::vector<scan::Stamp> stamps_of(const uint8_t* stamps, uint32_t n) {
   std::vector<scan::Stamp> out;
   for (uint32_t i = 0; i < n; ++i) {
-    if (stamps[i] >= scan::kStampCount) throw std::invalid_argument("latency scan: unknown stamp");
+    if (stamps[i] > scan::kPublished) throw std::invalid_argument("latency scan: a chain names no stage stamp");
     out.push_back(scan::Stamp(stamps[i]));
   }
   return out;
@@ -101,21 +104,25 @@ extern "C" void itchlog_ticks_to_ns(const itchlog_clock_line* line, void* first,
   }
 }
 
-extern "C" int itchlog_first_pass(const char* path, const itchlog_source* source, uint64_t warmup,
-                                  const itchlog_stage* stages, uint32_t n_stages, itchlog_first_pass_result* out,
-                                  char* error, uint64_t error_size) {
+extern "C" void* itchlog_first_pass(const char* path, const itchlog_source* source, uint64_t warmup,
+                                    const itchlog_stage* stages, uint32_t n_stages, itchlog_first_pass_result* out,
+                                    char* error, uint64_t error_size) {
   try {
-    const scan::FirstPass f = scan::first_pass(source_of(path, *source), warmup, stages_of(stages, n_stages));
-    *out = {f.messages, f.accepted, f.max_locate, f.t_lo, f.t_hi, f.any_after_warmup, f.set_stamps, f.found_stages, 0};
-    return 0;
+    auto f = std::make_unique<scan::FirstPass>(
+        scan::first_pass(source_of(path, *source), warmup, stages_of(stages, n_stages)));
+    *out = {f->messages, f->accepted, f->max_locate, f->t_lo, f->t_hi, f->any_after_warmup, f->set_stamps,
+            f->found_stages, 0};
+    return f.release();
   } catch (const std::exception& e) {
     say(e, error, error_size);
-    return -1;
+    return nullptr;
   }
 }
 
+extern "C" void itchlog_first_pass_free(void* first) { delete static_cast<scan::FirstPass*>(first); }
+
 extern "C" void* itchlog_scan(const char* path, const itchlog_source* source, const itchlog_scan_params* params,
-                              char* error, uint64_t error_size) {
+                              const void* first, char* error, uint64_t error_size) {
   try {
     const itchlog_scan_params& p = *params;
     if (p.n_stages > ITCHLOG_MAX_STAGES || p.chain_len > ITCHLOG_MAX_STAGES || p.n_co > ITCHLOG_MAX_STAGES)
@@ -133,7 +140,10 @@ extern "C" void* itchlog_scan(const char* path, const itchlog_source* source, co
     q.co_starts = stamps_of(p.co_starts, p.n_co);
     q.kept = p.kept;
     q.monotonic = {p.monotonic != 0, p.anchor, p.at, p.offset};
-    return finished(scan::second_pass(source_of(path, *source), q));
+    const unsigned threads = p.threads ? p.threads : std::min(4u, std::max(1u, std::thread::hardware_concurrency()));
+    static const std::vector<scan::Checkpoint> none;
+    const auto& checkpoints = first ? static_cast<const scan::FirstPass*>(first)->checkpoints : none;
+    return finished(scan::second_pass(source_of(path, *source), q, checkpoints, threads));
   } catch (const std::exception& e) {
     say(e, error, error_size);
     return nullptr;

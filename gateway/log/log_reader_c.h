@@ -56,6 +56,7 @@ typedef struct {
   uint32_t n_stages;
   int32_t headline;
   uint32_t breakdowns, time_bins, chain_len, n_co, kept, monotonic;
+  uint32_t threads, reserved; /* threads: 0 as many as the machine has CPUs, at most 4 */
   itchlog_stage stages[ITCHLOG_MAX_STAGES];
   uint8_t chain[ITCHLOG_MAX_STAGES], co_starts[ITCHLOG_MAX_STAGES];
 } itchlog_scan_params;
@@ -71,13 +72,15 @@ typedef struct {
 #define ITCHLOG_TABLE_CUMULATIVE 64
 #define ITCHLOG_TABLE_CO 80
 
-/* 0, or -1 with the reason in error (error_size bytes, NUL-terminated). */
-ITCHLOG_API int itchlog_first_pass(const char* path, const itchlog_source* source, uint64_t warmup,
-                                   const itchlog_stage* stages, uint32_t n_stages, itchlog_first_pass_result* out,
-                                   char* error, uint64_t error_size);
-/* The scan's result, or NULL with the reason in error. */
+/* The first pass (what it found in *out, and where a second pass may start: for itchlog_scan), or NULL with the
+ * reason in error (error_size bytes, NUL-terminated). */
+ITCHLOG_API void* itchlog_first_pass(const char* path, const itchlog_source* source, uint64_t warmup,
+                                     const itchlog_stage* stages, uint32_t n_stages, itchlog_first_pass_result* out,
+                                     char* error, uint64_t error_size);
+ITCHLOG_API void itchlog_first_pass_free(void* first);
+/* The scan's result, or NULL with the reason in error; first: the same log's first pass. */
 ITCHLOG_API void* itchlog_scan(const char* path, const itchlog_source* source, const itchlog_scan_params* params,
-                               char* error, uint64_t error_size);
+                               const void* first, char* error, uint64_t error_size);
 /* A table's rows (-1: no such table), the first `capacity` of them copied out, sorted by key then value. */
 ITCHLOG_API int64_t itchlog_scan_table(void* scan, uint32_t table, int64_t* keys, int64_t* values, int64_t* counts,
                                        uint64_t capacity);

@@ -23,8 +23,8 @@ from itchbench.captures import fixtures
 from test_compact_log import _wide_log, compact, gateway_run
 
 
-def assert_same(run: Path, warmup: int = 0, breakdowns: bool = True) -> latency_pass.RunLatency:
-    got = latency_pass.scan(run, warmup, breakdowns=breakdowns)
+def assert_same(run: Path, warmup: int = 0, breakdowns: bool = True, threads: int = 0) -> latency_pass.RunLatency:
+    got = latency_pass.scan(run, warmup, breakdowns=breakdowns, threads=threads)
     want = latency_pass.scan(run, warmup, breakdowns=breakdowns, compiled=False)
     assert got.stages == want.stages
     for name, _ in want.stages:
@@ -64,9 +64,12 @@ def test_a_gateway_run_is_counted_the_same_by_both_readers(tmp_path, source, lay
                                                           if f.name == source)
     run = gateway_run(capture, tmp_path / "run", "--latency-format", layout).parent
     assert logs.read_latency(run / "latency.lat").header["version"] == (5 if layout == "compact" else 4)
-    full = assert_same(run)
+    full = assert_same(run, threads=1)
     assert full.hop_tables is not None and full.outliers.total.size > 0 and full.by_symbol.count() > 0
     assert full.stage["receive_to_book"].count() == full.messages
+    for threads in (2, 3):  # the log counted in parts, each from a checkpoint of the first pass, and added
+        assert_same(run, threads=threads)
+        assert_same(run, warmup=100_000, threads=threads)  # the warm-up ends in a later part
     assert_same(run, warmup=1000)
     assert_same(run, warmup=10**9)  # every message in the warm-up: nothing after it
     assert_same(run, breakdowns=False)
@@ -136,5 +139,5 @@ def test_any_log_is_counted_the_same_by_both_readers(tmp_path_factory, rows, sta
     small.mkdir()
     assert compact(path, small / "latency.lat").returncode == 0
     for run in (wide, small):
-        assert_same(run, warmup)
+        assert_same(run, warmup, threads=1)
     shutil.rmtree(base)

@@ -94,17 +94,19 @@ def _stamps(rec: np.ndarray) -> dict[str, np.ndarray]:
 
 def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
          symbol_names: np.ndarray | None = None, breakdowns: bool = True, chunk: int = CHUNK_RECORDS,
-         progress: Callable[[int, int], None] | None = None, compiled: bool = True) -> RunLatency:
+         progress: Callable[[int, int], None] | None = None, compiled: bool = True,
+         threads: int = 0) -> RunLatency:
     """The run's latency histograms. breakdowns=False leaves out what only a run's own report shows (by type, by
     symbol, over time, hop by hop): stages and warm-up are enough for comparisons and documents. progress(pass,
     records) is told after each chunk of the two passes over the log. compiled: let the C++ reader count what it
-    covers (_compiled_scan_reads); False: numpy here counts everything (the reference the tests hold it to)."""
+    covers (_compiled_scan_reads); False: numpy here counts everything (the reference the tests hold it to).
+    threads: the compiled second pass's (0: one a CPU, at most 4)."""
     run_dir = Path(run_dir)
     lat = logs.read_latency(run_dir / "latency.lat")
     stages = _stage_list(lat)
     if compiled and csv is None and _compiled_scan_reads(run_dir, lat):
         try:
-            return _compiled_scan(run_dir, lat, stages, warmup_messages, breakdowns, progress)
+            return _compiled_scan(run_dir, lat, stages, warmup_messages, breakdowns, progress, threads)
         except native.NativeScanError as e:
             raise logs.LogFormatError(str(e)) from None
 
@@ -222,7 +224,7 @@ def _scan_source(lat: logs.LogFile) -> native.ScanSource:
 
 def _compiled_scan(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str, str, str, bool]],
                    warmup_messages: int, breakdowns: bool,
-                   progress: Callable[[int, int], None] | None) -> RunLatency:
+                   progress: Callable[[int, int], None] | None, threads: int) -> RunLatency:
     """scan() by the C++ reader (gateway/log/latency_scan.hpp): the same two passes and the same integer
     arithmetic, so the same figures, at the speed of compiled code. The choices (stages, chain, bins) are made
     here, as scan() makes them."""
@@ -230,10 +232,21 @@ def _compiled_scan(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str
     specs = [native.ScanStage(_STAMP_IDS[start], _STAMP_IDS[end], bbo_only) for _, _, start, end, bbo_only in stages]
     if progress is not None:
         progress(1, 0)
-    first = native.first_pass(path, source, warmup_messages, specs)
-    if progress is not None:
-        progress(1, int(first.accepted))
-        progress(2, 0)
+    pass1 = native.First(path, source, warmup_messages, specs)
+    try:
+        first = pass1.found
+        if progress is not None:
+            progress(1, int(first.accepted))
+            progress(2, 0)
+        return _second_pass(run_dir, lat, stages, specs, warmup_messages, breakdowns, progress, threads, pass1)
+    finally:
+        pass1.close()
+
+
+def _second_pass(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str, str, str, bool]],
+                 specs: list[native.ScanStage], warmup_messages: int, breakdowns: bool,
+                 progress: Callable[[int, int], None] | None, threads: int, pass1: native.First) -> RunLatency:
+    source, path, first = _scan_source(lat), str(lat.path), pass1.found
     t_lo = int(first.t_lo) if first.any_after_warmup else 0
     span_ns = max(int(first.t_hi) - t_lo, 0) + 1 if first.any_after_warmup else 1
     found = [i for i in range(len(stages)) if first.found_stages >> i & 1]
@@ -249,14 +262,14 @@ def _compiled_scan(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str
         anchor=int(move[0] or 0), at=int(move[1] or 0), offset=int(move[2] or 0), n_stages=len(specs),
         headline=[s[0] for s in stages].index(HEADLINE) if HEADLINE in [s[0] for s in stages] else -1,
         breakdowns=breakdowns, time_bins=TIME_BINS, chain_len=len(book_chain) if len(book_chain) >= 2 else 0,
-        n_co=len(co_starts), kept=outliers.KEPT, monotonic=all(m is not None for m in move))
+        n_co=len(co_starts), kept=outliers.KEPT, monotonic=all(m is not None for m in move), threads=threads)
     for i, spec in enumerate(specs):
         params.stages[i] = spec
     for i, name in enumerate(book_chain if params.chain_len else []):
         params.chain[i] = _STAMP_IDS[name]
     for i, name in enumerate(co_starts):
         params.co_starts[i] = _STAMP_IDS[name]
-    done = native.Scan(path, source, params)
+    done = native.Scan(path, source, params, pass1)
     try:
         if progress is not None:
             progress(2, int(first.accepted))

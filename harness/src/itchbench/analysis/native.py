@@ -84,7 +84,7 @@ class ScanParams(ctypes.Structure):
     _fields_ = [("warmup", _u64), ("max_locate", _u64), ("t_lo", _i64), ("span_ns", _i64), ("anchor", _i64),
                 ("at", _i64), ("offset", _i64), ("n_stages", _u32), ("headline", _i32), ("breakdowns", _u32),
                 ("time_bins", _u32), ("chain_len", _u32), ("n_co", _u32), ("kept", _u32), ("monotonic", _u32),
-                ("stages", ScanStage * MAX_STAGES), ("chain", _u8 * MAX_STAGES), ("co_starts", _u8 * MAX_STAGES)]
+                ("threads", _u32), ("reserved", _u32), ("stages", ScanStage * MAX_STAGES), ("chain", _u8 * MAX_STAGES), ("co_starts", _u8 * MAX_STAGES)]
 
 
 class NativeScanError(RuntimeError):
@@ -95,11 +95,14 @@ class NativeScanError(RuntimeError):
 def _scan_library() -> ctypes.CDLL:
     lib = _library()
     p = ctypes.POINTER
-    lib.itchlog_first_pass.restype = ctypes.c_int
+    lib.itchlog_first_pass.restype = ctypes.c_void_p
     lib.itchlog_first_pass.argtypes = [ctypes.c_char_p, p(ScanSource), _u64, p(ScanStage), _u32, p(FirstPass),
                                        ctypes.c_char_p, _u64]
+    lib.itchlog_first_pass_free.restype = None
+    lib.itchlog_first_pass_free.argtypes = [ctypes.c_void_p]
     lib.itchlog_scan.restype = ctypes.c_void_p
-    lib.itchlog_scan.argtypes = [ctypes.c_char_p, p(ScanSource), p(ScanParams), ctypes.c_char_p, _u64]
+    lib.itchlog_scan.argtypes = [ctypes.c_char_p, p(ScanSource), p(ScanParams), ctypes.c_void_p, ctypes.c_char_p,
+                                 _u64]
     lib.itchlog_scan_table.restype = _i64
     lib.itchlog_scan_table.argtypes = [ctypes.c_void_p, _u32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, _u64]
     lib.itchlog_scan_throughput.restype = _i64
@@ -111,23 +114,33 @@ def _scan_library() -> ctypes.CDLL:
     return lib
 
 
-def first_pass(path: str, source: ScanSource, warmup: int, stages: list[ScanStage]) -> FirstPass:
-    out, error = FirstPass(), ctypes.create_string_buffer(512)
-    arr = (ScanStage * max(len(stages), 1))(*stages)
-    if _scan_library().itchlog_first_pass(path.encode(), ctypes.byref(source), warmup, arr, len(stages),
-                                          ctypes.byref(out), error, len(error)) != 0:
-        raise NativeScanError(error.value.decode(errors="replace"))
-    return out
+class First:
+    """A finished first pass: what it found (`found`), and where a second pass may start reading; freed on
+    close()."""
+
+    def __init__(self, path: str, source: ScanSource, warmup: int, stages: list[ScanStage]) -> None:
+        self.found, error = FirstPass(), ctypes.create_string_buffer(512)
+        arr = (ScanStage * max(len(stages), 1))(*stages)
+        self._lib = _scan_library()
+        self.handle = self._lib.itchlog_first_pass(path.encode(), ctypes.byref(source), warmup, arr, len(stages),
+                                                   ctypes.byref(self.found), error, len(error))
+        if not self.handle:
+            raise NativeScanError(error.value.decode(errors="replace"))
+
+    def close(self) -> None:
+        if self.handle:
+            self._lib.itchlog_first_pass_free(self.handle)
+            self.handle = None
 
 
 class Scan:
     """A finished compiled scan: its tables, read out as numpy arrays; freed on close()."""
 
-    def __init__(self, path: str, source: ScanSource, params: ScanParams) -> None:
+    def __init__(self, path: str, source: ScanSource, params: ScanParams, first: First) -> None:
         error = ctypes.create_string_buffer(512)
         self._lib = _scan_library()
-        self._handle = self._lib.itchlog_scan(path.encode(), ctypes.byref(source), ctypes.byref(params), error,
-                                              len(error))
+        self._handle = self._lib.itchlog_scan(path.encode(), ctypes.byref(source), ctypes.byref(params),
+                                              first.handle, error, len(error))
         if not self._handle:
             raise NativeScanError(error.value.decode(errors="replace"))
         self.chain_len = int(params.chain_len)
