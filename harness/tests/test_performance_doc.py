@@ -24,7 +24,8 @@ def test_the_document_shows_what_the_benchmarks_measured(tmp_path):
     assert environment.cpu_model() in text
     side = json.loads((work / "side_by_side.json").read_text())
     assert [f["file"] for f in side["files"]] == ["nasdaq-day-3000-seed1.itch", "deep-book-1800-seed1.itch",
-                                                  "replace-heavy-3000-seed1.itch", "exec-cancel-heavy-3000-seed1.itch"]
+                                                  "replace-heavy-3000-seed1.itch", "exec-cancel-heavy-3000-seed1.itch",
+                                                  "few-symbols-3000-seed1.itch"]
     for f in side["files"]:
         ratios = [ours / 2e6 for ours in f["ours_msg_per_s"]]
         throughput = text.split("## Throughput against the peer")[1].split("\n## ")[0]

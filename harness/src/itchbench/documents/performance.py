@@ -25,21 +25,24 @@ from ..runs import environment
 @dataclass(frozen=True)
 class Workload:
     """A file measured: itch-synth's profile, a share of --messages, the seed, a message mix of its own (empty: the
-    profile's), and whether the latency log's cost is measured on it too."""
+    profile's), its number of symbols (0: the profile's), and whether the latency log's cost is measured on it
+    too."""
     name: str
     profile: str
     share: float
     seed: int
     mix: str = ""
     recording: bool = False
+    symbols: int = 0
 
 
-# nasdaq-day's proportions, a deep book, and two sessions heavy in what moves orders rather than adds them:
-# replace chains, and partial executions with cancels.
+# nasdaq-day's proportions, a deep book, two sessions heavy in what moves orders rather than adds them (replace
+# chains, and partial executions with cancels), and a few busy symbols whose books every message moves.
 WORKLOADS = (Workload("nasdaq-day", "nasdaq-day", 1.0, 1, recording=True),
              Workload("deep-book", "deep-book", 0.6, 1, recording=True),
              Workload("replace-heavy", "nasdaq-day", 1.0, 1, "A=30,U=45,D=20,E=3,X=2"),
-             Workload("exec-cancel-heavy", "nasdaq-day", 1.0, 1, "A=37,D=22,E=20,X=13,C=3,U=5"))
+             Workload("exec-cancel-heavy", "nasdaq-day", 1.0, 1, "A=37,D=22,E=20,X=13,C=3,U=5"),
+             Workload("few-symbols", "nasdaq-day", 1.0, 1, "A=34,U=25,D=21,E=12,X=6,C=2", symbols=8))
 RECORDING_VARIANTS = (("every stamp", "--stamps all"), ("book stamp only", "--stamps book"),
                       ("every stamp, wide records", "--stamps all --latency-format wide"),
                       ("every stamp, histograms", "--stamps all --latency-histogram"))
@@ -82,7 +85,8 @@ def measure(plan: Plan) -> dict[str, Any]:
     files = []
     for w in WORKLOADS:
         n = int(plan.messages * w.share)
-        files.append({"profile": w.profile + (f", mix {w.mix}" if w.mix else ""), "messages": n, "seed": w.seed,
+        files.append({"profile": w.profile + (f", mix {w.mix}" if w.mix else "")
+                      + (f", {w.symbols} symbols" if w.symbols else ""), "messages": n, "seed": w.seed,
                       "path": _generated(plan, w, n), "recording": w.recording})
     cpu = ["--cpu", str(plan.cpu)] if plan.cpu is not None else []
     side = None
@@ -108,7 +112,8 @@ def _generated(plan: Plan, w: Workload, n: int) -> Path:
     path = plan.work / f"{w.name}-{n}-seed{w.seed}.itch"
     if not path.exists():
         _run([str(paths.tool("itch-synth")), "--profile", w.profile, "--messages", str(n), "--seed", str(w.seed),
-              *(["--mix", w.mix] if w.mix else []), "--format", "itch", "--out", str(path)],
+              *(["--mix", w.mix] if w.mix else []), *(["--symbol-count", str(w.symbols)] if w.symbols else []),
+              "--format", "itch", "--out", str(path)],
              f"generating {path.name}")
     return path
 
