@@ -190,6 +190,25 @@ class SlowestKept {
   std::vector<Slowest> heap_;  // a min-heap by (total, -seq)
 };
 
+// Finds seqs in a joined table, in about the order they come: the next seq is usually the next entry.
+class Lookup {
+ public:
+  static constexpr size_t kNone = SIZE_MAX;
+  explicit Lookup(const JoinedStamps& t) : t_(t) {}
+  size_t find(int64_t seq) {
+    size_t i = hint_;
+    if (!(i < t_.n && t_.seq[i] >= seq && (i == 0 || t_.seq[i - 1] < seq)))
+      i = size_t(std::lower_bound(t_.seq, t_.seq + t_.n, seq) - t_.seq);
+    const bool found = i < t_.n && t_.seq[i] == seq;
+    hint_ = found ? i + 1 : i;
+    return found ? i : kNone;
+  }
+
+ private:
+  const JoinedStamps& t_;
+  size_t hint_ = 0;
+};
+
 constexpr uint32_t kStageDense = 1u << 16;
 constexpr uint32_t kWarmDense = 1u << 12;
 constexpr uint32_t kTypeKeys = 256, kTypeDense = 1024;
@@ -238,18 +257,29 @@ Result count_part(const Source& source, const Params& p, const Checkpoint& from,
   out.by_symbol = std::make_unique<ExactHistogram>(p.breakdowns ? symbols : 1, symbol_dense);
   out.over_time = std::make_unique<ExactHistogram>(p.time_bins, kTimeDense);
   out.throughput.assign(p.time_bins, 0);
-  const size_t chain = p.chain.size() >= 2 ? p.chain.size() : 0;
-  for (size_t i = 0; i + 1 < chain; ++i) {
-    out.hop.emplace_back(1, kStageDense);
-    out.cumulative.emplace_back(1, i ? kStageDense : 1);  // the first hop is its own cumulative
+  for (const Chain& c : p.chains) {
+    out.hop.emplace_back();
+    out.cumulative.emplace_back();
+    for (size_t i = 0; i + 1 < c.stamps.size(); ++i) {
+      out.hop.back().emplace_back(1, kStageDense);
+      out.cumulative.back().emplace_back(1, i ? kStageDense : 1);  // the first hop is its own cumulative
+    }
   }
   for (size_t i = 0; i < p.co_starts.size(); ++i) out.co.emplace_back(1, kStageDense);
   const Monotonic monotonic(p.monotonic);
-  SlowestKept slowest(chain ? p.kept : 0);
+  const bool hops = !p.chains.empty() || !p.co_starts.empty();
+  SlowestKept slowest(!p.chains.empty() && p.chains[0].stamps.size() >= 2 ? p.kept : 0);
+  Lookup sent(p.send);
+  std::vector<Lookup> received(p.subscribers.begin(), p.subscribers.end());
 
   uint64_t seen = from.accepted_before;
-  int64_t moved[kStampCount];   // the chain's stamps on CLOCK_MONOTONIC, in chain order
+  std::vector<int64_t> moved;        // a chain's stamps, in chain order
   int64_t on_line[kStampCount] = {};  // each stage's stamp on CLOCK_MONOTONIC (the origin and receive unused)
+  int64_t intended = 0, actual = 0;
+  std::vector<int64_t> at_subscriber(p.subscribers.size());
+  const auto value = [&](ChainStamp c) {
+    return c <= kPublished ? on_line[c] : c == kIntended ? intended : c == kSent ? actual : at_subscriber[c - kSubscriber];
+  };
   Rows(source, from, end).for_each([&](const Row& r) {
       if (!accepted(r)) return;
       const bool warm = seen++ < p.warmup;
@@ -274,22 +304,42 @@ Result count_part(const Source& source, const Params& p, const Checkpoint& from,
           out.over_time->add(bin, d);
         }
       }
-      if (chain || !p.co_starts.empty())  // each stamp moved once
-        for (unsigned s = kKernel; s <= kPublished; ++s) on_line[s] = monotonic(r.t[s]);
-      if (chain) {
-        bool whole = true;
-        for (size_t i = 0; i < chain; ++i) whole &= (moved[i] = on_line[p.chain[i]]) != 0;
-        if (whole) {
-          for (size_t i = 0; i + 1 < chain; ++i) {
-            out.hop[i].add(0, moved[i + 1] - moved[i]);
-            if (i) out.cumulative[i].add(0, moved[i + 1] - moved[0]);
-          }
-          slowest.offer(moved[chain - 1] - moved[0], r, moved, chain);
-        }
+      if (!hops) return;
+      for (unsigned s = kKernel; s <= kPublished; ++s) on_line[s] = monotonic(r.t[s]);  // each moved once
+      if (p.send.n) {
+        const size_t i = sent.find(int64_t(r.seq));
+        intended = i == Lookup::kNone ? 0 : p.send.first[i];
+        actual = i == Lookup::kNone ? 0 : p.send.second[i];
       }
+      for (size_t k = 0; k < received.size(); ++k) {  // a subscriber receives BBO events only
+        const size_t i = bbo_event(r) ? received[k].find(int64_t(r.seq)) : Lookup::kNone;
+        at_subscriber[k] = i == Lookup::kNone ? 0 : p.subscribers[k].first[i];
+      }
+      for (size_t c = 0; c < p.chains.size(); ++c) {
+        const Chain& chain = p.chains[c];
+        if (chain.bbo_only && !bbo_event(r)) continue;
+        moved.resize(chain.stamps.size());
+        bool whole = true;
+        for (size_t i = 0; i < chain.stamps.size(); ++i) whole &= (moved[i] = value(chain.stamps[i])) != 0;
+        if (!whole) continue;
+        for (size_t i = 0; i + 1 < moved.size(); ++i) {
+          out.hop[c][i].add(0, moved[i + 1] - moved[i]);
+          if (i) out.cumulative[c][i].add(0, moved[i + 1] - moved[0]);
+        }
+        if (c == 0) slowest.offer(moved.back() - moved[0], r, moved.data(), moved.size());
+      }
+      const int64_t book = on_line[kBook];
       for (size_t i = 0; i < p.co_starts.size(); ++i) {
-        const int64_t t = on_line[p.co_starts[i]], book = on_line[kBook];
-        if (t && book) out.co[i].add(0, book - t);
+        const int64_t t = value(p.co_starts[i]);
+        if (!t || !book) continue;
+        out.co[i].add(0, book - t);
+        if (p.co_starts[i] == kSent && intended) out.served_trend.add(intended, book - t);
+        if (p.co_starts[i] == kIntended) {
+          out.trend.add(t, book - t);
+          out.served_first = out.served_any ? std::min(out.served_first, t) : t;
+          out.served_last = out.served_any ? std::max(out.served_last, book) : book;
+          out.served_any = true;
+        }
       }
   });
   out.slowest = slowest.take();
@@ -298,6 +348,10 @@ Result count_part(const Source& source, const Params& p, const Checkpoint& from,
 
 void add_into(std::vector<ExactHistogram>& into, std::vector<ExactHistogram>& part) {
   for (size_t i = 0; i < into.size(); ++i) into[i].merge(part[i]);
+}
+
+void add_into(std::vector<std::vector<ExactHistogram>>& into, std::vector<std::vector<ExactHistogram>>& part) {
+  for (size_t i = 0; i < into.size(); ++i) add_into(into[i], part[i]);
 }
 
 // The first part's counts with the next part's added.
@@ -311,6 +365,13 @@ void add_into(Result& into, Result& part, uint32_t kept) {
   into.by_symbol->merge(*part.by_symbol);
   into.over_time->merge(*part.over_time);
   for (size_t b = 0; b < into.throughput.size(); ++b) into.throughput[b] += part.throughput[b];
+  into.trend.merge(part.trend);
+  into.served_trend.merge(part.served_trend);
+  if (part.served_any) {
+    into.served_first = into.served_any ? std::min(into.served_first, part.served_first) : part.served_first;
+    into.served_last = into.served_any ? std::max(into.served_last, part.served_last) : part.served_last;
+    into.served_any = true;
+  }
   for (Slowest& s : part.slowest) into.slowest.push_back(std::move(s));
   // The kept of the whole are the kept of the parts' kept, by the same order: a larger total, then an earlier seq.
   const auto slower = [](const Slowest& a, const Slowest& b) { return a.total != b.total ? a.total > b.total : a.seq < b.seq; };
@@ -355,6 +416,32 @@ Result second_pass(const Source& source, const Params& p, const std::vector<Chec
     if (e) std::rethrow_exception(e);
   for (size_t k = 1; k < parts.size(); ++k) add_into(parts[0], parts[k], p.kept);
   return std::move(parts[0]);
+}
+
+void TrendSums::add(int64_t due_ns, int64_t latency_ns) {
+  if (!any) origin = due_ns, any = true;
+  const double x = double(due_ns - origin) / 1e9, y = double(latency_ns) / 1e3;
+  lo = n ? std::min(lo, x) : x;
+  hi = n ? std::max(hi, x) : x;
+  ++n;
+  sx += x, sy += y, sxx += x * x, sxy += x * y;
+}
+
+void TrendSums::merge(const TrendSums& later) {
+  if (!later.any) return;
+  if (!any) {
+    *this = later;
+    return;
+  }
+  const double d = double(later.origin - origin) / 1e9;  // the later part's x, on this origin: x + d
+  const double m = double(later.n);
+  sxx += later.sxx + 2 * d * later.sx + m * d * d;
+  sxy += later.sxy + d * later.sy;
+  sx += later.sx + m * d;
+  sy += later.sy;
+  lo = std::min(lo, later.lo + d);
+  hi = std::max(hi, later.hi + d);
+  n += later.n;
 }
 
 }  // namespace itchbench::scan

@@ -1,14 +1,16 @@
 // A run's latency report read from its latency log in one compiled pass
 // (and a light first one), so the report of a day costs a fraction of the
 // replay instead of several times it. It computes what the harness's numpy
-// reader (harness analysis/latency_pass.py, which stays the reference and
-// the reader of runs this does not cover) computes for a run without a send
-// log or subscribers: every stage's exact histogram after and during the
-// warm-up, the headline stage by type, by symbol and over time, messages
-// per time bin, the hop-by-hop chain to the book on CLOCK_MONOTONIC, the
-// service time, and the slowest messages. What to compute (which stages,
-// chain, bins) is the harness's choice, passed in; the arithmetic is the
-// same integer arithmetic, so the figures are equal, not close.
+// reader (harness analysis/latency_pass.py, which stays the reference)
+// computes: every stage's exact histogram after and during the warm-up, the
+// headline stage by type, by symbol and over time, messages per time bin,
+// the hop-by-hop chains to the book and to each subscriber on
+// CLOCK_MONOTONIC (the send log's and the subscribers' stamps joined by
+// seq), the latency to the book from each start, its trend, and the slowest
+// messages. What to compute (which stages, chains, bins) is the harness's
+// choice, passed in; the arithmetic is the same integer arithmetic, so the
+// figures are equal, not close (the trend's floating sums excepted: within
+// rounding).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -61,6 +63,36 @@ struct FirstPass {
   std::vector<Checkpoint> checkpoints;  // one per read, the first at slot 0
 };
 
+// A stamp of a hop chain: a stage's (kKernel..kPublished, moved onto CLOCK_MONOTONIC), the sender's, or a
+// subscriber's receive (kSubscriber + the subscriber's index).
+using ChainStamp = uint16_t;
+constexpr ChainStamp kIntended = 16, kSent = 17, kSubscriber = 32;
+
+// Stamps from another log joined to the log's messages by seq: seq sorted and distinct, each with one or two
+// stamps (CLOCK_MONOTONIC ns). Borrowed: the caller keeps them alive through the pass.
+struct JoinedStamps {
+  const int64_t* seq = nullptr;
+  const int64_t* first = nullptr;   // the send log's intended time; a subscriber's receive time
+  const int64_t* second = nullptr;  // the send log's actual send time
+  size_t n = 0;
+};
+
+struct Chain {
+  std::vector<ChainStamp> stamps;  // in path order
+  bool bbo_only = false;           // a subscriber's: BBO events only
+};
+
+// The sums of a least-squares line of latency (us) on due time (s since the first due time), as the harness's
+// Trend keeps them (analysis/trend.py).
+struct TrendSums {
+  bool any = false;
+  int64_t origin = 0;
+  uint64_t n = 0;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0, lo = 0, hi = 0;
+  void add(int64_t due_ns, int64_t latency_ns);
+  void merge(const TrendSums& later);  // a later part's, its own origin moved onto this one's
+};
+
 // The drift of the stage clock from CLOCK_MONOTONIC, taken as linear (harness analysis/hops.py to_monotonic).
 struct MonotonicMove {
   bool on = false;
@@ -76,9 +108,11 @@ struct Params {
   int64_t t_lo = 0;
   int64_t span_ns = 1;
   uint64_t max_locate = 0;
-  std::vector<Stamp> chain;       // the hop chain to the book (stamps in path order); fewer than 2: none
-  std::vector<Stamp> co_starts;   // latency to the book from each of these stamps
-  uint32_t kept = 5000;           // slowest messages along the chain kept
+  std::vector<Chain> chains;            // the first to the book (the slowest kept along it), then to subscribers
+  std::vector<ChainStamp> co_starts;    // latency to the book from each of these stamps
+  JoinedStamps send;                    // the send log's (intended, sent), when there is one
+  std::vector<JoinedStamps> subscribers;
+  uint32_t kept = 5000;                 // slowest messages along the first chain kept
   MonotonicMove monotonic;
 };
 
@@ -92,8 +126,12 @@ struct Result {
   std::vector<ExactHistogram> stage, warmup;
   std::unique_ptr<ExactHistogram> by_type, by_symbol, over_time;
   std::vector<uint64_t> throughput;           // messages per time bin after the warm-up
-  std::vector<ExactHistogram> hop, cumulative;  // per hop of the chain (cumulative[0] is hop[0]'s)
+  // Per chain, per hop: its latency, and the latency from the chain's start (cumulative[c][0] is hop[c][0]'s).
+  std::vector<std::vector<ExactHistogram>> hop, cumulative;
   std::vector<ExactHistogram> co;             // per co_starts
+  TrendSums trend, served_trend;              // from the intended time; from the actual send, on the intended time
+  bool served_any = false;
+  int64_t served_first = 0, served_last = 0;  // the first intended time and the last book stamp of those served
   std::vector<Slowest> slowest;               // at most kept, by total latency then earlier seq; any order
 };
 

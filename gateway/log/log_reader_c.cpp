@@ -34,12 +34,15 @@ std::vector<scan::StageSpec> stages_of(const itchlog_stage* stages, uint32_t n) 
   return out;
 }
 
-// A chain's or a start's stamps: stage stamps only (0 kernel .. 4 published).
-std::vector<scan::Stamp> stamps_of(const uint8_t* stamps, uint32_t n) {
-  std::vector<scan::Stamp> out;
+// A chain's or a start's stamps: stage stamps, the sender's, or a subscriber's of the n_subscribers.
+std::vector<scan::ChainStamp> stamps_of(const uint16_t* stamps, uint32_t n, uint32_t n_subscribers, bool send) {
+  std::vector<scan::ChainStamp> out;
   for (uint32_t i = 0; i < n; ++i) {
-    if (stamps[i] > scan::kPublished) throw std::invalid_argument("latency scan: a chain names no stage stamp");
-    out.push_back(scan::Stamp(stamps[i]));
+    const uint16_t c = stamps[i];
+    if (!(c <= scan::kPublished || ((c == scan::kIntended || c == scan::kSent) && send) ||
+          (c >= scan::kSubscriber && uint32_t(c - scan::kSubscriber) < n_subscribers)))
+      throw std::invalid_argument("latency scan: a chain names a stamp the run does not have: " + std::to_string(c));
+    out.push_back(c);
   }
   return out;
 }
@@ -53,6 +56,9 @@ struct Scan {
   std::map<uint32_t, std::vector<ExactHistogram::Entry>> tables;
   std::vector<uint64_t> throughput;
   std::vector<scan::Slowest> slowest;
+  scan::TrendSums trend, served_trend;
+  bool served_any;
+  int64_t served_first, served_last;
 };
 
 Scan* finished(scan::Result r) {
@@ -64,13 +70,20 @@ Scan* finished(scan::Result r) {
   s->tables[ITCHLOG_TABLE_BY_TYPE] = r.by_type->table();
   s->tables[ITCHLOG_TABLE_BY_SYMBOL] = r.by_symbol->table();
   s->tables[ITCHLOG_TABLE_OVER_TIME] = r.over_time->table();
-  for (size_t i = 0; i < r.hop.size(); ++i) {
-    s->tables[ITCHLOG_TABLE_HOP + i] = r.hop[i].table();
-    s->tables[ITCHLOG_TABLE_CUMULATIVE + i] = i ? r.cumulative[i].table() : s->tables[ITCHLOG_TABLE_HOP];
-  }
+  for (size_t c = 0; c < r.hop.size(); ++c)
+    for (size_t i = 0; i < r.hop[c].size(); ++i) {
+      const uint32_t at = uint32_t(16 * c + i);
+      s->tables[ITCHLOG_TABLE_HOP + at] = r.hop[c][i].table();
+      s->tables[ITCHLOG_TABLE_CUMULATIVE + at] = i ? r.cumulative[c][i].table() : s->tables[ITCHLOG_TABLE_HOP + at];
+    }
   for (size_t i = 0; i < r.co.size(); ++i) s->tables[ITCHLOG_TABLE_CO + i] = r.co[i].table();
   s->throughput = std::move(r.throughput);
   s->slowest = std::move(r.slowest);
+  s->trend = r.trend;
+  s->served_trend = r.served_trend;
+  s->served_any = r.served_any;
+  s->served_first = r.served_first;
+  s->served_last = r.served_last;
   return s;
 }
 
@@ -125,8 +138,8 @@ extern "C" void* itchlog_scan(const char* path, const itchlog_source* source, co
                               const void* first, char* error, uint64_t error_size) {
   try {
     const itchlog_scan_params& p = *params;
-    if (p.n_stages > ITCHLOG_MAX_STAGES || p.chain_len > ITCHLOG_MAX_STAGES || p.n_co > ITCHLOG_MAX_STAGES)
-      throw std::invalid_argument("latency scan: more than 8 stages, chain stamps or co starts");
+    if (p.n_stages > ITCHLOG_MAX_STAGES || p.n_co > ITCHLOG_MAX_STAGES)
+      throw std::invalid_argument("latency scan: more than 8 stages or co starts");
     scan::Params q;
     q.warmup = p.warmup;
     q.stages = stages_of(p.stages, p.n_stages);
@@ -136,8 +149,17 @@ extern "C" void* itchlog_scan(const char* path, const itchlog_source* source, co
     q.t_lo = p.t_lo;
     q.span_ns = p.span_ns;
     q.max_locate = p.max_locate;
-    q.chain = stamps_of(p.chain, p.chain_len);
-    q.co_starts = stamps_of(p.co_starts, p.n_co);
+    const bool send = p.send_n > 0;
+    q.send = {p.send_seq, p.send_intended, p.send_sent, size_t(p.send_n)};
+    for (uint32_t k = 0; k < p.n_subscribers; ++k)
+      q.subscribers.push_back({p.subscriber_seq[k], p.subscriber_received[k], nullptr, size_t(p.subscriber_n[k])});
+    for (uint32_t c = 0, at = 0; c < p.n_chains; at += p.chain_lengths[c++]) {
+      if (p.chain_lengths[c] < 2 || p.chain_lengths[c] > 16) throw std::invalid_argument("latency scan: a chain of "
+                                                                                         "fewer than 2 or over 16 stamps");
+      q.chains.push_back({stamps_of(p.chain_stamps + at, p.chain_lengths[c], p.n_subscribers, send),
+                          p.chain_bbo_only[c] != 0});
+    }
+    q.co_starts = stamps_of(p.co_starts, p.n_co, p.n_subscribers, send);
     q.kept = p.kept;
     q.monotonic = {p.monotonic != 0, p.anchor, p.at, p.offset};
     const unsigned threads = p.threads ? p.threads : std::min(4u, std::max(1u, std::thread::hardware_concurrency()));
@@ -176,6 +198,22 @@ extern "C" int64_t itchlog_scan_slowest(void* scan, int64_t* total, int64_t* sta
     std::memcpy(hops + i * s.hops.size(), s.hops.data(), s.hops.size() * sizeof(int64_t));
   }
   return int64_t(kept.size());
+}
+
+namespace {
+itchlog_trend trend_of(const scan::TrendSums& t) {
+  return {t.origin, t.n, t.sx, t.sy, t.sxx, t.sxy, t.lo, t.hi, t.any, 0};
+}
+}  // namespace
+
+extern "C" void itchlog_scan_trends(void* scan, itchlog_trend* trend, itchlog_trend* served_trend,
+                                    int64_t* served_first, int64_t* served_last, uint32_t* served_any) {
+  const Scan& s = *static_cast<Scan*>(scan);
+  *trend = trend_of(s.trend);
+  *served_trend = trend_of(s.served_trend);
+  *served_first = s.served_first;
+  *served_last = s.served_last;
+  *served_any = s.served_any;
 }
 
 extern "C" void itchlog_scan_free(void* scan) { delete static_cast<Scan*>(scan); }

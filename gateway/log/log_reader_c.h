@@ -49,17 +49,40 @@ typedef struct {
 } itchlog_first_pass_result;
 
 #define ITCHLOG_MAX_STAGES 8
+/* A hop chain's stamps: 0 kernel .. 4 published (moved onto CLOCK_MONOTONIC), 16 the sender's intended time,
+ * 17 its actual send, 32 + k subscriber k's receive. */
 typedef struct {
   uint64_t warmup, max_locate;
   int64_t t_lo, span_ns;
-  int64_t anchor, at, offset; /* CLOCK_MONOTONIC move of the chain's stamps, when monotonic */
+  int64_t anchor, at, offset; /* CLOCK_MONOTONIC move of the stage stamps, when monotonic */
   uint32_t n_stages;
   int32_t headline;
-  uint32_t breakdowns, time_bins, chain_len, n_co, kept, monotonic;
-  uint32_t threads, reserved; /* threads: 0 as many as the machine has CPUs, at most 4 */
+  uint32_t breakdowns, time_bins, n_co, kept, monotonic;
+  uint32_t threads; /* 0: as many as the machine has CPUs, at most 4 */
   itchlog_stage stages[ITCHLOG_MAX_STAGES];
-  uint8_t chain[ITCHLOG_MAX_STAGES], co_starts[ITCHLOG_MAX_STAGES];
+  uint16_t co_starts[ITCHLOG_MAX_STAGES];
+  /* The chains, laid end to end: chain i has chain_lengths[i] stamps, BBO events only when chain_bbo_only[i]. The
+   * first is to the book (the slowest messages kept along it). */
+  uint32_t n_chains;
+  const uint16_t* chain_stamps;
+  const uint32_t* chain_lengths;
+  const uint8_t* chain_bbo_only;
+  /* Joined by seq (sorted, distinct): the send log's intended and actual send times, each subscriber's receive
+   * times. Borrowed for the call. */
+  uint64_t send_n;
+  const int64_t *send_seq, *send_intended, *send_sent;
+  uint32_t n_subscribers;
+  const uint64_t* subscriber_n;
+  const int64_t* const* subscriber_seq;
+  const int64_t* const* subscriber_received;
 } itchlog_scan_params;
+
+typedef struct {
+  int64_t origin;
+  uint64_t n;
+  double sx, sy, sxx, sxy, lo, hi;
+  uint32_t any, reserved;
+} itchlog_trend;
 
 /* Tables of a scan: the stage (and warm-up) histograms by the stage's index, then the breakdowns, the chain's
  * hops and cumulative latencies by hop, and the latency to the book from each co start. */
@@ -68,9 +91,9 @@ typedef struct {
 #define ITCHLOG_TABLE_BY_TYPE 32
 #define ITCHLOG_TABLE_BY_SYMBOL 33
 #define ITCHLOG_TABLE_OVER_TIME 34
-#define ITCHLOG_TABLE_HOP 48
-#define ITCHLOG_TABLE_CUMULATIVE 64
 #define ITCHLOG_TABLE_CO 80
+#define ITCHLOG_TABLE_HOP 0x10000        /* + 16 * chain + hop */
+#define ITCHLOG_TABLE_CUMULATIVE 0x20000 /* + 16 * chain + hop */
 
 /* The first pass (what it found in *out, and where a second pass may start: for itchlog_scan), or NULL with the
  * reason in error (error_size bytes, NUL-terminated). */
@@ -89,6 +112,10 @@ ITCHLOG_API int64_t itchlog_scan_throughput(void* scan, int64_t* counts, uint64_
 /* The slowest messages kept: how many, the first `capacity` copied (hops: chain_len - 1 values each). */
 ITCHLOG_API int64_t itchlog_scan_slowest(void* scan, int64_t* total, int64_t* start, int64_t* seq, uint8_t* type,
                                          int64_t* hops, uint64_t capacity);
+/* The trends (from the intended time; from the actual send) and the span served: the first intended time and the
+ * last book stamp (served_any 0: none). */
+ITCHLOG_API void itchlog_scan_trends(void* scan, itchlog_trend* trend, itchlog_trend* served_trend,
+                                     int64_t* served_first, int64_t* served_last, uint32_t* served_any);
 ITCHLOG_API void itchlog_scan_free(void* scan);
 
 #ifdef __cplusplus

@@ -135,6 +135,10 @@ class ChainReader:
             self._subs.append((f"t_sub_{path.stem.split('-', 1)[1]}", keys, sub["t_received"].astype(np.int64)[first]))
         self.subscribers = [name for name, _, _ in self._subs]
 
+    def joined_subscribers(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """Each subscriber's (column name, seqs sorted and distinct, first receive time of each)."""
+        return list(self._subs)
+
     def columns(self, rec: np.ndarray) -> dict[str, np.ndarray]:
         """seq, bbo, the STAMPS the records and send log have, and t_sub_<name> (BBO events only) per record."""
         seq = rec["seq"].astype(np.int64)
@@ -220,16 +224,14 @@ class HopTables:
         self._served_trend = Trend()
         self._served = [0, 0]  # the first due time, the last book stamp: the span the messages were served in
 
-    @classmethod
-    def of_book_chain(cls, present: list[str], hops: list[tuple[KeyedHistogram, KeyedHistogram]],
-                      co: dict[str, KeyedHistogram]) -> HopTables:
-        """Tables of a run without subscribers or a send log, counted elsewhere (the compiled scan): each hop of
-        the chain to the book with its cumulative latency, and the latency to the book from each start."""
-        tables = cls(present, [])
-        if len(hops) != len(tables._hops["t_book"]) or set(co) != set(tables._co):
-            raise ValueError("the counted hops or starts are not those of the chain of these stamps")
-        tables._hops["t_book"], tables._co = hops, co
-        return tables
+    def counted(self, hops: dict[str, list[tuple[KeyedHistogram, KeyedHistogram]]], co: dict[str, KeyedHistogram],
+                trend: Trend, served_trend: Trend, served: list[int] | None) -> None:
+        """Takes what was counted elsewhere (the compiled scan) for these chains and starts, instead of add()."""
+        if {to: len(h) for to, h in hops.items()} != {to: len(h) for to, h in self._hops.items()} or \
+                set(co) != set(self._co):
+            raise ValueError("the counted hops or starts are not those of these chains")
+        self._hops, self._co, self._trend, self._served_trend = hops, co, trend, served_trend
+        self._served = served or [0, 0]
 
     def add(self, cols: dict[str, np.ndarray]) -> None:
         """One chunk of ChainReader.columns."""

@@ -23,6 +23,7 @@ import pandas as pd
 
 from . import hops, logs, native, outliers
 from .histogram import KeyedHistogram
+from .trend import Trend
 from .stats import ONE_WAY, STAGES, TYPE_NAMES
 
 HEADLINE = "receive_to_book"
@@ -104,7 +105,7 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
     run_dir = Path(run_dir)
     lat = logs.read_latency(run_dir / "latency.lat")
     stages = _stage_list(lat)
-    if compiled and csv is None and _compiled_scan_reads(run_dir, lat):
+    if compiled and csv is None and _compiled_scan_reads(lat):
         try:
             return _compiled_scan(run_dir, lat, stages, warmup_messages, breakdowns, progress, threads)
         except native.NativeScanError as e:
@@ -207,11 +208,10 @@ _STAMP_IDS = {"t_kernel": 0, "t_read": 1, "t_decoded": 2, "t_book": 3, "t_publis
               "t_origin": 6}
 
 
-def _compiled_scan_reads(run_dir: Path, lat: logs.LogFile) -> bool:
-    """Whether the compiled scan computes this run's report: a latency log of version 3 to 5, and nothing to join
-    it with (no send log, no subscriber: those hops stay numpy's, as does the per-message CSV)."""
-    return (lat.header["version"] in (*logs.STAGE_LAYOUT_VERSIONS, logs.LATENCY_COMPACT_VERSION)
-            and not (run_dir / "send.log").exists() and not any(run_dir.glob("subscriber-*.recv")))
+def _compiled_scan_reads(lat: logs.LogFile) -> bool:
+    """Whether the compiled scan computes this run's report: a latency log of version 3 to 5 (the per-message CSV
+    stays numpy's, and so do logs of versions 1 and 2)."""
+    return lat.header["version"] in (*logs.STAGE_LAYOUT_VERSIONS, logs.LATENCY_COMPACT_VERSION)
 
 
 def _scan_source(lat: logs.LogFile) -> native.ScanSource:
@@ -252,34 +252,64 @@ def _second_pass(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str, 
     found = [i for i in range(len(stages)) if first.found_stages >> i & 1]
     stages = [stages[i] for i in found]
     specs = [specs[i] for i in found]
+    # The hop chains, as scan() makes them: the stamps some message has, the send log's when it holds any.
+    reader = hops.ChainReader(run_dir)
     present = {name for name, i in _STAMP_IDS.items() if name != "t_receive" and first.set_stamps >> i & 1}
-    book_chain = hops.chain_to_book(present) if breakdowns else []
-    co_starts = [start for _, start in hops.CO_MEASURES if start in present] if len(book_chain) >= 2 else []
+    if reader.send is not None and reader.send[1].any():
+        present |= {"t_intended", "t_sent"}
+    hop_tables = (hops.HopTables(sorted(present), reader.subscribers)
+                  if len(hops.chain_to_book(present)) >= 2 and breakdowns else None)
+    chains = hop_tables.chains if hop_tables is not None else {}
+    co_starts = [start for _, start in hops.CO_MEASURES if start in present] if hop_tables is not None else []
+    ids = {**{n: i for n, i in _STAMP_IDS.items() if i <= 4}, "t_intended": native.STAMP_INTENDED,
+           "t_sent": native.STAMP_SENT,
+           **{n: native.STAMP_SUBSCRIBER + k for k, n in enumerate(reader.subscribers)}}
+    chain_stamps = np.array([ids[s] for c in chains.values() for s in c], np.uint16)
+    chain_lengths = np.array([len(c) for c in chains.values()], np.uint32)
+    chain_bbo_only = np.array([to != "t_book" for to in chains], np.uint8)
+    send = reader.send if reader.send is not None else (np.zeros(0, np.int64),) * 3
+    send = tuple(np.ascontiguousarray(a, np.int64) for a in send)
+    subs = [(np.ascontiguousarray(keys, np.int64), np.ascontiguousarray(received, np.int64))
+            for _, keys, received in reader.joined_subscribers()]
+    sub_n = np.array([len(k) for k, _ in subs], np.uint64)
+    sub_seq = (ctypes.c_void_p * max(len(subs), 1))(*[k.ctypes.data for k, _ in subs])
+    sub_received = (ctypes.c_void_p * max(len(subs), 1))(*[r.ctypes.data for _, r in subs])
+
     clock = hops.gateway_clock(run_dir)
     move = [clock.get(k) for k in ("anchor_ns", "offset_measured_at_ns", "offset_from_monotonic_ns_at_end")]
     params = native.ScanParams(
         warmup=warmup_messages, max_locate=int(first.max_locate), t_lo=t_lo, span_ns=span_ns,
         anchor=int(move[0] or 0), at=int(move[1] or 0), offset=int(move[2] or 0), n_stages=len(specs),
         headline=[s[0] for s in stages].index(HEADLINE) if HEADLINE in [s[0] for s in stages] else -1,
-        breakdowns=breakdowns, time_bins=TIME_BINS, chain_len=len(book_chain) if len(book_chain) >= 2 else 0,
-        n_co=len(co_starts), kept=outliers.KEPT, monotonic=all(m is not None for m in move), threads=threads)
+        breakdowns=breakdowns, time_bins=TIME_BINS, n_co=len(co_starts), kept=outliers.KEPT,
+        monotonic=all(m is not None for m in move), threads=threads, n_chains=len(chains),
+        chain_stamps=chain_stamps.ctypes.data, chain_lengths=chain_lengths.ctypes.data,
+        chain_bbo_only=chain_bbo_only.ctypes.data, send_n=len(send[0]), send_seq=send[0].ctypes.data,
+        send_intended=send[1].ctypes.data, send_sent=send[2].ctypes.data, n_subscribers=len(subs),
+        subscriber_n=sub_n.ctypes.data, subscriber_seq=ctypes.cast(sub_seq, ctypes.c_void_p),
+        subscriber_received=ctypes.cast(sub_received, ctypes.c_void_p))
     for i, spec in enumerate(specs):
         params.stages[i] = spec
-    for i, name in enumerate(book_chain if params.chain_len else []):
-        params.chain[i] = _STAMP_IDS[name]
     for i, name in enumerate(co_starts):
-        params.co_starts[i] = _STAMP_IDS[name]
-    done = native.Scan(path, source, params, pass1)
+        params.co_starts[i] = ids[name]
+    book_chain = chains.get("t_book", [])
+    done = native.Scan(path, source, params, pass1, len(book_chain))
     try:
         if progress is not None:
             progress(2, int(first.accepted))
         table = lambda t, keys=1: KeyedHistogram.from_table(*done.table(t), n_keys=keys)  # noqa: E731
-        hop_tables = slowest = None
-        if params.chain_len:
-            pairs = [(table(native.TABLE_HOP + i), table(native.TABLE_CUMULATIVE + i)) for i in range(len(book_chain) - 1)]
-            pairs[0] = (pairs[0][0], pairs[0][0])  # the first hop is its own cumulative, one histogram (HopTables)
-            hop_tables = hops.HopTables.of_book_chain(
-                sorted(present), pairs, {s: table(native.TABLE_CO + i) for i, s in enumerate(co_starts)})
+        slowest = None
+        if hop_tables is not None:
+            counted = {}
+            for c, (to, stamps) in enumerate(chains.items()):
+                pairs = [(table(native.TABLE_HOP + 16 * c + i), table(native.TABLE_CUMULATIVE + 16 * c + i))
+                         for i in range(len(stamps) - 1)]
+                counted[to] = [(pairs[0][0], pairs[0][0])] + pairs[1:]  # the first hop is its own cumulative
+            trend, served_trend, served = done.trends()
+            as_trend = lambda t: Trend.of_sums(t.origin if t.any else None, t.n, t.sx, t.sy, t.sxx, t.sxy,  # noqa: E731
+                                               t.lo, t.hi)
+            hop_tables.counted(counted, {s: table(native.TABLE_CO + i) for i, s in enumerate(co_starts)},
+                               as_trend(trend), as_trend(served_trend), served)
             kept = done.slowest()
             slowest = outliers.Outliers.kept_from(book_chain, kept["total"], kept["start"], kept["hops"],
                                                   kept["seq"], kept["type"])
@@ -295,8 +325,8 @@ def _second_pass(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str, 
             by_symbol=table(native.TABLE_BY_SYMBOL, int(first.max_locate) + 1 if breakdowns else 1),
             over_time=table(native.TABLE_OVER_TIME, TIME_BINS),
             time_edges_s=np.linspace(0.0, span_ns / 1e9, TIME_BINS + 1), throughput_counts=done.throughput(),
-            hop_tables=hop_tables, outliers=slowest, sender=hops.ChainReader(run_dir).sender,
-            stamped=lat.header["stages"], subscribers=[])
+            hop_tables=hop_tables, outliers=slowest, sender=reader.sender,
+            stamped=lat.header["stages"], subscribers=reader.subscribers)
     finally:
         done.close()
 

@@ -62,8 +62,9 @@ def ticks_to_ns(line: ClockLine, column: np.ndarray) -> None:
 # to compute, the C++ side counts it.
 _u8, _u32, _i32, _u64, _i64 = ctypes.c_uint8, ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64, ctypes.c_int64
 MAX_STAGES = 8
-TABLE_STAGE, TABLE_WARMUP, TABLE_BY_TYPE, TABLE_BY_SYMBOL, TABLE_OVER_TIME = 0, 16, 32, 33, 34
-TABLE_HOP, TABLE_CUMULATIVE, TABLE_CO = 48, 64, 80
+TABLE_STAGE, TABLE_WARMUP, TABLE_BY_TYPE, TABLE_BY_SYMBOL, TABLE_OVER_TIME, TABLE_CO = 0, 16, 32, 33, 34, 80
+TABLE_HOP, TABLE_CUMULATIVE = 0x10000, 0x20000  # + 16 * chain + hop
+STAMP_INTENDED, STAMP_SENT, STAMP_SUBSCRIBER = 16, 17, 32  # a chain's stamps beyond the stages (0 .. 4)
 
 
 class ScanSource(ctypes.Structure):
@@ -83,8 +84,19 @@ class FirstPass(ctypes.Structure):
 class ScanParams(ctypes.Structure):
     _fields_ = [("warmup", _u64), ("max_locate", _u64), ("t_lo", _i64), ("span_ns", _i64), ("anchor", _i64),
                 ("at", _i64), ("offset", _i64), ("n_stages", _u32), ("headline", _i32), ("breakdowns", _u32),
-                ("time_bins", _u32), ("chain_len", _u32), ("n_co", _u32), ("kept", _u32), ("monotonic", _u32),
-                ("threads", _u32), ("reserved", _u32), ("stages", ScanStage * MAX_STAGES), ("chain", _u8 * MAX_STAGES), ("co_starts", _u8 * MAX_STAGES)]
+                ("time_bins", _u32), ("n_co", _u32), ("kept", _u32), ("monotonic", _u32), ("threads", _u32),
+                ("stages", ScanStage * MAX_STAGES), ("co_starts", ctypes.c_uint16 * MAX_STAGES),
+                ("n_chains", _u32), ("chain_stamps", ctypes.c_void_p), ("chain_lengths", ctypes.c_void_p),
+                ("chain_bbo_only", ctypes.c_void_p), ("send_n", _u64), ("send_seq", ctypes.c_void_p),
+                ("send_intended", ctypes.c_void_p), ("send_sent", ctypes.c_void_p), ("n_subscribers", _u32),
+                ("subscriber_n", ctypes.c_void_p), ("subscriber_seq", ctypes.c_void_p),
+                ("subscriber_received", ctypes.c_void_p)]
+
+
+class TrendSums(ctypes.Structure):
+    _fields_ = [("origin", _i64), ("n", _u64), ("sx", ctypes.c_double), ("sy", ctypes.c_double),
+                ("sxx", ctypes.c_double), ("sxy", ctypes.c_double), ("lo", ctypes.c_double),
+                ("hi", ctypes.c_double), ("any", _u32), ("reserved", _u32)]
 
 
 class NativeScanError(RuntimeError):
@@ -109,6 +121,8 @@ def _scan_library() -> ctypes.CDLL:
     lib.itchlog_scan_throughput.argtypes = [ctypes.c_void_p, ctypes.c_void_p, _u64]
     lib.itchlog_scan_slowest.restype = _i64
     lib.itchlog_scan_slowest.argtypes = [ctypes.c_void_p] + [ctypes.c_void_p] * 5 + [_u64]
+    lib.itchlog_scan_trends.restype = None
+    lib.itchlog_scan_trends.argtypes = [ctypes.c_void_p, p(TrendSums), p(TrendSums), p(_i64), p(_i64), p(_u32)]
     lib.itchlog_scan_free.restype = None
     lib.itchlog_scan_free.argtypes = [ctypes.c_void_p]
     return lib
@@ -136,14 +150,14 @@ class First:
 class Scan:
     """A finished compiled scan: its tables, read out as numpy arrays; freed on close()."""
 
-    def __init__(self, path: str, source: ScanSource, params: ScanParams, first: First) -> None:
+    def __init__(self, path: str, source: ScanSource, params: ScanParams, first: First, book_chain_len: int) -> None:
         error = ctypes.create_string_buffer(512)
         self._lib = _scan_library()
         self._handle = self._lib.itchlog_scan(path.encode(), ctypes.byref(source), ctypes.byref(params),
                                               first.handle, error, len(error))
         if not self._handle:
             raise NativeScanError(error.value.decode(errors="replace"))
-        self.chain_len = int(params.chain_len)
+        self.chain_len = book_chain_len  # the stamps of the first chain, along which the slowest are kept
 
     def table(self, table: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(keys, values, counts), sorted by key then value."""
@@ -168,6 +182,14 @@ class Scan:
         self._lib.itchlog_scan_slowest(self._handle, total.ctypes.data, start.ctypes.data, seq.ctypes.data,
                                        kinds.ctypes.data, hops.ctypes.data, n)
         return {"total": total, "start": start, "seq": seq, "type": kinds, "hops": hops}
+
+    def trends(self) -> tuple[TrendSums, TrendSums, list[int] | None]:
+        """(from the intended time, from the actual send, [first intended time, last book stamp] or None)."""
+        trend, served_trend = TrendSums(), TrendSums()
+        first, last, any_ = _i64(), _i64(), _u32()
+        self._lib.itchlog_scan_trends(self._handle, ctypes.byref(trend), ctypes.byref(served_trend),
+                                      ctypes.byref(first), ctypes.byref(last), ctypes.byref(any_))
+        return trend, served_trend, [first.value, last.value] if any_.value else None
 
     def close(self) -> None:
         if self._handle:

@@ -18,6 +18,14 @@ class Trend:
         self._sx = self._sy = self._sxx = self._sxy = 0.0
         self._lo = self._hi = 0.0
 
+    @classmethod
+    def of_sums(cls, origin: int | None, n: int, sx: float, sy: float, sxx: float, sxy: float, lo: float,
+                hi: float) -> Trend:
+        """A trend whose sums were accumulated elsewhere (the compiled scan), on the same origin and units."""
+        t = cls()
+        t._origin, t._n, t._sx, t._sy, t._sxx, t._sxy, t._lo, t._hi = origin, n, sx, sy, sxx, sxy, lo, hi
+        return t
+
     def add(self, due_ns: np.ndarray, latency_ns: np.ndarray) -> None:
         if not due_ns.size:
             return
