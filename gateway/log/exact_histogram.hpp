@@ -15,6 +15,9 @@ class ExactHistogram {
  public:
   struct Entry {
     int64_t key, value, count;
+    friend bool operator==(const Entry& a, const Entry& b) {
+      return a.key == b.key && a.value == b.value && a.count == b.count;
+    }
   };
 
   ExactHistogram(uint32_t keys, uint32_t dense) : keys_(keys), dense_(dense), counts_(size_t(keys) * dense) {}
