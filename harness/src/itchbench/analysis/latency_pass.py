@@ -8,6 +8,11 @@ every stage, the warm-up, the headline stage by message type, by symbol and
 over time, the hop-by-hop tables, and optionally writes the per-message CSV.
 No statistic is approximated: percentiles, min, max, mean and standard
 deviation are those of the whole sample.
+
+The same two passes run compiled (gateway/log/latency_scan.hpp, through
+analysis/native.py) for every log of version 3 to 5: this module decides
+what is counted either way, and its numpy passes stay the reference the
+tests hold the compiled ones to, and the reader of the per-message CSV.
 """
 
 from __future__ import annotations
