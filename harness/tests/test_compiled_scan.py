@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -19,13 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from itchbench import paths
 from itchbench.analysis import latency_pass, logs, outliers
 from itchbench.captures import fixtures
 from itchbench.runs import runner
 
 from live_helpers import config, make_capture
-from test_compact_log import _wide_log, compact, gateway_run
+from test_compact_log import _wide_log, compact, gateway_run, nasdaq_day_itch  # noqa: F401 (a fixture)
 
 
 def assert_same(run: Path, warmup: int = 0, breakdowns: bool = True, threads: int = 0) -> latency_pass.RunLatency:
@@ -60,18 +58,10 @@ def assert_same(run: Path, warmup: int = 0, breakdowns: bool = True, threads: in
     return got
 
 
-@pytest.fixture(scope="module")
-def day_itch(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("itch") / "day.itch"
-    subprocess.run([str(paths.tool("itch-synth")), "--profile", "nasdaq-day", "--messages", "150000", "--seed", "11",
-                    "--format", "itch", "--out", str(path)], check=True, capture_output=True)
-    return path
-
-
 @pytest.mark.parametrize("source", ["seed-workload", "itch-file"])
 @pytest.mark.parametrize("layout", ["compact", "wide"])
-def test_a_gateway_run_is_counted_the_same_by_both_readers(tmp_path, source, layout, day_itch):
-    capture = day_itch if source == "itch-file" else next(f.path for f in fixtures.load_manifest()
+def test_a_gateway_run_is_counted_the_same_by_both_readers(tmp_path, source, layout, nasdaq_day_itch):
+    capture = nasdaq_day_itch if source == "itch-file" else next(f.path for f in fixtures.load_manifest()
                                                           if f.name == source)
     run = gateway_run(capture, tmp_path / "run", "--latency-format", layout).parent
     assert logs.read_latency(run / "latency.lat").header["version"] == (5 if layout == "compact" else 4)
@@ -86,8 +76,8 @@ def test_a_gateway_run_is_counted_the_same_by_both_readers(tmp_path, source, lay
     assert_same(run, breakdowns=False)
 
 
-def test_a_clock_moved_onto_monotonic_and_few_slow_messages_kept(tmp_path, day_itch, monkeypatch):
-    run = gateway_run(day_itch, tmp_path / "run").parent
+def test_a_clock_moved_onto_monotonic_and_few_slow_messages_kept(tmp_path, nasdaq_day_itch, monkeypatch):
+    run = gateway_run(nasdaq_day_itch, tmp_path / "run").parent
     gateway = json.loads((run / "gateway.json").read_text())
     clock = gateway["clock"]
     assert clock.get("offset_from_monotonic_ns_at_end") is not None  # the run measured its drift: moved
