@@ -77,8 +77,10 @@ struct JoinedStamps {
   size_t n = 0;
 };
 
+constexpr size_t kMaxChain = 16;  // stamps a chain has at most
+
 struct Chain {
-  std::vector<ChainStamp> stamps;  // in path order
+  std::vector<ChainStamp> stamps;  // in path order, 2 to kMaxChain
   bool bbo_only = false;           // a subscriber's: BBO events only
 };
 

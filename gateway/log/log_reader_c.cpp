@@ -154,8 +154,8 @@ extern "C" void* itchlog_scan(const char* path, const itchlog_source* source, co
     for (uint32_t k = 0; k < p.n_subscribers; ++k)
       q.subscribers.push_back({p.subscriber_seq[k], p.subscriber_received[k], nullptr, size_t(p.subscriber_n[k])});
     for (uint32_t c = 0, at = 0; c < p.n_chains; at += p.chain_lengths[c++]) {
-      if (p.chain_lengths[c] < 2 || p.chain_lengths[c] > 16) throw std::invalid_argument("latency scan: a chain of "
-                                                                                         "fewer than 2 or over 16 stamps");
+      if (p.chain_lengths[c] < 2 || p.chain_lengths[c] > scan::kMaxChain)
+        throw std::invalid_argument("latency scan: a chain of fewer than 2 stamps or more than 16");
       q.chains.push_back({stamps_of(p.chain_stamps + at, p.chain_lengths[c], p.n_subscribers, send),
                           p.chain_bbo_only[c] != 0});
     }
