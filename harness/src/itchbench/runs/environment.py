@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -67,7 +68,10 @@ def _version_of(cmd: list[str], line: int = 0) -> str | None:
     return m.group(0) if m else out.splitlines()[line].strip()
 
 
+@functools.lru_cache(maxsize=1)
 def tool_versions() -> dict[str, str | None]:
+    """The installed tools' versions, asked once a process: `tshark --version` alone takes a third of a second,
+    and a sweep or a compare makes many runs in one process."""
     import numpy
     import pandas
 
