@@ -217,3 +217,11 @@ extern "C" void itchlog_scan_trends(void* scan, itchlog_trend* trend, itchlog_tr
 }
 
 extern "C" void itchlog_scan_free(void* scan) { delete static_cast<Scan*>(scan); }
+
+extern "C" uint32_t itchlog_struct_sizes(uint64_t* sizes, uint32_t capacity) {
+  const uint64_t all[] = {sizeof(itchlog_source), sizeof(itchlog_stage), sizeof(itchlog_first_pass_result),
+                          sizeof(itchlog_scan_params), sizeof(itchlog_trend)};
+  const uint32_t n = sizeof all / sizeof all[0];
+  for (uint32_t i = 0; i < n && i < capacity; ++i) sizes[i] = all[i];
+  return n;
+}

@@ -118,6 +118,10 @@ ITCHLOG_API void itchlog_scan_trends(void* scan, itchlog_trend* trend, itchlog_t
                                      int64_t* served_first, int64_t* served_last, uint32_t* served_any);
 ITCHLOG_API void itchlog_scan_free(void* scan);
 
+/* The sizes of this header's structures, in declaration order (source, stage, first pass result, scan params,
+ * trend): the harness checks its own layouts against them before any call. Returns how many it wrote. */
+ITCHLOG_API uint32_t itchlog_struct_sizes(uint64_t* sizes, uint32_t capacity);
+
 #ifdef __cplusplus
 }
 #endif

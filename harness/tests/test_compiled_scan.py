@@ -7,6 +7,7 @@ the subscribers' stamps joined to the gateway's by seq."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -18,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from itchbench.analysis import latency_pass, logs, outliers
+from itchbench.analysis import latency_pass, logs, native, outliers
 from itchbench.captures import fixtures
 from itchbench.runs import runner
 
@@ -152,3 +153,19 @@ def test_any_log_is_counted_the_same_by_both_readers(tmp_path_factory, rows, sta
     for run in (wide, small):
         assert_same(run, warmup, threads=1)
     shutil.rmtree(base)
+
+
+def test_a_library_whose_structures_differ_is_refused_before_any_call(monkeypatch):
+    # A harness and a libitchlog.so from other sources (a struct grown on one side only) would misread every field
+    # of every call: the layouts are checked against the library's own sizes when it is loaded.
+    class Grown(native.TrendSums):
+        _fields_ = [("extra", ctypes.c_uint64)]
+    monkeypatch.setattr(native, "TrendSums", Grown)
+    native._scan_library.cache_clear()
+    try:
+        with pytest.raises(native.NativeScanError, match=r"libitchlog.so: its structures are .*rebuild"):
+            native._scan_library()
+    finally:
+        monkeypatch.undo()
+        native._scan_library.cache_clear()
+    native._scan_library()  # the harness's own layouts load

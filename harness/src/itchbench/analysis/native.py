@@ -125,6 +125,14 @@ def _scan_library() -> ctypes.CDLL:
     lib.itchlog_scan_trends.argtypes = [ctypes.c_void_p, p(TrendSums), p(TrendSums), p(_i64), p(_i64), p(_u32)]
     lib.itchlog_scan_free.restype = None
     lib.itchlog_scan_free.argtypes = [ctypes.c_void_p]
+    lib.itchlog_struct_sizes.restype = _u32
+    lib.itchlog_struct_sizes.argtypes = [ctypes.c_void_p, _u32]
+    ours = [ctypes.sizeof(t) for t in (ScanSource, ScanStage, FirstPass, ScanParams, TrendSums)]
+    theirs = np.zeros(len(ours), np.uint64)
+    lib.itchlog_struct_sizes(theirs.ctypes.data, len(ours))
+    if list(theirs) != ours:  # a library built from other sources than this harness: every call would misread
+        raise NativeScanError(f"{paths.library('libitchlog.so')}: its structures are {list(map(int, theirs))} "
+                              f"bytes, this harness's {ours}: rebuild (bash harness/bin/setup)")
     return lib
 
 
