@@ -11,6 +11,7 @@ from typing import Any
 
 from ..analysis import hops, stats
 from ..gateways import revisions
+from ..runs import reconcile
 from . import aggregate as agg
 from ..host import facts as host_facts
 from . import capacity, figures, render
@@ -232,7 +233,7 @@ def build(run_paths: list[Path], out_dir: Path, *, title: str | None = None, bas
         "configs": rows, "loss": agg.loss_statement(configs),
         "black_box": any((r.summary.get("reconciliation") or {}).get("black_box") for c in configs for r in c.runs),
         "phases": agg.phase_table(configs, base),
-        "distribution": agg.distribution_table(configs),
+        "distribution": agg.distribution_table(configs), "transport_names": reconcile.TRANSPORT_NAMES,
         "recovery": agg.recovery_table(configs), "recovery_rows": agg.RECOVERY_ROWS,
         "joins": agg.join_table(configs), "join_rows": agg.JOIN_ROWS,
         "targets": capacity.target_tables(configs), "sweeps": sweeps, "status_marks": capacity.STATUS_MARKS,
