@@ -208,9 +208,10 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
         stamped=lat.header["stages"], subscribers=reader.subscribers)
 
 
-# The compiled scan's names for the stamps (gateway/log/latency_scan.hpp Stamp).
-_STAMP_IDS = {"t_kernel": 0, "t_read": 1, "t_decoded": 2, "t_book": 3, "t_published": 4, "t_receive": 5,
-              "t_origin": 6}
+# The compiled scan's numbers for the stamps (gateway/log/latency_scan.hpp Stamp): the stages in the log's order,
+# then the receive stamp and the origin.
+_STAMP_IDS = {**{name: i for i, name in enumerate(logs.STAGE_STAMPS)},
+              "t_receive": len(logs.STAGE_STAMPS), "t_origin": len(logs.STAGE_STAMPS) + 1}
 
 
 def _compiled_scan_reads(lat: logs.LogFile) -> bool:
@@ -243,15 +244,17 @@ def _compiled_scan(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str
         if progress is not None:
             progress(1, int(first.accepted))
             progress(2, 0)
-        return _second_pass(run_dir, lat, stages, specs, warmup_messages, breakdowns, progress, threads, pass1)
+        return _second_pass(run_dir, lat, source, stages, specs, warmup_messages, breakdowns, progress, threads,
+                            pass1)
     finally:
         pass1.close()
 
 
-def _second_pass(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str, str, str, bool]],
-                 specs: list[native.ScanStage], warmup_messages: int, breakdowns: bool,
-                 progress: Callable[[int, int], None] | None, threads: int, pass1: native.First) -> RunLatency:
-    source, path, first = _scan_source(lat), str(lat.path), pass1.found
+def _second_pass(run_dir: Path, lat: logs.LogFile, source: native.ScanSource,
+                 stages: list[tuple[str, str, str, str, bool]], specs: list[native.ScanStage], warmup_messages: int,
+                 breakdowns: bool, progress: Callable[[int, int], None] | None, threads: int,
+                 pass1: native.First) -> RunLatency:
+    path, first = str(lat.path), pass1.found
     t_lo = int(first.t_lo) if first.any_after_warmup else 0
     span_ns = max(int(first.t_hi) - t_lo, 0) + 1 if first.any_after_warmup else 1
     found = [i for i in range(len(stages)) if first.found_stages >> i & 1]
@@ -266,7 +269,7 @@ def _second_pass(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str, 
                   if len(hops.chain_to_book(present)) >= 2 and breakdowns else None)
     chains = hop_tables.chains if hop_tables is not None else {}
     co_starts = [start for _, start in hops.CO_MEASURES if start in present] if hop_tables is not None else []
-    ids = {**{n: i for n, i in _STAMP_IDS.items() if i <= 4}, "t_intended": native.STAMP_INTENDED,
+    ids = {**{n: _STAMP_IDS[n] for n in logs.STAGE_STAMPS}, "t_intended": native.STAMP_INTENDED,
            "t_sent": native.STAMP_SENT,
            **{n: native.STAMP_SUBSCRIBER + k for k, n in enumerate(reader.subscribers)}}
     chain_stamps = np.array([ids[s] for c in chains.values() for s in c], np.uint16)
