@@ -80,14 +80,30 @@ def _targets(base: session.Side, head: session.Side) -> dict[str, dict[str, Any]
 
 def _side(name: str, spec: str, repo: Path, say, benchmarks: bool, contract_rel: Path | None) -> session.Side:
     from ..compare import session
-    from ..gateways import revisions
     side = session.Side(name, spec)
-    path = Path(spec)
-    if spec != revisions.WORKTREE and path.is_dir() and not (path / ".git").exists():
-        session.load_run_dirs(side, path)
+    if _is_run_folder(spec):
+        session.load_run_dirs(side, Path(spec))
     else:
         session.prepare_revision(side, repo, say, benchmarks=benchmarks, contract_rel=contract_rel)
     return side
+
+
+def _flags_difference(repo: Path, base: str, head: str, say: Callable[[str], None]) -> str:
+    """Two revisions of the built-in gateway whose compiler flags differ: not comparable, said before building."""
+    from ..gateways import revisions
+    if _is_run_folder(base) or _is_run_folder(head):
+        return ""  # their runs' manifests are compared
+    try:
+        return revisions.flags_difference(repo, revisions.resolve(repo, base), revisions.resolve(repo, head), say)
+    except revisions.RevisionError:
+        return ""  # the build says why, as a side's problem
+
+
+def _is_run_folder(spec: str) -> bool:
+    """A side given as a folder of run directories, not a revision."""
+    from ..gateways import revisions
+    path = Path(spec)
+    return spec != revisions.WORKTREE and path.is_dir() and not (path / ".git").exists()
 
 
 def gateway_workloads(scenario_file: Path | None, contract_file: Path,
@@ -189,8 +205,12 @@ def run(args: argparse.Namespace) -> int:
         say(f"compare {args.base} -> {args.head}: building")
         try:
             benchmarks = bool(args.scenario) and session.wants_benchmarks(session.scenario_workloads(args.scenario))
-            base = _side("base", args.base, args.repo, say, benchmarks, args.gateway)
-            head = _side("head", args.head, args.repo, say, benchmarks, args.gateway)
+            early = "" if args.gateway else _flags_difference(args.repo, args.base, args.head, say)
+            if early:
+                base, head = session.Side("base", args.base), session.Side("head", args.head, problem=early)
+            else:
+                base = _side("base", args.base, args.repo, say, benchmarks, args.gateway)
+                head = _side("head", args.head, args.repo, say, benchmarks, args.gateway)
         except session.NotComparable as e:
             print(f"itchbench: not comparable: {e}", file=sys.stderr)
             return 2

@@ -15,6 +15,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable
@@ -153,6 +154,53 @@ def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: 
     key = f"{source_key(repo, rev)}-{flags_hash(flavour)}"
     with cache.locked(cache_root() / key):
         return _build_in(repo, rev, say, benchmarks, flavour, cache_root() / key)
+
+
+# What the configure of a revision writes: the compiler flags its gateway records in every run's manifest.
+FLAGS_FILE = "itchbench-cxx-flags.txt"
+
+
+def flags_difference(repo: Path, base: Revision, head: Revision, say: Callable[[str], None]) -> str:
+    """Why two revisions' builds could not be compared, known before either is built: the compiler flags their
+    gateways would record differ (a compare checks them again on the runs). Only when the revisions' top-level
+    CMakeLists.txt differ, where those flags are set, are both configured (seconds each); "" when they agree or
+    a revision does not write its flags at configure (older than FLAGS_FILE)."""
+    if _top_cmake(repo, base) == _top_cmake(repo, head):
+        return ""
+    say("  CMakeLists.txt differs between the revisions: configuring both to compare their compiler flags")
+    flags = [configured_flags(repo, rev) for rev in (base, head)]
+    if None in flags or flags[0] == flags[1]:
+        return ""
+    return (f"cxx_flags differ ({flags[0]!r} vs {flags[1]!r}), seen when both were configured: nothing was built "
+            "or run")
+
+
+def _top_cmake(repo: Path, rev: Revision) -> str:
+    if rev.dirty:
+        path = repo / "CMakeLists.txt"
+        return path.read_text() if path.is_file() else ""
+    try:
+        return git(repo, "show", f"{rev.commit}:CMakeLists.txt")
+    except RevisionError:
+        return ""
+
+
+def configured_flags(repo: Path, rev: Revision) -> str | None:
+    """The compiler flags the revision's build would record, from a CMake configure of it in a temporary folder
+    (its worktree, or the working tree itself), with the options every revision is built with; None when the
+    configure fails (the build will then say why) or writes no FLAGS_FILE."""
+    with tempfile.TemporaryDirectory(prefix="itchbench-configure-") as tmp:
+        source = repo if rev.dirty else Path(tmp) / "src"
+        if not rev.dirty:
+            git(repo, "worktree", "add", "--detach", "--force", str(source), rev.commit)
+        try:
+            proc = subprocess.run(["cmake", "-S", str(source), "-B", str(Path(tmp) / "build"), "-G", "Ninja",
+                                   *BUILD_OPTIONS], capture_output=True, text=True)
+            written = Path(tmp) / "build" / FLAGS_FILE
+            return written.read_text().strip() if proc.returncode == 0 and written.is_file() else None
+        finally:
+            if not rev.dirty:
+                git(repo, "worktree", "remove", "--force", str(source))
 
 
 def build_copy(name: str, identity: str, populate: Callable[[Path], None], say: Callable[[str], None]) -> Path:
