@@ -152,8 +152,7 @@ def test_compare_finds_the_planted_slowdown_on_a_file(planted, file_scenario, tm
         assert under["repository"] == str(planted.resolve()) and under["build_log_sha256"]
 
 
-@pytest.mark.alone
-@needs_root
+@needs_root  # beside other tests: three runs a side judge no timing, and instructions are counted
 def test_compare_of_a_harmless_commit_counts_the_same_instructions(planted, file_scenario, tmp_path):
     r = _itchbench("compare", "HEAD~3", "HEAD~2", "--repo", planted, "--gateway", "itchbench.toml",
                    "--scenario", file_scenario, "--repetitions", "3", "--out", tmp_path / "cmp")
