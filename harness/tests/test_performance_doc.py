@@ -51,6 +51,22 @@ def test_the_document_shows_what_the_benchmarks_measured(tmp_path):
     line = next(ln for ln in text.splitlines() if ln.startswith("- nasdaq-day-3000-seed1.itch, settled: "))
     assert line == (f"- nasdaq-day-3000-seed1.itch, settled: {statistics.median(over):+.1f} "
                     f"({min(over):+.1f}–{max(over):+.1f}) ns a message")
+    # Depth of book on every shape: each variant's throughput as a share of the BBO-only run of the same round.
+    depth_text = text.split("## Depth of book")[1].split("\n## ")[0]
+    shares = {}
+    for f in side["files"]:
+        depth = json.loads((work / f"depth_cost-{f['file'].removesuffix('.itch')}.json").read_text())
+        runs = {r["variant"]: r["ns"] for r in depth["runs"] if r["gateway"] == "head"}
+        assert set(runs) == {"off", "BBO only", "5 levels", "10 levels"} and all(len(ns) == 2 for ns in runs.values())
+        row = next(line for line in depth_text.splitlines() if line.startswith(f"| {f['file']} |"))
+        for label in ("5 levels", "10 levels"):
+            share = [b / v for b, v in zip(runs["BBO only"], runs[label])]
+            assert f"| {statistics.median(share):.2f} ({min(share):.2f}–{max(share):.2f})" in row, row
+        shares[f["file"]] = statistics.median(b / v for b, v in zip(runs["BBO only"], runs["5 levels"]))
+    missed = [name for name, share in shares.items() if share < 0.85]
+    target = next(line for line in depth_text.splitlines() if line.startswith("Target: 5 levels"))
+    assert target.endswith(f"met on all {len(shares)} files.") if not missed else \
+        f"missed on {len(missed)} of {len(shares)} files" in target, target
     # The whole pipeline, plain and compressed: ours end to end over the peer's wall time, each part of ours, and
     # what it took beyond the gateway's own run.
     day = json.loads((work / "whole_day-20000.json").read_text())

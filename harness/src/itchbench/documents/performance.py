@@ -50,6 +50,15 @@ RECORDING_VARIANTS = (("every stamp", "--stamps all"), ("book stamp only", "--st
 LOG_AGAINST_HISTOGRAMS = ("every stamp", "every stamp, histograms")
 
 
+# Depth of book against the BBO alone (`--levels N`: the top N levels a side logged per change), every stamp
+# recorded in each, set against the BBO-only run of the same round. Target: five levels within 15 % of the
+# BBO-only throughput.
+DEPTH_BASE = "BBO only"
+DEPTH_VARIANTS = ((DEPTH_BASE, "--stamps all"), ("5 levels", "--stamps all --levels 5"),
+                  ("10 levels", "--stamps all --levels 10"))
+DEPTH_TARGET = ("5 levels", 0.85)
+
+
 # A whole day, and how it is compressed for the runs on compressed input (fast levels: generating is not measured;
 # decompressing costs about the same at any level).
 DAY = WORKLOADS[0]
@@ -102,10 +111,18 @@ def measure(plan: Plan) -> dict[str, Any]:
         _run([sys.executable, str(_script("recording_cost.py")), str(f["path"]), "--rounds", str(plan.rounds), *cpu,
               *variants, "--json", str(out)], f"recording cost on {f['path'].name}")
         recording.append(json.loads(out.read_text()))
+    depth = []
+    for f in files:
+        out = plan.work / f"depth_cost-{f['path'].stem}.json"
+        variants = [a for label, flags in DEPTH_VARIANTS for a in ("--variant", f"{label}={flags}")]
+        _run([sys.executable, str(_script("recording_cost.py")), str(f["path"]), "--rounds", str(plan.rounds), *cpu,
+              *variants, "--relative-to", DEPTH_BASE, "--mode", "settled", "--json", str(out)],
+             f"depth of book's cost on {f['path'].name}")
+        depth.append(json.loads(out.read_text()))
     days = [_whole_day(plan, n) for n in plan.day_messages] if plan.peer else []
     env = environment.snapshot()
     return {"started": started, "finished": time.time(), "plan": plan, "files": files, "side_by_side": side,
-            "recording": recording, "days": days, "env": env}
+            "recording": recording, "depth": depth, "days": days, "env": env}
 
 
 def _generated(plan: Plan, w: Workload, n: int) -> Path:
@@ -212,6 +229,7 @@ def render(m: dict[str, Any], command: str) -> str:
                 f"{statistics.median(f['ours_rss_kib']) / 1024:.1f} / {statistics.median(f['peer_rss_kib']) / 1024:.1f} |")
         lines.append("")
     lines += _pipeline_section(m["days"], plan)
+    lines += _depth_section(m.get("depth", []))
     lines += [
         "## What recording the latency log costs",
         "",
@@ -257,7 +275,37 @@ def render(m: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
-# The whole pipeline's targets (itchbench sim and its report against the peer's bare replay of the same file).
+def _depth_section(depth: list[dict[str, Any]]) -> list[str]:
+    """Each shape's ns a message BBO-only and with depth, and depth's throughput as a share of BBO-only's, per
+    round in the same round (a ratio above 1 would be depth faster); the target named, met or not, per shape."""
+    if not depth:
+        return []
+    labels = [label for label, _ in DEPTH_VARIANTS]
+    lines = ["## Depth of book", "",
+             f"The gateway's simulation with `--levels N` (the top N levels a side logged on each change, "
+             f"docs/book-and-bbo.md) against the same build BBO-only, every stamp recorded in each; "
+             f"{len(depth[0]['runs'][0]['ns'])} rounds, settled, in an order that rotates round by round. Throughput "
+             f"share: BBO-only's ns a message over the variant's, per round (1 = no cost).", "",
+             "| file | " + " | ".join(f"{label}, ns a message" for label in labels) + " | "
+             + " | ".join(f"{label}: share of BBO-only throughput" for label in labels[1:]) + " |",
+             "|---|" + "---|" * (2 * len(labels) - 1)]
+    target_label, target = DEPTH_TARGET
+    missed = []
+    for d in depth:
+        runs = {r["variant"]: r for r in d["runs"] if r["gateway"] == "head"}
+        base = runs[DEPTH_BASE]["ns"]
+        shares = {label: [b / v for b, v in zip(base, runs[label]["ns"])] for label in labels[1:]}
+        if statistics.median(shares[target_label]) < target:
+            missed.append(f"{d['capture']} {statistics.median(shares[target_label]):.2f}")
+        lines.append(f"| {d['capture']} | " + " | ".join(_median_range(runs[label]["ns"], ".1f") for label in labels)
+                     + " | " + " | ".join(_median_range(shares[label], ".2f") for label in labels[1:]) + " |")
+    lines += ["", f"Target: {target_label} at least {target:.2f} of BBO-only throughput — "
+              + (f"missed on {len(missed)} of {len(depth)} files ({'; '.join(missed)})." if missed
+                 else f"met on all {len(depth)} files."), ""]
+    return lines
+
+
+# The whole pipeline's targets# The whole pipeline's targets (itchbench sim and its report against the peer's bare replay of the same file).
 REPORT_ON_TOP = 0.25      # the run's wall time beyond the gateway's own, over the gateway's
 OVER_PEER = 1.5           # ours over the peer's wall time, on the plain file
 COMPRESSED_OVER_PLAIN = 1.3
