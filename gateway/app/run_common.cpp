@@ -108,6 +108,7 @@ void write_logs_json(JsonWriter& j, const RunLogs& logs, const StageClock& clock
   j.field("bbo_drop_reason", logs.bbo->drop_reason());
   if (logs.depth) {
     j.field("depth_records", logs.depth->records()).field("depth_dropped", logs.depth->dropped());
+    j.field("depth_writer_grows", logs.depth->writer_grows()).field("depth_remaps", logs.depth->remaps());
     j.field("depth_drop_reason", logs.depth->drop_reason());
   }
   j.end_object();
