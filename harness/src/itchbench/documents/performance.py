@@ -301,7 +301,12 @@ def _depth_section(depth: list[dict[str, Any]]) -> list[str]:
                      + " | " + " | ".join(_median_range(shares[label], ".2f") for label in labels[1:]) + " |")
     lines += ["", f"Target: {target_label} at least {target:.2f} of BBO-only throughput — "
               + (f"missed on {len(missed)} of {len(depth)} files ({'; '.join(missed)})." if missed
-                 else f"met on all {len(depth)} files."), ""]
+                 else f"met on all {len(depth)} files."), "",
+              "Where the time goes: a depth record is 24 + 32 N bytes whatever changed (gateway/log/FORMAT.md), so "
+              "the cost follows the events' bytes. When they come faster than the log's provisioning thread grows "
+              "the file and maps its pages, the hot thread grows it itself (gateway.json: "
+              "`logs.depth_writer_grows`). Reading the levels from the book (`OrderBook::top_levels`) is the smaller "
+              "part.", ""]
     return lines
 
 
