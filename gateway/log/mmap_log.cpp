@@ -144,6 +144,12 @@ std::chrono::nanoseconds MmapLog::provisioning_pause(size_t ready_bytes, double 
   return std::clamp<std::chrono::nanoseconds>(quarter, kMinPause, kMaxPause);
 }
 
+size_t MmapLog::provisioning_ahead(double bytes_per_ns, size_t chunk_bytes) {
+  const double wanted = bytes_per_ns * double(kAheadTime.count());
+  return std::clamp(size_t(wanted / double(chunk_bytes) + 1) * chunk_bytes, kMinChunksAhead * chunk_bytes,
+                    kMaxChunksAhead * chunk_bytes);
+}
+
 void MmapLog::provision() {
   leave_hot_thread_alone();
   name_current_thread("log-provision");
@@ -154,15 +160,19 @@ void MmapLog::provision() {
     last_written = size_t(written_end_.load(std::memory_order_relaxed) - base_);
   }
   Clock::time_point last = Clock::now();
+  size_t ahead = provisioning_ahead(0, chunk_bytes_);
   std::unique_lock<std::mutex> stopping(stop_mutex_);
   while (!stop_) {
     stopping.unlock();
     size_t ready, written_offset;
+    // One chunk a hold of the lock: a writer that reaches the end waits for one chunk at most, never for all.
+    for (bool grown = true; grown;) {
+      std::lock_guard<std::mutex> lock(grow_mutex_);
+      grown = size_t(mapped_end_ - written_end_.load(std::memory_order_relaxed)) < ahead && grow_locked();
+    }
     {
       std::lock_guard<std::mutex> lock(grow_mutex_);
       const uint8_t* written = written_end_.load(std::memory_order_relaxed);
-      while (size_t(mapped_end_ - written) < 2 * chunk_bytes_)
-        if (!grow_locked()) break;
       // Chunks the writer has left a chunk behind leave the process (their data stays in the page cache, dirty,
       // and goes to the file): a log of any length costs a few chunks of resident memory, not its size.
       while (size_t(written - released_end_) >= 2 * chunk_bytes_) {
@@ -177,6 +187,7 @@ void MmapLog::provision() {
     const double rate = ns > 0 ? double(written_offset - last_written) / ns : 0;
     last = now;
     last_written = written_offset;
+    ahead = provisioning_ahead(rate, chunk_bytes_);
     stopping.lock();
     stop_cv_.wait_for(stopping, provisioning_pause(ready, rate), [this] { return stop_; });
     wakeups_.fetch_add(1, std::memory_order_relaxed);

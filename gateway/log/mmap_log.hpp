@@ -1,9 +1,11 @@
 // Append-only binary log written through a shared memory mapping: a record
 // is a few stores into mapped memory, never a syscall and never a page
 // fault. A provisioning thread keeps the file grown and its pages populated
-// (zeros written + MADV_POPULATE_WRITE) two chunks ahead of the writer, because
+// (zeros written + MADV_POPULATE_WRITE) ahead of the writer — two chunks, or
+// about 20 ms of its writing when that is more (provisioning_ahead) — because
 // first-touch faults on fresh pages cost ~20 ns per record amortized and
 // arrive as spikes; if the writer ever catches up it grows the file itself.
+// It grows one chunk a hold of the lock, so such a writer waits for one chunk.
 // It wakes as seldom as keeps it ahead (provisioning_pause): where it shares
 // the hot thread's CPU, every wake-up preempts the writer.
 // Behind the writer it releases written chunks (MADV_DONTNEED), so resident
@@ -49,8 +51,8 @@ struct LogIdentity {
 
 class MmapLog {
  public:
-  // Two chunks are kept provisioned ahead of the writer, and what lies ahead when the run ends is work thrown
-  // away: in 16 MiB chunks a 5 M-message nasdaq-day simulation wrote 96 MiB of zeros for a 56 MiB BBO log.
+  // At least two chunks are kept provisioned ahead of the writer, and what lies ahead when the run ends is work
+  // thrown away: in 16 MiB chunks a 5 M-message nasdaq-day simulation wrote 96 MiB of zeros for a 56 MiB BBO log.
   // In 4 MiB chunks it ran 1.037x as fast (9 rounds interleaved, 1.008-1.063, whole process on one CPU), the
   // writer never outran the provisioning, and the flooded recorder kept its rate (book_bench).
   static constexpr size_t kChunkBytes = size_t(4) << 20;
@@ -101,6 +103,12 @@ class MmapLog {
   static constexpr std::chrono::nanoseconds kMinPause = std::chrono::milliseconds(1);
   static constexpr std::chrono::nanoseconds kMaxPause = std::chrono::milliseconds(10);
   static std::chrono::nanoseconds provisioning_pause(size_t ready_bytes, double bytes_per_ns);
+  // How far ahead of a writer going at `bytes_per_ns` the provisioner keeps the file grown and mapped: kAheadTime
+  // of its writing, in whole chunks within [kMinChunksAhead, kMaxChunksAhead]. A depth log of 10 levels is written
+  // at about 1 GB/s, faster than two chunks (8 ms of it) could be provisioned again between wake-ups.
+  static constexpr std::chrono::nanoseconds kAheadTime = std::chrono::milliseconds(20);
+  static constexpr size_t kMinChunksAhead = 2, kMaxChunksAhead = 16;
+  static size_t provisioning_ahead(double bytes_per_ns, size_t chunk_bytes);
 
  private:
   bool grow_locked();     // one more chunk within the reservation; caller holds grow_mutex_

@@ -37,15 +37,16 @@ logfmt::BboRecord bbo_record(uint64_t i) {
 using WideLatencyRecords = RecordLog<logfmt::LatencyRecord>;
 
 TEST(MmapLog, ResidentMemoryStaysAFewChunksWhateverTheLength) {
-  // Ten chunks of records: written through the mapping, they would all stay resident unless released behind
-  // the writer. The ceiling, five chunks, is what the design keeps at most: two populated ahead, the one being
-  // written, up to two behind (released once a whole chunk lies behind the writer). The helper thread that
-  // releases them may be slow to run on a loaded machine, so each sample waits up to two seconds for it.
+  // Thirty chunks of records: written through the mapping, they would all stay resident unless released behind
+  // the writer. The ceiling is what the design keeps at most for a writer this fast (a flood): kMaxChunksAhead
+  // populated ahead, the one being written, up to two behind (released once a whole chunk lies behind the writer).
+  // The helper thread that releases them may be slow to run on a loaded machine, so each sample waits up to two
+  // seconds for it.
   ScratchDir dir;
   const std::string path = dir.file("long.bbo");
   const uint64_t before = itchbench::testing::resident_kib();
-  const uint64_t ceiling = 5 * MmapLog::kChunkBytes / 1024;
-  const uint64_t records = 10 * MmapLog::kChunkBytes / sizeof(logfmt::BboRecord);
+  const uint64_t ceiling = (MmapLog::kMaxChunksAhead + 3) * MmapLog::kChunkBytes / 1024;
+  const uint64_t records = 30 * MmapLog::kChunkBytes / sizeof(logfmt::BboRecord);
   uint64_t peak = 0;
   {
     BboLog log(path, logfmt::Kind::kBbo, {});
@@ -252,6 +253,15 @@ TEST(MmapLog, ProvisioningPausesForAQuarterOfTheTimeTheWriterNeedsToCatchUp) {
   EXPECT_EQ(MmapLog::provisioning_pause(32u << 20, 100.0), milliseconds(1));    // 84 us, floored
   EXPECT_EQ(MmapLog::provisioning_pause(0, 1.0), milliseconds(1));             // nothing ready: soonest
   EXPECT_GT(MmapLog::provisioning_pause(32u << 20, 3.0), microseconds(2700));   // the flood's 3 GB/s: 2.8 ms
+}
+
+TEST(MmapLog, ProvisioningKeepsTwentyMillisecondsOfWritingAheadWithinTwoToSixteenChunks) {
+  const size_t chunk = 4u << 20;  // 4,194,304 bytes
+  // 1 byte/ns for 20 ms: 20,000,000 bytes, 4.77 chunks, so 5 whole chunks (hand worked).
+  EXPECT_EQ(MmapLog::provisioning_ahead(1.0, chunk), 5 * chunk);
+  EXPECT_EQ(MmapLog::provisioning_ahead(0.0, chunk), 2 * chunk);    // idle: the least
+  EXPECT_EQ(MmapLog::provisioning_ahead(0.1, chunk), 2 * chunk);    // 2 MB of writing: still the least
+  EXPECT_EQ(MmapLog::provisioning_ahead(10.0, chunk), 16 * chunk);  // 200 MB: capped at 64 MiB
 }
 
 TEST(MmapLog, AnIdleLogsProvisionerWakesAtMostEveryTenMilliseconds) {
