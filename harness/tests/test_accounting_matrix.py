@@ -44,7 +44,7 @@ def in_pieces(tool: str, plain: Path, out: Path, pieces: int = 3) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def inputs(tmp_path_factory) -> dict[str, tuple[Path, int]]:
     """Each kind, plain: (path, messages counted independently). Sim gets 200,000 messages (6 MB as a binary
     ITCH file, which gzip makes 2.5 MB: its size on disk guesses 177,000 records); UDP 20,000."""

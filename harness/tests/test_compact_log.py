@@ -46,7 +46,7 @@ def assert_same_messages(wide: logs.LogFile, small: logs.LogFile) -> None:
     assert small.clock_line == wide.clock_line
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def nasdaq_day_itch(tmp_path_factory) -> Path:
     """A binary ITCH file: one read stamp and one ITCH-timestamp origin a message (a pcap has them a datagram)."""
     path = tmp_path_factory.mktemp("itch") / "day.itch"

@@ -37,7 +37,7 @@ def plant(repo: Path, branch: str, path: str, old: str, new: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def scratch(tmp_path_factory) -> Path:
     repo = tmp_path_factory.mktemp("scratch") / "repo"
     subprocess.run(["git", "clone", "-q", str(paths.repo_root()), str(repo)], check=True)
@@ -51,7 +51,7 @@ def scratch(tmp_path_factory) -> Path:
     return repo
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def workload(tmp_path_factory) -> Path:
     scen = tmp_path_factory.mktemp("scen") / "seed.toml"
     scen.write_text(f'name = "seed"\ntransport = "sim"\ncapture = "{SEED_FIXTURE}"\n')
@@ -155,7 +155,7 @@ def test_an_unknown_revision_is_not_comparable(scratch, workload, tmp_path, caps
     assert rc == 2 and "no-such-branch" in result["headline"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def history(scratch) -> list[str]:
     """Ten commits after base: the 4th changes the book (an execution of all
     of an order's shares leaves it at zero instead of removing it: another

@@ -35,7 +35,7 @@ def _zstd(src: Path, dst: Path) -> Path:
     return dst
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def plain(tmp_path_factory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("plain")
     pcapng = tmp / "seed.pcapng"

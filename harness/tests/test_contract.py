@@ -73,7 +73,7 @@ def test_a_scenario_whose_gateway_cannot_take_its_transport_is_refused(tmp_path)
         load(scen)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def capture(tmp_path_factory) -> Path:
     return make_capture(tmp_path_factory.mktemp("contract"), "seed.pcap", "--messages", "1500")
 
@@ -204,7 +204,7 @@ def _git(repo: Path, *args: str) -> None:
                    check=True, capture_output=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def planted(tmp_path_factory) -> Path:
     """A throw-away repository of the example gateway: a good commit, a harmless one, one that puts a wrong ask
     size on stock 3's events (a BBO bug), one that sleeps 0.3 ms a packet (a slowdown), a harmless one."""
@@ -230,7 +230,7 @@ def planted(tmp_path_factory) -> Path:
     return repo
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def udp_scenario(capture, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("scen") / "udp.toml"
     path.write_text(f'name = "udp"\ntransport = "udp"\ncapture = "{capture}"\nsubscribers = 0\n'

@@ -33,7 +33,7 @@ def _itchbench(*args: str | Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def planted(tmp_path_factory) -> Path:
     """The example's repository: a good commit, a harmless one, the slowdown, a harmless one."""
     repo = tmp_path_factory.mktemp("cpp") / "gateway"
@@ -56,7 +56,7 @@ def planted(tmp_path_factory) -> Path:
     return repo
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def file_scenario(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("scen") / "file.toml"
     path.write_text(f'name = "file"\ntransport = "sim"\ncapture = "{SEED}"\n')
@@ -66,7 +66,7 @@ def file_scenario(tmp_path_factory) -> Path:
 GATEWAYS = {"cpp": EXAMPLE, "py": EXAMPLE.parent / "py-gateway", "builtin": paths.repo_root()}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def every_gateway(tmp_path_factory) -> tuple[Path, dict[str, subprocess.CompletedProcess[str]]]:
     """scenarios/gateway.toml run on both examples and the built-in gateway (through its contract), into one
     folder: every input each takes."""

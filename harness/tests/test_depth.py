@@ -29,7 +29,7 @@ from live_helpers import config, make_capture
 SAMPLE = next(f for f in fixtures.load_manifest() if f.name == "nasdaq-day-sample").path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def deep_session(tmp_path_factory):
     """An unseen generated session whose books stand many levels deep (the deep-book profile)."""
     return make_capture(tmp_path_factory.mktemp("deep"), "deep.pcap", "--profile", "deep-book", "--seed", "29",

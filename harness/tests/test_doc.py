@@ -30,7 +30,7 @@ SECTIONS = ["## Executive summary", "## Methodology", "### Hardware and build", 
             "## Measurement accuracy", "## System configuration", "## Reproduce"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def runs(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("doc")
     scen = root / "matrix.toml"
@@ -68,7 +68,7 @@ def _tree(d: Path) -> dict[str, str]:
             if p.is_file()}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def document(runs) -> Path:
     out = runs.parent / "doc-a"
     assert itchbench_main(["doc", str(runs), "--out", str(out), "--baseline", "default-index",

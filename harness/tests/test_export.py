@@ -20,7 +20,7 @@ from stamps_in_ns import stamps_in_ns
 DAY = next(fx for fx in fixtures.load_manifest() if fx.name == "nasdaq-day-sample")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def run_dir(tmp_path_factory) -> Path:
     return sim.run_sim(DAY.path, tmp_path_factory.mktemp("exp") / "run", echo=False)
 

@@ -27,12 +27,12 @@ FEED_TEXT = f"{FEED[0]}:{FEED[1]}"
 ROOT = os.geteuid() == 0
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tap(tmp_path_factory):
     return tap_capture(SEED.path, tmp_path_factory.mktemp("tap") / "tap.pcap")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def two_sessions(tmp_path_factory):
     return two_session_capture(SEED.path, tmp_path_factory.mktemp("two") / "two.pcap")
 

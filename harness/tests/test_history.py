@@ -25,7 +25,7 @@ from itchbench.runs import sim
 from browser import headless_chromium
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def runs(tmp_path_factory) -> list[Path]:
     base = tmp_path_factory.mktemp("runs")
     fx = paths.repo_root() / "fixtures"

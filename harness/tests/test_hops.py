@@ -25,13 +25,13 @@ from live_helpers import config, make_capture, summary_of
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def day(tmp_path_factory) -> Path:
     return make_capture(tmp_path_factory.mktemp("cap"), "day.pcap", "--profile", "nasdaq-day", "--messages", "3000",
                         "--symbol-count", "20", "--seed", "11")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def udp_run(day, tmp_path_factory) -> Path:
     values = config(day, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 5000},
                     subscribers=2, subscriber_modes=["slow"])
@@ -155,7 +155,7 @@ def test_a_50ms_stall_shows_in_the_intended_time_distribution(day, tmp_path):
 SERIAL_BAUD = 4_000_000  # the fastest rate a pty takes: 400 kB/s
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def stalled_serial_run(tmp_path_factory) -> Path:
     """A serial run whose gateway stops for 400 ms: longer than the pty pair and socat can buffer at this rate,
     so serial-replay's writes block, as a sender that waits for its receiver does."""

@@ -23,7 +23,7 @@ from pcap_edit import record_offsets
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def short_day(tmp_path_factory) -> Path:
     return make_capture(tmp_path_factory.mktemp("cap"), "day.pcap", "--profile", "nasdaq-day", "--messages", "3000",
                         "--symbol-count", "20", "--seed", "7")

@@ -21,7 +21,7 @@ from itchbench.runs import sim
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def original(tmp_path_factory) -> dict[str, bytes]:
     fx = next(f for f in fixtures.load_manifest() if f.name == "seed-workload")
     run = sim.run_sim(fx.path, tmp_path_factory.mktemp("run") / "run", echo=False)

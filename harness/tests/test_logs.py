@@ -17,7 +17,7 @@ from stamps_in_ns import stamps_in_ns
 HEADER = logs.HEADER_SIZE
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def run_dir(tmp_path_factory) -> Path:
     return sim.run_sim(fixtures.load_manifest()[1].path, tmp_path_factory.mktemp("logs") / "run", echo=False)
 

@@ -20,7 +20,7 @@ GROUP = "239.1.1.7"
 EXAMPLES = paths.repo_root() / "examples"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def capture(tmp_path_factory) -> Path:
     return make_capture(tmp_path_factory.mktemp("multicast"), "seed.pcap", "--messages", "1500")
 

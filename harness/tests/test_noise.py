@@ -35,7 +35,7 @@ def test_cpu_noise_is_the_difference_of_two_readings_in_milliseconds(tmp_path):
     assert list(got) == ["cpu0", "cpu1"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def long_capture(tmp_path_factory) -> Path:
     return make_capture(tmp_path_factory.mktemp("noise"), "day.itch", "--profile", "nasdaq-day", "--messages",
                         "3000000", "--format", "itch", "--seed", "5")

@@ -25,7 +25,7 @@ def digest_tree(run: Path) -> dict[str, str]:
             for p in sorted(run.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def run_dir(tmp_path_factory) -> Path:
     return sim.run_sim(fixtures.load_manifest()[1].path, tmp_path_factory.mktemp("rep") / "run", echo=False)
 

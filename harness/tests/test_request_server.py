@@ -64,7 +64,7 @@ class Server:
         return json.loads(self.report.read_text())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def capture() -> tuple[bytes, dict[int, bytes]]:
     return capture_messages(SEED)
 

@@ -21,7 +21,7 @@ from live_helpers import make_capture
 from stamps_in_ns import stamps_in_ns
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def runs(tmp_path_factory) -> dict[int, Path]:
     tmp = tmp_path_factory.mktemp("scale")
     out = {}

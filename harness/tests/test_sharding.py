@@ -64,7 +64,7 @@ def test_a_shard_outside_0_to_n_is_refused(text):
         shards.parse(text)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sharded(tmp_path_factory) -> dict[str, object]:
     """The whole scenario once, and its three shards in three processes at once (one through ITCHBENCH_SHARD)."""
     base = tmp_path_factory.mktemp("sharding")

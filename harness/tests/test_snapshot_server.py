@@ -21,7 +21,7 @@ from independent_bbo import Book, mold_messages
 from live_helpers import make_capture
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def session(tmp_path_factory) -> Path:
     """A deep book: thousands of live orders at any point."""
     return make_capture(tmp_path_factory.mktemp("snap"), "deep.pcap", "--profile", "deep-book", "--seed", "3",

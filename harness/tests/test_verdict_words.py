@@ -33,7 +33,7 @@ def _itch_messages(data: bytes) -> list[bytes]:
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def seed_pcap(tmp_path_factory) -> Path:
     """300 messages, one a packet (seed-workload)."""
     return make_capture(tmp_path_factory.mktemp("cap"), "seed.pcap", "--messages", "300")

@@ -19,7 +19,7 @@ from itchbench.runs import runner
 from live_helpers import config, leftover_processes, make_capture, summary_of
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def day(tmp_path_factory) -> Path:
     return make_capture(tmp_path_factory.mktemp("cap"), "day.pcap", "--profile", "nasdaq-day", "--messages", "3000",
                         "--symbol-count", "20", "--seed", "7")
