@@ -136,8 +136,8 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   o.expected_orders = args.get_u64("expected-orders");
   const uint64_t levels = args.get_u64("levels");
   if (levels > logfmt::kMaxDepthLevels)
-    throw std::invalid_argument("--levels " + std::to_string(levels) + ": at most " +
-                                std::to_string(logfmt::kMaxDepthLevels) + " levels a side");
+    args.fail("--levels " + std::to_string(levels) + ": at most " + std::to_string(logfmt::kMaxDepthLevels) +
+              " levels a side");
   o.levels = uint32_t(levels);
   o.latency_histogram = args.flag_set("latency-histogram");
   if (o.latency_histogram && args.flag_set("no-latency-log"))

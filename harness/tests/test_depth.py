@@ -15,7 +15,7 @@ import sys
 import pandas as pd
 import pytest
 
-from itchbench import rundir
+from itchbench import paths, rundir
 from itchbench.analysis import dump
 from itchbench.captures import fixtures
 from itchbench.cli import main as itchbench_main
@@ -83,6 +83,11 @@ def test_levels_out_of_range_and_a_run_without_depth_are_refused(tmp_path, capsy
     bad = subprocess.run([*itchbench, "sim", str(SAMPLE), "--levels", "65", "--out", str(tmp_path / "x")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "--levels" in bad.stderr and not (tmp_path / "x").exists()
+    # The gateway itself says so too, and exits 2: it once aborted (SIGABRT) on an exception no one caught.
+    (tmp_path / "gw").mkdir()
+    gateway = subprocess.run([str(paths.tool("itch-gateway")), "--source", "sim", "--capture", str(SAMPLE), "--out",
+                              str(tmp_path / "gw"), "--levels", "65"], capture_output=True, text=True)
+    assert gateway.returncode == 2 and "--levels 65: at most 64 levels a side" in gateway.stderr, gateway.stderr
     run = sim.run_sim(SAMPLE, tmp_path / "plain", echo=False)
     no_depth = subprocess.run([*itchbench, "dump", "depth", str(run)], capture_output=True, text=True)
     assert no_depth.returncode == 2 and "no depth.dep" in no_depth.stderr and no_depth.stdout == ""
