@@ -4,7 +4,7 @@ peak RSS.
 
     .venv/bin/python harness/benchmarks/side_by_side.py FILE [FILE ...] \\
         --peer '../shared/peers/itch-book.sh run {file} replay' [--rounds 5] [--cpu 1] [--latency-log] \\
-        [--json FILE]
+        [--gateway-flags '--levels 5'] [--json FILE]
 
     # decoding alone, ours against the peer's decode mode:
     .venv/bin/python harness/benchmarks/side_by_side.py FILE --cpu 1 \\
@@ -36,6 +36,7 @@ import json
 import re
 import resource
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -56,7 +57,9 @@ def _run(cmd: list[str], cpu: int | None) -> tuple[str, int]:
         cmd = ["taskset", "-c", str(cpu), *cmd]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise SystemExit(f"side_by_side: {shlex.join(cmd)} exited with {proc.returncode}: {proc.stderr.strip()[-500:]}")
+        ended = (f"was killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
+                 else f"exited with {proc.returncode}")
+        raise SystemExit(f"side_by_side: {shlex.join(cmd)} {ended}: {proc.stderr.strip()[-500:]}")
     return proc.stdout, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 
 
@@ -70,6 +73,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--cpu", type=int, default=None, help="pin both to this CPU (taskset)")
     p.add_argument("--latency-log", action="store_true", help="the gateway records its latency log too")
+    p.add_argument("--gateway-flags", default="", metavar="FLAGS",
+                   help="more of the gateway's options, e.g. '--levels 5' (depth of book against the peer)")
     p.add_argument("--json", type=Path, default=None, help="also write every round's figures here")
     args = p.parse_args()
     re.compile(args.peer_rate)  # a bad pattern fails here, before any run
@@ -77,12 +82,15 @@ def main() -> int:
     for f in args.files:
         if not f.is_file():
             raise SystemExit(f"side_by_side: no such file: {f}")
+    if args.ours and args.gateway_flags:
+        raise SystemExit("side_by_side: --gateway-flags is for the gateway's simulation, not an --ours command")
     print(f"ours: {args.ours}" if args.ours else
-          f"ours: {paths.tool('itch-gateway')} (latency log {'on' if args.latency_log else 'off'}, BBO log on)")
+          f"ours: {paths.tool('itch-gateway')} {args.gateway_flags} (latency log {'on' if args.latency_log else 'off'}, "
+          "BBO log on)")
     print(f"peer: {args.peer}")
     print(f"pinned to CPU {args.cpu}" if args.cpu is not None else "not pinned")
     record: dict = {"ours": args.ours or str(paths.tool("itch-gateway")), "peer": args.peer, "cpu": args.cpu,
-                    "latency_log": args.latency_log, "files": []}
+                    "latency_log": args.latency_log, "gateway_flags": args.gateway_flags, "files": []}
     for f in args.files:
         print(f"\n{f.name}: {args.rounds} rounds, alternating order")
         print(f"{'round':>5} {'ours msg/s':>14} {'peer msg/s':>14} {'ratio':>7} {'ours RSS MiB':>16} {'peer RSS MiB':>13}")
@@ -118,7 +126,7 @@ def _isolated(who: str, capture: Path, args: argparse.Namespace) -> tuple[float,
     """One measurement in a fresh Python child, so that its peak RSS is that process's own."""
     value, rss = isolated.call("side_by_side", {
         "who": who, "file": str(capture), "cpu": args.cpu, "latency_log": args.latency_log, "peer": args.peer,
-        "rate": args.peer_rate, "ours": args.ours, "ours_rate": args.ours_rate})
+        "rate": args.peer_rate, "ours": args.ours, "ours_rate": args.ours_rate, "gateway_flags": args.gateway_flags})
     return value, rss
 
 
@@ -127,14 +135,14 @@ def measure(a: dict) -> tuple[float, int]:
     capture = Path(a["file"])
     settle(capture)
     if a["who"] == "gw" and not a["ours"]:
-        return gateway_once(capture, a["cpu"], a["latency_log"])
+        return gateway_once(capture, a["cpu"], a["latency_log"], shlex.split(a["gateway_flags"]))
     template, rate = (a["ours"], a["ours_rate"]) if a["who"] == "gw" else (a["peer"], a["rate"])
     return command_once(template, capture, a["cpu"], re.compile(rate))
 
 
-def gateway_once(capture: Path, cpu: int | None, latency_log: bool) -> tuple[float, int]:
+def gateway_once(capture: Path, cpu: int | None, latency_log: bool, flags: list[str]) -> tuple[float, int]:
     with tempfile.TemporaryDirectory(prefix="side-by-side-") as tmp:
-        cmd = [str(paths.tool("itch-gateway")), "--source", "sim", "--capture", str(capture), "--out", tmp]
+        cmd = [str(paths.tool("itch-gateway")), "--source", "sim", "--capture", str(capture), "--out", tmp, *flags]
         if not latency_log:
             cmd.append("--no-latency-log")
         _, rss = _run(cmd, cpu)

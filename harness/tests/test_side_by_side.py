@@ -51,3 +51,22 @@ def test_a_rate_the_pattern_does_not_find_stops_with_the_output(tmp_path):
                            "--peer", "echo 5 msg/s"], capture_output=True, text=True)
     assert proc.returncode != 0
     assert "no rate matching" in proc.stderr and "no rate here" in proc.stderr
+
+
+def test_a_side_killed_by_a_signal_is_named_with_it(tmp_path):
+    capture = tmp_path / "any.itch"
+    capture.write_bytes(b"")
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(capture), "--rounds", "1", "--ours", "echo 5 msg/s",
+                           "--peer", "sh -c 'kill -ABRT $$'"], capture_output=True, text=True)
+    assert proc.returncode != 0 and "was killed by SIGABRT" in proc.stderr, proc.stderr
+
+
+def test_gateway_flags_reach_the_gateway_and_are_not_for_another_command(tmp_path):
+    # Depth of more levels than the gateway keeps: its own refusal comes back, so the flags were given to it.
+    capture = paths.repo_root() / "fixtures" / "seed-workload.pcap"
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(capture), "--rounds", "1", "--peer", "echo 5 msg/s",
+                           "--gateway-flags", "--levels 65"], capture_output=True, text=True)
+    assert proc.returncode != 0 and "--levels 65: at most 64 levels a side" in proc.stderr, proc.stderr
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(capture), "--rounds", "1", "--ours", "echo 5 msg/s",
+                           "--peer", "echo 5 msg/s", "--gateway-flags", "--levels 5"], capture_output=True, text=True)
+    assert proc.returncode != 0 and "--gateway-flags is for the gateway's simulation" in proc.stderr
