@@ -67,6 +67,18 @@ def test_the_document_shows_what_the_benchmarks_measured(tmp_path):
     target = next(line for line in depth_text.splitlines() if line.startswith("Target: 5 levels"))
     assert target.endswith(f"met on all {len(shares)} files.") if not missed else \
         f"missed on {len(missed)} of {len(shares)} files" in target, target
+    # Five levels against the (stand-in) peer: the gateway run with --levels 5, ratio = ours / 2 M.
+    against = json.loads((work / "side_by_side_depth.json").read_text())
+    assert against["gateway_flags"] == "--levels 5" and [f["file"] for f in against["files"]] == list(shares)
+    for f in against["files"]:
+        ratios = [ours / 2e6 for ours in f["ours_msg_per_s"]]
+        row = next(line for line in depth_text.splitlines()
+                   if line.startswith(f"| {f['file']} |") and line.count("|") == 5)
+        assert row.endswith(f"| {statistics.median(ratios):.3f} ({min(ratios):.3f}–{max(ratios):.3f}) |"), row
+    ahead = next(line for line in depth_text.splitlines() if line.startswith("Target: the gateway with 5 levels"))
+    behind = [f["file"] for f in against["files"] if statistics.median(f["ratios"]) < 1]
+    assert ahead.endswith(f"ahead on all {len(against['files'])} files.") if not behind else \
+        f"behind on {len(behind)} of {len(against['files'])} files" in ahead, ahead
     # The whole pipeline, plain and compressed: ours end to end over the peer's wall time, each part of ours, and
     # what it took beyond the gateway's own run.
     day = json.loads((work / "whole_day-20000.json").read_text())

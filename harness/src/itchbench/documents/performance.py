@@ -57,6 +57,7 @@ DEPTH_BASE = "BBO only"
 DEPTH_VARIANTS = ((DEPTH_BASE, "--stamps all"), ("5 levels", "--stamps all --levels 5"),
                   ("10 levels", "--stamps all --levels 10"))
 DEPTH_TARGET = ("5 levels", 0.85)
+DEPTH_AGAINST_PEER = 5  # levels: the gateway with this depth against the peer's bare replay, which keeps no depth
 
 
 # A whole day, and how it is compressed for the runs on compressed input (fast levels: generating is not measured;
@@ -104,6 +105,13 @@ def measure(plan: Plan) -> dict[str, Any]:
         _run([sys.executable, str(_script("side_by_side.py")), *(str(f["path"]) for f in files), "--peer", plan.peer,
               "--rounds", str(plan.rounds), *cpu, "--json", str(out)], "side by side with the peer")
         side = json.loads(out.read_text())
+    side_depth = None
+    if plan.peer:  # the depth target's other half: five levels still ahead of the peer's bare replay
+        out = plan.work / "side_by_side_depth.json"
+        _run([sys.executable, str(_script("side_by_side.py")), *(str(f["path"]) for f in files), "--peer", plan.peer,
+              "--rounds", str(plan.rounds), *cpu, "--gateway-flags", f"--levels {DEPTH_AGAINST_PEER}", "--json",
+              str(out)], f"depth of {DEPTH_AGAINST_PEER} levels side by side with the peer")
+        side_depth = json.loads(out.read_text())
     recording = []
     for f in (f for f in files if f["recording"]):
         out = plan.work / f"recording_cost-{f['path'].stem}.json"
@@ -122,7 +130,7 @@ def measure(plan: Plan) -> dict[str, Any]:
     days = [_whole_day(plan, n) for n in plan.day_messages] if plan.peer else []
     env = environment.snapshot()
     return {"started": started, "finished": time.time(), "plan": plan, "files": files, "side_by_side": side,
-            "recording": recording, "depth": depth, "days": days, "env": env}
+            "recording": recording, "depth": depth, "side_by_side_depth": side_depth, "days": days, "env": env}
 
 
 def _generated(plan: Plan, w: Workload, n: int) -> Path:
@@ -229,7 +237,7 @@ def render(m: dict[str, Any], command: str) -> str:
                 f"{statistics.median(f['ours_rss_kib']) / 1024:.1f} / {statistics.median(f['peer_rss_kib']) / 1024:.1f} |")
         lines.append("")
     lines += _pipeline_section(m["days"], plan)
-    lines += _depth_section(m.get("depth", []))
+    lines += _depth_section(m.get("depth", []), m.get("side_by_side_depth"))
     lines += [
         "## What recording the latency log costs",
         "",
@@ -275,9 +283,10 @@ def render(m: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
-def _depth_section(depth: list[dict[str, Any]]) -> list[str]:
+def _depth_section(depth: list[dict[str, Any]], side_depth: dict[str, Any] | None = None) -> list[str]:
     """Each shape's ns a message BBO-only and with depth, and depth's throughput as a share of BBO-only's, per
-    round in the same round (a ratio above 1 would be depth faster); the target named, met or not, per shape."""
+    round in the same round (a ratio above 1 would be depth faster); with a peer, the gateway with depth against
+    the peer's bare replay; the targets named, met or not, per shape."""
     if not depth:
         return []
     labels = [label for label, _ in DEPTH_VARIANTS]
@@ -307,6 +316,20 @@ def _depth_section(depth: list[dict[str, Any]]) -> list[str]:
               "the file and maps its pages, the hot thread grows it itself (gateway.json: "
               "`logs.depth_writer_grows`). Reading the levels from the book (`OrderBook::top_levels`) is the smaller "
               "part.", ""]
+    if side_depth:
+        lines += [f"With {DEPTH_AGAINST_PEER} levels, against the peer (which keeps no depth): side by side as in "
+                  f"the throughput table above, `--levels {DEPTH_AGAINST_PEER}`; ratio = ours / peer, above 1 ours "
+                  "is faster.", "", "| file | ours msg/s | peer msg/s | ratio |", "|---|---|---|---|"]
+        behind = []
+        for f in side_depth["files"]:
+            if statistics.median(f["ratios"]) < 1:
+                behind.append(f"{f['file']} {statistics.median(f['ratios']):.2f}")
+            lines.append(f"| {f['file']} | {statistics.median(f['ours_msg_per_s']) / 1e6:.2f} M | "
+                         f"{statistics.median(f['peer_msg_per_s']) / 1e6:.2f} M | "
+                         f"{_median_range(f['ratios'], '.3f')} |")
+        lines += ["", f"Target: the gateway with {DEPTH_AGAINST_PEER} levels still ahead of the peer — "
+                  + (f"behind on {len(behind)} of {len(side_depth['files'])} files ({'; '.join(behind)})."
+                     if behind else f"ahead on all {len(side_depth['files'])} files."), ""]
     return lines
 
 
