@@ -94,6 +94,9 @@ def test_a_join_with_depth_holds_the_depth_at_and_after_the_join_point(tmp_path)
             assert got["after_join"]["wrong"] == 1 and got["stocks_differing_at_join"] == 0
         else:
             assert got["after_join"]["equal"] and got["first_stock_differing"] == int(rec["stock_locate"][k])
+            px, qty = int(rec["bids"]["px"][k, 0]), int(rec["bids"]["qty"][k, 0])
+            assert got["first_level_differing"] == f"bid level 1: {qty + 1:,} shares at {px}, expected {qty:,} " \
+                f"shares at {px}"
 
 
 @needs_root

@@ -62,6 +62,9 @@ HEADLINES = {
     and "bid level 1: 0 shares at" in h,
     # The built-in gateway's snapshot depth: each stock's top levels at the join.
     "snapshot-depth-missed": lambda h: "DEPTH DIFFERS after joining at seq 3,992: " in h,
+    # A brought gateway's: its events after the join are right, the books it took at the join never published.
+    "snapshot-depth-unsaid": lambda h: h.startswith("DEPTH DIFFERS after joining at seq 3,992: ")
+    and "stocks' books at the join differ (first: stock " in h,
     # The built-in gateway's flag: the first event after the first gap is the one named.
     "stale-flag-missed": lambda h: h.startswith("NOT BALANCED: BBO events flagged stale = those after seq "),
 }

@@ -200,9 +200,10 @@ def _event_words(row: Any, kinds: Kinds) -> str:
     return f"{head}{sides[0]}; {sides[1]}{flags}"
 
 
-def _level_words(row: Any, fields: tuple[str, ...]) -> str:
+def level_words(row: Any, fields: tuple[str, ...]) -> str:
     """A wrong depth event's first differing level, "bid level 3: 1,200 shares at 1020300, expected 1,100 shares
-    at 1020300" (an empty one is "no level"); "" for a BBO event."""
+    at 1020300" (an empty one is "no level"); "" for a BBO event. row: each field of fields as f"{field}_got" and
+    f"{field}_ref"."""
     for f in fields:
         if not f.endswith("_px") or f == "bid_px" or f == "ask_px":
             continue
@@ -267,7 +268,7 @@ def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds,
     first = {"kind": what, "seq": int(row["seq"]), "stock": int(row["stock"]),
              "message": kinds.get(int(row["seq"]), "?"), "stream": stream, "index": int(at), "event": int(at) + 1,
              "expected": expected, "got": received}
-    level = _level_words(row, fields) if what == "wrong" else ""
+    level = level_words(row, fields) if what == "wrong" else ""
     if level:
         first["level"] = level
     return counts, first

@@ -52,4 +52,15 @@ def check_events(got: pd.DataFrame, from_snapshot: np.ndarray, session: Path, fe
     return {"through": through, "after_join": after, "snapshot_events": int(from_snapshot.sum()),
             "stocks_at_join": len(at_join), "stocks_differing_at_join": int(len(differ)),
             "first_stock_differing": int(differ.index[0]) if len(differ) else None,
+            "first_level_differing": _first_level(differ, book) if levels else "",
             "events_before_join": before, "equal": bool(after["equal"] and differ.empty and not before)}
+
+
+def _first_level(differ: pd.DataFrame, book: list[str]) -> str:
+    """The first differing stock's first wrong level at the join, as a wrong depth event's is named; "" when the
+    stock is in one book only (filled with -1 on the other side)."""
+    if differ.empty or (differ.iloc[0] == -1).any():
+        return ""
+    row = differ.iloc[0]
+    return blackbox.level_words(pd.Series({**{f"{c}_got": row[c] for c in book},
+                                           **{f"{c}_ref": row[f"{c}_ref"] for c in book}}), tuple(book))

@@ -521,7 +521,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         rec["recovery"] = recovery.of(faults.sidecar_of(capture), lines, run.dir / rerequest.LOG, server, events,
                                       run.dir / "send.log", after=joined["through"] if joined else 0)
     if joined:
-        rec["join"] = _join_black_box(run, joined, events, session)
+        rec["join"] = _join_black_box(run, joined, events, session, bbo_cfg.get("levels", 0))
     latency = blackbox.wire_to_wire(events, run.dir / "send.log")
     summary.update({
         "complete": failure is None and out.exists(),
@@ -607,15 +607,18 @@ def _join(run: "Run", gw: dict[str, Any], joined: dict[str, Any], session: Path,
             "server_cut": int(server.get("cut", 0))}
 
 
-def _join_black_box(run: "Run", joined: dict[str, Any], events: pd.DataFrame, session: Path) -> dict[str, Any]:
+def _join_black_box(run: "Run", joined: dict[str, Any], events: pd.DataFrame, session: Path,
+                    levels: int) -> dict[str, Any]:
     """A brought gateway's late join: its events from the join point on (runs/join.py); of its insides only what
     the servers and the sender saw."""
     snap = run.extras.get("snapshot_server") or {}
     clients = snap.get("clients", [])
     done = [c for c in clients if c.get("login_to_last_message_ms", -1) >= 0]  # the one that got the whole rest
-    check = join.check_events(events[blackbox.COLUMNS], events["seq"].to_numpy() <= joined["through"], session,
-                              run.values["feed"], joined["through"])
-    return {**joined, "bbo_check": check, "snapshot": snap.get("snapshot"), **_snapshot_taken(snap),
+    # A gateway publishing depth (its contract's bbo.levels = N) is held on its depth events: after the join, and
+    # each stock's top N levels a side at it.
+    check = join.check_events(events[blackbox.columns(levels)], events["seq"].to_numpy() <= joined["through"],
+                              session, run.values["feed"], joined["through"], levels=levels)
+    return {**joined, "bbo_check": check, "levels": levels, "snapshot": snap.get("snapshot"), **_snapshot_taken(snap),
             "connections": len(clients),
             "transfer_ms": done[-1]["login_to_last_message_ms"] if done else None,
             "re_requested_between": max(0, _first_sent(run.dir / "send.log", joined["from_seq"]) - joined["next"]),

@@ -475,10 +475,6 @@ def input_not_taken(values: dict[str, Any], c: Any) -> str:
     if levels and c.white_box != "run-files" and c.bbo_levels != levels:
         return (f"the scenario asks for depth of {levels} levels; {c.path} publishes "
                 + (f"{c.bbo_levels} (bbo.levels)" if c.bbo_levels else "the BBO (bbo.levels = 0)"))
-    join = values["join"]
-    if c.bbo_levels and (join["at_seq"] or join["at_share"] or join["at_time"]):
-        return (f"{c.path} publishes depth (bbo.levels = {c.bbo_levels}); a late join is judged on BBO events only "
-                "so far (docs/snapshot.md)")
     return ""
 
 

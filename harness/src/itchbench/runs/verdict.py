@@ -187,22 +187,27 @@ def _judge_join(rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:
     if loss.get("rejected_messages") or loss.get("rejected_packets"):
         return "rejected", f"REJECTED after joining {at}: {_rejected_clause(loss, rec['received'])}; {_join_words(j)}"
     depth = j.get("depth_check")
-    for name, c in (("BBO", check), ("DEPTH", depth)):
+    # A brought gateway that publishes depth (bbo.levels = N): its one stream (bbo_check) is its depth.
+    published = f"{count(j['levels'], 'level')} a side" if j.get("levels") else ""
+    for name, c in (("DEPTH" if published else "BBO", check), ("DEPTH", depth)):
         if c and not c["equal"]:
             where = (f"{difference_words(c['after_join'])}" if not c["after_join"]["equal"] else
                      f"{c['events_before_join']:,} events for messages the snapshot covered"
                      if c["events_before_join"] else
                      f"{c['stocks_differing_at_join']:,} stocks' books at the join differ (first: stock "
-                     f"{c['first_stock_differing']})")
+                     f"{c['first_stock_differing']}" + (f", {c['first_level_differing']}"
+                                                        if c.get("first_level_differing") else "") + ")")
             return "bbo_differs", f"{name} DIFFERS after joining {at}: {where}; {_join_words(j)}"
     applied = f"{count(loss['expected_messages'], 'message')} after the join applied, " if not j.get("black_box") \
         else ""
     depth_words = (f", {count(depth['after_join']['events'], 'depth event')} after it and each stock's depth at "
                    "the join = the simulation's") if depth else ""
+    events = f"{count(check['after_join']['events'], 'depth event')} ({published})" if published else \
+        count(check['after_join']['events'], 'BBO event')
     return "joined", (f"JOINED {at}: {_join_words(j)}; {applied}"
-                      f"{count(check['after_join']['events'], 'BBO event')} after it = the simulation's (exact), "
-                      f"{count(check['stocks_at_join'], 'stock')}' books at the join = the simulation's"
-                      f"{depth_words}; balanced{rest}")
+                      f"{events} after it = the simulation's (exact), "
+                      f"{count(check['stocks_at_join'], 'stock')}' {'depth' if published else 'books'} at the join "
+                      f"= the simulation's{depth_words}; balanced{rest}")
 
 
 def _judge_recovering(summary: dict[str, Any], rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:

@@ -93,6 +93,7 @@ _DUPLICATE = "        if seq < self.next_seq or self.waiting.get(seq) is not Non
 _HOLD = "        else:\n            self.waiting[seq] = m\n        self._drain()\n"
 _JOINING = '            joining = args.snapshot and not args.snapshot.endswith(":0")\n'
 _SNAPSHOT_NEXT = "                feed.next_seq = feed.top = take_snapshot(s_addr, int(s_port), user, password, staged.append)\n"
+_SNAPSHOT_APPLIED = "                for m in staged:\n                    feed.book.apply(feed.next_seq - 1, m)\n"
 _PACKET_SEQ = '        seq, count = struct.unpack_from(">QH", p, 10)\n'
 _HEARTBEAT = "        if count in (0, 0xFFFF):  # a heartbeat or the end of session: seq is the next one to come\n"
 _SIGTERM = "    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
@@ -187,6 +188,11 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("covered-applied-again", "the 100 messages before the join point applied again on the snapshot", PY,
            _py((_SNAPSHOT_NEXT, _SNAPSHOT_NEXT.replace("staged.append)", "staged.append) - 100  # MUTANT"))),
            "join", "bbo_differs"),
+    Mutant("snapshot-depth-unsaid", "the books the snapshot built never published, the gateway publishing 5 levels "
+           "of depth (what it publishes after the join is right)", PY,
+           _CLAIMS_DEPTH + _py((_SNAPSHOT_APPLIED, "                said, feed.book.emit = feed.book.emit, lambda *_: "
+                                "None  # MUTANT\n" + _SNAPSHOT_APPLIED + "                feed.book.emit = said\n")),
+           "join-depth", "bbo_differs"),
     # The process and its output.
     Mutant("end-of-session-ignored", "the end-of-session packet read as a heartbeat: it never ends by itself, "
            "though its contract says it does (stop.exits_at_end)", PY,
@@ -257,6 +263,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "heartbeats", "lossless"),
     Control(PY, "udp", "lossless", edits=_CLAIMS_EXIT_AT_END, claim="contract says exits_at_end"),
     Control(PY, "udp", "lossless", edits=_CLAIMS_DEPTH, claim="contract says levels = 5"),
+    Control(PY, "join-depth", "joined", edits=_CLAIMS_DEPTH, claim="contract says levels = 5"),
     Control(BUILT_IN, "faulted-file", "faults_accounted"),
     Control(BUILT_IN, "join-depth", "joined"),
 )
