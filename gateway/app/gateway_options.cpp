@@ -43,8 +43,8 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.flag("latency-histogram", "count each stage's time in a histogram (gateway.json latency_histogram: "
             "percentiles within 1/64) instead of writing the per-message latency log");
   args.option("levels", "N", "also log depth events (depth.dep): after a book message, a stock's top N price "
-              "levels a side (1 to 64; 1 is the BBO), whenever any of them changed; 0: none. Subscribers receive "
-              "the BBO only", "0");
+              "levels a side (1 to 64; 1 is the BBO), whenever any of them changed; 0: none. Live: published too, "
+              "each event as its depth.dep record, to TCP subscribers on --depth-port", "0");
   args.flag("progress", "sim: print progress to stderr every 2^20 datagrams (pcap) or messages (ITCH file)");
   args.option("capture", "FILE", "sim: the capture");
   args.option("feed", "ADDR:PORT", std::string("sim: ") + kFeedOptionHelp);
@@ -82,9 +82,12 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.option("baud", "N", "serial: baud rate set on the port", "115200");
   args.option("idle-exit-ms", "MS", "live: stop after this long without input, once input came", "3000");
   args.option("publish-port", "PORT", "live: TCP port for BBO subscribers (0: any free)", "0");
+  args.option("depth-port", "PORT", "live, with --levels N: TCP port for depth subscribers (0: any free)", "0");
   args.option("subscriber-queue", "N", "live: frames queued per subscriber before it counts as slow", "8192");
   args.option("slow-subscriber", "drop|disconnect", "live: what a full subscriber queue does", "drop");
   args.option("wait-subscribers", "N", "live: wait (10 s at most) for N subscribers before READY", "0");
+  args.option("wait-depth-subscribers", "N", "live, with --levels N: wait (10 s at most) for N depth subscribers "
+              "before READY", "0");
   args.option("publish-shm", "/NAME", "live: also publish BBO frames into a shared-memory ring of this name "
               "(POSIX shm, removed at exit; docs/shm-ring.md)", "");
   args.option("shm-capacity", "N", "live: ring entries (64 bytes each), a power of two", "65536");
@@ -250,12 +253,16 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   const uint64_t pp = args.get_u64("publish-port");
   if (pp > 65535) args.fail("--publish-port must be 0..65535");
   o.publish_port = uint16_t(pp);
+  const uint64_t dp = args.get_u64("depth-port");
+  if (dp > 65535) args.fail("--depth-port must be 0..65535");
+  o.depth_port = uint16_t(dp);
   o.subscriber_queue = args.get_u64("subscriber-queue");
   if (o.subscriber_queue == 0) args.fail("--subscriber-queue must be at least 1");
   const std::string slow = args.get("slow-subscriber");
   if (slow != "drop" && slow != "disconnect") args.fail("--slow-subscriber takes drop or disconnect");
   o.disconnect_slow = slow == "disconnect";
   o.wait_subscribers = args.get_u64("wait-subscribers");
+  o.wait_depth_subscribers = args.get_u64("wait-depth-subscribers");
   o.shm_name = args.get("publish-shm");
   o.shm_capacity = args.get_u64("shm-capacity");
   if (o.shm_capacity < 2 || o.shm_capacity > (uint64_t(1) << 26) || (o.shm_capacity & (o.shm_capacity - 1)))

@@ -15,7 +15,7 @@ struct GatewayOptions {
   std::string out;
   std::string run_id, commit;
   uint64_t expected_orders = 65536;
-  uint32_t levels = 0;  // depth events of the top N levels a side, logged to depth.dep (sim); 0: none
+  uint32_t levels = 0;  // depth events of the top N levels a side, logged to depth.dep (live: published too); 0: none
   bool latency_log = true;         // the per-message latency log (latency.lat)
   bool latency_histogram = false;  // per-stage histograms in gateway.json instead of the log
   uint8_t stamps = kAllStamps;  // stages to stamp (pipeline/stamps.hpp)
@@ -54,9 +54,11 @@ struct GatewayOptions {
   // live
   uint64_t idle_exit_ms = 3000;
   uint16_t publish_port = 0;
+  uint16_t depth_port = 0;  // with levels: the depth publisher's (0: any free)
   uint64_t subscriber_queue = 8192;
   bool disconnect_slow = false;
   uint64_t wait_subscribers = 0;
+  uint64_t wait_depth_subscribers = 0;
   std::string shm_name;           // "": no shared-memory ring
   uint64_t shm_capacity = 65536;
   bool shm_wait = false;          // policy: wait for the slowest consumer (else overrun it)

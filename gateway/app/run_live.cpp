@@ -22,6 +22,32 @@
 
 namespace itchbench {
 
+namespace {
+
+// A TCP publisher's counters and its subscribers' shares (gateway.json "publisher", "depth_publisher").
+void write_publisher_json(JsonWriter& j, const char* name, const TcpPublisher& publisher, const GatewayOptions& o) {
+  const PublisherCounters& pc = publisher.counters();
+  j.key(name).begin_object();
+  j.field("port", uint64_t(publisher.port())).field("published", pc.published).field("ring_dropped", pc.ring_dropped);
+  j.field("accepted", pc.accepted.load()).field("disconnected", pc.disconnected.load());
+  j.field("slow_disconnects", pc.slow_disconnects.load()).field("frames_sent", pc.frames_sent.load());
+  j.field("frames_dropped", pc.frames_dropped.load());
+  j.field("policy", o.disconnect_slow ? "disconnect" : "drop").field("subscriber_queue", o.subscriber_queue);
+  j.field("wait", o.busy_poll ? "poll" : "doorbell").field("parks", pc.parks.load());
+  j.field("doorbell_rings", publisher.doorbell_rings()).field("missed_bells", pc.missed_bells.load());
+  j.key("subscribers").begin_array();
+  for (const SubscriberReport& r : publisher.subscriber_reports()) {
+    j.begin_object();
+    j.field("peer_port", uint64_t(r.peer_port)).field("frames_sent", r.frames_sent);
+    j.field("frames_dropped", r.frames_dropped).field("closed_by", r.closed_by);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
+}  // namespace
+
 int run_live(const GatewayOptions& o) {
   install_stop_signal_handlers();
   const StageClock clock = StageClock::calibrate();
@@ -54,6 +80,15 @@ int run_live(const GatewayOptions& o) {
   po.cpu = o.publisher_cpu;
   po.park_when_idle = !o.busy_poll;  // busy polling asked for: the publisher keeps polling too
   TcpPublisher publisher(po);
+  // Depth (--levels N): each depth event, as its depth log record, to subscribers on a port of its own.
+  std::unique_ptr<TcpPublisher> depth_publisher;
+  if (o.levels > 0) {
+    PublisherOptions dpo = po;
+    dpo.port = o.depth_port;
+    dpo.frame_bytes = logfmt::depth_record_size(o.levels);
+    dpo.thread_name = "depth-publisher";
+    depth_publisher = std::make_unique<TcpPublisher>(dpo);
+  }
   std::unique_ptr<shm::ShmPublisher> ring;
   if (!o.shm_name.empty())
     ring = std::make_unique<shm::ShmPublisher>(o.shm_name, uint32_t(o.shm_capacity),
@@ -77,10 +112,10 @@ int run_live(const GatewayOptions& o) {
     ko.batch_messages = o.kafka_batch;
     kafka = std::make_unique<KafkaPublisher>(ko);
   }
-  BboFanOut fan_out(publisher, ring.get(), mqtt.get(), kafka.get());
+  BboFanOut fan_out(publisher, ring.get(), mqtt.get(), kafka.get(), depth_publisher.get());
   Gateway<BboFanOut> gw(book, clock, logs.latency.get(), logs.bbo.get(), fan_out, logs.histograms.get());
   DepthTracker depth(o.levels);
-  if (o.levels > 0) gw.set_depth(&depth, logs.depth.get());  // logged; subscribers still receive the BBO
+  if (o.levels > 0) gw.set_depth(&depth, logs.depth.get());  // logged, and published by depth_publisher
   const double overhead = timer_overhead_ns(clock);
   const bool timed = o.latency_log || o.latency_histogram;
 
@@ -117,15 +152,25 @@ int run_live(const GatewayOptions& o) {
     serial_source = std::make_unique<SerialSource>(SerialSourceOptions{o.device, o.baud, o.idle_exit_ms});
   }
   publisher.start();
+  if (depth_publisher) depth_publisher->start();
   if (mqtt) mqtt->start();
   if (kafka) kafka->start();
   const unsigned feed_port = udp ? udp_source->port() : xdp ? xdp_source->port() : 0u;
-  std::printf("LISTENING udp=%u tcp=%u%s%s\n", feed_port, unsigned(publisher.port()), ring ? " shm=" : "",
-              ring ? o.shm_name.c_str() : "");
+  std::printf("LISTENING udp=%u tcp=%u%s%s%s\n", feed_port, unsigned(publisher.port()), ring ? " shm=" : "",
+              ring ? o.shm_name.c_str() : "",
+              depth_publisher ? (" depth=" + std::to_string(depth_publisher->port())).c_str() : "");
   std::fflush(stdout);
   if (o.wait_subscribers && !publisher.wait_for_subscribers(o.wait_subscribers, 10000)) {
     std::fprintf(stderr, "itch-gateway: %llu subscribers did not connect within 10 s\n",
                  (unsigned long long)o.wait_subscribers);
+    publisher.stop(0);
+    logs.close();
+    return 2;
+  }
+  if (o.wait_depth_subscribers &&
+      !(depth_publisher && depth_publisher->wait_for_subscribers(o.wait_depth_subscribers, 10000))) {
+    std::fprintf(stderr, "itch-gateway: %llu depth subscribers did not connect within 10 s%s\n",
+                 (unsigned long long)o.wait_depth_subscribers, depth_publisher ? "" : " (no --levels: no depth)");
     publisher.stop(0);
     logs.close();
     return 2;
@@ -245,6 +290,7 @@ int run_live(const GatewayOptions& o) {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const NoiseSnapshot noise = take_noise_snapshot();  // while the helper threads still live
   publisher.stop();
+  if (depth_publisher) depth_publisher->stop();
   if (ring) ring->close();  // consumers read to the end and stop
   if (mqtt) mqtt->stop();   // the end marker, then the broker's acknowledgements
   if (kafka) kafka->stop();  // the end marker, then a flush
@@ -332,24 +378,8 @@ int run_live(const GatewayOptions& o) {
     write_sequence_json(j, serial_source->sequence().counters());
   }
   write_pipeline_counters(j, gw, book);
-  const PublisherCounters& pc = publisher.counters();
-  j.key("publisher").begin_object();
-  j.field("port", uint64_t(publisher.port())).field("published", pc.published).field("ring_dropped", pc.ring_dropped);
-  j.field("accepted", pc.accepted.load()).field("disconnected", pc.disconnected.load());
-  j.field("slow_disconnects", pc.slow_disconnects.load()).field("frames_sent", pc.frames_sent.load());
-  j.field("frames_dropped", pc.frames_dropped.load());
-  j.field("policy", o.disconnect_slow ? "disconnect" : "drop").field("subscriber_queue", o.subscriber_queue);
-  j.field("wait", po.park_when_idle ? "doorbell" : "poll").field("parks", pc.parks.load());
-  j.field("doorbell_rings", publisher.doorbell_rings()).field("missed_bells", pc.missed_bells.load());
-  j.key("subscribers").begin_array();
-  for (const SubscriberReport& r : publisher.subscriber_reports()) {
-    j.begin_object();
-    j.field("peer_port", uint64_t(r.peer_port)).field("frames_sent", r.frames_sent);
-    j.field("frames_dropped", r.frames_dropped).field("closed_by", r.closed_by);
-    j.end_object();
-  }
-  j.end_array();
-  j.end_object();
+  write_publisher_json(j, "publisher", publisher, o);
+  if (depth_publisher) write_publisher_json(j, "depth_publisher", *depth_publisher, o);
   if (mqtt) {
     const MqttCounters& mc = mqtt->counters();
     j.key("mqtt").begin_object();

@@ -7,11 +7,15 @@
 // change becomes one BboEvent, recorded to the BBO log and handed to the
 // publisher, whose return is the last stage stamp.
 //
-// Publisher: any type with `void publish(const BboEvent&)`.
+// Publisher: any type with `void publish(const BboEvent&)`; one that also has
+// `void publish_depth(const uint8_t* record)` is handed each depth event, as
+// the depth log's record (head, N bids, N asks), too.
 #pragma once
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "book/depth_tracker.hpp"
@@ -46,6 +50,12 @@ class SymbolTable {
 struct NullPublisher {
   void publish(const BboEvent&) {}
 };
+
+template <class P, class = void>
+struct PublishesDepth : std::false_type {};
+template <class P>
+struct PublishesDepth<P, std::void_t<decltype(std::declval<P&>().publish_depth(static_cast<const uint8_t*>(nullptr)))>>
+    : std::true_type {};
 
 template <class Publisher>
 class Gateway {
@@ -228,7 +238,11 @@ class Gateway {
   void log_depth(uint64_t seq, uint64_t timestamp, uint16_t locate, uint8_t flags) {
     ++depth_events_;
     uint8_t* p = depth_log_ ? depth_log_->next() : nullptr;
-    if (!p) return;  // no log, or a full one (counted dropped there)
+    if constexpr (PublishesDepth<Publisher>::value) {
+      if (!p) p = depth_frame_.data();  // no log, or a full one (counted dropped there): published all the same
+    } else if (!p) {
+      return;
+    }
     auto* head = reinterpret_cast<logfmt::DepthRecord*>(p);
     head->seq = seq;
     head->timestamp = timestamp;
@@ -241,6 +255,7 @@ class Gateway {
     }
     __atomic_signal_fence(__ATOMIC_RELEASE);  // the marker after every field, as RecordLog::commit
     head->flags = uint8_t(flags | logfmt::kWritten);
+    if constexpr (PublishesDepth<Publisher>::value) publisher_.publish_depth(p);
   }
 
   // One BBO event: to the BBO log, then the publisher.
@@ -318,6 +333,8 @@ class Gateway {
   DepthTracker* depth_ = nullptr;  // depth events: off when null
   MmapLog* depth_log_ = nullptr;
   uint64_t depth_events_ = 0;
+  // A depth event built here when there is no depth log to build it in (or the log is full), for the publisher.
+  alignas(8) std::array<uint8_t, logfmt::depth_record_size(logfmt::kMaxDepthLevels)> depth_frame_{};
   uint64_t last_seq_ = 0;     // of the last message handed over
   uint64_t snapshot_messages_ = 0, snapshot_rejected_ = 0, snapshot_events_ = 0;
   std::vector<bool> snapshot_stocks_ = std::vector<bool>(OrderBook::kStocks);  // stocks a snapshot touched

@@ -1,7 +1,8 @@
-// The live gateway's BBO publishers behind the one publish() the pipeline
-// calls: the TCP publisher always, the shared-memory ring, MQTT and Kafka
-// when the run asks for them. Each receives the same 48-byte frame: the BBO log's
-// record.
+// The live gateway's publishers behind the one publish() the pipeline calls:
+// the TCP publisher always, the shared-memory ring, MQTT and Kafka when the
+// run asks for them. Each receives the same 48-byte frame: the BBO log's
+// record. With depth (--levels N), publish_depth() hands each depth event, its
+// depth log record, to the depth TCP publisher.
 #pragma once
 #include "book/bbo.hpp"
 #include "log/log_format.hpp"
@@ -27,8 +28,9 @@ inline logfmt::BboRecord bbo_frame(const BboEvent& e) {
 
 class BboFanOut {
  public:
-  BboFanOut(TcpPublisher& tcp, shm::ShmPublisher* ring, MqttPublisher* mqtt, KafkaPublisher* kafka)
-      : tcp_(tcp), ring_(ring), mqtt_(mqtt), kafka_(kafka) {}
+  BboFanOut(TcpPublisher& tcp, shm::ShmPublisher* ring, MqttPublisher* mqtt, KafkaPublisher* kafka,
+            TcpPublisher* depth_tcp = nullptr)
+      : tcp_(tcp), ring_(ring), mqtt_(mqtt), kafka_(kafka), depth_tcp_(depth_tcp) {}
   void publish(const BboEvent& e) {  // hot path
     const logfmt::BboRecord frame = bbo_frame(e);
     tcp_.publish(frame);
@@ -36,9 +38,13 @@ class BboFanOut {
     if (mqtt_) mqtt_->publish(frame);
     if (kafka_) kafka_->publish(frame);
   }
+  void publish_depth(const uint8_t* record) {  // hot path: a depth log record
+    if (depth_tcp_) depth_tcp_->publish_frame(record);
+  }
   // Once a datagram (or serial line) is done: wakes the publisher threads asleep on their doorbells.
   void after_input() {
     tcp_.after_input();
+    if (depth_tcp_) depth_tcp_->after_input();
     if (mqtt_) mqtt_->after_input();
     if (kafka_) kafka_->after_input();
   }
@@ -48,6 +54,7 @@ class BboFanOut {
   shm::ShmPublisher* ring_;
   MqttPublisher* mqtt_;
   KafkaPublisher* kafka_;
+  TcpPublisher* depth_tcp_;
 };
 
 }  // namespace itchbench

@@ -25,12 +25,13 @@ SubscriberOutput::SubscriberOutput(const std::string& out, size_t reserve_bytes,
 
 SubscriberOutput::~SubscriberOutput() { close(); }
 
-void SubscriberOutput::on_event(const logfmt::BboRecord& r, uint64_t t_received) {
-  std::fwrite(&r, sizeof r, 1, frames_);
+void SubscriberOutput::on_frame(const void* frame, size_t bytes, uint64_t seq, uint16_t stock_locate,
+                                uint64_t t_received) {
+  std::fwrite(frame, bytes, 1, frames_);
   logfmt::SubscriberRecord& s = receipts_.claim();
-  s.seq = r.seq;
+  s.seq = seq;
   s.t_received = t_received;
-  s.stock_locate = r.stock_locate;
+  s.stock_locate = stock_locate;
   SubscriberLog::commit(s, 0);
   ++events_;
 }

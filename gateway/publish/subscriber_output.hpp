@@ -1,6 +1,7 @@
 // What every subscriber of ours writes, whatever carried the stream (TCP,
 // the shared-memory ring, MQTT): OUT, the frames received (48 bytes each,
-// the BBO log's records), and beside it, OUT's suffix replaced, OUT.recv
+// the BBO log's records; a depth subscriber's, the depth log's records), and
+// beside it, OUT's suffix replaced, OUT.recv
 // (subscriber log, gateway/log/FORMAT.md kind 4: seq and receive time per
 // event, CLOCK_MONOTONIC) and OUT.json (its own account, written whole).
 #pragma once
@@ -28,7 +29,11 @@ class SubscriberOutput {
   SubscriberOutput(const SubscriberOutput&) = delete;
   SubscriberOutput& operator=(const SubscriberOutput&) = delete;
 
-  void on_event(const logfmt::BboRecord& r, uint64_t t_received);
+  void on_event(const logfmt::BboRecord& r, uint64_t t_received) {
+    on_frame(&r, sizeof r, r.seq, r.stock_locate, t_received);
+  }
+  // Any frame: its bytes to OUT, its seq and stock with the receive time to OUT.recv.
+  void on_frame(const void* frame, size_t bytes, uint64_t seq, uint16_t stock_locate, uint64_t t_received);
   uint64_t events() const { return events_; }
   void close();
   // OUT.json: what fill adds to the object, written atomically.

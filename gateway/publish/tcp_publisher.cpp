@@ -1,6 +1,7 @@
 #include "publish/tcp_publisher.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include <unistd.h>
 
@@ -26,8 +27,10 @@ constexpr int kSendBuffer = 256 * 1024;
 // flight, which sends the contiguous run at the queue's head.
 class Subscriber : public std::enable_shared_from_this<Subscriber> {
  public:
-  Subscriber(tcp::socket socket, size_t capacity, PublisherCounters& counters, uint64_t connection)
-      : socket_(std::move(socket)), frames_(capacity), counters_(counters) {
+  Subscriber(tcp::socket socket, size_t capacity, size_t frame_bytes, PublisherCounters& counters,
+             uint64_t connection)
+      : socket_(std::move(socket)), capacity_(capacity), frame_bytes_(frame_bytes), frames_(capacity * frame_bytes),
+        counters_(counters) {
     report_.connection = connection;
     boost::system::error_code ignored;
     report_.peer_port = socket_.remote_endpoint(ignored).port();
@@ -38,12 +41,12 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   }
 
   // False when the queue is full.
-  bool enqueue(const logfmt::BboRecord& r) {
-    if (size_ == frames_.size()) {
+  bool enqueue(const uint8_t* frame) {
+    if (size_ == capacity_) {
       ++report_.frames_dropped;
       return false;
     }
-    frames_[(head_ + size_) % frames_.size()] = r;
+    std::memcpy(&frames_[(head_ + size_) % capacity_ * frame_bytes_], frame, frame_bytes_);
     ++size_;
     if (!writing_) write_next();
     return true;
@@ -63,10 +66,10 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
  private:
   void write_next() {
     if (!open_ || size_ == 0) return;
-    const size_t run = std::min(size_, frames_.size() - head_);
+    const size_t run = std::min(size_, capacity_ - head_);
     writing_ = true;
     auto self = shared_from_this();
-    asio::async_write(socket_, asio::buffer(&frames_[head_], run * sizeof(logfmt::BboRecord)),
+    asio::async_write(socket_, asio::buffer(&frames_[head_ * frame_bytes_], run * frame_bytes_),
                       [this, self, run](const boost::system::error_code& ec, size_t) {
                         writing_ = false;
                         if (ec) {
@@ -76,14 +79,15 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
                         }
                         counters_.frames_sent += run;
                         report_.frames_sent += run;
-                        head_ = (head_ + run) % frames_.size();
+                        head_ = (head_ + run) % capacity_;
                         size_ -= run;
                         write_next();
                       });
   }
 
   tcp::socket socket_;
-  std::vector<logfmt::BboRecord> frames_;
+  const size_t capacity_, frame_bytes_;  // frames queued at most, and each one's size
+  std::vector<uint8_t> frames_;
   size_t head_ = 0, size_ = 0;
   bool writing_ = false;
   bool open_ = true;
@@ -111,7 +115,11 @@ struct TcpPublisher::Impl {
   std::chrono::steady_clock::time_point flush_deadline;
 };
 
-TcpPublisher::TcpPublisher(const PublisherOptions& options) : impl_(std::make_unique<Impl>()), options_(options) {
+constexpr size_t kRingBudget = size_t(16) << 20;  // bytes of frames the hot path may have waiting
+
+TcpPublisher::TcpPublisher(const PublisherOptions& options)
+    : impl_(std::make_unique<Impl>()), options_(options),
+      ring_(options.frame_bytes, FrameRing::frames_within(options.frame_bytes, kRingBudget)) {
   tcp::endpoint ep(asio::ip::address_v4::loopback(), options.port);
   impl_->acceptor.open(ep.protocol());
   impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
@@ -128,8 +136,8 @@ TcpPublisher::~TcpPublisher() {
 void TcpPublisher::accept_next() {
   impl_->acceptor.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
     if (ec) return;  // acceptor closed
-    impl_->subscribers.push_back(std::make_shared<Subscriber>(std::move(socket), options_.subscriber_queue, counters_,
-                                                              impl_->connections++));
+    impl_->subscribers.push_back(std::make_shared<Subscriber>(std::move(socket), options_.subscriber_queue,
+                                                              options_.frame_bytes, counters_, impl_->connections++));
     ++counters_.accepted;
     ++impl_->connected;
     accept_next();
@@ -138,12 +146,11 @@ void TcpPublisher::accept_next() {
 
 // Moves events from the ring to every subscriber's queue (io thread).
 bool TcpPublisher::drain() {
-  logfmt::BboRecord r;
   bool moved = false;
-  while (ring_.pop(r)) {
+  for (const uint8_t* frame; (frame = ring_.front()) != nullptr; ring_.pop()) {
     moved = true;
     for (auto& s : impl_->subscribers) {
-      if (!s->open() || s->enqueue(r)) continue;
+      if (!s->open() || s->enqueue(frame)) continue;
       if (options_.policy == SlowSubscriberPolicy::kDisconnect) {
         ++counters_.slow_disconnects;
         s->close("policy");
@@ -221,7 +228,7 @@ void TcpPublisher::wake(bool by_timeout) {
 void TcpPublisher::start() {
   thread_ = std::thread([this] {
     leave_hot_thread_alone();  // then its own pin, if it was given one
-    name_current_thread("bbo-publisher");
+    name_current_thread(options_.thread_name);
     if (options_.cpu >= 0) {
       const std::string err = pin_current_thread(options_.cpu);
       pinned_ = err.empty();

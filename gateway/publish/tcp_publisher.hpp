@@ -1,5 +1,7 @@
-// TCP BBO publisher on 127.0.0.1. Subscribers receive every BBO event as a
-// 48-byte frame, byte for byte the BBO log's record (gateway/log/FORMAT.md).
+// TCP publisher on 127.0.0.1. Subscribers receive every BBO event as a
+// 48-byte frame, byte for byte the BBO log's record (gateway/log/FORMAT.md);
+// a second publisher of the same kind, on its own port, carries depth events
+// (frames of options.frame_bytes: the depth log's records).
 //
 // The hot path only pushes the event into a lock-free SPSC ring (publish();
 // no syscall, no allocation). A publisher thread running a Boost.Asio
@@ -21,7 +23,7 @@
 
 #include "book/bbo.hpp"
 #include "log/log_format.hpp"
-#include "pipeline/spsc_ring.hpp"
+#include "pipeline/frame_ring.hpp"
 #include "publish/doorbell.hpp"
 
 namespace itchbench {
@@ -57,6 +59,8 @@ struct PublisherOptions {
   uint64_t poll_interval_us = 50;  // how often the thread drains the ring while frames come
   bool park_when_idle = true;      // false: poll every interval whatever comes (busy polling)
   int cpu = -1;                    // pin the publisher thread
+  size_t frame_bytes = sizeof(logfmt::BboRecord);  // every frame's size: a BBO record, or a depth record
+  const char* thread_name = "bbo-publisher";
 };
 
 class TcpPublisher {
@@ -69,7 +73,8 @@ class TcpPublisher {
   // Blocks until n subscribers are connected or timeout_ms passes.
   bool wait_for_subscribers(uint64_t n, uint64_t timeout_ms) const;
 
-  void publish(const logfmt::BboRecord& frame) {  // hot path
+  void publish(const logfmt::BboRecord& frame) { publish_frame(&frame); }  // hot path, a BBO publisher
+  void publish_frame(const void* frame) {  // hot path: options.frame_bytes bytes
     if (ring_.push(frame)) {
       ++counters_.published;
       doorbell_.mark();
@@ -100,7 +105,7 @@ class TcpPublisher {
   std::unique_ptr<Impl> impl_;
   PublisherOptions options_;
   uint16_t port_ = 0;
-  SpscRing<logfmt::BboRecord> ring_{1 << 16};
+  FrameRing ring_;
   Doorbell doorbell_;
   PublisherCounters counters_;
   std::thread thread_;

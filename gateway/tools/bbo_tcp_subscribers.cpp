@@ -4,6 +4,8 @@
 // connection writes what a single subscriber writes (subscriber_output.hpp):
 // DIR/subscriber-K.bbo, .recv (a stamp per whole frame as the recv that
 // completed it returned) and .json (its local port, frames, how it ended).
+// With --levels N they subscribe to the depth publisher instead: frames are
+// depth records of N levels a side, written to DIR/depth-subscriber-K.dep.
 // A stuck connection (--stuck) connects with a small receive buffer and is
 // never read: the gateway must drop to it, not wait for it. The process ends
 // when every reading one has seen its stream end. The loop stamps
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -38,7 +41,7 @@
 namespace {
 
 using itchbench::SubscriberOutput;
-constexpr size_t kFrame = sizeof(itchbench::logfmt::BboRecord);
+namespace logfmt = itchbench::logfmt;
 constexpr size_t kReadBytes = 64 * 1024;
 constexpr size_t kMostConnections = 10000;
 constexpr size_t kLogReserve = 256 * 1024;  // 10,922 events before the first remap
@@ -50,8 +53,25 @@ struct Connection {
   bool ended = false;
   std::string ending;
   std::unique_ptr<SubscriberOutput> out;
-  uint8_t pending[kFrame];  // a frame split across reads
+  std::vector<uint8_t> pending;  // a frame split across reads
   size_t pending_bytes = 0;
+};
+
+// The frames a pool reads: BBO records, or depth records of N levels a side (FORMAT.md kinds 2 and 6).
+struct Frames {
+  size_t bytes;
+  size_t locate_at;  // the stock locate's offset in a frame; its seq is the first 8 bytes
+  static Frames of(uint32_t levels) {
+    return levels ? Frames{logfmt::depth_record_size(levels), offsetof(logfmt::DepthRecord, stock_locate)}
+                  : Frames{sizeof(logfmt::BboRecord), offsetof(logfmt::BboRecord, stock_locate)};
+  }
+  void say(SubscriberOutput& out, const uint8_t* frame, uint64_t t) const {
+    uint64_t seq;
+    uint16_t locate;
+    std::memcpy(&seq, frame, sizeof seq);
+    std::memcpy(&locate, frame + locate_at, sizeof locate);
+    out.on_frame(frame, bytes, seq, locate, t);
+  }
 };
 
 int connect_to(uint16_t port, bool stuck, std::chrono::steady_clock::time_point deadline, std::string& err) {
@@ -86,24 +106,19 @@ void write_info(const Connection& c) {
 }
 
 // Whole frames of a read, stamped with the read's return; a partial frame waits for the next read.
-void take(Connection& c, const uint8_t* p, size_t n, uint64_t t) {
-  itchbench::logfmt::BboRecord r;
+void take(Connection& c, const Frames& f, const uint8_t* p, size_t n, uint64_t t) {
   if (c.pending_bytes) {
-    const size_t need = std::min(kFrame - c.pending_bytes, n);
-    std::memcpy(c.pending + c.pending_bytes, p, need);
+    const size_t need = std::min(f.bytes - c.pending_bytes, n);
+    std::memcpy(c.pending.data() + c.pending_bytes, p, need);
     c.pending_bytes += need;
     p += need;
     n -= need;
-    if (c.pending_bytes < kFrame) return;
-    std::memcpy(&r, c.pending, kFrame);
-    c.out->on_event(r, t);
+    if (c.pending_bytes < f.bytes) return;
+    f.say(*c.out, c.pending.data(), t);
     c.pending_bytes = 0;
   }
-  for (; n >= kFrame; p += kFrame, n -= kFrame) {
-    std::memcpy(&r, p, kFrame);
-    c.out->on_event(r, t);
-  }
-  std::memcpy(c.pending, p, n);
+  for (; n >= f.bytes; p += f.bytes, n -= f.bytes) f.say(*c.out, p, t);
+  std::memcpy(c.pending.data(), p, n);
   c.pending_bytes = n;
 }
 
@@ -170,6 +185,8 @@ int main(int argc, char** argv) {
   args.option("stuck", "LIST", "those of them that never read, e.g. 2,9", "");
   args.option("connect-timeout-ms", "MS", "how long to keep trying to connect", "10000");
   args.option("cpu", "N", "pin to this CPU");
+  args.option("levels", "N", "subscribe to the gateway's depth publisher (--port its depth port): frames are depth "
+              "records of N levels a side, written to DIR/depth-subscriber-K.dep (0: the BBO)", "0");
   args.parse(argc, argv);
   if (!args.has("port") || !args.has("dir") || !args.has("numbers")) {
     args.fail("--port, --dir and --numbers are required");
@@ -201,6 +218,10 @@ int main(int argc, char** argv) {
     files.rlim_cur = files.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &files);
   }
+  const uint64_t levels = args.get_u64("levels");
+  if (levels > logfmt::kMaxDepthLevels) args.fail("--levels takes 0 to 64");
+  const Frames frames = Frames::of(uint32_t(levels));
+  const std::string prefix = levels ? "depth-subscriber-" : "subscriber-", suffix = levels ? ".dep" : ".bbo";
   const uint16_t port = uint16_t(args.get_u64("port"));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.get_u64("connect-timeout-ms"));
   const int ep = ::epoll_create1(EPOLL_CLOEXEC);
@@ -209,7 +230,8 @@ int main(int argc, char** argv) {
   for (uint64_t i = 0; i < count; ++i) {
     Connection& c = conns[i];
     c.stuck = stuck[i];
-    const std::string path = args.get("dir") + "/subscriber-" + std::to_string(numbers[i]) + ".bbo";
+    c.pending.resize(frames.bytes);
+    const std::string path = args.get("dir") + "/" + prefix + std::to_string(numbers[i]) + suffix;
     try {
       c.out = std::make_unique<SubscriberOutput>(path, kLogReserve, true);
     } catch (const std::exception& e) {
@@ -251,7 +273,7 @@ int main(int argc, char** argv) {
       const uint64_t t = monotonic_ns();
       ++reads;
       if (got > 0) {
-        take(c, buf.data(), size_t(got), t);
+        take(c, frames, buf.data(), size_t(got), t);
       } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
         end(c, got == 0 ? "end of stream" : std::string("error: ") + std::strerror(errno));
         --reading;
@@ -264,6 +286,7 @@ int main(int argc, char** argv) {
   while (!any_reader && !stop_requested().load()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   for (auto& c : conns) end(c, c.ended ? c.ending : "signal");
   ::close(ep);
-  write_cost(args.get("dir") + "/tcp-subscribers.json", conns.size(), reads, started);
+  write_cost(args.get("dir") + (levels ? "/depth-tcp-subscribers.json" : "/tcp-subscribers.json"), conns.size(),
+             reads, started);
   return 0;
 }

@@ -12,11 +12,12 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from itchbench import paths, rundir
-from itchbench.analysis import dump
+from itchbench.analysis import dump, logs
 from itchbench.captures import fixtures
 from itchbench.cli import main as itchbench_main
 from itchbench.gateways import blackbox, contract
@@ -155,16 +156,46 @@ def test_the_built_in_gateway_over_udp_logs_the_simulations_depth(simulation, tm
     if simulation == "another digest":  # what a gateway whose depth drifted from the simulation's would meet
         monkeypatch.setattr(reconcile, "sim_depth", lambda *_: ("sha256:" + "0" * 64, 0))
     values = {**config(SAMPLE, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 5000}),
-              "subscribers": 0, "levels": 5}
+              "subscribers": 1, "levels": 5}
     run = runner.execute(values, "udp-depth", root=tmp_path / "runs", echo=False)
     summary = rundir.read_json(run / "summary.json")
-    assert summary["depth"]["events"] == len(depth_events(SAMPLE, 5))
+    expected = depth_events(SAMPLE, 5)
+    assert summary["depth"]["events"] == len(expected)
     if simulation == "as it is":
         assert summary["reconciliation"]["checks"]["depth digest = simulation's digest"]
         assert summary["verdict"]["headline"].endswith("balanced, BBO and depth digests = simulation")
+        # The run's depth subscriber received the depth log over TCP, byte for byte, and the log's events are the
+        # independent book's.
+        sub = next(s for s in summary["reconciliation"]["subscribers"] if s.get("kind") == "depth")
+        assert sub["identical_to_depth_log"] and sub["frames"] == len(expected) and sub["frames_dropped"] == 0
+        assert summary["reconciliation"]["checks"][f"subscriber {sub['index']} (TCP, depth) received the depth log "
+                                                   "exactly"]
+        received = blackbox.depth_frame(np.fromfile(run / sub["file"], logs.depth_dtype(5))).drop(columns="stock")
+        assert [tuple(r) for r in received.itertuples(index=False)] == [(e[0], *e[2:]) for e in expected]
+        _a_changed_or_cut_depth_stream_is_named(run, sub)
     else:
         assert summary["reconciliation"]["checks"]["depth digest = simulation's digest"] is False
         assert summary["verdict"]["status"] == "unbalanced" and summary["verdict"]["exit_status"] == 1
+
+
+def _a_changed_or_cut_depth_stream_is_named(run, sub) -> None:
+    """What the depth subscriber's checks say of a stream that differs from the depth log: one share more at bid
+    level 2 of its 10th frame, or its last frame cut off."""
+    gw = rundir.read_json(run / "gateway.json")
+    path = run / sub["file"]
+    whole = path.read_bytes()
+    frame = logs.depth_dtype(5).itemsize
+    rec = np.frombuffer(whole, logs.depth_dtype(5)).copy()
+    rec["bids"]["qty"][9, 1] += 1
+    for name, data, wrong_at in (("changed", rec.tobytes(), 9), ("cut", whole[:-frame], None)):
+        path.write_bytes(data)
+        checks: dict[str, bool] = {}
+        got = reconcile._depth_subscriber(sub, gw, run, checks)
+        named = f"subscriber {sub['index']} (TCP, depth)"
+        assert checks[f"{named} received the depth log exactly"] is False, name
+        assert got["first_frame_not_in_log"] == wrong_at, name
+        assert checks[f"{named} received only the depth log's frames, in its order, whole"] is (wrong_at is None)
+    path.write_bytes(whole)
 
 
 def test_a_scenario_asking_depth_of_a_gateway_that_publishes_other_depth_is_skipped(tmp_path):

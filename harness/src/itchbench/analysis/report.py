@@ -446,8 +446,10 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
                                                    else f"| {k} | {v} |" for k, v in rows] + [""]
         md += ["| check | |", "|---|---|"] + [f"| {k} | {'✓' if ok else '✗ FAILED'} |" for k, ok in rec["checks"].items()] + [""]
         for sub in rec.get("subscribers", []):
+            log = "depth" if sub.get("kind") == "depth" else "BBO"
             md.append(f"- subscriber `{sub['file']}` ({sub['mode']}): {sub['frames']:,} frames, "
-                      f"{sub['frames_dropped']:,} dropped to it, identical to the BBO log: {sub['identical_to_bbo_log']}")
+                      f"{sub['frames_dropped']:,} dropped to it, identical to the {log} log: "
+                      f"{sub['identical_to_' + log.lower() + '_log']}")
         md += ["", f"BBO digest `{summary['bbo']['digest']}` over {summary['bbo']['events']:,} events.", ""]
         md += blackbox_report.recovery_section(rec.get("recovery"))
         md += blackbox_report.join_section(rec.get("join"))

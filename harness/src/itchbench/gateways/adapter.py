@@ -99,7 +99,7 @@ class ContractGateway:
         self.started: Started | None = None
         self.how_it_ended = ""
         self.usage_file = run_dir / USAGE_FILE
-        self._on_port: Callable[[int], None] | None = None
+        self._on_port: Callable[[int, int | None], None] | None = None
 
     # -- start and ready ------------------------------------------------------------------------------------
     def _start_collector(self, values: dict[str, object]) -> tuple[subprocess.Popen | None, int]:
@@ -134,10 +134,12 @@ class ContractGateway:
             raise RunError("setup", f"the BBO collector did not start: {e}") from e
         return proc, port
 
-    def start(self, input_kind: str, on_port: Callable[[int], None] | None = None, **run_values: object) -> Started:
+    def start(self, input_kind: str, on_port: Callable[[int, int | None], None] | None = None,
+              **run_values: object) -> Started:
         """Start the collector and the gateway for input_kind, and wait until it is ready (file input: nothing is
-        sent to it, so nothing to wait for). on_port is called with the port it serves subscribers on, as soon
-        as its output names it (contract [subscribers]) and before the ready wait goes on."""
+        sent to it, so nothing to wait for). on_port is called with the port it serves subscribers on, and the
+        one it serves depth on (None: none named), as soon as its output names the first (contract
+        [subscribers]) and before the ready wait goes on."""
         if input_kind not in self.c.inputs:
             raise RunError("setup", f"{self.c.path}: this gateway does not take {input_kind} input "
                                     f"(inputs = {list(self.c.inputs)})")
@@ -175,10 +177,12 @@ class ContractGateway:
         """Hand the subscriber port to on_port once its output names it."""
         if self._on_port is None:
             return
-        m = re.search(self.c.subscriber_port, self._output_text(), re.MULTILINE)
+        text = self._output_text()
+        m = re.search(self.c.subscriber_port, text, re.MULTILINE)
         if m:
+            depth = re.search(self.c.depth_port, text, re.MULTILINE) if self.c.depth_port else None
             on_port, self._on_port = self._on_port, None
-            on_port(int(m.group(1)))
+            on_port(int(m.group(1)), int(depth.group(1)) if depth else None)
 
     def last_output(self, lines: int = 8) -> str:
         if self.started is None:

@@ -59,6 +59,7 @@ class Contract:
     exits_at_end: bool = False  # it ends by itself at the end of the feed: drain waits for that exit
     ok_exits: tuple[int, ...] = (0,)
     subscriber_port: str = ""   # regex on its output whose group 1 is the TCP port it serves BBO subscribers on
+    depth_port: str = ""        # the same for the port it serves depth subscribers on (depth records, FORMAT.md)
     bbo_levels: int = 0         # its events are depth of the top N levels a side (docs/book-and-bbo.md); 0: BBO
 
     @property
@@ -75,7 +76,7 @@ class Contract:
                           "timeout_s": self.ready_timeout_s},
                 "stop": {"drain_ms": self.drain_ms, "term_grace_s": self.term_grace_s,
                          "exits_at_end": self.exits_at_end, "ok_exits": list(self.ok_exits)},
-                "subscribers": {"port_pattern": self.subscriber_port},
+                "subscribers": {"port_pattern": self.subscriber_port, "depth_port_pattern": self.depth_port},
                 "white_box": self.white_box}
 
 
@@ -89,7 +90,7 @@ _SCHEMA: dict[str, dict[str, tuple[Any, Any]]] = {
     "ready": {"when": (str, "tcp_connected"), "pattern": (str, ""), "delay_ms": (int, 0), "timeout_s": ((int, float), 10)},
     "stop": {"drain_ms": (int, 500), "term_grace_s": ((int, float), 5), "exits_at_end": (bool, False),
              "ok_exits": (list, [0])},
-    "subscribers": {"port_pattern": (str, "")},
+    "subscribers": {"port_pattern": (str, ""), "depth_port_pattern": (str, "")},
 }
 
 
@@ -207,13 +208,18 @@ def load(path: Path | str) -> Contract:
                             f"\"stamps\", \"run-files\"")
     if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 256 for x in stop["ok_exits"]):
         raise ContractError(f"{where('stop.ok_exits')}: must list exit statuses (integers 0-255)")
-    if subs["port_pattern"]:
+    for key in ("port_pattern", "depth_port_pattern"):
+        if not subs[key]:
+            continue
         try:
-            groups = re.compile(subs["port_pattern"]).groups
+            groups = re.compile(subs[key]).groups
         except re.error as e:
-            raise ContractError(f"{where('subscribers.port_pattern')}: not a regex: {e}") from e
+            raise ContractError(f"{where('subscribers.' + key)}: not a regex: {e}") from e
         if groups < 1:
-            raise ContractError(f"{where('subscribers.port_pattern')}: needs a group that captures the port")
+            raise ContractError(f"{where('subscribers.' + key)}: needs a group that captures the port")
+    if subs["depth_port_pattern"] and not subs["port_pattern"]:
+        raise ContractError(f"{where('subscribers.depth_port_pattern')}: needs subscribers.port_pattern too (the "
+                            "depth port is read when the BBO port is named)")
 
     command = top["command"]
     commands = {name: command for name in inputs} if isinstance(command, str) else dict(command)
@@ -260,4 +266,5 @@ def load(path: Path | str) -> Contract:
                     ready_timeout_s=float(ready["timeout_s"]), drain_ms=stop["drain_ms"],
                     term_grace_s=float(stop["term_grace_s"]), white_box=white_box,
                     env={str(k): str(v) for k, v in top["env"].items()}, exits_at_end=stop["exits_at_end"],
-                    ok_exits=tuple(stop["ok_exits"]), subscriber_port=subs["port_pattern"])
+                    ok_exits=tuple(stop["ok_exits"]), subscriber_port=subs["port_pattern"],
+                    depth_port=subs["depth_port_pattern"])

@@ -237,7 +237,7 @@ def _serial(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[
 
 
 BROKER_NAMES = {"mqtt": "MQTT", "kafka": "Kafka"}
-TRANSPORT_NAMES = {"tcp": "TCP", "shm": "shared memory", **BROKER_NAMES}
+TRANSPORT_NAMES = {"tcp": "TCP", "shm": "shared memory", "depth": "TCP, depth", **BROKER_NAMES}
 
 
 def subscriber_name(sub: dict[str, Any], *details: str) -> str:
@@ -253,6 +253,9 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
     by_port = {r["peer_port"]: r for r in gw.get("publisher", {}).get("subscribers", [])}
     out = []
     for sub in run.extras.get("subscribers", []):
+        if sub.get("kind") == "depth":
+            out.append(_depth_subscriber(sub, gw, run.dir, checks))
+            continue
         if sub.get("kind") == "shm":
             out.append(_shm_subscriber(sub, gw, run.dir / sub["file"], expected, checks))
             continue
@@ -288,15 +291,43 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
     return out
 
 
-def _first_frame_not_in_log(got: bytes, log: bytes) -> int | None:
-    """The index of the first whole frame received that is not the BBO log's, byte for byte, after the one
-    received before it (a frame the log does not hold, a changed one, one out of order or again); None when
-    every frame is the log's, in the log's order (a subsequence: some may have been dropped)."""
-    frame = logs.BBO_DTYPE.itemsize
-    received = np.frombuffer(got, dtype=logs.BBO_DTYPE, count=len(got) // frame)
-    published = np.frombuffer(log, dtype=logs.BBO_DTYPE)
+def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
+                      checks: dict[str, bool]) -> dict[str, Any]:
+    """The run's subscriber of the gateway's depth publisher: only the depth log's records, in its order, and,
+    when the gateway dropped nothing to it, the depth log byte for byte."""
+    path, log_path = run_dir / sub["file"], run_dir / "depth.dep"
+    log = logs.read_depth(log_path) if log_path.is_file() else None
+    expected = bytes(log.record_bytes()) if log is not None else b""
+    dtype = log.records.dtype if log is not None else logs.depth_dtype(int(sub["levels"]))
+    got = path.read_bytes() if path.exists() else b""
+    publisher = gw.get("depth_publisher", {})
+    conns = [c for c in publisher.get("subscribers", []) if c["peer_port"] in sub["local_ports"]]
+    dropped = sum(c["frames_dropped"] for c in conns) + int(publisher.get("ring_dropped", 0))
+    closed = [c["closed_by"] for c in conns if c["closed_by"]]
+    name = subscriber_name(sub)
+    wrong = _first_frame_not_in_log(got, expected, dtype)
+    checks[f"{name} is known to the gateway"] = len(conns) == len(sub["local_ports"]) == 1
+    checks[f"{name} finished in time"] = not sub["timed_out"]
+    checks[f"{name} received only the depth log's frames, in its order, whole"] = \
+        wrong is None and len(got) % dtype.itemsize == 0
+    checks[f"{name}: depth events published = logged"] = int(publisher.get("published", -1)) == (
+        len(log.records) if log is not None else 0)
+    if dropped == 0 and not closed:
+        checks[f"{name} received the depth log exactly"] = got == expected
+    return {**sub, "frames": len(got) // dtype.itemsize, "frames_dropped": dropped, "closed_by": closed,
+            "first_frame_not_in_log": wrong, "identical_to_depth_log": got == expected}
 
-    def keys(r: np.ndarray) -> np.ndarray:  # one BBO event a stock a message: (seq, stock) names it
+
+def _first_frame_not_in_log(got: bytes, log: bytes, dtype: np.dtype = logs.BBO_DTYPE) -> int | None:
+    """The index of the first whole frame received that is not the log's (BBO, or depth: dtype), byte for byte,
+    after the one received before it (a frame the log does not hold, a changed one, one out of order or
+    again); None when every frame is the log's, in the log's order (a subsequence: some may have been
+    dropped)."""
+    frame = dtype.itemsize
+    received = np.frombuffer(got, dtype=dtype, count=len(got) // frame)
+    published = np.frombuffer(log, dtype=dtype)
+
+    def keys(r: np.ndarray) -> np.ndarray:  # one event a stock a message: (seq, stock) names it
         return (r["seq"].astype(np.uint64) << np.uint64(16)) | r["stock_locate"].astype(np.uint64)
 
     at = pd.Index(keys(published)).get_indexer(keys(received))

@@ -59,6 +59,8 @@ def itchbench_flags(run: "Run", input_kind: str) -> list[str]:
         return [*args, "--progress", *gateway_feed_args(Path(run.values["capture"]), run.values["feed"])]
     args += ["--idle-exit-ms", str(g["idle_exit_ms"]), "--subscriber-queue", str(g["subscriber_queue"]),
              "--slow-subscriber", g["slow_subscriber"], "--wait-subscribers", str(run.values["subscribers"])]
+    if run.values["levels"] and run.values["subscribers"]:
+        args += ["--wait-depth-subscribers", "1"]  # the run's depth subscriber (transports/subscribers.py)
     if g["publisher_cpu"] >= 0:
         args += ["--publisher-cpu", str(g["publisher_cpu"])]
     if g["sched_fifo"] > 0:

@@ -1,7 +1,8 @@
 """Real TCP subscribers on a gateway's BBO publisher (contract [subscribers]),
-and consumers of its shared-memory ring (shm_subscribers): started as soon
-as the gateway names its port, drained after it ends. The ring's object is
-removed with the run whatever happened to the gateway."""
+consumers of its shared-memory ring (shm_subscribers), and, in a run with
+depth (levels = N) and TCP subscribers, one more on its depth publisher:
+started as soon as the gateway names its port, drained after it ends. The
+ring's object is removed with the run whatever happened to the gateway."""
 
 from __future__ import annotations
 
@@ -23,10 +24,14 @@ if TYPE_CHECKING:
     from ..run import Run
 
 
-def starter(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]]) -> Callable[[int], None]:
-    """What to call with the gateway's publisher port: starts the scenario's subscribers on it."""
-    def start(port: int) -> None:
+def starter(run: "Run", group: "ProcessGroup",
+            wrap: Callable[[list[str]], list[str]]) -> Callable[[int, int | None], None]:
+    """What to call with the gateway's publisher ports (BBO, depth or None): starts the scenario's subscribers on
+    them."""
+    def start(port: int, depth_port: int | None) -> None:
         run.extras["publisher_port"] = port
+        if run.values["levels"] and run.values["subscribers"]:
+            _start_depth(run, group, wrap, depth_port)
         modes = run.values["subscriber_modes"]
         modes = [modes[i] if i < len(modes) else "fast" for i in range(run.values["subscribers"])]
         # Fast and stuck ones: one process, one epoll loop, however many (bbo-tcp-subscribers); slow and
@@ -61,6 +66,20 @@ def starter(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[
     return start
 
 
+def _start_depth(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]],
+                 depth_port: int | None) -> None:
+    """One fast subscriber of the gateway's depth stream (its depth log's records), numbered after every other."""
+    if depth_port is None:
+        raise RunError("setup", f"the scenario asks for depth (levels = {run.values['levels']}) with TCP subscribers; "
+                                "the gateway named no depth port (contract subscribers.depth_port_pattern)")
+    run.extras["depth_publisher_port"] = depth_port
+    cmd = [str(paths.tool("bbo-tcp-subscribers")), "--levels", str(run.values["levels"]), "--port", str(depth_port),
+           "--dir", str(run.dir), "--numbers", "0"]
+    run.depth_procs.append((group.start("depth-subscriber", wrap(off_the_gateway_cpu(run, cmd))),
+                            run.dir / DEPTH_SUBSCRIBER, "fast", "depth"))
+
+
+DEPTH_SUBSCRIBER = "depth-subscriber-0.dep"
 POOLED_MODES = ("fast", "stuck")
 BROKER_SUBSCRIBE_TIMEOUT_S = 30.0
 BROKERED = ("mqtt", "kafka")  # in the order their subscribers are numbered, after TCP and shared memory
@@ -121,7 +140,7 @@ def finish(run: "Run", group: "ProcessGroup") -> None:
     results = []
     first_shm = run.values["subscribers"]
     ours = [(proc, out, mode, "") for proc, out, mode in run.subscriber_procs]
-    everyone = ours + run.brokered_procs
+    everyone = ours + run.brokered_procs + run.depth_procs
     # Those that end by themselves with the stream: fast ones, and any of the ring's or a broker's but a stuck one;
     # the pool of TCP ones when it holds a fast one (it ends when every reader has). Each process is waited for
     # once, before any is stopped: a pool is stopped only when its readers are done.
@@ -141,7 +160,9 @@ def finish(run: "Run", group: "ProcessGroup") -> None:
         info = rundir.read_json(info_path) if info_path.exists() else {}
         entry = {"index": i, "file": out.name, "mode": mode, "bytes": out.stat().st_size if out.exists() else 0,
                  "exit": proc.returncode, "timed_out": timed_out, "local_ports": info.get("local_ports", [])}
-        if kind:
+        if kind == "depth":
+            entry.update({"kind": kind, "levels": run.values["levels"], "ended": info.get("ended", "")})
+        elif kind:
             entry.update({"kind": kind, "read": info.get("received", 0), "announced": info.get("announced", 0),
                           "bad_size": info.get("bad_size", 0), "ended": info.get("ended", "")})
             entry["settings"] = ((f"QoS {run.values['mqtt']['qos']}" if kind == "mqtt"
