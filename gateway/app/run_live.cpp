@@ -46,6 +46,29 @@ void write_publisher_json(JsonWriter& j, const char* name, const TcpPublisher& p
   j.end_object();
 }
 
+// A broker publisher's counters (gateway.json "mqtt", "depth_mqtt"; "kafka", "depth_kafka").
+void write_mqtt_json(JsonWriter& j, const char* name, const MqttPublisher& m) {
+  const MqttOptions& mo = m.options();
+  const MqttCounters& mc = m.counters();
+  j.key(name).begin_object();
+  j.field("broker", mo.host + ":" + std::to_string(mo.port)).field("topic", mo.topic);
+  j.field("qos", uint64_t(mo.qos)).field("published", m.published()).field("ring_dropped", m.ring_dropped());
+  j.field("sent", mc.sent.load()).field("errors", mc.errors.load()).field("acked", mc.acked.load());
+  j.end_object();
+}
+
+void write_kafka_json(JsonWriter& j, const char* name, const KafkaPublisher& k) {
+  const KafkaOptions& ko = k.options();
+  const KafkaCounters& kc = k.counters();
+  j.key(name).begin_object();
+  j.field("brokers", ko.brokers).field("topic", ko.topic).field("acks", ko.acks);
+  j.field("linger_ms", ko.linger_ms).field("batch", ko.batch_messages);
+  j.field("published", k.published()).field("ring_dropped", k.ring_dropped());
+  j.field("sent", kc.produced.load());
+  j.field("errors", kc.errors.load()).field("acked", kc.delivered.load()).field("failed", kc.failed.load());
+  j.end_object();
+}
+
 }  // namespace
 
 int run_live(const GatewayOptions& o) {
@@ -102,6 +125,14 @@ int run_live(const GatewayOptions& o) {
     mo.qos = o.mqtt_qos;
     mqtt = std::make_unique<MqttPublisher>(mo);
   }
+  std::unique_ptr<MqttPublisher> depth_mqtt;
+  if (!o.mqtt_host.empty() && o.levels > 0) {
+    MqttOptions mo = mqtt->options();
+    mo.topic += "/depth";
+    mo.frame_bytes = logfmt::depth_record_size(o.levels);
+    mo.thread_name = "depth-mqtt";
+    depth_mqtt = std::make_unique<MqttPublisher>(mo);
+  }
   std::unique_ptr<KafkaPublisher> kafka;
   if (!o.kafka_brokers.empty()) {
     KafkaOptions ko;
@@ -112,7 +143,16 @@ int run_live(const GatewayOptions& o) {
     ko.batch_messages = o.kafka_batch;
     kafka = std::make_unique<KafkaPublisher>(ko);
   }
-  BboFanOut fan_out(publisher, ring.get(), mqtt.get(), kafka.get(), depth_publisher.get());
+  std::unique_ptr<KafkaPublisher> depth_kafka;
+  if (!o.kafka_brokers.empty() && o.levels > 0) {
+    KafkaOptions ko = kafka->options();
+    ko.topic += "-depth";  // a Kafka topic name has no '/'
+    ko.frame_bytes = logfmt::depth_record_size(o.levels);
+    ko.thread_name = "depth-kafka";
+    depth_kafka = std::make_unique<KafkaPublisher>(ko);
+  }
+  BboFanOut fan_out(publisher, ring.get(), mqtt.get(), kafka.get(),
+                    DepthPublishers{depth_publisher.get(), depth_mqtt.get(), depth_kafka.get()});
   Gateway<BboFanOut> gw(book, clock, logs.latency.get(), logs.bbo.get(), fan_out, logs.histograms.get());
   DepthTracker depth(o.levels);
   if (o.levels > 0) gw.set_depth(&depth, logs.depth.get());  // logged, and published by depth_publisher
@@ -153,8 +193,10 @@ int run_live(const GatewayOptions& o) {
   }
   publisher.start();
   if (depth_publisher) depth_publisher->start();
-  if (mqtt) mqtt->start();
-  if (kafka) kafka->start();
+  for (MqttPublisher* m : {mqtt.get(), depth_mqtt.get()})
+    if (m) m->start();
+  for (KafkaPublisher* k : {kafka.get(), depth_kafka.get()})
+    if (k) k->start();
   const unsigned feed_port = udp ? udp_source->port() : xdp ? xdp_source->port() : 0u;
   std::printf("LISTENING udp=%u tcp=%u%s%s%s\n", feed_port, unsigned(publisher.port()), ring ? " shm=" : "",
               ring ? o.shm_name.c_str() : "",
@@ -292,8 +334,10 @@ int run_live(const GatewayOptions& o) {
   publisher.stop();
   if (depth_publisher) depth_publisher->stop();
   if (ring) ring->close();  // consumers read to the end and stop
-  if (mqtt) mqtt->stop();   // the end marker, then the broker's acknowledgements
-  if (kafka) kafka->stop();  // the end marker, then a flush
+  for (MqttPublisher* m : {mqtt.get(), depth_mqtt.get()})
+    if (m) m->stop();  // the end marker, then the broker's acknowledgements
+  for (KafkaPublisher* k : {kafka.get(), depth_kafka.get()})
+    if (k) k->stop();  // the end marker, then a flush
   logs.close();
 
   // Stopped by a signal, the input was not seen to its end; a late join that never had its snapshot stopped there.
@@ -380,24 +424,10 @@ int run_live(const GatewayOptions& o) {
   write_pipeline_counters(j, gw, book);
   write_publisher_json(j, "publisher", publisher, o);
   if (depth_publisher) write_publisher_json(j, "depth_publisher", *depth_publisher, o);
-  if (mqtt) {
-    const MqttCounters& mc = mqtt->counters();
-    j.key("mqtt").begin_object();
-    j.field("broker", o.mqtt_host + ":" + std::to_string(o.mqtt_port)).field("topic", o.mqtt_topic);
-    j.field("qos", uint64_t(o.mqtt_qos)).field("published", mqtt->published()).field("ring_dropped", mqtt->ring_dropped());
-    j.field("sent", mc.sent.load()).field("errors", mc.errors.load()).field("acked", mc.acked.load());
-    j.end_object();
-  }
-  if (kafka) {
-    const KafkaCounters& kc = kafka->counters();
-    j.key("kafka").begin_object();
-    j.field("brokers", o.kafka_brokers).field("topic", o.kafka_topic).field("acks", o.kafka_acks);
-    j.field("linger_ms", o.kafka_linger_ms).field("batch", o.kafka_batch);
-    j.field("published", kafka->published()).field("ring_dropped", kafka->ring_dropped());
-    j.field("sent", kc.produced.load());
-    j.field("errors", kc.errors.load()).field("acked", kc.delivered.load()).field("failed", kc.failed.load());
-    j.end_object();
-  }
+  if (mqtt) write_mqtt_json(j, "mqtt", *mqtt);
+  if (depth_mqtt) write_mqtt_json(j, "depth_mqtt", *depth_mqtt);
+  if (kafka) write_kafka_json(j, "kafka", *kafka);
+  if (depth_kafka) write_kafka_json(j, "depth_kafka", *depth_kafka);
   if (ring) {
     const shm::ProducerCounters& rc = ring->counters();
     j.key("shm").begin_object();

@@ -2,7 +2,8 @@
 // the TCP publisher always, the shared-memory ring, MQTT and Kafka when the
 // run asks for them. Each receives the same 48-byte frame: the BBO log's
 // record. With depth (--levels N), publish_depth() hands each depth event, its
-// depth log record, to the depth TCP publisher.
+// depth log record, to a second publisher of each kind the run uses but the
+// ring: TCP (its own port), MQTT (TOPIC/depth) and Kafka (TOPIC-depth).
 #pragma once
 #include "book/bbo.hpp"
 #include "log/log_format.hpp"
@@ -26,11 +27,18 @@ inline logfmt::BboRecord bbo_frame(const BboEvent& e) {
   return r;
 }
 
+// The depth publishers: null where the run has none of that kind.
+struct DepthPublishers {
+  TcpPublisher* tcp = nullptr;
+  MqttPublisher* mqtt = nullptr;
+  KafkaPublisher* kafka = nullptr;
+};
+
 class BboFanOut {
  public:
   BboFanOut(TcpPublisher& tcp, shm::ShmPublisher* ring, MqttPublisher* mqtt, KafkaPublisher* kafka,
-            TcpPublisher* depth_tcp = nullptr)
-      : tcp_(tcp), ring_(ring), mqtt_(mqtt), kafka_(kafka), depth_tcp_(depth_tcp) {}
+            DepthPublishers depth = {})
+      : tcp_(tcp), ring_(ring), mqtt_(mqtt), kafka_(kafka), depth_(depth) {}
   void publish(const BboEvent& e) {  // hot path
     const logfmt::BboRecord frame = bbo_frame(e);
     tcp_.publish(frame);
@@ -39,14 +47,18 @@ class BboFanOut {
     if (kafka_) kafka_->publish(frame);
   }
   void publish_depth(const uint8_t* record) {  // hot path: a depth log record
-    if (depth_tcp_) depth_tcp_->publish_frame(record);
+    if (depth_.tcp) depth_.tcp->publish_frame(record);
+    if (depth_.mqtt) depth_.mqtt->publish_frame(record);
+    if (depth_.kafka) depth_.kafka->publish_frame(record);
   }
   // Once a datagram (or serial line) is done: wakes the publisher threads asleep on their doorbells.
   void after_input() {
     tcp_.after_input();
-    if (depth_tcp_) depth_tcp_->after_input();
     if (mqtt_) mqtt_->after_input();
     if (kafka_) kafka_->after_input();
+    if (depth_.tcp) depth_.tcp->after_input();
+    if (depth_.mqtt) depth_.mqtt->after_input();
+    if (depth_.kafka) depth_.kafka->after_input();
   }
 
  private:
@@ -54,7 +66,7 @@ class BboFanOut {
   shm::ShmPublisher* ring_;
   MqttPublisher* mqtt_;
   KafkaPublisher* kafka_;
-  TcpPublisher* depth_tcp_;
+  DepthPublishers depth_;
 };
 
 }  // namespace itchbench

@@ -10,10 +10,9 @@
 namespace itchbench {
 
 bool FrameHandoff::drain() {
-  logfmt::BboRecord r;
   bool sent = false;
-  while (ring_.pop(r)) {
-    send_(r);
+  for (const uint8_t* frame; (frame = ring_.front()) != nullptr; ring_.pop()) {
+    send_(frame, ring_.frame_bytes());
     sent = true;
   }
   if (after_drain_) after_drain_();

@@ -1,6 +1,7 @@
 // The hand-off the brokered publishers (MQTT, Kafka) share: the hot path
-// pushes each BBO frame into a lock-free SPSC ring (no lock, no allocation;
-// a full ring drops the frame and counts it); a thread of its own, named and
+// pushes each frame (a BBO record, or a depth record) into a lock-free SPSC
+// ring (no lock, no allocation; a full ring drops the frame and counts it);
+// a thread of its own, named and
 // kept off the hot thread's CPU, hands what it finds to send() every poll
 // interval while frames come, calls after_drain() (a client's own
 // housekeeping), sleeps on a doorbell (publish/doorbell.hpp) once the ring
@@ -13,20 +14,21 @@
 #include <thread>
 
 #include "log/log_format.hpp"
-#include "pipeline/spsc_ring.hpp"
+#include "pipeline/frame_ring.hpp"
 #include "publish/doorbell.hpp"
 
 namespace itchbench {
 
 class FrameHandoff {
  public:
-  using Send = std::function<void(const logfmt::BboRecord&)>;
-  explicit FrameHandoff(uint64_t poll_interval_us) : poll_interval_us_(poll_interval_us) {}
+  using Send = std::function<void(const uint8_t* frame, size_t bytes)>;
+  FrameHandoff(uint64_t poll_interval_us, size_t frame_bytes)
+      : poll_interval_us_(poll_interval_us), ring_(frame_bytes, FrameRing::frames_within(frame_bytes, kRingBudget)) {}
   ~FrameHandoff() { stop(); }
   FrameHandoff(const FrameHandoff&) = delete;
   FrameHandoff& operator=(const FrameHandoff&) = delete;
 
-  void push(const logfmt::BboRecord& frame) {  // hot path
+  void push(const void* frame) {  // hot path: the ring's frame_bytes
     if (ring_.push(frame)) {
       ++handed_;
       doorbell_.mark();
@@ -41,9 +43,10 @@ class FrameHandoff {
   uint64_t ring_dropped() const { return ring_dropped_; }
 
  private:
+  static constexpr size_t kRingBudget = size_t(16) << 20;  // bytes of frames the hot path may have waiting
   bool drain();  // true when it sent a frame
   uint64_t poll_interval_us_;
-  SpscRing<logfmt::BboRecord> ring_{1 << 16};
+  FrameRing ring_;
   Doorbell doorbell_;
   uint64_t handed_ = 0, ring_dropped_ = 0;  // hot-path thread only
   Send send_;

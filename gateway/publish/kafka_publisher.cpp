@@ -56,16 +56,17 @@ void KafkaPublisher::on_delivery(rd_kafka_t*, const rd_kafka_message_t* msg, voi
   (msg->err ? p->counters_.failed : p->counters_.delivered).fetch_add(1, std::memory_order_relaxed);
 }
 
-void KafkaPublisher::send(const logfmt::BboRecord& r) {
+void KafkaPublisher::send(const uint8_t* frame, size_t bytes) {
   const rd_kafka_resp_err_t rc =
       rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(options_.topic.c_str()), RD_KAFKA_V_PARTITION(0),
-                        RD_KAFKA_V_VALUE(const_cast<logfmt::BboRecord*>(&r), sizeof r),
+                        RD_KAFKA_V_VALUE(const_cast<uint8_t*>(frame), bytes),
                         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
   (rc == RD_KAFKA_RESP_ERR_NO_ERROR ? counters_.produced : counters_.errors).fetch_add(1, std::memory_order_relaxed);
 }
 
 void KafkaPublisher::start() {
-  handoff_.start("bbo-kafka", [this](const logfmt::BboRecord& r) { send(r); }, [this] { rd_kafka_poll(rk_, 0); });
+  handoff_.start(options_.thread_name, [this](const uint8_t* frame, size_t bytes) { send(frame, bytes); },
+                 [this] { rd_kafka_poll(rk_, 0); });
 }
 
 void KafkaPublisher::stop(uint64_t flush_ms) {

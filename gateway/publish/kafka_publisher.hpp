@@ -1,5 +1,5 @@
 // Kafka BBO publisher: every BBO event as one record (the 48-byte frame,
-// gateway/log/FORMAT.md) on a topic of a real broker (Apache Kafka in KRaft
+// gateway/log/FORMAT.md; a second one carries depth records) on a topic of a real broker (Apache Kafka in KRaft
 // mode, through librdkafka). Off the hot path as the TCP and MQTT
 // publishers are: publish() only pushes into a lock-free SPSC ring; a
 // thread of its own drains it into librdkafka's queue (acks, linger and
@@ -26,6 +26,8 @@ struct KafkaOptions {
   uint64_t linger_ms = 0;       // librdkafka linger.ms
   uint64_t batch_messages = 10000;  // batch.num.messages
   uint64_t poll_interval_us = 50;
+  size_t frame_bytes = sizeof(logfmt::BboRecord);  // every record's size: a BBO record, or a depth record
+  std::string thread_name = "bbo-kafka";
 };
 
 struct KafkaCounters {
@@ -43,7 +45,8 @@ class KafkaPublisher {
   KafkaPublisher& operator=(const KafkaPublisher&) = delete;
 
   void start();
-  void publish(const logfmt::BboRecord& frame) { handoff_.push(frame); }  // hot path
+  void publish(const logfmt::BboRecord& frame) { handoff_.push(&frame); }  // hot path, a BBO publisher
+  void publish_frame(const void* frame) { handoff_.push(frame); }              // hot path: options.frame_bytes
   void after_input() { handoff_.after_input(); }
   // Drains the ring, produces the end marker, flushes (flush_ms at most).
   void stop(uint64_t flush_ms = 10000);
@@ -53,14 +56,14 @@ class KafkaPublisher {
   const KafkaOptions& options() const { return options_; }
 
  private:
-  void send(const logfmt::BboRecord& frame);
+  void send(const uint8_t* frame, size_t bytes);
   static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* msg, void* self);
 
   KafkaOptions options_;
   rd_kafka_t* rk_ = nullptr;
   KafkaCounters counters_;
   bool stopped_ = false;
-  FrameHandoff handoff_{options_.poll_interval_us};
+  FrameHandoff handoff_{options_.poll_interval_us, options_.frame_bytes};
 };
 
 }  // namespace itchbench

@@ -23,7 +23,7 @@ std::string where(const MqttOptions& o) { return "MQTT broker " + o.host + ":" +
 MqttPublisher::MqttPublisher(const MqttOptions& options) : options_(options) {
   if (options.qos < 0 || options.qos > 2) throw std::invalid_argument("MQTT QoS must be 0, 1 or 2");
   ensure_library();
-  const std::string id = "itch-gateway-" + std::to_string(::getpid());
+  const std::string id = "itch-gateway-" + std::to_string(::getpid()) + "-" + options.topic;  // one per topic
   mosq_ = mosquitto_new(id.c_str(), true, this);
   if (!mosq_) throw std::runtime_error("MQTT: cannot create a client");
   mosquitto_publish_callback_set(mosq_, &MqttPublisher::on_publish);
@@ -52,8 +52,8 @@ void MqttPublisher::on_publish(struct mosquitto*, void* self, int mid) {
   if (mid != p->end_mid_) p->counters_.acked.fetch_add(1, std::memory_order_relaxed);
 }
 
-void MqttPublisher::send(const logfmt::BboRecord& r) {
-  const int rc = mosquitto_publish(mosq_, nullptr, options_.topic.c_str(), int(sizeof r), &r, options_.qos, false);
+void MqttPublisher::send(const uint8_t* frame, size_t bytes) {
+  const int rc = mosquitto_publish(mosq_, nullptr, options_.topic.c_str(), int(bytes), frame, options_.qos, false);
   // Without a connection (the broker restarting) libmosquitto still keeps a QoS 1 or 2 message, and sends it
   // once it has connected again; a QoS 0 one is gone.
   const bool kept = rc == MOSQ_ERR_SUCCESS || (rc == MOSQ_ERR_NO_CONN && options_.qos > 0);
@@ -61,7 +61,7 @@ void MqttPublisher::send(const logfmt::BboRecord& r) {
 }
 
 void MqttPublisher::start() {
-  handoff_.start("bbo-mqtt", [this](const logfmt::BboRecord& r) { send(r); }, nullptr);
+  handoff_.start(options_.thread_name, [this](const uint8_t* frame, size_t bytes) { send(frame, bytes); }, nullptr);
 }
 
 void MqttPublisher::stop(uint64_t flush_ms) {

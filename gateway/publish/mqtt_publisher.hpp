@@ -1,5 +1,5 @@
 // MQTT BBO publisher: every BBO event as one MQTT message (the 48-byte
-// frame, gateway/log/FORMAT.md) on a topic of a real broker (Eclipse
+// frame, gateway/log/FORMAT.md; a second one carries depth records) on a topic of a real broker (Eclipse
 // Mosquitto, through libmosquitto). Off the hot path as the TCP publisher
 // is: publish() only pushes into a lock-free SPSC ring; a thread of its own
 // drains the ring into libmosquitto, whose network thread talks to the
@@ -25,6 +25,8 @@ struct MqttOptions {
   std::string topic = "itchbench/bbo";
   int qos = 0;
   uint64_t poll_interval_us = 50;  // how often the thread drains the ring
+  size_t frame_bytes = sizeof(logfmt::BboRecord);  // every message's size: a BBO record, or a depth record
+  std::string thread_name = "bbo-mqtt";
 };
 
 struct MqttCounters {
@@ -41,7 +43,8 @@ class MqttPublisher {
   MqttPublisher& operator=(const MqttPublisher&) = delete;
 
   void start();
-  void publish(const logfmt::BboRecord& frame) { handoff_.push(frame); }  // hot path
+  void publish(const logfmt::BboRecord& frame) { handoff_.push(&frame); }  // hot path, a BBO publisher
+  void publish_frame(const void* frame) { handoff_.push(frame); }              // hot path: options.frame_bytes
   void after_input() { handoff_.after_input(); }
   // Drains the ring, publishes the end marker, waits up to flush_ms for acknowledgements, disconnects.
   void stop(uint64_t flush_ms = 5000);
@@ -52,7 +55,7 @@ class MqttPublisher {
   bool all_acked() const { return counters_.acked.load() == counters_.sent.load(); }
 
  private:
-  void send(const logfmt::BboRecord& frame);
+  void send(const uint8_t* frame, size_t bytes);
   static void on_publish(struct mosquitto*, void* self, int mid);
 
   MqttOptions options_;
@@ -62,7 +65,7 @@ class MqttPublisher {
   // network thread takes to send it, so the acknowledgement's callback always sees it.
   int end_mid_ = -1;
   bool stopped_ = false;
-  FrameHandoff handoff_{options_.poll_interval_us};
+  FrameHandoff handoff_{options_.poll_interval_us, options_.frame_bytes};
 };
 
 }  // namespace itchbench

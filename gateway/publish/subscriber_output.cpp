@@ -1,6 +1,7 @@
 #include "publish/subscriber_output.hpp"
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 
@@ -14,8 +15,10 @@ std::string with_suffix(const std::string& path, const char* suffix) {
   return (has ? path.substr(0, dot) : path) + suffix;
 }
 
-SubscriberOutput::SubscriberOutput(const std::string& out, size_t reserve_bytes, bool pooled)
+SubscriberOutput::SubscriberOutput(const std::string& out, size_t reserve_bytes, bool pooled, uint32_t levels)
     : info_path_(with_suffix(out, ".json")),
+      frame_bytes_(levels ? logfmt::depth_record_size(levels) : sizeof(logfmt::BboRecord)),
+      locate_at_(levels ? offsetof(logfmt::DepthRecord, stock_locate) : offsetof(logfmt::BboRecord, stock_locate)),
       frames_(std::fopen(out.c_str(), "wb")),
       receipts_(with_suffix(out, ".recv"), logfmt::Kind::kSubscriber,
                 LogIdentity{logfmt::StageClock::kMonotonic, logfmt::OriginClock::kNone, "", ""}, reserve_bytes,
@@ -25,13 +28,12 @@ SubscriberOutput::SubscriberOutput(const std::string& out, size_t reserve_bytes,
 
 SubscriberOutput::~SubscriberOutput() { close(); }
 
-void SubscriberOutput::on_frame(const void* frame, size_t bytes, uint64_t seq, uint16_t stock_locate,
-                                uint64_t t_received) {
-  std::fwrite(frame, bytes, 1, frames_);
+void SubscriberOutput::on_frame(const void* frame, uint64_t t_received) {
+  std::fwrite(frame, frame_bytes_, 1, frames_);
   logfmt::SubscriberRecord& s = receipts_.claim();
-  s.seq = seq;
+  std::memcpy(&s.seq, frame, sizeof s.seq);
   s.t_received = t_received;
-  s.stock_locate = stock_locate;
+  std::memcpy(&s.stock_locate, static_cast<const uint8_t*>(frame) + locate_at_, sizeof s.stock_locate);
   SubscriberLog::commit(s, 0);
   ++events_;
 }
@@ -94,10 +96,10 @@ void CollectorOutput::write_info(bool subscribed, const std::string& ended) cons
 
 namespace itchbench {
 
-SubscriberFiles open_subscriber_files(const std::string& out, const std::string& collect_format) {
+SubscriberFiles open_subscriber_files(const std::string& out, const std::string& collect_format, uint32_t levels) {
   SubscriberFiles f;
   if (collect_format.empty())
-    f.own = std::make_unique<SubscriberOutput>(out);
+    f.own = std::make_unique<SubscriberOutput>(out, size_t(1) << 30, false, levels);
   else if (collect_format == "csv" || collect_format == "jsonl" || collect_format == "itchbench")
     f.collected = std::make_unique<CollectorOutput>(out, collect_format == "itchbench");
   else

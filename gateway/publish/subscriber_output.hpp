@@ -23,17 +23,17 @@ class SubscriberOutput {
  public:
   // reserve_bytes: the receive log's first mapping (it grows past it). pooled: one of hundreds in a process, whose
   // receive logs have no provisioning thread each (MmapLog).
-  explicit SubscriberOutput(const std::string& out, size_t reserve_bytes = size_t(1) << 30,
-                            bool pooled = false);  // throws naming the file
+  // levels: the frames are depth records of N levels a side (FORMAT.md kind 6); 0: BBO records.
+  explicit SubscriberOutput(const std::string& out, size_t reserve_bytes = size_t(1) << 30, bool pooled = false,
+                            uint32_t levels = 0);  // throws naming the file
   ~SubscriberOutput();
   SubscriberOutput(const SubscriberOutput&) = delete;
   SubscriberOutput& operator=(const SubscriberOutput&) = delete;
 
-  void on_event(const logfmt::BboRecord& r, uint64_t t_received) {
-    on_frame(&r, sizeof r, r.seq, r.stock_locate, t_received);
-  }
-  // Any frame: its bytes to OUT, its seq and stock with the receive time to OUT.recv.
-  void on_frame(const void* frame, size_t bytes, uint64_t seq, uint16_t stock_locate, uint64_t t_received);
+  void on_event(const logfmt::BboRecord& r, uint64_t t_received) { on_frame(&r, t_received); }
+  // One frame of frame_bytes(): its bytes to OUT, its seq and stock with the receive time to OUT.recv.
+  void on_frame(const void* frame, uint64_t t_received);
+  size_t frame_bytes() const { return frame_bytes_; }
   uint64_t events() const { return events_; }
   void close();
   // OUT.json: what fill adds to the object, written atomically.
@@ -49,6 +49,7 @@ class SubscriberOutput {
  private:
   void write_info_text(const std::string& text) const;
   std::string info_path_;
+  size_t frame_bytes_, locate_at_;  // a frame's size, and its stock locate's offset (its seq is its first 8 bytes)
   FILE* frames_ = nullptr;
   SubscriberLog receipts_;
   uint64_t events_ = 0;
@@ -76,12 +77,14 @@ class CollectorOutput {
   uint64_t reads_ = 0, bytes_ = 0;
 };
 
-// A subscriber tool's files: its own (SubscriberOutput), or with --collect FORMAT (csv, jsonl, itchbench) a
-// collector's. Throws naming the file; an unknown format is std::invalid_argument.
+// A subscriber tool's files: its own (SubscriberOutput, of depth records of N levels a side when levels is N), or
+// with --collect FORMAT (csv, jsonl, itchbench) a collector's. Throws naming the file; an unknown format is
+// std::invalid_argument.
 struct SubscriberFiles {
   std::unique_ptr<SubscriberOutput> own;
   std::unique_ptr<CollectorOutput> collected;
 };
-SubscriberFiles open_subscriber_files(const std::string& out, const std::string& collect_format);
+SubscriberFiles open_subscriber_files(const std::string& out, const std::string& collect_format,
+                                     uint32_t levels = 0);
 
 }  // namespace itchbench

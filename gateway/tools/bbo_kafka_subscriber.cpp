@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
   args.flag("probe", "produce one record and read it back, then exit");
   args.option("collect", "FORMAT", "collect a gateway's own BBO output (csv, jsonl, itchbench) until SIGTERM", "");
   args.option("mode", "MODE", "fast, slow (1 ms a record) or reconnect (a new consumer every second)", "fast");
+  args.option("levels", "N", "the stream is depth records of N levels a side (the gateway's depth topic); 0: BBO "
+              "records", "0");
   args.parse(argc, argv);
   if (!args.has("brokers")) args.fail("--brokers is required");
   try {
@@ -108,6 +110,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!args.has("out")) args.fail("--out is required");
+  if (args.get_u64("levels") > logfmt::kMaxDepthLevels) args.fail("--levels takes 0 to 64");
   const std::string topic = args.get("topic");
   const std::string mode = args.get("mode");
   if (mode != "fast" && mode != "slow" && mode != "reconnect") args.fail("--mode takes fast, slow or reconnect");
@@ -118,7 +121,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<CollectorOutput> collector;
   rd_kafka_t* c = nullptr;
   try {
-    SubscriberFiles files = open_subscriber_files(args.get("out"), args.get("collect"));
+    SubscriberFiles files =
+        open_subscriber_files(args.get("out"), args.get("collect"), uint32_t(args.get_u64("levels")));
     output = std::move(files.own);
     collector = std::move(files.collected);
     c = make(RD_KAFKA_CONSUMER, args.get("brokers"));
@@ -168,12 +172,10 @@ int main(int argc, char** argv) {
           announced = std::strtoull(std::string(static_cast<const char*>(m->payload), m->len).c_str(), nullptr, 10);
           end_seen = true;
           end_at = std::chrono::steady_clock::now();
-        } else if (m->len != sizeof(logfmt::BboRecord)) {
+        } else if (m->len != output->frame_bytes()) {
           ++bad_size;
         } else {
-          logfmt::BboRecord r;
-          std::memcpy(&r, m->payload, sizeof r);
-          output->on_event(r, t);
+          output->on_frame(m->payload, t);
         }
       }
       if (!m->err) next_offset = m->offset + 1;

@@ -41,7 +41,7 @@ struct State {
   bool subscribed = false;
   bool end_seen = false;
   uint64_t announced = 0;
-  uint64_t bad_size = 0;  // messages that were not one 48-byte frame
+  uint64_t bad_size = 0;  // messages that were not one whole frame (48 bytes, or a depth record's size)
   std::chrono::steady_clock::time_point end_at;
 };
 
@@ -81,13 +81,11 @@ void on_message(struct mosquitto*, void* self, const struct mosquitto_message* m
     s->end_at = std::chrono::steady_clock::now();
     return;
   }
-  if (msg->payloadlen != int(sizeof(itchbench::logfmt::BboRecord))) {
+  if (size_t(msg->payloadlen) != s->out->frame_bytes()) {
     ++s->bad_size;
     return;
   }
-  itchbench::logfmt::BboRecord r;
-  std::memcpy(&r, msg->payload, sizeof r);
-  s->out->on_event(r, t);
+  s->out->on_frame(msg->payload, t);
   if (s->slow) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
@@ -106,7 +104,10 @@ int main(int argc, char** argv) {
   args.option("grace-ms", "MS", "after the end marker, how long to wait for events still missing", "2000");
   args.option("collect", "FORMAT", "collect a gateway's own BBO output (csv, jsonl, itchbench) until SIGTERM", "");
   args.option("mode", "MODE", "fast, slow (1 ms a message) or reconnect (every second)", "fast");
+  args.option("levels", "N", "the stream is depth records of N levels a side (the gateway's depth topic); 0: BBO "
+              "records", "0");
   args.parse(argc, argv);
+  if (args.get_u64("levels") > logfmt::kMaxDepthLevels) args.fail("--levels takes 0 to 64");
   if (!args.has("port") || !args.has("out")) args.fail("--port and --out are required");
   State s;
   s.topic = args.get("topic");
@@ -122,7 +123,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<SubscriberOutput> output;
   std::unique_ptr<CollectorOutput> collector;
   try {
-    SubscriberFiles files = open_subscriber_files(args.get("out"), args.get("collect"));
+    SubscriberFiles files =
+        open_subscriber_files(args.get("out"), args.get("collect"), uint32_t(args.get_u64("levels")));
     output = std::move(files.own);
     collector = std::move(files.collected);
   } catch (const std::invalid_argument& e) {

@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstddef>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -57,23 +56,6 @@ struct Connection {
   size_t pending_bytes = 0;
 };
 
-// The frames a pool reads: BBO records, or depth records of N levels a side (FORMAT.md kinds 2 and 6).
-struct Frames {
-  size_t bytes;
-  size_t locate_at;  // the stock locate's offset in a frame; its seq is the first 8 bytes
-  static Frames of(uint32_t levels) {
-    return levels ? Frames{logfmt::depth_record_size(levels), offsetof(logfmt::DepthRecord, stock_locate)}
-                  : Frames{sizeof(logfmt::BboRecord), offsetof(logfmt::BboRecord, stock_locate)};
-  }
-  void say(SubscriberOutput& out, const uint8_t* frame, uint64_t t) const {
-    uint64_t seq;
-    uint16_t locate;
-    std::memcpy(&seq, frame, sizeof seq);
-    std::memcpy(&locate, frame + locate_at, sizeof locate);
-    out.on_frame(frame, bytes, seq, locate, t);
-  }
-};
-
 int connect_to(uint16_t port, bool stuck, std::chrono::steady_clock::time_point deadline, std::string& err) {
   sockaddr_in to{};
   to.sin_family = AF_INET;
@@ -106,18 +88,19 @@ void write_info(const Connection& c) {
 }
 
 // Whole frames of a read, stamped with the read's return; a partial frame waits for the next read.
-void take(Connection& c, const Frames& f, const uint8_t* p, size_t n, uint64_t t) {
+void take(Connection& c, const uint8_t* p, size_t n, uint64_t t) {
+  const size_t frame = c.out->frame_bytes();
   if (c.pending_bytes) {
-    const size_t need = std::min(f.bytes - c.pending_bytes, n);
+    const size_t need = std::min(frame - c.pending_bytes, n);
     std::memcpy(c.pending.data() + c.pending_bytes, p, need);
     c.pending_bytes += need;
     p += need;
     n -= need;
-    if (c.pending_bytes < f.bytes) return;
-    f.say(*c.out, c.pending.data(), t);
+    if (c.pending_bytes < frame) return;
+    c.out->on_frame(c.pending.data(), t);
     c.pending_bytes = 0;
   }
-  for (; n >= f.bytes; p += f.bytes, n -= f.bytes) f.say(*c.out, p, t);
+  for (; n >= frame; p += frame, n -= frame) c.out->on_frame(p, t);
   std::memcpy(c.pending.data(), p, n);
   c.pending_bytes = n;
 }
@@ -220,7 +203,6 @@ int main(int argc, char** argv) {
   }
   const uint64_t levels = args.get_u64("levels");
   if (levels > logfmt::kMaxDepthLevels) args.fail("--levels takes 0 to 64");
-  const Frames frames = Frames::of(uint32_t(levels));
   const std::string prefix = levels ? "depth-subscriber-" : "subscriber-", suffix = levels ? ".dep" : ".bbo";
   const uint16_t port = uint16_t(args.get_u64("port"));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.get_u64("connect-timeout-ms"));
@@ -230,10 +212,10 @@ int main(int argc, char** argv) {
   for (uint64_t i = 0; i < count; ++i) {
     Connection& c = conns[i];
     c.stuck = stuck[i];
-    c.pending.resize(frames.bytes);
     const std::string path = args.get("dir") + "/" + prefix + std::to_string(numbers[i]) + suffix;
     try {
-      c.out = std::make_unique<SubscriberOutput>(path, kLogReserve, true);
+      c.out = std::make_unique<SubscriberOutput>(path, kLogReserve, true, uint32_t(levels));
+      c.pending.resize(c.out->frame_bytes());
     } catch (const std::exception& e) {
       std::fprintf(stderr, "bbo-tcp-subscribers: %s\n", e.what());
       return 1;
@@ -273,7 +255,7 @@ int main(int argc, char** argv) {
       const uint64_t t = monotonic_ns();
       ++reads;
       if (got > 0) {
-        take(c, frames, buf.data(), size_t(got), t);
+        take(c, buf.data(), size_t(got), t);
       } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
         end(c, got == 0 ? "end of stream" : std::string("error: ") + std::strerror(errno));
         --reading;

@@ -2,7 +2,8 @@
 (Mosquitto) and Kafka (KRaft, one node): every subscriber's stream against
 the fixture's golden digest (fixtures/manifest.json), over UDP and serial;
 a subscriber killed and a broker killed mid-run give a verdict that names
-them, never a hang, and nothing is left running."""
+them, never a hang, and nothing is left running; with depth, a subscriber
+of each path's depth stream holds the depth log."""
 
 from __future__ import annotations
 
@@ -15,12 +16,16 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from itchbench import rundir
+from itchbench.analysis import logs
 from itchbench.captures import fixtures
-from itchbench.runs import runner
+from itchbench.gateways import blackbox
+from itchbench.runs import reconcile, runner
 
+from independent_bbo import depth_events
 from live_helpers import config, kill_when_running, leftover_processes, summary_of
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
@@ -152,3 +157,40 @@ def test_slow_and_reconnecting_subscribers_lose_only_their_own_share(tmp_path):
     info = rundir.read_json(run / by[("mqtt", "reconnect")]["file"].replace(".bbo", ".json"))
     assert info["reconnects"] >= 3  # about 7 s of replay, one a second
     assert leftover_processes() == [] and _no_broker_left(run) and _no_kafka_left(run)
+
+
+def test_depth_goes_over_tcp_mqtt_and_kafka_as_the_depth_log_holds_it(tmp_path):
+    """levels = 5: one depth subscriber on each path (TCP, MQTT's TOPIC/depth, Kafka's TOPIC-depth), numbered after
+    the BBO ones, each holding the depth log byte for byte; its events are the independent book's. A brokered
+    depth stream with a frame changed, or one missing, is caught by its own checks."""
+    run, s = _run(tmp_path, pps=2000, subscribers=1, levels=5, publish=["tcp", "mqtt", "kafka"],
+                  mqtt={"subscribers": 1}, kafka={"subscribers": 1})
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    expected = depth_events(SEED.path, 5)
+    subs = s["reconciliation"]["subscribers"]
+    assert [(x["index"], x.get("kind", "tcp"), x.get("depth")) for x in subs] == [
+        (0, "tcp", None), (1, "mqtt", None), (2, "kafka", None), (3, "mqtt", 5), (4, "kafka", 5), (5, "tcp", 5)]
+    dtype = logs.depth_dtype(5)
+    for x in subs[3:]:
+        assert x["identical_to_depth_log"] and x["frames"] == len(expected), x
+        got = blackbox.depth_frame(np.fromfile(run / x["file"], dtype)).drop(columns="stock")
+        assert [tuple(r) for r in got.itertuples(index=False)] == [(e[0], *e[2:]) for e in expected]
+    gw = rundir.read_json(run / "gateway.json")
+    assert gw["depth_mqtt"]["topic"].endswith("/depth") and gw["depth_kafka"]["topic"].endswith("-depth")
+    mqtt = next(x for x in subs if x.get("depth") and x["kind"] == "mqtt")
+    path = run / mqtt["file"]
+    whole = path.read_bytes()
+    changed = np.frombuffer(whole, dtype).copy()
+    changed["asks"]["qty"][20, 0] += 1
+    for name, data in (("changed", changed.tobytes()), ("one missing", whole[:dtype.itemsize * 30] +
+                                                         whole[dtype.itemsize * 31:])):
+        path.write_bytes(data)
+        checks: dict[str, bool] = {}
+        got = reconcile._depth_subscriber(mqtt, gw, run, checks)
+        named = reconcile.subscriber_name(mqtt, mqtt["settings"])
+        if name == "changed":  # every event there, one of them wrong
+            assert got["frames_dropped"] == 0 and checks[f"{named} received the depth log exactly"] is False
+        else:  # its loss, counted against it (a fast subscriber's loss is the run's: not lossless)
+            assert got["frames_dropped"] == 1 and not got["identical_to_depth_log"]
+    path.write_bytes(whole)
+    assert _no_kafka_left(run) and _no_broker_left(run) and leftover_processes() == []

@@ -446,7 +446,7 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
                                                    else f"| {k} | {v} |" for k, v in rows] + [""]
         md += ["| check | |", "|---|---|"] + [f"| {k} | {'✓' if ok else '✗ FAILED'} |" for k, ok in rec["checks"].items()] + [""]
         for sub in rec.get("subscribers", []):
-            log = "depth" if sub.get("kind") == "depth" else "BBO"
+            log = "depth" if sub.get("depth") else "BBO"
             md.append(f"- subscriber `{sub['file']}` ({sub['mode']}): {sub['frames']:,} frames, "
                       f"{sub['frames_dropped']:,} dropped to it, identical to the {log} log: "
                       f"{sub['identical_to_' + log.lower() + '_log']}")

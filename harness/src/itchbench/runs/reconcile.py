@@ -237,12 +237,14 @@ def _serial(run: "Run", gw: dict[str, Any], facts: dict[str, Any], checks: dict[
 
 
 BROKER_NAMES = {"mqtt": "MQTT", "kafka": "Kafka"}
-TRANSPORT_NAMES = {"tcp": "TCP", "shm": "shared memory", "depth": "TCP, depth", **BROKER_NAMES}
+TRANSPORT_NAMES = {"tcp": "TCP", "shm": "shared memory", **BROKER_NAMES}
 
 
 def subscriber_name(sub: dict[str, Any], *details: str) -> str:
-    """'subscriber 2 (MQTT, QoS 1)': its number, how it was fed and any details, as every verdict names it."""
-    return f"subscriber {sub['index']} ({', '.join([TRANSPORT_NAMES[sub.get('kind', 'tcp')], *details])})"
+    """'subscriber 2 (MQTT, QoS 1)', 'subscriber 3 (TCP, depth)': its number, how it was fed, what it read when not
+    the BBO and any details, as every verdict names it."""
+    what = ["depth"] if sub.get("depth") else []
+    return f"subscriber {sub['index']} ({', '.join([TRANSPORT_NAMES[sub.get('kind', 'tcp')], *what, *details])})"
 
 
 def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict[str, bool]) -> list[dict[str, Any]]:
@@ -253,7 +255,7 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
     by_port = {r["peer_port"]: r for r in gw.get("publisher", {}).get("subscribers", [])}
     out = []
     for sub in run.extras.get("subscribers", []):
-        if sub.get("kind") == "depth":
+        if sub.get("depth"):
             out.append(_depth_subscriber(sub, gw, run.dir, checks))
             continue
         if sub.get("kind") == "shm":
@@ -293,12 +295,15 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
 
 def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
                       checks: dict[str, bool]) -> dict[str, Any]:
-    """The run's subscriber of the gateway's depth publisher: only the depth log's records, in its order, and,
-    when the gateway dropped nothing to it, the depth log byte for byte."""
-    path, log_path = run_dir / sub["file"], run_dir / "depth.dep"
+    """A subscriber of the gateway's depth stream (levels = N), over TCP or through a broker: held to the depth
+    log as a BBO subscriber is to the BBO log."""
+    log_path = run_dir / "depth.dep"
     log = logs.read_depth(log_path) if log_path.is_file() else None
     expected = bytes(log.record_bytes()) if log is not None else b""
-    dtype = log.records.dtype if log is not None else logs.depth_dtype(int(sub["levels"]))
+    dtype = log.records.dtype if log is not None else logs.depth_dtype(int(sub["depth"]))
+    path = run_dir / sub["file"]
+    if sub.get("kind") in BROKER_NAMES:
+        return _brokered_subscriber(sub, gw, path, expected, checks, dtype)
     got = path.read_bytes() if path.exists() else b""
     publisher = gw.get("depth_publisher", {})
     conns = [c for c in publisher.get("subscribers", []) if c["peer_port"] in sub["local_ports"]]
@@ -366,18 +371,22 @@ def _shm_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expecte
 
 
 def _brokered_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expected: bytes,
-                         checks: dict[str, bool]) -> dict[str, Any]:
-    """A subscriber through a broker (MQTT, Kafka), event by event against the BBO log (its seq names each
-    event): what it missed is its loss, what it received twice is said, anything not in the log is wrong.
-    It must have ended with the stream (the gateway's end marker) and heard the gateway's count; one that
-    missed nothing must hold the BBO log byte for byte."""
+                         checks: dict[str, bool], dtype: np.dtype = logs.BBO_DTYPE) -> dict[str, Any]:
+    """A subscriber through a broker (MQTT, Kafka), event by event against the BBO log — or the depth log, for a
+    subscriber of the depth topic (dtype its records') — (its seq and stock name each event): what it missed is
+    its loss, what it received twice is said, anything not in the log is wrong. It must have ended with the
+    stream (the gateway's end marker) and heard the gateway's count; one that missed nothing must hold the log
+    byte for byte."""
     got = path.read_bytes() if path.exists() else b""
-    kind = sub["kind"]
+    depth = bool(sub.get("depth"))
+    kind, log_name = sub["kind"], "depth log" if depth else "BBO log"
+    publisher = gw.get(("depth_" if depth else "") + kind, {})
     name = subscriber_name(sub, sub.get("settings", ""))
     rc, ended = sub.get("exit"), str(sub.get("ended", ""))
-    want = np.frombuffer(expected, dtype=logs.BBO_DTYPE)["seq"]
-    whole = len(got) // logs.BBO_DTYPE.itemsize * logs.BBO_DTYPE.itemsize
-    seqs = np.frombuffer(got[:whole], dtype=logs.BBO_DTYPE)["seq"]
+    key = (lambda r: (r["seq"].astype(np.uint64) << np.uint64(16)) | r["stock_locate"].astype(np.uint64))
+    want = key(np.frombuffer(expected, dtype=dtype))
+    whole = len(got) // dtype.itemsize * dtype.itemsize
+    seqs = key(np.frombuffer(got[:whole], dtype=dtype))
     unique = np.unique(seqs)
     missing = int(np.setdiff1d(want, unique).size)
     duplicates, extra = int(seqs.size - unique.size), int(np.setdiff1d(unique, want).size)
@@ -387,12 +396,13 @@ def _brokered_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, ex
         checks[f"{name} ended with the stream ({how})"] = False
     else:
         checks[f"{name} heard the gateway's count (end marker = messages sent)"] = (
-            int(sub.get("announced", -1)) == int(gw.get(kind, {}).get("sent", -1)))
-        checks[f"{name} received only whole frames of the BBO log"] = int(sub.get("bad_size", 0)) == 0 and extra == 0
+            int(sub.get("announced", -1)) == int(publisher.get("sent", -1)))
+        checks[f"{name} received only whole frames of the {log_name}"] = \
+            int(sub.get("bad_size", 0)) == 0 and extra == 0
         if missing == 0 and duplicates == 0:
-            checks[f"{name} received the BBO log exactly"] = got == expected
+            checks[f"{name} received the {log_name} exactly"] = got == expected
     return {**sub, "frames": int(seqs.size), "frames_dropped": missing, "duplicates": duplicates, "extra": extra,
-            "closed_by": [], "identical_to_bbo_log": got == expected}
+            "closed_by": [], "identical_to_depth_log" if depth else "identical_to_bbo_log": got == expected}
 
 
 def _broker_gateway_checks(gw: dict[str, Any], checks: dict[str, bool]) -> None:
@@ -400,12 +410,13 @@ def _broker_gateway_checks(gw: dict[str, Any], checks: dict[str, bool]) -> None:
     down: its subscribers then miss it, and say so) or dropped at a full ring; the broker acknowledged no
     more than was sent."""
     for kind, words in BROKER_NAMES.items():
-        b = gw.get(kind)
-        if b is None:
-            continue
-        checks[f"{words}: events handed to the publisher = sent + refused + dropped"] = (
-            b["sent"] + b["errors"] + b["ring_dropped"] == b["published"])
-        checks[f"{words}: acknowledged <= sent"] = b["acked"] <= b["sent"]
+        for section, named in ((kind, words), (f"depth_{kind}", f"{words}, depth")):
+            b = gw.get(section)
+            if b is None:
+                continue
+            checks[f"{named}: events handed to the publisher = sent + refused + dropped"] = (
+                b["sent"] + b["errors"] + b["ring_dropped"] == b["published"])
+            checks[f"{named}: acknowledged <= sent"] = b["acked"] <= b["sent"]
 
 
 def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -23,7 +23,8 @@ class Run:
     subscriber_procs: list[tuple[subprocess.Popen, Path, str]] = field(default_factory=list)  # proc, out, mode
     brokered_procs: list[tuple[subprocess.Popen, Path, str, str]] = field(default_factory=list)  # proc, out, mode, broker
     broker_procs: dict[str, subprocess.Popen] = field(default_factory=dict)  # mqtt, kafka: the run's brokers
-    depth_procs: list[tuple[subprocess.Popen, Path, str, str]] = field(default_factory=list)  # proc, out, mode, "depth"
+    # Subscribers of the depth stream (levels = N): proc, out, mode, how (tcp, mqtt, kafka).
+    depth_procs: list[tuple[subprocess.Popen, Path, str, str]] = field(default_factory=list)
     cpu_noise: dict[str, dict[str, float]] = field(default_factory=dict)  # per CPU over the run (runs/noise.py)
     # A contract gateway's revision: {"worktree", "commit", "prebuilt"} (compare, bisect); empty: its repository.
     under_test: dict[str, Any] = field(default_factory=dict)

@@ -76,10 +76,7 @@ def _start_depth(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], 
     cmd = [str(paths.tool("bbo-tcp-subscribers")), "--levels", str(run.values["levels"]), "--port", str(depth_port),
            "--dir", str(run.dir), "--numbers", "0"]
     run.depth_procs.append((group.start("depth-subscriber", wrap(off_the_gateway_cpu(run, cmd))),
-                            run.dir / DEPTH_SUBSCRIBER, "fast", "depth"))
-
-
-DEPTH_SUBSCRIBER = "depth-subscriber-0.dep"
+                            run.dir / "depth-subscriber-0.dep", "fast", "tcp"))
 POOLED_MODES = ("fast", "stuck")
 BROKER_SUBSCRIBE_TIMEOUT_S = 30.0
 BROKERED = ("mqtt", "kafka")  # in the order their subscribers are numbered, after TCP and shared memory
@@ -93,20 +90,25 @@ def _first_index(run: "Run", kind: str) -> int:
     return first
 
 
-def _broker_command(run: "Run", kind: str, out: Path, mode: str) -> list[str]:
+def _broker_command(run: "Run", kind: str, out: Path, mode: str, depth: bool = False) -> list[str]:
+    """A subscriber of the broker's BBO topic, or (depth) of the gateway's depth topic: TOPIC/depth (MQTT),
+    TOPIC-depth (Kafka), whose messages are depth records of the run's N levels."""
     port = run.extras["brokers"][kind]["port"]
+    levels = ["--levels", str(run.values["levels"])] if depth else []
     if kind == "mqtt":
         m = run.values["mqtt"]
-        return [str(paths.tool("bbo-mqtt-subscriber")), "--port", str(port), "--topic", m["topic"],
-                "--qos", str(m["qos"]), "--out", str(out), "--mode", mode]
+        return [str(paths.tool("bbo-mqtt-subscriber")), "--port", str(port),
+                "--topic", m["topic"] + ("/depth" if depth else ""), "--qos", str(m["qos"]), "--out", str(out),
+                "--mode", mode, *levels]
     return [str(paths.tool("bbo-kafka-subscriber")), "--brokers", f"127.0.0.1:{port}",
-            "--topic", run.values["kafka"]["topic"], "--out", str(out), "--mode", mode]
+            "--topic", run.values["kafka"]["topic"] + ("-depth" if depth else ""), "--out", str(out), "--mode", mode,
+            *levels]
 
 
 def start_brokered(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]], kind: str) -> None:
     """The scenario's subscribers of one broker (mqtt, kafka), numbered after the TCP and shared-memory ones and
-    the brokers before it; back once each has subscribed (the broker acknowledged it, or its partition is
-    there)."""
+    the brokers before it, and with depth (levels = N) one more on the depth topic; back once each has subscribed
+    (the broker acknowledged it, or its partition is there)."""
     first = _first_index(run, kind)
     started = []
     modes = run.values[kind]["subscriber_modes"]
@@ -118,6 +120,15 @@ def start_brokered(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]]
         proc = group.start(f"subscriber-{first + k}",
                            wrap(off_the_gateway_cpu(run, _broker_command(run, kind, out, mode))), stderr=err)
         run.brokered_procs.append((proc, out, mode, kind))
+        started.append((proc, out.with_suffix(".json")))
+    if run.values["levels"] and run.values[kind]["subscribers"]:  # and one of the depth topic, fast
+        out = run.dir / f"depth-subscriber-{kind}.dep"
+        err = open(out.with_suffix(".stderr"), "wb")
+        group.on_close(err.close)
+        proc = group.start(f"depth-subscriber-{kind}",
+                           wrap(off_the_gateway_cpu(run, _broker_command(run, kind, out, "fast", depth=True))),
+                           stderr=err)
+        run.depth_procs.append((proc, out, "fast", kind))
         started.append((proc, out.with_suffix(".json")))
     deadline = time.monotonic() + BROKER_SUBSCRIBE_TIMEOUT_S
     for proc, info in started:
@@ -153,6 +164,7 @@ def finish(run: "Run", group: "ProcessGroup") -> None:
                 proc.wait(SUBSCRIBER_DRAIN_S)
             except subprocess.TimeoutExpired:
                 timed_out_procs.add(id(proc))
+    depth_from = len(everyone) - len(run.depth_procs)
     for i, (proc, out, mode, kind) in enumerate(everyone):
         timed_out = id(proc) in timed_out_procs and mode != "stuck"
         group.stop(proc)
@@ -160,8 +172,10 @@ def finish(run: "Run", group: "ProcessGroup") -> None:
         info = rundir.read_json(info_path) if info_path.exists() else {}
         entry = {"index": i, "file": out.name, "mode": mode, "bytes": out.stat().st_size if out.exists() else 0,
                  "exit": proc.returncode, "timed_out": timed_out, "local_ports": info.get("local_ports", [])}
-        if kind == "depth":
-            entry.update({"kind": kind, "levels": run.values["levels"], "ended": info.get("ended", "")})
+        if i >= depth_from:  # a subscriber of the gateway's depth stream (levels = N)
+            entry["depth"] = run.values["levels"]
+        if kind == "tcp":
+            entry.update({"kind": kind, "ended": info.get("ended", "")})
         elif kind:
             entry.update({"kind": kind, "read": info.get("received", 0), "announced": info.get("announced", 0),
                           "bad_size": info.get("bad_size", 0), "ended": info.get("ended", "")})
