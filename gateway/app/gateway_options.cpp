@@ -94,6 +94,8 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.option("shm-policy", "overrun|wait", "live: a consumer a whole ring behind loses events (overrun, "
               "counted) or holds the producer up (wait)", "overrun");
   args.option("wait-shm-subscribers", "N", "live: wait (10 s at most) for N ring consumers before READY", "0");
+  args.option("wait-depth-shm-subscribers", "N", "live, with --publish-shm NAME and --levels: wait (10 s at most) "
+              "for N consumers of the depth ring (NAME-depth) before READY", "0");
   args.option("publish-mqtt", "ADDR:PORT", "live: also publish each BBO frame as an MQTT message to this broker", "");
   args.option("mqtt-topic", "TOPIC", "live: the MQTT topic (its end marker: TOPIC/end)", "itchbench/bbo");
   args.option("mqtt-qos", "N", "live: MQTT QoS 0, 1 or 2", "1");
@@ -272,6 +274,9 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   o.shm_wait = shm_policy == "wait";
   o.wait_shm_subscribers = args.get_u64("wait-shm-subscribers");
   if (o.wait_shm_subscribers && o.shm_name.empty()) args.fail("--wait-shm-subscribers needs --publish-shm");
+  o.wait_depth_shm_subscribers = args.get_u64("wait-depth-shm-subscribers");
+  if (o.wait_depth_shm_subscribers && (o.shm_name.empty() || !o.levels))
+    args.fail("--wait-depth-shm-subscribers needs --publish-shm and --levels");
   if (!o.shm_name.empty() && o.source == "sim") args.fail("--publish-shm applies to live sources");
   const std::string mqtt = args.get("publish-mqtt");
   if (!mqtt.empty()) {

@@ -59,6 +59,7 @@ struct GatewayOptions {
   bool disconnect_slow = false;
   uint64_t wait_subscribers = 0;
   uint64_t wait_depth_subscribers = 0;
+  uint64_t wait_depth_shm_subscribers = 0;
   std::string shm_name;           // "": no shared-memory ring
   uint64_t shm_capacity = 65536;
   bool shm_wait = false;          // policy: wait for the slowest consumer (else overrun it)

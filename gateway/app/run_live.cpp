@@ -116,6 +116,11 @@ int run_live(const GatewayOptions& o) {
   if (!o.shm_name.empty())
     ring = std::make_unique<shm::ShmPublisher>(o.shm_name, uint32_t(o.shm_capacity),
                                                o.shm_wait ? shm::Policy::kWait : shm::Policy::kOverrun);
+  std::unique_ptr<shm::ShmPublisher> depth_ring;
+  if (!o.shm_name.empty() && o.levels > 0)
+    depth_ring = std::make_unique<shm::ShmPublisher>(o.shm_name + "-depth", uint32_t(o.shm_capacity),
+                                                     o.shm_wait ? shm::Policy::kWait : shm::Policy::kOverrun,
+                                                     uint32_t(logfmt::depth_record_size(o.levels)));
   std::unique_ptr<MqttPublisher> mqtt;
   if (!o.mqtt_host.empty()) {
     MqttOptions mo;
@@ -152,7 +157,7 @@ int run_live(const GatewayOptions& o) {
     depth_kafka = std::make_unique<KafkaPublisher>(ko);
   }
   BboFanOut fan_out(publisher, ring.get(), mqtt.get(), kafka.get(),
-                    DepthPublishers{depth_publisher.get(), depth_mqtt.get(), depth_kafka.get()});
+                    DepthPublishers{depth_publisher.get(), depth_ring.get(), depth_mqtt.get(), depth_kafka.get()});
   Gateway<BboFanOut> gw(book, clock, logs.latency.get(), logs.bbo.get(), fan_out, logs.histograms.get());
   DepthTracker depth(o.levels);
   if (o.levels > 0) gw.set_depth(&depth, logs.depth.get());  // logged, and published by depth_publisher
@@ -217,13 +222,20 @@ int run_live(const GatewayOptions& o) {
     logs.close();
     return 2;
   }
-  if (ring && o.wait_shm_subscribers) {
+  const struct {
+    shm::ShmPublisher* ring;
+    uint64_t wanted;
+    const char* what;
+  } rings[] = {{ring.get(), o.wait_shm_subscribers, "ring"},
+               {depth_ring.get(), o.wait_depth_shm_subscribers, "depth ring"}};
+  for (const auto& r : rings) {
+    if (!r.ring || !r.wanted) continue;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (ring->consumers() < o.wait_shm_subscribers && std::chrono::steady_clock::now() < deadline)
+    while (r.ring->consumers() < r.wanted && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (ring->consumers() < o.wait_shm_subscribers) {
-      std::fprintf(stderr, "itch-gateway: %llu ring consumers did not attach within 10 s\n",
-                   (unsigned long long)o.wait_shm_subscribers);
+    if (r.ring->consumers() < r.wanted) {
+      std::fprintf(stderr, "itch-gateway: %llu %s consumers did not attach within 10 s\n",
+                   (unsigned long long)r.wanted, r.what);
       publisher.stop(0);
       logs.close();
       return 2;
@@ -333,7 +345,8 @@ int run_live(const GatewayOptions& o) {
   const NoiseSnapshot noise = take_noise_snapshot();  // while the helper threads still live
   publisher.stop();
   if (depth_publisher) depth_publisher->stop();
-  if (ring) ring->close();  // consumers read to the end and stop
+  for (shm::ShmPublisher* r : {ring.get(), depth_ring.get()})
+    if (r) r->close();  // consumers read to the end and stop
   for (MqttPublisher* m : {mqtt.get(), depth_mqtt.get()})
     if (m) m->stop();  // the end marker, then the broker's acknowledgements
   for (KafkaPublisher* k : {kafka.get(), depth_kafka.get()})
@@ -428,10 +441,12 @@ int run_live(const GatewayOptions& o) {
   if (depth_mqtt) write_mqtt_json(j, "depth_mqtt", *depth_mqtt);
   if (kafka) write_kafka_json(j, "kafka", *kafka);
   if (depth_kafka) write_kafka_json(j, "depth_kafka", *depth_kafka);
-  if (ring) {
-    const shm::ProducerCounters& rc = ring->counters();
-    j.key("shm").begin_object();
-    j.field("name", o.shm_name).field("capacity", o.shm_capacity).field("policy", o.shm_wait ? "wait" : "overrun");
+  for (const auto& [key, r] : {std::pair{"shm", ring.get()}, std::pair{"depth_shm", depth_ring.get()}}) {
+    if (!r) continue;
+    const shm::ProducerCounters& rc = r->counters();
+    j.key(key).begin_object();
+    j.field("name", r->name()).field("capacity", o.shm_capacity).field("policy", o.shm_wait ? "wait" : "overrun");
+    j.field("record_bytes", uint64_t(r->header().record_bytes));
     j.field("published", rc.published).field("producer_waits", rc.waits);
     j.field("consumers_let_go", rc.consumers_let_go);
     j.end_object();

@@ -2,8 +2,9 @@
 // the TCP publisher always, the shared-memory ring, MQTT and Kafka when the
 // run asks for them. Each receives the same 48-byte frame: the BBO log's
 // record. With depth (--levels N), publish_depth() hands each depth event, its
-// depth log record, to a second publisher of each kind the run uses but the
-// ring: TCP (its own port), MQTT (TOPIC/depth) and Kafka (TOPIC-depth).
+// depth log record, to a second publisher of each kind the run uses: TCP (its
+// own port), the shared-memory ring (NAME-depth), MQTT (TOPIC/depth) and
+// Kafka (TOPIC-depth).
 #pragma once
 #include "book/bbo.hpp"
 #include "log/log_format.hpp"
@@ -30,6 +31,7 @@ inline logfmt::BboRecord bbo_frame(const BboEvent& e) {
 // The depth publishers: null where the run has none of that kind.
 struct DepthPublishers {
   TcpPublisher* tcp = nullptr;
+  shm::ShmPublisher* ring = nullptr;
   MqttPublisher* mqtt = nullptr;
   KafkaPublisher* kafka = nullptr;
 };
@@ -48,6 +50,7 @@ class BboFanOut {
   }
   void publish_depth(const uint8_t* record) {  // hot path: a depth log record
     if (depth_.tcp) depth_.tcp->publish_frame(record);
+    if (depth_.ring) depth_.ring->publish_record(record);
     if (depth_.mqtt) depth_.mqtt->publish_frame(record);
     if (depth_.kafka) depth_.kafka->publish_frame(record);
   }

@@ -12,7 +12,7 @@
 
 namespace itchbench::shm {
 
-size_t mapping_bytes(uint32_t capacity) { return sizeof(Header) + size_t(capacity) * sizeof(Entry); }
+size_t mapping_bytes(uint32_t capacity, uint32_t entry_bytes) { return sizeof(Header) + size_t(capacity) * entry_bytes; }
 
 namespace {
 std::string fail(const std::string& what, const std::string& name) {
@@ -21,15 +21,17 @@ std::string fail(const std::string& what, const std::string& name) {
 bool alive(uint64_t pid) { return pid && (::kill(pid_t(pid), 0) == 0 || errno == EPERM); }
 }  // namespace
 
-ShmPublisher::ShmPublisher(const std::string& name, uint32_t capacity, Policy policy)
-    : name_(name), capacity_(capacity), mask_(capacity - 1), policy_(policy) {
+ShmPublisher::ShmPublisher(const std::string& name, uint32_t capacity, Policy policy, uint32_t record_bytes)
+    : name_(name), capacity_(capacity), mask_(capacity - 1), policy_(policy), record_words_(record_bytes / 8) {
+  if (record_bytes == 0 || record_bytes % 8)
+    throw std::invalid_argument("shared-memory ring records must be a whole number of 8-byte words");
   if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos)
     throw std::invalid_argument("shared-memory ring name must be /NAME (one slash, first): " + name);
   if (capacity < 2 || (capacity & (capacity - 1)))
     throw std::invalid_argument("shared-memory ring capacity must be a power of two >= 2");
   const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) throw std::runtime_error(fail("shm_open", name));
-  bytes_ = mapping_bytes(capacity);
+  bytes_ = mapping_bytes(capacity, entry_bytes_for(record_bytes));
   void* p = MAP_FAILED;
   if (::ftruncate(fd, off_t(bytes_)) == 0)
     p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
@@ -46,6 +48,8 @@ ShmPublisher::ShmPublisher(const std::string& name, uint32_t capacity, Policy po
   header_->capacity = capacity;
   header_->policy = uint32_t(policy);
   header_->max_consumers = kMaxConsumers;
+  header_->record_bytes = record_bytes;
+  header_->entry_bytes = entry_bytes_for(record_bytes);
   std::atomic_thread_fence(std::memory_order_release);
   __atomic_store_n(&header_->magic, kMagic, __ATOMIC_RELEASE);
 }
@@ -95,7 +99,7 @@ ShmConsumer::ShmConsumer(const std::string& name) {
     throw std::runtime_error("shared-memory ring " + name + ": not an itchbench BBO ring (version " +
                              std::to_string(kVersion) + ")");
   }
-  bytes_ = mapping_bytes(probe.capacity);
+  bytes_ = mapping_bytes(probe.capacity, probe.entry_bytes);
   void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (p == MAP_FAILED) throw std::runtime_error(fail("mmap", name));
@@ -122,10 +126,11 @@ ShmConsumer::~ShmConsumer() {
   ::munmap(header_, bytes_);
 }
 
-ShmConsumer::Read ShmConsumer::next(logfmt::BboRecord& r) {
+ShmConsumer::Read ShmConsumer::next(void* out) {
+  const size_t words = header_->record_bytes / 8;
   for (;;) {
-    const Entry& e = entries(header_)[next_ & mask_];
-    const uint64_t s1 = e.published.load(std::memory_order_acquire);
+    Word* e = entry(header_, next_ & mask_);
+    const uint64_t s1 = e[0].load(std::memory_order_acquire);
     if (s1 < next_ + 1) {  // not published yet (or being rewritten for a later lap: 0)
       const bool closed = header_->closed.load(std::memory_order_acquire);
       const uint64_t cursor = header_->cursor.load(std::memory_order_acquire);
@@ -146,10 +151,13 @@ ShmConsumer::Read ShmConsumer::next(logfmt::BboRecord& r) {
       mine().next.store(next_, std::memory_order_release);
       continue;
     }
-    uint64_t* w = reinterpret_cast<uint64_t*>(&r);
-    for (size_t k = 0; k < kRecordWords; ++k) w[k] = e.words[k].load(std::memory_order_relaxed);
+    auto* bytes = static_cast<uint8_t*>(out);
+    for (size_t k = 0; k < words; ++k) {
+      const uint64_t w = e[1 + k].load(std::memory_order_relaxed);
+      std::memcpy(bytes + 8 * k, &w, 8);
+    }
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (e.published.load(std::memory_order_relaxed) != s1) continue;  // rewritten while read: look again
+    if (e[0].load(std::memory_order_relaxed) != s1) continue;  // rewritten while read: look again
     ++next_;
     mine().next.store(next_, std::memory_order_release);
     mine().read.fetch_add(1, std::memory_order_relaxed);

@@ -1,7 +1,9 @@
 // Shared-memory BBO ring: one producer (the gateway's hot path), up to
 // kMaxConsumers consumer processes, in a POSIX shared-memory object.
-// Disruptor-style: fixed 64-byte entries holding the 48-byte BBO record
-// (gateway/log/FORMAT.md) and no pointers, a published sequence per entry,
+// Disruptor-style: fixed-size entries, each a published sequence and one
+// record — the 48-byte BBO record (gateway/log/FORMAT.md) in 64 bytes, or in
+// a depth ring a depth record of N levels a side — and no pointers, a
+// published sequence per entry,
 // one read cursor per consumer; nothing is copied but the record itself and
 // no syscall is made to publish. Layout (docs/shm-ring.md):
 //
@@ -18,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "log/log_format.hpp"
@@ -25,20 +28,17 @@
 namespace itchbench::shm {
 
 constexpr uint64_t kMagic = 0x31474E4952424242ull;  // "BBBRING1"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;                     // 2: the record's and the entry's sizes in the header
 constexpr uint32_t kMaxConsumers = 16;
-constexpr size_t kRecordWords = sizeof(logfmt::BboRecord) / 8;
 
 enum class Policy : uint32_t { kOverrun = 0, kWait = 1 };
 
-// One event. `published` is 1 + the event's index once its words are whole; 0 while the producer writes
-// it. The record travels as relaxed atomic words: a consumer may read an entry the producer is rewriting,
-// and finds that out from `published` (a seqlock), never from a torn record.
-struct alignas(64) Entry {
-  std::atomic<uint64_t> published;
-  std::atomic<uint64_t> words[kRecordWords];
-};
-static_assert(sizeof(Entry) == 64);
+// One event: entry_bytes (a multiple of 64) of 8-byte words. Word 0, `published`, is 1 + the event's index
+// once the record's words are whole; 0 while the producer writes it. The record (words 1 on) travels as
+// relaxed atomic words: a consumer may read an entry the producer is rewriting, and finds that out from
+// `published` (a seqlock), never from a torn record.
+using Word = std::atomic<uint64_t>;
+constexpr uint32_t entry_bytes_for(uint32_t record_bytes) { return (8 + record_bytes + 63) / 64 * 64; }
 
 struct alignas(64) ConsumerSlot {
   std::atomic<uint64_t> pid;       // 0: free
@@ -53,13 +53,17 @@ struct Header {
   uint32_t capacity;  // entries, a power of two
   uint32_t policy;    // Policy
   uint32_t max_consumers;
+  uint32_t record_bytes;  // 48: BBO records; 24 + 32 N: depth records of N levels a side
+  uint32_t entry_bytes;   // entry_bytes_for(record_bytes)
   alignas(64) std::atomic<uint64_t> cursor;  // events published
   alignas(64) std::atomic<uint64_t> closed;  // 1: the producer is done; cursor is final
   alignas(64) ConsumerSlot consumers[kMaxConsumers];
 };
 
-size_t mapping_bytes(uint32_t capacity);
-inline Entry* entries(Header* h) { return reinterpret_cast<Entry*>(h + 1); }
+size_t mapping_bytes(uint32_t capacity, uint32_t entry_bytes);
+inline Word* entry(Header* h, uint64_t slot) {
+  return reinterpret_cast<Word*>(reinterpret_cast<uint8_t*>(h + 1) + slot * h->entry_bytes);
+}
 
 struct ProducerCounters {
   uint64_t published = 0;
@@ -70,20 +74,27 @@ struct ProducerCounters {
 // Creates the object (O_EXCL: a name in use is an error) and maps it; unlinks it when destroyed.
 class ShmPublisher {
  public:
-  ShmPublisher(const std::string& name, uint32_t capacity, Policy policy);  // throws with the reason
+  // record_bytes: a multiple of 8; 48 for BBO records.
+  ShmPublisher(const std::string& name, uint32_t capacity, Policy policy,
+               uint32_t record_bytes = sizeof(logfmt::BboRecord));  // throws with the reason
   ~ShmPublisher();
   ShmPublisher(const ShmPublisher&) = delete;
   ShmPublisher& operator=(const ShmPublisher&) = delete;
 
-  void publish(const logfmt::BboRecord& r) {  // hot path
+  void publish(const logfmt::BboRecord& r) { publish_record(&r); }  // hot path, a BBO ring
+  void publish_record(const void* record) {                         // hot path: record_bytes
     const uint64_t i = next_;
     if (policy_ == Policy::kWait && i - min_consumer_ >= capacity_) wait_for_room(i);
-    Entry& e = entries(header_)[i & mask_];
-    e.published.store(0, std::memory_order_relaxed);
+    Word* e = entry(header_, i & mask_);
+    e[0].store(0, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
-    const uint64_t* w = reinterpret_cast<const uint64_t*>(&r);
-    for (size_t k = 0; k < kRecordWords; ++k) e.words[k].store(w[k], std::memory_order_relaxed);
-    e.published.store(i + 1, std::memory_order_release);
+    const auto* bytes = static_cast<const uint8_t*>(record);
+    for (size_t k = 0; k < record_words_; ++k) {
+      uint64_t w;
+      std::memcpy(&w, bytes + 8 * k, 8);
+      e[1 + k].store(w, std::memory_order_relaxed);
+    }
+    e[0].store(i + 1, std::memory_order_release);
     next_ = i + 1;
     header_->cursor.store(next_, std::memory_order_release);
     ++counters_.published;
@@ -103,6 +114,7 @@ class ShmPublisher {
   size_t bytes_ = 0;
   uint64_t capacity_, mask_;
   Policy policy_;
+  size_t record_words_;
   uint64_t next_ = 0;
   uint64_t min_consumer_ = 0;  // a lower bound of the slowest consumer's next (kWait)
   ProducerCounters counters_;
@@ -117,9 +129,10 @@ class ShmConsumer {
   ShmConsumer& operator=(const ShmConsumer&) = delete;
 
   enum class Read { kEvent, kNone, kEnd };
-  // The next event into r; kNone when there is none yet, kEnd once the producer closed and all is read.
-  // Events lapped by the producer are skipped and counted (overruns()).
-  Read next(logfmt::BboRecord& r);
+  // The next event's record (record_bytes()) into out; kNone when there is none yet, kEnd once the producer
+  // closed and all is read. Events lapped by the producer are skipped and counted (overruns()).
+  Read next(void* out);
+  uint32_t record_bytes() const { return header_->record_bytes; }
   uint32_t slot() const { return slot_; }
   uint64_t overruns() const { return mine().overruns.load(std::memory_order_relaxed); }
   uint64_t read() const { return mine().read.load(std::memory_order_relaxed); }

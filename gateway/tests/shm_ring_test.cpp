@@ -33,7 +33,7 @@ std::vector<uint64_t> drain(ShmConsumer& c) {
   std::vector<uint64_t> seqs;
   logfmt::BboRecord r;
   for (;;) {
-    const ShmConsumer::Read got = c.next(r);
+    const ShmConsumer::Read got = c.next(&r);
     if (got == ShmConsumer::Read::kEnd) return seqs;
     if (got == ShmConsumer::Read::kEvent) {
       EXPECT_EQ(r.bid_px, 100 + (r.seq - 1));  // the record arrived whole, not torn
@@ -62,6 +62,31 @@ TEST(ShmRing, ALappedConsumerCountsExactlyWhatItLost) {
   EXPECT_EQ(got, (std::vector<uint64_t>{13, 14, 15, 16, 17, 18, 19, 20}));
   EXPECT_EQ(c.overruns(), 12u);
   EXPECT_EQ(c.read() + c.overruns(), 20u);
+}
+
+// A depth ring: records of 5 levels a side (184 bytes, in 192-byte entries), each read back whole, byte for
+// byte, and a lapped consumer's loss counted as in a BBO ring.
+TEST(ShmRing, ADepthRingCarriesRecordsOfItsSizeWhole) {
+  const uint32_t bytes = uint32_t(logfmt::depth_record_size(5));
+  ShmPublisher p(unique_name("depth"), 8, Policy::kOverrun, bytes);
+  EXPECT_EQ(p.header().entry_bytes, 192u);
+  ShmConsumer c(p.name());
+  ASSERT_EQ(c.record_bytes(), bytes);
+  auto depth = [&](uint64_t i) {
+    std::vector<uint8_t> r(bytes);
+    for (size_t k = 0; k < bytes; ++k) r[k] = uint8_t(i * 13 + k);
+    return r;
+  };
+  for (uint64_t i = 0; i < 11; ++i) p.publish_record(depth(i).data());  // the ring holds the last 8 (3..10)
+  p.close();
+  std::vector<uint8_t> got(bytes);
+  for (uint64_t i = 3; i < 11; ++i) {
+    ASSERT_EQ(c.next(got.data()), ShmConsumer::Read::kEvent);
+    EXPECT_EQ(got, depth(i)) << "record " << i;
+  }
+  EXPECT_EQ(c.next(got.data()), ShmConsumer::Read::kEnd);
+  EXPECT_EQ(c.overruns(), 3u);
+  EXPECT_THROW(ShmPublisher(unique_name("odd"), 8, Policy::kOverrun, 44), std::invalid_argument);
 }
 
 TEST(ShmRing, AWaitingProducerLosesNothingToAConsumerOnAnotherThread) {

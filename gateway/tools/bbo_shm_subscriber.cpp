@@ -1,5 +1,6 @@
-// bbo-shm-subscriber: a consumer of the gateway's shared-memory BBO ring
-// (publish/shm_ring.hpp). Stamps each event as it arrives and writes what
+// bbo-shm-subscriber: a consumer of the gateway's shared-memory BBO ring, or
+// of its depth ring (publish/shm_ring.hpp: the ring says which by its
+// records' size). Stamps each event as it arrives and writes what
 // a TCP subscriber writes (publish/subscriber_output.hpp), so reconciliation
 // and hop tables take it as one; its OUT.json holds its slot, events read,
 // events lost to overruns and how it ended.
@@ -11,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "publish/shm_ring.hpp"
 #include "publish/subscriber_output.hpp"
@@ -77,7 +79,13 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<SubscriberOutput> output;
   try {
-    output = std::make_unique<SubscriberOutput>(out);
+    const uint32_t bytes = ring->record_bytes();
+    const uint32_t levels =
+        bytes == sizeof(logfmt::BboRecord) ? 0 : uint32_t((bytes - sizeof(logfmt::DepthRecord)) / 32);
+    if (levels && logfmt::depth_record_size(levels) != bytes)
+      throw std::runtime_error("the ring's records are " + std::to_string(bytes) + " bytes: neither a BBO nor a "
+                               "depth record");
+    output = std::make_unique<SubscriberOutput>(out, size_t(1) << 30, false, levels);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bbo-shm-subscriber: %s\n", e.what());
     return 1;
@@ -87,13 +95,13 @@ int main(int argc, char** argv) {
   if (mode == "stuck") {
     while (!stop_requested().load()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   } else {
-    logfmt::BboRecord r;
+    std::vector<uint8_t> record(ring->record_bytes());
     uint32_t idle = 0;
     while (!stop_requested().load()) {
-      const shm::ShmConsumer::Read got = ring->next(r);
+      const shm::ShmConsumer::Read got = ring->next(record.data());
       if (got == shm::ShmConsumer::Read::kEvent) {
         idle = 0;
-        output->on_event(r, monotonic_ns());
+        output->on_frame(record.data(), monotonic_ns());
         if (mode == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(1));
       } else if (got == shm::ShmConsumer::Read::kEnd) {
         ended = "end of stream";

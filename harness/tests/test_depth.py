@@ -166,7 +166,7 @@ def test_the_built_in_gateway_over_udp_logs_the_simulations_depth(simulation, tm
         assert summary["verdict"]["headline"].endswith("balanced, BBO and depth digests = simulation")
         # The run's depth subscriber received the depth log over TCP, byte for byte, and the log's events are the
         # independent book's.
-        sub = next(s for s in summary["reconciliation"]["subscribers"] if s.get("kind") == "depth")
+        sub = next(s for s in summary["reconciliation"]["subscribers"] if s.get("depth"))
         assert sub["identical_to_depth_log"] and sub["frames"] == len(expected) and sub["frames_dropped"] == 0
         assert summary["reconciliation"]["checks"][f"subscriber {sub['index']} (TCP, depth) received the depth log "
                                                    "exactly"]

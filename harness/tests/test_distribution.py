@@ -159,24 +159,27 @@ def test_slow_and_reconnecting_subscribers_lose_only_their_own_share(tmp_path):
     assert leftover_processes() == [] and _no_broker_left(run) and _no_kafka_left(run)
 
 
-def test_depth_goes_over_tcp_mqtt_and_kafka_as_the_depth_log_holds_it(tmp_path):
-    """levels = 5: one depth subscriber on each path (TCP, MQTT's TOPIC/depth, Kafka's TOPIC-depth), numbered after
-    the BBO ones, each holding the depth log byte for byte; its events are the independent book's. A brokered
-    depth stream with a frame changed, or one missing, is caught by its own checks."""
-    run, s = _run(tmp_path, pps=2000, subscribers=1, levels=5, publish=["tcp", "mqtt", "kafka"],
+def test_depth_goes_over_tcp_shared_memory_mqtt_and_kafka_as_the_depth_log_holds_it(tmp_path):
+    """levels = 5: one depth subscriber on each path (TCP, the ring NAME-depth, MQTT's TOPIC/depth, Kafka's
+    TOPIC-depth), numbered after the BBO ones, each holding the depth log byte for byte; its events are the
+    independent book's. A brokered depth stream with a frame changed, or one missing, is caught by its own
+    checks."""
+    run, s = _run(tmp_path, pps=2000, subscribers=1, shm_subscribers=1, levels=5, publish=["tcp", "mqtt", "kafka"],
                   mqtt={"subscribers": 1}, kafka={"subscribers": 1})
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
     expected = depth_events(SEED.path, 5)
     subs = s["reconciliation"]["subscribers"]
     assert [(x["index"], x.get("kind", "tcp"), x.get("depth")) for x in subs] == [
-        (0, "tcp", None), (1, "mqtt", None), (2, "kafka", None), (3, "mqtt", 5), (4, "kafka", 5), (5, "tcp", 5)]
+        (0, "tcp", None), (1, "shm", None), (2, "mqtt", None), (3, "kafka", None),
+        (4, "mqtt", 5), (5, "kafka", 5), (6, "tcp", 5), (7, "shm", 5)]
     dtype = logs.depth_dtype(5)
-    for x in subs[3:]:
+    for x in subs[4:]:
         assert x["identical_to_depth_log"] and x["frames"] == len(expected), x
         got = blackbox.depth_frame(np.fromfile(run / x["file"], dtype)).drop(columns="stock")
         assert [tuple(r) for r in got.itertuples(index=False)] == [(e[0], *e[2:]) for e in expected]
     gw = rundir.read_json(run / "gateway.json")
     assert gw["depth_mqtt"]["topic"].endswith("/depth") and gw["depth_kafka"]["topic"].endswith("-depth")
+    assert gw["depth_shm"]["name"].endswith("-depth") and gw["depth_shm"]["record_bytes"] == dtype.itemsize
     mqtt = next(x for x in subs if x.get("depth") and x["kind"] == "mqtt")
     path = run / mqtt["file"]
     whole = path.read_bytes()

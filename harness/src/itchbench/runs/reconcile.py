@@ -304,6 +304,8 @@ def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
     path = run_dir / sub["file"]
     if sub.get("kind") in BROKER_NAMES:
         return _brokered_subscriber(sub, gw, path, expected, checks, dtype)
+    if sub.get("kind") == "shm":
+        return _shm_subscriber(sub, gw, path, expected, checks, dtype)
     got = path.read_bytes() if path.exists() else b""
     publisher = gw.get("depth_publisher", {})
     conns = [c for c in publisher.get("subscribers", []) if c["peer_port"] in sub["local_ports"]]
@@ -345,12 +347,15 @@ def _first_frame_not_in_log(got: bytes, log: bytes, dtype: np.dtype = logs.BBO_D
 
 
 def _shm_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expected: bytes,
-                    checks: dict[str, bool]) -> dict[str, Any]:
-    """A consumer of the shared-memory ring: what it read and lost to overruns (its own count) against what
-    the gateway published into the ring; a fast one that lost nothing must hold the BBO log byte for byte.
-    Any that did not end with the stream (killed, crashed) is named with how it ended."""
+                    checks: dict[str, bool], dtype: np.dtype = logs.BBO_DTYPE) -> dict[str, Any]:
+    """A consumer of the shared-memory ring (or of the depth ring: dtype its records'): what it read and lost to
+    overruns (its own count) against what the gateway published into the ring; a fast one that lost nothing
+    must hold the BBO log (the depth log) byte for byte. Any that did not end with the stream (killed,
+    crashed) is named with how it ended."""
     got = path.read_bytes() if path.exists() else b""
-    published = int(gw.get("shm", {}).get("published", -1))
+    depth = bool(sub.get("depth"))
+    log_name = "depth log" if depth else "BBO log"
+    published = int(gw.get("depth_shm" if depth else "shm", {}).get("published", -1))
     read, overruns = int(sub.get("read", 0)), int(sub.get("overruns", 0))
     name = subscriber_name(sub)
     rc = sub.get("exit")
@@ -363,9 +368,9 @@ def _shm_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, expecte
     else:
         checks[f"{name} read + overruns = events published"] = read + overruns == published
         if sub["mode"] == "fast" and overruns == 0:
-            checks[f"{name} received the BBO log exactly"] = same
-    return {**sub, "frames": len(got) // logs.BBO_DTYPE.itemsize, "frames_dropped": overruns, "closed_by": [],
-            "identical_to_bbo_log": same}
+            checks[f"{name} received the {log_name} exactly"] = same
+    return {**sub, "frames": len(got) // dtype.itemsize, "frames_dropped": overruns, "closed_by": [],
+            "identical_to_depth_log" if depth else "identical_to_bbo_log": same}
 
 
 

@@ -78,6 +78,8 @@ def itchbench_flags(run: "Run", input_kind: str) -> list[str]:
     if run.values["shm_subscribers"]:
         args += ["--publish-shm", shm_name(run), "--shm-capacity", str(g["shm_capacity"]),
                  "--shm-policy", g["shm_policy"], "--wait-shm-subscribers", str(run.values["shm_subscribers"])]
+        if run.values["levels"]:
+            args += ["--wait-depth-shm-subscribers", "1"]  # the consumer of its depth ring NAME-depth
     if input_kind == "udp":
         # The source is named here, not in the contract's command: udp input reaches the built-in gateway's
         # UDP socket, or its AF_XDP socket at the namespace loopback's XDP hook.

@@ -1,6 +1,6 @@
 """Real TCP subscribers on a gateway's BBO publisher (contract [subscribers]),
 consumers of its shared-memory ring (shm_subscribers), and, in a run with
-depth (levels = N) and TCP subscribers, one more on its depth publisher:
+depth (levels = N), one more of each on its depth publisher and ring:
 started as soon as the gateway names its port, drained after it ends. The
 ring's object is removed with the run whatever happened to the gateway."""
 
@@ -32,6 +32,11 @@ def starter(run: "Run", group: "ProcessGroup",
         run.extras["publisher_port"] = port
         if run.values["levels"] and run.values["subscribers"]:
             _start_depth(run, group, wrap, depth_port)
+        if run.values["levels"] and run.values["shm_subscribers"]:  # one consumer of the depth ring, fast
+            out = run.dir / "depth-subscriber-shm.dep"
+            cmd = [str(paths.tool("bbo-shm-subscriber")), "--name", shm_name(run) + "-depth", "--out", str(out)]
+            run.depth_procs.append((group.start("depth-subscriber-shm", off_the_gateway_cpu(run, cmd)), out, "fast",
+                                    "shm"))
         modes = run.values["subscriber_modes"]
         modes = [modes[i] if i < len(modes) else "fast" for i in range(run.values["subscribers"])]
         # Fast and stuck ones: one process, one epoll loop, however many (bbo-tcp-subscribers); slow and
@@ -62,7 +67,7 @@ def starter(run: "Run", group: "ProcessGroup",
                                          mode))
     if run.values["shm_subscribers"]:
         # Removed by the gateway at its exit; by the run if the gateway never got there (a crash, a kill).
-        group.on_close(lambda: _unlink(f"/dev/shm{shm_name(run)}"))
+        group.on_close(lambda: [_unlink(f"/dev/shm{shm_name(run)}{suffix}") for suffix in ("", "-depth")])
     return start
 
 
@@ -174,16 +179,17 @@ def finish(run: "Run", group: "ProcessGroup") -> None:
                  "exit": proc.returncode, "timed_out": timed_out, "local_ports": info.get("local_ports", [])}
         if i >= depth_from:  # a subscriber of the gateway's depth stream (levels = N)
             entry["depth"] = run.values["levels"]
-        if kind == "tcp":
-            entry.update({"kind": kind, "ended": info.get("ended", "")})
+        transport = kind or ("shm" if i >= first_shm else "")  # "": the scenario's own TCP ones
+        if transport == "tcp":
+            entry.update({"kind": transport, "ended": info.get("ended", "")})
+        elif transport == "shm":
+            entry.update({"kind": "shm", "slot": info.get("slot"), "read": info.get("read", 0),
+                          "overruns": info.get("overruns", 0), "ended": info.get("ended", "")})
         elif kind:
             entry.update({"kind": kind, "read": info.get("received", 0), "announced": info.get("announced", 0),
                           "bad_size": info.get("bad_size", 0), "ended": info.get("ended", "")})
             entry["settings"] = ((f"QoS {run.values['mqtt']['qos']}" if kind == "mqtt"
                                   else f"acks {run.values['kafka']['acks']}") + ("" if mode == "fast" else f", {mode}"))
-        elif i >= first_shm:
-            entry.update({"kind": "shm", "slot": info.get("slot"), "read": info.get("read", 0),
-                          "overruns": info.get("overruns", 0), "ended": info.get("ended", "")})
         results.append(entry)
     run.extras["subscribers"] = results
     pool = run.dir / "tcp-subscribers.json"
