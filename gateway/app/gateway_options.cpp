@@ -44,7 +44,8 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
             "percentiles within 1/64) instead of writing the per-message latency log");
   args.option("levels", "N", "also log depth events (depth.dep): after a book message, a stock's top N price "
               "levels a side (1 to 64; 1 is the BBO), whenever any of them changed; 0: none. Live: published too, "
-              "each event as its depth.dep record, to TCP subscribers on --depth-port", "0");
+              "each event as its depth.dep record, beside the BBO on every path the run uses (TCP on --depth-port, "
+              "the ring NAME-depth, MQTT TOPIC/depth, Kafka TOPIC-depth)", "0");
   args.flag("progress", "sim: print progress to stderr every 2^20 datagrams (pcap) or messages (ITCH file)");
   args.option("capture", "FILE", "sim: the capture");
   args.option("feed", "ADDR:PORT", std::string("sim: ") + kFeedOptionHelp);
