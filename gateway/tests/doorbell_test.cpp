@@ -1,5 +1,3 @@
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,6 +8,7 @@
 
 #include "publish/doorbell.hpp"
 #include "publish/tcp_publisher.hpp"
+#include "loopback_client.hpp"
 
 using namespace itchbench;
 
@@ -51,12 +50,8 @@ TEST(Doorbell, RingsOnlyAParkedConsumerOnceForWhatWasPushed) {
 TEST(TcpPublisher, DeliversWhatComesWhileItSleepsAndStopsAsleep) {
   TcpPublisher publisher(PublisherOptions{});
   publisher.start();
-  const int client = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(publisher.port());
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  const int client = test_support::connect_loopback(publisher.port());
+  ASSERT_GE(client, 0);
   ASSERT_TRUE(publisher.wait_for_subscribers(1, 10000));
   constexpr uint64_t kBursts = 3, kFrames = 50;
   for (uint64_t b = 0; b < kBursts; ++b) {

@@ -1,5 +1,3 @@
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,6 +9,7 @@
 #include "log/log_format.hpp"
 #include "pipeline/frame_ring.hpp"
 #include "publish/tcp_publisher.hpp"
+#include "loopback_client.hpp"
 
 using namespace itchbench;
 
@@ -75,12 +74,8 @@ TEST(TcpPublisher, CarriesFramesOfTheSizeItWasGiven) {
   options.frame_bytes = logfmt::depth_record_size(5);
   TcpPublisher publisher(options);
   publisher.start();
-  const int client = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(publisher.port());
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  const int client = test_support::connect_loopback(publisher.port());
+  ASSERT_GE(client, 0);
   ASSERT_TRUE(publisher.wait_for_subscribers(1, 10000));
   // More than the subscriber's 256 KiB send buffer holds, fewer than its queue (8,192 frames): none dropped.
   constexpr uint64_t kFrames = 3000;
