@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
+from ..host import facts as host_facts
 from ..runs import environment
 
 @dataclass(frozen=True)
@@ -198,6 +199,7 @@ def render(m: dict[str, Any], command: str) -> str:
         "| machine | |",
         "|---|---|",
         f"| CPU | {env['cpu_model']}, {env['cpu_count']} CPUs, governor {env['cpu_governor']} |",
+        f"| caches (CPU 0) | {dict(host_facts.describe(env.get('host'))).get('caches (CPU 0)', 'not recorded')} |",
         f"| kernel | {env['kernel']} ({env.get('os') or 'unknown OS'}), clocksource {env['clocksource']} |",
         f"| commit | {environment.commit_label(env['git'])} |",
         f"| pinned | {pinned} |",
