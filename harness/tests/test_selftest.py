@@ -6,6 +6,7 @@ taken out, the selftest names the mutant that now passes and fails."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,6 +61,10 @@ HEADLINES = {
     # A depth bug is named at its level: the zero-share level left at the top of stock 2's bid.
     "depth-empty-level-kept": lambda h: h.startswith("BBO DIFFERS (exact, depth of 5 levels): ")
     and "bid level 1: 0 shares at" in h,
+    # One share too many at a level below the top: named there, the shares one more than expected at the same price.
+    "depth-deep-level-shares": lambda h: h.startswith("BBO DIFFERS (exact, depth of 5 levels): ")
+    and any(int(m[1].replace(",", "")) == int(m[3].replace(",", "")) + 1 for m in re.finditer(
+        r"level \d+: ([\d,]+) shares at (\d+), expected ([\d,]+) shares at \2", h)),
     # The built-in gateway's snapshot depth: each stock's top levels at the join.
     "snapshot-depth-missed": lambda h: "DEPTH DIFFERS after joining at seq 3,992: " in h,
     # A brought gateway's: its events after the join are right, the books it took at the join never published.

@@ -110,7 +110,7 @@ _STOP_GRACE = "term_grace_s = 5    # then SIGKILL\n"
 _CLAIMS_EXIT_AT_END = (Edit(_STOP_GRACE, _STOP_GRACE + "exits_at_end = true\n", "itchbench.toml"),)
 # The example publishes depth when asked (--levels N, from the contract's bbo.levels); its contract asks for the BBO.
 _BBO_LEVELS = "levels = 0          # the BBO; N: it publishes the top N levels a side (--levels N), judged against the simulation's depth\n"
-_CLAIMS_DEPTH = (Edit(_BBO_LEVELS, "levels = 5\n", "itchbench.toml"),)
+CLAIMS_DEPTH = (Edit(_BBO_LEVELS, "levels = 5\n", "itchbench.toml"),)
 
 MUTANTS: tuple[Mutant, ...] = (
     # The BBO stream: each kind of difference the exact check names.
@@ -150,11 +150,15 @@ MUTANTS: tuple[Mutant, ...] = (
            _py((_LEVEL_GONE, "        # MUTANT: a level at zero shares stays\n")), "udp", "bbo_differs"),
     # Depth (docs/book-and-bbo.md): the same book bugs, seen below the top.
     Mutant("depth-empty-level-kept", "a price level left behind at zero shares, the gateway publishing 5 levels of "
-           "depth", PY, _CLAIMS_DEPTH + _py((_LEVEL_GONE, "        # MUTANT: a level at zero shares stays\n")),
+           "depth", PY, CLAIMS_DEPTH + _py((_LEVEL_GONE, "        # MUTANT: a level at zero shares stays\n")),
            "udp", "bbo_differs"),
+    Mutant("depth-deep-level-shares", "one share too many on an add to a side already five levels deep, the "
+           "gateway publishing 5 levels of depth", PY,
+           CLAIMS_DEPTH + _py((_ADD_LEVEL, "        level[price] = level.get(price, 0) + shares + (len(level) >= 5)"
+                                            "  # MUTANT\n")), "udp", "bbo_differs"),
     Mutant("depth-replace-keeps-price", "a replace (U) adds the new order at the old order's price, the gateway "
            "publishing 5 levels of depth", PY,
-           _CLAIMS_DEPTH + _py((_REPLACE_ADD, "                self._add(new, stock, side, order[2], shares)  # MUTANT\n")),
+           CLAIMS_DEPTH + _py((_REPLACE_ADD, "                self._add(new, stock, side, order[2], shares)  # MUTANT\n")),
            "udp", "bbo_differs"),
     Mutant("cpp-empty-level-kept", "a price level left behind at zero shares (C++, reading the file itself)", CPP,
            _cpp(("        if (level->second == 0) side.erase(level);\n", "        // MUTANT: a level at zero stays\n")),
@@ -190,7 +194,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "join", "bbo_differs"),
     Mutant("snapshot-depth-unsaid", "the books the snapshot built never published, the gateway publishing 5 levels "
            "of depth (what it publishes after the join is right)", PY,
-           _CLAIMS_DEPTH + _py((_SNAPSHOT_APPLIED, "                said, feed.book.emit = feed.book.emit, lambda *_: "
+           CLAIMS_DEPTH + _py((_SNAPSHOT_APPLIED, "                said, feed.book.emit = feed.book.emit, lambda *_: "
                                 "None  # MUTANT\n" + _SNAPSHOT_APPLIED + "                feed.book.emit = said\n")),
            "join-depth", "bbo_differs"),
     # The process and its output.
@@ -262,8 +266,8 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "join", "joined", quick=True),
     Control(PY, "heartbeats", "lossless"),
     Control(PY, "udp", "lossless", edits=_CLAIMS_EXIT_AT_END, claim="contract says exits_at_end"),
-    Control(PY, "udp", "lossless", edits=_CLAIMS_DEPTH, claim="contract says levels = 5"),
-    Control(PY, "join-depth", "joined", edits=_CLAIMS_DEPTH, claim="contract says levels = 5"),
+    Control(PY, "udp", "lossless", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
+    Control(PY, "join-depth", "joined", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
     Control(BUILT_IN, "faulted-file", "faults_accounted"),
     Control(BUILT_IN, "join-depth", "joined"),
 )
