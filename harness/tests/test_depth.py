@@ -9,8 +9,10 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
+from collections import defaultdict
 
 import numpy as np
 import pandas as pd
@@ -24,7 +26,7 @@ from itchbench.gateways import blackbox, contract
 from itchbench.runs import reconcile, runner, scenario, sim, verdict
 from itchbench.selftest import zoo
 
-from independent_bbo import depth_events
+from independent_bbo import DepthBook, depth_events, mold_messages
 from live_helpers import config, make_capture
 
 SAMPLE = next(f for f in fixtures.load_manifest() if f.name == "nasdaq-day-sample").path
@@ -262,3 +264,88 @@ def test_a_document_says_what_depth_its_runs_published(tmp_path):
     bbo = len(logs.read_bbo(run / "bbo.bbo").records)
     workload = (tmp_path / "doc" / "report.md").read_text().split("### Workload")[1].split("###")[0]
     assert f"| {bbo:,} BBO events, {events:,} depth events (5 levels a side) |" in workload
+
+
+# A book bug below the top (issue 55): an add, or a replace's new order, at a price behind its side's best puts one
+# share more into its level than the order has, and the level keeps that share after its orders leave. Planted in
+# the Python example; judged once on its BBO (contract bbo.levels = 0) and once on 5 levels of depth.
+_PHANTOM_SHARE = (zoo.Edit("        level[price] = level.get(price, 0) + shares\n",
+                           "        behind = bool(level) and (price < max(level) if side == BID else price > min(level))"
+                           "  # MUTANT\n        level[price] = level.get(price, 0) + shares + behind\n"),)
+
+
+class _PhantomShareBook(DepthBook):
+    """The planted bug, modelled independently of the example: the true levels (DepthBook) plus the phantom shares,
+    with the example's rule for when a share is added (behind the best of the levels as the bug leaves them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.phantom: dict[tuple[int, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+
+    def levels(self, locate: int, side: str) -> dict[int, int]:
+        true, extra = self.sides[(locate, side)], self.phantom[(locate, side)]
+        return {p: true.get(p, 0) + extra.get(p, 0) for p in set(true) | set(extra) if true.get(p, 0) + extra.get(p, 0)}
+
+    def apply(self, m: bytes) -> int | None:
+        t, added = chr(m[0]), None
+        if t in "AF":
+            locate, (ref,), side = struct.unpack_from(">H", m, 1)[0], struct.unpack_from(">Q", m, 11), chr(m[19])
+            shares, price = struct.unpack_from(">I", m, 20)[0], struct.unpack_from(">I", m, 32)[0]
+            if ref not in self.orders and shares:
+                added = (locate, side, price, self.levels(locate, side))
+        elif t == "U":
+            old, new, shares, price = struct.unpack_from(">QQII", m, 11)
+            order = self.orders.get(old)
+            if order is not None and shares and (new == old or new not in self.orders):
+                locate, side, left, at = order
+                levels = self.levels(locate, side)
+                levels[at] -= left  # the old order leaves first
+                added = (locate, side, price, {p: q for p, q in levels.items() if q})
+        touched = super().apply(m)
+        if added is not None:
+            locate, side, price, levels = added
+            if levels and (price < max(levels) if side == "B" else price > min(levels)):
+                self.phantom[(locate, side)][price] += 1
+        return touched
+
+    def top(self, locate: int, n: int) -> tuple[int, ...]:
+        out: list[int] = []
+        for side, best_first in (("B", True), ("S", False)):
+            levels = sorted(self.levels(locate, side).items(), reverse=best_first)[:n]
+            out += [x for level in levels + [(0, 0)] * (n - len(levels)) for x in level]
+        return tuple(out)
+
+
+def _first_difference(pcap, n: int) -> int | None:
+    """The first seq whose events (n levels a side; n = 1: the BBO) differ between the true book and the bug's."""
+    books = {"true": (DepthBook(), DepthBook.depth), "bug": (_PhantomShareBook(), _PhantomShareBook.top)}
+    last: dict[str, dict[int, tuple]] = {name: {} for name in books}
+    for seq, m in mold_messages(pcap):
+        said = {}
+        for name, (book, levels) in books.items():
+            touched = book.apply(m)
+            now = levels(book, touched, n) if touched is not None else None
+            said[name] = None
+            if now is not None and now != last[name].get(touched, (0,) * (4 * n)):
+                last[name][touched] = now
+                said[name] = (touched, now)
+        if said["true"] != said["bug"]:
+            return seq
+    return None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_a_bug_below_the_top_is_caught_by_depth_before_the_bbo_shows_it(tmp_path):
+    values = scenario.load(zoo.scenario_path("udp"))[0].values
+    firsts = {}
+    for judged, edits in (("BBO", _PHANTOM_SHARE), ("depth", zoo.CLAIMS_DEPTH + _PHANTOM_SHARE)):
+        gateway = zoo.materialise(zoo.PY, edits, tmp_path / judged)
+        run = runner.execute({**values, "gateway_file": str(gateway / "itchbench.toml")}, judged,
+                             root=tmp_path / "runs", echo=False)
+        summary = rundir.read_json(run / "summary.json")
+        first = summary["reconciliation"]["bbo_check"].get("first_difference")
+        firsts[judged] = (summary["verdict"]["status"], first["seq"] if first else None)
+    bbo_at, depth_at = _first_difference(SAMPLE, 1), _first_difference(SAMPLE, 5)
+    assert depth_at is not None and (bbo_at is None or depth_at < bbo_at)
+    assert firsts["depth"] == ("bbo_differs", depth_at)
+    assert firsts["BBO"] == (("bbo_differs", bbo_at) if bbo_at is not None else ("lossless", None))
