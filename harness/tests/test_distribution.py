@@ -105,15 +105,6 @@ def test_every_kafka_subscriber_receives_the_golden_bbo_stream(tmp_path, transpo
     assert _no_kafka_left(run) and leftover_processes() == []
 
 
-def test_mqtt_and_kafka_subscribers_are_numbered_after_tcp_and_shared_memory(tmp_path):
-    run, s = _run(tmp_path, pps=2000, subscribers=1, shm_subscribers=1, publish=["tcp", "mqtt", "kafka"])
-    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
-    assert [(x["index"], x.get("kind", "tcp")) for x in s["reconciliation"]["subscribers"]] == [
-        (0, "tcp"), (1, "shm"), (2, "mqtt"), (3, "kafka")]
-    assert all(x["identical_to_bbo_log"] for x in s["reconciliation"]["subscribers"])
-    assert _no_kafka_left(run) and _no_broker_left(run) and leftover_processes() == []
-
-
 def _seq_counts(path: Path) -> "Counter[int]":
     """Each BBO frame's seq (its first 8 bytes), counted: an account of a subscriber's file of our own."""
     data = path.read_bytes()
@@ -159,11 +150,11 @@ def test_slow_and_reconnecting_subscribers_lose_only_their_own_share(tmp_path):
     assert leftover_processes() == [] and _no_broker_left(run) and _no_kafka_left(run)
 
 
-def test_depth_goes_over_tcp_shared_memory_mqtt_and_kafka_as_the_depth_log_holds_it(tmp_path):
-    """levels = 5: one depth subscriber on each path (TCP, the ring NAME-depth, MQTT's TOPIC/depth, Kafka's
-    TOPIC-depth), numbered after the BBO ones, each holding the depth log byte for byte; its events are the
-    independent book's. A brokered depth stream with a frame changed, or one missing, is caught by its own
-    checks."""
+def test_every_path_carries_bbo_and_depth_as_the_logs_hold_them(tmp_path):
+    """levels = 5: a BBO subscriber on each path, numbered TCP, shared memory, MQTT, Kafka, each holding the BBO
+    log; then one depth subscriber on each (TCP, the ring NAME-depth, MQTT's TOPIC/depth, Kafka's TOPIC-depth),
+    each holding the depth log byte for byte, its events the independent book's. A brokered depth stream with a
+    frame changed, or one missing, is caught by its own checks."""
     run, s = _run(tmp_path, pps=2000, subscribers=1, shm_subscribers=1, levels=5, publish=["tcp", "mqtt", "kafka"],
                   mqtt={"subscribers": 1}, kafka={"subscribers": 1})
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
@@ -172,6 +163,7 @@ def test_depth_goes_over_tcp_shared_memory_mqtt_and_kafka_as_the_depth_log_holds
     assert [(x["index"], x.get("kind", "tcp"), x.get("depth")) for x in subs] == [
         (0, "tcp", None), (1, "shm", None), (2, "mqtt", None), (3, "kafka", None),
         (4, "mqtt", 5), (5, "kafka", 5), (6, "tcp", 5), (7, "shm", 5)]
+    assert all(x["identical_to_bbo_log"] for x in subs[:4])
     dtype = logs.depth_dtype(5)
     for x in subs[4:]:
         assert x["identical_to_depth_log"] and x["frames"] == len(expected), x
