@@ -501,3 +501,27 @@ def test_a_gateway_writing_itchbench_records_is_held_to_the_stale_flag_too(tmp_p
     check = s["reconciliation"]["bbo_check"]
     assert check["missing"] == check["extra"] == 0 and check["wrong"] > 0
     assert "flags 1 (stale)" in s["verdict"]["headline"] and "flags 0" in s["verdict"]["headline"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_a_slow_gateway_that_publishes_only_at_its_end_is_drained_not_cut(tmp_path):
+    """The example made slow (2 ms a packet) and holding every event until its end: for seconds after the feed
+    ends it reads and publishes nothing new, yet it still reads its queued input. The drain waits while the run's
+    namespace counts datagrams read (contract stop.drain_ms), so the gateway is not stopped with its input
+    queued: LOSSLESS, every event there."""
+    from itchbench.selftest import zoo
+    edits = (zoo.Edit("                    more = feed.packet(s.recv(65536)) and more\n",
+                      "                    more = feed.packet(s.recv(65536)) and more\n"
+                      "                    time.sleep(0.002)  # slow\n"),
+             zoo.Edit("                flush()  # a packet's events go out with it\n", "                pass  # held\n"))
+    gateway = zoo.materialise(zoo.PY, edits, tmp_path / "slow")
+    values = {**load(zoo.scenario_path("udp"))[0].values, "gateway_file": str(gateway / "itchbench.toml")}
+    run = runner.execute(values, "slow", root=tmp_path / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    udp = s["reconciliation"]["udp"]
+    assert udp["kernel_delivered"] == udp["sender_sent"]
+    assert s["transport_details"]["gateway_stop"] == "ended by itself (exited with status 0)"  # at its end of session
+    # It read for longer after the feed's end than the drain waits without a new event.
+    drain_s = s["transport_details"]["gateway_contract"]["stop"]["drain_ms"] / 1000
+    assert s["transport_details"]["gateway_resources"]["wall_s"] > udp["sender_sent"] / 5000 + drain_s

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 COLLECTOR_START_S = 10.0
 COLLECTOR_END_S = 10.0
 COLLECTOR_QUIET_S = 0.5  # a broker's collector: this long without a new line after the gateway's end
+DRAIN_MOST_S = 60.0  # a drain ends after this (and drain_ms) even while the gateway still reads or writes
 BBO_FILE = "bbo.received"  # the collector's output in the run directory
 USAGE_FILE = "gateway-usage.json"  # process-meter's record of what the gateway's process used
 
@@ -100,6 +101,9 @@ class ContractGateway:
         self.how_it_ended = ""
         self.usage_file = run_dir / USAGE_FILE
         self._on_port: Callable[[int, int | None], None] | None = None
+        # How many datagrams (or bytes) of its input have been read so far, where the transport can tell (UDP: the
+        # run's namespace's count): the drain waits while it grows.
+        self.input_read: Callable[[], int] | None = None
 
     # -- start and ready ------------------------------------------------------------------------------------
     def _start_collector(self, values: dict[str, object]) -> tuple[subprocess.Popen | None, int]:
@@ -242,17 +246,20 @@ class ContractGateway:
             return 0
 
     def _quiet_drain(self) -> None:
-        """Until no new BBO output for drain_ms (or its own exit)."""
+        """Until no new BBO output, and no input read (input_read, when the transport can tell), for drain_ms (or
+        its own exit). A gateway still reading its feed is not quiet, whatever its output: a slow one that
+        publishes rarely is not stopped with its input still queued."""
         gw = self.started.gateway  # type: ignore[union-attr]
-        last, quiet_since = self._output_size(), time.monotonic()
-        deadline = time.monotonic() + 60 + self.c.drain_ms / 1000
+        progress = lambda: (self._output_size(), self.input_read() if self.input_read else 0)  # noqa: E731
+        last, quiet_since = progress(), time.monotonic()
+        deadline = time.monotonic() + DRAIN_MOST_S + self.c.drain_ms / 1000
         while gw.poll() is None and time.monotonic() - quiet_since < self.c.drain_ms / 1000:
             if time.monotonic() > deadline:
                 break
             time.sleep(0.02)
-            size = self._output_size()
-            if size != last:
-                last, quiet_since = size, time.monotonic()
+            now = progress()
+            if now != last:
+                last, quiet_since = now, time.monotonic()
 
     def _collector_quiet(self) -> None:
         """Until the collector's file has not grown for COLLECTOR_QUIET_S (COLLECTOR_END_S at most)."""

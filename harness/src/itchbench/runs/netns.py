@@ -71,6 +71,13 @@ class PrivateNetns:
             raise NetnsError(f"{' '.join(cmd)} in the run's namespace failed: {proc.stderr.strip()}")
         return proc.stdout
 
+    def udp_datagrams_read(self) -> int:
+        """UdpInDatagrams of the namespace, from its holder's /proc (no process started): it grows while any socket
+        there reads a datagram — while a gateway is still taking its feed."""
+        names, values = (line.split() for line in Path(f"/proc/{self._holder.pid}/net/snmp").read_text().splitlines()
+                         if line.startswith("Udp: "))
+        return int(values[names.index("InDatagrams")])
+
     def udp_counters(self) -> dict[str, int]:
         """The namespace's UDP counters (all zero when it was made)."""
         data = json.loads(self.run(["nstat", "-a", "-z", "-j"]))

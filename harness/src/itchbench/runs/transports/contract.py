@@ -213,6 +213,7 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         b = line_b(run.values)
         if b is not None:
             values.update(feed_b_addr=b[0], feed_b_port=b[1])
+        driver.input_read = ns.udp_datagrams_read
         driver.start("udp", on_port, feed_addr=group_addr or "127.0.0.1", feed_port=UDP_PORT, feed_group=group_addr,
                      **values)
         _profile(run, group, driver)
