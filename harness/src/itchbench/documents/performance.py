@@ -183,6 +183,9 @@ def _median_range(values: list[float], fmt: str) -> str:
     return f"{format(statistics.median(values), fmt)} ({format(min(values), fmt)}–{format(max(values), fmt)})"
 
 
+AHEAD_TARGET = 2.0  # ours / peer on every shape (issue 57)
+
+
 def render(m: dict[str, Any], command: str) -> str:
     env, plan = m["env"], m["plan"]
     day = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(m["started"]))
@@ -237,7 +240,12 @@ def render(m: dict[str, Any], command: str) -> str:
                 f"{statistics.median(f['peer_msg_per_s']) / 1e6:.2f} M | {_median_range(f['ratios'], '.3f')} | "
                 f"{max(f['ours_msg_per_s']) / max(f['peer_msg_per_s']):.3f} | "
                 f"{statistics.median(f['ours_rss_kib']) / 1024:.1f} / {statistics.median(f['peer_rss_kib']) / 1024:.1f} |")
-        lines.append("")
+        below = [f"{f['file']} {statistics.median(f['ratios']):.2f}" for f in side["files"]
+                 if statistics.median(f["ratios"]) < AHEAD_TARGET]
+        lines += ["", f"Target: at least {AHEAD_TARGET:g}× the peer on every file, on this machine — "
+                  + (f"missed on {len(below)} of {len(side['files'])} ({'; '.join(below)}); where the time goes, "
+                     "ours and the peer's: docs/benchmarks.md." if below else f"met on all {len(side['files'])}."),
+                  ""]
     lines += _pipeline_section(m["days"], plan)
     lines += _depth_section(m.get("depth", []), m.get("side_by_side_depth"))
     lines += [
