@@ -330,6 +330,11 @@ def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
             "first_frame_not_in_log": wrong, "identical_to_depth_log": got == expected}
 
 
+def _event_keys(records: np.ndarray) -> np.ndarray:
+    """One number per event, BBO or depth: a stock has at most one event a message, so (seq, stock) names it."""
+    return (records["seq"].astype(np.uint64) << np.uint64(16)) | records["stock_locate"].astype(np.uint64)
+
+
 def _first_frame_not_in_log(got: bytes, log: bytes, dtype: np.dtype = logs.BBO_DTYPE) -> int | None:
     """The index of the first whole frame received that is not the log's (BBO, or depth: dtype), byte for byte,
     after the one received before it (a frame the log does not hold, a changed one, one out of order or
@@ -338,11 +343,7 @@ def _first_frame_not_in_log(got: bytes, log: bytes, dtype: np.dtype = logs.BBO_D
     frame = dtype.itemsize
     received = np.frombuffer(got, dtype=dtype, count=len(got) // frame)
     published = np.frombuffer(log, dtype=dtype)
-
-    def keys(r: np.ndarray) -> np.ndarray:  # one event a stock a message: (seq, stock) names it
-        return (r["seq"].astype(np.uint64) << np.uint64(16)) | r["stock_locate"].astype(np.uint64)
-
-    at = pd.Index(keys(published)).get_indexer(keys(received))
+    at = pd.Index(_event_keys(published)).get_indexer(_event_keys(received))
     found = at >= 0
     same = np.zeros(len(received), dtype=bool)
     same[found] = published.view(f"V{frame}")[at[found]] == received.view(f"V{frame}")[found]
@@ -393,13 +394,12 @@ def _brokered_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, ex
     publisher = gw.get(("depth_" if depth else "") + kind, {})
     name = subscriber_name(sub, sub.get("settings", ""))
     rc, ended = sub.get("exit"), str(sub.get("ended", ""))
-    key = (lambda r: (r["seq"].astype(np.uint64) << np.uint64(16)) | r["stock_locate"].astype(np.uint64))
-    want = key(np.frombuffer(expected, dtype=dtype))
+    want = _event_keys(np.frombuffer(expected, dtype=dtype))
     whole = len(got) // dtype.itemsize * dtype.itemsize
-    seqs = key(np.frombuffer(got[:whole], dtype=dtype))
-    unique = np.unique(seqs)
+    received = _event_keys(np.frombuffer(got[:whole], dtype=dtype))
+    unique = np.unique(received)
     missing = int(np.setdiff1d(want, unique).size)
-    duplicates, extra = int(seqs.size - unique.size), int(np.setdiff1d(unique, want).size)
+    duplicates, extra = int(received.size - unique.size), int(np.setdiff1d(unique, want).size)
     if rc != 0 or not ended.startswith("end of stream"):
         how = describe_exit(rc) if rc else ("stopped by the run: no end marker came" if ended in ("signal", "")
                                             else ended)
@@ -411,7 +411,7 @@ def _brokered_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, ex
             int(sub.get("bad_size", 0)) == 0 and extra == 0
         if missing == 0 and duplicates == 0:
             checks[f"{name} received the {log_name} exactly"] = got == expected
-    return {**sub, "frames": int(seqs.size), "frames_dropped": missing, "duplicates": duplicates, "extra": extra,
+    return {**sub, "frames": int(received.size), "frames_dropped": missing, "duplicates": duplicates, "extra": extra,
             "closed_by": [], "identical_to_depth_log" if depth else "identical_to_bbo_log": got == expected}
 
 

@@ -67,7 +67,8 @@ def starter(run: "Run", group: "ProcessGroup",
                                          mode))
     if run.values["shm_subscribers"]:
         # Removed by the gateway at its exit; by the run if the gateway never got there (a crash, a kill).
-        group.on_close(lambda: [_unlink(f"/dev/shm{shm_name(run)}{suffix}") for suffix in ("", "-depth")])
+        for ring in (shm_name(run), shm_name(run) + "-depth"):
+            group.on_close(lambda ring=ring: _unlink(f"/dev/shm{ring}"))
     return start
 
 
@@ -82,6 +83,8 @@ def _start_depth(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], 
            "--dir", str(run.dir), "--numbers", "0"]
     run.depth_procs.append((group.start("depth-subscriber", wrap(off_the_gateway_cpu(run, cmd))),
                             run.dir / "depth-subscriber-0.dep", "fast", "tcp"))
+
+
 POOLED_MODES = ("fast", "stuck")
 BROKER_SUBSCRIBE_TIMEOUT_S = 30.0
 BROKERED = ("mqtt", "kafka")  # in the order their subscribers are numbered, after TCP and shared memory
