@@ -244,9 +244,9 @@ def _itchbench(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 @needs_root
-@pytest.mark.parametrize("metric, subject", [("bbo", "Count the ask side once more"),
-                                             ("latency", "Pause on every packet")])
-@pytest.mark.alone
+@pytest.mark.parametrize("metric, subject", [
+    ("bbo", "Count the ask side once more"),  # the BBO stream, judged exactly: it runs beside other tests
+    pytest.param("latency", "Pause on every packet", marks=pytest.mark.alone)])  # judged by timing
 def test_bisect_names_the_planted_commit(planted, udp_scenario, metric, subject):
     # Pausing 0.3 ms a packet at 5,000 packets/s leaves the gateway ever further behind: 1,500 packets end 0.15 s
     # late, its p50 grows several hundredfold, so a 2,000 % threshold keeps the noise of a busy machine (a p50 7.4
