@@ -58,6 +58,10 @@ def _contract(tmp_path: Path, text: str) -> Path:
     (GOOD + "[bbo]\nvia = \"mqtt\"\n[ready]\nwhen = \"delay\"\n", r"itchbench.toml:5: bbo.via: via = 'mqtt' needs \{mqtt_port\} in the command"),
     (GOOD + "[subscribers]\nport_pattern = \"tcp=\\\\d+\"\n",
      r"itchbench.toml:5: subscribers.port_pattern: needs a group that captures the port"),
+    (GOOD + "[subscribers]\nport_pattern = \"tcp=(\\\\d+)\"\ndepth_port_pattern = \"depth=(\"\n",
+     r"itchbench.toml:6: subscribers.depth_port_pattern: not a regex"),
+    (GOOD + "[subscribers]\ndepth_port_pattern = \"depth=(\\\\d+)\"\n",
+     r"itchbench.toml:5: subscribers.depth_port_pattern: needs subscribers.port_pattern too"),
 ])
 def test_a_wrong_contract_is_refused_naming_the_key_and_line(tmp_path, text, error):
     with pytest.raises(contract.ContractError, match=error):

@@ -228,3 +228,18 @@ def test_serial_replay_reports_an_unopenable_device(tool, tmp_path):
     tool("itch-synth", "--messages", "50", "--out", cap)
     r = tool("serial-replay", cap, "--device", str(tmp_path / "no-such-pty"))
     assert r.returncode == 2 and "no-such-pty: No such file or directory" in r.stderr
+
+
+@pytest.mark.parametrize("name, args, message", [
+    ("itch-gateway", ["--source", "udp", "--depth-port", "70000"], "--depth-port must be 0..65535"),
+    ("itch-gateway", ["--source", "udp", "--wait-depth-shm-subscribers", "1"],
+     "--wait-depth-shm-subscribers needs --publish-shm and --levels"),
+    ("bbo-tcp-subscribers", ["--port", "1", "--numbers", "0", "--levels", "65"], "--levels takes 0 to 64"),
+    ("bbo-mqtt-subscriber", ["--port", "1", "--levels", "65"], "--levels takes 0 to 64"),
+    ("bbo-kafka-subscriber", ["--brokers", "127.0.0.1:1", "--levels", "65"], "--levels takes 0 to 64"),
+])
+def test_depth_publishing_options_refuse_bad_values(tool, tmp_path, name, args, message):
+    where = {"bbo-tcp-subscribers": ["--dir", str(tmp_path)], "itch-gateway": ["--out", str(tmp_path)]}.get(
+        name, ["--out", str(tmp_path / "out")])
+    r = tool(name, *where, *args)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
