@@ -248,6 +248,13 @@ MUTANTS: tuple[Mutant, ...] = (
                      ("    if (__builtin_expect(seq != last_seq_ + 1, 0) && last_seq_ != 0) bbo_flags_ = "
                       "logfmt::kBookMayBeStale;\n", "    // MUTANT: a gap leaves the flag as it was\n")),
            "faulted-file", "unbalanced"),
+    Mutant("depth-frames-unsent", "every depth event of a seq divisible by 97 logged but never handed to the TCP "
+           "depth publisher (the built-in gateway, patched)", BUILT_IN,
+           _built_in("gateway/publish/bbo_fan_out.hpp",
+                     ("    if (depth_.tcp) depth_.tcp->publish_frame(record);\n",
+                      "    if (depth_.tcp && reinterpret_cast<const logfmt::DepthRecord*>(record)->seq % 97)  // MUTANT\n"
+                      "      depth_.tcp->publish_frame(record);\n")),
+           "udp-depth", "unbalanced"),
     Mutant("snapshot-depth-missed", "the depth of the books the snapshot built never published (the built-in "
            "gateway, patched)", BUILT_IN,
            _built_in("gateway/pipeline/gateway.hpp",
@@ -270,6 +277,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "join-depth", "joined", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
     Control(BUILT_IN, "faulted-file", "faults_accounted"),
     Control(BUILT_IN, "join-depth", "joined"),
+    Control(BUILT_IN, "udp-depth", "lossless"),
 )
 
 
