@@ -282,5 +282,13 @@ struct DepthLevel {
 static_assert(sizeof(DepthLevel) == 16);
 constexpr uint32_t kMaxDepthLevels = 64;
 constexpr size_t depth_record_size(uint32_t levels) { return sizeof(DepthRecord) + 2 * levels * sizeof(DepthLevel); }
+// The levels a side of a depth record of record_bytes; 0 when no depth record (of 1 to 64 levels) has that size.
+constexpr uint32_t depth_levels_of(size_t record_bytes) {
+  const size_t side =
+      record_bytes > sizeof(DepthRecord) ? (record_bytes - sizeof(DepthRecord)) / (2 * sizeof(DepthLevel)) : 0;
+  return side >= 1 && side <= kMaxDepthLevels && depth_record_size(uint32_t(side)) == record_bytes ? uint32_t(side) : 0;
+}
+static_assert(depth_levels_of(depth_record_size(5)) == 5 && depth_levels_of(depth_record_size(64)) == 64);
+static_assert(depth_levels_of(sizeof(BboRecord)) == 0 && depth_levels_of(depth_record_size(5) + 8) == 0);
 
 }  // namespace itchbench::logfmt

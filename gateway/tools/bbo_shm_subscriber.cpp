@@ -79,10 +79,8 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<SubscriberOutput> output;
   try {
-    const uint32_t bytes = ring->record_bytes();
-    const uint32_t levels =
-        bytes == sizeof(logfmt::BboRecord) ? 0 : uint32_t((bytes - sizeof(logfmt::DepthRecord)) / 32);
-    if (levels && logfmt::depth_record_size(levels) != bytes)
+    const uint32_t bytes = ring->record_bytes(), levels = logfmt::depth_levels_of(bytes);
+    if (bytes != sizeof(logfmt::BboRecord) && !levels)
       throw std::runtime_error("the ring's records are " + std::to_string(bytes) + " bytes: neither a BBO nor a "
                                "depth record");
     output = std::make_unique<SubscriberOutput>(out, size_t(1) << 30, false, levels);
