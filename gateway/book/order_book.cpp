@@ -116,13 +116,10 @@ void OrderBook::top_levels(uint16_t locate, bool bid, uint32_t n, BookLevel* out
       out[filled++] = BookLevel{price_of(levels_[place].key, bid), levels_[place].shares};
       if (!take_on) continue;
       // The next present tick away from the best, or none.
-      do {
-        if (tick == (bid ? ladder.lowest() : ladder.highest())) {
-          on = false;
-          break;
-        }
-        tick = bid ? tick - 1 : tick + 1;
-      } while (!ladder.present(tick));
+      if (tick == (bid ? ladder.lowest() : ladder.highest()))
+        on = false;
+      else
+        tick = bid ? ladder.next_below(tick) : ladder.next_above(tick);
     }
   }
   for (; filled < n; ++filled) out[filled] = BookLevel{};

@@ -53,6 +53,20 @@ class PriceLadder {
     hi_ = t > hi_ ? t : hi_;
   }
 
+  // The nearest present tick above t (one exists: t is below highest()): the ring rotated so that t's slot is
+  // bit 0, one bit scan however many ticks lie between.
+  uint32_t next_above(uint32_t t) const {
+    const uint32_t s = t & kMask;
+    const uint64_t rotated = (bits_ >> s) | (s ? bits_ << (kTicks - s) : 0);
+    return t + uint32_t(__builtin_ctzll(rotated >> 1)) + 1;
+  }
+  // The nearest present tick below t (one exists: t is above lowest()): rotated so that t's slot is the top bit.
+  uint32_t next_below(uint32_t t) const {
+    const uint32_t s = kMask - (t & kMask);
+    const uint64_t rotated = (bits_ << s) | (s ? bits_ >> (kTicks - s) : 0);
+    return t - uint32_t(__builtin_clzll(rotated << 1)) - 1;
+  }
+
   // t is present.
   void remove(uint32_t t) {
     bits_ &= ~(uint64_t(1) << (t & kMask));
@@ -69,19 +83,6 @@ class PriceLadder {
   static constexpr uint32_t kMask = kTicks - 1;
   static_assert(kTicks == 64, "one occupancy word");
   static_assert(uint64_t(UINT32_MAX) / kTickPrice < (1u << 26), "ticks below 2^26");
-
-  // The nearest present tick above t (one exists): the ring rotated so that t's slot is bit 0.
-  uint32_t next_above(uint32_t t) const {
-    const uint32_t s = t & kMask;
-    const uint64_t rotated = (bits_ >> s) | (s ? bits_ << (kTicks - s) : 0);
-    return t + uint32_t(__builtin_ctzll(rotated >> 1)) + 1;
-  }
-  // The nearest present tick below t (one exists): rotated so that t's slot is the top bit.
-  uint32_t next_below(uint32_t t) const {
-    const uint32_t s = kMask - (t & kMask);
-    const uint64_t rotated = (bits_ << s) | (s ? bits_ >> (kTicks - s) : 0);
-    return t - uint32_t(__builtin_clzll(rotated << 1)) - 1;
-  }
 
   static constexpr uint32_t kEmptyLo = 1u << 30;      // above every tick
   static constexpr uint32_t kNoBlockLo = 0xFC000000u;  // -2^26: every tick is more than kTicks above it
