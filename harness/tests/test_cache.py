@@ -69,6 +69,48 @@ def test_entries_are_made_in_an_empty_cache_whole_even_by_two_processes_at_once(
         made = pool.map(_loopback, [26477, 26477])
     assert made[0] == made[1] and len(made[0]) > 100_000
     assert sorted(p.name for p in root.iterdir()) == sorted(
-        [p.name for p in root.glob("*-lo26477.pcap")] + [p.name for p in root.glob("*.eth.pcap")])
-    assert not [p for p in root.iterdir() if p.name.startswith(".")]  # nothing half-made left behind
-    assert [e.kind for e in cache.entries()] == ["capture", "capture"]
+        [p.name for p in root.glob("*-lo26477.pcap")] + [p.name for p in root.glob("*.eth.pcap")] + [cache.FACTS])
+    assert not [p for p in root.rglob("*") if p.name.startswith(".")]  # nothing half-made left behind
+    assert sorted(e.kind for e in cache.entries()) == ["capture", "capture", "facts"]  # and the capture's digest
+
+
+def test_a_capture_is_hashed_once_per_version_and_again_after_any_change(tmp_path, monkeypatch):
+    """The digest is read back for the same version of a file, and read again after a change the size and
+    modification time do not show (the same size, the modification time set back): the change time gives it away.
+    Expected digests from hashlib on the bytes, not from the code under test."""
+    import hashlib
+
+    from itchbench.captures import fixtures, remembered
+
+    monkeypatch.setattr(paths, "cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr(remembered, "RACY_S", 0.0)
+    reads: list[Path] = []
+    real_read = fixtures._sha256_read
+    monkeypatch.setattr(fixtures, "_sha256_read", lambda p: reads.append(p) or real_read(p))
+    capture = tmp_path / "day.itch"
+    capture.write_bytes(b"A" * 5000)
+    first = os.stat(capture)
+    assert fixtures.sha256_of(capture) == hashlib.sha256(b"A" * 5000).hexdigest()
+    assert fixtures.sha256_of(capture) == hashlib.sha256(b"A" * 5000).hexdigest()
+    assert len(reads) == 1
+    assert [e.kind for e in cache.entries()] == ["facts"]
+
+    time.sleep(0.01)  # a change time of its own even where the kernel keeps coarse times
+    capture.write_bytes(b"B" * 5000)
+    os.utime(capture, ns=(first.st_atime_ns, first.st_mtime_ns))
+    assert (os.stat(capture).st_size, os.stat(capture).st_mtime_ns) == (first.st_size, first.st_mtime_ns)
+    assert fixtures.sha256_of(capture) == hashlib.sha256(b"B" * 5000).hexdigest()
+    assert len(reads) == 2
+
+
+def test_a_capture_changed_within_the_racy_second_is_not_remembered(tmp_path, monkeypatch):
+    from itchbench.captures import remembered
+
+    monkeypatch.setattr(paths, "cache_dir", lambda: tmp_path / "cache")
+    capture = tmp_path / "day.itch"
+    capture.write_bytes(b"A" * 10)
+    computed: list[int] = []
+    for _ in range(2):
+        remembered.remembered(capture, "n", lambda: computed.append(1) or 7)
+    assert computed == [1, 1]  # just written: computed each time, kept never
+    assert not (tmp_path / "cache" / cache.FACTS).exists()

@@ -3,6 +3,8 @@
     builds/     revisions of the built-in gateway, each a git worktree of this repository, built (compare, bisect)
     contract/   revisions of brought gateways: per repository, per commit a `git clone --shared` of it, built
     ccache/     the compiler's cache for those builds (ccache, when installed)
+    facts/      what reading a whole capture told (its SHA-256, its count), per version of the file
+                (captures/remembered.py)
     the rest    captures rewritten for a run's loopback, decompressed captures, generated sessions
 
 `itchbench cache` lists it; `itchbench cache prune` removes it (all, or what was not used for some days) and
@@ -25,6 +27,7 @@ from . import paths
 
 NESTED = ("builds", "contract")  # folders whose entries are listed (and pruned) one by one
 COMPILER_CACHE = "ccache"  # ccache's objects for the revisions' builds (gateways/revisions.py)
+FACTS = "facts"  # what reading a capture told, per version of it (captures/remembered.py)
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,9 @@ class Entry:
     @property
     def kind(self) -> str:
         parent = self.path.parent.name
-        return parent if parent in NESTED else COMPILER_CACHE if self.path.name == COMPILER_CACHE else "capture"
+        if parent in NESTED:
+            return parent
+        return self.path.name if self.path.name in (COMPILER_CACHE, FACTS) else "capture"
 
 
 def root() -> Path:

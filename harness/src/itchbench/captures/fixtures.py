@@ -15,6 +15,7 @@ from typing import Any
 from .. import paths
 from ..tools import run_tool
 from .digest import sim_bbo
+from .remembered import remembered
 
 MANIFEST = "manifest.json"
 
@@ -40,6 +41,11 @@ class Fixture:
 
 
 def sha256_of(path: Path) -> str:
+    """The file's SHA-256, read once per version of the file (captures/remembered.py)."""
+    return remembered(path, "sha256", lambda: _sha256_read(path))
+
+
+def _sha256_read(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import paths
 from ..tools import run_tool
+from .remembered import remembered
 
 
 class CaptureError(RuntimeError):
@@ -85,7 +86,12 @@ def message_sequences(capture: Path) -> list[int]:
 
 @functools.lru_cache(maxsize=32)
 def _facts(capture: str, mtime_ns: int, feed: str) -> dict[str, Any]:
-    rep = inspect_capture(Path(capture), feed)
+    return remembered(Path(capture), f"inspect-{feed}", lambda: _read_facts(Path(capture), feed),
+                      tool=paths.tool("itch-inspect"))
+
+
+def _read_facts(capture: Path, feed: str) -> dict[str, Any]:
+    rep = inspect_capture(capture, feed)
     cap = rep["capture_stats"]
     return {
         "kind": rep["kind"],
