@@ -26,7 +26,8 @@ RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::
   if (o.latency_log) {
     LogIdentity id{clock.source(), origin, o.run_id, o.commit, stages};
     id.clock_line = clock.line();
-    logs.latency = std::make_unique<LatencyLog>(o.out + "/latency.lat", o.latency_format, id, expected_records);
+    logs.latency = std::make_unique<LatencyLog>(o.out + "/latency.lat", o.latency_format, id, expected_records,
+                                                MmapLog::kNoLimit, o.out + "/latency.idx");
   }
   if (o.latency_histogram) logs.histograms = std::make_unique<StageHistograms>(stages);
   logs.bbo = std::make_unique<BboLog>(o.out + "/bbo.bbo", logfmt::Kind::kBbo,

@@ -36,16 +36,58 @@ size_t LatencyLog::slot_size(LatencyFormat format, uint8_t stages) {
 }
 
 LatencyLog::LatencyLog(const std::string& path, LatencyFormat format, const LogIdentity& id, uint64_t expected_messages,
-                       size_t limit_bytes)
+                       size_t limit_bytes, const std::string& index_path, uint32_t block_messages)
     : log_(path, logfmt::Kind::kLatency, slot_size(format, checked_latency_stages(id.stages)),
            format == LatencyFormat::kCompact ? offsetof(logfmt::CompactLatencyRecord, flags)
                                              : offsetof(logfmt::LatencyRecord, flags),
            versioned(id, format), reservation_for(expected_messages, slot_size(format, id.stages)), limit_bytes),
+      block_messages_(block_messages ? block_messages : logfmt::kLatencyBlockMessages),
+      stages_(id.stages),
       layout_(format == LatencyFormat::kWide            ? Layout::kWide
               : id.stages == kSimulationStages          ? Layout::kSimulation
               : id.stages == logfmt::kAllStages         ? Layout::kEveryStage
                                                         : Layout::kOtherStages) {
   count_ = logfmt::stage_order(id.stages, order_);
+  if (!index_path.empty()) {
+    // Small, and grown by the writer itself (one record every block_messages): no provisioning thread.
+    const size_t blocks = expected_messages ? size_t(expected_messages / block_messages_) + 2 : 64;
+    LogIdentity index_id = id;  // its run and commit; its stamps are the latency log's, read on that log's clock
+    index_id.version = 0;
+    index_id.stage_clock = logfmt::StageClock::kNone;
+    index_id.origin_clock = logfmt::OriginClock::kNone;
+    index_ = std::make_unique<RecordLog<logfmt::LatencyBlockRecord>>(
+        index_path, logfmt::Kind::kLatencyIndex, index_id,
+        logfmt::kHeaderSize + blocks * sizeof(logfmt::LatencyBlockRecord), sizeof(logfmt::LatencyBlockRecord),
+        MmapLog::kNoLimit, false);
+  }
+}
+
+void LatencyLog::next_block() {
+  if (index_ && messages_ > block_.messages_before) {  // the block so far, unless none was recorded in it
+    block_.messages = uint32_t(messages_ - block_.messages_before);
+    block_.slots = uint32_t(log_.records() - block_.slot);
+    index_->append(block_);
+    accepted_ += block_.accepted;
+  }
+  block_ = {};
+  block_.slot = log_.records();
+  block_.messages_before = messages_;
+  block_.accepted_before = accepted_;
+  if (layout_ != Layout::kWide) {
+    block_.next_seq = next_seq_;
+    block_.prev_origin = prev_origin_;
+    block_.base = base_;
+  }
+  block_.receive_lo = UINT64_MAX;
+  block_end_ = messages_ + block_messages_;
+}
+
+void LatencyLog::close() {
+  if (index_) {
+    next_block();
+    index_->close();
+  }
+  log_.close();
 }
 
 void LatencyLog::append_escaped(const MessageLatency& m) {
@@ -106,7 +148,7 @@ void LatencyLog::append_wide(const MessageLatency& m) {
   uint64_t* stamps = logfmt::stamps_of(r);
   for (unsigned j = 0; j < count_; ++j) stamps[j] = m.stamp[order_[j]];
   commit(r.flags, m.flags);
-  ++messages_;
+  count_in_block(m);
 }
 
 }  // namespace itchbench

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "log/log_format.hpp"
@@ -38,10 +39,14 @@ class LatencyLog {
  public:
   // id.stages names the stages recorded (at least one); expected_messages sizes the first reservation
   // (0: unknown). Throws std::runtime_error naming the path, std::invalid_argument for no stage.
+  // index_path: where its index goes (one LatencyBlockRecord a block; empty: none). block_messages: a block's
+  // messages (the format's kLatencyBlockMessages; tests make blocks small).
   LatencyLog(const std::string& path, LatencyFormat format, const LogIdentity& id, uint64_t expected_messages = 0,
-             size_t limit_bytes = MmapLog::kNoLimit);
+             size_t limit_bytes = MmapLog::kNoLimit, const std::string& index_path = "",
+             uint32_t block_messages = logfmt::kLatencyBlockMessages);
 
   void append(const MessageLatency& m) {
+    if (__builtin_expect(messages_ == block_end_, 0)) next_block();
     switch (layout_) {
       case Layout::kSimulation:
         return append_compact<kSimulationStages>(m);
@@ -64,7 +69,7 @@ class LatencyLog {
   uint64_t remaps() const { return log_.remaps(); }
   const std::string& drop_reason() const { return log_.drop_reason(); }
   uint64_t provisioner_wakeups() const { return log_.provisioner_wakeups(); }
-  void close() { log_.close(); }
+  void close();
 
   // Bytes of one slot: 20 (compact) or the wide record of these stages.
   static size_t slot_size(LatencyFormat format, uint8_t stages);
@@ -115,8 +120,26 @@ class LatencyLog {
     commit(r.flags, m.flags);
     next_seq_ = m.seq + 1;
     prev_origin_ = m.t_origin;
-    ++messages_;
+    count_in_block(m);
   }
+  // A recorded message into its block's counts (the index's): a few compares and moves, no branch but the
+  // rejection test.
+  void count_in_block(const MessageLatency& m) {
+    ++messages_;
+    if (!index_ || (m.flags & logfmt::kRejected)) return;
+    unsigned set = 0;
+    for (unsigned i = 0; i < logfmt::kStageCount; ++i) set |= unsigned(m.stamp[i] != 0) << i;
+    set &= stages_;  // a stage not recorded reads as 0
+    set |= unsigned(m.t_origin != 0) << logfmt::kStampSetOrigin | unsigned(m.flags & logfmt::kBboEvent) << logfmt::kStampSetBbo;
+    const uint64_t receive = set & 1 ? m.stamp[0] : set & 2 ? m.stamp[1] : 0;
+    logfmt::LatencyBlockRecord& b = block_;
+    ++b.accepted;
+    b.stamp_sets[set >> 6] |= uint64_t(1) << (set & 63);
+    b.max_locate = m.stock_locate > b.max_locate ? m.stock_locate : b.max_locate;
+    b.receive_lo = receive < b.receive_lo ? receive : b.receive_lo;
+    b.receive_hi = receive > b.receive_hi ? receive : b.receive_hi;
+  }
+  void next_block();  // the block so far to the index, and the next begun at the next slot
   void append_escaped(const MessageLatency& m);  // out of line: a message with escape slots
   void append_wide(const MessageLatency& m);
 
@@ -127,6 +150,12 @@ class LatencyLog {
   }
 
   MmapLog log_;
+  std::unique_ptr<RecordLog<logfmt::LatencyBlockRecord>> index_;
+  logfmt::LatencyBlockRecord block_{};  // the block being written: its start and its counts so far
+  uint32_t block_messages_;
+  uint64_t block_end_ = 0;  // messages_ at which the next block begins
+  uint64_t accepted_ = 0;   // accepted in the blocks before this one
+  uint8_t stages_;
   Layout layout_;
   unsigned count_ = 0;                         // stages recorded
   uint8_t order_[logfmt::kStageCount] = {};    // their stage indices, in order

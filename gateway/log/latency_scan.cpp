@@ -236,30 +236,104 @@ constexpr size_t kSymbolCells = size_t(1) << 22;  // 16 MiB of counts: 1,024 val
 
 }  // namespace
 
-FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<StageSpec>& stages) {
+namespace {
+
+// The first pass's figures, a message at a time.
+struct FirstCounter {
+  FirstPass& f;
+  uint64_t warmup;
+  const std::vector<StageSpec>& stages;
+  uint32_t every_stage = uint32_t((uint64_t(1) << stages.size()) - 1);
+
+  void row(const Row& r) {
+    ++f.messages;
+    if (!accepted(r)) return;
+    const bool warm = f.accepted < warmup;
+    ++f.accepted;
+    f.max_locate = std::max<uint64_t>(f.max_locate, r.locate);
+    for (unsigned s = 0; s < kStampCount; ++s) f.set_stamps |= uint32_t(r.t[s] != 0) << s;
+    if (f.found_stages != every_stage)  // once each stage has a value, nothing more to find
+      for (size_t i = 0; i < stages.size(); ++i)
+        if (has_value(r, stages[i])) f.found_stages |= 1u << i;
+    if (!warm) receive(r.t[kReceive]);
+  }
+  // A receive stamp after the warm-up, into the span.
+  void receive(int64_t t) {
+    f.t_lo = f.any_after_warmup ? std::min(f.t_lo, t) : t;
+    f.t_hi = f.any_after_warmup ? std::max(f.t_hi, t) : t;
+    f.any_after_warmup = true;
+  }
+  // Every message of an index block whose stamps are the set m (logfmt::LatencyBlockRecord::stamp_sets).
+  void stamp_set(unsigned m) {
+    const auto has = [m](Stamp s) {
+      return s <= kPublished ? (m >> s & 1) != 0 : s == kReceive ? (m & 3) != 0 : (m >> logfmt::kStampSetOrigin & 1) != 0;
+    };
+    for (unsigned s = kKernel; s <= kPublished; ++s) f.set_stamps |= uint32_t(m >> s & 1) << s;
+    f.set_stamps |= uint32_t(m >> logfmt::kStampSetOrigin & 1) << kOrigin;
+    const bool bbo = m >> logfmt::kStampSetBbo & 1;
+    for (size_t i = 0; i < stages.size(); ++i)
+      if (has(stages[i].start) && has(stages[i].end) && (bbo || !stages[i].bbo_only)) f.found_stages |= 1u << i;
+  }
+};
+
+// The blocks, checked to cover the log's slots from its first in order.
+void check_index(const Source& source, const logfmt::LatencyBlockRecord* b, size_t n) {
+  const auto fail = [&](size_t i, const std::string& what) {
+    throw std::runtime_error(source.path + ": its index's block " + std::to_string(i) + " " + what);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (!(b[i].flags & logfmt::kWritten)) fail(i, "was never written");
+    if (b[i].accepted > b[i].messages || b[i].messages == 0) fail(i, "counts more accepted messages than messages");
+    if (b[i].slots < b[i].messages) fail(i, "has fewer slots than messages");
+    const bool follows = i == 0 ? b[i].slot == 0 && b[i].messages_before == 0 && b[i].accepted_before == 0
+                                : b[i].slot == b[i - 1].slot + b[i - 1].slots &&
+                                      b[i].messages_before == b[i - 1].messages_before + b[i - 1].messages &&
+                                      b[i].accepted_before == b[i - 1].accepted_before + b[i - 1].accepted;
+    if (!follows) fail(i, "does not follow the block before it");
+  }
+  const uint64_t end = n ? b[n - 1].slot + b[n - 1].slots : 0;
+  if (end != source.stored)
+    throw std::runtime_error(source.path + ": its index covers " + std::to_string(end) + " slots, the log holds " +
+                             std::to_string(source.stored));
+}
+
+}  // namespace
+
+FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<StageSpec>& stages,
+                     const logfmt::LatencyBlockRecord* blocks, size_t n_blocks) {
   FirstPass f;
-  const uint32_t every_stage = uint32_t((uint64_t(1) << stages.size()) - 1);
-  Rows(source).for_each([&](const Row& r) {
-      ++f.messages;
-      if (!accepted(r)) return;
-      const bool warm = f.accepted < warmup;
-      ++f.accepted;
-      f.max_locate = std::max<uint64_t>(f.max_locate, r.locate);
-      for (unsigned s = 0; s < kStampCount; ++s) f.set_stamps |= uint32_t(r.t[s] != 0) << s;
-      if (f.found_stages != every_stage)  // once each stage has a value, nothing more to find
-        for (size_t i = 0; i < stages.size(); ++i)
-          if (has_value(r, stages[i])) f.found_stages |= 1u << i;
-      if (!warm) {
-        const int64_t t = r.t[kReceive];
-        f.t_lo = f.any_after_warmup ? std::min(f.t_lo, t) : t;
-        f.t_hi = f.any_after_warmup ? std::max(f.t_hi, t) : t;
-        f.any_after_warmup = true;
-      }
-  }, [&](Checkpoint c) {
-    c.accepted_before = f.accepted;
-    f.checkpoints.push_back(c);
-  });
-  f.set_stamps &= ~(1u << kReceive);  // derived, not stored
+  FirstCounter count{f, warmup, stages};
+  if (!n_blocks) {
+    Rows(source).for_each([&](const Row& r) { count.row(r); }, [&](Checkpoint c) {
+      c.accepted_before = f.accepted;
+      f.checkpoints.push_back(c);
+    });
+    f.set_stamps &= ~(1u << kReceive);  // derived, not stored
+    return f;
+  }
+  check_index(source, blocks, n_blocks);
+  const auto in_ns = [&](uint64_t t) { return int64_t(source.has_line ? ticks_to_ns(source.line, t) : t); };
+  for (size_t i = 0; i < n_blocks; ++i) {
+    const logfmt::LatencyBlockRecord& b = blocks[i];
+    const Checkpoint at{b.slot, CompactState{b.next_seq, b.prev_origin, b.base}, b.accepted_before};
+    f.checkpoints.push_back(at);
+    f.messages += b.messages;
+    f.accepted += b.accepted;
+    if (!b.accepted) continue;
+    f.max_locate = std::max<uint64_t>(f.max_locate, b.max_locate);
+    for (unsigned m = 0; m < 128; ++m)
+      if (b.stamp_sets[m >> 6] >> (m & 63) & 1) count.stamp_set(m);
+    if (b.accepted_before >= warmup) {
+      count.receive(in_ns(b.receive_lo));
+      count.receive(in_ns(b.receive_hi));
+    } else if (b.accepted_before + b.accepted > warmup) {
+      // The warm-up ends in this block: its messages after the warm-up's last, read from the log.
+      uint64_t seen = b.accepted_before;
+      Rows(source, at, i + 1 < n_blocks ? blocks[i + 1].slot : 0).for_each([&](const Row& r) {
+        if (accepted(r) && seen++ >= warmup) count.receive(r.t[kReceive]);
+      });
+    }
+  }
   return f;
 }
 

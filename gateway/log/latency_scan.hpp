@@ -138,7 +138,10 @@ struct Result {
 };
 
 // Both throw std::runtime_error naming the path and what is wrong.
-FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<StageSpec>& stages);
+// With the gateway's index of the log (blocks, n_blocks: its records, in order), the first pass takes each
+// block's counts and reads from the log only the block in which the warm-up ends; the figures are the same.
+FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<StageSpec>& stages,
+                     const logfmt::LatencyBlockRecord* blocks = nullptr, size_t n_blocks = 0);
 // threads > 1: the log cut at the first pass's checkpoints into that many parts, each counted on its own thread
 // and the counts added (histograms are sums; the slowest kept are chosen again from the parts' own).
 Result second_pass(const Source& source, const Params& params, const std::vector<Checkpoint>& checkpoints = {},

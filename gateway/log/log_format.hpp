@@ -18,6 +18,7 @@ enum class Kind : uint16_t {
   kSubscriber = 4,  // a subscriber (TCP, shared memory): one record per BBO event received
   kRequest = 5,     // a MoldUDP64 re-request server: one record per request received and per answer packet sent
   kDepth = 6,       // the gateway with --levels N: one record per depth event (a DepthRecord and 2N DepthLevels)
+  kLatencyIndex = 7,  // the gateway, beside its latency log: one record per block of it (LatencyBlockRecord)
 };
 
 // Each kind is versioned on its own; readers keep reading the earlier versions.
@@ -262,6 +263,32 @@ struct BboRecord {
   uint8_t reserved[5];
 };
 static_assert(sizeof(BboRecord) == 48);
+
+// One block of the latency log: where it starts, and what a report's first pass over it finds, counted by the
+// gateway as it wrote the block, so the report need not read the log twice (FORMAT.md, "Latency index record").
+// A block is kLatencyBlockMessages messages recorded (the last, fewer). Its stamp sets: bit m of the 128 set when
+// an accepted message of the block had the stamps of m, bit i (0 to 4) its stage i recorded nonzero, bit 5 a
+// nonzero t_origin, bit 6 the BBO-event flag.
+constexpr uint32_t kLatencyBlockMessages = 1u << 16;
+constexpr unsigned kStampSetOrigin = 5, kStampSetBbo = 6;
+struct LatencyBlockRecord {
+  uint64_t slot;             // its first slot: its first message's first escape slot, or that message's slot
+  uint64_t messages_before;  // messages recorded before it
+  uint64_t accepted_before;  // of those, not rejected
+  uint64_t next_seq;         // the compact coder's state at slot (a wide log: 0, 0, 0)
+  uint64_t prev_origin;
+  uint64_t base;
+  uint64_t receive_lo;       // its accepted messages' receive stamps (kernel, else read; 0: neither), as stored
+  uint64_t receive_hi;
+  uint64_t stamp_sets[2];
+  uint32_t messages;         // recorded in it
+  uint32_t accepted;         // of those, not rejected
+  uint32_t slots;            // its slots: the next block's begins at slot + slots, the log ends after the last's
+  uint16_t max_locate;       // of its accepted messages
+  uint8_t flags;             // kWritten
+  uint8_t reserved;
+};
+static_assert(sizeof(LatencyBlockRecord) == 96);
 
 // A depth event: after a book message, a stock's top N levels a side (price and aggregate shares) differ from
 // the last emitted. The head is followed by N bid levels, then N ask levels, each best first; an empty level

@@ -118,11 +118,13 @@ extern "C" void itchlog_ticks_to_ns(const itchlog_clock_line* line, void* first,
 }
 
 extern "C" void* itchlog_first_pass(const char* path, const itchlog_source* source, uint64_t warmup,
-                                    const itchlog_stage* stages, uint32_t n_stages, itchlog_first_pass_result* out,
-                                    char* error, uint64_t error_size) {
+                                    const itchlog_stage* stages, uint32_t n_stages, const void* blocks,
+                                    uint64_t n_blocks, itchlog_first_pass_result* out, char* error,
+                                    uint64_t error_size) {
   try {
     auto f = std::make_unique<scan::FirstPass>(
-        scan::first_pass(source_of(path, *source), warmup, stages_of(stages, n_stages)));
+        scan::first_pass(source_of(path, *source), warmup, stages_of(stages, n_stages),
+                         static_cast<const logfmt::LatencyBlockRecord*>(blocks), size_t(n_blocks)));
     *out = {f->messages, f->accepted, f->max_locate, f->t_lo, f->t_hi, f->any_after_warmup, f->set_stamps,
             f->found_stages, 0};
     return f.release();
@@ -220,7 +222,7 @@ extern "C" void itchlog_scan_free(void* scan) { delete static_cast<Scan*>(scan);
 
 extern "C" uint32_t itchlog_struct_sizes(uint64_t* sizes, uint32_t capacity) {
   const uint64_t all[] = {sizeof(itchlog_source), sizeof(itchlog_stage), sizeof(itchlog_first_pass_result),
-                          sizeof(itchlog_scan_params), sizeof(itchlog_trend)};
+                          sizeof(itchlog_scan_params), sizeof(itchlog_trend), sizeof(logfmt::LatencyBlockRecord)};
   const uint32_t n = sizeof all / sizeof all[0];
   for (uint32_t i = 0; i < n && i < capacity; ++i) sizes[i] = all[i];
   return n;

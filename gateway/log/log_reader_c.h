@@ -96,10 +96,12 @@ typedef struct {
 #define ITCHLOG_TABLE_CUMULATIVE 0x20000 /* + 16 * chain + hop */
 
 /* The first pass (what it found in *out, and where a second pass may start: for itchlog_scan), or NULL with the
- * reason in error (error_size bytes, NUL-terminated). */
+ * reason in error (error_size bytes, NUL-terminated). blocks, n_blocks: the log's index (the records of its
+ * latency.idx, FORMAT.md), whose counts the pass takes instead of reading the whole log; NULL, 0: none. */
 ITCHLOG_API void* itchlog_first_pass(const char* path, const itchlog_source* source, uint64_t warmup,
-                                     const itchlog_stage* stages, uint32_t n_stages, itchlog_first_pass_result* out,
-                                     char* error, uint64_t error_size);
+                                     const itchlog_stage* stages, uint32_t n_stages, const void* blocks,
+                                     uint64_t n_blocks, itchlog_first_pass_result* out, char* error,
+                                     uint64_t error_size);
 ITCHLOG_API void itchlog_first_pass_free(void* first);
 /* The scan's result, or NULL with the reason in error; first: the same log's first pass. */
 ITCHLOG_API void* itchlog_scan(const char* path, const itchlog_source* source, const itchlog_scan_params* params,

@@ -1,0 +1,157 @@
+// The gateway's index of its latency log against a read of the log itself:
+// for a log of every kind of message (rejected ones, BBO events, kernel
+// stamps present and absent, sequence jumps, stamps and origins that need
+// escapes), in both formats and in blocks small enough to have many, the
+// first pass taken from the index equals the first pass over the whole log
+// for every warm-up, and a second pass cut at the index's checkpoints equals
+// one read from the start. An index that does not follow its log is refused.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "log/latency_log.hpp"
+#include "log/latency_scan.hpp"
+#include "test_files.hpp"
+
+using namespace itchbench;
+using itchbench::testing::ScratchDir;
+
+namespace {
+
+constexpr uint64_t kMessages = 1'000;
+constexpr uint32_t kBlock = 7;  // messages a block: 143 of them
+
+struct Written {
+  scan::Source source;
+  std::vector<logfmt::LatencyBlockRecord> blocks;
+};
+
+// A deterministic mix of messages (a fixed LCG), written with its index.
+Written written(const ScratchDir& dir, LatencyFormat format) {
+  LogIdentity id;
+  id.stages = logfmt::kAllStages;
+  id.stage_clock = logfmt::StageClock::kMonotonic;
+  const std::string path = dir.file("latency.lat"), index = dir.file("latency.idx");
+  {
+    LatencyLog log(path, format, id, 0, MmapLog::kNoLimit, index, kBlock);
+    uint64_t state = 12345, seq = 1, t = 5'000'000'000, origin = 1'000'000;
+    const auto next = [&](uint64_t n) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      return (state >> 33) % n;
+    };
+    for (uint64_t i = 0; i < kMessages; ++i) {
+      MessageLatency m;
+      seq += next(20) == 0 ? 2 + next(100) : 1;  // now and then a gap: an escaped seq
+      m.seq = seq;
+      origin = next(30) == 0 ? origin - next(1000) : origin + next(5000);  // an origin that goes back: escaped
+      m.t_origin = next(40) == 0 ? 0 : origin;
+      t += 50 + next(next(25) == 0 ? 200'000 : 500);  // now and then a stamp beyond 2^16 ticks: escaped
+      const bool rejected = next(11) == 0, bbo = !rejected && next(3) == 0;
+      m.flags = uint8_t((rejected ? logfmt::kRejected : 0) | (bbo ? logfmt::kBboEvent : 0));
+      m.stock_locate = uint16_t(rejected ? 60000 : 1 + next(500));  // a rejected message's locate is not counted
+      m.msg_type = "AXDEUFP"[next(7)];
+      m.stamp[MessageLatency::kKernel] = !bbo && i > 300 && next(4) ? t - 20 : 0;  // the kernel's, on some non-BBO
+      m.stamp[MessageLatency::kRead] = t;
+      if (!rejected) {
+        m.stamp[MessageLatency::kDecoded] = t + 7 + next(20);
+        m.stamp[MessageLatency::kBook] = m.stamp[MessageLatency::kDecoded] + 10 + next(next(50) ? 100 : 100'000);
+        if (bbo) m.stamp[MessageLatency::kPublished] = m.stamp[MessageLatency::kBook] + 30;
+      }
+      log.append(m);
+    }
+    log.close();
+  }
+  Written w;
+  const auto bytes = itchbench::testing::read_bytes(path);
+  const size_t slot = LatencyLog::slot_size(format, id.stages);
+  w.source = {path, logfmt::kLatencyHeaderSize, (bytes.size() - logfmt::kLatencyHeaderSize) / slot, id.stages,
+              format == LatencyFormat::kCompact, false, {}};
+  const auto raw = itchbench::testing::read_bytes(index);
+  w.blocks.resize((raw.size() - logfmt::kHeaderSize) / sizeof(logfmt::LatencyBlockRecord));
+  std::memcpy(w.blocks.data(), raw.data() + logfmt::kHeaderSize, w.blocks.size() * sizeof w.blocks[0]);
+  return w;
+}
+
+const std::vector<scan::StageSpec> kStages = {
+    {scan::kKernel, scan::kRead, false}, {scan::kRead, scan::kDecoded, false},
+    {scan::kReceive, scan::kBook, false}, {scan::kBook, scan::kPublished, true},
+    {scan::kOrigin, scan::kRead, false}, {scan::kPublished, scan::kKernel, false}};  // the last: never both set
+
+void expect_same(const scan::FirstPass& a, const scan::FirstPass& b, uint64_t warmup) {
+  SCOPED_TRACE("warm-up " + std::to_string(warmup));
+  EXPECT_EQ(a.messages, b.messages);
+  EXPECT_EQ(a.accepted, b.accepted);
+  EXPECT_EQ(a.max_locate, b.max_locate);
+  EXPECT_EQ(a.any_after_warmup, b.any_after_warmup);
+  EXPECT_EQ(a.t_lo, b.t_lo);
+  EXPECT_EQ(a.t_hi, b.t_hi);
+  EXPECT_EQ(a.set_stamps, b.set_stamps);
+  EXPECT_EQ(a.found_stages, b.found_stages);
+}
+
+class LatencyIndex : public ::testing::TestWithParam<LatencyFormat> {};
+
+TEST_P(LatencyIndex, TheFirstPassFromTheIndexIsTheLogsOwnForEveryWarmup) {
+  ScratchDir dir;
+  const Written w = written(dir, GetParam());
+  ASSERT_EQ(w.blocks.size(), (kMessages + kBlock - 1) / kBlock);
+  const scan::FirstPass whole = scan::first_pass(w.source, 0, kStages);
+  // The mix has what the comparison must cover: rejections, a stage found on BBO events only, one never found.
+  ASSERT_LT(whole.accepted, whole.messages);
+  ASSERT_EQ(whole.found_stages, 0b011111u);
+  ASSERT_LE(whole.max_locate, 500u);
+  for (uint64_t warmup = 0; warmup <= whole.accepted + 2; ++warmup)
+    expect_same(scan::first_pass(w.source, warmup, kStages),
+                scan::first_pass(w.source, warmup, kStages, w.blocks.data(), w.blocks.size()), warmup);
+}
+
+TEST_P(LatencyIndex, ASecondPassCutAtTheIndexsCheckpointsCountsWhatOneReadCounts) {
+  ScratchDir dir;
+  const Written w = written(dir, GetParam());
+  const scan::FirstPass f = scan::first_pass(w.source, 100, kStages, w.blocks.data(), w.blocks.size());
+  scan::Params p;
+  p.warmup = 100;
+  p.stages = {kStages[1], kStages[2], kStages[3]};
+  p.headline = 1;
+  p.t_lo = f.t_lo;
+  p.span_ns = f.t_hi - f.t_lo + 1;
+  p.max_locate = f.max_locate;
+  scan::Result one = scan::second_pass(w.source, p);
+  scan::Result cut = scan::second_pass(w.source, p, f.checkpoints, 3);
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    EXPECT_EQ(one.stage[i].table(), cut.stage[i].table()) << "stage " << i;
+    EXPECT_EQ(one.warmup[i].table(), cut.warmup[i].table()) << "stage " << i;
+  }
+  EXPECT_EQ(one.by_symbol->table(), cut.by_symbol->table());
+  EXPECT_EQ(one.throughput, cut.throughput);
+}
+
+TEST_P(LatencyIndex, AnIndexThatDoesNotFollowItsLogIsRefused) {
+  ScratchDir dir;
+  const Written w = written(dir, GetParam());
+  auto gap = w.blocks;
+  gap.erase(gap.begin() + 5);  // a block missing
+  EXPECT_THROW(scan::first_pass(w.source, 0, kStages, gap.data(), gap.size()), std::runtime_error);
+  auto miscounted = w.blocks;
+  miscounted[3].accepted += 1;  // the next block's accepted_before no longer follows
+  EXPECT_THROW(scan::first_pass(w.source, 0, kStages, miscounted.data(), miscounted.size()), std::runtime_error);
+  auto unwritten = w.blocks;
+  unwritten.back().flags = 0;
+  EXPECT_THROW(scan::first_pass(w.source, 0, kStages, unwritten.data(), unwritten.size()), std::runtime_error);
+  auto short_of_the_end = w.blocks;
+  short_of_the_end.pop_back();  // the log goes on past the index
+  EXPECT_THROW(scan::first_pass(w.source, 0, kStages, short_of_the_end.data(), short_of_the_end.size()),
+               std::runtime_error);
+  auto beyond = w.blocks;
+  beyond.back().slots += 1;  // an index of a longer log
+  EXPECT_THROW(scan::first_pass(w.source, 0, kStages, beyond.data(), beyond.size()), std::runtime_error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, LatencyIndex, ::testing::Values(LatencyFormat::kCompact, LatencyFormat::kWide),
+                         [](const auto& info) { return info.param == LatencyFormat::kCompact ? "Compact" : "Wide"; });
+
+}  // namespace
