@@ -33,10 +33,13 @@ from pathlib import Path
 
 import isolated
 from itchbench import paths, progress
+from itchbench.analysis import latency_pass
 from settle import settle
 
-PASSES = (("report, pass 1 of 2 over the latency log", "report pass 1"),
-          ("report, pass 2 of 2 over the latency log", "report pass 2"))
+# Each part of the report and the names its pass may have in progress.log (the first pass takes the gateway's
+# index of the latency log when it has written one, and reads the log otherwise).
+PASSES = (((f"report, {latency_pass.FIRST_PASS}", f"report, {latency_pass.FIRST_PASS_INDEXED}"), "report pass 1"),
+          ((f"report, {latency_pass.SECOND_PASS}",), "report pass 2"))
 
 
 def _timed(cmd: list[str]) -> tuple[float, int, str]:
@@ -60,13 +63,14 @@ def measure(a: dict) -> dict:
         run = Path(tmp) / "run"
         wall, rss, _ = _timed([str(Path(sys.executable).parent / "itchbench"), "sim", str(capture), "--out", str(run)])
         ended = {f.what: f for f in progress.finished(run / "progress.log")}
-        missing = [what for what, _ in PASSES if what not in ended]
+        found = {label: next((ended[w] for w in names if w in ended), None) for names, label in PASSES}
+        missing = [label for label, f in found.items() if f is None]
         if missing:
             raise SystemExit(f"whole_day: {run / 'progress.log'} does not say when {', '.join(missing)} ended")
         gateway = json.loads((run / "gateway-usage.json").read_text())
         took = json.loads((run / "gateway.json").read_text())["messages_received"]
         parts = {"gateway": {"seconds": gateway["wall_s"], "records": took}}
-        parts |= {label: {"seconds": ended[what].seconds, "records": ended[what].done} for what, label in PASSES}
+        parts |= {label: {"seconds": f.seconds, "records": f.done} for label, f in found.items() if f is not None}
         parts["rest"] = {"seconds": wall - sum(p["seconds"] for p in parts.values()), "records": None}
         return {"wall_s": wall, "rss_kib": rss, "gateway_rss_kib": gateway["max_rss_kib"], "parts": parts}
 

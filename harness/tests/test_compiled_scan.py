@@ -65,7 +65,11 @@ def test_a_gateway_run_is_counted_the_same_by_both_readers(tmp_path, source, lay
     capture = nasdaq_day_itch if source == "itch-file" else next(f.path for f in fixtures.load_manifest()
                                                           if f.name == source)
     run = gateway_run(capture, tmp_path / "run", "--latency-format", layout).parent
-    assert logs.read_latency(run / "latency.lat").header["version"] == (5 if layout == "compact" else 4)
+    lat = logs.read_latency(run / "latency.lat")
+    assert lat.header["version"] == (5 if layout == "compact" else 4)
+    # The compiled first pass takes the gateway's index of the log: a block of 65,536 messages a record.
+    blocks = latency_pass._index_of(run, lat)
+    assert blocks is not None and len(blocks) == -(-lat.count // 65536)
     full = assert_same(run, threads=1)
     assert full.hop_tables is not None and full.outliers.total.size > 0 and full.by_symbol.count() > 0
     assert full.stage["receive_to_book"].count() == full.messages
@@ -75,6 +79,31 @@ def test_a_gateway_run_is_counted_the_same_by_both_readers(tmp_path, source, lay
     assert_same(run, warmup=1000)
     assert_same(run, warmup=10**9)  # every message in the warm-up: nothing after it
     assert_same(run, breakdowns=False)
+
+
+def test_an_index_that_is_not_its_logs_is_set_aside_and_the_log_read(tmp_path, nasdaq_day_itch):
+    """Another run's index, one its gateway never closed, and one whose counts were changed: each left out (the
+    last said), and every figure still the numpy reader's, which never reads an index."""
+    run = gateway_run(nasdaq_day_itch, tmp_path / "run", "--run-id", "mine").parent
+    other = gateway_run(nasdaq_day_itch, tmp_path / "other", "--run-id", "theirs").parent
+    lat = logs.read_latency(run / "latency.lat")
+    index = (run / "latency.idx").read_bytes()
+    assert latency_pass._index_of(run, lat) is not None
+
+    shutil.copy(other / "latency.idx", run / "latency.idx")
+    assert latency_pass._index_of(run, lat) is None
+    assert_same(run, warmup=70_000)
+
+    unclosed = bytearray(index)
+    unclosed[logs.HEADER_DTYPE.fields["flags"][1]] &= ~logs.FLAG_FINALIZED
+    (run / "latency.idx").write_bytes(bytes(unclosed))
+    assert latency_pass._index_of(run, lat) is None
+
+    blocks = np.frombuffer(index, logs.LATENCY_BLOCK_DTYPE, offset=logs.HEADER_SIZE).copy()
+    blocks["accepted"][1] -= 1  # the blocks after it no longer follow
+    (run / "latency.idx").write_bytes(index[:logs.HEADER_SIZE] + blocks.tobytes())
+    with pytest.warns(latency_pass.IndexSetAsideWarning, match="does not follow the block before it"):
+        assert_same(run, warmup=70_000)
 
 
 def test_a_clock_moved_onto_monotonic_and_few_slow_messages_kept(tmp_path, nasdaq_day_itch, monkeypatch):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -32,6 +33,10 @@ from .trend import Trend
 from .stats import ONE_WAY, STAGES, TYPE_NAMES
 
 HEADLINE = "receive_to_book"
+# What scan() tells its progress callback each pass is (with the records it has read).
+FIRST_PASS = "pass 1 of 2 over the latency log"
+FIRST_PASS_INDEXED = "pass 1 of 2, from the gateway's index of the latency log"
+SECOND_PASS = "pass 2 of 2 over the latency log"
 CHUNK_RECORDS = 1 << 16   # 4 MiB of version-2 records at a time: a chunk's fields are read from cache
 TIME_BINS = 100           # throughput and latency over time
 _TYPE_KEYS = 256          # the type byte is the key
@@ -100,11 +105,12 @@ def _stamps(rec: np.ndarray) -> dict[str, np.ndarray]:
 
 def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
          symbol_names: np.ndarray | None = None, breakdowns: bool = True, chunk: int = CHUNK_RECORDS,
-         progress: Callable[[int, int], None] | None = None, compiled: bool = True,
+         progress: Callable[[str, int], None] | None = None, compiled: bool = True,
          threads: int = 0) -> RunLatency:
     """The run's latency histograms. breakdowns=False leaves out what only a run's own report shows (by type, by
     symbol, over time, hop by hop): stages and warm-up are enough for comparisons and documents. progress(pass,
-    records) is told after each chunk of the two passes over the log. compiled: let the C++ reader count what it
+    records) is told after each chunk of the two passes over the log (pass: FIRST_PASS, FIRST_PASS_INDEXED or
+    SECOND_PASS). compiled: let the C++ reader count what it
     covers (_compiled_scan_reads); False: numpy here counts everything (the reference the tests hold it to).
     threads: the compiled second pass's (0: one a CPU, at most 4)."""
     run_dir = Path(run_dir)
@@ -125,7 +131,7 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
         skip = max(0, min(len(rec), warmup_messages - accepted_total))
         accepted_total += len(rec)
         if progress is not None:
-            progress(1, accepted_total)
+            progress(FIRST_PASS, accepted_total)
         if len(rec):
             max_locate = max(max_locate, int(rec["stock_locate"].max()))
             set_fields |= {n for n in rec.dtype.names if n.startswith("t_") and n not in set_fields and rec[n].any()}
@@ -168,7 +174,7 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
         split = max(0, min(len(rec), warmup_messages - seen))
         seen += len(rec)
         if progress is not None:
-            progress(2, seen)
+            progress(SECOND_PASS, seen)
         stamps = _stamps(rec)
         bbo = (rec["flags"] & logs.FLAG_BBO_EVENT) != 0
         time_bin = np.clip((stamps["t_receive"][split:] - t_lo) * TIME_BINS // span_ns, 0, TIME_BINS - 1)
@@ -230,29 +236,60 @@ def _scan_source(lat: logs.LogFile) -> native.ScanSource:
 
 def _compiled_scan(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str, str, str, bool]],
                    warmup_messages: int, breakdowns: bool,
-                   progress: Callable[[int, int], None] | None, threads: int) -> RunLatency:
+                   progress: Callable[[str, int], None] | None, threads: int) -> RunLatency:
     """scan() by the C++ reader (gateway/log/latency_scan.hpp): the same two passes and the same integer
     arithmetic, so the same figures, at the speed of compiled code. The choices (stages, chain, bins) are made
     here, as scan() makes them."""
     source, path = _scan_source(lat), str(lat.path)
     specs = [native.ScanStage(_STAMP_IDS[start], _STAMP_IDS[end], bbo_only) for _, _, start, end, bbo_only in stages]
+    index = _index_of(run_dir, lat)
+    first_pass = FIRST_PASS if index is None else FIRST_PASS_INDEXED
     if progress is not None:
-        progress(1, 0)
-    pass1 = native.First(path, source, warmup_messages, specs)
+        progress(first_pass, 0)
+    try:
+        pass1 = native.First(path, source, warmup_messages, specs, index)
+    except native.NativeScanError as e:
+        if index is None:
+            raise
+        # The log is the record; an index that does not follow it is set aside, said, and the log read instead.
+        warnings.warn(f"{run_dir / 'latency.idx'} set aside: {e}", IndexSetAsideWarning, stacklevel=2)
+        first_pass = FIRST_PASS
+        pass1 = native.First(path, source, warmup_messages, specs)
     try:
         first = pass1.found
         if progress is not None:
-            progress(1, int(first.accepted))
-            progress(2, 0)
+            progress(first_pass, int(first.accepted))
+            progress(SECOND_PASS, 0)
         return _second_pass(run_dir, lat, source, stages, specs, warmup_messages, breakdowns, progress, threads,
                             pass1)
     finally:
         pass1.close()
 
 
+class IndexSetAsideWarning(UserWarning):
+    """A run's latency index did not follow its latency log: the log was read instead."""
+
+
+def _index_of(run_dir: Path, lat: logs.LogFile) -> np.ndarray | None:
+    """The gateway's index of its latency log (latency.idx: what a first pass finds, a block of the log at a
+    time), when it is whole and of this log: both closed by the gateway that wrote them, the same run. Else None,
+    and the first pass reads the log itself (an older gateway's run, a crashed one, a brought gateway's)."""
+    path = run_dir / "latency.idx"
+    if not path.is_file() or not lat.complete:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", logs.TruncatedLogWarning)
+            index = logs.read_latency_index(path)
+    except logs.LogFormatError:
+        return None
+    same_run = (index.header["run_id"], index.header["commit"]) == (lat.header["run_id"], lat.header["commit"])
+    return np.asarray(index.stored) if index.complete and same_run and len(index.stored) else None
+
+
 def _second_pass(run_dir: Path, lat: logs.LogFile, source: native.ScanSource,
                  stages: list[tuple[str, str, str, str, bool]], specs: list[native.ScanStage], warmup_messages: int,
-                 breakdowns: bool, progress: Callable[[int, int], None] | None, threads: int,
+                 breakdowns: bool, progress: Callable[[str, int], None] | None, threads: int,
                  pass1: native.First) -> RunLatency:
     path, first = str(lat.path), pass1.found
     t_lo = int(first.t_lo) if first.any_after_warmup else 0
@@ -304,7 +341,7 @@ def _second_pass(run_dir: Path, lat: logs.LogFile, source: native.ScanSource,
     done = native.Scan(path, source, params, pass1, len(book_chain))
     try:
         if progress is not None:
-            progress(2, int(first.accepted))
+            progress(SECOND_PASS, int(first.accepted))
         table = lambda t, keys=1: KeyedHistogram.from_table(*done.table(t), n_keys=keys)  # noqa: E731
         slowest = None
         if hop_tables is not None:

@@ -27,6 +27,7 @@ KIND_SEND = 3
 KIND_SUBSCRIBER = 4
 KIND_REQUEST = 5
 KIND_DEPTH = 6
+KIND_LATENCY_INDEX = 7
 FLAG_FINALIZED = 1
 WRITTEN = 0x80
 
@@ -104,6 +105,14 @@ ESCAPE_DTYPE = np.dtype([("value", "<u8"), ("kind", "u1"), ("reserved", "V10"), 
 ESCAPE_SLOT = 0x40
 LATENCY_COMPACT_VERSION = 5
 assert COMPACT_SLOT_DTYPE.itemsize == ESCAPE_DTYPE.itemsize == 20
+# The gateway's index of its latency log: a block of it a record (FORMAT.md, "Latency index record").
+LATENCY_BLOCK_DTYPE = np.dtype([
+    ("slot", "<u8"), ("messages_before", "<u8"), ("accepted_before", "<u8"), ("next_seq", "<u8"),
+    ("prev_origin", "<u8"), ("base", "<u8"), ("receive_lo", "<u8"), ("receive_hi", "<u8"), ("stamp_sets", "<u8", (2,)),
+    ("messages", "<u4"), ("accepted", "<u4"), ("slots", "<u4"), ("max_locate", "<u2"), ("flags", "u1"),
+    ("reserved", "V1"),
+])
+assert LATENCY_BLOCK_DTYPE.itemsize == native.LATENCY_BLOCK_BYTES
 # Latency version 4 (and 5): after the common header, the line that maps raw TSC ticks (stage_clock 3) to ns.
 CLOCK_LINE_DTYPE = np.dtype([("tsc0", "<u8"), ("ns0", "<u8"), ("ns_per_tick_q32", "<u8"), ("reserved", "<u8")])
 LATENCY_V4_HEADER_SIZE = HEADER_SIZE + CLOCK_LINE_DTYPE.itemsize
@@ -115,7 +124,7 @@ STAGE_CLOCK_TSC_TICKS = 3
 STAGE_CLOCKS = {0: "none", 1: "monotonic", 2: "tsc", STAGE_CLOCK_TSC_TICKS: "tsc-ticks"}
 ORIGIN_CLOCKS = {0: "none", 1: "capture-epoch", 2: "sender-monotonic", 3: "itch-timestamp"}
 KIND_NAMES = {KIND_LATENCY: "latency", KIND_BBO: "bbo", KIND_SEND: "send", KIND_SUBSCRIBER: "subscriber",
-              KIND_REQUEST: "request", KIND_DEPTH: "depth"}
+              KIND_REQUEST: "request", KIND_DEPTH: "depth", KIND_LATENCY_INDEX: "latency index"}
 
 
 def stage_indices(stages: int) -> list[int]:
@@ -134,7 +143,8 @@ FORMATS = {(KIND_LATENCY, 1): LATENCY_V1_DTYPE, (KIND_LATENCY, 2): LATENCY_V2_DT
            (KIND_LATENCY, 3): latency_v3_dtype(ALL_STAGES), (KIND_LATENCY, 4): latency_v3_dtype(ALL_STAGES),
            (KIND_LATENCY, LATENCY_COMPACT_VERSION): COMPACT_SLOT_DTYPE,
            (KIND_BBO, 1): BBO_DTYPE, (KIND_SEND, 1): SEND_DTYPE, (KIND_SUBSCRIBER, 1): SUBSCRIBER_DTYPE,
-           (KIND_REQUEST, 1): REQUEST_DTYPE, (KIND_DEPTH, 1): depth_dtype(1)}  # depth: its N from the header
+           (KIND_REQUEST, 1): REQUEST_DTYPE, (KIND_DEPTH, 1): depth_dtype(1),  # depth: its N from the header
+           (KIND_LATENCY_INDEX, 1): LATENCY_BLOCK_DTYPE}
 # What LogWriter writes: the newest layout of fixed records (a latency log: version 4's; version 5 is the gateway's).
 VERSIONS = {kind: max(v for k, v in FORMATS if k == kind and v != LATENCY_COMPACT_VERSION) for kind in KIND_NAMES}
 STAGE_LAYOUT_VERSIONS = (3, 4)  # latency versions whose records hold only the stages their header names
@@ -448,6 +458,10 @@ def read_depth(path: Path | str) -> LogFile:
 
 def read_latency(path: Path | str) -> LogFile:
     return read_log(path, KIND_LATENCY)
+
+
+def read_latency_index(path: Path | str) -> LogFile:
+    return read_log(path, KIND_LATENCY_INDEX)
 
 
 def bbo_digest(log: LogFile) -> str:

@@ -108,8 +108,8 @@ def _scan_library() -> ctypes.CDLL:
     lib = _library()
     p = ctypes.POINTER
     lib.itchlog_first_pass.restype = ctypes.c_void_p
-    lib.itchlog_first_pass.argtypes = [ctypes.c_char_p, p(ScanSource), _u64, p(ScanStage), _u32, p(FirstPass),
-                                       ctypes.c_char_p, _u64]
+    lib.itchlog_first_pass.argtypes = [ctypes.c_char_p, p(ScanSource), _u64, p(ScanStage), _u32, ctypes.c_void_p,
+                                       _u64, p(FirstPass), ctypes.c_char_p, _u64]
     lib.itchlog_first_pass_free.restype = None
     lib.itchlog_first_pass_free.argtypes = [ctypes.c_void_p]
     lib.itchlog_scan.restype = ctypes.c_void_p
@@ -128,6 +128,7 @@ def _scan_library() -> ctypes.CDLL:
     lib.itchlog_struct_sizes.restype = _u32
     lib.itchlog_struct_sizes.argtypes = [ctypes.c_void_p, _u32]
     ours = [ctypes.sizeof(t) for t in (ScanSource, ScanStage, FirstPass, ScanParams, TrendSums)]
+    ours.append(LATENCY_BLOCK_BYTES)
     theirs = np.zeros(len(ours), np.uint64)
     lib.itchlog_struct_sizes(theirs.ctypes.data, len(ours))
     if list(theirs) != ours:  # a library built from other sources than this harness: every call would misread
@@ -136,15 +137,24 @@ def _scan_library() -> ctypes.CDLL:
     return lib
 
 
+LATENCY_BLOCK_BYTES = 96  # a record of the gateway's latency index (logfmt::LatencyBlockRecord)
+
+
 class First:
     """A finished first pass: what it found (`found`), and where a second pass may start reading; freed on
     close()."""
 
-    def __init__(self, path: str, source: ScanSource, warmup: int, stages: list[ScanStage]) -> None:
+    def __init__(self, path: str, source: ScanSource, warmup: int, stages: list[ScanStage],
+                 blocks: np.ndarray | None = None) -> None:
+        """blocks: the log's index (logs.LATENCY_BLOCK_DTYPE records), whose counts stand for a read of the
+        whole log; None: the log is read."""
         self.found, error = FirstPass(), ctypes.create_string_buffer(512)
         arr = (ScanStage * max(len(stages), 1))(*stages)
         self._lib = _scan_library()
+        index = np.ascontiguousarray(blocks) if blocks is not None else None
         self.handle = self._lib.itchlog_first_pass(path.encode(), ctypes.byref(source), warmup, arr, len(stages),
+                                                   index.ctypes.data if index is not None else None,
+                                                   len(index) if index is not None else 0,
                                                    ctypes.byref(self.found), error, len(error))
         if not self.handle:
             raise NativeScanError(error.value.decode(errors="replace"))

@@ -255,20 +255,19 @@ class _ScanProgress:
     def __init__(self, run_dir: Path, say: Callable[[str], None], summary: dict[str, Any]) -> None:
         self.run_dir, self.say = run_dir, say
         self.total = int((summary.get("reconciliation") or {}).get("received") or 0) or None
-        self.meters: dict[int, progress.Progress] = {}
+        self.meters: dict[str, progress.Progress] = {}
 
-    def __call__(self, pass_: int, records: int) -> None:
+    def __call__(self, pass_: str, records: int) -> None:
         if pass_ not in self.meters:
             self.close()
-            self.meters[pass_] = progress.Progress(f"report, pass {pass_} of 2 over the latency log", self.total,
-                                                   estimated=True, say=self.say, log=self.run_dir / "progress.log",
-                                                   unit="records")
+            self.meters[pass_] = progress.Progress(f"report, {pass_}", self.total, estimated=True, say=self.say,
+                                                   log=self.run_dir / "progress.log", unit="records")
         self.meters[pass_].update(records)
 
     def close(self) -> None:
         """The pass under way is over: said once more, whatever the interval."""
         if self.meters:
-            self.meters[max(self.meters)].finish()
+            list(self.meters.values())[-1].finish()
 
 
 def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = False,
