@@ -299,7 +299,11 @@ def _gateway_progress(run: "Run", driver: adapter.ContractGateway
         if inspect.capture_kind(capture) == "pcap":
             total = int(inspect.facts_of(capture, run.values["feed"])["messages"])
         else:
-            total, estimated = progress.estimated_itch_messages(capture), True
+            # A binary ITCH file was counted before the run (runner.start) unless the count failed; then estimated.
+            try:
+                total = int(inspect.facts_of(capture, run.values["feed"])["messages"])
+            except inspect.CaptureError:
+                total, estimated = progress.estimated_itch_messages(capture), True
     meter = progress.Progress("gateway", total, estimated=estimated, say=run.say, log=run.dir / "progress.log")
 
     def feed(line: str) -> None:
