@@ -21,7 +21,7 @@ bool DepthTracker::take_change(const OrderBook& book, const DepthTouch& touch) {
   book.top_levels(uint16_t(touch.locate), touch.bid, levels_, read);
   if (std::equal(read, read + levels_, side)) return false;
   std::copy(read, read + levels_, side);
-  std::copy(last, last + 2 * size_t(levels_), now_.begin());
+  taken_ = last;  // the stock's levels as just emitted: both sides, without copying the side not touched
   return true;
 }
 
@@ -31,6 +31,7 @@ bool DepthTracker::take_change(const OrderBook& book, uint16_t locate) {
   book.top_levels(locate, false, levels_, now_.data() + levels_);
   if (std::equal(now_.begin(), now_.end(), last)) return false;
   std::copy(now_.begin(), now_.end(), last);
+  taken_ = last;
   return true;
 }
 

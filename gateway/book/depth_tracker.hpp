@@ -30,17 +30,18 @@ class DepthTracker {
   uint32_t levels() const { return levels_; }
 
   // True when the touched side's top levels differ from the last taken; then taken() holds the stock's levels
-  // (N bids, N asks). A touch below the side's top N is not read from the book at all.
+  // (N bids, N asks) until the next take_change. A touch below the side's top N is not read from the book at all.
   bool take_change(const OrderBook& book, const DepthTouch& touch);
   // Both sides read and compared: after a snapshot, whose messages emitted nothing as they were applied.
   bool take_change(const OrderBook& book, uint16_t locate);
-  const BookLevel* taken() const { return now_.data(); }
+  const BookLevel* taken() const { return taken_; }
 
  private:
   BookLevel* last_of(uint16_t locate);
   uint32_t levels_;
-  std::vector<BookLevel> now_;   // the stock's levels just read: bids, then asks
+  std::vector<BookLevel> now_;   // the levels just read from the book: bids, then asks
   std::vector<BookLevel> last_;  // per stock, its last emitted 2N levels
+  const BookLevel* taken_ = nullptr;  // the last change's stock's, in last_ (moved only by a first-seen stock)
 };
 
 }  // namespace itchbench
