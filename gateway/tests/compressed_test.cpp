@@ -122,6 +122,43 @@ TEST(CompressedCapture, ACutStreamIsAnErrorNotAShorterCapture) {
   }
 }
 
+// gzip allows a file of several members (what `cat a.gz b.gz` makes): read as their bytes one after the other.
+// A member whose CRC-32 does not match its bytes, or bytes after the last member that are none, are errors.
+TEST(CompressedCapture, GzipMembersAreReadInTurnAndWhatFollowsThemIsChecked) {
+  ScratchDir dir;
+  const auto day = itch_file(100000);
+  const size_t half = 14 * 40000;  // a whole message's end
+  write_bytes(dir.file("a.itch"), {day.begin(), day.begin() + long(half)});
+  write_bytes(dir.file("b.itch"), {day.begin() + long(half), day.end()});
+  gzip_file(dir.file("a.itch"), dir.file("a.gz"));
+  gzip_file(dir.file("b.itch"), dir.file("b.gz"));
+  auto both = read_bytes(dir.file("a.gz"));
+  const auto b = read_bytes(dir.file("b.gz"));
+  both.insert(both.end(), b.begin(), b.end());
+  write_bytes(dir.file("both.gz"), both);
+  bool ok = false;
+  std::string error;
+  const auto pos = positions(dir.file("both.gz"), &ok, &error);
+  EXPECT_TRUE(ok) << error;
+  ASSERT_EQ(pos.size(), 100000u);
+  EXPECT_EQ(pos.back(), 100000u);
+
+  auto garbage = both;  // bytes after the last member that are not a gzip member
+  for (uint8_t c : {'n', 'o', 't', ' ', 'g', 'z', 'i', 'p'}) garbage.push_back(c);
+  write_bytes(dir.file("garbage.gz"), garbage);
+  positions(dir.file("garbage.gz"), &ok, &error);
+  EXPECT_FALSE(ok);
+  EXPECT_FALSE(error.empty());
+
+  auto crc = both;  // the first member's CRC-32 (its trailer's first 4 bytes) changed
+  const size_t a_size = read_bytes(dir.file("a.gz")).size();
+  crc[a_size - 8] ^= 0x01;
+  write_bytes(dir.file("crc.gz"), crc);
+  const auto before_bad = positions(dir.file("crc.gz"), &ok, &error);
+  EXPECT_FALSE(ok);
+  EXPECT_LE(before_bad.size(), 40000u);  // nothing of the second member is handed on
+}
+
 // A compressed ITCH file is read ahead too, megabyte by megabyte: the look-ahead
 // sees every message once, in order, each kLookAheadMessages before it is
 // handed over except the last few of each of the walker's buffers.
