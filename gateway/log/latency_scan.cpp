@@ -406,8 +406,9 @@ Result count_part(const Source& source, const Params& p, const Checkpoint& from,
         intended = i == Lookup::kNone ? 0 : p.send.first[i];
         actual = i == Lookup::kNone ? 0 : p.send.second[i];
       }
-      for (size_t k = 0; k < received.size(); ++k) {  // a subscriber receives BBO events only
-        const size_t i = bbo_event(r) ? received[k].find(int64_t(r.seq)) : Lookup::kNone;
+      for (size_t k = 0; k < received.size(); ++k) {  // a BBO subscriber receives BBO events only
+        const bool may_have = bbo_event(r) || !p.subscribers[k].bbo_events_only;
+        const size_t i = may_have ? received[k].find(int64_t(r.seq)) : Lookup::kNone;
         at_subscriber[k] = i == Lookup::kNone ? 0 : p.subscribers[k].first[i];
       }
       for (size_t c = 0; c < p.chains.size(); ++c) {

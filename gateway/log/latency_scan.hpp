@@ -75,6 +75,7 @@ struct JoinedStamps {
   const int64_t* first = nullptr;   // the send log's intended time; a subscriber's receive time
   const int64_t* second = nullptr;  // the send log's actual send time
   size_t n = 0;
+  bool bbo_events_only = true;      // a subscriber: of the BBO stream (else of depth: any message may have an event)
 };
 
 constexpr size_t kMaxChain = 16;  // stamps a chain has at most

@@ -154,7 +154,8 @@ extern "C" void* itchlog_scan(const char* path, const itchlog_source* source, co
     const bool send = p.send_n > 0;
     q.send = {p.send_seq, p.send_intended, p.send_sent, size_t(p.send_n)};
     for (uint32_t k = 0; k < p.n_subscribers; ++k)
-      q.subscribers.push_back({p.subscriber_seq[k], p.subscriber_received[k], nullptr, size_t(p.subscriber_n[k])});
+      q.subscribers.push_back({p.subscriber_seq[k], p.subscriber_received[k], nullptr, size_t(p.subscriber_n[k]),
+                               p.subscriber_depth[k] == 0});
     for (uint32_t c = 0, at = 0; c < p.n_chains; at += p.chain_lengths[c++]) {
       if (p.chain_lengths[c] < 2 || p.chain_lengths[c] > scan::kMaxChain)
         throw std::invalid_argument("latency scan: a chain of fewer than 2 stamps or more than 16");

@@ -75,6 +75,7 @@ typedef struct {
   const uint64_t* subscriber_n;
   const int64_t* const* subscriber_seq;
   const int64_t* const* subscriber_received;
+  const uint8_t* subscriber_depth; /* 1: a subscriber of the depth stream, whose events any message may have */
 } itchlog_scan_params;
 
 typedef struct {

@@ -28,6 +28,7 @@ from itchbench.selftest import zoo
 
 from independent_bbo import DepthBook, depth_events, mold_messages
 from live_helpers import config, make_capture
+from test_compiled_scan import assert_same
 
 SAMPLE = next(f for f in fixtures.load_manifest() if f.name == "nasdaq-day-sample").path
 
@@ -174,6 +175,13 @@ def test_the_built_in_gateway_over_udp_logs_the_simulations_depth(simulation, tm
                                                    "exactly"]
         received = blackbox.depth_frame(np.fromfile(run / sub["file"], logs.depth_dtype(5))).drop(columns="stock")
         assert [tuple(r) for r in received.itertuples(index=False)] == [(e[0], *e[2:]) for e in expected]
+        # Its latency, hop by hop to it: every depth event it received (each a message of its own here), the
+        # book applied to its receive the last hop; the compiled scan's figures the numpy reader's.
+        hop_rows = summary["latency"]["hops"]["to_depth_subscriber"]["0"]
+        assert hop_rows[-2]["hop"] == "depth subscriber 0 (book applied → received)"
+        assert hop_rows[-2]["count"] == hop_rows[-1]["count"] == len(expected)
+        assert "### Depth events, to the depth subscriber 0" in (run / "report.md").read_text()
+        assert_same(run)
         _a_changed_or_cut_depth_stream_is_named(run, sub)
     else:
         assert summary["reconciliation"]["checks"]["depth digest = simulation's digest"] is False

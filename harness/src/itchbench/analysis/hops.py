@@ -50,6 +50,14 @@ HOP_NAMES = {
     ("t_decoded", "t_book"): "book (decoded → book applied)",
     ("t_book", "t_published"): "publish (book applied → published)",
 }
+SUBSCRIBER, DEPTH_SUBSCRIBER = "t_sub_", "t_depth_"  # the column prefixes of the BBO's and depth's subscribers
+
+
+def is_depth(column: str) -> bool:
+    """Whether a subscriber column is a depth subscriber's."""
+    return column.startswith(DEPTH_SUBSCRIBER)
+
+
 COLUMNS = ["hop", "count", "p50", "p99", "p999", "mean", "cumulative_p50", "cumulative_mean", "share_of_mean"]
 
 
@@ -127,12 +135,16 @@ class ChainReader:
             self.sender = "tcpreplay"
         self._subs: list[tuple[str, np.ndarray, np.ndarray]] = []
         def number(path: Path) -> tuple[int, str]:
-            name = path.stem.split("-", 1)[1]
+            name = path.stem.rsplit("-", 1)[1]
             return (int(name), "") if name.isdigit() else (1 << 62, name)
-        for path in sorted(run_dir.glob("subscriber-*.recv"), key=number):
-            sub = logs.read_log(path, logs.KIND_SUBSCRIBER).records
-            keys, first = np.unique(sub["seq"].astype(np.int64), return_index=True)
-            self._subs.append((f"t_sub_{path.stem.split('-', 1)[1]}", keys, sub["t_received"].astype(np.int64)[first]))
+        # The BBO stream's subscribers (subscriber-K.recv, t_sub_K), then the depth stream's
+        # (depth-subscriber-K.recv, t_depth_K: TCP, shm, mqtt, kafka), each seq's first receive.
+        for pattern, prefix in (("subscriber-*.recv", SUBSCRIBER), ("depth-subscriber-*.recv", DEPTH_SUBSCRIBER)):
+            for path in sorted(run_dir.glob(pattern), key=number):
+                sub = logs.read_log(path, logs.KIND_SUBSCRIBER).records
+                keys, first = np.unique(sub["seq"].astype(np.int64), return_index=True)
+                self._subs.append((f"{prefix}{path.stem.rsplit('-', 1)[1]}", keys,
+                                   sub["t_received"].astype(np.int64)[first]))
         self.subscribers = [name for name, _, _ in self._subs]
 
     def joined_subscribers(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -140,7 +152,8 @@ class ChainReader:
         return list(self._subs)
 
     def columns(self, rec: np.ndarray) -> dict[str, np.ndarray]:
-        """seq, bbo, the STAMPS the records and send log have, and t_sub_<name> (BBO events only) per record."""
+        """seq, bbo, the STAMPS the records and send log have, and per record t_sub_<name> (BBO events only) and
+        t_depth_<name> (any message: a depth event is not flagged in the latency log)."""
         seq = rec["seq"].astype(np.int64)
         cols: dict[str, Any] = {"seq": seq, "bbo": (rec["flags"] & logs.FLAG_BBO_EVENT) != 0}
         if self.send is not None:
@@ -154,7 +167,8 @@ class ChainReader:
             for name in GATEWAY_STAMPS:
                 cols[name] = to_monotonic(logs.stamp(rec, name), self.clock)
         for name, keys, received in self._subs:
-            cols[name] = np.where(cols["bbo"], lookup(seq, keys, received), 0)
+            found = lookup(seq, keys, received)
+            cols[name] = found if is_depth(name) else np.where(cols["bbo"], found, 0)
         return {c: cols[c] for c in ["seq", "bbo", *[c for c, _ in STAMPS if c in cols], *self.subscribers]}
 
 
@@ -201,9 +215,12 @@ class HopTables:
         self.chains: dict[str, list[str]] = {"t_book": chain_to_book(present)}
         if len(self.chains["t_book"]) < 2:
             raise ValueError(f"no hop to the book among the stamps {stamps}")
+        # A depth event is published after the book, whether or not the BBO changed (and was stamped published).
+        for sub in filter(is_depth, subscribers):
+            self.chains[sub] = self.chains["t_book"] + [sub]
         if "t_published" in stamps:
             to_published = stamps[: stamps.index("t_published") + 1]
-            for k, sub in enumerate(subscribers):
+            for k, sub in enumerate(s for s in subscribers if not is_depth(s)):
                 # Every hop for the first few; for the rest, where they differ: the gateway to published as one
                 # hop, then theirs. Hundreds of subscribers then cost three histograms each, not a dozen.
                 short = list(dict.fromkeys([to_published[0], "t_published"]))
@@ -237,7 +254,7 @@ class HopTables:
         """One chunk of ChainReader.columns."""
         bbo = cols["bbo"]
         for to, stamps in self.chains.items():
-            have = np.ones(bbo.size, dtype=bool) if to == "t_book" else bbo.copy()
+            have = np.ones(bbo.size, dtype=bool) if to == "t_book" or is_depth(to) else bbo.copy()
             for c in stamps:
                 have &= cols[c] != 0
             every = bool(have.all())  # then no copies
@@ -262,18 +279,19 @@ class HopTables:
                                 max(last, self._served[1])]
 
     def table(self, to: str) -> pd.DataFrame:
-        """Hop by hop to `to` ("t_book": every message; a subscriber column: BBO events it received), over the
-        messages that have every stamp of the chain."""
+        """Hop by hop to `to` ("t_book": every message; a subscriber column: BBO events it received; a depth
+        subscriber's: the depth events it received), over the messages that have every stamp of the chain."""
         stamps = self.chains[to]
         total = describe_counts(*self._hops[to][-1][1].values_counts())
         rows = []
         for (hop, cumulative), a, b in zip(self._hops[to], stamps, stamps[1:]):
-            name = HOP_NAMES.get((a, b), f"{a} → {b}") if not b.startswith("t_sub_") else \
-                f"subscriber {b[6:]} (published → received)"
+            name = (f"subscriber {b[len(SUBSCRIBER):]} (published → received)" if b.startswith(SUBSCRIBER) else
+                    f"depth subscriber {b[len(DEPTH_SUBSCRIBER):]} (book applied → received)" if is_depth(b) else
+                    HOP_NAMES.get((a, b), f"{a} → {b}"))
             rows.append(_row(name, describe_counts(*hop.values_counts()),
                              describe_counts(*cumulative.values_counts()), total["mean"]))
         label = dict(STAMPS).get(stamps[0], stamps[0])
-        end = dict(STAMPS).get(stamps[-1], "subscriber received")
+        end = dict(STAMPS).get(stamps[-1], "depth subscriber received" if is_depth(stamps[-1]) else "subscriber received")
         rows.append(_row(f"end to end ({label} → {end})", total, total, total["mean"]))
         return pd.DataFrame(rows, columns=COLUMNS)
 

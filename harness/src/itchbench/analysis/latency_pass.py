@@ -311,7 +311,7 @@ def _second_pass(run_dir: Path, lat: logs.LogFile, source: native.ScanSource,
            **{n: native.STAMP_SUBSCRIBER + k for k, n in enumerate(reader.subscribers)}}
     chain_stamps = np.array([ids[s] for c in chains.values() for s in c], np.uint16)
     chain_lengths = np.array([len(c) for c in chains.values()], np.uint32)
-    chain_bbo_only = np.array([to != "t_book" for to in chains], np.uint8)
+    chain_bbo_only = np.array([to != "t_book" and not hops.is_depth(to) for to in chains], np.uint8)
     send = reader.send if reader.send is not None else (np.zeros(0, np.int64),) * 3
     send = tuple(np.ascontiguousarray(a, np.int64) for a in send)
     subs = [(np.ascontiguousarray(keys, np.int64), np.ascontiguousarray(received, np.int64))
@@ -319,6 +319,7 @@ def _second_pass(run_dir: Path, lat: logs.LogFile, source: native.ScanSource,
     sub_n = np.array([len(k) for k, _ in subs], np.uint64)
     sub_seq = (ctypes.c_void_p * max(len(subs), 1))(*[k.ctypes.data for k, _ in subs])
     sub_received = (ctypes.c_void_p * max(len(subs), 1))(*[r.ctypes.data for _, r in subs])
+    sub_depth = np.array([hops.is_depth(name) for name, _, _ in reader.joined_subscribers()] or [0], np.uint8)
 
     clock = hops.gateway_clock(run_dir)
     move = [clock.get(k) for k in ("anchor_ns", "offset_measured_at_ns", "offset_from_monotonic_ns_at_end")]
@@ -332,7 +333,7 @@ def _second_pass(run_dir: Path, lat: logs.LogFile, source: native.ScanSource,
         chain_bbo_only=chain_bbo_only.ctypes.data, send_n=len(send[0]), send_seq=send[0].ctypes.data,
         send_intended=send[1].ctypes.data, send_sent=send[2].ctypes.data, n_subscribers=len(subs),
         subscriber_n=sub_n.ctypes.data, subscriber_seq=ctypes.cast(sub_seq, ctypes.c_void_p),
-        subscriber_received=ctypes.cast(sub_received, ctypes.c_void_p))
+        subscriber_received=ctypes.cast(sub_received, ctypes.c_void_p), subscriber_depth=sub_depth.ctypes.data)
     for i, spec in enumerate(specs):
         params.stages[i] = spec
     for i, name in enumerate(co_starts):

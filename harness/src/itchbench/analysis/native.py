@@ -90,7 +90,7 @@ class ScanParams(ctypes.Structure):
                 ("chain_bbo_only", ctypes.c_void_p), ("send_n", _u64), ("send_seq", ctypes.c_void_p),
                 ("send_intended", ctypes.c_void_p), ("send_sent", ctypes.c_void_p), ("n_subscribers", _u32),
                 ("subscriber_n", ctypes.c_void_p), ("subscriber_seq", ctypes.c_void_p),
-                ("subscriber_received", ctypes.c_void_p)]
+                ("subscriber_received", ctypes.c_void_p), ("subscriber_depth", ctypes.c_void_p)]
 
 
 class TrendSums(ctypes.Structure):

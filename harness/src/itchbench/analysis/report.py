@@ -115,8 +115,13 @@ def _hops_section(run_dir: Path, summary: dict[str, Any],
         sub_table = tables.table(col)
         if not int(sub_table.iloc[-1]["count"]):
             continue
-        name = col[len("t_sub_"):]
         sub_md, rows = _hop_rows(sub_table)
+        if hops.is_depth(col):  # the depth stream's subscriber of one path (TCP 0, shm, mqtt, kafka)
+            name = col[len(hops.DEPTH_SUBSCRIBER):]
+            md += [f"### Depth events, to the depth subscriber {name}", ""] + sub_md + [""]
+            out.setdefault("to_depth_subscriber", {})[name] = rows
+            continue
+        name = col[len(hops.SUBSCRIBER):]
         if len(out["to_subscriber"]) < hops.FULL_SUBSCRIBER_CHAINS:
             md += [f"### BBO events, to subscriber {name} ({modes.get(col, 'fast')})", ""] + sub_md + [""]
         out["to_subscriber"][name] = rows
