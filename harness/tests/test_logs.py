@@ -75,7 +75,7 @@ def test_finalized_count_larger_than_the_file(run_dir, tmp_path):
     (lambda b: b"NOTALOG!" + b[8:], "not an itchbench log"),
     (lambda b: b[:8] + b"\x09\x00" + b[10:], "version 9"),
     (lambda b: b[:12] + b"\x20\x00" + b[14:], "record size 32"),
-    (lambda b: b[:14] + b"\x07\x00" + b[16:], "unknown log kind 7"),
+    (lambda b: b[:14] + b"\x63\x00" + b[16:], "unknown log kind 99"),
 ])
 def test_corrupt_headers_are_errors_not_misreads(run_dir, tmp_path, mutate, message):
     bad = copy_with(run_dir, tmp_path / "bad.bbo", mutate((run_dir / "bbo.bbo").read_bytes()))
