@@ -78,6 +78,8 @@ class Rows {
   void for_each(F&& f) {
     for_each(f, [](const Checkpoint&) {});
   }
+  // The decoder's state after the slots read: a compact log's state at the slot where the reading ended.
+  const CompactState& state() const { return state_; }
 
  private:
   [[noreturn]] void fail(const std::string& what) const { throw std::runtime_error(source_.path + ": " + what); }
@@ -339,9 +341,18 @@ FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<St
 
 namespace {
 
+// One part of the second pass: its counts, and where its reading ended (the decoder's state and the messages
+// accepted by then), which the next part's checkpoint must be.
+struct Part {
+  Result counts;
+  CompactState end;
+  uint64_t accepted_through = 0;
+};
+
 // The second pass over the slots [from.slot, end) of the log.
-Result count_part(const Source& source, const Params& p, const Checkpoint& from, uint64_t end) {
-  Result out;
+Part count_part(const Source& source, const Params& p, const Checkpoint& from, uint64_t end) {
+  Part part;
+  Result& out = part.counts;
   for (size_t i = 0; i < p.stages.size(); ++i) {
     out.stage.emplace_back(1, kStageDense);
     out.warmup.emplace_back(1, kWarmDense);
@@ -376,8 +387,14 @@ Result count_part(const Source& source, const Params& p, const Checkpoint& from,
   const auto value = [&](ChainStamp c) {
     return c <= kPublished ? on_line[c] : c == kIntended ? intended : c == kSent ? actual : at_subscriber[c - kSubscriber];
   };
-  Rows(source, from, end).for_each([&](const Row& r) {
+  Rows rows(source, from, end);
+  rows.for_each([&](const Row& r) {
       if (!accepted(r)) return;
+      // The first pass (or the gateway's index) sized the by-symbol counts by the largest locate it found.
+      if (p.breakdowns && r.locate > p.max_locate)
+        throw std::runtime_error(source.path + ": seq " + std::to_string(r.seq) + " has locate " +
+                                 std::to_string(r.locate) + ", above the first pass's largest, " +
+                                 std::to_string(p.max_locate));
       const bool warm = seen++ < p.warmup;
       uint32_t bin = 0;
       if (!warm) {
@@ -439,7 +456,9 @@ Result count_part(const Source& source, const Params& p, const Checkpoint& from,
       }
   });
   out.slowest = slowest.take();
-  return out;
+  part.end = rows.state();
+  part.accepted_through = seen;
+  return part;
 }
 
 void add_into(std::vector<ExactHistogram>& into, std::vector<ExactHistogram>& part) {
@@ -490,7 +509,7 @@ Result second_pass(const Source& source, const Params& p, const std::vector<Chec
                                  [&](const Checkpoint& c) { return c.slot >= share && c.slot > starts.back().slot; });
     if (at != checkpoints.end() && at->slot < source.stored) starts.push_back(*at);
   }
-  std::vector<Result> parts(starts.size());
+  std::vector<Part> parts(starts.size());
   std::vector<std::exception_ptr> failed(starts.size());
   std::vector<std::thread> workers;
   for (size_t k = 0; k < starts.size(); ++k) {
@@ -510,8 +529,20 @@ Result second_pass(const Source& source, const Params& p, const std::vector<Chec
   for (std::thread& w : workers) w.join();
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);
-  for (size_t k = 1; k < parts.size(); ++k) add_into(parts[0], parts[k], p.kept);
-  return std::move(parts[0]);
+  // Each part began at a checkpoint (the first pass's, or the gateway's index's): it must be where the part
+  // before it ended, or the part was decoded from a wrong state and its counts are not the log's.
+  for (size_t k = 1; k < parts.size(); ++k) {
+    const Part& before = parts[k - 1];
+    const CompactState& at = starts[k].state;
+    const bool same_state = !source.compact || (before.end.next_seq == at.next_seq &&
+                                                before.end.prev_origin == at.prev_origin && before.end.base == at.base);
+    if (!same_state || before.accepted_through != starts[k].accepted_before)
+      throw std::runtime_error(source.path + ": the checkpoint at slot " + std::to_string(starts[k].slot) +
+                               " is not where reading the log up to it ends (" +
+                               (same_state ? "accepted messages" : "the decoder's state") + " differ)");
+  }
+  for (size_t k = 1; k < parts.size(); ++k) add_into(parts[0].counts, parts[k].counts, p.kept);
+  return std::move(parts[0].counts);
 }
 
 void TrendSums::add(int64_t due_ns, int64_t latency_ns) {

@@ -7,6 +7,7 @@
 // one read from the start. An index that does not follow its log is refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -128,6 +129,42 @@ TEST_P(LatencyIndex, ASecondPassCutAtTheIndexsCheckpointsCountsWhatOneReadCounts
   }
   EXPECT_EQ(one.by_symbol->table(), cut.by_symbol->table());
   EXPECT_EQ(one.throughput, cut.throughput);
+}
+
+// What the blocks' own order cannot show: a checkpoint's coder state or accepted count, or a largest locate, that
+// the log belies. The second pass finds each where it reads the log, and says so, rather than count from it.
+TEST_P(LatencyIndex, ACheckpointOrALocateTheLogBeliesStopsTheSecondPass) {
+  ScratchDir dir;
+  const Written w = written(dir, GetParam());
+  // The first pass takes such an index (its blocks follow one another); the second, cut into 4 parts at its
+  // checkpoints, must not.
+  const auto second = [&](std::vector<logfmt::LatencyBlockRecord> blocks) {
+    const scan::FirstPass f = scan::first_pass(w.source, 0, kStages, blocks.data(), blocks.size());
+    scan::Params p;
+    p.stages = {kStages[1]};
+    p.t_lo = f.t_lo;
+    p.span_ns = f.t_hi - f.t_lo + 1;
+    p.max_locate = f.max_locate;
+    return [&w, p, f] { return scan::second_pass(w.source, p, f.checkpoints, 4); };
+  };
+  EXPECT_NO_THROW(second(w.blocks)());
+  auto locate = w.blocks;
+  for (auto& b : locate) b.max_locate = 3;  // the mix's locates go to 500
+  EXPECT_THROW(second(locate)(), std::runtime_error);
+  // Every checkpoint after the first block with a rejection made wrong alike, so whichever the parts start at is;
+  // that block counts one accepted message more, as the rest then say.
+  auto accepted = w.blocks;
+  const size_t i = size_t(std::find_if(accepted.begin(), accepted.end(),
+                                       [](const auto& b) { return b.accepted < b.messages; }) - accepted.begin());
+  ASSERT_LT(i, accepted.size() / 4);
+  accepted[i].accepted += 1;
+  for (size_t k = i + 1; k < accepted.size(); ++k) accepted[k].accepted_before += 1;
+  EXPECT_THROW(second(accepted)(), std::runtime_error);
+  if (GetParam() == LatencyFormat::kCompact) {
+    auto state = w.blocks;
+    for (size_t k = 1; k < state.size(); ++k) state[k].next_seq += 1;
+    EXPECT_THROW(second(state)(), std::runtime_error);
+  }
 }
 
 TEST_P(LatencyIndex, AnIndexThatDoesNotFollowItsLogIsRefused) {

@@ -99,11 +99,24 @@ def test_an_index_that_is_not_its_logs_is_set_aside_and_the_log_read(tmp_path, n
     (run / "latency.idx").write_bytes(bytes(unclosed))
     assert latency_pass._index_of(run, lat) is None
 
-    blocks = np.frombuffer(index, logs.LATENCY_BLOCK_DTYPE, offset=logs.HEADER_SIZE).copy()
+    whole = np.frombuffer(index, logs.LATENCY_BLOCK_DTYPE, offset=logs.HEADER_SIZE)
+    blocks = whole.copy()
     blocks["accepted"][1] -= 1  # the blocks after it no longer follow
     (run / "latency.idx").write_bytes(index[:logs.HEADER_SIZE] + blocks.tobytes())
     with pytest.warns(latency_pass.IndexSetAsideWarning, match="does not follow the block before it"):
         assert_same(run, warmup=70_000)
+
+    # What the blocks' order cannot show, the second pass finds where it reads the log: a largest locate the log
+    # exceeds, checkpoints whose coder state is not where reading up to them ends.
+    for field, value, said in (("max_locate", 1, "above the first pass's largest"),
+                               ("next_seq", 12345, "the decoder's state")):
+        blocks = whole.copy()
+        blocks[field][1:] = value
+        if field == "max_locate":
+            blocks[field][0] = value
+        (run / "latency.idx").write_bytes(index[:logs.HEADER_SIZE] + blocks.tobytes())
+        with pytest.warns(latency_pass.IndexSetAsideWarning, match=said):
+            assert_same(run, warmup=70_000, threads=2)
 
 
 def test_a_clock_moved_onto_monotonic_and_few_slow_messages_kept(tmp_path, nasdaq_day_itch, monkeypatch):

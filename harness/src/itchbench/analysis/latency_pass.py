@@ -240,21 +240,30 @@ def _compiled_scan(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str
     """scan() by the C++ reader (gateway/log/latency_scan.hpp): the same two passes and the same integer
     arithmetic, so the same figures, at the speed of compiled code. The choices (stages, chain, bins) are made
     here, as scan() makes them."""
-    source, path = _scan_source(lat), str(lat.path)
+    source = _scan_source(lat)
     specs = [native.ScanStage(_STAMP_IDS[start], _STAMP_IDS[end], bbo_only) for _, _, start, end, bbo_only in stages]
     index = _index_of(run_dir, lat)
-    first_pass = FIRST_PASS if index is None else FIRST_PASS_INDEXED
-    if progress is not None:
-        progress(first_pass, 0)
     try:
-        pass1 = native.First(path, source, warmup_messages, specs, index)
+        return _both_passes(run_dir, lat, source, stages, specs, warmup_messages, breakdowns, progress, threads,
+                            index)
     except native.NativeScanError as e:
         if index is None:
             raise
-        # The log is the record; an index that does not follow it is set aside, said, and the log read instead.
+        # The log is the record: an index that does not follow it (its blocks, or the counts and checkpoints the
+        # passes found wrong) is set aside, said, and the log read instead.
         warnings.warn(f"{run_dir / 'latency.idx'} set aside: {e}", IndexSetAsideWarning, stacklevel=2)
-        first_pass = FIRST_PASS
-        pass1 = native.First(path, source, warmup_messages, specs)
+        return _both_passes(run_dir, lat, source, stages, specs, warmup_messages, breakdowns, progress, threads,
+                            None)
+
+
+def _both_passes(run_dir: Path, lat: logs.LogFile, source: native.ScanSource,
+                 stages: list[tuple[str, str, str, str, bool]], specs: list[native.ScanStage], warmup_messages: int,
+                 breakdowns: bool, progress: Callable[[str, int], None] | None, threads: int,
+                 index: np.ndarray | None) -> RunLatency:
+    first_pass = FIRST_PASS if index is None else FIRST_PASS_INDEXED
+    if progress is not None:
+        progress(first_pass, 0)
+    pass1 = native.First(str(lat.path), source, warmup_messages, specs, index)
     try:
         first = pass1.found
         if progress is not None:
