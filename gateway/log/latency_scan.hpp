@@ -1,6 +1,7 @@
 // A run's latency report read from its latency log in one compiled pass
-// (and a light first one), so the report of a day costs a fraction of the
-// replay instead of several times it. It computes what the harness's numpy
+// (and a light first one, or instead of it the gateway's index of the log),
+// so the report of a day costs a fraction of the replay instead of several
+// times it. It computes what the harness's numpy
 // reader (harness analysis/latency_pass.py, which stays the reference)
 // computes: every stage's exact histogram after and during the warm-up, the
 // headline stage by type, by symbol and over time, messages per time bin,
