@@ -130,7 +130,8 @@ class LatencyLog {
     unsigned set = 0;
     for (unsigned i = 0; i < logfmt::kStageCount; ++i) set |= unsigned(m.stamp[i] != 0) << i;
     set &= stages_;  // a stage not recorded reads as 0
-    set |= unsigned(m.t_origin != 0) << logfmt::kStampSetOrigin | unsigned(m.flags & logfmt::kBboEvent) << logfmt::kStampSetBbo;
+    set |= unsigned(m.t_origin != 0) << logfmt::kStampSetOrigin;
+    set |= unsigned(m.flags & logfmt::kBboEvent) << logfmt::kStampSetBbo;
     const uint64_t receive = set & 1 ? m.stamp[0] : set & 2 ? m.stamp[1] : 0;
     logfmt::LatencyBlockRecord& b = block_;
     ++b.accepted;

@@ -268,7 +268,8 @@ struct FirstCounter {
   // Every message of an index block whose stamps are the set m (logfmt::LatencyBlockRecord::stamp_sets).
   void stamp_set(unsigned m) {
     const auto has = [m](Stamp s) {
-      return s <= kPublished ? (m >> s & 1) != 0 : s == kReceive ? (m & 3) != 0 : (m >> logfmt::kStampSetOrigin & 1) != 0;
+      if (s <= kPublished) return (m >> s & 1) != 0;
+      return s == kReceive ? (m & 3) != 0 : (m >> logfmt::kStampSetOrigin & 1) != 0;
     };
     for (unsigned s = kKernel; s <= kPublished; ++s) f.set_stamps |= uint32_t(m >> s & 1) << s;
     f.set_stamps |= uint32_t(m >> logfmt::kStampSetOrigin & 1) << kOrigin;

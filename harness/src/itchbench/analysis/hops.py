@@ -291,7 +291,8 @@ class HopTables:
             rows.append(_row(name, describe_counts(*hop.values_counts()),
                              describe_counts(*cumulative.values_counts()), total["mean"]))
         label = dict(STAMPS).get(stamps[0], stamps[0])
-        end = dict(STAMPS).get(stamps[-1], "depth subscriber received" if is_depth(stamps[-1]) else "subscriber received")
+        last = "depth subscriber received" if is_depth(stamps[-1]) else "subscriber received"
+        end = dict(STAMPS).get(stamps[-1], last)
         rows.append(_row(f"end to end ({label} → {end})", total, total, total["mean"]))
         return pd.DataFrame(rows, columns=COLUMNS)
 
