@@ -42,7 +42,6 @@ LatencyLog::LatencyLog(const std::string& path, LatencyFormat format, const LogI
                                              : offsetof(logfmt::LatencyRecord, flags),
            versioned(id, format), reservation_for(expected_messages, slot_size(format, id.stages)), limit_bytes),
       block_messages_(block_messages ? block_messages : logfmt::kLatencyBlockMessages),
-      stages_(id.stages),
       layout_(format == LatencyFormat::kWide            ? Layout::kWide
               : id.stages == kSimulationStages          ? Layout::kSimulation
               : id.stages == logfmt::kAllStages         ? Layout::kEveryStage

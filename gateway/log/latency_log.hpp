@@ -129,7 +129,7 @@ class LatencyLog {
     if (!index_ || (m.flags & logfmt::kRejected)) return;
     unsigned set = 0;
     for (unsigned i = 0; i < logfmt::kStageCount; ++i) set |= unsigned(m.stamp[i] != 0) << i;
-    set &= stages_;  // a stage not recorded reads as 0
+    set &= log_.stages();  // a stage not recorded reads as 0
     set |= unsigned(m.t_origin != 0) << logfmt::kStampSetOrigin;
     set |= unsigned(m.flags & logfmt::kBboEvent) << logfmt::kStampSetBbo;
     const uint64_t receive = set & 1 ? m.stamp[0] : set & 2 ? m.stamp[1] : 0;
@@ -156,7 +156,6 @@ class LatencyLog {
   uint32_t block_messages_;
   uint64_t block_end_ = 0;  // messages_ at which the next block begins
   uint64_t accepted_ = 0;   // accepted in the blocks before this one
-  uint8_t stages_;
   Layout layout_;
   unsigned count_ = 0;                         // stages recorded
   uint8_t order_[logfmt::kStageCount] = {};    // their stage indices, in order

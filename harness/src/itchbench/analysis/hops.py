@@ -58,6 +58,12 @@ def is_depth(column: str) -> bool:
     return column.startswith(DEPTH_SUBSCRIBER)
 
 
+def bbo_events_only(to: str) -> bool:
+    """Whether the chain ending at `to` counts BBO events only: a BBO subscriber's does; the book's (every
+    message) and a depth subscriber's (any message with a depth event) do not."""
+    return to != "t_book" and not is_depth(to)
+
+
 COLUMNS = ["hop", "count", "p50", "p99", "p999", "mean", "cumulative_p50", "cumulative_mean", "share_of_mean"]
 
 
@@ -66,7 +72,7 @@ class Chain:
     """Every message's stamps (int64 ns, 0 where absent) and the subscribers' receive stamps."""
 
     frame: pd.DataFrame                 # seq, bbo, and the STAMPS columns present
-    subscribers: list[str]              # columns t_sub_<name>, BBO events only
+    subscribers: list[str]              # columns t_sub_<name> (BBO events only), then t_depth_<name>
     sender: str                         # "udp-replay", "serial-replay", "tcpreplay" or "" (simulation)
 
 
@@ -254,7 +260,7 @@ class HopTables:
         """One chunk of ChainReader.columns."""
         bbo = cols["bbo"]
         for to, stamps in self.chains.items():
-            have = np.ones(bbo.size, dtype=bool) if to == "t_book" or is_depth(to) else bbo.copy()
+            have = bbo.copy() if bbo_events_only(to) else np.ones(bbo.size, dtype=bool)
             for c in stamps:
                 have &= cols[c] != 0
             every = bool(have.all())  # then no copies

@@ -110,8 +110,8 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
     """The run's latency histograms. breakdowns=False leaves out what only a run's own report shows (by type, by
     symbol, over time, hop by hop): stages and warm-up are enough for comparisons and documents. progress(pass,
     records) is told after each chunk of the two passes over the log (pass: FIRST_PASS, FIRST_PASS_INDEXED or
-    SECOND_PASS). compiled: let the C++ reader count what it
-    covers (_compiled_scan_reads); False: numpy here counts everything (the reference the tests hold it to).
+    SECOND_PASS). compiled: let the C++ reader count what it covers (_compiled_scan_reads); False: numpy here
+    counts everything (the reference the tests hold it to).
     threads: the compiled second pass's (0: one a CPU, at most 4)."""
     run_dir = Path(run_dir)
     lat = logs.read_latency(run_dir / "latency.lat")
@@ -320,7 +320,7 @@ def _second_pass(run_dir: Path, lat: logs.LogFile, source: native.ScanSource,
            **{n: native.STAMP_SUBSCRIBER + k for k, n in enumerate(reader.subscribers)}}
     chain_stamps = np.array([ids[s] for c in chains.values() for s in c], np.uint16)
     chain_lengths = np.array([len(c) for c in chains.values()], np.uint32)
-    chain_bbo_only = np.array([to != "t_book" and not hops.is_depth(to) for to in chains], np.uint8)
+    chain_bbo_only = np.array([hops.bbo_events_only(to) for to in chains], np.uint8)
     send = reader.send if reader.send is not None else (np.zeros(0, np.int64),) * 3
     send = tuple(np.ascontiguousarray(a, np.int64) for a in send)
     subs = [(np.ascontiguousarray(keys, np.int64), np.ascontiguousarray(received, np.int64))
