@@ -61,6 +61,33 @@ void ExactHistogram::merge(ExactHistogram& other) {
   other = ExactHistogram(0, 0);
 }
 
+void ExactHistogram::fold_keys() {
+  // A cell's wraps move with its key (table() sorts them back into order); then the rows, each into its half.
+  for (size_t& cell : carried_) cell = cell / dense_ / 2 * dense_ + cell % dense_;
+  for (uint32_t key = 0; key < keys_; ++key) {
+    uint32_t* into = &counts_[size_t(key / 2) * dense_];
+    const uint32_t* from = &counts_[size_t(key) * dense_];
+    for (uint32_t v = 0; v < dense_; ++v) {
+      const uint64_t sum = (key & 1 ? uint64_t(into[v]) : 0) + from[v];  // an even key's row comes first
+      into[v] = uint32_t(sum);
+      if (sum >> 32) carried_.push_back(size_t(key / 2) * dense_ + v);
+    }
+  }
+  std::fill(counts_.begin() + std::ptrdiff_t(size_t((keys_ + 1) / 2) * dense_), counts_.end(), 0u);
+  merge_pending();
+  for (Entry& e : tail_) e.key /= 2;
+  std::sort(tail_.begin(), tail_.end(), before);  // a key's values come from two keys now: sorted again
+  std::vector<Entry> folded;
+  folded.reserve(tail_.size());
+  for (const Entry& e : tail_) {
+    if (!folded.empty() && folded.back().key == e.key && folded.back().value == e.value)
+      folded.back().count += e.count;
+    else
+      folded.push_back(e);
+  }
+  tail_ = std::move(folded);
+}
+
 std::vector<ExactHistogram::Entry> ExactHistogram::table() {
   merge_pending();
   std::sort(carried_.begin(), carried_.end());

@@ -2,8 +2,9 @@
 // the harness's KeyedHistogram (harness analysis/histogram.py), so a report
 // read in one compiled pass gives every statistic a sort of all the values
 // would. Values in [0, dense) are counted in a dense key x value array; the
-// rest (a tail, anything negative) are gathered and merged, sorted, into
-// distinct (key, value, count) triples. Nothing is bucketed.
+// rest (a tail, anything negative, any key past the dense array's) are
+// gathered and merged, sorted, into distinct (key, value, count) triples.
+// Nothing is bucketed.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,7 +24,7 @@ class ExactHistogram {
   ExactHistogram(uint32_t keys, uint32_t dense) : keys_(keys), dense_(dense), counts_(size_t(keys) * dense) {}
 
   void add(uint32_t key, int64_t value) {
-    if (uint64_t(value) < dense_) {
+    if (uint64_t(value) < dense_ && key < keys_) {
       const size_t cell = size_t(key) * dense_ + uint64_t(value);
       if (__builtin_expect(++counts_[cell] == 0, 0)) carried_.push_back(cell);  // 2^32 more in that cell
     } else {
@@ -32,6 +33,9 @@ class ExactHistogram {
   }
   // Adds other's counts to these (a histogram of the same keys and dense range); other is left empty.
   void merge(ExactHistogram& other);
+
+  // Each key k counted as k / 2 from now on (pairs of keys folded into one): time bins of twice the width.
+  void fold_keys();
 
   // Every distinct (key, value) with its count, sorted by key then value.
   std::vector<Entry> table();

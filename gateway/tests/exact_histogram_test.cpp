@@ -66,3 +66,23 @@ TEST(ExactHistogram, UnlikeHistogramsAreNotMerged) {
   ExactHistogram a(2, 64), b(2, 128);
   EXPECT_THROW(a.merge(b), std::invalid_argument);
 }
+
+// Folding pairs of keys (k -> k / 2) against the reference folded: dense values, the tail, keys past the dense
+// array (counted sparsely), and a fold on top of a fold.
+TEST(ExactHistogram, FoldedKeysCountWhatTheirPairsCounted) {
+  ExactHistogram h(8, 256);
+  Reference want;
+  const auto values = drawn(300'000, 11, 3);  // keys 8 to 10 lie past the dense array
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto [key, value] = values[i];
+    h.add(key, value);
+    ++want[{key, value}];
+    if (i == values.size() / 3 || i == 2 * values.size() / 3) {  // folded twice on the way, with more added after
+      h.fold_keys();
+      Reference folded;
+      for (const auto& [kv, count] : want) folded[{kv.first / 2, kv.second}] += count;
+      want = std::move(folded);
+    }
+  }
+  EXPECT_EQ(h.table(), entries_of(want));
+}
