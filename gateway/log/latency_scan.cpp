@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -134,25 +135,33 @@ bool has_value(const Row& r, const StageSpec& s) {
   return r.t[s.start] && r.t[s.end] && (!s.bbo_only || bbo_event(r));
 }
 
-// Which of the run's equal time bins a receive stamp falls in: floor((t - t_lo) * bins / span), clipped to
-// [0, bins). Bin k begins at t_lo + ceil(k span / bins) (the least t with (t - t_lo) bins >= k span), so a stamp
-// is placed by comparisons, walked from the bin of the one before: stamps come in about the order of time, and a
-// division a message cost a few per cent of the pass.
+// Which of the run's time bins a receive stamp falls in: bins of 2^shift ns from the origin (a stamp before it
+// in the first), at most kMaxTimeBins. A stamp past the last bin doubles the width until it fits, and says how
+// many times (the counts so far are folded as often), so a pass that learns the span as it goes ends with the
+// bins of one that knew it: the narrowest that hold every stamp. An origin not known (a pass that follows the
+// log) is the first stamp placed.
 class TimeBins {
  public:
-  TimeBins(int64_t t_lo, int64_t span, uint32_t bins) : begins_(bins + 1) {
-    for (uint32_t k = 0; k <= bins; ++k) begins_[k] = t_lo + (int64_t(k) * span + bins - 1) / bins;
+  TimeBins(int64_t origin, uint32_t shift, bool origin_known) : origin_(origin), shift_(shift), known_(origin_known) {}
+  struct Placed {
+    uint32_t bin;
+    uint32_t doublings;
+  };
+  Placed of(int64_t t) {
+    if (!known_) origin_ = t, known_ = true;
+    if (t <= origin_) return {0, 0};
+    const uint64_t d = uint64_t(t) - uint64_t(origin_);
+    uint32_t doublings = 0;
+    while ((d >> shift_) >= kMaxTimeBins) ++shift_, ++doublings;
+    return {uint32_t(d >> shift_), doublings};
   }
-  uint32_t of(int64_t t) {
-    const uint32_t last = uint32_t(begins_.size() - 2);
-    while (at_ < last && t >= begins_[at_ + 1]) ++at_;
-    while (at_ > 0 && t < begins_[at_]) --at_;
-    return at_;
-  }
+  int64_t origin() const { return origin_; }
+  uint32_t shift() const { return shift_; }
 
  private:
-  std::vector<int64_t> begins_;
-  uint32_t at_ = 0;
+  int64_t origin_;
+  uint32_t shift_;
+  bool known_;
 };
 
 // The stage clock moved onto CLOCK_MONOTONIC in the harness's float64 arithmetic (np.rint: ties to even).
@@ -259,9 +268,9 @@ struct FirstCounter {
         if (has_value(r, stages[i])) f.found_stages |= 1u << i;
     if (!warm) receive(r.t[kReceive]);
   }
-  // A receive stamp after the warm-up, into the span.
+  // A receive stamp after the warm-up (the first one read is the first message's), into the span.
   void receive(int64_t t) {
-    f.t_lo = f.any_after_warmup ? std::min(f.t_lo, t) : t;
+    f.t_first = f.any_after_warmup ? f.t_first : t;
     f.t_hi = f.any_after_warmup ? std::max(f.t_hi, t) : t;
     f.any_after_warmup = true;
   }
@@ -279,25 +288,35 @@ struct FirstCounter {
   }
 };
 
+// What is wrong with an index's block that should follow blocks ending at (slot, messages, accepted); empty: none.
+std::string block_fault(const logfmt::LatencyBlockRecord& b, uint64_t slot, uint64_t messages, uint64_t accepted) {
+  if (!(b.flags & logfmt::kWritten)) return "was never written";
+  if (b.accepted > b.messages || b.messages == 0) return "counts more accepted messages than messages";
+  if (b.slots < b.messages) return "has fewer slots than messages";
+  if (b.slot != slot || b.messages_before != messages || b.accepted_before != accepted)
+    return "does not follow the block before it";
+  return "";
+}
+
+[[noreturn]] void index_fails(const Source& source, uint64_t block, const std::string& what) {
+  throw std::runtime_error(source.path + ": its index's block " + std::to_string(block) + " " + what);
+}
+
 // The blocks, checked to cover the log's slots from its first in order.
 void check_index(const Source& source, const logfmt::LatencyBlockRecord* b, size_t n) {
-  const auto fail = [&](size_t i, const std::string& what) {
-    throw std::runtime_error(source.path + ": its index's block " + std::to_string(i) + " " + what);
-  };
+  uint64_t slot = 0, messages = 0, accepted = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (!(b[i].flags & logfmt::kWritten)) fail(i, "was never written");
-    if (b[i].accepted > b[i].messages || b[i].messages == 0) fail(i, "counts more accepted messages than messages");
-    if (b[i].slots < b[i].messages) fail(i, "has fewer slots than messages");
-    const bool follows = i == 0 ? b[i].slot == 0 && b[i].messages_before == 0 && b[i].accepted_before == 0
-                                : b[i].slot == b[i - 1].slot + b[i - 1].slots &&
-                                      b[i].messages_before == b[i - 1].messages_before + b[i - 1].messages &&
-                                      b[i].accepted_before == b[i - 1].accepted_before + b[i - 1].accepted;
-    if (!follows) fail(i, "does not follow the block before it");
+    const std::string fault = block_fault(b[i], slot, messages, accepted);
+    if (!fault.empty()) index_fails(source, i, fault);
+    slot += b[i].slots, messages += b[i].messages, accepted += b[i].accepted;
   }
-  const uint64_t end = n ? b[n - 1].slot + b[n - 1].slots : 0;
-  if (end != source.stored)
-    throw std::runtime_error(source.path + ": its index covers " + std::to_string(end) + " slots, the log holds " +
+  if (slot != source.stored)
+    throw std::runtime_error(source.path + ": its index covers " + std::to_string(slot) + " slots, the log holds " +
                              std::to_string(source.stored));
+}
+
+Checkpoint checkpoint_of(const logfmt::LatencyBlockRecord& b) {
+  return Checkpoint{b.slot, CompactState{b.next_seq, b.prev_origin, b.base}, b.accepted_before};
 }
 
 }  // namespace
@@ -318,7 +337,7 @@ FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<St
   const auto in_ns = [&](uint64_t t) { return int64_t(source.has_line ? ticks_to_ns(source.line, t) : t); };
   for (size_t i = 0; i < n_blocks; ++i) {
     const logfmt::LatencyBlockRecord& b = blocks[i];
-    const Checkpoint at{b.slot, CompactState{b.next_seq, b.prev_origin, b.base}, b.accepted_before};
+    const Checkpoint at = checkpoint_of(b);
     f.checkpoints.push_back(at);
     f.messages += b.messages;
     f.accepted += b.accepted;
@@ -326,21 +345,159 @@ FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<St
     f.max_locate = std::max<uint64_t>(f.max_locate, b.max_locate);
     for (unsigned m = 0; m < 128; ++m)
       if (b.stamp_sets[m >> 6] >> (m & 63) & 1) count.stamp_set(m);
-    if (b.accepted_before >= warmup) {
-      count.receive(in_ns(b.receive_lo));
-      count.receive(in_ns(b.receive_hi));
-    } else if (b.accepted_before + b.accepted > warmup) {
-      // The warm-up ends in this block: its messages after the warm-up's last, read from the log.
+    if (b.accepted_before <= warmup && warmup < b.accepted_before + b.accepted) {
+      // The first message after the warm-up is in this block: its messages from that one, read from the log.
       uint64_t seen = b.accepted_before;
       Rows(source, at, i + 1 < n_blocks ? blocks[i + 1].slot : 0).for_each([&](const Row& r) {
         if (accepted(r) && seen++ >= warmup) count.receive(r.t[kReceive]);
       });
+    } else if (b.accepted_before > warmup) {
+      count.receive(in_ns(b.receive_lo));
+      count.receive(in_ns(b.receive_hi));
     }
   }
   return f;
 }
 
 namespace {
+
+// The second pass's counts, a message at a time, from a message whose accepted predecessors are known.
+class Counter {
+ public:
+  Counter(const Params& p, uint64_t accepted_before, bool origin_known)
+      : p_(p), seen_(accepted_before), time_bins_(p.time_origin, p.time_shift, origin_known),
+        slowest_(!p.chains.empty() && p.chains[0].stamps.size() >= 2 ? p.kept : 0), sent_(p.send),
+        received_(p.subscribers.begin(), p.subscribers.end()), at_subscriber_(p.subscribers.size()),
+        hops_(!p.chains.empty() || !p.co_starts.empty()), monotonic_(p.monotonic) {
+    for (size_t i = 0; i < p.stages.size(); ++i) {
+      out_.stage.emplace_back(1, kStageDense);
+      out_.warmup.emplace_back(1, kWarmDense);
+    }
+    // Counts of the locates up to max_locate are dense; any above (a pass that follows the log guesses the
+    // largest) are counted too, sparsely.
+    const uint32_t symbols = uint32_t(p.max_locate + 1);
+    const uint32_t symbol_dense = uint32_t(std::clamp<size_t>(kSymbolCells / symbols, 64, 1024));
+    out_.by_type = std::make_unique<ExactHistogram>(p.breakdowns ? kTypeKeys : 1, kTypeDense);
+    out_.by_symbol = std::make_unique<ExactHistogram>(p.breakdowns ? symbols : 1, symbol_dense);
+    out_.over_time = std::make_unique<ExactHistogram>(kMaxTimeBins, kTimeDense);
+    out_.throughput.assign(kMaxTimeBins, 0);
+    for (const Chain& c : p.chains) {
+      out_.hop.emplace_back();
+      out_.cumulative.emplace_back();
+      for (size_t i = 0; i + 1 < c.stamps.size(); ++i) {
+        out_.hop.back().emplace_back(1, kStageDense);
+        out_.cumulative.back().emplace_back(1, i ? kStageDense : 1);  // the first hop is its own cumulative
+      }
+    }
+    for (size_t i = 0; i < p.co_starts.size(); ++i) out_.co.emplace_back(1, kStageDense);
+  }
+
+  void row(const Row& r) {
+    if (!accepted(r)) return;
+    max_locate_ = std::max<uint64_t>(max_locate_, r.locate);
+    const bool warm = seen_++ < p_.warmup;
+    uint32_t bin = 0;
+    if (!warm) {
+      const TimeBins::Placed at = time_bins_.of(r.t[kReceive]);
+      for (uint32_t k = 0; k < at.doublings; ++k) fold_time_bins();
+      bin = at.bin;
+      ++out_.throughput[bin];
+    }
+    for (size_t i = 0; i < p_.stages.size(); ++i) {
+      const StageSpec& s = p_.stages[i];
+      if (!has_value(r, s)) continue;
+      const int64_t d = int64_t(uint64_t(r.t[s.end]) - uint64_t(r.t[s.start]));
+      if (warm) {
+        out_.warmup[i].add(0, d);
+        continue;
+      }
+      out_.stage[i].add(0, d);
+      if (int(i) == p_.headline && p_.breakdowns) {
+        out_.by_type->add(r.type, d);
+        out_.by_symbol->add(r.locate, d);
+        out_.over_time->add(bin, d);
+      }
+    }
+    if (hops_) count_hops(r);
+  }
+
+  uint64_t accepted_through() const { return seen_; }
+  uint64_t max_locate() const { return max_locate_; }  // of the accepted messages counted
+  Result take() {
+    out_.slowest = slowest_.take();
+    out_.time_origin = time_bins_.origin();
+    out_.time_shift = time_bins_.shift();
+    return std::move(out_);
+  }
+
+ private:
+  void fold_time_bins() {
+    out_.over_time->fold_keys();
+    std::vector<uint64_t>& n = out_.throughput;
+    for (size_t b = 0; b < n.size(); ++b) n[b / 2] = (b & 1 ? n[b / 2] : 0) + n[b];
+    std::fill(n.begin() + std::ptrdiff_t(n.size() / 2), n.end(), 0);
+  }
+
+  int64_t value(ChainStamp c) const {
+    return c <= kPublished ? on_line_[c] : c == kIntended ? intended_ : c == kSent ? actual_
+                                                                               : at_subscriber_[c - kSubscriber];
+  }
+
+  void count_hops(const Row& r) {
+    for (unsigned s = kKernel; s <= kPublished; ++s) on_line_[s] = monotonic_(r.t[s]);  // each moved once
+    if (p_.send.n) {
+      const size_t i = sent_.find(int64_t(r.seq));
+      intended_ = i == Lookup::kNone ? 0 : p_.send.first[i];
+      actual_ = i == Lookup::kNone ? 0 : p_.send.second[i];
+    }
+    for (size_t k = 0; k < received_.size(); ++k) {  // a BBO subscriber receives BBO events only
+      const bool may_have = bbo_event(r) || !p_.subscribers[k].bbo_events_only;
+      const size_t i = may_have ? received_[k].find(int64_t(r.seq)) : Lookup::kNone;
+      at_subscriber_[k] = i == Lookup::kNone ? 0 : p_.subscribers[k].first[i];
+    }
+    int64_t moved[kMaxChain];  // a chain's stamps, in chain order
+    for (size_t c = 0; c < p_.chains.size(); ++c) {
+      const Chain& chain = p_.chains[c];
+      if (chain.bbo_only && !bbo_event(r)) continue;
+      const size_t n = chain.stamps.size();
+      bool whole = true;
+      for (size_t i = 0; i < n; ++i) whole &= (moved[i] = value(chain.stamps[i])) != 0;
+      if (!whole) continue;
+      for (size_t i = 0; i + 1 < n; ++i) {
+        out_.hop[c][i].add(0, moved[i + 1] - moved[i]);
+        if (i) out_.cumulative[c][i].add(0, moved[i + 1] - moved[0]);
+      }
+      if (c == 0) slowest_.offer(moved[n - 1] - moved[0], r, moved, n);
+    }
+    const int64_t book = on_line_[kBook];
+    for (size_t i = 0; i < p_.co_starts.size(); ++i) {
+      const int64_t t = value(p_.co_starts[i]);
+      if (!t || !book) continue;
+      out_.co[i].add(0, book - t);
+      if (p_.co_starts[i] == kSent && intended_) out_.served_trend.add(intended_, book - t);
+      if (p_.co_starts[i] == kIntended) {
+        out_.trend.add(t, book - t);
+        out_.served_first = out_.served_any ? std::min(out_.served_first, t) : t;
+        out_.served_last = out_.served_any ? std::max(out_.served_last, book) : book;
+        out_.served_any = true;
+      }
+    }
+  }
+
+  const Params& p_;
+  Result out_;
+  uint64_t seen_;
+  uint64_t max_locate_ = 0;
+  TimeBins time_bins_;
+  SlowestKept slowest_;
+  Lookup sent_;
+  std::vector<Lookup> received_;
+  std::vector<int64_t> at_subscriber_;
+  bool hops_;
+  const Monotonic monotonic_;
+  int64_t on_line_[kStampCount] = {};  // each stage's stamp on CLOCK_MONOTONIC (the origin and receive unused)
+  int64_t intended_ = 0, actual_ = 0;
+};
 
 // One part of the second pass: its counts, and where its reading ended (the decoder's state and the messages
 // accepted by then), which the next part's checkpoint must be.
@@ -352,114 +509,15 @@ struct Part {
 
 // The second pass over the slots [from.slot, end) of the log.
 Part count_part(const Source& source, const Params& p, const Checkpoint& from, uint64_t end) {
-  Part part;
-  Result& out = part.counts;
-  for (size_t i = 0; i < p.stages.size(); ++i) {
-    out.stage.emplace_back(1, kStageDense);
-    out.warmup.emplace_back(1, kWarmDense);
-  }
-  const uint32_t symbols = uint32_t(p.max_locate + 1);
-  const uint32_t symbol_dense = uint32_t(std::clamp<size_t>(kSymbolCells / symbols, 64, 1024));
-  out.by_type = std::make_unique<ExactHistogram>(p.breakdowns ? kTypeKeys : 1, kTypeDense);
-  out.by_symbol = std::make_unique<ExactHistogram>(p.breakdowns ? symbols : 1, symbol_dense);
-  out.over_time = std::make_unique<ExactHistogram>(p.time_bins, kTimeDense);
-  out.throughput.assign(p.time_bins, 0);
-  for (const Chain& c : p.chains) {
-    out.hop.emplace_back();
-    out.cumulative.emplace_back();
-    for (size_t i = 0; i + 1 < c.stamps.size(); ++i) {
-      out.hop.back().emplace_back(1, kStageDense);
-      out.cumulative.back().emplace_back(1, i ? kStageDense : 1);  // the first hop is its own cumulative
-    }
-  }
-  for (size_t i = 0; i < p.co_starts.size(); ++i) out.co.emplace_back(1, kStageDense);
-  const Monotonic monotonic(p.monotonic);
-  const bool hops = !p.chains.empty() || !p.co_starts.empty();
-  SlowestKept slowest(!p.chains.empty() && p.chains[0].stamps.size() >= 2 ? p.kept : 0);
-  Lookup sent(p.send);
-  std::vector<Lookup> received(p.subscribers.begin(), p.subscribers.end());
-
-  uint64_t seen = from.accepted_before;
-  TimeBins time_bins(p.t_lo, p.span_ns, p.time_bins);
-  int64_t moved[kMaxChain];          // a chain's stamps, in chain order
-  int64_t on_line[kStampCount] = {};  // each stage's stamp on CLOCK_MONOTONIC (the origin and receive unused)
-  int64_t intended = 0, actual = 0;
-  std::vector<int64_t> at_subscriber(p.subscribers.size());
-  const auto value = [&](ChainStamp c) {
-    return c <= kPublished ? on_line[c] : c == kIntended ? intended : c == kSent ? actual : at_subscriber[c - kSubscriber];
-  };
+  Counter counter(p, from.accepted_before, true);
   Rows rows(source, from, end);
-  rows.for_each([&](const Row& r) {
-      if (!accepted(r)) return;
-      // The first pass (or the gateway's index) sized the by-symbol counts by the largest locate it found.
-      if (p.breakdowns && r.locate > p.max_locate)
-        throw std::runtime_error(source.path + ": seq " + std::to_string(r.seq) + " has locate " +
-                                 std::to_string(r.locate) + ", above the first pass's largest, " +
-                                 std::to_string(p.max_locate));
-      const bool warm = seen++ < p.warmup;
-      uint32_t bin = 0;
-      if (!warm) {
-        bin = time_bins.of(r.t[kReceive]);
-        ++out.throughput[bin];
-      }
-      for (size_t i = 0; i < p.stages.size(); ++i) {
-        const StageSpec& s = p.stages[i];
-        if (!has_value(r, s)) continue;
-        const int64_t d = int64_t(uint64_t(r.t[s.end]) - uint64_t(r.t[s.start]));
-        if (warm) {
-          out.warmup[i].add(0, d);
-          continue;
-        }
-        out.stage[i].add(0, d);
-        if (int(i) == p.headline && p.breakdowns) {
-          out.by_type->add(r.type, d);
-          out.by_symbol->add(r.locate, d);
-          out.over_time->add(bin, d);
-        }
-      }
-      if (!hops) return;
-      for (unsigned s = kKernel; s <= kPublished; ++s) on_line[s] = monotonic(r.t[s]);  // each moved once
-      if (p.send.n) {
-        const size_t i = sent.find(int64_t(r.seq));
-        intended = i == Lookup::kNone ? 0 : p.send.first[i];
-        actual = i == Lookup::kNone ? 0 : p.send.second[i];
-      }
-      for (size_t k = 0; k < received.size(); ++k) {  // a BBO subscriber receives BBO events only
-        const bool may_have = bbo_event(r) || !p.subscribers[k].bbo_events_only;
-        const size_t i = may_have ? received[k].find(int64_t(r.seq)) : Lookup::kNone;
-        at_subscriber[k] = i == Lookup::kNone ? 0 : p.subscribers[k].first[i];
-      }
-      for (size_t c = 0; c < p.chains.size(); ++c) {
-        const Chain& chain = p.chains[c];
-        if (chain.bbo_only && !bbo_event(r)) continue;
-        const size_t n = chain.stamps.size();
-        bool whole = true;
-        for (size_t i = 0; i < n; ++i) whole &= (moved[i] = value(chain.stamps[i])) != 0;
-        if (!whole) continue;
-        for (size_t i = 0; i + 1 < n; ++i) {
-          out.hop[c][i].add(0, moved[i + 1] - moved[i]);
-          if (i) out.cumulative[c][i].add(0, moved[i + 1] - moved[0]);
-        }
-        if (c == 0) slowest.offer(moved[n - 1] - moved[0], r, moved, n);
-      }
-      const int64_t book = on_line[kBook];
-      for (size_t i = 0; i < p.co_starts.size(); ++i) {
-        const int64_t t = value(p.co_starts[i]);
-        if (!t || !book) continue;
-        out.co[i].add(0, book - t);
-        if (p.co_starts[i] == kSent && intended) out.served_trend.add(intended, book - t);
-        if (p.co_starts[i] == kIntended) {
-          out.trend.add(t, book - t);
-          out.served_first = out.served_any ? std::min(out.served_first, t) : t;
-          out.served_last = out.served_any ? std::max(out.served_last, book) : book;
-          out.served_any = true;
-        }
-      }
-  });
-  out.slowest = slowest.take();
-  part.end = rows.state();
-  part.accepted_through = seen;
-  return part;
+  rows.for_each([&](const Row& r) { counter.row(r); });
+  // The first pass (or the gateway's index) sized the by-symbol counts by the largest locate it found.
+  if (p.breakdowns && counter.max_locate() > p.max_locate)
+    throw std::runtime_error(source.path + ": a message between slots " + std::to_string(from.slot) + " and " +
+                             std::to_string(end) + " has locate " + std::to_string(counter.max_locate()) +
+                             ", above the first pass's largest, " + std::to_string(p.max_locate));
+  return Part{counter.take(), rows.state(), counter.accepted_through()};
 }
 
 void add_into(std::vector<ExactHistogram>& into, std::vector<ExactHistogram>& part) {
@@ -501,7 +559,6 @@ void add_into(Result& into, Result& part, uint32_t kept) {
 
 Result second_pass(const Source& source, const Params& p, const std::vector<Checkpoint>& checkpoints,
                    unsigned threads) {
-  if (p.span_ns <= 0 || p.time_bins == 0) throw std::invalid_argument("latency scan: empty time span or no bins");
   // Each part starts at the first checkpoint past its share of the slots.
   std::vector<Checkpoint> starts{Checkpoint{}};
   for (unsigned k = 1; k < threads; ++k) {
@@ -542,8 +599,95 @@ Result second_pass(const Source& source, const Params& p, const std::vector<Chec
                                " is not where reading the log up to it ends (" +
                                (same_state ? "accepted messages" : "the decoder's state") + " differ)");
   }
+  for (const Part& part : parts)
+    if (part.counts.time_shift != p.time_shift)
+      throw std::runtime_error(source.path + ": a receive stamp lies past the first pass's last, " +
+                               std::to_string(p.time_origin) + " + " + std::to_string(kMaxTimeBins) + " << " +
+                               std::to_string(p.time_shift) + " ns");
   for (size_t k = 1; k < parts.size(); ++k) add_into(parts[0].counts, parts[k].counts, p.kept);
   return std::move(parts[0].counts);
+}
+
+namespace {
+
+// An index's records as its writer appends them: a record is read once its flags say it is whole, and read again
+// then, so no field is taken from before the writer stored it.
+class IndexTail {
+ public:
+  explicit IndexTail(const std::string& path) : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd_ < 0) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  }
+  ~IndexTail() { ::close(fd_); }
+  IndexTail(const IndexTail&) = delete;
+  IndexTail& operator=(const IndexTail&) = delete;
+
+  bool written(uint64_t n, logfmt::LatencyBlockRecord& out) {
+    const off_t at = off_t(logfmt::kHeaderSize + n * sizeof out);
+    uint8_t flags = 0;
+    if (!read_at(&flags, 1, at + off_t(offsetof(logfmt::LatencyBlockRecord, flags))) || !(flags & logfmt::kWritten))
+      return false;
+    if (!read_at(&out, sizeof out, at)) throw std::runtime_error(path_ + ": record " + std::to_string(n) + " cut short");
+    return true;
+  }
+
+ private:
+  bool read_at(void* p, size_t bytes, off_t at) {
+    ssize_t got;
+    do got = ::pread(fd_, p, bytes, at);
+    while (got < 0 && errno == EINTR);
+    if (got < 0) throw std::runtime_error(path_ + ": cannot read: " + std::strerror(errno));
+    return size_t(got) == bytes;
+  }
+
+  std::string path_;
+  int fd_;
+};
+
+}  // namespace
+
+Followed follow(const Source& source, const Params& p, const std::string& index_path, const uint32_t* state,
+                uint64_t* followed) {
+  Followed out;
+  Counter counter(p, 0, false);
+  IndexTail index(index_path);
+  CompactState ended;  // the decoder's state where the last block counted ends
+  for (;;) {
+    const uint32_t now = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+    if (now == 2) {
+      out.abandoned = true;
+      break;
+    }
+    logfmt::LatencyBlockRecord b;
+    if (!index.written(out.blocks, b)) {
+      if (now == 1) break;  // the writer had ended before this look: every block it wrote is counted
+      ::usleep(1000);       // a block is 65,536 messages: several milliseconds of a replay at full speed
+      continue;
+    }
+    const std::string fault = block_fault(b, out.slots, out.messages, counter.accepted_through());
+    if (!fault.empty()) index_fails(source, out.blocks, fault);
+    const Checkpoint at = checkpoint_of(b);
+    if (source.compact && out.blocks &&
+        !(at.state.next_seq == ended.next_seq && at.state.prev_origin == ended.prev_origin &&
+          at.state.base == ended.base))
+      index_fails(source, out.blocks, "does not start in the decoder's state where the block before it ends");
+    uint64_t messages = 0;
+    Rows rows(source, at, b.slot + b.slots);
+    rows.for_each([&](const Row& r) {
+      ++messages;
+      counter.row(r);
+    });
+    if (messages != b.messages || counter.accepted_through() != b.accepted_before + b.accepted)
+      index_fails(source, out.blocks, "counts other messages than its slots hold");
+    ended = rows.state();
+    ++out.blocks;
+    out.slots += b.slots;
+    out.messages += b.messages;
+    __atomic_store_n(followed, out.messages, __ATOMIC_RELAXED);
+  }
+  out.accepted = counter.accepted_through();
+  out.max_locate = counter.max_locate();
+  out.counts = counter.take();
+  return out;
 }
 
 void TrendSums::add(int64_t due_ns, int64_t latency_ns) {

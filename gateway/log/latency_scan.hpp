@@ -58,7 +58,8 @@ struct FirstPass {
   uint64_t accepted = 0;  // not rejected
   uint64_t max_locate = 0;
   bool any_after_warmup = false;
-  int64_t t_lo = 0, t_hi = 0;  // the receive stamps' span after the warm-up (0 where a message has none)
+  // After the warm-up: the first accepted message's receive stamp and the largest (0 where a message has none).
+  int64_t t_first = 0, t_hi = 0;
   uint32_t set_stamps = 0;     // bit per Stamp (kKernel..kPublished, kOrigin) nonzero in some accepted message
   uint32_t found_stages = 0;   // bit per stage with a value in some accepted message
   std::vector<Checkpoint> checkpoints;  // one per read, the first at slot 0
@@ -103,14 +104,23 @@ struct MonotonicMove {
   int64_t anchor = 0, at = 0, offset = 0;
 };
 
+// Time bins over the run: 2^shift ns each from the first receive stamp after the warm-up (an earlier stamp in the
+// first bin), the narrowest of which at most kMaxTimeBins hold the last stamp.
+constexpr uint32_t kMaxTimeBins = 128;
+inline uint32_t time_shift_for(int64_t t_first, int64_t t_hi) {
+  const uint64_t span = t_hi > t_first ? uint64_t(t_hi) - uint64_t(t_first) : 0;
+  uint32_t shift = 0;
+  while ((span >> shift) >= kMaxTimeBins) ++shift;
+  return shift;
+}
+
 struct Params {
   uint64_t warmup = 0;
   std::vector<StageSpec> stages;
   int headline = -1;  // index into stages: by type, by symbol and over time; -1 none
   bool breakdowns = true;
-  uint32_t time_bins = 100;
-  int64_t t_lo = 0;
-  int64_t span_ns = 1;
+  int64_t time_origin = 0;  // FirstPass::t_first
+  uint32_t time_shift = 0;  // time_shift_for the first pass's stamps
   uint64_t max_locate = 0;
   std::vector<Chain> chains;            // the first to the book (the slowest kept along it), then to subscribers
   std::vector<ChainStamp> co_starts;    // latency to the book from each of these stamps
@@ -128,8 +138,10 @@ struct Slowest {
 
 struct Result {
   std::vector<ExactHistogram> stage, warmup;
-  std::unique_ptr<ExactHistogram> by_type, by_symbol, over_time;
-  std::vector<uint64_t> throughput;           // messages per time bin after the warm-up
+  std::unique_ptr<ExactHistogram> by_type, by_symbol, over_time;  // over_time keyed by time bin
+  std::vector<uint64_t> throughput;           // messages per time bin after the warm-up (kMaxTimeBins)
+  int64_t time_origin = 0;                    // the bins' (a pass that follows the log finds them)
+  uint32_t time_shift = 0;
   // Per chain, per hop: its latency, and the latency from the chain's start (cumulative[c][0] is hop[c][0]'s).
   std::vector<std::vector<ExactHistogram>> hop, cumulative;
   std::vector<ExactHistogram> co;             // per co_starts
@@ -148,5 +160,23 @@ FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<St
 // and the counts added (histograms are sums; the slowest kept are chosen again from the parts' own).
 Result second_pass(const Source& source, const Params& params, const std::vector<Checkpoint>& checkpoints = {},
                    unsigned threads = 1);
+
+// The second pass while the gateway writes the log, on a CPU of its own: each block counted as soon as the log's
+// index holds it (the gateway writes a block's record after the block's slots). params as for second_pass, but
+// the time bins start at the first message after the warm-up, 1 ns wide, and widen as stamps come (to the bins
+// second_pass would choose), and max_locate only sizes the dense by-symbol counts. source.stored is not read.
+// *state: 0 while the writer runs; set to 1 once it has ended, the pass counts every block the index then holds
+// and returns; 2 abandons it (the result is then not the log's). *followed: the messages counted so far.
+struct Followed {
+  Result counts;
+  uint64_t blocks = 0;      // index records counted, in order, each following the one before
+  uint64_t slots = 0;       // the log's slots they cover
+  uint64_t messages = 0;    // and its messages
+  uint64_t accepted = 0;
+  uint64_t max_locate = 0;  // the largest locate of an accepted message
+  bool abandoned = false;
+};
+Followed follow(const Source& source, const Params& params, const std::string& index_path, const uint32_t* state,
+                uint64_t* followed);
 
 }  // namespace itchbench::scan

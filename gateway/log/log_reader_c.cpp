@@ -125,7 +125,7 @@ extern "C" void* itchlog_first_pass(const char* path, const itchlog_source* sour
     auto f = std::make_unique<scan::FirstPass>(
         scan::first_pass(source_of(path, *source), warmup, stages_of(stages, n_stages),
                          static_cast<const logfmt::LatencyBlockRecord*>(blocks), size_t(n_blocks)));
-    *out = {f->messages, f->accepted, f->max_locate, f->t_lo, f->t_hi, f->any_after_warmup, f->set_stamps,
+    *out = {f->messages, f->accepted, f->max_locate, f->t_first, f->t_hi, f->any_after_warmup, f->set_stamps,
             f->found_stages, 0};
     return f.release();
   } catch (const std::exception& e) {
@@ -136,39 +136,60 @@ extern "C" void* itchlog_first_pass(const char* path, const itchlog_source* sour
 
 extern "C" void itchlog_first_pass_free(void* first) { delete static_cast<scan::FirstPass*>(first); }
 
+namespace {
+
+scan::Params params_of(const itchlog_scan_params& p) {
+  if (p.n_stages > ITCHLOG_MAX_STAGES || p.n_co > ITCHLOG_MAX_STAGES)
+    throw std::invalid_argument("latency scan: more than 8 stages or co starts");
+  scan::Params q;
+  q.warmup = p.warmup;
+  q.stages = stages_of(p.stages, p.n_stages);
+  q.headline = p.headline;
+  q.breakdowns = p.breakdowns != 0;
+  q.time_origin = p.time_origin;
+  q.time_shift = p.time_shift;
+  q.max_locate = p.max_locate;
+  const bool send = p.send_n > 0;
+  q.send = {p.send_seq, p.send_intended, p.send_sent, size_t(p.send_n)};
+  for (uint32_t k = 0; k < p.n_subscribers; ++k)
+    q.subscribers.push_back({p.subscriber_seq[k], p.subscriber_received[k], nullptr, size_t(p.subscriber_n[k]),
+                             p.subscriber_depth[k] == 0});
+  for (uint32_t c = 0, at = 0; c < p.n_chains; at += p.chain_lengths[c++]) {
+    if (p.chain_lengths[c] < 2 || p.chain_lengths[c] > scan::kMaxChain)
+      throw std::invalid_argument("latency scan: a chain of fewer than 2 stamps or more than 16");
+    q.chains.push_back({stamps_of(p.chain_stamps + at, p.chain_lengths[c], p.n_subscribers, send),
+                        p.chain_bbo_only[c] != 0});
+  }
+  q.co_starts = stamps_of(p.co_starts, p.n_co, p.n_subscribers, send);
+  q.kept = p.kept;
+  q.monotonic = {p.monotonic != 0, p.anchor, p.at, p.offset};
+  return q;
+}
+
+}  // namespace
+
 extern "C" void* itchlog_scan(const char* path, const itchlog_source* source, const itchlog_scan_params* params,
                               const void* first, char* error, uint64_t error_size) {
   try {
     const itchlog_scan_params& p = *params;
-    if (p.n_stages > ITCHLOG_MAX_STAGES || p.n_co > ITCHLOG_MAX_STAGES)
-      throw std::invalid_argument("latency scan: more than 8 stages or co starts");
-    scan::Params q;
-    q.warmup = p.warmup;
-    q.stages = stages_of(p.stages, p.n_stages);
-    q.headline = p.headline;
-    q.breakdowns = p.breakdowns != 0;
-    q.time_bins = p.time_bins;
-    q.t_lo = p.t_lo;
-    q.span_ns = p.span_ns;
-    q.max_locate = p.max_locate;
-    const bool send = p.send_n > 0;
-    q.send = {p.send_seq, p.send_intended, p.send_sent, size_t(p.send_n)};
-    for (uint32_t k = 0; k < p.n_subscribers; ++k)
-      q.subscribers.push_back({p.subscriber_seq[k], p.subscriber_received[k], nullptr, size_t(p.subscriber_n[k]),
-                               p.subscriber_depth[k] == 0});
-    for (uint32_t c = 0, at = 0; c < p.n_chains; at += p.chain_lengths[c++]) {
-      if (p.chain_lengths[c] < 2 || p.chain_lengths[c] > scan::kMaxChain)
-        throw std::invalid_argument("latency scan: a chain of fewer than 2 stamps or more than 16");
-      q.chains.push_back({stamps_of(p.chain_stamps + at, p.chain_lengths[c], p.n_subscribers, send),
-                          p.chain_bbo_only[c] != 0});
-    }
-    q.co_starts = stamps_of(p.co_starts, p.n_co, p.n_subscribers, send);
-    q.kept = p.kept;
-    q.monotonic = {p.monotonic != 0, p.anchor, p.at, p.offset};
     const unsigned threads = p.threads ? p.threads : std::min(4u, std::max(1u, std::thread::hardware_concurrency()));
     static const std::vector<scan::Checkpoint> none;
     const auto& checkpoints = first ? static_cast<const scan::FirstPass*>(first)->checkpoints : none;
-    return finished(scan::second_pass(source_of(path, *source), q, checkpoints, threads));
+    return finished(scan::second_pass(source_of(path, *source), params_of(p), checkpoints, threads));
+  } catch (const std::exception& e) {
+    say(e, error, error_size);
+    return nullptr;
+  }
+}
+
+extern "C" void* itchlog_follow(const char* path, const itchlog_source* source, const itchlog_scan_params* params,
+                                const char* index_path, const uint32_t* state, uint64_t* followed,
+                                itchlog_followed* out, char* error, uint64_t error_size) {
+  try {
+    scan::Followed f = scan::follow(source_of(path, *source), params_of(*params), index_path, state, followed);
+    *out = {f.blocks, f.slots, f.messages, f.accepted, f.max_locate, f.counts.time_origin, f.counts.time_shift,
+            f.abandoned};
+    return finished(std::move(f.counts));
   } catch (const std::exception& e) {
     say(e, error, error_size);
     return nullptr;
@@ -223,7 +244,8 @@ extern "C" void itchlog_scan_free(void* scan) { delete static_cast<Scan*>(scan);
 
 extern "C" uint32_t itchlog_struct_sizes(uint64_t* sizes, uint32_t capacity) {
   const uint64_t all[] = {sizeof(itchlog_source), sizeof(itchlog_stage), sizeof(itchlog_first_pass_result),
-                          sizeof(itchlog_scan_params), sizeof(itchlog_trend), sizeof(logfmt::LatencyBlockRecord)};
+                          sizeof(itchlog_scan_params), sizeof(itchlog_trend), sizeof(logfmt::LatencyBlockRecord),
+                          sizeof(itchlog_followed)};
   const uint32_t n = sizeof all / sizeof all[0];
   for (uint32_t i = 0; i < n && i < capacity; ++i) sizes[i] = all[i];
   return n;

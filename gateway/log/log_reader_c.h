@@ -44,7 +44,7 @@ typedef struct {
 
 typedef struct {
   uint64_t messages, accepted, max_locate;
-  int64_t t_lo, t_hi;
+  int64_t t_first, t_hi; /* after the warm-up: the first message's receive stamp, the largest */
   uint32_t any_after_warmup, set_stamps, found_stages, reserved;
 } itchlog_first_pass_result;
 
@@ -53,11 +53,11 @@ typedef struct {
  * 17 its actual send, 32 + k subscriber k's receive. */
 typedef struct {
   uint64_t warmup, max_locate;
-  int64_t t_lo, span_ns;
+  int64_t time_origin; /* the time bins: 2^time_shift ns each from time_origin */
   int64_t anchor, at, offset; /* CLOCK_MONOTONIC move of the stage stamps, when monotonic */
   uint32_t n_stages;
   int32_t headline;
-  uint32_t breakdowns, time_bins, n_co, kept, monotonic;
+  uint32_t breakdowns, time_shift, n_co, kept, monotonic;
   uint32_t threads; /* 0: as many as the machine has CPUs, at most 4 */
   itchlog_stage stages[ITCHLOG_MAX_STAGES];
   uint16_t co_starts[ITCHLOG_MAX_STAGES];
@@ -107,10 +107,22 @@ ITCHLOG_API void itchlog_first_pass_free(void* first);
 /* The scan's result, or NULL with the reason in error; first: the same log's first pass. */
 ITCHLOG_API void* itchlog_scan(const char* path, const itchlog_source* source, const itchlog_scan_params* params,
                                const void* first, char* error, uint64_t error_size);
+/* The scan counted while the gateway writes the log (log/latency_scan.hpp follow): its index at index_path read as
+ * it grows, until *state (the caller's) is 1 (the writer has ended: every block then written is counted) or 2
+ * (abandoned). *followed: messages counted so far, for progress. The result as itchlog_scan's (NULL with the reason
+ * in error), what it covered in *out. */
+typedef struct {
+  uint64_t blocks, slots, messages, accepted, max_locate;
+  int64_t time_origin;
+  uint32_t time_shift, abandoned;
+} itchlog_followed;
+ITCHLOG_API void* itchlog_follow(const char* path, const itchlog_source* source, const itchlog_scan_params* params,
+                                 const char* index_path, const uint32_t* state, uint64_t* followed,
+                                 itchlog_followed* out, char* error, uint64_t error_size);
 /* A table's rows (-1: no such table), the first `capacity` of them copied out, sorted by key then value. */
 ITCHLOG_API int64_t itchlog_scan_table(void* scan, uint32_t table, int64_t* keys, int64_t* values, int64_t* counts,
                                        uint64_t capacity);
-/* Messages per time bin after the warm-up: the bins (time_bins of them), the first `capacity` copied. */
+/* Messages per time bin after the warm-up: the bins (128 of them, the unused empty), the first `capacity` copied. */
 ITCHLOG_API int64_t itchlog_scan_throughput(void* scan, int64_t* counts, uint64_t capacity);
 /* The slowest messages kept: how many, the first `capacity` copied (hops: chain_len - 1 values each). */
 ITCHLOG_API int64_t itchlog_scan_slowest(void* scan, int64_t* total, int64_t* start, int64_t* seq, uint8_t* type,

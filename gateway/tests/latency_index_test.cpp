@@ -4,14 +4,19 @@
 // escapes), in both formats and in blocks small enough to have many, the
 // first pass taken from the index equals the first pass over the whole log
 // for every warm-up, and a second pass cut at the index's checkpoints equals
-// one read from the start. An index that does not follow its log is refused.
+// one read from the start, and so does a pass that follows the log through
+// its index while it is written. An index that does not follow its log is
+// refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "log/latency_log.hpp"
@@ -31,8 +36,9 @@ struct Written {
   std::vector<logfmt::LatencyBlockRecord> blocks;
 };
 
-// A deterministic mix of messages (a fixed LCG), written with its index.
-Written written(const ScratchDir& dir, LatencyFormat format) {
+// A deterministic mix of messages (a fixed LCG), written with its index; after_each(i) once message i is.
+Written written(const ScratchDir& dir, LatencyFormat format,
+                const std::function<void(uint64_t)>& after_each = [](uint64_t) {}) {
   LogIdentity id;
   id.stages = logfmt::kAllStages;
   id.stage_clock = logfmt::StageClock::kMonotonic;
@@ -63,6 +69,7 @@ Written written(const ScratchDir& dir, LatencyFormat format) {
         if (bbo) m.stamp[MessageLatency::kPublished] = m.stamp[MessageLatency::kBook] + 30;
       }
       log.append(m);
+      after_each(i);
     }
     log.close();
   }
@@ -88,7 +95,7 @@ void expect_same(const scan::FirstPass& a, const scan::FirstPass& b, uint64_t wa
   EXPECT_EQ(a.accepted, b.accepted);
   EXPECT_EQ(a.max_locate, b.max_locate);
   EXPECT_EQ(a.any_after_warmup, b.any_after_warmup);
-  EXPECT_EQ(a.t_lo, b.t_lo);
+  EXPECT_EQ(a.t_first, b.t_first);
   EXPECT_EQ(a.t_hi, b.t_hi);
   EXPECT_EQ(a.set_stamps, b.set_stamps);
   EXPECT_EQ(a.found_stages, b.found_stages);
@@ -118,8 +125,8 @@ TEST_P(LatencyIndex, ASecondPassCutAtTheIndexsCheckpointsCountsWhatOneReadCounts
   p.warmup = 100;
   p.stages = {kStages[1], kStages[2], kStages[3]};
   p.headline = 1;
-  p.t_lo = f.t_lo;
-  p.span_ns = f.t_hi - f.t_lo + 1;
+  p.time_origin = f.t_first;
+  p.time_shift = scan::time_shift_for(f.t_first, f.t_hi);
   p.max_locate = f.max_locate;
   scan::Result one = scan::second_pass(w.source, p);
   scan::Result cut = scan::second_pass(w.source, p, f.checkpoints, 3);
@@ -142,8 +149,8 @@ TEST_P(LatencyIndex, ACheckpointOrALocateTheLogBeliesStopsTheSecondPass) {
     const scan::FirstPass f = scan::first_pass(w.source, 0, kStages, blocks.data(), blocks.size());
     scan::Params p;
     p.stages = {kStages[1]};
-    p.t_lo = f.t_lo;
-    p.span_ns = f.t_hi - f.t_lo + 1;
+    p.time_origin = f.t_first;
+    p.time_shift = scan::time_shift_for(f.t_first, f.t_hi);
     p.max_locate = f.max_locate;
     return [&w, p, f] { return scan::second_pass(w.source, p, f.checkpoints, 4); };
   };
@@ -165,6 +172,105 @@ TEST_P(LatencyIndex, ACheckpointOrALocateTheLogBeliesStopsTheSecondPass) {
     for (size_t k = 1; k < state.size(); ++k) state[k].next_seq += 1;
     EXPECT_THROW(second(state)(), std::runtime_error);
   }
+}
+
+scan::Params followed_params(uint64_t warmup, uint64_t max_locate) {
+  scan::Params p;
+  p.warmup = warmup;
+  p.stages = {kStages[0], kStages[1], kStages[2], kStages[3], kStages[4]};
+  p.headline = 2;
+  p.max_locate = max_locate;
+  p.chains = {scan::Chain{{scan::kKernel, scan::kRead, scan::kDecoded, scan::kBook}, false},
+              scan::Chain{{scan::kRead, scan::kBook, scan::kPublished}, true}};
+  p.co_starts = {scan::kRead};
+  p.kept = 50;
+  return p;
+}
+
+void expect_same(scan::Result& a, scan::Result& b) {
+  for (size_t i = 0; i < a.stage.size(); ++i) {
+    EXPECT_EQ(a.stage[i].table(), b.stage[i].table()) << "stage " << i;
+    EXPECT_EQ(a.warmup[i].table(), b.warmup[i].table()) << "stage " << i;
+  }
+  EXPECT_EQ(a.by_type->table(), b.by_type->table());
+  EXPECT_EQ(a.by_symbol->table(), b.by_symbol->table());
+  EXPECT_EQ(a.over_time->table(), b.over_time->table());
+  EXPECT_EQ(a.throughput, b.throughput);
+  EXPECT_EQ(a.time_shift, b.time_shift);
+  for (size_t c = 0; c < a.hop.size(); ++c)
+    for (size_t i = 0; i < a.hop[c].size(); ++i) {
+      EXPECT_EQ(a.hop[c][i].table(), b.hop[c][i].table()) << "chain " << c << " hop " << i;
+      EXPECT_EQ(a.cumulative[c][i].table(), b.cumulative[c][i].table()) << "chain " << c << " hop " << i;
+    }
+  EXPECT_EQ(a.co[0].table(), b.co[0].table());
+  const auto kept = [](const scan::Result& r) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (const auto& s : r.slowest) out.emplace_back(s.total, s.seq);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(kept(a), kept(b));
+}
+
+// The writer waits, every 50 messages, for the follower to have counted every block written so far, so the
+// follower reads blocks while later ones are still being written, whatever the machine's speed.
+TEST_P(LatencyIndex, APassThatFollowsTheLogAsItIsWrittenCountsWhatAPassAfterItCounts) {
+  ScratchDir dir;
+  const std::string path = dir.file("latency.lat"), index = dir.file("latency.idx");
+  uint32_t state = 0;
+  uint64_t followed = 0;
+  Written w;
+  std::thread writer([&] {
+    w = written(dir, GetParam(), [&](uint64_t i) {
+      if (i % 50 != 49) return;
+      const uint64_t whole = i / kBlock * kBlock;  // the messages of the blocks the index holds by now
+      while (__atomic_load_n(&followed, __ATOMIC_RELAXED) < whole) std::this_thread::yield();
+    });
+    __atomic_store_n(&state, 1u, __ATOMIC_RELEASE);
+  });
+  while (!std::filesystem::exists(index)) std::this_thread::yield();
+  const scan::Source source{path, logfmt::kLatencyHeaderSize, 0, logfmt::kAllStages,
+                            GetParam() == LatencyFormat::kCompact, false, {}};
+  const uint64_t warmup = 100;
+  scan::Followed f;
+  try {
+    f = scan::follow(source, followed_params(warmup, 5), index, &state, &followed);
+  } catch (const std::exception& e) {
+    __atomic_store_n(&followed, UINT64_MAX, __ATOMIC_RELAXED);  // the writer waits no more
+    writer.join();
+    FAIL() << e.what();
+  }
+  writer.join();
+
+  const scan::FirstPass first = scan::first_pass(w.source, warmup, kStages, w.blocks.data(), w.blocks.size());
+  EXPECT_FALSE(f.abandoned);
+  EXPECT_EQ(f.blocks, w.blocks.size());
+  EXPECT_EQ(f.slots, w.source.stored);
+  EXPECT_EQ(f.messages, first.messages);
+  EXPECT_EQ(f.accepted, first.accepted);
+  EXPECT_EQ(f.max_locate, first.max_locate);  // above the 5 the dense counts were sized for: counted all the same
+  EXPECT_EQ(f.counts.time_origin, first.t_first);
+  scan::Params p = followed_params(warmup, first.max_locate);
+  p.time_origin = first.t_first;
+  p.time_shift = scan::time_shift_for(first.t_first, first.t_hi);
+  scan::Result after = scan::second_pass(w.source, p, first.checkpoints, 2);
+  ASSERT_GT(p.time_shift, 0u);  // the bins widened as the follower went
+  expect_same(f.counts, after);
+}
+
+TEST_P(LatencyIndex, APassThatFollowsAnIndexTheLogBeliesStops) {
+  ScratchDir dir;
+  const Written w = written(dir, GetParam());
+  const std::string index = dir.file("latency.idx");
+  auto raw = itchbench::testing::read_bytes(index);
+  auto* blocks = reinterpret_cast<logfmt::LatencyBlockRecord*>(raw.data() + logfmt::kHeaderSize);
+  blocks[9].messages += 1;  // block 9 claims a message its slots do not hold; the next follows it
+  for (size_t k = 10; k < w.blocks.size(); ++k) blocks[k].messages_before += 1;
+  itchbench::testing::write_bytes(index, raw);
+  const uint32_t ended = 1;
+  uint64_t followed = 0;
+  EXPECT_THROW(scan::follow(w.source, followed_params(0, 500), index, &ended, &followed), std::runtime_error);
+  EXPECT_EQ(followed, 9 * kBlock);  // the blocks before it were counted
 }
 
 TEST_P(LatencyIndex, AnIndexThatDoesNotFollowItsLogIsRefused) {

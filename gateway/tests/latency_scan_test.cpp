@@ -63,8 +63,8 @@ scan::Params params_of(const scan::FirstPass& f, uint64_t warmup) {
   p.warmup = warmup;
   p.stages = {kStages[0], kStages[1], kStages[2]};
   p.headline = 2;
-  p.t_lo = f.t_lo;
-  p.span_ns = f.t_hi - f.t_lo + 1;
+  p.time_origin = f.t_first;
+  p.time_shift = scan::time_shift_for(f.t_first, f.t_hi);
   p.max_locate = f.max_locate;
   p.chains = {scan::Chain{{scan::kRead, scan::kDecoded, scan::kBook}, false}};
   p.co_starts = {scan::kRead};
@@ -114,12 +114,23 @@ TEST(LatencyScan, EveryFigureOfAHandMadeLogIsTheOneWorkedOutByHand) {
   for (uint64_t i = 0; earliest.size() < 100; ++i)
     if (i % 50 == 49 && !rejected(i)) earliest.emplace_back(5 + 59, int64_t(i + 1));
   EXPECT_EQ(slowest_of(r), earliest);
-  // Messages evenly spaced in time: each of the 100 bins holds a hundredth of them, give or take the bins' edges.
+  // Messages evenly spaced in time, 100 ns apart from the first after the warm-up (the 1,001st accepted: index
+  // 1,167) to the last (index 299,999, accepted): a span of 29,883,200 ns, which 128 bins of 2^18 ns hold and of
+  // 2^17 ns do not. A whole bin spans 2,621.44 indices, six in seven of them accepted.
+  EXPECT_EQ(f.t_first, kBase + 100 * 1167);
+  EXPECT_EQ(f.t_hi, kBase + 100 * 299'999);
+  EXPECT_EQ(r.time_shift, 18u);
+  const uint64_t bins = 29'883'200 / (1 << 18) + 1;
   uint64_t messages = 0;
-  for (uint64_t bin : r.throughput) {
-    messages += bin;
-    EXPECT_NEAR(double(bin), double(accepted - warmup) / 100, 3);
+  for (uint64_t b = 0; b < r.throughput.size(); ++b) {
+    messages += r.throughput[b];
+    if (b + 1 < bins) {
+      EXPECT_NEAR(double(r.throughput[b]), 2621.44 * 6 / 7, 2) << "bin " << b;
+    } else if (b >= bins) {
+      EXPECT_EQ(r.throughput[b], 0u) << "bin " << b;
+    }
   }
+  EXPECT_GT(r.throughput[bins - 1], 0u);
   EXPECT_EQ(messages, accepted - warmup);
 
   // Counted in three parts, added: the same tables, bins and slowest.

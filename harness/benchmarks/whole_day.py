@@ -37,9 +37,11 @@ from itchbench.analysis import latency_pass
 from settle import settle
 
 # Each part of the report and the names its pass may have in progress.log (the first pass takes the gateway's
-# index of the latency log when it has written one, and reads the log otherwise).
+# index of the latency log when it has written one, and reads the log otherwise; the second is counted while the
+# gateway writes the log, or read after it).
 PASSES = (((f"report, {latency_pass.FIRST_PASS}", f"report, {latency_pass.FIRST_PASS_INDEXED}"), "report pass 1"),
-          ((f"report, {latency_pass.SECOND_PASS}",), "report pass 2"))
+          ((f"report, {latency_pass.SECOND_PASS}", f"report, {latency_pass.SECOND_PASS_FOLLOWED}"),
+           "report pass 2"))
 
 
 def _timed(cmd: list[str]) -> tuple[float, int, str]:

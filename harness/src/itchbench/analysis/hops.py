@@ -2,9 +2,11 @@
 latency log and each subscriber's receive log joined by sequence number, on
 one host clock (gateway/log/FORMAT.md).
 
-The gateway's stamps are moved onto CLOCK_MONOTONIC first (to_monotonic:
-its TSC line drifts from it by some ppm over a run, which would otherwise
-show in every hop between processes). Per message the stamps are, in path
+When a run has another process's stamps to join (a send log, a
+subscriber's), the gateway's stamps are moved onto CLOCK_MONOTONIC first
+(to_monotonic: its TSC line drifts from it by some ppm over a run, which
+would otherwise show in every hop between processes); hops within the
+gateway alone stay on its own clock, as its stages do. Per message the stamps are, in path
 order: intended send, actual send,
 kernel receive, read returned, decoded, book applied, published, and per BBO
 event each subscriber's receive. A hop is the difference of two consecutive
@@ -152,6 +154,8 @@ class ChainReader:
                 self._subs.append((f"{prefix}{path.stem.rsplit('-', 1)[1]}", keys,
                                    sub["t_received"].astype(np.int64)[first]))
         self.subscribers = [name for name, _, _ in self._subs]
+        # Only stamps of other processes call for the move: without them, hops stay on the gateway's clock.
+        self.moves = self.send is not None or bool(self._subs)
 
     def joined_subscribers(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
         """Each subscriber's (column name, seqs sorted and distinct, first receive time of each)."""
@@ -160,6 +164,7 @@ class ChainReader:
     def columns(self, rec: np.ndarray) -> dict[str, np.ndarray]:
         """seq, bbo, the STAMPS the records and send log have, and per record t_sub_<name> (BBO events only) and
         t_depth_<name> (any message: a depth event is not flagged in the latency log)."""
+        clock = self.clock if self.moves else {}
         seq = rec["seq"].astype(np.int64)
         cols: dict[str, Any] = {"seq": seq, "bbo": (rec["flags"] & logs.FLAG_BBO_EVENT) != 0}
         if self.send is not None:
@@ -167,11 +172,11 @@ class ChainReader:
             cols["t_sent"] = lookup(seq, self.send[0], self.send[2])
         if "t_receive" in rec.dtype.names:  # version 1: one receive stamp, no wake-up or parse hop of its own
             for name in ("t_decoded", "t_book", "t_published"):
-                cols[name] = to_monotonic(rec[name], self.clock)
-            cols["t_read"] = to_monotonic(rec["t_receive"], self.clock)
+                cols[name] = to_monotonic(rec[name], clock)
+            cols["t_read"] = to_monotonic(rec["t_receive"], clock)
         else:  # a stage the log does not hold is all zero, as a stage not stamped
             for name in GATEWAY_STAMPS:
-                cols[name] = to_monotonic(logs.stamp(rec, name), self.clock)
+                cols[name] = to_monotonic(logs.stamp(rec, name), clock)
         for name, keys, received in self._subs:
             found = lookup(seq, keys, received)
             cols[name] = found if is_depth(name) else np.where(cols["bbo"], found, 0)

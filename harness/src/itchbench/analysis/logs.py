@@ -116,6 +116,7 @@ assert LATENCY_BLOCK_DTYPE.itemsize == native.LATENCY_BLOCK_BYTES
 # Latency version 4 (and 5): after the common header, the line that maps raw TSC ticks (stage_clock 3) to ns.
 CLOCK_LINE_DTYPE = np.dtype([("tsc0", "<u8"), ("ns0", "<u8"), ("ns_per_tick_q32", "<u8"), ("reserved", "<u8")])
 LATENCY_V4_HEADER_SIZE = HEADER_SIZE + CLOCK_LINE_DTYPE.itemsize
+MAX_HEADER_SIZE = LATENCY_V4_HEADER_SIZE  # the longest header a kind has (header_size)
 assert HEADER_DTYPE.itemsize == HEADER_SIZE
 assert LATENCY_V2_DTYPE.itemsize == 64 and LATENCY_V1_DTYPE.itemsize == 56 and BBO_DTYPE.itemsize == 48
 assert SEND_DTYPE.itemsize == 32 and SUBSCRIBER_DTYPE.itemsize == 24 and REQUEST_DTYPE.itemsize == 32
@@ -240,9 +241,13 @@ class LogFile:
         return memoryview(self.records.view(np.uint8).reshape(-1))
 
 
-def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
+def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: bool = False) -> LogFile:
+    """The log's header and records (header_only: no records, none looked at: a log still being written)."""
     path = Path(path)
-    raw = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else np.zeros(0, np.uint8)
+    if header_only:  # the header's bytes alone: a log being written grows (and is cut to its data at the end)
+        raw = np.fromfile(path, dtype=np.uint8, count=MAX_HEADER_SIZE)
+    else:
+        raw = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else np.zeros(0, np.uint8)
     if raw.size < HEADER_SIZE:
         raise LogFormatError(f"{path}: {raw.size} bytes, shorter than the {HEADER_SIZE}-byte log header")
     hdr = raw[:HEADER_SIZE].view(HEADER_DTYPE)[0]
@@ -279,13 +284,29 @@ def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
         raise LogFormatError(f"{path}: {raw.size} bytes, shorter than the {head}-byte {name} log header")
     line = _clock_line(path, raw, hdr) if int(hdr["stage_clock"]) == STAGE_CLOCK_TSC_TICKS else None
 
+    header = {
+        "version": int(hdr["version"]),
+        "kind": name,
+        "record_size": int(hdr["record_size"]),
+        "stage_clock": STAGE_CLOCKS.get(int(hdr["stage_clock"]), str(int(hdr["stage_clock"]))),
+        "origin_clock": ORIGIN_CLOCKS.get(int(hdr["origin_clock"]), str(int(hdr["origin_clock"]))),
+        "record_count": int(hdr["record_count"]),
+        "stages": ([STAGE_STAMPS[i] for i in stage_indices(stages)] if compact else
+                   [n for n in dtype.names if n in STAGE_STAMPS] if name == "latency" else []),
+        "dropped": int(hdr["dropped"]),
+        "run_id": bytes(hdr["run_id"]).rstrip(b"\0").decode("ascii", "replace"),
+        "commit": bytes(hdr["commit"]).rstrip(b"\0").decode("ascii", "replace"),
+    }
+    finalized = bool(int(hdr["flags"]) & FLAG_FINALIZED)
+    if header_only:
+        return LogFile(path, name, header, raw[head:head].view(dtype), finalized, [], head, line,
+                       stages if compact else None)
     notes: list[str] = []
     body = raw.size - head
     whole = body // dtype.itemsize
     if body % dtype.itemsize:
         notes.append(f"file ends mid-record: {body % dtype.itemsize} trailing bytes ignored")
     records = raw[head:head + whole * dtype.itemsize].view(dtype)
-    finalized = bool(int(hdr["flags"]) & FLAG_FINALIZED)
     if finalized:
         count = int(hdr["record_count"])
         if count < whole:
@@ -301,19 +322,6 @@ def read_log(path: Path | str, expect_kind: int | None = None) -> LogFile:
     if notes:
         warnings.warn(f"{path}: " + "; ".join(notes), TruncatedLogWarning, stacklevel=2)
 
-    header = {
-        "version": int(hdr["version"]),
-        "kind": name,
-        "record_size": int(hdr["record_size"]),
-        "stage_clock": STAGE_CLOCKS.get(int(hdr["stage_clock"]), str(int(hdr["stage_clock"]))),
-        "origin_clock": ORIGIN_CLOCKS.get(int(hdr["origin_clock"]), str(int(hdr["origin_clock"]))),
-        "record_count": int(hdr["record_count"]),
-        "stages": ([STAGE_STAMPS[i] for i in stage_indices(stages)] if compact else
-                   [n for n in dtype.names if n in STAGE_STAMPS] if name == "latency" else []),
-        "dropped": int(hdr["dropped"]),
-        "run_id": bytes(hdr["run_id"]).rstrip(b"\0").decode("ascii", "replace"),
-        "commit": bytes(hdr["commit"]).rstrip(b"\0").decode("ascii", "replace"),
-    }
     return LogFile(path, name, header, records, finalized, notes, head, line, stages if compact else None)
 
 
@@ -456,8 +464,8 @@ def read_depth(path: Path | str) -> LogFile:
     return read_log(path, KIND_DEPTH)
 
 
-def read_latency(path: Path | str) -> LogFile:
-    return read_log(path, KIND_LATENCY)
+def read_latency(path: Path | str, *, header_only: bool = False) -> LogFile:
+    return read_log(path, KIND_LATENCY, header_only=header_only)
 
 
 def read_latency_index(path: Path | str) -> LogFile:

@@ -77,14 +77,14 @@ class ScanStage(ctypes.Structure):
 
 
 class FirstPass(ctypes.Structure):
-    _fields_ = [("messages", _u64), ("accepted", _u64), ("max_locate", _u64), ("t_lo", _i64), ("t_hi", _i64),
+    _fields_ = [("messages", _u64), ("accepted", _u64), ("max_locate", _u64), ("t_first", _i64), ("t_hi", _i64),
                 ("any_after_warmup", _u32), ("set_stamps", _u32), ("found_stages", _u32), ("reserved", _u32)]
 
 
 class ScanParams(ctypes.Structure):
-    _fields_ = [("warmup", _u64), ("max_locate", _u64), ("t_lo", _i64), ("span_ns", _i64), ("anchor", _i64),
+    _fields_ = [("warmup", _u64), ("max_locate", _u64), ("time_origin", _i64), ("anchor", _i64),
                 ("at", _i64), ("offset", _i64), ("n_stages", _u32), ("headline", _i32), ("breakdowns", _u32),
-                ("time_bins", _u32), ("n_co", _u32), ("kept", _u32), ("monotonic", _u32), ("threads", _u32),
+                ("time_shift", _u32), ("n_co", _u32), ("kept", _u32), ("monotonic", _u32), ("threads", _u32),
                 ("stages", ScanStage * MAX_STAGES), ("co_starts", ctypes.c_uint16 * MAX_STAGES),
                 ("n_chains", _u32), ("chain_stamps", ctypes.c_void_p), ("chain_lengths", ctypes.c_void_p),
                 ("chain_bbo_only", ctypes.c_void_p), ("send_n", _u64), ("send_seq", ctypes.c_void_p),
@@ -97,6 +97,12 @@ class TrendSums(ctypes.Structure):
     _fields_ = [("origin", _i64), ("n", _u64), ("sx", ctypes.c_double), ("sy", ctypes.c_double),
                 ("sxx", ctypes.c_double), ("sxy", ctypes.c_double), ("lo", ctypes.c_double),
                 ("hi", ctypes.c_double), ("any", _u32), ("reserved", _u32)]
+
+
+class Followed(ctypes.Structure):
+    """What a followed scan covered (itchlog_followed)."""
+    _fields_ = [("blocks", _u64), ("slots", _u64), ("messages", _u64), ("accepted", _u64), ("max_locate", _u64),
+                ("time_origin", _i64), ("time_shift", _u32), ("abandoned", _u32)]
 
 
 class NativeScanError(RuntimeError):
@@ -115,6 +121,9 @@ def _scan_library() -> ctypes.CDLL:
     lib.itchlog_scan.restype = ctypes.c_void_p
     lib.itchlog_scan.argtypes = [ctypes.c_char_p, p(ScanSource), p(ScanParams), ctypes.c_void_p, ctypes.c_char_p,
                                  _u64]
+    lib.itchlog_follow.restype = ctypes.c_void_p
+    lib.itchlog_follow.argtypes = [ctypes.c_char_p, p(ScanSource), p(ScanParams), ctypes.c_char_p, p(_u32), p(_u64),
+                                   p(Followed), ctypes.c_char_p, _u64]
     lib.itchlog_scan_table.restype = _i64
     lib.itchlog_scan_table.argtypes = [ctypes.c_void_p, _u32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, _u64]
     lib.itchlog_scan_throughput.restype = _i64
@@ -128,7 +137,7 @@ def _scan_library() -> ctypes.CDLL:
     lib.itchlog_struct_sizes.restype = _u32
     lib.itchlog_struct_sizes.argtypes = [ctypes.c_void_p, _u32]
     ours = [ctypes.sizeof(t) for t in (ScanSource, ScanStage, FirstPass, ScanParams, TrendSums)]
-    ours.append(LATENCY_BLOCK_BYTES)
+    ours += [LATENCY_BLOCK_BYTES, ctypes.sizeof(Followed)]
     theirs = np.zeros(len(ours), np.uint64)
     lib.itchlog_struct_sizes(theirs.ctypes.data, len(ours))
     if list(theirs) != ours:  # a library built from other sources than this harness: every call would misread
@@ -168,14 +177,34 @@ class First:
 class Scan:
     """A finished compiled scan: its tables, read out as numpy arrays; freed on close()."""
 
-    def __init__(self, path: str, source: ScanSource, params: ScanParams, first: First, book_chain_len: int) -> None:
-        error = ctypes.create_string_buffer(512)
+    def __init__(self, handle: int, book_chain_len: int) -> None:
         self._lib = _scan_library()
-        self._handle = self._lib.itchlog_scan(path.encode(), ctypes.byref(source), ctypes.byref(params),
-                                              first.handle, error, len(error))
-        if not self._handle:
-            raise NativeScanError(error.value.decode(errors="replace"))
+        self._handle = handle
         self.chain_len = book_chain_len  # the stamps of the first chain, along which the slowest are kept
+
+    @classmethod
+    def after(cls, path: str, source: ScanSource, params: ScanParams, first: First, book_chain_len: int) -> Scan:
+        """The second pass over a finished log, from its first pass."""
+        error = ctypes.create_string_buffer(512)
+        handle = _scan_library().itchlog_scan(path.encode(), ctypes.byref(source), ctypes.byref(params),
+                                              first.handle, error, len(error))
+        if not handle:
+            raise NativeScanError(error.value.decode(errors="replace"))
+        return cls(handle, book_chain_len)
+
+    @classmethod
+    def following(cls, path: str, source: ScanSource, params: ScanParams, index_path: str,
+                  state: ctypes.c_uint32, followed: ctypes.c_uint64, book_chain_len: int) -> tuple[Scan, Followed]:
+        """The second pass counted while the log is written, block by block as its index grows, until state is 1
+        (the writer has ended) or 2 (abandoned); followed: the messages counted so far. Blocks the calling thread,
+        which ctypes lets run without the GIL."""
+        error, covered = ctypes.create_string_buffer(512), Followed()
+        handle = _scan_library().itchlog_follow(path.encode(), ctypes.byref(source), ctypes.byref(params),
+                                                index_path.encode(), ctypes.byref(state), ctypes.byref(followed),
+                                                ctypes.byref(covered), error, len(error))
+        if not handle:
+            raise NativeScanError(error.value.decode(errors="replace"))
+        return cls(handle, book_chain_len), covered
 
     def table(self, table: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(keys, values, counts), sorted by key then value."""

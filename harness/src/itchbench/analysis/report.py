@@ -45,6 +45,11 @@ def _table(frame: pd.DataFrame, label: str, names: dict[str, str] | None = None)
     return lines
 
 
+def _bin_width(edges_s: np.ndarray) -> str:
+    width = float(edges_s[1] - edges_s[0])
+    return f"{width * 1e3:,.3f} ms" if width >= 1e-3 else f"{width * 1e6:,.3f} µs"
+
+
 def _text_histogram(values: np.ndarray, counts: np.ndarray, width: int = 40) -> list[str]:
     """Counts in power-of-two buckets, from a histogram's distinct values and their counts."""
     if values.size == 0:
@@ -276,16 +281,20 @@ class _ScanProgress:
 
 
 def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = False,
-          closing: Closing | None = None, say: Callable[[str], None] | None = None) -> Path:
+          closing: Closing | None = None, say: Callable[[str], None] | None = None,
+          followed: latency_pass.Followed | None = None) -> Path:
     """report.md of a run; `closing` adds sections at its end from the finished summary (the targets, judged by
     capacity/, which sits above this package). With `say`, the passes over the latency log report their progress
-    there and in the run's progress.log."""
+    there and in the run's progress.log. followed: the second pass counted while the gateway ran
+    (analysis/latency_follow.py), taken if it covered the whole log."""
     run_dir = Path(run_dir)
     manifest = rundir.read_json(run_dir / "manifest.json")
     summary = rundir.read_json(run_dir / "summary.json")
     scen = manifest["scenario"]
     if summary.get("reconciliation", {}).get("black_box") or (scen.get("gateway_file") and "reconciliation"
                                                                 not in summary):
+        if followed is not None and followed.scan is not None:
+            followed.scan.close()  # a black-box run's report reads no latency log of the gateway's
         return blackbox_report.build(run_dir, manifest, summary, _noise_section(summary.get("noise")),
                                      closing(run_dir, manifest, summary) if closing else [])
     env = manifest["environment"]
@@ -352,7 +361,7 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
     meter = _ScanProgress(run_dir, say, summary) if say and lat_path.exists() else None
     scanned = (latency_pass.scan(run_dir, int(scen.get("warmup_messages", 0)),
                                  csv=run_dir / "latency.csv" if csv else None, symbol_names=names,
-                                 progress=meter)
+                                 progress=meter, followed=None if csv else followed)
                if lat_path.exists() else None)
     if meter is not None:
         meter.close()
@@ -396,10 +405,12 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
             md += [f"### By symbol ({stage_names[HEADLINE]}, {min(20, len(by_sym))} busiest of {len(by_sym)})", ""] \
                 + _table(shown, "symbol", sym_names) + [""]
         if lat.messages:
-            width = float(lat.time_edges_s[1] - lat.time_edges_s[0])
-            rates = lat.throughput_counts / width
+            # Each bin's messages over the time it covers: the last bin ends at the last receive stamp.
+            widths = np.diff(lat.time_edges_s)
+            widths[-1] = lat.span_ns / 1e9 - lat.time_edges_s[-2]
+            rates = lat.throughput_counts / widths
             latency_json["throughput_peak_mps"] = round(float(rates.max()), 1)
-            latency_json["throughput_mean_mps"] = round(float(rates.mean()), 1)
+            latency_json["throughput_mean_mps"] = round(float(lat.throughput_counts.sum() / (lat.span_ns / 1e9)), 1)
         plotted = [(d, *lat.stage[n].values_counts()) for n, d in lat.stages
                    if n in (HEADLINE, "receive_to_published", "decode", "book", "one_way")]
         plots.histogram(plotted, plot_dir / "histogram.png", f"Latency distribution — {title}")
@@ -410,11 +421,12 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
         md += ["### Plots", "", "![histogram](plots/histogram.png)", "", "![percentiles](plots/percentiles.png)", "",
                "![over time](plots/over-time.png)", "",
                f"Throughput: mean {_num(latency_json.get('throughput_mean_mps', float('nan')), 0)} msg/s, "
-               f"peak {_num(latency_json.get('throughput_peak_mps', float('nan')), 0)} msg/s ({latency_pass.TIME_BINS} "
-               "equal time bins).", ""]
+               f"peak {_num(latency_json.get('throughput_peak_mps', float('nan')), 0)} msg/s (in "
+               f"{len(lat.throughput_counts)} time bins of {_bin_width(lat.time_edges_s)} each, the last cut at the "
+               "last message; bins are 2^k ns wide, the narrowest of which 128 hold the run).", ""]
         hlog_dir = run_dir / "hlog"
         hlog_dir.mkdir(exist_ok=True)
-        span = float(lat.time_edges_s[-1]) if lat.messages else 0.0
+        span = lat.span_ns / 1e9
         start = pd.Timestamp(manifest["created_utc"]).timestamp()
         for name, desc in lat.stages:
             v, c = lat.stage[name].values_counts()

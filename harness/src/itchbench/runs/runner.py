@@ -158,7 +158,8 @@ def _execute(values: dict[str, Any], label: str, run_dir: Path | None, root: Pat
         if (run.dir / "gateway.json").exists() or values["gateway_file"]:
             try:
                 report = importlib.import_module(REPORT_MODULE)  # waits for the import begun beside the run
-                report.build(run.dir, closing=closing_sections, say=run.say if echo else None)
+                report.build(run.dir, closing=closing_sections, say=run.say if echo else None,
+                             followed=run.followed)
             except Exception as e:  # noqa: BLE001 - the verdict stands; the report's absence is said
                 run.say(f"  report not written: {type(e).__name__}: {e}")
     if interrupted is not None:

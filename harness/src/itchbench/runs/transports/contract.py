@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ... import paths, progress, rundir
+from ...analysis.latency_follow import LatencyFollower
 from ...captures import inspect
 from ...captures.compressed import compression_of
 from ...gateways import adapter, contract, provenance
@@ -34,6 +35,7 @@ from ..profiler import Profiler
 from ..failure import RunError
 from . import rerequest, snapshot, subscribers
 from .gateway import itchbench_flags
+from .live import gateway_cpus
 from .serial import pty_pair, replay_serial
 from .udp import UDP_PORT, line_b, private_netns, replay_udp
 
@@ -241,8 +243,15 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         deadline_s = sim_seconds(capture.stat().st_size, compression_of(capture) is not None)
         run.extras["deadline_s"] = round(deadline_s, 1)
         driver.start("file", capture=capture, **values)
-        _profile(run, group, driver)
-        _stop(run, group, driver, deadline_s)
+        # The report's second pass counted as the gateway writes its latency log, off the gateway's CPUs.
+        follower = LatencyFollower(run.dir, int(run.values["warmup_messages"]), avoid_cpus=frozenset(gateway_cpus(run)))
+        try:
+            _profile(run, group, driver)
+            _stop(run, group, driver, deadline_s)
+        except BaseException:
+            follower.abandon()
+            raise
+        run.followed = follower.writer_ended()
     output = driver.bbo_file()
     run.extras["bbo_output"] = str(output.relative_to(run.dir) if output.is_relative_to(run.dir) else output)
 

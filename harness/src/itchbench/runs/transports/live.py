@@ -21,12 +21,17 @@ if TYPE_CHECKING:
     from ..run import Run
 
 
+def gateway_cpus(run: "Run") -> set[int]:
+    """The CPUs the gateway's threads are pinned to (gateway.cpu, placement.threads); empty: none."""
+    taken = {run.values["gateway"]["cpu"]} - {-1}
+    return taken | {t["cpu"] for t in run.values["placement"]["threads"] if "cpu" in t}
+
+
 def off_the_gateway_cpu(run: "Run", cmd: list[str]) -> list[str]:
     """The testbench's own processes (sender, pty relay, subscribers) kept off the CPUs the gateway's threads are
-    pinned to (gateway.cpu, placement.threads): on a machine this small they would otherwise take turns with it
-    and show up as its latency. Left as it is when the gateway is not pinned or no other CPU is allowed."""
-    taken = {run.values["gateway"]["cpu"]} - {-1}
-    taken |= {t["cpu"] for t in run.values["placement"]["threads"] if "cpu" in t}
+    pinned to (gateway_cpus): on a machine this small they would otherwise take turns with it and show up as its
+    latency. Left as it is when the gateway is not pinned or no other CPU is allowed."""
+    taken = gateway_cpus(run)
     others = sorted(set(os.sched_getaffinity(0)) - taken) if taken else []
     if not others:
         return cmd
