@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from .. import paths
+from ..captures.remembered import remembered
 from ..host import facts as host_facts
 
 
@@ -68,20 +71,26 @@ def _version_of(cmd: list[str], line: int = 0) -> str | None:
     return m.group(0) if m else out.splitlines()[line].strip()
 
 
+def _remembered_version(cmd: list[str], line: int = 0) -> str | None:
+    """_version_of, remembered per version of the tool's binary (captures/remembered.py): `tshark --version` alone
+    takes a quarter of a second, before every run."""
+    binary = shutil.which(cmd[0])
+    if binary is None:
+        return None
+    return remembered(Path(binary).resolve(), f"version-{Path(binary).name}", lambda: _version_of(cmd, line))
+
+
 @functools.lru_cache(maxsize=1)
 def tool_versions() -> dict[str, str | None]:
-    """The installed tools' versions, asked once a process: `tshark --version` alone takes a third of a second,
-    and a sweep or a compare makes many runs in one process."""
-    import numpy
-    import pandas
-
+    """The installed tools' versions, asked once a process (a sweep or a compare makes many runs in one). numpy's
+    and pandas' from their installed metadata: importing pandas to ask would cost half a second before the run."""
     return {
         "python": sys.version.split()[0],
-        "numpy": numpy.__version__,
-        "pandas": pandas.__version__,
-        "tcpreplay": _version_of(["tcpreplay", "--version"]),
-        "socat": _version_of(["socat", "-V"], 1),
-        "tshark": _version_of(["tshark", "--version"]),
+        "numpy": importlib.metadata.version("numpy"),
+        "pandas": importlib.metadata.version("pandas"),
+        "tcpreplay": _remembered_version(["tcpreplay", "--version"]),
+        "socat": _remembered_version(["socat", "-V"], 1),
+        "tshark": _remembered_version(["tshark", "--version"]),
         "libpcap": _first_line(_run(["dpkg-query", "-W", "-f=${Version}", "libpcap0.8"])),
     }
 
