@@ -4,6 +4,8 @@ figures give the same bytes."""
 
 from __future__ import annotations
 
+import multiprocessing
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -43,6 +45,28 @@ def _finish(fig, ax, path: Path, title: str, xlabel: str, ylabel: str, xlog: boo
 
 
 Series = list[tuple[str, np.ndarray, np.ndarray]]  # (description, distinct values in ns, their counts)
+
+
+class Drawing:
+    """Plots drawn in a child process while the caller writes the rest of its report: Agg's drawing holds the GIL,
+    so a thread would only take turns with the caller. The child is forked, so it has the figures' data without
+    their being copied or pickled; its PNGs are the bytes the caller would have drawn. 50 M messages: 0.6 s of
+    drawing beside 0.4 s of tables and HdrHistogram logs."""
+
+    def __init__(self, draws: list[Callable[[], None]]) -> None:
+        self._child = multiprocessing.get_context("fork").Process(target=_draw_each, args=(draws,), name="plots")
+        self._child.start()
+
+    def wait(self) -> None:
+        """Once every plot is written; raises if drawing one failed (the child printed why)."""
+        self._child.join()
+        if self._child.exitcode != 0:
+            raise RuntimeError(f"drawing the report's plots failed (the child exited with {self._child.exitcode})")
+
+
+def _draw_each(draws: list[Callable[[], None]]) -> None:
+    for draw in draws:
+        draw()
 
 
 def histogram(series: Series, path: Path, title: str) -> None:

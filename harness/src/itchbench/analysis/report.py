@@ -4,6 +4,7 @@ alone, so `itchbench report RUN_DIR` gives the same bytes every time."""
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -356,6 +357,7 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
 
     # Latency
     lat_path = run_dir / "latency.lat"
+    drawing: plots.Drawing | None = None
     latency_json: dict[str, Any] = {"method": method}
     names = dump.symbol_names(run_dir) if lat_path.exists() else None
     meter = _ScanProgress(run_dir, say, summary) if say and lat_path.exists() else None
@@ -413,11 +415,15 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
             latency_json["throughput_mean_mps"] = round(float(lat.throughput_counts.sum() / (lat.span_ns / 1e9)), 1)
         plotted = [(d, *lat.stage[n].values_counts()) for n, d in lat.stages
                    if n in (HEADLINE, "receive_to_published", "decode", "book", "one_way")]
-        plots.histogram(plotted, plot_dir / "histogram.png", f"Latency distribution — {title}")
-        plots.percentile_curve(plotted, plot_dir / "percentiles.png", f"Latency by percentile — {title}")
+        draws = [functools.partial(plots.histogram, plotted, plot_dir / "histogram.png",
+                                   f"Latency distribution — {title}"),
+                 functools.partial(plots.percentile_curve, plotted, plot_dir / "percentiles.png",
+                                   f"Latency by percentile — {title}")]
         if HEADLINE in stage_names:
-            plots.over_time(lat.over_time.stats(), lat.time_edges_s, stage_names[HEADLINE],
-                            plot_dir / "over-time.png", f"Latency over the run — {title}")
+            over_time = lat.over_time
+            draws.append(lambda: plots.over_time(over_time.stats(), lat.time_edges_s, stage_names[HEADLINE],
+                                                 plot_dir / "over-time.png", f"Latency over the run — {title}"))
+        drawing = plots.Drawing(draws)
         md += ["### Plots", "", "![histogram](plots/histogram.png)", "", "![percentiles](plots/percentiles.png)", "",
                "![over time](plots/over-time.png)", "",
                f"Throughput: mean {_num(latency_json.get('throughput_mean_mps', float('nan')), 0)} msg/s, "
@@ -472,6 +478,8 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
 
     summary["latency"] = latency_json
     md += closing(run_dir, manifest, summary) if closing else []
+    if drawing is not None:
+        drawing.wait()
     rundir.write_json(run_dir / "summary.json", summary)
     report = run_dir / "report.md"
     tmp = report.with_name("report.md.tmp")
