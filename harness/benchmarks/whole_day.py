@@ -15,8 +15,10 @@ side_by_side.py). Ours is split into its parts: the gateway's process,
 start to exit (gateway-usage.json), each pass of the report over the
 latency log (the run directory's progress.log, read by progress.finished),
 and the rest (start-up, hashing the input, reconciliation, the report's
-tables and plots). ours / peer is wall time over wall time: below 2 is the
-target of a day in at most twice the bare replay.
+tables and plots). The gateway is also run alone on each file (the
+binary with the flags `itchbench sim` gives it, nothing beside it), next to
+ours in the round: what the report costs on top is ours beyond that. ours /
+peer is wall time over wall time.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pathlib import Path
 import isolated
 from itchbench import paths, progress
 from itchbench.analysis import latency_pass
+from itchbench.documents.performance import ALONE
 from settle import settle
 
 # Each part of the report and the names its pass may have in progress.log (the first pass takes the gateway's
@@ -60,6 +63,11 @@ def measure(a: dict) -> dict:
     settle(capture)
     if a["who"] == "peer":
         wall, rss, _ = _timed(shlex.split(a["peer"].replace("{file}", shlex.quote(str(capture)))))
+        return {"wall_s": wall, "rss_kib": rss}
+    if a["who"] == "gateway":
+        with tempfile.TemporaryDirectory(prefix="whole-day-", dir=a["work"]) as tmp:
+            wall, rss, _ = _timed([str(paths.tool("itch-gateway")), "--source", "sim", "--capture", str(capture),
+                                   "--out", tmp, "--progress"])
         return {"wall_s": wall, "rss_kib": rss}
     with tempfile.TemporaryDirectory(prefix="whole-day-", dir=a["work"]) as tmp:
         run = Path(tmp) / "run"
@@ -97,14 +105,15 @@ def main() -> int:
     record: dict = {"peer": args.peer, "day": args.day.name, "bytes": {f.name: f.stat().st_size for f in inputs},
                     "rounds": []}
     for r in range(1, args.rounds + 1):
-        order = ["peer", *inputs] if r % 2 else [*inputs, "peer"]
+        # Each input's run beside its gateway alone; the peer first in odd rounds, last in even ones.
+        ours = [(who, f) for f in inputs for who in ("ours", "gateway")]
+        order = [("peer", args.day), *ours] if r % 2 else [*ours[::-1], ("peer", args.day)]
         runs: dict[str, dict] = {}
-        for who in order:
-            file = args.day if who == "peer" else who
-            name = "peer" if who == "peer" else who.name
+        for who, file in order:
+            name = {"peer": "peer", "ours": file.name, "gateway": f"{ALONE}{file.name}"}[who]
             print(f"round {r}: {name} ...", file=sys.stderr, flush=True)
-            runs[name] = isolated.call("whole_day", {"who": "peer" if who == "peer" else "ours",
-                                                     "file": str(file), "peer": args.peer, "work": str(work)})
+            runs[name] = isolated.call("whole_day", {"who": who, "file": str(file), "peer": args.peer,
+                                                     "work": str(work)})
             got = runs[name]
             parts = "".join(f", {k} {v['seconds']:.1f} s" for k, v in got.get("parts", {}).items())
             print(f"round {r}: {name}: {got['wall_s']:.1f} s, peak RSS {got['rss_kib'] / 1024:.0f} MiB{parts}",
