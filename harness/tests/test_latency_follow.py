@@ -27,7 +27,8 @@ def followed_run(capture: Path, out: Path, warmup: int) -> latency_pass.Followed
                                 "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, err = gateway.communicate()
     assert gateway.returncode == 0, err
-    return follower.writer_ended()
+    follower.writer_ended()
+    return follower.result()
 
 
 @pytest.mark.parametrize("warmup", [0, 70_000])  # the warm-up ends in the second block
@@ -38,7 +39,7 @@ def test_a_followed_pass_counts_what_the_numpy_reader_counts_after_the_run(tmp_p
     passes: list[str] = []
     with warnings.catch_warnings():
         warnings.simplefilter("error", latency_pass.FollowedSetAsideWarning)
-        got = latency_pass.scan(tmp_path / "run", warmup, followed=followed,
+        got = latency_pass.scan(tmp_path / "run", warmup, followed=lambda: followed,
                                 progress=lambda name, _: passes.append(name))
     assert latency_pass.SECOND_PASS_FOLLOWED in passes and latency_pass.SECOND_PASS not in passes
     assert got.hop_tables is not None and got.by_symbol.count() > 0 and len(got.throughput_counts) > 64
@@ -47,16 +48,20 @@ def test_a_followed_pass_counts_what_the_numpy_reader_counts_after_the_run(tmp_p
 
 def test_a_followed_pass_made_for_another_warmup_is_set_aside_and_the_log_read(tmp_path, nasdaq_day_itch):
     followed = followed_run(nasdaq_day_itch, tmp_path / "run", 0)
-    passes: list[str] = []
+    told: list[tuple[str, int]] = []
     with pytest.warns(latency_pass.FollowedSetAsideWarning, match="another warm-up"):
-        got = latency_pass.scan(tmp_path / "run", 1000, followed=followed, progress=lambda name, _: passes.append(name))
-    assert latency_pass.SECOND_PASS in passes and latency_pass.SECOND_PASS_FOLLOWED not in passes
+        got = latency_pass.scan(tmp_path / "run", 1000, followed=lambda: followed,
+                                progress=lambda name, records: told.append((name, records)))
+    passes = [name for name, _ in told]
+    assert passes[-3:] == [latency_pass.SECOND_PASS_FOLLOWED, latency_pass.SECOND_PASS, latency_pass.SECOND_PASS]
+    assert told[-3] == (latency_pass.SECOND_PASS_FOLLOWED, latency_pass.SET_ASIDE)
     assert_equal(got, latency_pass.scan(tmp_path / "run", 1000, compiled=False))
 
 
 def test_a_follower_that_finds_no_index_gives_nothing(tmp_path):
     follower = latency_follow.LatencyFollower(tmp_path, 0)
-    assert follower.writer_ended() is None
+    follower.writer_ended()
+    assert follower.result() is None
 
 
 def test_itchbench_sim_reports_from_the_followed_pass_what_a_report_after_the_run_says(tmp_path, nasdaq_day_itch):

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 # The by-symbol counts are dense up to at least this locate (more when the first block shows a larger one).
 _LOCATES_GUESSED = 4095
 _POLL_S = 0.002
+_NICE = 10
 _FLAGS_AT = logs.LATENCY_BLOCK_DTYPE.fields["flags"][1]
 
 
@@ -54,10 +55,12 @@ class LatencyFollower:
         """Messages counted so far."""
         return int(self._counted.value)
 
-    def writer_ended(self) -> latency_pass.Followed | None:
-        """Once the gateway's process has exited: every block its index holds is counted, then the result (None:
-        no index came)."""
+    def writer_ended(self) -> None:
+        """The gateway's process has exited: the pass counts every block its index then holds, and ends."""
         self._state.value = 1
+
+    def result(self) -> latency_pass.Followed | None:
+        """Once the pass has ended (after writer_ended), what it counted; None: no index came."""
         self._thread.join()
         return self._result
 
@@ -77,6 +80,7 @@ class LatencyFollower:
             cpus = os.sched_getaffinity(0) - self._avoid
             if cpus:
                 os.sched_setaffinity(0, cpus)  # this thread only
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICE)
             first = self._first_block()
             if first is None:
                 return  # no index came: a gateway that writes none, or one that ended before its first block

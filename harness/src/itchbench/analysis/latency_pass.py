@@ -38,6 +38,7 @@ FIRST_PASS = "pass 1 of 2 over the latency log"
 FIRST_PASS_INDEXED = "pass 1 of 2, from the gateway's index of the latency log"
 SECOND_PASS = "pass 2 of 2 over the latency log"
 SECOND_PASS_FOLLOWED = "pass 2 of 2, counted while the gateway wrote the latency log"
+SET_ASIDE = -1  # told as the records of a pass set aside (the followed one): the log is read instead
 CHUNK_RECORDS = 1 << 16   # 4 MiB of version-2 records at a time: a chunk's fields are read from cache
 MAX_TIME_BINS = 128       # throughput and latency over time: bins of 2^k ns, the narrowest that hold the run
 _TYPE_KEYS = 256          # the type byte is the key
@@ -134,15 +135,15 @@ def _stamps(rec: np.ndarray) -> dict[str, np.ndarray]:
 def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
          symbol_names: np.ndarray | None = None, breakdowns: bool = True, chunk: int = CHUNK_RECORDS,
          progress: Callable[[str, int], None] | None = None, compiled: bool = True,
-         threads: int = 0, followed: Followed | None = None) -> RunLatency:
+         threads: int = 0, followed: Callable[[], Followed | None] | None = None) -> RunLatency:
     """The run's latency histograms. breakdowns=False leaves out what only a run's own report shows (by type, by
     symbol, over time, hop by hop): stages and warm-up are enough for comparisons and documents. progress(pass,
-    records) is told after each chunk of the two passes over the log (pass: FIRST_PASS, FIRST_PASS_INDEXED or
-    SECOND_PASS). compiled: let the C++ reader count what it covers (compiled_scan_reads); False: numpy here
+    records) is told after each chunk of the two passes over the log (pass: FIRST_PASS, FIRST_PASS_INDEXED,
+    SECOND_PASS_FOLLOWED — records SET_ASIDE when it is — or SECOND_PASS). compiled: let the C++ reader count what it covers (compiled_scan_reads); False: numpy here
     counts everything (the reference the tests hold it to).
-    threads: the compiled second pass's (0: one a CPU, at most 4). followed: the second pass as counted while the
-    gateway wrote the log (analysis/latency_follow.py), taken instead of a pass over the log when it covered the
-    whole log, as the first pass finds it, with the plan the first pass calls for."""
+    threads: the compiled second pass's (0: one a CPU, at most 4). followed: waits for the second pass counted
+    while the gateway wrote the log (analysis/latency_follow.py) and returns it; taken instead of a pass over the
+    log when it covered the whole log, as the first pass finds it, with the plan the first pass calls for."""
     run_dir = Path(run_dir)
     lat = logs.read_latency(run_dir / "latency.lat")
     stages = stage_list(lat)
@@ -274,7 +275,7 @@ def scan_source(lat: logs.LogFile) -> native.ScanSource:
 def _compiled_scan(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str, str, str, bool]],
                    warmup_messages: int, breakdowns: bool,
                    progress: Callable[[str, int], None] | None, threads: int,
-                   followed: FollowedScan | None = None) -> RunLatency:
+                   followed: Callable[[], Followed | None] | None = None) -> RunLatency:
     """scan() by the C++ reader (gateway/log/latency_scan.hpp): the same two passes and the same integer
     arithmetic, so the same figures, at the speed of compiled code. The choices (stages, chain, bins) are made
     here, as scan() makes them."""
@@ -297,11 +298,12 @@ def _compiled_scan(run_dir: Path, lat: logs.LogFile, stages: list[tuple[str, str
 def _both_passes(run_dir: Path, lat: logs.LogFile, source: native.ScanSource,
                  stages: list[tuple[str, str, str, str, bool]], specs: list[native.ScanStage], warmup_messages: int,
                  breakdowns: bool, progress: Callable[[str, int], None] | None, threads: int,
-                 index: np.ndarray | None, followed: FollowedScan | None) -> RunLatency:
+                 index: np.ndarray | None, followed: Callable[[], Followed | None] | None) -> RunLatency:
     first_pass = FIRST_PASS if index is None else FIRST_PASS_INDEXED
     if progress is not None:
         progress(first_pass, 0)
     pass1 = native.First(str(lat.path), source, warmup_messages, specs, index)
+    counted: Followed | None = None
     try:
         first = pass1.found
         if progress is not None:
@@ -310,11 +312,17 @@ def _both_passes(run_dir: Path, lat: logs.LogFile, source: native.ScanSource,
         plan = ScanPlan.of(run_dir, stages, warmup_messages, breakdowns, threads, bins,
                         found_stages=int(first.found_stages), set_stamps=int(first.set_stamps),
                         max_locate=int(first.max_locate))
-        positions = _followed_positions(followed, plan, first, bins, lat, index) if followed is not None else None
-        if followed is not None and followed.scan is not None and positions is not None:
+        if followed is not None and index is not None:  # without a whole index, no followed pass covers the log
             if progress is not None:
-                progress(SECOND_PASS_FOLLOWED, int(first.accepted))
-            return plan.read_out(followed.scan, lat, first, warmup_messages, bins, positions)
+                progress(SECOND_PASS_FOLLOWED, 0)
+            counted = followed()  # once it has counted the blocks the gateway wrote last
+            positions = _followed_positions(counted, plan, first, bins, lat, index) if counted is not None else None
+            if counted is not None and counted.scan is not None and positions is not None:
+                if progress is not None:
+                    progress(SECOND_PASS_FOLLOWED, int(first.accepted))
+                return plan.read_out(counted.scan, lat, first, warmup_messages, bins, positions)
+            if progress is not None:
+                progress(SECOND_PASS_FOLLOWED, SET_ASIDE)
         if progress is not None:
             progress(SECOND_PASS, 0)
         done = native.Scan.after(str(lat.path), source, plan.params, pass1, len(plan.book_chain))
@@ -323,8 +331,8 @@ def _both_passes(run_dir: Path, lat: logs.LogFile, source: native.ScanSource,
         return plan.read_out(done, lat, first, warmup_messages, bins, list(range(len(plan.stages))))
     finally:
         pass1.close()
-        if followed is not None and followed.scan is not None:
-            followed.scan.close()  # read out above, or set aside
+        if counted is not None and counted.scan is not None:
+            counted.scan.close()  # read out above, or set aside
 
 
 @dataclass

@@ -269,6 +269,9 @@ class _ScanProgress:
         self.meters: dict[str, progress.Progress] = {}
 
     def __call__(self, pass_: str, records: int) -> None:
+        if records == latency_pass.SET_ASIDE:
+            self.meters[pass_].finish(how="set aside: the log is read instead")
+            return
         if pass_ not in self.meters:
             self.close()
             self.meters[pass_] = progress.Progress(f"report, {pass_}", self.total, estimated=True, say=self.say,
@@ -283,19 +286,17 @@ class _ScanProgress:
 
 def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = False,
           closing: Closing | None = None, say: Callable[[str], None] | None = None,
-          followed: latency_pass.Followed | None = None) -> Path:
+          followed: Callable[[], latency_pass.Followed | None] | None = None) -> Path:
     """report.md of a run; `closing` adds sections at its end from the finished summary (the targets, judged by
     capacity/, which sits above this package). With `say`, the passes over the latency log report their progress
-    there and in the run's progress.log. followed: the second pass counted while the gateway ran
-    (analysis/latency_follow.py), taken if it covered the whole log."""
+    there and in the run's progress.log. followed: waits for the second pass counted while the gateway ran
+    (analysis/latency_follow.py) and returns it, taken if it covered the whole log."""
     run_dir = Path(run_dir)
     manifest = rundir.read_json(run_dir / "manifest.json")
     summary = rundir.read_json(run_dir / "summary.json")
     scen = manifest["scenario"]
     if summary.get("reconciliation", {}).get("black_box") or (scen.get("gateway_file") and "reconciliation"
                                                                 not in summary):
-        if followed is not None and followed.scan is not None:
-            followed.scan.close()  # a black-box run's report reads no latency log of the gateway's
         return blackbox_report.build(run_dir, manifest, summary, _noise_section(summary.get("noise")),
                                      closing(run_dir, manifest, summary) if closing else [])
     env = manifest["environment"]

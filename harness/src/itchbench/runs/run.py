@@ -29,7 +29,7 @@ class Run:
     # A contract gateway's revision: {"worktree", "commit", "prebuilt"} (compare, bisect); empty: its repository.
     under_test: dict[str, Any] = field(default_factory=dict)
     profiler: Any = None  # runs/profiler.Profiler when the scenario asks for [profile]
-    followed: Any = None  # analysis/latency_pass.Followed: the report's second pass, counted during a sim run
+    follower: Any = None  # analysis/latency_follow.LatencyFollower: the report's second pass, counted during a sim
 
     def say(self, text: str) -> None:
         if self.echo:

@@ -163,9 +163,11 @@ def _execute(values: dict[str, Any], label: str, run_dir: Path | None, root: Pat
             try:
                 report = importlib.import_module(REPORT_MODULE)  # waits for the import begun beside the run
                 report.build(run.dir, closing=closing_sections, say=run.say if echo else None,
-                             followed=run.followed)
+                             followed=run.follower.result if run.follower is not None else None)
             except Exception as e:  # noqa: BLE001 - the verdict stands; the report's absence is said
                 run.say(f"  report not written: {type(e).__name__}: {e}")
+        if run.follower is not None:
+            run.follower.abandon()  # what the report did not take (nothing, once it has)
     if interrupted is not None:
         raise interrupted
     return run.dir

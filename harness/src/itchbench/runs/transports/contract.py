@@ -245,13 +245,12 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         driver.start("file", capture=capture, **values)
         # The report's second pass counted as the gateway writes its latency log, off the gateway's CPUs.
         follower = LatencyFollower(run.dir, int(run.values["warmup_messages"]), avoid_cpus=frozenset(gateway_cpus(run)))
+        run.follower = follower  # the report takes what it counted (the runner abandons what it does not take)
         try:
             _profile(run, group, driver)
             _stop(run, group, driver, deadline_s)
-        except BaseException:
-            follower.abandon()
-            raise
-        run.followed = follower.writer_ended()
+        finally:
+            follower.writer_ended()  # it counts the last blocks beside reconciliation
     output = driver.bbo_file()
     run.extras["bbo_output"] = str(output.relative_to(run.dir) if output.is_relative_to(run.dir) else output)
 
