@@ -8,7 +8,6 @@ import json
 import struct
 from collections import Counter
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -163,10 +162,14 @@ def test_events_after_the_first_loss_are_marked_stale(tmp_path, capsys):
                                          "message lost or rejected (sidecar)"] is True
 
 
-def _bbo(seqs: list[int], flags: list[int]) -> SimpleNamespace:
+def _bbo(path: Path, seqs: list[int], flags: list[int]) -> logs.LogFile:
+    """A BBO log of these events, written and read back as a run's is."""
     records = np.zeros(len(seqs), dtype=logs.BBO_DTYPE)
     records["seq"], records["flags"] = seqs, flags
-    return SimpleNamespace(records=records)
+    writer = logs.LogWriter(path, logs.KIND_BBO, stage_clock=1)  # CLOCK_MONOTONIC
+    writer.append(records)
+    writer.close()
+    return logs.read_bbo(path)
 
 
 @pytest.mark.parametrize("flags, first_wrong", [
@@ -175,17 +178,18 @@ def _bbo(seqs: list[int], flags: list[int]) -> SimpleNamespace:
     ([0, 1, 1, 1], 20),   # flagged before anything was lost
     ([0, 0, 1, 0], 40),   # the flag dropped again later
 ])
-def test_the_stale_flag_check_names_the_first_event_flagged_wrongly(flags, first_wrong):
+def test_the_stale_flag_check_names_the_first_event_flagged_wrongly(flags, first_wrong, tmp_path):
     # Hand-made: seq 25 lost, so events 30 and 40 are stale and 10 and 20 are not.
     checks: dict[str, bool] = {}
-    got = reconcile._stale_flags(_bbo([10, 20, 30, 40], flags), 25, "sidecar", checks)
+    got = reconcile._stale_flags(_bbo(tmp_path / "bbo.bbo", [10, 20, 30, 40], flags), 25, "sidecar", checks)
     assert list(checks.values()) == [first_wrong is None]
     assert got.get("first_wrong_seq") == first_wrong and got["expected"] == 2
 
 
-def test_with_nothing_lost_no_event_may_be_flagged_stale():
+def test_with_nothing_lost_no_event_may_be_flagged_stale(tmp_path):
     checks: dict[str, bool] = {}
-    assert reconcile._stale_flags(_bbo([10, 20], [0, 1]), None, "nothing lost", checks)["first_wrong_seq"] == 20
+    bbo = _bbo(tmp_path / "bbo.bbo", [10, 20], [0, 1])
+    assert reconcile._stale_flags(bbo, None, "nothing lost", checks)["first_wrong_seq"] == 20
     assert checks == {"no BBO event flagged stale (nothing lost)": False}
 
 

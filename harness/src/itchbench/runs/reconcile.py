@@ -49,17 +49,23 @@ def _depth(run: "Run", gw: dict[str, Any], checks: dict[str, bool]) -> dict[str,
 
 def _stale_flags(bbo: logs.LogFile, after: int | None, source: str, checks: dict[str, bool]) -> dict[str, Any]:
     """The stale flag (FORMAT.md, 0x01) on exactly the BBO events after seq `after`, the first message lost or
-    rejected (None: on none), as `source` says that message is."""
-    seq = bbo.records["seq"]
-    flagged = (bbo.records["flags"] & logs.FLAG_BOOK_MAY_BE_STALE) != 0
-    expected = seq > after if after is not None else np.zeros(len(seq), dtype=bool)
-    wrong = np.flatnonzero(flagged != expected)
+    rejected (None: on none), as `source` says that message is. Read a chunk at a time: a memory map of the log
+    would keep every page of it resident (a 270 M-message day's BBO log is 1 GB)."""
+    flagged_n = expected_n = wrong_n = 0
+    first: dict[str, Any] = {}
+    for part in logs.iter_records(bbo, 1 << 20):
+        seq = part["seq"]
+        flagged = (part["flags"] & logs.FLAG_BOOK_MAY_BE_STALE) != 0
+        expected = seq > after if after is not None else np.zeros(len(seq), dtype=bool)
+        wrong = np.flatnonzero(flagged != expected)
+        if wrong.size and not first:
+            first = {"first_wrong_seq": int(seq[wrong[0]]), "first_wrong_flagged": bool(flagged[wrong[0]])}
+        flagged_n, expected_n, wrong_n = (flagged_n + int(flagged.sum()), expected_n + int(expected.sum()),
+                                          wrong_n + int(wrong.size))
     name = (f"BBO events flagged stale = those after seq {after:,}, the first message lost or rejected ({source})"
             if after is not None else f"no BBO event flagged stale ({source})")
-    checks[name] = wrong.size == 0
-    first = {"first_wrong_seq": int(seq[wrong[0]]), "first_wrong_flagged": bool(flagged[wrong[0]])} if wrong.size else {}
-    return {"after_seq": after, "flagged": int(flagged.sum()), "expected": int(expected.sum()),
-            "wrong": int(wrong.size), **first}
+    checks[name] = wrong_n == 0
+    return {"after_seq": after, "flagged": flagged_n, "expected": expected_n, "wrong": wrong_n, **first}
 
 
 def _feed_facts(capture: Path, feed: str) -> dict[str, Any]:
