@@ -45,15 +45,10 @@ class LatencyFollower:
         self._warmup = warmup_messages
         self._avoid = avoid_cpus
         self._state = ctypes.c_uint32(0)    # 0: the gateway runs; 1: it has ended; 2: abandoned
-        self._counted = ctypes.c_uint64(0)  # messages counted so far (written by the compiled pass)
+        self._counted = ctypes.c_uint64(0)  # messages counted so far: the compiled pass keeps it up to date
         self._result: latency_pass.Followed | None = None
         self._thread = threading.Thread(target=self._follow, name="latency-follower", daemon=True)
         self._thread.start()
-
-    @property
-    def messages(self) -> int:
-        """Messages counted so far."""
-        return int(self._counted.value)
 
     def writer_ended(self) -> None:
         """The gateway's process has exited: the pass counts every block its index then holds, and ends."""
