@@ -626,7 +626,8 @@ class IndexTail {
     uint8_t flags = 0;
     if (!read_at(&flags, 1, at + off_t(offsetof(logfmt::LatencyBlockRecord, flags))) || !(flags & logfmt::kWritten))
       return false;
-    if (!read_at(&out, sizeof out, at)) throw std::runtime_error(path_ + ": record " + std::to_string(n) + " cut short");
+    if (!read_at(&out, sizeof out, at))
+      throw std::runtime_error(path_ + ": record " + std::to_string(n) + " cut short");
     return true;
   }
 

@@ -139,8 +139,8 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
     """The run's latency histograms. breakdowns=False leaves out what only a run's own report shows (by type, by
     symbol, over time, hop by hop): stages and warm-up are enough for comparisons and documents. progress(pass,
     records) is told after each chunk of the two passes over the log (pass: FIRST_PASS, FIRST_PASS_INDEXED,
-    SECOND_PASS_FOLLOWED — records SET_ASIDE when it is — or SECOND_PASS). compiled: let the C++ reader count what it covers (compiled_scan_reads); False: numpy here
-    counts everything (the reference the tests hold it to).
+    SECOND_PASS_FOLLOWED — records SET_ASIDE when it is — or SECOND_PASS). compiled: let the C++ reader count what
+    it covers (compiled_scan_reads); False: numpy here counts everything (the reference the tests hold it to).
     threads: the compiled second pass's (0: one a CPU, at most 4). followed: waits for the second pass counted
     while the gateway wrote the log (analysis/latency_follow.py) and returns it; taken instead of a pass over the
     log when it covered the whole log, as the first pass finds it, with the plan the first pass calls for."""
@@ -310,8 +310,8 @@ def _both_passes(run_dir: Path, lat: logs.LogFile, source: native.ScanSource,
             progress(first_pass, int(first.accepted))
         bins = TimeBins.of(int(first.t_first), int(first.t_hi)) if first.any_after_warmup else TimeBins.of(None, None)
         plan = ScanPlan.of(run_dir, stages, warmup_messages, breakdowns, threads, bins,
-                        found_stages=int(first.found_stages), set_stamps=int(first.set_stamps),
-                        max_locate=int(first.max_locate))
+                           found_stages=int(first.found_stages), set_stamps=int(first.set_stamps),
+                           max_locate=int(first.max_locate))
         if followed is not None and index is not None:  # without a whole index, no followed pass covers the log
             if progress is not None:
                 progress(SECOND_PASS_FOLLOWED, 0)
@@ -431,7 +431,8 @@ class ScanPlan:
            breakdowns: bool, threads: int, bins: TimeBins, *, found_stages: int, set_stamps: int,
            max_locate: int) -> ScanPlan:
         stages = [s for i, s in enumerate(stages) if found_stages >> i & 1]
-        specs = [native.ScanStage(_STAMP_IDS[start], _STAMP_IDS[end], bbo_only) for _, _, start, end, bbo_only in stages]
+        specs = [native.ScanStage(_STAMP_IDS[start], _STAMP_IDS[end], bbo_only)
+                 for _, _, start, end, bbo_only in stages]
         # The hop chains, as scan() makes them: the stamps some message has, the send log's when it holds any.
         reader = hops.ChainReader(run_dir)
         present = {name for name, i in _STAMP_IDS.items() if name != "t_receive" and set_stamps >> i & 1}

@@ -415,7 +415,8 @@ def _day_table(day: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {name} | {size / 2**30:.2f} GiB | {_median_range([o['wall_s'] for o in ours], '.1f')} s | "
             f"{part('gateway')} | {part('report pass 1')} | {part('report pass 2')} | {part('rest')} | "
-            f"{_median_range(alone, '.1f')} s | {on_top:.0%} | {rss:.0f} ({statistics.median(o['gateway_rss_kib'] for o in ours) / 1024:.0f}) | "
+            f"{_median_range(alone, '.1f')} s | {on_top:.0%} | "
+            f"{rss:.0f} ({statistics.median(o['gateway_rss_kib'] for o in ours) / 1024:.0f}) | "
             f"{_median_range(peer, '.1f')} s | {statistics.median(r['peer']['rss_kib'] for r in rounds) / 1024:.0f} | "
             f"{_median_range([o['wall_s'] / p for o, p in zip(ours, peer)], '.2f')} |")
         if on_top > REPORT_ON_TOP:
