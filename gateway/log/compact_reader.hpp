@@ -18,6 +18,9 @@ struct CompactState {
   uint64_t next_seq = 1;
   uint64_t prev_origin = 0;
   uint64_t base = 0;
+  friend bool operator==(const CompactState& a, const CompactState& b) {
+    return a.next_seq == b.next_seq && a.prev_origin == b.prev_origin && a.base == b.base;
+  }
 };
 
 // An escape slot whose kind a log of these stages cannot hold.

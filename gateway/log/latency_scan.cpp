@@ -592,8 +592,7 @@ Result second_pass(const Source& source, const Params& p, const std::vector<Chec
   for (size_t k = 1; k < parts.size(); ++k) {
     const Part& before = parts[k - 1];
     const CompactState& at = starts[k].state;
-    const bool same_state = !source.compact || (before.end.next_seq == at.next_seq &&
-                                                before.end.prev_origin == at.prev_origin && before.end.base == at.base);
+    const bool same_state = !source.compact || before.end == at;
     if (!same_state || before.accepted_through != starts[k].accepted_before)
       throw std::runtime_error(source.path + ": the checkpoint at slot " + std::to_string(starts[k].slot) +
                                " is not where reading the log up to it ends (" +
@@ -667,9 +666,7 @@ Followed follow(const Source& source, const Params& p, const std::string& index_
     const std::string fault = block_fault(b, out.slots, out.messages, counter.accepted_through());
     if (!fault.empty()) index_fails(source, out.blocks, fault);
     const Checkpoint at = checkpoint_of(b);
-    if (source.compact && out.blocks &&
-        !(at.state.next_seq == ended.next_seq && at.state.prev_origin == ended.prev_origin &&
-          at.state.base == ended.base))
+    if (source.compact && out.blocks && !(at.state == ended))
       index_fails(source, out.blocks, "does not start in the decoder's state where the block before it ends");
     uint64_t messages = 0;
     Rows rows(source, at, b.slot + b.slots);
