@@ -157,6 +157,15 @@ class ChainReader:
         # Only stamps of other processes call for the move: without them, hops stay on the gateway's clock.
         self.moves = self.send is not None or bool(self._subs)
 
+    def hop_tables(self, stamped: set[str]) -> HopTables | None:
+        """The hop tables of a run whose messages have these of the gateway's stamps (some message has each),
+        with the send log's stamps when it holds any; None without a stamp before the book's (a run that stamped
+        the book alone has no hop)."""
+        present = set(stamped)
+        if self.send is not None and self.send[1].any():
+            present |= {"t_intended", "t_sent"}
+        return HopTables(sorted(present), self.subscribers) if len(chain_to_book(present)) >= 2 else None
+
     def joined_subscribers(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
         """Each subscriber's (column name, seqs sorted and distinct, first receive time of each)."""
         return list(self._subs)
@@ -246,6 +255,7 @@ class HopTables:
                 chain_hops.append((hop, hop if i == 0 else KeyedHistogram()))
             self._hops[to] = chain_hops
         self._co = {start: KeyedHistogram() for _, start in CO_MEASURES if start in present}
+        self.co_starts = list(self._co)  # the starts of the latency to the book, in CO_MEASURES order
         # Does latency grow through the run? From the intended send (everything: the sender's lag too) and from the
         # actual send (the gateway and the network alone), both against the time each message was due.
         self._trend = Trend()

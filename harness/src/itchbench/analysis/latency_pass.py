@@ -179,12 +179,7 @@ def scan(run_dir: Path, warmup_messages: int = 0, *, csv: Path | None = None,
     bins = TimeBins.of(t_first, t_hi)
 
     reader = hops.ChainReader(run_dir)
-    present = {"t_read" if n == "t_receive" else n for n in set_fields}
-    if reader.send is not None and reader.send[1].any():
-        present |= {"t_intended", "t_sent"}
-    # Hop by hop needs a stamp before the book's (a run that stamped the book alone has no hop).
-    hop_tables = (hops.HopTables(sorted(present), reader.subscribers)
-                  if len(hops.chain_to_book(present)) >= 2 and breakdowns else None)
+    hop_tables = reader.hop_tables({"t_read" if n == "t_receive" else n for n in set_fields}) if breakdowns else None
     slowest = outliers.Outliers(hop_tables.chains["t_book"]) if hop_tables is not None else None
 
     stages = [s for s in stages if s[0] in found]
@@ -433,15 +428,12 @@ class ScanPlan:
         stages = [s for i, s in enumerate(stages) if found_stages >> i & 1]
         specs = [native.ScanStage(_STAMP_IDS[start], _STAMP_IDS[end], bbo_only)
                  for _, _, start, end, bbo_only in stages]
-        # The hop chains, as scan() makes them: the stamps some message has, the send log's when it holds any.
+        # The hop chains, as scan() makes them from the stamps some message has.
         reader = hops.ChainReader(run_dir)
-        present = {name for name, i in _STAMP_IDS.items() if name != "t_receive" and set_stamps >> i & 1}
-        if reader.send is not None and reader.send[1].any():
-            present |= {"t_intended", "t_sent"}
-        hop_tables = (hops.HopTables(sorted(present), reader.subscribers)
-                      if len(hops.chain_to_book(present)) >= 2 and breakdowns else None)
+        stamped = {name for name, i in _STAMP_IDS.items() if name != "t_receive" and set_stamps >> i & 1}
+        hop_tables = reader.hop_tables(stamped) if breakdowns else None
         chains = hop_tables.chains if hop_tables is not None else {}
-        co_starts = [start for _, start in hops.CO_MEASURES if start in present] if hop_tables is not None else []
+        co_starts = hop_tables.co_starts if hop_tables is not None else []
         ids = {**{n: _STAMP_IDS[n] for n in logs.STAGE_STAMPS}, "t_intended": native.STAMP_INTENDED,
                "t_sent": native.STAMP_SENT,
                **{n: native.STAMP_SUBSCRIBER + k for k, n in enumerate(reader.subscribers)}}
