@@ -37,6 +37,12 @@ class DepthTracker {
   const BookLevel* taken() const { return taken_; }
 
  private:
+  enum class OneLevel { kChanged, kUnchanged, kWalk };
+  // A touch at one price, the side's last taken levels being the book's top levels before the message: only the
+  // level at that price can have changed, been made or emptied. The first two are told from that level alone;
+  // an emptied one (whose place the next level below takes) is left to a walk of the book (kWalk).
+  __attribute__((always_inline)) OneLevel update_one_level(const OrderBook& book, const DepthTouch& touch,
+                                                          BookLevel* side);
   BookLevel* last_of(uint16_t locate);
   uint32_t levels_;
   std::vector<BookLevel> now_;   // the levels just read from the book: bids, then asks

@@ -11,14 +11,9 @@ void OrderBook::grow_stocks(uint16_t locate) {
   stock_count_ = uint32_t(stocks_.size());
 }
 
-std::vector<OrderBook::Entry>::iterator OrderBook::find_entry(std::vector<Entry>& side, uint32_t key) {
-  // Most activity is at or near the best level (the back): look there first.
-  auto it = side.end();
-  for (int i = 0; i < 4 && it != side.begin(); ++i) {
-    --it;
-    if (it->key <= key) return it->key == key ? it : it + 1;
-  }
-  return std::lower_bound(side.begin(), it, key, [](const Entry& e, uint32_t k) { return e.key < k; });
+uint64_t OrderBook::shares_off_ladder(const Side& s, uint32_t key) const {
+  const auto it = find_entry(s.others, key);
+  return it != s.others.end() && it->key == key ? levels_[it->level].shares : 0;
 }
 
 uint32_t OrderBook::new_level(uint32_t key, uint32_t shares) {

@@ -97,6 +97,8 @@ class OrderBook {
   // The side's best n levels into out[0..n), best first; past the side's last level, empty ones (0, 0). Walks
   // the ladder's present ticks and the side's off-ladder levels together, from the best: no allocation.
   void top_levels(uint16_t locate, bool bid, uint32_t n, BookLevel* out) const;
+  // The aggregate shares of the side's level at price; 0 when the side has no level there.
+  uint64_t shares_at(uint16_t locate, bool bid, uint32_t price) const;
   struct OrderView {
     uint16_t locate;
     char side;
@@ -179,7 +181,10 @@ class OrderBook {
   uint32_t side_best(const Side& side, bool bid) const;  // place of the side's best level, or its empty place
   void grow_stocks(uint16_t locate);  // room for stocks up to locate (first order of a new stock)
   uint32_t new_level(uint32_t key, uint32_t shares);  // a level of one order off the ladder, from the pool
-  static std::vector<Entry>::iterator find_entry(std::vector<Entry>& side, uint32_t key);
+  // The entry of key in a side's off-ladder levels, or where it would go (const or not).
+  template <class Entries>
+  static auto find_entry(Entries& side, uint32_t key) -> decltype(side.begin());
+  uint64_t shares_off_ladder(const Side& s, uint32_t key) const;  // shares_at's rare case
 
   std::vector<Stock> stocks_;  // by locate, up to the highest that has had an order: memory in proportion
   uint32_t stock_count_ = 0;   // stocks_.size(), kept: the size is a division by sizeof(Stock)

@@ -6,9 +6,32 @@
 // 1.022-1.091, whole process on one CPU), deep-book 1.014x (11 rounds).
 // Included by order_book.hpp; the rare cases stay in order_book.cpp.
 #pragma once
+#include <algorithm>
+
 #include "book/order_book.hpp"
 
 namespace itchbench {
+
+template <class Entries>
+inline auto OrderBook::find_entry(Entries& side, uint32_t key) -> decltype(side.begin()) {
+  // Most activity is at or near the best level (the back): look there first.
+  auto it = side.end();
+  for (int i = 0; i < 4 && it != side.begin(); ++i) {
+    --it;
+    if (it->key <= key) return it->key == key ? it : it + 1;
+  }
+  return std::lower_bound(side.begin(), it, key, [](const Entry& e, uint32_t k) { return e.key < k; });
+}
+
+inline uint64_t OrderBook::shares_at(uint16_t locate, bool bid, uint32_t price) const {
+  if (locate >= stock_count_) return 0;
+  const Side& s = stocks_[locate].sides[bid ? 1 : 0];
+  const uint32_t tick = PriceLadder::tick_of(price);
+  // A tick that fits the ladder's window owns its slot: no other present tick can share it.
+  if (PriceLadder::on_tick(price) && s.ladder.fits(tick) && s.ladder.present(tick))
+    return levels_[s.ladder.place_of(tick)].shares;
+  return s.others.empty() ? 0 : shares_off_ladder(s, key_of(price, bid));
+}
 
 inline uint32_t OrderBook::ladder_level(PriceLadder& ladder, uint32_t tick, uint32_t key, uint32_t shares, bool& made) {
   // No branch on whether the level is new: adding a present tick changes nothing, and an empty ladder

@@ -35,9 +35,12 @@ struct Live {
 
 }  // namespace
 
-TEST(DepthTracker, TheShortcutEmitsExactlyWhenTheWholeTopChanges) {
-  // Prices in a narrow band, so that adds, cancels and replaces keep crossing the fifth level of each side.
-  std::mt19937 rng(7);
+// Adds, deletes, partial cancels and replaces (to another price of the band or the same one) of one stock, each
+// message's touch given to the tracker and checked against the plain rule. price(bid, rng) draws a price.
+// off_ladder: the levels the book made off its ladder. (ASSERT_* returns nothing: no return value here.)
+template <class Price>
+void run_in_lockstep(Price price_of, uint32_t seed, uint64_t& off_ladder) {
+  std::mt19937 rng(seed);
   OrderBook book{1 << 16};
   DepthTracker tracker(kLevels);
   PlainRule plain;
@@ -45,13 +48,15 @@ TEST(DepthTracker, TheShortcutEmitsExactlyWhenTheWholeTopChanges) {
   uint64_t next_ref = 1;
   int events = 0, skipped_below = 0;
   for (int i = 0; i < 20000; ++i) {
-    const int what = live.empty() ? 0 : int(rng() % 4);
+    const int what = live.empty() ? 0 : int(rng() % 5);
     DepthTouch touch;
-    if (what == 0) {  // add
+    if (what == 0) {  // add; now and then one the book refuses (no shares), which changes nothing
       const bool bid = rng() % 2;
-      const uint32_t price = bid ? 10000 - 100 * (rng() % 12) : 10100 + 100 * (rng() % 12);
-      book.add(1, next_ref, bid ? 'B' : 'S', 100 + rng() % 5, price);
-      live.push_back({next_ref++, bid, price});
+      const uint32_t price = price_of(bid, rng);
+      const uint32_t shares = rng() % 50 == 0 ? 0 : 100 + rng() % 5;
+      book.add(1, next_ref, bid ? 'B' : 'S', shares, price);
+      if (shares != 0) live.push_back({next_ref, bid, price});
+      ++next_ref;
       touch = {1, bid, price, price};
     } else {
       const size_t at = rng() % live.size();
@@ -62,9 +67,9 @@ TEST(DepthTracker, TheShortcutEmitsExactlyWhenTheWholeTopChanges) {
         live.erase(live.begin() + long(at));
       } else if (what == 2) {  // a partial cancel
         book.reduce(o.ref, 1);
-      } else {  // replace, on the same side at another price of the band
-        const uint32_t price = o.bid ? 10000 - 100 * (rng() % 12) : 10100 + 100 * (rng() % 12);
-        book.replace(o.ref, next_ref, 100, price);
+      } else {  // replace, on the same side at another price of the band (what 3) or at its own (what 4)
+        const uint32_t price = what == 3 ? price_of(o.bid, rng) : o.price;
+        book.replace(o.ref, next_ref, 100 + rng() % 5, price);
         live[at] = {next_ref++, o.bid, price};
         touch.other_price = price;
       }
@@ -81,6 +86,29 @@ TEST(DepthTracker, TheShortcutEmitsExactlyWhenTheWholeTopChanges) {
   }
   EXPECT_GT(events, 1000);         // the top moved often,
   EXPECT_GT(skipped_below, 1000);  // and much happened below it
+  off_ladder = book.levels_off_ladder();
+}
+
+TEST(DepthTracker, TheShortcutEmitsExactlyWhenTheWholeTopChanges) {
+  // Whole ticks in a narrow band (the ladder's), so that adds, cancels and replaces keep crossing the fifth level.
+  uint64_t off_ladder = 0;
+  run_in_lockstep(
+      [](bool bid, std::mt19937& rng) { return bid ? 10000 - 100 * (rng() % 12) : 10100 + 100 * (rng() % 12); }, 7,
+      off_ladder);
+  EXPECT_EQ(off_ladder, 0u);
+}
+
+TEST(DepthTracker, LevelsOffTheLadderAreFollowedAsExactly) {
+  // Sub-penny prices and ticks too far apart for one ladder window: levels the book keeps off its ladder, mixed
+  // with ladder ones at the top.
+  uint64_t off_ladder = 0;
+  run_in_lockstep(
+      [](bool bid, std::mt19937& rng) {
+        const uint32_t step = rng() % 3 == 0 ? 37 : rng() % 3 == 0 ? 100 * 70 : 100;
+        return bid ? 1000000 - step * (rng() % 10) : 1000100 + step * (rng() % 10);
+      },
+      11, off_ladder);
+  EXPECT_GT(off_ladder, 1000u);
 }
 
 TEST(DepthTracker, ASideWithFewerThanNLevelsTakesAnyNewLevel) {
