@@ -17,9 +17,14 @@ struct Bbo {
 };
 
 // One price level of a side, as depth reports it: its price and the aggregate shares there; no level is 0, 0.
+// Laid out as a depth record's level (log/FORMAT.md), its reserved word zero, so that levels are copied into a
+// record whole.
 struct BookLevel {
   uint32_t px = 0;
+  uint32_t reserved = 0;
   uint64_t qty = 0;
+  constexpr BookLevel() = default;
+  constexpr BookLevel(uint32_t price, uint64_t shares) : px(price), qty(shares) {}
   bool operator==(const BookLevel& o) const { return px == o.px && qty == o.qty; }
   bool operator!=(const BookLevel& o) const { return !(*this == o); }
 };

@@ -12,7 +12,9 @@
 // the depth log's record (head, N bids, N asks), too.
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -30,6 +32,10 @@
 #include "util/stage_clock.hpp"
 
 namespace itchbench {
+
+// A depth record's levels are the tracker's, copied whole.
+static_assert(sizeof(BookLevel) == sizeof(logfmt::DepthLevel) && offsetof(BookLevel, px) == offsetof(logfmt::DepthLevel, px) &&
+              offsetof(BookLevel, qty) == offsetof(logfmt::DepthLevel, qty) && std::is_trivially_copyable_v<BookLevel>);
 
 // Symbols from the stock directory (R) messages, by locate.
 class SymbolTable {
@@ -247,12 +253,9 @@ class Gateway {
     head->seq = seq;
     head->timestamp = timestamp;
     head->stock_locate = locate;
-    auto* level = reinterpret_cast<logfmt::DepthLevel*>(p + sizeof(logfmt::DepthRecord));
-    const BookLevel* taken = depth_->taken();
-    for (uint32_t i = 0; i < 2 * depth_->levels(); ++i) {
-      level[i].px = taken[i].px;
-      level[i].qty = taken[i].qty;
-    }
+    // Whole levels at once (BookLevel is laid out as DepthLevel): 50 instructions fewer an event than field by
+    // field at 5 levels (callgrind).
+    std::memcpy(p + sizeof(logfmt::DepthRecord), depth_->taken(), 2 * size_t(depth_->levels()) * sizeof(BookLevel));
     __atomic_signal_fence(__ATOMIC_RELEASE);  // the marker after every field, as RecordLog::commit
     head->flags = uint8_t(flags | logfmt::kWritten);
     if constexpr (PublishesDepth<Publisher>::value) publisher_.publish_depth(p);
