@@ -6,6 +6,7 @@ its shard."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import time
@@ -18,8 +19,9 @@ from itchbench.runs.transports.contract import free_loopback_port
 
 from test_sharding import outputs, run_shard
 
-# Set-up installs slurm-wlm and munge: a machine without them fails here rather than skipping.
-pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="the cluster's daemons run as root"), pytest.mark.alone]
+# Set-up installs slurm-wlm and munge: a machine without them fails here rather than skipping. Nothing here is
+# judged by timing, so these run beside the other tests; a lock keeps to one cluster at a time (below).
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the cluster's daemons run as root")
 
 REPO = paths.repo_root()
 CLUSTER = REPO / "harness" / "bin" / "slurm-cluster"
@@ -29,6 +31,10 @@ DAYS = ("seed-workload", "nasdaq-day-sample", "capacity-sample")
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
+    # One cluster at a time on the machine: two pytest workers that each took one of these tests take turns (the
+    # daemons of two clusters would share the node's name and its CPUs' accounting).
+    lock = open("/tmp/itchbench-slurm-tests.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     where = tmp_path_factory.mktemp("slurm")
     ports = {"ITCHBENCH_SLURMCTLD_PORT": str(free_loopback_port()), "ITCHBENCH_SLURMD_PORT": str(free_loopback_port())}
     started = subprocess.run(["bash", str(CLUSTER), "start", str(where)], capture_output=True, text=True,
@@ -38,6 +44,7 @@ def cluster(tmp_path_factory):
         yield {**os.environ, "SLURM_CONF": str(where / "slurm.conf")}
     finally:
         subprocess.run(["bash", str(CLUSTER), "stop", str(where)], capture_output=True)
+        lock.close()  # and with it the lock
 
 
 def _days(path: Path) -> Path:
