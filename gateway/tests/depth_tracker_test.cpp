@@ -37,7 +37,7 @@ struct Live {
 
 // Adds, deletes, partial cancels and replaces (to another price of the band or the same one) of one stock, each
 // message's touch given to the tracker and checked against the plain rule. price(bid, rng) draws a price.
-// off_ladder: the levels the book made off its ladder. (ASSERT_* returns nothing: no return value here.)
+// off_ladder: the levels the book made off its ladder (an out-parameter: ASSERT_* needs a function returning void).
 template <class Price>
 void run_in_lockstep(Price price_of, uint32_t seed, uint64_t& off_ladder) {
   std::mt19937 rng(seed);
