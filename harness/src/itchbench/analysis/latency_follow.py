@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import logs
+from . import drawing, logs
 
 if TYPE_CHECKING:
     from . import latency_pass
@@ -68,14 +68,18 @@ class LatencyFollower:
         self._result = None
 
     def _follow(self) -> None:
+        cpus = os.sched_getaffinity(0) - self._avoid
+        if cpus:
+            os.sched_setaffinity(0, cpus)  # this thread only
+        # The report's drawing process, started first so its import of matplotlib (0.5 s) runs beside the gateway, on the CPUs
+        # this thread keeps to (a process inherits the thread's); not niced, or it would still be importing when
+        # the gateway ends.
+        drawing.start_drawer()
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICE)
         # Imported here, on this thread: pandas and the rest take a second the run need not wait for.
         latency_pass = importlib.import_module(f"{__package__}.latency_pass")
         native = importlib.import_module(f"{__package__}.native")
         try:
-            cpus = os.sched_getaffinity(0) - self._avoid
-            if cpus:
-                os.sched_setaffinity(0, cpus)  # this thread only
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICE)
             first = self._first_block()
             if first is None:
                 return  # no index came: a gateway that writes none, or one that ended before its first block

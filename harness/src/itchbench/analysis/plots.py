@@ -4,8 +4,6 @@ figures give the same bytes."""
 
 from __future__ import annotations
 
-import multiprocessing
-from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -13,10 +11,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
 from . import ticks  # noqa: E402
-from .histogram import percentile_points  # noqa: E402
+from .histogram import KeyedHistogram, percentile_points  # noqa: E402
 
 _SAVE = {"dpi": 110, "metadata": {"Software": None}}
 _COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
@@ -45,28 +42,6 @@ def _finish(fig, ax, path: Path, title: str, xlabel: str, ylabel: str, xlog: boo
 
 
 Series = list[tuple[str, np.ndarray, np.ndarray]]  # (description, distinct values in ns, their counts)
-
-
-class Drawing:
-    """Plots drawn in a child process while the caller writes the rest of its report: Agg's drawing holds the GIL,
-    so a thread would only take turns with the caller. The child is forked, so it has the figures' data without
-    their being copied or pickled; its PNGs are the bytes the caller would have drawn. 50 M messages: 0.6 s of
-    drawing beside 0.4 s of tables and HdrHistogram logs."""
-
-    def __init__(self, draws: list[Callable[[], None]]) -> None:
-        self._child = multiprocessing.get_context("fork").Process(target=_draw_each, args=(draws,), name="plots")
-        self._child.start()
-
-    def wait(self) -> None:
-        """Once every plot is written; raises if drawing one failed (the child printed why)."""
-        self._child.join()
-        if self._child.exitcode != 0:
-            raise RuntimeError(f"drawing the report's plots failed (the child exited with {self._child.exitcode})")
-
-
-def _draw_each(draws: list[Callable[[], None]]) -> None:
-    for draw in draws:
-        draw()
 
 
 def histogram(series: Series, path: Path, title: str) -> None:
@@ -101,8 +76,10 @@ def percentile_curve(series: Series, path: Path, title: str) -> None:
     _finish(fig, ax, path, title, "percentile", "latency (µs, log scale)", xlog=False, legend_loc="upper left")
 
 
-def over_time(per_bin: pd.DataFrame, edges_s: np.ndarray, desc: str, path: Path, title: str) -> None:
-    """p50, p99 and max of one stage in equal time bins of the run (per_bin: statistics indexed by bin)."""
+def over_time(by_bin: KeyedHistogram, edges_s: np.ndarray, desc: str, path: Path, title: str) -> None:
+    """p50, p99 and max of one stage in equal time bins of the run (by_bin: the stage's latencies keyed by bin;
+    its statistics are taken here, in the drawing child)."""
+    per_bin = by_bin.stats()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     if len(per_bin):
         mids = ((edges_s[:-1] + edges_s[1:]) / 2)[per_bin.index.to_numpy().astype(np.int64)]

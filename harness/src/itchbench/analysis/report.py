@@ -4,7 +4,6 @@ alone, so `itchbench report RUN_DIR` gives the same bytes every time."""
 
 from __future__ import annotations
 
-import functools
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -14,7 +13,7 @@ import pandas as pd
 
 from .. import progress, rundir
 from ..host import facts as host_facts
-from . import blackbox_report, dump, hlog, hops, latency_pass, plots, stats
+from . import blackbox_report, drawing, dump, hlog, hops, latency_pass, stats
 from .switches import Switches
 
 HEADLINE = "receive_to_book"
@@ -358,7 +357,9 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
 
     # Latency
     lat_path = run_dir / "latency.lat"
-    drawing: plots.Drawing | None = None
+    if lat_path.exists():
+        drawing.start_drawer()  # its import of matplotlib runs while the log is scanned
+    drawn: drawing.Drawing | None = None
     latency_json: dict[str, Any] = {"method": method}
     names = dump.symbol_names(run_dir) if lat_path.exists() else None
     meter = _ScanProgress(run_dir, say, summary) if say and lat_path.exists() else None
@@ -416,15 +417,13 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
             latency_json["throughput_mean_mps"] = round(float(lat.throughput_counts.sum() / (lat.span_ns / 1e9)), 1)
         plotted = [(d, *lat.stage[n].values_counts()) for n, d in lat.stages
                    if n in (HEADLINE, "receive_to_published", "decode", "book", "one_way")]
-        draws = [functools.partial(plots.histogram, plotted, plot_dir / "histogram.png",
-                                   f"Latency distribution — {title}"),
-                 functools.partial(plots.percentile_curve, plotted, plot_dir / "percentiles.png",
-                                   f"Latency by percentile — {title}")]
+        draws = [drawing.plot("histogram", plotted, plot_dir / "histogram.png", f"Latency distribution — {title}"),
+                 drawing.plot("percentile_curve", plotted, plot_dir / "percentiles.png",
+                              f"Latency by percentile — {title}")]
         if HEADLINE in stage_names:
-            over_time = lat.over_time
-            draws.append(lambda: plots.over_time(over_time.stats(), lat.time_edges_s, stage_names[HEADLINE],
-                                                 plot_dir / "over-time.png", f"Latency over the run — {title}"))
-        drawing = plots.Drawing(draws)
+            draws.append(drawing.plot("over_time", lat.over_time, lat.time_edges_s, stage_names[HEADLINE],
+                                      plot_dir / "over-time.png", f"Latency over the run — {title}"))
+        drawn = drawing.Drawing(draws)
         md += ["### Plots", "", "![histogram](plots/histogram.png)", "", "![percentiles](plots/percentiles.png)", "",
                "![over time](plots/over-time.png)", "",
                f"Throughput: mean {_num(latency_json.get('throughput_mean_mps', float('nan')), 0)} msg/s, "
@@ -479,8 +478,8 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
 
     summary["latency"] = latency_json
     md += closing(run_dir, manifest, summary) if closing else []
-    if drawing is not None:
-        drawing.wait()
+    if drawn is not None:
+        drawn.wait()
     rundir.write_json(run_dir / "summary.json", summary)
     report = run_dir / "report.md"
     tmp = report.with_name("report.md.tmp")

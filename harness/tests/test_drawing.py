@@ -1,0 +1,63 @@
+"""The report's plots are drawn in a process of their own (analysis/drawing.py) while the caller runs other
+threads. A fork would copy whatever lock one of those threads held, held for ever in the child: a CI worker once
+hung on one for 19 minutes. Here a thread of the caller is in the middle of importing a module, holding that
+module's import lock, while the drawing process imports the same module and draws a real plot, whose bytes are those drawn here."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from itchbench.analysis import drawing, plots
+
+HELD = "itchbench_test_held_import"
+
+
+def _write_held_module(where: Path, release: Path) -> None:
+    # Its import blocks on the thread named "importer" until the release file exists; elsewhere it returns at once.
+    (where / f"{HELD}.py").write_text(
+        "import os, pathlib, threading, time\n"
+        "if threading.current_thread().name == 'importer':\n"
+        f"    while not os.path.exists({str(release)!r}):\n"
+        "        time.sleep(0.01)\n"
+        "def touch(path):\n"
+        "    pathlib.Path(path).touch()\n")
+
+
+def test_a_plot_is_drawn_while_another_thread_holds_an_import_lock(tmp_path, monkeypatch):
+    release = tmp_path / "release"
+    _write_held_module(tmp_path, release)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    importer = threading.Thread(target=importlib.import_module, args=(HELD,), name="importer")
+    importer.start()
+    try:
+        while HELD not in sys.modules:  # the module exists, half imported, its lock held by the importer
+            time.sleep(0.01)
+        values = np.array([900, 1_000, 1_200, 5_000], np.int64)
+        series = [("stage", values, np.array([3, 7, 2, 1], np.int64))]
+        drawn = drawing.Drawing([drawing.Draw(HELD, "touch", (tmp_path / "imported",)),
+                                 drawing.plot("histogram", series, tmp_path / "child.png", "title")])
+        waiter = threading.Thread(target=drawn.wait)
+        waiter.start()
+        waiter.join(timeout=300)  # a deadlock never ends: this only bounds how long the test waits to say so
+        assert not waiter.is_alive(), "the drawing process is stuck on a lock the caller's thread held"
+        assert (tmp_path / "imported").exists()
+        plots.histogram(series, tmp_path / "here.png", "title")
+        assert (tmp_path / "child.png").read_bytes() == (tmp_path / "here.png").read_bytes()
+    finally:
+        release.touch()
+        importer.join()
+        sys.modules.pop(HELD, None)
+
+
+def test_a_draw_that_fails_is_raised_with_the_process_exit(tmp_path):
+    drawn = drawing.Drawing([drawing.plot("histogram", [], tmp_path / "no" / "such" / "dir.png", "t")])
+    with pytest.raises(RuntimeError, match="exited with 1"):
+        drawn.wait()
