@@ -43,14 +43,15 @@ def closing_sections(run_dir: Path, manifest: dict[str, Any], summary: dict[str,
             + capacity_record.run_section(run_dir, manifest, summary))
 
 
-REPORT_MODULE = "itchbench.analysis.report"  # with pandas and matplotlib: about 1.2 s to import
+REPORT_MODULE = "itchbench.analysis.report"  # with pandas, not matplotlib (analysis/drawing.py): 0.4 s to import
 
 
 def _import_beside(module: str) -> None:
     """Starts importing the module on a thread of its own, so the import runs while the gateway does (the harness
-    only waits on it then) instead of before it. itchbench sim on 50 M nasdaq-day, 5 rounds interleaved: 12.81 s
-    (11.44-14.02) against 13.22 s (12.19-14.77), the gateway's own part 6.1 s against 6.0. Whoever needs the module imports it as usual: Python's import lock makes it wait for the thread's import
-    to finish, and an import that failed there is raised again there."""
+    only waits on it then) instead of before it. itchbench sim on 50 M nasdaq-day, 5 rounds interleaved, when the
+    module brought matplotlib too: 12.81 s (11.44-14.02) against 13.22 s (12.19-14.77), the gateway's own part
+    6.1 s against 6.0. Whoever needs the module imports it as usual: Python's import lock makes it wait for the
+    thread's import to finish, and an import that failed there is raised again there."""
     threading.Thread(target=_quiet_import, args=(module,), name="import-beside", daemon=True).start()
 
 
