@@ -35,6 +35,7 @@ def test_a_plot_is_drawn_while_another_thread_holds_an_import_lock(tmp_path, mon
     _write_held_module(tmp_path, release)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    drawing.stop_waiting()  # one started before (by another test's run) has not this path
     importer = threading.Thread(target=importlib.import_module, args=(HELD,), name="importer")
     importer.start()
     try:

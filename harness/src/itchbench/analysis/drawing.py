@@ -10,6 +10,7 @@ thread can start the process at once."""
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
 import pickle
@@ -74,6 +75,20 @@ class Drawing:
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 _waiting: subprocess.Popen[bytes] | None = None
 _waiting_lock = threading.Lock()
+
+
+@atexit.register
+def stop_waiting() -> None:
+    """Ends a process started for draws that have not come (a run that failed, a follower whose run made no
+    report): at exit, or before the environment the next one should start in changes."""
+    global _waiting
+    with _waiting_lock:
+        child, _waiting = _waiting, None
+    if child is not None:
+        child.kill()
+        child.wait()
+        if child.stdin is not None:
+            child.stdin.close()
 
 
 def _ended(code: int) -> str:

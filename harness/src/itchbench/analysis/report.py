@@ -372,6 +372,16 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
     if scanned is not None and scanned.stages:
         lat = scanned
         stage_names = dict(lat.stages)
+        # Drawn first, beside the tables below.
+        plotted = [(d, *lat.stage[n].values_counts()) for n, d in lat.stages
+                   if n in (HEADLINE, "receive_to_published", "decode", "book", "one_way")]
+        draws = [drawing.plot("histogram", plotted, plot_dir / "histogram.png", f"Latency distribution — {title}"),
+                 drawing.plot("percentile_curve", plotted, plot_dir / "percentiles.png",
+                              f"Latency by percentile — {title}")]
+        if HEADLINE in stage_names:
+            draws.append(drawing.plot("over_time", lat.over_time, lat.time_edges_s, stage_names[HEADLINE],
+                                      plot_dir / "over-time.png", f"Latency over the run — {title}"))
+        drawn = drawing.Drawing(draws)
         by_stage = _stage_frame({n: h.stats(method) for n, h in lat.stage.items()}, lat.stages)
         latency_json["stages"] = _stats_json(by_stage)
         latency_json["stage_descriptions"] = stage_names
@@ -415,15 +425,6 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
             rates = lat.throughput_counts / widths
             latency_json["throughput_peak_mps"] = round(float(rates.max()), 1)
             latency_json["throughput_mean_mps"] = round(float(lat.throughput_counts.sum() / (lat.span_ns / 1e9)), 1)
-        plotted = [(d, *lat.stage[n].values_counts()) for n, d in lat.stages
-                   if n in (HEADLINE, "receive_to_published", "decode", "book", "one_way")]
-        draws = [drawing.plot("histogram", plotted, plot_dir / "histogram.png", f"Latency distribution — {title}"),
-                 drawing.plot("percentile_curve", plotted, plot_dir / "percentiles.png",
-                              f"Latency by percentile — {title}")]
-        if HEADLINE in stage_names:
-            draws.append(drawing.plot("over_time", lat.over_time, lat.time_edges_s, stage_names[HEADLINE],
-                                      plot_dir / "over-time.png", f"Latency over the run — {title}"))
-        drawn = drawing.Drawing(draws)
         md += ["### Plots", "", "![histogram](plots/histogram.png)", "", "![percentiles](plots/percentiles.png)", "",
                "![over time](plots/over-time.png)", "",
                f"Throughput: mean {_num(latency_json.get('throughput_mean_mps', float('nan')), 0)} msg/s, "
