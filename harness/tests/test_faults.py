@@ -4,6 +4,7 @@ the sidecar exactly, kind by kind (docs/faults.md)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from collections import Counter
@@ -180,17 +181,41 @@ def _bbo(path: Path, seqs: list[int], flags: list[int]) -> logs.LogFile:
 ])
 def test_the_stale_flag_check_names_the_first_event_flagged_wrongly(flags, first_wrong, tmp_path):
     # Hand-made: seq 25 lost, so events 30 and 40 are stale and 10 and 20 are not.
+    bbo = _bbo(tmp_path / "bbo.bbo", [10, 20, 30, 40], flags)
     checks: dict[str, bool] = {}
-    got = reconcile._stale_flags(_bbo(tmp_path / "bbo.bbo", [10, 20, 30, 40], flags), 25, "sidecar", checks)
+    got = reconcile._stale_flags(bbo, 25, "sidecar", checks)
     assert list(checks.values()) == [first_wrong is None]
     assert got.get("first_wrong_seq") == first_wrong and got["expected"] == 2
+    # What the digest's pass saw gives the same answer, whether it can settle it alone or the log is read again.
+    seen_checks: dict[str, bool] = {}
+    assert reconcile._stale_flags(bbo, 25, "sidecar", seen_checks, logs.digest_and_stale(bbo)[1]) == got
+    assert seen_checks == checks
+
+
+@pytest.mark.parametrize("seqs, flags, after, exact", [
+    ([10, 20, 30, 40], [0, 0, 1, 1], 25, True),
+    ([10, 20, 30, 40], [0, 0, 1, 1], 20, True),   # the last message before the loss is 20 itself
+    ([10, 20, 30, 40], [0, 0, 1, 1], 30, False),  # 30 flagged, but it is not after the loss
+    ([10, 20, 30, 40], [0, 0, 0, 0], 45, True),   # lost after the last event: none is stale
+    ([10, 20, 30, 40], [1, 1, 1, 1], 5, True),    # lost before the first
+    ([10, 20, 30, 40], [0, 0, 0, 0], None, True),
+    ([10, 20, 30, 40], [0, 0, 0, 1], None, False),
+    ([], [], None, True),
+    ([], [], 25, True),
+])
+def test_where_the_stale_flags_lie_is_seen_in_the_digests_pass(seqs, flags, after, exact, tmp_path):
+    bbo = _bbo(tmp_path / "bbo.bbo", seqs, flags)
+    digest, seen = logs.digest_and_stale(bbo)
+    assert digest == logs.bbo_digest(bbo) == "sha256:" + hashlib.sha256(bbo.records.tobytes()).hexdigest()
+    assert seen.flagged == sum(flags) and seen.exactly_after(after) is exact
 
 
 def test_with_nothing_lost_no_event_may_be_flagged_stale(tmp_path):
-    checks: dict[str, bool] = {}
     bbo = _bbo(tmp_path / "bbo.bbo", [10, 20], [0, 1])
-    assert reconcile._stale_flags(bbo, None, "nothing lost", checks)["first_wrong_seq"] == 20
-    assert checks == {"no BBO event flagged stale (nothing lost)": False}
+    for seen in (None, logs.digest_and_stale(bbo)[1]):
+        checks: dict[str, bool] = {}
+        assert reconcile._stale_flags(bbo, None, "nothing lost", checks, seen)["first_wrong_seq"] == 20
+        assert checks == {"no BBO event flagged stale (nothing lost)": False}
 
 
 def test_sidecar_that_does_not_match_is_not_balanced(tmp_path):

@@ -475,7 +475,37 @@ def read_latency_index(path: Path | str) -> LogFile:
 def bbo_digest(log: LogFile) -> str:
     """SHA-256 of a log's records (BBO, depth): the run's deterministic fingerprint (read in chunks: bounded
     memory)."""
+    return digest_and_stale(log)[0]
+
+
+@dataclass(frozen=True)
+class StaleSeen:
+    """Where a BBO or depth log's stale flags (FLAG_BOOK_MAY_BE_STALE) lie, seen in the digest's pass: enough to
+    tell whether they are exactly the events after a given seq without reading the log again."""
+    flagged: int
+    lowest_flagged_seq: int | None  # of the events flagged; None: none is
+    highest_clear_seq: int | None   # of the events not flagged; None: every one is
+
+    def exactly_after(self, after: int | None) -> bool:
+        """Whether the events flagged are exactly those of seq above `after` (None: no event is flagged)."""
+        if after is None:
+            return self.flagged == 0
+        return ((self.lowest_flagged_seq is None or self.lowest_flagged_seq > after)
+                and (self.highest_clear_seq is None or self.highest_clear_seq <= after))
+
+
+def digest_and_stale(log: LogFile) -> tuple[str, StaleSeen]:
+    """bbo_digest and StaleSeen in one pass over the log."""
     h = hashlib.sha256()
+    flagged, lowest, highest = 0, None, None
     for part in iter_records(log, 1 << 20):
         h.update(part.view(np.uint8))
-    return "sha256:" + h.hexdigest()
+        stale = (part["flags"] & FLAG_BOOK_MAY_BE_STALE) != 0
+        n = int(np.count_nonzero(stale))
+        if n:
+            low = int(part["seq"][stale].min())
+            flagged, lowest = flagged + n, low if lowest is None else min(lowest, low)
+        if n < len(part):
+            high = int(part["seq"][~stale].max())
+            highest = high if highest is None else max(highest, high)
+    return "sha256:" + h.hexdigest(), StaleSeen(flagged, lowest, highest)

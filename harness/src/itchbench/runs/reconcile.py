@@ -47,10 +47,18 @@ def _depth(run: "Run", gw: dict[str, Any], checks: dict[str, bool]) -> dict[str,
     return {"levels": int(log.dtype["bids"].shape[0]), "events": len(log.records), "digest": logs.bbo_digest(log)}
 
 
-def _stale_flags(bbo: logs.LogFile, after: int | None, source: str, checks: dict[str, bool]) -> dict[str, Any]:
+def _stale_flags(bbo: logs.LogFile, after: int | None, source: str, checks: dict[str, bool],
+                 seen: logs.StaleSeen | None = None) -> dict[str, Any]:
     """The stale flag (FORMAT.md, 0x01) on exactly the BBO events after seq `after`, the first message lost or
-    rejected (None: on none), as `source` says that message is. Read a chunk at a time: a memory map of the log
-    would keep every page of it resident (a 270 M-message day's BBO log is 1 GB)."""
+    rejected (None: on none), as `source` says that message is. When what the digest's pass saw (`seen`) shows
+    them so, that is the answer (50 M messages: 0.14 s less); otherwise the log is read again for the events
+    that differ, a chunk at a time: a memory map of the log would keep every page of it resident (a 270 M-message
+    day's BBO log is 1 GB)."""
+    name = (f"BBO events flagged stale = those after seq {after:,}, the first message lost or rejected ({source})"
+            if after is not None else f"no BBO event flagged stale ({source})")
+    if seen is not None and seen.exactly_after(after):
+        checks[name] = True
+        return {"after_seq": after, "flagged": seen.flagged, "expected": seen.flagged, "wrong": 0}
     flagged_n = expected_n = wrong_n = 0
     first: dict[str, Any] = {}
     for part in logs.iter_records(bbo, 1 << 20):
@@ -62,8 +70,6 @@ def _stale_flags(bbo: logs.LogFile, after: int | None, source: str, checks: dict
             first = {"first_wrong_seq": int(seq[wrong[0]]), "first_wrong_flagged": bool(flagged[wrong[0]])}
         flagged_n, expected_n, wrong_n = (flagged_n + int(flagged.sum()), expected_n + int(expected.sum()),
                                           wrong_n + int(wrong.size))
-    name = (f"BBO events flagged stale = those after seq {after:,}, the first message lost or rejected ({source})"
-            if after is not None else f"no BBO event flagged stale ({source})")
     checks[name] = wrong_n == 0
     return {"after_seq": after, "flagged": flagged_n, "expected": expected_n, "wrong": wrong_n, **first}
 
@@ -723,10 +729,10 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     # The BBO log's digest on a thread beside the latency log's count: each reads a file of its own in large
     # chunks, and neither holds the GIL for long (50 M messages: 0.2 s each, one after the other).
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        digesting = pool.submit(logs.bbo_digest, bbo)
+        digesting = pool.submit(logs.digest_and_stale, bbo)
         lat_path = run.dir / "latency.lat"
         latency_records = logs.read_latency(lat_path).count if lat_path.exists() else None
-        digest = digesting.result()
+        digest, stale_seen = digesting.result()
     checks: dict[str, bool] = {}
     rec = _gateway(gw, latency_records, len(bbo.records), checks)
     transport = run.values["transport"]
@@ -764,11 +770,11 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         rec["recovery"]["gateway"] = gw.get("recovery")
     elif injected is not None:
         rec["faults"] = faults.reconcile(injected, rec, checks)
-        rec["stale"] = _stale_flags(bbo, faults.stale_from(injected), "sidecar", checks)
+        rec["stale"] = _stale_flags(bbo, faults.stale_from(injected), "sidecar", checks, stale_seen)
     elif transport == "serial" and run.values["serial"]["corrupt_every"]:
         rec["faults"] = faults.reconcile_serial(rec, checks)
     elif rec["loss"]["lossless"]:
-        rec["stale"] = _stale_flags(bbo, None, "nothing lost or rejected", checks)
+        rec["stale"] = _stale_flags(bbo, None, "nothing lost or rejected", checks, stale_seen)
     depth = _depth(run, gw, checks) if run.values["levels"] else None
     if joined:
         rec["join"] = _join(run, gw, joined, session, checks)
