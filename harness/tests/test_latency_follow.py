@@ -6,14 +6,16 @@ report is the report made after the run."""
 from __future__ import annotations
 
 import subprocess
+import types
 import warnings
 from pathlib import Path
 
 import pytest
 
 from itchbench import paths
-from itchbench.analysis import latency_follow, latency_pass
+from itchbench.analysis import latency_follow, latency_pass, logs, native
 from itchbench.cli import main as itchbench_main
+from itchbench.runs import reconcile
 
 from test_compact_log import nasdaq_day_itch  # noqa: F401 (a fixture)
 from test_compiled_scan import assert_equal
@@ -72,3 +74,33 @@ def test_itchbench_sim_reports_from_the_followed_pass_what_a_report_after_the_ru
     assert itchbench_main(["report", str(run)]) == 0  # made again, from the log
     assert (run / "report.md").read_text() == followed
     assert "time bins of" in followed
+
+
+def test_reconciliation_counts_the_log_from_the_followed_pass_only_when_it_decoded_every_slot(
+        tmp_path, nasdaq_day_itch):
+    followed = followed_run(nasdaq_day_itch, tmp_path / "run", 0)
+    lat_path = tmp_path / "run" / "latency.lat"
+    counted_here = logs.read_latency(lat_path).count  # every slot read again, after the run
+    assert counted_here == 200_000
+
+    class Follower:  # the run's follower, as the runner holds it
+        def __init__(self, result: latency_pass.Followed | None) -> None:
+            self._result = result
+
+        def result(self) -> latency_pass.Followed | None:
+            return self._result
+
+    def messages(result: latency_pass.Followed | None) -> int:
+        return reconcile._latency_messages(types.SimpleNamespace(follower=Follower(result)), lat_path)
+
+    assert messages(followed) == counted_here
+    # A pass that decoded fewer slots than the log holds (here: it says so, with a wrong count) is not taken.
+    short = latency_pass.Followed(followed.plan, followed.scan, native.Followed.from_buffer_copy(followed.covered))
+    short.covered.slots -= 1
+    short.covered.messages = 7
+    assert messages(short) == counted_here
+    abandoned = latency_pass.Followed(followed.plan, followed.scan,
+                                      native.Followed.from_buffer_copy(followed.covered))
+    abandoned.covered.abandoned, abandoned.covered.messages = 1, 7
+    assert messages(abandoned) == counted_here
+    assert messages(None) == counted_here
