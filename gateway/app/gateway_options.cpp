@@ -34,7 +34,7 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.option("out", "DIR", "existing directory for the logs");
   args.option("run-id", "ID", "run identifier written into log headers", "");
   args.option("commit", "SHA", "commit identifier written into log headers", "");
-  args.option("expected-orders", "N", "order index pre-sized for this many live orders", "65536");
+  args.option("expected-orders", "N", "order index pre-sized for this many live orders (beyond them it grows, rehashing them all on the hot thread)", "1048576");
   args.flag("no-latency-log", "do not record per-message latency (no stage stamps are taken)");
   args.option("stamps", "LIST", "stages to stamp: all, or some of read,decoded,book,published (each a TSC read "
               "and a field of every latency record; live sources always stamp read)", "all");

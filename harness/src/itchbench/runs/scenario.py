@@ -262,7 +262,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "shm_capacity": (int, 65536, _power_of_two, "shared-memory BBO ring: entries (64 bytes each)"),
         "shm_policy": (str, "overrun", _choice("overrun", "wait"), "shared-memory BBO ring: a consumer a whole "
                        "ring behind loses events, counted (overrun), or holds the gateway up (wait)"),
-        "expected_orders": (int, 65536, _at_least(16), "order index pre-size"),
+        "expected_orders": (int, 1 << 20, _at_least(16), "order index pre-size: live orders beyond it make the index "
+                            "grow, rehashing them all on the hot thread"),
         "subscriber_queue": (int, 8192, _at_least(1), "frames queued per subscriber"),
         "slow_subscriber": (str, "drop", _choice("drop", "disconnect"), "what a full subscriber queue does"),
         "idle_exit_ms": (int, 3000, _at_least(100), "gateway stops after this long without input"),
