@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from itchbench import paths
-from itchbench.analysis import latency_follow, latency_pass, logs, native
+from itchbench.analysis import drawing, latency_follow, latency_pass, logs, native
 from itchbench.cli import main as itchbench_main
 from itchbench.runs import reconcile
 
@@ -104,3 +104,11 @@ def test_reconciliation_counts_the_log_from_the_followed_pass_only_when_it_decod
     abandoned.covered.abandoned, abandoned.covered.messages = 1, 7
     assert messages(abandoned) == counted_here
     assert messages(None) == counted_here
+
+
+def test_a_follower_whose_drawing_process_cannot_start_still_counts(tmp_path, nasdaq_day_itch, monkeypatch):
+    def refused() -> None:
+        raise OSError(11, "Resource temporarily unavailable")  # fork refused: the process table is full
+    monkeypatch.setattr(drawing, "start_drawer", refused)
+    followed = followed_run(nasdaq_day_itch, tmp_path / "run", 0)
+    assert followed is not None and followed.covered is not None and followed.covered.messages == 200_000

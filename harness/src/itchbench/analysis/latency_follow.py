@@ -15,6 +15,7 @@ counts; the stamps the hop chains join are those of the first block.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import os
@@ -71,10 +72,11 @@ class LatencyFollower:
         cpus = os.sched_getaffinity(0) - self._avoid
         if cpus:
             os.sched_setaffinity(0, cpus)  # this thread only
-        # The report's drawing process, started first so its import of matplotlib (0.5 s) runs beside the gateway, on the CPUs
-        # this thread keeps to (a process inherits the thread's); not niced, or it would still be importing when
-        # the gateway ends.
-        drawing.start_drawer()
+        # The report's drawing process, started first so its import of matplotlib (0.5 s) runs beside the gateway,
+        # on the CPUs this thread keeps to (a process inherits the thread's); not niced, or it would still be
+        # importing when the gateway ends. One that cannot start is the report's to start, or to say it cannot.
+        with contextlib.suppress(OSError):
+            drawing.start_drawer()
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICE)
         # Imported here, on this thread: pandas and the rest take a second the run need not wait for.
         latency_pass = importlib.import_module(f"{__package__}.latency_pass")
