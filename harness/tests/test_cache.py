@@ -3,8 +3,9 @@ utime), so the expected entries come from how the test made them."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -55,23 +56,34 @@ def test_older_than_goes_with_prune_only(laid_out, capsys):
 SAMPLE = paths.fixtures_dir() / "nasdaq-day-sample.pcap"
 
 
-def _loopback(port: int) -> bytes:
-    from itchbench.captures import loopback
-    return loopback.loopback_capture(SAMPLE, port).read_bytes()
+# Two processes of their own, started at once, each with the cache folder set to the test's (fresh interpreters,
+# never forks of the test's process: a fork copies any lock one of its threads holds).
+_MAKE = """
+import sys
+from pathlib import Path
+from itchbench import paths
+paths.cache_dir = lambda: Path(sys.argv[1])
+from itchbench.captures import loopback
+print(loopback.loopback_capture(Path(sys.argv[2]), int(sys.argv[3])))
+"""
 
 
-def test_entries_are_made_in_an_empty_cache_whole_even_by_two_processes_at_once(tmp_path, monkeypatch):
+def test_entries_are_made_in_an_empty_cache_whole_even_by_two_processes_at_once(tmp_path):
     # The runs of a Slurm array on one node, or two test workers, ask for the same rewritten capture at once:
-    # both get it whole, the same bytes, and no partial file is left (forked, the patched cache folder holds).
+    # both get it whole, the same bytes, and no partial file is left.
     root = tmp_path / "cache"
-    monkeypatch.setattr(paths, "cache_dir", lambda: root)
-    with multiprocessing.get_context("fork").Pool(2) as pool:
-        made = pool.map(_loopback, [26477, 26477])
+    makers = [subprocess.Popen([sys.executable, "-c", _MAKE, str(root), str(SAMPLE), "26477"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [m.communicate() for m in makers]
+    assert [m.returncode for m in makers] == [0, 0], outs
+    made = [Path(out.strip()).read_bytes() for out, _ in outs]
     assert made[0] == made[1] and len(made[0]) > 100_000
     assert sorted(p.name for p in root.iterdir()) == sorted(
         [p.name for p in root.glob("*-lo26477.pcap")] + [p.name for p in root.glob("*.eth.pcap")] + [cache.FACTS])
     assert not [p for p in root.rglob("*") if p.name.startswith(".")]  # nothing half-made left behind
-    assert sorted(e.kind for e in cache.entries()) == ["capture", "capture", "facts"]  # and the capture's digest
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(paths, "cache_dir", lambda: root)
+        assert sorted(e.kind for e in cache.entries()) == ["capture", "capture", "facts"]  # and the capture's digest
 
 
 def test_a_capture_is_hashed_once_per_version_and_again_after_any_change(tmp_path, monkeypatch):
