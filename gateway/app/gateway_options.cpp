@@ -43,7 +43,8 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   args.flag("latency-histogram", "count each stage's time in a histogram (gateway.json latency_histogram: "
             "percentiles within 1/64) instead of writing the per-message latency log");
   args.option("levels", "N", "also log depth events (depth.dep): after a book message, a stock's top N price "
-              "levels a side (1 to 64; 1 is the BBO), whenever any of them changed; 0: none. Live: published too, "
+              "levels a side (1 to 64; 1 is the BBO), whenever any of them changed; all: each level the message "
+              "changed, its new shares (a level change record); 0: none. Live: published too, "
               "each event as its depth.dep record, beside the BBO on every path the run uses (TCP on --depth-port, "
               "the ring NAME-depth, MQTT TOPIC/depth, Kafka TOPIC-depth)", "0");
   args.flag("progress", "sim: print progress to stderr every 2^20 datagrams (pcap) or messages (ITCH file)");
@@ -140,11 +141,9 @@ GatewayOptions parse_gateway_options(int argc, char** argv) {
   o.run_id = args.get("run-id");
   o.commit = args.get("commit");
   o.expected_orders = args.get_u64("expected-orders");
-  const uint64_t levels = args.get_u64("levels");
-  if (levels > logfmt::kMaxDepthLevels)
-    args.fail("--levels " + std::to_string(levels) + ": at most " + std::to_string(logfmt::kMaxDepthLevels) +
-              " levels a side");
-  o.levels = uint32_t(levels);
+  if (!logfmt::parse_depth_levels(args.get("levels"), o.levels))
+    args.fail("--levels " + args.get("levels") + ": 0 to " + std::to_string(logfmt::kMaxDepthLevels) +
+              " levels a side, or all");
   o.latency_histogram = args.flag_set("latency-histogram");
   if (o.latency_histogram && args.flag_set("no-latency-log"))
     args.fail("--latency-histogram records the stage times; --no-latency-log takes no stamps: choose one");

@@ -18,7 +18,8 @@ struct GatewayOptions {
   // thread, rehashing every live order: on deep-book 3 M grown from 64 k the two largest grows held a message
   // 47 and 132 ms. 1 M: 2 M slots of 16 bytes, 32 MiB zeroed at start.
   uint64_t expected_orders = uint64_t(1) << 20;
-  uint32_t levels = 0;  // depth events of the top N levels a side, logged to depth.dep (live: published too); 0: none
+  uint32_t levels = 0;  // depth events of the top N levels a side, logged to depth.dep (live: published too); 0: none;
+                       // logfmt::kAllLevels: every level's changes
   bool latency_log = true;         // the per-message latency log (latency.lat)
   bool latency_histogram = false;  // per-stage histograms in gateway.json instead of the log
   uint8_t stamps = kAllStamps;  // stages to stamp (pipeline/stamps.hpp)

@@ -5,6 +5,9 @@
 #include <string>
 
 #include "app/gateway_options.hpp"
+#include "book/depth_tracker.hpp"
+#include "book/level_changes.hpp"
+#include "log/log_format.hpp"
 #include "log/mmap_log.hpp"
 #include "log/stage_histograms.hpp"
 #include "util/json_writer.hpp"
@@ -17,8 +20,24 @@ struct RunLogs {
   std::unique_ptr<LatencyLog> latency;  // null with --no-latency-log or --latency-histogram
   std::unique_ptr<StageHistograms> histograms;  // with --latency-histogram
   std::unique_ptr<BboLog> bbo;
-  std::unique_ptr<MmapLog> depth;  // with --levels N: DepthRecords of N levels a side
+  std::unique_ptr<MmapLog> depth;  // with --levels N: DepthRecords of N levels a side (all: LevelChangeRecords)
   void close();
+};
+
+// Depth events (--levels): the top N levels a side (DepthTracker), or every level's changes (LevelChanges),
+// attached to a gateway with the run's depth log.
+struct DepthEvents {
+  explicit DepthEvents(uint32_t levels) : levels(levels), top(levels == logfmt::kAllLevels ? 0 : levels) {}
+  template <class Gateway>
+  void attach(Gateway& gw, MmapLog* log) {
+    if (levels == logfmt::kAllLevels)
+      gw.set_every_level(&every, log);
+    else if (levels > 0)
+      gw.set_depth(&top, log);
+  }
+  uint32_t levels;
+  DepthTracker top;
+  LevelChanges every;
 };
 
 // stages: what the latency log's records stamp (logfmt::Stage).

@@ -159,8 +159,8 @@ int run_live(const GatewayOptions& o) {
   BboFanOut fan_out(publisher, ring.get(), mqtt.get(), kafka.get(),
                     DepthPublishers{depth_publisher.get(), depth_ring.get(), depth_mqtt.get(), depth_kafka.get()});
   Gateway<BboFanOut> gw(book, clock, logs.latency.get(), logs.bbo.get(), fan_out, logs.histograms.get());
-  DepthTracker depth(o.levels);
-  if (o.levels > 0) gw.set_depth(&depth, logs.depth.get());  // logged, and published by depth_publisher
+  DepthEvents depth(o.levels);
+  depth.attach(gw, logs.depth.get());  // logged, and published by the depth publishers
   const double overhead = timer_overhead_ns(clock);
   const bool timed = o.latency_log || o.latency_histogram;
 

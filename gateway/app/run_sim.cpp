@@ -36,8 +36,8 @@ int run_sim(const GatewayOptions& o) {
   OrderBook book(o.expected_orders);
   NullPublisher publisher;
   Gateway<NullPublisher> gw(book, clock, logs.latency.get(), logs.bbo.get(), publisher, logs.histograms.get());
-  DepthTracker depth(o.levels);
-  if (o.levels > 0) gw.set_depth(&depth, logs.depth.get());
+  DepthEvents depth(o.levels);
+  depth.attach(gw, logs.depth.get());
   const double overhead = timer_overhead_ns(clock);
   // Unrecorded (neither the log nor histograms) no stage is stamped, so no receive stamp either.
   const bool recorded = o.latency_log || o.latency_histogram;

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace itchbench::logfmt {
 
@@ -307,15 +308,47 @@ struct DepthLevel {
   uint64_t qty;           // aggregate shares at the price
 };
 static_assert(sizeof(DepthLevel) == 16);
+// Depth of every level (--levels all): one record per level a book message changed, the level's new aggregate
+// shares (0: the level left the book). A replace to another price changes two levels: two records of its seq, the
+// old price's first. Applied in order to empty books, the records give every stock's whole book after every
+// message; a fixed size, where the whole book a side would not be.
+struct LevelChangeRecord {
+  uint64_t seq;
+  uint64_t timestamp;     // ITCH timestamp of the message, ns since midnight
+  uint16_t stock_locate;  // at the DepthRecord's offset: a subscriber finds it in either
+  uint8_t flags;          // kWritten | BboFlags
+  uint8_t side;           // 'B' or 'S'
+  uint32_t px;            // 4 implied decimals
+  uint64_t qty;           // aggregate shares at the price after the message
+};
+static_assert(sizeof(LevelChangeRecord) == 32);
+static_assert(offsetof(LevelChangeRecord, stock_locate) == offsetof(DepthRecord, stock_locate) &&
+              offsetof(LevelChangeRecord, flags) == offsetof(DepthRecord, flags));
 constexpr uint32_t kMaxDepthLevels = 64;
-constexpr size_t depth_record_size(uint32_t levels) { return sizeof(DepthRecord) + 2 * levels * sizeof(DepthLevel); }
-// The levels a side of a depth record of record_bytes; 0 when no depth record (of 1 to 64 levels) has that size.
+constexpr uint32_t kAllLevels = 0xFFFFFFFF;  // --levels all
+constexpr size_t depth_record_size(uint32_t levels) {
+  return levels == kAllLevels ? sizeof(LevelChangeRecord) : sizeof(DepthRecord) + 2 * levels * sizeof(DepthLevel);
+}
+// The levels a side of a depth record of record_bytes (kAllLevels: a level change); 0 when no depth record (of 1
+// to 64 levels, or a level change) has that size. No N gives a level change's 32 bytes.
 constexpr uint32_t depth_levels_of(size_t record_bytes) {
+  if (record_bytes == sizeof(LevelChangeRecord)) return kAllLevels;
   const size_t side =
       record_bytes > sizeof(DepthRecord) ? (record_bytes - sizeof(DepthRecord)) / (2 * sizeof(DepthLevel)) : 0;
   return side >= 1 && side <= kMaxDepthLevels && depth_record_size(uint32_t(side)) == record_bytes ? uint32_t(side) : 0;
 }
 static_assert(depth_levels_of(depth_record_size(5)) == 5 && depth_levels_of(depth_record_size(64)) == 64);
 static_assert(depth_levels_of(sizeof(BboRecord)) == 0 && depth_levels_of(depth_record_size(5) + 8) == 0);
+static_assert(depth_levels_of(depth_record_size(kAllLevels)) == kAllLevels);
+// A --levels value: 0 (no depth) to 64, or "all" (kAllLevels); false when the text is neither.
+inline bool parse_depth_levels(const std::string& text, uint32_t& levels) {
+  if (text == "all") {
+    levels = kAllLevels;
+    return true;
+  }
+  if (text.empty() || text.size() > 2 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  levels = uint32_t(std::stoul(text));
+  return levels <= kMaxDepthLevels;
+}
 
 }  // namespace itchbench::logfmt

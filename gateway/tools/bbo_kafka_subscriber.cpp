@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   args.flag("probe", "produce one record and read it back, then exit");
   args.option("collect", "FORMAT", "collect a gateway's own BBO output (csv, jsonl, itchbench) until SIGTERM", "");
   args.option("mode", "MODE", "fast, slow (1 ms a record) or reconnect (a new consumer every second)", "fast");
-  args.option("levels", "N", "the stream is depth records of N levels a side (the gateway's depth topic); 0: BBO "
+  args.option("levels", "N", "the stream is the gateway's depth topic: depth records of N levels a side (all: level changes); 0: BBO "
               "records", "0");
   args.parse(argc, argv);
   if (!args.has("brokers")) args.fail("--brokers is required");
@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!args.has("out")) args.fail("--out is required");
-  if (args.get_u64("levels") > logfmt::kMaxDepthLevels) args.fail("--levels takes 0 to 64");
+  uint32_t levels = 0;
+  if (!logfmt::parse_depth_levels(args.get("levels"), levels)) args.fail("--levels takes 0 to 64, or all");
   const std::string topic = args.get("topic");
   const std::string mode = args.get("mode");
   if (mode != "fast" && mode != "slow" && mode != "reconnect") args.fail("--mode takes fast, slow or reconnect");
@@ -122,7 +123,7 @@ int main(int argc, char** argv) {
   rd_kafka_t* c = nullptr;
   try {
     SubscriberFiles files =
-        open_subscriber_files(args.get("out"), args.get("collect"), uint32_t(args.get_u64("levels")));
+        open_subscriber_files(args.get("out"), args.get("collect"), levels);
     output = std::move(files.own);
     collector = std::move(files.collected);
     c = make(RD_KAFKA_CONSUMER, args.get("brokers"));

@@ -104,10 +104,11 @@ int main(int argc, char** argv) {
   args.option("grace-ms", "MS", "after the end marker, how long to wait for events still missing", "2000");
   args.option("collect", "FORMAT", "collect a gateway's own BBO output (csv, jsonl, itchbench) until SIGTERM", "");
   args.option("mode", "MODE", "fast, slow (1 ms a message) or reconnect (every second)", "fast");
-  args.option("levels", "N", "the stream is depth records of N levels a side (the gateway's depth topic); 0: BBO "
+  args.option("levels", "N", "the stream is the gateway's depth topic: depth records of N levels a side (all: level changes); 0: BBO "
               "records", "0");
   args.parse(argc, argv);
-  if (args.get_u64("levels") > logfmt::kMaxDepthLevels) args.fail("--levels takes 0 to 64");
+  uint32_t levels = 0;
+  if (!logfmt::parse_depth_levels(args.get("levels"), levels)) args.fail("--levels takes 0 to 64, or all");
   if (!args.has("port") || !args.has("out")) args.fail("--port and --out are required");
   State s;
   s.topic = args.get("topic");
@@ -124,7 +125,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<CollectorOutput> collector;
   try {
     SubscriberFiles files =
-        open_subscriber_files(args.get("out"), args.get("collect"), uint32_t(args.get_u64("levels")));
+        open_subscriber_files(args.get("out"), args.get("collect"), levels);
     output = std::move(files.own);
     collector = std::move(files.collected);
   } catch (const std::invalid_argument& e) {

@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   args.option("connect-timeout-ms", "MS", "how long to keep trying to connect", "10000");
   args.option("cpu", "N", "pin to this CPU");
   args.option("levels", "N", "subscribe to the gateway's depth publisher (--port its depth port): frames are depth "
-              "records of N levels a side, written to DIR/depth-subscriber-K.dep (0: the BBO)", "0");
+              "records of N levels a side (all: level changes), written to DIR/depth-subscriber-K.dep (0: the BBO)", "0");
   args.parse(argc, argv);
   if (!args.has("port") || !args.has("dir") || !args.has("numbers")) {
     args.fail("--port, --dir and --numbers are required");
@@ -201,8 +201,8 @@ int main(int argc, char** argv) {
     files.rlim_cur = files.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &files);
   }
-  const uint64_t levels = args.get_u64("levels");
-  if (levels > logfmt::kMaxDepthLevels) args.fail("--levels takes 0 to 64");
+  uint32_t levels = 0;
+  if (!logfmt::parse_depth_levels(args.get("levels"), levels)) args.fail("--levels takes 0 to 64, or all");
   const std::string prefix = levels ? "depth-subscriber-" : "subscriber-", suffix = levels ? ".dep" : ".bbo";
   const uint16_t port = uint16_t(args.get_u64("port"));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(args.get_u64("connect-timeout-ms"));
@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
     c.stuck = stuck[i];
     const std::string path = args.get("dir") + "/" + prefix + std::to_string(numbers[i]) + suffix;
     try {
-      c.out = std::make_unique<SubscriberOutput>(path, kLogReserve, true, uint32_t(levels));
+      c.out = std::make_unique<SubscriberOutput>(path, kLogReserve, true, levels);
       c.pending.resize(c.out->frame_bytes());
     } catch (const std::exception& e) {
       std::fprintf(stderr, "bbo-tcp-subscribers: %s\n", e.what());

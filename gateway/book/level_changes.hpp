@@ -1,0 +1,43 @@
+// Depth of every level (--levels all; docs/book-and-bbo.md, "Every level"): the price levels one book message
+// changed, each with its new aggregate shares. The shares at the prices the message touches are read before it is
+// applied and again after; each price whose shares differ is a change. A message touches one price, or two (a
+// replace to another price), so a message makes at most two changes, the old price's first.
+#pragma once
+#include <cstdint>
+
+#include "book/depth_tracker.hpp"
+#include "book/order_book.hpp"
+
+namespace itchbench {
+
+struct LevelChange {
+  uint32_t px;
+  uint64_t qty;  // after the message; 0: the level left the book
+};
+
+class LevelChanges {
+ public:
+  // Before the message is applied: the shares at the prices it touches.
+  void before(const OrderBook& book, const DepthTouch& touch) {
+    const uint16_t locate = uint16_t(touch.locate);
+    before_ = book.shares_at(locate, touch.bid, touch.price);
+    other_before_ = touch.other_price == touch.price ? before_ : book.shares_at(locate, touch.bid, touch.other_price);
+  }
+  // After it: the levels whose shares differ, into out[0..2); how many.
+  uint32_t after(const OrderBook& book, const DepthTouch& touch, LevelChange* out) const {
+    const uint16_t locate = uint16_t(touch.locate);
+    uint32_t n = 0;
+    const uint64_t now = book.shares_at(locate, touch.bid, touch.price);
+    if (now != before_) out[n++] = {touch.price, now};
+    if (touch.other_price != touch.price) {
+      const uint64_t other_now = book.shares_at(locate, touch.bid, touch.other_price);
+      if (other_now != other_before_) out[n++] = {touch.other_price, other_now};
+    }
+    return n;
+  }
+
+ private:
+  uint64_t before_ = 0, other_before_ = 0;
+};
+
+}  // namespace itchbench
