@@ -160,3 +160,25 @@ def depth_events(pcap: Path, n: int) -> list[tuple]:
                 last[touched] = now
                 events.append((seq, book.names.get(touched, str(touched)), *now))
     return events
+
+
+def level_changes(pcap: Path) -> list[tuple]:
+    """(seq, stock, side, price, shares) for each price level a book message changed, its aggregate shares after
+    the message (0: the level left the book), a replace's old price first (docs/book-and-bbo.md, "Every level"):
+    the touched stocks' sides copied whole before each message and compared whole after it."""
+    book = DepthBook()
+    out = []
+    for seq, m in mold_messages(pcap):
+        refs = [r for r in book._refs(m) if r in book.orders]
+        locates = {book.orders[r][0] for r in refs} | ({struct.unpack_from(">H", m, 1)[0]} if m[:1] == b"A" or
+                                                        m[:1] == b"F" else set())
+        keys = [(loc, side) for loc in sorted(locates) for side in "BS"]
+        before = {key: dict(book.sides[key]) for key in keys}
+        old_price = book.orders[refs[0]][3] if m[:1] == b"U" and refs else None
+        book.apply(m)
+        for key in keys:
+            after = book.sides[key]
+            changed = sorted((p for p in before[key].keys() | after.keys()
+                              if before[key].get(p, 0) != after.get(p, 0)), key=lambda p: p != old_price)
+            out += [(seq, book.names.get(key[0], str(key[0])), key[1], p, after.get(p, 0)) for p in changed]
+    return out

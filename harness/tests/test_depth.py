@@ -26,7 +26,7 @@ from itchbench.gateways import blackbox, contract
 from itchbench.runs import reconcile, runner, scenario, sim, verdict
 from itchbench.selftest import zoo
 
-from independent_bbo import DepthBook, depth_events, mold_messages
+from independent_bbo import DepthBook, depth_events, level_changes, mold_messages
 from live_helpers import config, make_capture
 from test_compiled_scan import assert_same
 
@@ -75,6 +75,27 @@ def test_depth_equals_an_independent_book(capture, levels, deep_session, tmp_pat
         assert any(row[2 + 2 * (levels - 1)] for row in expected)
 
 
+@pytest.mark.parametrize("capture", ["sample", "deep"])
+def test_every_level_equals_an_independent_book(capture, deep_session, tmp_path, capsys):
+    path = SAMPLE if capture == "sample" else deep_session
+    run = sim.run_sim(path, tmp_path / "run", echo=False, levels="all")
+    capsys.readouterr()
+    assert itchbench_main(["dump", "depth", str(run)]) == 0
+    lines = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert lines[0] == ["seq", "stock", "side", "price", "shares"]
+    rows = [(int(seq), stock, side, int(price), int(shares)) for seq, stock, side, price, shares in lines[1:]]
+    expected = level_changes(path)
+    assert rows == expected
+    summary = rundir.read_json(run / "summary.json")
+    assert summary["balanced"] and summary["depth"]["levels"] == "all" and summary["depth"]["events"] == len(expected)
+    assert f"{len(expected):,} level changes (every level)" in summary["verdict"]["headline"]
+    # Levels left (shares 0) and replaces that moved two levels at once (the old price's first) are among them.
+    assert any(r[4] == 0 for r in rows)
+    assert sum(a[0] == b[0] and a[1:3] == b[1:3] for a, b in zip(rows, rows[1:])) > 10
+    if capture == "deep":  # far more changes than the top five show
+        assert len(expected) > len(depth_events(path, 5)) * 1.2
+
+
 def test_the_same_capture_gives_the_same_depth_bytes(deep_session, tmp_path):
     first = sim.run_sim(deep_session, tmp_path / "a", echo=False, levels=5)
     second = sim.run_sim(deep_session, tmp_path / "b", echo=False, levels=5)
@@ -91,7 +112,10 @@ def test_levels_out_of_range_and_a_run_without_depth_are_refused(tmp_path, capsy
     (tmp_path / "gw").mkdir()
     gateway = subprocess.run([str(paths.tool("itch-gateway")), "--source", "sim", "--capture", str(SAMPLE), "--out",
                               str(tmp_path / "gw"), "--levels", "65"], capture_output=True, text=True)
-    assert gateway.returncode == 2 and "--levels 65: at most 64 levels a side" in gateway.stderr, gateway.stderr
+    assert gateway.returncode == 2 and "--levels 65: 0 to 64 levels a side, or all" in gateway.stderr, gateway.stderr
+    words = subprocess.run([*itchbench, "sim", str(SAMPLE), "--levels", "every", "--out", str(tmp_path / "y")],
+                           capture_output=True, text=True)
+    assert words.returncode == 2 and "'every': levels take 0 to 64" in words.stderr and not (tmp_path / "y").exists()
     run = sim.run_sim(SAMPLE, tmp_path / "plain", echo=False)
     no_depth = subprocess.run([*itchbench, "dump", "depth", str(run)], capture_output=True, text=True)
     assert no_depth.returncode == 2 and "no depth.dep" in no_depth.stderr and no_depth.stdout == ""
@@ -186,6 +210,60 @@ def test_the_built_in_gateway_over_udp_logs_the_simulations_depth(simulation, tm
     else:
         assert summary["reconciliation"]["checks"]["depth digest = simulation's digest"] is False
         assert summary["verdict"]["status"] == "unbalanced" and summary["verdict"]["exit_status"] == 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+def test_the_built_in_gateway_over_udp_logs_and_publishes_every_levels_changes(tmp_path):
+    values = {**config(SAMPLE, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 5000}),
+              "subscribers": 1, "levels": "all"}
+    run = runner.execute(values, "udp-every-level", root=tmp_path / "runs", echo=False)
+    summary = rundir.read_json(run / "summary.json")
+    expected = level_changes(SAMPLE)
+    assert summary["verdict"]["status"] == "lossless", summary["verdict"]["headline"]
+    assert summary["depth"] == {"levels": "all", "events": len(expected), "digest": summary["depth"]["digest"]}
+    assert summary["reconciliation"]["checks"]["depth digest = simulation's digest"]
+    # Its depth subscriber received every level change over TCP, byte for byte: (seq, stock) is no key for them
+    # (a replace changes two levels of its stock), so frames are matched with their price too.
+    sub = next(s for s in summary["reconciliation"]["subscribers"] if s.get("depth"))
+    assert sub["identical_to_depth_log"] and sub["frames"] == len(expected) and sub["first_frame_not_in_log"] is None
+    rec = np.fromfile(run / sub["file"], logs.LEVEL_CHANGE_DTYPE)
+    assert [(int(r["seq"]), r["side"].decode(), int(r["px"]), int(r["qty"])) for r in rec] == \
+        [(e[0], e[2], e[3], e[4]) for e in expected]
+    # The second of a replace's two changes, swapped with the first: out of the log's order, and named.
+    pair = next(i for i in range(len(rec) - 1) if rec["seq"][i] == rec["seq"][i + 1])
+    swapped = rec.copy()
+    swapped[[pair, pair + 1]] = rec[[pair + 1, pair]]
+    log = (run / "depth.dep").read_bytes()[logs.HEADER_SIZE:]
+    assert reconcile._first_frame_not_in_log(swapped.tobytes(), log, logs.LEVEL_CHANGE_DTYPE) == pair + 1
+    assert reconcile._first_frame_not_in_log(rec.tobytes(), log, logs.LEVEL_CHANGE_DTYPE) is None
+
+
+def test_every_level_is_refused_with_a_late_join_and_compared_change_by_change(tmp_path, capsys):
+    toml = tmp_path / "join.toml"
+    toml.write_text(f'name = "j"\ntransport = "udp"\ncapture = "{SAMPLE}"\nlevels = "all"\n'
+                    '[replay]\nsender = "udp-replay"\n[join]\nat_seq = 100\n')
+    with pytest.raises(scenario.ScenarioError, match='levels = "all" is not supported yet'):
+        scenario.load(toml)
+    toml.write_text(f'name = "j"\ntransport = "sim"\ncapture = "{SAMPLE}"\nlevels = 65\n')
+    with pytest.raises(scenario.ScenarioError, match='must be 0 to 64'):
+        scenario.load(toml)
+    # Two runs of every level, one share more in one of head's changes: compare names that change.
+    base, head = tmp_path / "base" / "r1", tmp_path / "head" / "r1"
+    assert itchbench_main(["sim", str(SAMPLE), "--levels", "all", "--no-latency-log", "--out", str(base)]) == 0
+    shutil.copytree(base, head)
+    path = head / "depth.dep"
+    rec = logs.read_depth(path).records.copy()
+    rec["qty"][99] += 1
+    path.write_bytes(path.read_bytes()[:logs.HEADER_SIZE] + rec.tobytes())
+    capsys.readouterr()
+    assert itchbench_main(["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--bbo-only", "--out",
+                           str(tmp_path / "cmp")]) == 1
+    result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert result["headline"].startswith("REGRESSION: DEPTH OUTPUT DIFFERS on ")
+    (out,) = result["outputs"].values()
+    assert out["bbo"]["equal"] and not out["depth"]["equal"]
+    assert out["depth"]["difference_words"].startswith(f"level change 100 differs: head seq {int(rec['seq'][99])}")
+    assert f"{int(rec['qty'][99]):,} shares, base" in out["depth"]["difference_words"]
 
 
 def _a_changed_or_cut_depth_stream_is_named(run, sub) -> None:

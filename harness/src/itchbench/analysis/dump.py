@@ -56,11 +56,18 @@ def depth_levels(rec: np.ndarray) -> dict[str, np.ndarray]:
             for side, field in (("bid", "bids"), ("ask", "asks")) for i in range(levels) for f in ("px", "qty")}
 
 
+# levels = all: one row a level a message changed, its new aggregate shares (0: the level left the book).
+LEVEL_CHANGE_COLUMNS = ["seq", "stock", "side", "price", "shares"]
+
+
 def depth_frame(run_dir: Path) -> pd.DataFrame:
     rec = logs.read_depth(Path(run_dir) / "depth.dep").records
     stock = symbol_names(Path(run_dir))[rec["stock_locate"]]
+    if logs.levels_of(rec.dtype) == logs.ALL_LEVELS:
+        return pd.DataFrame({"seq": rec["seq"], "stock": stock, "side": rec["side"].astype(str),
+                             "price": rec["px"], "shares": rec["qty"]}, columns=LEVEL_CHANGE_COLUMNS)
     return pd.DataFrame({"seq": rec["seq"], "stock": stock, **depth_levels(rec)},
-                        columns=depth_columns(rec.dtype["bids"].shape[0]))
+                        columns=depth_columns(logs.levels_of(rec.dtype)))
 
 
 def dump_depth(run_dir: Path, out: TextIO) -> int:

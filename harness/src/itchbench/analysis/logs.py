@@ -17,6 +17,7 @@ from typing import Iterator
 
 import numpy as np
 
+from ..depth_levels import ALL_LEVELS, MAX_DEPTH_LEVELS, Levels
 from . import native
 
 MAGIC = b"ITCHBLOG"
@@ -81,18 +82,33 @@ BBO_DTYPE = np.dtype([
 # A depth record (FORMAT.md): a 24-byte head, then N bid levels and N ask levels, best first; N from the record size.
 DEPTH_LEVEL_DTYPE = np.dtype([("px", "<u4"), ("reserved", "V4"), ("qty", "<u8")])
 DEPTH_HEAD_SIZE = 24
-MAX_DEPTH_LEVELS = 64
 
 
-def depth_dtype(levels: int) -> np.dtype:
+# levels = all: a level change record for each level a message changed, its new aggregate shares (FORMAT.md).
+LEVEL_CHANGE_DTYPE = np.dtype([("seq", "<u8"), ("timestamp", "<u8"), ("stock_locate", "<u2"), ("flags", "u1"),
+                               ("side", "S1"), ("px", "<u4"), ("qty", "<u8")])
+assert LEVEL_CHANGE_DTYPE.itemsize == 32
+
+
+def depth_dtype(levels: Levels) -> np.dtype:
+    if levels == ALL_LEVELS:
+        return LEVEL_CHANGE_DTYPE
     return np.dtype([("seq", "<u8"), ("timestamp", "<u8"), ("stock_locate", "<u2"), ("flags", "u1"),
                      ("reserved", "V5"), ("bids", DEPTH_LEVEL_DTYPE, (levels,)), ("asks", DEPTH_LEVEL_DTYPE, (levels,))])
 
 
-def depth_levels_of(record_size: int) -> int:
-    """N of a depth log whose records are record_size bytes; 0 when no N gives that size."""
+def depth_levels_of(record_size: int) -> Levels:
+    """N of a depth log whose records are record_size bytes (ALL_LEVELS: level changes); 0 when no N gives that
+    size."""
+    if record_size == LEVEL_CHANGE_DTYPE.itemsize:
+        return ALL_LEVELS
     levels, rest = divmod(record_size - DEPTH_HEAD_SIZE, 2 * DEPTH_LEVEL_DTYPE.itemsize)
     return levels if rest == 0 and 1 <= levels <= MAX_DEPTH_LEVELS else 0
+
+
+def levels_of(dtype: np.dtype) -> Levels:
+    """N of depth records of this dtype, or ALL_LEVELS."""
+    return ALL_LEVELS if dtype == LEVEL_CHANGE_DTYPE else int(dtype["bids"].shape[0])
 
 
 # Latency version 5: a 20-byte slot a message, its stamps as differences, and escape slots (ESCAPE_SLOT set) each
@@ -273,7 +289,7 @@ def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: b
         levels = depth_levels_of(int(hdr["record_size"]))
         if not levels:
             raise LogFormatError(f"{path}: depth log record size {int(hdr['record_size'])} is no 24 + 32 N "
-                                 f"(N = 1 to {MAX_DEPTH_LEVELS} levels a side)")
+                                 f"(N = 1 to {MAX_DEPTH_LEVELS} levels a side) nor a level change's 32")
         dtype = depth_dtype(levels)
     head = header_size(kind, version)
     if int(hdr["record_size"]) != dtype.itemsize or int(hdr["header_size"]) != head:

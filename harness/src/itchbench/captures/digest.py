@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import paths
 from ..analysis import logs
+from ..depth_levels import Levels
 from ..tools import run_tool
 from .inspect import gateway_feed_args
 
@@ -29,7 +30,7 @@ def sim_bbo(capture: Path, feed: str = "") -> tuple[str, int]:
 
 
 @functools.lru_cache(maxsize=8)
-def _depth_digest(capture: str, mtime_ns: int, gateway: str, feed_args: str, levels: int) -> tuple[str, int]:
+def _depth_digest(capture: str, mtime_ns: int, gateway: str, feed_args: str, levels: Levels) -> tuple[str, int]:
     with tempfile.TemporaryDirectory(prefix="itchbench-digest-") as tmp:
         run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", tmp, "--no-latency-log",
                                   "--levels", str(levels), *feed_args.split()], ok_codes=(0, 1))
@@ -37,7 +38,8 @@ def _depth_digest(capture: str, mtime_ns: int, gateway: str, feed_args: str, lev
         return logs.bbo_digest(depth), len(depth.records)
 
 
-def sim_depth(capture: Path, levels: int, feed: str = "") -> tuple[str, int]:
-    """(digest, events) of the depth stream of N levels of the capture's feed in simulation."""
+def sim_depth(capture: Path, levels: Levels, feed: str = "") -> tuple[str, int]:
+    """(digest, events) of the depth stream of N levels (or every level's changes) of the capture's feed in
+    simulation."""
     return _depth_digest(str(capture), capture.stat().st_mtime_ns, str(paths.tool("itch-gateway")),
                          " ".join(gateway_feed_args(capture, feed)), levels)

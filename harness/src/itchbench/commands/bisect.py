@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     first = scenario.load(args.scenario)[0].values if args.scenario else None
     capture = (Path(first["capture"]) if first else
                next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path)
-    levels = int(first["levels"]) if first and args.metric == "bbo" else 0  # the built-in's depth beside its BBO
+    levels = first["levels"] if first and args.metric == "bbo" else 0  # the built-in's depth beside its BBO
     measure = None
     if args.gateway:
         from ..commands.compare import gateway_workloads

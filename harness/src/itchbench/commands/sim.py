@@ -19,10 +19,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--no-latency-log", action="store_true", help="record the BBO stream only")
     s.add_argument("--feed", metavar="ADDR:PORT", default="",
                    help="the capture's feed flow (default: the flow with the most MoldUDP64 messages)")
-    s.add_argument("--levels", metavar="N", type=int, default=0, choices=range(0, 65),
-                   help="depth events too: a stock's top N price levels a side (1 to 64) whenever any changed "
-                   "(itchbench dump depth RUN_DIR; docs/book-and-bbo.md); default 0, the BBO only")
+    s.add_argument("--levels", metavar="N", type=_levels, default=0,
+                   help="depth events too: a stock's top N price levels a side (1 to 64) whenever any changed, or "
+                   "all: each level a message changed, its new shares (itchbench dump depth RUN_DIR; "
+                   "docs/book-and-bbo.md); default 0, the BBO only")
     s.set_defaults(func=run)
+
+
+def _levels(text: str) -> int | str:
+    from ..depth_levels import parse_levels
+    try:
+        return parse_levels(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import paths, rundir
 from ..captures.digest import sim_bbo, sim_depth
+from ..depth_levels import Levels
 from ..gateways import contract
 from ..runs import runner
 from ..tools import ToolError
@@ -44,7 +45,7 @@ def commits_between(repo: Path, good: str, bad: str) -> list[str]:
 
 
 def _measure(repo: Path, rev: revisions.Revision, metric: str, capture: Path, say: Callable[[str], None],
-             levels: int = 0) -> Any:
+             levels: Levels = 0) -> Any:
     gateway = revisions.build(repo, rev, say)
     if metric == "instructions":
         counts = instructions.per_message(gateway, capture)
@@ -91,7 +92,7 @@ def contract_measure(repo: Path, contract_rel: Path, metric: str, values: dict[s
 
 
 def default_measure(repo: Path, metric: str, capture: Path, say: Callable[[str], None],
-                    levels: int = 0) -> Callable[[revisions.Revision], Any]:
+                    levels: Levels = 0) -> Callable[[revisions.Revision], Any]:
     """The built-in gateway, exact: instructions per message, or the BBO digest (and the depth digest of N levels
     with levels N)."""
     return lambda rev: _measure(repo, rev, metric, capture, say, levels)

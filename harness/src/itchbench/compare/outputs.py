@@ -46,7 +46,26 @@ def bbo_records(run: Path) -> tuple[np.ndarray, str]:
 
 
 def _kind_of(rec: np.ndarray) -> str:
+    if rec.dtype == logs.LEVEL_CHANGE_DTYPE:
+        return "every level's changes"
     return f"depth of {rec.dtype['bids'].shape[0]} levels" if "bids" in rec.dtype.names else "BBO"
+
+
+def _first_level_change_differing(a: np.ndarray, b: np.ndarray) -> str:
+    """Base's and head's level changes (levels = all), record by record: the first that differs, both named."""
+    n = min(a.size, b.size)
+    keys = ["seq", "stock_locate", "side", "px", "qty"]
+    same = np.ones(n, bool)
+    for k in keys:
+        same &= a[k][:n] == b[k][:n]
+    at = int(np.argmin(same)) if not same.all() else n
+
+    def words(r: np.void | None) -> str:
+        return "none" if r is None else (f"seq {int(r['seq'])}, stock {int(r['stock_locate'])}, "
+                                         f"{'bid' if r['side'] == b'B' else 'ask'} {int(r['px'])}: "
+                                         f"{int(r['qty']):,} shares")
+    return (f"level change {at + 1:,} differs: head {words(b[at] if at < b.size else None)}, base "
+            f"{words(a[at] if at < a.size else None)}")
 
 
 def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
@@ -91,6 +110,9 @@ def _compare(base: tuple[np.ndarray, str], head: tuple[np.ndarray, str], base_ru
     _, kinds = blackbox.reference(Path(scen["capture"]), scen.get("feed", ""))
     if a.dtype != b.dtype:  # one side publishes BBO, the other depth (or another N): no event can match
         out["difference_words"] = (f"base's events are {_kind_of(a)}, head's {_kind_of(b)}: not the same stream")
+        return out
+    if a.dtype == logs.LEVEL_CHANGE_DTYPE:  # no (seq, stock) key: a replace changes two levels of its stock
+        out["difference_words"] = _first_level_change_differing(a, b)
         return out
 
     def frame(rec: np.ndarray) -> pd.DataFrame:

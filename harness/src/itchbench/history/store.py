@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import paths, rundir
+from ..depth_levels import ALL_LEVELS
 
 SCHEMA_VERSION = 3  # 2: gateway and itchbench_commit; 3: commit_subject (older files read with them null)
 # One row per (run, metric): new metrics add rows, never columns.
@@ -79,9 +80,10 @@ def metrics_of(run_dir: Path) -> dict[str, float]:
     s = rundir.read_json(run_dir / "summary.json")
     out = summary_metrics(run_dir)
     out["bbo.events"] = float((s.get("bbo") or {}).get("events") or 0)
-    if s.get("depth"):  # a run that logged depth of N levels (levels = N)
+    if s.get("depth"):  # a run that logged depth of N levels (levels = N), or every level's changes (all: inf)
         out["depth.events"] = float(s["depth"]["events"])
-        out["depth.levels"] = float(s["depth"]["levels"])
+        levels = s["depth"]["levels"]
+        out["depth.levels"] = float("inf") if levels == ALL_LEVELS else float(levels)
     out["lossless"] = 1.0 if s.get("lossless") else 0.0
     return out
 

@@ -22,6 +22,7 @@ from ..analysis import hops, logs, microbench
 from ..captures import faults
 from ..captures.digest import sim_bbo, sim_depth
 from ..captures.inspect import capture_kind, facts_of
+from ..depth_levels import parse_levels
 from ..gateways import adapter, blackbox
 from .. import rundir
 from . import join, noise, recovery, verdict
@@ -44,7 +45,7 @@ def _depth(run: "Run", gw: dict[str, Any], checks: dict[str, bool]) -> dict[str,
     checks["depth events logged = the gateway's count, none dropped"] = (
         len(log.records) == logged == gw.get("depth_events", -1) and gw["logs"].get("depth_dropped", 0) == 0
         and log.complete)
-    return {"levels": int(log.dtype["bids"].shape[0]), "events": len(log.records), "digest": logs.bbo_digest(log)}
+    return {"levels": logs.levels_of(log.dtype), "events": len(log.records), "digest": logs.bbo_digest(log)}
 
 
 def _latency_messages(run: "Run", lat_path: Path) -> int:
@@ -330,7 +331,7 @@ def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
     log_path = run_dir / "depth.dep"
     log = logs.read_depth(log_path) if log_path.is_file() else None
     expected = bytes(log.record_bytes()) if log is not None else b""
-    dtype = log.records.dtype if log is not None else logs.depth_dtype(int(sub["depth"]))
+    dtype = log.records.dtype if log is not None else logs.depth_dtype(parse_levels(sub["depth"]))
     path = run_dir / sub["file"]
     if sub.get("kind") in BROKER_NAMES:
         return _brokered_subscriber(sub, gw, path, expected, checks, dtype)
@@ -355,9 +356,16 @@ def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
             "first_frame_not_in_log": wrong, "identical_to_depth_log": got == expected}
 
 
-def _event_keys(records: np.ndarray) -> np.ndarray:
-    """One number per event, BBO or depth: a stock has at most one event a message, so (seq, stock) names it."""
-    return (records["seq"].astype(np.uint64) << np.uint64(16)) | records["stock_locate"].astype(np.uint64)
+def _event_keys(*records: np.ndarray) -> list[np.ndarray]:
+    """One number per event of each array, the same event the same number in all: BBO or depth, a stock has at
+    most one event a message, so (seq, stock) names it; a level change (levels = all) adds its price, as a
+    replace changes two levels of its stock."""
+    keys = [(r["seq"].astype(np.uint64) << np.uint64(16)) | r["stock_locate"].astype(np.uint64) for r in records]
+    if records[0].dtype != logs.LEVEL_CHANGE_DTYPE:
+        return keys
+    codes, _ = pd.MultiIndex.from_arrays([np.concatenate(keys),
+                                          np.concatenate([r["px"] for r in records])]).factorize()
+    return np.split(codes.astype(np.uint64), np.cumsum([len(k) for k in keys])[:-1])
 
 
 def _first_frame_not_in_log(got: bytes, log: bytes, dtype: np.dtype = logs.BBO_DTYPE) -> int | None:
@@ -368,7 +376,8 @@ def _first_frame_not_in_log(got: bytes, log: bytes, dtype: np.dtype = logs.BBO_D
     frame = dtype.itemsize
     received = np.frombuffer(got, dtype=dtype, count=len(got) // frame)
     published = np.frombuffer(log, dtype=dtype)
-    at = pd.Index(_event_keys(published)).get_indexer(_event_keys(received))
+    published_keys, received_keys = _event_keys(published, received)
+    at = pd.Index(published_keys).get_indexer(received_keys)
     found = at >= 0
     same = np.zeros(len(received), dtype=bool)
     same[found] = published.view(f"V{frame}")[at[found]] == received.view(f"V{frame}")[found]
@@ -419,9 +428,8 @@ def _brokered_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, ex
     publisher = gw.get(("depth_" if depth else "") + kind, {})
     name = subscriber_name(sub, sub.get("settings", ""))
     rc, ended = sub.get("exit"), str(sub.get("ended", ""))
-    want = _event_keys(np.frombuffer(expected, dtype=dtype))
     whole = len(got) // dtype.itemsize * dtype.itemsize
-    received = _event_keys(np.frombuffer(got[:whole], dtype=dtype))
+    want, received = _event_keys(np.frombuffer(expected, dtype=dtype), np.frombuffer(got[:whole], dtype=dtype))
     unique = np.unique(received)
     missing = int(np.setdiff1d(want, unique).size)
     duplicates, extra = int(received.size - unique.size), int(np.setdiff1d(unique, want).size)

@@ -23,6 +23,7 @@ from typing import Any
 from .. import paths, rundir
 from ..capacity import sweep as capacity_sweep
 from ..capacity import targets as capacity_targets
+from ..depth_levels import ALL_LEVELS, parse_levels
 from ..captures import generated
 from . import placement
 
@@ -113,6 +114,14 @@ def _one_of(*choices: str):
     return lambda v: v in choices or "must be one of " + ", ".join(choices)
 
 
+def _levels(v: Any) -> bool | str:
+    try:
+        parse_levels(v)
+    except ValueError:
+        return "must be 0 to 64 (levels a side) or \"all\""
+    return isinstance(v, int) or v == ALL_LEVELS or "must be a number (levels a side) or \"all\""
+
+
 def _between(lo: float, hi: float):
     return lambda v: lo <= v <= hi or f"must be between {lo} and {hi}"
 
@@ -128,9 +137,9 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
                      "scenario file; docs/gateway-contract.md); empty: the built-in gateway"),
     "repetitions": (int, 1, _between(1, 1000), "runs of each configuration"),
     "warmup_messages": (int, 0, _at_least(0), "first messages left out of the latency statistics"),
-    "levels": (int, 0, _between(0, 64), "depth events too (docs/book-and-bbo.md, \"Depth\"): after a book message, "
-               "a stock's top N price levels a side whenever any changed, logged to depth.dep (itchbench dump depth); "
-               "0: BBO only"),
+    "levels": (object, 0, _levels, "depth events too (docs/book-and-bbo.md, \"Depth\"): after a book message, "
+               "a stock's top N price levels a side (1 to 64) whenever any changed, or \"all\": each level the "
+               "message changed, its new shares; logged to depth.dep (itchbench dump depth); 0: BBO only"),
     "subscribers": (int, 1, _between(0, 1000), "TCP subscribers attached during live runs (fast and stuck ones served "
                     "by one bbo-tcp-subscribers process, docs/capacity.md)"),
     "subscriber_modes": (list, [], _modes, "modes of the first subscribers (fast, stuck, slow, reconnect); "
@@ -424,6 +433,9 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
                                                  or out["replay"]["loops"] > 1):
         raise ScenarioError(f"{origin}: [join] needs transport = \"udp\", replay.sender = \"udp-replay\" (it starts "
                             "the feed mid-session) and one loop")
+    if (join["at_seq"] or join["at_share"] or join["at_time"]) and out["levels"] == ALL_LEVELS:
+        raise ScenarioError(f"{origin}: [join] with levels = \"all\" is not supported yet: a late join's depth is "
+                            "checked for 1 to 64 levels a side (docs/book-and-bbo.md, \"Every level\")")
     if out["rerequest"]["server"] and out["transport"] != "udp":
         raise ScenarioError(f"{origin}: rerequest.server answers MoldUDP64 over UDP: it needs transport = \"udp\"")
     if out["replay"]["multicast"] and out["gateway"]["source"] == "af_xdp":

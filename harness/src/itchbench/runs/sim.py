@@ -9,7 +9,7 @@ from . import runner, scenario
 
 
 def run_sim(capture: Path, out: Path | None = None, *, echo: bool = True, latency_log: bool = True,
-            feed: str = "", levels: int = 0) -> Path:
+            feed: str = "", levels: int | str = 0) -> Path:
     """Run the gateway on a capture in simulation; returns the run directory,
     whose summary.json holds the verdict."""
     capture = check_capture(Path(capture), feed)

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..depth_levels import ALL_LEVELS
+
 EXIT = {"lossless": 0, "faults_accounted": 0, "recovered": 0, "joined": 0, "rejected": 1, "lost": 1, "bbo_differs": 1,
         "not_joined": 1, "unbalanced": 1, "incomplete": 1}
 
@@ -143,10 +145,14 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def _events(summary: dict[str, Any]) -> str:
-    """The run's BBO events, and its depth events when it logged them (levels = N)."""
+    """The run's BBO events, and its depth events when it logged them (levels = N, or all: level changes)."""
     words = count(summary["bbo"]["events"], "BBO event")
     depth = summary.get("depth")
-    return words + (f", {count(depth['events'], 'depth event')} ({count(depth['levels'], 'level')})" if depth else "")
+    if not depth:
+        return words
+    if depth["levels"] == ALL_LEVELS:
+        return words + f", {count(depth['events'], 'level change')} (every level)"
+    return words + f", {count(depth['events'], 'depth event')} ({count(depth['levels'], 'level')})"
 
 
 def unrebuildable_orders(j: dict[str, Any]) -> int:
