@@ -238,15 +238,14 @@ def test_the_built_in_gateway_over_udp_logs_and_publishes_every_levels_changes(t
     assert reconcile._first_frame_not_in_log(rec.tobytes(), log, logs.LEVEL_CHANGE_DTYPE) is None
 
 
-def test_every_level_is_refused_with_a_late_join_and_compared_change_by_change(tmp_path, capsys):
-    toml = tmp_path / "join.toml"
-    toml.write_text(f'name = "j"\ntransport = "udp"\ncapture = "{SAMPLE}"\nlevels = "all"\n'
-                    '[replay]\nsender = "udp-replay"\n[join]\nat_seq = 100\n')
-    with pytest.raises(scenario.ScenarioError, match='levels = "all" is not supported yet'):
-        scenario.load(toml)
-    toml.write_text(f'name = "j"\ntransport = "sim"\ncapture = "{SAMPLE}"\nlevels = 65\n')
-    with pytest.raises(scenario.ScenarioError, match='must be 0 to 64'):
-        scenario.load(toml)
+def test_a_scenarios_levels_and_every_level_compared_change_by_change(tmp_path, capsys):
+    toml = tmp_path / "levels.toml"
+    for levels, error in (("65", "must be 0 to 64"), ('"every"', "must be 0 to 64"), ('"5"', "must be a number")):
+        toml.write_text(f'name = "j"\ntransport = "sim"\ncapture = "{SAMPLE}"\nlevels = {levels}\n')
+        with pytest.raises(scenario.ScenarioError, match=error):
+            scenario.load(toml)
+    toml.write_text(f'name = "j"\ntransport = "sim"\ncapture = "{SAMPLE}"\nlevels = "all"\n')
+    assert scenario.load(toml)[0].values["levels"] == "all"
     # Two runs of every level, one share more in one of head's changes: compare names that change.
     base, head = tmp_path / "base" / "r1", tmp_path / "head" / "r1"
     assert itchbench_main(["sim", str(SAMPLE), "--levels", "all", "--no-latency-log", "--out", str(base)]) == 0

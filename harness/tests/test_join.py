@@ -19,7 +19,7 @@ from itchbench.cli import main as itchbench_main
 from itchbench.analysis import logs
 from itchbench.runs import join, runner, verdict
 
-from independent_bbo import Book, mold_messages
+from independent_bbo import Book, level_changes, mold_messages
 from live_helpers import config
 from tap_captures import mold_payload, read_pcap
 
@@ -36,7 +36,7 @@ def _packets(pcap: Path):
             yield seq, count
 
 
-def _run(tmp_path: Path, levels: int = 0, **join_table: object) -> dict:
+def _run(tmp_path: Path, levels: int | str = 0, **join_table: object) -> dict:
     values = {**config(SAMPLE, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 5000},
                        rerequest={"server": True}, join={"feed_lead": 200, **join_table}), "subscribers": 0,
               "levels": levels}
@@ -97,6 +97,49 @@ def test_a_join_with_depth_holds_the_depth_at_and_after_the_join_point(tmp_path)
             px, qty = int(rec["bids"]["px"][k, 0]), int(rec["bids"]["qty"][k, 0])
             assert got["first_level_differing"] == f"bid level 1: {qty + 1:,} shares at {px}, expected {qty:,} " \
                 f"shares at {px}"
+
+
+@needs_root
+def test_a_join_with_every_level_publishes_the_whole_book_and_the_changes_after(tmp_path):
+    s = _run(tmp_path, levels="all", at_share=0.5)
+    j = s["reconciliation"]["join"]
+    assert s["verdict"]["status"] == "joined", s["verdict"]["headline"]
+    depth = j["depth_check"]
+    assert depth["equal"] and depth["after_join"]["events"] > 0 and depth["stocks_at_join"] > 0
+    # The levels published for the snapshot are the independent book's whole book at the join, every level of
+    # every stock; the changes after it are the independent book's changes after it.
+    through = j["through"]
+    expected = level_changes(SAMPLE)
+    book: dict[tuple, int] = {}
+    for seq, stock, side, price, shares in expected:
+        if seq <= through:
+            book[(stock, side, price)] = shares
+    rec = logs.read_depth(Path(s["dir"]) / "depth.dep").records
+    snapshot = (rec["flags"] & logs.FLAG_FROM_SNAPSHOT) != 0
+    names = rundir.read_json(Path(s["dir"]) / "gateway.json")["symbols"]
+    got = {(names.get(str(int(r["stock_locate"])), str(int(r["stock_locate"]))), r["side"].decode(), int(r["px"])):
+           int(r["qty"]) for r in rec[snapshot]}
+    assert got == {k: v for k, v in book.items() if v} and len(got) >= 5
+    assert [(int(r["seq"]), r["side"].decode(), int(r["px"]), int(r["qty"])) for r in rec[~snapshot]] == \
+        [(e[0], e[2], e[3], e[4]) for e in expected if e[0] > through]
+    # One share more in a change after the join, then in a level published for the snapshot: found where it is,
+    # the level named.
+    path = Path(s["dir"]) / "depth.dep"
+    for k, where in ((int(np.flatnonzero(~snapshot)[3]), "after"), (int(np.flatnonzero(snapshot)[-1]), "at")):
+        broken = rec.copy()
+        broken["qty"][k] += 1
+        out = Path(s["dir"]) / f"depth-{where}.dep"
+        out.write_bytes(path.read_bytes()[:logs.HEADER_SIZE] + broken.tobytes())
+        check = join.check_depth(out, SAMPLE, "", through)
+        side = "bid" if rec["side"][k] == b"B" else "ask"
+        said = f"{side} {int(rec['px'][k])}: {int(rec['qty'][k]) + 1:,} shares, expected {int(rec['qty'][k]):,}"
+        assert not check["equal"]
+        if where == "after":
+            assert check["after_join"]["wrong"] == 1 and check["stocks_differing_at_join"] == 0
+            assert check["after_join"]["first_difference"]["level"] == said
+        else:
+            assert check["after_join"]["equal"] and check["first_stock_differing"] == int(rec["stock_locate"][k])
+            assert check["first_level_differing"] == said
 
 
 @needs_root

@@ -26,6 +26,7 @@ from ..analysis import hops, logs
 from ..analysis.dump import depth_columns, depth_levels
 from ..analysis.trend import Trend
 from ..captures.inspect import gateway_feed_args
+from ..depth_levels import ALL_LEVELS, Levels
 from ..tools import run_tool
 
 COLUMNS = ["seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty"]
@@ -34,15 +35,32 @@ COLUMNS = ["seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty"]
 STALE = "flags"
 
 
-def columns(levels: int = 0) -> list[str]:
-    """An event's columns: the BBO's (levels 0), or depth's of N levels a side (docs/book-and-bbo.md, "Depth")."""
-    return COLUMNS if levels == 0 else depth_columns(levels)
+# levels = all (docs/book-and-bbo.md, "Every level"): an event a level a message changed. The side is its byte
+# (B 66, S 83), so that an event's columns stay integers.
+LEVEL_CHANGE_COLUMNS = ["seq", "stock", "side", "price", "shares"]
+SIDE_BYTES = {"B": ord("B"), "S": ord("S")}
+
+
+def columns(levels: Levels = 0) -> list[str]:
+    """An event's columns: the BBO's (levels 0), depth's of N levels a side (docs/book-and-bbo.md, "Depth"), or a
+    level change's (all)."""
+    if levels == ALL_LEVELS:
+        return LEVEL_CHANGE_COLUMNS
+    return COLUMNS if levels == 0 else depth_columns(int(levels))
+
+
+def event_key(cols: list[str]) -> list[str]:
+    """The columns that name an event: (seq, stock), as a stock has at most one BBO or depth event a message; a
+    level change's side and price too, as a replace changes two levels of its stock."""
+    return cols[:4] if cols == LEVEL_CHANGE_COLUMNS else cols[:2]
 
 
 @functools.lru_cache(maxsize=70)
-def _csv_line(numbers: int) -> re.Pattern[str]:
-    """seq, stock (its locate, or its symbol: letters first), then `numbers` numbers."""
-    return re.compile(r"^\s*\d+\s*,\s*(?:\d+|[A-Za-z][A-Za-z0-9 .+/-]*?)\s*" + r",\s*\d+\s*" * numbers + "$")
+def _csv_line(numbers: int, side: bool = False) -> re.Pattern[str]:
+    """seq, stock (its locate, or its symbol: letters first), a side letter (B or S) when `side`, then `numbers`
+    numbers."""
+    return re.compile(r"^\s*\d+\s*,\s*(?:\d+|[A-Za-z][A-Za-z0-9 .+/-]*?)\s*" + (r",\s*[BS]\s*" if side else "")
+                      + r",\s*\d+\s*" * numbers + "$")
 PERCENTILES = {"p50": 50, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9, "p9999": 99.99, "max": 100}
 # Stage names a contract run's summary gives its wire-to-wire figures under (summary.json latency.stages), so that
 # documents and compare read them as they read the built-in gateway's stages.
@@ -67,7 +85,7 @@ class MessageTypes:
 
 @functools.lru_cache(maxsize=8)
 def _reference(capture: str, mtime_ns: int, feed_args: str,
-               levels: int) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
+               levels: Levels) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
     with tempfile.TemporaryDirectory(prefix="itchbench-reference-") as tmp:
         run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", tmp, "--stamps", "book",
                                   "--levels", str(levels), *feed_args.split()], ok_codes=(0, 1))
@@ -86,16 +104,20 @@ def _reference(capture: str, mtime_ns: int, feed_args: str,
 
 
 def depth_frame(rec: np.ndarray) -> pd.DataFrame:
-    """Depth records (FORMAT.md, kind 6) as columns(N): seq, stock locate, bid1_px … askN_qty."""
+    """Depth records (FORMAT.md, kind 6) as columns(N): seq, stock locate, bid1_px … askN_qty; level change
+    records as LEVEL_CHANGE_COLUMNS."""
+    if rec.dtype == logs.LEVEL_CHANGE_DTYPE:
+        return pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "side": rec["side"].view(np.uint8),
+                             "price": rec["px"], "shares": rec["qty"]}, columns=LEVEL_CHANGE_COLUMNS)
     return pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], **depth_levels(rec)},
                         columns=columns(rec.dtype["bids"].shape[0]))
 
 
-def _cached(capture: Path, feed: str, levels: int = 0) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
+def _cached(capture: Path, feed: str, levels: Levels = 0) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
     return _reference(str(capture), capture.stat().st_mtime_ns, " ".join(gateway_feed_args(capture, feed)), levels)
 
 
-def reference(capture: Path, feed: str = "", levels: int = 0, stale: bool = False) -> tuple[pd.DataFrame,
+def reference(capture: Path, feed: str = "", levels: Levels = 0, stale: bool = False) -> tuple[pd.DataFrame,
                                                                                           MessageTypes]:
     """The simulation's events of the capture (columns(levels): BBO, or depth of N levels a side), and the type of
     every message in it. stale: BBO events carry STALE too, the simulation's stale flag (FORMAT.md 0x01)."""
@@ -109,7 +131,7 @@ def stock_directory(capture: Path, feed: str = "") -> dict[str, int]:
 
 
 def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | None = None,
-                levels: int = 0) -> tuple[pd.DataFrame, int, list[str]]:
+                levels: Levels = 0) -> tuple[pd.DataFrame, int, list[str]]:
     """(events with t_recv, malformed line count, the first malformed lines) of a gateway's BBO output: the
     collector's `<t_recv> <line>` file, or (stamped False) the gateway's own file of lines. `stock` is the stock
     locate, or its symbol mapped through `symbols` (the session's stock directory); a symbol it does not name is
@@ -146,7 +168,8 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
         for line in body:  # JSON lines have no vectorised parser that survives a garbage line
             try:
                 d = json.loads(line)
-                rows.append([locate(d[c]) if c == "stock" else int(d[c]) for c in cols])
+                rows.append([locate(d[c]) if c == "stock" else SIDE_BYTES[d[c]] if c == "side" else int(d[c])
+                             for c in cols])
                 ok.append(True)
             except (ValueError, KeyError, TypeError):
                 ok.append(False)
@@ -154,7 +177,9 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
         values = pd.DataFrame(rows, columns=cols, index=body.index[good.to_numpy()])
     else:  # csv, and itchbench records the collector wrote as csv
         body = body.astype(str)
-        good = body.str.match(_csv_line(len(cols) - 2)).astype(bool) if body.size else pd.Series(dtype=bool)
+        sided = cols == LEVEL_CHANGE_COLUMNS
+        good = (body.str.match(_csv_line(len(cols) - 2 - sided, sided)).astype(bool) if body.size
+                else pd.Series(dtype=bool))
         values = pd.DataFrame(columns=cols, dtype=np.int64)
         if good.any():
             fields = body[good].str.split(",", expand=True).reindex(columns=range(len(cols)))
@@ -165,6 +190,8 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
                 good.loc[mapped[mapped.isna()].index] = False
                 fields = fields.loc[good[good].index]
                 fields[1] = fields[1].where(fields[1].str.isdigit(), fields[1].map(symbols))
+            if sided:
+                fields[2] = fields[2].map(SIDE_BYTES)
             values = fields.astype(np.int64)
             values.columns = cols
     events = values.assign(t_recv=t_recv[good]).reset_index(drop=True)
@@ -192,6 +219,8 @@ def _event_words(row: Any, kinds: Kinds) -> str:
     v = {k: int(row[k]) for k in row.index}  # by key: a Series' .flags is pandas' own attribute
     flags = f", flags {v['flags']}{' (stale)' if v['flags'] & 1 else ''}" if "flags" in v else ""
     head = f"seq {v['seq']:,} (message {kinds.get(v['seq'], '?')}), stock {v['stock']}: "
+    if "side" in v:
+        return f"{head}{_side_word(v['side'])} {v['price']}: {v['shares']:,} shares{flags}"
     if "bid_px" in v:
         return f"{head}bid {v['bid_px']} × {v['bid_qty']}, ask {v['ask_px']} × {v['ask_qty']}{flags}"
     levels = sum(1 for k in v if k.startswith("bid") and k.endswith("_px"))
@@ -200,10 +229,18 @@ def _event_words(row: Any, kinds: Kinds) -> str:
     return f"{head}{sides[0]}; {sides[1]}{flags}"
 
 
+def _side_word(side: int) -> str:
+    return "bid" if side == SIDE_BYTES["B"] else "ask" if side == SIDE_BYTES["S"] else f"side {side}"
+
+
 def level_words(row: Any, fields: tuple[str, ...]) -> str:
     """A wrong depth event's first differing level, "bid level 3: 1,200 shares at 1020300, expected 1,100 shares
-    at 1020300" (an empty one is "no level"); "" for a BBO event. row: each field of fields as f"{field}_got" and
-    f"{field}_ref"."""
+    at 1020300" (an empty one is "no level"); a wrong level change's, "bid 1020300: 1,200 shares, expected 1,100";
+    "" for a BBO event. row: each field of fields as f"{field}_got" and f"{field}_ref" (a level change's side and
+    price as they are: they name it)."""
+    if "shares" in fields:
+        return (f"{_side_word(int(row['side']))} {int(row['price'])}: {int(row['shares_got']):,} shares, expected "
+                f"{int(row['shares_ref']):,}")
     for f in fields:
         if not f.endswith("_px") or f == "bid_px" or f == "ask_px":
             continue
@@ -228,13 +265,12 @@ def _late(both: pd.DataFrame, matched: np.ndarray) -> pd.Series:
     return before.where(before > m["at_ref"]).reindex(both.index)
 
 
-def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds,
-           fields: tuple[str, ...]) -> tuple[dict[str, int], dict[str, Any] | None]:
-    """Events matched by (seq, stock) — and their order among events of the same seq and stock —, never by
-    position: one event missing is one missing; a matched one is wrong when any of `fields` differs, and out of
-    order when it arrives after a later event of its own stock. (counts of DIFFERENCES, the first difference in
-    stream order)."""
-    key = ["seq", "stock"]
+def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str, ...],
+           key: list[str]) -> tuple[dict[str, int], dict[str, Any] | None]:
+    """Events matched by key (event_key: seq and stock, a level change's side and price too) — and their order
+    among events of the same key —, never by position: one event missing is one missing; a matched one is wrong
+    when any of `fields` differs, and out of order when it arrives after a later event of its own stock. (counts
+    of DIFFERENCES, the first difference in stream order)."""
     g = got.assign(n=got.groupby(key).cumcount(), at_got=np.arange(len(got)))
     r = ref.assign(n=ref.groupby(key).cumcount(), at_ref=np.arange(len(ref)))
     both = r.merge(g, on=[*key, "n"], how="outer", suffixes=("_ref", "_got"), indicator=True)
@@ -256,7 +292,7 @@ def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds,
     row = both.loc[i]
     what = ("missing" if is_missing[i] else "extra" if is_extra[i] else "wrong" if is_wrong[i] else "out of order")
     stream, at = ("received", row["at_got"]) if what == "extra" else ("reference", row["at_ref"])
-    shown = lambda side: pd.Series({"seq": row["seq"], "stock": row["stock"],  # noqa: E731
+    shown = lambda side: pd.Series({**{k: row[k] for k in key},  # noqa: E731
                                     **{c: row[f"{c}_{side}"] for c in fields}})
     expected = "(none: the reference has no such event)" if what == "extra" else _event_words(shown("ref"), kinds)
     received = "(none: never received)" if what == "missing" else _event_words(shown("got"), kinds)
@@ -281,12 +317,13 @@ def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, mode: str,
     depth of N levels (columns(N)). also: columns beyond those that must agree too (exact mode; two builds' own
     BBO logs: their flags)."""
     cols = [c for c in ref.columns if c not in also]
-    book = tuple(cols[2:])
+    key = event_key(cols)
+    book = tuple(c for c in cols if c not in key)
     got = events[[*cols, *also]].reset_index(drop=True)
     first: dict[str, Any] | None = None
     out_of_order = 0
     if mode == "exact":
-        counts, first = _exact(got, ref, kinds, (*book, *also))
+        counts, first = _exact(got, ref, kinds, (*book, *also), key)
         missing, extra, wrong, out_of_order = (counts[k] for k in DIFFERENCES)
     else:
         r = ref.sort_values("seq", kind="stable")

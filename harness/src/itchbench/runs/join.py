@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import logs
+from ..depth_levels import ALL_LEVELS, Levels
 from ..gateways import blackbox
 
 def check(bbo_log: Path, session: Path, feed: str, through: int) -> dict[str, Any]:
@@ -29,31 +30,60 @@ def check_depth(depth_log: Path, session: Path, feed: str, through: int) -> dict
     rec = logs.read_depth(depth_log).records
     got = blackbox.depth_frame(rec).astype(np.int64)
     return check_events(got, (rec["flags"] & logs.FLAG_FROM_SNAPSHOT) != 0, session, feed, through,
-                        levels=int(rec.dtype["bids"].shape[0]))
+                        levels=logs.levels_of(rec.dtype))
 
 
 def check_events(got: pd.DataFrame, from_snapshot: np.ndarray, session: Path, feed: str,
-                 through: int, levels: int = 0) -> dict[str, Any]:
+                 through: int, levels: Levels = 0) -> dict[str, Any]:
     """got: the gateway's events (blackbox.columns(levels)); from_snapshot: which of them it published for the
     snapshot (a black box's are those at or before the join point: of each stock's, its last says the book it
     took)."""
     ref, kinds = blackbox.reference(session, feed, levels)
-    book = blackbox.columns(levels)[2:]  # the book's figures: the BBO's four, or depth's 4 N
     from_snapshot = np.asarray(from_snapshot, bool)
     after = blackbox.check(got[~from_snapshot & (got["seq"] > through)], ref[ref["seq"] > through], kinds, "exact")
     before = int((~from_snapshot & (got["seq"] <= through)).sum())  # events for messages the snapshot covered
-    # Each stock's book at the join: the simulation's last event per stock at or before N, the non-empty ones.
-    at_join = ref[ref["seq"] <= through].groupby("stock").last()[book]
+    at_join = (_levels_at_join if levels == ALL_LEVELS else _books_at_join)(
+        ref[ref["seq"] <= through], got[from_snapshot], blackbox.columns(levels)[2:], bool(levels))
+    return {"through": through, "after_join": after, "snapshot_events": int(from_snapshot.sum()), **at_join,
+            "events_before_join": before,
+            "equal": bool(after["equal"] and not at_join["stocks_differing_at_join"] and not before)}
+
+
+def _books_at_join(ref: pd.DataFrame, snapshot: pd.DataFrame, book: list[str], depth: bool) -> dict[str, Any]:
+    """Each stock's book at the join, BBO or top N: the simulation's last event per stock at or before N, the
+    non-empty ones, against the last the gateway published for the snapshot."""
+    at_join = ref.groupby("stock").last()[book]
     at_join = at_join[(at_join != 0).any(axis=1)].sort_index()
-    snap = got[from_snapshot].groupby("stock").last()[book]
+    snap = snapshot.groupby("stock").last()[book]
     snap = snap[(snap != 0).any(axis=1)].sort_index()
     both = at_join.join(snap, how="outer", lsuffix="_ref").fillna(-1).astype(np.int64)
     differ = both[(both[[f"{c}_ref" for c in book]].to_numpy() != both[book].to_numpy()).any(axis=1)]
-    return {"through": through, "after_join": after, "snapshot_events": int(from_snapshot.sum()),
-            "stocks_at_join": len(at_join), "stocks_differing_at_join": int(len(differ)),
+    return {"stocks_at_join": len(at_join), "stocks_differing_at_join": int(len(differ)),
             "first_stock_differing": int(differ.index[0]) if len(differ) else None,
-            "first_level_differing": _first_level(differ, book) if levels else "",
-            "events_before_join": before, "equal": bool(after["equal"] and differ.empty and not before)}
+            "first_level_differing": _first_level(differ, book) if depth else ""}
+
+
+def _levels_at_join(ref: pd.DataFrame, snapshot: pd.DataFrame, book: list[str], depth: bool) -> dict[str, Any]:
+    """Every level (levels = all): each stock's whole book at the join, the simulation's changes at or before N
+    applied (each level's last shares, the empty ones left out), against the levels the gateway published for
+    the snapshot."""
+    key = ["stock", "side", "price"]
+    at_join = ref.groupby(key)["shares"].last()
+    at_join = at_join[at_join != 0]
+    snap = snapshot.groupby(key)["shares"].last()
+    snap = snap[snap != 0]
+    both = pd.concat([at_join.rename("ref"), snap.rename("got")], axis=1).fillna(0).astype(np.int64).sort_index()
+    differ = both[both["ref"] != both["got"]]
+    first = ""
+    if len(differ):
+        (stock, side, price), row = differ.index[0], differ.iloc[0]
+        got, want = int(row["got"]), int(row["ref"])
+        first = (f"{'bid' if side == blackbox.SIDE_BYTES['B'] else 'ask'} {price}: "
+                 f"{f'{got:,} shares' if got else 'no level'}, expected {f'{want:,}' if want else 'no level'}")
+    return {"stocks_at_join": int(at_join.index.get_level_values("stock").nunique()),
+            "stocks_differing_at_join": int(differ.index.get_level_values("stock").nunique()),
+            "first_stock_differing": int(differ.index[0][0]) if len(differ) else None,
+            "first_level_differing": first}
 
 
 def _first_level(differ: pd.DataFrame, book: list[str]) -> str:

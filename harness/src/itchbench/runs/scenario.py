@@ -433,9 +433,6 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
                                                  or out["replay"]["loops"] > 1):
         raise ScenarioError(f"{origin}: [join] needs transport = \"udp\", replay.sender = \"udp-replay\" (it starts "
                             "the feed mid-session) and one loop")
-    if (join["at_seq"] or join["at_share"] or join["at_time"]) and out["levels"] == ALL_LEVELS:
-        raise ScenarioError(f"{origin}: [join] with levels = \"all\" is not supported yet: a late join's depth is "
-                            "checked for 1 to 64 levels a side (docs/book-and-bbo.md, \"Every level\")")
     if out["rerequest"]["server"] and out["transport"] != "udp":
         raise ScenarioError(f"{origin}: rerequest.server answers MoldUDP64 over UDP: it needs transport = \"udp\"")
     if out["replay"]["multicast"] and out["gateway"]["source"] == "af_xdp":
