@@ -8,12 +8,14 @@
 //
 //     seq,stock,bid_px,bid_qty,ask_px,ask_qty
 //
-//     cpp-gateway --file PATH --bbo ADDR:PORT [--stock symbol] [--levels N]
-//     cpp-gateway --udp ADDR:PORT --bbo ADDR:PORT [--stock symbol] [--levels N]
+//     cpp-gateway --file PATH --bbo ADDR:PORT [--stock symbol] [--levels N|all]
+//     cpp-gateway --udp ADDR:PORT --bbo ADDR:PORT [--stock symbol] [--levels N|all]
 //
 // With --levels N (1 to 64) it writes depth instead: after each book message that changed any of
 // the stock's top N price levels a side, the whole top N, best first, empty levels 0,0:
 // seq,stock,bid1_px,bid1_qty,...,bidN_px,bidN_qty,ask1_px,ask1_qty,...,askN_qty.
+// With --levels all, a line for each price level a book message changed, its shares after it (0:
+// the level is gone), a replace's old price first: seq,stock,side,price,shares (side B or S).
 //
 // stock is the stock locate, or with --stock symbol the stock's symbol from the session's stock
 // directory (R messages), as many gateways write it.
@@ -31,6 +33,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -82,6 +85,14 @@ public:
     void depth_event(uint64_t seq, uint16_t stock, const std::vector<uint64_t>& levels) {
         event(seq, stock, levels);
     }
+    // One level's change (--levels all): seq,stock,side,price,shares.
+    void level_event(uint64_t seq, uint16_t stock, char side, uint32_t price, uint64_t shares) {
+        auto named = names_.find(stock);
+        buffer_ += std::to_string(seq) + ',';
+        buffer_ += by_symbol_ && named != names_.end() ? named->second : std::to_string(stock);
+        buffer_ += std::string(",") + side + ',' + std::to_string(price) + ',' + std::to_string(shares) + '\n';
+        if (buffer_.size() > (1 << 15)) flush();
+    }
     void flush() {
         size_t at = 0;
         while (at < buffer_.size()) {
@@ -111,11 +122,12 @@ struct Quote {
 // Orders by reference; per stock, shares per price on each side; the last BBO (or depth) said per stock.
 class Book {
 public:
-    // levels 0: BBO events; N: depth events of the top N levels a side.
-    Book(BboOut& out, unsigned levels) : out_(out), levels_(levels) {}
+    // levels 0: BBO events; N: depth events of the top N levels a side; every_level: each level's changes.
+    Book(BboOut& out, unsigned levels, bool every_level) : out_(out), levels_(levels), every_level_(every_level) {}
 
     void apply(uint64_t seq, const uint8_t* m) {
         int stock = -1;
+        first_price_ = 0;
         switch (m[0]) {
             case 'A': case 'F': {
                 uint8_t side = m[19];
@@ -134,6 +146,7 @@ public:
                 auto it = orders_.find(old_ref);
                 if (it != orders_.end() && (new_ref == old_ref || orders_.count(new_ref) == 0)) {
                     Order o = it->second;
+                    first_price_ = o.price;
                     reduce(old_ref, o.shares);
                     add(new_ref, o.stock, o.bid, be32(m + 31), be32(m + 27));
                     stock = o.stock;
@@ -172,7 +185,30 @@ private:
         return stock;
     }
 
+    // Every level: each price whose shares differ from what was last said of the stock, a replace's old price's
+    // first.
+    void say_levels(uint64_t seq, uint16_t stock) {
+        const Sides& now = books_[stock];
+        Sides& said = said_levels_[stock];
+        for (int bid = 1; bid >= 0; --bid) {
+            const Levels& a = bid ? said.bids : said.asks;
+            const Levels& b = bid ? now.bids : now.asks;
+            std::vector<std::pair<uint32_t, uint64_t>> changed;
+            for (const auto& [price, shares] : b) {
+                auto was = a.find(price);
+                if (was == a.end() || was->second != shares) changed.emplace_back(price, shares);
+            }
+            for (const auto& [price, shares] : a)
+                if (b.count(price) == 0) changed.emplace_back(price, 0);
+            std::stable_sort(changed.begin(), changed.end(),
+                             [&](const auto& x, const auto& y) { return x.first == first_price_ && y.first != first_price_; });
+            for (const auto& [price, shares] : changed) out_.level_event(seq, stock, bid ? 'B' : 'S', price, shares);
+        }
+        said = now;
+    }
+
     void say(uint64_t seq, uint16_t stock) {
+        if (every_level_) return say_levels(seq, stock);
         const Sides& s = books_[stock];
         if (levels_ > 0) {  // price and shares of the top N levels a side, best first; empty ones 0, 0
             std::vector<uint64_t> now(4 * size_t(levels_), 0);
@@ -202,10 +238,13 @@ private:
 
     BboOut& out_;
     unsigned levels_;
+    bool every_level_;
+    uint32_t first_price_ = 0;  // the message's replace's old price: its change is said first
     std::unordered_map<uint64_t, Order> orders_;
     std::unordered_map<uint16_t, Sides> books_;
     std::unordered_map<uint16_t, Quote> said_;
     std::unordered_map<uint16_t, std::vector<uint64_t>> said_depth_;
+    std::unordered_map<uint16_t, Sides> said_levels_;  // every level: the stock's book as last said
 };
 
 // Messages in sequence order: a duplicate or late one is dropped, a gap is skipped over.
@@ -335,7 +374,7 @@ bool parse_addr(const std::string& text, sockaddr_in& addr) {
 
 int usage() {
     std::fprintf(stderr, "usage: cpp-gateway (--file PATH | --udp ADDR:PORT) --bbo ADDR:PORT [--stock symbol] "
-                         "[--levels N]\n");
+                         "[--levels N|all]\n");
     return 2;
 }
 
@@ -355,9 +394,11 @@ int main(int argc, char** argv) {
     }
     sockaddr_in bbo_addr{}, feed_addr{};
     if (file.empty() == udp.empty() || !parse_addr(bbo, bbo_addr) || (!udp.empty() && !parse_addr(udp, feed_addr)) ||
-        (stock != "locate" && stock != "symbol") || levels.empty() || levels.size() > 2 ||
-        levels.find_first_not_of("0123456789") != std::string::npos || std::stoi(levels) > 64)
+        (stock != "locate" && stock != "symbol") ||
+        (levels != "all" && (levels.empty() || levels.size() > 2 ||
+                             levels.find_first_not_of("0123456789") != std::string::npos || std::stoi(levels) > 64)))
         return usage();
+    const bool every_level = levels == "all";
     std::signal(SIGTERM, [](int) { stop_requested = 1; });
 
     int feed_sock = -1;
@@ -390,7 +431,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     BboOut out(bbo_sock, stock == "symbol");
-    Book book(out, unsigned(std::stoi(levels)));
+    Book book(out, every_level ? 0 : unsigned(std::stoi(levels)), every_level);
     Feed feed(book);
     int rc = file.empty() ? run_udp(feed_sock, feed, out) : run_file(file.c_str(), feed);
     out.flush();

@@ -17,11 +17,17 @@ best first, empty levels 0,0:
 
     seq,stock,bid1_px,bid1_qty,...,bidN_px,bidN_qty,ask1_px,ask1_qty,...,askN_qty
 
+With --levels all, a line for each price level a book message changed, its
+shares after the message (0: the level is gone), a replace's old price
+first (side B or S):
+
+    seq,stock,side,price,shares
+
 Given a multicast group as the UDP address, it joins it on the loopback
 interface. It stops at the feed's end of session, or on SIGTERM.
 
     gateway.py --udp ADDR:PORT --bbo ADDR:PORT [--bbo-via tcp|udp|mqtt|kafka] [--bbo-topic T]
-               [--bbo-format csv|jsonl] [--levels N] [--udp-b ADDR:PORT] [--rerequest ADDR:PORT]
+               [--bbo-format csv|jsonl] [--levels N|all] [--udp-b ADDR:PORT] [--rerequest ADDR:PORT]
     gateway.py --serial /dev/pts/N --bbo ADDR:PORT
 
 MQTT needs paho-mqtt (Debian: python3-paho-mqtt), Kafka confluent-kafka
@@ -52,12 +58,14 @@ IP_MULTICAST_ALL = 49  # <linux/in.h>; Python's socket module does not name it
 class Book:
     """Orders by reference; per stock and side, shares per price; the last BBO (or depth) said per stock."""
 
-    def __init__(self, emit, depth: int = 0) -> None:
+    def __init__(self, emit, depth: int | str = 0) -> None:
         self.orders: dict[int, list[int]] = {}  # ref -> [stock, side, price, shares]
         self.levels: dict[int, tuple[dict[int, int], dict[int, int]]] = {}
         self.said: dict[int, tuple[int, ...]] = {}
+        self.said_levels: dict[int, tuple[dict[int, int], dict[int, int]]] = {}  # every level: the book last said
         self.emit = emit
-        self.depth = depth  # 0: the BBO; N: the top N levels a side
+        self.every_level = depth == "all"
+        self.depth = 0 if self.every_level else int(depth)  # 0: the BBO; N: the top N levels a side
 
     def _side(self, stock: int, side: int) -> dict[int, int]:
         if stock not in self.levels:
@@ -90,6 +98,7 @@ class Book:
     def apply(self, seq: int, m: bytes) -> None:
         kind = m[0:1]
         stock = None
+        first_price = None  # a replace's old price: its change is said first
         if kind in (b"A", b"F"):
             ref, side, shares = struct.unpack_from(">QcI", m, 11)
             price = struct.unpack_from(">I", m, 32)[0]
@@ -106,11 +115,25 @@ class Book:
             old, new, shares, price = struct.unpack_from(">QQII", m, 11)
             order = self.orders.get(old)
             if order is not None and (new == old or new not in self.orders):
-                stock, side = order[0], order[1]
+                stock, side, first_price = order[0], order[1], order[2]
                 self._reduce(old, order[3])
                 self._add(new, stock, side, price, shares)
-        if stock is not None:
+        if stock is not None and self.every_level:
+            self._say_levels(seq, stock, first_price)
+        elif stock is not None:
             self._say(seq, stock)
+
+    def _say_levels(self, seq: int, stock: int, first_price: int | None) -> None:
+        """Every level: each price whose shares differ from what was last said of the stock, first_price's first."""
+        said = self.said_levels.setdefault(stock, ({}, {}))
+        for side, letter in ((BID, "B"), (ASK, "S")):
+            now, was = self.levels.get(stock, ({}, {}))[side], said[side]
+            changed = sorted((p for p in now.keys() | was.keys() if now.get(p, 0) != was.get(p, 0)),
+                             key=lambda p: (p != first_price, p))
+            for price in changed:
+                self.emit(seq, stock, (letter, price, now.get(price, 0)))
+            said[side].clear()
+            said[side].update(now)
 
     def _say(self, seq: int, stock: int) -> None:
         bids, asks = self.levels.get(stock, ({}, {}))
@@ -339,6 +362,15 @@ def open_feed(addr: str, port: int) -> socket.socket:
     return sock
 
 
+def _levels(text: str) -> int | str:
+    """--levels: 0 to 64, or all."""
+    if text == "all":
+        return text
+    if not text.isdigit() or int(text) > 64:
+        raise argparse.ArgumentTypeError(f"{text!r}: 0 to 64 levels a side, or all")
+    return int(text)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = p.add_mutually_exclusive_group(required=True)
@@ -356,8 +388,9 @@ def main() -> int:
     p.add_argument("--bbo-via", choices=("tcp", "udp", "mqtt", "kafka"), default="tcp")
     p.add_argument("--bbo-topic", default="itchbench/bbo", help="mqtt, kafka: the topic (Kafka: partition 0)")
     p.add_argument("--bbo-format", choices=("csv", "jsonl"), default="csv")
-    p.add_argument("--levels", type=int, default=0, choices=range(0, 65), metavar="N",
-                   help="publish depth, the top N price levels a side (1 to 64), instead of the BBO (0)")
+    p.add_argument("--levels", type=_levels, default=0, metavar="N",
+                   help="publish depth, the top N price levels a side (1 to 64), or every level's changes (all), "
+                   "instead of the BBO (0)")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
@@ -366,8 +399,9 @@ def main() -> int:
     send, close = _bbo_output(args.bbo_via, bbo_to, args.bbo_topic)
     pending: list[str] = []
 
-    names = ["seq", "stock", *(f"{side}{i}_{f}" for side in ("bid", "ask") for i in range(1, args.levels + 1)
-                               for f in ("px", "qty"))]
+    names = (["seq", "stock", "side", "price", "shares"] if args.levels == "all" else
+             ["seq", "stock", *(f"{side}{i}_{f}" for side in ("bid", "ask") for i in range(1, args.levels + 1)
+                                for f in ("px", "qty"))])
 
     def emit(seq: int, stock: int, bbo: tuple[int, ...]) -> None:
         if args.levels:  # depth

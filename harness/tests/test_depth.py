@@ -150,31 +150,69 @@ def test_a_wrong_depth_event_names_the_level_that_differs():
     assert "ask level 2: 25 shares at 1200, expected no level; expected seq 11" in verdict.difference_words(check)
 
 
-def test_a_contract_asks_one_to_sixty_four_levels(tmp_path):
+def test_a_contract_asks_one_to_sixty_four_levels_or_all(tmp_path):
     text = (zoo.example_dir(zoo.PY) / "itchbench.toml").read_text()
-    for levels, ok in ((0, True), (5, True), (64, True), (65, False), (-1, False)):
+    for levels, ok in ((0, True), (5, True), (64, True), ('"all"', True), (65, False), (-1, False), ('"5"', False),
+                       ('"every"', False)):
         (tmp_path / "itchbench.toml").write_text(re.sub(r"(?m)^levels = 0 .*$", f"levels = {levels}", text))
         if ok:
-            assert contract.load(tmp_path / "itchbench.toml").bbo_levels == levels
+            assert contract.load(tmp_path / "itchbench.toml").bbo_levels == (levels if levels != '"all"' else "all")
         else:
             with pytest.raises(contract.ContractError, match="bbo.levels"):
                 contract.load(tmp_path / "itchbench.toml")
+    # Every level's changes are matched change by change: a state check has nothing to compare them with.
+    (tmp_path / "itchbench.toml").write_text(re.sub(r"(?m)^levels = 0 .*$", 'levels = "all"',
+                                                    text.replace('check = "exact"', 'check = "state"')))
+    with pytest.raises(contract.ContractError, match='bbo.check.*levels = "all" is checked change by change'):
+        contract.load(tmp_path / "itchbench.toml")
 
 
-@pytest.mark.parametrize("levels", [1, 5, 10])
+def test_a_brought_gateways_level_changes_are_read_in_csv_and_jsonl_and_the_wrong_one_named(tmp_path):
+    # Three changes written by hand: a replace's two (seq 10) and an execution's; by symbol too.
+    rows = [(10, "AAPL", "S", 1100, 0), (10, "AAPL", "S", 1200, 300), (11, "1", "B", 900, 40)]
+    lines = [",".join(map(str, r)) for r in rows]
+    csv_file, jsonl_file = tmp_path / "out.csv", tmp_path / "out.jsonl"
+    csv_file.write_text("\n".join(lines) + "\n12,1,X,900,40\n12,1,900,40\n")  # a side that is none, none at all
+    jsonl_file.write_text("".join(json.dumps(dict(zip(blackbox.LEVEL_CHANGE_COLUMNS, r))) + "\n" for r in rows)
+                          + json.dumps({"seq": 12, "stock": 1, "side": "Q", "price": 1, "shares": 1}) + "\n")
+    want = [[10, 1, ord("S"), 1100, 0], [10, 1, ord("S"), 1200, 300], [11, 1, ord("B"), 900, 40]]
+    for path, fmt in ((csv_file, "csv"), (jsonl_file, "jsonl")):
+        events, malformed, _ = blackbox.read_events(path, fmt, stamped=False, symbols={"AAPL": 1}, levels="all")
+        assert malformed == (2 if fmt == "csv" else 1)
+        assert events[blackbox.LEVEL_CHANGE_COLUMNS].values.tolist() == want
+    ref = pd.DataFrame(want, columns=blackbox.LEVEL_CHANGE_COLUMNS)
+    got = ref.copy()
+    got.loc[1, "shares"] = 250
+    check = blackbox.check(got.assign(t_recv=0), ref, {}, "exact")
+    assert (check["wrong"], check["missing"], check["extra"], check["out_of_order"]) == (1, 0, 0, 0)
+    assert check["first_difference"]["level"] == "ask 1200: 250 shares, expected 300"
+    # The replace's two changes swapped: both right, the second out of its stock's order; one at a price the
+    # reference has not: missing and extra, never matched to another price's.
+    swapped = ref.iloc[[1, 0, 2]]
+    assert blackbox.check(swapped.assign(t_recv=0), ref, {}, "exact")["out_of_order"] == 1
+    moved = ref.copy()
+    moved.loc[2, "price"] = 901
+    c = blackbox.check(moved.assign(t_recv=0), ref, {}, "exact")
+    assert (c["missing"], c["extra"], c["wrong"]) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("levels", [1, 5, 10, "all"])
 def test_the_cpp_example_publishes_depth_equal_to_the_simulation(levels, tmp_path):
     # The example reading the capture itself, its contract asking for N levels: judged against the simulation's
     # depth of N levels, event for event.
     gateway = zoo.materialise(zoo.CPP, (), tmp_path / "gw")
     toml = gateway / "itchbench.toml"
-    toml.write_text(re.sub(r"(?m)^levels = 0 .*$", f"levels = {levels}", toml.read_text()))
+    toml.write_text(re.sub(r"(?m)^levels = 0 .*$", f"levels = {json.dumps(levels)}", toml.read_text()))
     values = {**scenario.load(zoo.scenario_path("file"))[0].values, "gateway_file": str(toml)}
     run = runner.execute(values, "cpp-depth", root=tmp_path / "runs", echo=False)
     summary = rundir.read_json(run / "summary.json")
-    expected = depth_events(SAMPLE, levels)
-    noun = "level" if levels == 1 else "levels"
     assert summary["verdict"]["status"] == "lossless", summary["verdict"]["headline"]
-    assert f"{len(expected):,} depth events ({levels} {noun}) = simulation (exact)" in summary["verdict"]["headline"]
+    if levels == "all":  # every level: as many changes as the independent book makes
+        said = f"{len(level_changes(SAMPLE)):,} level changes (every level) = simulation (exact)"
+    else:
+        said = (f"{len(depth_events(SAMPLE, levels)):,} depth events ({levels} {'level' if levels == 1 else 'levels'}) "
+                "= simulation (exact)")
+    assert said in summary["verdict"]["headline"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")

@@ -46,7 +46,7 @@ def test_an_anchor_that_no_longer_stands_in_the_example_is_refused(tmp_path):
 def test_the_zoo_covers_every_input_and_more_than_thirty_defects():
     assert len(zoo.MUTANTS) >= 30 and len({m.name for m in zoo.MUTANTS}) == len(zoo.MUTANTS)
     assert {m.scenario for m in zoo.MUTANTS} == {"udp", "serial", "file", "faulted-file", "lines", "recovery", "join",
-                                                 "join-depth", "heartbeats", "udp-depth"}
+                                                 "join-depth", "heartbeats", "udp-depth", "udp-every-level"}
     # Every scenario a mutant runs on has a control: the unchanged example passing there.
     assert {(m.example, m.scenario) for m in zoo.MUTANTS} <= {(c.example, c.scenario) for c in zoo.CONTROLS}
 
@@ -73,6 +73,13 @@ HEADLINES = {
     # A brought gateway's: its events after the join are right, the books it took at the join never published.
     "snapshot-depth-unsaid": lambda h: h.startswith("DEPTH DIFFERS after joining at seq 3,992: ")
     and "stocks' books at the join differ (first: stock " in h,
+    # Every level: the wrong level named by its side and price, its shares one more than expected.
+    "every-level-deep-level-shares": lambda h: h.startswith("BBO DIFFERS (exact, depth of every level): ")
+    and any(int(m[2].replace(",", "")) == int(m[3].replace(",", "")) + 1 for m in re.finditer(
+        r"wrong: (bid|ask) \d+: ([\d,]+) shares, expected ([\d,]+)", h)),
+    # A replace's two changes swapped: each is right, the second is out of its stock's order.
+    "every-level-new-price-first": lambda h: "0 missing, 0 extra, 0 wrong," in h and "out of order" in h,
+    "level-changes-new-price-first": lambda h: h == "NOT BALANCED: depth digest = simulation's digest",
     # The built-in gateway's flag: the first event after the first gap is the one named.
     "stale-flag-missed": lambda h: h.startswith("NOT BALANCED: BBO events flagged stale = those after seq "),
 }

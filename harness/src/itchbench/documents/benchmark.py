@@ -69,7 +69,8 @@ def _output(r: RunRecord) -> str:
     depth = r.summary.get("depth") or {}
     words = [f"{bbo:,} BBO events"] if bbo is not None else []
     if depth.get("levels"):
-        words.append(f"{depth['events']:,} depth events ({depth['levels']} levels a side)")
+        words.append(f"{depth['events']:,} level changes (every level)" if depth["levels"] == "all" else
+                     f"{depth['events']:,} depth events ({depth['levels']} levels a side)")
     return ", ".join(words) or "?"
 
 

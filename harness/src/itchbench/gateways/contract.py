@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..depth_levels import ALL_LEVELS, Levels
+
 FILE_NAME = "itchbench.toml"
 INPUTS = ("udp", "serial", "file")
 BBO_FORMATS = ("csv", "jsonl", "itchbench")
@@ -60,7 +62,8 @@ class Contract:
     ok_exits: tuple[int, ...] = (0,)
     subscriber_port: str = ""   # regex on its output whose group 1 is the TCP port it serves BBO subscribers on
     depth_port: str = ""        # the same for the port it serves depth subscribers on (depth records, FORMAT.md)
-    bbo_levels: int = 0         # its events are depth of the top N levels a side (docs/book-and-bbo.md); 0: BBO
+    bbo_levels: Levels = 0      # its events are depth of the top N levels a side (docs/book-and-bbo.md), or every
+                                # level's changes ("all"); 0: BBO
 
     @property
     def root(self) -> Path:
@@ -86,7 +89,7 @@ _SCHEMA: dict[str, dict[str, tuple[Any, Any]]] = {
     "": {"name": (str, REQUIRED), "inputs": (list, REQUIRED), "build": ((str, list), []),
          "command": ((str, dict), REQUIRED), "white_box": ((bool, str), False), "env": (dict, {})},
     "bbo": {"format": (str, "csv"), "via": (str, "tcp"), "file": (str, ""), "check": (str, "exact"),
-            "levels": (int, 0)},
+            "levels": ((int, str), 0)},
     "ready": {"when": (str, "tcp_connected"), "pattern": (str, ""), "delay_ms": (int, 0), "timeout_s": ((int, float), 10)},
     "stop": {"drain_ms": (int, 500), "term_grace_s": ((int, float), 5), "exits_at_end": (bool, False),
              "ok_exits": (list, [0])},
@@ -188,8 +191,11 @@ def load(path: Path | str) -> Contract:
     one_of("bbo.format", bbo["format"], BBO_FORMATS)
     one_of("bbo.via", bbo["via"], BBO_VIA)
     one_of("bbo.check", bbo["check"], CHECKS)
-    if not 0 <= bbo["levels"] <= 64:
-        raise ContractError(f"{where('bbo.levels')}: {bbo['levels']} levels a side; 1 to 64 (depth), or 0 (the BBO)")
+    if bbo["levels"] != ALL_LEVELS and (not isinstance(bbo["levels"], int) or not 0 <= bbo["levels"] <= 64):
+        raise ContractError(f"{where('bbo.levels')}: {bbo['levels']!r} levels a side; 1 to 64 (depth), \"all\" "
+                            "(every level's changes), or 0 (the BBO)")
+    if bbo["levels"] == ALL_LEVELS and bbo["check"] != "exact":
+        raise ContractError(f"{where('bbo.check')}: levels = \"all\" is checked change by change: check = \"exact\"")
     one_of("ready.when", ready["when"], READY_WHEN)
     if bbo["via"] == "file" and not bbo["file"]:
         raise ContractError(f"{where('bbo.via')}: via = \"file\" needs bbo.file (e.g. \"{{out}}/bbo.csv\")")

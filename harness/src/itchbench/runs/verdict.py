@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..depth_levels import ALL_LEVELS
+from ..depth_levels import ALL_LEVELS, Levels
 
 EXIT = {"lossless": 0, "faults_accounted": 0, "recovered": 0, "joined": 0, "rejected": 1, "lost": 1, "bbo_differs": 1,
         "not_joined": 1, "unbalanced": 1, "incomplete": 1}
@@ -194,7 +194,7 @@ def _judge_join(rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:
         return "rejected", f"REJECTED after joining {at}: {_rejected_clause(loss, rec['received'])}; {_join_words(j)}"
     depth = j.get("depth_check")
     # A brought gateway that publishes depth (bbo.levels = N): its one stream (bbo_check) is its depth.
-    published = f"{count(j['levels'], 'level')} a side" if j.get("levels") else ""
+    published = levels_words(j["levels"]) + (" a side" if j["levels"] != ALL_LEVELS else "") if j.get("levels") else ""
     for name, c in (("DEPTH" if published else "BBO", check), ("DEPTH", depth)):
         if c and not c["equal"]:
             where = (f"{difference_words(c['after_join'])}" if not c["after_join"]["equal"] else
@@ -312,7 +312,7 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
                      f"{check['malformed_examples'][0]!r})" if check["malformed_lines"] else "")
         status = "bbo_differs"
         depth = summary.get("bbo", {}).get("levels", 0)
-        of_depth = f", depth of {count(depth, 'level')}" if depth else ""
+        of_depth = f", depth of {levels_words(depth)}" if depth else ""
         headline = f"BBO DIFFERS ({check['mode']}{of_depth}): {difference_words(check)}{malformed}"
         if rec.get("recovery"):
             headline += f"; {_recovery_words(rec['recovery'], black_box=True)}"
@@ -347,8 +347,15 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
 def _black_box_events(summary: dict[str, Any], check: dict[str, Any]) -> str:
     """A brought gateway's events: BBO, or depth of the N levels its contract says it publishes."""
     levels = summary.get("bbo", {}).get("levels", 0)
+    if levels == ALL_LEVELS:
+        return f"{count(check['events'], 'level change')} (every level)"
     return (f"{count(check['events'], 'depth event')} ({count(levels, 'level')})" if levels
             else count(check["events"], "BBO event"))
+
+
+def levels_words(levels: Levels) -> str:
+    """'5 levels', or 'every level' (levels = all)."""
+    return "every level" if levels == ALL_LEVELS else count(int(levels), "level")
 
 
 def closing_line(statuses: list[str], targets_failed: int = 0) -> str:

@@ -109,8 +109,15 @@ _STOP_GRACE = "term_grace_s = 5    # then SIGKILL\n"
 # The example does end by itself at the end of session; its contract does not say so, and so nothing holds it to it.
 _CLAIMS_EXIT_AT_END = (Edit(_STOP_GRACE, _STOP_GRACE + "exits_at_end = true\n", "itchbench.toml"),)
 # The example publishes depth when asked (--levels N, from the contract's bbo.levels); its contract asks for the BBO.
-_BBO_LEVELS = "levels = 0          # the BBO; N: it publishes the top N levels a side (--levels N), judged against the simulation's depth\n"
+_BBO_LEVELS = ("levels = 0          # the BBO; N: it publishes the top N levels a side (--levels N); \"all\": every "
+               "level's changes; judged against the simulation's\n")
 CLAIMS_DEPTH = (Edit(_BBO_LEVELS, "levels = 5\n", "itchbench.toml"),)
+# Every level's changes (levels = "all"), from either example.
+CLAIMS_EVERY_LEVEL = (Edit(_BBO_LEVELS, 'levels = "all"\n', "itchbench.toml"),)
+_CPP_BBO_LEVELS = ("levels = 0          # the BBO; N: it writes the top N levels a side (--levels N); \"all\": every "
+                   "level's changes; judged against the simulation's\n")
+CPP_CLAIMS_EVERY_LEVEL = (Edit(_CPP_BBO_LEVELS, 'levels = "all"\n', "itchbench.toml"),)
+_OLD_PRICE_FIRST = "                             key=lambda p: (p != first_price, p))\n"
 
 MUTANTS: tuple[Mutant, ...] = (
     # The BBO stream: each kind of difference the exact check names.
@@ -160,6 +167,23 @@ MUTANTS: tuple[Mutant, ...] = (
            "publishing 5 levels of depth", PY,
            CLAIMS_DEPTH + _py((_REPLACE_ADD, "                self._add(new, stock, side, order[2], shares)  # MUTANT\n")),
            "udp", "bbo_differs"),
+    # Every level (levels = "all"): a wrong level anywhere in the book, named at its first change.
+    Mutant("every-level-deep-level-shares", "one share too many on an add to a side already five levels deep, the "
+           "gateway publishing every level's changes", PY,
+           CLAIMS_EVERY_LEVEL + _py((_ADD_LEVEL, "        level[price] = level.get(price, 0) + shares + (len(level) >= 5)"
+                                                  "  # MUTANT\n")), "udp", "bbo_differs"),
+    Mutant("every-level-replace-keeps-price", "a replace (U) adds the new order at the old order's price, the "
+           "gateway publishing every level's changes", PY,
+           CLAIMS_EVERY_LEVEL + _py((_REPLACE_ADD, "                self._add(new, stock, side, order[2], shares)"
+                                                    "  # MUTANT\n")), "udp", "bbo_differs"),
+    Mutant("every-level-new-price-first", "a replace's two level changes said new price first", PY,
+           CLAIMS_EVERY_LEVEL + _py((_OLD_PRICE_FIRST, "                             key=lambda p: (p == first_price, "
+                                                        "p))  # MUTANT\n")), "udp", "bbo_differs"),
+    Mutant("cpp-every-level-replace-keeps-price", "a replace (U) adds the new order at the old price, the gateway "
+           "writing every level's changes (C++, file)", CPP,
+           CPP_CLAIMS_EVERY_LEVEL + _cpp(("add(new_ref, o.stock, o.bid, be32(m + 31), be32(m + 27));",
+                                          "add(new_ref, o.stock, o.bid, o.price, be32(m + 27));  // MUTANT")),
+           "file", "bbo_differs"),
     Mutant("cpp-empty-level-kept", "a price level left behind at zero shares (C++, reading the file itself)", CPP,
            _cpp(("        if (level->second == 0) side.erase(level);\n", "        // MUTANT: a level at zero stays\n")),
            "file", "bbo_differs", quick=True),
@@ -261,6 +285,15 @@ MUTANTS: tuple[Mutant, ...] = (
                      ("      if (depth_ && depth_->take_change(book_, uint16_t(locate)))\n",
                       "      if (false && depth_ && depth_->take_change(book_, uint16_t(locate)))  // MUTANT\n")),
            "join-depth", "bbo_differs"),
+    Mutant("level-changes-new-price-first", "a replace's two level changes logged new price first (the built-in "
+           "gateway, patched, logging every level)", BUILT_IN,
+           _built_in("gateway/book/level_changes.hpp",
+                     ("    if (now != before_) out[n++] = {touch.price, now};\n",
+                      "    // MUTANT: the old price's change goes last\n"),
+                     ("      if (other_now != other_before_) out[n++] = {touch.other_price, other_now};\n    }\n",
+                      "      if (other_now != other_before_) out[n++] = {touch.other_price, other_now};\n    }\n"
+                      "    if (now != before_) out[n++] = {touch.price, now};\n")),
+           "udp-every-level", "unbalanced"),
 )
 
 CONTROLS: tuple[Control, ...] = (
@@ -275,6 +308,10 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "udp", "lossless", edits=_CLAIMS_EXIT_AT_END, claim="contract says exits_at_end"),
     Control(PY, "udp", "lossless", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
     Control(PY, "join-depth", "joined", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
+    Control(PY, "udp", "lossless", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
+    Control(PY, "join", "joined", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
+    Control(CPP, "file", "lossless", edits=CPP_CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
+    Control(BUILT_IN, "udp-every-level", "lossless"),
     Control(BUILT_IN, "faulted-file", "faults_accounted"),
     Control(BUILT_IN, "join-depth", "joined"),
     Control(BUILT_IN, "udp-depth", "lossless"),
