@@ -69,9 +69,10 @@ def test_the_document_shows_what_the_benchmarks_measured(tmp_path):
     for f in side["files"]:
         depth = json.loads((work / f"depth_cost-{f['file'].removesuffix('.itch')}.json").read_text())
         runs = {r["variant"]: r["ns"] for r in depth["runs"] if r["gateway"] == "head"}
-        assert set(runs) == {"off", "BBO only", "5 levels", "10 levels"} and all(len(ns) == 2 for ns in runs.values())
+        assert set(runs) == {"off", "BBO only", "5 levels", "10 levels", "every level"} and \
+            all(len(ns) == 2 for ns in runs.values())
         row = next(line for line in depth_text.splitlines() if line.startswith(f"| {f['file']} |"))
-        for label in ("5 levels", "10 levels"):
+        for label in ("5 levels", "10 levels", "every level"):
             share = [b / v for b, v in zip(runs["BBO only"], runs[label])]
             assert f"| {statistics.median(share):.2f} ({min(share):.2f}–{max(share):.2f})" in row, row
         shares[f["file"]] = statistics.median(b / v for b, v in zip(runs["BBO only"], runs["5 levels"]))

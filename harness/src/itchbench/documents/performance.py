@@ -51,12 +51,12 @@ RECORDING_VARIANTS = (("every stamp", "--stamps all"), ("book stamp only", "--st
 LOG_AGAINST_HISTOGRAMS = ("every stamp", "every stamp, histograms")
 
 
-# Depth of book against the BBO alone (`--levels N`: the top N levels a side logged per change), every stamp
-# recorded in each, set against the BBO-only run of the same round. Target: five levels within 15 % of the
-# BBO-only throughput.
+# Depth of book against the BBO alone (`--levels N`: the top N levels a side logged per change; `--levels all`:
+# each level's changes), every stamp recorded in each, set against the BBO-only run of the same round. Target:
+# five levels within 15 % of the BBO-only throughput.
 DEPTH_BASE = "BBO only"
 DEPTH_VARIANTS = ((DEPTH_BASE, "--stamps all"), ("5 levels", "--stamps all --levels 5"),
-                  ("10 levels", "--stamps all --levels 10"))
+                  ("10 levels", "--stamps all --levels 10"), ("every level", "--stamps all --levels all"))
 DEPTH_TARGET = ("5 levels", 0.85)
 DEPTH_AGAINST_PEER = 5  # levels: the gateway with this depth against the peer's bare replay, which keeps no depth
 
@@ -302,7 +302,8 @@ def _depth_section(depth: list[dict[str, Any]], side_depth: dict[str, Any] | Non
     labels = [label for label, _ in DEPTH_VARIANTS]
     lines = ["## Depth of book", "",
              f"The gateway's simulation with `--levels N` (the top N levels a side logged on each change, "
-             f"docs/book-and-bbo.md) against the same build BBO-only, every stamp recorded in each; "
+             f"docs/book-and-bbo.md) and with `--levels all` (each level a message changed, one 32-byte record a "
+             f"level) against the same build BBO-only, every stamp recorded in each; "
              f"{len(depth[0]['runs'][0]['ns'])} rounds, settled, in an order that rotates round by round. Throughput "
              f"share: BBO-only's ns a message over the variant's, per round (1 = no cost).", "",
              "| file | " + " | ".join(f"{label}, ns a message" for label in labels) + " | "
@@ -328,9 +329,12 @@ def _depth_section(depth: list[dict[str, Any]], side_depth: dict[str, Any] | Non
               "1 GB/s on the 2-vCPU VM, where a first touch of memory is slow) and then by the hot thread; when the "
               "events come faster than that, the hot thread waits for it or grows the file itself (gateway.json: "
               "`logs.depth_writer_grows`). Reading the levels from the book (`OrderBook::top_levels`, "
-              "`DepthTracker::take_change`) is the smaller part: a build that computes depth but logs none runs "
-              "about 31 ns a message slower than BBO-only there. What would close it is fewer bytes: a record of the "
-              "one side a message changes (24 + 16 N), or of the levels that changed.", ""]
+              "`DepthTracker::take_change`) is the other part: a build that computes 5 levels but logs none ran 20 ns "
+              "a message slower than BBO-only there (48.5 against 28.4 ns, no latency log, Intel VM, 2026-11-30), "
+              "about half the cost. Every level's changes cost less than 5 levels: one 32-byte record for each level "
+              "a message changed, and no walk of the book (the shares at the touched prices read before and after "
+              "the message). What would close the 5-level gap is both fewer bytes (a record of the one side a "
+              "message changes, 24 + 16 N) and a cheaper tracker.", ""]
     if side_depth:
         lines += [f"With {DEPTH_AGAINST_PEER} levels, against the peer (which keeps no depth): side by side as in "
                   f"the throughput table above, `--levels {DEPTH_AGAINST_PEER}`; ratio = ours / peer, above 1 ours "
