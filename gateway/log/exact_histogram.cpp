@@ -51,8 +51,8 @@ void ExactHistogram::merge(ExactHistogram& other) {
   if (other.keys_ != keys_ || other.dense_ != dense_) throw std::invalid_argument("merging unlike histograms");
   for (size_t cell = 0; cell < counts_.size(); ++cell) {
     const uint64_t sum = uint64_t(counts_[cell]) + other.counts_[cell];
-    counts_[cell] = uint32_t(sum);
-    if (sum >> 32) carried_.push_back(cell);
+    counts_[cell] = Count(sum);
+    if (sum >> kCountBits) carried_.push_back(cell);
   }
   carried_.insert(carried_.end(), other.carried_.begin(), other.carried_.end());
   merge_pending();
@@ -65,15 +65,15 @@ void ExactHistogram::fold_keys() {
   // A cell's wraps move with its key (table() sorts them back into order); then the rows, each into its half.
   for (size_t& cell : carried_) cell = cell / dense_ / 2 * dense_ + cell % dense_;
   for (uint32_t key = 0; key < keys_; ++key) {
-    uint32_t* into = &counts_[size_t(key / 2) * dense_];
-    const uint32_t* from = &counts_[size_t(key) * dense_];
+    Count* into = &counts_[size_t(key / 2) * dense_];
+    const Count* from = &counts_[size_t(key) * dense_];
     for (uint32_t v = 0; v < dense_; ++v) {
       const uint64_t sum = (key & 1 ? uint64_t(into[v]) : 0) + from[v];  // an even key's row comes first
-      into[v] = uint32_t(sum);
-      if (sum >> 32) carried_.push_back(size_t(key / 2) * dense_ + v);
+      into[v] = Count(sum);
+      if (sum >> kCountBits) carried_.push_back(size_t(key / 2) * dense_ + v);
     }
   }
-  std::fill(counts_.begin() + std::ptrdiff_t(size_t((keys_ + 1) / 2) * dense_), counts_.end(), 0u);
+  std::fill(counts_.begin() + std::ptrdiff_t(size_t((keys_ + 1) / 2) * dense_), counts_.end(), Count(0));
   merge_pending();
   for (Entry& e : tail_) e.key /= 2;
   std::sort(tail_.begin(), tail_.end(), before);  // a key's values come from two keys now: sorted again
@@ -95,7 +95,7 @@ std::vector<ExactHistogram::Entry> ExactHistogram::table() {
   size_t w = 0;
   for (size_t cell = 0; cell < counts_.size(); ++cell) {
     uint64_t count = counts_[cell];
-    for (; w < carried_.size() && carried_[w] == cell; ++w) count += uint64_t(1) << 32;
+    for (; w < carried_.size() && carried_[w] == cell; ++w) count += uint64_t(1) << kCountBits;
     if (count) dense.push_back({int64_t(cell / dense_), int64_t(cell % dense_), int64_t(count)});
   }
   return merged(dense, tail_);

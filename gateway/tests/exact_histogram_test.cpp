@@ -86,3 +86,17 @@ TEST(ExactHistogram, FoldedKeysCountWhatTheirPairsCounted) {
   }
   EXPECT_EQ(h.table(), entries_of(want));
 }
+
+// A cell counted past its counter's width (its count wraps and the wraps are kept): hundreds of thousands of one
+// value, as a busy stage's mode gets, exact after adds, a merge and a fold.
+TEST(ExactHistogram, CountsPastTheCounterWidthStayExact) {
+  ExactHistogram a(4, 64), b(4, 64);
+  for (int i = 0; i < 200003; ++i) a.add(1, 5);
+  for (int i = 0; i < 70001; ++i) a.add(0, 5);
+  for (int i = 0; i < 65535; ++i) b.add(1, 5);
+  for (int i = 0; i < 3; ++i) b.add(1, 6);
+  a.merge(b);
+  EXPECT_EQ(a.table(), (std::vector<ExactHistogram::Entry>{{0, 5, 70001}, {1, 5, 265538}, {1, 6, 3}}));
+  a.fold_keys();  // keys 0 and 1 into 0
+  EXPECT_EQ(a.table(), (std::vector<ExactHistogram::Entry>{{0, 5, 335539}, {0, 6, 3}}));
+}
