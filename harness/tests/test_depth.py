@@ -23,6 +23,7 @@ from itchbench.analysis import dump, logs
 from itchbench.captures import fixtures
 from itchbench.cli import main as itchbench_main
 from itchbench.gateways import blackbox, contract
+from itchbench.history import store
 from itchbench.runs import reconcile, runner, scenario, sim, verdict
 from itchbench.selftest import zoo
 
@@ -94,6 +95,9 @@ def test_every_level_equals_an_independent_book(capture, deep_session, tmp_path,
     assert sum(a[0] == b[0] and a[1:3] == b[1:3] for a, b in zip(rows, rows[1:])) > 10
     if capture == "deep":  # far more changes than the top five show
         assert len(expected) > len(depth_events(path, 5)) * 1.2
+    # The results store keeps their count; "every level" is no number of levels to judge a trend of.
+    metrics = store.metrics_of(run)
+    assert metrics["depth.events"] == len(expected) and "depth.levels" not in metrics
 
 
 def test_the_same_capture_gives_the_same_depth_bytes(deep_session, tmp_path):

@@ -80,10 +80,10 @@ def metrics_of(run_dir: Path) -> dict[str, float]:
     s = rundir.read_json(run_dir / "summary.json")
     out = summary_metrics(run_dir)
     out["bbo.events"] = float((s.get("bbo") or {}).get("events") or 0)
-    if s.get("depth"):  # a run that logged depth of N levels (levels = N), or every level's changes (all: inf)
+    if s.get("depth"):  # a run that logged depth of N levels (levels = N), or every level's changes (all)
         out["depth.events"] = float(s["depth"]["events"])
-        levels = s["depth"]["levels"]
-        out["depth.levels"] = float("inf") if levels == ALL_LEVELS else float(levels)
+        if s["depth"]["levels"] != ALL_LEVELS:  # a number of levels; every level's is no figure to judge
+            out["depth.levels"] = float(s["depth"]["levels"])
     out["lossless"] = 1.0 if s.get("lossless") else 0.0
     return out
 
