@@ -331,9 +331,11 @@ def _depth_section(depth: list[dict[str, Any]], side_depth: dict[str, Any] | Non
               "`logs.depth_writer_grows`). Reading the levels from the book (`OrderBook::top_levels`, "
               "`DepthTracker::take_change`) is the other part: a build that computes 5 levels but logs none ran 20 ns "
               "a message slower than BBO-only there (48.5 against 28.4 ns, no latency log, Intel VM, 2026-11-30), "
-              "about half the cost. Every level's changes cost less than 5 levels: one 32-byte record for each level "
-              "a message changed, and no walk of the book (the shares at the touched prices read before and after "
-              "the message). What would close the 5-level gap is both fewer bytes (a record of the one side a "
+              "about half the cost. Every level's changes cost less than 5 levels where most changes are near the top "
+              "(nasdaq-day): one 32-byte record for each level a message changed, and no walk of the book (the "
+              "shares at the touched prices read before and after the message). On deep books and few symbols "
+              "they cost more: every change below the top is an event there, and a price off the book's ladder "
+              "is found by a search of the side's other levels, twice a message. What would close the 5-level gap is both fewer bytes (a record of the one side a "
               "message changes, 24 + 16 N) and a cheaper tracker.", ""]
     if side_depth:
         lines += [f"With {DEPTH_AGAINST_PEER} levels, against the peer (which keeps no depth): side by side as in "
