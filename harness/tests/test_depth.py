@@ -131,6 +131,18 @@ def _depth_ref() -> pd.DataFrame:
                          [11, 1, 1000, 100, 900, 50, 1100, 70, 0, 0]], columns=blackbox.columns(2))
 
 
+def _compared_depth_differs(tmp_path, capsys) -> dict:
+    """itchbench compare of tmp_path/base against tmp_path/head, whose depth differs: a regression of the depth
+    output, said so; the one capture's outputs compared."""
+    capsys.readouterr()
+    assert itchbench_main(["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--bbo-only", "--out",
+                           str(tmp_path / "cmp")]) == 1
+    result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert result["headline"].startswith("REGRESSION: DEPTH OUTPUT DIFFERS on ")
+    (out,) = result["outputs"].values()
+    return out
+
+
 def test_a_brought_gateways_depth_lines_are_read_in_csv_and_jsonl(tmp_path):
     rows = _depth_ref()
     csv_file, jsonl_file = tmp_path / "out.csv", tmp_path / "out.jsonl"
@@ -296,12 +308,7 @@ def test_a_scenarios_levels_and_every_level_compared_change_by_change(tmp_path, 
     rec = logs.read_depth(path).records.copy()
     rec["qty"][99] += 1
     path.write_bytes(path.read_bytes()[:logs.HEADER_SIZE] + rec.tobytes())
-    capsys.readouterr()
-    assert itchbench_main(["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--bbo-only", "--out",
-                           str(tmp_path / "cmp")]) == 1
-    result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
-    assert result["headline"].startswith("REGRESSION: DEPTH OUTPUT DIFFERS on ")
-    (out,) = result["outputs"].values()
+    out = _compared_depth_differs(tmp_path, capsys)
     assert out["bbo"]["equal"] and not out["depth"]["equal"]
     assert out["depth"]["difference_words"].startswith(f"level change 100 differs: head seq {int(rec['seq'][99])}")
     assert f"{int(rec['qty'][99]):,} shares, base" in out["depth"]["difference_words"]
@@ -367,12 +374,7 @@ def test_compare_holds_heads_depth_to_bases_and_names_the_level(tmp_path, capsys
     changed["bids"]["qty"][0, 2] += 1
     raw[at:at + rec.dtype.itemsize] = changed.tobytes()
     path.write_bytes(bytes(raw))
-    capsys.readouterr()
-    assert itchbench_main(["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--bbo-only", "--out",
-                           str(tmp_path / "cmp")]) == 1
-    result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
-    assert result["headline"].startswith("REGRESSION: DEPTH OUTPUT DIFFERS on ")
-    (out,) = result["outputs"].values()
+    out = _compared_depth_differs(tmp_path, capsys)
     assert out["bbo"]["equal"] and not out["depth"]["equal"] and out["depth"]["wrong"] == 1
     first = out["depth"]["first_difference"]
     assert first["seq"] == int(rec["seq"][k]) and first["level"].startswith("bid level 3: ")

@@ -119,6 +119,13 @@ _CPP_BBO_LEVELS = ("levels = 0          # the BBO; N: it writes the top N levels
 CPP_CLAIMS_EVERY_LEVEL = (Edit(_CPP_BBO_LEVELS, 'levels = "all"\n', "itchbench.toml"),)
 _OLD_PRICE_FIRST = "                             key=lambda p: (p != first_price, p))\n"
 
+# Book defects planted in the Python example, each judged on its BBO, on 5 levels of depth and on every level.
+_DEEP_LEVEL_SHARE = (_ADD_LEVEL, "        level[price] = level.get(price, 0) + shares + (len(level) >= 5)  # MUTANT\n")
+_REPLACE_AT_OLD_PRICE = (_REPLACE_ADD, "                self._add(new, stock, side, order[2], shares)  # MUTANT\n")
+# The same replace defect in the C++ example, judged on its BBO and on every level.
+_CPP_REPLACE_AT_OLD_PRICE = ("add(new_ref, o.stock, o.bid, be32(m + 31), be32(m + 27));",
+                             "add(new_ref, o.stock, o.bid, o.price, be32(m + 27));  // MUTANT")
+
 MUTANTS: tuple[Mutant, ...] = (
     # The BBO stream: each kind of difference the exact check names.
     Mutant("missing-event", "every event of a seq divisible by 97 never sent", PY,
@@ -143,11 +150,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "bbo_differs"),
     # The book.
     Mutant("deep-level-shares", "one share too many on an add to a side already five levels deep", PY,
-           _py((_ADD_LEVEL, "        level[price] = level.get(price, 0) + shares + (len(level) >= 5)  # MUTANT\n")),
-           "udp", "bbo_differs"),
+           _py(_DEEP_LEVEL_SHARE), "udp", "bbo_differs"),
     Mutant("replace-keeps-price", "a replace (U) adds the new order at the old order's price", PY,
-           _py((_REPLACE_ADD, "                self._add(new, stock, side, order[2], shares)  # MUTANT\n")), "udp",
-           "bbo_differs"),
+           _py(_REPLACE_AT_OLD_PRICE), "udp", "bbo_differs"),
     Mutant("execute-with-price-ignored", "an execution with price (C) does not reduce the order", PY,
            _py((_REDUCING, '        elif kind in (b"E", b"X"):  # MUTANT\n')), "udp", "bbo_differs"),
     Mutant("cancel-deletes", "a partial cancel (X) removes the whole order", PY,
@@ -161,35 +166,29 @@ MUTANTS: tuple[Mutant, ...] = (
            "udp", "bbo_differs"),
     Mutant("depth-deep-level-shares", "one share too many on an add to a side already five levels deep, the "
            "gateway publishing 5 levels of depth", PY,
-           CLAIMS_DEPTH + _py((_ADD_LEVEL, "        level[price] = level.get(price, 0) + shares + (len(level) >= 5)"
-                                            "  # MUTANT\n")), "udp", "bbo_differs"),
+           CLAIMS_DEPTH + _py(_DEEP_LEVEL_SHARE), "udp", "bbo_differs"),
     Mutant("depth-replace-keeps-price", "a replace (U) adds the new order at the old order's price, the gateway "
            "publishing 5 levels of depth", PY,
-           CLAIMS_DEPTH + _py((_REPLACE_ADD, "                self._add(new, stock, side, order[2], shares)  # MUTANT\n")),
-           "udp", "bbo_differs"),
+           CLAIMS_DEPTH + _py(_REPLACE_AT_OLD_PRICE), "udp", "bbo_differs"),
     # Every level (levels = "all"): a wrong level anywhere in the book, named at its first change.
     Mutant("every-level-deep-level-shares", "one share too many on an add to a side already five levels deep, the "
            "gateway publishing every level's changes", PY,
-           CLAIMS_EVERY_LEVEL + _py((_ADD_LEVEL, "        level[price] = level.get(price, 0) + shares + (len(level) >= 5)"
-                                                  "  # MUTANT\n")), "udp", "bbo_differs"),
+           CLAIMS_EVERY_LEVEL + _py(_DEEP_LEVEL_SHARE), "udp", "bbo_differs"),
     Mutant("every-level-replace-keeps-price", "a replace (U) adds the new order at the old order's price, the "
            "gateway publishing every level's changes", PY,
-           CLAIMS_EVERY_LEVEL + _py((_REPLACE_ADD, "                self._add(new, stock, side, order[2], shares)"
-                                                    "  # MUTANT\n")), "udp", "bbo_differs"),
+           CLAIMS_EVERY_LEVEL + _py(_REPLACE_AT_OLD_PRICE), "udp", "bbo_differs"),
     Mutant("every-level-new-price-first", "a replace's two level changes said new price first", PY,
            CLAIMS_EVERY_LEVEL + _py((_OLD_PRICE_FIRST, "                             key=lambda p: (p == first_price, "
                                                         "p))  # MUTANT\n")), "udp", "bbo_differs"),
     Mutant("cpp-every-level-replace-keeps-price", "a replace (U) adds the new order at the old price, the gateway "
            "writing every level's changes (C++, file)", CPP,
-           CPP_CLAIMS_EVERY_LEVEL + _cpp(("add(new_ref, o.stock, o.bid, be32(m + 31), be32(m + 27));",
-                                          "add(new_ref, o.stock, o.bid, o.price, be32(m + 27));  // MUTANT")),
+           CPP_CLAIMS_EVERY_LEVEL + _cpp(_CPP_REPLACE_AT_OLD_PRICE),
            "file", "bbo_differs"),
     Mutant("cpp-empty-level-kept", "a price level left behind at zero shares (C++, reading the file itself)", CPP,
            _cpp(("        if (level->second == 0) side.erase(level);\n", "        // MUTANT: a level at zero stays\n")),
            "file", "bbo_differs", quick=True),
     Mutant("cpp-replace-keeps-price", "a replace (U) adds the new order at the old price (C++, file)", CPP,
-           _cpp(("add(new_ref, o.stock, o.bid, be32(m + 31), be32(m + 27));",
-                 "add(new_ref, o.stock, o.bid, o.price, be32(m + 27));  // MUTANT")), "file", "bbo_differs"),
+           _cpp(_CPP_REPLACE_AT_OLD_PRICE), "file", "bbo_differs"),
     Mutant("cpp-execute-ignored", "an execution (E) does not reduce the order (C++, over UDP)", CPP,
            _cpp(("            case 'E': case 'C': case 'X':", "            case 'C': case 'X':  // MUTANT\n"
                  "            case 'E': break;\n           ")), "udp", "bbo_differs"),
