@@ -164,19 +164,15 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("depth-empty-level-kept", "a price level left behind at zero shares, the gateway publishing 5 levels of "
            "depth", PY, CLAIMS_DEPTH + _py((_LEVEL_GONE, "        # MUTANT: a level at zero shares stays\n")),
            "udp", "bbo_differs"),
-    Mutant("depth-deep-level-shares", "one share too many on an add to a side already five levels deep, the "
-           "gateway publishing 5 levels of depth", PY,
-           CLAIMS_DEPTH + _py(_DEEP_LEVEL_SHARE), "udp", "bbo_differs"),
-    Mutant("depth-replace-keeps-price", "a replace (U) adds the new order at the old order's price, the gateway "
-           "publishing 5 levels of depth", PY,
-           CLAIMS_DEPTH + _py(_REPLACE_AT_OLD_PRICE), "udp", "bbo_differs"),
-    # Every level (levels = "all"): a wrong level anywhere in the book, named at its first change.
-    Mutant("every-level-deep-level-shares", "one share too many on an add to a side already five levels deep, the "
-           "gateway publishing every level's changes", PY,
-           CLAIMS_EVERY_LEVEL + _py(_DEEP_LEVEL_SHARE), "udp", "bbo_differs"),
-    Mutant("every-level-replace-keeps-price", "a replace (U) adds the new order at the old order's price, the "
-           "gateway publishing every level's changes", PY,
-           CLAIMS_EVERY_LEVEL + _py(_REPLACE_AT_OLD_PRICE), "udp", "bbo_differs"),
+    # The same two book bugs with 5 levels of depth, then with every level's changes (levels = "all"): a wrong
+    # level anywhere in the book, named at its first change.
+    *(Mutant(f"{prefix}-{name}", f"{defect}, the gateway publishing {published}", PY, claims + _py(edit), "udp",
+             "bbo_differs")
+      for prefix, claims, published in (("depth", CLAIMS_DEPTH, "5 levels of depth"),
+                                        ("every-level", CLAIMS_EVERY_LEVEL, "every level's changes"))
+      for name, defect, edit in (
+          ("deep-level-shares", "one share too many on an add to a side already five levels deep", _DEEP_LEVEL_SHARE),
+          ("replace-keeps-price", "a replace (U) adds the new order at the old order's price", _REPLACE_AT_OLD_PRICE))),
     Mutant("every-level-new-price-first", "a replace's two level changes said new price first", PY,
            CLAIMS_EVERY_LEVEL + _py((_OLD_PRICE_FIRST, "                             key=lambda p: (p == first_price, "
                                                         "p))  # MUTANT\n")), "udp", "bbo_differs"),
