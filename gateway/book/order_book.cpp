@@ -123,7 +123,8 @@ void OrderBook::top_levels(uint16_t locate, bool bid, uint32_t n, BookLevel* out
 bool OrderBook::find_order(uint64_t ref, OrderView& out) const {
   const Order* o = orders_.find(ref);
   if (!o) return false;
-  out = {o->locate, o->side ? 'B' : 'S', o->shares, price_of(levels_[o->level].key, o->side == 1)};
+  const Level& level = levels_[o->level];
+  out = {o->locate, o->side ? 'B' : 'S', o->shares, price_of(level.key, o->side == 1), level.shares};
   return true;
 }
 

@@ -104,6 +104,7 @@ class OrderBook {
     char side;
     uint32_t shares;
     uint32_t price;
+    uint64_t level_shares;  // the aggregate shares of the order's price level
   };
   bool find_order(uint64_t ref, OrderView& out) const;
 

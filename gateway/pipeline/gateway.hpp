@@ -11,6 +11,7 @@
 // `void publish_depth(const uint8_t* record)` is handed each depth event, as
 // the depth log's record (head, N bids, N asks; or a level change), too.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -252,6 +253,22 @@ class Gateway {
     }
   }
 
+  // With every level: the touch, the touched levels' shares before the message taken. A reduce or a delete has
+  // them from its order, and takes min(shares, the order's) (a delete, all of them); an add or a replace reads the
+  // book at its prices.
+  DepthTouch every_level_touch(const itch::BookOp& op) {
+    OrderBook::OrderView order;
+    if (op.kind == itch::BookOpKind::kReduce || op.kind == itch::BookOpKind::kDelete) {
+      if (!book_.find_order(op.ref, order)) return {};
+      const uint32_t removed = op.kind == itch::BookOpKind::kDelete ? order.shares : std::min(op.shares, order.shares);
+      every_level_->before_removal(order.level_shares, removed);
+      return {order.locate, order.side == 'B', order.price, order.price};
+    }
+    const DepthTouch touched = depth_touch(op);
+    if (touched.locate != OrderBook::kUnchanged) every_level_->before(book_, touched);
+    return touched;
+  }
+
   // One depth event, the levels the tracker just took: a record of the depth log (head, N bids, N asks), its
   // written marker stored last.
   void log_depth(uint64_t seq, uint64_t timestamp, uint16_t locate, uint8_t flags) {
@@ -350,8 +367,7 @@ class Gateway {
     if (__builtin_expect(depth_ != nullptr, 0)) {
       touched = depth_touch(op);
     } else if (__builtin_expect(every_level_ != nullptr, 0)) {
-      touched = depth_touch(op);
-      if (touched.locate != OrderBook::kUnchanged) every_level_->before(book_, touched);
+      touched = every_level_touch(op);
     }
     changed = apply(op, msg);
     return st;

@@ -82,13 +82,21 @@ TEST(LevelChanges, EveryLevelAMessageChangesAndNoOther) {
       // shares half the time: that changes no level.
       const uint32_t price = what == 3 ? price_of(o.bid) : o.price;
       touch = {1, o.bid, o.price, what >= 3 ? price : o.price};
-      changes.before(book, touch);
-      if (what == 1 || (what == 2 && o.shares == 1)) {
-        book.remove(o.ref);
+      // A delete or a cancel (of 1 to 150 shares, at times more than the order has) takes its level's shares
+      // from its order, as the gateway does; a replace reads the book.
+      OrderBook::OrderView view;
+      ASSERT_TRUE(book.find_order(o.ref, view));
+      const uint32_t cancel = 1 + rng() % 150;
+      if (what == 1) changes.before_removal(view.level_shares, view.shares);
+      else if (what == 2) changes.before_removal(view.level_shares, std::min(cancel, view.shares));
+      else changes.before(book, touch);
+      if (what == 1 || (what == 2 && cancel >= o.shares)) {
+        if (what == 1) book.remove(o.ref);
+        else book.reduce(o.ref, cancel);
         live.erase(live.begin() + long(at));
       } else if (what == 2) {  // a partial cancel
-        book.reduce(o.ref, 1);
-        live[at].shares -= 1;
+        book.reduce(o.ref, cancel);
+        live[at].shares -= cancel;
       } else {
         const uint32_t shares = what == 4 && rng() % 2 ? o.shares : 100 + rng() % 5;
         book.replace(o.ref, next_ref, shares, price);

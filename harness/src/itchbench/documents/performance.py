@@ -334,8 +334,9 @@ def _depth_section(depth: list[dict[str, Any]], side_depth: dict[str, Any] | Non
               "about half the cost. Every level's changes cost less than 5 levels where most changes are near the top "
               "(nasdaq-day): one 32-byte record for each level a message changed, and no walk of the book (the "
               "shares at the touched prices read before and after the message). On deep books and few symbols "
-              "they cost more: every change below the top is an event there, and a price off the book's ladder "
-              "is found by a search of the side's other levels, twice a message. What would close the 5-level gap is both fewer bytes (a record of the one side a "
+              "they cost more: every change below the top is an event there, and an add or a replace at a price off "
+              "the book's ladder reads its level by a search of the side's other levels. What would close the "
+              "5-level gap is both fewer bytes (a record of the one side a "
               "message changes, 24 + 16 N) and a cheaper tracker.", ""]
     if side_depth:
         lines += [f"With {DEPTH_AGAINST_PEER} levels, against the peer (which keeps no depth): side by side as in "
