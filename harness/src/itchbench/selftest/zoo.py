@@ -304,6 +304,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "udp", "lossless", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
     Control(PY, "join-depth", "joined", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
     Control(PY, "udp", "lossless", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
+    Control(PY, "serial", "lossless", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
     Control(PY, "join", "joined", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
     Control(CPP, "file", "lossless", edits=CPP_CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
     Control(BUILT_IN, "udp-every-level", "lossless"),
