@@ -334,12 +334,14 @@ def _a_changed_or_cut_depth_stream_is_named(run, sub) -> None:
     path.write_bytes(whole)
 
 
-def test_the_built_in_gateway_over_serial_logs_and_publishes_the_simulations_depth(tmp_path):
-    values = {**config(SAMPLE, "serial", serial={"baud": 2_000_000}), "subscribers": 1, "levels": 5}
+@pytest.mark.parametrize("levels", [5, "all"])
+def test_the_built_in_gateway_over_serial_logs_and_publishes_the_simulations_depth(levels, tmp_path):
+    values = {**config(SAMPLE, "serial", serial={"baud": 2_000_000}), "subscribers": 1, "levels": levels}
     run = runner.execute(values, "serial-depth", root=tmp_path / "runs", echo=False)
     summary = rundir.read_json(run / "summary.json")
     assert summary["verdict"]["status"] == "lossless", summary["verdict"]["headline"]
-    assert summary["depth"]["events"] == len(depth_events(SAMPLE, 5))
+    expected = level_changes(SAMPLE) if levels == "all" else depth_events(SAMPLE, levels)
+    assert summary["depth"]["events"] == len(expected)
     assert summary["reconciliation"]["checks"]["depth digest = simulation's digest"]
     sub = next(s for s in summary["reconciliation"]["subscribers"] if s.get("depth"))
     assert sub["identical_to_depth_log"] and sub["frames"] == summary["depth"]["events"]
