@@ -231,6 +231,31 @@ def test_the_cpp_example_publishes_depth_equal_to_the_simulation(levels, tmp_pat
     assert said in summary["verdict"]["headline"]
 
 
+def test_compare_holds_a_brought_gateways_level_changes_change_by_change(tmp_path, capsys):
+    # The C++ example writing every level's changes, run twice on the file: the same changes are SAME; one share
+    # more in one line head sent is a difference, that change named.
+    gateway = zoo.materialise(zoo.CPP, zoo.CPP_CLAIMS_EVERY_LEVEL, tmp_path / "gw")
+    values = {**scenario.load(zoo.scenario_path("file"))[0].values, "gateway_file": str(gateway / "itchbench.toml")}
+    runs = {side: runner.execute(values, "cpp-every-level", root=tmp_path / side, echo=False)
+            for side in ("base", "head")}
+    capsys.readouterr()
+    assert itchbench_main(["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--bbo-only", "--out",
+                           str(tmp_path / "same")]) == 0
+    summary = rundir.read_json(runs["head"] / "summary.json")
+    output = runs["head"] / summary["transport_details"]["bbo_output"]
+    lines = output.read_text().splitlines()
+    seq, _, _, _, shares = lines[99].split(" ")[-1].split(",")
+    lines[99] = lines[99].removesuffix(shares) + str(int(shares) + 1)
+    output.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert itchbench_main(["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--bbo-only", "--out",
+                           str(tmp_path / "cmp")]) == 1
+    (out,) = json.loads((tmp_path / "cmp" / "compare.json").read_text())["outputs"].values()
+    words = out["bbo"]["difference_words"]
+    assert not out["bbo"]["equal"] and words.startswith(f"level change 100 differs: head seq {seq}"), words
+    assert f"{int(shares) + 1:,} shares, base" in words and words.endswith(f"{int(shares):,} shares")
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 @pytest.mark.parametrize("simulation", ["as it is", "another digest"])
 def test_the_built_in_gateway_over_udp_logs_the_simulations_depth(simulation, tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ import pandas as pd
 
 from .. import rundir
 from ..analysis import logs
+from ..depth_levels import ALL_LEVELS
 from ..gateways import adapter, blackbox
 from ..runs.verdict import difference_words
 from .verdicts import bbo_words
@@ -34,7 +35,10 @@ def bbo_records(run: Path) -> tuple[np.ndarray, str]:
     levels = bbo.get("levels", 0)
     rec = np.zeros(len(events), logs.depth_dtype(levels) if levels else logs.BBO_DTYPE)
     rec["seq"], rec["stock_locate"] = events["seq"].to_numpy(), events["stock"].to_numpy()
-    if levels:
+    if levels == ALL_LEVELS:  # level changes: the side as its byte (blackbox.SIDE_BYTES)
+        rec["side"] = events["side"].to_numpy().astype(np.uint8).view("S1")
+        rec["px"], rec["qty"] = events["price"].to_numpy(), events["shares"].to_numpy()
+    elif levels:
         for side, field in (("bid", "bids"), ("ask", "asks")):
             for i in range(levels):
                 rec[field]["px"][:, i] = events[f"{side}{i + 1}_px"].to_numpy()
