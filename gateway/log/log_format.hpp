@@ -322,7 +322,10 @@ struct LevelChangeRecord {
   uint64_t qty;           // aggregate shares at the price after the message
 };
 static_assert(sizeof(LevelChangeRecord) == 32);
-static_assert(offsetof(LevelChangeRecord, stock_locate) == offsetof(DepthRecord, stock_locate) &&
+// The head (seq, timestamp, stock, flags) where the depth record has it: a writer and a subscriber take either.
+static_assert(offsetof(LevelChangeRecord, seq) == offsetof(DepthRecord, seq) &&
+              offsetof(LevelChangeRecord, timestamp) == offsetof(DepthRecord, timestamp) &&
+              offsetof(LevelChangeRecord, stock_locate) == offsetof(DepthRecord, stock_locate) &&
               offsetof(LevelChangeRecord, flags) == offsetof(DepthRecord, flags));
 constexpr uint32_t kMaxDepthLevels = 64;
 constexpr uint32_t kAllLevels = 0xFFFFFFFF;  // --levels all
