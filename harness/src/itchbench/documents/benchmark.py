@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import hops, stats
+from ..depth_levels import ALL_LEVELS
 from ..gateways import revisions
 from ..runs import reconcile
 from . import aggregate as agg
@@ -69,7 +70,7 @@ def _output(r: RunRecord) -> str:
     depth = r.summary.get("depth") or {}
     words = [f"{bbo:,} BBO events"] if bbo is not None else []
     if depth.get("levels"):
-        words.append(f"{depth['events']:,} level changes (every level)" if depth["levels"] == "all" else
+        words.append(f"{depth['events']:,} level changes (every level)" if depth["levels"] == ALL_LEVELS else
                      f"{depth['events']:,} depth events ({depth['levels']} levels a side)")
     return ", ".join(words) or "?"
 

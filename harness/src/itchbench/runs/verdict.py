@@ -148,11 +148,7 @@ def _events(summary: dict[str, Any]) -> str:
     """The run's BBO events, and its depth events when it logged them (levels = N, or all: level changes)."""
     words = count(summary["bbo"]["events"], "BBO event")
     depth = summary.get("depth")
-    if not depth:
-        return words
-    if depth["levels"] == ALL_LEVELS:
-        return words + f", {count(depth['events'], 'level change')} (every level)"
-    return words + f", {count(depth['events'], 'depth event')} ({count(depth['levels'], 'level')})"
+    return words + (f", {depth_events_words(depth['events'], depth['levels'])}" if depth else "")
 
 
 def unrebuildable_orders(j: dict[str, Any]) -> int:
@@ -347,10 +343,14 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
 def _black_box_events(summary: dict[str, Any], check: dict[str, Any]) -> str:
     """A brought gateway's events: BBO, or depth of the N levels its contract says it publishes."""
     levels = summary.get("bbo", {}).get("levels", 0)
+    return depth_events_words(check["events"], levels) if levels else count(check["events"], "BBO event")
+
+
+def depth_events_words(events: int, levels: Levels) -> str:
+    """'7,752 depth events (5 levels)', or '8,143 level changes (every level)' (levels = all)."""
     if levels == ALL_LEVELS:
-        return f"{count(check['events'], 'level change')} (every level)"
-    return (f"{count(check['events'], 'depth event')} ({count(levels, 'level')})" if levels
-            else count(check["events"], "BBO event"))
+        return f"{count(events, 'level change')} (every level)"
+    return f"{count(events, 'depth event')} ({levels_words(levels)})"
 
 
 def levels_words(levels: Levels) -> str:
