@@ -66,7 +66,7 @@ def _first_level_change_differing(a: np.ndarray, b: np.ndarray) -> str:
 
     def words(r: np.void | None) -> str:
         return "none" if r is None else (f"seq {int(r['seq'])}, stock {int(r['stock_locate'])}, "
-                                         f"{'bid' if r['side'] == b'B' else 'ask'} {int(r['px'])}: "
+                                         f"{blackbox.side_word(r['side'][0])} {int(r['px'])}: "
                                          f"{int(r['qty']):,} shares")
     return (f"level change {at + 1:,} differs: head {words(b[at] if at < b.size else None)}, base "
             f"{words(a[at] if at < a.size else None)}")

@@ -220,7 +220,7 @@ def _event_words(row: Any, kinds: Kinds) -> str:
     flags = f", flags {v['flags']}{' (stale)' if v['flags'] & 1 else ''}" if "flags" in v else ""
     head = f"seq {v['seq']:,} (message {kinds.get(v['seq'], '?')}), stock {v['stock']}: "
     if "side" in v:
-        return f"{head}{_side_word(v['side'])} {v['price']}: {v['shares']:,} shares{flags}"
+        return f"{head}{side_word(v['side'])} {v['price']}: {v['shares']:,} shares{flags}"
     if "bid_px" in v:
         return f"{head}bid {v['bid_px']} × {v['bid_qty']}, ask {v['ask_px']} × {v['ask_qty']}{flags}"
     levels = sum(1 for k in v if k.startswith("bid") and k.endswith("_px"))
@@ -229,7 +229,8 @@ def _event_words(row: Any, kinds: Kinds) -> str:
     return f"{head}{sides[0]}; {sides[1]}{flags}"
 
 
-def _side_word(side: int) -> str:
+def side_word(side: int) -> str:
+    """A level change's side byte in words: bid, ask."""
     return "bid" if side == SIDE_BYTES["B"] else "ask" if side == SIDE_BYTES["S"] else f"side {side}"
 
 
@@ -239,7 +240,7 @@ def level_words(row: Any, fields: tuple[str, ...]) -> str:
     "" for a BBO event. row: each field of fields as f"{field}_got" and f"{field}_ref" (a level change's side and
     price as they are: they name it)."""
     if "shares" in fields:
-        return (f"{_side_word(int(row['side']))} {int(row['price'])}: {int(row['shares_got']):,} shares, expected "
+        return (f"{side_word(int(row['side']))} {int(row['price'])}: {int(row['shares_got']):,} shares, expected "
                 f"{int(row['shares_ref']):,}")
     for f in fields:
         if not f.endswith("_px") or f == "bid_px" or f == "ask_px":

@@ -78,7 +78,7 @@ def _levels_at_join(ref: pd.DataFrame, snapshot: pd.DataFrame, book: list[str], 
     if len(differ):
         (stock, side, price), row = differ.index[0], differ.iloc[0]
         got, want = int(row["got"]), int(row["ref"])
-        first = (f"{'bid' if side == blackbox.SIDE_BYTES['B'] else 'ask'} {price}: "
+        first = (f"{blackbox.side_word(side)} {price}: "
                  f"{f'{got:,} shares' if got else 'no level'}, expected {f'{want:,}' if want else 'no level'}")
     return {"stocks_at_join": int(at_join.index.get_level_values("stock").nunique()),
             "stocks_differing_at_join": int(differ.index.get_level_values("stock").nunique()),
