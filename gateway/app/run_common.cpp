@@ -34,11 +34,12 @@ RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::
                                       LogIdentity{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit},
                                       reservation_for(expected_records, sizeof(logfmt::BboRecord)));
   if (o.levels > 0) {
-    const size_t size = logfmt::depth_record_size(o.levels);
-    logs.depth = std::make_unique<MmapLog>(
-        o.out + "/depth.dep", logfmt::Kind::kDepth, size, offsetof(logfmt::DepthRecord, flags),
-        LogIdentity{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit},
-        reservation_for(expected_records, size));
+    const size_t size = sizeof(logfmt::LevelChangeRecord);
+    LogIdentity id{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit};
+    id.levels = logfmt::depth_header_levels(o.levels);
+    logs.depth = std::make_unique<MmapLog>(o.out + "/depth.dep", logfmt::Kind::kDepth, size,
+                                           offsetof(logfmt::LevelChangeRecord, flags), id,
+                                           reservation_for(expected_records, size));
   }
   return logs;
 }

@@ -108,7 +108,7 @@ int run_live(const GatewayOptions& o) {
   if (o.levels > 0) {
     PublisherOptions dpo = po;
     dpo.port = o.depth_port;
-    dpo.frame_bytes = logfmt::depth_record_size(o.levels);
+    dpo.frame_bytes = sizeof(logfmt::LevelChangeRecord);
     dpo.thread_name = "depth-publisher";
     depth_publisher = std::make_unique<TcpPublisher>(dpo);
   }
@@ -120,7 +120,7 @@ int run_live(const GatewayOptions& o) {
   if (!o.shm_name.empty() && o.levels > 0)
     depth_ring = std::make_unique<shm::ShmPublisher>(o.shm_name + "-depth", uint32_t(o.shm_capacity),
                                                      o.shm_wait ? shm::Policy::kWait : shm::Policy::kOverrun,
-                                                     uint32_t(logfmt::depth_record_size(o.levels)));
+                                                     uint32_t(sizeof(logfmt::LevelChangeRecord)));
   std::unique_ptr<MqttPublisher> mqtt;
   if (!o.mqtt_host.empty()) {
     MqttOptions mo;
@@ -134,7 +134,7 @@ int run_live(const GatewayOptions& o) {
   if (!o.mqtt_host.empty() && o.levels > 0) {
     MqttOptions mo = mqtt->options();
     mo.topic += "/depth";
-    mo.frame_bytes = logfmt::depth_record_size(o.levels);
+    mo.frame_bytes = sizeof(logfmt::LevelChangeRecord);
     mo.thread_name = "depth-mqtt";
     depth_mqtt = std::make_unique<MqttPublisher>(mo);
   }
@@ -152,7 +152,7 @@ int run_live(const GatewayOptions& o) {
   if (!o.kafka_brokers.empty() && o.levels > 0) {
     KafkaOptions ko = kafka->options();
     ko.topic += "-depth";  // a Kafka topic name has no '/'
-    ko.frame_bytes = logfmt::depth_record_size(o.levels);
+    ko.frame_bytes = sizeof(logfmt::LevelChangeRecord);
     ko.thread_name = "depth-kafka";
     depth_kafka = std::make_unique<KafkaPublisher>(ko);
   }

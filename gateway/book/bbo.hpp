@@ -17,8 +17,7 @@ struct Bbo {
 };
 
 // One price level of a side, as depth reports it: its price and the aggregate shares there; no level is 0, 0.
-// Laid out as a depth record's level (log/FORMAT.md), its reserved word zero, so that levels are copied into a
-// record whole.
+// Laid out as a depth event's level (log/FORMAT.md), its reserved word zero.
 struct BookLevel {
   uint32_t px = 0;
   uint32_t reserved = 0;

@@ -4,6 +4,30 @@
 
 namespace itchbench {
 
+namespace {
+
+// Each price whose shares differ between a side's levels as last emitted (was) and now, best first, into out: its
+// shares now, or 0 for a price only in was. Both hold n levels best first, the empty ones (price 0, shares 0) last.
+uint32_t diff_levels(const BookLevel* was, const BookLevel* now, uint32_t n, bool bid, LevelChange* out) {
+  uint32_t i = 0, j = 0, k = 0;
+  for (;;) {
+    const bool in_was = i < n && was[i].qty != 0, in_now = j < n && now[j].qty != 0;
+    if (!in_was && !in_now) return k;
+    if (in_was && in_now && was[i].px == now[j].px) {
+      if (was[i].qty != now[j].qty) out[k++] = {now[j].px, now[j].qty};
+      ++i, ++j;
+    } else if (in_was && (!in_now || (bid ? was[i].px > now[j].px : was[i].px < now[j].px))) {
+      out[k++] = {was[i].px, 0};
+      ++i;
+    } else {
+      out[k++] = {now[j].px, now[j].qty};
+      ++j;
+    }
+  }
+}
+
+}  // namespace
+
 BookLevel* DepthTracker::last_of(uint16_t locate) {
   const size_t width = 2 * size_t(levels_);
   const size_t at = size_t(locate) * width;
@@ -12,7 +36,7 @@ BookLevel* DepthTracker::last_of(uint16_t locate) {
 }
 
 inline DepthTracker::OneLevel DepthTracker::update_one_level(const OrderBook& book, const DepthTouch& touch,
-                                                             BookLevel* side) {
+                                                             BookLevel* side, uint32_t& changed) {
   const uint32_t px = touch.price;
   const auto better = [&](uint32_t than) { return touch.bid ? px > than : px < than; };
   uint32_t at = 0;  // where px is in the side's top levels, or would go
@@ -23,45 +47,50 @@ inline DepthTracker::OneLevel DepthTracker::update_one_level(const OrderBook& bo
   if (was_there && shares != 0) {  // the level's shares changed, or nothing did
     if (side[at].qty == shares) return OneLevel::kUnchanged;
     side[at].qty = shares;
+    changes_[0] = {px, shares};
+    changed = 1;
     return OneLevel::kChanged;
   }
   if (was_there) return OneLevel::kWalk;  // emptied: the level that moves up into the last place is the book's
   if (shares == 0) return OneLevel::kUnchanged;  // no level there before the message, and none after
-  // A level made within the top levels: those below move down one, the last leaving.
+  // A level made within the top levels: those below move down one, the last leaving (a worse price: after it).
+  const BookLevel pushed_out = side[levels_ - 1];
   std::copy_backward(side + at, side + levels_ - 1, side + levels_);
   side[at] = BookLevel{px, shares};
+  changes_[0] = {px, shares};
+  changed = 1;
+  if (pushed_out.qty != 0) changes_[changed++] = {pushed_out.px, 0};
   return OneLevel::kChanged;
 }
 
-bool DepthTracker::take_change(const OrderBook& book, const DepthTouch& touch) {
-  BookLevel* last = last_of(uint16_t(touch.locate));
-  BookLevel* side = last + (touch.bid ? 0 : levels_);
-  const BookLevel& nth = side[levels_ - 1];
-  const auto worse = [&](uint32_t px) { return touch.bid ? px < nth.px : px > nth.px; };
-  if (nth.qty != 0 && worse(touch.price) && worse(touch.other_price)) return false;
-  if (touch.price == touch.other_price) {
-    const OneLevel one = update_one_level(book, touch, side);
-    if (one != OneLevel::kWalk) {
-      if (one == OneLevel::kChanged) taken_ = last;
-      return one == OneLevel::kChanged;
-    }
-  }
-  BookLevel* read = now_.data() + (touch.bid ? 0 : levels_);
-  book.top_levels(uint16_t(touch.locate), touch.bid, levels_, read);
-  if (std::equal(read, read + levels_, side)) return false;
-  std::copy(read, read + levels_, side);
-  taken_ = last;  // the stock's levels as just emitted: both sides, without copying the side not touched
-  return true;
+uint32_t DepthTracker::walk_side(const OrderBook& book, uint16_t locate, bool bid, BookLevel* side,
+                                 LevelChange* out) {
+  BookLevel* read = now_.data() + (bid ? 0 : levels_);
+  book.top_levels(locate, bid, levels_, read);
+  const uint32_t n = diff_levels(side, read, levels_, bid, out);
+  if (n) std::copy(read, read + levels_, side);
+  return n;
 }
 
-bool DepthTracker::take_change(const OrderBook& book, uint16_t locate) {
+uint32_t DepthTracker::take_change(const OrderBook& book, const DepthTouch& touch) {
+  BookLevel* side = last_of(uint16_t(touch.locate)) + (touch.bid ? 0 : levels_);
+  const BookLevel& nth = side[levels_ - 1];
+  const auto worse = [&](uint32_t px) { return touch.bid ? px < nth.px : px > nth.px; };
+  uint32_t n = 0;
+  if (nth.qty != 0 && worse(touch.price) && worse(touch.other_price)) {
+    n = 0;
+  } else if (touch.price != touch.other_price ||
+             update_one_level(book, touch, side, n) == OneLevel::kWalk) {
+    n = walk_side(book, uint16_t(touch.locate), touch.bid, side, changes_.data());
+  }
+  bid_changes_ = touch.bid ? n : 0;
+  return n;
+}
+
+uint32_t DepthTracker::take_change(const OrderBook& book, uint16_t locate) {
   BookLevel* last = last_of(locate);
-  book.top_levels(locate, true, levels_, now_.data());
-  book.top_levels(locate, false, levels_, now_.data() + levels_);
-  if (std::equal(now_.begin(), now_.end(), last)) return false;
-  std::copy(now_.begin(), now_.end(), last);
-  taken_ = last;
-  return true;
+  bid_changes_ = walk_side(book, locate, true, last, changes_.data());
+  return bid_changes_ + walk_side(book, locate, false, last + levels_, changes_.data() + bid_changes_);
 }
 
 }  // namespace itchbench

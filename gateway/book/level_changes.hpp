@@ -15,11 +15,6 @@
 
 namespace itchbench {
 
-struct LevelChange {
-  uint32_t px;
-  uint64_t qty;  // after the message; 0: the level left the book
-};
-
 class LevelChanges {
  public:
   // Before the message is applied: the shares at the prices it touches.

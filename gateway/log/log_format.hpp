@@ -18,7 +18,7 @@ enum class Kind : uint16_t {
   kSend = 3,     // a sender (udp-replay, serial-replay): one record per packet or line sent
   kSubscriber = 4,  // a subscriber (TCP, shared memory): one record per BBO event received
   kRequest = 5,     // a MoldUDP64 re-request server: one record per request received and per answer packet sent
-  kDepth = 6,       // the gateway with --levels N: one record per depth event (a DepthRecord and 2N DepthLevels)
+  kDepth = 6,       // the gateway with --levels: one LevelChangeRecord per level of a depth event
   kLatencyIndex = 7,  // the gateway, beside its latency log: one record per block of it (LatencyBlockRecord)
 };
 
@@ -26,7 +26,11 @@ enum class Kind : uint16_t {
 // A latency log is written as version 5 (compact records, the default) or 4 (wide records, one u64 a stamp).
 constexpr uint16_t kLatencyWideVersion = 4;
 constexpr uint16_t kLatencyCompactVersion = 5;
-constexpr uint16_t version_of(Kind k) { return k == Kind::kLatency ? kLatencyCompactVersion : 1; }
+// A depth log is written as version 2: level change records, N in the header (version 1: a whole top N a record).
+constexpr uint16_t kDepthVersion = 2;
+constexpr uint16_t version_of(Kind k) {
+  return k == Kind::kLatency ? kLatencyCompactVersion : k == Kind::kDepth ? kDepthVersion : 1;
+}
 
 // Clock of the stage stamps (t_receive .. t_published).
 enum class StageClock : uint16_t {
@@ -80,7 +84,8 @@ struct Header {
   char run_id[32];         // NUL-padded ASCII
   char commit[48];         // NUL-padded ASCII: git commit, "-dirty" if modified
   uint8_t stages;          // latency (version 3 and 4): the Stage stamps each record holds; else 0
-  uint8_t reserved[7];
+  uint8_t levels;          // depth (version 2): N of a top-N log, 1 to 64; 0: every level (--levels all)
+  uint8_t reserved[6];
 };
 static_assert(sizeof(Header) == kHeaderSize);
 
@@ -291,9 +296,10 @@ struct LatencyBlockRecord {
 };
 static_assert(sizeof(LatencyBlockRecord) == 96);
 
-// A depth event: after a book message, a stock's top N levels a side (price and aggregate shares) differ from
-// the last emitted. The head is followed by N bid levels, then N ask levels, each best first; an empty level
-// is price 0, shares 0. N is the log's: (record_size - sizeof(DepthRecord)) / (2 * sizeof(DepthLevel)).
+// A depth event as a whole: after a book message, a stock's top N levels a side (price and aggregate shares), when
+// they differ from the last emitted. The head is followed by N bid levels, then N ask levels, each best first; an
+// empty level is price 0, shares 0. A version-1 depth log's record; the gateway now logs an event as the levels it
+// changed (LevelChangeRecord), and the harness's reader rebuilds this from them (log_reader_c.h).
 struct DepthRecord {
   uint64_t seq;
   uint64_t timestamp;     // ITCH timestamp of the message, ns since midnight
@@ -308,10 +314,14 @@ struct DepthLevel {
   uint64_t qty;           // aggregate shares at the price
 };
 static_assert(sizeof(DepthLevel) == 16);
-// Depth of every level (--levels all): one record per level a book message changed, the level's new aggregate
-// shares (0: the level left the book). A replace to another price changes two levels: two records of its seq, the
-// old price's first. Applied in order to empty books, the records give every stock's whole book after every
-// message; a fixed size, where the whole book a side would not be.
+// One level of a depth event, the record of the depth log (version 2) and the frame its publishers send.
+// Every level (--levels all): one record per level a book message changed, the level's new aggregate shares (0: the
+// level left the book); a replace to another price changes two levels, two records of its seq, the old price's first.
+// Applied in order to empty books, the records give every stock's whole book after every message.
+// The top N (--levels N): one record per price whose shares among the side's top N levels the message changed, best
+// first: a level that entered the top N or changed in it (its shares), or left it (0: emptied, or pushed below the
+// Nth). Applied in order to empty books, kept to N levels a side, they give each stock's top N after each event;
+// an event is 1.06 records on nasdaq-day at 5 levels, 34 bytes where its whole top N is 184.
 struct LevelChangeRecord {
   uint64_t seq;
   uint64_t timestamp;     // ITCH timestamp of the message, ns since midnight
@@ -319,30 +329,22 @@ struct LevelChangeRecord {
   uint8_t flags;          // kWritten | BboFlags
   uint8_t side;           // 'B' or 'S'
   uint32_t px;            // 4 implied decimals
-  uint64_t qty;           // aggregate shares at the price after the message
+  uint64_t qty;           // aggregate shares at the price after the message (0: gone from the book, or the top N)
 };
 static_assert(sizeof(LevelChangeRecord) == 32);
-// The head (seq, timestamp, stock, flags) where the depth record has it: a writer and a subscriber take either.
+// The head (seq, timestamp, stock, flags) where the whole event has it: a writer and a subscriber take either.
 static_assert(offsetof(LevelChangeRecord, seq) == offsetof(DepthRecord, seq) &&
               offsetof(LevelChangeRecord, timestamp) == offsetof(DepthRecord, timestamp) &&
               offsetof(LevelChangeRecord, stock_locate) == offsetof(DepthRecord, stock_locate) &&
               offsetof(LevelChangeRecord, flags) == offsetof(DepthRecord, flags));
 constexpr uint32_t kMaxDepthLevels = 64;
 constexpr uint32_t kAllLevels = 0xFFFFFFFF;  // --levels all
-constexpr size_t depth_record_size(uint32_t levels) {
-  return levels == kAllLevels ? sizeof(LevelChangeRecord) : sizeof(DepthRecord) + 2 * levels * sizeof(DepthLevel);
+// A depth event of N levels a side as a whole (DepthRecord and its levels).
+constexpr size_t depth_event_size(uint32_t levels) {
+  return sizeof(DepthRecord) + 2 * size_t(levels) * sizeof(DepthLevel);
 }
-// The levels a side of a depth record of record_bytes (kAllLevels: a level change); 0 when no depth record (of 1
-// to 64 levels, or a level change) has that size. No N gives a level change's 32 bytes.
-constexpr uint32_t depth_levels_of(size_t record_bytes) {
-  if (record_bytes == sizeof(LevelChangeRecord)) return kAllLevels;
-  const size_t side =
-      record_bytes > sizeof(DepthRecord) ? (record_bytes - sizeof(DepthRecord)) / (2 * sizeof(DepthLevel)) : 0;
-  return side >= 1 && side <= kMaxDepthLevels && depth_record_size(uint32_t(side)) == record_bytes ? uint32_t(side) : 0;
-}
-static_assert(depth_levels_of(depth_record_size(5)) == 5 && depth_levels_of(depth_record_size(64)) == 64);
-static_assert(depth_levels_of(sizeof(BboRecord)) == 0 && depth_levels_of(depth_record_size(5) + 8) == 0);
-static_assert(depth_levels_of(depth_record_size(kAllLevels)) == kAllLevels);
+// The header's levels byte for --levels N: N, or 0 for every level.
+constexpr uint8_t depth_header_levels(uint32_t levels) { return levels == kAllLevels ? 0 : uint8_t(levels); }
 // A --levels value: 0 (no depth) to 64, or "all" (kAllLevels); false when the text is neither.
 inline bool parse_depth_levels(const std::string& text, uint32_t& levels) {
   if (text == "all") {

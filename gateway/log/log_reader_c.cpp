@@ -5,10 +5,12 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <new>
 #include <thread>
 #include <type_traits>
 
 #include "log/compact_reader.hpp"
+#include "log/depth_event_builder.hpp"
 #include "log/latency_scan.hpp"
 
 using namespace itchbench;
@@ -241,6 +243,24 @@ extern "C" void itchlog_scan_trends(void* scan, itchlog_trend* trend, itchlog_tr
 }
 
 extern "C" void itchlog_scan_free(void* scan) { delete static_cast<Scan*>(scan); }
+
+extern "C" void* itchlog_depth_events_new(uint32_t levels) {
+  if (levels < 1 || levels > logfmt::kMaxDepthLevels) return nullptr;
+  return new (std::nothrow) DepthEventBuilder(levels);
+}
+
+extern "C" int64_t itchlog_depth_events_apply(void* builder, const void* records, uint64_t n, void* out,
+                                              uint64_t capacity, char* error, uint64_t error_size) {
+  try {
+    return int64_t(static_cast<DepthEventBuilder*>(builder)->apply(
+        static_cast<const logfmt::LevelChangeRecord*>(records), n, static_cast<uint8_t*>(out), capacity));
+  } catch (const std::exception& e) {
+    say(e, error, error_size);
+    return -1;
+  }
+}
+
+extern "C" void itchlog_depth_events_free(void* builder) { delete static_cast<DepthEventBuilder*>(builder); }
 
 extern "C" uint32_t itchlog_struct_sizes(uint64_t* sizes, uint32_t capacity) {
   const uint64_t all[] = {sizeof(itchlog_source), sizeof(itchlog_stage), sizeof(itchlog_first_pass_result),

@@ -133,6 +133,15 @@ ITCHLOG_API void itchlog_scan_trends(void* scan, itchlog_trend* trend, itchlog_t
                                      int64_t* served_first, int64_t* served_last, uint32_t* served_any);
 ITCHLOG_API void itchlog_scan_free(void* scan);
 
+/* A version-2 depth log of the top N read back as whole events (log/depth_event_builder.hpp): a builder keeps each
+ * stock's top N levels from call to call. */
+ITCHLOG_API void* itchlog_depth_events_new(uint32_t levels);
+/* n level change records (32 bytes each; whole events only) applied: one event of 24 + 32 N bytes (head, N bids, N
+ * asks) written at out for each, at most capacity. Returns how many, or -1 with what is malformed in error. */
+ITCHLOG_API int64_t itchlog_depth_events_apply(void* builder, const void* records, uint64_t n, void* out,
+                                               uint64_t capacity, char* error, uint64_t error_size);
+ITCHLOG_API void itchlog_depth_events_free(void* builder);
+
 /* The sizes of this header's structures, in declaration order (source, stage, first pass result, scan params,
  * trend): the harness checks its own layouts against them before any call. Returns how many it wrote. */
 ITCHLOG_API uint32_t itchlog_struct_sizes(uint64_t* sizes, uint32_t capacity);

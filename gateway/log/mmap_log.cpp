@@ -66,6 +66,7 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
   h.stage_clock = uint16_t(id.stage_clock);
   h.origin_clock = uint16_t(id.origin_clock);
   h.stages = id.stages;
+  h.levels = id.levels;
   copy_padded(h.run_id, sizeof h.run_id, id.run_id);
   copy_padded(h.commit, sizeof h.commit, id.commit);
   std::memcpy(base_, &h, sizeof h);

@@ -45,6 +45,7 @@ struct LogIdentity {
   std::string run_id;
   std::string commit;
   uint8_t stages = 0;  // latency: the stages its records stamp (logfmt::Stage)
+  uint8_t levels = 0;  // depth: logfmt::Header::levels
   uint16_t version = 0;  // the record layout's version; 0: the kind's current one (logfmt::version_of)
   logfmt::StageClockLine clock_line{};  // latency: how its stamps map to ns (written after the header)
 };

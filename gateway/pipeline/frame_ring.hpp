@@ -1,6 +1,6 @@
 // Single-producer single-consumer ring of frames: how the hot path hands what
-// it publishes (a BBO record, 48 bytes, or a depth record of N levels a side,
-// 24 + 32 N) to a publisher thread without a lock, a syscall or an
+// it publishes (a BBO record, 48 bytes, or a depth log's level change record,
+// 32) to a publisher thread without a lock, a syscall or an
 // allocation. The frame size is the ring's, chosen at construction; a full
 // ring refuses the frame (the caller counts the drop).
 #pragma once

@@ -8,8 +8,8 @@
 // publisher, whose return is the last stage stamp.
 //
 // Publisher: any type with `void publish(const BboEvent&)`; one that also has
-// `void publish_depth(const uint8_t* record)` is handed each depth event, as
-// the depth log's record (head, N bids, N asks; or a level change), too.
+// `void publish_depth(const uint8_t* record)` is handed each depth log record
+// (a level change of a depth event), too.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -34,11 +34,6 @@
 #include "util/stage_clock.hpp"
 
 namespace itchbench {
-
-// A depth record's levels are the tracker's, copied whole.
-static_assert(sizeof(BookLevel) == sizeof(logfmt::DepthLevel) && std::is_trivially_copyable_v<BookLevel>);
-static_assert(offsetof(BookLevel, px) == offsetof(logfmt::DepthLevel, px) &&
-              offsetof(BookLevel, qty) == offsetof(logfmt::DepthLevel, qty));
 
 // Symbols from the stock directory (R) messages, by locate.
 class SymbolTable {
@@ -82,7 +77,7 @@ class Gateway {
         stages_(latency ? latency->stages() : histograms ? histograms->stages() : 0) {}
 
   // Depth events too (docs/book-and-bbo.md, "Depth"): after each book message, the touched stock's top levels,
-  // logged when they changed. Off (null), a predicted branch a message.
+  // logged when they changed (a record for each level changed). Off (null), a predicted branch a message.
   void set_depth(DepthTracker* depth, MmapLog* depth_log) {
     depth_ = depth;
     depth_log_ = depth_log;
@@ -92,6 +87,7 @@ class Gateway {
     every_level_ = changes;
     depth_log_ = depth_log;
   }
+  // Events: of the top N, one a message that changed them (however many levels); of every level, one a level.
   uint64_t depth_events() const { return depth_events_; }
 
   void on_datagram(const uint8_t* data, size_t len, const logfmt::Arrival& arrival) {
@@ -154,8 +150,7 @@ class Gateway {
         emit(BboEvent{next - 1, timestamp, uint16_t(locate), bbo, flags});
         ++snapshot_events_;
       }
-      if (depth_ && depth_->take_change(book_, uint16_t(locate)))
-        log_depth(next - 1, timestamp, uint16_t(locate), flags);
+      if (depth_) log_depth(next - 1, timestamp, uint16_t(locate), depth_->take_change(book_, uint16_t(locate)), flags);
       if (every_level_) log_whole_book(next - 1, timestamp, uint16_t(locate), flags);
     }
     framer_.start_at(next);
@@ -225,7 +220,8 @@ class Gateway {
     }
     if (__builtin_expect(touched.locate != OrderBook::kUnchanged, 0)) {
       if (depth_) {
-        if (depth_->take_change(book_, touched)) log_depth(seq, load_be48(msg + 5), uint16_t(touched.locate), bbo_flags_);
+        if (const uint32_t changed_levels = depth_->take_change(book_, touched))
+          log_depth(seq, load_be48(msg + 5), uint16_t(touched.locate), changed_levels, bbo_flags_);
       } else {
         log_level_changes(seq, load_be48(msg + 5), touched, bbo_flags_);
       }
@@ -269,28 +265,26 @@ class Gateway {
     return touched;
   }
 
-  // One depth event, the levels the tracker just took: a record of the depth log (head, N bids, N asks), its
-  // written marker stored last.
-  void log_depth(uint64_t seq, uint64_t timestamp, uint16_t locate, uint8_t flags) {
-    uint8_t* p = depth_record(seq, timestamp, locate);
-    if (!p) return;
-    // Whole levels at once (BookLevel is laid out as DepthLevel): about 40 instructions fewer an event than field
-    // by field at 5 levels (callgrind, nasdaq-day).
-    std::memcpy(p + sizeof(logfmt::DepthRecord), depth_->taken(), 2 * size_t(depth_->levels()) * sizeof(BookLevel));
-    commit_depth(p, flags);
+  // One depth event, the levels the tracker just took: a level change record each, the bids' first (a snapshot's
+  // event has both sides; a message's, the side it touched).
+  void log_depth(uint64_t seq, uint64_t timestamp, uint16_t locate, uint32_t changed_levels, uint8_t flags) {
+    if (!changed_levels) return;
+    ++depth_events_;
+    const LevelChange* changes = depth_->changes();
+    for (uint32_t i = 0; i < changed_levels; ++i)
+      log_level(seq, timestamp, locate, i < depth_->bid_changes(), changes[i], flags);
   }
 
-  // Where the next depth event is built, its head (seq, timestamp, stock: a depth record's and a level change's
-  // alike) filled: the depth log's next record, else (no log, or a full one, counted dropped there) a frame of its
-  // own for the publisher; null when there is neither.
+  // Where the next depth log record is built, its head (seq, timestamp, stock) filled: the depth log's next record,
+  // else (no log, or a full one, counted dropped there) a frame of its own for the publisher; null when there is
+  // neither.
   uint8_t* depth_record(uint64_t seq, uint64_t timestamp, uint16_t locate) {
-    ++depth_events_;
     uint8_t* p = depth_log_ ? depth_log_->next() : nullptr;
     if constexpr (PublishesDepth<Publisher>::value) {
       if (!p) p = depth_frame_.data();
     }
     if (p) {
-      auto* head = reinterpret_cast<logfmt::DepthRecord*>(p);
+      auto* head = reinterpret_cast<logfmt::LevelChangeRecord*>(p);
       head->seq = seq;
       head->timestamp = timestamp;
       head->stock_locate = locate;
@@ -300,7 +294,7 @@ class Gateway {
   // Its written marker, stored last; then to the publisher.
   void commit_depth(uint8_t* p, uint8_t flags) {
     __atomic_signal_fence(__ATOMIC_RELEASE);  // the marker after every field, as RecordLog::commit
-    p[offsetof(logfmt::DepthRecord, flags)] = uint8_t(flags | logfmt::kWritten);
+    p[offsetof(logfmt::LevelChangeRecord, flags)] = uint8_t(flags | logfmt::kWritten);
     if constexpr (PublishesDepth<Publisher>::value) publisher_.publish_depth(p);
   }
 
@@ -308,6 +302,7 @@ class Gateway {
   void log_level_changes(uint64_t seq, uint64_t timestamp, const DepthTouch& touched, uint8_t flags) {
     LevelChange changes[2];
     const uint32_t n = every_level_->after(book_, touched, changes);
+    depth_events_ += n;  // with every level, each level changed is an event
     for (uint32_t i = 0; i < n; ++i)
       log_level(seq, timestamp, uint16_t(touched.locate), touched.bid, changes[i], flags);
   }
@@ -325,8 +320,10 @@ class Gateway {
   // best first (nothing was emitted for the stock before: every level is a change). Off the hot path.
   void log_whole_book(uint64_t seq, uint64_t timestamp, uint16_t locate, uint8_t flags) {
     for (const char side : {'B', 'S'})
-      for (const OrderBook::LevelView& level : book_.levels(locate, side))
+      for (const OrderBook::LevelView& level : book_.levels(locate, side)) {
+        ++depth_events_;
         log_level(seq, timestamp, locate, side == 'B', LevelChange{level.price, level.shares}, flags);
+      }
   }
 
   // One BBO event: to the BBO log, then the publisher.
@@ -410,7 +407,7 @@ class Gateway {
   MmapLog* depth_log_ = nullptr;
   uint64_t depth_events_ = 0;
   // A depth event built here when there is no depth log to build it in (or the log is full), for the publisher.
-  alignas(8) std::array<uint8_t, logfmt::depth_record_size(logfmt::kMaxDepthLevels)> depth_frame_{};
+  alignas(8) std::array<uint8_t, sizeof(logfmt::LevelChangeRecord)> depth_frame_{};
   uint64_t last_seq_ = 0;     // of the last message handed over
   uint64_t snapshot_messages_ = 0, snapshot_rejected_ = 0, snapshot_events_ = 0;
   std::vector<bool> snapshot_stocks_ = std::vector<bool>(OrderBook::kStocks);  // stocks a snapshot touched

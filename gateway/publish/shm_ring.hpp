@@ -2,7 +2,7 @@
 // kMaxConsumers consumer processes, in a POSIX shared-memory object.
 // Disruptor-style: fixed-size entries, each a published sequence and one
 // record — the 48-byte BBO record (gateway/log/FORMAT.md) in 64 bytes, or in
-// a depth ring a depth record of N levels a side — and no pointers, a
+// a depth ring a depth log's 32-byte level change — and no pointers, a
 // published sequence per entry,
 // one read cursor per consumer; nothing is copied but the record itself and
 // no syscall is made to publish. Layout (docs/shm-ring.md):
@@ -53,7 +53,7 @@ struct Header {
   uint32_t capacity;  // entries, a power of two
   uint32_t policy;    // Policy
   uint32_t max_consumers;
-  uint32_t record_bytes;  // 48: BBO records; 24 + 32 N: depth records of N levels a side
+  uint32_t record_bytes;  // 48: BBO records; 32: the depth log's level change records
   uint32_t entry_bytes;   // entry_bytes_for(record_bytes)
   alignas(64) std::atomic<uint64_t> cursor;  // events published
   alignas(64) std::atomic<uint64_t> closed;  // 1: the producer is done; cursor is final

@@ -17,8 +17,8 @@ std::string with_suffix(const std::string& path, const char* suffix) {
 
 SubscriberOutput::SubscriberOutput(const std::string& out, size_t reserve_bytes, bool pooled, uint32_t levels)
     : info_path_(with_suffix(out, ".json")),
-      frame_bytes_(levels ? logfmt::depth_record_size(levels) : sizeof(logfmt::BboRecord)),
-      locate_at_(levels ? offsetof(logfmt::DepthRecord, stock_locate) : offsetof(logfmt::BboRecord, stock_locate)),
+      frame_bytes_(levels ? sizeof(logfmt::LevelChangeRecord) : sizeof(logfmt::BboRecord)),
+      locate_at_(levels ? offsetof(logfmt::LevelChangeRecord, stock_locate) : offsetof(logfmt::BboRecord, stock_locate)),
       frames_(std::fopen(out.c_str(), "wb")),
       receipts_(with_suffix(out, ".recv"), logfmt::Kind::kSubscriber,
                 LogIdentity{logfmt::StageClock::kMonotonic, logfmt::OriginClock::kNone, "", ""}, reserve_bytes,

@@ -23,7 +23,7 @@ class SubscriberOutput {
  public:
   // reserve_bytes: the receive log's first mapping (it grows past it). pooled: one of hundreds in a process, whose
   // receive logs have no provisioning thread each (MmapLog).
-  // levels: the frames are depth records of N levels a side (FORMAT.md kind 6); 0: BBO records.
+  // levels: nonzero, the frames are the depth log's level change records (FORMAT.md kind 6); 0: BBO records.
   explicit SubscriberOutput(const std::string& out, size_t reserve_bytes = size_t(1) << 30, bool pooled = false,
                             uint32_t levels = 0);  // throws naming the file
   ~SubscriberOutput();
@@ -77,7 +77,7 @@ class CollectorOutput {
   uint64_t reads_ = 0, bytes_ = 0;
 };
 
-// A subscriber tool's files: its own (SubscriberOutput, of depth records of N levels a side when levels is N), or
+// A subscriber tool's files: its own (SubscriberOutput, of the depth log's records when levels is nonzero), or
 // with --collect FORMAT (csv, jsonl, itchbench) a collector's. Throws naming the file; an unknown format is
 // std::invalid_argument.
 struct SubscriberFiles {

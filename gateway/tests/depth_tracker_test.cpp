@@ -1,7 +1,10 @@
 // The depth tracker's one-side, below-the-top shortcut against the plain rule (docs/book-and-bbo.md, "Depth"): an
-// event exactly when a stock's top N levels, both sides read in full, differ from the last ones emitted.
+// event exactly when a stock's top N levels, both sides read in full, differ from the last ones emitted, and its
+// levels exactly the prices whose shares in the top N differ, best first (0: gone from the top N).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -26,6 +29,31 @@ struct PlainRule {
     return true;
   }
 };
+
+// The plain rule's changes on one side: the top N before and after as maps of price to shares, each price whose
+// shares differ (0 where it is only before), best first.
+std::vector<std::pair<uint32_t, uint64_t>> plain_changes(const BookLevel* before, const BookLevel* after, bool bid) {
+  std::map<uint32_t, uint64_t> was, now;
+  for (uint32_t k = 0; k < kLevels; ++k) {
+    if (before[k].qty) was[before[k].px] = before[k].qty;
+    if (after[k].qty) now[after[k].px] = after[k].qty;
+  }
+  std::map<uint32_t, uint64_t> all = was;
+  for (const auto& [px, qty] : now) all[px] = qty;
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  for (const auto& [px, qty] : all) {
+    const uint64_t after_qty = now.count(px) ? now[px] : 0;
+    if (!was.count(px) || was[px] != after_qty) out.emplace_back(px, after_qty);
+  }
+  if (bid) std::reverse(out.begin(), out.end());  // the best bid is the highest price
+  return out;
+}
+
+std::vector<std::pair<uint32_t, uint64_t>> taken(const DepthTracker& tracker, uint32_t n) {
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  for (uint32_t k = 0; k < n; ++k) out.emplace_back(tracker.changes()[k].px, tracker.changes()[k].qty);
+  return out;
+}
 
 struct Live {
   uint64_t ref;
@@ -74,12 +102,16 @@ void run_in_lockstep(Price price_of, uint32_t seed, uint64_t& off_ladder) {
         touch.other_price = price;
       }
     }
+    const size_t side = touch.bid ? 0 : kLevels;
+    const std::vector<BookLevel> before = plain.last;
     const bool expected = plain.changed(book);
-    const BookLevel nth = plain.last[(touch.bid ? 0 : kLevels) + kLevels - 1];
-    ASSERT_EQ(tracker.take_change(book, touch), expected) << "message " << i;
+    const BookLevel nth = plain.last[side + kLevels - 1];
+    const uint32_t n = tracker.take_change(book, touch);
+    ASSERT_EQ(n != 0, expected) << "message " << i;
+    ASSERT_EQ(tracker.bid_changes(), touch.bid ? n : 0u) << "message " << i;
     if (expected) {
       ++events;
-      for (uint32_t k = 0; k < 2 * kLevels; ++k) ASSERT_EQ(tracker.taken()[k], plain.last[k]) << "message " << i;
+      ASSERT_EQ(taken(tracker, n), plain_changes(&before[side], &plain.last[side], touch.bid)) << "message " << i;
     } else if (nth.qty != 0) {
       ++skipped_below;
     }
@@ -118,8 +150,34 @@ TEST(DepthTracker, ASideWithFewerThanNLevelsTakesAnyNewLevel) {
     book.add(1, r, 'B', 100, uint32_t(10000 - 100 * r));
     EXPECT_TRUE(tracker.take_change(book, DepthTouch{1, true, uint32_t(10000 - 100 * r), uint32_t(10000 - 100 * r)}));
   }
-  // Far below the three, still within five levels: an event.
+  // Far below the three, still within five levels: an event of that one level.
   book.add(1, 4, 'B', 100, 5000);
-  EXPECT_TRUE(tracker.take_change(book, DepthTouch{1, true, 5000, 5000}));
-  EXPECT_EQ(tracker.taken()[3].px, 5000u);
+  ASSERT_EQ(tracker.take_change(book, DepthTouch{1, true, 5000, 5000}), 1u);
+  EXPECT_EQ(tracker.changes()[0].px, 5000u);
+  EXPECT_EQ(tracker.changes()[0].qty, 100u);
+}
+
+TEST(DepthTracker, ALevelMadeAtTheTopPushesTheFifthOut) {
+  OrderBook book{1024};
+  DepthTracker tracker(kLevels);
+  for (uint64_t r = 1; r <= kLevels; ++r) {
+    const uint32_t price = uint32_t(10000 + 100 * r);
+    book.add(1, r, 'S', 100, price);
+    ASSERT_EQ(tracker.take_change(book, DepthTouch{1, false, price, price}), 1u);
+  }
+  // A better offer than all five: it comes in at the top, and the worst of the five (10500) leaves the top five.
+  book.add(1, 9, 'S', 300, 10000);
+  ASSERT_EQ(tracker.take_change(book, DepthTouch{1, false, 10000, 10000}), 2u);
+  EXPECT_EQ(tracker.bid_changes(), 0u);
+  EXPECT_EQ(tracker.changes()[0].px, 10000u);
+  EXPECT_EQ(tracker.changes()[0].qty, 300u);
+  EXPECT_EQ(tracker.changes()[1].px, 10500u);
+  EXPECT_EQ(tracker.changes()[1].qty, 0u);
+  // Deleting it brings 10500 back: two changes again, best first.
+  book.remove(9);
+  ASSERT_EQ(tracker.take_change(book, DepthTouch{1, false, 10000, 10000}), 2u);
+  EXPECT_EQ(tracker.changes()[0].px, 10000u);
+  EXPECT_EQ(tracker.changes()[0].qty, 0u);
+  EXPECT_EQ(tracker.changes()[1].px, 10500u);
+  EXPECT_EQ(tracker.changes()[1].qty, 100u);
 }

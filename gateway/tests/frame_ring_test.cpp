@@ -26,7 +26,7 @@ std::vector<uint8_t> frame(uint64_t k, size_t bytes) {
 }  // namespace
 
 TEST(FrameRing, RefusesWhenFullAndKeepsOrderAndBytes) {
-  constexpr size_t kBytes = 184;  // a depth record of 5 levels a side
+  constexpr size_t kBytes = 184;  // a whole depth event of 5 levels a side
   FrameRing ring(kBytes, 4);
   for (uint64_t k = 0; k < 4; ++k) EXPECT_TRUE(ring.push(frame(k, kBytes).data()));
   EXPECT_FALSE(ring.push(frame(99, kBytes).data()));
@@ -68,10 +68,11 @@ TEST(FrameRing, HoldsWhatABudgetAllowsAsAPowerOfTwo) {
   EXPECT_EQ(FrameRing::frames_within(2072, 1), 1024u);                  // never fewer than 1,024
 }
 
-// A depth publisher: frames of a depth record's size reach a TCP subscriber whole, in order, byte for byte.
+// Frames of another size than the BBO's (a whole 5-level depth event's) reach a TCP subscriber whole, in order,
+// byte for byte.
 TEST(TcpPublisher, CarriesFramesOfTheSizeItWasGiven) {
   PublisherOptions options;
-  options.frame_bytes = logfmt::depth_record_size(5);
+  options.frame_bytes = logfmt::depth_event_size(5);
   TcpPublisher publisher(options);
   publisher.start();
   const int client = test_support::connect_loopback(publisher.port());

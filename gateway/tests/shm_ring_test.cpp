@@ -64,10 +64,10 @@ TEST(ShmRing, ALappedConsumerCountsExactlyWhatItLost) {
   EXPECT_EQ(c.read() + c.overruns(), 20u);
 }
 
-// A depth ring: records of 5 levels a side (184 bytes, in 192-byte entries), each read back whole, byte for
-// byte, and a lapped consumer's loss counted as in a BBO ring.
+// A ring of records of another size (a whole 5-level depth event: 184 bytes, in 192-byte entries), each read back
+// whole, byte for byte, and a lapped consumer's loss counted as in a BBO ring.
 TEST(ShmRing, ADepthRingCarriesRecordsOfItsSizeWhole) {
-  const uint32_t bytes = uint32_t(logfmt::depth_record_size(5));
+  const uint32_t bytes = uint32_t(logfmt::depth_event_size(5));
   ShmPublisher p(unique_name("depth"), 8, Policy::kOverrun, bytes);
   EXPECT_EQ(p.header().entry_bytes, 192u);
   ShmConsumer c(p.name());

@@ -99,8 +99,8 @@ int main(int argc, char** argv) {
   args.flag("probe", "produce one record and read it back, then exit");
   args.option("collect", "FORMAT", "collect a gateway's own BBO output (csv, jsonl, itchbench) until SIGTERM", "");
   args.option("mode", "MODE", "fast, slow (1 ms a record) or reconnect (a new consumer every second)", "fast");
-  args.option("levels", "N", "the stream is the gateway's depth topic: depth records of N levels a side (all: level changes); 0: BBO "
-              "records", "0");
+  args.option("levels", "N", "the stream is the gateway's depth topic (N levels a side, or all): its depth log's level "
+              "change records; 0: BBO records", "0");
   args.parse(argc, argv);
   if (!args.has("brokers")) args.fail("--brokers is required");
   try {

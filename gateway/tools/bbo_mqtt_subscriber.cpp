@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
   args.option("grace-ms", "MS", "after the end marker, how long to wait for events still missing", "2000");
   args.option("collect", "FORMAT", "collect a gateway's own BBO output (csv, jsonl, itchbench) until SIGTERM", "");
   args.option("mode", "MODE", "fast, slow (1 ms a message) or reconnect (every second)", "fast");
-  args.option("levels", "N", "the stream is the gateway's depth topic: depth records of N levels a side (all: level changes); 0: BBO "
-              "records", "0");
+  args.option("levels", "N", "the stream is the gateway's depth topic (N levels a side, or all): its depth log's level "
+              "change records; 0: BBO records", "0");
   args.parse(argc, argv);
   uint32_t levels = 0;
   if (!logfmt::parse_depth_levels(args.get("levels"), levels)) args.fail("--levels takes 0 to 64, or all");

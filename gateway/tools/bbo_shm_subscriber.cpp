@@ -79,11 +79,12 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<SubscriberOutput> output;
   try {
-    const uint32_t bytes = ring->record_bytes(), levels = logfmt::depth_levels_of(bytes);
-    if (bytes != sizeof(logfmt::BboRecord) && !levels)
-      throw std::runtime_error("the ring's records are " + std::to_string(bytes) + " bytes: neither a BBO nor a "
-                               "depth record");
-    output = std::make_unique<SubscriberOutput>(out, size_t(1) << 30, false, levels);
+    const uint32_t bytes = ring->record_bytes();
+    const bool depth = bytes == sizeof(logfmt::LevelChangeRecord);
+    if (bytes != sizeof(logfmt::BboRecord) && !depth)
+      throw std::runtime_error("the ring's records are " + std::to_string(bytes) + " bytes: neither a BBO record "
+                               "nor a depth log's level change");
+    output = std::make_unique<SubscriberOutput>(out, size_t(1) << 30, false, depth ? logfmt::kAllLevels : 0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bbo-shm-subscriber: %s\n", e.what());
     return 1;

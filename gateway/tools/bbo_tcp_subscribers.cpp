@@ -5,7 +5,7 @@
 // DIR/subscriber-K.bbo, .recv (a stamp per whole frame as the recv that
 // completed it returned) and .json (its local port, frames, how it ended).
 // With --levels N they subscribe to the depth publisher instead: frames are
-// depth records of N levels a side, written to DIR/depth-subscriber-K.dep.
+// the depth log's level change records, written to DIR/depth-subscriber-K.dep.
 // A stuck connection (--stuck) connects with a small receive buffer and is
 // never read: the gateway must drop to it, not wait for it. The process ends
 // when every reading one has seen its stream end. The loop stamps
@@ -168,8 +168,8 @@ int main(int argc, char** argv) {
   args.option("stuck", "LIST", "those of them that never read, e.g. 2,9", "");
   args.option("connect-timeout-ms", "MS", "how long to keep trying to connect", "10000");
   args.option("cpu", "N", "pin to this CPU");
-  args.option("levels", "N", "subscribe to the gateway's depth publisher (--port its depth port): frames are depth "
-              "records of N levels a side (all: level changes), written to DIR/depth-subscriber-K.dep (0: the BBO)", "0");
+  args.option("levels", "N", "subscribe to the gateway's depth publisher (--port its depth port; N levels a side, or "
+              "all): frames are its depth log's level change records, written to DIR/depth-subscriber-K.dep (0: the BBO)", "0");
   args.parse(argc, argv);
   if (!args.has("port") || !args.has("dir") || !args.has("numbers")) {
     args.fail("--port, --dir and --numbers are required");

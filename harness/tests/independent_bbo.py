@@ -162,6 +162,23 @@ def depth_events(pcap: Path, n: int) -> list[tuple]:
     return events
 
 
+def top_level_changes(pcap: Path, n: int) -> list[tuple]:
+    """(seq, stock, side, price, shares) for each price whose shares among a stock's top n levels a side differ from
+    its depth event before (0: it left the top n), bids before asks, each side best first: the depth log's records
+    of depth_events (FORMAT.md, "Level change record"), from the two events' levels as maps of price to shares."""
+    last: dict[str, tuple[int, ...]] = defaultdict(lambda: (0,) * (4 * n))
+    out = []
+    for seq, stock, *now in depth_events(pcap, n):
+        for side, at, best_first in (("B", 0, True), ("S", 2 * n, False)):
+            was = {p: q for p, q in zip(last[stock][at:at + 2 * n:2], last[stock][at + 1:at + 2 * n:2]) if q}
+            got = {p: q for p, q in zip(now[at:at + 2 * n:2], now[at + 1:at + 2 * n:2]) if q}
+            changed = sorted((p for p in was.keys() | got.keys() if was.get(p, 0) != got.get(p, 0)),
+                             reverse=best_first)
+            out += [(seq, stock, side, p, got.get(p, 0)) for p in changed]
+        last[stock] = tuple(now)
+    return out
+
+
 def level_changes(pcap: Path) -> list[tuple]:
     """(seq, stock, side, price, shares) for each price level a book message changed, its aggregate shares after
     the message (0: the level left the book), a replace's old price first (docs/book-and-bbo.md, "Every level"):

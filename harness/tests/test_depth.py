@@ -12,6 +12,7 @@ import shutil
 import struct
 import subprocess
 import sys
+from pathlib import Path
 from collections import defaultdict
 
 import numpy as np
@@ -27,7 +28,7 @@ from itchbench.history import store
 from itchbench.runs import reconcile, runner, scenario, sim, verdict
 from itchbench.selftest import zoo
 
-from independent_bbo import DepthBook, depth_events, level_changes, mold_messages
+from independent_bbo import DepthBook, depth_events, level_changes, mold_messages, top_level_changes
 from live_helpers import config, make_capture
 from test_compiled_scan import assert_same
 
@@ -105,6 +106,27 @@ def test_the_same_capture_gives_the_same_depth_bytes(deep_session, tmp_path):
     second = sim.run_sim(deep_session, tmp_path / "b", echo=False, levels=5)
     assert (first / "depth.dep").read_bytes()[128:] == (second / "depth.dep").read_bytes()[128:]
     assert rundir.read_json(first / "summary.json")["depth"] == rundir.read_json(second / "summary.json")["depth"]
+
+
+def test_a_malformed_depth_log_is_refused_with_the_record_named(tmp_path):
+    # The sample's depth log with its 100th record made to take out a level its stock's top 5 does not hold (a
+    # price one tick off), then with that record's side byte neither B nor S: each read is refused, the record named.
+    run = tmp_path / "run"
+    assert itchbench_main(["sim", str(SAMPLE), "--levels", "5", "--no-latency-log", "--out", str(run)]) == 0
+    path = run / "depth.dep"
+    good = path.read_bytes()
+    stored = logs.read_depth(path).stored.copy()
+    for field, value, words in (("px", None, "depth record 99 takes price"), ("side", b"X", "depth record 99 has side")):
+        broken = stored.copy()
+        if value is None:
+            broken["px"][99], broken["qty"][99] = broken["px"][99] + 1, 0
+        else:
+            broken[field][99] = value
+        path.write_bytes(good[:logs.HEADER_SIZE] + broken.tobytes())
+        with pytest.raises(logs.LogFormatError, match=words):
+            logs.read_depth(path).records
+        with pytest.raises(logs.LogFormatError, match=words):
+            logs.bbo_digest(logs.read_depth(path))
 
 
 def test_levels_out_of_range_and_a_run_without_depth_are_refused(tmp_path, capsys):
@@ -270,13 +292,17 @@ def test_the_built_in_gateway_over_udp_logs_the_simulations_depth(simulation, tm
     if simulation == "as it is":
         assert summary["reconciliation"]["checks"]["depth digest = simulation's digest"]
         assert summary["verdict"]["headline"].endswith("balanced, BBO and depth digests = simulation")
-        # The run's depth subscriber received the depth log over TCP, byte for byte, and the log's events are the
-        # independent book's.
+        # The run's depth subscriber received the depth log over TCP, byte for byte: a frame for each level an
+        # event changed, as the independent book's events change them, and read back whole they are its events.
         sub = next(s for s in summary["reconciliation"]["subscribers"] if s.get("depth"))
-        assert sub["identical_to_depth_log"] and sub["frames"] == len(expected) and sub["frames_dropped"] == 0
+        changes = top_level_changes(SAMPLE, 5)
+        assert sub["identical_to_depth_log"] and sub["frames"] == len(changes) and sub["frames_dropped"] == 0
         assert summary["reconciliation"]["checks"][f"subscriber {sub['index']} (TCP, depth) received the depth log "
                                                    "exactly"]
-        received = blackbox.depth_frame(np.fromfile(run / sub["file"], logs.depth_dtype(5))).drop(columns="stock")
+        frames = np.fromfile(run / sub["file"], logs.LEVEL_CHANGE_DTYPE)
+        assert [(int(r["seq"]), r["side"].decode(), int(r["px"]), int(r["qty"])) for r in frames] == \
+            [(c[0], *c[2:]) for c in changes]
+        received = blackbox.depth_frame(logs.depth_events(run / sub["file"], frames, 5)).drop(columns="stock")
         assert [tuple(r) for r in received.itertuples(index=False)] == [(e[0], *e[2:]) for e in expected]
         # Its latency, hop by hop to it: every depth event it received (each a message of its own here), the
         # book applied to its receive the last hop; the compiled scan's figures the numpy reader's.
@@ -340,14 +366,14 @@ def test_a_scenarios_levels_and_every_level_compared_change_by_change(tmp_path, 
 
 
 def _a_changed_or_cut_depth_stream_is_named(run, sub) -> None:
-    """What the depth subscriber's checks say of a stream that differs from the depth log: one share more at bid
-    level 2 of its 10th frame, or its last frame cut off."""
+    """What the depth subscriber's checks say of a stream that differs from the depth log: one share more in its
+    10th frame, or its last frame cut off."""
     gw = rundir.read_json(run / "gateway.json")
     path = run / sub["file"]
     whole = path.read_bytes()
-    frame = logs.depth_dtype(5).itemsize
-    rec = np.frombuffer(whole, logs.depth_dtype(5)).copy()
-    rec["bids"]["qty"][9, 1] += 1
+    frame = logs.LEVEL_CHANGE_DTYPE.itemsize
+    rec = np.frombuffer(whole, logs.LEVEL_CHANGE_DTYPE).copy()
+    rec["qty"][9] += 1
     for name, data, wrong_at in (("changed", rec.tobytes(), 9), ("cut", whole[:-frame], None)):
         path.write_bytes(data)
         checks: dict[str, bool] = {}
@@ -369,7 +395,8 @@ def test_the_built_in_gateway_over_serial_logs_and_publishes_the_simulations_dep
     assert summary["depth"]["events"] == len(expected)
     assert summary["reconciliation"]["checks"]["depth digest = simulation's digest"]
     sub = next(s for s in summary["reconciliation"]["subscribers"] if s.get("depth"))
-    assert sub["identical_to_depth_log"] and sub["frames"] == summary["depth"]["events"]
+    records = len(expected) if levels == "all" else len(top_level_changes(SAMPLE, levels))
+    assert sub["identical_to_depth_log"] and sub["frames"] == records
 
 
 def test_a_scenario_asking_depth_of_a_gateway_that_publishes_other_depth_is_skipped(tmp_path):
@@ -384,23 +411,29 @@ def test_a_scenario_asking_depth_of_a_gateway_that_publishes_other_depth_is_skip
     assert scenario.input_not_taken(values, built_in) == ""
 
 
+def as_version_1(path: Path, rec: np.ndarray) -> None:
+    """Depth events written over path as a version-1 depth log (a whole event a record, as builds wrote before level
+    change records), its header otherwise the log's own."""
+    h = np.frombuffer(path.read_bytes()[:logs.HEADER_SIZE], logs.HEADER_DTYPE).copy()
+    h["version"], h["record_size"], h["levels"], h["record_count"] = 1, rec.dtype.itemsize, 0, len(rec)
+    path.write_bytes(h.tobytes() + rec.tobytes())
+
+
 def test_compare_holds_heads_depth_to_bases_and_names_the_level(tmp_path, capsys):
-    # Two builds' runs of the same capture with 5 levels: head's depth log has one share more at bid level 3 of
-    # one event (its BBO untouched). compare says DEPTH OUTPUT DIFFERS and names the level; identical logs are SAME.
-    import numpy as np
-    from itchbench.analysis import logs
+    # Two builds' runs of the same capture with 5 levels: head's depth has one share more at bid level 3 of one
+    # event (its BBO untouched), in a log of the version builds wrote before (a whole event a record). compare says
+    # DEPTH OUTPUT DIFFERS and names the level; the same events in either version are SAME.
     base, head = tmp_path / "base" / "r1", tmp_path / "head" / "r1"
     assert itchbench_main(["sim", str(SAMPLE), "--levels", "5", "--no-latency-log", "--out", str(base)]) == 0
     shutil.copytree(base, head)
-    path = head / "depth.dep"
-    rec = logs.read_depth(path).records
+    rec = logs.read_depth(base / "depth.dep").records
+    as_version_1(head / "depth.dep", rec)
+    assert itchbench_main(["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--bbo-only", "--out",
+                           str(tmp_path / "versions")]) == 0
     k = int(np.flatnonzero(rec["bids"]["px"][:, 2] > 0)[0])  # the first event with a third bid level
-    raw = bytearray(path.read_bytes())
-    at = len(raw) - rec.dtype.itemsize * (len(rec) - k)
-    changed = rec[k:k + 1].copy()
-    changed["bids"]["qty"][0, 2] += 1
-    raw[at:at + rec.dtype.itemsize] = changed.tobytes()
-    path.write_bytes(bytes(raw))
+    changed = rec.copy()
+    changed["bids"]["qty"][k, 2] += 1
+    as_version_1(head / "depth.dep", changed)
     out = _compared_depth_differs(tmp_path, capsys)
     assert out["bbo"]["equal"] and not out["depth"]["equal"] and out["depth"]["wrong"] == 1
     first = out["depth"]["first_difference"]

@@ -25,7 +25,7 @@ from itchbench.captures import fixtures
 from itchbench.gateways import blackbox
 from itchbench.runs import reconcile, runner
 
-from independent_bbo import depth_events
+from independent_bbo import depth_events, top_level_changes
 from live_helpers import config, kill_when_running, leftover_processes, summary_of
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
@@ -153,8 +153,9 @@ def test_slow_and_reconnecting_subscribers_lose_only_their_own_share(tmp_path):
 def test_every_path_carries_bbo_and_depth_as_the_logs_hold_them(tmp_path):
     """levels = 5: a BBO subscriber on each path, numbered TCP, shared memory, MQTT, Kafka, each holding the BBO
     log; then one depth subscriber on each (TCP, the ring NAME-depth, MQTT's TOPIC/depth, Kafka's TOPIC-depth),
-    each holding the depth log byte for byte, its events the independent book's. A brokered depth stream with a
-    frame changed, or one missing, is caught by its own checks."""
+    each holding the depth log byte for byte: a level change frame for each level the independent book's events
+    change, read back whole its events. A brokered depth stream with a frame changed, or one missing, is caught by
+    its own checks."""
     run, s = _run(tmp_path, pps=2000, subscribers=1, shm_subscribers=1, levels=5, publish=["tcp", "mqtt", "kafka"],
                   mqtt={"subscribers": 1}, kafka={"subscribers": 1})
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
@@ -164,10 +165,12 @@ def test_every_path_carries_bbo_and_depth_as_the_logs_hold_them(tmp_path):
         (0, "tcp", None), (1, "shm", None), (2, "mqtt", None), (3, "kafka", None),
         (4, "mqtt", 5), (5, "kafka", 5), (6, "tcp", 5), (7, "shm", 5)]
     assert all(x["identical_to_bbo_log"] for x in subs[:4])
-    dtype = logs.depth_dtype(5)
+    dtype = logs.LEVEL_CHANGE_DTYPE
+    changes = top_level_changes(SEED.path, 5)
     for x in subs[4:]:
-        assert x["identical_to_depth_log"] and x["frames"] == len(expected), x
-        got = blackbox.depth_frame(np.fromfile(run / x["file"], dtype)).drop(columns="stock")
+        assert x["identical_to_depth_log"] and x["frames"] == len(changes), x
+        frames = np.fromfile(run / x["file"], dtype)
+        got = blackbox.depth_frame(logs.depth_events(run / x["file"], frames, 5)).drop(columns="stock")
         assert [tuple(r) for r in got.itertuples(index=False)] == [(e[0], *e[2:]) for e in expected]
     gw = rundir.read_json(run / "gateway.json")
     assert gw["depth_mqtt"]["topic"].endswith("/depth") and gw["depth_kafka"]["topic"].endswith("-depth")
@@ -176,7 +179,7 @@ def test_every_path_carries_bbo_and_depth_as_the_logs_hold_them(tmp_path):
     path = run / mqtt["file"]
     whole = path.read_bytes()
     changed = np.frombuffer(whole, dtype).copy()
-    changed["asks"]["qty"][20, 0] += 1
+    changed["qty"][20] += 1
     for name, data in (("changed", changed.tobytes()), ("one missing", whole[:dtype.itemsize * 30] +
                                                          whole[dtype.itemsize * 31:])):
         path.write_bytes(data)

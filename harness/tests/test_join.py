@@ -21,6 +21,7 @@ from itchbench.runs import join, runner, verdict
 
 from independent_bbo import Book, level_changes, mold_messages
 from live_helpers import config
+from test_depth import as_version_1
 from tap_captures import mold_payload, read_pcap
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
@@ -73,7 +74,7 @@ def test_a_join_with_depth_holds_the_depth_at_and_after_the_join_point(tmp_path)
     assert depth["equal"] and depth["after_join"]["events"] > 0 and depth["stocks_at_join"] > 0
     assert "depth event" in s["verdict"]["headline"] and "each stock's depth at the join = the simulation's" in \
         s["verdict"]["headline"]
-    # A level changed in the gateway's log — one share more at bid level 2 of an event after the join, then at the
+    # A level changed in the gateway's depth (rewritten as whole events) — one share more at bid level 2 of an event after the join, then at the
     # best bid of one it published for the snapshot — is found where it is: after the join, or in that stock's
     # book at the join.
     path = Path(s["dir"]) / "depth.dep"
@@ -82,12 +83,10 @@ def test_a_join_with_depth_holds_the_depth_at_and_after_the_join_point(tmp_path)
     for k, level, where in ((int(np.flatnonzero(~snapshot & (rec["bids"]["px"][:, 1] > 0))[0]), 1, "after"),
                             (int(np.flatnonzero(snapshot & (rec["bids"]["px"][:, 0] > 0))[-1]), 0, "at")):
         broken = Path(s["dir"]) / f"depth-{where}.dep"
-        raw = bytearray(path.read_bytes())
-        at = len(raw) - rec.dtype.itemsize * (len(rec) - k)
-        changed = rec[k:k + 1].copy()
-        changed["bids"]["qty"][0, level] += 1
-        raw[at:at + rec.dtype.itemsize] = changed.tobytes()
-        broken.write_bytes(bytes(raw))
+        shutil.copyfile(path, broken)
+        changed = rec.copy()
+        changed["bids"]["qty"][k, level] += 1
+        as_version_1(broken, changed)
         got = join.check_depth(broken, SAMPLE, "", j["through"])
         assert not got["equal"]
         if where == "after":

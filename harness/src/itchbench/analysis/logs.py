@@ -28,6 +28,7 @@ KIND_SEND = 3
 KIND_SUBSCRIBER = 4
 KIND_REQUEST = 5
 KIND_DEPTH = 6
+DEPTH_LEVEL_CHANGES_VERSION = 2  # a depth log of level change records, N in the header (1: a whole event a record)
 KIND_LATENCY_INDEX = 7
 FLAG_FINALIZED = 1
 WRITTEN = 0x80
@@ -43,7 +44,7 @@ HEADER_DTYPE = np.dtype([
     ("magic", "S8"), ("version", "<u2"), ("header_size", "<u2"), ("record_size", "<u2"),
     ("kind", "<u2"), ("stage_clock", "<u2"), ("origin_clock", "<u2"), ("flags", "<u4"),
     ("record_count", "<u8"), ("dropped", "<u8"), ("run_id", "S32"), ("commit", "S48"),
-    ("stages", "u1"), ("reserved", "V7"),
+    ("stages", "u1"), ("levels", "u1"), ("reserved", "V6"),
 ])
 # Latency version 3: a head, then one u64 stamp per stage in the header's `stages` (bit i: STAGE_STAMPS[i]).
 LATENCY_V3_HEAD = [("seq", "<u8"), ("t_origin", "<u8"), ("stock_locate", "<u2"), ("msg_type", "S1"), ("flags", "u1"),
@@ -79,12 +80,14 @@ BBO_DTYPE = np.dtype([
     ("bid_px", "<u4"), ("ask_px", "<u4"), ("stock_locate", "<u2"), ("flags", "u1"),
     ("reserved", "V5"),
 ])
-# A depth record (FORMAT.md): a 24-byte head, then N bid levels and N ask levels, best first; N from the record size.
+# A depth event as a whole (FORMAT.md; a version-1 depth log's record): a 24-byte head, then N bid levels and N ask
+# levels, best first; N from the record size. A version-2 log's level changes are read back into these.
 DEPTH_LEVEL_DTYPE = np.dtype([("px", "<u4"), ("reserved", "V4"), ("qty", "<u8")])
 DEPTH_HEAD_SIZE = 24
 
 
-# levels = all: a level change record for each level a message changed, its new aggregate shares (FORMAT.md).
+# A version-2 depth log's record (FORMAT.md): a level of a depth event, its new aggregate shares. levels = all: one
+# for each level a message changed; the top N: one for each price whose shares in the top N changed (0: it left).
 LEVEL_CHANGE_DTYPE = np.dtype([("seq", "<u8"), ("timestamp", "<u8"), ("stock_locate", "<u2"), ("flags", "u1"),
                                ("side", "S1"), ("px", "<u4"), ("qty", "<u8")])
 assert LEVEL_CHANGE_DTYPE.itemsize == 32
@@ -160,7 +163,8 @@ FORMATS = {(KIND_LATENCY, 1): LATENCY_V1_DTYPE, (KIND_LATENCY, 2): LATENCY_V2_DT
            (KIND_LATENCY, 3): latency_v3_dtype(ALL_STAGES), (KIND_LATENCY, 4): latency_v3_dtype(ALL_STAGES),
            (KIND_LATENCY, LATENCY_COMPACT_VERSION): COMPACT_SLOT_DTYPE,
            (KIND_BBO, 1): BBO_DTYPE, (KIND_SEND, 1): SEND_DTYPE, (KIND_SUBSCRIBER, 1): SUBSCRIBER_DTYPE,
-           (KIND_REQUEST, 1): REQUEST_DTYPE, (KIND_DEPTH, 1): depth_dtype(1),  # depth: its N from the header
+           (KIND_REQUEST, 1): REQUEST_DTYPE, (KIND_DEPTH, 1): depth_dtype(1),  # depth v1: its N from the header
+           (KIND_DEPTH, DEPTH_LEVEL_CHANGES_VERSION): LEVEL_CHANGE_DTYPE,
            (KIND_LATENCY_INDEX, 1): LATENCY_BLOCK_DTYPE}
 # What LogWriter writes: the newest layout of fixed records (a latency log: version 4's; version 5 is the gateway's).
 VERSIONS = {kind: max(v for k, v in FORMATS if k == kind and v != LATENCY_COMPACT_VERSION) for kind in KIND_NAMES}
@@ -217,6 +221,7 @@ class LogFile:
     header_size: int = HEADER_SIZE
     clock_line: ClockLine | None = None  # set when the stamps are raw TSC ticks
     compact_stages: int | None = None    # a compact latency log: the stages its slots encode
+    depth_levels: int | None = None      # a version-2 depth log of the top N: N (its records read back as events)
 
     @property
     def complete(self) -> bool:
@@ -226,6 +231,8 @@ class LogFile:
     def records(self) -> np.ndarray:
         """One record a message (an event, a packet): the stored records, or a compact log's slots decoded into
         the version-3 layout of its stages. Stamps as stored (raw ticks where the log holds raw ticks)."""
+        if self.depth_levels is not None:
+            return depth_events(self.path, self.stored, self.depth_levels)
         if self.compact_stages is None:
             return self.stored
         return decode_compact(self.path, self.stored, self.compact_stages, CompactState())[0]
@@ -233,6 +240,8 @@ class LogFile:
     @property
     def dtype(self) -> np.dtype:
         """The layout of `records`."""
+        if self.depth_levels is not None:
+            return depth_dtype(self.depth_levels)
         return self.stored.dtype if self.compact_stages is None else latency_v3_dtype(self.compact_stages)
 
     @cached_property
@@ -285,12 +294,17 @@ def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: b
             raise LogFormatError(f"{path}: latency log names unknown stages (0x{stages:02x})")
         if not compact:
             dtype = latency_v3_dtype(stages)
-    if kind == KIND_DEPTH:
+    depth_levels = None
+    if kind == KIND_DEPTH and version == 1:
         levels = depth_levels_of(int(hdr["record_size"]))
         if not levels:
             raise LogFormatError(f"{path}: depth log record size {int(hdr['record_size'])} is no 24 + 32 N "
                                  f"(N = 1 to {MAX_DEPTH_LEVELS} levels a side) nor a level change's 32")
         dtype = depth_dtype(levels)
+    elif kind == KIND_DEPTH:
+        depth_levels = int(hdr["levels"]) or None  # 0: every level, whose records are its events
+        if depth_levels is not None and depth_levels > MAX_DEPTH_LEVELS:
+            raise LogFormatError(f"{path}: depth log of {depth_levels} levels a side, more than {MAX_DEPTH_LEVELS}")
     head = header_size(kind, version)
     if int(hdr["record_size"]) != dtype.itemsize or int(hdr["header_size"]) != head:
         raise LogFormatError(
@@ -316,7 +330,7 @@ def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: b
     finalized = bool(int(hdr["flags"]) & FLAG_FINALIZED)
     if header_only:
         return LogFile(path, name, header, raw[head:head].view(dtype), finalized, [], head, line,
-                       stages if compact else None)
+                       stages if compact else None, depth_levels)
     notes: list[str] = []
     body = raw.size - head
     whole = body // dtype.itemsize
@@ -338,7 +352,36 @@ def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: b
     if notes:
         warnings.warn(f"{path}: " + "; ".join(notes), TruncatedLogWarning, stacklevel=2)
 
-    return LogFile(path, name, header, records, finalized, notes, head, line, stages if compact else None)
+    return LogFile(path, name, header, records, finalized, notes, head, line, stages if compact else None, depth_levels)
+
+
+def _event_starts(changes: np.ndarray) -> np.ndarray:
+    """Where each depth event begins among level change records: an event is the consecutive records of one seq
+    and stock."""
+    if not len(changes):
+        return np.zeros(0, np.int64)
+    seq, stock = changes["seq"], changes["stock_locate"]
+    return np.flatnonzero(np.concatenate(([True], (seq[1:] != seq[:-1]) | (stock[1:] != stock[:-1]))))
+
+
+def depth_event_count(log: LogFile) -> int:
+    """The depth events a depth log holds, without reading them back whole: of the top N (version 2), the runs of
+    records of one seq and stock; otherwise one a record."""
+    return len(_event_starts(log.stored)) if log.depth_levels is not None else len(log.stored)
+
+
+def depth_events(path: Path, changes: np.ndarray, levels: int, builder: native.DepthEvents | None = None
+                 ) -> np.ndarray:
+    """Level change records of the top N (whole events) read back into whole events (depth_dtype(levels)) by the
+    C++ reader, each stock's top N carried in builder from the records before (a fresh one: from empty books)."""
+    out = np.zeros(len(_event_starts(changes)), depth_dtype(levels))
+    builder = builder or native.DepthEvents(levels)
+    try:
+        written = builder.apply(np.ascontiguousarray(changes), out)
+    except ValueError as e:
+        raise LogFormatError(f"{path}: {e}") from None
+    assert written == len(out)
+    return out
 
 
 def _clock_line(path: Path, raw: np.ndarray, hdr: np.void) -> ClockLine:
@@ -430,6 +473,9 @@ def iter_records(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
     ticks converted in the buffer); a compact log's slots are decoded chunk
     by chunk, its state carried across. A yielded array is valid until the
     next one is read."""
+    if log.depth_levels is not None:
+        yield from _iter_depth_events(log, chunk)
+        return
     total = len(log.stored)
     # A compact message takes up to 8 slots (7 escapes): a buffer of 16 always holds one whole.
     size = min(chunk, max(total, 1)) if log.compact_stages is None else max(chunk, 16)
@@ -455,6 +501,25 @@ def iter_records(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
             if log.clock_line is not None:
                 _to_ns_in_place(log.clock_line, part)
             yield part
+
+
+def _iter_depth_events(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
+    """A version-2 depth log of the top N as whole events, about `chunk` records read at a time: a chunk's last
+    event, which may go on in the next, is carried over to it."""
+    assert log.depth_levels is not None
+    builder = native.DepthEvents(log.depth_levels)
+    total, carried = len(log.stored), np.zeros(0, log.stored.dtype)
+    buf = np.empty(min(chunk, max(total, 1)), log.stored.dtype)
+    with open(log.path, "rb") as f:
+        f.seek(log.header_size)
+        for start in range(0, total, len(buf)):
+            part = buf[:min(len(buf), total - start)]
+            if f.readinto(part.view(np.uint8)) != part.nbytes:
+                raise LogFormatError(f"{log.path}: shorter than when it was opened")
+            records = np.concatenate((carried, part))
+            last = int(_event_starts(records)[-1]) if start + len(part) < total else len(records)
+            carried = records[last:].copy()
+            yield depth_events(log.path, records[:last], log.depth_levels, builder)
 
 
 def stamp(records: np.ndarray, name: str) -> np.ndarray:

@@ -35,6 +35,13 @@ def _library() -> ctypes.CDLL:
                                            ctypes.POINTER(ctypes.c_uint64)]
     lib.itchlog_ticks_to_ns.restype = None
     lib.itchlog_ticks_to_ns.argtypes = [ctypes.POINTER(ClockLine), ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64]
+    lib.itchlog_depth_events_new.restype = ctypes.c_void_p
+    lib.itchlog_depth_events_new.argtypes = [ctypes.c_uint32]
+    lib.itchlog_depth_events_apply.restype = ctypes.c_int64
+    lib.itchlog_depth_events_apply.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
+                                               ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64]
+    lib.itchlog_depth_events_free.restype = None
+    lib.itchlog_depth_events_free.argtypes = [ctypes.c_void_p]
     return lib
 
 
@@ -49,6 +56,35 @@ def decode_compact(slots: np.ndarray, stages: int, line: ClockLine | None, state
                                                  ctypes.byref(line) if line is not None else None,
                                                  ctypes.byref(state), out.ctypes.data, ctypes.byref(consumed))
     return int(written), int(consumed.value)
+
+
+class DepthEvents:
+    """A version-2 depth log of the top N read back as whole events (gateway/log/depth_event_builder.hpp): each
+    stock's top N levels kept from one apply to the next."""
+
+    def __init__(self, levels: int) -> None:
+        self._builder = _library().itchlog_depth_events_new(levels)
+        if not self._builder:
+            raise ValueError(f"no depth events of {levels} levels a side (1 to 64)")
+
+    def apply(self, records: np.ndarray, out: np.ndarray) -> int:
+        """The level change records (contiguous; whole events only) applied, an event written into out for each
+        (room for as many as it holds). Returns how many; raises ValueError naming a malformed record."""
+        assert records.flags.c_contiguous and out.flags.c_contiguous and records.dtype.itemsize == 32
+        error = ctypes.create_string_buffer(512)
+        n = _library().itchlog_depth_events_apply(self._builder, records.ctypes.data, len(records), out.ctypes.data,
+                                                  len(out), error, len(error))
+        if n < 0:
+            raise ValueError(error.value.decode("utf-8", "replace"))
+        return int(n)
+
+    def close(self) -> None:
+        if self._builder:
+            _library().itchlog_depth_events_free(self._builder)
+            self._builder = None
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def ticks_to_ns(line: ClockLine, column: np.ndarray) -> None:

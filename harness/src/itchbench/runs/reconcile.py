@@ -22,7 +22,6 @@ from ..analysis import hops, logs, microbench
 from ..captures import faults
 from ..captures.digest import sim_bbo, sim_depth
 from ..captures.inspect import capture_kind, facts_of
-from ..depth_levels import parse_levels
 from ..gateways import adapter, blackbox
 from .. import rundir
 from . import join, noise, recovery, verdict
@@ -34,18 +33,19 @@ if TYPE_CHECKING:
 
 
 def _depth(run: "Run", gw: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
-    """The run's depth events (levels = N): their count, N and digest; every event the gateway counted is in its
-    log, whole (else the run does not balance)."""
+    """The run's depth events (levels = N): their count, N and digest (of the events read back whole: the same
+    whatever version of the log holds them); every event and record the gateway counted is in its log, whole (else
+    the run does not balance)."""
     path = run.dir / "depth.dep"
     if not path.is_file():
         checks["depth log written (levels = N)"] = False
         return {"levels": run.values["levels"], "events": 0, "digest": ""}
     log = logs.read_depth(path)
-    logged = gw["logs"].get("depth_records", 0)
+    events = logs.depth_event_count(log)
     checks["depth events logged = the gateway's count, none dropped"] = (
-        len(log.records) == logged == gw.get("depth_events", -1) and gw["logs"].get("depth_dropped", 0) == 0
-        and log.complete)
-    return {"levels": logs.levels_of(log.dtype), "events": len(log.records), "digest": logs.bbo_digest(log)}
+        len(log.stored) == gw["logs"].get("depth_records", 0) and events == gw.get("depth_events", -1)
+        and gw["logs"].get("depth_dropped", 0) == 0 and log.complete)
+    return {"levels": logs.levels_of(log.dtype), "events": events, "digest": logs.bbo_digest(log)}
 
 
 def _latency_messages(run: "Run", lat_path: Path) -> int:
@@ -327,11 +327,12 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
 def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
                       checks: dict[str, bool]) -> dict[str, Any]:
     """A subscriber of the gateway's depth stream (levels = N), over TCP or through a broker: held to the depth
-    log as a BBO subscriber is to the BBO log."""
+    log as a BBO subscriber is to the BBO log, frame for record (a frame is a record of the log as it is stored:
+    a level change)."""
     log_path = run_dir / "depth.dep"
     log = logs.read_depth(log_path) if log_path.is_file() else None
-    expected = bytes(log.record_bytes()) if log is not None else b""
-    dtype = log.records.dtype if log is not None else logs.depth_dtype(parse_levels(sub["depth"]))
+    expected = log.stored.tobytes() if log is not None else b""
+    dtype = log.stored.dtype if log is not None else logs.LEVEL_CHANGE_DTYPE
     path = run_dir / sub["file"]
     if sub.get("kind") in BROKER_NAMES:
         return _brokered_subscriber(sub, gw, path, expected, checks, dtype)
@@ -348,8 +349,8 @@ def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
     checks[f"{name} finished in time"] = not sub["timed_out"]
     checks[f"{name} received only the depth log's frames, in its order, whole"] = \
         wrong is None and len(got) % dtype.itemsize == 0
-    checks[f"{name}: depth events published = logged"] = int(publisher.get("published", -1)) == (
-        len(log.records) if log is not None else 0)
+    checks[f"{name}: depth records published = logged"] = int(publisher.get("published", -1)) == (
+        len(log.stored) if log is not None else 0)
     if dropped == 0 and not closed:
         checks[f"{name} received the depth log exactly"] = got == expected
     return {**sub, "frames": len(got) // dtype.itemsize, "frames_dropped": dropped, "closed_by": closed,
@@ -358,12 +359,12 @@ def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
 
 def _event_keys(*records: np.ndarray) -> list[np.ndarray]:
     """One number per event of each array, the same event the same number in all: BBO or depth, a stock has at
-    most one event a message, so (seq, stock) names it; a level change (levels = all) adds its price, as a
-    replace changes two levels of its stock."""
+    most one event a message, so (seq, stock) names it; a level change adds its side and price, as a message
+    changes several levels of its stock."""
     keys = [(r["seq"].astype(np.uint64) << np.uint64(16)) | r["stock_locate"].astype(np.uint64) for r in records]
     if records[0].dtype != logs.LEVEL_CHANGE_DTYPE:
         return keys
-    codes, _ = pd.MultiIndex.from_arrays([np.concatenate(keys),
+    codes, _ = pd.MultiIndex.from_arrays([np.concatenate(keys), np.concatenate([r["side"] for r in records]),
                                           np.concatenate([r["px"] for r in records])]).factorize()
     return np.split(codes.astype(np.uint64), np.cumsum([len(k) for k in keys])[:-1])
 

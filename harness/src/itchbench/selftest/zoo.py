@@ -277,8 +277,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("snapshot-depth-missed", "the depth of the books the snapshot built never published (the built-in "
            "gateway, patched)", BUILT_IN,
            _built_in("gateway/pipeline/gateway.hpp",
-                     ("      if (depth_ && depth_->take_change(book_, uint16_t(locate)))\n",
-                      "      if (false && depth_ && depth_->take_change(book_, uint16_t(locate)))  // MUTANT\n")),
+                     ("      if (depth_) log_depth(",
+                      "      if (false /* MUTANT */ && depth_) log_depth(")),
            "join-depth", "bbo_differs"),
     Mutant("level-changes-new-price-first", "a replace's two level changes logged new price first (the built-in "
            "gateway, patched, logging every level)", BUILT_IN,

@@ -100,7 +100,7 @@ def _first_index(run: "Run", kind: str) -> int:
 
 def _broker_command(run: "Run", kind: str, out: Path, mode: str, depth: bool = False) -> list[str]:
     """A subscriber of the broker's BBO topic, or (depth) of the gateway's depth topic: TOPIC/depth (MQTT),
-    TOPIC-depth (Kafka), whose messages are depth records of the run's N levels."""
+    TOPIC-depth (Kafka), whose messages are the depth log's level change records."""
     port = run.extras["brokers"][kind]["port"]
     levels = ["--levels", str(run.values["levels"])] if depth else []
     if kind == "mqtt":
