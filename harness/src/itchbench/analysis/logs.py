@@ -575,18 +575,33 @@ class StaleSeen:
                 and (self.highest_clear_seq is None or self.highest_clear_seq <= after))
 
 
-def digest_and_stale(log: LogFile) -> tuple[str, StaleSeen]:
-    """bbo_digest and StaleSeen in one pass over the log."""
-    h = hashlib.sha256()
-    flagged, lowest, highest = 0, None, None
-    for part in iter_records(log, 1 << 20):
-        h.update(part.view(np.uint8))
+class Digesting:
+    """bbo_digest and StaleSeen of records given a part at a time, in the log's order."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+        self.records = 0
+        self._flagged, self._lowest, self._highest = 0, None, None
+
+    def add(self, part: np.ndarray) -> None:
+        self._hash.update(part.view(np.uint8))
+        self.records += len(part)
         stale = (part["flags"] & FLAG_BOOK_MAY_BE_STALE) != 0
         n = int(np.count_nonzero(stale))
         if n:
             low = int(part["seq"][stale].min())
-            flagged, lowest = flagged + n, low if lowest is None else min(lowest, low)
+            self._flagged, self._lowest = self._flagged + n, low if self._lowest is None else min(self._lowest, low)
         if n < len(part):
             high = int(part["seq"][~stale].max())
-            highest = high if highest is None else max(highest, high)
-    return "sha256:" + h.hexdigest(), StaleSeen(flagged, lowest, highest)
+            self._highest = high if self._highest is None else max(self._highest, high)
+
+    def result(self) -> tuple[str, StaleSeen]:
+        return "sha256:" + self._hash.hexdigest(), StaleSeen(self._flagged, self._lowest, self._highest)
+
+
+def digest_and_stale(log: LogFile) -> tuple[str, StaleSeen]:
+    """bbo_digest and StaleSeen in one pass over the log."""
+    digesting = Digesting()
+    for part in iter_records(log, 1 << 20):
+        digesting.add(part)
+    return digesting.result()

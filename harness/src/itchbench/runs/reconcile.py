@@ -747,13 +747,16 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     gw = rundir.read_json(gw_path)
     capture = Path(run.values["capture"])
     bbo = logs.read_bbo(run.dir / "bbo.bbo")
-    # The BBO log's digest on a thread beside the latency log's count: each reads a file of its own in large
+    # The BBO log's digest, taken as the gateway wrote the log (analysis/bbo_follow.py) when that covers the
+    # log exactly; else on a thread beside the latency log's count: each reads a file of its own in large
     # chunks, and neither holds the GIL for long (50 M messages: 0.2 s each, one after the other).
+    followed = run.bbo_follower.result() if run.bbo_follower is not None else None
+    taken = followed if followed is not None and followed.records == len(bbo.records) else None
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        digesting = pool.submit(logs.digest_and_stale, bbo)
+        digesting = pool.submit(logs.digest_and_stale, bbo) if taken is None else None
         lat_path = run.dir / "latency.lat"
         latency_records = _latency_messages(run, lat_path) if lat_path.exists() else None
-        digest, stale_seen = digesting.result()
+        digest, stale_seen = digesting.result() if digesting is not None else (taken.digest, taken.stale)
     checks: dict[str, bool] = {}
     rec = _gateway(gw, latency_records, len(bbo.records), checks)
     transport = run.values["transport"]

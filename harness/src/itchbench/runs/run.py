@@ -30,6 +30,7 @@ class Run:
     under_test: dict[str, Any] = field(default_factory=dict)
     profiler: Any = None  # runs/profiler.Profiler when the scenario asks for [profile]
     follower: Any = None  # analysis/latency_follow.LatencyFollower: the report's second pass, counted during a sim
+    bbo_follower: Any = None  # analysis/bbo_follow.BboDigestFollower: the BBO log's digest, taken during a sim
 
     def say(self, text: str) -> None:
         if self.echo:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ... import paths, progress, rundir
+from ...analysis.bbo_follow import BboDigestFollower
 from ...analysis.latency_follow import LatencyFollower
 from ...captures import inspect
 from ...captures.compressed import compression_of
@@ -243,14 +244,18 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         deadline_s = sim_seconds(capture.stat().st_size, compression_of(capture) is not None)
         run.extras["deadline_s"] = round(deadline_s, 1)
         driver.start("file", capture=capture, **values)
-        # The report's second pass counted as the gateway writes its latency log, off the gateway's CPUs.
-        follower = LatencyFollower(run.dir, int(run.values["warmup_messages"]), avoid_cpus=frozenset(gateway_cpus(run)))
+        # The report's second pass counted as the gateway writes its latency log, and the BBO log's digest taken
+        # as it writes that, off the gateway's CPUs.
+        avoid = frozenset(gateway_cpus(run))
+        follower = LatencyFollower(run.dir, int(run.values["warmup_messages"]), avoid_cpus=avoid)
         run.follower = follower  # the report takes what it counted (the runner abandons what it does not take)
+        run.bbo_follower = BboDigestFollower(run.dir / "bbo.bbo", avoid_cpus=avoid)
         try:
             _profile(run, group, driver)
             _stop(run, group, driver, deadline_s)
         finally:
             follower.writer_ended()  # it counts the last blocks beside reconciliation
+            run.bbo_follower.writer_ended()
     output = driver.bbo_file()
     run.extras["bbo_output"] = str(output.relative_to(run.dir) if output.is_relative_to(run.dir) else output)
 
