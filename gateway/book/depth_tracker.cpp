@@ -67,6 +67,12 @@ uint32_t DepthTracker::walk_side(const OrderBook& book, uint16_t locate, bool bi
                                  LevelChange* out) {
   BookLevel* read = now_.data() + (bid ? 0 : levels_);
   book.top_levels(locate, bid, levels_, read);
+  // A level without shares is no level: one a book kept after its last shares went (a book bug, planted in
+  // test_compare's bisect) is left out, so that the changes stay a top N a reader can rebuild.
+  uint32_t kept = 0;
+  for (uint32_t k = 0; k < levels_; ++k)
+    if (read[k].qty != 0) read[kept++] = read[k];
+  for (; kept < levels_; ++kept) read[kept] = BookLevel{};
   const uint32_t n = diff_levels(side, read, levels_, bid, out);
   if (n) std::copy(read, read + levels_, side);
   return n;
