@@ -379,8 +379,13 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
                  drawing.plot("percentile_curve", plotted, plot_dir / "percentiles.png",
                               f"Latency by percentile — {title}")]
         if HEADLINE in stage_names:
-            draws.append(drawing.plot("over_time", lat.over_time, lat.time_edges_s, stage_names[HEADLINE],
-                                      plot_dir / "over-time.png", f"Latency over the run — {title}"))
+            per_bin = lat.over_time.stats()
+            edges = lat.time_edges_s
+            mids = ((edges[:-1] + edges[1:]) / 2)[per_bin.index.to_numpy().astype(np.int64)]
+            lines = {c: per_bin[c].to_numpy() for c in ("p50", "p99", "max")} if len(per_bin) else {}
+            draws.append(drawing.plot("over_time", mids, lines,
+                                      stage_names[HEADLINE], plot_dir / "over-time.png",
+                                      f"Latency over the run — {title}"))
         drawn = drawing.Drawing(draws)
         by_stage = _stage_frame({n: h.stats(method) for n, h in lat.stage.items()}, lat.stages)
         latency_json["stages"] = _stats_json(by_stage)
