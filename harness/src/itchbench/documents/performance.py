@@ -397,21 +397,20 @@ def _pipeline_section(days: list[dict[str, Any]], plan: Plan) -> list[str]:
 # Where the whole pipeline's time went when its on-top target was missed, measured by hand (a profile is not
 # regenerated): dated, with the machine and how.
 PIPELINE_PROFILE = [
-    "Where the time goes (2026-11-30, Intel Xeon VM of 2 vCPUs; 50 M nasdaq-day messages, the plain file; "
-    "`/usr/bin/time` around `itchbench sim`, each thread's CPU from gateway.json `noise`, `perf record -a`): the "
-    "run is CPU-bound. Of 9.5 CPU-seconds in a 5.1 s run the gateway's process took 5.7 — its hot thread 3.8, its "
-    "logs' provisioning threads 2.7, 85 % of that the kernel copying zeros into new page-cache pages ahead of the "
-    "writer (`copy_folio_from_iter_atomic`: a first touch of memory is slow on this VM), 1 GB of latency log and "
-    "0.2 GB of BBO log — and the harness 3.6–3.9: the second pass following the log 1.8 (`Counter::row` 36 %, "
-    "`count_hops` 26 %, reading the slots 14 %), the imports of the report and of its drawing process about 0.8, "
-    "the rest the report. Half of 9.5 CPU-seconds is 4.75 s, 28 % over the gateway alone, before any waiting; "
-    "the hot thread waited 0.7 s for a CPU (its run delay). Pinning the hot thread to a CPU of its own "
-    "(`gateway.cpu = 1`) did not help (5.07 s against 5.00, 5 rounds interleaved); without the follower the "
-    "gateway ran as fast as alone (3.76 s) but the pass moved after it (5.76 s). Counting the pass's histograms "
-    "in 16 bits took it from 1.91 to 1.78 s, and leaving pandas out of the drawing process its import from 0.49 "
-    "to 0.32 s, neither visible in the wall time. What would close it is fewer CPU-seconds beside the hot thread: "
-    "a cheaper pass (its hop histograms count the stages' differences again, on the clock mapped to ns), a log "
-    "provisioned with fewer first touches — or a third CPU.",
+    "Where the time goes (2026-11-30, Intel Xeon VM of 2 vCPUs; 50 M nasdaq-day messages; `perf record -a` "
+    "around `itchbench sim`; changes measured in rounds alternating with the build before): the run is CPU-bound, "
+    "and a compressed input adds its decompression on the same two CPUs. On the .gz copy, 12.1 CPU-seconds in a "
+    "6.3 s run: the gateway's hot thread 4.1, ISA-L's inflate on its read-ahead thread 3.0 (1.5 GB of output at "
+    "0.5 GB/s), the report's second pass following the latency log 1.8 (`Counter::row` 47 %, `count_hops` 32 %), "
+    "the harness's Python about 1.1, the logs' provisioning 0.3. Half of 12.1 is 6.05 s, 40 % over the gateway "
+    "alone before any waiting. After the gateway's exit, two things were taken off the plain file's run: the BBO "
+    "log's digest, now taken as the log is written (wall 4.98 to 4.66 s, median of 4 rounds), and the import of "
+    "pandas in the drawing process for the plot over time (4.65 to 4.38 s). Tried and left out: counting a hop "
+    "table once while a stage's counts are the same (5 of about 12 adds a message saved, but the pass took 3.35 "
+    "CPU-seconds against 2.72), and pinning the hot thread to a CPU of its own (5.07 against 5.00 s). What would "
+    "close it is fewer CPU-seconds beside the hot thread: a cheaper pass, a log whose new pages cost less to "
+    "touch first (`copy_folio_from_iter_atomic`: `dd` of 1 GB writes 0.4 GB/s into memory this VM has handed "
+    "back to its host, 5 GB/s into memory freed a moment before), or a third CPU.",
     "",
 ]
 
