@@ -250,16 +250,8 @@ class LogFile:
         reads a chunk at a time (memory stays a chunk, and no page of the log stays mapped)."""
         if self.compact_stages is None:
             return len(self.stored)
-        total, messages = len(self.stored), 0
-        buf = np.empty(min(1 << 20, max(total, 1)), self.stored.dtype)
-        with open(self.path, "rb") as f:
-            f.seek(self.header_size)
-            for start in range(0, total, len(buf)):
-                part = buf[:min(len(buf), total - start)]
-                if f.readinto(part.view(np.uint8)) != part.nbytes:
-                    raise LogFormatError(f"{self.path}: shorter than when it was opened")
-                messages += int(np.count_nonzero((part["flags"] & ESCAPE_SLOT) == 0))
-        return messages
+        return sum(int(np.count_nonzero((part["flags"] & ESCAPE_SLOT) == 0))
+                   for part in _stored_chunks(self, 1 << 20))
 
     def record_bytes(self) -> memoryview:
         """The raw bytes of the records read (for digests)."""
@@ -508,7 +500,19 @@ def _iter_depth_events(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
     event, which may go on in the next, is carried over to it."""
     assert log.depth_levels is not None
     builder = native.DepthEvents(log.depth_levels)
-    total, carried = len(log.stored), np.zeros(0, log.stored.dtype)
+    total, read, carried = len(log.stored), 0, np.zeros(0, log.stored.dtype)
+    for part in _stored_chunks(log, chunk):
+        read += len(part)
+        records = np.concatenate((carried, part))
+        last = int(_event_starts(records)[-1]) if read < total else len(records)
+        carried = records[last:].copy()
+        yield depth_events(log.path, records[:last], log.depth_levels, builder)
+
+
+def _stored_chunks(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
+    """The log's records as stored, `chunk` at a time, read with plain reads into one reused buffer (memory stays
+    a chunk, and no page of the log stays mapped). A yielded array is valid until the next one is read."""
+    total = len(log.stored)
     buf = np.empty(min(chunk, max(total, 1)), log.stored.dtype)
     with open(log.path, "rb") as f:
         f.seek(log.header_size)
@@ -516,10 +520,7 @@ def _iter_depth_events(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
             part = buf[:min(len(buf), total - start)]
             if f.readinto(part.view(np.uint8)) != part.nbytes:
                 raise LogFormatError(f"{log.path}: shorter than when it was opened")
-            records = np.concatenate((carried, part))
-            last = int(_event_starts(records)[-1]) if start + len(part) < total else len(records)
-            carried = records[last:].copy()
-            yield depth_events(log.path, records[:last], log.depth_levels, builder)
+            yield part
 
 
 def stamp(records: np.ndarray, name: str) -> np.ndarray:
