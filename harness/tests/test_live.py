@@ -192,7 +192,9 @@ def test_ctrl_c_tears_everything_down(short_day, tmp_path, transport):
     s = summary_of(run)
     assert s["complete"] is False and s["failure"]["kind"] == "interrupted"
     assert s["verdict"]["headline"].startswith("INCOMPLETE (interrupted)")
-    assert not list(Path("/tmp").glob("itchbench-pty-*"))
+    # This run's pty pair's directory is gone (another test's serial run may hold one of its own meanwhile).
+    pty_dir = s["transport_details"].get("pty_dir")
+    assert (pty_dir is None) == (transport != "serial") and not (pty_dir and Path(pty_dir).exists())
 
 
 def test_harness_killed_outright_leaves_nothing_behind(short_day, tmp_path):

@@ -35,6 +35,7 @@ def pty_pair(run: "Run", group: "ProcessGroup") -> tuple[Path, Path, subprocess.
             raise RunError("setup", "socat did not create the pty pair")
         time.sleep(0.01)
     run.extras["ptys"] = [str(gw_end.resolve()), str(replay_end.resolve())]
+    run.extras["pty_dir"] = str(pty_dir)  # removed when the run's processes are
     return gw_end, replay_end, socat
 
 
