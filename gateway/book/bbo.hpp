@@ -17,10 +17,8 @@ struct Bbo {
 };
 
 // One price level of a side, as depth reports it: its price and the aggregate shares there; no level is 0, 0.
-// Laid out as a depth event's level (log/FORMAT.md), its reserved word zero.
 struct BookLevel {
   uint32_t px = 0;
-  uint32_t reserved = 0;
   uint64_t qty = 0;
   constexpr BookLevel() = default;
   constexpr BookLevel(uint32_t price, uint64_t shares) : px(price), qty(shares) {}

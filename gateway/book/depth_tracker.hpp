@@ -26,10 +26,7 @@ struct DepthTouch {
 };
 
 // A price level's aggregate shares after a message (0: it left the book, or the top N).
-struct LevelChange {
-  uint32_t px;
-  uint64_t qty;
-};
+using LevelChange = BookLevel;
 
 class DepthTracker {
  public:
