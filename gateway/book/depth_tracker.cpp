@@ -82,13 +82,11 @@ uint32_t DepthTracker::take_change(const OrderBook& book, const DepthTouch& touc
   BookLevel* side = last_of(uint16_t(touch.locate)) + (touch.bid ? 0 : levels_);
   const BookLevel& nth = side[levels_ - 1];
   const auto worse = [&](uint32_t px) { return touch.bid ? px < nth.px : px > nth.px; };
-  uint32_t n = 0;
-  if (nth.qty != 0 && worse(touch.price) && worse(touch.other_price)) {
-    n = 0;
-  } else if (touch.price != touch.other_price ||
-             update_one_level(book, touch, side, n) == OneLevel::kWalk) {
+  const bool below_the_top = nth.qty != 0 && worse(touch.price) && worse(touch.other_price);
+  uint32_t n = 0;  // what update_one_level or the walk changed
+  if (!below_the_top &&
+      (touch.price != touch.other_price || update_one_level(book, touch, side, n) == OneLevel::kWalk))
     n = walk_side(book, uint16_t(touch.locate), touch.bid, side, changes_.data());
-  }
   bid_changes_ = touch.bid ? n : 0;
   return n;
 }
