@@ -67,6 +67,26 @@ class PriceLadder {
     return t - uint32_t(__builtin_clzll(rotated << 1)) - 1;
   }
 
+  uint32_t count() const { return set_bits(bits_); }
+  // How many present ticks are better than t: above it for bids, below it for asks (t need not be present, nor
+  // within the window).
+  uint32_t count_better(uint32_t t, bool bid) const {
+    if (bits_ == 0) return 0;
+    const uint64_t from_lowest = from_lowest_bits();
+    if (bid) return t >= hi_ ? 0 : t < lo_ ? count() : set_bits(from_lowest >> (t - lo_ + 1));
+    return t <= lo_ ? 0 : t > hi_ ? count() : set_bits(from_lowest & ((uint64_t(1) << (t - lo_)) - 1));
+  }
+  // The k-th best present tick, 0 the best (k < count()): for asks the k-th lowest, for bids the k-th highest.
+  uint32_t nth_best(uint32_t k, bool bid) const {
+    uint64_t from_lowest = from_lowest_bits();
+    if (bid) {  // the k highest cleared, from the top
+      for (; k != 0; --k) from_lowest ^= uint64_t(1) << (63 - __builtin_clzll(from_lowest));
+      return lo_ + uint32_t(63 - __builtin_clzll(from_lowest));
+    }
+    for (; k != 0; --k) from_lowest &= from_lowest - 1;  // the k lowest cleared
+    return lo_ + uint32_t(__builtin_ctzll(from_lowest));
+  }
+
   // t is present.
   void remove(uint32_t t) {
     bits_ &= ~(uint64_t(1) << (t & kMask));
@@ -83,6 +103,24 @@ class PriceLadder {
   static constexpr uint32_t kMask = kTicks - 1;
   static_assert(kTicks == 64, "one occupancy word");
   static_assert(uint64_t(UINT32_MAX) / kTickPrice < (1u << 26), "ticks below 2^26");
+
+  // The set bits of a word, counted inline: the baseline x86-64 build has no POPCNT instruction, and the library
+  // call GCC makes for it instead spilled the caller's registers around it.
+  static uint32_t set_bits(uint64_t x) {
+#ifdef __POPCNT__
+    return uint32_t(__builtin_popcountll(x));
+#else
+    x -= (x >> 1) & 0x5555555555555555u;
+    x = (x & 0x3333333333333333u) + ((x >> 2) & 0x3333333333333333u);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fu;
+    return uint32_t((x * 0x0101010101010101u) >> 56);
+#endif
+  }
+  // The occupancy rotated so that bit i is tick lowest() + i (every present tick lies within kTicks of it).
+  uint64_t from_lowest_bits() const {
+    const uint32_t s = lo_ & kMask;
+    return (bits_ >> s) | (bits_ << ((kTicks - s) & kMask));
+  }
 
   static constexpr uint32_t kEmptyLo = 1u << 30;      // above every tick
   static constexpr uint32_t kNoBlockLo = 0xFC000000u;  // -2^26: every tick is more than kTicks above it

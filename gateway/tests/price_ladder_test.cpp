@@ -1,7 +1,12 @@
 // PriceLadder: which ticks fit its 64-tick window, and the lowest and highest
 // present ticks as levels come and go, across the ring's wrap (tick t lives in
-// slot t mod 64). Expected values are worked by hand from that rule.
+// slot t mod 64). Expected values are worked by hand from that rule, or (rank
+// and select) taken from a sorted set of the same ticks.
 #include <gtest/gtest.h>
+
+#include <iterator>
+#include <random>
+#include <set>
 
 #include "book/price_ladder.hpp"
 
@@ -126,4 +131,32 @@ TEST(PriceLadder, EmptyAgainFitsAnywhere) {
   EXPECT_EQ(l.highest(), 42949672u);
   EXPECT_FALSE(l.fits(42949672u - 64));
   EXPECT_TRUE(l.fits(42949672u - 63));
+}
+
+// Rank and select, against a std::set of the present ticks, on random windows that wrap the ring (a tick's slot is
+// t mod 64, so a window starting at 1000 + k crosses slot 0 for most k).
+TEST(PriceLadder, RankAndSelectAgreeWithASortedSetAcrossTheWrap) {
+  std::mt19937 rng(3);
+  for (int round = 0; round < 2000; ++round) {
+    PriceLadder l;
+    l.set_block(0);
+    std::set<uint32_t> present;
+    const uint32_t from = 1000 + rng() % 64;
+    for (int k = 0, n = 1 + int(rng() % 40); k < n; ++k) {
+      const uint32_t t = from + rng() % 64;
+      l.add(t);
+      present.insert(t);
+    }
+    ASSERT_EQ(l.count(), present.size());
+    for (uint32_t t = from - 3; t < from + 67; ++t) {
+      const auto above = uint32_t(std::distance(present.upper_bound(t), present.end()));
+      const auto below = uint32_t(std::distance(present.begin(), present.lower_bound(t)));
+      ASSERT_EQ(l.count_better(t, true), above) << "round " << round << " tick " << t;
+      ASSERT_EQ(l.count_better(t, false), below) << "round " << round << " tick " << t;
+    }
+    uint32_t k = 0;
+    for (auto it = present.begin(); it != present.end(); ++it, ++k) ASSERT_EQ(l.nth_best(k, false), *it);
+    k = 0;
+    for (auto it = present.rbegin(); it != present.rend(); ++it, ++k) ASSERT_EQ(l.nth_best(k, true), *it);
+  }
 }
