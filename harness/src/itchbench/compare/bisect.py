@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import paths, rundir
+from ..analysis import logs
 from ..captures.digest import sim_bbo, sim_depth
 from ..depth_levels import Levels
 from ..gateways import contract
@@ -26,6 +27,11 @@ from . import contract_revisions, instructions, outputs, verdicts
 
 class BisectError(RuntimeError):
     """Bisection cannot start or cannot go on; the message says why."""
+
+
+# In a commit's BBO value: the depth log its gateway wrote does not hold together (a book that keeps a level with no
+# shares writes one). That is a bad commit, named with the reader's reason; GOOD's own may not be so.
+DEPTH_REFUSED = "depth log refused: "
 
 
 @dataclass
@@ -55,10 +61,13 @@ def _measure(repo: Path, rev: revisions.Revision, metric: str, capture: Path, sa
     with paths.gateway_override(gateway):
         if not levels:
             return sim_bbo(capture)[0]
+        bbo = sim_bbo(capture)[0]
         try:  # the depth stream beside the BBO: a bug below the top changes the one and perhaps never the other
-            return f"{sim_bbo(capture)[0]} depth {sim_depth(capture, levels)[0]}"
+            return f"{bbo} depth {sim_depth(capture, levels)[0]}"
         except ToolError as e:
             raise BisectError(f"{rev.label}: its gateway logs no depth of {levels} levels ({e})") from e
+        except logs.LogFormatError as e:
+            return f"{bbo} {DEPTH_REFUSED}{e}"
 
 
 def contract_measure(repo: Path, contract_rel: Path, metric: str, values: dict[str, Any], runs: int, root: Path,
@@ -109,6 +118,12 @@ def judge(metric: str, reference: Any, threshold: float) -> Callable[[Any], bool
     return is_bad
 
 
+def _good_reference(good: str, value: Any) -> Any:
+    if isinstance(value, str) and DEPTH_REFUSED in value:
+        raise BisectError(f"{good} is not good: {value[value.index(DEPTH_REFUSED):]}")
+    return value
+
+
 def span(repo: Path, good: str, bad: str) -> tuple[revisions.Revision, revisions.Revision, list[str]]:
     """GOOD, BAD and the commits after GOOD up to BAD (oldest first)."""
     good_rev, bad_rev = revisions.resolve(repo, good), revisions.resolve(repo, bad)
@@ -125,7 +140,7 @@ def bisect(repo: Path, good: str, bad: str, metric: str, capture: Path,
     (default: the built-in gateway, exact); threshold: with metric latency, how far above GOOD is bad."""
     measure = measure or default_measure(repo, metric, capture, say)
     good_rev, bad_rev, commits = span(repo, good, bad)
-    reference = measure(good_rev)
+    reference = _good_reference(good, measure(good_rev))
     is_bad = judge(metric, reference, threshold)
     steps: list[Step] = []
 
@@ -160,7 +175,7 @@ def first_bad(repo: Path, good: str, bad: str, metric: str, measured: dict[str, 
     absent = [c for c in [good_rev.commit, *commits] if c not in measured]
     if absent:
         raise BisectError(f"{len(absent)} commit(s) of {good}..{bad} not measured by the shards, e.g. {absent[0]}")
-    is_bad = judge(metric, measured[good_rev.commit], threshold)
+    is_bad = judge(metric, _good_reference(good, measured[good_rev.commit]), threshold)
     steps = [Step(revisions.resolve(repo, c), measured[c], is_bad(measured[c])) for c in commits]
     if not steps[-1].bad:
         raise BisectError(f"{bad} is not bad by {metric} against {good}: nothing to find")
