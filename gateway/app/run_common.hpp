@@ -20,24 +20,23 @@ struct RunLogs {
   std::unique_ptr<LatencyLog> latency;  // null with --no-latency-log or --latency-histogram
   std::unique_ptr<StageHistograms> histograms;  // with --latency-histogram
   std::unique_ptr<BboLog> bbo;
-  std::unique_ptr<MmapLog> depth;  // with --levels N: DepthRecords of N levels a side (all: LevelChangeRecords)
+  std::unique_ptr<MmapLog> depth;  // with --levels: LevelChangeRecords (gateway/log/FORMAT.md)
   void close();
 };
 
-// Depth events (--levels): the top N levels a side (DepthTracker), or every level's changes (LevelChanges),
+// Depth events (--levels): the top N levels a side (DepthTracker), or every level's changes (level_changes),
 // attached to a gateway with the run's depth log.
 struct DepthEvents {
   explicit DepthEvents(uint32_t levels) : levels(levels), top(levels == logfmt::kAllLevels ? 0 : levels) {}
   template <class Gateway>
   void attach(Gateway& gw, MmapLog* log) {
     if (levels == logfmt::kAllLevels)
-      gw.set_every_level(&every, log);
+      gw.set_every_level(log);
     else if (levels > 0)
       gw.set_depth(&top, log);
   }
   uint32_t levels;
   DepthTracker top;
-  LevelChanges every;
 };
 
 // stages: what the latency log's records stamp (logfmt::Stage).

@@ -1,100 +1,79 @@
 #include "book/depth_tracker.hpp"
 
-#include <algorithm>
-
 namespace itchbench {
 
 namespace {
 
-// Each price whose shares differ between a side's levels as last emitted (was) and now, best first, into out: its
-// shares now, or 0 for a price only in was. Both hold n levels best first, the empty ones (price 0, shares 0) last.
-uint32_t diff_levels(const BookLevel* was, const BookLevel* now, uint32_t n, bool bid, LevelChange* out) {
-  uint32_t i = 0, j = 0, k = 0;
-  for (;;) {
-    const bool in_was = i < n && was[i].qty != 0, in_now = j < n && now[j].qty != 0;
-    if (!in_was && !in_now) return k;
-    if (in_was && in_now && was[i].px == now[j].px) {
-      if (was[i].qty != now[j].qty) out[k++] = {now[j].px, now[j].qty};
-      ++i, ++j;
-    } else if (in_was && (!in_now || (bid ? was[i].px > now[j].px : was[i].px < now[j].px))) {
-      out[k++] = {was[i].px, 0};
-      ++i;
-    } else {
-      out[k++] = {now[j].px, now[j].qty};
-      ++j;
-    }
+bool better(uint32_t price, uint32_t than, bool bid) { return bid ? price > than : price < than; }
+
+// A price's shares in the top N as a step of a message found and left them (0: not in the top N).
+struct TopChange {
+  uint32_t px;
+  uint64_t was, now;
+};
+
+// Steps' changes as one: a price's first shares before and last after, those that end as they began dropped, best
+// first, into out as level changes; how many.
+uint32_t net_changes(TopChange* steps, uint32_t n, bool bid, LevelChange* out) {
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t at = 0;
+    while (at < kept && steps[at].px != steps[i].px) ++at;
+    if (at == kept) steps[kept++] = steps[i];
+    else steps[at].now = steps[i].now;
   }
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < kept; ++i) {
+    if (steps[i].was == steps[i].now) continue;
+    uint32_t j = k++;  // insertion, best first: at most four
+    for (; j > 0 && better(steps[i].px, out[j - 1].px, bid); --j) out[j] = out[j - 1];
+    out[j] = {steps[i].px, steps[i].now};
+  }
+  return k;
 }
 
 }  // namespace
 
-BookLevel* DepthTracker::last_of(uint16_t locate) {
-  const size_t width = 2 * size_t(levels_);
-  const size_t at = size_t(locate) * width;
-  if (last_.size() < at + width) last_.resize(at + width);  // a stock's first time: nothing emitted yet (all empty)
-  return last_.data() + at;
-}
-
-inline DepthTracker::OneLevel DepthTracker::update_one_level(const OrderBook& book, const DepthTouch& touch,
-                                                             BookLevel* side, uint32_t& changed) {
-  const uint32_t px = touch.price;
-  const auto better = [&](uint32_t than) { return touch.bid ? px > than : px < than; };
-  uint32_t at = 0;  // where px is in the side's top levels, or would go
-  while (at < levels_ && side[at].qty != 0 && side[at].px != px && !better(side[at].px)) ++at;
-  if (at == levels_) return OneLevel::kWalk;  // not reached: a price worse than a full side's last was let go
-  const uint64_t shares = book.shares_at(uint16_t(touch.locate), touch.bid, px);
-  const bool was_there = side[at].qty != 0 && side[at].px == px;
-  if (was_there && shares != 0) {  // the level's shares changed, or nothing did
-    if (side[at].qty == shares) return OneLevel::kUnchanged;
-    side[at].qty = shares;
-    changes_[0] = {px, shares};
-    changed = 1;
-    return OneLevel::kChanged;
+uint32_t DepthTracker::two_levels(const OrderBook::SideView& side, const LevelTouch& left, const LevelTouch& taken,
+                                  bool bid) {
+  // The message in two steps: the order leaves its level (left), then is added at the other (taken). Between
+  // them the side is the book now but for the taken level, which had its shares before. Each step is one level's,
+  // as one_level judges it, read from the book now: the taken level's rank tells what lies between.
+  const uint32_t n = levels_;
+  const bool taken_made = taken.before == 0;
+  const uint32_t taken_rank = side.better_than(taken.price, n + 1);  // exact below n + 1
+  const uint32_t count = side.count();
+  TopChange steps[4];
+  uint32_t m = 0;
+  const uint32_t left_rank = side.better_than(left.price, n + 1) - (taken_made && better(taken.price, left.price, bid));
+  if (left_rank < n) {
+    steps[m++] = {left.price, left.before, left.after};
+    if (left.after == 0 && count - taken_made >= n) {  // emptied: the level below the top N moves up into it
+      // The (N-1)th best between the steps: the taken level not there when the message made it. (When it was
+      // there, with other shares, and is the one that moves up, the second step's change of it is the last word.)
+      const BookLevel up = side.nth(n - 1 + (taken_made && taken_rank <= n - 1), scratch_.data());
+      steps[m++] = {up.px, 0, up.qty};
+    }
   }
-  if (was_there) return OneLevel::kWalk;  // emptied: the level that moves up into the last place is the book's
-  if (shares == 0) return OneLevel::kUnchanged;  // no level there before the message, and none after
-  // A level made within the top levels: those below move down one, the last leaving (a worse price: after it).
-  const BookLevel pushed_out = side[levels_ - 1];
-  std::copy_backward(side + at, side + levels_ - 1, side + levels_);
-  side[at] = BookLevel{px, shares};
-  changes_[0] = {px, shares};
-  changed = 1;
-  if (pushed_out.qty != 0) changes_[changed++] = {pushed_out.px, 0};
-  return OneLevel::kChanged;
-}
-
-uint32_t DepthTracker::walk_side(const OrderBook& book, uint16_t locate, bool bid, BookLevel* side,
-                                 LevelChange* out) {
-  BookLevel* read = now_.data() + (bid ? 0 : levels_);
-  book.top_levels(locate, bid, levels_, read);
-  // A level without shares is no level: one a book kept after its last shares went (a book bug, planted in
-  // test_compare's bisect) is left out, so that the changes stay a top N a reader can rebuild.
-  uint32_t kept = 0;
-  for (uint32_t k = 0; k < levels_; ++k)
-    if (read[k].qty != 0) read[kept++] = read[k];
-  for (; kept < levels_; ++kept) read[kept] = BookLevel{};
-  const uint32_t n = diff_levels(side, read, levels_, bid, out);
-  if (n) std::copy(read, read + levels_, side);
-  return n;
-}
-
-uint32_t DepthTracker::take_change(const OrderBook& book, const DepthTouch& touch) {
-  BookLevel* side = last_of(uint16_t(touch.locate)) + (touch.bid ? 0 : levels_);
-  const BookLevel& nth = side[levels_ - 1];
-  const auto worse = [&](uint32_t px) { return touch.bid ? px < nth.px : px > nth.px; };
-  const bool below_the_top = nth.qty != 0 && worse(touch.price) && worse(touch.other_price);
-  uint32_t n = 0;  // what update_one_level or the walk changed
-  if (!below_the_top &&
-      (touch.price != touch.other_price || update_one_level(book, touch, side, n) == OneLevel::kWalk))
-    n = walk_side(book, uint16_t(touch.locate), touch.bid, side, changes_.data());
-  bid_changes_ = touch.bid ? n : 0;
-  return n;
+  if (taken_rank < n) {
+    steps[m++] = {taken.price, taken.before, taken.after};
+    if (taken_made && count > n) {  // made: the Nth level leaves the top N
+      const BookLevel out = side.nth(n, scratch_.data());
+      steps[m++] = {out.px, out.qty, 0};
+    }
+  }
+  return net_changes(steps, m, bid, changes_.data());
 }
 
 uint32_t DepthTracker::take_change(const OrderBook& book, uint16_t locate) {
-  BookLevel* last = last_of(locate);
-  bid_changes_ = walk_side(book, locate, true, last, changes_.data());
-  return bid_changes_ + walk_side(book, locate, false, last + levels_, changes_.data() + bid_changes_);
+  uint32_t n = 0;
+  for (const bool bid : {true, false}) {
+    book.top_levels(locate, bid, levels_, scratch_.data());
+    // Nothing emitted before: every level is a change.
+    for (uint32_t k = 0; k < levels_ && scratch_[k].qty != 0; ++k) changes_[n++] = scratch_[k];
+    if (bid) bid_changes_ = n;
+  }
+  return n;
 }
 
 }  // namespace itchbench

@@ -55,13 +55,13 @@ uint32_t OrderBook::level_elsewhere(Side& side, uint32_t price, uint32_t key, ui
 }
 
 uint32_t OrderBook::insert_order_general(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares,
-                                         uint32_t price) {
+                                         uint32_t price, uint32_t& place) {
   if (locate >= stock_count_) grow_stocks(locate);
   Side& s = stocks_[locate].sides[side];
   const uint32_t key = key_of(price, side == 1);
   const uint32_t tick = PriceLadder::tick_of(price);
   bool made;
-  const uint32_t place = s.others.empty() && PriceLadder::on_tick(price) && s.ladder.fits(tick)
+  place = s.others.empty() && PriceLadder::on_tick(price) && s.ladder.fits(tick)
                              ? ladder_level(s.ladder, tick, key, shares, made)
                              : level_elsewhere(s, price, key, shares, made);
   orders_.insert(ref, {shares, place, locate, side});
@@ -123,8 +123,7 @@ void OrderBook::top_levels(uint16_t locate, bool bid, uint32_t n, BookLevel* out
 bool OrderBook::find_order(uint64_t ref, OrderView& out) const {
   const Order* o = orders_.find(ref);
   if (!o) return false;
-  const Level& level = levels_[o->level];
-  out = {o->locate, o->side ? 'B' : 'S', o->shares, price_of(level.key, o->side == 1), level.shares};
+  out = {o->locate, o->side ? 'B' : 'S', o->shares, price_of(levels_[o->level].key, o->side == 1)};
   return true;
 }
 

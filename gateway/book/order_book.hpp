@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "book/bbo.hpp"
+#include "book/book_touch.hpp"
 #include "book/order_index.hpp"
 #include "book/price_ladder.hpp"
 #include "util/huge_page_allocator.hpp"
@@ -50,10 +51,17 @@ class OrderBook {
   // Each returns the stock locate whose BBO may have changed — the message
   // touched a best level, made one or emptied one — or kUnchanged: a change
   // deeper in the book cannot move the BBO, so the caller skips the check.
-  uint32_t add(uint16_t locate, uint64_t ref, char side, uint32_t shares, uint32_t price);
-  uint32_t reduce(uint64_t ref, uint32_t shares);  // E, C (executed shares), X (cancelled shares)
-  uint32_t remove(uint64_t ref);                                                     // D
-  uint32_t replace(uint64_t original_ref, uint64_t new_ref, uint32_t shares, uint32_t price);  // U
+  // Each tells touch what it did to the levels (a BookTouch, for depth; by
+  // default nothing is told).
+  template <class Touch = NoBookTouch>
+  uint32_t add(uint16_t locate, uint64_t ref, char side, uint32_t shares, uint32_t price, Touch&& touch = {});
+  template <class Touch = NoBookTouch>
+  uint32_t reduce(uint64_t ref, uint32_t shares, Touch&& touch = {});  // E, C (executed shares), X (cancelled shares)
+  template <class Touch = NoBookTouch>
+  uint32_t remove(uint64_t ref, Touch&& touch = {});  // D
+  template <class Touch = NoBookTouch>
+  uint32_t replace(uint64_t original_ref, uint64_t new_ref, uint32_t shares, uint32_t price,
+                   Touch&& touch = {});  // U
 
   Bbo bbo(uint16_t locate) const;
   // Calls f(ref, locate, side 'B'/'S', shares, price) for every live order, in no particular order: what a
@@ -99,12 +107,15 @@ class OrderBook {
   void top_levels(uint16_t locate, bool bid, uint32_t n, BookLevel* out) const;
   // The aggregate shares of the side's level at price; 0 when the side has no level there.
   uint64_t shares_at(uint16_t locate, bool bid, uint32_t price) const;
+  // One side of a stock, read by rank: how a depth of N levels is followed without a copy of it (DepthTracker).
+  // Valid until the book next changes.
+  class SideView;
+  SideView side_view(uint16_t locate, bool bid) const;  // a stock the book holds (one a book method returned)
   struct OrderView {
     uint16_t locate;
     char side;
     uint32_t shares;
     uint32_t price;
-    uint64_t level_shares;  // the aggregate shares of the order's price level
   };
   bool find_order(uint64_t ref, OrderView& out) const;
 
@@ -158,11 +169,19 @@ class OrderBook {
   }
 
   bool at_best(const Order& o) const { return stocks_[o.locate].sides[o.side].best == o.level; }
+  // place: where the order's level is.
   __attribute__((always_inline)) uint32_t insert_order(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares,
-                                                      uint32_t price);
+                                                      uint32_t price, uint32_t& place);
   // Every case insert_order's own does not take: a new stock, a level off the ladder, a slot taken, a full index.
   __attribute__((noinline)) uint32_t insert_order_general(uint16_t locate, uint64_t ref, uint8_t side,
-                                                          uint32_t shares, uint32_t price);
+                                                          uint32_t shares, uint32_t price, uint32_t& place);
+  // Tells touch that order o left removed shares at its level (the level as it is now).
+  template <class Touch>
+  void tell_left(Touch& touch, const Order& o, uint64_t removed) const {
+    const Level& l = levels_[o.level];
+    const bool bid = o.side == 1;
+    touch.touch(o.locate, bid, price_of(l.key, bid), l.shares + removed, l.shares);
+  }
   // A new order's level at place becomes the side's best when it was made and beats the best; true when the
   // order's level is the best now.
   bool settle_best(Side& s, uint32_t place, uint32_t key, bool made) {
@@ -195,6 +214,50 @@ class OrderBook {
   BookCounters counters_;
   uint64_t levels_off_ladder_ = 0;
 };
+
+class OrderBook::SideView {
+ public:
+  // How many of the side's levels are better than price (which need not be a level's), counted up to `enough`.
+  uint32_t better_than(uint32_t price, uint32_t enough) const {
+    // A ladder tick t is better than a bid at price when t * 100 > price, than an offer when t * 100 < price.
+    const uint32_t tick = PriceLadder::tick_of(price) + (!bid_ && !PriceLadder::on_tick(price));
+    const uint32_t on = side_->ladder.count_better(tick, bid_);
+    if (side_->others.empty() || on >= enough) return on;
+    // The off-ladder levels better than it are the back of the side's array (in key order, the best last): a deep
+    // book has many, and a search among them all would be a dozen unpredictable branches.
+    const uint32_t key = key_of(price, bid_);
+    uint32_t off = 0;
+    for (auto it = side_->others.end(); on + off < enough && it != side_->others.begin() && (--it)->key > key;) ++off;
+    return on + off;
+  }
+  uint32_t count() const { return side_->ladder.count() + uint32_t(side_->others.size()); }
+  // The k-th best level, 0 the best (k < count()). A side with levels off its ladder is walked from its best
+  // level into scratch (k + 1 levels).
+  BookLevel nth(uint32_t k, BookLevel* scratch) const {
+    if (!side_->others.empty()) {
+      book_->top_levels(locate_, bid_, k + 1, scratch);
+      return scratch[k];
+    }
+    const uint32_t tick = side_->ladder.nth_best(k, bid_);
+    return BookLevel{tick * PriceLadder::kTickPrice, book_->levels_[side_->ladder.place_of(tick)].shares};
+  }
+
+ private:
+  friend class OrderBook;
+  const OrderBook* book_;
+  const Side* side_;
+  uint16_t locate_;
+  bool bid_;
+};
+
+inline OrderBook::SideView OrderBook::side_view(uint16_t locate, bool bid) const {
+  SideView v;
+  v.book_ = this;
+  v.side_ = &stocks_[locate].sides[bid ? 1 : 0];
+  v.locate_ = locate;
+  v.bid_ = bid;
+  return v;
+}
 
 }  // namespace itchbench
 

@@ -83,8 +83,8 @@ class Gateway {
     depth_log_ = depth_log;
   }
   // Or every level's changes (--levels all; docs/book-and-bbo.md, "Every level"), one record a level changed.
-  void set_every_level(LevelChanges* changes, MmapLog* depth_log) {
-    every_level_ = changes;
+  void set_every_level(MmapLog* depth_log) {
+    every_level_ = true;
     depth_log_ = depth_log;
   }
   // Events: of the top N, one a message that changed them (however many levels); of every level, one a level.
@@ -115,14 +115,13 @@ class Gateway {
   // Not inlined into sources: `itchbench compare` and `bisect` count its instructions by name (callgrind).
   __attribute__((noinline))
   void on_message(uint64_t seq, const uint8_t* msg, size_t len, const logfmt::Arrival& arrival) {
-    // An instantiation per recorder: unrecorded, no stamp is taken and no record is built (a branch per
-    // message here, none inside).
-    if (latency_)
-      process<Recorder::kLog>(seq, msg, len, arrival);
-    else if (histograms_)
-      process<Recorder::kHistograms>(seq, msg, len, arrival);
+    // An instantiation per recorder, and per whether the book tells what it did to the levels (depth): unrecorded,
+    // no stamp is taken and no record is built; BBO only, nothing is told (a branch or two per message here, none
+    // inside).
+    if (__builtin_expect(depth_ != nullptr || every_level_, 0))
+      process_recorded<true>(seq, msg, len, arrival);
     else
-      process<Recorder::kNone>(seq, msg, len, arrival);
+      process_recorded<false>(seq, msg, len, arrival);
   }
 
   // A late join (docs/snapshot.md). Each snapshot message is applied to the book with no latency record and no
@@ -136,10 +135,10 @@ class Gateway {
       ++snapshot_rejected_;
       return;
     }
-    const uint32_t touched = depth_ || every_level_ ? depth_touch(op).locate : OrderBook::kUnchanged;
-    const uint32_t changed = apply(op, msg);  // the book's own word for a stock it holds
+    BookTouch touch;
+    const uint32_t changed = apply(op, msg, touch);  // the book's own word for a stock it holds
     if (changed != OrderBook::kUnchanged) snapshot_stocks_[changed] = true;
-    if (touched != OrderBook::kUnchanged) snapshot_stocks_[touched] = true;
+    if (touch.levels != 0) snapshot_stocks_[touch.locate] = true;
   }
   void finish_snapshot(uint64_t next, uint64_t timestamp) {
     const uint8_t flags = uint8_t(bbo_flags_ | logfmt::kFromSnapshot);
@@ -175,7 +174,18 @@ class Gateway {
  private:
   enum class Recorder { kNone, kLog, kHistograms };
 
-  template <Recorder kRecorder>
+  template <bool kTouch>
+  void process_recorded(uint64_t seq, const uint8_t* msg, size_t len, const logfmt::Arrival& arrival) {
+    if (latency_)
+      process<Recorder::kLog, kTouch>(seq, msg, len, arrival);
+    else if (histograms_)
+      process<Recorder::kHistograms, kTouch>(seq, msg, len, arrival);
+    else
+      process<Recorder::kNone, kTouch>(seq, msg, len, arrival);
+  }
+
+  // kTouch: the book tells what it did to the levels, for depth events.
+  template <Recorder kRecorder, bool kTouch>
   void process(uint64_t seq, const uint8_t* msg, size_t len, const logfmt::Arrival& arrival) {
     constexpr bool kTimed = kRecorder != Recorder::kNone;
     // Sources hand over messages in sequence order; a jump means some were lost.
@@ -195,8 +205,8 @@ class Gateway {
       unknown_before = book_.counters().unknown_refs;
     }
     uint32_t changed = OrderBook::kUnchanged;
-    DepthTouch touched;
-    const itch::DecodeStatus st = decode_and_apply<kTimed>(msg, len, r, changed, touched);
+    std::conditional_t<kTouch, BookTouch, NoBookTouch> touch;
+    const itch::DecodeStatus st = decode_and_apply<kTimed>(msg, len, r, changed, touch);
     if (__builtin_expect(st != itch::DecodeStatus::kOk, 0)) {
       decode_.count_rejection(st);
       bbo_flags_ = logfmt::kBookMayBeStale;
@@ -218,51 +228,17 @@ class Gateway {
         r.flags |= logfmt::kBboEvent;
       }
     }
-    if (__builtin_expect(touched.locate != OrderBook::kUnchanged, 0)) {
-      if (depth_) {
-        if (const uint32_t changed_levels = depth_->take_change(book_, touched))
-          log_depth(seq, load_be48(msg + 5), uint16_t(touched.locate), changed_levels, bbo_flags_);
-      } else {
-        log_level_changes(seq, load_be48(msg + 5), touched, bbo_flags_);
+    if constexpr (kTouch) {
+      if (touch.levels != 0) {
+        if (depth_) {
+          if (const uint32_t changed_levels = depth_->take_change(book_, touch))
+            log_depth(seq, load_be48(msg + 5), touch.locate, changed_levels, bbo_flags_);
+        } else {
+          log_level_changes(seq, load_be48(msg + 5), touch, bbo_flags_);
+        }
       }
     }
     if constexpr (kTimed) record<kRecorder>(r);
-  }
-
-  // What a book message changes (depth): an add's own stock, side and price; a reduce or delete, its order's,
-  // looked up before the message removes it; a replace, its order's stock and side at the old price and the new;
-  // nothing for a message that names no live order or changes no book.
-  DepthTouch depth_touch(const itch::BookOp& op) const {
-    OrderBook::OrderView order;
-    switch (op.kind) {
-      case itch::BookOpKind::kAdd:
-        return {op.locate, op.side == 'B', op.price, op.price};
-      case itch::BookOpKind::kReduce:
-      case itch::BookOpKind::kDelete:
-        if (!book_.find_order(op.ref, order)) return {};
-        return {order.locate, order.side == 'B', order.price, order.price};
-      case itch::BookOpKind::kReplace:
-        if (!book_.find_order(op.ref, order)) return {};
-        return {order.locate, order.side == 'B', order.price, op.price};
-      default:
-        return {};
-    }
-  }
-
-  // With every level: the touch, the touched levels' shares before the message taken. A reduce or a delete has
-  // them from its order, and takes min(shares, the order's) (a delete, all of them); an add or a replace reads the
-  // book at its prices.
-  DepthTouch every_level_touch(const itch::BookOp& op) {
-    OrderBook::OrderView order;
-    if (op.kind == itch::BookOpKind::kReduce || op.kind == itch::BookOpKind::kDelete) {
-      if (!book_.find_order(op.ref, order)) return {};
-      const uint32_t removed = op.kind == itch::BookOpKind::kDelete ? order.shares : std::min(op.shares, order.shares);
-      every_level_->before_removal(order.level_shares, removed);
-      return {order.locate, order.side == 'B', order.price, order.price};
-    }
-    const DepthTouch touched = depth_touch(op);
-    if (touched.locate != OrderBook::kUnchanged) every_level_->before(book_, touched);
-    return touched;
   }
 
   // One depth event, the levels the tracker just took: a level change record each, the bids' first (a snapshot's
@@ -299,12 +275,11 @@ class Gateway {
   }
 
   // With every level: a level change record for each level the message changed (at most two).
-  void log_level_changes(uint64_t seq, uint64_t timestamp, const DepthTouch& touched, uint8_t flags) {
+  void log_level_changes(uint64_t seq, uint64_t timestamp, const BookTouch& touch, uint8_t flags) {
     LevelChange changes[2];
-    const uint32_t n = every_level_->after(book_, touched, changes);
+    const uint32_t n = level_changes(touch, changes);
     depth_events_ += n;  // with every level, each level changed is an event
-    for (uint32_t i = 0; i < n; ++i)
-      log_level(seq, timestamp, uint16_t(touched.locate), touched.bid, changes[i], flags);
+    for (uint32_t i = 0; i < n; ++i) log_level(seq, timestamp, touch.locate, touch.bid, changes[i], flags);
   }
   void log_level(uint64_t seq, uint64_t timestamp, uint16_t locate, bool bid, const LevelChange& change,
                  uint8_t flags) {
@@ -352,37 +327,34 @@ class Gateway {
   // Decode, count and apply one message. Inlined into process(): as a function of its own (which let callgrind
   // tell decoding from the BBO check and logging) the gateway was 1.04x slower on nasdaq-day and 1.05x on
   // deep-book (interleaved, whole process on one CPU).
-  template <bool kTimed>
+  template <bool kTimed, class Touch>
   __attribute__((always_inline)) itch::DecodeStatus decode_and_apply(const uint8_t* msg, size_t len,
                                                                      MessageLatency& r, uint32_t& changed,
-                                                                     DepthTouch& touched) {
+                                                                     Touch& touch) {
     itch::BookOp op;
     const itch::DecodeStatus st = itch::decode_book_op(msg, len, op);
     if (__builtin_expect(st != itch::DecodeStatus::kOk, 0)) return st;
     if constexpr (kTimed)
       if (stages_ & logfmt::kStageDecoded) r.stamp[MessageLatency::kDecoded] = clock_.now();
     ++decode_.per_type[itch::type_index(char(msg[0]))];
-    if (__builtin_expect(depth_ != nullptr, 0)) {
-      touched = depth_touch(op);
-    } else if (__builtin_expect(every_level_ != nullptr, 0)) {
-      touched = every_level_touch(op);
-    }
-    changed = apply(op, msg);
+    changed = apply(op, msg, touch);
     return st;
   }
 
   // Inlined, with the book's operations (book/order_book_ops.hpp), into each recorder's handler: left to itself
   // GCC made it a function of its own, which called them all.
-  __attribute__((always_inline)) uint32_t apply(const itch::BookOp& op, const uint8_t* msg) {
+  // touch: told what the message did to the levels (BookTouch), or nothing (NoBookTouch).
+  template <class Touch>
+  __attribute__((always_inline)) uint32_t apply(const itch::BookOp& op, const uint8_t* msg, Touch& touch) {
     switch (op.kind) {
       case itch::BookOpKind::kAdd:
-        return book_.add(op.locate, op.ref, op.side, op.shares, op.price);
+        return book_.add(op.locate, op.ref, op.side, op.shares, op.price, touch);
       case itch::BookOpKind::kReduce:
-        return book_.reduce(op.ref, op.shares);
+        return book_.reduce(op.ref, op.shares, touch);
       case itch::BookOpKind::kDelete:
-        return book_.remove(op.ref);
+        return book_.remove(op.ref, touch);
       case itch::BookOpKind::kReplace:
-        return book_.replace(op.ref, op.new_ref, op.shares, op.price);
+        return book_.replace(op.ref, op.new_ref, op.shares, op.price, touch);
       case itch::BookOpKind::kDirectory:
         symbols_.set(op.locate, itch::StockDirectoryView(msg).stock());
         return OrderBook::kUnchanged;
@@ -403,7 +375,7 @@ class Gateway {
   SymbolTable symbols_;
   uint64_t bbo_events_ = 0;
   DepthTracker* depth_ = nullptr;  // depth events: off when null
-  LevelChanges* every_level_ = nullptr;  // or every level's changes
+  bool every_level_ = false;       // or every level's changes
   MmapLog* depth_log_ = nullptr;
   uint64_t depth_events_ = 0;
   // A depth event built here when there is no depth log to build it in (or the log is full), for the publisher.

@@ -56,16 +56,13 @@ TEST(DepthEventBuilder, RebuildsTheBooksTopLevelsFromTheTrackersChanges) {
   for (uint64_t seq = 1; seq <= 20000; ++seq) {
     const bool bid = rng() % 2;
     const uint32_t price = bid ? 10000 - 100 * (rng() % 8) : 10100 + 100 * (rng() % 8);
-    DepthTouch touch{1, bid, price, price};
+    BookTouch touch;
     if (live.empty() || rng() % 2) {
-      book.add(1, next_ref, bid ? 'B' : 'S', 100 + rng() % 5, price);
+      book.add(1, next_ref, bid ? 'B' : 'S', 100 + rng() % 5, price, touch);
       live.push_back(next_ref++);
     } else {
       const size_t at = rng() % live.size();
-      OrderBook::OrderView order;
-      ASSERT_TRUE(book.find_order(live[at], order));
-      touch = {1, order.side == 'B', order.price, order.price};
-      book.remove(live[at]);
+      book.remove(live[at], touch);
       live.erase(live.begin() + long(at));
     }
     const uint32_t n = tracker.take_change(book, touch);

@@ -77,41 +77,40 @@ void run_in_lockstep(Price price_of, uint32_t seed, uint64_t& off_ladder) {
   int events = 0, skipped_below = 0;
   for (int i = 0; i < 20000; ++i) {
     const int what = live.empty() ? 0 : int(rng() % 5);
-    DepthTouch touch;
+    BookTouch touch;  // what the book tells of the message
+    bool bid;
     if (what == 0) {  // add; now and then one the book refuses (no shares), which changes nothing
-      const bool bid = rng() % 2;
+      bid = rng() % 2;
       const uint32_t price = price_of(bid, rng);
       const uint32_t shares = rng() % 50 == 0 ? 0 : 100 + rng() % 5;
-      book.add(1, next_ref, bid ? 'B' : 'S', shares, price);
+      book.add(1, next_ref, bid ? 'B' : 'S', shares, price, touch);
       if (shares != 0) live.push_back({next_ref, bid, price});
       ++next_ref;
-      touch = {1, bid, price, price};
     } else {
       const size_t at = rng() % live.size();
       Live o = live[at];
-      touch = {1, o.bid, o.price, o.price};
+      bid = o.bid;
       if (what == 1) {  // delete
-        book.remove(o.ref);
+        book.remove(o.ref, touch);
         live.erase(live.begin() + long(at));
       } else if (what == 2) {  // a partial cancel
-        book.reduce(o.ref, 1);
+        book.reduce(o.ref, 1, touch);
       } else {  // replace, on the same side at another price of the band (what 3) or at its own (what 4)
         const uint32_t price = what == 3 ? price_of(o.bid, rng) : o.price;
-        book.replace(o.ref, next_ref, 100 + rng() % 5, price);
+        book.replace(o.ref, next_ref, 100 + rng() % 5, price, touch);
         live[at] = {next_ref++, o.bid, price};
-        touch.other_price = price;
       }
     }
-    const size_t side = touch.bid ? 0 : kLevels;
+    const size_t side = bid ? 0 : kLevels;
     const std::vector<BookLevel> before = plain.last;
     const bool expected = plain.changed(book);
     const BookLevel nth = plain.last[side + kLevels - 1];
     const uint32_t n = tracker.take_change(book, touch);
     ASSERT_EQ(n != 0, expected) << "message " << i;
-    ASSERT_EQ(tracker.bid_changes(), touch.bid ? n : 0u) << "message " << i;
+    ASSERT_EQ(tracker.bid_changes(), bid ? n : 0u) << "message " << i;
     if (expected) {
       ++events;
-      ASSERT_EQ(taken(tracker, n), plain_changes(&before[side], &plain.last[side], touch.bid)) << "message " << i;
+      ASSERT_EQ(taken(tracker, n), plain_changes(&before[side], &plain.last[side], bid)) << "message " << i;
     } else if (nth.qty != 0) {
       ++skipped_below;
     }
@@ -147,12 +146,14 @@ TEST(DepthTracker, ASideWithFewerThanNLevelsTakesAnyNewLevel) {
   OrderBook book{1024};
   DepthTracker tracker(kLevels);
   for (uint64_t r = 1; r <= 3; ++r) {
-    book.add(1, r, 'B', 100, uint32_t(10000 - 100 * r));
-    EXPECT_TRUE(tracker.take_change(book, DepthTouch{1, true, uint32_t(10000 - 100 * r), uint32_t(10000 - 100 * r)}));
+    BookTouch touch;
+    book.add(1, r, 'B', 100, uint32_t(10000 - 100 * r), touch);
+    EXPECT_TRUE(tracker.take_change(book, touch));
   }
-  // Far below the three, still within five levels: an event of that one level.
-  book.add(1, 4, 'B', 100, 5000);
-  ASSERT_EQ(tracker.take_change(book, DepthTouch{1, true, 5000, 5000}), 1u);
+  // Far below the three, still within five levels (and off the ladder): an event of that one level.
+  BookTouch far;
+  book.add(1, 4, 'B', 100, 5000, far);
+  ASSERT_EQ(tracker.take_change(book, far), 1u);
   EXPECT_EQ(tracker.changes()[0].px, 5000u);
   EXPECT_EQ(tracker.changes()[0].qty, 100u);
 }
@@ -161,21 +162,23 @@ TEST(DepthTracker, ALevelMadeAtTheTopPushesTheFifthOut) {
   OrderBook book{1024};
   DepthTracker tracker(kLevels);
   for (uint64_t r = 1; r <= kLevels; ++r) {
-    const uint32_t price = uint32_t(10000 + 100 * r);
-    book.add(1, r, 'S', 100, price);
-    ASSERT_EQ(tracker.take_change(book, DepthTouch{1, false, price, price}), 1u);
+    BookTouch touch;
+    book.add(1, r, 'S', 100, uint32_t(10000 + 100 * r), touch);
+    ASSERT_EQ(tracker.take_change(book, touch), 1u);
   }
   // A better offer than all five: it comes in at the top, and the worst of the five (10500) leaves the top five.
-  book.add(1, 9, 'S', 300, 10000);
-  ASSERT_EQ(tracker.take_change(book, DepthTouch{1, false, 10000, 10000}), 2u);
+  BookTouch top;
+  book.add(1, 9, 'S', 300, 10000, top);
+  ASSERT_EQ(tracker.take_change(book, top), 2u);
   EXPECT_EQ(tracker.bid_changes(), 0u);
   EXPECT_EQ(tracker.changes()[0].px, 10000u);
   EXPECT_EQ(tracker.changes()[0].qty, 300u);
   EXPECT_EQ(tracker.changes()[1].px, 10500u);
   EXPECT_EQ(tracker.changes()[1].qty, 0u);
   // Deleting it brings 10500 back: two changes again, best first.
-  book.remove(9);
-  ASSERT_EQ(tracker.take_change(book, DepthTouch{1, false, 10000, 10000}), 2u);
+  BookTouch gone;
+  book.remove(9, gone);
+  ASSERT_EQ(tracker.take_change(book, gone), 2u);
   EXPECT_EQ(tracker.changes()[0].px, 10000u);
   EXPECT_EQ(tracker.changes()[0].qty, 0u);
   EXPECT_EQ(tracker.changes()[1].px, 10500u);
