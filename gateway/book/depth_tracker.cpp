@@ -42,22 +42,35 @@ uint32_t DepthTracker::two_levels(const OrderBook::SideView& side, const LevelTo
   const uint32_t n = levels_;
   const bool taken_made = taken.before == 0;
   const uint32_t taken_rank = side.better_than(taken.price, n + 1);  // exact below n + 1
+  const uint32_t left_rank = side.better_than(left.price, n + 1) - (taken_made && better(taken.price, left.price, bid));
+  const bool left_in = left_rank < n, taken_in = taken_rank < n;
+  if (!left_in && !taken_in) return 0;  // both below the top N, before and after
   const uint32_t count = side.count();
+  // Emptied in the first step: the level below the top N moves up into it. Made in the second: the Nth leaves.
+  const bool moves_up = left_in && left.after == 0 && count - taken_made >= n;
+  const bool pushes_out = taken_in && taken_made && count > n;
+  if (!moves_up && !pushes_out) {  // the two levels' own changes, no other: best first
+    uint32_t k = 0;
+    const bool taken_first = taken_in && (!left_in || better(taken.price, left.price, bid));
+    if (taken_first) changes_[k++] = {taken.price, taken.after};
+    if (left_in) changes_[k++] = {left.price, left.after};
+    if (taken_in && !taken_first) changes_[k++] = {taken.price, taken.after};
+    return k;
+  }
   TopChange steps[4];
   uint32_t m = 0;
-  const uint32_t left_rank = side.better_than(left.price, n + 1) - (taken_made && better(taken.price, left.price, bid));
-  if (left_rank < n) {
+  if (left_in) {
     steps[m++] = {left.price, left.before, left.after};
-    if (left.after == 0 && count - taken_made >= n) {  // emptied: the level below the top N moves up into it
+    if (moves_up) {
       // The (N-1)th best between the steps: the taken level not there when the message made it. (When it was
       // there, with other shares, and is the one that moves up, the second step's change of it is the last word.)
       const BookLevel up = side.nth(n - 1 + (taken_made && taken_rank <= n - 1), scratch_.data());
       steps[m++] = {up.px, 0, up.qty};
     }
   }
-  if (taken_rank < n) {
+  if (taken_in) {
     steps[m++] = {taken.price, taken.before, taken.after};
-    if (taken_made && count > n) {  // made: the Nth level leaves the top N
+    if (pushes_out) {
       const BookLevel out = side.nth(n, scratch_.data());
       steps[m++] = {out.px, out.qty, 0};
     }
