@@ -283,11 +283,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("level-changes-new-price-first", "a replace's two level changes logged new price first (the built-in "
            "gateway, patched, logging every level)", BUILT_IN,
            _built_in("gateway/book/level_changes.hpp",
-                     ("    if (now != before_) out[n++] = {touch.price, now};\n",
-                      "    // MUTANT: the old price's change goes last\n"),
-                     ("      if (other_now != other_before_) out[n++] = {touch.other_price, other_now};\n    }\n",
-                      "      if (other_now != other_before_) out[n++] = {touch.other_price, other_now};\n    }\n"
-                      "    if (now != before_) out[n++] = {touch.price, now};\n")),
+                     ("  for (uint32_t t = 0; t < touch.levels; ++t)\n",
+                      "  for (uint32_t t = touch.levels; t-- > 0;)  // MUTANT: the old price's change goes last\n")),
            "udp-every-level", "unbalanced"),
 )
 
