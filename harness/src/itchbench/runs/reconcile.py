@@ -41,11 +41,18 @@ def _depth(run: "Run", gw: dict[str, Any], checks: dict[str, bool]) -> dict[str,
         checks["depth log written (levels = N)"] = False
         return {"levels": run.values["levels"], "events": 0, "digest": ""}
     log = logs.read_depth(path)
-    events = logs.depth_event_count(log)
+    try:
+        events, digest = logs.depth_event_count(log), logs.bbo_digest(log)
+    except logs.LogFormatError as e:
+        # Records a reader cannot rebuild events from (one takes out a level its top N does not hold, ...): the
+        # gateway wrote them, and nothing more of its depth can be judged. Named, with the first record refused.
+        checks[f"depth log holds together (its records rebuild every event): {str(e).rpartition('.dep: ')[2]}"] = False
+        return {"levels": logs.levels_of(log.dtype), "events": 0, "digest": "", "refused": str(e)}
+    checks["depth log holds together (its records rebuild every event)"] = True
     checks["depth events logged = the gateway's count, none dropped"] = (
         len(log.stored) == gw["logs"].get("depth_records", 0) and events == gw.get("depth_events", -1)
         and gw["logs"].get("depth_dropped", 0) == 0 and log.complete)
-    return {"levels": logs.levels_of(log.dtype), "events": events, "digest": logs.bbo_digest(log)}
+    return {"levels": logs.levels_of(log.dtype), "events": events, "digest": digest}
 
 
 def _latency_messages(run: "Run", lat_path: Path) -> int:
@@ -667,15 +674,15 @@ def _recovery_checks(gw: dict[str, Any], server: dict[str, Any] | None, checks: 
 
 
 def _join(run: "Run", gw: dict[str, Any], joined: dict[str, Any], session: Path,
-          checks: dict[str, bool]) -> dict[str, Any]:
+          checks: dict[str, bool], depth_readable: bool = True) -> dict[str, Any]:
     """A late join: the BBO against the whole session from the join point on (runs/join.py: its verdict, not a
-    balance check), and what the join took: the snapshot, the feed held meanwhile, what it covered, what was asked
-    for between."""
+    balance check; the depth too, when its log holds together), and what the join took: the snapshot, the feed held
+    meanwhile, what it covered, what was asked for between."""
     bbo_check = join.check(run.dir / "bbo.bbo", session, run.values["feed"], joined["through"])
     # With depth (levels = N), its depth is held the same way: a wrong level below the top shows nowhere else.
     depth = run.dir / "depth.dep"
     depth_check = join.check_depth(depth, session, run.values["feed"], joined["through"]) \
-        if run.values["levels"] and depth.is_file() else None
+        if run.values["levels"] and depth.is_file() and depth_readable else None
     g, r = gw.get("join") or {}, gw.get("recovery") or {}
     server = run.extras.get("snapshot_server") or {}
     checks["the gateway joined where the snapshot said (its End of Snapshot's number)"] = \
@@ -801,7 +808,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         rec["stale"] = _stale_flags(bbo, None, "nothing lost or rejected", checks, stale_seen)
     depth = _depth(run, gw, checks) if run.values["levels"] else None
     if joined:
-        rec["join"] = _join(run, gw, joined, session, checks)
+        rec["join"] = _join(run, gw, joined, session, checks, depth_readable=not (depth or {}).get("refused"))
     elif transport != "sim" and rec["loss"]["lossless"] and not failure:
         checks["BBO digest = simulation's digest" + (" (the whole session)" if recovering else "")] = \
             digest == sim_bbo(session, run.values["feed"])[0]

@@ -279,7 +279,7 @@ MUTANTS: tuple[Mutant, ...] = (
            _built_in("gateway/pipeline/gateway.hpp",
                      ("      if (depth_) log_depth(",
                       "      if (false /* MUTANT */ && depth_) log_depth(")),
-           "join-depth", "bbo_differs"),
+           "join-depth", "unbalanced"),
     Mutant("level-changes-new-price-first", "a replace's two level changes logged new price first (the built-in "
            "gateway, patched, logging every level)", BUILT_IN,
            _built_in("gateway/book/level_changes.hpp",
