@@ -62,8 +62,8 @@ uint32_t OrderBook::insert_order_general(uint16_t locate, uint64_t ref, uint8_t 
   const uint32_t tick = PriceLadder::tick_of(price);
   bool made;
   place = s.others.empty() && PriceLadder::on_tick(price) && s.ladder.fits(tick)
-                             ? ladder_level(s.ladder, tick, key, shares, made)
-                             : level_elsewhere(s, price, key, shares, made);
+              ? ladder_level(s.ladder, tick, key, shares, made)
+              : level_elsewhere(s, price, key, shares, made);
   orders_.insert(ref, {shares, place, locate, side});
   return settle_best(s, place, key, made) ? locate : kUnchanged;
 }

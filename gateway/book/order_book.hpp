@@ -175,12 +175,18 @@ class OrderBook {
   // Every case insert_order's own does not take: a new stock, a level off the ladder, a slot taken, a full index.
   __attribute__((noinline)) uint32_t insert_order_general(uint16_t locate, uint64_t ref, uint8_t side,
                                                           uint32_t shares, uint32_t price, uint32_t& place);
-  // Tells touch that order o left removed shares at its level (the level as it is now).
+  // Tell touch that order o left removed shares at its level, or that added shares were taken at the level at
+  // place (each level as it is now). Nothing is read when nothing is told (NoBookTouch).
   template <class Touch>
   void tell_left(Touch& touch, const Order& o, uint64_t removed) const {
     const Level& l = levels_[o.level];
     const bool bid = o.side == 1;
     touch.touch(o.locate, bid, price_of(l.key, bid), l.shares + removed, l.shares);
+  }
+  template <class Touch>
+  void tell_taken(Touch& touch, uint16_t locate, bool bid, uint32_t price, uint32_t place, uint64_t added) const {
+    const uint64_t after = levels_[place].shares;
+    touch.touch(locate, bid, price, after - added, after);
   }
   // A new order's level at place becomes the side's best when it was made and beats the best; true when the
   // order's level is the best now.
@@ -225,9 +231,10 @@ class OrderBook::SideView {
     if (side_->others.empty() || on >= enough) return on;
     // The off-ladder levels better than it are the back of the side's array (in key order, the best last): a deep
     // book has many, and a search among them all would be a dozen unpredictable branches.
+    const std::vector<Entry>& others = side_->others;
     const uint32_t key = key_of(price, bid_);
     uint32_t off = 0;
-    for (auto it = side_->others.end(); on + off < enough && it != side_->others.begin() && (--it)->key > key;) ++off;
+    for (size_t i = others.size(); i > 0 && on + off < enough && others[i - 1].key > key; --i) ++off;
     return on + off;
   }
   uint32_t count() const { return side_->ladder.count() + uint32_t(side_->others.size()); }

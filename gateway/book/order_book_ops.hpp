@@ -99,8 +99,7 @@ inline uint32_t OrderBook::add(uint16_t locate, uint64_t ref, char side, uint32_
   }
   uint32_t place;
   const uint32_t changed = insert_order(locate, ref, uint8_t(side == 'B'), shares, price, place);
-  const uint64_t after = levels_[place].shares;  // not read when nothing is told
-  touch.touch(locate, side == 'B', price, after - shares, after);
+  tell_taken(touch, locate, side == 'B', price, place, shares);
   return changed;
 }
 
@@ -156,8 +155,7 @@ inline uint32_t OrderBook::replace(uint64_t original_ref, uint64_t new_ref, uint
   if (shares == 0) return best ? o.locate : kUnchanged;
   uint32_t place;
   const bool new_best = insert_order(o.locate, new_ref, o.side, shares, price, place) != kUnchanged;
-  const uint64_t after = levels_[place].shares;
-  touch.touch(o.locate, o.side == 1, price, after - shares, after);
+  tell_taken(touch, o.locate, o.side == 1, price, place, shares);
   return best || new_best ? o.locate : kUnchanged;
 }
 
