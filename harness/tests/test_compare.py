@@ -16,7 +16,8 @@ import pytest
 from itchbench import paths
 from itchbench.captures import fixtures
 from itchbench.cli import main as itchbench_main
-from itchbench.compare import instructions
+from itchbench.compare import bisect, instructions
+from itchbench.gateways import revisions
 
 SEED_FIXTURE = next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path
 GATEWAY_HPP = "gateway/pipeline/gateway.hpp"
@@ -197,6 +198,18 @@ def test_bisect_finds_the_planted_commit(scratch, history, tmp_path, capsys, met
         # together, and the commit is bad for it, the first record a reader refuses named.
         assert "BBO and depth digest sha256:" in out and out.count(" depth sha256:") == 1
         assert re.search(r"depth log refused: \S+depth\.dep: depth record \d+ ", out), out
+
+
+def test_a_refused_depth_log_is_bad_in_a_commit_and_stops_bisect_in_good(scratch, history):
+    """Measured values as the shards hand them over (no build): a commit whose depth log a reader refused is bad,
+    however its BBO digest reads; GOOD's own refused leaves nothing to judge against."""
+    good = revisions.resolve(scratch, "base").commit
+    same, refused = "sha256:aa depth sha256:bb", f"sha256:aa {bisect.DEPTH_REFUSED}depth.dep: depth record 7 ..."
+    measured = {good: same, **{c: (refused if i >= 5 else same) for i, c in enumerate(history)}}
+    _, first, _ = bisect.first_bad(scratch, "base", "history", "bbo", measured)
+    assert first.revision.commit == history[5] and first.bad
+    with pytest.raises(bisect.BisectError, match=r"base is not good: depth log refused: depth\.dep: depth record 7"):
+        bisect.first_bad(scratch, "base", "history", "bbo", {**measured, good: refused})
 
 
 def test_a_sharded_bisect_finds_the_planted_commit_from_every_shard(scratch, history, tmp_path, capsys):
