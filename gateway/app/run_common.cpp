@@ -34,12 +34,10 @@ RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::
                                       LogIdentity{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit},
                                       reservation_for(expected_records, sizeof(logfmt::BboRecord)));
   if (o.levels > 0) {
-    const size_t size = sizeof(logfmt::LevelChangeRecord);
     LogIdentity id{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit};
     id.levels = logfmt::depth_header_levels(o.levels);
-    logs.depth = std::make_unique<MmapLog>(o.out + "/depth.dep", logfmt::Kind::kDepth, size,
-                                           offsetof(logfmt::LevelChangeRecord, flags), id,
-                                           reservation_for(expected_records, size));
+    logs.depth = std::make_unique<LevelChangeLog>(o.out + "/depth.dep", id,
+                                                  reservation_for(expected_records, sizeof(logfmt::LevelChangeSlot)));
   }
   return logs;
 }
@@ -109,7 +107,9 @@ void write_logs_json(JsonWriter& j, const RunLogs& logs, const StageClock& clock
   j.field("latency_drop_reason", logs.latency ? logs.latency->drop_reason() : "");
   j.field("bbo_drop_reason", logs.bbo->drop_reason());
   if (logs.depth) {
+    // Level changes (a reader's records), and the anchor slots written before some (FORMAT.md, version 3).
     j.field("depth_records", logs.depth->records()).field("depth_dropped", logs.depth->dropped());
+    j.field("depth_anchors", logs.depth->anchors());
     j.field("depth_writer_grows", logs.depth->writer_grows()).field("depth_remaps", logs.depth->remaps());
     j.field("depth_drop_reason", logs.depth->drop_reason());
   }

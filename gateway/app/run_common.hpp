@@ -7,6 +7,7 @@
 #include "app/gateway_options.hpp"
 #include "book/depth_tracker.hpp"
 #include "book/level_changes.hpp"
+#include "log/level_change_log.hpp"
 #include "log/log_format.hpp"
 #include "log/mmap_log.hpp"
 #include "log/stage_histograms.hpp"
@@ -20,7 +21,7 @@ struct RunLogs {
   std::unique_ptr<LatencyLog> latency;  // null with --no-latency-log or --latency-histogram
   std::unique_ptr<StageHistograms> histograms;  // with --latency-histogram
   std::unique_ptr<BboLog> bbo;
-  std::unique_ptr<MmapLog> depth;  // with --levels: LevelChangeRecords (gateway/log/FORMAT.md)
+  std::unique_ptr<LevelChangeLog> depth;  // with --levels: level change slots (gateway/log/FORMAT.md)
   void close();
 };
 
@@ -29,7 +30,7 @@ struct RunLogs {
 struct DepthEvents {
   explicit DepthEvents(uint32_t levels) : levels(levels), top(levels == logfmt::kAllLevels ? 0 : levels) {}
   template <class Gateway>
-  void attach(Gateway& gw, MmapLog* log) {
+  void attach(Gateway& gw, LevelChangeLog* log) {
     if (levels == logfmt::kAllLevels)
       gw.set_every_level(log);
     else if (levels > 0)

@@ -26,8 +26,10 @@ enum class Kind : uint16_t {
 // A latency log is written as version 5 (compact records, the default) or 4 (wide records, one u64 a stamp).
 constexpr uint16_t kLatencyWideVersion = 4;
 constexpr uint16_t kLatencyCompactVersion = 5;
-// A depth log is written as version 2: level change records, N in the header (version 1: a whole top N a record).
-constexpr uint16_t kDepthVersion = 2;
+// A depth log is written as version 3: level changes in 16-byte slots (LevelChangeSlot), N in the header. Version 2
+// held a LevelChangeRecord a level change (the frame publishers still send), version 1 a whole top N a record.
+constexpr uint16_t kDepthVersion = 3;
+constexpr uint16_t kDepthLevelChangeRecordVersion = 2;
 constexpr uint16_t version_of(Kind k) {
   return k == Kind::kLatency ? kLatencyCompactVersion : k == Kind::kDepth ? kDepthVersion : 1;
 }
@@ -332,6 +334,24 @@ struct LevelChangeRecord {
   uint64_t qty;           // aggregate shares at the price after the message (0: gone from the book, or the top N)
 };
 static_assert(sizeof(LevelChangeRecord) == 32);
+// A depth log's slot (version 3, FORMAT.md "Level change slot"): a level change in half a LevelChangeRecord. Its
+// seq and timestamp are offsets from the last anchor slot before it, which holds them whole; a level whose shares
+// do not fit 32 bits has a high-shares slot just before it. Every kind has its flags in the last byte.
+struct LevelChangeSlot {
+  uint32_t px;
+  uint32_t qty_low;       // the level's shares, low 32 bits
+  uint32_t timestamp_off; // the message's ITCH timestamp minus the anchor's
+  uint16_t stock_locate;
+  uint8_t seq_off;        // the message's seq minus the anchor's
+  uint8_t flags;          // kWritten | BboFlags | kSlotBid | the slot's kind (kSlotKindMask)
+};
+static_assert(sizeof(LevelChangeSlot) == 16);
+constexpr uint8_t kSlotBid = 0x04;          // a level change of the bids (else the offers)
+constexpr uint8_t kSlotKindMask = 0x30;
+constexpr uint8_t kSlotLevelChange = 0x00;
+constexpr uint8_t kSlotAnchor = 0x10;       // bytes 0-7: seq; 8-13: timestamp (48 bits); 14: zero
+constexpr uint8_t kSlotHighShares = 0x20;   // bytes 0-3: the next slot's shares >> 32; 4-14: zero
+
 // The head (seq, timestamp, stock, flags) where the whole event has it: a writer and a subscriber take either.
 static_assert(offsetof(LevelChangeRecord, seq) == offsetof(DepthRecord, seq) &&
               offsetof(LevelChangeRecord, timestamp) == offsetof(DepthRecord, timestamp) &&

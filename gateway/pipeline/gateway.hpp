@@ -8,8 +8,8 @@
 // publisher, whose return is the last stage stamp.
 //
 // Publisher: any type with `void publish(const BboEvent&)`; one that also has
-// `void publish_depth(const uint8_t* record)` is handed each depth log record
-// (a level change of a depth event), too.
+// `void publish_depth(const uint8_t* record)` is handed each level change of
+// a depth event, too, as a level change record (the version-2 depth record).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -25,6 +25,7 @@
 #include "book/level_changes.hpp"
 #include "book/order_book.hpp"
 #include "log/latency_log.hpp"
+#include "log/level_change_log.hpp"
 #include "log/mmap_log.hpp"
 #include "log/stage_histograms.hpp"
 #include "pipeline/decode_counters.hpp"
@@ -78,12 +79,12 @@ class Gateway {
 
   // Depth events too (docs/book-and-bbo.md, "Depth"): after each book message, the touched stock's top levels,
   // logged when they changed (a record for each level changed). Off (null), a predicted branch a message.
-  void set_depth(DepthTracker* depth, MmapLog* depth_log) {
+  void set_depth(DepthTracker* depth, LevelChangeLog* depth_log) {
     depth_ = depth;
     depth_log_ = depth_log;
   }
   // Or every level's changes (--levels all; docs/book-and-bbo.md, "Every level"), one record a level changed.
-  void set_every_level(MmapLog* depth_log) {
+  void set_every_level(LevelChangeLog* depth_log) {
     every_level_ = true;
     depth_log_ = depth_log;
   }
@@ -251,29 +252,6 @@ class Gateway {
       log_level(seq, timestamp, locate, i < depth_->bid_changes(), changes[i], flags);
   }
 
-  // Where the next depth log record is built, its head (seq, timestamp, stock) filled: the depth log's next record,
-  // else (no log, or a full one, counted dropped there) a frame of its own for the publisher; null when there is
-  // neither.
-  uint8_t* depth_record(uint64_t seq, uint64_t timestamp, uint16_t locate) {
-    uint8_t* p = depth_log_ ? depth_log_->next() : nullptr;
-    if constexpr (PublishesDepth<Publisher>::value) {
-      if (!p) p = depth_frame_.data();
-    }
-    if (p) {
-      auto* head = reinterpret_cast<logfmt::LevelChangeRecord*>(p);
-      head->seq = seq;
-      head->timestamp = timestamp;
-      head->stock_locate = locate;
-    }
-    return p;
-  }
-  // Its written marker, stored last; then to the publisher.
-  void commit_depth(uint8_t* p, uint8_t flags) {
-    __atomic_signal_fence(__ATOMIC_RELEASE);  // the marker after every field, as RecordLog::commit
-    p[offsetof(logfmt::LevelChangeRecord, flags)] = uint8_t(flags | logfmt::kWritten);
-    if constexpr (PublishesDepth<Publisher>::value) publisher_.publish_depth(p);
-  }
-
   // With every level: a level change record for each level the message changed (at most two).
   void log_level_changes(uint64_t seq, uint64_t timestamp, const BookTouch& touch, uint8_t flags) {
     LevelChange changes[2];
@@ -283,13 +261,12 @@ class Gateway {
   }
   void log_level(uint64_t seq, uint64_t timestamp, uint16_t locate, bool bid, const LevelChange& change,
                  uint8_t flags) {
-    uint8_t* p = depth_record(seq, timestamp, locate);
-    if (!p) return;
-    auto* r = reinterpret_cast<logfmt::LevelChangeRecord*>(p);
-    r->side = bid ? 'B' : 'S';
-    r->px = change.px;
-    r->qty = change.qty;
-    commit_depth(p, flags);
+    if (depth_log_) depth_log_->append(seq, timestamp, locate, flags, bid, change.px, change.qty);
+    if constexpr (PublishesDepth<Publisher>::value) {
+      depth_frame_ = logfmt::LevelChangeRecord{seq, timestamp, locate, uint8_t(flags | logfmt::kWritten),
+                                               uint8_t(bid ? 'B' : 'S'), change.px, change.qty};
+      publisher_.publish_depth(reinterpret_cast<const uint8_t*>(&depth_frame_));
+    }
   }
   // After a snapshot, with every level: each level of the stock's book as the snapshot left it, bids then asks,
   // best first (nothing was emitted for the stock before: every level is a change). Off the hot path.
@@ -376,10 +353,10 @@ class Gateway {
   uint64_t bbo_events_ = 0;
   DepthTracker* depth_ = nullptr;  // depth events: off when null
   bool every_level_ = false;       // or every level's changes
-  MmapLog* depth_log_ = nullptr;
+  LevelChangeLog* depth_log_ = nullptr;
   uint64_t depth_events_ = 0;
-  // A depth event built here when there is no depth log to build it in (or the log is full), for the publisher.
-  alignas(8) std::array<uint8_t, sizeof(logfmt::LevelChangeRecord)> depth_frame_{};
+  // A level change's frame (the version-2 depth record) for the publisher: the log holds it in half the bytes.
+  logfmt::LevelChangeRecord depth_frame_{};
   uint64_t last_seq_ = 0;     // of the last message handed over
   uint64_t snapshot_messages_ = 0, snapshot_rejected_ = 0, snapshot_events_ = 0;
   std::vector<bool> snapshot_stocks_ = std::vector<bool>(OrderBook::kStocks);  // stocks a snapshot touched

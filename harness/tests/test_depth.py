@@ -108,6 +108,77 @@ def test_the_same_capture_gives_the_same_depth_bytes(deep_session, tmp_path):
     assert rundir.read_json(first / "summary.json")["depth"] == rundir.read_json(second / "summary.json")["depth"]
 
 
+# Version-3 slots built from FORMAT.md ("Level change slot") with struct, not the reader's dtypes.
+NINE_THIRTY = 34_200_000_000_000  # 09:30, ns since midnight
+
+
+def _change(px: int, qty_low: int, timestamp_off: int, locate: int, seq_off: int, flags: int) -> bytes:
+    return struct.pack("<IIIHBB", px, qty_low, timestamp_off, locate, seq_off, flags)
+
+
+def _anchor(seq: int, timestamp: int) -> bytes:
+    return struct.pack("<Q", seq) + timestamp.to_bytes(6, "little") + bytes([0, 0x80 | 0x10])
+
+
+def _high(shares_high: int) -> bytes:
+    return struct.pack("<I", shares_high) + bytes(11) + bytes([0x80 | 0x20])
+
+
+def _slots_log(path: Path, slots: list[bytes], finalized: bool = True) -> Path:
+    """A version-3 depth log of every level (its records are its events) holding these slots."""
+    h = np.zeros(1, logs.HEADER_DTYPE)
+    h["magic"], h["version"], h["header_size"], h["record_size"], h["kind"] = logs.MAGIC, 3, 128, 16, 6
+    h["flags"], h["record_count"] = (logs.FLAG_FINALIZED, len(slots)) if finalized else (0, 0)
+    path.write_bytes(h.tobytes() + b"".join(slots))
+    return path
+
+
+def test_depth_slots_read_back_as_level_change_records(tmp_path):
+    # Offsets at their widest (seq + 255, timestamp + 2^32 - 1), an anchor moving both on, shares of 5,000,000,000
+    # (0x1_2A05_F200) split over a high-shares slot and the change's low 32 bits, the flags and side of each.
+    path = _slots_log(tmp_path / "v3.dep", [
+        _anchor(1000, NINE_THIRTY),
+        _change(1234500, 300, 0, 7, 0, 0x80 | 0x04),
+        _change(1235000, 0, 0, 7, 0, 0x80 | 0x01),
+        _change(1, 5, 2**32 - 1, 9, 255, 0x80),
+        _anchor(1256, NINE_THIRTY + 10),
+        _high(1),
+        _change(2, 0x2A05F200, 3, 9, 1, 0x80 | 0x02 | 0x04),
+    ])
+    rec = logs.read_depth(path).records
+    assert rec.dtype == logs.LEVEL_CHANGE_DTYPE
+    assert [(int(r["seq"]), int(r["timestamp"]), int(r["stock_locate"]), int(r["flags"]), r["side"], int(r["px"]),
+             int(r["qty"])) for r in rec] == [
+        (1000, NINE_THIRTY, 7, 0x80, b"B", 1234500, 300),
+        (1000, NINE_THIRTY, 7, 0x81, b"S", 1235000, 0),
+        (1255, NINE_THIRTY + 2**32 - 1, 9, 0x80, b"S", 1, 5),
+        (1257, NINE_THIRTY + 13, 9, 0x82, b"B", 2, 5_000_000_000),
+    ]
+
+
+@pytest.mark.parametrize("slots, words", [
+    ([_change(1, 1, 0, 1, 0, 0x80), _anchor(5, 0)], "depth slot 0 is a level change with no anchor before it"),
+    ([_anchor(5, 0), _high(1), _anchor(6, 0), _change(1, 1, 0, 1, 0, 0x80)],
+     "depth slot 1 holds high shares, and no level change follows it"),
+    ([_anchor(5, 0), _change(1, 1, 0, 1, 0, 0x80), _high(1)],
+     "depth slot 2 holds high shares, and no level change follows it"),
+    ([_anchor(5, 0), _change(1, 1, 0, 1, 0, 0x80 | 0x40)], "depth slot 1 has flags 0xc0, no slot's"),
+    ([_anchor(5, 0), _change(1, 1, 0, 1, 0, 0x80 | 0x30)], "depth slot 1 has flags 0xb0, no slot's"),
+])
+def test_depth_slots_out_of_their_order_are_refused_with_the_slot_named(tmp_path, slots, words):
+    with pytest.raises(logs.LogFormatError, match=words):
+        logs.read_depth(_slots_log(tmp_path / "bad.dep", slots))
+
+
+def test_a_depth_log_never_closed_is_read_to_its_last_whole_level_change(tmp_path):
+    # Cut after the anchor and high-shares slot of a change never written: the changes before it are read.
+    path = _slots_log(tmp_path / "crashed.dep", [_anchor(5, 100), _change(1, 1, 0, 1, 0, 0x80), _anchor(900, 200),
+                                                 _high(3), bytes(16)], finalized=False)
+    with pytest.warns(logs.TruncatedLogWarning, match="never closed"):
+        rec = logs.read_depth(path).records
+    assert [(int(r["seq"]), int(r["qty"])) for r in rec] == [(5, 1)]
+
+
 def test_a_malformed_depth_log_is_refused_with_the_record_named(tmp_path):
     # The sample's depth log with its 100th record made to take out a level its stock's top 5 does not hold (a
     # price one tick off), then with that record's side byte neither B nor S: each read is refused, the record named.
@@ -122,7 +193,7 @@ def test_a_malformed_depth_log_is_refused_with_the_record_named(tmp_path):
             broken["px"][99], broken["qty"][99] = broken["px"][99] + 1, 0
         else:
             broken[field][99] = value
-        path.write_bytes(good[:logs.HEADER_SIZE] + broken.tobytes())
+        as_version_2(path, broken)
         with pytest.raises(logs.LogFormatError, match=words):
             logs.read_depth(path).records
         with pytest.raises(logs.LogFormatError, match=words):
@@ -338,7 +409,7 @@ def test_the_built_in_gateway_over_udp_logs_and_publishes_every_levels_changes(t
     pair = next(i for i in range(len(rec) - 1) if rec["seq"][i] == rec["seq"][i + 1])
     swapped = rec.copy()
     swapped[[pair, pair + 1]] = rec[[pair + 1, pair]]
-    log = (run / "depth.dep").read_bytes()[logs.HEADER_SIZE:]
+    log = logs.read_depth(run / "depth.dep").stored.tobytes()  # its slots read back: the frames' records
     assert reconcile._first_frame_not_in_log(swapped.tobytes(), log, logs.LEVEL_CHANGE_DTYPE) == pair + 1
     assert reconcile._first_frame_not_in_log(rec.tobytes(), log, logs.LEVEL_CHANGE_DTYPE) is None
 
@@ -358,7 +429,7 @@ def test_a_scenarios_levels_and_every_level_compared_change_by_change(tmp_path, 
     path = head / "depth.dep"
     rec = logs.read_depth(path).records.copy()
     rec["qty"][99] += 1
-    path.write_bytes(path.read_bytes()[:logs.HEADER_SIZE] + rec.tobytes())
+    as_version_2(path, rec)
     out = _compared_depth_differs(tmp_path, capsys)
     assert out["bbo"]["equal"] and not out["depth"]["equal"]
     assert out["depth"]["difference_words"].startswith(f"level change 100 differs: head seq {int(rec['seq'][99])}")
@@ -409,6 +480,14 @@ def test_a_scenario_asking_depth_of_a_gateway_that_publishes_other_depth_is_skip
     assert "publishes 5 (bbo.levels)" in scenario.input_not_taken({**values, "levels": 10}, contract.load(five))
     built_in = contract.load(zoo.example_dir(zoo.PY).parent.parent / "itchbench.toml")  # its run files carry depth
     assert scenario.input_not_taken(values, built_in) == ""
+
+
+def as_version_2(path: Path, rec: np.ndarray) -> None:
+    """Level change records written over path as a version-2 depth log (a 32-byte record a level change, as builds
+    wrote before slots), its header otherwise the log's own."""
+    h = np.frombuffer(path.read_bytes()[:logs.HEADER_SIZE], logs.HEADER_DTYPE).copy()
+    h["version"], h["record_size"], h["record_count"] = logs.DEPTH_LEVEL_CHANGES_VERSION, rec.dtype.itemsize, len(rec)
+    path.write_bytes(h.tobytes() + rec.tobytes())
 
 
 def as_version_1(path: Path, rec: np.ndarray) -> None:

@@ -21,7 +21,7 @@ from itchbench.runs import join, runner, verdict
 
 from independent_bbo import Book, level_changes, mold_messages
 from live_helpers import config
-from test_depth import as_version_1
+from test_depth import as_version_1, as_version_2
 from tap_captures import mold_payload, read_pcap
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
@@ -128,7 +128,8 @@ def test_a_join_with_every_level_publishes_the_whole_book_and_the_changes_after(
         broken = rec.copy()
         broken["qty"][k] += 1
         out = Path(s["dir"]) / f"depth-{where}.dep"
-        out.write_bytes(path.read_bytes()[:logs.HEADER_SIZE] + broken.tobytes())
+        shutil.copyfile(path, out)
+        as_version_2(out, broken)
         check = join.check_depth(out, SAMPLE, "", through)
         side = "bid" if rec["side"][k] == b"B" else "ask"
         said = f"{side} {int(rec['px'][k])}: {int(rec['qty'][k]) + 1:,} shares, expected {int(rec['qty'][k]):,}"

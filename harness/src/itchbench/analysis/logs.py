@@ -29,6 +29,7 @@ KIND_SUBSCRIBER = 4
 KIND_REQUEST = 5
 KIND_DEPTH = 6
 DEPTH_LEVEL_CHANGES_VERSION = 2  # a depth log of level change records, N in the header (1: a whole event a record)
+DEPTH_SLOTS_VERSION = 3  # level changes in 16-byte slots (the gateway's), read back into version-2 records
 KIND_LATENCY_INDEX = 7
 FLAG_FINALIZED = 1
 WRITTEN = 0x80
@@ -91,6 +92,20 @@ DEPTH_HEAD_SIZE = 24
 LEVEL_CHANGE_DTYPE = np.dtype([("seq", "<u8"), ("timestamp", "<u8"), ("stock_locate", "<u2"), ("flags", "u1"),
                                ("side", "S1"), ("px", "<u4"), ("qty", "<u8")])
 assert LEVEL_CHANGE_DTYPE.itemsize == 32
+
+# A version-3 depth log's slot (FORMAT.md, "Level change slot"): a level change in 16 bytes, its seq and timestamp
+# offsets from the last anchor slot before it; read back into LEVEL_CHANGE_DTYPE records. Every kind's flags are its
+# last byte.
+LEVEL_CHANGE_SLOT_DTYPE = np.dtype([("px", "<u4"), ("qty_low", "<u4"), ("timestamp_off", "<u4"),
+                                    ("stock_locate", "<u2"), ("seq_off", "u1"), ("flags", "u1")])
+ANCHOR_SLOT_DTYPE = np.dtype([("seq", "<u8"), ("timestamp_low", "<u4"), ("timestamp_high", "<u2"),
+                              ("reserved", "u1"), ("flags", "u1")])
+assert LEVEL_CHANGE_SLOT_DTYPE.itemsize == ANCHOR_SLOT_DTYPE.itemsize == 16
+SLOT_BID = 0x04
+SLOT_KIND_MASK = 0x30
+SLOT_ANCHOR = 0x10
+SLOT_HIGH_SHARES = 0x20  # its first four bytes: the next slot's shares >> 32
+SLOT_FLAGS = WRITTEN | FLAG_BOOK_MAY_BE_STALE | FLAG_FROM_SNAPSHOT | SLOT_BID | SLOT_KIND_MASK
 
 
 def depth_dtype(levels: Levels) -> np.dtype:
@@ -165,9 +180,13 @@ FORMATS = {(KIND_LATENCY, 1): LATENCY_V1_DTYPE, (KIND_LATENCY, 2): LATENCY_V2_DT
            (KIND_BBO, 1): BBO_DTYPE, (KIND_SEND, 1): SEND_DTYPE, (KIND_SUBSCRIBER, 1): SUBSCRIBER_DTYPE,
            (KIND_REQUEST, 1): REQUEST_DTYPE, (KIND_DEPTH, 1): depth_dtype(1),  # depth v1: its N from the header
            (KIND_DEPTH, DEPTH_LEVEL_CHANGES_VERSION): LEVEL_CHANGE_DTYPE,
+           (KIND_DEPTH, DEPTH_SLOTS_VERSION): LEVEL_CHANGE_SLOT_DTYPE,
            (KIND_LATENCY_INDEX, 1): LATENCY_BLOCK_DTYPE}
-# What LogWriter writes: the newest layout of fixed records (a latency log: version 4's; version 5 is the gateway's).
-VERSIONS = {kind: max(v for k, v in FORMATS if k == kind and v != LATENCY_COMPACT_VERSION) for kind in KIND_NAMES}
+# What LogWriter writes: the newest layout of fixed records (a latency log: version 4's; version 5 is the gateway's,
+# as a depth log's version 3).
+VERSIONS = {kind: max(v for k, v in FORMATS if k == kind and (k, v) not in ((KIND_LATENCY, LATENCY_COMPACT_VERSION),
+                                                                               (KIND_DEPTH, DEPTH_SLOTS_VERSION)))
+            for kind in KIND_NAMES}
 STAGE_LAYOUT_VERSIONS = (3, 4)  # latency versions whose records hold only the stages their header names
 
 
@@ -221,7 +240,8 @@ class LogFile:
     header_size: int = HEADER_SIZE
     clock_line: ClockLine | None = None  # set when the stamps are raw TSC ticks
     compact_stages: int | None = None    # a compact latency log: the stages its slots encode
-    depth_levels: int | None = None      # a version-2 depth log of the top N: N (its records read back as events)
+    depth_levels: int | None = None      # a depth log of the top N: N (its level changes read back as events)
+    decoded: bool = False                # stored: a version-3 depth log's slots read back into level change records
 
     @property
     def complete(self) -> bool:
@@ -341,10 +361,59 @@ def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: b
         n = int(unwritten[0]) if unwritten.size else whole
         records = records[:n]
         notes.append(f"log was never closed (writer crashed or still running): read {n} whole records")
+    decoded = (kind, version) == (KIND_DEPTH, DEPTH_SLOTS_VERSION)
+    if decoded:
+        records = decode_level_change_slots(path, records, finalized)
     if notes:
         warnings.warn(f"{path}: " + "; ".join(notes), TruncatedLogWarning, stacklevel=2)
 
-    return LogFile(path, name, header, records, finalized, notes, head, line, stages if compact else None, depth_levels)
+    return LogFile(path, name, header, records, finalized, notes, head, line, stages if compact else None, depth_levels,
+                   decoded)
+
+
+def decode_level_change_slots(path: Path, slots: np.ndarray, finalized: bool) -> np.ndarray:
+    """A version-3 depth log's slots read back into level change records (FORMAT.md, "Level change slot"): each
+    level change's seq and timestamp its last anchor's plus its offsets, its shares' high 32 bits from a high-shares
+    slot just before it. A log never closed may end with an anchor or high-shares slot whose change was not written;
+    anything else out of that order is refused, naming the slot."""
+    flags = slots["flags"]
+    kind = flags & SLOT_KIND_MASK
+    bad = np.flatnonzero(((flags & (0xFF ^ SLOT_FLAGS)) != 0) | (kind == SLOT_KIND_MASK))
+    if bad.size:
+        raise LogFormatError(f"{path}: depth slot {int(bad[0])} has flags 0x{int(flags[bad[0]]):02x}, no slot's")
+    n = len(slots)
+    changes = np.flatnonzero(kind == 0)
+    high = np.flatnonzero(kind == SLOT_HIGH_SHARES)
+    if high.size:
+        follows = high + 1
+        orphan = follows >= n
+        orphan[~orphan] = kind[follows[~orphan]] != 0
+        if orphan.any():
+            at = int(high[orphan][0])
+            if finalized or at != n - 1:
+                raise LogFormatError(f"{path}: depth slot {at} holds high shares, and no level change follows it")
+    anchor = np.where(kind == SLOT_ANCHOR, np.arange(n), -1)
+    np.maximum.accumulate(anchor, out=anchor)
+    of = anchor[changes]
+    if of.size and of[0] < 0:
+        raise LogFormatError(f"{path}: depth slot {int(changes[0])} is a level change with no anchor before it")
+    anchors = slots.view(ANCHOR_SLOT_DTYPE)[of]
+    mine = slots[changes]
+    out = np.empty(len(changes), LEVEL_CHANGE_DTYPE)
+    out["seq"] = anchors["seq"] + mine["seq_off"]
+    out["timestamp"] = ((anchors["timestamp_high"].astype(np.uint64) << np.uint64(32))
+                        + anchors["timestamp_low"] + mine["timestamp_off"])
+    out["stock_locate"] = mine["stock_locate"]
+    out["flags"] = mine["flags"] & (WRITTEN | FLAG_BOOK_MAY_BE_STALE | FLAG_FROM_SNAPSHOT)
+    out["side"] = np.where(mine["flags"] & SLOT_BID, b"B", b"S")
+    out["px"] = mine["px"]
+    out["qty"] = mine["qty_low"]
+    if high.size:
+        whole = high[high + 1 < n]
+        whole = whole[kind[whole + 1] == 0]
+        at = np.searchsorted(changes, whole + 1)
+        out["qty"][at] |= slots["px"][whole].astype(np.uint64) << np.uint64(32)
+    return out
 
 
 def _event_starts(changes: np.ndarray) -> np.ndarray:
@@ -468,6 +537,9 @@ def iter_records(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
     if log.depth_levels is not None:
         yield from _iter_depth_events(log, chunk)
         return
+    if log.decoded:
+        yield from _stored_chunks(log, chunk)
+        return
     total = len(log.stored)
     # A compact message takes up to 8 slots (7 escapes): a buffer of 16 always holds one whole.
     size = min(chunk, max(total, 1)) if log.compact_stages is None else max(chunk, 16)
@@ -511,8 +583,13 @@ def _iter_depth_events(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
 
 def _stored_chunks(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
     """The log's records as stored, `chunk` at a time, read with plain reads into one reused buffer (memory stays
-    a chunk, and no page of the log stays mapped). A yielded array is valid until the next one is read."""
+    a chunk, and no page of the log stays mapped); a log read back from slots, slices of its records. A yielded
+    array is valid until the next one is read."""
     total = len(log.stored)
+    if log.decoded:
+        for start in range(0, total, chunk):
+            yield log.stored[start:start + chunk]
+        return
     buf = np.empty(min(chunk, max(total, 1)), log.stored.dtype)
     with open(log.path, "rb") as f:
         f.seek(log.header_size)

@@ -334,8 +334,8 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
 def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
                       checks: dict[str, bool]) -> dict[str, Any]:
     """A subscriber of the gateway's depth stream (levels = N), over TCP or through a broker: held to the depth
-    log as a BBO subscriber is to the BBO log, frame for record (a frame is a record of the log as it is stored:
-    a level change)."""
+    log as a BBO subscriber is to the BBO log, frame for record (a frame is a level change record: the log's
+    slots read back)."""
     log_path = run_dir / "depth.dep"
     log = logs.read_depth(log_path) if log_path.is_file() else None
     expected = log.stored.tobytes() if log is not None else b""

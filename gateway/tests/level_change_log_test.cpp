@@ -1,0 +1,88 @@
+// The depth log's writer against slots built by hand from FORMAT.md ("Level change slot"), byte by byte.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "log/level_change_log.hpp"
+#include "test_files.hpp"
+
+using namespace itchbench;
+using itchbench::testing::ScratchDir;
+
+namespace {
+constexpr uint64_t kNineThirty = 34'200'000'000'000;  // 09:30, ns since midnight
+
+void put(std::vector<uint8_t>& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(uint8_t(v >> (8 * i)));
+}
+void change(std::vector<uint8_t>& out, uint32_t px, uint32_t qty_low, uint32_t timestamp_off, uint16_t locate,
+            uint8_t seq_off, uint8_t flags) {
+  put(out, px, 4);
+  put(out, qty_low, 4);
+  put(out, timestamp_off, 4);
+  put(out, locate, 2);
+  put(out, seq_off, 1);
+  put(out, flags, 1);
+}
+void anchor(std::vector<uint8_t>& out, uint64_t seq, uint64_t timestamp) {
+  put(out, seq, 8);
+  put(out, timestamp, 6);
+  put(out, 0, 1);
+  put(out, 0x90, 1);
+}
+void high(std::vector<uint8_t>& out, uint32_t shares_high) {
+  put(out, shares_high, 4);
+  put(out, 0, 11);
+  put(out, 0xA0, 1);
+}
+LogIdentity identity() {
+  LogIdentity id{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, "run", "abc"};
+  id.levels = 5;
+  return id;
+}
+}  // namespace
+
+TEST(LevelChangeLog, WritesAnchorsOnlyWhereTheOffsetsDoNotFit) {
+  ScratchDir dir;
+  const std::string path = dir.file("depth.dep");
+  LevelChangeLog log(path, identity(), 1 << 20);
+  const uint8_t stale = logfmt::kBookMayBeStale, snapshot = logfmt::kFromSnapshot;
+  log.append(1000, kNineThirty, 7, 0, true, 1234500, 300);              // the first: an anchor before it
+  log.append(1000, kNineThirty, 7, stale, false, 1235000, 0);           // the same event: no anchor
+  log.append(1255, kNineThirty + 0xFFFF'FFFF, 9, 0, false, 1, 5);       // both offsets at their widest
+  log.append(1256, kNineThirty + 10, 9, 0, false, 2, 6);                // seq + 256: an anchor
+  log.append(1257, kNineThirty + 9, 9, 0, false, 3, 7);                 // a timestamp before the anchor's
+  log.append(1257, kNineThirty + 9, 9, snapshot, true, 4, 5'000'000'000);  // shares past 32 bits: a high slot
+  log.append(999, kNineThirty + 9, 9, 0, true, 5, 8);                   // a seq before the anchor's
+  EXPECT_EQ(log.records(), 7u);
+  EXPECT_EQ(log.anchors(), 4u);
+  EXPECT_EQ(log.dropped(), 0u);
+  log.close();
+
+  std::vector<uint8_t> want;
+  anchor(want, 1000, kNineThirty);
+  change(want, 1234500, 300, 0, 7, 0, 0x84);
+  change(want, 1235000, 0, 0, 7, 0, 0x81);
+  change(want, 1, 5, 0xFFFF'FFFF, 9, 255, 0x80);
+  anchor(want, 1256, kNineThirty + 10);
+  change(want, 2, 6, 0, 9, 0, 0x80);
+  anchor(want, 1257, kNineThirty + 9);
+  change(want, 3, 7, 0, 9, 0, 0x80);
+  high(want, 1);                                  // 5,000,000,000 = 0x1_2A05_F200
+  change(want, 4, 0x2A05'F200, 0, 9, 0, 0x86);
+  anchor(want, 999, kNineThirty + 9);
+  change(want, 5, 8, 0, 9, 0, 0x84);
+
+  const std::vector<uint8_t> bytes = itchbench::testing::read_bytes(path);
+  ASSERT_EQ(bytes.size(), logfmt::kHeaderSize + want.size());
+  logfmt::Header h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  EXPECT_EQ(h.version, 3);
+  EXPECT_EQ(h.kind, uint16_t(logfmt::Kind::kDepth));
+  EXPECT_EQ(h.record_size, 16);
+  EXPECT_EQ(h.record_count, want.size() / 16);
+  EXPECT_EQ(h.levels, 5);
+  EXPECT_EQ(std::vector<uint8_t>(bytes.begin() + logfmt::kHeaderSize, bytes.end()), want);
+}
