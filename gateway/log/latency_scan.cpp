@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstddef>
 #include <cmath>
@@ -414,7 +415,7 @@ class Counter {
       out_.stage[i].add(0, d);
       if (int(i) == p_.headline && p_.breakdowns) {
         out_.by_type->add(r.type, d);
-        out_.by_symbol->add(r.locate, d);
+        by_symbol(r.locate, d);
         out_.over_time->add(bin, d);
       }
     }
@@ -424,6 +425,11 @@ class Counter {
   uint64_t accepted_through() const { return seen_; }
   uint64_t max_locate() const { return max_locate_; }  // of the accepted messages counted
   Result take() {
+    for (uint32_t k = 0; k < kSymbolAhead; ++k) {
+      const Delayed& e = delayed_[(delayed_at_ + k) % kSymbolAhead];
+      if (e.pending) out_.by_symbol->add(e.locate, e.value);
+    }
+    delayed_ = {};
     out_.slowest = slowest_.take();
     out_.time_origin = time_bins_.origin();
     out_.time_shift = time_bins_.shift();
@@ -436,6 +442,16 @@ class Counter {
     std::vector<uint64_t>& n = out_.throughput;
     for (size_t b = 0; b < n.size(); ++b) n[b / 2] = (b & 1 ? n[b / 2] : 0) + n[b];
     std::fill(n.begin() + std::ptrdiff_t(n.size() / 2), n.end(), 0);
+  }
+
+  // A message's by-symbol count is added kSymbolAhead messages after its cell is asked for (the array is MiBs,
+  // its rows touched at random): on 50 M nasdaq-day messages the add's miss was a third of a row's time.
+  void by_symbol(uint16_t locate, int64_t value) {
+    out_.by_symbol->prefetch(locate, value);
+    Delayed& e = delayed_[delayed_at_];
+    if (e.pending) out_.by_symbol->add(e.locate, e.value);
+    e = {value, locate, true};
+    delayed_at_ = (delayed_at_ + 1) % kSymbolAhead;
   }
 
   int64_t value(ChainStamp c) const {
@@ -497,6 +513,14 @@ class Counter {
   const Monotonic monotonic_;
   int64_t on_line_[kStampCount] = {};  // each stage's stamp on CLOCK_MONOTONIC (the origin and receive unused)
   int64_t intended_ = 0, actual_ = 0;
+  static constexpr uint32_t kSymbolAhead = 8;
+  struct Delayed {
+    int64_t value = 0;
+    uint16_t locate = 0;
+    bool pending = false;
+  };
+  std::array<Delayed, kSymbolAhead> delayed_{};
+  uint32_t delayed_at_ = 0;
 };
 
 // One part of the second pass: its counts, and where its reading ended (the decoder's state and the messages
