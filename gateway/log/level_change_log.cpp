@@ -2,9 +2,10 @@
 
 namespace itchbench {
 
-LevelChangeLog::LevelChangeLog(const std::string& path, const LogIdentity& id, size_t reserve_bytes)
+LevelChangeLog::LevelChangeLog(const std::string& path, const LogIdentity& id, size_t reserve_bytes,
+                               size_t limit_bytes)
     : log_(path, logfmt::Kind::kDepth, sizeof(logfmt::LevelChangeSlot), offsetof(logfmt::LevelChangeSlot, flags), id,
-           reserve_bytes) {}
+           reserve_bytes, limit_bytes) {}
 
 void LevelChangeLog::append_wide(uint64_t seq, uint64_t timestamp, uint16_t locate, uint8_t flags, bool bid,
                                  uint32_t px, uint64_t qty) {

@@ -14,8 +14,9 @@ namespace itchbench {
 
 class LevelChangeLog {
  public:
-  // Throws std::runtime_error naming the path on failure (MmapLog).
-  LevelChangeLog(const std::string& path, const LogIdentity& id, size_t reserve_bytes);
+  // Throws std::runtime_error naming the path on failure (MmapLog). limit_bytes: the file never grows past it.
+  LevelChangeLog(const std::string& path, const LogIdentity& id, size_t reserve_bytes,
+                 size_t limit_bytes = MmapLog::kNoLimit);
 
   // One level change (hot path). flags: logfmt::BboFlags. An anchor slot goes first when there is none yet, the
   // offsets do not fit (a seq 256 or more after the anchor's, a timestamp 2^32 ns or more after it, or either

@@ -86,3 +86,22 @@ TEST(LevelChangeLog, WritesAnchorsOnlyWhereTheOffsetsDoNotFit) {
   EXPECT_EQ(h.levels, 5);
   EXPECT_EQ(std::vector<uint8_t>(bytes.begin() + logfmt::kHeaderSize, bytes.end()), want);
 }
+
+TEST(LevelChangeLog, AFullLogCountsTheChangesItLostAndKeepsWholeOnes) {
+  // Room for three slots: the first change (its anchor and itself), the second; the third is lost, and so is
+  // the one after it, whose anchor (a change after a loss starts from one of its own) finds no room either.
+  ScratchDir dir;
+  const std::string path = dir.file("depth.dep");
+  LevelChangeLog log(path, identity(), 4096, logfmt::kHeaderSize + 3 * sizeof(logfmt::LevelChangeSlot));
+  for (uint64_t seq = 1; seq <= 4; ++seq) log.append(seq, kNineThirty, 1, 0, true, uint32_t(100 * seq), 10);
+  EXPECT_EQ(log.records(), 2u);
+  EXPECT_EQ(log.dropped(), 2u);
+  EXPECT_NE(log.drop_reason().find("limit"), std::string::npos) << log.drop_reason();
+  log.close();
+  std::vector<uint8_t> want;
+  anchor(want, 1, kNineThirty);
+  change(want, 100, 10, 0, 1, 0, 0x84);
+  change(want, 200, 10, 0, 1, 1, 0x84);
+  const std::vector<uint8_t> bytes = itchbench::testing::read_bytes(path);
+  EXPECT_EQ(std::vector<uint8_t>(bytes.begin() + logfmt::kHeaderSize, bytes.end()), want);
+}
