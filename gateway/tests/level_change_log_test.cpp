@@ -14,9 +14,10 @@ using itchbench::testing::ScratchDir;
 namespace {
 constexpr uint64_t kNineThirty = 34'200'000'000'000;  // 09:30, ns since midnight
 
-void put(std::vector<uint8_t>& out, uint64_t v, int bytes) {
+void put(std::vector<uint8_t>& out, uint64_t v, int bytes) {  // little-endian, at most 8 bytes
   for (int i = 0; i < bytes; ++i) out.push_back(uint8_t(v >> (8 * i)));
 }
+void zeros(std::vector<uint8_t>& out, int bytes) { out.insert(out.end(), size_t(bytes), uint8_t(0)); }
 void change(std::vector<uint8_t>& out, uint32_t px, uint32_t qty_low, uint32_t timestamp_off, uint16_t locate,
             uint8_t seq_off, uint8_t flags) {
   put(out, px, 4);
@@ -29,12 +30,12 @@ void change(std::vector<uint8_t>& out, uint32_t px, uint32_t qty_low, uint32_t t
 void anchor(std::vector<uint8_t>& out, uint64_t seq, uint64_t timestamp) {
   put(out, seq, 8);
   put(out, timestamp, 6);
-  put(out, 0, 1);
+  zeros(out, 1);
   put(out, 0x90, 1);
 }
 void high(std::vector<uint8_t>& out, uint32_t shares_high) {
   put(out, shares_high, 4);
-  put(out, 0, 11);
+  zeros(out, 11);
   put(out, 0xA0, 1);
 }
 LogIdentity identity() {
