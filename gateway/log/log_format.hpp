@@ -351,6 +351,8 @@ constexpr uint8_t kSlotKindMask = 0x30;
 constexpr uint8_t kSlotLevelChange = 0x00;
 constexpr uint8_t kSlotAnchor = 0x10;       // bytes 0-7: seq; 8-13: timestamp (48 bits); 14: zero
 constexpr uint8_t kSlotHighShares = 0x20;   // bytes 0-3: the next slot's shares >> 32; 4-14: zero
+// A slot's flags carry the BBO flags as they are: a new BBO flag must take a bit no slot uses.
+static_assert(((kBookMayBeStale | kFromSnapshot) & (kWritten | kSlotBid | kSlotKindMask)) == 0);
 
 // The head (seq, timestamp, stock, flags) where the whole event has it: a writer and a subscriber take either.
 static_assert(offsetof(LevelChangeRecord, seq) == offsetof(DepthRecord, seq) &&
