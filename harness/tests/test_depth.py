@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from collections import defaultdict
 
 import numpy as np
@@ -166,8 +167,28 @@ def test_depth_slots_read_back_as_level_change_records(tmp_path):
     ([_anchor(5, 0), _change(1, 1, 0, 1, 0, 0x80 | 0x30)], "depth slot 1 has flags 0xb0, no slot's"),
 ])
 def test_depth_slots_out_of_their_order_are_refused_with_the_slot_named(tmp_path, slots, words):
+    log = logs.read_depth(_slots_log(tmp_path / "bad.dep", slots))  # the header is whole: refused when read back
     with pytest.raises(logs.LogFormatError, match=words):
-        logs.read_depth(_slots_log(tmp_path / "bad.dep", slots))
+        log.records
+    with pytest.raises(logs.LogFormatError, match=words):
+        logs.bbo_digest(log)
+
+
+def test_a_run_whose_depth_slots_are_out_of_order_does_not_balance_and_names_the_slot(tmp_path):
+    # A gateway's depth log whose second slot carries a flag bit no slot has: reconciliation reads the log (its
+    # header is whole), cannot read its level changes back, and says so with the slot named; nothing crashes.
+    run = tmp_path / "run"
+    assert itchbench_main(["sim", str(SAMPLE), "--levels", "5", "--no-latency-log", "--out", str(run)]) == 0
+    path = run / "depth.dep"
+    data = bytearray(path.read_bytes())
+    data[logs.HEADER_SIZE + 16 + 15] |= 0x40
+    path.write_bytes(bytes(data))
+    checks: dict[str, bool] = {}
+    got = reconcile._depth(SimpleNamespace(dir=run, values={"levels": 5}), rundir.read_json(run / "gateway.json"),
+                           checks)
+    assert got["events"] == 0 and "depth slot 1 has flags" in got["refused"]
+    refused = [k for k, v in checks.items() if k.startswith("depth log holds together")]
+    assert len(refused) == 1 and not checks[refused[0]] and "depth slot 1 has flags" in refused[0]
 
 
 def test_a_depth_log_never_closed_is_read_to_its_last_whole_level_change(tmp_path):
@@ -185,8 +206,7 @@ def test_a_malformed_depth_log_is_refused_with_the_record_named(tmp_path):
     run = tmp_path / "run"
     assert itchbench_main(["sim", str(SAMPLE), "--levels", "5", "--no-latency-log", "--out", str(run)]) == 0
     path = run / "depth.dep"
-    good = path.read_bytes()
-    stored = logs.read_depth(path).stored.copy()
+    stored = logs.read_depth(path).changes.copy()
     for field, value, words in (("px", None, "depth record 99 takes price"), ("side", b"X", "depth record 99 has side")):
         broken = stored.copy()
         if value is None:
@@ -409,7 +429,7 @@ def test_the_built_in_gateway_over_udp_logs_and_publishes_every_levels_changes(t
     pair = next(i for i in range(len(rec) - 1) if rec["seq"][i] == rec["seq"][i + 1])
     swapped = rec.copy()
     swapped[[pair, pair + 1]] = rec[[pair + 1, pair]]
-    log = logs.read_depth(run / "depth.dep").stored.tobytes()  # its slots read back: the frames' records
+    log = logs.read_depth(run / "depth.dep").changes.tobytes()  # its slots read back: the frames' records
     assert reconcile._first_frame_not_in_log(swapped.tobytes(), log, logs.LEVEL_CHANGE_DTYPE) == pair + 1
     assert reconcile._first_frame_not_in_log(rec.tobytes(), log, logs.LEVEL_CHANGE_DTYPE) is None
 

@@ -241,7 +241,7 @@ class LogFile:
     clock_line: ClockLine | None = None  # set when the stamps are raw TSC ticks
     compact_stages: int | None = None    # a compact latency log: the stages its slots encode
     depth_levels: int | None = None      # a depth log of the top N: N (its level changes read back as events)
-    decoded: bool = False                # stored: a version-3 depth log's slots read back into level change records
+    slots: bool = False                  # a version-3 depth log: stored holds its slots (level changes and anchors)
 
     @property
     def complete(self) -> bool:
@@ -252,16 +252,24 @@ class LogFile:
         """One record a message (an event, a packet): the stored records, or a compact log's slots decoded into
         the version-3 layout of its stages. Stamps as stored (raw ticks where the log holds raw ticks)."""
         if self.depth_levels is not None:
-            return depth_events(self.path, self.stored, self.depth_levels)
+            return depth_events(self.path, self.changes, self.depth_levels)
         if self.compact_stages is None:
-            return self.stored
+            return self.changes
         return decode_compact(self.path, self.stored, self.compact_stages, CompactState())[0]
+
+    @cached_property
+    def changes(self) -> np.ndarray:
+        """A depth log's level change records (version 1: its events): a version-3 log's slots read back, refused
+        with the slot named when they are out of their order (LogFormatError); any other log's stored records."""
+        return decode_level_change_slots(self.path, self.stored, self.finalized) if self.slots else self.stored
 
     @property
     def dtype(self) -> np.dtype:
         """The layout of `records`."""
         if self.depth_levels is not None:
             return depth_dtype(self.depth_levels)
+        if self.slots:
+            return LEVEL_CHANGE_DTYPE
         return self.stored.dtype if self.compact_stages is None else latency_v3_dtype(self.compact_stages)
 
     @cached_property
@@ -361,14 +369,11 @@ def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: b
         n = int(unwritten[0]) if unwritten.size else whole
         records = records[:n]
         notes.append(f"log was never closed (writer crashed or still running): read {n} whole records")
-    decoded = (kind, version) == (KIND_DEPTH, DEPTH_SLOTS_VERSION)
-    if decoded:
-        records = decode_level_change_slots(path, records, finalized)
     if notes:
         warnings.warn(f"{path}: " + "; ".join(notes), TruncatedLogWarning, stacklevel=2)
 
     return LogFile(path, name, header, records, finalized, notes, head, line, stages if compact else None, depth_levels,
-                   decoded)
+                   (kind, version) == (KIND_DEPTH, DEPTH_SLOTS_VERSION))
 
 
 def decode_level_change_slots(path: Path, slots: np.ndarray, finalized: bool) -> np.ndarray:
@@ -428,7 +433,7 @@ def _event_starts(changes: np.ndarray) -> np.ndarray:
 def depth_event_count(log: LogFile) -> int:
     """The depth events a depth log holds, without reading them back whole: of the top N (version 2), the runs of
     records of one seq and stock; otherwise one a record."""
-    return len(_event_starts(log.stored)) if log.depth_levels is not None else len(log.stored)
+    return len(_event_starts(log.changes)) if log.depth_levels is not None else len(log.changes)
 
 
 def depth_events(path: Path, changes: np.ndarray, levels: int, builder: native.DepthEvents | None = None
@@ -537,7 +542,7 @@ def iter_records(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
     if log.depth_levels is not None:
         yield from _iter_depth_events(log, chunk)
         return
-    if log.decoded:
+    if log.slots:
         yield from _stored_chunks(log, chunk)
         return
     total = len(log.stored)
@@ -572,7 +577,7 @@ def _iter_depth_events(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
     event, which may go on in the next, is carried over to it."""
     assert log.depth_levels is not None
     builder = native.DepthEvents(log.depth_levels)
-    total, read, carried = len(log.stored), 0, np.zeros(0, log.stored.dtype)
+    total, read, carried = len(log.changes), 0, np.zeros(0, log.changes.dtype)
     for part in _stored_chunks(log, chunk):
         read += len(part)
         records = np.concatenate((carried, part))
@@ -583,13 +588,13 @@ def _iter_depth_events(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
 
 def _stored_chunks(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
     """The log's records as stored, `chunk` at a time, read with plain reads into one reused buffer (memory stays
-    a chunk, and no page of the log stays mapped); a log read back from slots, slices of its records. A yielded
-    array is valid until the next one is read."""
-    total = len(log.stored)
-    if log.decoded:
-        for start in range(0, total, chunk):
-            yield log.stored[start:start + chunk]
+    a chunk, and no page of the log stays mapped); a version-3 depth log, slices of its level changes read back.
+    A yielded array is valid until the next one is read."""
+    if log.slots:
+        for start in range(0, len(log.changes), chunk):
+            yield log.changes[start:start + chunk]
         return
+    total = len(log.stored)
     buf = np.empty(min(chunk, max(total, 1)), log.stored.dtype)
     with open(log.path, "rb") as f:
         f.seek(log.header_size)

@@ -43,6 +43,7 @@ def _depth(run: "Run", gw: dict[str, Any], checks: dict[str, bool]) -> dict[str,
     log = logs.read_depth(path)
     try:
         events, digest = logs.depth_event_count(log), logs.bbo_digest(log)
+        changes = len(log.changes)
     except logs.LogFormatError as e:
         # Records a reader cannot rebuild events from (one takes out a level its top N does not hold, ...): the
         # gateway wrote them, and nothing more of its depth can be judged. Named, with the first record refused.
@@ -50,7 +51,7 @@ def _depth(run: "Run", gw: dict[str, Any], checks: dict[str, bool]) -> dict[str,
         return {"levels": logs.levels_of(log.dtype), "events": 0, "digest": "", "refused": str(e)}
     checks["depth log holds together (its records rebuild every event)"] = True
     checks["depth events logged = the gateway's count, none dropped"] = (
-        len(log.stored) == gw["logs"].get("depth_records", 0) and events == gw.get("depth_events", -1)
+        changes == gw["logs"].get("depth_records", 0) and events == gw.get("depth_events", -1)
         and gw["logs"].get("depth_dropped", 0) == 0 and log.complete)
     return {"levels": logs.levels_of(log.dtype), "events": events, "digest": digest}
 
@@ -338,8 +339,11 @@ def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
     slots read back)."""
     log_path = run_dir / "depth.dep"
     log = logs.read_depth(log_path) if log_path.is_file() else None
-    expected = log.stored.tobytes() if log is not None else b""
-    dtype = log.stored.dtype if log is not None else logs.LEVEL_CHANGE_DTYPE
+    try:
+        records = log.changes if log is not None else np.zeros(0, logs.LEVEL_CHANGE_DTYPE)
+    except logs.LogFormatError:  # refused, and said so by the depth check: nothing to hold the frames to
+        records = np.zeros(0, logs.LEVEL_CHANGE_DTYPE)
+    expected, dtype = records.tobytes(), records.dtype
     path = run_dir / sub["file"]
     if sub.get("kind") in BROKER_NAMES:
         return _brokered_subscriber(sub, gw, path, expected, checks, dtype)
@@ -356,8 +360,7 @@ def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
     checks[f"{name} finished in time"] = not sub["timed_out"]
     checks[f"{name} received only the depth log's frames, in its order, whole"] = \
         wrong is None and len(got) % dtype.itemsize == 0
-    checks[f"{name}: depth records published = logged"] = int(publisher.get("published", -1)) == (
-        len(log.stored) if log is not None else 0)
+    checks[f"{name}: depth records published = logged"] = int(publisher.get("published", -1)) == len(records)
     if dropped == 0 and not closed:
         checks[f"{name} received the depth log exactly"] = got == expected
     return {**sub, "frames": len(got) // dtype.itemsize, "frames_dropped": dropped, "closed_by": closed,
