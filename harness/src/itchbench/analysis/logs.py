@@ -389,14 +389,12 @@ def decode_level_change_slots(path: Path, slots: np.ndarray, finalized: bool) ->
     n = len(slots)
     changes = np.flatnonzero(kind == 0)
     high = np.flatnonzero(kind == SLOT_HIGH_SHARES)
-    if high.size:
-        follows = high + 1
-        orphan = follows >= n
-        orphan[~orphan] = kind[follows[~orphan]] != 0
-        if orphan.any():
-            at = int(high[orphan][0])
-            if finalized or at != n - 1:
-                raise LogFormatError(f"{path}: depth slot {at} holds high shares, and no level change follows it")
+    # A high-shares slot is followed by its change; only a log never closed may end with one (it is left out).
+    whole = high[high + 1 < n]
+    orphan = whole[kind[whole + 1] != 0]
+    if orphan.size or (finalized and whole.size < high.size):
+        at = int(orphan[0]) if orphan.size else n - 1
+        raise LogFormatError(f"{path}: depth slot {at} holds high shares, and no level change follows it")
     anchor = np.where(kind == SLOT_ANCHOR, np.arange(n), -1)
     np.maximum.accumulate(anchor, out=anchor)
     of = anchor[changes]
@@ -413,11 +411,7 @@ def decode_level_change_slots(path: Path, slots: np.ndarray, finalized: bool) ->
     out["side"] = np.where(mine["flags"] & SLOT_BID, b"B", b"S")
     out["px"] = mine["px"]
     out["qty"] = mine["qty_low"]
-    if high.size:
-        whole = high[high + 1 < n]
-        whole = whole[kind[whole + 1] == 0]
-        at = np.searchsorted(changes, whole + 1)
-        out["qty"][at] |= slots["px"][whole].astype(np.uint64) << np.uint64(32)
+    out["qty"][np.searchsorted(changes, whole + 1)] |= slots["px"][whole].astype(np.uint64) << np.uint64(32)
     return out
 
 
