@@ -4,6 +4,7 @@ expected events come from an independent Python book (independent_bbo.DepthBook)
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -134,27 +135,44 @@ def _slots_log(path: Path, slots: list[bytes], finalized: bool = True) -> Path:
     return path
 
 
+# Offsets at their widest (seq + 255, timestamp + 2^32 - 1), an anchor moving both on, shares of 5,000,000,000
+# (0x1_2A05_F200) split over a high-shares slot and the change's low 32 bits, the flags and side of each.
+SLOTS = [
+    _anchor(1000, NINE_THIRTY),
+    _change(1234500, 300, 0, 7, 0, 0x80 | 0x04),
+    _change(1235000, 0, 0, 7, 0, 0x80 | 0x01),
+    _change(1, 5, 2**32 - 1, 9, 255, 0x80),
+    _anchor(1256, NINE_THIRTY + 10),
+    _high(1),
+    _change(2, 0x2A05F200, 3, 9, 1, 0x80 | 0x02 | 0x04),
+    _change(3, 7, 4, 9, 2, 0x80),
+]
+SLOTS_READ_BACK = [
+    (1000, NINE_THIRTY, 7, 0x80, b"B", 1234500, 300),
+    (1000, NINE_THIRTY, 7, 0x81, b"S", 1235000, 0),
+    (1255, NINE_THIRTY + 2**32 - 1, 9, 0x80, b"S", 1, 5),
+    (1257, NINE_THIRTY + 13, 9, 0x82, b"B", 2, 5_000_000_000),
+    (1258, NINE_THIRTY + 14, 9, 0x80, b"S", 3, 7),
+]
+
+
+def _tuples(rec: np.ndarray) -> list[tuple]:
+    return [(int(r["seq"]), int(r["timestamp"]), int(r["stock_locate"]), int(r["flags"]), r["side"], int(r["px"]),
+             int(r["qty"])) for r in rec]
+
+
 def test_depth_slots_read_back_as_level_change_records(tmp_path):
-    # Offsets at their widest (seq + 255, timestamp + 2^32 - 1), an anchor moving both on, shares of 5,000,000,000
-    # (0x1_2A05_F200) split over a high-shares slot and the change's low 32 bits, the flags and side of each.
-    path = _slots_log(tmp_path / "v3.dep", [
-        _anchor(1000, NINE_THIRTY),
-        _change(1234500, 300, 0, 7, 0, 0x80 | 0x04),
-        _change(1235000, 0, 0, 7, 0, 0x80 | 0x01),
-        _change(1, 5, 2**32 - 1, 9, 255, 0x80),
-        _anchor(1256, NINE_THIRTY + 10),
-        _high(1),
-        _change(2, 0x2A05F200, 3, 9, 1, 0x80 | 0x02 | 0x04),
-    ])
-    rec = logs.read_depth(path).records
+    rec = logs.read_depth(_slots_log(tmp_path / "v3.dep", SLOTS)).records
     assert rec.dtype == logs.LEVEL_CHANGE_DTYPE
-    assert [(int(r["seq"]), int(r["timestamp"]), int(r["stock_locate"]), int(r["flags"]), r["side"], int(r["px"]),
-             int(r["qty"])) for r in rec] == [
-        (1000, NINE_THIRTY, 7, 0x80, b"B", 1234500, 300),
-        (1000, NINE_THIRTY, 7, 0x81, b"S", 1235000, 0),
-        (1255, NINE_THIRTY + 2**32 - 1, 9, 0x80, b"S", 1, 5),
-        (1257, NINE_THIRTY + 13, 9, 0x82, b"B", 2, 5_000_000_000),
-    ]
+    assert _tuples(rec) == SLOTS_READ_BACK
+
+
+@pytest.mark.parametrize("part", range(1, len(SLOTS) + 1))
+def test_depth_slots_read_a_part_at_a_time_are_the_slots_read_whole(tmp_path, part):
+    # Every part size: parts that begin with no anchor of their own (the last one before carried over), a part
+    # that ends with a high-shares slot (its change in the next part), and a part that is all anchors.
+    log = logs.read_depth(_slots_log(tmp_path / "v3.dep", SLOTS))
+    assert _tuples(np.concatenate([p.copy() for p in logs.iter_records(log, part)])) == SLOTS_READ_BACK
 
 
 @pytest.mark.parametrize("slots, words", [
@@ -172,6 +190,8 @@ def test_depth_slots_out_of_their_order_are_refused_with_the_slot_named(tmp_path
         log.records
     with pytest.raises(logs.LogFormatError, match=words):
         logs.bbo_digest(log)
+    with pytest.raises(logs.LogFormatError, match=words):  # a slot at a time: the slot named by its place in the log
+        list(logs.iter_records(log, 1))
 
 
 def test_a_run_whose_depth_slots_are_out_of_order_does_not_balance_and_names_the_slot(tmp_path):
@@ -184,8 +204,8 @@ def test_a_run_whose_depth_slots_are_out_of_order_does_not_balance_and_names_the
     data[logs.HEADER_SIZE + 16 + 15] |= 0x40
     path.write_bytes(bytes(data))
     checks: dict[str, bool] = {}
-    got = reconcile._depth(SimpleNamespace(dir=run, values={"levels": 5}), rundir.read_json(run / "gateway.json"),
-                           checks)
+    got = reconcile._depth(SimpleNamespace(dir=run, values={"levels": 5}, say=None),
+                           rundir.read_json(run / "gateway.json"), checks)
     assert got["events"] == 0 and "depth slot 1 has flags" in got["refused"]
     refused = [k for k, v in checks.items() if k.startswith("depth log holds together")]
     assert len(refused) == 1 and not checks[refused[0]] and "depth slot 1 has flags" in refused[0]
@@ -198,6 +218,20 @@ def test_a_depth_log_never_closed_is_read_to_its_last_whole_level_change(tmp_pat
     with pytest.warns(logs.TruncatedLogWarning, match="never closed"):
         rec = logs.read_depth(path).records
     assert [(int(r["seq"]), int(r["qty"])) for r in rec] == [(5, 1)]
+
+
+def test_the_depth_summary_read_a_part_at_a_time_is_the_log_read_whole(tmp_path, monkeypatch):
+    # Reconciliation's one pass (events, level changes, digest) against the log read back whole and hashed at once,
+    # with parts of a few events each: events that go on from one part into the next, carried over.
+    run = tmp_path / "run"
+    assert itchbench_main(["sim", str(SAMPLE), "--levels", "5", "--no-latency-log", "--out", str(run)]) == 0
+    log = logs.read_depth(run / "depth.dep")
+    whole = logs.DepthSummary(len(log.changes), len(log.records),
+                              "sha256:" + hashlib.sha256(log.records.tobytes()).hexdigest())
+    assert whole.events > 1000 and whole.changes > whole.events
+    assert logs.depth_summary(logs.read_depth(run / "depth.dep")) == whole
+    monkeypatch.setattr(logs, "DEPTH_EVENT_BYTES_AT_ONCE", 7 * logs.depth_dtype(5).itemsize)
+    assert logs.depth_summary(logs.read_depth(run / "depth.dep")) == whole
 
 
 def test_a_malformed_depth_log_is_refused_with_the_record_named(tmp_path):

@@ -13,7 +13,7 @@ import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -261,7 +261,7 @@ class LogFile:
     def changes(self) -> np.ndarray:
         """A depth log's level change records (version 1: its events): a version-3 log's slots read back, refused
         with the slot named when they are out of their order (LogFormatError); any other log's stored records."""
-        return decode_level_change_slots(self.path, self.stored, self.finalized) if self.slots else self.stored
+        return decode_level_change_slots(self.path, self.stored, self.finalized)[0] if self.slots else self.stored
 
     @property
     def dtype(self) -> np.dtype:
@@ -376,16 +376,20 @@ def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: b
                    (kind, version) == (KIND_DEPTH, DEPTH_SLOTS_VERSION))
 
 
-def decode_level_change_slots(path: Path, slots: np.ndarray, finalized: bool) -> np.ndarray:
+def decode_level_change_slots(path: Path, slots: np.ndarray, finalized: bool, first: int = 0,
+                              anchor_before: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """A version-3 depth log's slots read back into level change records (FORMAT.md, "Level change slot"): each
     level change's seq and timestamp its last anchor's plus its offsets, its shares' high 32 bits from a high-shares
     slot just before it. A log never closed may end with an anchor or high-shares slot whose change was not written;
-    anything else out of that order is refused, naming the slot."""
+    anything else out of that order is refused, naming the slot. The slots may be a part of the log: `first` the
+    index of the first, `anchor_before` the last anchor slot before them (a one-slot array). Returns the records and
+    the last anchor slot up to the slots' end, for the part after them."""
     flags = slots["flags"]
     kind = flags & SLOT_KIND_MASK
     bad = np.flatnonzero(((flags & (0xFF ^ SLOT_FLAGS)) != 0) | (kind == SLOT_KIND_MASK))
     if bad.size:
-        raise LogFormatError(f"{path}: depth slot {int(bad[0])} has flags 0x{int(flags[bad[0]]):02x}, no slot's")
+        raise LogFormatError(f"{path}: depth slot {first + int(bad[0])} has flags 0x{int(flags[bad[0]]):02x}, "
+                             f"no slot's")
     n = len(slots)
     changes = np.flatnonzero(kind == 0)
     high = np.flatnonzero(kind == SLOT_HIGH_SHARES)
@@ -394,13 +398,18 @@ def decode_level_change_slots(path: Path, slots: np.ndarray, finalized: bool) ->
     orphan = whole[kind[whole + 1] != 0]
     if orphan.size or (finalized and whole.size < high.size):
         at = int(orphan[0]) if orphan.size else n - 1
-        raise LogFormatError(f"{path}: depth slot {at} holds high shares, and no level change follows it")
-    anchor = np.where(kind == SLOT_ANCHOR, np.arange(n), -1)
+        raise LogFormatError(f"{path}: depth slot {first + at} holds high shares, and no level change follows it")
+    # Each slot's anchor as an index into the anchor before the slots (0) followed by the slots (1 ..).
+    anchor = np.where(kind == SLOT_ANCHOR, np.arange(1, n + 1), 0)
     np.maximum.accumulate(anchor, out=anchor)
     of = anchor[changes]
-    if of.size and of[0] < 0:
-        raise LogFormatError(f"{path}: depth slot {int(changes[0])} is a level change with no anchor before it")
-    anchors = slots.view(ANCHOR_SLOT_DTYPE)[of]
+    if of.size and of[0] == 0 and anchor_before is None:
+        raise LogFormatError(f"{path}: depth slot {first + int(changes[0])} is a level change with no anchor before "
+                             f"it")
+    last_anchor = slots[anchor[-1] - 1:anchor[-1]].copy() if n and anchor[-1] else anchor_before
+    before = anchor_before if anchor_before is not None else np.zeros(1, slots.dtype)
+    anchors = np.concatenate((before, slots)).view(ANCHOR_SLOT_DTYPE)[of] if changes.size else before[:0].view(
+        ANCHOR_SLOT_DTYPE)
     mine = slots[changes]
     out = np.empty(len(changes), LEVEL_CHANGE_DTYPE)
     out["seq"] = anchors["seq"] + mine["seq_off"]
@@ -412,7 +421,7 @@ def decode_level_change_slots(path: Path, slots: np.ndarray, finalized: bool) ->
     out["px"] = mine["px"]
     out["qty"] = mine["qty_low"]
     out["qty"][np.searchsorted(changes, whole + 1)] |= slots["px"][whole].astype(np.uint64) << np.uint64(32)
-    return out
+    return out, last_anchor
 
 
 def _event_starts(changes: np.ndarray) -> np.ndarray:
@@ -424,17 +433,13 @@ def _event_starts(changes: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.concatenate(([True], (seq[1:] != seq[:-1]) | (stock[1:] != stock[:-1]))))
 
 
-def depth_event_count(log: LogFile) -> int:
-    """The depth events a depth log holds, without reading them back whole: of the top N (version 2), the runs of
-    records of one seq and stock; otherwise one a record."""
-    return len(_event_starts(log.changes)) if log.depth_levels is not None else len(log.changes)
-
-
-def depth_events(path: Path, changes: np.ndarray, levels: int, builder: native.DepthEvents | None = None
-                 ) -> np.ndarray:
+def depth_events(path: Path, changes: np.ndarray, levels: int, builder: native.DepthEvents | None = None,
+                 room: np.ndarray | None = None) -> np.ndarray:
     """Level change records of the top N (whole events) read back into whole events (depth_dtype(levels)) by the
-    C++ reader, each stock's top N carried in builder from the records before (a fresh one: from empty books)."""
-    out = np.zeros(len(_event_starts(changes)), depth_dtype(levels))
+    C++ reader, each stock's top N carried in builder from the records before (a fresh one: from empty books);
+    written into room when it is large enough (a buffer reused part after part: its pages touched once)."""
+    events = len(_event_starts(changes))
+    out = room[:events] if room is not None and len(room) >= events else np.empty(events, depth_dtype(levels))
     builder = builder or native.DepthEvents(levels)
     try:
         written = builder.apply(np.ascontiguousarray(changes), out)
@@ -534,10 +539,11 @@ def iter_records(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
     by chunk, its state carried across. A yielded array is valid until the
     next one is read."""
     if log.depth_levels is not None:
-        yield from _iter_depth_events(log, chunk)
+        chunk = depth_chunk(log.depth_levels, chunk)
+        yield from _iter_depth_events(log, _change_chunks(log, chunk), chunk)
         return
     if log.slots:
-        yield from _stored_chunks(log, chunk)
+        yield from _change_chunks(log, chunk)
         return
     total = len(log.stored)
     # A compact message takes up to 8 slots (7 escapes): a buffer of 16 always holds one whole.
@@ -566,28 +572,64 @@ def iter_records(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
             yield part
 
 
-def _iter_depth_events(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
-    """A version-2 depth log of the top N as whole events, about `chunk` records read at a time: a chunk's last
-    event, which may go on in the next, is carried over to it."""
+# Bytes of whole depth events built at a time, in one reused buffer (64 levels a side: 2 KiB an event): parts large
+# enough that a call's overhead is nothing, small enough to stay in cache while they are hashed.
+DEPTH_EVENT_BYTES_AT_ONCE = 8 << 20
+
+
+def depth_chunk(levels: int, chunk: int) -> int:
+    """Level change records to read at a time, about `chunk`, fewer when their whole events of the top N would
+    pass DEPTH_EVENT_BYTES_AT_ONCE."""
+    return max(1, min(chunk, DEPTH_EVENT_BYTES_AT_ONCE // depth_dtype(levels).itemsize))
+
+
+def _iter_depth_events(log: LogFile, parts: Iterator[np.ndarray], chunk: int) -> Iterator[np.ndarray]:
+    """A depth log of the top N (version 2 or 3) as whole events, from its level change records given at most
+    `chunk` at a time: a part's last event, which may go on in the next, is carried over to it. A yielded array is
+    valid until the next one is made."""
     assert log.depth_levels is not None
-    builder = native.DepthEvents(log.depth_levels)
-    total, read, carried = len(log.changes), 0, np.zeros(0, log.changes.dtype)
-    for part in _stored_chunks(log, chunk):
-        read += len(part)
-        records = np.concatenate((carried, part))
-        last = int(_event_starts(records)[-1]) if read < total else len(records)
+    levels = log.depth_levels
+    builder = native.DepthEvents(levels)
+    room = np.empty(chunk + 4 * levels, depth_dtype(levels))  # a part and the event carried into it
+    carried = np.zeros(0, LEVEL_CHANGE_DTYPE)
+    for part in parts:
+        records = np.concatenate((carried, part)) if len(carried) else part
+        last = int(_event_starts(records)[-1]) if len(records) else 0
         carried = records[last:].copy()
-        yield depth_events(log.path, records[:last], log.depth_levels, builder)
+        yield depth_events(log.path, records[:last], levels, builder, room)
+    yield depth_events(log.path, carried, levels, builder, room)
+
+
+def _change_chunks(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
+    """A depth log's level change records (version 1: its events), about `chunk` at a time, from plain reads (memory
+    stays a chunk, and no page of the log stays mapped): a version-3 log's slots read back part by part, the last
+    anchor carried from one part to the next and a high-shares slot that ends a part moved to the next's start.
+    A yielded array is valid until the next one is read."""
+    if not log.slots:
+        yield from _stored_chunks(log, chunk)
+        return
+    total = len(log.stored)
+    buf = np.empty(max(chunk, 2), log.stored.dtype)
+    anchor, carried, read = None, 0, 0
+    with open(log.path, "rb") as f:
+        f.seek(log.header_size)
+        while read < total:
+            part = buf[:carried + min(len(buf) - carried, total - read)]
+            got = part[carried:]
+            if f.readinto(got.view(np.uint8)) != got.nbytes:
+                raise LogFormatError(f"{log.path}: shorter than when it was opened")
+            read += len(got)
+            ends_high = read < total and int(part["flags"][-1]) & SLOT_KIND_MASK == SLOT_HIGH_SHARES
+            whole = part[:-1] if ends_high else part
+            changes, anchor = decode_level_change_slots(log.path, whole, log.finalized, read - len(part), anchor)
+            carried = len(part) - len(whole)
+            buf[:carried] = part[len(whole):]
+            yield changes
 
 
 def _stored_chunks(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
     """The log's records as stored, `chunk` at a time, read with plain reads into one reused buffer (memory stays
-    a chunk, and no page of the log stays mapped); a version-3 depth log, slices of its level changes read back.
-    A yielded array is valid until the next one is read."""
-    if log.slots:
-        for start in range(0, len(log.changes), chunk):
-            yield log.changes[start:start + chunk]
-        return
+    a chunk, and no page of the log stays mapped). A yielded array is valid until the next one is read."""
     total = len(log.stored)
     buf = np.empty(min(chunk, max(total, 1)), log.stored.dtype)
     with open(log.path, "rb") as f:
@@ -674,6 +716,37 @@ class Digesting:
 
     def result(self) -> tuple[str, StaleSeen]:
         return "sha256:" + self._hash.hexdigest(), StaleSeen(self._flagged, self._lowest, self._highest)
+
+
+@dataclass(frozen=True)
+class DepthSummary:
+    """What a run's reconciliation asks of its depth log, taken in one pass over it (memory: a part of it)."""
+    changes: int  # level change records (version 1: its whole events)
+    events: int
+    digest: str   # bbo_digest's
+
+
+def depth_summary(log: LogFile, read: Callable[[int], None] | None = None) -> DepthSummary:
+    """The depth log's records, events and digest, read once a part at a time (`read` told part by part how many
+    level change records are read); raises LogFormatError where its records do not rebuild its events."""
+    digesting, changes = Digesting(), 0
+
+    def counted(parts: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+        nonlocal changes
+        for part in parts:
+            changes += len(part)
+            if read is not None:
+                read(changes)
+            yield part
+
+    if log.depth_levels is None:  # every level (its records are its events), or version 1 (whole events)
+        events: Iterator[np.ndarray] = counted(_change_chunks(log, 1 << 20))
+    else:
+        chunk = depth_chunk(log.depth_levels, 1 << 20)
+        events = _iter_depth_events(log, counted(_change_chunks(log, chunk)), chunk)
+    for part in events:
+        digesting.add(part)
+    return DepthSummary(changes, digesting.records, digesting.result()[0])
 
 
 def digest_and_stale(log: LogFile) -> tuple[str, StaleSeen]:

@@ -35,7 +35,8 @@ def _depth_digest(capture: str, mtime_ns: int, gateway: str, feed_args: str, lev
         run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", tmp, "--no-latency-log",
                                   "--levels", str(levels), *feed_args.split()], ok_codes=(0, 1))
         depth = logs.read_depth(Path(tmp) / "depth.dep")
-        return logs.bbo_digest(depth), logs.depth_event_count(depth)
+        summary = logs.depth_summary(depth)
+        return summary.digest, summary.events
 
 
 def sim_depth(capture: Path, levels: Levels, feed: str = "") -> tuple[str, int]:

@@ -23,7 +23,7 @@ from ..captures import faults
 from ..captures.digest import sim_bbo, sim_depth
 from ..captures.inspect import capture_kind, facts_of
 from ..gateways import adapter, blackbox
-from .. import rundir
+from .. import progress, rundir
 from . import join, noise, recovery, verdict
 from .transports import rerequest, udp
 from .failure import RunError, describe_exit
@@ -41,19 +41,23 @@ def _depth(run: "Run", gw: dict[str, Any], checks: dict[str, bool]) -> dict[str,
         checks["depth log written (levels = N)"] = False
         return {"levels": run.values["levels"], "events": 0, "digest": ""}
     log = logs.read_depth(path)
+    # A day at 5 levels is 120 M level changes, read back, rebuilt into events and hashed: seconds, said as they go.
+    meter = progress.Progress("depth log, read back and digested", gw["logs"].get("depth_records") or None,
+                              say=run.say, log=run.dir / "progress.log", unit="level changes")
     try:
-        events, digest = logs.depth_event_count(log), logs.bbo_digest(log)
-        changes = len(log.changes)
+        summary = logs.depth_summary(log, meter.update)
     except logs.LogFormatError as e:
+        meter.finish(how="refused")
         # Records a reader cannot rebuild events from (one takes out a level its top N does not hold, ...): the
         # gateway wrote them, and nothing more of its depth can be judged. Named, with the first record refused.
         checks[f"depth log holds together (its records rebuild every event): {str(e).rpartition('.dep: ')[2]}"] = False
         return {"levels": logs.levels_of(log.dtype), "events": 0, "digest": "", "refused": str(e)}
+    meter.finish(summary.changes)
     checks["depth log holds together (its records rebuild every event)"] = True
     checks["depth events logged = the gateway's count, none dropped"] = (
-        changes == gw["logs"].get("depth_records", 0) and events == gw.get("depth_events", -1)
+        summary.changes == gw["logs"].get("depth_records", 0) and summary.events == gw.get("depth_events", -1)
         and gw["logs"].get("depth_dropped", 0) == 0 and log.complete)
-    return {"levels": logs.levels_of(log.dtype), "events": events, "digest": digest}
+    return {"levels": logs.levels_of(log.dtype), "events": summary.events, "digest": summary.digest}
 
 
 def _latency_messages(run: "Run", lat_path: Path) -> int:
