@@ -6,10 +6,14 @@
 
 namespace itchbench {
 
-std::vector<DepthEventBuilder::Level>& DepthEventBuilder::side_of(uint16_t locate, bool bid) {
-  const size_t at = 2 * size_t(locate) + (bid ? 0 : 1);
-  if (sides_.size() <= at) sides_.resize(at + 1);
-  return sides_[at];
+DepthEventBuilder::Book& DepthEventBuilder::book_of(uint16_t locate) {
+  if (book_at_.size() <= locate) book_at_.resize(size_t(locate) + 1, 0);
+  if (book_at_[locate] == 0) {
+    books_.push_back(Book{{0, 0}, uint32_t(levels_pool_.size())});
+    levels_pool_.resize(levels_pool_.size() + 4 * size_t(levels_), Level{});
+    book_at_[locate] = uint32_t(books_.size());
+  }
+  return books_[book_at_[locate] - 1];
 }
 
 void DepthEventBuilder::fail(uint64_t index, const std::string& what) const {
@@ -19,20 +23,28 @@ void DepthEventBuilder::fail(uint64_t index, const std::string& what) const {
 void DepthEventBuilder::apply_one(const logfmt::LevelChangeRecord& r, uint64_t index) {
   if (r.side != 'B' && r.side != 'S') fail(index, "has side byte " + std::to_string(r.side) + ", not B or S");
   const bool bid = r.side == 'B';
-  std::vector<Level>& side = side_of(r.stock_locate, bid);
-  const auto better = [bid](uint32_t a, uint32_t b) { return bid ? a > b : a < b; };
-  const auto at = std::find_if(side.begin(), side.end(), [&](const Level& l) { return !better(l.px, r.px); });
-  const bool held = at != side.end() && at->px == r.px;
-  const std::string price = "price " + std::to_string(r.px);
+  Book& book = book_of(r.stock_locate);
+  uint32_t& count = book.count[bid ? 0 : 1];
+  Level* side = &levels_pool_[book.first + (bid ? 0 : 2 * size_t(levels_))];
+  uint32_t at = 0;
+  while (at < count && (bid ? side[at].px > r.px : side[at].px < r.px)) ++at;
+  const bool held = at < count && side[at].px == r.px;
   if (r.qty == 0) {
-    if (!held) fail(index, "takes " + price + " out of the top levels, which do not hold it");
-    side.erase(at);
+    if (!held) fail(index, "takes price " + std::to_string(r.px) + " out of the top levels, which do not hold it");
+    std::copy(side + at + 1, side + count, side + at);
+    --count;
   } else if (held) {
-    if (at->qty == r.qty)
-      fail(index, "changes nothing (" + price + " already has " + std::to_string(r.qty) + " shares)");
-    at->qty = r.qty;
+    if (side[at].qty == r.qty)
+      fail(index, "changes nothing (price " + std::to_string(r.px) + " already has " + std::to_string(r.qty) +
+                      " shares)");
+    side[at].qty = r.qty;
   } else {
-    side.insert(at, Level{r.px, r.qty});
+    if (count == 2 * levels_)
+      fail(index, "leaves stock " + std::to_string(r.stock_locate) + " with more than " + std::to_string(levels_) +
+                      " levels a side");
+    std::copy_backward(side + at, side + count, side + count + 1);
+    side[at] = Level{r.px, 0, r.qty};
+    ++count;
   }
 }
 
@@ -43,15 +55,13 @@ void DepthEventBuilder::write_event(const logfmt::LevelChangeRecord& head, uint8
   h.stock_locate = head.stock_locate;
   h.flags = head.flags;
   std::memcpy(out, &h, sizeof h);
-  auto* levels = reinterpret_cast<logfmt::DepthLevel*>(out + sizeof h);
-  for (const bool bid : {true, false}) {
-    const size_t at = 2 * size_t(head.stock_locate) + (bid ? 0 : 1);
-    const std::vector<Level>* side = at < sides_.size() ? &sides_[at] : nullptr;
-    for (uint32_t k = 0; k < levels_; ++k) {
-      logfmt::DepthLevel l{};
-      if (side && k < side->size()) l.px = (*side)[k].px, l.qty = (*side)[k].qty;
-      std::memcpy(levels++, &l, sizeof l);
-    }
+  out += sizeof h;
+  const Book& book = books_[book_at_[head.stock_locate] - 1];
+  for (const uint32_t side : {0u, 1u}) {
+    const size_t held = book.count[side] * sizeof(Level);
+    std::memcpy(out, &levels_pool_[book.first + side * 2 * size_t(levels_)], held);
+    std::memset(out + held, 0, levels_ * sizeof(Level) - held);
+    out += levels_ * sizeof(Level);
   }
 }
 
@@ -75,10 +85,10 @@ uint64_t DepthEventBuilder::apply(const logfmt::LevelChangeRecord* records, uint
       }
       apply_one(records[end], index);
     }
-    for (const bool bid : {true, false})
-      if (side_of(head.stock_locate, bid).size() > levels_)
-        fail(seen_ + end - 1, "leaves stock " + std::to_string(head.stock_locate) + " with more than " +
-                                  std::to_string(levels_) + " levels a side");
+    const Book& book = books_[book_at_[head.stock_locate] - 1];
+    if (book.count[0] > levels_ || book.count[1] > levels_)
+      fail(seen_ + end - 1, "leaves stock " + std::to_string(head.stock_locate) + " with more than " +
+                                std::to_string(levels_) + " levels a side");
     if (events == capacity)
       fail(seen_ + i, "begins an event past the " + std::to_string(capacity) + " room was made for");
     write_event(head, out + events * event_bytes);

@@ -27,18 +27,25 @@ class DepthEventBuilder {
   uint64_t apply(const logfmt::LevelChangeRecord* records, uint64_t n, uint8_t* out, uint64_t capacity);
 
  private:
-  struct Level {
-    uint32_t px;
-    uint64_t qty;
+  // A level as an event holds it (logfmt::DepthLevel), so that a side is copied into an event whole.
+  using Level = logfmt::DepthLevel;
+  // A stock's two sides, each in a fixed run of 2N places, best first: within an event a side may hold up to N
+  // levels more than its top N (those it takes before those it lets go, best first), never more in a log that
+  // ends the event with N.
+  struct Book {
+    uint32_t count[2];  // [0] bids, [1] asks
+    uint32_t first;     // its places in levels_: bids at first, asks at first + 2N
   };
-  std::vector<Level>& side_of(uint16_t locate, bool bid);
+  Book& book_of(uint16_t locate);
   void apply_one(const logfmt::LevelChangeRecord& r, uint64_t index);
   void write_event(const logfmt::LevelChangeRecord& head, uint8_t* out) const;
   [[noreturn]] void fail(uint64_t index, const std::string& what) const;
 
   uint32_t levels_;
-  std::vector<std::vector<Level>> sides_;  // per stock, bids then asks, best first
-  uint64_t seen_ = 0;                      // records applied before this call's
+  std::vector<uint32_t> book_at_;  // per locate: 1 + its place in books_, 0 for a stock not seen yet
+  std::vector<Book> books_;
+  std::vector<Level> levels_pool_;  // 4N a book
+  uint64_t seen_ = 0;               // records applied before this call's
 };
 
 }  // namespace itchbench
