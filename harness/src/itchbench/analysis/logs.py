@@ -8,6 +8,7 @@ error, never misread.
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import warnings
 from dataclasses import dataclass, field
@@ -586,18 +587,20 @@ def depth_chunk(levels: int, chunk: int) -> int:
 def _iter_depth_events(log: LogFile, parts: Iterator[np.ndarray], chunk: int) -> Iterator[np.ndarray]:
     """A depth log of the top N (version 2 or 3) as whole events, from its level change records given at most
     `chunk` at a time: a part's last event, which may go on in the next, is carried over to it. A yielded array is
-    valid until the next one is made."""
+    valid until the one after the next is made (two buffers in turn: one may be hashed while the next is built)."""
     assert log.depth_levels is not None
     levels = log.depth_levels
     builder = native.DepthEvents(levels)
-    room = np.empty(chunk + 4 * levels, depth_dtype(levels))  # a part and the event carried into it
+    rooms = np.empty((2, chunk + 4 * levels), depth_dtype(levels))  # a part and the event carried into it
     carried = np.zeros(0, LEVEL_CHANGE_DTYPE)
+    made = 0
     for part in parts:
         records = np.concatenate((carried, part)) if len(carried) else part
         last = int(_event_starts(records)[-1]) if len(records) else 0
         carried = records[last:].copy()
-        yield depth_events(log.path, records[:last], levels, builder, room)
-    yield depth_events(log.path, carried, levels, builder, room)
+        yield depth_events(log.path, records[:last], levels, builder, rooms[made % 2])
+        made += 1
+    yield depth_events(log.path, carried, levels, builder, rooms[made % 2])
 
 
 def _change_chunks(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
@@ -728,8 +731,10 @@ class DepthSummary:
 
 def depth_summary(log: LogFile, read: Callable[[int], None] | None = None) -> DepthSummary:
     """The depth log's records, events and digest, read once a part at a time (`read` told part by part how many
-    level change records are read); raises LogFormatError where its records do not rebuild its events."""
-    digesting, changes = Digesting(), 0
+    level change records are read); raises LogFormatError where its records do not rebuild its events. Events of the
+    top N are hashed on a thread while the next part's are built (hashlib lets go of the GIL): at 5 levels an event
+    is 184 bytes, and hashing them took as long as reading the log back and building them."""
+    hasher, changes, events = hashlib.sha256(), 0, 0
 
     def counted(parts: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
         nonlocal changes
@@ -740,13 +745,21 @@ def depth_summary(log: LogFile, read: Callable[[int], None] | None = None) -> De
             yield part
 
     if log.depth_levels is None:  # every level (its records are its events), or version 1 (whole events)
-        events: Iterator[np.ndarray] = counted(_change_chunks(log, 1 << 20))
-    else:
-        chunk = depth_chunk(log.depth_levels, 1 << 20)
-        events = _iter_depth_events(log, counted(_change_chunks(log, chunk)), chunk)
-    for part in events:
-        digesting.add(part)
-    return DepthSummary(changes, digesting.records, digesting.result()[0])
+        for part in counted(_change_chunks(log, 1 << 20)):
+            hasher.update(part.view(np.uint8))
+            events += len(part)
+        return DepthSummary(changes, events, "sha256:" + hasher.hexdigest())
+    chunk = depth_chunk(log.depth_levels, 1 << 20)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="depth-digest") as pool:
+        hashing: concurrent.futures.Future | None = None
+        for part in _iter_depth_events(log, counted(_change_chunks(log, chunk)), chunk):
+            if hashing is not None:  # done before the part after this one is built where it lies
+                hashing.result()
+            hashing = pool.submit(hasher.update, part.view(np.uint8))
+            events += len(part)
+        if hashing is not None:
+            hashing.result()
+    return DepthSummary(changes, events, "sha256:" + hasher.hexdigest())
 
 
 def digest_and_stale(log: LogFile) -> tuple[str, StaleSeen]:
