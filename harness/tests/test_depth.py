@@ -62,8 +62,10 @@ def test_one_level_is_the_bbo_stream(tmp_path, capsys):
 
 @pytest.mark.parametrize("levels", [5, 10])
 @pytest.mark.parametrize("capture", ["sample", "deep"])
-def test_depth_equals_an_independent_book(capture, levels, deep_session, tmp_path, capsys):
+def test_depth_equals_an_independent_book(capture, levels, deep_session, tmp_path, capsys, monkeypatch):
     path = SAMPLE if capture == "sample" else deep_session
+    # The log read back (for the run's summary, and by dump) in parts of 7 events: events carried between parts.
+    monkeypatch.setattr(logs, "DEPTH_EVENT_BYTES_AT_ONCE", 7 * logs.depth_dtype(levels).itemsize)
     run = sim.run_sim(path, tmp_path / "run", echo=False, levels=levels)
     header, rows = _dumped(run, capsys, "depth")
     assert header.split(",") == dump.depth_columns(levels)

@@ -60,9 +60,9 @@ def depth_levels(rec: np.ndarray) -> dict[str, np.ndarray]:
 LEVEL_CHANGE_COLUMNS = ["seq", "stock", "side", "price", "shares"]
 
 
-def depth_frame(run_dir: Path) -> pd.DataFrame:
-    rec = logs.read_depth(Path(run_dir) / "depth.dep").records
-    stock = symbol_names(Path(run_dir))[rec["stock_locate"]]
+def depth_rows(rec: np.ndarray, names: np.ndarray) -> pd.DataFrame:
+    """Depth records (events of the top N, or level changes) as dump depth's rows, stocks named from names."""
+    stock = names[rec["stock_locate"]]
     if logs.levels_of(rec.dtype) == logs.ALL_LEVELS:
         return pd.DataFrame({"seq": rec["seq"], "stock": stock, "side": rec["side"].astype(str),
                              "price": rec["px"], "shares": rec["qty"]}, columns=LEVEL_CHANGE_COLUMNS)
@@ -71,6 +71,16 @@ def depth_frame(run_dir: Path) -> pd.DataFrame:
 
 
 def dump_depth(run_dir: Path, out: TextIO) -> int:
-    frame = depth_frame(run_dir)
-    frame.to_csv(out, index=False, lineterminator="\n")
-    return len(frame)
+    """The run's depth stream as CSV, written a part at a time: 50 M nasdaq-day messages at 5 levels are 20 M events,
+    3.7 GB read back whole."""
+    log = logs.read_depth(Path(run_dir) / "depth.dep")
+    names = symbol_names(Path(run_dir))
+    rows = 0
+    for part in logs.iter_records(log, 1 << 16):
+        if not len(part):
+            continue
+        depth_rows(part, names).to_csv(out, index=False, header=rows == 0, lineterminator="\n")
+        rows += len(part)
+    if rows == 0:  # the header alone
+        depth_rows(np.zeros(0, log.dtype), names).to_csv(out, index=False, lineterminator="\n")
+    return rows
