@@ -12,6 +12,7 @@
 #include "log/compact_reader.hpp"
 #include "log/depth_event_builder.hpp"
 #include "log/latency_scan.hpp"
+#include "log/plain_csv.hpp"
 
 using namespace itchbench;
 
@@ -261,6 +262,11 @@ extern "C" int64_t itchlog_depth_events_apply(void* builder, const void* records
 }
 
 extern "C" void itchlog_depth_events_free(void* builder) { delete static_cast<DepthEventBuilder*>(builder); }
+
+extern "C" int64_t itchlog_parse_plain_csv(const char* data, uint64_t n, uint32_t fields, uint32_t stamped,
+                                           int64_t* out, uint64_t capacity) {
+  return parse_plain_csv(data, n, fields, stamped != 0, out, capacity);
+}
 
 extern "C" uint32_t itchlog_struct_sizes(uint64_t* sizes, uint32_t capacity) {
   const uint64_t all[] = {sizeof(itchlog_source), sizeof(itchlog_stage), sizeof(itchlog_first_pass_result),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from itchbench.analysis import native
 from itchbench.gateways import blackbox
 from itchbench.runs.verdict import difference_words
 
@@ -28,6 +29,31 @@ def test_csv_lines_parse_and_garbage_is_counted(tmp_path: Path):
     assert events[blackbox.COLUMNS].values.tolist() == [REF.values[0].tolist(), REF.values[1].tolist(),
                                                         REF.values[3].tolist()]
     assert events["t_recv"].tolist() == [1000, 1002, 1004]
+
+
+def test_lines_of_numbers_alone_are_read_as_line_by_line(tmp_path: Path):
+    # Plain lines (a blank one among them, none after the last newline) are read at once by the compiled reader;
+    # the same events with spaces after their commas are read line by line: both give the events as written.
+    rows = [[1000, *REF.values[0]], [1002, *REF.values[1]], [1004, *REF.values[3]]]
+    plain = tmp_path / "plain.received"
+    plain.write_text("\n".join(f"{r[0]} " + ",".join(map(str, r[1:])) for r in rows[:2]) + "\n\n"
+                     + f"{rows[2][0]} " + ",".join(map(str, rows[2][1:])))
+    spaced = tmp_path / "spaced.received"
+    spaced.write_text("".join(f"{r[0]} " + ", ".join(map(str, r[1:])) + "\n" for r in rows))
+    assert native.parse_plain_csv(plain.read_bytes(), 6, True) is not None  # the compiled reader takes it
+    assert native.parse_plain_csv(spaced.read_bytes(), 6, True) is None      # and leaves this one
+    for path in (plain, spaced):
+        events, malformed, _ = blackbox.read_events(path, "csv", stamped=True)
+        assert malformed == 0 and events.columns.tolist() == [*blackbox.COLUMNS, "t_recv"]
+        assert events.values.tolist() == [[*r[1:], r[0]] for r in rows]
+    silent = tmp_path / "silent.received"  # a gateway that sent nothing: no event, no malformed line
+    silent.write_text("")
+    events, malformed, _ = blackbox.read_events(silent, "csv", stamped=True)
+    assert (len(events), malformed) == (0, 0) and events.columns.tolist() == [*blackbox.COLUMNS, "t_recv"]
+    unstamped = tmp_path / "bbo.csv"
+    unstamped.write_text("10,1,100,5,0,0\n11,2,200,7,210,3\n")
+    events, malformed, _ = blackbox.read_events(unstamped, "csv", stamped=False)
+    assert malformed == 0 and events.values.tolist() == [[*REF.values[0], 0], [*REF.values[1], 0]]
 
 
 def test_json_lines_parse_and_garbage_is_counted(tmp_path: Path):

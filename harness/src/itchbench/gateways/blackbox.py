@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analysis import hops, logs
+from ..analysis import hops, logs, native
 from ..analysis.dump import depth_columns, depth_levels
 from ..analysis.trend import Trend
 from ..captures.inspect import gateway_feed_args
@@ -154,7 +154,13 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
                                "bid_qty": rec["bid_qty"], "ask_px": rec["ask_px"], "ask_qty": rec["ask_qty"],
                                STALE: rec["flags"] & logs.FLAG_BOOK_MAY_BE_STALE, "t_recv": 0})
         return events.astype(np.int64), 0, []
-    text = path.read_text(errors="replace") if path.exists() else ""
+    data = path.read_bytes() if path.exists() else b""
+    # Lines of numbers alone, read in one compiled pass: a depth stream of 5 M nasdaq-day messages at 5 levels, 3.55 M
+    # lines of 22 numbers, took 86 s and 10 GB line by line. Any other line sends the whole output line by line.
+    plain = native.parse_plain_csv(data, len(cols), stamped) if fmt != "jsonl" else None
+    if plain is not None and len(plain):
+        return pd.DataFrame(plain, columns=[*cols, "t_recv"], copy=False), 0, []
+    text = data.decode(errors="replace")
     lines = pd.Series(text.splitlines(), dtype=object)
     lines = lines[lines.str.strip() != ""]
     if stamped:

@@ -1,0 +1,60 @@
+// The plain csv reader (log/plain_csv.hpp): lines of numbers alone parsed whole, anything else refused, on outputs
+// written here by hand.
+#include "log/plain_csv.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace itchbench;
+
+namespace {
+
+// The rows of text (fields + 1 values each), or -1 as the reader returns it.
+std::vector<int64_t> parsed(const std::string& text, uint32_t fields, bool stamped, int64_t* rows,
+                            uint64_t capacity = 8) {
+  std::vector<int64_t> out(capacity * (fields + 1), -7);
+  *rows = parse_plain_csv(text.data(), text.size(), fields, stamped, out.data(), capacity);
+  out.resize(*rows > 0 ? size_t(*rows) * (fields + 1) : 0);
+  return out;
+}
+
+}  // namespace
+
+TEST(PlainCsv, ReadsStampedLinesSkippingBlankOnesWithOrWithoutALastNewline) {
+  int64_t rows = 0;
+  EXPECT_EQ(parsed("1000 10,1,100\n\n1001 11,2,0\n", 3, true, &rows),
+            (std::vector<int64_t>{10, 1, 100, 1000, 11, 2, 0, 1001}));
+  EXPECT_EQ(rows, 2);
+  EXPECT_EQ(parsed("10,1,100\n11,2,007", 3, false, &rows), (std::vector<int64_t>{10, 1, 100, 0, 11, 2, 7, 0}));
+  EXPECT_EQ(rows, 2);
+  EXPECT_EQ(parsed("9223372036854775807 1,2,3\n", 3, true, &rows), (std::vector<int64_t>{1, 2, 3, INT64_MAX}));
+  parsed("", 3, false, &rows);
+  EXPECT_EQ(rows, 0);
+}
+
+TEST(PlainCsv, RefusesAnyLineThatIsNotNumbersAlone) {
+  for (const char* text : {
+           "1000 10,1,100\n1001 11,AAPL,0\n",  // a symbol
+           "1000 10, 1,100\n",                 // a space in the event
+           "1000 10,,100\n",                   // an empty field
+           "1000 10,1\n",                      // a field too few
+           "1000 10,1,100,5\n",                // a field too many
+           "1000 10,1,100,\n",                 // a comma at the end
+           "10,1,100\n",                       // no stamp where one is due
+           "1000 10,1,100\r\n",                // a carriage return
+           "1000 10,1,9223372036854775808\n",  // past int64
+           "1000 10,1,-5\n",                   // a sign
+           " \n",                              // a line of spaces
+       }) {
+    int64_t rows = 0;
+    parsed(text, 3, true, &rows);
+    EXPECT_EQ(rows, -1) << text;
+  }
+  int64_t rows = 0;
+  parsed("1000 10,1,100\n", 3, false, &rows);  // a stamp where none is due
+  EXPECT_EQ(rows, -1);
+  parsed("1,2,3\n4,5,6\n7,8,9\n", 3, false, &rows, 2);  // more rows than room
+  EXPECT_EQ(rows, -1);
+}
