@@ -31,7 +31,8 @@ def bbo_records(run: Path) -> tuple[np.ndarray, str]:
     scen = rundir.read_json(run / "manifest.json")["scenario"]
     bbo = summary.get("gateway", {}).get("contract", {}).get("bbo", {})
     events, _, _ = blackbox.read_output(run, summary.get("transport_details", {}).get("bbo_output", adapter.BBO_FILE),
-                                        bbo, blackbox.stock_directory(Path(scen["capture"]), scen.get("feed", "")))
+                                        bbo, blackbox.stock_directory(Path(scen["capture"]), scen.get("feed", ""),
+                                                                      bbo.get("levels", 0)))
     levels = bbo.get("levels", 0)
     rec = np.zeros(len(events), logs.depth_dtype(levels) if levels else logs.BBO_DTYPE)
     rec["seq"], rec["stock_locate"] = events["seq"].to_numpy(), events["stock"].to_numpy()

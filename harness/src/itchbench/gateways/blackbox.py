@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import hops, logs, native
-from ..analysis.dump import depth_columns, depth_levels
+from ..analysis.dump import depth_columns
 from ..analysis.trend import Trend
 from ..captures.inspect import gateway_feed_args
 from ..depth_levels import ALL_LEVELS, Levels
@@ -100,7 +100,8 @@ def _reference(capture: str, mtime_ns: int, feed_args: str,
                                 STALE: rec["flags"] & logs.FLAG_BOOK_MAY_BE_STALE})
     # The stock directory as the session's R messages give it: symbol (trailing spaces removed) -> locate.
     symbols = {name.strip(): int(locate) for locate, name in named.items()}
-    return ref.astype(np.int64), MessageTypes(np.asarray(lat["seq"]), np.asarray(lat["msg_type"])), symbols
+    return (ref.astype(np.int64, copy=False), MessageTypes(np.asarray(lat["seq"]), np.asarray(lat["msg_type"])),
+            symbols)
 
 
 def depth_frame(rec: np.ndarray) -> pd.DataFrame:
@@ -109,8 +110,15 @@ def depth_frame(rec: np.ndarray) -> pd.DataFrame:
     if rec.dtype == logs.LEVEL_CHANGE_DTYPE:
         return pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "side": rec["side"].view(np.uint8),
                              "price": rec["px"], "shares": rec["qty"]}, columns=LEVEL_CHANGE_COLUMNS)
-    return pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], **depth_levels(rec)},
-                        columns=columns(rec.dtype["bids"].shape[0]))
+    # One int64 block filled column by column: a frame built from the records' strided fields, then made int64,
+    # copied 3.55 M events of 5 levels twice over (2.7 s).
+    levels = rec.dtype["bids"].shape[0]
+    out = np.empty((len(rec), 2 + 4 * levels), np.int64)
+    out[:, 0], out[:, 1] = rec["seq"], rec["stock_locate"]
+    for k, side in enumerate(("bids", "asks")):
+        at = 2 + 2 * levels * k
+        out[:, at:at + 2 * levels:2], out[:, at + 1:at + 2 * levels:2] = rec[side]["px"], rec[side]["qty"]
+    return pd.DataFrame(out, columns=columns(levels), copy=False)
 
 
 def _cached(capture: Path, feed: str, levels: Levels = 0) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
@@ -125,9 +133,10 @@ def reference(capture: Path, feed: str = "", levels: Levels = 0, stale: bool = F
     return (ref if stale or STALE not in ref.columns else ref.drop(columns=[STALE])), kinds
 
 
-def stock_directory(capture: Path, feed: str = "") -> dict[str, int]:
-    """Symbol -> stock locate, from the session's stock directory (R messages)."""
-    return _cached(capture, feed)[2]
+def stock_directory(capture: Path, feed: str = "", levels: Levels = 0) -> dict[str, int]:
+    """Symbol -> stock locate, from the session's stock directory (R messages): taken from the reference of
+    `levels` (the one the run is judged against), not from a simulation of its own."""
+    return _cached(capture, feed, levels)[2]
 
 
 def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | None = None,
@@ -272,12 +281,19 @@ def _late(both: pd.DataFrame, matched: np.ndarray) -> pd.Series:
     return before.where(before > m["at_ref"]).reindex(both.index)
 
 
+def _columns(frame: pd.DataFrame, names: list[str]) -> np.ndarray:
+    """The frame's columns as one array: a view when they are all of its columns, in order."""
+    return frame.to_numpy() if frame.columns.tolist() == names else frame[names].to_numpy()
+
+
 def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str, ...],
            key: list[str]) -> tuple[dict[str, int], dict[str, Any] | None]:
     """Events matched by key (event_key: seq and stock, a level change's side and price too) — and their order
     among events of the same key —, never by position: one event missing is one missing; a matched one is wrong
     when any of `fields` differs, and out of order when it arrives after a later event of its own stock. (counts
     of DIFFERENCES, the first difference in stream order)."""
+    if len(got) == len(ref) and np.array_equal(_columns(got, [*key, *fields]), _columns(ref, [*key, *fields])):
+        return dict.fromkeys(DIFFERENCES, 0), None  # the reference's events in its order: nothing to match
     g = got.assign(n=got.groupby(key).cumcount(), at_got=np.arange(len(got)))
     r = ref.assign(n=ref.groupby(key).cumcount(), at_ref=np.arange(len(ref)))
     both = r.merge(g, on=[*key, "n"], how="outer", suffixes=("_ref", "_got"), indicator=True)
@@ -326,7 +342,12 @@ def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, mode: str,
     cols = [c for c in ref.columns if c not in also]
     key = event_key(cols)
     book = tuple(c for c in cols if c not in key)
-    got = events[[*cols, *also]].reset_index(drop=True)
+    names = [*cols, *also]
+    # The events' columns read in place where they lead its columns (the compiled reader's: a depth stream's
+    # 3.55 M events of 5 levels copied took 1.5 s).
+    got = events.iloc[:, :len(names)] if events.columns.tolist()[:len(names)] == names else events[names]
+    if not got.index.equals(pd.RangeIndex(len(got))):
+        got = got.reset_index(drop=True)
     first: dict[str, Any] | None = None
     out_of_order = 0
     if mode == "exact":

@@ -603,7 +603,8 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     stale = blackbox.judges_stale(bbo_cfg) and bbo_cfg["check"] == "exact" and not recovering
     ref, kinds = blackbox.reference(session, feed, bbo_cfg.get("levels", 0), stale=stale)
     events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg,
-                                                       blackbox.stock_directory(session, feed))
+                                                       blackbox.stock_directory(session, feed,
+                                                                                bbo_cfg.get("levels", 0)))
     bbo_check = blackbox.check(events, ref, kinds, bbo_cfg["check"], also=(blackbox.STALE,) if stale else ())
     bbo_check.update({"malformed_lines": malformed, "malformed_examples": examples, "output": str(out.name)})
     if run.values["transport"] == "sim":
