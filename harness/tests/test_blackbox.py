@@ -56,6 +56,23 @@ def test_lines_of_numbers_alone_are_read_as_line_by_line(tmp_path: Path):
     assert malformed == 0 and events.values.tolist() == [[*REF.values[0], 0], [*REF.values[1], 0]]
 
 
+def test_a_number_past_int64_is_a_malformed_line_not_a_crash(tmp_path: Path):
+    # 2^63 in an event's field: the line is malformed (it once raised OverflowError); in the receive stamp: no stamp.
+    path = tmp_path / "bbo.received"
+    path.write_text("1000 10,1,100,5,0,0\n1001 11,2,9223372036854775808,7,210,3\n"
+                    "9223372036854775808 12,1,101,2,0,0\n1003 13,2,200,7,0,0000000000009223372036854775807\n")
+    events, malformed, examples = blackbox.read_events(path, "csv", stamped=True)
+    assert malformed == 1 and examples == ["11,2,9223372036854775808,7,210,3"]
+    assert events.values.tolist() == [[*REF.values[0], 1000], [*REF.values[2], 0],
+                                      [13, 2, 200, 7, 0, 2**63 - 1, 1003]]
+    jsonl = tmp_path / "bbo.jsonl"
+    jsonl.write_text('{"seq": 10, "stock": 1, "bid_px": 100, "bid_qty": 5, "ask_px": 0, "ask_qty": 0}\n'
+                     '{"seq": 11, "stock": 2, "bid_px": 9223372036854775808, "bid_qty": 7, "ask_px": 0, '
+                     '"ask_qty": 0}\n')
+    events, malformed, _ = blackbox.read_events(jsonl, "jsonl", stamped=False)
+    assert malformed == 1 and events[blackbox.COLUMNS].values.tolist() == [REF.values[0].tolist()]
+
+
 def test_json_lines_parse_and_garbage_is_counted(tmp_path: Path):
     path = tmp_path / "bbo.jsonl"
     path.write_text('{"seq": 10, "stock": 1, "bid_px": 100, "bid_qty": 5, "ask_px": 0, "ask_qty": 0}\n'

@@ -174,7 +174,8 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
     lines = lines[lines.str.strip() != ""]
     if stamped:
         parts = lines.str.split(" ", n=1, expand=True).reindex(columns=[0, 1])
-        t_recv = pd.to_numeric(parts[0], errors="coerce").fillna(0).astype(np.int64)
+        stamp = parts[0].fillna("").astype(str).str.strip()  # str even when no line holds one
+        t_recv = pd.to_numeric(stamp.mask(_past_int64(stamp)), errors="coerce").fillna(0).astype(np.int64)
         body = parts[1].fillna("")
     else:
         t_recv, body = pd.Series(0, index=lines.index, dtype=np.int64), lines
@@ -183,7 +184,7 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
         for line in body:  # JSON lines have no vectorised parser that survives a garbage line
             try:
                 d = json.loads(line)
-                rows.append([locate(d[c]) if c == "stock" else SIDE_BYTES[d[c]] if c == "side" else int(d[c])
+                rows.append([locate(d[c]) if c == "stock" else SIDE_BYTES[d[c]] if c == "side" else _int64(d[c])
                              for c in cols])
                 ok.append(True)
             except (ValueError, KeyError, TypeError):
@@ -199,6 +200,9 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
         if good.any():
             fields = body[good].str.split(",", expand=True).reindex(columns=range(len(cols)))
             fields = fields.apply(lambda col: col.str.strip())
+            big = fields.apply(_past_int64).any(axis=1)  # malformed: a number no event field holds
+            good.loc[big[big].index] = False
+            fields = fields.loc[~big]
             named = ~fields[1].str.isdigit()
             if named.any():  # symbols: mapped through the stock directory, the unknown ones malformed
                 mapped = fields.loc[named, 1].map(symbols)
@@ -212,6 +216,24 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
     events = values.assign(t_recv=t_recv[good]).reset_index(drop=True)
     bad = body[~good]
     return events.astype(np.int64), int(bad.size), bad.head(3).tolist()
+
+
+_INT64_MAX = str(np.iinfo(np.int64).max)
+
+
+def _past_int64(col: pd.Series) -> pd.Series:
+    """Which strings of digits are a number past int64 (that no field of an event holds)."""
+    digits = col.str.lstrip("0")
+    n = digits.str.len()
+    return col.str.isdigit() & ((n > len(_INT64_MAX)) | ((n == len(_INT64_MAX)) & (digits > _INT64_MAX)))
+
+
+def _int64(v: Any) -> int:
+    """A JSON value as an event field, as int() takes it; ValueError when that is past int64."""
+    x = int(v)
+    if not -2**63 <= x < 2**63:
+        raise ValueError(f"{v!r} is past int64")
+    return x
 
 
 def judges_stale(bbo: dict[str, Any]) -> bool:
