@@ -264,8 +264,8 @@ extern "C" int64_t itchlog_depth_events_apply(void* builder, const void* records
 extern "C" void itchlog_depth_events_free(void* builder) { delete static_cast<DepthEventBuilder*>(builder); }
 
 extern "C" int64_t itchlog_parse_plain_csv(const char* data, uint64_t n, uint32_t fields, uint32_t stamped,
-                                           int64_t* out, uint64_t capacity) {
-  return parse_plain_csv(data, n, fields, stamped != 0, out, capacity);
+                                           int64_t* out, char* symbols, uint64_t capacity) {
+  return parse_plain_csv(data, n, fields, stamped != 0, out, symbols, capacity);
 }
 
 extern "C" uint32_t itchlog_struct_sizes(uint64_t* sizes, uint32_t capacity) {

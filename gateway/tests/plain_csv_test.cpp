@@ -1,5 +1,5 @@
-// The plain csv reader (log/plain_csv.hpp): lines of numbers alone parsed whole, anything else refused, on outputs
-// written here by hand.
+// The plain csv reader (log/plain_csv.hpp): lines of numbers alone (the stock a locate or a symbol) parsed whole,
+// anything else refused, on outputs written here by hand.
 #include "log/plain_csv.hpp"
 
 #include <gtest/gtest.h>
@@ -13,9 +13,11 @@ namespace {
 
 // The rows of text (fields + 1 values each), or -1 as the reader returns it.
 std::vector<int64_t> parsed(const std::string& text, uint32_t fields, bool stamped, int64_t* rows,
-                            uint64_t capacity = 8) {
+                            uint64_t capacity = 8, std::string* symbols = nullptr) {
   std::vector<int64_t> out(capacity * (fields + 1), -7);
-  *rows = parse_plain_csv(text.data(), text.size(), fields, stamped, out.data(), capacity);
+  std::string named(capacity * kPlainSymbolBytes, '?');
+  *rows = parse_plain_csv(text.data(), text.size(), fields, stamped, out.data(), named.data(), capacity);
+  if (symbols) *symbols = named;
   out.resize(*rows > 0 ? size_t(*rows) * (fields + 1) : 0);
   return out;
 }
@@ -34,9 +36,26 @@ TEST(PlainCsv, ReadsStampedLinesSkippingBlankOnesWithOrWithoutALastNewline) {
   EXPECT_EQ(rows, 0);
 }
 
+TEST(PlainCsv, TakesAStockNamedByItsSymbolItsTrailingSpacesDropped) {
+  int64_t rows = 0;
+  std::string symbols;
+  EXPECT_EQ(parsed("1000 10,AAPL,100\n1001 11,2,5\n1002 12,BRK.A  ,7\n", 3, true, &rows, 8, &symbols),
+            (std::vector<int64_t>{10, -1, 100, 1000, 11, 2, 5, 1001, 12, -1, 7, 1002}));
+  EXPECT_EQ(symbols.substr(0, kPlainSymbolBytes), std::string("AAPL") + std::string(12, '\0'));
+  EXPECT_EQ(symbols.substr(2 * kPlainSymbolBytes, kPlainSymbolBytes), std::string("BRK.A") + std::string(11, '\0'));
+  for (const char* text : {"1000 10,AA_PL,100\n",           // a byte no symbol has
+                           "1000 10,ABCDEFGHIJKLMNOPQ,100\n",  // longer than 16
+                           "1000 10, AAPL,100\n",             // a space before it
+                           "1000 10,1,AAPL\n",                // a symbol where a number is due
+                           "1000 A,1,100\n"}) {
+    parsed(text, 3, true, &rows);
+    EXPECT_EQ(rows, -1) << text;
+  }
+}
+
 TEST(PlainCsv, RefusesAnyLineThatIsNotNumbersAlone) {
   for (const char* text : {
-           "1000 10,1,100\n1001 11,AAPL,0\n",  // a symbol
+           "1000 10,1,100\n1001 11,2,B\n",    // a letter where a number is due
            "1000 10, 1,100\n",                 // a space in the event
            "1000 10,,100\n",                   // an empty field
            "1000 10,1\n",                      // a field too few

@@ -112,6 +112,15 @@ def test_a_stock_may_be_named_by_its_symbol(tmp_path: Path):
     assert malformed == 1 and examples == ["13,ZZZZ,1,1,0,0"]
     assert events[blackbox.COLUMNS].values.tolist() == [REF.values[i].tolist() for i in range(3)]
     assert events["t_recv"].tolist() == [1000, 1001, 1002]
+    # Symbols in lines of numbers alone: read by the compiled reader, each symbol mapped through the directory.
+    plain = tmp_path / "plain.received"
+    plain.write_text("1000 10,AAPL,100,5,0,0\n1001 11,MSFT,200,7,210,3\n1002 12,1,101,2,0,0\n")
+    assert native.parse_plain_csv(plain.read_bytes(), 6, True) is not None
+    events, malformed, _ = blackbox.read_events(plain, "csv", stamped=True, symbols=directory)
+    assert malformed == 0 and events[blackbox.COLUMNS].values.tolist() == [REF.values[i].tolist() for i in range(3)]
+    plain.write_text("1000 10,AAPL,100,5,0,0\n1003 13,ZZZZ,1,1,0,0\n")  # one the directory does not name
+    events, malformed, examples = blackbox.read_events(plain, "csv", stamped=True, symbols=directory)
+    assert malformed == 1 and examples == ["13,ZZZZ,1,1,0,0"] and len(events) == 1
     jsonl = tmp_path / "bbo.jsonl"
     jsonl.write_text('{"seq": 10, "stock": "AAPL", "bid_px": 100, "bid_qty": 5, "ask_px": 0, "ask_qty": 0}\n'
                      '{"seq": 13, "stock": "ZZZZ", "bid_px": 1, "bid_qty": 1, "ask_px": 0, "ask_qty": 0}\n')

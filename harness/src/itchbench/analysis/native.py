@@ -44,7 +44,7 @@ def _library() -> ctypes.CDLL:
     lib.itchlog_depth_events_free.argtypes = [ctypes.c_void_p]
     lib.itchlog_parse_plain_csv.restype = ctypes.c_int64
     lib.itchlog_parse_plain_csv.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32,
-                                            ctypes.c_void_p, ctypes.c_uint64]
+                                            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64]
     return lib
 
 
@@ -90,13 +90,16 @@ class DepthEvents:
         self.close()
 
 
-def parse_plain_csv(data: bytes, fields: int, stamped: bool) -> np.ndarray | None:
-    """A csv output whose every line is numbers alone (gateway/log/plain_csv.hpp) as rows of fields + 1 int64
-    values (the fields, then t_recv: 0 when not stamped); None when any line is anything else."""
+def parse_plain_csv(data: bytes, fields: int, stamped: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """A csv output whose every line is numbers alone, the stock a locate or a symbol (gateway/log/plain_csv.hpp):
+    rows of fields + 1 int64 values (the fields, then t_recv: 0 when not stamped), a stock named by its symbol -1,
+    and each row's symbol (S16, read where the stock is -1); None when any line is anything else."""
     room = data.count(b"\n") + 1
     out = np.empty((room, fields + 1), np.int64)
-    rows = _library().itchlog_parse_plain_csv(data, len(data), fields, int(stamped), out.ctypes.data, room)
-    return None if rows < 0 else out[:rows]
+    symbols = np.empty(room, "S16")
+    rows = _library().itchlog_parse_plain_csv(data, len(data), fields, int(stamped), out.ctypes.data,
+                                              symbols.ctypes.data, room)
+    return None if rows < 0 else (out[:rows], symbols[:rows])
 
 
 def ticks_to_ns(line: ClockLine, column: np.ndarray) -> None:
