@@ -131,7 +131,7 @@ def _compare(base: tuple[np.ndarray, str], head: tuple[np.ndarray, str], base_ru
 
     def frame(rec: np.ndarray) -> pd.DataFrame:
         if "bids" in rec.dtype.names:
-            return blackbox.depth_frame(rec).astype(np.int64)
+            return blackbox.depth_frame(rec).astype(np.int64, copy=False)
         return pd.DataFrame({c: rec[f].astype(np.int64)
                              for c, f in [*zip(blackbox.COLUMNS, _FIELDS), *((x, x) for x in also)]})
     check = blackbox.check(frame(b), frame(a), kinds, "exact", also=also)

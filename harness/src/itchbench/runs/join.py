@@ -28,7 +28,7 @@ def check_depth(depth_log: Path, session: Path, feed: str, through: int) -> dict
     """White box, depth of N levels (levels = N): the built-in gateway's depth log held to the simulation's depth
     as its BBO is, its snapshot events flagged (0x02) the same way."""
     rec = logs.read_depth(depth_log).records
-    got = blackbox.depth_frame(rec).astype(np.int64)
+    got = blackbox.depth_frame(rec).astype(np.int64, copy=False)
     return check_events(got, (rec["flags"] & logs.FLAG_FROM_SNAPSHOT) != 0, session, feed, through,
                         levels=logs.levels_of(rec.dtype))
 
