@@ -546,31 +546,20 @@ def iter_records(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
     if log.slots:
         yield from _change_chunks(log, chunk)
         return
-    total = len(log.stored)
-    # A compact message takes up to 8 slots (7 escapes): a buffer of 16 always holds one whole.
-    size = min(chunk, max(total, 1)) if log.compact_stages is None else max(chunk, 16)
-    buf = np.empty(size, log.stored.dtype)
-    state, carried = CompactState(), 0  # carried: escape slots at the end of the last chunk, moved to buf's start
-    with open(log.path, "rb") as f:
-        f.seek(log.header_size)
-        read = 0
-        while read < total:
-            part = buf[:carried + min(len(buf) - carried, total - read)]
-            got = part[carried:]
-            if f.readinto(got.view(np.uint8)) != got.nbytes:
-                raise LogFormatError(f"{log.path}: shorter than when it was opened")
-            read += len(got)
-            if log.compact_stages is not None:
-                records, used, state = decode_compact(log.path, part, log.compact_stages, state, log.clock_line)
-                carried = len(part) - used
-                if carried == len(buf):
-                    raise LogFormatError(f"{log.path}: {carried} escape slots in a row, no message after them")
-                buf[:carried] = part[used:].copy()
-                yield records
-                continue
+    if log.compact_stages is None:
+        for part in _stored_chunks(log, chunk):
             if log.clock_line is not None:
                 _to_ns_in_place(log.clock_line, part)
             yield part
+        return
+    # A compact message takes up to 8 slots (7 escapes): a buffer of 16 always holds one whole.
+    reader, state = _PartReader(log, max(chunk, 16)), CompactState()
+    for part in reader:
+        records, used, state = decode_compact(log.path, part, log.compact_stages, state, log.clock_line)
+        if len(part) - used == reader.size:
+            raise LogFormatError(f"{log.path}: {reader.size} escape slots in a row, no message after them")
+        reader.carry(len(part) - used)  # escapes of a message whose slot is in the next part
+        yield records
 
 
 # Bytes of whole depth events built at a time, in one reused buffer (64 levels a side: 2 KiB an event): parts large
@@ -611,23 +600,42 @@ def _change_chunks(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
     if not log.slots:
         yield from _stored_chunks(log, chunk)
         return
-    total = len(log.stored)
-    buf = np.empty(max(chunk, 2), log.stored.dtype)
-    anchor, carried, read = None, 0, 0
-    with open(log.path, "rb") as f:
-        f.seek(log.header_size)
-        while read < total:
-            part = buf[:carried + min(len(buf) - carried, total - read)]
-            got = part[carried:]
-            if f.readinto(got.view(np.uint8)) != got.nbytes:
-                raise LogFormatError(f"{log.path}: shorter than when it was opened")
-            read += len(got)
-            ends_high = read < total and int(part["flags"][-1]) & SLOT_KIND_MASK == SLOT_HIGH_SHARES
-            whole = part[:-1] if ends_high else part
-            changes, anchor = decode_level_change_slots(log.path, whole, log.finalized, read - len(part), anchor)
-            carried = len(part) - len(whole)
-            buf[:carried] = part[len(whole):]
-            yield changes
+    reader, anchor = _PartReader(log, max(chunk, 2)), None
+    for part in reader:
+        ends_high = reader.read < len(log.stored) and int(part["flags"][-1]) & SLOT_KIND_MASK == SLOT_HIGH_SHARES
+        whole = part[:-1] if ends_high else part
+        changes, anchor = decode_level_change_slots(log.path, whole, log.finalized, reader.read - len(part), anchor)
+        reader.carry(len(part) - len(whole))
+        yield changes
+
+
+class _PartReader:
+    """A log's stored slots read with plain reads a part at a time into one buffer (memory stays a part, and no
+    page of the log stays mapped); carry(n) makes a part's last n slots the start of the next (the escapes of a
+    compact message, the high-shares slot of a level change, whose slot the next part holds)."""
+
+    def __init__(self, log: LogFile, size: int) -> None:
+        self.size, self.read = size, 0  # read: slots read so far
+        self._log, self._buf, self._carried = log, np.empty(size, log.stored.dtype), 0
+        self._part = self._buf[:0]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        total = len(self._log.stored)
+        with open(self._log.path, "rb") as f:
+            f.seek(self._log.header_size)
+            while self.read < total:
+                self._part = self._buf[:self._carried + min(self.size - self._carried, total - self.read)]
+                got = self._part[self._carried:]
+                if f.readinto(got.view(np.uint8)) != got.nbytes:
+                    raise LogFormatError(f"{self._log.path}: shorter than when it was opened")
+                self.read += len(got)
+                self._carried = 0
+                yield self._part
+
+    def carry(self, n: int) -> None:
+        if n:
+            self._buf[:n] = self._part[len(self._part) - n:].copy()
+        self._carried = n
 
 
 def _stored_chunks(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
