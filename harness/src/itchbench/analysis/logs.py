@@ -562,8 +562,8 @@ def iter_records(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
         yield records
 
 
-# Bytes of whole depth events built at a time, in one reused buffer (64 levels a side: 2 KiB an event): parts large
-# enough that a call's overhead is nothing, small enough to stay in cache while they are hashed.
+# Bytes of whole depth events built at a time, in reused buffers (64 levels a side: 2 KiB an event): parts large
+# enough that a call's overhead is nothing, and memory the same whatever N.
 DEPTH_EVENT_BYTES_AT_ONCE = 8 << 20
 
 
