@@ -4,6 +4,7 @@ is worked out from the edit that made the stream."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -71,6 +72,22 @@ def test_a_number_past_int64_is_a_malformed_line_not_a_crash(tmp_path: Path):
                      '"ask_qty": 0}\n')
     events, malformed, _ = blackbox.read_events(jsonl, "jsonl", stamped=False)
     assert malformed == 1 and events[blackbox.COLUMNS].values.tolist() == [REF.values[0].tolist()]
+
+
+def test_json_lines_of_integers_are_read_at_once_as_one_by_one(tmp_path: Path):
+    # Objects of integers, stamped: read at once by pyarrow. The same with one seq written as a string ("11"), which
+    # pyarrow's reader cannot type, are read one by one, and int() takes the string: the same events either way.
+    path = tmp_path / "bbo.received"
+    lines = [f"{1000 + i} " + json.dumps(dict(zip(blackbox.COLUMNS, map(int, r)))) for i, r in enumerate(REF.values)]
+    path.write_text("\n".join(lines) + "\n")
+    assert blackbox._jsonl_at_once(path.read_bytes(), blackbox.COLUMNS, True, {}) is not None
+    expected = [[*r, 1000 + i] for i, r in enumerate(REF.values.tolist())]
+    events, malformed, _ = blackbox.read_events(path, "jsonl", stamped=True)
+    assert malformed == 0 and events.values.tolist() == expected
+    path.write_text("\n".join(lines).replace('"seq": 11', '"seq": "11"') + "\n")
+    assert blackbox._jsonl_at_once(path.read_bytes(), blackbox.COLUMNS, True, {}) is None
+    events, malformed, _ = blackbox.read_events(path, "jsonl", stamped=True)
+    assert malformed == 0 and events.values.tolist() == expected
 
 
 def test_json_lines_parse_and_garbage_is_counted(tmp_path: Path):
