@@ -44,6 +44,21 @@ bool symbol(const char*& p, const char* end, char* to) {
 
 bool letter(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 
+// Past the spaces and tabs at p: the blanks the line-by-line reader strips around a field.
+const char* skip_blanks(const char* p, const char* end) {
+  while (p < end && (*p == ' ' || *p == '\t')) ++p;
+  return p;
+}
+
+// Where the next line begins when p is at the end of one (\n, \r\n, or the end of the data, a last \r too);
+// nullptr otherwise. A \r anywhere else would end a line for the line-by-line reader, so it is not plain.
+const char* line_end(const char* p, const char* end) {
+  if (p == end) return p;
+  if (*p == '\n') return p + 1;
+  if (*p == '\r' && (p + 1 == end || p[1] == '\n')) return p + 1 == end ? p + 1 : p + 2;
+  return nullptr;
+}
+
 }  // namespace
 
 int64_t parse_plain_csv(const char* data, size_t n, uint32_t fields, bool stamped, int64_t* out, char* symbols,
@@ -52,24 +67,32 @@ int64_t parse_plain_csv(const char* data, size_t n, uint32_t fields, bool stampe
   const char* const end = data + n;
   uint64_t rows = 0;
   while (p < end) {
-    if (*p == '\n') {  // a blank line
-      ++p;
+    const char* content = skip_blanks(p, end);
+    if (const char* next = line_end(content, end)) {  // a blank line, or blanks alone: skipped
+      p = next;
       continue;
     }
     if (rows == capacity) return -1;
     int64_t* row = out + rows * (uint64_t(fields) + 1);
     row[fields] = 0;
-    if (stamped && (!number(p, end, row[fields]) || p == end || *p++ != ' ')) return -1;
+    if (stamped) {  // the stamp from the line's start to its first space, as the line-by-line reader splits it
+      if (!number(p, end, row[fields]) || p == end || *p++ != ' ') return -1;
+    } else {
+      p = content;
+    }
     for (uint32_t f = 0; f < fields; ++f) {
       if (f && (p == end || *p++ != ',')) return -1;
-      if (f == 1 && p < end && letter(*p)) {  // the stock, by its symbol
+      p = skip_blanks(p, end);
+      if (f == 1 && p < end && letter(*p)) {  // the stock, by its symbol (its trailing blanks its own)
         if (!symbol(p, end, symbols + kPlainSymbolBytes * rows)) return -1;
         row[f] = -1;
       } else if (!number(p, end, row[f])) {
         return -1;
       }
+      p = skip_blanks(p, end);
     }
-    if (p < end && *p++ != '\n') return -1;
+    p = line_end(p, end);
+    if (!p) return -1;
     ++rows;
   }
   return int64_t(rows);

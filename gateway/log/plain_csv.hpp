@@ -1,9 +1,9 @@
 // A contract gateway's csv output (docs/gateway-contract.md) whose every line is numbers alone — `<t_recv> ` first
-// where the collector stamped it, then the event's fields between commas, the stock as its locate or its symbol —,
-// parsed for the harness in one pass (log_reader_c.h). Anything else in it (a space but around a symbol, a side
-// letter, a sign, an empty field, a field too many or too few, a number past int64) makes the whole output not
-// plain: the harness then reads it line by line, which tells such lines apart and counts them
-// (gateways/blackbox.py).
+// where the collector stamped it, then the event's fields between commas, spaces or tabs around them, the stock as
+// its locate or its symbol; lines ended by \n or \r\n —, parsed for the harness in one pass (log_reader_c.h).
+// Anything else in it (a side letter, a sign, an empty field, a field too many or too few, a number past int64, a
+// space before the stamp or inside a number) makes the whole output not plain: the harness then reads it line by
+// line, which tells such lines apart and counts them (gateways/blackbox.py).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +14,7 @@ namespace itchbench {
 constexpr size_t kPlainSymbolBytes = 16;
 
 // Rows of fields + 1 values at out, room for `capacity` rows: a line's fields, then its t_recv (0 when not
-// stamped). Blank lines are skipped. A stock named by its symbol (a letter, then letters, digits, spaces and
+// stamped). Blank lines, and lines of blanks alone, are skipped. A stock named by its symbol (a letter, then letters, digits, spaces and
 // . + / -, its trailing spaces dropped) is -1 in its row, the symbol at symbols + kPlainSymbolBytes * row, padded
 // with zeros. Returns the rows, or -1 when a line is not plain or there are more rows than room.
 int64_t parse_plain_csv(const char* data, size_t n, uint32_t fields, bool stamped, int64_t* out, char* symbols,

@@ -32,6 +32,11 @@ TEST(PlainCsv, ReadsStampedLinesSkippingBlankOnesWithOrWithoutALastNewline) {
   EXPECT_EQ(parsed("10,1,100\n11,2,007", 3, false, &rows), (std::vector<int64_t>{10, 1, 100, 0, 11, 2, 7, 0}));
   EXPECT_EQ(rows, 2);
   EXPECT_EQ(parsed("9223372036854775807 1,2,3\n", 3, true, &rows), (std::vector<int64_t>{1, 2, 3, INT64_MAX}));
+  // Blanks around fields, a line of blanks, \r\n endings and a last \r: what the line-by-line reader strips.
+  EXPECT_EQ(parsed("1000  10 , 1,\t100 \r\n  \t\n1001 11,2,0\r", 3, true, &rows),
+            (std::vector<int64_t>{10, 1, 100, 1000, 11, 2, 0, 1001}));
+  EXPECT_EQ(rows, 2);
+  EXPECT_EQ(parsed("  10,1,100\n", 3, false, &rows), (std::vector<int64_t>{10, 1, 100, 0}));
   parsed("", 3, false, &rows);
   EXPECT_EQ(rows, 0);
 }
@@ -45,7 +50,7 @@ TEST(PlainCsv, TakesAStockNamedByItsSymbolItsTrailingSpacesDropped) {
   EXPECT_EQ(symbols.substr(2 * kPlainSymbolBytes, kPlainSymbolBytes), std::string("BRK.A") + std::string(11, '\0'));
   for (const char* text : {"1000 10,AA_PL,100\n",           // a byte no symbol has
                            "1000 10,ABCDEFGHIJKLMNOPQ,100\n",  // longer than 16
-                           "1000 10, AAPL,100\n",             // a space before it
+                           "1000 10,AA\tPL,100\n",            // a tab inside it
                            "1000 10,1,AAPL\n",                // a symbol where a number is due
                            "1000 A,1,100\n"}) {
     parsed(text, 3, true, &rows);
@@ -56,16 +61,17 @@ TEST(PlainCsv, TakesAStockNamedByItsSymbolItsTrailingSpacesDropped) {
 TEST(PlainCsv, RefusesAnyLineThatIsNotNumbersAlone) {
   for (const char* text : {
            "1000 10,1,100\n1001 11,2,B\n",    // a letter where a number is due
-           "1000 10, 1,100\n",                 // a space in the event
+           "1000 10,1 0,100\n",                // a space inside a number
+           " 1000 10,1,100\n",                 // a space before the stamp
+           "1000\t10,1,100\n",                 // a tab where the stamp's space is due
+           "1000 10,1,100\rX\n",               // a \r that is no line's end
            "1000 10,,100\n",                   // an empty field
            "1000 10,1\n",                      // a field too few
            "1000 10,1,100,5\n",                // a field too many
            "1000 10,1,100,\n",                 // a comma at the end
            "10,1,100\n",                       // no stamp where one is due
-           "1000 10,1,100\r\n",                // a carriage return
            "1000 10,1,9223372036854775808\n",  // past int64
            "1000 10,1,-5\n",                   // a sign
-           " \n",                              // a line of spaces
        }) {
     int64_t rows = 0;
     parsed(text, 3, true, &rows);

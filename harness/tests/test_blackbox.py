@@ -33,17 +33,21 @@ def test_csv_lines_parse_and_garbage_is_counted(tmp_path: Path):
 
 
 def test_lines_of_numbers_alone_are_read_as_line_by_line(tmp_path: Path):
-    # Plain lines (a blank one among them, none after the last newline) are read at once by the compiled reader;
-    # the same events with spaces after their commas are read line by line: both give the events as written.
+    # Plain lines (a blank one among them, none after the last newline), and the same with spaces after their
+    # commas and \r\n endings, are read at once by the compiled reader; with a no-break space after a comma (a
+    # blank to the line-by-line reader, not to the compiled one) they are read line by line: the same events.
     rows = [[1000, *REF.values[0]], [1002, *REF.values[1]], [1004, *REF.values[3]]]
     plain = tmp_path / "plain.received"
     plain.write_text("\n".join(f"{r[0]} " + ",".join(map(str, r[1:])) for r in rows[:2]) + "\n\n"
                      + f"{rows[2][0]} " + ",".join(map(str, rows[2][1:])))
     spaced = tmp_path / "spaced.received"
-    spaced.write_text("".join(f"{r[0]} " + ", ".join(map(str, r[1:])) + "\n" for r in rows))
-    assert native.parse_plain_csv(plain.read_bytes(), 6, True) is not None  # the compiled reader takes it
-    assert native.parse_plain_csv(spaced.read_bytes(), 6, True) is None      # and leaves this one
-    for path in (plain, spaced):
+    spaced.write_bytes("".join(f"{r[0]} " + ", ".join(map(str, r[1:])) + "\r\n" for r in rows).encode())
+    unusual = tmp_path / "unusual.received"
+    unusual.write_text("".join(f"{r[0]} " + ",\u00a0".join(map(str, r[1:])) + "\n" for r in rows))
+    assert native.parse_plain_csv(plain.read_bytes(), 6, True) is not None  # the compiled reader takes these
+    assert native.parse_plain_csv(spaced.read_bytes(), 6, True) is not None
+    assert native.parse_plain_csv(unusual.read_bytes(), 6, True) is None    # and leaves this one
+    for path in (plain, spaced, unusual):
         events, malformed, _ = blackbox.read_events(path, "csv", stamped=True)
         assert malformed == 0 and events.columns.tolist() == [*blackbox.COLUMNS, "t_recv"]
         assert events.values.tolist() == [[*r[1:], r[0]] for r in rows]
