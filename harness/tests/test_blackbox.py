@@ -94,6 +94,20 @@ def test_json_lines_of_integers_are_read_at_once_as_one_by_one(tmp_path: Path):
     assert malformed == 0 and events.values.tolist() == expected
 
 
+def test_a_json_level_change_whose_side_is_a_number_is_malformed_either_way(tmp_path: Path):
+    # Every level (levels = all): a side is "B" or "S", read at once as its byte. Written as a number (66, 83) on
+    # every line, which pyarrow types as integers, each line is malformed, as one by one.
+    path = tmp_path / "changes.jsonl"
+    path.write_text('{"seq": 10, "stock": 1, "side": "B", "price": 100, "shares": 5}\n'
+                    '{"seq": 11, "stock": 1, "side": "S", "price": 101, "shares": 0}\n')
+    assert blackbox._jsonl_at_once(path.read_bytes(), blackbox.LEVEL_CHANGE_COLUMNS, False, {}) is not None
+    events, malformed, _ = blackbox.read_events(path, "jsonl", stamped=False, levels="all")
+    assert malformed == 0 and events.values.tolist() == [[10, 1, 66, 100, 5, 0], [11, 1, 83, 101, 0, 0]]
+    path.write_text(path.read_text().replace('"B"', "66").replace('"S"', "83"))
+    events, malformed, _ = blackbox.read_events(path, "jsonl", stamped=False, levels="all")
+    assert malformed == 2 and events.empty
+
+
 def test_json_lines_parse_and_garbage_is_counted(tmp_path: Path):
     path = tmp_path / "bbo.jsonl"
     path.write_text('{"seq": 10, "stock": 1, "bid_px": 100, "bid_qty": 5, "ask_px": 0, "ask_qty": 0}\n'
