@@ -389,8 +389,8 @@ def _first_frame_not_in_log(got: bytes, log: bytes, dtype: np.dtype = logs.BBO_D
     again); None when every frame is the log's, in the log's order (a subsequence: some may have been
     dropped)."""
     frame = dtype.itemsize
-    if got == log or log.startswith(got[:len(got) - len(got) % frame]):
-        return None  # the log, or its start (a subscriber cut short): no frame to look up
+    if log.startswith(got[:len(got) - len(got) % frame]):
+        return None  # its whole frames are the log, or its start (a subscriber cut short): no frame to look up
     received = np.frombuffer(got, dtype=dtype, count=len(got) // frame)
     published = np.frombuffer(log, dtype=dtype)
     published_keys, received_keys = _event_keys(published, received)
