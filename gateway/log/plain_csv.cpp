@@ -59,42 +59,54 @@ const char* line_end(const char* p, const char* end) {
   return nullptr;
 }
 
+// One line from p (at its start) parsed into row (fields + 1 values), p moved to the next line's start; false when
+// the line is not plain (p then anywhere in it).
+bool plain_line(const char*& p, const char* end, uint32_t fields, bool stamped, int64_t* row, char* symbol_to) {
+  row[fields] = 0;
+  if (stamped) {  // the stamp from the line's start to its first space, as the line-by-line reader splits it
+    if (!number(p, end, row[fields]) || p == end || *p++ != ' ') return false;
+  } else {
+    p = skip_blanks(p, end);
+  }
+  for (uint32_t f = 0; f < fields; ++f) {
+    if (f && (p == end || *p++ != ',')) return false;
+    p = skip_blanks(p, end);
+    if (f == 1 && p < end && letter(*p)) {  // the stock, by its symbol (its trailing blanks its own)
+      if (!symbol(p, end, symbol_to)) return false;
+      row[f] = -1;
+    } else if (!number(p, end, row[f])) {
+      return false;
+    }
+    p = skip_blanks(p, end);
+  }
+  p = line_end(p, end);
+  return p != nullptr;
+}
+
 }  // namespace
 
 int64_t parse_plain_csv(const char* data, size_t n, uint32_t fields, bool stamped, int64_t* out, char* symbols,
-                        uint64_t capacity) {
+                        uint64_t capacity, OtherLine* others, uint64_t others_capacity, uint64_t* others_found) {
   const char* p = data;
   const char* const end = data + n;
-  uint64_t rows = 0;
+  uint64_t rows = 0, set_aside = 0;
   while (p < end) {
-    const char* content = skip_blanks(p, end);
-    if (const char* next = line_end(content, end)) {  // a blank line, or blanks alone: skipped
+    if (const char* next = line_end(skip_blanks(p, end), end)) {  // a blank line, or blanks alone: skipped
       p = next;
       continue;
     }
     if (rows == capacity) return -1;
-    int64_t* row = out + rows * (uint64_t(fields) + 1);
-    row[fields] = 0;
-    if (stamped) {  // the stamp from the line's start to its first space, as the line-by-line reader splits it
-      if (!number(p, end, row[fields]) || p == end || *p++ != ' ') return -1;
-    } else {
-      p = content;
+    const char* const line = p;
+    if (plain_line(p, end, fields, stamped, out + rows * (uint64_t(fields) + 1), symbols + kPlainSymbolBytes * rows)) {
+      ++rows;
+      continue;
     }
-    for (uint32_t f = 0; f < fields; ++f) {
-      if (f && (p == end || *p++ != ',')) return -1;
-      p = skip_blanks(p, end);
-      if (f == 1 && p < end && letter(*p)) {  // the stock, by its symbol (its trailing blanks its own)
-        if (!symbol(p, end, symbols + kPlainSymbolBytes * rows)) return -1;
-        row[f] = -1;
-      } else if (!number(p, end, row[f])) {
-        return -1;
-      }
-      p = skip_blanks(p, end);
-    }
-    p = line_end(p, end);
-    if (!p) return -1;
-    ++rows;
+    if (set_aside == others_capacity) return -1;
+    const void* const newline = std::memchr(line, '\n', size_t(end - line));
+    p = newline ? static_cast<const char*>(newline) + 1 : end;
+    others[set_aside++] = OtherLine{rows, uint64_t(line - data), uint64_t(p - data)};
   }
+  if (others_found) *others_found = set_aside;
   return int64_t(rows);
 }
 

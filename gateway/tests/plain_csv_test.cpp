@@ -83,3 +83,24 @@ TEST(PlainCsv, RefusesAnyLineThatIsNotNumbersAlone) {
   parsed("1,2,3\n4,5,6\n7,8,9\n", 3, false, &rows, 2);  // more rows than room
   EXPECT_EQ(rows, -1);
 }
+
+TEST(PlainCsv, SetsAsideEachOtherLineWithItsPlaceAndBytes) {
+  const std::string text = "junk\n10,1,100\n1 0,1,2\r\n11,2,5\nlast";
+  std::vector<int64_t> out(8 * 4, -7);
+  std::string symbols(8 * kPlainSymbolBytes, '?');
+  OtherLine others[4];
+  uint64_t found = 99;
+  EXPECT_EQ(parse_plain_csv(text.data(), text.size(), 3, false, out.data(), symbols.data(), 8, others, 4, &found), 2);
+  out.resize(8);
+  EXPECT_EQ(out, (std::vector<int64_t>{10, 1, 100, 0, 11, 2, 5, 0}));
+  ASSERT_EQ(found, 3u);
+  // "junk\n" before row 0 at bytes 0-5, "1 0,1,2\r\n" before row 1 at 14-23, "last" (no \n) before row 2 at 30-34.
+  const uint64_t want[3][3] = {{0, 0, 5}, {1, 14, 23}, {2, 30, 34}};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(others[i].before_row, want[i][0]) << i;
+    EXPECT_EQ(others[i].begin, want[i][1]) << i;
+    EXPECT_EQ(others[i].end, want[i][2]) << i;
+  }
+  // More other lines than room: refused, as with none.
+  EXPECT_EQ(parse_plain_csv(text.data(), text.size(), 3, false, out.data(), symbols.data(), 8, others, 2, &found), -1);
+}

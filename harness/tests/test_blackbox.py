@@ -61,6 +61,30 @@ def test_lines_of_numbers_alone_are_read_as_line_by_line(tmp_path: Path):
     assert malformed == 0 and events.values.tolist() == [[*REF.values[0], 0], [*REF.values[1], 0]]
 
 
+def test_lines_that_are_not_plain_are_read_line_by_line_in_their_places(tmp_path: Path, monkeypatch):
+    # Plain lines with others among them: garbage first, two in a row, one with a \r inside (two lines to the
+    # line-by-line reader), a no-break space after a comma (an event line by line, not plain), a form feed alone
+    # (blank line by line), and garbage last with no newline. Expected: the events of the lines that parse, in
+    # file order, and the garbage in order, as written here.
+    r = [[1000 + i, *row] for i, row in enumerate(REF.values.tolist())]
+    line = lambda row, sep=",": f"{row[0]} " + sep.join(map(str, row[1:]))  # noqa: E731
+    text = "\n".join(["1999 junk at the start", line(r[0]), "1998 two", "1997 in a row", line(r[1]),
+                      "1996 before\r1995 after a lone CR", line(r[2], ",\u00a0"), "\f", line(r[3]),
+                      "1994 junk at the end"])
+    path = tmp_path / "bbo.received"
+    path.write_text(text)
+    plain = native.parse_plain_csv(path.read_bytes(), 6, True, set_aside=True)
+    assert plain is not None and len(plain.rows) == 3 and len(plain.others) == 7  # the form feed too
+    events, malformed, examples = blackbox.read_events(path, "csv", stamped=True)
+    assert events.values.tolist() == [[*row[1:], row[0]] for row in r]
+    assert malformed == 6 and examples == ["junk at the start", "two", "in a row"]
+    # The same as the output read wholly line by line.
+    monkeypatch.setattr(blackbox, "_csv_mixed", lambda *args: None)
+    whole, whole_malformed, whole_examples = blackbox.read_events(path, "csv", stamped=True)
+    assert whole.values.tolist() == events.values.tolist()
+    assert (whole_malformed, whole_examples) == (malformed, examples)
+
+
 def test_a_number_past_int64_is_a_malformed_line_not_a_crash(tmp_path: Path):
     # 2^63 in an event's field: the line is malformed (it once raised OverflowError); in the receive stamp: no stamp.
     path = tmp_path / "bbo.received"

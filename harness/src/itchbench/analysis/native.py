@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
@@ -43,8 +44,9 @@ def _library() -> ctypes.CDLL:
     lib.itchlog_depth_events_free.restype = None
     lib.itchlog_depth_events_free.argtypes = [ctypes.c_void_p]
     lib.itchlog_parse_plain_csv.restype = ctypes.c_int64
-    lib.itchlog_parse_plain_csv.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32,
-                                            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64]
+    lib.itchlog_parse_plain_csv.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32,
+                                            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
+                                            ctypes.c_uint64, ctypes.c_void_p]
     return lib
 
 
@@ -90,16 +92,41 @@ class DepthEvents:
         self.close()
 
 
-def parse_plain_csv(data: bytes, fields: int, stamped: bool) -> tuple[np.ndarray, np.ndarray] | None:
-    """A csv output whose every line is numbers alone, the stock a locate or a symbol (gateway/log/plain_csv.hpp):
-    rows of fields + 1 int64 values (the fields, then t_recv: 0 when not stamped), a stock named by its symbol -1,
-    and each row's symbol (S16, read where the stock is -1); None when any line is anything else."""
-    room = data.count(b"\n") + 1
-    out = np.empty((room, fields + 1), np.int64)
-    symbols = np.empty(room, "S16")
-    rows = _library().itchlog_parse_plain_csv(data, len(data), fields, int(stamped), out.ctypes.data,
-                                              symbols.ctypes.data, room)
-    return None if rows < 0 else (out[:rows], symbols[:rows])
+class PlainCsv(NamedTuple):
+    """parse_plain_csv's result: rows of fields + 1 int64 values (the fields, then t_recv: 0 when not stamped), a
+    stock named by its symbol -1; each row's symbol (S16, read where the stock is -1); the lines set aside, uint64
+    (the rows before each, its first byte, the byte after its \\n)."""
+    rows: np.ndarray
+    symbols: np.ndarray
+    others: np.ndarray
+
+
+def parse_plain_csv(data: bytes | np.ndarray, fields: int, stamped: bool,
+                    room: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                    set_aside: bool = False) -> PlainCsv | None:
+    """A csv output's lines of numbers alone, the stock a locate or a symbol (gateway/log/plain_csv.hpp); None when
+    a line is anything else, unless set_aside: then such lines are set aside (`others`) for a line-by-line reader.
+    data: bytes, or a uint8 array. room: arrays to fill (plain_csv_room), reused from one part of an output to the
+    next."""
+    n = len(data)
+    out, symbols, others = room or plain_csv_room(data.count(b"\n") + 1 if isinstance(data, bytes) else n, fields)
+    found = ctypes.c_uint64(0)
+    at = data if isinstance(data, bytes) else data.ctypes.data
+    rows = _library().itchlog_parse_plain_csv(at, n, fields, int(stamped), out.ctypes.data, symbols.ctypes.data,
+                                              len(out), others.ctypes.data, len(others) if set_aside else 0,
+                                              ctypes.byref(found))
+    return None if rows < 0 else PlainCsv(out[:rows], symbols[:rows], others[:found.value])
+
+
+def plain_csv_room(rows: int, fields: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Arrays for parse_plain_csv's rows, symbols and lines set aside, room for `rows`."""
+    return np.empty((rows, fields + 1), np.int64), np.empty(rows, "S16"), np.empty((rows, 3), np.uint64)
+
+
+def plain_csv_rows_at_most(size: int, fields: int) -> int:
+    """The most plain lines `size` bytes hold: a line is at least `fields` digits and the commas between them, then
+    its end (the last line may have none)."""
+    return size // (2 * fields) + 1
 
 
 def ticks_to_ns(line: ClockLine, column: np.ndarray) -> None:

@@ -83,25 +83,80 @@ class MessageTypes:
         return default
 
 
+class ReferenceRun:
+    """The simulation of a capture (`itch-gateway --source sim`), its logs kept on disk while the process needs them
+    (deleted when it is dropped, or at exit): read whole to name a difference, a part at a time to hold a day's
+    output to it (gateways/in_parts.py)."""
+
+    def __init__(self, capture: str, feed_args: str, levels: Levels) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix="itchbench-reference-")
+        self.dir, self.levels = Path(self._folder.name), levels
+        run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", str(self.dir), "--stamps", "book",
+                                  "--levels", str(levels), *feed_args.split()], ok_codes=(0, 1))
+        named = json.loads((self.dir / "gateway.json").read_text()).get("symbols", {})
+        # The stock directory as the session's R messages give it: symbol (trailing spaces removed) -> locate.
+        self.symbols = {name.strip(): int(locate) for locate, name in named.items()}
+
+    @property
+    def events_log(self) -> Path:
+        """The log of its events: depth of the top N (levels N), or BBO."""
+        return self.dir / ("depth.dep" if self.levels else "bbo.bbo")
+
+    @property
+    def latency_log(self) -> Path:
+        return self.dir / "latency.lat"
+
+    def messages_after(self, seq: int) -> int:
+        """The session's messages of a sequence number above seq, read a part at a time (MessageTypes holds them
+        all: 450 MB for 50 M messages)."""
+        return sum(int(np.count_nonzero(part["seq"] > np.uint64(seq)))
+                   for part in logs.iter_records(logs.read_latency(self.latency_log), 1 << 20))
+
+
+# Two kept on disk: a scenario's configurations mostly share a capture. A 270 M-message day's logs at 5 levels take
+# about 2 GB.
+@functools.lru_cache(maxsize=2)
+def _reference_run(capture: str, mtime_ns: int, feed_args: str, levels: Levels) -> ReferenceRun:
+    return ReferenceRun(capture, feed_args, levels)
+
+
+def reference_run(capture: Path, feed: str = "", levels: Levels = 0) -> ReferenceRun:
+    """The simulation of the capture as a gateway fed `feed` sees it, run once for the process."""
+    return _reference_run(str(capture), capture.stat().st_mtime_ns, " ".join(gateway_feed_args(capture, feed)), levels)
+
+
+def event_block(rec: np.ndarray, stale: bool = False) -> np.ndarray:
+    """Records of a BBO log, or whole events of a depth log of the top N (FORMAT.md), as one int64 block of
+    columns(N); stale: a BBO block ends with STALE, the record's stale flag."""
+    if rec.dtype == logs.BBO_DTYPE:
+        out = np.empty((len(rec), len(COLUMNS) + stale), np.int64)
+        for i, field in enumerate(("seq", "stock_locate", "bid_px", "bid_qty", "ask_px", "ask_qty")):
+            out[:, i] = rec[field]
+        if stale:
+            out[:, -1] = rec["flags"] & logs.FLAG_BOOK_MAY_BE_STALE
+        return out
+    # Filled column by column: a frame built from the records' strided fields, then made int64, copied 3.55 M events
+    # of 5 levels twice over (2.7 s).
+    levels = rec.dtype["bids"].shape[0]
+    out = np.empty((len(rec), 2 + 4 * levels), np.int64)
+    out[:, 0], out[:, 1] = rec["seq"], rec["stock_locate"]
+    for k, side in enumerate(("bids", "asks")):
+        at = 2 + 2 * levels * k
+        out[:, at:at + 2 * levels:2], out[:, at + 1:at + 2 * levels:2] = rec[side]["px"], rec[side]["qty"]
+    return out
+
+
 @functools.lru_cache(maxsize=8)
 def _reference(capture: str, mtime_ns: int, feed_args: str,
-               levels: Levels) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
-    with tempfile.TemporaryDirectory(prefix="itchbench-reference-") as tmp:
-        run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", tmp, "--stamps", "book",
-                                  "--levels", str(levels), *feed_args.split()], ok_codes=(0, 1))
-        lat = logs.read_latency(Path(tmp) / "latency.lat").records
-        named = json.loads((Path(tmp) / "gateway.json").read_text()).get("symbols", {})
-        if levels:
-            ref = depth_frame(logs.read_depth(Path(tmp) / "depth.dep").records)
-        else:
-            rec = logs.read_bbo(Path(tmp) / "bbo.bbo").records
-            ref = pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "bid_px": rec["bid_px"],
-                                "bid_qty": rec["bid_qty"], "ask_px": rec["ask_px"], "ask_qty": rec["ask_qty"],
-                                STALE: rec["flags"] & logs.FLAG_BOOK_MAY_BE_STALE})
-    # The stock directory as the session's R messages give it: symbol (trailing spaces removed) -> locate.
-    symbols = {name.strip(): int(locate) for locate, name in named.items()}
-    return (ref.astype(np.int64, copy=False), MessageTypes(np.asarray(lat["seq"]), np.asarray(lat["msg_type"])),
-            symbols)
+               levels: Levels) -> tuple[pd.DataFrame, MessageTypes]:
+    run = _reference_run(capture, mtime_ns, feed_args, levels)
+    lat = logs.read_latency(run.latency_log).records
+    if levels:
+        ref = depth_frame(logs.read_depth(run.events_log).records)
+    else:
+        ref = pd.DataFrame(event_block(logs.read_bbo(run.events_log).records, stale=True), columns=[*COLUMNS, STALE],
+                           copy=False)
+    return ref.astype(np.int64, copy=False), MessageTypes(np.asarray(lat["seq"]), np.asarray(lat["msg_type"]))
 
 
 def depth_frame(rec: np.ndarray) -> pd.DataFrame:
@@ -110,33 +165,22 @@ def depth_frame(rec: np.ndarray) -> pd.DataFrame:
     if rec.dtype == logs.LEVEL_CHANGE_DTYPE:
         return pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "side": rec["side"].view(np.uint8),
                              "price": rec["px"], "shares": rec["qty"]}, columns=LEVEL_CHANGE_COLUMNS)
-    # One int64 block filled column by column: a frame built from the records' strided fields, then made int64,
-    # copied 3.55 M events of 5 levels twice over (2.7 s).
-    levels = rec.dtype["bids"].shape[0]
-    out = np.empty((len(rec), 2 + 4 * levels), np.int64)
-    out[:, 0], out[:, 1] = rec["seq"], rec["stock_locate"]
-    for k, side in enumerate(("bids", "asks")):
-        at = 2 + 2 * levels * k
-        out[:, at:at + 2 * levels:2], out[:, at + 1:at + 2 * levels:2] = rec[side]["px"], rec[side]["qty"]
-    return pd.DataFrame(out, columns=columns(levels), copy=False)
-
-
-def _cached(capture: Path, feed: str, levels: Levels = 0) -> tuple[pd.DataFrame, MessageTypes, dict[str, int]]:
-    return _reference(str(capture), capture.stat().st_mtime_ns, " ".join(gateway_feed_args(capture, feed)), levels)
+    return pd.DataFrame(event_block(rec), columns=columns(rec.dtype["bids"].shape[0]), copy=False)
 
 
 def reference(capture: Path, feed: str = "", levels: Levels = 0, stale: bool = False) -> tuple[pd.DataFrame,
                                                                                           MessageTypes]:
     """The simulation's events of the capture (columns(levels): BBO, or depth of N levels a side), and the type of
     every message in it. stale: BBO events carry STALE too, the simulation's stale flag (FORMAT.md 0x01)."""
-    ref, kinds, _ = _cached(capture, feed, levels)
+    ref, kinds = _reference(str(capture), capture.stat().st_mtime_ns, " ".join(gateway_feed_args(capture, feed)),
+                            levels)
     return (ref if stale or STALE not in ref.columns else ref.drop(columns=[STALE])), kinds
 
 
 def stock_directory(capture: Path, feed: str = "", levels: Levels = 0) -> dict[str, int]:
     """Symbol -> stock locate, from the session's stock directory (R messages): taken from the reference of
     `levels` (the one the run is judged against), not from a simulation of its own."""
-    return _cached(capture, feed, levels)[2]
+    return reference_run(capture, feed, levels).symbols
 
 
 def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | None = None,
@@ -147,6 +191,34 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
     a malformed line. levels N: depth events, columns(N)."""
     symbols = symbols or {}
     cols = columns(levels)
+    if fmt == "itchbench" and not stamped:  # the gateway's own log (gateway/log/FORMAT.md), no receive stamps
+        if levels:
+            rec = logs.read_depth(path).records if path.exists() else np.zeros(0, logs.depth_dtype(levels))
+            return depth_frame(rec).assign(t_recv=0).astype(np.int64), 0, []
+        rec = logs.read_bbo(path).records if path.exists() else np.zeros(0, logs.BBO_DTYPE)
+        return pd.DataFrame(event_block(rec, stale=True), columns=[*COLUMNS, STALE]).assign(t_recv=0), 0, []
+    data = path.read_bytes() if path.exists() else b""
+    # Read at once where lines parse: a depth stream of 5 M nasdaq-day messages at 5 levels, 3.55 M lines of 22
+    # numbers, took 86 s and 10 GB line by line. A csv output's other lines are read line by line in their places;
+    # any other line of jsonl sends the whole output line by line.
+    if fmt == "jsonl":
+        whole = _jsonl_at_once(data, cols, stamped, symbols)
+        if whole is not None:
+            return whole, 0, []
+    else:
+        mixed = _csv_mixed(data, cols, stamped, symbols)
+        if mixed is not None:
+            return mixed
+    text = data.decode(errors="replace")
+    lines = pd.Series(text.splitlines(), dtype=object)
+    events, bad = _line_by_line(lines, fmt, cols, stamped, symbols)
+    return events.reset_index(drop=True), int(bad.size), bad.head(3).tolist()
+
+
+def _line_by_line(lines: pd.Series, fmt: str, cols: list[str], stamped: bool,
+                  symbols: dict[str, int]) -> tuple[pd.DataFrame, pd.Series]:
+    """Lines of an output read one by one, which tells each that does not parse apart: (the events, int64 with
+    t_recv, indexed as their lines; the malformed lines' bodies). Blank lines are neither."""
 
     def locate(v: Any) -> int:
         """A locate as it is, a symbol through the directory (KeyError: unknown)."""
@@ -154,24 +226,7 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
             return int(v)
         return symbols[str(v).strip()]
 
-    if fmt == "itchbench" and not stamped:  # the gateway's own log (gateway/log/FORMAT.md), no receive stamps
-        if levels:
-            rec = logs.read_depth(path).records if path.exists() else np.zeros(0, logs.depth_dtype(levels))
-            return depth_frame(rec).assign(t_recv=0).astype(np.int64), 0, []
-        rec = logs.read_bbo(path).records if path.exists() else np.zeros(0, logs.BBO_DTYPE)
-        events = pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "bid_px": rec["bid_px"],
-                               "bid_qty": rec["bid_qty"], "ask_px": rec["ask_px"], "ask_qty": rec["ask_qty"],
-                               STALE: rec["flags"] & logs.FLAG_BOOK_MAY_BE_STALE, "t_recv": 0})
-        return events.astype(np.int64), 0, []
-    data = path.read_bytes() if path.exists() else b""
-    # Read at once where every line parses: a depth stream of 5 M nasdaq-day messages at 5 levels, 3.55 M lines of
-    # 22 numbers, took 86 s and 10 GB line by line. Any other line sends the whole output line by line.
-    whole = (_jsonl_at_once if fmt == "jsonl" else _csv_at_once)(data, cols, stamped, symbols)
-    if whole is not None:
-        return whole, 0, []
-    text = data.decode(errors="replace")
-    lines = pd.Series(text.splitlines(), dtype=object)
-    lines = lines[lines.str.strip() != ""]
+    lines = lines[lines.str.strip() != ""] if lines.size else lines
     if stamped:
         parts = lines.str.split(" ", n=1, expand=True).reindex(columns=[0, 1])
         stamp = parts[0].fillna("").astype(str).str.strip()  # str even when no line holds one
@@ -213,25 +268,59 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
                 fields[2] = fields[2].map(SIDE_BYTES)
             values = fields.astype(np.int64)
             values.columns = cols
-    events = values.assign(t_recv=t_recv[good]).reset_index(drop=True)
-    bad = body[~good]
-    return events.astype(np.int64), int(bad.size), bad.head(3).tolist()
+    events = values.assign(t_recv=t_recv[good])
+    return events.astype(np.int64), body[~good]
 
 
-def _csv_at_once(data: bytes, cols: list[str], stamped: bool, symbols: dict[str, int]) -> pd.DataFrame | None:
-    """read_events' events of a csv output whose every line is numbers alone, the stock a locate or a symbol the
-    directory names, read in one compiled pass (gateway/log/plain_csv.hpp); None for any other."""
-    plain = native.parse_plain_csv(data, len(cols), stamped)
-    if plain is None or not len(plain[0]):
+def _csv_mixed(data: bytes, cols: list[str], stamped: bool,
+               symbols: dict[str, int]) -> tuple[pd.DataFrame, int, list[str]] | None:
+    """read_events of a csv output: its plain lines in one compiled pass (gateway/log/plain_csv.hpp), the others
+    set aside and read line by line, each event in its line's place. None when not one line is plain, or a plain
+    line names a symbol the directory does not (line by line, which shows the line)."""
+    plain = native.parse_plain_csv(data, len(cols), stamped, set_aside=True)
+    if plain is None or not len(plain.rows):
         return None
-    rows, names = plain
-    named = rows[:, 1] < 0  # stocks named by their symbols: each distinct one looked up once
+    rows = plain_rows(plain, symbols)
+    if rows is None:
+        return None
+    if not len(plain.others):
+        return pd.DataFrame(rows, columns=[*cols, "t_recv"], copy=False), 0, []
+    events, bad, before = lines_set_aside(data, plain.others, cols, stamped, symbols)
+    # In place: the events of the lines set aside before plain row r come before it, in their order; the j-th of
+    # them has j before it. (A concat and a sort of the frames took 8 s for 3.55 M events of 5 levels.)
+    out = np.empty((len(rows) + len(events), rows.shape[1]), np.int64)
+    placed = before + np.arange(len(events))
+    theirs = np.zeros(len(out), bool)
+    theirs[placed] = True
+    out[placed] = events[[*cols, "t_recv"]].to_numpy()
+    out[~theirs] = rows
+    return pd.DataFrame(out, columns=[*cols, "t_recv"], copy=False), int(bad.size), bad.head(3).tolist()
+
+
+def lines_set_aside(data: bytes | np.ndarray, others: np.ndarray, cols: list[str], stamped: bool,
+                    symbols: dict[str, int]) -> tuple[pd.DataFrame, pd.Series, np.ndarray]:
+    """The lines a compiled pass set aside (native.PlainCsv.others) read line by line: (their events; the malformed
+    lines' bodies; for each event, the plain rows before its line). A line set aside ends at its \\n; read line by
+    line it may be more than one (splitlines splits at \\r too)."""
+    owner, texts = [], []
+    for before_row, begin, end in others.tolist():
+        segment = data[begin:end]
+        for line in (segment if isinstance(segment, bytes) else segment.tobytes()).decode(errors="replace").splitlines():
+            owner.append(before_row)
+            texts.append(line)
+    events, bad = _line_by_line(pd.Series(texts, dtype=object), "csv", cols, stamped, symbols)
+    return events, bad, np.asarray(owner, np.int64)[events.index.to_numpy()]
+
+
+def plain_rows(plain: native.PlainCsv, symbols: dict[str, int]) -> np.ndarray | None:
+    """A compiled pass's rows (cols, then t_recv) with each stock named by its symbol as its locate, each distinct
+    symbol looked up once; None when the directory does not name one."""
+    rows = plain.rows
+    named = rows[:, 1] < 0
     if named.any():
-        distinct, at = np.unique(names[named], return_inverse=True)
+        distinct, at = np.unique(plain.symbols[named], return_inverse=True)
         rows[named, 1] = np.array([symbols.get(n.decode(), -1) for n in distinct], np.int64)[at]
-    if (rows[:, 1] < 0).any():  # a symbol the directory does not name: line by line, which shows the line
-        return None
-    return pd.DataFrame(rows, columns=[*cols, "t_recv"], copy=False)
+    return None if (rows[:, 1] < 0).any() else rows
 
 
 def _jsonl_at_once(data: bytes, cols: list[str], stamped: bool, symbols: dict[str, int]) -> pd.DataFrame | None:
