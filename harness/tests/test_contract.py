@@ -95,6 +95,7 @@ def _run(capture: Path, gateway: Path, transport: str, tmp_path: Path, pps: int 
 def test_the_example_gateway_reproduces_the_simulation(capture, transport, tmp_path):
     run, s = _run(capture, EXAMPLE, transport, tmp_path)
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    assert s["reconciliation"]["bbo_check"]["read_in_parts"]  # held equal a part at a time (gateways/in_parts.py)
     # Independently of the black-box check: the collector's lines against the built-in simulation's BBO log.
     sim_dir = tmp_path / "sim"
     sim = runner.execute(config(capture, "sim"), "sim", run_dir=sim_dir, echo=False)
@@ -122,6 +123,29 @@ def test_the_example_gateway_reproduces_the_simulation(capture, transport, tmp_p
     assert sender_hop["mean"] + gateway_hop["mean"] == pytest.approx(w2w["mean"], rel=1e-9)
     report = (run / "report.md").read_text()
     assert "wire to wire" in report.lower() and "Not seen by itchbench" in report and "Hop by hop" in report
+
+
+@needs_root
+def test_warnings_among_right_events_are_malformed_lines_not_a_lossless_run(capture, tmp_path):
+    # The example gateway, changed to write a warning line before each event of a seq divisible by 97: its events
+    # are all right, held equal a part at a time, and each warning is a malformed line (expected: the simulation's
+    # events of such a seq, from its own log).
+    repo = tmp_path / "warns"
+    repo.mkdir()
+    (repo / "itchbench.toml").write_text(EXAMPLE.read_text())
+    source = (EXAMPLE.parent / "gateway.py").read_text()
+    old = '            pending.append(f"{seq},{stock},{bbo[0]},{bbo[1]},{bbo[2]},{bbo[3]}\\n")'
+    assert old in source
+    (repo / "gateway.py").write_text(source.replace(old, '            if seq % 97 == 0:\n'
+                                                         '                pending.append("WARN consumer slow\\n")\n' + old))
+    run, s = _run(capture, repo / "itchbench.toml", "udp", tmp_path)
+    sim = runner.execute(config(capture, "sim"), "sim", run_dir=tmp_path / "sim", echo=False)
+    warnings = int((logs.read_bbo(sim / "bbo.bbo").records["seq"] % 97 == 0).sum())
+    check = s["reconciliation"]["bbo_check"]
+    assert warnings > 0 and check["read_in_parts"] and check["malformed_lines"] == warnings
+    assert check["missing"] == check["extra"] == check["wrong"] == check["out_of_order"] == 0
+    assert s["verdict"]["status"] == "bbo_differs" and s["verdict"]["exit_status"] == 1, s["verdict"]["headline"]
+    assert f"{warnings:,} malformed lines (e.g. 'WARN consumer slow'" in s["verdict"]["headline"]
 
 
 BAD = '''\
@@ -177,6 +201,8 @@ def test_a_misbehaving_gateway_gets_a_clear_verdict_and_leaves_nothing_running(c
     assert words in s["verdict"]["headline"]
     if mode == "silent":
         assert s["reconciliation"]["bbo_check"]["missing"] == s["reconciliation"]["bbo_check"]["reference_events"]
+    if status == "bbo_differs":  # not equal a part at a time: the whole check counted and named it
+        assert "read_in_parts" not in s["reconciliation"]["bbo_check"]
     assert not [p for p in leftover_processes() if "itchbench_bad_gateway" in p] + [
         p for p in leftover_processes() if "gateways.collector" in p]
 

@@ -22,7 +22,7 @@ from ..analysis import hops, logs, microbench
 from ..captures import faults
 from ..captures.digest import sim_bbo, sim_depth
 from ..captures.inspect import capture_kind, facts_of
-from ..gateways import adapter, blackbox
+from ..gateways import adapter, blackbox, in_parts
 from .. import progress, rundir
 from . import join, noise, recovery, verdict
 from .transports import rerequest, udp
@@ -603,17 +603,28 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     # Records that carry the stale flag are held to the simulation's flag too (exact; not against a whole session
     # that recovery is held to, where what was given up shows as a loss, not as a flag).
     stale = blackbox.judges_stale(bbo_cfg) and bbo_cfg["check"] == "exact" and not recovering
-    ref, kinds = blackbox.reference(session, feed, bbo_cfg.get("levels", 0), stale=stale)
-    events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg,
-                                                       blackbox.stock_directory(session, feed,
-                                                                                bbo_cfg.get("levels", 0)))
-    bbo_check = blackbox.check(events, ref, kinds, bbo_cfg["check"], also=(blackbox.STALE,) if stale else ())
+    levels = bbo_cfg.get("levels", 0)
+    reference = blackbox.reference_run(session, feed, levels)
+    held = _held_in_parts(run, out, bbo_cfg, reference, stale) \
+        if bbo_cfg["check"] == "exact" and not recovering else None
+    if held is not None:  # the reference's events in its order, read a part at a time: nothing to match or name
+        events = pd.DataFrame(held.stamps, columns=["seq", "t_recv"])
+        bbo_check = {"mode": "exact", "reference_events": held.events, "events": held.events,
+                     **dict.fromkeys(blackbox.DIFFERENCES, 0), "equal": True, "read_in_parts": True}
+        malformed, examples, event_count, reference_events = held.malformed, held.examples, held.events, held.events
+        last = reached = held.last_seq
+    else:
+        ref, kinds = blackbox.reference(session, feed, levels, stale=stale)
+        events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg, reference.symbols)
+        bbo_check = blackbox.check(events, ref, kinds, bbo_cfg["check"], also=(blackbox.STALE,) if stale else ())
+        event_count, reference_events = len(events), len(ref)
+        last = int(ref["seq"].max()) if len(ref) else 0
+        reached = int(events["seq"].max()) if len(events) else 0
     bbo_check.update({"malformed_lines": malformed, "malformed_examples": examples, "output": str(out.name)})
     if run.values["transport"] == "sim":
         # Reading the capture itself, a black box shows how far it read only through its BBO stream: the messages
         # after the simulation's last event leave no trace there, whether it read them or not.
-        last = int(ref["seq"].max()) if len(ref) else 0
-        bbo_check["unseen_tail"] = {"after_seq": last, "messages": int((kinds.seq > np.uint64(last)).sum())}
+        bbo_check["unseen_tail"] = {"after_seq": last, "messages": reference.messages_after(last)}
     loss = {"expected_messages": hop["expected_messages"],
             "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
             "kernel_dropped_datagrams": hop.get("kernel_dropped", 0)}
@@ -624,13 +635,13 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         rec["recovery"] = recovery.of(faults.sidecar_of(capture), lines, run.dir / rerequest.LOG, server, events,
                                       run.dir / "send.log", after=joined["through"] if joined else 0)
     if joined:
-        rec["join"] = _join_black_box(run, joined, events, session, bbo_cfg.get("levels", 0))
+        rec["join"] = _join_black_box(run, joined, events, session, levels)
     latency = blackbox.wire_to_wire(events, run.dir / "send.log")
     summary.update({
         "complete": failure is None and out.exists(),
         "balanced": rec["balanced"],
         "lossless": loss["lossless"] and bbo_check["equal"] and malformed == 0,
-        "bbo": {"events": len(events), "reference_events": len(ref), "levels": bbo_cfg.get("levels", 0)},
+        "bbo": {"events": event_count, "reference_events": reference_events, "levels": levels},
         "reconciliation": rec,
         "wire_to_wire": latency,
         "latency": {"method": "higher", "stages": {stage: latency[key] for stage, (key, _) in blackbox.STAGES.items()
@@ -646,12 +657,24 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         summary["error"] = f"the gateway's BBO output {out.name} is missing"
     if failure is not None and failure.kind in ("gateway_crashed", "gateway_failed", "gateway_stopped_early",
                                                 "deadline"):
-        reached = int(events["seq"].max()) if len(events) else 0
         summary["progress"] = {"last_bbo_seq": reached, "messages": hop["expected_messages"]}
         summary["failure"]["message"] = (
             f"{failure}; its BBO output reached seq {reached:,} of the capture's "
             f"{hop['expected_messages']:,} messages" if reached else f"{failure}; it wrote no BBO event")
         summary["error"] = summary["failure"]["message"]
+
+
+def _held_in_parts(run: "Run", out: Path, bbo_cfg: dict[str, Any], reference: blackbox.ReferenceRun,
+                   stale: bool) -> in_parts.Held | None:
+    """The output equal to the reference, read a part at a time (gateways/in_parts.py), or None: the whole check
+    decides. A day's output is gigabytes: its reading said as it goes."""
+    meter = progress.Progress("the gateway's output, held to the simulation", out.stat().st_size if out.is_file()
+                              else None, say=run.say, log=run.dir / "progress.log", unit="bytes")
+    held = in_parts.held(out, bbo_cfg, reference, stale, keep_stamps=(run.dir / "send.log").is_file(),
+                         read=meter.update)
+    meter.finish(how="not shown equal a part at a time: read whole" if held is None else
+                 f"the simulation's events{f', and {held.malformed:,} malformed lines' if held.malformed else ''}")
+    return held
 
 
 def _recovery_setting(run: "Run") -> tuple[dict[str, Any] | None, dict[str, Any] | None, bool]:

@@ -1,0 +1,149 @@
+"""A brought gateway's output held to the simulation a part at a time (gateways/in_parts.py), in parts far smaller
+than a line's share of them so that lines and events cross every boundary: an output that is the simulation's
+events is held equal (their count the fixture manifest's golden one, or the whole reader's), and every edit of one
+line is not — the whole check, which counts and names it, must then decide."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from itchbench import paths
+from itchbench.analysis import logs
+from itchbench.gateways import blackbox, in_parts
+
+SAMPLE = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
+
+
+@pytest.fixture(autouse=True)
+def small_parts(monkeypatch):
+    monkeypatch.setattr(in_parts, "OUTPUT_BYTES_AT_ONCE", 257)
+    monkeypatch.setattr(in_parts, "REFERENCE_RECORDS_AT_ONCE", 7)
+
+
+def _golden_events() -> int:
+    manifest = json.loads((paths.repo_root() / "fixtures" / "manifest.json").read_text())
+    return next(f["golden"]["bbo_events"] for f in manifest["fixtures"] if f["file"] == SAMPLE.name)
+
+
+def _lines(levels: int) -> list[str]:
+    """The simulation's events as csv lines, from its log read whole."""
+    rec = logs.read_log(blackbox.reference_run(SAMPLE, "", levels).events_log).records
+    return [",".join(map(str, row)) for row in blackbox.event_block(rec).tolist()]
+
+
+def _held(tmp_path: Path, text: str, levels: int = 0, stamped: bool = False, keep_stamps: bool = False):
+    out = tmp_path / "bbo.out"
+    out.write_bytes(text.encode())
+    bbo = {"format": "csv", "via": "tcp" if stamped else "file", "levels": levels}
+    return in_parts.held(out, bbo, blackbox.reference_run(SAMPLE, "", levels), False, keep_stamps)
+
+
+def _whole_equal(tmp_path: Path, levels: int) -> bool:
+    events, malformed, _ = blackbox.read_events(tmp_path / "bbo.out", "csv", stamped=False,
+                                                symbols=blackbox.stock_directory(SAMPLE, "", levels), levels=levels)
+    ref, kinds = blackbox.reference(SAMPLE, "", levels)
+    return malformed == 0 and blackbox.check(events, ref, kinds, "exact")["equal"]
+
+
+@pytest.mark.parametrize("levels", [0, 5])
+def test_the_simulations_events_are_held_equal_across_every_part(tmp_path, levels):
+    lines = _lines(levels)
+    expected = _golden_events() if levels == 0 else len(blackbox.reference(SAMPLE, "", levels)[0])
+    assert len(lines) == expected > 1000
+    for text in ("\n".join(lines) + "\n", "\n".join(lines), "\r\n".join(lines) + "\r\n",
+                 "\n\n".join(lines) + "\n", "\n".join(", ".join(line.split(",")) for line in lines)):
+        held = _held(tmp_path, text, levels)
+        assert held is not None and held.events == expected
+        assert held.last_seq == int(lines[-1].split(",")[0])
+        assert _whole_equal(tmp_path, levels)
+
+
+def _same_stock_pair(lines: list[str]) -> int:
+    """A line whose next is an event of the same stock: swapped, they are out of order."""
+    stock = [line.split(",")[1] for line in lines]
+    return next(i for i in range(len(lines) // 2, len(lines) - 1) if stock[i] == stock[i + 1])
+
+
+@pytest.mark.parametrize("edit", ["missing", "extra", "wrong", "out of order", "an event not plain", "last missing",
+                                  "one more at the end", "unknown symbol", "a line past the buffer"])
+@pytest.mark.parametrize("levels", [0, 5])
+def test_any_difference_leaves_the_verdict_to_the_whole_check(tmp_path, levels, edit):
+    lines = _lines(levels)
+    k = len(lines) // 2
+    if edit == "missing":
+        del lines[k]
+    elif edit == "extra":
+        lines.insert(k, lines[k])
+    elif edit == "wrong":  # one more share at its last level
+        fields = lines[k].split(",")
+        fields[-1] = str(int(fields[-1]) + 1)
+        lines[k] = ",".join(fields)
+    elif edit == "out of order":
+        i = _same_stock_pair(lines)
+        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    elif edit == "an event not plain":  # a no-break space after a comma: an event line by line, in its place
+        lines[k] = lines[k].replace(",", ",\u00a0", 1)
+    elif edit == "last missing":
+        lines.pop()
+    elif edit == "one more at the end":
+        lines.append(lines[-1])
+    elif edit == "unknown symbol":
+        fields = lines[k].split(",")
+        lines[k] = ",".join([fields[0], "NOSUCH", *fields[2:]])
+    else:
+        lines.insert(k, "1" * 300)
+    assert _held(tmp_path, "\n".join(lines) + "\n", levels) is None
+    if edit == "an event not plain":  # the same events: equal, but only the whole check can place it
+        assert _whole_equal(tmp_path, levels)
+    else:
+        assert not _whole_equal(tmp_path, levels)
+
+
+@pytest.mark.parametrize("levels", [0, 5])
+def test_lines_that_hold_no_event_are_counted_and_the_events_still_held(tmp_path, levels):
+    # A gateway's warnings among its events, the first line and the last among them (the last with no newline).
+    lines = _lines(levels)
+    junk = ["WARNING: slow consumer", "1 2 3", "", "\f", "#", "DEBUG book rebuilt"]
+    text = "\n".join([junk[0], *lines[:100], junk[1], junk[2], junk[3], *lines[100:], junk[4], junk[5]])
+    held = _held(tmp_path, text, levels)
+    assert held is not None and held.events == len(lines)
+    assert held.malformed == 4 and held.examples == ["WARNING: slow consumer", "1 2 3", "#"]
+    events, malformed, examples = blackbox.read_events(tmp_path / "bbo.out", "csv", stamped=False,
+                                                       symbols=blackbox.stock_directory(SAMPLE, "", levels),
+                                                       levels=levels)
+    assert (len(events), malformed, examples) == (held.events, held.malformed, held.examples)
+
+
+def test_stocks_named_by_symbol_and_receive_stamps_are_read(tmp_path):
+    lines = _lines(0)
+    names = {locate: symbol for symbol, locate in blackbox.stock_directory(SAMPLE).items()}
+    text, stamps = "", []
+    for i, line in enumerate(lines):
+        seq, stock, rest = line.split(",", 2)
+        stamp = 0 if i % 3 == 0 else 1_000_000 + i  # a stamp of 0 is none
+        text += f"{stamp} {seq},{names[int(stock)]},{rest}\n"
+        if stamp:
+            stamps.append([int(seq), stamp])
+    held = _held(tmp_path, text, stamped=True, keep_stamps=True)
+    assert held is not None and held.events == _golden_events()
+    assert held.stamps.tolist() == stamps
+
+
+def test_a_gateways_own_log_is_held_with_its_stale_flags(tmp_path):
+    ref = blackbox.reference_run(SAMPLE)
+    bbo = {"format": "itchbench", "via": "file", "levels": 0}
+    held = in_parts.held(ref.events_log, bbo, ref, True, keep_stamps=False)
+    assert held is not None and held.events == _golden_events()
+    # One record's stale flag set: the flags are held too, so not equal; without them, the book alone is.
+    changed = tmp_path / "bbo.bbo"
+    raw = np.fromfile(ref.events_log, np.uint8)
+    log = logs.read_bbo(ref.events_log)
+    flags_at = log.header_size + 10 * log.stored.dtype.itemsize + log.stored.dtype.fields["flags"][1]
+    raw[flags_at] |= logs.FLAG_BOOK_MAY_BE_STALE
+    raw.tofile(changed)
+    assert in_parts.held(changed, bbo, ref, True, keep_stamps=False) is None
+    assert in_parts.held(changed, bbo, ref, False, keep_stamps=False) is not None
