@@ -13,6 +13,7 @@ import pytest
 
 from itchbench import paths
 from itchbench.analysis import logs
+from itchbench.compare import outputs
 from itchbench.gateways import blackbox, in_parts
 
 SAMPLE = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
@@ -147,3 +148,43 @@ def test_a_gateways_own_log_is_held_with_its_stale_flags(tmp_path):
     raw.tofile(changed)
     assert in_parts.held(changed, bbo, ref, True, keep_stamps=False) is None
     assert in_parts.held(changed, bbo, ref, False, keep_stamps=False) is not None
+
+
+def _contract_run(tmp_path: Path, name: str, text: str, levels: int) -> Path:
+    """A run directory of a contract gateway whose output is text (the parts compare reads)."""
+    run = tmp_path / name
+    run.mkdir()
+    (run / "bbo.received").write_text(text)
+    (run / "summary.json").write_text(json.dumps({"gateway": {"contract": {"bbo": {
+        "format": "csv", "via": "tcp", "check": "exact", "levels": levels}}},
+        "transport_details": {"bbo_output": "bbo.received"}}))
+    (run / "manifest.json").write_text(json.dumps({"scenario": {"capture": str(SAMPLE), "feed": ""}}))
+    return run
+
+
+@pytest.mark.parametrize("levels", [0, 5])
+def test_a_contract_runs_digest_read_in_parts_is_its_digest_read_whole(tmp_path, levels):
+    # compare and bisect take a brought gateway's digest a part at a time: the same as its events read whole and
+    # made records at once, warnings and receive stamps left out; and a run that differs by one share does not
+    # share it, so compare reads both whole and names the difference.
+    lines = _lines(levels)
+    stamped = [f"{1000 + i} {line}" for i, line in enumerate(lines)]
+    run = _contract_run(tmp_path, "a", "\n".join([*stamped[:50], "WARN late", *stamped[50:]]) + "\n", levels)
+    digest, events = outputs.bbo_digest(run)
+    rec, whole = outputs.bbo_records(run)
+    assert (digest, events) == (whole, len(rec)) and events == len(lines)
+    values = np.array([[int(v) for v in line.split(",")] for line in lines])  # the records hold the lines' fields
+    assert (rec["seq"] == values[:, 0]).all() and (rec["stock_locate"] == values[:, 1]).all()
+    if levels:
+        assert (rec["bids"]["px"] == values[:, 2:2 + 2 * levels:2]).all()
+        assert (rec["asks"]["qty"] == values[:, 3 + 2 * levels::2]).all()
+    else:
+        assert (rec["bid_px"] == values[:, 2]).all() and (rec["ask_qty"] == values[:, 5]).all()
+    fields = lines[-1].split(",")
+    fields[-1] = str(int(fields[-1]) + 1)
+    other = _contract_run(tmp_path, "b", "\n".join([*stamped[:-1], "9 " + ",".join(fields)]) + "\n", levels)
+    assert outputs.bbo_digest(other)[0] != digest
+    same = outputs.compare_bbo(run, _contract_run(tmp_path, "c", "\n".join(stamped) + "\n", levels))
+    assert same["equal"] and same["base_events"] == same["head_events"] == len(lines)
+    differs = outputs.compare_bbo(run, other)
+    assert not differs["equal"] and differs["wrong"] == 1 and differs["missing"] == differs["extra"] == 0

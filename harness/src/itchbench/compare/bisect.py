@@ -92,7 +92,7 @@ def contract_measure(repo: Path, contract_rel: Path, metric: str, values: dict[s
             if s["verdict"]["status"] == "incomplete":
                 raise BisectError(f"{rev.label}: the gateway could not run: {s['verdict']['headline']} ({run_dir})")
             if metric == "bbo":
-                return outputs.bbo_records(run_dir)[1]
+                return outputs.bbo_digest(run_dir)[0]
             if not (s.get("wire_to_wire") or {}).get("from_intended"):
                 raise BisectError(f"{rev.label}: no wire-to-wire latency (a sender that stamps: udp-replay, serial)")
             p50s.append(s["wire_to_wire"]["from_intended"]["p50"])

@@ -46,15 +46,12 @@ def held(output: Path, bbo: dict[str, object], reference: blackbox.ReferenceRun,
     """The output (its contract's [bbo] table `bbo`) equal to the reference run's events, read a part at a time, or
     None: not shown equal that way (the whole check decides). stale: the BBO events' stale flags are held too.
     keep_stamps: keep the receive stamps (wire to wire). `read` is told the output's bytes read so far."""
-    fmt, stamped = bbo.get("format", "csv"), bbo.get("via", "tcp") != "file"
-    levels = bbo.get("levels", 0)
-    if levels == ALL_LEVELS or not output.is_file() or fmt not in ("csv", "itchbench"):
+    readable = output_parts(output, bbo, reference.symbols, stale, read)
+    if readable is None:
         return None
-    cols = blackbox.columns(levels)  # type: ignore[arg-type]
-    width = len(cols) + stale
-    # `itchbench` records the collector stamped are written as csv; only a gateway's own log carries stale flags.
-    csv = None if fmt == "itchbench" and not stamped else _CsvParts(output, cols, stamped, reference.symbols, read)
-    parts = _log_parts(output, stale) if csv is None else iter(csv)
+    parts, csv = readable
+    stamped = csv is not None and csv.stamped
+    width = len(blackbox.columns(bbo.get("levels", 0))) + stale  # type: ignore[arg-type]
     expected = _one_ahead(_log_parts(reference.events_log, stale))
     pending = np.zeros((0, width), np.int64)
     events, last_seq, stamps = 0, 0, []
@@ -83,6 +80,23 @@ def held(output: Path, bbo: dict[str, object], reference: blackbox.ReferenceRun,
                 csv.malformed if csv else 0, csv.examples if csv else [])
 
 
+def output_parts(output: Path, bbo: dict[str, object], symbols: dict[str, int], stale: bool = False,
+                 read: Callable[[int], None] | None = None) -> tuple[Iterator[np.ndarray], CsvParts | None] | None:
+    """A contract output's events (its [bbo] table `bbo`) as int64 blocks of blackbox.columns(N), a part at a time:
+    a csv output's rows (then t_recv), read by the CsvParts also given, or a gateway's own log's events (stale: then
+    its stale flags); None when it cannot be read that way (jsonl, every level's changes, no output). A yielded
+    block is valid until the next one is read."""
+    fmt, stamped = bbo.get("format", "csv"), bbo.get("via", "tcp") != "file"
+    levels = bbo.get("levels", 0)
+    if levels == ALL_LEVELS or not output.is_file() or fmt not in ("csv", "itchbench"):
+        return None
+    if fmt == "itchbench" and not stamped:  # only a gateway's own log carries stale flags
+        return _log_parts(output, stale), None
+    # `itchbench` records the collector stamped are written as csv.
+    csv = CsvParts(output, blackbox.columns(levels), stamped, symbols, read)  # type: ignore[arg-type]
+    return iter(csv), csv
+
+
 def _log_parts(path: Path, stale: bool) -> Iterator[np.ndarray]:
     """A BBO or depth log's events as int64 blocks (blackbox.event_block), a part at a time."""
     for rec in logs.iter_records(logs.read_log(path), REFERENCE_RECORDS_AT_ONCE):
@@ -99,7 +113,7 @@ def _one_ahead(parts: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
             yield part
 
 
-class _CsvParts:
+class CsvParts:
     """A csv output's rows (native.parse_plain_csv's: cols, then t_recv, each stock a locate), read
     OUTPUT_BYTES_AT_ONCE at a time into one buffer, each part cut after its last line end (the rest begins the next).
     Its other lines are read line by line: those that hold no event are counted as malformed (a gateway's warning
