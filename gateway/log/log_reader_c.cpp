@@ -264,11 +264,12 @@ extern "C" int64_t itchlog_depth_events_apply(void* builder, const void* records
 extern "C" void itchlog_depth_events_free(void* builder) { delete static_cast<DepthEventBuilder*>(builder); }
 
 extern "C" int64_t itchlog_parse_plain_csv(const char* data, uint64_t n, uint32_t fields, uint32_t stamped,
+                                           uint32_t sided,
                                            int64_t* out, char* symbols, uint64_t capacity, void* others,
                                            uint64_t others_capacity, uint64_t* others_found) {
   static_assert(sizeof(OtherLine) == 3 * sizeof(uint64_t), "three values a line set aside");
-  return parse_plain_csv(data, n, fields, stamped != 0, out, symbols, capacity, static_cast<OtherLine*>(others),
-                         others_capacity, others_found);
+  return parse_plain_csv(data, n, fields, stamped != 0, sided != 0, out, symbols, capacity,
+                         static_cast<OtherLine*>(others), others_capacity, others_found);
 }
 
 extern "C" uint32_t itchlog_struct_sizes(uint64_t* sizes, uint32_t capacity) {

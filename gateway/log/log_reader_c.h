@@ -144,11 +144,12 @@ ITCHLOG_API void itchlog_depth_events_free(void* builder);
 
 /* A contract gateway's csv output, its lines of numbers alone, the stock a locate or a symbol (log/plain_csv.hpp):
  * rows of fields + 1 int64 values at out (the fields, then t_recv: 0 when not stamped), a stock named by its symbol
- * -1 and the symbol in 16 bytes a row at symbols; room for capacity rows. Each other line is set aside at others,
- * three uint64 a line (the rows before it, its first byte, the byte after its \n), room for others_capacity, how
+ * -1 and the symbol in 16 bytes a row at symbols, a side letter (sided: the third field) its byte; room for
+ * capacity rows. Each other line is set aside at others, three uint64 a line (the rows before it, its first byte, the byte after its \n), room for others_capacity, how
  * many at *others_found. Returns the rows, or -1 when there is no room (others_capacity 0: at the first other line;
  * the harness reads the whole output line by line then). */
 ITCHLOG_API int64_t itchlog_parse_plain_csv(const char* data, uint64_t n, uint32_t fields, uint32_t stamped,
+                                            uint32_t sided,
                                             int64_t* out, char* symbols, uint64_t capacity, void* others,
                                             uint64_t others_capacity, uint64_t* others_found);
 

@@ -61,7 +61,8 @@ const char* line_end(const char* p, const char* end) {
 
 // One line from p (at its start) parsed into row (fields + 1 values), p moved to the next line's start; false when
 // the line is not plain (p then anywhere in it).
-bool plain_line(const char*& p, const char* end, uint32_t fields, bool stamped, int64_t* row, char* symbol_to) {
+bool plain_line(const char*& p, const char* end, uint32_t fields, bool stamped, bool sided, int64_t* row,
+                char* symbol_to) {
   row[fields] = 0;
   if (stamped) {  // the stamp from the line's start to its first space, as the line-by-line reader splits it
     if (!number(p, end, row[fields]) || p == end || *p++ != ' ') return false;
@@ -74,6 +75,9 @@ bool plain_line(const char*& p, const char* end, uint32_t fields, bool stamped, 
     if (f == 1 && p < end && letter(*p)) {  // the stock, by its symbol (its trailing blanks its own)
       if (!symbol(p, end, symbol_to)) return false;
       row[f] = -1;
+    } else if (sided && f == kSideField) {  // a level change's side: its letter's byte
+      if (p == end || (*p != 'B' && *p != 'S')) return false;
+      row[f] = *p++;
     } else if (!number(p, end, row[f])) {
       return false;
     }
@@ -85,8 +89,9 @@ bool plain_line(const char*& p, const char* end, uint32_t fields, bool stamped, 
 
 }  // namespace
 
-int64_t parse_plain_csv(const char* data, size_t n, uint32_t fields, bool stamped, int64_t* out, char* symbols,
-                        uint64_t capacity, OtherLine* others, uint64_t others_capacity, uint64_t* others_found) {
+int64_t parse_plain_csv(const char* data, size_t n, uint32_t fields, bool stamped, bool sided, int64_t* out,
+                        char* symbols, uint64_t capacity, OtherLine* others, uint64_t others_capacity,
+                        uint64_t* others_found) {
   const char* p = data;
   const char* const end = data + n;
   uint64_t rows = 0, set_aside = 0;
@@ -97,7 +102,8 @@ int64_t parse_plain_csv(const char* data, size_t n, uint32_t fields, bool stampe
     }
     if (rows == capacity) return -1;
     const char* const line = p;
-    if (plain_line(p, end, fields, stamped, out + rows * (uint64_t(fields) + 1), symbols + kPlainSymbolBytes * rows)) {
+    if (plain_line(p, end, fields, stamped, sided, out + rows * (uint64_t(fields) + 1),
+                   symbols + kPlainSymbolBytes * rows)) {
       ++rows;
       continue;
     }

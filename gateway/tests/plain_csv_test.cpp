@@ -13,10 +13,10 @@ namespace {
 
 // The rows of text (fields + 1 values each), or -1 as the reader returns it.
 std::vector<int64_t> parsed(const std::string& text, uint32_t fields, bool stamped, int64_t* rows,
-                            uint64_t capacity = 8, std::string* symbols = nullptr) {
+                            uint64_t capacity = 8, std::string* symbols = nullptr, bool sided = false) {
   std::vector<int64_t> out(capacity * (fields + 1), -7);
   std::string named(capacity * kPlainSymbolBytes, '?');
-  *rows = parse_plain_csv(text.data(), text.size(), fields, stamped, out.data(), named.data(), capacity);
+  *rows = parse_plain_csv(text.data(), text.size(), fields, stamped, sided, out.data(), named.data(), capacity);
   if (symbols) *symbols = named;
   out.resize(*rows > 0 ? size_t(*rows) * (fields + 1) : 0);
   return out;
@@ -90,7 +90,7 @@ TEST(PlainCsv, SetsAsideEachOtherLineWithItsPlaceAndBytes) {
   std::string symbols(8 * kPlainSymbolBytes, '?');
   OtherLine others[4];
   uint64_t found = 99;
-  EXPECT_EQ(parse_plain_csv(text.data(), text.size(), 3, false, out.data(), symbols.data(), 8, others, 4, &found), 2);
+  EXPECT_EQ(parse_plain_csv(text.data(), text.size(), 3, false, false, out.data(), symbols.data(), 8, others, 4, &found), 2);
   out.resize(8);
   EXPECT_EQ(out, (std::vector<int64_t>{10, 1, 100, 0, 11, 2, 5, 0}));
   ASSERT_EQ(found, 3u);
@@ -102,5 +102,21 @@ TEST(PlainCsv, SetsAsideEachOtherLineWithItsPlaceAndBytes) {
     EXPECT_EQ(others[i].end, want[i][2]) << i;
   }
   // More other lines than room: refused, as with none.
-  EXPECT_EQ(parse_plain_csv(text.data(), text.size(), 3, false, out.data(), symbols.data(), 8, others, 2, &found), -1);
+  EXPECT_EQ(parse_plain_csv(text.data(), text.size(), 3, false, false, out.data(), symbols.data(), 8, others, 2, &found), -1);
+}
+
+TEST(PlainCsv, ReadsALevelChangesSideLetterAsItsByte) {
+  int64_t rows = 0;
+  EXPECT_EQ(parsed("1000 10,1,B,100,5\n1001 11,AAPL, S ,200,0\n", 5, true, &rows, 8, nullptr, true),
+            (std::vector<int64_t>{10, 1, 'B', 100, 5, 1000, 11, -1, 'S', 200, 0, 1001}));
+  EXPECT_EQ(rows, 2);
+  for (const char* text : {"1000 10,1,b,100,5\n",    // lower case: the line-by-line reader's pattern takes B or S
+                           "1000 10,1,X,100,5\n",    // no side
+                           "1000 10,1,BS,100,5\n",   // two letters
+                           "1000 10,1,66,100,5\n"}) {  // its byte written as a number
+    parsed(text, 5, true, &rows, 8, nullptr, true);
+    EXPECT_EQ(rows, -1) << text;
+  }
+  parsed("1000 10,1,B,100,5\n", 5, true, &rows);  // a letter where a number is due, when not sided
+  EXPECT_EQ(rows, -1);
 }

@@ -14,6 +14,7 @@ import pytest
 from itchbench import paths
 from itchbench.analysis import logs
 from itchbench.compare import outputs
+from itchbench.depth_levels import ALL_LEVELS, Levels
 from itchbench.gateways import blackbox, in_parts
 
 SAMPLE = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
@@ -30,27 +31,28 @@ def _golden_events() -> int:
     return next(f["golden"]["bbo_events"] for f in manifest["fixtures"] if f["file"] == SAMPLE.name)
 
 
-def _lines(levels: int) -> list[str]:
-    """The simulation's events as csv lines, from its log read whole."""
+def _lines(levels: Levels) -> list[str]:
+    """The simulation's events as csv lines, from its log read whole (a level change's side as its letter)."""
     rec = logs.read_log(blackbox.reference_run(SAMPLE, "", levels).events_log).records
-    return [",".join(map(str, row)) for row in blackbox.event_block(rec).tolist()]
+    rows = blackbox.event_block(rec).tolist()
+    return [",".join(chr(v) if levels == ALL_LEVELS and i == 2 else str(v) for i, v in enumerate(row)) for row in rows]
 
 
-def _held(tmp_path: Path, text: str, levels: int = 0, stamped: bool = False, keep_stamps: bool = False):
+def _held(tmp_path: Path, text: str, levels: Levels = 0, stamped: bool = False, keep_stamps: bool = False):
     out = tmp_path / "bbo.out"
     out.write_bytes(text.encode())
     bbo = {"format": "csv", "via": "tcp" if stamped else "file", "levels": levels}
     return in_parts.held(out, bbo, blackbox.reference_run(SAMPLE, "", levels), False, keep_stamps)
 
 
-def _whole_equal(tmp_path: Path, levels: int) -> bool:
+def _whole_equal(tmp_path: Path, levels: Levels) -> bool:
     events, malformed, _ = blackbox.read_events(tmp_path / "bbo.out", "csv", stamped=False,
                                                 symbols=blackbox.stock_directory(SAMPLE, "", levels), levels=levels)
     ref, kinds = blackbox.reference(SAMPLE, "", levels)
     return malformed == 0 and blackbox.check(events, ref, kinds, "exact")["equal"]
 
 
-@pytest.mark.parametrize("levels", [0, 5])
+@pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
 def test_the_simulations_events_are_held_equal_across_every_part(tmp_path, levels):
     lines = _lines(levels)
     expected = _golden_events() if levels == 0 else len(blackbox.reference(SAMPLE, "", levels)[0])
@@ -64,14 +66,14 @@ def test_the_simulations_events_are_held_equal_across_every_part(tmp_path, level
 
 
 def _same_stock_pair(lines: list[str]) -> int:
-    """A line whose next is an event of the same stock: swapped, they are out of order."""
-    stock = [line.split(",")[1] for line in lines]
-    return next(i for i in range(len(lines) // 2, len(lines) - 1) if stock[i] == stock[i + 1])
+    """A line whose next is an event of the same stock at a later seq: swapped, they are out of order."""
+    seq, stock = zip(*(line.split(",")[:2] for line in lines))
+    return next(i for i in range(len(lines) // 2, len(lines) - 1) if stock[i] == stock[i + 1] and seq[i] != seq[i + 1])
 
 
 @pytest.mark.parametrize("edit", ["missing", "extra", "wrong", "out of order", "an event not plain", "last missing",
                                   "one more at the end", "unknown symbol", "a line past the buffer"])
-@pytest.mark.parametrize("levels", [0, 5])
+@pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
 def test_any_difference_leaves_the_verdict_to_the_whole_check(tmp_path, levels, edit):
     lines = _lines(levels)
     k = len(lines) // 2
@@ -150,7 +152,7 @@ def test_a_gateways_own_log_is_held_with_its_stale_flags(tmp_path):
     assert in_parts.held(changed, bbo, ref, False, keep_stamps=False) is not None
 
 
-def _contract_run(tmp_path: Path, name: str, text: str, levels: int) -> Path:
+def _contract_run(tmp_path: Path, name: str, text: str, levels: Levels) -> Path:
     """A run directory of a contract gateway whose output is text (the parts compare reads)."""
     run = tmp_path / name
     run.mkdir()
@@ -162,7 +164,7 @@ def _contract_run(tmp_path: Path, name: str, text: str, levels: int) -> Path:
     return run
 
 
-@pytest.mark.parametrize("levels", [0, 5])
+@pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
 def test_a_contract_runs_digest_read_in_parts_is_its_digest_read_whole(tmp_path, levels):
     # compare and bisect take a brought gateway's digest a part at a time: the same as its events read whole and
     # made records at once, warnings and receive stamps left out; and a run that differs by one share does not
@@ -173,9 +175,11 @@ def test_a_contract_runs_digest_read_in_parts_is_its_digest_read_whole(tmp_path,
     digest, events = outputs.bbo_digest(run)
     rec, whole = outputs.bbo_records(run)
     assert (digest, events) == (whole, len(rec)) and events == len(lines)
-    values = np.array([[int(v) for v in line.split(",")] for line in lines])  # the records hold the lines' fields
-    assert (rec["seq"] == values[:, 0]).all() and (rec["stock_locate"] == values[:, 1]).all()
-    if levels:
+    values = np.array([[ord(v) if v in "BS" else int(v) for v in line.split(",")] for line in lines])
+    assert (rec["seq"] == values[:, 0]).all() and (rec["stock_locate"] == values[:, 1]).all()  # the lines' fields
+    if levels == ALL_LEVELS:
+        assert (rec["side"].view(np.uint8) == values[:, 2]).all() and (rec["qty"] == values[:, 4]).all()
+    elif levels:
         assert (rec["bids"]["px"] == values[:, 2:2 + 2 * levels:2]).all()
         assert (rec["asks"]["qty"] == values[:, 3 + 2 * levels::2]).all()
     else:
@@ -187,4 +191,8 @@ def test_a_contract_runs_digest_read_in_parts_is_its_digest_read_whole(tmp_path,
     same = outputs.compare_bbo(run, _contract_run(tmp_path, "c", "\n".join(stamped) + "\n", levels))
     assert same["equal"] and same["base_events"] == same["head_events"] == len(lines)
     differs = outputs.compare_bbo(run, other)
-    assert not differs["equal"] and differs["wrong"] == 1 and differs["missing"] == differs["extra"] == 0
+    assert not differs["equal"]
+    if levels == ALL_LEVELS:  # level changes are named by their place (no key to count them by)
+        assert differs["difference_words"].startswith(f"level change {len(lines):,} differs")
+    else:
+        assert differs["wrong"] == 1 and differs["missing"] == differs["extra"] == 0

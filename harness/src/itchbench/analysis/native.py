@@ -45,8 +45,8 @@ def _library() -> ctypes.CDLL:
     lib.itchlog_depth_events_free.argtypes = [ctypes.c_void_p]
     lib.itchlog_parse_plain_csv.restype = ctypes.c_int64
     lib.itchlog_parse_plain_csv.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32,
-                                            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
-                                            ctypes.c_uint64, ctypes.c_void_p]
+                                            ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64,
+                                            ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p]
     return lib
 
 
@@ -103,18 +103,18 @@ class PlainCsv(NamedTuple):
 
 def parse_plain_csv(data: bytes | np.ndarray, fields: int, stamped: bool,
                     room: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-                    set_aside: bool = False) -> PlainCsv | None:
+                    set_aside: bool = False, sided: bool = False) -> PlainCsv | None:
     """A csv output's lines of numbers alone, the stock a locate or a symbol (gateway/log/plain_csv.hpp); None when
     a line is anything else, unless set_aside: then such lines are set aside (`others`) for a line-by-line reader.
     data: bytes, or a uint8 array. room: arrays to fill (plain_csv_room), reused from one part of an output to the
-    next."""
+    next. sided: the third field is a level change's side, B or S, given as its byte."""
     n = len(data)
     out, symbols, others = room or plain_csv_room(data.count(b"\n") + 1 if isinstance(data, bytes) else n, fields)
     found = ctypes.c_uint64(0)
     at = data if isinstance(data, bytes) else data.ctypes.data
-    rows = _library().itchlog_parse_plain_csv(at, n, fields, int(stamped), out.ctypes.data, symbols.ctypes.data,
-                                              len(out), others.ctypes.data, len(others) if set_aside else 0,
-                                              ctypes.byref(found))
+    rows = _library().itchlog_parse_plain_csv(at, n, fields, int(stamped), int(sided), out.ctypes.data,
+                                              symbols.ctypes.data, len(out), others.ctypes.data,
+                                              len(others) if set_aside else 0, ctypes.byref(found))
     return None if rows < 0 else PlainCsv(out[:rows], symbols[:rows], others[:found.value])
 
 

@@ -126,8 +126,13 @@ def reference_run(capture: Path, feed: str = "", levels: Levels = 0) -> Referenc
 
 
 def event_block(rec: np.ndarray, stale: bool = False) -> np.ndarray:
-    """Records of a BBO log, or whole events of a depth log of the top N (FORMAT.md), as one int64 block of
-    columns(N); stale: a BBO block ends with STALE, the record's stale flag."""
+    """Records of a BBO log, whole events of a depth log of the top N, or level change records (FORMAT.md), as one
+    int64 block of columns(N); stale: a BBO block ends with STALE, the record's stale flag."""
+    if rec.dtype == logs.LEVEL_CHANGE_DTYPE:
+        out = np.empty((len(rec), len(LEVEL_CHANGE_COLUMNS)), np.int64)
+        out[:, 0], out[:, 1], out[:, 2] = rec["seq"], rec["stock_locate"], rec["side"].view(np.uint8)
+        out[:, 3], out[:, 4] = rec["px"], rec["qty"]
+        return out
     if rec.dtype == logs.BBO_DTYPE:
         out = np.empty((len(rec), len(COLUMNS) + stale), np.int64)
         for i, field in enumerate(("seq", "stock_locate", "bid_px", "bid_qty", "ask_px", "ask_qty")):
@@ -162,10 +167,8 @@ def _reference(capture: str, mtime_ns: int, feed_args: str,
 def depth_frame(rec: np.ndarray) -> pd.DataFrame:
     """Depth records (FORMAT.md, kind 6) as columns(N): seq, stock locate, bid1_px … askN_qty; level change
     records as LEVEL_CHANGE_COLUMNS."""
-    if rec.dtype == logs.LEVEL_CHANGE_DTYPE:
-        return pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "side": rec["side"].view(np.uint8),
-                             "price": rec["px"], "shares": rec["qty"]}, columns=LEVEL_CHANGE_COLUMNS)
-    return pd.DataFrame(event_block(rec), columns=columns(rec.dtype["bids"].shape[0]), copy=False)
+    cols = LEVEL_CHANGE_COLUMNS if rec.dtype == logs.LEVEL_CHANGE_DTYPE else columns(rec.dtype["bids"].shape[0])
+    return pd.DataFrame(event_block(rec), columns=cols, copy=False)
 
 
 def reference(capture: Path, feed: str = "", levels: Levels = 0, stale: bool = False) -> tuple[pd.DataFrame,
@@ -277,7 +280,7 @@ def _csv_mixed(data: bytes, cols: list[str], stamped: bool,
     """read_events of a csv output: its plain lines in one compiled pass (gateway/log/plain_csv.hpp), the others
     set aside and read line by line, each event in its line's place. None when not one line is plain, or a plain
     line names a symbol the directory does not (line by line, which shows the line)."""
-    plain = native.parse_plain_csv(data, len(cols), stamped, set_aside=True)
+    plain = native.parse_plain_csv(data, len(cols), stamped, set_aside=True, sided=cols == LEVEL_CHANGE_COLUMNS)
     if plain is None or not len(plain.rows):
         return None
     rows = plain_rows(plain, symbols)

@@ -5,8 +5,8 @@ memory of a part whatever its length (docs/gateway-contract.md, "Reading the out
 Read whole, a day is out of reach: the example C++ gateway's depth stream of nasdaq-day 50 M at 5 levels (20 M
 events) took 10.5 GB to judge, and a 270 M-message day would take about five times that. Lines that hold no event
 (a gateway's warning among its events) are counted as malformed on the way. Whatever is not that case (a line that
-holds an event but is not plain, a jsonl output, a difference of any kind, a run held to a recovery or a late join)
-is left to the whole check, which counts and names the differences: `held` then says None, and nothing is judged
+holds an event but is not plain, a jsonl output, a difference of any kind — events of different stocks interleaved
+otherwise than the simulation's too —, a run held to a recovery or a late join) is left to the whole check, which counts and names the differences: `held` then says None, and nothing is judged
 here."""
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ..analysis import logs, native
-from ..depth_levels import ALL_LEVELS
 from . import blackbox
 
 # Bytes of the output read at a time: parts large enough that a call's overhead is nothing.
@@ -84,11 +83,11 @@ def output_parts(output: Path, bbo: dict[str, object], symbols: dict[str, int], 
                  read: Callable[[int], None] | None = None) -> tuple[Iterator[np.ndarray], CsvParts | None] | None:
     """A contract output's events (its [bbo] table `bbo`) as int64 blocks of blackbox.columns(N), a part at a time:
     a csv output's rows (then t_recv), read by the CsvParts also given, or a gateway's own log's events (stale: then
-    its stale flags); None when it cannot be read that way (jsonl, every level's changes, no output). A yielded
+    its stale flags); None when it cannot be read that way (jsonl, no output). A yielded
     block is valid until the next one is read."""
     fmt, stamped = bbo.get("format", "csv"), bbo.get("via", "tcp") != "file"
     levels = bbo.get("levels", 0)
-    if levels == ALL_LEVELS or not output.is_file() or fmt not in ("csv", "itchbench"):
+    if not output.is_file() or fmt not in ("csv", "itchbench"):
         return None
     if fmt == "itchbench" and not stamped:  # only a gateway's own log carries stale flags
         return _log_parts(output, stale), None
@@ -148,7 +147,8 @@ class CsvParts:
                 buf[:rest] = buf[cut:size].copy()
 
     def _rows(self, data: np.ndarray, room: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-        plain = native.parse_plain_csv(data, len(self.cols), self.stamped, room, set_aside=True)
+        plain = native.parse_plain_csv(data, len(self.cols), self.stamped, room, set_aside=True,
+                                       sided=self.cols == blackbox.LEVEL_CHANGE_COLUMNS)
         rows = None if plain is None else blackbox.plain_rows(plain, self.symbols)
         if plain is None or rows is None:
             raise NotPlain(self.path)
