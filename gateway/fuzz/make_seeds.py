@@ -84,6 +84,10 @@ def main() -> None:
         "serial_line/noise": b"~!noise#%" + serial_line(1, 5, msgs[0]) + b"$1,2,zz*00\n",
         "capture_readers/small_pcap": pcap[:24] + b"".join(recs[:12]),
         "capture_readers/small_itch": pieces(msgs[:50]),
+        # fuzz_plain_csv: a byte of settings first (fields - 1 in bits 0-2, 8 stamped, 16 sided), then an output.
+        "plain_csv/bbo_stamped_with_junk": bytes([5 | 8]) + b"1000 10,1,100,5,0,0\n1001 junk\n\n1002 11, AAPL ,200,7"
+                                            b",210,3\r\n1003 12,1\r2,3,4,5\n1004 13,2,200,7,0,0",
+        "plain_csv/level_changes": bytes([4 | 16]) + b"10,1,B,100,5\n10,1,S,101,0\n11,2,X,5,5\n\f\n12,BRK.A,B,7,7\n",
         # fuzz_mold_requests' session is FUZZ000001, sequences 5..44: requests in it, around it and beside it.
         "mold_requests/requests": pieces([b"FUZZ000001" + struct.pack(">QH", seq, count) for seq, count in
                                           ((5, 1), (10, 40), (44, 3), (45, 1), (0, 2), (7, 0))]
