@@ -107,9 +107,11 @@ def parse_plain_csv(data: bytes | np.ndarray, fields: int, stamped: bool,
     """A csv output's lines of numbers alone, the stock a locate or a symbol (gateway/log/plain_csv.hpp); None when
     a line is anything else, unless set_aside: then such lines are set aside (`others`) for a line-by-line reader.
     data: bytes, or a uint8 array. room: arrays to fill (plain_csv_room), reused from one part of an output to the
-    next. sided: the third field is a level change's side, B or S, given as its byte."""
+    next (without it, a uint8 array's room is plain_csv_rows_at_most: more lines set aside than that refuse it).
+    sided: the third field is a level change's side, B or S, given as its byte."""
     n = len(data)
-    out, symbols, others = room or plain_csv_room(data.count(b"\n") + 1 if isinstance(data, bytes) else n, fields)
+    out, symbols, others = room or plain_csv_room(
+        data.count(b"\n") + 1 if isinstance(data, bytes) else plain_csv_rows_at_most(n, fields), fields)
     found = ctypes.c_uint64(0)
     at = data if isinstance(data, bytes) else data.ctypes.data
     rows = _library().itchlog_parse_plain_csv(at, n, fields, int(stamped), int(sided), out.ctypes.data,

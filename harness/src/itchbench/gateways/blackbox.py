@@ -200,22 +200,31 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
             return depth_frame(rec).assign(t_recv=0).astype(np.int64), 0, []
         rec = logs.read_bbo(path).records if path.exists() else np.zeros(0, logs.BBO_DTYPE)
         return pd.DataFrame(event_block(rec, stale=True), columns=[*COLUMNS, STALE]).assign(t_recv=0), 0, []
-    data = path.read_bytes() if path.exists() else b""
-    # Read at once where lines parse: a depth stream of 5 M nasdaq-day messages at 5 levels, 3.55 M lines of 22
-    # numbers, took 86 s and 10 GB line by line. A csv output's other lines are read line by line in their places;
-    # any other line of jsonl sends the whole output line by line.
+    rows, bad = events_of(path.read_bytes() if path.exists() else b"", fmt, cols, stamped, symbols)
+    return pd.DataFrame(rows, columns=[*cols, "t_recv"], copy=False), int(bad.size), bad.head(3).tolist()
+
+
+def events_of(data: bytes | np.ndarray, fmt: str, cols: list[str], stamped: bool, symbols: dict[str, int],
+              room: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, pd.Series]:
+    """The events of an output's lines (bytes, or a uint8 array, of whole lines): rows of cols then t_recv, int64,
+    in the output's order; and the malformed lines' bodies, in order. Read at once where lines parse: a depth
+    stream of 5 M nasdaq-day messages at 5 levels, 3.55 M lines of 22 numbers, took 86 s and 10 GB line by line.
+    A csv output's other lines are read line by line in their places; any other line of jsonl sends all its lines
+    line by line. room: native.parse_plain_csv's, reused from one part of an output to the next."""
     if fmt == "jsonl":
-        whole = _jsonl_at_once(data, cols, stamped, symbols)
-        if whole is not None:
-            return whole, 0, []
+        rows = _jsonl_at_once(data if isinstance(data, bytes) else data.tobytes(), cols, stamped, symbols)
+        if rows is not None:
+            return rows, _NO_LINES
     else:
-        mixed = _csv_mixed(data, cols, stamped, symbols)
+        mixed = _csv_mixed(data, cols, stamped, symbols, room)
         if mixed is not None:
             return mixed
-    text = data.decode(errors="replace")
-    lines = pd.Series(text.splitlines(), dtype=object)
-    events, bad = _line_by_line(lines, fmt, cols, stamped, symbols)
-    return events.reset_index(drop=True), int(bad.size), bad.head(3).tolist()
+    text = (data if isinstance(data, bytes) else data.tobytes()).decode(errors="replace")
+    events, bad = _line_by_line(pd.Series(text.splitlines(), dtype=object), fmt, cols, stamped, symbols)
+    return events[[*cols, "t_recv"]].to_numpy(np.int64), bad
+
+
+_NO_LINES = pd.Series([], dtype=object)
 
 
 def _line_by_line(lines: pd.Series, fmt: str, cols: list[str], stamped: bool,
@@ -275,20 +284,20 @@ def _line_by_line(lines: pd.Series, fmt: str, cols: list[str], stamped: bool,
     return events.astype(np.int64), body[~good]
 
 
-def _csv_mixed(data: bytes, cols: list[str], stamped: bool,
-               symbols: dict[str, int]) -> tuple[pd.DataFrame, int, list[str]] | None:
-    """read_events of a csv output: its plain lines in one compiled pass (gateway/log/plain_csv.hpp), the others
-    set aside and read line by line, each event in its line's place. None when not one line is plain, or a plain
-    line names a symbol the directory does not (line by line, which shows the line)."""
-    plain = native.parse_plain_csv(data, len(cols), stamped, set_aside=True, sided=cols == LEVEL_CHANGE_COLUMNS)
+def _csv_mixed(data: bytes | np.ndarray, cols: list[str], stamped: bool, symbols: dict[str, int],
+               room: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, pd.Series] | None:
+    """events_of a csv output: its plain lines in one compiled pass (gateway/log/plain_csv.hpp), the others set
+    aside and read line by line, each event in its line's place. None when not one line is plain, or a plain line
+    names a symbol the directory does not (line by line, which shows the line)."""
+    plain = native.parse_plain_csv(data, len(cols), stamped, room, set_aside=True, sided=cols == LEVEL_CHANGE_COLUMNS)
     if plain is None or not len(plain.rows):
         return None
-    rows = plain_rows(plain, symbols)
+    rows = _plain_rows(plain, symbols)
     if rows is None:
         return None
     if not len(plain.others):
-        return pd.DataFrame(rows, columns=[*cols, "t_recv"], copy=False), 0, []
-    events, bad, before = lines_set_aside(data, plain.others, cols, stamped, symbols)
+        return rows, _NO_LINES
+    events, bad, before = _lines_set_aside(data, plain.others, cols, stamped, symbols)
     # In place: the events of the lines set aside before plain row r come before it, in their order; the j-th of
     # them has j before it. (A concat and a sort of the frames took 8 s for 3.55 M events of 5 levels.)
     out = np.empty((len(rows) + len(events), rows.shape[1]), np.int64)
@@ -297,10 +306,10 @@ def _csv_mixed(data: bytes, cols: list[str], stamped: bool,
     theirs[placed] = True
     out[placed] = events[[*cols, "t_recv"]].to_numpy()
     out[~theirs] = rows
-    return pd.DataFrame(out, columns=[*cols, "t_recv"], copy=False), int(bad.size), bad.head(3).tolist()
+    return out, bad
 
 
-def lines_set_aside(data: bytes | np.ndarray, others: np.ndarray, cols: list[str], stamped: bool,
+def _lines_set_aside(data: bytes | np.ndarray, others: np.ndarray, cols: list[str], stamped: bool,
                     symbols: dict[str, int]) -> tuple[pd.DataFrame, pd.Series, np.ndarray]:
     """The lines a compiled pass set aside (native.PlainCsv.others) read line by line: (their events; the malformed
     lines' bodies; for each event, the plain rows before its line). A line set aside ends at its \\n; read line by
@@ -315,7 +324,7 @@ def lines_set_aside(data: bytes | np.ndarray, others: np.ndarray, cols: list[str
     return events, bad, np.asarray(owner, np.int64)[events.index.to_numpy()]
 
 
-def plain_rows(plain: native.PlainCsv, symbols: dict[str, int]) -> np.ndarray | None:
+def _plain_rows(plain: native.PlainCsv, symbols: dict[str, int]) -> np.ndarray | None:
     """A compiled pass's rows (cols, then t_recv) with each stock named by its symbol as its locate, each distinct
     symbol looked up once; None when the directory does not name one."""
     rows = plain.rows
@@ -326,8 +335,8 @@ def plain_rows(plain: native.PlainCsv, symbols: dict[str, int]) -> np.ndarray | 
     return None if (rows[:, 1] < 0).any() else rows
 
 
-def _jsonl_at_once(data: bytes, cols: list[str], stamped: bool, symbols: dict[str, int]) -> pd.DataFrame | None:
-    """read_events' events of a jsonl output whose every line is an object with each field an integer (the stock
+def _jsonl_at_once(data: bytes, cols: list[str], stamped: bool, symbols: dict[str, int]) -> np.ndarray | None:
+    """events_of's rows of a jsonl output whose every line is an object with each field an integer (the stock
     also a symbol the directory names, a side "B" or "S"), read by pyarrow's JSON reader; None for any other: a
     line it cannot read fails the whole read, and the lines are then read one by one. 400,000 lines of 5 levels:
     1.7 s, where one by one took 7.2 s."""
@@ -370,7 +379,7 @@ def _jsonl_at_once(data: bytes, cols: list[str], stamped: bool, symbols: dict[st
             out[:, i] = np.asarray(value, np.int64)[at]
         else:
             return None
-    return pd.DataFrame(out, columns=[*cols, "t_recv"], copy=False)
+    return out
 
 
 _INT64_MAX = str(np.iinfo(np.int64).max)

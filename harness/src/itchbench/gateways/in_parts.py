@@ -3,11 +3,11 @@ two streams are the same events in the same order, read in parts of both, so tha
 memory of a part whatever its length (docs/gateway-contract.md, "Reading the output").
 
 Read whole, a day is out of reach: the example C++ gateway's depth stream of nasdaq-day 50 M at 5 levels (20 M
-events) took 10.5 GB to judge, and a 270 M-message day would take about five times that. Lines that hold no event
-(a gateway's warning among its events) are counted as malformed on the way. Whatever is not that case (a line that
-holds an event but is not plain, a jsonl output, a difference of any kind — events of different stocks interleaved
-otherwise than the simulation's too —, a run held to a recovery or a late join) is left to the whole check, which counts and names the differences: `held` then says None, and nothing is judged
-here."""
+events) took 10.5 GB to judge, and a 270 M-message day would take about five times that. Each part is read as the
+whole output would be (blackbox.events_of): its malformed lines are counted on the way. Whatever is not that case (a
+difference of any kind, events of different stocks interleaved otherwise than the simulation's too, a run held to a
+recovery or a late join) is left to the whole check, which counts and names the differences: `held` then says None,
+and nothing is judged here."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ REFERENCE_RECORDS_AT_ONCE = 1 << 18
 
 
 class NotPlain(Exception):
-    """A line of a csv output that is not numbers alone."""
+    """A part of an output with no line end: no event's line is that long."""
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,8 @@ def held(output: Path, bbo: dict[str, object], reference: blackbox.ReferenceRun,
     readable = output_parts(output, bbo, reference.symbols, stale, read)
     if readable is None:
         return None
-    parts, csv = readable
-    stamped = csv is not None and csv.stamped
+    parts, text = readable
+    stamped = text is not None and text.stamped
     width = len(blackbox.columns(bbo.get("levels", 0))) + stale  # type: ignore[arg-type]
     expected = _one_ahead(_log_parts(reference.events_log, stale))
     pending = np.zeros((0, width), np.int64)
@@ -76,24 +76,25 @@ def held(output: Path, bbo: dict[str, object], reference: blackbox.ReferenceRun,
     if len(pending) or any(len(p) for p in expected):
         return None  # fewer events than the reference's
     return Held(events, last_seq, np.concatenate(stamps) if stamps else np.zeros((0, 2), np.int64),
-                csv.malformed if csv else 0, csv.examples if csv else [])
+                text.malformed if text else 0, text.examples if text else [])
 
 
 def output_parts(output: Path, bbo: dict[str, object], symbols: dict[str, int], stale: bool = False,
-                 read: Callable[[int], None] | None = None) -> tuple[Iterator[np.ndarray], CsvParts | None] | None:
+                 read: Callable[[int], None] | None = None) -> tuple[Iterator[np.ndarray], TextParts | None] | None:
     """A contract output's events (its [bbo] table `bbo`) as int64 blocks of blackbox.columns(N), a part at a time:
-    a csv output's rows (then t_recv), read by the CsvParts also given, or a gateway's own log's events (stale: then
-    its stale flags); None when it cannot be read that way (jsonl, no output). A yielded
-    block is valid until the next one is read."""
+    a csv or jsonl output's rows (then t_recv), read by the TextParts also given, or a gateway's own log's events
+    (stale: then its stale flags); None when there is no output. A yielded block is valid until the next one is
+    read."""
     fmt, stamped = bbo.get("format", "csv"), bbo.get("via", "tcp") != "file"
-    levels = bbo.get("levels", 0)
-    if not output.is_file() or fmt not in ("csv", "itchbench"):
+    if not output.is_file():
         return None
     if fmt == "itchbench" and not stamped:  # only a gateway's own log carries stale flags
         return _log_parts(output, stale), None
     # `itchbench` records the collector stamped are written as csv.
-    csv = CsvParts(output, blackbox.columns(levels), stamped, symbols, read)  # type: ignore[arg-type]
-    return iter(csv), csv
+    levels = bbo.get("levels", 0)
+    text = TextParts(output, "jsonl" if fmt == "jsonl" else "csv", blackbox.columns(levels),  # type: ignore[arg-type]
+                     stamped, symbols, read)
+    return iter(text), text
 
 
 def _log_parts(path: Path, stale: bool) -> Iterator[np.ndarray]:
@@ -112,17 +113,15 @@ def _one_ahead(parts: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
             yield part
 
 
-class CsvParts:
-    """A csv output's rows (native.parse_plain_csv's: cols, then t_recv, each stock a locate), read
-    OUTPUT_BYTES_AT_ONCE at a time into one buffer, each part cut after its last line end (the rest begins the next).
-    Its other lines are read line by line: those that hold no event are counted as malformed (a gateway's warning
-    in its output), and one that holds an event, a part with no line end (no plain line is that long) or a symbol the
-    directory does not name raise NotPlain: only the whole check places such events. A yielded array is valid until
-    the next one is read."""
+class TextParts:
+    """A csv or jsonl output's events (blackbox.events_of's rows: cols, then t_recv, each stock a locate), read
+    OUTPUT_BYTES_AT_ONCE at a time into one buffer, each part cut after its last line end (the rest begins the next);
+    its malformed lines counted, the first kept. NotPlain for a part with no line end: no event's line is that long,
+    and the output is left to the whole check. A yielded array is valid until the next one is read."""
 
-    def __init__(self, path: Path, cols: list[str], stamped: bool, symbols: dict[str, int],
+    def __init__(self, path: Path, fmt: str, cols: list[str], stamped: bool, symbols: dict[str, int],
                  read: Callable[[int], None] | None) -> None:
-        self.path, self.cols, self.stamped, self.symbols, self.read = path, cols, stamped, symbols, read
+        self.path, self.fmt, self.cols, self.stamped, self.symbols, self.read = path, fmt, cols, stamped, symbols, read
         self.malformed = 0
         self.examples: list[str] = []
 
@@ -137,7 +136,10 @@ class CsvParts:
                 cut = _after_last_line_end(buf[:size]) if got else size  # at the end, the last line needs no end
                 if not cut and size == len(buf):
                     raise NotPlain(self.path)
-                yield self._rows(buf[:cut], room)
+                rows, bad = blackbox.events_of(buf[:cut], self.fmt, self.cols, self.stamped, self.symbols, room)
+                self.malformed += int(bad.size)
+                self.examples = (self.examples + bad.head(3).tolist())[:3]
+                yield rows
                 done += cut
                 if self.read is not None:
                     self.read(done)
@@ -145,20 +147,6 @@ class CsvParts:
                     return
                 rest = size - cut
                 buf[:rest] = buf[cut:size].copy()
-
-    def _rows(self, data: np.ndarray, room: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-        plain = native.parse_plain_csv(data, len(self.cols), self.stamped, room, set_aside=True,
-                                       sided=self.cols == blackbox.LEVEL_CHANGE_COLUMNS)
-        rows = None if plain is None else blackbox.plain_rows(plain, self.symbols)
-        if plain is None or rows is None:
-            raise NotPlain(self.path)
-        if len(plain.others):
-            events, bad, _ = blackbox.lines_set_aside(data, plain.others, self.cols, self.stamped, self.symbols)
-            if len(events):
-                raise NotPlain(self.path)
-            self.malformed += int(bad.size)
-            self.examples = (self.examples + bad.head(3).tolist())[:3]
-        return rows
 
 
 def _after_last_line_end(data: np.ndarray) -> int:
