@@ -155,3 +155,14 @@ def test_a_black_box_is_credited_only_with_what_was_seen():
     v = verdict.judge_black_box(differs)
     assert v["status"] == "bbo_differs" and "300 on the other line" in v["headline"]
     assert "from the other line" not in v["headline"]
+
+
+def test_a_black_box_runs_line_names_the_events_its_contract_publishes():
+    from itchbench.commands.common import run_line
+    check = {"mode": "exact", "events": 7, "reference_events": 8, "missing": 1, "extra": 0, "wrong": 0,
+             "out_of_order": 0, "equal": False, "malformed_lines": 0, "malformed_examples": []}
+    s = {"transport": "sim", "reconciliation": {"loss": {"expected_messages": 100}, "bbo_check": check}}
+    words = {0: "7 BBO events received of 8 (simulation)", 5: "7 depth events (5 levels) received of 8 (simulation)",
+             "all": "7 level changes (every level) received of 8 (simulation)"}
+    for levels, expected in words.items():
+        assert expected in run_line({**s, "bbo": {"levels": levels}}), levels

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import rundir
-from ..runs.verdict import messages_verb
+from ..runs.verdict import black_box_events, messages_verb
 
 
 class UserError(RuntimeError):
@@ -26,7 +26,7 @@ def run_line(summary: dict[str, Any]) -> str:
         if transport == "udp" and hop:
             parts.append(f"{hop['sender']} sent {hop['sender_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
                          f"dropped {hop['kernel_dropped']:,}")
-        parts.append(f"{check['events']:,} BBO events received of {check['reference_events']:,} "
+        parts.append(f"{black_box_events(summary, check)} received of {check['reference_events']:,} "
                      f"(simulation); {check['missing']} missing, {check['extra']} extra, {check['wrong']} wrong, "
                      f"{check.get('out_of_order', 0)} out of order, "
                      f"{check['malformed_lines']} malformed lines")

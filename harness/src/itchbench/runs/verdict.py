@@ -335,12 +335,12 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
         # gateway reading the capture itself had none.
         balanced = ", balanced" if rec["checks"] else ""
         headline = (f"LOSSLESS: {count(loss['expected_messages'], 'message')} {messages_verb(summary['transport'])}, "
-                    f"{_black_box_events(summary, check)} = simulation ({check['mode']}){balanced}{timing}"
+                    f"{black_box_events(summary, check)} = simulation ({check['mode']}){balanced}{timing}"
                     + (f"; not seen: {unseen}" if unseen else ""))
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
 
 
-def _black_box_events(summary: dict[str, Any], check: dict[str, Any]) -> str:
+def black_box_events(summary: dict[str, Any], check: dict[str, Any]) -> str:
     """A brought gateway's events: BBO, or depth of the N levels its contract says it publishes."""
     levels = summary.get("bbo", {}).get("levels", 0)
     return depth_events_words(check["events"], levels) if levels else count(check["events"], "BBO event")
