@@ -468,8 +468,16 @@ def _late(both: pd.DataFrame, matched: np.ndarray) -> pd.Series:
 
 
 def _columns(frame: pd.DataFrame, names: list[str]) -> np.ndarray:
-    """The frame's columns as one array: a view when they are all of its columns, in order."""
-    return frame.to_numpy() if frame.columns.tolist() == names else frame[names].to_numpy()
+    """The frame's columns as one array: a view when they are its columns in order, or a run of them (one block)."""
+    columns = frame.columns.tolist()
+    at = columns.index(names[0]) if names and names[0] in columns else -1
+    if at >= 0 and columns[at:at + len(names)] == names:
+        return frame.to_numpy()[:, at:at + len(names)]
+    return frame[names].to_numpy()
+
+
+# Matched events whose fields are compared at a time (their rows gathered from both streams).
+COMPARED_AT_ONCE = 1 << 20
 
 
 def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str, ...],
@@ -480,14 +488,21 @@ def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str
     of DIFFERENCES, the first difference in stream order)."""
     if len(got) == len(ref) and np.array_equal(_columns(got, [*key, *fields]), _columns(ref, [*key, *fields])):
         return dict.fromkeys(DIFFERENCES, 0), None  # the reference's events in its order: nothing to match
-    g = got.assign(n=got.groupby(key).cumcount(), at_got=np.arange(len(got)))
-    r = ref.assign(n=ref.groupby(key).cumcount(), at_ref=np.arange(len(ref)))
-    both = r.merge(g, on=[*key, "n"], how="outer", suffixes=("_ref", "_got"), indicator=True)
-    values_ref = both[[f"{c}_ref" for c in fields]].to_numpy()
-    values_got = both[[f"{c}_got" for c in fields]].to_numpy()
+    # Matched by their keys alone, each event's fields then compared through its place in its stream, a part at a
+    # time: merged with every field of both, 3.55 M depth events of 5 levels took 8.7 GB (a 50 M day's, about 49).
+    g = got[key].assign(n=got.groupby(key).cumcount(), at_got=np.arange(len(got)))
+    r = ref[key].assign(n=ref.groupby(key).cumcount(), at_ref=np.arange(len(ref)))
+    both = r.merge(g, on=[*key, "n"], how="outer", indicator=True)
     is_missing = (both["_merge"] == "left_only").to_numpy()
     is_extra = (both["_merge"] == "right_only").to_numpy()
-    is_wrong = ~is_missing & ~is_extra & (values_ref != values_got).any(axis=1)
+    at_ref = both["at_ref"].fillna(-1).to_numpy(np.int64)
+    at_got = both["at_got"].fillna(-1).to_numpy(np.int64)
+    values_ref, values_got = _columns(ref, list(fields)), _columns(got, list(fields))
+    is_wrong = np.zeros(len(both), bool)
+    matched = np.flatnonzero(~is_missing & ~is_extra)
+    for start in range(0, len(matched), COMPARED_AT_ONCE):
+        i = matched[start:start + COMPARED_AT_ONCE]
+        is_wrong[i] = (values_ref[at_ref[i]] != values_got[at_got[i]]).any(axis=1)
     late_after = _late(both, ~is_missing & ~is_extra)
     is_late = late_after.notna().to_numpy()
     counts = {"missing": int(is_missing.sum()), "extra": int(is_extra.sum()), "wrong": int(is_wrong.sum()),
@@ -498,7 +513,10 @@ def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str
     # Stream order: by seq, then where it stands in the reference (or, for an extra event, in what was received).
     order = both.assign(at=both["at_ref"].fillna(both["at_got"]))[differs].sort_values(["seq", "at"], kind="stable")
     i = order.index[0]
-    row = both.loc[i]
+    # The row as a merge of every field would have it: the fields of each stream that holds the event.
+    row = pd.concat([both.loc[i], pd.Series({f"{c}_{side}": int(values[at[i], k]) for side, values, at in
+                                             (("ref", values_ref, at_ref), ("got", values_got, at_got)) if at[i] >= 0
+                                             for k, c in enumerate(fields)}, dtype=object)])
     what = ("missing" if is_missing[i] else "extra" if is_extra[i] else "wrong" if is_wrong[i] else "out of order")
     stream, at = ("received", row["at_got"]) if what == "extra" else ("reference", row["at_ref"])
     shown = lambda side: pd.Series({**{k: row[k] for k in key},  # noqa: E731
