@@ -116,6 +116,19 @@ def test_json_lines_of_integers_are_read_at_once_as_one_by_one(tmp_path: Path):
     assert blackbox._jsonl_at_once(path.read_bytes(), blackbox.COLUMNS, True, {}) is None
     events, malformed, _ = blackbox.read_events(path, "jsonl", stamped=True)
     assert malformed == 0 and events.values.tolist() == expected
+    # Blank lines and lines of blanks among them, \r\n endings, no last newline: still at once, the same events.
+    path.write_bytes(("\n \t\n".join(lines[:2]) + "\r\n\n" + "\r\n".join(lines[2:])).encode())
+    assert blackbox._jsonl_at_once(path.read_bytes(), blackbox.COLUMNS, True, {}) is not None
+    events, malformed, _ = blackbox.read_events(path, "jsonl", stamped=True)
+    assert malformed == 0 and events.values.tolist() == expected
+    # Odd stamps (a sign, none, a letter, leading zeros, past int64 and past uint64): whichever reader takes them,
+    # the stamp is what the line-by-line reader makes of it (none: 0), the event the same.
+    for stamp, t_recv in (("+1001", 1001), ("", 0), ("10a1", 0), ("9223372036854775808", 0),
+                          ("00000000000000000001001", 1001), ("18446744073709551617", 0)):
+        edited = [*lines[:1], stamp + " " + lines[1].split(" ", 1)[1], *lines[2:]]
+        path.write_text("\n".join(edited) + "\n")
+        events, malformed, _ = blackbox.read_events(path, "jsonl", stamped=True)
+        assert events.values.tolist() == [expected[0], [*expected[1][:-1], t_recv], *expected[2:]], stamp
 
 
 def test_a_json_level_change_whose_side_is_a_number_is_malformed_either_way(tmp_path: Path):
