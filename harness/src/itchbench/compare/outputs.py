@@ -49,7 +49,7 @@ def bbo_digest(run: Path) -> tuple[str, int]:
                 hasher.update(_records(part[:, :len(blackbox.columns(levels))], levels).view(np.uint8))
                 events += len(part)
             return "sha256:" + hasher.hexdigest(), events
-        except (logs.LogFormatError, in_parts.NotPlain):
+        except (logs.LogFormatError, in_parts.LineTooLong):
             pass  # read whole, which tells what it holds
     rec, digest = bbo_records(run)
     return digest, len(rec)

@@ -26,8 +26,8 @@ OUTPUT_BYTES_AT_ONCE = 32 << 20
 REFERENCE_RECORDS_AT_ONCE = 1 << 18
 
 
-class NotPlain(Exception):
-    """A part of an output with no line end: no event's line is that long."""
+class LineTooLong(Exception):
+    """A part of an output with no line end in it: no event's line is that long."""
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,8 @@ def held(output: Path, bbo: dict[str, object], reference: blackbox.ReferenceRun,
                 events, last_seq = events + len(part), int(part[-1, 0])
                 if keep_stamps and stamped:
                     stamps.append(part[part[:, -1] > 0][:, [0, -1]].copy())
-    except (logs.LogFormatError, NotPlain):
-        return None  # a log that does not read back: the whole check says what is wrong with it
+    except (logs.LogFormatError, LineTooLong):
+        return None  # a log that does not read back, or a line past a part: the whole check says what it holds
     if len(pending) or any(len(p) for p in expected):
         return None  # fewer events than the reference's
     return Held(events, last_seq, np.concatenate(stamps) if stamps else np.zeros((0, 2), np.int64),
@@ -116,8 +116,8 @@ def _one_ahead(parts: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
 class TextParts:
     """A csv or jsonl output's events (blackbox.events_of's rows: cols, then t_recv, each stock a locate), read
     OUTPUT_BYTES_AT_ONCE at a time into one buffer, each part cut after its last line end (the rest begins the next);
-    its malformed lines counted, the first kept. NotPlain for a part with no line end: no event's line is that long,
-    and the output is left to the whole check. A yielded array is valid until the next one is read."""
+    its malformed lines counted, the first kept. LineTooLong for a part with no line end: the output is left to the
+    whole check. A yielded array is valid until the next one is read."""
 
     def __init__(self, path: Path, fmt: str, cols: list[str], stamped: bool, symbols: dict[str, int],
                  read: Callable[[int], None] | None) -> None:
@@ -135,7 +135,7 @@ class TextParts:
                 size = rest + got
                 cut = _after_last_line_end(buf[:size]) if got else size  # at the end, the last line needs no end
                 if not cut and size == len(buf):
-                    raise NotPlain(self.path)
+                    raise LineTooLong(self.path)
                 rows, bad = blackbox.events_of(buf[:cut], self.fmt, self.cols, self.stamped, self.symbols, room)
                 self.malformed += int(bad.size)
                 self.examples = (self.examples + bad.head(3).tolist())[:3]
