@@ -6,6 +6,8 @@ line is not — the whole check, which counts and names it, must then decide."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -217,3 +219,17 @@ def test_a_contract_runs_digest_read_in_parts_is_its_digest_read_whole(tmp_path,
         assert differs["difference_words"].startswith(f"level change {len(lines):,} differs")
     else:
         assert differs["wrong"] == 1 and differs["missing"] == differs["extra"] == 0
+
+
+def test_a_reference_folder_a_killed_process_left_is_removed_by_the_next(tmp_path):
+    # Folders named after a process that has ended go; one of a live process (this one), and anything else, stay.
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    left = tmp_path / f"{blackbox.REFERENCE_PREFIX}{ended.pid}-abc"
+    live = tmp_path / f"{blackbox.REFERENCE_PREFIX}{os.getpid()}-def"
+    other = tmp_path / f"{blackbox.REFERENCE_PREFIX}xyz"
+    for folder in (left, live, other):
+        folder.mkdir()
+        (folder / "latency.lat").write_bytes(b"x")
+    assert blackbox.remove_left_behind(tmp_path) == [left]
+    assert not left.exists() and live.exists() and other.exists()

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -83,13 +85,18 @@ class MessageTypes:
         return default
 
 
+REFERENCE_PREFIX = "itchbench-reference-"
+
+
 class ReferenceRun:
     """The simulation of a capture (`itch-gateway --source sim`), its logs kept on disk while the process needs them
     (deleted when it is dropped, or at exit): read whole to name a difference, a part at a time to hold a day's
-    output to it (gateways/in_parts.py)."""
+    output to it (gateways/in_parts.py). Its folder is named after the process, so that one a killed process left
+    behind (a day's logs at 5 levels are about 2 GB) is removed by the next that makes one."""
 
     def __init__(self, capture: str, feed_args: str, levels: Levels) -> None:
-        self._folder = tempfile.TemporaryDirectory(prefix="itchbench-reference-")
+        remove_left_behind(Path(tempfile.gettempdir()))
+        self._folder = tempfile.TemporaryDirectory(prefix=f"{REFERENCE_PREFIX}{os.getpid()}-")
         self.dir, self.levels = Path(self._folder.name), levels
         run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", str(self.dir), "--stamps", "book",
                                   "--levels", str(levels), *feed_args.split()], ok_codes=(0, 1))
@@ -111,6 +118,28 @@ class ReferenceRun:
         all: 450 MB for 50 M messages)."""
         return sum(int(np.count_nonzero(part["seq"] > np.uint64(seq)))
                    for part in logs.iter_records(logs.read_latency(self.latency_log), 1 << 20))
+
+
+def remove_left_behind(parent: Path) -> list[Path]:
+    """Reference folders under parent whose process has ended (killed before it could remove them): removed; which."""
+    gone = []
+    for folder in parent.glob(f"{REFERENCE_PREFIX}*-*"):
+        pid = folder.name[len(REFERENCE_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        gone.append(folder)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
 
 
 # Two kept on disk: a scenario's configurations mostly share a capture. A 270 M-message day's logs at 5 levels take
