@@ -1,7 +1,8 @@
 """A brought gateway's output held to the simulation a part at a time (gateways/in_parts.py), in parts far smaller
 than a line's share of them so that lines and events cross every boundary: an output that is the simulation's
-events is held equal (their count the fixture manifest's golden one, or the whole reader's), and every edit of one
-line is not — the whole check, which counts and names it, must then decide."""
+events is equal (their count the fixture manifest's golden one, or the whole reader's), and every edit is judged
+exactly as the whole check (blackbox.check over both streams read whole, an implementation of its own) judges it:
+the same counts, the same first difference in the same words."""
 
 from __future__ import annotations
 
@@ -40,18 +41,29 @@ def _lines(levels: Levels) -> list[str]:
     return [",".join(chr(v) if levels == ALL_LEVELS and i == 2 else str(v) for i, v in enumerate(row)) for row in rows]
 
 
-def _held(tmp_path: Path, text: str, levels: Levels = 0, stamped: bool = False, keep_stamps: bool = False):
+def _judged(tmp_path: Path, text: str, levels: Levels = 0, stamped: bool = False, keep_stamps: bool = False):
     out = tmp_path / "bbo.out"
     out.write_bytes(text.encode())
     bbo = {"format": "csv", "via": "tcp" if stamped else "file", "levels": levels}
-    return in_parts.held(out, bbo, blackbox.reference_run(SAMPLE, "", levels), False, keep_stamps)
+    return in_parts.judged(out, bbo, blackbox.reference_run(SAMPLE, "", levels), False, keep_stamps)
 
 
-def _whole_equal(tmp_path: Path, levels: Levels) -> bool:
-    events, malformed, _ = blackbox.read_events(tmp_path / "bbo.out", "csv", stamped=False,
-                                                symbols=blackbox.stock_directory(SAMPLE, "", levels), levels=levels)
+def _whole(tmp_path: Path, levels: Levels) -> tuple[dict, int, list[str]]:
+    """blackbox.check of the output read whole, its malformed lines and the first of them."""
+    events, malformed, examples = blackbox.read_events(tmp_path / "bbo.out", "csv", stamped=False,
+                                                       symbols=blackbox.stock_directory(SAMPLE, "", levels),
+                                                       levels=levels)
     ref, kinds = blackbox.reference(SAMPLE, "", levels)
-    return malformed == 0 and blackbox.check(events, ref, kinds, "exact")["equal"]
+    return blackbox.check(events, ref, kinds, "exact"), malformed, examples
+
+
+def _as_whole(tmp_path: Path, judged: in_parts.Judged, levels: Levels) -> None:
+    """The judgement equals the whole check's, figure for figure and word for word."""
+    check, malformed, examples = _whole(tmp_path, levels)
+    assert (judged.events, judged.reference_events) == (check["events"], check["reference_events"])
+    assert judged.counts == {k: check[k] for k in blackbox.DIFFERENCES} and judged.equal == check["equal"]
+    assert judged.first == check.get("first_difference")
+    assert (judged.malformed, judged.examples) == (malformed, examples)
 
 
 @pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
@@ -63,16 +75,16 @@ def test_the_simulations_events_are_held_equal_across_every_part(tmp_path, level
     odd = [line.replace(",", ",\u00a0", 1) if i % 200 == 0 else line for i, line in enumerate(lines)]
     for text in ("\n".join(lines) + "\n", "\n".join(lines), "\r\n".join(lines) + "\r\n",
                  "\n\n".join(lines) + "\n", "\n".join(", ".join(line.split(",")) for line in lines), "\n".join(odd)):
-        held = _held(tmp_path, text, levels)
-        assert held is not None and held.events == expected
-        assert held.last_seq == int(lines[-1].split(",")[0])
-        assert _whole_equal(tmp_path, levels)
+        judged = _judged(tmp_path, text, levels)
+        assert judged is not None and judged.equal and judged.events == judged.reference_events == expected
+        assert judged.last_seq == judged.reference_last_seq == int(lines[-1].split(",")[0])
+        _as_whole(tmp_path, judged, levels)
 
 
 @pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
 def test_json_lines_are_held_a_part_at_a_time_too(tmp_path, monkeypatch, levels):
     # The simulation's events as stamped json lines, a warning among them (a part with it is read line by line):
-    # held, the warning counted; one share more on the last event: not held. Parts of a few lines each (a line of
+    # equal, the warning counted; one share more on the last event: one wrong event. Parts of a few lines each (a line of
     # 5 levels is about 400 bytes).
     monkeypatch.setattr(in_parts, "OUTPUT_BYTES_AT_ONCE", 4099)
     cols = blackbox.columns(levels)
@@ -84,13 +96,15 @@ def test_json_lines_are_held_a_part_at_a_time_too(tmp_path, monkeypatch, levels)
     out = tmp_path / "bbo.jsonl"
     out.write_text("\n".join([*lines[:40], "1 WARN not json", *lines[40:]]) + "\n")
     bbo = {"format": "jsonl", "via": "tcp", "levels": levels}
-    held = in_parts.held(out, bbo, blackbox.reference_run(SAMPLE, "", levels), False, keep_stamps=True)
-    assert held is not None and held.events == len(lines) and (held.malformed, held.examples) == (1, ["WARN not json"])
-    assert held.stamps[:, 1].tolist() == [1000 + i for i in range(len(lines))]
+    judged = in_parts.judged(out, bbo, blackbox.reference_run(SAMPLE, "", levels), False, keep_stamps=True)
+    assert judged is not None and judged.equal and judged.events == len(lines)
+    assert (judged.malformed, judged.examples) == (1, ["WARN not json"])
+    assert judged.stamps[:, 1].tolist() == [1000 + i for i in range(len(lines))]
     wrong = json.loads(lines[-1].split(" ", 1)[1])
     wrong[cols[-1]] += 1
     out.write_text("\n".join([*lines[:-1], f"9 {json.dumps(wrong)}"]) + "\n")
-    assert in_parts.held(out, bbo, blackbox.reference_run(SAMPLE, "", levels), False, keep_stamps=False) is None
+    judged = in_parts.judged(out, bbo, blackbox.reference_run(SAMPLE, "", levels), False, keep_stamps=False)
+    assert judged is not None and judged.counts["wrong"] == 1 and sum(judged.counts.values()) == 1
 
 
 def _same_stock_pair(lines: list[str]) -> int:
@@ -99,23 +113,25 @@ def _same_stock_pair(lines: list[str]) -> int:
     return next(i for i in range(len(lines) // 2, len(lines) - 1) if stock[i] == stock[i + 1] and seq[i] != seq[i + 1])
 
 
-@pytest.mark.parametrize("edit", ["missing", "extra", "wrong", "out of order", "last missing", "one more at the end",
-                                  "unknown symbol", "a line past the buffer"])
+@pytest.mark.parametrize("edit", ["missing", "extra", "wrong", "last missing", "one more at the end",
+                                  "unknown symbol", "a stretch of a stock missing", "wrong and extra far apart",
+                                  "every 50th wrong", "nothing at all"])
 @pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
-def test_any_difference_leaves_the_verdict_to_the_whole_check(tmp_path, levels, edit):
+def test_a_difference_is_judged_a_part_at_a_time_as_whole(tmp_path, levels, edit):
     lines = _lines(levels)
     k = len(lines) // 2
+    stock = lines[k].split(",")[1]
+
+    def more_shares(line: str) -> str:
+        fields = line.split(",")
+        fields[-1] = str(int(fields[-1]) + 1)
+        return ",".join(fields)
     if edit == "missing":
         del lines[k]
     elif edit == "extra":
         lines.insert(k, lines[k])
     elif edit == "wrong":  # one more share at its last level
-        fields = lines[k].split(",")
-        fields[-1] = str(int(fields[-1]) + 1)
-        lines[k] = ",".join(fields)
-    elif edit == "out of order":
-        i = _same_stock_pair(lines)
-        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+        lines[k] = more_shares(lines[k])
     elif edit == "last missing":
         lines.pop()
     elif edit == "one more at the end":
@@ -123,10 +139,37 @@ def test_any_difference_leaves_the_verdict_to_the_whole_check(tmp_path, levels, 
     elif edit == "unknown symbol":
         fields = lines[k].split(",")
         lines[k] = ",".join([fields[0], "NOSUCH", *fields[2:]])
+    elif edit == "a stretch of a stock missing":  # a gateway that dropped one stock for 500 events
+        lines = [line for i, line in enumerate(lines) if not (k <= i < k + 500 and line.split(",")[1] == stock)]
+    elif edit == "every 50th wrong":  # a broken book: the same events, some with wrong shares
+        lines = [more_shares(line) if i % 50 == 7 else line for i, line in enumerate(lines)]
+    elif edit == "wrong and extra far apart":
+        lines[10] = more_shares(lines[10])
+        lines.insert(len(lines) - 10, lines[len(lines) - 10])
     else:
-        lines.insert(k, "1" * 300)
-    assert _held(tmp_path, "\n".join(lines) + "\n", levels) is None
-    assert not _whole_equal(tmp_path, levels)
+        lines = []
+    judged = _judged(tmp_path, "\n".join(lines) + "\n", levels)
+    assert judged is not None and not judged.equal
+    _as_whole(tmp_path, judged, levels)
+
+
+@pytest.mark.parametrize("edit", ["out of order", "a line past the buffer"])
+@pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
+def test_what_cannot_be_cut_into_parts_is_left_to_the_whole_check(tmp_path, levels, edit):
+    # Seqs that go back (a stock's two events swapped) cannot be cut into windows of whole seqs; a line longer than
+    # a part cannot be cut at all.
+    lines = _lines(levels)
+    if edit == "out of order":
+        i = _same_stock_pair(lines)
+        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    else:
+        lines.insert(len(lines) // 2, "1" * 300)
+    assert _judged(tmp_path, "\n".join(lines) + "\n", levels) is None
+    check, malformed, _ = _whole(tmp_path, levels)
+    if edit == "out of order":
+        assert check["out_of_order"] >= 1 and not check["equal"]
+    else:  # the events all there, the line malformed
+        assert check["equal"] and malformed == 1
 
 
 @pytest.mark.parametrize("levels", [0, 5])
@@ -135,13 +178,10 @@ def test_lines_that_hold_no_event_are_counted_and_the_events_still_held(tmp_path
     lines = _lines(levels)
     junk = ["WARNING: slow consumer", "1 2 3", "", "\f", "#", "DEBUG book rebuilt"]
     text = "\n".join([junk[0], *lines[:100], junk[1], junk[2], junk[3], *lines[100:], junk[4], junk[5]])
-    held = _held(tmp_path, text, levels)
-    assert held is not None and held.events == len(lines)
-    assert held.malformed == 4 and held.examples == ["WARNING: slow consumer", "1 2 3", "#"]
-    events, malformed, examples = blackbox.read_events(tmp_path / "bbo.out", "csv", stamped=False,
-                                                       symbols=blackbox.stock_directory(SAMPLE, "", levels),
-                                                       levels=levels)
-    assert (len(events), malformed, examples) == (held.events, held.malformed, held.examples)
+    judged = _judged(tmp_path, text, levels)
+    assert judged is not None and judged.equal and judged.events == len(lines)
+    assert judged.malformed == 4 and judged.examples == ["WARNING: slow consumer", "1 2 3", "#"]
+    _as_whole(tmp_path, judged, levels)
 
 
 def test_stocks_named_by_symbol_and_receive_stamps_are_read(tmp_path):
@@ -154,25 +194,26 @@ def test_stocks_named_by_symbol_and_receive_stamps_are_read(tmp_path):
         text += f"{stamp} {seq},{names[int(stock)]},{rest}\n"
         if stamp:
             stamps.append([int(seq), stamp])
-    held = _held(tmp_path, text, stamped=True, keep_stamps=True)
-    assert held is not None and held.events == _golden_events()
-    assert held.stamps.tolist() == stamps
+    judged = _judged(tmp_path, text, stamped=True, keep_stamps=True)
+    assert judged is not None and judged.equal and judged.events == _golden_events()
+    assert judged.stamps.tolist() == stamps
 
 
 def test_a_gateways_own_log_is_held_with_its_stale_flags(tmp_path):
     ref = blackbox.reference_run(SAMPLE)
     bbo = {"format": "itchbench", "via": "file", "levels": 0}
-    held = in_parts.held(ref.events_log, bbo, ref, True, keep_stamps=False)
-    assert held is not None and held.events == _golden_events()
-    # One record's stale flag set: the flags are held too, so not equal; without them, the book alone is.
+    judged = in_parts.judged(ref.events_log, bbo, ref, True, keep_stamps=False)
+    assert judged is not None and judged.equal and judged.events == _golden_events()
+    # One record's stale flag set: the flags are held too, so one wrong event; without them, the book alone is equal.
     changed = tmp_path / "bbo.bbo"
     raw = np.fromfile(ref.events_log, np.uint8)
     log = logs.read_bbo(ref.events_log)
     flags_at = log.header_size + 10 * log.stored.dtype.itemsize + log.stored.dtype.fields["flags"][1]
     raw[flags_at] |= logs.FLAG_BOOK_MAY_BE_STALE
     raw.tofile(changed)
-    assert in_parts.held(changed, bbo, ref, True, keep_stamps=False) is None
-    assert in_parts.held(changed, bbo, ref, False, keep_stamps=False) is not None
+    flagged = in_parts.judged(changed, bbo, ref, True, keep_stamps=False)
+    assert flagged is not None and flagged.counts["wrong"] == 1 and flagged.first["seq"] == int(log.records["seq"][10])
+    assert in_parts.judged(changed, bbo, ref, False, keep_stamps=False).equal
 
 
 def _contract_run(tmp_path: Path, name: str, text: str, levels: Levels) -> Path:

@@ -113,6 +113,15 @@ class ReferenceRun:
     def latency_log(self) -> Path:
         return self.dir / "latency.lat"
 
+    def get(self, seq: int, default: str = "?") -> str:
+        """The type of the message of sequence number seq, looked up in the latency log a part at a time (Kinds, for
+        the few messages a difference names; MessageTypes holds every one: 450 MB for 50 M messages)."""
+        for part in logs.iter_records(logs.read_latency(self.latency_log), 1 << 20):
+            at = np.flatnonzero(part["seq"] == np.uint64(seq))
+            if len(at):
+                return bytes(part["msg_type"][at[0]]).decode(errors="replace")
+        return default
+
     def messages_after(self, seq: int) -> int:
         """The session's messages of a sequence number above seq, read a part at a time (MessageTypes holds them
         all: 450 MB for 50 M messages)."""
@@ -509,12 +518,15 @@ def _columns(frame: pd.DataFrame, names: list[str]) -> np.ndarray:
 COMPARED_AT_ONCE = 1 << 20
 
 
-def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str, ...],
-           key: list[str]) -> tuple[dict[str, int], dict[str, Any] | None]:
+def exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str, ...], key: list[str],
+          got_before: int = 0, ref_before: int = 0, name_first: bool = True) -> tuple[dict[str, int],
+                                                                                      dict[str, Any] | None]:
     """Events matched by key (event_key: seq and stock, a level change's side and price too) — and their order
     among events of the same key —, never by position: one event missing is one missing; a matched one is wrong
     when any of `fields` differs, and out of order when it arrives after a later event of its own stock. (counts
-    of DIFFERENCES, the first difference in stream order)."""
+    of DIFFERENCES, the first difference in stream order). got_before, ref_before: the events of each stream
+    before these (a part of both, gateways/in_parts.py): the first difference is numbered in the whole stream;
+    name_first False: not named (a part after the one that named it: naming looks up its message's type)."""
     if len(got) == len(ref) and np.array_equal(_columns(got, [*key, *fields]), _columns(ref, [*key, *fields])):
         return dict.fromkeys(DIFFERENCES, 0), None  # the reference's events in its order: nothing to match
     # Matched by their keys alone, each event's fields then compared through its place in its stream, a part at a
@@ -537,7 +549,7 @@ def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str
     counts = {"missing": int(is_missing.sum()), "extra": int(is_extra.sum()), "wrong": int(is_wrong.sum()),
               "out_of_order": int(is_late.sum())}
     differs = is_missing | is_extra | is_wrong | is_late
-    if not differs.any():
+    if not differs.any() or not name_first:
         return counts, None
     # Stream order: by seq, then where it stands in the reference (or, for an extra event, in what was received).
     order = both.assign(at=both["at_ref"].fillna(both["at_got"]))[differs].sort_values(["seq", "at"], kind="stable")
@@ -547,7 +559,8 @@ def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str
                                              (("ref", values_ref, at_ref), ("got", values_got, at_got)) if at[i] >= 0
                                              for k, c in enumerate(fields)}, dtype=object)])
     what = ("missing" if is_missing[i] else "extra" if is_extra[i] else "wrong" if is_wrong[i] else "out of order")
-    stream, at = ("received", row["at_got"]) if what == "extra" else ("reference", row["at_ref"])
+    stream, at = (("received", row["at_got"] + got_before) if what == "extra" else
+                  ("reference", row["at_ref"] + ref_before))
     shown = lambda side: pd.Series({**{k: row[k] for k in key},  # noqa: E731
                                     **{c: row[f"{c}_{side}"] for c in fields}})
     expected = "(none: the reference has no such event)" if what == "extra" else _event_words(shown("ref"), kinds)
@@ -555,7 +568,7 @@ def _exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str
     if what == "out of order":
         later = ref.iloc[int(late_after[i])]
         expected += " before the stock's later events"
-        received += (f", received as event #{int(row['at_got']) + 1:,}, after the stock's event of seq "
+        received += (f", received as event #{int(row['at_got']) + got_before + 1:,}, after the stock's event of seq "
                      f"{int(later['seq']):,} (message {kinds.get(int(later['seq']), '?')})")
     first = {"kind": what, "seq": int(row["seq"]), "stock": int(row["stock"]),
              "message": kinds.get(int(row["seq"]), "?"), "stream": stream, "index": int(at), "event": int(at) + 1,
@@ -584,7 +597,7 @@ def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, mode: str,
     first: dict[str, Any] | None = None
     out_of_order = 0
     if mode == "exact":
-        counts, first = _exact(got, ref, kinds, (*book, *also), key)
+        counts, first = exact(got, ref, kinds, (*book, *also), key)
         missing, extra, wrong, out_of_order = (counts[k] for k in DIFFERENCES)
     else:
         r = ref.sort_values("seq", kind="stable")

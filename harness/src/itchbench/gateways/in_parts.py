@@ -1,22 +1,22 @@
-"""A brought gateway's output held to the simulation a part at a time: the exact check of blackbox.check where the
-two streams are the same events in the same order, read in parts of both, so that a day's output is judged in the
-memory of a part whatever its length (docs/gateway-contract.md, "Reading the output").
+"""A brought gateway's output held to the simulation a part at a time: the exact check of blackbox.check, taken in
+windows of whole sequence numbers of both streams, so that a day's output is judged in the memory of a part whatever
+its length, and whatever it got wrong (docs/gateway-contract.md, "Reading the output").
 
 Read whole, a day is out of reach: the example C++ gateway's depth stream of nasdaq-day 50 M at 5 levels (20 M
-events) took 10.5 GB to judge, and a 270 M-message day would take about five times that. Each part is read as the
-whole output would be (blackbox.events_of): its malformed lines are counted on the way. Whatever is not that case (a
-difference of any kind, events of different stocks interleaved otherwise than the simulation's too, a run held to a
-recovery or a late join) is left to the whole check, which counts and names the differences: `held` then says None,
-and nothing is judged here."""
+events) took 10.5 GB to judge when right and 12.6 GB with one share wrong; a 270 M-message day would take five
+times that. Each part is read as the whole output would be (blackbox.events_of): its malformed lines are counted on
+the way. An output whose seqs go back (a gateway that publishes out of order), a run held to a recovery or a late
+join, and `check = "state"` are left to the whole check: `judged` then says None, and nothing is judged here."""
 
 from __future__ import annotations
 
 import concurrent.futures
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
+import pandas as pd
 
 from ..analysis import logs, native
 from . import blackbox
@@ -31,52 +31,144 @@ class LineTooLong(Exception):
 
 
 @dataclass(frozen=True)
-class Held:
-    """An output whose events equal the reference's, event for event and in its order."""
+class Judged:
+    """An output held to the reference a part at a time: blackbox.check's exact figures, for the whole streams."""
     events: int
-    last_seq: int        # the last event's (0: no event)
+    reference_events: int
+    counts: dict[str, int]            # of blackbox.DIFFERENCES
+    first: dict[str, Any] | None      # the first difference, in stream order (blackbox.check's first_difference)
+    last_seq: int            # the output's last event's (0: no event): its highest
+    reference_last_seq: int  # the reference's
     stamps: np.ndarray   # (seq, t_recv) of the events received with a stamp, when asked for: int64, 2 columns
-    malformed: int       # lines that are not an event and hold none (a gateway's warning among its events)
+    malformed: int       # lines that are not an event
     examples: list[str]  # the first of them
 
+    @property
+    def equal(self) -> bool:
+        return not any(self.counts.values())
 
-def held(output: Path, bbo: dict[str, object], reference: blackbox.ReferenceRun, stale: bool,
-         keep_stamps: bool, read: Callable[[int], None] | None = None) -> Held | None:
-    """The output (its contract's [bbo] table `bbo`) equal to the reference run's events, read a part at a time, or
-    None: not shown equal that way (the whole check decides). stale: the BBO events' stale flags are held too.
-    keep_stamps: keep the receive stamps (wire to wire). `read` is told the output's bytes read so far."""
+
+def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, stale: bool,
+           keep_stamps: bool, read: Callable[[int], None] | None = None) -> Judged | None:
+    """The output (its contract's [bbo] table `bbo`) held to the reference run's events exactly, read a part at a
+    time, or None: it cannot be judged so (the whole check judges it). stale: the BBO events' stale flags are held
+    too. keep_stamps: keep the receive stamps (wire to wire). `read` is told the output's bytes read so far.
+
+    Both streams are taken in windows of whole sequence numbers: every event of a seq below the lower of the two
+    streams' last seqs read so far. A window the same in both is equal; any other is judged as the whole check
+    judges it, by key. An output whose seqs go back (a stock's events out of order, or stocks interleaved otherwise
+    than by seq) cannot be cut so and is left to the whole check; so is a reference that does."""
     readable = output_parts(output, bbo, reference.symbols, stale, read)
     if readable is None:
         return None
     parts, text = readable
     stamped = text is not None and text.stamped
-    width = len(blackbox.columns(bbo.get("levels", 0))) + stale  # type: ignore[arg-type]
-    expected = _one_ahead(_log_parts(reference.events_log, stale))
-    pending = np.zeros((0, width), np.int64)
-    events, last_seq, stamps = 0, 0, []
+    cols = blackbox.columns(bbo.get("levels", 0))
+    width = len(cols) + stale
+    names = [*cols, blackbox.STALE] if stale else cols
+    key = blackbox.event_key(cols)
+    fields = tuple(c for c in names if c not in key)
+    streams = [_Stream(parts, width), _Stream(_one_ahead(_log_parts(reference.events_log, stale)), width)]
+    counts = dict.fromkeys(blackbox.DIFFERENCES, 0)
+    first: dict[str, Any] | None = None
+    stamps: list[np.ndarray] = []
     try:
-        for part in parts:
-            body = part[:, :width]
-            at = 0
-            while at < len(body):
-                if not len(pending):
-                    pending = next(expected, None)
-                    if pending is None:
-                        return None  # more events than the reference's
-                n = min(len(pending), len(body) - at)
-                if not np.array_equal(body[at:at + n], pending[:n]):
-                    return None
-                pending, at = pending[n:], at + n
-            if len(part):
-                events, last_seq = events + len(part), int(part[-1, 0])
-                if keep_stamps and stamped:
-                    stamps.append(part[part[:, -1] > 0][:, [0, -1]].copy())
+        while True:
+            window = _window(streams)
+            if window is None:
+                return None  # a stream whose seqs go back
+            got, want = window
+            if not len(got) and not len(want):
+                break
+            if keep_stamps and stamped and len(got):
+                stamps.append(got[got[:, -1] > 0][:, [0, -1]].copy())
+            body = got[:, :width]
+            if len(body) != len(want) or not np.array_equal(body, want):
+                found, difference = _differences(body, want, names, key, fields, reference, streams[0].before,
+                                                 streams[1].before, first is None)
+                counts = {k: counts[k] + found[k] for k in counts}
+                first = first or difference
+            streams[0].taken(len(got))
+            streams[1].taken(len(want))
     except (logs.LogFormatError, LineTooLong):
         return None  # a log that does not read back, or a line past a part: the whole check says what it holds
-    if len(pending) or any(len(p) for p in expected):
-        return None  # fewer events than the reference's
-    return Held(events, last_seq, np.concatenate(stamps) if stamps else np.zeros((0, 2), np.int64),
-                text.malformed if text else 0, text.examples if text else [])
+    return Judged(streams[0].before, streams[1].before, counts, first, streams[0].last_seq, streams[1].last_seq,
+                  np.concatenate(stamps) if stamps else np.zeros((0, 2), np.int64),
+                  text.malformed if text else 0, text.examples if text else [])
+
+
+def _differences(got: np.ndarray, want: np.ndarray, names: list[str], key: list[str], fields: tuple[str, ...],
+                 kinds: blackbox.Kinds, got_before: int, want_before: int,
+                 name_first: bool) -> tuple[dict[str, int], dict[str, Any] | None]:
+    """A window's differences as blackbox.exact counts and names them. The same events in the same order with some
+    fields wrong (a broken book, the common case) are counted row by row; exact judges only the seq of the first
+    (it names it); any other window is judged whole by exact (the rows then matched by key)."""
+    frame = lambda rows: pd.DataFrame(rows, columns=names)  # noqa: E731
+    keys = len(key)
+    if len(got) != len(want) or not np.array_equal(got[:, :keys], want[:, :keys]):
+        return blackbox.exact(frame(got), frame(want), kinds, fields, key, got_before, want_before, name_first)
+    wrong = np.flatnonzero((got != want).any(axis=1))
+    counts = {**dict.fromkeys(blackbox.DIFFERENCES, 0), "wrong": len(wrong)}
+    if not name_first:
+        return counts, None
+    seq = got[wrong[0], 0]
+    lo, hi = np.searchsorted(got[:, 0], seq), np.searchsorted(got[:, 0], seq, side="right")
+    _, first = blackbox.exact(frame(got[lo:hi]), frame(want[lo:hi]), kinds, fields, key, got_before + int(lo),
+                              want_before + int(lo))
+    return counts, first
+
+
+class _Stream:
+    """Events of one stream read ahead, a part at a time: those not yet judged, how many were, and whether its seqs
+    ever went back."""
+
+    def __init__(self, parts: Iterator[np.ndarray], width: int) -> None:
+        self._parts, self.ended, self.goes_back = parts, False, False
+        self.ahead = np.zeros((0, width), np.int64)  # a part's width once one is read (the output's: then t_recv)
+        self.before, self.last_seq = 0, 0  # events judged; the last judged event's seq
+
+    @property
+    def last_read(self) -> int:
+        """The seq of the last event read (not ended, something ahead)."""
+        return int(self.ahead[-1, 0])
+
+    def read(self) -> None:
+        """One more part onto what is ahead (a copy: a part's buffer is reused), or the stream's end."""
+        for part in self._parts:
+            if len(part):
+                seqs = part[:, 0]
+                previous = self.last_read if len(self.ahead) else self.last_seq
+                self.goes_back |= bool(seqs[0] < previous or (np.diff(seqs) < 0).any())
+                self.ahead = np.concatenate((self.ahead, part)) if len(self.ahead) else part.copy()
+                return
+        self.ended = True
+
+    def taken(self, n: int) -> None:
+        if n:
+            self.last_seq = int(self.ahead[n - 1, 0])
+        self.ahead, self.before = self.ahead[n:], self.before + n
+
+
+def _window(streams: list[_Stream]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The next events of both streams whose seqs are all below the lower of the not ended streams' last seqs read
+    (when both have ended: all that is left); None when a stream's seqs go back. Both empty: nothing is left."""
+    while True:
+        for s in streams:
+            if not len(s.ahead) and not s.ended:
+                s.read()
+        if any(s.goes_back for s in streams):
+            return None
+        going = [s.last_read for s in streams if not s.ended]
+        if not going:
+            return streams[0].ahead, streams[1].ahead
+        bound = min(going)
+        cut = [int(np.searchsorted(s.ahead[:, 0], bound)) for s in streams]
+        if any(cut):
+            return streams[0].ahead[:cut[0]], streams[1].ahead[:cut[1]]
+        # Every event ahead is of the bound's seq, which may go on in the next part: read it.
+        for s in streams:
+            if not s.ended and s.last_read == bound:
+                s.read()
 
 
 def output_parts(output: Path, bbo: dict[str, object], symbols: dict[str, int], stale: bool = False,

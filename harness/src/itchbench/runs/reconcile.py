@@ -605,14 +605,17 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     stale = blackbox.judges_stale(bbo_cfg) and bbo_cfg["check"] == "exact" and not recovering
     levels = bbo_cfg.get("levels", 0)
     reference = blackbox.reference_run(session, feed, levels)
-    held = _held_in_parts(run, out, bbo_cfg, reference, stale) \
+    judged = _judged_in_parts(run, out, bbo_cfg, reference, stale) \
         if bbo_cfg["check"] == "exact" and not recovering else None
-    if held is not None:  # the reference's events in its order, read a part at a time: nothing to match or name
-        events = pd.DataFrame(held.stamps, columns=["seq", "t_recv"])
-        bbo_check = {"mode": "exact", "reference_events": held.events, "events": held.events,
-                     **dict.fromkeys(blackbox.DIFFERENCES, 0), "equal": True, "read_in_parts": True}
-        malformed, examples, event_count, reference_events = held.malformed, held.examples, held.events, held.events
-        last = reached = held.last_seq
+    if judged is not None:  # judged a part at a time, a window of whole seqs of both streams at a time
+        events = pd.DataFrame(judged.stamps, columns=["seq", "t_recv"])
+        bbo_check = {"mode": "exact", "reference_events": judged.reference_events, "events": judged.events,
+                     **judged.counts, "equal": judged.equal, "read_in_parts": True}
+        if judged.first is not None:
+            bbo_check["first_difference"] = judged.first
+        malformed, examples = judged.malformed, judged.examples
+        event_count, reference_events = judged.events, judged.reference_events
+        last, reached = judged.reference_last_seq, judged.last_seq
     else:
         ref, kinds = blackbox.reference(session, feed, levels, stale=stale)
         events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg, reference.symbols)
@@ -664,17 +667,18 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         summary["error"] = summary["failure"]["message"]
 
 
-def _held_in_parts(run: "Run", out: Path, bbo_cfg: dict[str, Any], reference: blackbox.ReferenceRun,
-                   stale: bool) -> in_parts.Held | None:
-    """The output equal to the reference, read a part at a time (gateways/in_parts.py), or None: the whole check
-    decides. A day's output is gigabytes: its reading said as it goes."""
+def _judged_in_parts(run: "Run", out: Path, bbo_cfg: dict[str, Any], reference: blackbox.ReferenceRun,
+                     stale: bool) -> in_parts.Judged | None:
+    """The output held to the reference a part at a time (gateways/in_parts.py), or None: the whole check judges
+    it. A day's output is gigabytes: its reading said as it goes."""
     meter = progress.Progress("the gateway's output, held to the simulation", out.stat().st_size if out.is_file()
                               else None, say=run.say, log=run.dir / "progress.log", unit="bytes")
-    held = in_parts.held(out, bbo_cfg, reference, stale, keep_stamps=(run.dir / "send.log").is_file(),
-                         read=meter.update)
-    meter.finish(how="not shown equal a part at a time: read whole" if held is None else
-                 f"the simulation's events{f', and {held.malformed:,} malformed lines' if held.malformed else ''}")
-    return held
+    judged = in_parts.judged(out, bbo_cfg, reference, stale, keep_stamps=(run.dir / "send.log").is_file(),
+                             read=meter.update)
+    meter.finish(how="its seqs go back: read whole" if judged is None else
+                 ("the simulation's events" if judged.equal else "differs") +
+                 (f", {judged.malformed:,} malformed lines" if judged.malformed else ""))
+    return judged
 
 
 def _recovery_setting(run: "Run") -> tuple[dict[str, Any] | None, dict[str, Any] | None, bool]:
