@@ -136,8 +136,8 @@ def test_warnings_among_right_events_are_malformed_lines_not_a_lossless_run(capt
     source = (EXAMPLE.parent / "gateway.py").read_text()
     old = '            pending.append(f"{seq},{stock},{bbo[0]},{bbo[1]},{bbo[2]},{bbo[3]}\\n")'
     assert old in source
-    (repo / "gateway.py").write_text(source.replace(old, '            if seq % 97 == 0:\n'
-                                                         '                pending.append("WARN consumer slow\\n")\n' + old))
+    warn = '            if seq % 97 == 0:\n                pending.append("WARN consumer slow\\n")\n'
+    (repo / "gateway.py").write_text(source.replace(old, warn + old))
     run, s = _run(capture, repo / "itchbench.toml", "udp", tmp_path)
     sim = runner.execute(config(capture, "sim"), "sim", run_dir=tmp_path / "sim", echo=False)
     warnings = int((logs.read_bbo(sim / "bbo.bbo").records["seq"] % 97 == 0).sum())

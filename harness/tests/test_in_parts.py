@@ -83,9 +83,9 @@ def test_the_simulations_events_are_held_equal_across_every_part(tmp_path, level
 
 @pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
 def test_json_lines_are_held_a_part_at_a_time_too(tmp_path, monkeypatch, levels):
-    # The simulation's events as stamped json lines, a warning among them (a part with it is read line by line):
-    # equal, the warning counted; one share more on the last event: one wrong event. Parts of a few lines each (a line of
-    # 5 levels is about 400 bytes).
+    # The simulation's events as stamped json lines, a warning among them (a part with it is read line by
+    # line): equal, the warning counted; one share more on the last event: one wrong event. Parts of a few lines
+    # each (a line of 5 levels is about 400 bytes).
     monkeypatch.setattr(in_parts, "OUTPUT_BYTES_AT_ONCE", 4099)
     cols = blackbox.columns(levels)
 

@@ -74,9 +74,10 @@ def _records(block: np.ndarray, levels: Levels) -> np.ndarray:
         rec["side"] = block[:, 2].astype(np.uint8).view("S1")
         rec["px"], rec["qty"] = block[:, 3], block[:, 4]
     elif levels:
+        n = 2 * int(levels)
         for k, field in enumerate(("bids", "asks")):
-            at = 2 + 2 * int(levels) * k
-            rec[field]["px"], rec[field]["qty"] = block[:, at:at + 2 * int(levels):2], block[:, at + 1:at + 2 * int(levels):2]
+            at = 2 + n * k
+            rec[field]["px"], rec[field]["qty"] = block[:, at:at + n:2], block[:, at + 1:at + n:2]
     else:
         for i, f in enumerate(_FIELDS[2:]):
             rec[f] = block[:, 2 + i]

@@ -355,7 +355,8 @@ def _lines_set_aside(data: bytes | np.ndarray, others: np.ndarray, cols: list[st
     owner, texts = [], []
     for before_row, begin, end in others.tolist():
         segment = data[begin:end]
-        for line in (segment if isinstance(segment, bytes) else segment.tobytes()).decode(errors="replace").splitlines():
+        text = (segment if isinstance(segment, bytes) else segment.tobytes()).decode(errors="replace")
+        for line in text.splitlines():
             owner.append(before_row)
             texts.append(line)
     events, bad = _line_by_line(pd.Series(texts, dtype=object), "csv", cols, stamped, symbols)

@@ -675,9 +675,11 @@ def _judged_in_parts(run: "Run", out: Path, bbo_cfg: dict[str, Any], reference: 
                               else None, say=run.say, log=run.dir / "progress.log", unit="bytes")
     judged = in_parts.judged(out, bbo_cfg, reference, stale, keep_stamps=(run.dir / "send.log").is_file(),
                              read=meter.update)
-    meter.finish(how="its seqs go back: read whole" if judged is None else
-                 ("the simulation's events" if judged.equal else "differs") +
-                 (f", {judged.malformed:,} malformed lines" if judged.malformed else ""))
+    if judged is None:
+        meter.finish(how="not to be cut into parts (seqs that go back, a line past a part): read whole")
+    else:
+        meter.finish(how=("the simulation's events" if judged.equal else "differs")
+                     + (f", {judged.malformed:,} malformed lines" if judged.malformed else ""))
     return judged
 
 
