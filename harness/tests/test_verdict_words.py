@@ -166,3 +166,10 @@ def test_a_black_box_runs_line_names_the_events_its_contract_publishes():
              "all": "7 level changes (every level) received of 8 (simulation)"}
     for levels, expected in words.items():
         assert expected in run_line({**s, "bbo": {"levels": levels}}), levels
+    # Counts of a day are grouped in thousands, as the verdict's are.
+    day = {**check, "events": 20_058_455, "reference_events": 20_058_455, "missing": 0, "wrong": 312_450,
+           "malformed_lines": 1_234}
+    assert ("20,058,455 BBO events received of 20,058,455 (simulation); 0 missing, 0 extra, 312,450 wrong, "
+            "0 out of order, 1,234 malformed lines") in run_line({**s, "bbo": {"levels": 0},
+                                                                 "reconciliation": {**s["reconciliation"],
+                                                                                    "bbo_check": day}})

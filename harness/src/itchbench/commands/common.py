@@ -27,9 +27,9 @@ def run_line(summary: dict[str, Any]) -> str:
             parts.append(f"{hop['sender']} sent {hop['sender_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
                          f"dropped {hop['kernel_dropped']:,}")
         parts.append(f"{black_box_events(summary, check)} received of {check['reference_events']:,} "
-                     f"(simulation); {check['missing']} missing, {check['extra']} extra, {check['wrong']} wrong, "
-                     f"{check.get('out_of_order', 0)} out of order, "
-                     f"{check['malformed_lines']} malformed lines")
+                     f"(simulation); {check['missing']:,} missing, {check['extra']:,} extra, {check['wrong']:,} wrong, "
+                     f"{check.get('out_of_order', 0):,} out of order, "
+                     f"{check['malformed_lines']:,} malformed lines")
         res, perf = summary.get("resources") or {}, summary.get("performance") or {}
         if perf.get("messages_per_s"):
             parts.append(f"{perf['elapsed_s'] * 1e3:,.1f} ms start to exit, {perf['messages_per_s']:,.0f} messages/s")
