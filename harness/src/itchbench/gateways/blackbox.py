@@ -528,8 +528,27 @@ def exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str,
     of DIFFERENCES, the first difference in stream order). got_before, ref_before: the events of each stream
     before these (a part of both, gateways/in_parts.py): the first difference is numbered in the whole stream;
     name_first False: not named (a part after the one that named it: naming looks up its message's type)."""
-    if len(got) == len(ref) and np.array_equal(_columns(got, [*key, *fields]), _columns(ref, [*key, *fields])):
-        return dict.fromkeys(DIFFERENCES, 0), None  # the reference's events in its order: nothing to match
+    if len(got) == len(ref):
+        mine, theirs = _columns(got, [*key, *fields]), _columns(ref, [*key, *fields])
+        if np.array_equal(mine, theirs):
+            return dict.fromkeys(DIFFERENCES, 0), None  # the reference's events in its order: nothing to match
+        if np.array_equal(mine[:, :len(key)], theirs[:, :len(key)]):
+            # The same events in the same order, some fields wrong (a broken book): each event is matched with its
+            # place's, none missing, extra or out of order; counted row by row, the first in stream order named
+            # alone (5 M messages at 5 levels, every 100th event wrong: merged by key 11.1 s, a part at a time 20 s).
+            wrong = np.flatnonzero((mine[:, len(key):] != theirs[:, len(key):]).any(axis=1))
+            counts = {**dict.fromkeys(DIFFERENCES, 0), "wrong": len(wrong)}
+            if not name_first:
+                return counts, None
+            i = int(wrong[np.lexsort((wrong, mine[wrong, 0]))[0]])  # by seq, then place
+            return counts, _by_key(got.iloc[i:i + 1], ref.iloc[i:i + 1], kinds, fields, key, got_before + i,
+                                   ref_before + i, True)[1]
+    return _by_key(got, ref, kinds, fields, key, got_before, ref_before, name_first)
+
+
+def _by_key(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str, ...], key: list[str],
+            got_before: int, ref_before: int, name_first: bool) -> tuple[dict[str, int], dict[str, Any] | None]:
+    """exact's matching of events by key, and the first difference's words."""
     # Matched by their keys alone, each event's fields then compared through its place in its stream, a part at a
     # time: merged with every field of both, 3.55 M depth events of 5 levels took 8.7 GB (a 50 M day's, about 49).
     g = got[key].assign(n=got.groupby(key).cumcount(), at_got=np.arange(len(got)))

@@ -84,8 +84,9 @@ def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, 
                 stamps.append(got[got[:, -1] > 0][:, [0, -1]].copy())
             body = got[:, :width]
             if len(body) != len(want) or not np.array_equal(body, want):
-                found, difference = _differences(body, want, names, key, fields, reference, streams[0].before,
-                                                 streams[1].before, first is None)
+                found, difference = blackbox.exact(pd.DataFrame(body, columns=names),
+                                                   pd.DataFrame(want, columns=names), reference, fields, key,
+                                                   streams[0].before, streams[1].before, name_first=first is None)
                 counts = {k: counts[k] + found[k] for k in counts}
                 first = first or difference
             streams[0].taken(len(got))
@@ -95,27 +96,6 @@ def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, 
     return Judged(streams[0].before, streams[1].before, counts, first, streams[0].last_seq, streams[1].last_seq,
                   np.concatenate(stamps) if stamps else np.zeros((0, 2), np.int64),
                   text.malformed if text else 0, text.examples if text else [])
-
-
-def _differences(got: np.ndarray, want: np.ndarray, names: list[str], key: list[str], fields: tuple[str, ...],
-                 kinds: blackbox.Kinds, got_before: int, want_before: int,
-                 name_first: bool) -> tuple[dict[str, int], dict[str, Any] | None]:
-    """A window's differences as blackbox.exact counts and names them. The same events in the same order with some
-    fields wrong (a broken book, the common case) are counted row by row; exact judges only the seq of the first
-    (it names it); any other window is judged whole by exact (the rows then matched by key)."""
-    frame = lambda rows: pd.DataFrame(rows, columns=names)  # noqa: E731
-    keys = len(key)
-    if len(got) != len(want) or not np.array_equal(got[:, :keys], want[:, :keys]):
-        return blackbox.exact(frame(got), frame(want), kinds, fields, key, got_before, want_before, name_first)
-    wrong = np.flatnonzero((got != want).any(axis=1))
-    counts = {**dict.fromkeys(blackbox.DIFFERENCES, 0), "wrong": len(wrong)}
-    if not name_first:
-        return counts, None
-    seq = got[wrong[0], 0]
-    lo, hi = np.searchsorted(got[:, 0], seq), np.searchsorted(got[:, 0], seq, side="right")
-    _, first = blackbox.exact(frame(got[lo:hi]), frame(want[lo:hi]), kinds, fields, key, got_before + int(lo),
-                              want_before + int(lo))
-    return counts, first
 
 
 class _Stream:
