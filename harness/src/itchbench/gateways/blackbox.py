@@ -519,15 +519,31 @@ def _columns(frame: pd.DataFrame, names: list[str]) -> np.ndarray:
 COMPARED_AT_ONCE = 1 << 20
 
 
+# Where the events given stand in their whole stream (0-based): the number of events before them, when they are a
+# run of it (a window of both streams); each one's place, when they are picked from it (a bucket of stocks).
+Places = int | np.ndarray
+
+
+def _place(places: Places, at: Any) -> Any:
+    """The place in the whole stream of the event (or events) at `at` among those given."""
+    return places + at if isinstance(places, int) else places[at]
+
+
+def _from(places: Places, i: int) -> Places:
+    """The places of the events given from the i-th on."""
+    return places + i if isinstance(places, int) else places[i:]
+
+
 def exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str, ...], key: list[str],
-          got_before: int = 0, ref_before: int = 0, name_first: bool = True) -> tuple[dict[str, int],
-                                                                                      dict[str, Any] | None]:
+          got_places: Places = 0, ref_places: Places = 0, name_first: bool = True) -> tuple[dict[str, int],
+                                                                                        dict[str, Any] | None]:
     """Events matched by key (event_key: seq and stock, a level change's side and price too) — and their order
     among events of the same key —, never by position: one event missing is one missing; a matched one is wrong
     when any of `fields` differs, and out of order when it arrives after a later event of its own stock. (counts
-    of DIFFERENCES, the first difference in stream order). got_before, ref_before: the events of each stream
-    before these (a part of both, gateways/in_parts.py): the first difference is numbered in the whole stream;
-    name_first False: not named (a part after the one that named it: naming looks up its message's type)."""
+    of DIFFERENCES, the first difference in stream order). got_places, ref_places: where the events of each stand
+    in their whole stream (a part of both, gateways/in_parts.py): the first difference is ordered and numbered in
+    the whole stream; name_first False: not named (a part after the one that named it: naming looks up its
+    message's type)."""
     if len(got) == len(ref):
         mine, theirs = _columns(got, [*key, *fields]), _columns(ref, [*key, *fields])
         if np.array_equal(mine, theirs):
@@ -540,14 +556,14 @@ def exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str,
             counts = {**dict.fromkeys(DIFFERENCES, 0), "wrong": len(wrong)}
             if not name_first:
                 return counts, None
-            i = int(wrong[np.lexsort((wrong, mine[wrong, 0]))[0]])  # by seq, then place
-            return counts, _by_key(got.iloc[i:i + 1], ref.iloc[i:i + 1], kinds, fields, key, got_before + i,
-                                   ref_before + i, True)[1]
-    return _by_key(got, ref, kinds, fields, key, got_before, ref_before, name_first)
+            i = int(wrong[np.lexsort((_place(ref_places, wrong), mine[wrong, 0]))[0]])  # by seq, then place
+            return counts, _by_key(got.iloc[i:i + 1], ref.iloc[i:i + 1], kinds, fields, key, _from(got_places, i),
+                                   _from(ref_places, i), True)[1]
+    return _by_key(got, ref, kinds, fields, key, got_places, ref_places, name_first)
 
 
 def _by_key(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str, ...], key: list[str],
-            got_before: int, ref_before: int, name_first: bool) -> tuple[dict[str, int], dict[str, Any] | None]:
+            got_places: Places, ref_places: Places, name_first: bool) -> tuple[dict[str, int], dict[str, Any] | None]:
     """exact's matching of events by key, and the first difference's words."""
     # Matched by their keys alone, each event's fields then compared through its place in its stream, a part at a
     # time: merged with every field of both, 3.55 M depth events of 5 levels took 8.7 GB (a 50 M day's, about 49).
@@ -571,16 +587,19 @@ def _by_key(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[st
     differs = is_missing | is_extra | is_wrong | is_late
     if not differs.any() or not name_first:
         return counts, None
-    # Stream order: by seq, then where it stands in the reference (or, for an extra event, in what was received).
-    order = both.assign(at=both["at_ref"].fillna(both["at_got"]))[differs].sort_values(["seq", "at"], kind="stable")
+    # Stream order: by seq, then where it stands in the whole reference (or, for an extra event, in all that was
+    # received).
+    in_stream = np.empty(len(both), np.int64)
+    in_stream[is_extra], in_stream[~is_extra] = _place(got_places, at_got[is_extra]), _place(ref_places,
+                                                                                           at_ref[~is_extra])
+    order = both[["seq"]].assign(at=in_stream)[differs].sort_values(["seq", "at"], kind="stable")
     i = order.index[0]
     # The row as a merge of every field would have it: the fields of each stream that holds the event.
     row = pd.concat([both.loc[i], pd.Series({f"{c}_{side}": int(values[at[i], k]) for side, values, at in
                                              (("ref", values_ref, at_ref), ("got", values_got, at_got)) if at[i] >= 0
                                              for k, c in enumerate(fields)}, dtype=object)])
     what = ("missing" if is_missing[i] else "extra" if is_extra[i] else "wrong" if is_wrong[i] else "out of order")
-    stream, at = (("received", row["at_got"] + got_before) if what == "extra" else
-                  ("reference", row["at_ref"] + ref_before))
+    stream, where = "received" if what == "extra" else "reference", int(in_stream[i])
     shown = lambda side: pd.Series({**{k: row[k] for k in key},  # noqa: E731
                                     **{c: row[f"{c}_{side}"] for c in fields}})
     expected = "(none: the reference has no such event)" if what == "extra" else _event_words(shown("ref"), kinds)
@@ -588,10 +607,10 @@ def _by_key(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[st
     if what == "out of order":
         later = ref.iloc[int(late_after[i])]
         expected += " before the stock's later events"
-        received += (f", received as event #{int(row['at_got']) + got_before + 1:,}, after the stock's event of seq "
-                     f"{int(later['seq']):,} (message {kinds.get(int(later['seq']), '?')})")
+        received += (f", received as event #{int(_place(got_places, int(row['at_got']))) + 1:,}, after the stock's"
+                     f" event of seq {int(later['seq']):,} (message {kinds.get(int(later['seq']), '?')})")
     first = {"kind": what, "seq": int(row["seq"]), "stock": int(row["stock"]),
-             "message": kinds.get(int(row["seq"]), "?"), "stream": stream, "index": int(at), "event": int(at) + 1,
+             "message": kinds.get(int(row["seq"]), "?"), "stream": stream, "index": where, "event": where + 1,
              "expected": expected, "got": received}
     level = level_words(row, fields) if what == "wrong" else ""
     if level:
