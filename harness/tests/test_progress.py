@@ -47,6 +47,25 @@ def test_progress_says_the_rate_and_time_left_at_most_every_interval(tmp_path):
     assert said[-1] == "  report: 8,000,000 messages, 2.00 M/s, 4.0 s — done"  # no total: no share, no time left
 
 
+def test_the_next_piece_of_a_work_is_counted_afresh_in_its_own_units(tmp_path):
+    # An output read (bytes), then judged bucket by bucket: the first piece said finished, the next counted from its
+    # own start, a slow unit's rate said as it is, not as 0.00 M/s.
+    clock, said, log = Clock(), [], tmp_path / "progress.log"
+    meter = progress.Progress("output", 8_000_000, say=said.append, log=log, unit="bytes", interval_s=5, clock=clock)
+    clock.now += 2
+    meter.update(8_000_000)
+    meter.next("output, bucket by bucket", 40, "buckets", how="read into buckets")
+    assert said == ["  output: 8,000,000 of 8,000,000 bytes (100 %), 4.00 M/s, 2.0 s — read into buckets"]
+    clock.now += 5
+    meter.update(10)                     # 5 s into this piece: 2 a second, 30 left
+    assert said[-1] == "  output, bucket by bucket: 10 of 40 buckets (25 %), 2.0/s, 5 s, about 15 s left"
+    clock.now += 15
+    meter.finish(40, how="equal")
+    assert said[-1] == "  output, bucket by bucket: 40 of 40 buckets (100 %), 2.0/s, 20.0 s — equal"
+    assert progress.finished(log) == [progress.Finished("output", 8_000_000, 2.0, "read into buckets"),
+                                      progress.Finished("output, bucket by bucket", 40, 20.0, "equal")]
+
+
 def test_the_pieces_a_progress_log_says_ended_are_read_back_and_a_running_one_is_not(tmp_path):
     clock, log = Clock(), tmp_path / "progress.log"
     gateway = progress.Progress("gateway", 1_000_000, say=None, log=log, interval_s=5, clock=clock)

@@ -35,7 +35,9 @@ class Progress:
             text += f" of {'~' if self.estimated else ''}{self.total:,} {self.unit} ({100 * min(done / self.total, 1):.0f} %)"
         else:
             text += f" {self.unit}"
-        text += f", {rate / 1e6:.2f} M/s, {elapsed:.{1 if final else 0}f} s"  # the end to a tenth: a part's time
+        # Millions a second, or units a second where they come slowly (buckets, files).
+        text += f", {rate / 1e6:.2f} M/s" if rate >= 1e4 or not done else f", {rate:.1f}/s"
+        text += f", {elapsed:.{1 if final else 0}f} s"  # the end to a tenth: a part's time
         if self.total and rate > 0 and done < self.total and not final:
             text += f", about {(self.total - done) / rate:.0f} s left"
         return text
@@ -54,6 +56,13 @@ class Progress:
         self.finished = True
         self.done = self.done if done is None else done
         self._emit(f"{self.line(self.done, final=True)} — {how}")
+
+    def next(self, what: str, total: int | None, unit: str, how: str = "done") -> None:
+        """This piece finished (`how`), and the next of the same work begun: counted afresh, said alike."""
+        self.finish(how=how)
+        self.what, self.total, self.unit, self.estimated = what, total, unit, False
+        self.started = self.last_said = self.clock()
+        self.done, self.finished = 0, False
 
     def _emit(self, text: str) -> None:
         if self.say is not None:
@@ -91,7 +100,7 @@ class Finished:
 
 
 # Progress.line() then " — how", after the log's UTC time: what finished, how much, in how long.
-_FINISHED = re.compile(r"^\S+ (?P<what>.+?): (?P<done>[\d,]+)[^\n]*?, [\d.]+ M/s, (?P<seconds>[\d.]+) s — (?P<how>.+)$")
+_FINISHED = re.compile(r"^\S+ (?P<what>.+?): (?P<done>[\d,]+)[^\n]*?, [\d.]+ ?M?/s, (?P<seconds>[\d.]+) s — (?P<how>.+)$")
 
 
 def finished(log: Path) -> list[Finished]:
