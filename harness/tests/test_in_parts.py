@@ -27,6 +27,7 @@ SAMPLE = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
 def small_parts(monkeypatch):
     monkeypatch.setattr(in_parts, "OUTPUT_BYTES_AT_ONCE", 257)
     monkeypatch.setattr(in_parts, "REFERENCE_RECORDS_AT_ONCE", 7)
+    monkeypatch.setattr(in_parts, "BUCKET_BYTES", 1000)  # an output that cannot be cut by seq: buckets of a few stocks
 
 
 def _golden_events() -> int:
@@ -149,27 +150,96 @@ def test_a_difference_is_judged_a_part_at_a_time_as_whole(tmp_path, levels, edit
     else:
         lines = []
     judged = _judged(tmp_path, "\n".join(lines) + "\n", levels)
-    assert judged is not None and not judged.equal
+    assert judged is not None and not judged.equal and judged.cut_by == "seq"
     _as_whole(tmp_path, judged, levels)
 
 
-@pytest.mark.parametrize("edit", ["out of order", "a line past the buffer"])
+def _shards(lines: list[str], shards: int, run: int) -> list[str]:
+    """A gateway that publishes each stock from one of `shards` threads: its stock's events in order, the threads'
+    runs of `run` events interleaved in turn."""
+    queues = [[line for line in lines if int(line.split(",")[1]) % shards == k] for k in range(shards)]
+    out: list[str] = []
+    while any(queues):
+        for q in queues:
+            out += q[:run]
+            del q[:run]
+    return out
+
+
+@pytest.mark.parametrize("edit", ["a stock's two events swapped", "published stock by stock", "three shards",
+                                  "three shards, one missing, one extra, one wrong, one swapped",
+                                  "three shards, an event given to another stock", "three shards, every 40th wrong",
+                                  "last stock's events first, one dropped"])
 @pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
-def test_what_cannot_be_cut_into_parts_is_left_to_the_whole_check(tmp_path, levels, edit):
-    # Seqs that go back (a stock's two events swapped) cannot be cut into windows of whole seqs; a line longer than
-    # a part cannot be cut at all.
+def test_an_output_whose_seqs_go_back_is_judged_by_stock_as_whole(tmp_path, levels, edit):
+    # A gateway that publishes per stock, per thread or per partition cannot be cut into windows of whole seqs: it
+    # is judged in buckets of stocks (as many as the output has parts here, so every few stocks a bucket), with
+    # the same counts and the same first difference, numbered and ordered in the whole streams, as the whole check.
     lines = _lines(levels)
-    if edit == "out of order":
+    k = len(lines) // 3
+
+    def more_shares(line: str) -> str:
+        fields = line.split(",")
+        fields[-1] = str(int(fields[-1]) + 1)
+        return ",".join(fields)
+    if edit == "a stock's two events swapped":
         i = _same_stock_pair(lines)
         lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    elif edit == "published stock by stock":
+        lines = sorted(lines, key=lambda line: int(line.split(",")[1]))
+    elif edit.startswith("three shards"):
+        if edit.endswith("one missing, one extra, one wrong, one swapped"):
+            i = _same_stock_pair(lines)
+            lines[i], lines[i + 1] = lines[i + 1], lines[i]
+            lines[k] = more_shares(lines[k])
+            lines.insert(2 * k, lines[2 * k])
+            del lines[k // 2]
+        elif edit.endswith("an event given to another stock"):  # missing for one stock, extra for another
+            fields = lines[k].split(",")
+            fields[1] = lines[k + 1].split(",")[1] if lines[k + 1].split(",")[1] != fields[1] else lines[0].split(",")[1]
+            lines[k] = ",".join(fields)
+        elif edit.endswith("every 40th wrong"):
+            lines = [more_shares(line) if i % 40 == 3 else line for i, line in enumerate(lines)]
+        lines = _shards(lines, 3, 37)
     else:
-        lines.insert(len(lines) // 2, "1" * 300)
+        last = lines[-1].split(",")[1]
+        mine = [line for line in lines if line.split(",")[1] == last]
+        lines = [*mine[1:], *(line for line in lines if line.split(",")[1] != last)]
+    judged = _judged(tmp_path, "\n".join(lines) + "\n", levels)
+    assert judged is not None and judged.cut_by == "stock"
+    if edit in ("published stock by stock", "three shards"):
+        assert judged.equal
+    else:
+        assert not judged.equal
+    _as_whole(tmp_path, judged, levels)
+
+
+def test_an_output_by_stock_keeps_its_stamps_and_last_seq(tmp_path):
+    lines = _shards(_lines(0), 3, 37)
+    text = "".join(f"{1000 + i} {line}\n" for i, line in enumerate(lines))
+    judged = _judged(tmp_path, text, stamped=True, keep_stamps=True)
+    assert judged is not None and judged.equal and judged.cut_by == "stock"
+    assert judged.stamps.tolist() == [[int(line.split(",")[0]), 1000 + i] for i, line in enumerate(lines)]
+    assert judged.last_seq == judged.reference_last_seq == max(int(line.split(",")[0]) for line in lines)
+    assert not list(tmp_path.glob("itchbench-by-stock-*"))  # its buckets removed
+
+
+def test_with_no_room_for_the_buckets_the_whole_check_judges(tmp_path, monkeypatch):
+    # Writing the buckets would leave less than DISK_LEFT_FREE on the disk: nothing is judged here (no partial
+    # verdict), no bucket is left behind, and the whole check judges the output.
+    monkeypatch.setattr(in_parts, "DISK_LEFT_FREE", 1 << 60)
+    assert _judged(tmp_path, "\n".join(_shards(_lines(0), 3, 37)) + "\n") is None
+    assert not list(tmp_path.glob("itchbench-by-stock-*"))
+    assert _whole(tmp_path, 0)[0]["equal"]
+
+
+@pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
+def test_a_line_past_a_part_is_left_to_the_whole_check(tmp_path, levels):
+    lines = _lines(levels)
+    lines.insert(len(lines) // 2, "1" * 300)
     assert _judged(tmp_path, "\n".join(lines) + "\n", levels) is None
     check, malformed, _ = _whole(tmp_path, levels)
-    if edit == "out of order":
-        assert check["out_of_order"] >= 1 and not check["equal"]
-    else:  # the events all there, the line malformed
-        assert check["equal"] and malformed == 1
+    assert check["equal"] and malformed == 1  # the events all there, the line malformed
 
 
 @pytest.mark.parametrize("levels", [0, 5])

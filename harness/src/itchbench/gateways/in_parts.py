@@ -5,12 +5,20 @@ its length, and whatever it got wrong (docs/gateway-contract.md, "Reading the ou
 Read whole, a day is out of reach: the example C++ gateway's depth stream of nasdaq-day 50 M at 5 levels (20 M
 events) took 10.5 GB to judge when right and 12.6 GB with one share wrong; a 270 M-message day would take five
 times that. Each part is read as the whole output would be (blackbox.events_of): its malformed lines are counted on
-the way. An output whose seqs go back (a gateway that publishes out of order), a run held to a recovery or a late
-join, and `check = "state"` are left to the whole check: `judged` then says None, and nothing is judged here."""
+the way.
+
+An output whose seqs go back (a gateway that publishes per stock, per thread or per partition: stocks interleaved
+otherwise than by seq, or a stock's own events out of order) cannot be cut into windows of seqs. It is cut by stock
+instead: both streams are written to disk in buckets of stocks, each event with its place in its stream, and each
+bucket is judged alone, as no event can be matched, nor be out of order, across stocks. A run held to a recovery or
+a late join, and `check = "state"` are left to the whole check: `judged` then says None, and nothing is judged
+here."""
 
 from __future__ import annotations
 
 import concurrent.futures
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -19,11 +27,17 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import logs, native
+from ..progress import Progress
 from . import blackbox
 
 # Bytes of the output read at a time: parts large enough that a call's overhead is nothing.
 OUTPUT_BYTES_AT_ONCE = 32 << 20
 REFERENCE_RECORDS_AT_ONCE = 1 << 18
+# Buckets of stocks an output that cannot be cut by seq is split into: about BUCKET_BYTES of it a bucket, so that a
+# bucket's events take some tens of MB (a stock is never split: one stock's events are a bucket's least).
+BUCKET_BYTES, MOST_BUCKETS = 8 << 20, 256
+# Room left on the buckets' disk: below it, buckets are not written and the whole check judges the output.
+DISK_LEFT_FREE = 1 << 30
 
 
 class LineTooLong(Exception):
@@ -42,6 +56,7 @@ class Judged:
     stamps: np.ndarray   # (seq, t_recv) of the events received with a stamp, when asked for: int64, 2 columns
     malformed: int       # lines that are not an event
     examples: list[str]  # the first of them
+    cut_by: str          # "seq": windows of whole seqs of both streams; "stock": buckets of stocks
 
     @property
     def equal(self) -> bool:
@@ -49,25 +64,38 @@ class Judged:
 
 
 def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, stale: bool,
-           keep_stamps: bool, read: Callable[[int], None] | None = None) -> Judged | None:
+           keep_stamps: bool, meter: Progress | None = None) -> Judged | None:
     """The output (its contract's [bbo] table `bbo`) held to the reference run's events exactly, read a part at a
     time, or None: it cannot be judged so (the whole check judges it). stale: the BBO events' stale flags are held
-    too. keep_stamps: keep the receive stamps (wire to wire). `read` is told the output's bytes read so far.
+    too. keep_stamps: keep the receive stamps (wire to wire). `meter` is told the output's bytes read so far (and,
+    in buckets of stocks, the buckets judged), left for the caller to finish.
 
     Both streams are taken in windows of whole sequence numbers: every event of a seq below the lower of the two
     streams' last seqs read so far. A window the same in both is equal; any other is judged as the whole check
     judges it, by key. An output whose seqs go back (a stock's events out of order, or stocks interleaved otherwise
-    than by seq) cannot be cut so and is left to the whole check; so is a reference that does."""
+    than by seq) cannot be cut so: it is judged again from its start in buckets of stocks (_judged_by_stock)."""
+    meter = meter or Progress("", None)  # says nothing
+    try:
+        return _judged_by_seq(output, bbo, reference, stale, keep_stamps, meter.update)
+    except _SeqsGoBack:
+        pass  # what the windows held is let go before the buckets are made
+    meter.next(meter.what, meter.total, meter.unit, how="its seqs go back: read again into buckets of stocks")
+    return _judged_by_stock(output, bbo, reference, stale, keep_stamps, meter)
+
+
+class _SeqsGoBack(Exception):
+    """A stream whose seqs go back: not to be cut into windows of seqs."""
+
+
+def _judged_by_seq(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, stale: bool,
+                   keep_stamps: bool, read: Callable[[int], None] | None) -> Judged | None:
+    """judged, in windows of whole seqs of both streams; _SeqsGoBack when they cannot be cut so."""
     readable = output_parts(output, bbo, reference.symbols, stale, read)
     if readable is None:
         return None
     parts, text = readable
     stamped = text is not None and text.stamped
-    cols = blackbox.columns(bbo.get("levels", 0))
-    width = len(cols) + stale
-    names = [*cols, blackbox.STALE] if stale else cols
-    key = blackbox.event_key(cols)
-    fields = tuple(c for c in names if c not in key)
+    width, names, key, fields = _event_columns(bbo, stale)
     streams = [_Stream(parts, width), _Stream(_one_ahead(_log_parts(reference.events_log, stale)), width)]
     counts = dict.fromkeys(blackbox.DIFFERENCES, 0)
     first: dict[str, Any] | None = None
@@ -76,7 +104,7 @@ def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, 
         while True:
             window = _window(streams)
             if window is None:
-                return None  # a stream whose seqs go back
+                raise _SeqsGoBack(output)
             got, want = window
             if not len(got) and not len(want):
                 break
@@ -95,7 +123,128 @@ def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, 
         return None  # a log that does not read back, or a line past a part: the whole check says what it holds
     return Judged(streams[0].before, streams[1].before, counts, first, streams[0].last_seq, streams[1].last_seq,
                   np.concatenate(stamps) if stamps else np.zeros((0, 2), np.int64),
-                  text.malformed if text else 0, text.examples if text else [])
+                  text.malformed if text else 0, text.examples if text else [], "seq")
+
+
+def _event_columns(bbo: dict[str, Any], stale: bool) -> tuple[int, list[str], list[str], tuple[str, ...]]:
+    """An event's columns as judged (its [bbo] table's kind, then the stale flag when held): how many, their names,
+    those of its key, and the fields compared."""
+    cols = blackbox.columns(bbo.get("levels", 0))
+    names = [*cols, blackbox.STALE] if stale else cols
+    key = blackbox.event_key(cols)
+    return len(names), names, key, tuple(c for c in names if c not in key)
+
+
+def _judged_by_stock(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, stale: bool,
+                     keep_stamps: bool, meter: Progress) -> Judged | None:
+    """judged, for an output that cannot be cut by seq: both streams written to disk beside the output in buckets of
+    stocks (a stock's bucket: its locate modulo their number), each event with its place in its stream, then each
+    bucket judged by key alone. Events of different stocks never match, nor is one out of order after another's,
+    so the counts are the whole check's; the first difference is the earliest of the buckets' in stream order (by
+    seq, its place, then its stock, as the whole check orders it), named once."""
+    readable = output_parts(output, bbo, reference.symbols, stale, meter.update)
+    if readable is None:
+        return None
+    parts, text = readable
+    width, names, key, fields = _event_columns(bbo, stale)
+    count = int(np.clip(-(-output.stat().st_size // BUCKET_BYTES), 1, MOST_BUCKETS))
+    stamps: list[np.ndarray] = []
+    with tempfile.TemporaryDirectory(prefix="itchbench-by-stock-", dir=output.parent) as folder:
+        got, ref = (_Buckets(Path(folder) / name, count, width) for name in ("received", "reference"))
+        try:
+            # The reference's buckets written on a thread while the output is parsed (both let go of the GIL).
+            with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="reference-buckets") as pool:
+                reference_written = pool.submit(lambda: [ref.add(part) for part in
+                                                         _log_parts(reference.events_log, stale)])
+                for part in parts:
+                    if keep_stamps and text is not None and text.stamped:
+                        stamps.append(part[part[:, -1] > 0][:, [0, -1]])
+                    got.add(part[:, :width])
+                reference_written.result()
+        except (logs.LogFormatError, LineTooLong, _DiskFull):
+            return None  # as judged (or no room for the buckets): the whole check says what it holds
+        finally:
+            got.close()
+            ref.close()
+        counts = dict.fromkeys(blackbox.DIFFERENCES, 0)
+        earliest: tuple[int, int, int, int] | None = None  # the first difference's seq, place, stock; its bucket
+        meter.next(f"{meter.what}, bucket by bucket", count, "buckets of stocks", how="read into buckets")
+        for b in range(count):
+            meter.update(b)
+            found, first = _bucket_judged(got.read(b), ref.read(b), names, fields, key, _Unnamed())
+            counts = {k: counts[k] + found[k] for k in counts}
+            if first is not None:
+                earliest = min(earliest or (first["seq"], first["index"], first["stock"], b),
+                               (first["seq"], first["index"], first["stock"], b))
+        meter.update(count)
+        named = None if earliest is None else _bucket_judged(got.read(earliest[3]), ref.read(earliest[3]), names,
+                                                              fields, key, reference)[1]
+    return Judged(got.events, ref.events, counts, named, got.highest_seq, ref.highest_seq,
+                  np.concatenate(stamps) if stamps else np.zeros((0, 2), np.int64),
+                  text.malformed if text else 0, text.examples if text else [], "stock")
+
+
+def _bucket_judged(got: tuple[np.ndarray, np.ndarray], ref: tuple[np.ndarray, np.ndarray], names: list[str],
+                   fields: tuple[str, ...], key: list[str], kinds: blackbox.Kinds) -> tuple[dict[str, int],
+                                                                                           dict[str, Any] | None]:
+    """A bucket's events of both streams (_Buckets.read) held by key: blackbox.exact, numbered in the whole
+    streams."""
+    return blackbox.exact(pd.DataFrame(got[0], columns=names, copy=False),
+                          pd.DataFrame(ref[0], columns=names, copy=False), kinds, fields, key, got[1], ref[1])
+
+
+class _Unnamed:
+    """Message types unknown: a bucket's first difference found, not yet named (naming looks its message's type up
+    in the reference's log, a read of it each time: done once, for the earliest)."""
+
+    def get(self, seq: int, default: str = "?") -> str:
+        return default
+
+
+class _DiskFull(Exception):
+    """Less than DISK_LEFT_FREE would be left on the buckets' disk."""
+
+
+class _Buckets:
+    """Events of one stream written to files, a bucket of stocks each: each event's columns as int64 rows in the
+    stream's order, and beside them its place in the stream."""
+
+    def __init__(self, stem: Path, count: int, width: int) -> None:
+        self._paths = [(stem.with_name(f"{stem.name}-{b}"), stem.with_name(f"{stem.name}-{b}.places"))
+                       for b in range(count)]
+        self._files = [(open(rows, "wb"), open(places, "wb")) for rows, places in self._paths]
+        self.events, self.highest_seq, self._width = 0, 0, width
+
+    def add(self, block: np.ndarray) -> None:
+        if not len(block):
+            return
+        # A bucket number is below 2^16: a stable sort of it is a radix sort (a tenth of a sort of int64).
+        bucket = (block[:, 1] % len(self._paths)).astype(np.uint16)
+        order = np.argsort(bucket, kind="stable")
+        rows, places = np.take(block, order, axis=0), order + self.events
+        if shutil.disk_usage(self._paths[0][0].parent).free < rows.nbytes + places.nbytes + DISK_LEFT_FREE:
+            raise _DiskFull(self._paths[0][0].parent)
+        ends = np.cumsum(np.bincount(bucket, minlength=len(self._paths)))
+        for (rows_file, places_file), start, end in zip(self._files, np.concatenate(([0], ends[:-1])), ends):
+            if end > start:
+                rows_file.write(memoryview(rows[start:end]))
+                places_file.write(memoryview(places[start:end]))
+        self.events += len(block)
+        self.highest_seq = max(self.highest_seq, int(block[:, 0].max()))
+
+    def close(self) -> None:
+        for files in self._files:
+            for f in files:
+                f.close()
+
+    def read(self, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bucket b's events stock by stock, each stock's in the stream's order: their rows, and their places in the
+        stream. (The stocks of a bucket interleave differently in two streams: taken so, an output right or with a
+        broken book is judged without a merge by key.)"""
+        rows_path, places_path = self._paths[b]
+        rows = np.fromfile(rows_path, np.int64).reshape(-1, self._width)
+        order = np.argsort(rows[:, 1], kind="stable")
+        return np.take(rows, order, axis=0), np.fromfile(places_path, np.int64)[order]
 
 
 class _Stream:

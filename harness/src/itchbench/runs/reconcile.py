@@ -607,10 +607,10 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     reference = blackbox.reference_run(session, feed, levels)
     judged = _judged_in_parts(run, out, bbo_cfg, reference, stale) \
         if bbo_cfg["check"] == "exact" and not recovering else None
-    if judged is not None:  # judged a part at a time, a window of whole seqs of both streams at a time
+    if judged is not None:  # judged a part at a time: windows of whole seqs of both streams, or buckets of stocks
         events = pd.DataFrame(judged.stamps, columns=["seq", "t_recv"])
         bbo_check = {"mode": "exact", "reference_events": judged.reference_events, "events": judged.events,
-                     **judged.counts, "equal": judged.equal, "read_in_parts": True}
+                     **judged.counts, "equal": judged.equal, "read_in_parts": True, "cut_by": judged.cut_by}
         if judged.first is not None:
             bbo_check["first_difference"] = judged.first
         malformed, examples = judged.malformed, judged.examples
@@ -674,9 +674,9 @@ def _judged_in_parts(run: "Run", out: Path, bbo_cfg: dict[str, Any], reference: 
     meter = progress.Progress("the gateway's output, held to the simulation", out.stat().st_size if out.is_file()
                               else None, say=run.say, log=run.dir / "progress.log", unit="bytes")
     judged = in_parts.judged(out, bbo_cfg, reference, stale, keep_stamps=(run.dir / "send.log").is_file(),
-                             read=meter.update)
+                             meter=meter)
     if judged is None:
-        meter.finish(how="not to be cut into parts (seqs that go back, a line past a part): read whole")
+        meter.finish(how="not to be cut into parts (a line past a part, a log that does not read back): read whole")
     else:
         meter.finish(how=("the simulation's events" if judged.equal else "differs")
                      + (f", {judged.malformed:,} malformed lines" if judged.malformed else ""))
