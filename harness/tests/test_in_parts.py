@@ -332,6 +332,26 @@ def test_a_contract_runs_digest_read_in_parts_is_its_digest_read_whole(tmp_path,
         assert differs["wrong"] == 1 and differs["missing"] == differs["extra"] == 0
 
 
+@pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
+def test_runs_whose_stocks_interleave_differently_share_a_digest(tmp_path, levels):
+    # A gateway that publishes per thread interleaves its stocks differently from run to run, as it may: the runs
+    # are the same (compare SAME, bisect's digest unchanged). A stock's two events swapped is another stream.
+    lines = [f"{1000 + i} {line}" for i, line in enumerate(_lines(levels))]  # as the collector stamps them
+    unstamped = lambda stamped: [line.split(" ", 1)[1] for line in stamped]  # noqa: E731
+    run = _contract_run(tmp_path, "a", "\n".join(lines) + "\n", levels)
+    sharded = _contract_run(tmp_path, "b", "\n".join(_shards(lines, 3, 37)) + "\n", levels)
+    assert outputs.bbo_digest(sharded) == outputs.bbo_digest(run) == (outputs.bbo_records(sharded)[1], len(lines))
+    assert outputs.compare_bbo(run, sharded)["equal"]
+    i = _same_stock_pair(unstamped(lines))
+    lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    swapped = _contract_run(tmp_path, "c", "\n".join(_shards(lines, 3, 37)) + "\n", levels)
+    assert outputs.bbo_digest(swapped)[0] != outputs.bbo_digest(run)[0]
+    differs = outputs.compare_bbo(run, swapped)
+    assert not differs["equal"]
+    if levels != ALL_LEVELS:
+        assert differs["out_of_order"] == 1 and differs["missing"] == differs["extra"] == differs["wrong"] == 0
+
+
 def test_a_reference_folder_a_killed_process_left_is_removed_by_the_next(tmp_path):
     # Folders named after a process that has ended go; one of a live process (this one), and anything else, stay.
     ended = subprocess.Popen(["true"])

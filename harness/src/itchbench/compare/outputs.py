@@ -31,7 +31,9 @@ def bbo_records(run: Path) -> tuple[np.ndarray, str]:
     events, _, _ = blackbox.read_output(run, str(output), bbo, symbols)
     levels = bbo.get("levels", 0)
     rec = _records(events[blackbox.columns(levels)].to_numpy(), levels)
-    return rec, "sha256:" + hashlib.sha256(rec.tobytes()).hexdigest()
+    digest = StockByStockDigest()
+    digest.update(rec)
+    return rec, digest.hexdigest()
 
 
 def bbo_digest(run: Path) -> tuple[str, int]:
@@ -43,16 +45,41 @@ def bbo_digest(run: Path) -> tuple[str, int]:
     output, bbo, symbols = _contract_output(run)
     readable = in_parts.output_parts(run / output, bbo, symbols)
     if readable is not None:
-        levels, hasher, events = bbo.get("levels", 0), hashlib.sha256(), 0
+        levels, digest, events = bbo.get("levels", 0), StockByStockDigest(), 0
         try:
             for part in readable[0]:
-                hasher.update(_records(part[:, :len(blackbox.columns(levels))], levels).view(np.uint8))
+                digest.update(_records(part[:, :len(blackbox.columns(levels))], levels))
                 events += len(part)
-            return "sha256:" + hasher.hexdigest(), events
+            return digest.hexdigest(), events
         except (logs.LogFormatError, in_parts.LineTooLong):
             pass  # read whole, which tells what it holds
-    rec, digest = bbo_records(run)
-    return digest, len(rec)
+    rec, whole = bbo_records(run)
+    return whole, len(rec)
+
+
+class StockByStockDigest:
+    """The digest of a brought gateway's events taken stock by stock, each stock's in the order it sent them: a
+    sha256 of each stock's records, then one of the stocks' locates and digests in locate order. Stocks may
+    interleave freely (docs/book-and-bbo.md, "Order"): two runs of a gateway that publishes per thread or per
+    partition, whose stocks interleave differently each time, share it; a stock's events in another order do not.
+    Given the events a part at a time or all at once, the digest is the same."""
+
+    def __init__(self) -> None:
+        self._stocks: dict[int, Any] = {}  # locate -> its sha256
+
+    def update(self, rec: np.ndarray) -> None:
+        """More records (the gateway's log's, FORMAT.md), in the order sent."""
+        rec = rec[np.argsort(rec["stock_locate"], kind="stable")]
+        stocks = rec["stock_locate"]
+        starts = np.flatnonzero(np.r_[True, stocks[1:] != stocks[:-1]]) if len(rec) else np.zeros(0, np.int64)
+        for start, end in zip(starts, [*starts[1:], len(rec)]):
+            self._stocks.setdefault(int(stocks[start]), hashlib.sha256()).update(rec[start:end].tobytes())
+
+    def hexdigest(self) -> str:
+        whole = hashlib.sha256()
+        for stock in sorted(self._stocks):
+            whole.update(stock.to_bytes(4, "little") + self._stocks[stock].digest())
+        return "sha256:" + whole.hexdigest()
 
 
 def _contract_output(run: Path) -> tuple[Path, dict[str, Any], dict[str, int]]:
