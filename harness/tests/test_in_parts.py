@@ -196,8 +196,8 @@ def test_an_output_whose_seqs_go_back_is_judged_by_stock_as_whole(tmp_path, leve
             del lines[k // 2]
         elif edit.endswith("an event given to another stock"):  # missing for one stock, extra for another
             fields = lines[k].split(",")
-            fields[1] = lines[k + 1].split(",")[1] if lines[k + 1].split(",")[1] != fields[1] else lines[0].split(",")[1]
-            lines[k] = ",".join(fields)
+            other = next(line.split(",")[1] for line in lines[k + 1:] if line.split(",")[1] != fields[1])
+            lines[k] = ",".join([fields[0], other, *fields[2:]])
         elif edit.endswith("every 40th wrong"):
             lines = [more_shares(line) if i % 40 == 3 else line for i, line in enumerate(lines)]
         lines = _shards(lines, 3, 37)

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import logs, native
+from ..depth_levels import Levels
 from ..progress import Progress
 from . import blackbox
 
@@ -63,40 +64,63 @@ class Judged:
         return not any(self.counts.values())
 
 
+# One stream to hold to another, read afresh from its start at each call (a judgement cut by stock reads both
+# again): its events as int64 blocks of blackbox.columns(N) (then the stale flag, when held; then, read from text,
+# t_recv), and the TextParts reading them when it is text. A block is valid until the next is read.
+Parts = Callable[[], tuple[Iterator[np.ndarray], "TextParts | None"]]
+
+
 def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, stale: bool,
            keep_stamps: bool, meter: Progress | None = None) -> Judged | None:
     """The output (its contract's [bbo] table `bbo`) held to the reference run's events exactly, read a part at a
-    time, or None: it cannot be judged so (the whole check judges it). stale: the BBO events' stale flags are held
-    too. keep_stamps: keep the receive stamps (wire to wire). `meter` is told the output's bytes read so far (and,
-    in buckets of stocks, the buckets judged), left for the caller to finish.
+    time, or None: there is no output, or it cannot be judged so (the whole check judges it). stale: the BBO
+    events' stale flags are held too. keep_stamps: keep the receive stamps (wire to wire). `meter` is told the
+    output's bytes read so far (and, in buckets of stocks, the buckets judged), left for the caller to finish."""
+    meter = meter or Progress("", None)  # says nothing
+    if not output.is_file():
+        return None
+
+    def got() -> tuple[Iterator[np.ndarray], TextParts | None]:
+        readable = output_parts(output, bbo, reference.symbols, stale, meter.update)
+        assert readable is not None  # the output is a file
+        return readable
+
+    def ref() -> tuple[Iterator[np.ndarray], TextParts | None]:
+        return _log_parts(reference.events_log, stale), None
+    return held(got, ref, bbo.get("levels", 0), stale, reference, keep_stamps, meter, output.parent,
+                output.stat().st_size)
+
+
+def held(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackbox.Kinds, keep_stamps: bool,
+         meter: Progress, spill: Path, size: int) -> Judged | None:
+    """One stream's events (got) held to another's (ref: the simulation's, or a base run's) exactly, a part at a
+    time, as blackbox.check holds them read whole; None when they cannot be (a line past a part, a log that does not
+    read back, no room for buckets). kinds: message types, to name the first difference. spill: a folder for the
+    buckets of stocks; size: the bytes of the larger stream's file, for how many.
 
     Both streams are taken in windows of whole sequence numbers: every event of a seq below the lower of the two
     streams' last seqs read so far. A window the same in both is equal; any other is judged as the whole check
-    judges it, by key. An output whose seqs go back (a stock's events out of order, or stocks interleaved otherwise
-    than by seq) cannot be cut so: it is judged again from its start in buckets of stocks (_judged_by_stock)."""
-    meter = meter or Progress("", None)  # says nothing
+    judges it, by key. Streams whose seqs go back (a stock's events out of order, or stocks interleaved otherwise
+    than by seq) cannot be cut so: they are judged again from their start in buckets of stocks (_by_stock)."""
     try:
-        return _judged_by_seq(output, bbo, reference, stale, keep_stamps, meter.update)
+        return _by_seq(got, ref, levels, stale, kinds, keep_stamps)
     except _SeqsGoBack:
         pass  # what the windows held is let go before the buckets are made
     meter.next(meter.what, meter.total, meter.unit, how="its seqs go back: read again into buckets of stocks")
-    return _judged_by_stock(output, bbo, reference, stale, keep_stamps, meter)
+    return _by_stock(got, ref, levels, stale, kinds, keep_stamps, meter, spill, size)
 
 
 class _SeqsGoBack(Exception):
     """A stream whose seqs go back: not to be cut into windows of seqs."""
 
 
-def _judged_by_seq(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, stale: bool,
-                   keep_stamps: bool, read: Callable[[int], None] | None) -> Judged | None:
-    """judged, in windows of whole seqs of both streams; _SeqsGoBack when they cannot be cut so."""
-    readable = output_parts(output, bbo, reference.symbols, stale, read)
-    if readable is None:
-        return None
-    parts, text = readable
+def _by_seq(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackbox.Kinds,
+            keep_stamps: bool) -> Judged | None:
+    """held, in windows of whole seqs of both streams; _SeqsGoBack when they cannot be cut so."""
+    parts, text = got()
     stamped = text is not None and text.stamped
-    width, names, key, fields = _event_columns(bbo, stale)
-    streams = [_Stream(parts, width), _Stream(_one_ahead(_log_parts(reference.events_log, stale)), width)]
+    width, names, key, fields = _event_columns(levels, stale)
+    streams = [_Stream(parts, width), _Stream(_one_ahead(_own(ref, width)), width)]
     counts = dict.fromkeys(blackbox.DIFFERENCES, 0)
     first: dict[str, Any] | None = None
     stamps: list[np.ndarray] = []
@@ -104,21 +128,21 @@ def _judged_by_seq(output: Path, bbo: dict[str, Any], reference: blackbox.Refere
         while True:
             window = _window(streams)
             if window is None:
-                raise _SeqsGoBack(output)
-            got, want = window
-            if not len(got) and not len(want):
+                raise _SeqsGoBack()
+            mine, theirs = window
+            if not len(mine) and not len(theirs):
                 break
-            if keep_stamps and stamped and len(got):
-                stamps.append(got[got[:, -1] > 0][:, [0, -1]].copy())
-            body = got[:, :width]
-            if len(body) != len(want) or not np.array_equal(body, want):
+            if keep_stamps and stamped and len(mine):
+                stamps.append(mine[mine[:, -1] > 0][:, [0, -1]].copy())
+            body = mine[:, :width]
+            if len(body) != len(theirs) or not np.array_equal(body, theirs):
                 found, difference = blackbox.exact(pd.DataFrame(body, columns=names),
-                                                   pd.DataFrame(want, columns=names), reference, fields, key,
+                                                   pd.DataFrame(theirs, columns=names), kinds, fields, key,
                                                    streams[0].before, streams[1].before, name_first=first is None)
                 counts = {k: counts[k] + found[k] for k in counts}
                 first = first or difference
-            streams[0].taken(len(got))
-            streams[1].taken(len(want))
+            streams[0].taken(len(mine))
+            streams[1].taken(len(theirs))
     except (logs.LogFormatError, LineTooLong):
         return None  # a log that does not read back, or a line past a part: the whole check says what it holds
     return Judged(streams[0].before, streams[1].before, counts, first, streams[0].last_seq, streams[1].last_seq,
@@ -126,60 +150,63 @@ def _judged_by_seq(output: Path, bbo: dict[str, Any], reference: blackbox.Refere
                   text.malformed if text else 0, text.examples if text else [], "seq")
 
 
-def _event_columns(bbo: dict[str, Any], stale: bool) -> tuple[int, list[str], list[str], tuple[str, ...]]:
-    """An event's columns as judged (its [bbo] table's kind, then the stale flag when held): how many, their names,
-    those of its key, and the fields compared."""
-    cols = blackbox.columns(bbo.get("levels", 0))
+def _own(parts: Parts, width: int) -> Iterator[np.ndarray]:
+    """A stream's events, each block an array of its own (a text stream's blocks are its reader's buffer, reused
+    for the next), of the event's columns alone."""
+    blocks, text = parts()
+    return (block[:, :width].copy() for block in blocks) if text is not None else blocks
+
+
+def _event_columns(levels: Levels, stale: bool) -> tuple[int, list[str], list[str], tuple[str, ...]]:
+    """An event's columns as judged (BBO, depth of N levels, or level changes; then the stale flag when held): how
+    many, their names, those of its key, and the fields compared."""
+    cols = blackbox.columns(levels)
     names = [*cols, blackbox.STALE] if stale else cols
     key = blackbox.event_key(cols)
     return len(names), names, key, tuple(c for c in names if c not in key)
 
 
-def _judged_by_stock(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, stale: bool,
-                     keep_stamps: bool, meter: Progress) -> Judged | None:
-    """judged, for an output that cannot be cut by seq: both streams written to disk beside the output in buckets of
-    stocks (a stock's bucket: its locate modulo their number), each event with its place in its stream, then each
-    bucket judged by key alone. Events of different stocks never match, nor is one out of order after another's,
-    so the counts are the whole check's; the first difference is the earliest of the buckets' in stream order (by
-    seq, its place, then its stock, as the whole check orders it), named once."""
-    readable = output_parts(output, bbo, reference.symbols, stale, meter.update)
-    if readable is None:
-        return None
-    parts, text = readable
-    width, names, key, fields = _event_columns(bbo, stale)
-    count = int(np.clip(-(-output.stat().st_size // BUCKET_BYTES), 1, MOST_BUCKETS))
+def _by_stock(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackbox.Kinds, keep_stamps: bool,
+              meter: Progress, spill: Path, size: int) -> Judged | None:
+    """held, for streams that cannot be cut by seq: both written to disk under `spill` in buckets of stocks (a
+    stock's bucket: its locate modulo their number), each event with its place in its stream, then each bucket
+    judged by key alone. Events of different stocks never match, nor is one out of order after another's, so the
+    counts are the whole check's; the first difference is the earliest of the buckets' in stream order (by seq,
+    its place, then its stock, as the whole check orders it), named once."""
+    parts, text = got()
+    width, names, key, fields = _event_columns(levels, stale)
+    count = int(np.clip(-(-size // BUCKET_BYTES), 1, MOST_BUCKETS))
     stamps: list[np.ndarray] = []
-    with tempfile.TemporaryDirectory(prefix="itchbench-by-stock-", dir=output.parent) as folder:
-        got, ref = (_Buckets(Path(folder) / name, count, width) for name in ("received", "reference"))
+    with tempfile.TemporaryDirectory(prefix="itchbench-by-stock-", dir=spill) as folder:
+        mine, theirs = (_Buckets(Path(folder) / name, count, width) for name in ("received", "reference"))
         try:
             # The reference's buckets written on a thread while the output is parsed (both let go of the GIL).
             with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="reference-buckets") as pool:
-                reference_written = pool.submit(lambda: [ref.add(part) for part in
-                                                         _log_parts(reference.events_log, stale)])
-                for part in parts:
+                reference_written = pool.submit(lambda: [theirs.add(block[:, :width]) for block in ref()[0]])
+                for block in parts:
                     if keep_stamps and text is not None and text.stamped:
-                        stamps.append(part[part[:, -1] > 0][:, [0, -1]])
-                    got.add(part[:, :width])
+                        stamps.append(block[block[:, -1] > 0][:, [0, -1]])
+                    mine.add(block[:, :width])
                 reference_written.result()
         except (logs.LogFormatError, LineTooLong, _DiskFull):
-            return None  # as judged (or no room for the buckets): the whole check says what it holds
+            return None  # as held (or no room for the buckets): the whole check says what it holds
         finally:
-            got.close()
-            ref.close()
+            mine.close()
+            theirs.close()
         counts = dict.fromkeys(blackbox.DIFFERENCES, 0)
         earliest: tuple[int, int, int, int] | None = None  # the first difference's seq, place, stock; its bucket
         meter.next(f"{meter.what}, bucket by bucket", count, "buckets of stocks", how="read into buckets")
         for b in range(count):
             meter.update(b)
-            found, first = _bucket_judged(got.read(b), ref.read(b), names, fields, key, _Unnamed())
+            found, first = _bucket_judged(mine.read(b), theirs.read(b), names, fields, key, _Unnamed())
             counts = {k: counts[k] + found[k] for k in counts}
             if first is not None:
                 earliest = min(earliest or (first["seq"], first["index"], first["stock"], b),
                                (first["seq"], first["index"], first["stock"], b))
         meter.update(count)
-        named = None if earliest is None else _bucket_judged(got.read(earliest[3]), ref.read(earliest[3]), names,
-                                                              fields, key, reference)[1]
-    return Judged(got.events, ref.events, counts, named, got.highest_seq, ref.highest_seq,
+        named = None if earliest is None else _bucket_judged(mine.read(earliest[3]), theirs.read(earliest[3]), names,
+                                                              fields, key, kinds)[1]
+    return Judged(mine.events, theirs.events, counts, named, mine.highest_seq, theirs.highest_seq,
                   np.concatenate(stamps) if stamps else np.zeros((0, 2), np.int64),
                   text.malformed if text else 0, text.examples if text else [], "stock")
 
