@@ -382,7 +382,8 @@ def test_the_cpp_example_publishes_depth_equal_to_the_simulation(levels, tmp_pat
 
 def test_compare_holds_a_brought_gateways_level_changes_change_by_change(tmp_path, capsys):
     # The C++ example writing every level's changes, run twice on the file: the same changes are SAME; one share
-    # more in one line head sent is a difference, that change named.
+    # more in one line head sent is one wrong change, matched by key (seq, stock, side, price) as a run's are, and
+    # named.
     gateway = zoo.materialise(zoo.CPP, zoo.CPP_CLAIMS_EVERY_LEVEL, tmp_path / "gw")
     values = {**scenario.load(zoo.scenario_path("file"))[0].values, "gateway_file": str(gateway / "itchbench.toml")}
     runs = {side: runner.execute(values, "cpp-every-level", root=tmp_path / side, echo=False)
@@ -401,8 +402,9 @@ def test_compare_holds_a_brought_gateways_level_changes_change_by_change(tmp_pat
                            str(tmp_path / "cmp")]) == 1
     (out,) = json.loads((tmp_path / "cmp" / "compare.json").read_text())["outputs"].values()
     words = out["bbo"]["difference_words"]
-    assert not out["bbo"]["equal"] and words.startswith(f"level change 100 differs: head seq {seq}"), words
-    assert f"{int(shares) + 1:,} shares, base" in words and words.endswith(f"{int(shares):,} shares")
+    assert not out["bbo"]["equal"] and (out["bbo"]["wrong"], out["bbo"]["missing"], out["bbo"]["extra"]) == (1, 0, 0)
+    assert words.startswith(f"0 missing, 0 extra, 1 wrong of {len(lines):,} base events; first at seq {int(seq):,}")
+    assert "reference event #100: wrong: " in words and f"{int(shares) + 1:,} shares, expected {int(shares):,}" in words
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
@@ -478,7 +480,7 @@ def test_a_scenarios_levels_and_every_level_compared_change_by_change(tmp_path, 
             scenario.load(toml)
     toml.write_text(f'name = "j"\ntransport = "sim"\ncapture = "{SAMPLE}"\nlevels = "all"\n')
     assert scenario.load(toml)[0].values["levels"] == "all"
-    # Two runs of every level, one share more in one of head's changes: compare names that change.
+    # Two runs of every level, one share more in one of head's changes: compare names that change, one wrong.
     base, head = tmp_path / "base" / "r1", tmp_path / "head" / "r1"
     assert itchbench_main(["sim", str(SAMPLE), "--levels", "all", "--no-latency-log", "--out", str(base)]) == 0
     shutil.copytree(base, head)
@@ -488,8 +490,10 @@ def test_a_scenarios_levels_and_every_level_compared_change_by_change(tmp_path, 
     as_version_2(path, rec)
     out = _compared_depth_differs(tmp_path, capsys)
     assert out["bbo"]["equal"] and not out["depth"]["equal"]
-    assert out["depth"]["difference_words"].startswith(f"level change 100 differs: head seq {int(rec['seq'][99])}")
-    assert f"{int(rec['qty'][99]):,} shares, base" in out["depth"]["difference_words"]
+    words, qty = out["depth"]["difference_words"], int(rec["qty"][99])
+    assert (out["depth"]["wrong"], out["depth"]["missing"], out["depth"]["extra"]) == (1, 0, 0)
+    assert f"first at seq {int(rec['seq'][99]):,}" in words and "reference event #100: wrong: " in words, words
+    assert f"{qty:,} shares, expected {qty - 1:,}" in words
 
 
 def _a_changed_or_cut_depth_stream_is_named(run, sub) -> None:

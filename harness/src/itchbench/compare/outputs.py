@@ -14,6 +14,7 @@ from .. import rundir
 from ..analysis import logs
 from ..depth_levels import ALL_LEVELS, Levels
 from ..gateways import adapter, blackbox, in_parts
+from ..progress import Progress
 from ..runs.verdict import difference_words
 from .verdicts import bbo_words
 
@@ -117,23 +118,6 @@ def _kind_of(rec: np.ndarray) -> str:
     return f"depth of {rec.dtype['bids'].shape[0]} levels" if "bids" in rec.dtype.names else "BBO"
 
 
-def _first_level_change_differing(a: np.ndarray, b: np.ndarray) -> str:
-    """Base's and head's level changes (levels = all), record by record: the first that differs, both named."""
-    n = min(a.size, b.size)
-    keys = ["seq", "stock_locate", "side", "px", "qty"]
-    same = np.ones(n, bool)
-    for k in keys:
-        same &= a[k][:n] == b[k][:n]
-    at = int(np.argmin(same)) if not same.all() else n
-
-    def words(r: np.void | None) -> str:
-        return "none" if r is None else (f"seq {int(r['seq'])}, stock {int(r['stock_locate'])}, "
-                                         f"{blackbox.side_word(r['side'][0])} {int(r['px'])}: "
-                                         f"{int(r['qty']):,} shares")
-    return (f"level change {at + 1:,} differs: head {words(b[at] if at < b.size else None)}, base "
-            f"{words(a[at] if at < a.size else None)}")
-
-
 def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
     """Head's BBO events against base's, matched by (seq, stock) as a run's are against the simulation
     (gateways/blackbox): missing, extra, wrong and out of order counted apart, the first difference named with its
@@ -141,9 +125,64 @@ def compare_bbo(base_run: Path, head_run: Path) -> dict[str, Any]:
     # Two builds' own BBO logs also carry flags (stale: the book may be wrong after a gap): those must agree too.
     also = ("flags",) if (base_run / "bbo.bbo").is_file() and (head_run / "bbo.bbo").is_file() else ()
     (da, na), (db, nb) = bbo_digest(base_run), bbo_digest(head_run)
-    if da == db:  # the same events: read whole only to name a difference
+    if da == db:  # the same events: read further only to name a difference
         return _outcome(da, db, na, nb)
-    return _compare(bbo_records(base_run), bbo_records(head_run), base_run, also)
+    held = _held(_bbo_parts(base_run, bool(also)), _bbo_parts(head_run, bool(also)), (da, db), base_run, head_run,
+                 bool(also))
+    return held or _compare(bbo_records(base_run), bbo_records(head_run), base_run, also)
+
+
+# A run's events to hold a part at a time (gateways/in_parts.py): their parts, their levels (the stream's kind) and
+# the bytes of the file they are read from.
+_EventParts = tuple[in_parts.Parts, Levels, int]
+
+
+def _bbo_parts(run: Path, flags: bool) -> _EventParts | None:
+    """A run's BBO events (a contract gateway's: what it sent, BBO or depth) to hold a part at a time; flags: the
+    built-in gateway's log's flags with them. None: there are none to read so."""
+    if (run / "bbo.bbo").is_file():
+        return _log_parts(run / "bbo.bbo", flags)
+    output, bbo, symbols = _contract_output(run)
+    if not (run / output).is_file():
+        return None
+
+    def parts() -> tuple[Any, in_parts.TextParts | None]:
+        readable = in_parts.output_parts(run / output, bbo, symbols)
+        assert readable is not None  # the output is a file
+        return readable
+    return parts, bbo.get("levels", 0), (run / output).stat().st_size
+
+
+def _log_parts(log: Path, flags: bool) -> _EventParts:
+    """The events of one of the built-in gateway's logs (BBO, or depth) to hold a part at a time."""
+    levels = 0 if log.suffix == ".bbo" else logs.levels_of(logs.read_depth(log).dtype)
+    return (lambda: (in_parts.log_parts(log, flags), None)), levels, log.stat().st_size
+
+
+def _held(base: _EventParts | None, head: _EventParts | None, digests: tuple[str, str], base_run: Path,
+          head_run: Path, flags: bool) -> dict[str, Any] | None:
+    """Head's events held to base's a part at a time (gateways/in_parts.py), as _compare holds them read whole
+    (memory: a part, or a bucket of stocks); None when they cannot be (the whole read says what they hold)."""
+    if base is None or head is None:
+        return None
+    (base_parts, base_levels, base_bytes), (head_parts, head_levels, head_bytes) = base, head
+    out = _outcome(*digests, 0, 0)
+    if base_levels != head_levels:  # one side publishes BBO, the other depth (or another N): no event can match
+        base_kind, head_kind = (_kind_of(np.zeros(0, logs.depth_dtype(n) if n else logs.BBO_DTYPE))
+                                for n in (base_levels, head_levels))
+        out["difference_words"] = f"base's events are {base_kind}, head's {head_kind}: not the same stream"
+        return out
+    scen = rundir.read_json(base_run / "manifest.json")["scenario"]
+    kinds = blackbox.reference_run(Path(scen["capture"]), scen.get("feed", ""))
+    judged = in_parts.held(head_parts, base_parts, base_levels, flags, kinds, keep_stamps=False,
+                           meter=Progress("", None), spill=head_run, size=max(base_bytes, head_bytes))
+    if judged is None:
+        return None
+    out.update({"base_events": judged.reference_events, "head_events": judged.events, **judged.counts,
+                "differing_events": sum(judged.counts.values()), "first_difference": judged.first})
+    check = {**judged.counts, "reference_events": judged.reference_events, "first_difference": judged.first}
+    out["difference_words"] = difference_words(check).replace("reference events", "base events")
+    return out
 
 
 def _depth_digest(run: Path) -> tuple[str, int] | None:
@@ -168,7 +207,9 @@ def compare_depth(base_run: Path, head_run: Path) -> dict[str, Any] | None:
                 "head_events": b[1] if b else 0, "difference_words": f"only {only} logged depth"}
     if a[0] == b[0]:
         return _outcome(a[0], b[0], a[1], b[1])
-    return _compare((logs.read_depth(base_run / "depth.dep").records, a[0]),
+    held = _held(_log_parts(base_run / "depth.dep", False), _log_parts(head_run / "depth.dep", False),
+                 (a[0], b[0]), base_run, head_run, False)
+    return held or _compare((logs.read_depth(base_run / "depth.dep").records, a[0]),
                     (logs.read_depth(head_run / "depth.dep").records, b[0]), base_run, ())
 
 
@@ -189,12 +230,9 @@ def _compare(base: tuple[np.ndarray, str], head: tuple[np.ndarray, str], base_ru
     if a.dtype != b.dtype:  # one side publishes BBO, the other depth (or another N): no event can match
         out["difference_words"] = (f"base's events are {_kind_of(a)}, head's {_kind_of(b)}: not the same stream")
         return out
-    if a.dtype == logs.LEVEL_CHANGE_DTYPE:  # no (seq, stock) key: a replace changes two levels of its stock
-        out["difference_words"] = _first_level_change_differing(a, b)
-        return out
 
     def frame(rec: np.ndarray) -> pd.DataFrame:
-        if "bids" in rec.dtype.names:
+        if rec.dtype == logs.LEVEL_CHANGE_DTYPE or "bids" in rec.dtype.names:
             return blackbox.depth_frame(rec).astype(np.int64, copy=False)
         return pd.DataFrame({c: rec[f].astype(np.int64)
                              for c, f in [*zip(blackbox.COLUMNS, _FIELDS), *((x, x) for x in also)]})

@@ -86,7 +86,7 @@ def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, 
         return readable
 
     def ref() -> tuple[Iterator[np.ndarray], TextParts | None]:
-        return _log_parts(reference.events_log, stale), None
+        return log_parts(reference.events_log, stale), None
     return held(got, ref, bbo.get("levels", 0), stale, reference, keep_stamps, meter, output.parent,
                 output.stat().st_size)
 
@@ -337,7 +337,7 @@ def output_parts(output: Path, bbo: dict[str, object], symbols: dict[str, int], 
     if not output.is_file():
         return None
     if fmt == "itchbench" and not stamped:  # only a gateway's own log carries stale flags
-        return _log_parts(output, stale), None
+        return log_parts(output, stale), None
     # `itchbench` records the collector stamped are written as csv.
     levels = bbo.get("levels", 0)
     text = TextParts(output, "jsonl" if fmt == "jsonl" else "csv", blackbox.columns(levels),  # type: ignore[arg-type]
@@ -345,7 +345,7 @@ def output_parts(output: Path, bbo: dict[str, object], symbols: dict[str, int], 
     return iter(text), text
 
 
-def _log_parts(path: Path, stale: bool) -> Iterator[np.ndarray]:
+def log_parts(path: Path, stale: bool) -> Iterator[np.ndarray]:
     """A BBO or depth log's events as int64 blocks (blackbox.event_block), a part at a time."""
     for rec in logs.iter_records(logs.read_log(path), REFERENCE_RECORDS_AT_ONCE):
         yield blackbox.event_block(rec, stale)
