@@ -23,11 +23,18 @@ first (side B or S):
 
     seq,stock,side,price,shares
 
+With --shards N it publishes as a gateway with a thread a shard does: each
+stock's events through one of N buffers (its locate modulo N), a buffer
+written whole once it holds four events, so that stocks interleave
+otherwise than by seq while each stock's events keep their order (allowed:
+docs/book-and-bbo.md, "Order").
+
 Given a multicast group as the UDP address, it joins it on the loopback
 interface. It stops at the feed's end of session, or on SIGTERM.
 
     gateway.py --udp ADDR:PORT --bbo ADDR:PORT [--bbo-via tcp|udp|mqtt|kafka] [--bbo-topic T]
-               [--bbo-format csv|jsonl] [--levels N|all] [--udp-b ADDR:PORT] [--rerequest ADDR:PORT]
+               [--bbo-format csv|jsonl] [--levels N|all] [--shards N] [--udp-b ADDR:PORT]
+               [--rerequest ADDR:PORT]
     gateway.py --serial /dev/pts/N --bbo ADDR:PORT
 
 MQTT needs paho-mqtt (Debian: python3-paho-mqtt), Kafka confluent-kafka
@@ -391,6 +398,9 @@ def main() -> int:
     p.add_argument("--levels", type=_levels, default=0, metavar="N",
                    help="publish depth, the top N price levels a side (1 to 64), or every level's changes (all), "
                    "instead of the BBO (0)")
+    p.add_argument("--shards", type=int, default=0, metavar="N",
+                   help="publish each stock's events through one of N buffers (its locate modulo N), each written "
+                   "whole once it holds 4 events, as a thread a shard would (0: every packet's events at once)")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
@@ -415,7 +425,18 @@ def main() -> int:
             pending.append(json.dumps({"seq": seq, "stock": stock, "bid_px": bbo[0], "bid_qty": bbo[1],
                                        "ask_px": bbo[2], "ask_qty": bbo[3]}) + "\n")
 
-    def flush() -> None:
+    shards: list[list[str]] = [[] for _ in range(args.shards)]
+
+    def flush(last: bool = False) -> None:
+        if args.shards:  # each event to its stock's shard; a shard's events go out four at a time, the rest last
+            for line in pending:
+                stock = json.loads(line)["stock"] if line.startswith("{") else line.split(",", 2)[1]
+                shards[int(stock) % args.shards].append(line)
+            pending.clear()
+            for shard in shards:
+                if len(shard) >= 4 or (last and shard):
+                    send("".join(shard).encode())
+                    shard.clear()
         if pending:
             send("".join(pending).encode())
             pending.clear()
@@ -483,7 +504,7 @@ def main() -> int:
                 flush()
     finally:
         feed.give_up_all()  # stopped with gaps open: what waited behind them is applied, the gaps stay lost
-        flush()
+        flush(last=True)
         close()
     return 0
 

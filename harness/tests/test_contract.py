@@ -148,39 +148,18 @@ def test_warnings_among_right_events_are_malformed_lines_not_a_lossless_run(capt
     assert f"{warnings:,} malformed lines (e.g. 'WARN consumer slow'" in s["verdict"]["headline"]
 
 
-SHARDED_FLUSH = """\
-    shards: list[list[str]] = [[], [], []]
-
-    def flush(last: bool = False) -> None:
-        for line in pending:
-            shards[int(line.split(",")[1]) % 3].append(line)
-        pending.clear()
-        for q in shards:
-            if len(q) >= 4 or (last and q):
-                send("".join(ORDER).encode())
-                q.clear()
-"""
-
-
 @needs_root
 @pytest.mark.parametrize("broken", [False, True])
 def test_a_gateway_that_publishes_per_shard_is_judged_by_stock(capture, tmp_path, broken):
-    # The example gateway, changed to publish as a gateway with a thread a shard does: each stock's events go to its
-    # shard (stock % 3), written four at a time, so stocks interleave otherwise than by seq, each stock's events in
-    # order. Judged in buckets of stocks: LOSSLESS. Broken, it writes each four last first: every event that comes
-    # after a later event of its stock is out of order (expected: counted from the lines received, a stock's seqs
-    # going back), nothing missing, extra or wrong.
-    repo = tmp_path / "shards"
-    repo.mkdir()
-    (repo / "itchbench.toml").write_text(EXAMPLE.read_text())
-    source = (EXAMPLE.parent / "gateway.py").read_text()
-    flush = source[source.index("    def flush() -> None:"):source.index("    recovery = None")]
-    last = source[source.index("        feed.give_up_all()"):source.index("        close()\n    return 0")]
-    assert flush.count("send(") == 1 and last.endswith("        flush()\n") and source.count(last) == 1
-    sharded = SHARDED_FLUSH.replace("ORDER", "q[::-1]" if broken else "q") + "\n"
-    source = source.replace(flush, sharded).replace(last, last.replace("flush()", "flush(last=True)"))
-    (repo / "gateway.py").write_text(source)
-    run, s = _run(capture, repo / "itchbench.toml", "udp", tmp_path)
+    # The example gateway run with --shards 3 publishes as a gateway with a thread a shard does: each stock's
+    # events through its shard, written four at a time, so stocks interleave otherwise than by seq, each stock's
+    # events in order. Judged in buckets of stocks: LOSSLESS. Broken (the zoo's mutant), it writes each four last
+    # first: every event that comes after a later event of its stock is out of order (expected: counted from the
+    # lines received, a stock's seqs going back), nothing missing, extra or wrong.
+    from itchbench.selftest import zoo
+    mutant = next(m for m in zoo.MUTANTS if m.name == "sharded-out-of-order")
+    gateway = zoo.materialise(zoo.PY, mutant.edits if broken else zoo.CLAIMS_SHARDS, tmp_path / "shards")
+    run, s = _run(capture, gateway / "itchbench.toml", "udp", tmp_path)
     check = s["reconciliation"]["bbo_check"]
     assert check["read_in_parts"] and check["cut_by"] == "stock"
     received = pd.DataFrame([line.split(" ", 1)[1].split(",")[:2] for line in

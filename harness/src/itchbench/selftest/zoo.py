@@ -99,7 +99,7 @@ _HEARTBEAT = "        if count in (0, 0xFFFF):  # a heartbeat or the end of sess
 _SIGTERM = "    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
 _FINALLY = "        feed.give_up_all()  # stopped with gaps open: what waited behind them is applied, the gaps stay lost\n"
 _PER_PACKET = "                flush()  # a packet's events go out with it\n"
-_CLOSE = "        flush()\n        close()\n    return 0\n"
+_CLOSE = "        flush(last=True)\n        close()\n    return 0\n"
 _TCP_OUT = "        conn = socket.create_connection(to)\n        return conn.sendall, conn.close\n"
 _PARSED = "    args = p.parse_args()\n"
 _OPEN_FEED = "            sock = open_feed(addr, int(port))\n"
@@ -117,6 +117,10 @@ CLAIMS_EVERY_LEVEL = (Edit(_BBO_LEVELS, 'levels = "all"\n', "itchbench.toml"),)
 _CPP_BBO_LEVELS = ("levels = 0          # the BBO; N: it writes the top N levels a side (--levels N); \"all\": every "
                    "level's changes; judged against the simulation's\n")
 CPP_CLAIMS_EVERY_LEVEL = (Edit(_CPP_BBO_LEVELS, 'levels = "all"\n', "itchbench.toml"),)
+# Run with --shards 3: it publishes as a gateway with a thread a shard does, stocks interleaved otherwise than by seq.
+_UDP_COMMAND_END = '{snapshot_password} --levels {levels}"\n'
+CLAIMS_SHARDS = (Edit(_UDP_COMMAND_END, '{snapshot_password} --levels {levels} --shards 3"\n', "itchbench.toml"),)
+_SHARD_SENT = '                    send("".join(shard).encode())\n'
 _OLD_PRICE_FIRST = "                             key=lambda p: (p != first_price, p))\n"
 
 # Book defects planted in the Python example, each judged on its BBO, on 5 levels of depth and on every level.
@@ -142,6 +146,11 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("out-of-order", "a packet's events sent last first (a stock's older quote after its newer one)", PY,
            _py((_FLUSH, '            send("".join(reversed(pending)).encode())  # MUTANT\n')), "udp", "bbo_differs",
            quick=True),
+    Mutant("sharded-out-of-order", "each shard's four events sent last first, the gateway publishing from 3 "
+           "shards by stock (stocks interleaved otherwise than by seq, as allowed)", PY,
+           CLAIMS_SHARDS + _py((_SHARD_SENT, _SHARD_SENT.replace("(shard).encode())\n",
+                                                                 "(reversed(shard)).encode())  # MUTANT\n"))),
+           "udp", "bbo_differs"),
     Mutant("out-of-order-serial", "a read's events sent last first, on the serial line", PY,
            _py((_FLUSH, '            send("".join(reversed(pending)).encode())  # MUTANT\n')), "serial",
            "bbo_differs"),
@@ -242,7 +251,7 @@ MUTANTS: tuple[Mutant, ...] = (
                 "                conns[0] = socket.create_connection(to)\n            conns[0].sendall(data)\n"
                 "        return reconnecting, lambda: conns[0].close()\n")), "udp", "incomplete"),
     Mutant("partial-last-line", "a partial line written last, with no newline", PY,
-           _py((_CLOSE, '        flush()\n        send(b"99999,1,100")  # MUTANT\n        close()\n    return 0\n')),
+           _py((_CLOSE, _CLOSE.replace("close()", 'send(b"99999,1,100")  # MUTANT\n        close()'))),
            "udp", "bbo_differs"),
     Mutant("never-ready", "never connects to the BBO collector (its ready signal)", PY,
            _py((_PARSED, _PARSED + "    time.sleep(3600)  # MUTANT\n")), "udp", "incomplete"),
@@ -299,6 +308,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "heartbeats", "lossless"),
     Control(PY, "udp", "lossless", edits=_CLAIMS_EXIT_AT_END, claim="contract says exits_at_end"),
     Control(PY, "udp", "lossless", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
+    Control(PY, "udp", "lossless", edits=CLAIMS_SHARDS, claim="contract runs it with --shards 3"),
     Control(PY, "join-depth", "joined", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
     Control(PY, "udp", "lossless", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
     Control(PY, "serial", "lossless", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
