@@ -1,6 +1,7 @@
-"""A brought gateway's output held to the simulation a part at a time: the exact check of blackbox.check, taken in
-windows of whole sequence numbers of both streams, so that a day's output is judged in the memory of a part whatever
-its length, and whatever it got wrong (docs/gateway-contract.md, "Reading the output").
+"""A brought gateway's output held to the simulation a part at a time (judged), or any stream of events to another
+(held: compare's head to its base): the exact check of blackbox.check, taken in windows of whole sequence numbers of
+both streams, so that a day's output is judged in the memory of a part whatever its length, and whatever it got
+wrong (docs/gateway-contract.md, "Reading the output").
 
 Read whole, a day is out of reach: the example C++ gateway's depth stream of nasdaq-day 50 M at 5 levels (20 M
 events) took 10.5 GB to judge when right and 12.6 GB with one share wrong; a 270 M-message day would take five
@@ -10,9 +11,9 @@ the way.
 An output whose seqs go back (a gateway that publishes per stock, per thread or per partition: stocks interleaved
 otherwise than by seq, or a stock's own events out of order) cannot be cut into windows of seqs. It is cut by stock
 instead: both streams are written to disk in buckets of stocks, each event with its place in its stream, and each
-bucket is judged alone, as no event can be matched, nor be out of order, across stocks. A run held to a recovery or
-a late join, and `check = "state"` are left to the whole check: `judged` then says None, and nothing is judged
-here."""
+bucket is judged alone, as no event can be matched, nor be out of order, across stocks. A line past a part, a log
+that does not read back, or no room on the disk for the buckets: None, for the whole check. (A run held to a recovery
+or a late join, and `check = "state"`, are judged whole by their callers.)"""
 
 from __future__ import annotations
 
@@ -387,10 +388,10 @@ class TextParts:
                 rows, bad = blackbox.events_of(buf[:cut], self.fmt, self.cols, self.stamped, self.symbols, room)
                 self.malformed += int(bad.size)
                 self.examples = (self.examples + bad.head(3).tolist())[:3]
-                yield rows
                 done += cut
                 if self.read is not None:
                     self.read(done)
+                yield rows
                 if not got:
                     return
                 rest = size - cut
