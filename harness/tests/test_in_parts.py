@@ -221,7 +221,7 @@ def test_an_output_by_stock_keeps_its_stamps_and_last_seq(tmp_path):
     assert judged is not None and judged.equal and judged.cut_by == "stock"
     assert judged.stamps.tolist() == [[int(line.split(",")[0]), 1000 + i] for i, line in enumerate(lines)]
     assert judged.last_seq == judged.reference_last_seq == max(int(line.split(",")[0]) for line in lines)
-    assert not list(tmp_path.glob("itchbench-by-stock-*"))  # its buckets removed
+    assert not list(tmp_path.glob(f"{in_parts.BUCKETS_PREFIX}*"))  # its buckets removed
 
 
 def test_with_no_room_for_the_buckets_the_whole_check_judges(tmp_path, monkeypatch):
@@ -229,7 +229,7 @@ def test_with_no_room_for_the_buckets_the_whole_check_judges(tmp_path, monkeypat
     # verdict), no bucket is left behind, and the whole check judges the output.
     monkeypatch.setattr(in_parts, "DISK_LEFT_FREE", 1 << 60)
     assert _judged(tmp_path, "\n".join(_shards(_lines(0), 3, 37)) + "\n") is None
-    assert not list(tmp_path.glob("itchbench-by-stock-*"))
+    assert not list(tmp_path.glob(f"{in_parts.BUCKETS_PREFIX}*"))
     assert _whole(tmp_path, 0)[0]["equal"]
 
 
@@ -364,3 +364,8 @@ def test_a_reference_folder_a_killed_process_left_is_removed_by_the_next(tmp_pat
         (folder / "latency.lat").write_bytes(b"x")
     assert blackbox.remove_left_behind(tmp_path) == [left]
     assert not left.exists() and live.exists() and other.exists()
+    # Buckets of stocks a killed run left in its run directory: removed when another output there is cut by stock.
+    buckets = tmp_path / f"{in_parts.BUCKETS_PREFIX}{ended.pid}-ghi"
+    buckets.mkdir()
+    _judged(tmp_path, "\n".join(_shards(_lines(0), 3, 37)) + "\n")
+    assert not buckets.exists() and live.exists()

@@ -129,11 +129,12 @@ class ReferenceRun:
                    for part in logs.iter_records(logs.read_latency(self.latency_log), 1 << 20))
 
 
-def remove_left_behind(parent: Path) -> list[Path]:
-    """Reference folders under parent whose process has ended (killed before it could remove them): removed; which."""
+def remove_left_behind(parent: Path, prefix: str = REFERENCE_PREFIX) -> list[Path]:
+    """Folders under parent named `prefix`, a PID, "-" (a reference's, or buckets of stocks') whose process has ended
+    (killed before it could remove them): removed; which."""
     gone = []
-    for folder in parent.glob(f"{REFERENCE_PREFIX}*-*"):
-        pid = folder.name[len(REFERENCE_PREFIX):].split("-", 1)[0]
+    for folder in parent.glob(f"{prefix}*-*"):
+        pid = folder.name[len(prefix):].split("-", 1)[0]
         if not pid.isdigit() or _alive(int(pid)):
             continue
         shutil.rmtree(folder, ignore_errors=True)

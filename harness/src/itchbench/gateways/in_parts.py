@@ -18,6 +18,7 @@ or a late join, and `check = "state"`, are judged whole by their callers.)"""
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ REFERENCE_RECORDS_AT_ONCE = 1 << 18
 # Buckets of stocks an output that cannot be cut by seq is split into: about BUCKET_BYTES of it a bucket, so that a
 # bucket's events take some tens of MB (a stock is never split: one stock's events are a bucket's least).
 BUCKET_BYTES, MOST_BUCKETS = 8 << 20, 256
+BUCKETS_PREFIX = "itchbench-by-stock-"
 # Room left on the buckets' disk: below it, buckets are not written and the whole check judges the output.
 DISK_LEFT_FREE = 1 << 30
 
@@ -178,7 +180,9 @@ def _by_stock(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackb
     width, names, key, fields = _event_columns(levels, stale)
     count = int(np.clip(-(-size // BUCKET_BYTES), 1, MOST_BUCKETS))
     stamps: list[np.ndarray] = []
-    with tempfile.TemporaryDirectory(prefix="itchbench-by-stock-", dir=spill) as folder:
+    # Named after the process: a run killed while judging leaves gigabytes, removed by the next judgement there.
+    blackbox.remove_left_behind(spill, BUCKETS_PREFIX)
+    with tempfile.TemporaryDirectory(prefix=f"{BUCKETS_PREFIX}{os.getpid()}-", dir=spill) as folder:
         mine, theirs = (_Buckets(Path(folder) / name, count, width) for name in ("received", "reference"))
         try:
             # The reference's buckets written on a thread while the output is parsed (both let go of the GIL).
