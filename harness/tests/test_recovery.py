@@ -47,6 +47,7 @@ def test_a_gateway_that_asks_again_recovers_every_lost_message(tmp_path):
     assert s["verdict"]["status"] == "recovered" and s["verdict"]["exit_status"] == 0, s["verdict"]["headline"]
     assert r["lost_on_wire"] == _dropped(s) > 0 and r["answered_by_server"] == r["lost_on_wire"]
     assert s["reconciliation"]["bbo_check"]["equal"] and s["reconciliation"]["balanced"]
+    assert s["reconciliation"]["bbo_check"]["read_in_parts"]  # held to the whole session a part at a time
     assert s["verdict"]["headline"].startswith(f"RECOVERED: {r['lost_on_wire']:,} messages lost on the wire")
     # How long each gap held the stream: the first event after it, measured for every gap that had one.
     held = r["held_after_gaps_ns"]
@@ -88,6 +89,7 @@ def test_a_gateway_without_recovery_is_judged_against_the_whole_session(tmp_path
     s = _run(tmp_path, CPP)
     r = s["reconciliation"]["recovery"]
     assert s["verdict"]["status"] == "bbo_differs" and r["requests"] == 0, s["verdict"]["headline"]
+    assert s["reconciliation"]["bbo_check"]["read_in_parts"] and not s["reconciliation"]["bbo_check"]["equal"]
     assert r["never_answered"] == r["lost_on_wire"] == _dropped(s)
 
 

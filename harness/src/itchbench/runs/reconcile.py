@@ -605,8 +605,10 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     stale = blackbox.judges_stale(bbo_cfg) and bbo_cfg["check"] == "exact" and not recovering
     levels = bbo_cfg.get("levels", 0)
     reference = blackbox.reference_run(session, feed, levels)
+    # Held to the simulation (of the whole session, when recovering) a part at a time; a late join is held whole
+    # (runs/join.py), its events from the join point on and the books the snapshot built.
     judged = _judged_in_parts(run, out, bbo_cfg, reference, stale) \
-        if bbo_cfg["check"] == "exact" and not recovering else None
+        if bbo_cfg["check"] == "exact" and not joined else None
     if judged is not None:  # judged a part at a time: windows of whole seqs of both streams, or buckets of stocks
         events = pd.DataFrame(judged.stamps, columns=["seq", "t_recv"])
         bbo_check = {"mode": "exact", "reference_events": judged.reference_events, "events": judged.events,
