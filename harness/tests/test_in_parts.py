@@ -19,6 +19,7 @@ from itchbench.analysis import logs
 from itchbench.compare import outputs
 from itchbench.depth_levels import ALL_LEVELS, Levels
 from itchbench.gateways import blackbox, in_parts
+from itchbench.runs import join
 
 SAMPLE = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
 
@@ -222,6 +223,39 @@ def test_an_output_by_stock_keeps_its_stamps_and_last_seq(tmp_path):
     assert judged.stamps.tolist() == [[int(line.split(",")[0]), 1000 + i] for i, line in enumerate(lines)]
     assert judged.last_seq == judged.reference_last_seq == max(int(line.split(",")[0]) for line in lines)
     assert not list(tmp_path.glob(f"{in_parts.BUCKETS_PREFIX}*"))  # its buckets removed
+
+
+@pytest.mark.parametrize("edit", ["as simulated", "a book wrong at the join", "an event after it missing",
+                                  "published by shards", "a stock's events at the join out of order"])
+@pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
+def test_a_late_join_is_judged_a_part_at_a_time_as_whole(tmp_path, levels, edit):
+    # A black box that joined at `through`: its events at or before it are the snapshot's (each stock's last is
+    # its book at the join), those after it held exactly. Read a part at a time (runs/join.py check_output), the
+    # judgement is the one of its events read whole (check_events), figure for figure.
+    lines = _lines(levels)
+    through = int(lines[len(lines) // 2].split(",")[0])
+    before = [i for i, line in enumerate(lines) if int(line.split(",")[0]) <= through]
+    if edit == "a book wrong at the join":
+        fields = lines[before[-1]].split(",")
+        lines[before[-1]] = ",".join([*fields[:-1], str(int(fields[-1]) + 1)])
+    elif edit == "an event after it missing":
+        del lines[before[-1] + 3]
+    elif edit == "published by shards":
+        lines = _shards(lines, 3, 37)
+    elif edit == "a stock's events at the join out of order":
+        i = max(i for i in range(len(before) - 1) if lines[i].split(",")[1] == lines[i + 1].split(",")[1]
+                and lines[i].split(",")[0] != lines[i + 1].split(",")[0])
+        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    out = tmp_path / "bbo.out"
+    out.write_text("\n".join(lines) + "\n")
+    bbo = {"format": "csv", "via": "file", "levels": levels, "check": "exact"}
+    held = join.check_output(out, bbo, blackbox.reference_run(SAMPLE, "", levels), through)
+    events, _, _ = blackbox.read_events(out, "csv", stamped=False, symbols=blackbox.stock_directory(SAMPLE, "", levels),
+                                        levels=levels)
+    cols = blackbox.columns(levels)
+    whole = join.check_events(events[cols], events["seq"].to_numpy() <= through, SAMPLE, "", through, levels)
+    assert held == whole
+    assert whole["equal"] == (edit in ("as simulated", "published by shards"))
 
 
 def test_with_no_room_for_the_buckets_the_whole_check_judges(tmp_path, monkeypatch):

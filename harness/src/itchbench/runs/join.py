@@ -7,14 +7,15 @@ simulation's book of each stock at N, the stocks with a non-empty book, no more 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
 
 from ..analysis import logs
 from ..depth_levels import ALL_LEVELS, Levels
-from ..gateways import blackbox
+from ..gateways import blackbox, in_parts
+from ..progress import Progress
 
 def check(bbo_log: Path, session: Path, feed: str, through: int) -> dict[str, Any]:
     """White box: the built-in gateway's BBO log, its snapshot events flagged (0x02)."""
@@ -47,6 +48,53 @@ def check_events(got: pd.DataFrame, from_snapshot: np.ndarray, session: Path, fe
     return {"through": through, "after_join": after, "snapshot_events": int(from_snapshot.sum()), **at_join,
             "events_before_join": before,
             "equal": bool(after["equal"] and not at_join["stocks_differing_at_join"] and not before)}
+
+
+def check_output(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun,
+                 through: int) -> dict[str, Any] | None:
+    """check_events of a black box's output (its contract's [bbo] table `bbo`) against the reference (the whole
+    session's simulation), read a part at a time (gateways/in_parts.py): the events after the join point held
+    exactly, and of the events at or before it (the snapshot's: a black box publishes them before any after it)
+    only the last of each stock (of each level, levels = "all") kept, which is all its book at the join is made
+    of. A day's output is judged in the memory of a part. None when it cannot be read so."""
+    levels: Levels = bbo.get("levels", 0)
+    cols = blackbox.columns(levels)
+    key = ["stock", "side", "price"] if levels == ALL_LEVELS else ["stock"]
+    kept: dict[str, pd.DataFrame] = {}
+    counted = {"got": 0}
+
+    def after_join(blocks: Iterator[np.ndarray], name: str) -> Iterator[np.ndarray]:
+        """A stream's events after the join point; of those at or before it, each key's last kept in `kept`."""
+        kept[name], counted[name] = pd.DataFrame(np.zeros((0, len(cols)), np.int64), columns=cols), 0
+        for block in blocks:
+            at = block[:, 0] <= through
+            if at.any():
+                counted[name] += int(at.sum())
+                last = pd.concat([kept[name], pd.DataFrame(block[at][:, :len(cols)], columns=cols)])
+                last = last.drop_duplicates(key, keep="last")
+                # A level at 0 shares is no level: the last change of it may as well be none.
+                kept[name] = last[last["shares"] != 0] if levels == ALL_LEVELS else last
+            yield block[~at]
+
+    def got() -> tuple[Iterator[np.ndarray], in_parts.TextParts | None]:
+        readable = in_parts.output_parts(output, bbo, reference.symbols)
+        assert readable is not None  # the output is a file
+        return after_join(readable[0], "got"), readable[1]
+
+    def ref() -> tuple[Iterator[np.ndarray], in_parts.TextParts | None]:
+        return after_join(in_parts.log_parts(reference.events_log, False), "ref"), None
+    if not output.is_file():
+        return None
+    held = in_parts.held(got, ref, levels, False, reference, False, Progress("", None), output.parent,
+                         output.stat().st_size)
+    if held is None:
+        return None
+    after = {"mode": "exact", "reference_events": held.reference_events, "events": held.events, **held.counts,
+             "equal": held.equal, **({"first_difference": held.first} if held.first else {})}
+    at_join = (_levels_at_join if levels == ALL_LEVELS else _books_at_join)(kept["ref"], kept["got"], cols[2:],
+                                                                            bool(levels))
+    return {"through": through, "after_join": after, "snapshot_events": counted["got"], **at_join,
+            "events_before_join": 0, "equal": bool(after["equal"] and not at_join["stocks_differing_at_join"])}
 
 
 def _books_at_join(ref: pd.DataFrame, snapshot: pd.DataFrame, book: list[str], depth: bool) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -605,10 +605,8 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     stale = blackbox.judges_stale(bbo_cfg) and bbo_cfg["check"] == "exact" and not recovering
     levels = bbo_cfg.get("levels", 0)
     reference = blackbox.reference_run(session, feed, levels)
-    # Held to the simulation (of the whole session, when recovering) a part at a time; a late join is held whole
-    # (runs/join.py), its events from the join point on and the books the snapshot built.
-    judged = _judged_in_parts(run, out, bbo_cfg, reference, stale) \
-        if bbo_cfg["check"] == "exact" and not joined else None
+    # Held to the simulation (of the whole session, when recovering or joining late) a part at a time.
+    judged = _judged_in_parts(run, out, bbo_cfg, reference, stale) if bbo_cfg["check"] == "exact" else None
     if judged is not None:  # judged a part at a time: windows of whole seqs of both streams, or buckets of stocks
         events = pd.DataFrame(judged.stamps, columns=["seq", "t_recv"])
         bbo_check = {"mode": "exact", "reference_events": judged.reference_events, "events": judged.events,
@@ -640,7 +638,9 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         rec["recovery"] = recovery.of(faults.sidecar_of(capture), lines, run.dir / rerequest.LOG, server, events,
                                       run.dir / "send.log", after=joined["through"] if joined else 0)
     if joined:
-        rec["join"] = _join_black_box(run, joined, events, session, levels)
+        rec["join"] = _join_black_box(run, joined, out, bbo_cfg, session, reference,
+                                      (lambda: events) if judged is None else
+                                      (lambda: blackbox.read_output(run.dir, output, bbo_cfg, reference.symbols)[0]))
     latency = blackbox.wire_to_wire(events, run.dir / "send.log")
     summary.update({
         "complete": failure is None and out.exists(),
@@ -741,17 +741,21 @@ def _join(run: "Run", gw: dict[str, Any], joined: dict[str, Any], session: Path,
             "server_cut": int(server.get("cut", 0))}
 
 
-def _join_black_box(run: "Run", joined: dict[str, Any], events: pd.DataFrame, session: Path,
-                    levels: int) -> dict[str, Any]:
-    """A brought gateway's late join: its events from the join point on (runs/join.py); of its insides only what
-    the servers and the sender saw."""
+def _join_black_box(run: "Run", joined: dict[str, Any], out: Path, bbo_cfg: dict[str, Any], session: Path,
+                    reference: blackbox.ReferenceRun, events: Callable[[], pd.DataFrame]) -> dict[str, Any]:
+    """A brought gateway's late join: its events from the join point on (runs/join.py), read a part at a time,
+    or whole (`events`) where they cannot be; of its insides only what the servers and the sender saw."""
     snap = run.extras.get("snapshot_server") or {}
     clients = snap.get("clients", [])
     done = [c for c in clients if c.get("login_to_last_message_ms", -1) >= 0]  # the one that got the whole rest
     # A gateway publishing depth (its contract's bbo.levels = N) is held on its depth events: after the join, and
     # each stock's top N levels a side at it.
-    check = join.check_events(events[blackbox.columns(levels)], events["seq"].to_numpy() <= joined["through"],
-                              session, run.values["feed"], joined["through"], levels=levels)
+    levels = bbo_cfg.get("levels", 0)
+    check = join.check_output(out, bbo_cfg, reference, joined["through"]) if bbo_cfg["check"] == "exact" else None
+    if check is None:
+        got = events()
+        check = join.check_events(got[blackbox.columns(levels)], got["seq"].to_numpy() <= joined["through"],
+                                  session, run.values["feed"], joined["through"], levels=levels)
     return {**joined, "bbo_check": check, "levels": levels, "snapshot": snap.get("snapshot"), **_snapshot_taken(snap),
             "connections": len(clients),
             "transfer_ms": done[-1]["login_to_last_message_ms"] if done else None,
