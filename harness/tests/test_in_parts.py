@@ -170,6 +170,7 @@ def _shards(lines: list[str], shards: int, run: int) -> list[str]:
 @pytest.mark.parametrize("edit", ["a stock's two events swapped", "published stock by stock", "three shards",
                                   "three shards, one missing, one extra, one wrong, one swapped",
                                   "three shards, an event given to another stock", "three shards, every 40th wrong",
+                                  "three shards, shares past 32 bits",
                                   "last stock's events first, one dropped"])
 @pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
 def test_an_output_whose_seqs_go_back_is_judged_by_stock_as_whole(tmp_path, levels, edit):
@@ -201,6 +202,9 @@ def test_an_output_whose_seqs_go_back_is_judged_by_stock_as_whole(tmp_path, leve
             lines[k] = ",".join([fields[0], other, *fields[2:]])
         elif edit.endswith("every 40th wrong"):
             lines = [more_shares(line) if i % 40 == 3 else line for i, line in enumerate(lines)]
+        elif edit.endswith("shares past 32 bits"):  # a part written as 64 bits, the rest of its bucket as 32
+            fields = lines[k].split(",")
+            lines[k] = ",".join([*fields[:-1], str(5_000_000_000 + int(fields[-1]))])
         lines = _shards(lines, 3, 37)
     else:
         last = lines[-1].split(",")[1]

@@ -238,13 +238,17 @@ class _DiskFull(Exception):
 
 
 class _Buckets:
-    """Events of one stream written to files, a bucket of stocks each: each event's columns as int64 rows in the
-    stream's order, and beside them its place in the stream."""
+    """Events of one stream written to files, a bucket of stocks each: each event's columns as rows, and beside them
+    its place in the stream. A part whose values all fit 32 bits is written so (a day's events of 5 levels: 92
+    bytes an event, where 64 bits took 184), any other part as 64 bits, to files of their own."""
+
+    _WIDTHS = (np.int32, np.int64)
 
     def __init__(self, stem: Path, count: int, width: int) -> None:
-        self._paths = [(stem.with_name(f"{stem.name}-{b}"), stem.with_name(f"{stem.name}-{b}.places"))
+        self._paths = [[(stem.with_name(f"{stem.name}-{b}.{np.dtype(t).itemsize * 8}"),
+                         stem.with_name(f"{stem.name}-{b}.{np.dtype(t).itemsize * 8}.places")) for t in self._WIDTHS]
                        for b in range(count)]
-        self._files = [(open(rows, "wb"), open(places, "wb")) for rows, places in self._paths]
+        self._files = [[(open(rows, "wb"), open(places, "wb")) for rows, places in bucket] for bucket in self._paths]
         self.events, self.highest_seq, self._width = 0, 0, width
 
     def add(self, block: np.ndarray) -> None:
@@ -253,30 +257,40 @@ class _Buckets:
         # A bucket number is below 2^16: a stable sort of it is a radix sort (a tenth of a sort of int64).
         bucket = (block[:, 1] % len(self._paths)).astype(np.uint16)
         order = np.argsort(bucket, kind="stable")
-        rows, places = np.take(block, order, axis=0), order + self.events
-        if shutil.disk_usage(self._paths[0][0].parent).free < rows.nbytes + places.nbytes + DISK_LEFT_FREE:
-            raise _DiskFull(self._paths[0][0].parent)
+        places = order + self.events
+        kind = 0 if -(1 << 31) <= int(block.min()) and max(int(block.max()), self.events + len(block)) < 1 << 31 else 1
+        rows = np.take(block, order, axis=0).astype(self._WIDTHS[kind], copy=False)
+        places = places.astype(self._WIDTHS[kind], copy=False)
+        if shutil.disk_usage(self._paths[0][0][0].parent).free < rows.nbytes + places.nbytes + DISK_LEFT_FREE:
+            raise _DiskFull(self._paths[0][0][0].parent)
         ends = np.cumsum(np.bincount(bucket, minlength=len(self._paths)))
-        for (rows_file, places_file), start, end in zip(self._files, np.concatenate(([0], ends[:-1])), ends):
+        for files, start, end in zip(self._files, np.concatenate(([0], ends[:-1])), ends):
             if end > start:
+                rows_file, places_file = files[kind]
                 rows_file.write(memoryview(rows[start:end]))
                 places_file.write(memoryview(places[start:end]))
         self.events += len(block)
         self.highest_seq = max(self.highest_seq, int(block[:, 0].max()))
 
     def close(self) -> None:
-        for files in self._files:
-            for f in files:
-                f.close()
+        for bucket in self._files:
+            for files in bucket:
+                for f in files:
+                    f.close()
 
     def read(self, b: int) -> tuple[np.ndarray, np.ndarray]:
         """Bucket b's events stock by stock, each stock's in the stream's order: their rows, and their places in the
         stream. (The stocks of a bucket interleave differently in two streams: taken so, an output right or with a
         broken book is judged without a merge by key.)"""
-        rows_path, places_path = self._paths[b]
-        rows = np.fromfile(rows_path, np.int64).reshape(-1, self._width)
-        order = np.argsort(rows[:, 1], kind="stable")
-        return np.take(rows, order, axis=0), np.fromfile(places_path, np.int64)[order]
+        (narrow, narrow_places), (wide, wide_places) = (
+            (np.fromfile(rows, t).reshape(-1, self._width), np.fromfile(places, t))
+            for t, (rows, places) in zip(self._WIDTHS, self._paths[b]))
+        if len(wide):  # parts of both widths: back in the stream's order by their places
+            rows, places = np.concatenate((narrow, wide)), np.concatenate((narrow_places, wide_places))
+            order = np.lexsort((places, rows[:, 1]))
+        else:  # gathered at 32 bits, then widened: a bucket's 64-bit copy is made once
+            rows, places, order = narrow, narrow_places, np.argsort(narrow[:, 1], kind="stable")
+        return np.take(rows, order, axis=0).astype(np.int64), places[order].astype(np.int64)
 
 
 class _Stream:
