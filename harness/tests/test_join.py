@@ -12,11 +12,13 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from itchbench import paths, rundir
 from itchbench.cli import main as itchbench_main
 from itchbench.analysis import logs
+from itchbench.gateways import blackbox
 from itchbench.runs import join, runner, verdict
 
 from independent_bbo import Book, level_changes, mold_messages
@@ -89,6 +91,8 @@ def test_a_join_with_depth_holds_the_depth_at_and_after_the_join_point(tmp_path)
         as_version_1(broken, changed)
         got = join.check_depth(broken, SAMPLE, "", j["through"])
         assert not got["equal"]
+        flagged = (changed["flags"] & logs.FLAG_FROM_SNAPSHOT) != 0
+        assert got == join.check_events(blackbox.depth_frame(changed), flagged, SAMPLE, "", j["through"], 5)  # as whole
         if where == "after":
             assert got["after_join"]["wrong"] == 1 and got["stocks_differing_at_join"] == 0
         else:
@@ -210,6 +214,10 @@ def test_a_seam_bug_is_caught_as_bbo_differs(tmp_path):
     edit.flush()
     bad = join.check(shifted, session, "", 4000)
     assert not bad["equal"] and bad["events_before_join"] == 1 and bad["after_join"]["missing"] == 1
+    # Read a part at a time, as its records read whole judge it.
+    whole = logs.read_bbo(shifted).records
+    assert bad == join.check_events(pd.DataFrame(blackbox.event_block(whole), columns=blackbox.COLUMNS),
+                                    (whole["flags"] & logs.FLAG_FROM_SNAPSHOT) != 0, session, "", 4000)
     rec_j = {**s["reconciliation"]["join"], "bbo_check": bad}
     status, headline = verdict._judge_join({**s["reconciliation"], "join": rec_j}, 0, "")
     assert status == "bbo_differs" and "BBO DIFFERS after joining at seq 4,001" in headline

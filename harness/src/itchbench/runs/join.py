@@ -7,7 +7,7 @@ simulation's book of each stock at N, the stocks with a non-empty book, no more 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -19,19 +19,28 @@ from ..progress import Progress
 
 def check(bbo_log: Path, session: Path, feed: str, through: int) -> dict[str, Any]:
     """White box: the built-in gateway's BBO log, its snapshot events flagged (0x02)."""
-    rec = logs.read_bbo(bbo_log).records
-    got = pd.DataFrame({"seq": rec["seq"], "stock": rec["stock_locate"], "bid_px": rec["bid_px"],
-                        "bid_qty": rec["bid_qty"], "ask_px": rec["ask_px"], "ask_qty": rec["ask_qty"]}).astype(np.int64)
-    return check_events(got, (rec["flags"] & logs.FLAG_FROM_SNAPSHOT) != 0, session, feed, through)
+    return _white_box(bbo_log, session, feed, through, 0)
 
 
 def check_depth(depth_log: Path, session: Path, feed: str, through: int) -> dict[str, Any]:
     """White box, depth of N levels (levels = N): the built-in gateway's depth log held to the simulation's depth
     as its BBO is, its snapshot events flagged (0x02) the same way."""
-    rec = logs.read_depth(depth_log).records
-    got = blackbox.depth_frame(rec).astype(np.int64, copy=False)
-    return check_events(got, (rec["flags"] & logs.FLAG_FROM_SNAPSHOT) != 0, session, feed, through,
-                        levels=logs.levels_of(rec.dtype))
+    return _white_box(depth_log, session, feed, through, logs.levels_of(logs.read_depth(depth_log).dtype))
+
+
+def _white_box(log: Path, session: Path, feed: str, through: int, levels: Levels) -> dict[str, Any]:
+    """check_events of one of the built-in gateway's logs, read a part at a time (each event with its snapshot
+    flag after its columns), or whole where it cannot be."""
+    def got() -> tuple[Iterator[np.ndarray], in_parts.TextParts | None]:
+        return ((np.column_stack((blackbox.event_block(rec), (rec["flags"] & logs.FLAG_FROM_SNAPSHOT) != 0))
+                 for rec in logs.iter_records(logs.read_log(log), in_parts.REFERENCE_RECORDS_AT_ONCE)), None)
+    checked = _in_parts(got, lambda block: block[:, -1] != 0, blackbox.reference_run(session, feed, levels), levels,
+                        through, log.parent, log.stat().st_size)
+    if checked is not None:
+        return checked
+    rec = logs.read_log(log).records
+    got_whole = pd.DataFrame(blackbox.event_block(rec), columns=blackbox.columns(levels))
+    return check_events(got_whole, (rec["flags"] & logs.FLAG_FROM_SNAPSHOT) != 0, session, feed, through, levels)
 
 
 def check_events(got: pd.DataFrame, from_snapshot: np.ndarray, session: Path, feed: str,
@@ -53,48 +62,67 @@ def check_events(got: pd.DataFrame, from_snapshot: np.ndarray, session: Path, fe
 def check_output(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun,
                  through: int) -> dict[str, Any] | None:
     """check_events of a black box's output (its contract's [bbo] table `bbo`) against the reference (the whole
-    session's simulation), read a part at a time (gateways/in_parts.py): the events after the join point held
-    exactly, and of the events at or before it (the snapshot's: a black box publishes them before any after it)
-    only the last of each stock (of each level, levels = "all") kept, which is all its book at the join is made
-    of. A day's output is judged in the memory of a part. None when it cannot be read so."""
-    levels: Levels = bbo.get("levels", 0)
-    cols = blackbox.columns(levels)
-    key = ["stock", "side", "price"] if levels == ALL_LEVELS else ["stock"]
-    kept: dict[str, pd.DataFrame] = {}
-    counted = {"got": 0}
-
-    def after_join(blocks: Iterator[np.ndarray], name: str) -> Iterator[np.ndarray]:
-        """A stream's events after the join point; of those at or before it, each key's last kept in `kept`."""
-        kept[name], counted[name] = pd.DataFrame(np.zeros((0, len(cols)), np.int64), columns=cols), 0
-        for block in blocks:
-            at = block[:, 0] <= through
-            if at.any():
-                counted[name] += int(at.sum())
-                last = pd.concat([kept[name], pd.DataFrame(block[at][:, :len(cols)], columns=cols)])
-                last = last.drop_duplicates(key, keep="last")
-                # A level at 0 shares is no level: the last change of it may as well be none.
-                kept[name] = last[last["shares"] != 0] if levels == ALL_LEVELS else last
-            yield block[~at]
+    session's simulation), read a part at a time: its events at or before the join point are the snapshot's (a
+    black box publishes them before any after it). None when it cannot be read so."""
+    if not output.is_file():
+        return None
 
     def got() -> tuple[Iterator[np.ndarray], in_parts.TextParts | None]:
         readable = in_parts.output_parts(output, bbo, reference.symbols)
         assert readable is not None  # the output is a file
-        return after_join(readable[0], "got"), readable[1]
+        return readable
+    return _in_parts(got, lambda block: block[:, 0] <= through, reference, bbo.get("levels", 0), through,
+                     output.parent, output.stat().st_size)
 
-    def ref() -> tuple[Iterator[np.ndarray], in_parts.TextParts | None]:
-        return after_join(in_parts.log_parts(reference.events_log, False), "ref"), None
-    if not output.is_file():
-        return None
-    held = in_parts.held(got, ref, levels, False, reference, False, Progress("", None), output.parent,
-                         output.stat().st_size)
+
+def _in_parts(got: in_parts.Parts, from_snapshot: Callable[[np.ndarray], np.ndarray],
+              reference: blackbox.ReferenceRun, levels: Levels, through: int, spill: Path,
+              size: int) -> dict[str, Any] | None:
+    """check_events, read a part at a time (gateways/in_parts.py): the events after the join point held exactly
+    (windows of seqs, or buckets of stocks), and of the snapshot's events (`from_snapshot` of a block) only the
+    last of each stock (of each level, levels = "all") kept, which is all a book at the join is made of; so the
+    simulation's at or before the join point. A day's events are judged in the memory of a part. None when they
+    cannot be read so."""
+    cols = blackbox.columns(levels)
+    key = ["stock", "side", "price"] if levels == ALL_LEVELS else ["stock"]
+    kept: dict[str, pd.DataFrame] = {}
+    counted = {"snapshot": 0, "before": 0}
+
+    def after_join(blocks: Iterator[np.ndarray], name: str, snapshot: Callable[[np.ndarray], np.ndarray]
+                   ) -> Iterator[np.ndarray]:
+        """A stream's events after the join point that are not the snapshot's; of the snapshot's, each key's last
+        kept in `kept`; the others at or before the join point (events for messages it covered) counted."""
+        kept[name] = pd.DataFrame(np.zeros((0, len(cols)), np.int64), columns=cols)
+        if name == "got":
+            counted.update(snapshot=0, before=0)
+        for block in blocks:
+            snap, after = snapshot(block), block[:, 0] > through
+            if snap.any():
+                last = pd.concat([kept[name], pd.DataFrame(block[snap][:, :len(cols)], columns=cols)])
+                last = last.drop_duplicates(key, keep="last")
+                # A level at 0 shares is no level: the last change of it may as well be none.
+                kept[name] = last[last["shares"] != 0] if levels == ALL_LEVELS else last
+            if name == "got":
+                counted["snapshot"] += int(snap.sum())
+                counted["before"] += int((~snap & ~after).sum())
+            yield block[~snap & after]
+
+    def mine() -> tuple[Iterator[np.ndarray], in_parts.TextParts | None]:
+        blocks, text = got()
+        return after_join(blocks, "got", from_snapshot), text
+
+    def theirs() -> tuple[Iterator[np.ndarray], in_parts.TextParts | None]:
+        return after_join(in_parts.log_parts(reference.events_log, False), "ref", lambda b: b[:, 0] <= through), None
+    held = in_parts.held(mine, theirs, levels, False, reference, False, Progress("", None), spill, size)
     if held is None:
         return None
     after = {"mode": "exact", "reference_events": held.reference_events, "events": held.events, **held.counts,
              "equal": held.equal, **({"first_difference": held.first} if held.first else {})}
     at_join = (_levels_at_join if levels == ALL_LEVELS else _books_at_join)(kept["ref"], kept["got"], cols[2:],
                                                                             bool(levels))
-    return {"through": through, "after_join": after, "snapshot_events": counted["got"], **at_join,
-            "events_before_join": 0, "equal": bool(after["equal"] and not at_join["stocks_differing_at_join"])}
+    return {"through": through, "after_join": after, "snapshot_events": counted["snapshot"], **at_join,
+            "events_before_join": counted["before"],
+            "equal": bool(after["equal"] and not at_join["stocks_differing_at_join"] and not counted["before"])}
 
 
 def _books_at_join(ref: pd.DataFrame, snapshot: pd.DataFrame, book: list[str], depth: bool) -> dict[str, Any]:
