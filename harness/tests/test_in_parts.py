@@ -262,6 +262,19 @@ def test_a_late_join_is_judged_a_part_at_a_time_as_whole(tmp_path, levels, edit)
     assert whole["equal"] == (edit in ("as simulated", "published by shards"))
 
 
+def test_buckets_are_as_many_as_the_files_the_process_may_open(tmp_path, monkeypatch):
+    # A stream holds a file open for each bucket it fills: with few files allowed, fewer buckets, the same judgement.
+    lines = _shards(_lines(0), 3, 37)
+    monkeypatch.setattr(in_parts.resource, "getrlimit", lambda _: (132, 132))  # room for 2 buckets a stream
+    opened: list[int] = []
+    real = in_parts._Buckets.__init__
+    monkeypatch.setattr(in_parts._Buckets, "__init__", lambda self, stem, count, width: (
+        opened.append(count), real(self, stem, count, width))[1])
+    judged = _judged(tmp_path, "\n".join(lines) + "\n")
+    assert opened == [2, 2] and judged is not None and judged.cut_by == "stock" and judged.equal
+    _as_whole(tmp_path, judged, 0)
+
+
 def test_with_no_room_for_the_buckets_the_whole_check_judges(tmp_path, monkeypatch):
     # Writing the buckets would leave less than DISK_LEFT_FREE on the disk: nothing is judged here (no partial
     # verdict), no bucket is left behind, and the whole check judges the output.

@@ -12,13 +12,14 @@ An output whose seqs go back (a gateway that publishes per stock, per thread or 
 otherwise than by seq, or a stock's own events out of order) cannot be cut into windows of seqs. It is cut by stock
 instead: both streams are written to disk in buckets of stocks, each event with its place in its stream, and each
 bucket is judged alone, as no event can be matched, nor be out of order, across stocks. A line past a part, a log
-that does not read back, or no room on the disk for the buckets: None, for the whole check. (A run held to a recovery
-or a late join, and `check = "state"`, are judged whole by their callers.)"""
+that does not read back, or no room on the disk for the buckets: None, for the whole check. (Recovery and late joins
+use these too; `check = "state"` is judged whole by its caller.)"""
 
 from __future__ import annotations
 
 import concurrent.futures
 import os
+import resource
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -178,7 +179,9 @@ def _by_stock(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackb
     its place, then its stock, as the whole check orders it), named once."""
     parts, text = got()
     width, names, key, fields = _event_columns(levels, stale)
-    count = int(np.clip(-(-size // BUCKET_BYTES), 1, MOST_BUCKETS))
+    # Each stream holds a file open for each bucket it fills: as many as the process may open, some kept for the rest.
+    open_at_most = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    count = int(np.clip(-(-size // BUCKET_BYTES), 1, max(1, min(MOST_BUCKETS, (open_at_most - 128) // 2))))
     stamps: list[np.ndarray] = []
     # Named after the process: a run killed while judging leaves gigabytes, removed by the next judgement there.
     blackbox.remove_left_behind(spill, BUCKETS_PREFIX)
@@ -238,17 +241,17 @@ class _DiskFull(Exception):
 
 
 class _Buckets:
-    """Events of one stream written to files, a bucket of stocks each: each event's columns as rows, and beside them
-    its place in the stream. A part whose values all fit 32 bits is written so (a day's events of 5 levels: 92
-    bytes an event, where 64 bits took 184), any other part as 64 bits, to files of their own."""
+    """Events of one stream written to files, a bucket of stocks each: each event's place in the stream, then its
+    columns, as rows. A part whose values all fit 32 bits is written so (a day's events of 5 levels: 92 bytes an
+    event, where 64 bits took 184), any other part as 64 bits, to a file of its own. A file is opened when it is
+    first written: a stream holds one open a bucket it fills (256 at most), not one for each width."""
 
     _WIDTHS = (np.int32, np.int64)
 
     def __init__(self, stem: Path, count: int, width: int) -> None:
-        self._paths = [[(stem.with_name(f"{stem.name}-{b}.{np.dtype(t).itemsize * 8}"),
-                         stem.with_name(f"{stem.name}-{b}.{np.dtype(t).itemsize * 8}.places")) for t in self._WIDTHS]
+        self._paths = [[stem.with_name(f"{stem.name}-{b}.{np.dtype(t).itemsize * 8}") for t in self._WIDTHS]
                        for b in range(count)]
-        self._files = [[(open(rows, "wb"), open(places, "wb")) for rows, places in bucket] for bucket in self._paths]
+        self._files: dict[Path, Any] = {}
         self.events, self.highest_seq, self._width = 0, 0, width
 
     def add(self, block: np.ndarray) -> None:
@@ -257,40 +260,38 @@ class _Buckets:
         # A bucket number is below 2^16: a stable sort of it is a radix sort (a tenth of a sort of int64).
         bucket = (block[:, 1] % len(self._paths)).astype(np.uint16)
         order = np.argsort(bucket, kind="stable")
-        places = order + self.events
         kind = 0 if -(1 << 31) <= int(block.min()) and max(int(block.max()), self.events + len(block)) < 1 << 31 else 1
-        rows = np.take(block, order, axis=0).astype(self._WIDTHS[kind], copy=False)
-        places = places.astype(self._WIDTHS[kind], copy=False)
-        if shutil.disk_usage(self._paths[0][0][0].parent).free < rows.nbytes + places.nbytes + DISK_LEFT_FREE:
-            raise _DiskFull(self._paths[0][0][0].parent)
+        rows = np.concatenate(((order + self.events)[:, None], np.take(block, order, axis=0)), axis=1)
+        rows = rows.astype(self._WIDTHS[kind], copy=False)
+        if shutil.disk_usage(self._paths[0][0].parent).free < rows.nbytes + DISK_LEFT_FREE:
+            raise _DiskFull(self._paths[0][0].parent)
         ends = np.cumsum(np.bincount(bucket, minlength=len(self._paths)))
-        for files, start, end in zip(self._files, np.concatenate(([0], ends[:-1])), ends):
+        for paths, start, end in zip(self._paths, np.concatenate(([0], ends[:-1])), ends):
             if end > start:
-                rows_file, places_file = files[kind]
-                rows_file.write(memoryview(rows[start:end]))
-                places_file.write(memoryview(places[start:end]))
+                path = paths[kind]
+                if path not in self._files:
+                    self._files[path] = open(path, "wb")
+                self._files[path].write(memoryview(rows[start:end]))
         self.events += len(block)
         self.highest_seq = max(self.highest_seq, int(block[:, 0].max()))
 
     def close(self) -> None:
-        for bucket in self._files:
-            for files in bucket:
-                for f in files:
-                    f.close()
+        for f in self._files.values():
+            f.close()
 
     def read(self, b: int) -> tuple[np.ndarray, np.ndarray]:
         """Bucket b's events stock by stock, each stock's in the stream's order: their rows, and their places in the
         stream. (The stocks of a bucket interleave differently in two streams: taken so, an output right or with a
         broken book is judged without a merge by key.)"""
-        (narrow, narrow_places), (wide, wide_places) = (
-            (np.fromfile(rows, t).reshape(-1, self._width), np.fromfile(places, t))
-            for t, (rows, places) in zip(self._WIDTHS, self._paths[b]))
+        narrow, wide = (np.fromfile(path, t).reshape(-1, self._width + 1) if path in self._files else
+                        np.zeros((0, self._width + 1), t) for t, path in zip(self._WIDTHS, self._paths[b]))
         if len(wide):  # parts of both widths: back in the stream's order by their places
-            rows, places = np.concatenate((narrow, wide)), np.concatenate((narrow_places, wide_places))
-            order = np.lexsort((places, rows[:, 1]))
+            rows = np.concatenate((narrow, wide))
+            order = np.lexsort((rows[:, 0], rows[:, 2]))
         else:  # gathered at 32 bits, then widened: a bucket's 64-bit copy is made once
-            rows, places, order = narrow, narrow_places, np.argsort(narrow[:, 1], kind="stable")
-        return np.take(rows, order, axis=0).astype(np.int64), places[order].astype(np.int64)
+            rows, order = narrow, np.argsort(narrow[:, 2], kind="stable")
+        rows = np.take(rows, order, axis=0).astype(np.int64)
+        return rows[:, 1:], rows[:, 0]
 
 
 class _Stream:
