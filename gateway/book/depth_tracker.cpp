@@ -34,6 +34,23 @@ uint32_t net_changes(TopChange* steps, uint32_t n, bool bid, LevelChange* out) {
 
 }  // namespace
 
+uint32_t DepthTracker::take_change_otherwise(const OrderBook& book, const BookTouch& touch) {
+  if (touch.levels == 0) {  // no level changed (and maybe no stock held: no side to view)
+    bid_changes_ = 0;
+    return 0;
+  }
+  const OrderBook::SideView side = book.side_view(touch.locate, touch.bid);
+  uint32_t n = 0;
+  const LevelTouch& level = touch.level[0];
+  if (touch.levels == 1) {
+    if (level.before != level.after && side.better_than(level.price, levels_) < levels_) n = one_level(side, level);
+  } else if (touch.levels == 2) {
+    n = two_levels(side, level, touch.level[1], touch.bid);
+  }
+  bid_changes_ = touch.bid ? n : 0;
+  return n;
+}
+
 uint32_t DepthTracker::two_levels(const OrderBook::SideView& side, const LevelTouch& left, const LevelTouch& taken,
                                   bool bid) {
   // The message in two steps: the order leaves its level (left), then is added at the other (taken). Between

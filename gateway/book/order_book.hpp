@@ -237,6 +237,11 @@ class OrderBook::SideView {
     for (size_t i = others.size(); i > 0 && on + off < enough && others[i - 1].key > key; --i) ++off;
     return on + off;
   }
+  // better_than for a price that is one of the side's levels, all of whose levels are on its ladder (ladder_only).
+  uint32_t better_than_level(uint32_t price) const {
+    return side_->ladder.count_better_present(PriceLadder::tick_of(price), bid_);
+  }
+  bool ladder_only() const { return side_->others.empty(); }
   uint32_t count() const { return side_->ladder.count() + uint32_t(side_->others.size()); }
   // The k-th best level, 0 the best (k < count()). A side with levels off its ladder is walked from its best
   // level into scratch (k + 1 levels).

@@ -76,6 +76,11 @@ class PriceLadder {
     if (bid) return t >= hi_ ? 0 : t < lo_ ? count() : set_bits(from_lowest >> (t - lo_ + 1));
     return t <= lo_ ? 0 : t > hi_ ? count() : set_bits(from_lowest & ((uint64_t(1) << (t - lo_)) - 1));
   }
+  // count_better of a present tick, in a few instructions and without a branch (depth's common case).
+  uint32_t count_better_present(uint32_t t, bool bid) const {
+    const uint64_t bit = uint64_t(1) << (t - lo_);  // t's bit in from_lowest_bits(): t - lo_ is below kTicks
+    return set_bits(from_lowest_bits() & (bid ? 0 - (bit << 1) : bit - 1));  // bits above t, or below it
+  }
   // The k-th best present tick, 0 the best (k < count()): for asks the k-th lowest, for bids the k-th highest.
   uint32_t nth_best(uint32_t k, bool bid) const {
     uint64_t from_lowest = from_lowest_bits();

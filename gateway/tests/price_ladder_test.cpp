@@ -153,6 +153,10 @@ TEST(PriceLadder, RankAndSelectAgreeWithASortedSetAcrossTheWrap) {
       const auto below = uint32_t(std::distance(present.begin(), present.lower_bound(t)));
       ASSERT_EQ(l.count_better(t, true), above) << "round " << round << " tick " << t;
       ASSERT_EQ(l.count_better(t, false), below) << "round " << round << " tick " << t;
+      if (present.count(t)) {
+        ASSERT_EQ(l.count_better_present(t, true), above) << "round " << round << " tick " << t;
+        ASSERT_EQ(l.count_better_present(t, false), below) << "round " << round << " tick " << t;
+      }
     }
     uint32_t k = 0;
     for (auto it = present.begin(); it != present.end(); ++it, ++k) ASSERT_EQ(l.nth_best(k, false), *it);
