@@ -53,8 +53,10 @@ class OrderBook {
   // deeper in the book cannot move the BBO, so the caller skips the check.
   // Each tells touch what it did to the levels (a BookTouch, for depth; by
   // default nothing is told).
+  // add is always inline: each message path is one function (Gateway::process) with its add in it.
   template <class Touch = NoBookTouch>
-  uint32_t add(uint16_t locate, uint64_t ref, char side, uint32_t shares, uint32_t price, Touch&& touch = {});
+  __attribute__((always_inline)) uint32_t add(uint16_t locate, uint64_t ref, char side, uint32_t shares, uint32_t price,
+                                              Touch&& touch = {});
   template <class Touch = NoBookTouch>
   uint32_t reduce(uint64_t ref, uint32_t shares, Touch&& touch = {});  // E, C (executed shares), X (cancelled shares)
   template <class Touch = NoBookTouch>
