@@ -30,6 +30,24 @@ class LevelChangeLog {
     write_change(seq_off, timestamp_off, locate, flags, bid, px, qty);
   }
 
+  // append when kept, and nothing otherwise, with no branch on kept (whether a message changed a stock's top N is a
+  // coin toss to the branch predictor): the slot is written either way, marked written only when kept, and the next
+  // change writes over one not kept.
+  void append_if(bool kept, uint64_t seq, uint64_t timestamp, uint16_t locate, uint8_t flags, bool bid, uint32_t px,
+                 uint64_t qty) {
+    const uint64_t seq_off = seq - anchor_seq_, timestamp_off = timestamp - anchor_timestamp_;
+    uint8_t* p = log_.peek();
+    if (__builtin_expect(((seq_off >> 8) | (timestamp_off >> 32) | (qty >> 32) | unanchored_) != 0 || !p, 0)) {
+      if (kept) append(seq, timestamp, locate, flags, bid, px, qty);
+      return;
+    }
+    const uint8_t slot_flags = uint8_t((flags | logfmt::kWritten | (bid ? logfmt::kSlotBid : 0)) * kept);
+    store(p, uint64_t(px) | uint64_t(uint32_t(qty)) << 32,
+          timestamp_off | uint64_t(locate) << 32 | seq_off << 48 | uint64_t(slot_flags) << 56);
+    log_.take(kept);
+    changes_ += kept;
+  }
+
   uint64_t records() const { return changes_; }  // level changes written (a reader's records)
   uint64_t dropped() const { return dropped_; }   // level changes not written: the log was full
   uint64_t anchors() const { return anchors_; }

@@ -87,6 +87,15 @@ class MmapLog {
     return p;
   }
 
+  // The next record's space without taking it, or nullptr when only next() can give it (the slow path): a writer
+  // that fills it whether or not it keeps it (no branch on which), then takes it or not.
+  uint8_t* peek() const { return cursor_ + record_size_ <= ready_end_cached_ ? cursor_ : nullptr; }
+  void take(size_t records) {
+    cursor_ += record_size_ * records;
+    prefetch_stream<true>(cursor_, size_t(ready_end_cached_ - cursor_));
+    written_end_.store(cursor_, std::memory_order_relaxed);
+  }
+
   uint64_t records() const { return uint64_t(cursor_ - first_record_) / record_size_; }
   uint64_t dropped() const { return dropped_; }
   uint8_t stages() const { return stages_; }

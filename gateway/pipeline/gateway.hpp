@@ -236,8 +236,15 @@ class Gateway {
     if constexpr (kTouch) {
       if (touch.levels != 0) {
         if (depth_) {
-          if (const uint32_t changed_levels = depth_->take_change(book_, touch))
+          // A plain touch's changes are written with no branch on whether there are any (DepthTracker::plain).
+          const uint32_t plain = depth_log_ && !PublishesDepth<Publisher>::value ? depth_->plain(book_, touch) : 0;
+          if (plain == 1) {
+            log_depth_if(depth_->take_plain_one(book_, touch), 1, seq, load_be48(msg + 5), touch.locate);
+          } else if (plain == 2) {
+            log_depth_if(depth_->take_plain_two(book_, touch), 2, seq, load_be48(msg + 5), touch.locate);
+          } else if (const uint32_t changed_levels = depth_->take_change(book_, touch)) {
             log_depth(seq, load_be48(msg + 5), touch.locate, changed_levels, bbo_flags_);
+          }
         } else {
           log_level_changes(seq, load_be48(msg + 5), touch, bbo_flags_);
         }
@@ -256,6 +263,15 @@ class Gateway {
       log_level(seq, timestamp, locate, i < depth_->bid_changes(), changes[i], flags);
   }
 
+  // A plain touch's event to the depth log alone: the first `changed` of the tracker's first `slots` changes.
+  void log_depth_if(uint32_t changed, uint32_t slots, uint64_t seq, uint64_t timestamp, uint16_t locate) {
+    depth_events_ += changed != 0;
+    const bool bid = depth_->bid_changes() != 0;
+    for (uint32_t i = 0; i < slots; ++i) {
+      const LevelChange& change = depth_->changes()[i];
+      depth_log_->append_if(i < changed, seq, timestamp, locate, bbo_flags_, bid, change.px, change.qty);
+    }
+  }
   // With every level: a level change record for each level the message changed (at most two).
   void log_level_changes(uint64_t seq, uint64_t timestamp, const BookTouch& touch, uint8_t flags) {
     LevelChange changes[2];

@@ -106,3 +106,36 @@ TEST(LevelChangeLog, AFullLogCountsTheChangesItLostAndKeepsWholeOnes) {
   const std::vector<uint8_t> bytes = itchbench::testing::read_bytes(path);
   EXPECT_EQ(std::vector<uint8_t>(bytes.begin() + logfmt::kHeaderSize, bytes.end()), want);
 }
+
+TEST(LevelChangeLog, ChangesNotKeptLeaveNoTrace) {
+  // append_if writes every slot and marks only the kept ones: the file is the kept changes' alone, anchors and all,
+  // as append writes them; a change not kept writes no anchor, and one lost to a full log is counted only if kept.
+  ScratchDir dir;
+  const std::string path = dir.file("depth.dep");
+  LevelChangeLog log(path, identity(), 4096, logfmt::kHeaderSize + 5 * sizeof(logfmt::LevelChangeSlot));
+  log.append_if(false, 1000, kNineThirty, 7, 0, true, 1, 1);        // before any anchor
+  log.append_if(true, 1000, kNineThirty, 7, 0, true, 1234500, 300);  // anchor, change
+  log.append_if(false, 1001, kNineThirty + 1, 7, 0, false, 2, 2);
+  {  // what a reader following the log sees meanwhile: the slot after the two written, not marked written
+    const std::vector<uint8_t> live = itchbench::testing::read_bytes(path);
+    const size_t flags_at = logfmt::kHeaderSize + 2 * sizeof(logfmt::LevelChangeSlot) + 15;
+    ASSERT_GT(live.size(), flags_at);
+    EXPECT_EQ(live[flags_at] & logfmt::kWritten, 0);
+  }
+  log.append_if(false, 1300, kNineThirty + 2, 7, 0, false, 3, 3);    // seq + 300: would need an anchor
+  log.append_if(true, 1002, kNineThirty + 3, 8, 0, false, 1235000, 0);
+  log.append_if(true, 1400, kNineThirty + 4, 8, 0, true, 1234400, 100);  // anchor, change: the log is full
+  log.append_if(false, 1401, kNineThirty + 5, 8, 0, true, 4, 4);     // full, not kept: not counted
+  log.append_if(true, 1402, kNineThirty + 6, 8, 0, true, 5, 5);      // full, kept: counted
+  EXPECT_EQ(log.records(), 3u);
+  EXPECT_EQ(log.dropped(), 1u);
+  log.close();
+  std::vector<uint8_t> want;
+  anchor(want, 1000, kNineThirty);
+  change(want, 1234500, 300, 0, 7, 0, 0x84);
+  change(want, 1235000, 0, 3, 8, 2, 0x80);
+  anchor(want, 1400, kNineThirty + 4);
+  change(want, 1234400, 100, 0, 8, 0, 0x84);
+  const std::vector<uint8_t> bytes = itchbench::testing::read_bytes(path);
+  EXPECT_EQ(std::vector<uint8_t>(bytes.begin() + logfmt::kHeaderSize, bytes.end()), want);
+}
