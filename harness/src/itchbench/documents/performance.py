@@ -239,7 +239,8 @@ def render(m: dict[str, Any], command: str) -> str:
                 f"| {f['file']} | {statistics.median(f['ours_msg_per_s']) / 1e6:.2f} M | "
                 f"{statistics.median(f['peer_msg_per_s']) / 1e6:.2f} M | {_median_range(f['ratios'], '.3f')} | "
                 f"{max(f['ours_msg_per_s']) / max(f['peer_msg_per_s']):.3f} | "
-                f"{statistics.median(f['ours_rss_kib']) / 1024:.1f} / {statistics.median(f['peer_rss_kib']) / 1024:.1f} |")
+                f"{statistics.median(f['ours_rss_kib']) / 1024:.1f} / "
+                f"{statistics.median(f['peer_rss_kib']) / 1024:.1f} |")
         below = [f"{f['file']} {statistics.median(f['ratios']):.2f}" for f in side["files"]
                  if statistics.median(f["ratios"]) < AHEAD_TARGET]
         lines += ["", f"Target: at least {AHEAD_TARGET:g}× the peer on every file, on this machine — "
@@ -334,20 +335,29 @@ def _depth_section(depth: list[dict[str, Any]], side_depth: dict[str, Any] | Non
               "what a message did to its levels as it applies it, and the touched level is ranked among its side's "
               "(docs/book-and-bbo.md, \"Depth events\"); against the tracker that kept each stock's last emitted "
               "levels (160 bytes a stock, read at random) 5 levels on nasdaq-day went from +25 to +17 ns a message "
-              "over BBO-only, every stamp recorded. What is left, in `perf` of the hot thread, every stamp: "
-              "`DepthTracker::take_change` about 10 ns a message (9.6 % of the samples, spread over the rank's "
-              "loads and branches, no instruction above 5 % of it), a replace's two steps 0.9 %, the book's "
-              "telling what it did about 1.5 ns (its remove and replace with the touch against without). Tried and "
-              "left out, each slower or no faster in rounds alternating with the build before: the rank and the "
-              "k-th best without branches or loops (bytes' set bits summed by a multiply, a table for the bit: "
-              "54.6 against 53.5 ns a message, whole process, 10 rounds), a level change stored in two 16-byte "
-              "stores or non-temporal ones, and the log written through a ring of reused pages with O_DIRECT in "
-              "place of the page cache (54.3 against 52.7: zeroing and refetching the ring cost what the page "
-              "cache did). On deep-book and few-symbols the earlier tracker's copies sat in cache (a few stocks, or "
-              "activity far below the top), reading them cost less than ranking. Every level's changes come from "
-              "the book's word alone (no read of the book); they cost more than 5 levels on deep books and few "
-              "symbols, where every change below the top is an event and an add or a replace off the book's ladder "
-              "searches the side's other levels.", ""]
+              "over BBO-only, every stamp recorded. A touch is plain when its levels are neither made nor emptied "
+              "and its side's levels are all on the ladder: 85 % of nasdaq-day's book messages, 74 % of "
+              "replace-heavy's, 31 % "
+              "of few-symbols', none of deep-book's. A plain touch is ranked inline, one population count of the "
+              "ladder's bits above or below it, and logged with no branch on whether it changed the top N, a coin "
+              "toss on nasdaq-day: 5 levels went from 92.0 to 85.0 ns a message there (BBO only 74.7 and 75.2; 5 "
+              "rounds, 2026-12-01). Where the share is below the target (`perf` of the hot thread, every stamp, "
+              "5 levels against BBO only): on few-symbols two touches in three go the general way, out of line, "
+              "ranked across the ladder and the side's levels off it (`take_change_otherwise` 9 ns a message of the "
+              "22 depth adds under `perf`); on replace-heavy 40 % of the messages replace to another price, two ranks "
+              "each (`take_plain_two` 6 of 25), and a quarter of the touches are not plain. A population count is a "
+              "dozen instructions on baseline x86-64: built with -mpopcnt the shares were 0.846 on replace-heavy and "
+              "0.860 on few-symbols, against 0.831 and 0.828 (5 rounds), but a flag in the default build would make "
+              "every earlier commit's build differ in its flags, which `itchbench compare` refuses to compare. Tried "
+              "and left out: a plain touch of one level and one of two taken alike (nasdaq-day 87.3 against 94.4, "
+              "replace-heavy 96.1 against 98.8), every touch's slot written unmarked when not kept (deep-book and "
+              "few-symbols, where touches rarely change the top N, 3 to 4 ns slower), choosing between the two ways "
+              "by the share of touches that changed it (no difference beyond the noise); earlier, the rank and the "
+              "k-th best without branches or loops for every touch (bytes' set bits summed by a multiply, a table "
+              "for the bit: 54.6 against 53.5 ns a message, whole process, 10 rounds), a level change stored in two "
+              "16-byte stores or non-temporal ones, and the log written through a ring of reused pages with O_DIRECT "
+              "in place of the page cache (54.3 against 52.7). Every level's changes come from the book's word alone "
+              "(no read of the book, no rank): the cheapest depth on every file here.", ""]
     if side_depth:
         lines += [f"With {DEPTH_AGAINST_PEER} levels, against the peer (which keeps no depth): side by side as in "
                   f"the throughput table above, `--levels {DEPTH_AGAINST_PEER}`; ratio = ours / peer, above 1 ours "
@@ -365,7 +375,7 @@ def _depth_section(depth: list[dict[str, Any]], side_depth: dict[str, Any] | Non
     return lines
 
 
-# The whole pipeline's targets# The whole pipeline's targets (itchbench sim and its report against the peer's bare replay of the same file).
+# The whole pipeline's targets (itchbench sim and its report against the peer's bare replay of the same file).
 ALONE = "gateway alone: "  # harness/benchmarks/whole_day.py: a file's gateway-alone run in a round
 REPORT_ON_TOP = 0.25      # the run's wall time beyond the gateway's own run alone, over that
 OVER_PEER = 1.5           # ours over the peer's wall time, on the plain file
