@@ -37,7 +37,7 @@ class DepthTracker {
   // The common cases, which take_plain_one and take_plain_two take inline and with no branch on whether a level is
   // in the top N (for 73 % of nasdaq-day's book messages it is: a coin toss to the branch predictor): the levels
   // the message changed (1, or 2 for a replace to another price), none made or emptied, on a side whose levels are
-  // all on its price ladder (86 % of nasdaq-day's book messages, none of deep-book's). How many levels, or 0.
+  // all on its price ladder (85 % of nasdaq-day's book messages, none of deep-book's). How many levels, or 0.
   uint32_t plain(const OrderBook& book, const BookTouch& touch) const {
     const LevelTouch& first = touch.level[0];
     const LevelTouch& second = touch.level[touch.levels == 2];
