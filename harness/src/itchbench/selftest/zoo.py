@@ -120,7 +120,12 @@ CPP_CLAIMS_EVERY_LEVEL = (Edit(_CPP_BBO_LEVELS, 'levels = "all"\n', "itchbench.t
 # Run with --shards 3: it publishes as a gateway with a thread a shard does, stocks interleaved otherwise than by seq.
 _UDP_COMMAND_END = '{snapshot_password} --levels {levels}"\n'
 CLAIMS_SHARDS = (Edit(_UDP_COMMAND_END, '{snapshot_password} --levels {levels} --shards 3"\n', "itchbench.toml"),)
+# The same on the serial line, whose command is another.
+_SERIAL_COMMAND_END = '--serial {serial} --bbo {bbo_addr}:{bbo_port} --levels {levels}"\n'
+CLAIMS_SHARDS_SERIAL = (Edit(_SERIAL_COMMAND_END, _SERIAL_COMMAND_END.replace('"\n', ' --shards 3"\n'),
+                             "itchbench.toml"),)
 _SHARD_SENT = '                    send("".join(shard).encode())\n'
+_SHARD_SENT_BACKWARDS = _SHARD_SENT.replace("(shard).encode())\n", "(reversed(shard)).encode())  # MUTANT\n")
 _OLD_PRICE_FIRST = "                             key=lambda p: (p != first_price, p))\n"
 
 # Book defects planted in the Python example, each judged on its BBO, on 5 levels of depth and on every level.
@@ -148,9 +153,9 @@ MUTANTS: tuple[Mutant, ...] = (
            quick=True),
     Mutant("sharded-out-of-order", "each shard's four events sent last first, the gateway publishing from 3 "
            "shards by stock (stocks interleaved otherwise than by seq, as allowed)", PY,
-           CLAIMS_SHARDS + _py((_SHARD_SENT, _SHARD_SENT.replace("(shard).encode())\n",
-                                                                 "(reversed(shard)).encode())  # MUTANT\n"))),
-           "udp", "bbo_differs"),
+           CLAIMS_SHARDS + _py((_SHARD_SENT, _SHARD_SENT_BACKWARDS)), "udp", "bbo_differs"),
+    Mutant("sharded-out-of-order-serial", "each shard's four events sent last first, on the serial line (3 shards by "
+           "stock)", PY, CLAIMS_SHARDS_SERIAL + _py((_SHARD_SENT, _SHARD_SENT_BACKWARDS)), "serial", "bbo_differs"),
     Mutant("out-of-order-serial", "a read's events sent last first, on the serial line", PY,
            _py((_FLUSH, '            send("".join(reversed(pending)).encode())  # MUTANT\n')), "serial",
            "bbo_differs"),
@@ -309,6 +314,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "udp", "lossless", edits=_CLAIMS_EXIT_AT_END, claim="contract says exits_at_end"),
     Control(PY, "udp", "lossless", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
     Control(PY, "udp", "lossless", edits=CLAIMS_SHARDS, claim="contract runs it with --shards 3"),
+    Control(PY, "serial", "lossless", edits=CLAIMS_SHARDS_SERIAL, claim="contract runs it with --shards 3"),
     Control(PY, "join-depth", "joined", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
     Control(PY, "udp", "lossless", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
     Control(PY, "serial", "lossless", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
