@@ -43,25 +43,26 @@ def _lines(levels: Levels) -> list[str]:
     return [",".join(chr(v) if levels == ALL_LEVELS and i == 2 else str(v) for i, v in enumerate(row)) for row in rows]
 
 
-def _judged(tmp_path: Path, text: str, levels: Levels = 0, stamped: bool = False, keep_stamps: bool = False):
+def _judged(tmp_path: Path, text: str, levels: Levels = 0, stamped: bool = False, keep_stamps: bool = False,
+            check: str = "exact"):
     out = tmp_path / "bbo.out"
     out.write_bytes(text.encode())
-    bbo = {"format": "csv", "via": "tcp" if stamped else "file", "levels": levels}
+    bbo = {"format": "csv", "via": "tcp" if stamped else "file", "levels": levels, "check": check}
     return in_parts.judged(out, bbo, blackbox.reference_run(SAMPLE, "", levels), False, keep_stamps)
 
 
-def _whole(tmp_path: Path, levels: Levels) -> tuple[dict, int, list[str]]:
+def _whole(tmp_path: Path, levels: Levels, check: str = "exact") -> tuple[dict, int, list[str]]:
     """blackbox.check of the output read whole, its malformed lines and the first of them."""
     events, malformed, examples = blackbox.read_events(tmp_path / "bbo.out", "csv", stamped=False,
                                                        symbols=blackbox.stock_directory(SAMPLE, "", levels),
                                                        levels=levels)
     ref, kinds = blackbox.reference(SAMPLE, "", levels)
-    return blackbox.check(events, ref, kinds, "exact"), malformed, examples
+    return blackbox.check(events, ref, kinds, check), malformed, examples
 
 
-def _as_whole(tmp_path: Path, judged: in_parts.Judged, levels: Levels) -> None:
+def _as_whole(tmp_path: Path, judged: in_parts.Judged, levels: Levels, check: str = "exact") -> None:
     """The judgement equals the whole check's, figure for figure and word for word."""
-    check, malformed, examples = _whole(tmp_path, levels)
+    check, malformed, examples = _whole(tmp_path, levels, check)
     assert (judged.events, judged.reference_events) == (check["events"], check["reference_events"])
     assert judged.counts == {k: check[k] for k in blackbox.DIFFERENCES} and judged.equal == check["equal"]
     assert judged.first == check.get("first_difference")
@@ -217,6 +218,42 @@ def test_an_output_whose_seqs_go_back_is_judged_by_stock_as_whole(tmp_path, leve
     else:
         assert not judged.equal
     _as_whole(tmp_path, judged, levels)
+
+
+@pytest.mark.parametrize("edit", ["none", "conflated", "three shards, conflated", "a stock's two events swapped",
+                                  "a stock's last event dropped", "every 40th wrong", "three shards, one wrong",
+                                  "three shards, one swapped and one wrong"])
+@pytest.mark.parametrize("levels", [0, 5])
+def test_states_are_judged_by_stock_as_whole(tmp_path, levels, edit):
+    # check = "state" (a gateway that conflates): each event held to its stock's book at its seq, whose last event
+    # may lie anywhere before it, so judged in buckets of stocks from the start: the same counts and the same first
+    # difference as blackbox.check's state mode over both streams read whole.
+    lines = _lines(levels)
+    k = len(lines) // 3
+
+    def more_shares(line: str) -> str:
+        fields = line.split(",")
+        fields[-1] = str(int(fields[-1]) + 1)
+        return ",".join(fields)
+    if "conflated" in edit:  # of each stock's events, only every other one sent (its last always)
+        last = {line.split(",")[1]: i for i, line in enumerate(lines)}
+        lines = [line for i, line in enumerate(lines) if i % 2 == 0 or last[line.split(",")[1]] == i]
+    if "swapped" in edit:
+        i = _same_stock_pair(lines)
+        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    if edit == "a stock's last event dropped":
+        stock = lines[k].split(",")[1]
+        del lines[max(i for i, line in enumerate(lines) if line.split(",")[1] == stock)]
+    if edit == "every 40th wrong":
+        lines = [more_shares(line) if i % 40 == 3 else line for i, line in enumerate(lines)]
+    if "one wrong" in edit:
+        lines[k] = more_shares(lines[k])
+    if edit.startswith("three shards"):
+        lines = _shards(lines, 3, 37)
+    judged = _judged(tmp_path, "\n".join(lines) + "\n", levels, check="state")
+    assert judged is not None and judged.cut_by == "stock"
+    assert judged.equal == (edit in ("none", "conflated", "three shards, conflated"))
+    _as_whole(tmp_path, judged, levels, "state")
 
 
 def test_an_output_by_stock_keeps_its_stamps_and_last_seq(tmp_path):

@@ -563,6 +563,43 @@ def exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str,
     return _by_key(got, ref, kinds, fields, key, got_places, ref_places, name_first)
 
 
+def state(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str, ...],
+          got_places: Places = 0) -> tuple[dict[str, int], dict[str, Any] | None]:
+    """The state check (counts of DIFFERENCES, the first difference in stream order): each event received must
+    equal the reference's book of its stock (`fields`) at its seq, wrong otherwise; a stock whose last state
+    received is not the reference's last counts as one missing; a state older than one of its stock received
+    before it is out of order. Nothing is extra. Every figure is a stock's own, so streams may be judged a few
+    stocks at a time (gateways/in_parts.py): got_places, where the events received stand in their whole stream."""
+    book = list(fields)
+    r = ref.sort_values("seq", kind="stable")
+    g = got.reset_index(drop=True).reset_index().rename(columns={"index": "at"}).sort_values("seq", kind="stable")
+    merged = pd.merge_asof(g, r, on="seq", by="stock", direction="backward", suffixes=("", "_ref"))
+    theirs = merged[[f"{c}_ref" for c in book]].fillna(0).astype(np.int64).to_numpy()
+    bad = (merged[book].to_numpy() != theirs).any(axis=1)
+    last_ref = ref.groupby("stock").last()[book]
+    last_got = got.groupby("stock").last()[book].reindex(last_ref.index).fillna(-1).astype(np.int64)
+    counts = {"missing": int((last_ref.to_numpy() != last_got.to_numpy()).any(axis=1).sum()), "extra": 0,
+              "wrong": int(bad.sum()), "out_of_order": 0}
+    seqs = got["seq"].reset_index(drop=True)
+    stocks = got["stock"].reset_index(drop=True)
+    late = (seqs < seqs.groupby(stocks).cummax().groupby(stocks).shift(1)).to_numpy()
+    counts["out_of_order"] = int(late.sum())
+    first_late = int(np.flatnonzero(late)[0]) if late.any() else None
+    first_bad = int(merged.loc[bad, "at"].min()) if bad.any() else None
+    if first_late is None and first_bad is None:
+        return counts, None
+    is_late = first_bad is None or (first_late is not None and first_late < first_bad)
+    at = first_late if is_late else first_bad
+    row = got.iloc[at]
+    place = int(_place(got_places, at))
+    first = {"kind": "out of order" if is_late else "wrong", "seq": int(row["seq"]), "stock": int(row["stock"]),
+             "message": kinds.get(int(row["seq"]), "?"), "stream": "received", "index": place, "event": place + 1,
+             "expected": "the stock's states in seq order" if is_late else
+             "the reference book of its stock at its seq",
+             "got": _event_words(row, kinds) + (", after a state of the stock at a later seq" if is_late else "")}
+    return counts, first
+
+
 def _by_key(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str, ...], key: list[str],
             got_places: Places, ref_places: Places, name_first: bool) -> tuple[dict[str, int], dict[str, Any] | None]:
     """exact's matching of events by key, and the first difference's words."""
@@ -640,32 +677,8 @@ def check(events: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, mode: str,
         counts, first = exact(got, ref, kinds, (*book, *also), key)
         missing, extra, wrong, out_of_order = (counts[k] for k in DIFFERENCES)
     else:
-        r = ref.sort_values("seq", kind="stable")
-        g = got.reset_index().rename(columns={"index": "at"}).sort_values("seq", kind="stable")
-        state = pd.merge_asof(g, r, on="seq", by="stock", direction="backward", suffixes=("", "_ref"))
-        for c in list(book):
-            state[f"{c}_ref"] = state[f"{c}_ref"].fillna(0).astype(np.int64)
-        bad = (state[list(book)].to_numpy() != state[[f"{c}_ref" for c in list(book)]].to_numpy()).any(axis=1)
-        wrong, extra = int(bad.sum()), 0
-        last_ref = ref.groupby("stock").last()[list(book)]
-        last_got = got.groupby("stock").last()[list(book)].reindex(last_ref.index).fillna(-1).astype(np.int64)
-        missing = int((last_ref.to_numpy() != last_got.to_numpy()).any(axis=1).sum())
-        # A stock's states must come in seq order: one older than a state already reported is out of order.
-        late = (got["seq"] < got.groupby("stock")["seq"].cummax().groupby(got["stock"]).shift(1)).to_numpy()
-        out_of_order = int(late.sum())
-        if late.any() and (not bad.any() or int(np.flatnonzero(late)[0]) < int(state.loc[bad, "at"].min())):
-            at = int(np.flatnonzero(late)[0])
-            row = got.iloc[at]
-            first = {"kind": "out of order", "seq": int(row["seq"]), "stock": int(row["stock"]),
-                     "message": kinds.get(int(row["seq"]), "?"), "stream": "received", "index": at, "event": at + 1,
-                     "expected": "the stock's states in seq order", "got": _event_words(row, kinds)
-                     + ", after a state of the stock at a later seq"}
-        elif bad.any():
-            at = int(state.loc[bad, "at"].min())
-            row = got.iloc[at]
-            first = {"kind": "wrong", "seq": int(row["seq"]), "stock": int(row["stock"]),
-                     "message": kinds.get(int(row["seq"]), "?"), "stream": "received", "index": at, "event": at + 1,
-                     "expected": "the reference book of its stock at its seq", "got": _event_words(row, kinds)}
+        counts, first = state(got, ref, kinds, book)
+        missing, extra, wrong, out_of_order = (counts[k] for k in DIFFERENCES)
     out: dict[str, Any] = {"mode": mode, "reference_events": len(ref), "events": len(got), "missing": missing,
                            "extra": extra, "wrong": wrong, "out_of_order": out_of_order,
                            "equal": missing == extra == wrong == out_of_order == 0}

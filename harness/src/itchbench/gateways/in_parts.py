@@ -13,7 +13,8 @@ otherwise than by seq, or a stock's own events out of order) cannot be cut into 
 instead: both streams are written to disk in buckets of stocks, each event with its place in its stream, and each
 bucket is judged alone, as no event can be matched, nor be out of order, across stocks. A line past a part, a log
 that does not read back, or no room on the disk for the buckets: None, for the whole check. (Recovery and late joins
-use these too; `check = "state"` is judged whole by its caller.)"""
+use these too.) A gateway checked as states (`check = "state"`, blackbox.state) is judged in buckets of stocks from
+the start: an event is held to its stock's last reference event before it, which may lie in any earlier window."""
 
 from __future__ import annotations
 
@@ -76,8 +77,8 @@ Parts = Callable[[], tuple[Iterator[np.ndarray], "TextParts | None"]]
 
 def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, stale: bool,
            keep_stamps: bool, meter: Progress | None = None) -> Judged | None:
-    """The output (its contract's [bbo] table `bbo`) held to the reference run's events exactly, read a part at a
-    time, or None: there is no output, or it cannot be judged so (the whole check judges it). stale: the BBO
+    """The output (its contract's [bbo] table `bbo`) held to the reference run's events as its check says, read a
+    part at a time, or None: there is no output, or it cannot be judged so (the whole check judges it). stale: the BBO
     events' stale flags are held too. keep_stamps: keep the receive stamps (wire to wire). `meter` is told the
     output's bytes read so far (and, in buckets of stocks, the buckets judged), left for the caller to finish."""
     meter = meter or Progress("", None)  # says nothing
@@ -92,11 +93,11 @@ def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, 
     def ref() -> tuple[Iterator[np.ndarray], TextParts | None]:
         return log_parts(reference.events_log, stale), None
     return held(got, ref, bbo.get("levels", 0), stale, reference, keep_stamps, meter, output.parent,
-                output.stat().st_size)
+                output.stat().st_size, str(bbo.get("check", "exact")))
 
 
 def held(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackbox.Kinds, keep_stamps: bool,
-         meter: Progress, spill: Path, size: int) -> Judged | None:
+         meter: Progress, spill: Path, size: int, mode: str = "exact") -> Judged | None:
     """One stream's events (got) held to another's (ref: the simulation's, or a base run's) exactly, a part at a
     time, as blackbox.check holds them read whole; None when they cannot be (a line past a part, a log that does not
     read back, no room for buckets). kinds: message types, to name the first difference. spill: a folder for the
@@ -105,7 +106,13 @@ def held(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackbox.Ki
     Both streams are taken in windows of whole sequence numbers: every event of a seq below the lower of the two
     streams' last seqs read so far. A window the same in both is equal; any other is judged as the whole check
     judges it, by key. Streams whose seqs go back (a stock's events out of order, or stocks interleaved otherwise
-    than by seq) cannot be cut so: they are judged again from their start in buckets of stocks (_by_stock)."""
+    than by seq) cannot be cut so: they are judged again from their start in buckets of stocks (_by_stock).
+
+    mode "state" (blackbox.state): an event is held to its stock's last reference event at or before its seq, which
+    may lie in any window before its own; judged in buckets of stocks from the start."""
+    if mode == "state":
+        meter.next(meter.what, meter.total, meter.unit, how="states: read into buckets of stocks")
+        return _by_stock(got, ref, levels, stale, kinds, keep_stamps, meter, spill, size, mode)
     try:
         return _by_seq(got, ref, levels, stale, kinds, keep_stamps)
     except _SeqsGoBack:
@@ -171,7 +178,7 @@ def _event_columns(levels: Levels, stale: bool) -> tuple[int, list[str], list[st
 
 
 def _by_stock(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackbox.Kinds, keep_stamps: bool,
-              meter: Progress, spill: Path, size: int) -> Judged | None:
+              meter: Progress, spill: Path, size: int, mode: str = "exact") -> Judged | None:
     """held, for streams that cannot be cut by seq: both written to disk under `spill` in buckets of stocks (a
     stock's bucket: its locate modulo their number), each event with its place in its stream, then each bucket
     judged by key alone. Events of different stocks never match, nor is one out of order after another's, so the
@@ -206,26 +213,28 @@ def _by_stock(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackb
         meter.next(f"{meter.what}, bucket by bucket", count, "buckets of stocks", how="read into buckets")
         for b in range(count):
             meter.update(b)
-            found, first = _bucket_judged(mine.read(b), theirs.read(b), names, fields, key, _Unnamed())
+            found, first = _bucket_judged(mine.read(b), theirs.read(b), names, fields, key, _Unnamed(), mode)
             counts = {k: counts[k] + found[k] for k in counts}
             if first is not None:
                 earliest = min(earliest or (first["seq"], first["index"], first["stock"], b),
                                (first["seq"], first["index"], first["stock"], b))
         meter.update(count)
         named = None if earliest is None else _bucket_judged(mine.read(earliest[3]), theirs.read(earliest[3]), names,
-                                                              fields, key, kinds)[1]
+                                                              fields, key, kinds, mode)[1]
     return Judged(mine.events, theirs.events, counts, named, mine.highest_seq, theirs.highest_seq,
                   np.concatenate(stamps) if stamps else np.zeros((0, 2), np.int64),
                   text.malformed if text else 0, text.examples if text else [], "stock")
 
 
 def _bucket_judged(got: tuple[np.ndarray, np.ndarray], ref: tuple[np.ndarray, np.ndarray], names: list[str],
-                   fields: tuple[str, ...], key: list[str], kinds: blackbox.Kinds) -> tuple[dict[str, int],
-                                                                                           dict[str, Any] | None]:
-    """A bucket's events of both streams (_Buckets.read) held by key: blackbox.exact, numbered in the whole
-    streams."""
-    return blackbox.exact(pd.DataFrame(got[0], columns=names, copy=False),
-                          pd.DataFrame(ref[0], columns=names, copy=False), kinds, fields, key, got[1], ref[1])
+                   fields: tuple[str, ...], key: list[str], kinds: blackbox.Kinds,
+                   mode: str = "exact") -> tuple[dict[str, int], dict[str, Any] | None]:
+    """A bucket's events of both streams (_Buckets.read) held by key (blackbox.exact) or as states (blackbox.state),
+    numbered in the whole streams."""
+    mine, theirs = pd.DataFrame(got[0], columns=names, copy=False), pd.DataFrame(ref[0], columns=names, copy=False)
+    if mode == "state":
+        return blackbox.state(mine, theirs, kinds, fields, got[1])
+    return blackbox.exact(mine, theirs, kinds, fields, key, got[1], ref[1])
 
 
 class _Unnamed:

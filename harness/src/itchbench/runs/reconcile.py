@@ -606,10 +606,10 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     levels = bbo_cfg.get("levels", 0)
     reference = blackbox.reference_run(session, feed, levels)
     # Held to the simulation (of the whole session, when recovering or joining late) a part at a time.
-    judged = _judged_in_parts(run, out, bbo_cfg, reference, stale) if bbo_cfg["check"] == "exact" else None
+    judged = _judged_in_parts(run, out, bbo_cfg, reference, stale)
     if judged is not None:  # judged a part at a time: windows of whole seqs of both streams, or buckets of stocks
         events = pd.DataFrame(judged.stamps, columns=["seq", "t_recv"])
-        bbo_check = {"mode": "exact", "reference_events": judged.reference_events, "events": judged.events,
+        bbo_check = {"mode": bbo_cfg["check"], "reference_events": judged.reference_events, "events": judged.events,
                      **judged.counts, "equal": judged.equal, "read_in_parts": True, "cut_by": judged.cut_by}
         if judged.first is not None:
             bbo_check["first_difference"] = judged.first
