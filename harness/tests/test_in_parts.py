@@ -110,6 +110,13 @@ def test_json_lines_are_held_a_part_at_a_time_too(tmp_path, monkeypatch, levels)
     assert judged is not None and judged.counts["wrong"] == 1 and sum(judged.counts.values()) == 1
 
 
+def _more_shares(line: str) -> str:
+    """An event's line with one share more at its last level (a wrong event)."""
+    fields = line.split(",")
+    fields[-1] = str(int(fields[-1]) + 1)
+    return ",".join(fields)
+
+
 def _same_stock_pair(lines: list[str]) -> int:
     """A line whose next is an event of the same stock at a later seq: swapped, they are out of order."""
     seq, stock = zip(*(line.split(",")[:2] for line in lines))
@@ -124,17 +131,12 @@ def test_a_difference_is_judged_a_part_at_a_time_as_whole(tmp_path, levels, edit
     lines = _lines(levels)
     k = len(lines) // 2
     stock = lines[k].split(",")[1]
-
-    def more_shares(line: str) -> str:
-        fields = line.split(",")
-        fields[-1] = str(int(fields[-1]) + 1)
-        return ",".join(fields)
     if edit == "missing":
         del lines[k]
     elif edit == "extra":
         lines.insert(k, lines[k])
     elif edit == "wrong":  # one more share at its last level
-        lines[k] = more_shares(lines[k])
+        lines[k] = _more_shares(lines[k])
     elif edit == "last missing":
         lines.pop()
     elif edit == "one more at the end":
@@ -145,9 +147,9 @@ def test_a_difference_is_judged_a_part_at_a_time_as_whole(tmp_path, levels, edit
     elif edit == "a stretch of a stock missing":  # a gateway that dropped one stock for 500 events
         lines = [line for i, line in enumerate(lines) if not (k <= i < k + 500 and line.split(",")[1] == stock)]
     elif edit == "every 50th wrong":  # a broken book: the same events, some with wrong shares
-        lines = [more_shares(line) if i % 50 == 7 else line for i, line in enumerate(lines)]
+        lines = [_more_shares(line) if i % 50 == 7 else line for i, line in enumerate(lines)]
     elif edit == "wrong and extra far apart":
-        lines[10] = more_shares(lines[10])
+        lines[10] = _more_shares(lines[10])
         lines.insert(len(lines) - 10, lines[len(lines) - 10])
     else:
         lines = []
@@ -180,11 +182,6 @@ def test_an_output_whose_seqs_go_back_is_judged_by_stock_as_whole(tmp_path, leve
     # the same counts and the same first difference, numbered and ordered in the whole streams, as the whole check.
     lines = _lines(levels)
     k = len(lines) // 3
-
-    def more_shares(line: str) -> str:
-        fields = line.split(",")
-        fields[-1] = str(int(fields[-1]) + 1)
-        return ",".join(fields)
     if edit == "a stock's two events swapped":
         i = _same_stock_pair(lines)
         lines[i], lines[i + 1] = lines[i + 1], lines[i]
@@ -194,7 +191,7 @@ def test_an_output_whose_seqs_go_back_is_judged_by_stock_as_whole(tmp_path, leve
         if edit.endswith("one missing, one extra, one wrong, one swapped"):
             i = _same_stock_pair(lines)
             lines[i], lines[i + 1] = lines[i + 1], lines[i]
-            lines[k] = more_shares(lines[k])
+            lines[k] = _more_shares(lines[k])
             lines.insert(2 * k, lines[2 * k])
             del lines[k // 2]
         elif edit.endswith("an event given to another stock"):  # missing for one stock, extra for another
@@ -202,7 +199,7 @@ def test_an_output_whose_seqs_go_back_is_judged_by_stock_as_whole(tmp_path, leve
             other = next(line.split(",")[1] for line in lines[k + 1:] if line.split(",")[1] != fields[1])
             lines[k] = ",".join([fields[0], other, *fields[2:]])
         elif edit.endswith("every 40th wrong"):
-            lines = [more_shares(line) if i % 40 == 3 else line for i, line in enumerate(lines)]
+            lines = [_more_shares(line) if i % 40 == 3 else line for i, line in enumerate(lines)]
         elif edit.endswith("shares past 32 bits"):  # a part written as 64 bits, the rest of its bucket as 32
             fields = lines[k].split(",")
             lines[k] = ",".join([*fields[:-1], str(5_000_000_000 + int(fields[-1]))])
@@ -230,11 +227,6 @@ def test_states_are_judged_by_stock_as_whole(tmp_path, levels, edit):
     # difference as blackbox.check's state mode over both streams read whole.
     lines = _lines(levels)
     k = len(lines) // 3
-
-    def more_shares(line: str) -> str:
-        fields = line.split(",")
-        fields[-1] = str(int(fields[-1]) + 1)
-        return ",".join(fields)
     if "conflated" in edit:  # of each stock's events, only every other one sent (its last always)
         last = {line.split(",")[1]: i for i, line in enumerate(lines)}
         lines = [line for i, line in enumerate(lines) if i % 2 == 0 or last[line.split(",")[1]] == i]
@@ -245,9 +237,9 @@ def test_states_are_judged_by_stock_as_whole(tmp_path, levels, edit):
         stock = lines[k].split(",")[1]
         del lines[max(i for i, line in enumerate(lines) if line.split(",")[1] == stock)]
     if edit == "every 40th wrong":
-        lines = [more_shares(line) if i % 40 == 3 else line for i, line in enumerate(lines)]
+        lines = [_more_shares(line) if i % 40 == 3 else line for i, line in enumerate(lines)]
     if "one wrong" in edit:
-        lines[k] = more_shares(lines[k])
+        lines[k] = _more_shares(lines[k])
     if edit.startswith("three shards"):
         lines = _shards(lines, 3, 37)
     judged = _judged(tmp_path, "\n".join(lines) + "\n", levels, check="state")
