@@ -117,6 +117,10 @@ CLAIMS_EVERY_LEVEL = (Edit(_BBO_LEVELS, 'levels = "all"\n', "itchbench.toml"),)
 _CPP_BBO_LEVELS = ("levels = 0          # the BBO; N: it writes the top N levels a side (--levels N); \"all\": every "
                    "level's changes; judged against the simulation's\n")
 CPP_CLAIMS_EVERY_LEVEL = (Edit(_CPP_BBO_LEVELS, 'levels = "all"\n', "itchbench.toml"),)
+# Checked as states (check = "state"): each event held to its stock's book at its seq, judged in buckets of stocks.
+_CHECK_EXACT = 'check = "exact"     # event for event against itchbench\'s simulation\n'
+CLAIMS_STATE = (Edit(_CHECK_EXACT, 'check = "state"\n', "itchbench.toml"),)
+_WRONG_BID = (_CSV_LINE, _CSV_LINE.replace("{bbo[1]}", "{bbo[1] + (seq % 97 == 0)}").replace(")\n", ")  # MUTANT\n"))
 # Run with --shards 3: it publishes as a gateway with a thread a shard does, stocks interleaved otherwise than by seq.
 _UDP_COMMAND_END = '{snapshot_password} --levels {levels}"\n'
 CLAIMS_SHARDS = (Edit(_UDP_COMMAND_END, '{snapshot_password} --levels {levels} --shards 3"\n', "itchbench.toml"),)
@@ -142,9 +146,10 @@ MUTANTS: tuple[Mutant, ...] = (
            quick=True),
     Mutant("extra-event", "an event on every touch of a stock, changed or not", PY,
            _py((_SAY, "        if True:  # MUTANT\n")), "udp", "bbo_differs"),
-    Mutant("wrong-event", "bid shares one too many on events of a seq divisible by 97", PY,
-           _py((_CSV_LINE, _CSV_LINE.replace("{bbo[1]}", "{bbo[1] + (seq % 97 == 0)}").replace(")\n", ")  # MUTANT\n"))),
-           "udp", "bbo_differs"),
+    Mutant("wrong-event", "bid shares one too many on events of a seq divisible by 97", PY, _py(_WRONG_BID), "udp",
+           "bbo_differs"),
+    Mutant("wrong-state", "bid shares one too many on events of a seq divisible by 97, the contract checking states",
+           PY, CLAIMS_STATE + _py(_WRONG_BID), "udp", "bbo_differs"),
     Mutant("duplicated-event", "events of a seq divisible by 97 sent twice", PY,
            _py((_EMIT, _EMIT + "            if seq % 97 == 0:  # MUTANT\n                pending.append(pending[-1])\n")),
            "udp", "bbo_differs"),
@@ -313,6 +318,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "heartbeats", "lossless"),
     Control(PY, "udp", "lossless", edits=_CLAIMS_EXIT_AT_END, claim="contract says exits_at_end"),
     Control(PY, "udp", "lossless", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
+    Control(PY, "udp", "lossless", edits=CLAIMS_STATE, claim='contract says check = "state"'),
     Control(PY, "udp", "lossless", edits=CLAIMS_SHARDS, claim="contract runs it with --shards 3"),
     Control(PY, "serial", "lossless", edits=CLAIMS_SHARDS_SERIAL, claim="contract runs it with --shards 3"),
     Control(PY, "join-depth", "joined", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
