@@ -98,10 +98,10 @@ def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, 
 
 def held(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackbox.Kinds, keep_stamps: bool,
          meter: Progress, spill: Path, size: int, mode: str = "exact") -> Judged | None:
-    """One stream's events (got) held to another's (ref: the simulation's, or a base run's) exactly, a part at a
-    time, as blackbox.check holds them read whole; None when they cannot be (a line past a part, a log that does not
-    read back, no room for buckets). kinds: message types, to name the first difference. spill: a folder for the
-    buckets of stocks; size: the bytes of the larger stream's file, for how many.
+    """One stream's events (got) held to another's (ref: the simulation's, or a base run's) exactly (or as states:
+    mode), a part at a time, as blackbox.check holds them read whole; None when they cannot be (a line past a part,
+    a log that does not read back, no room for buckets). kinds: message types, to name the first difference.
+    spill: a folder for the buckets of stocks; size: the bytes of the larger stream's file, for how many.
 
     Both streams are taken in windows of whole sequence numbers: every event of a seq below the lower of the two
     streams' last seqs read so far. A window the same in both is equal; any other is judged as the whole check
