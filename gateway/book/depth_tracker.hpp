@@ -28,46 +28,61 @@ class DepthTracker {
   // After a message the book told of in touch: how many levels of the touched side's top N it changed (0: no
   // event); then changes() holds them, best first, until the next take.
   uint32_t take_change(const OrderBook& book, const BookTouch& touch) {
-    switch (plain(book, touch)) {
-      case 1: return take_plain_one(book, touch);
-      case 2: return take_plain_two(book, touch);
+    return take_change(book, touch, plain(book, touch));
+  }
+  // take_change of a touch that plain() has told of.
+  uint32_t take_change(const OrderBook& book, const BookTouch& touch, uint32_t plain) {
+    switch (plain) {
+      case 1: return take_plain_one<true>(book, touch);
+      case 2: return take_plain_two<true>(book, touch);
+      case 1 + kOffLadder: return take_plain_one<false>(book, touch);
+      case 2 + kOffLadder: return take_plain_two<false>(book, touch);
       default: return take_change_otherwise(book, touch);
     }
   }
-  // The common cases, which take_plain_one and take_plain_two take inline and with no branch on whether a level is
-  // in the top N (for 73 % of nasdaq-day's book messages it is: a coin toss to the branch predictor): the levels
-  // the message changed (1, or 2 for a replace to another price), none made or emptied, on a side whose levels are
-  // all on its price ladder (85 % of nasdaq-day's book messages, none of deep-book's). How many levels, or 0.
+  // The common cases, taken inline: the levels the message changed (1, or 2 for a replace to another price), none
+  // made or emptied. Nothing then moves into or out of the top N, so the event is the touched levels' own changes
+  // that are in it, each known by its rank alone. On a side whose levels are all on its price ladder (85 % of
+  // nasdaq-day's book messages, none of deep-book's) a rank is one population count, and the event is logged with
+  // no branch on whether a level is in the top N (for 73 % of nasdaq-day's book messages it is: a coin toss to the
+  // branch predictor); on a side with levels off its ladder, kOffLadder is added (a deep book's touches are mostly
+  // below the top N, a branch well predicted). How many levels, or 0.
+  static constexpr uint32_t kOffLadder = 2;
   uint32_t plain(const OrderBook& book, const BookTouch& touch) const {
     const LevelTouch& first = touch.level[0];
     const LevelTouch& second = touch.level[touch.levels == 2];
     const bool kept = (first.before != 0) & (first.after != 0) & (second.before != 0) & (second.after != 0);
-    return kept && book.side_view(touch.locate, touch.bid).ladder_only() ? touch.levels : 0;
+    if (!kept) return 0;
+    return touch.levels + (book.side_view(touch.locate, touch.bid).ladder_only() ? 0 : kOffLadder);
   }
-  // take_change of a plain touch of one level: 0 or 1.
+  // take_change of a plain touch of one level: 0 or 1. kLadderOnly: plain() said the side has no level off its
+  // ladder.
+  template <bool kLadderOnly>
   uint32_t take_plain_one(const OrderBook& book, const BookTouch& touch) {
     const LevelTouch& level = touch.level[0];
-    const uint32_t n = in_top(book.side_view(touch.locate, touch.bid), level);
+    const uint32_t n = in_top<kLadderOnly>(book.side_view(touch.locate, touch.bid), level);
     changes_[0] = {level.price, level.after};
     bid_changes_ = n & (0u - touch.bid);
     return n;
   }
-  // take_change of a plain touch of two levels: with none made or emptied, no level moves into or out of the top
-  // N, so the changes are the two levels' own that are in it, best first. 0, 1 or 2; changes() holds both levels
-  // either way, the ones in the top N first.
+  // take_change of a plain touch of two levels: the two levels' own changes that are in the top N, best first. 0,
+  // 1 or 2; changes() holds both levels either way, the ones in the top N first.
+  template <bool kLadderOnly>
   uint32_t take_plain_two(const OrderBook& book, const BookTouch& touch) {
     const OrderBook::SideView side = book.side_view(touch.locate, touch.bid);
     const LevelTouch &left = touch.level[0], &taken = touch.level[1];
     const bool taken_first = touch.bid ? taken.price > left.price : taken.price < left.price;
     const LevelTouch& first = taken_first ? taken : left;
     const LevelTouch& second = taken_first ? left : taken;
-    const uint32_t first_in = in_top(side, first), second_in = in_top(side, second);
+    const uint32_t first_in = in_top<kLadderOnly>(side, first), second_in = in_top<kLadderOnly>(side, second);
     changes_[0] = first_in ? LevelChange{first.price, first.after} : LevelChange{second.price, second.after};
     changes_[1] = {second.price, second.after};
     const uint32_t n = first_in + second_in;
     bid_changes_ = n & (0u - touch.bid);
     return n;
   }
+  // take_change of a touch that is not plain (a level made or emptied, or no level changed). Out of line.
+  uint32_t take_change_otherwise(const OrderBook& book, const BookTouch& touch);
   // Both sides' top N whole: a stock's first event after a snapshot, whose messages emitted nothing as they were
   // applied. The first bid_changes() of changes() are the bids', the rest the asks'.
   uint32_t take_change(const OrderBook& book, uint16_t locate);
@@ -76,12 +91,12 @@ class DepthTracker {
 
  private:
   // A plain touch's level changed shares within the top N.
+  template <bool kLadderOnly>
   uint32_t in_top(const OrderBook::SideView& side, const LevelTouch& level) const {
-    return (side.better_than_level(level.price) < levels_) & (level.before != level.after);
+    const bool top = kLadderOnly ? side.better_than_level(level.price) < levels_
+                                 : side.in_top_with_others(level.price, levels_);
+    return top & (level.before != level.after);
   }
-  // take_change of a touch that is not plain: a level made or emptied, a replace to another price, a side with
-  // levels off its ladder. Out of line.
-  uint32_t take_change_otherwise(const OrderBook& book, const BookTouch& touch);
   // One level touched within the top N: its change, and the level it pushed out of the top N or that moved up
   // into it.
   uint32_t one_level(const OrderBook::SideView& side, const LevelTouch& level) {

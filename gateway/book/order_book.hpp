@@ -227,9 +227,7 @@ class OrderBook::SideView {
  public:
   // How many of the side's levels are better than price (which need not be a level's), counted up to `enough`.
   uint32_t better_than(uint32_t price, uint32_t enough) const {
-    // A ladder tick t is better than a bid at price when t * 100 > price, than an offer when t * 100 < price.
-    const uint32_t tick = PriceLadder::tick_of(price) + (!bid_ && !PriceLadder::on_tick(price));
-    const uint32_t on = side_->ladder.count_better(tick, bid_);
+    const uint32_t on = ladder_better_than(price);
     if (side_->others.empty() || on >= enough) return on;
     // The off-ladder levels better than it are the back of the side's array (in key order, the best last): a deep
     // book has many, and a search among them all would be a dozen unpredictable branches.
@@ -242,6 +240,18 @@ class OrderBook::SideView {
   // better_than for a price that is one of the side's levels, all of whose levels are on its ladder (ladder_only).
   uint32_t better_than_level(uint32_t price) const {
     return side_->ladder.count_better_present(PriceLadder::tick_of(price), bid_);
+  }
+  // Whether fewer than n of the side's levels are better than price, a level of a side with levels off its
+  // ladder: the ladder's count, then one look at the off-ladder levels instead of a walk down them (a deep
+  // book's touches are mostly below the top N, and a walk's exit a branch on how far down).
+  bool in_top_with_others(uint32_t price, uint32_t n) const {
+    const uint32_t on = ladder_better_than(price);
+    if (on >= n) return false;
+    // Fewer than n - on off-ladder levels are better exactly when the (n - on)th best of them is not: they are
+    // in key order, the best at the back.
+    const std::vector<Entry>& others = side_->others;
+    const size_t need = n - on;
+    return others.size() < need || others[others.size() - need].key <= key_of(price, bid_);
   }
   bool ladder_only() const { return side_->others.empty(); }
   uint32_t count() const { return side_->ladder.count() + uint32_t(side_->others.size()); }
@@ -258,6 +268,11 @@ class OrderBook::SideView {
 
  private:
   friend class OrderBook;
+  // How many of the ladder's ticks are better than price: a tick t is better than a bid at price when
+  // t * 100 > price, than an offer when t * 100 < price.
+  uint32_t ladder_better_than(uint32_t price) const {
+    return side_->ladder.count_better(PriceLadder::tick_of(price) + (!bid_ && !PriceLadder::on_tick(price)), bid_);
+  }
   const OrderBook* book_;
   const Side* side_;
   uint16_t locate_;

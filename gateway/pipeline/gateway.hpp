@@ -236,15 +236,21 @@ class Gateway {
     if constexpr (kTouch) {
       if (touch.levels != 0) {
         if (depth_) {
-          // A plain touch's changes are written with no branch on whether there are any (DepthTracker::plain).
-          const uint32_t plain = depth_log_ && !PublishesDepth<Publisher>::value ? depth_->plain(book_, touch) : 0;
-          if (plain == 1) {
-            log_depth_if(depth_->take_plain_one(book_, touch), 1, seq, load_be48(msg + 5), touch.locate);
-          } else if (plain == 2) {
-            log_depth_if(depth_->take_plain_two(book_, touch), 2, seq, load_be48(msg + 5), touch.locate);
-          } else if (const uint32_t changed_levels = depth_->take_change(book_, touch)) {
-            log_depth(seq, load_be48(msg + 5), touch.locate, changed_levels, bbo_flags_);
+          // A plain touch's changes on a side all on its ladder are written with no branch on whether there are
+          // any (DepthTracker::plain).
+          const bool unbranched = depth_log_ && !PublishesDepth<Publisher>::value;
+          const uint32_t plain = depth_->plain(book_, touch);
+          uint32_t changed_levels = 0;
+          if (unbranched && plain == 1) {
+            log_depth_if(depth_->take_plain_one<true>(book_, touch), 1, seq, load_be48(msg + 5), touch.locate);
+          } else if (unbranched && plain == 2) {
+            log_depth_if(depth_->take_plain_two<true>(book_, touch), 2, seq, load_be48(msg + 5), touch.locate);
+          } else if (plain == 0) {
+            changed_levels = depth_->take_change_otherwise(book_, touch);
+          } else {
+            changed_levels = depth_->take_change(book_, touch, plain);
           }
+          if (changed_levels != 0) log_depth(seq, load_be48(msg + 5), touch.locate, changed_levels, bbo_flags_);
         } else {
           log_level_changes(seq, load_be48(msg + 5), touch, bbo_flags_);
         }
