@@ -20,7 +20,16 @@ inline auto OrderBook::find_entry(Entries& side, uint32_t key) -> decltype(side.
     --it;
     if (it->key <= key) return it->key == key ? it : it + 1;
   }
-  return std::lower_bound(side.begin(), it, key, [](const Entry& e, uint32_t k) { return e.key < k; });
+  // Further down, a search without branches on the keys (each step a conditional move): a deep book's adds land
+  // anywhere in it, and a branch per step is a coin toss.
+  const auto first = side.begin();
+  size_t at = 0;  // the answer lies in [at, at + n]
+  for (size_t n = size_t(it - first); n > 1;) {
+    const size_t half = n / 2;
+    at += half & (0 - size_t(first[at + half - 1].key < key));  // a mask, not a ternary: GCC made that a branch
+    n -= half;
+  }
+  return first + at + (first + at != it && first[at].key < key);
 }
 
 inline uint64_t OrderBook::shares_at(uint16_t locate, bool bid, uint32_t price) const {
