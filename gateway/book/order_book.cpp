@@ -8,12 +8,15 @@ OrderBook::OrderBook(size_t expected_orders) : levels_{Level{~0u, 0, 0}, Level{0
 
 void OrderBook::grow_stocks(uint16_t locate) {
   stocks_.resize(size_t(locate) + 1);
+  others_.resize(2 * stocks_.size());
+  last_emitted_.resize(stocks_.size());
   stock_count_ = uint32_t(stocks_.size());
 }
 
 uint64_t OrderBook::shares_off_ladder(const Side& s, uint32_t key) const {
-  const auto it = find_entry(s.others, key);
-  return it != s.others.end() && it->key == key ? levels_[it->level].shares : 0;
+  const std::vector<Entry>& others = others_of(s);
+  const auto it = find_entry(others, key);
+  return it != others.end() && it->key == key ? levels_[it->level].shares : 0;
 }
 
 uint32_t OrderBook::new_level(uint32_t key, uint32_t shares) {
@@ -28,7 +31,7 @@ uint32_t OrderBook::new_level(uint32_t key, uint32_t shares) {
 }
 
 uint32_t OrderBook::level_elsewhere(Side& side, uint32_t price, uint32_t key, uint32_t shares, bool& made) {
-  std::vector<Entry>& others = side.others;
+  std::vector<Entry>& others = others_of(side);
   // A whole-tick price may have a level off the ladder, made before the ladder reached it: look there first.
   auto it = find_entry(others, key);
   if (it != others.end() && it->key == key) {
@@ -51,6 +54,7 @@ uint32_t OrderBook::level_elsewhere(Side& side, uint32_t price, uint32_t key, ui
   ++levels_off_ladder_;
   const uint32_t place = new_level(key, shares);
   others.insert(it, Entry{key, place});
+  ++side.off_ladder;
   return place;
 }
 
@@ -61,7 +65,7 @@ uint32_t OrderBook::insert_order_general(uint16_t locate, uint64_t ref, uint8_t 
   const uint32_t key = key_of(price, side == 1);
   const uint32_t tick = PriceLadder::tick_of(price);
   bool made;
-  place = s.others.empty() && PriceLadder::on_tick(price) && s.ladder.fits(tick)
+  place = s.off_ladder == 0 && PriceLadder::on_tick(price) && s.ladder.fits(tick)
               ? ladder_level(s.ladder, tick, key, shares, made)
               : level_elsewhere(s, price, key, shares, made);
   orders_.insert(ref, {shares, place, locate, side});
@@ -71,8 +75,8 @@ uint32_t OrderBook::insert_order_general(uint16_t locate, uint64_t ref, uint8_t 
 uint32_t OrderBook::side_best(const Side& side, bool bid) const {
   const PriceLadder& ladder = side.ladder;
   const uint32_t on = ladder.empty() ? uint32_t(bid) : ladder.place_of(bid ? ladder.highest() : ladder.lowest());
-  if (side.others.empty()) return on;
-  const uint32_t off = side.others.back().level;
+  if (side.off_ladder == 0) return on;
+  const uint32_t off = others_of(side).back().level;
   return ladder.empty() || levels_[off].key > levels_[on].key ? off : on;
 }
 
@@ -84,7 +88,7 @@ std::vector<OrderBook::LevelView> OrderBook::levels(uint16_t locate, char side) 
   std::vector<LevelView> out;
   if (locate >= stocks_.size()) return out;
   const Side& s = stocks_[locate].sides[bid ? 1 : 0];
-  std::vector<Entry> all(s.others);
+  std::vector<Entry> all(others_of(s));
   const PriceLadder& ladder = s.ladder;
   if (!ladder.empty())
     for (uint32_t t = ladder.lowest(); t <= ladder.highest(); ++t)
@@ -103,11 +107,12 @@ void OrderBook::top_levels(uint16_t locate, bool bid, uint32_t n, BookLevel* out
     // at each step the greater key of the two is the next level.
     bool on = !ladder.empty();
     uint32_t tick = on ? (bid ? ladder.highest() : ladder.lowest()) : 0;
-    size_t off = s.others.size();
+    const std::vector<Entry>& others = others_of(s);
+    size_t off = others.size();
     while (filled < n && (on || off > 0)) {
       const uint32_t on_place = on ? ladder.place_of(tick) : 0;
-      const bool take_on = on && (off == 0 || levels_[on_place].key > s.others[off - 1].key);
-      const uint32_t place = take_on ? on_place : s.others[--off].level;
+      const bool take_on = on && (off == 0 || levels_[on_place].key > others[off - 1].key);
+      const uint32_t place = take_on ? on_place : others[--off].level;
       out[filled++] = BookLevel{price_of(levels_[place].key, bid), levels_[place].shares};
       if (!take_on) continue;
       // The next present tick away from the best, or none.
@@ -128,11 +133,10 @@ bool OrderBook::find_order(uint64_t ref, OrderView& out) const {
 }
 
 size_t OrderBook::memory_bytes() const {
-  size_t entries = 0;
-  for (const Stock& s : stocks_)
-    entries += (s.sides[0].others.capacity() + s.sides[1].others.capacity()) * sizeof(Entry);
-  return stocks_.capacity() * sizeof(Stock) + orders_.bytes() + entries + levels_.capacity() * sizeof(Level) +
-         free_levels_.capacity() * sizeof(uint32_t);
+  size_t entries = others_.capacity() * sizeof(std::vector<Entry>);
+  for (const std::vector<Entry>& side : others_) entries += side.capacity() * sizeof(Entry);
+  return stocks_.capacity() * sizeof(Stock) + last_emitted_.capacity() * sizeof(Bbo) + orders_.bytes() + entries +
+         levels_.capacity() * sizeof(Level) + free_levels_.capacity() * sizeof(uint32_t);
 }
 
 }  // namespace itchbench

@@ -83,7 +83,7 @@ class OrderBook {
   // (a best level can change and change back within one replace).
   // locate is one that a book method returned (so its stock exists).
   bool take_bbo_change(uint16_t locate, Bbo& out) {
-    Bbo& last = stocks_[locate].last_emitted;
+    Bbo& last = last_emitted_[locate];
     out = bbo_of(stocks_[locate]);
     // Field by field, in registers: compared or copied as a whole, the Bbo went through stack memory in
     // narrow stores read back wide, which stalls (no store-to-load forwarding).
@@ -149,20 +149,27 @@ class OrderBook {
     uint8_t side;  // 0 ask, 1 bid
   };
   struct Side {
-    uint32_t best;  // place of the best level, on the ladder or off it; the side's number when it has none
     PriceLadder ladder;
-    std::vector<Entry> others;  // levels off the ladder in key order, the best at the back
+    uint32_t best;            // place of the best level, on the ladder or off it; the side's number when it has none
+    uint32_t off_ladder = 0;  // how many of its levels are off the ladder (others_of)
   };
-  struct Stock {
+  // Both sides of a stock in one cache line: a message reads its side, and a BBO check both sides' best. (With
+  // the off-ladder levels' array and the last BBO emitted in it, a stock was 136 bytes, three lines.)
+  struct alignas(64) Stock {
     Stock() {
       sides[0].best = 0;
       sides[1].best = 1;
     }
     Side sides[2];  // [0] asks, [1] bids
-    Bbo last_emitted;
   };
+  static_assert(sizeof(Stock) == 64 && sizeof(Side) == 32, "a stock's sides in one cache line");
 
   static uint32_t key_of(uint32_t price, bool bid) { return bid ? price : ~price; }
+  // A side's levels off its ladder, in key order, the best at the back: the side's place among all stocks' sides.
+  std::vector<Entry>& others_of(const Side& s) {
+    return others_[(reinterpret_cast<uintptr_t>(&s) - reinterpret_cast<uintptr_t>(stocks_.data())) / sizeof(Side)];
+  }
+  const std::vector<Entry>& others_of(const Side& s) const { return const_cast<OrderBook*>(this)->others_of(s); }
   static uint32_t price_of(uint32_t key, bool bid) { return bid ? key : ~key; }
   Bbo bbo_of(const Stock& s) const {
     const Level& bid = levels_[s.sides[1].best];
@@ -215,6 +222,8 @@ class OrderBook {
   uint64_t shares_off_ladder(const Side& s, uint32_t key) const;  // shares_at's rare case
 
   std::vector<Stock> stocks_;  // by locate, up to the highest that has had an order: memory in proportion
+  std::vector<std::vector<Entry>> others_;  // each side's levels off its ladder (others_of), as stocks_ by side
+  std::vector<Bbo> last_emitted_;           // by locate: the BBO last taken (take_bbo_change)
   uint32_t stock_count_ = 0;   // stocks_.size(), kept: the size is a division by sizeof(Stock)
   std::vector<Level, HugePageAllocator<Level>> levels_;        // every stock's price levels, at stable places
   std::vector<uint32_t> free_levels_;  // places in levels_ of off-ladder levels that emptied
@@ -228,10 +237,10 @@ class OrderBook::SideView {
   // How many of the side's levels are better than price (which need not be a level's), counted up to `enough`.
   uint32_t better_than(uint32_t price, uint32_t enough) const {
     const uint32_t on = ladder_better_than(price);
-    if (side_->others.empty() || on >= enough) return on;
+    if (side_->off_ladder == 0 || on >= enough) return on;
     // The off-ladder levels better than it are the back of the side's array (in key order, the best last): a deep
     // book has many, and a search among them all would be a dozen unpredictable branches.
-    const std::vector<Entry>& others = side_->others;
+    const std::vector<Entry>& others = book_->others_of(*side_);
     const uint32_t key = key_of(price, bid_);
     uint32_t off = 0;
     for (size_t i = others.size(); i > 0 && on + off < enough && others[i - 1].key > key; --i) ++off;
@@ -249,16 +258,16 @@ class OrderBook::SideView {
     if (on >= n) return false;
     // Fewer than n - on off-ladder levels are better exactly when the (n - on)th best of them is not: they are
     // in key order, the best at the back.
-    const std::vector<Entry>& others = side_->others;
+    const std::vector<Entry>& others = book_->others_of(*side_);
     const size_t need = n - on;
     return others.size() < need || others[others.size() - need].key <= key_of(price, bid_);
   }
-  bool ladder_only() const { return side_->others.empty(); }
-  uint32_t count() const { return side_->ladder.count() + uint32_t(side_->others.size()); }
+  bool ladder_only() const { return side_->off_ladder == 0; }
+  uint32_t count() const { return side_->ladder.count() + side_->off_ladder; }
   // The k-th best level, 0 the best (k < count()). A side with levels off its ladder is walked from its best
   // level into scratch (k + 1 levels).
   BookLevel nth(uint32_t k, BookLevel* scratch) const {
-    if (!side_->others.empty()) {
+    if (side_->off_ladder != 0) {
       book_->top_levels(locate_, bid_, k + 1, scratch);
       return scratch[k];
     }

@@ -39,7 +39,7 @@ inline uint64_t OrderBook::shares_at(uint16_t locate, bool bid, uint32_t price) 
   // A tick that fits the ladder's window owns its slot: no other present tick can share it.
   if (PriceLadder::on_tick(price) && s.ladder.fits(tick) && s.ladder.present(tick))
     return levels_[s.ladder.place_of(tick)].shares;
-  return s.others.empty() ? 0 : shares_off_ladder(s, key_of(price, bid));
+  return s.off_ladder == 0 ? 0 : shares_off_ladder(s, key_of(price, bid));
 }
 
 inline uint32_t OrderBook::ladder_level(PriceLadder& ladder, uint32_t tick, uint32_t key, uint32_t shares, bool& made) {
@@ -63,7 +63,7 @@ inline uint32_t OrderBook::insert_order(uint16_t locate, uint64_t ref, uint8_t s
   if (__builtin_expect(locate < stock_count_, 1)) {
     Side& s = stocks_[locate].sides[side];
     const uint32_t tick = PriceLadder::tick_of(price);
-    if (__builtin_expect(s.others.empty() && PriceLadder::on_tick(price) && s.ladder.fits(tick), 1)) {
+    if (__builtin_expect(s.off_ladder == 0 && PriceLadder::on_tick(price) && s.ladder.fits(tick), 1)) {
       auto* slot = orders_.direct_slot(ref);
       if (__builtin_expect(slot != nullptr, 1)) {
         const uint32_t key = key_of(price, side == 1);
@@ -86,8 +86,9 @@ inline bool OrderBook::leave_level(const Order& o) {
   if (s.ladder.owns(o.level)) {
     s.ladder.remove(PriceLadder::tick_of(price_of(l.key, bid)));
   } else {
-    auto it = find_entry(s.others, l.key);
-    s.others.erase(it);
+    std::vector<Entry>& others = others_of(s);
+    others.erase(find_entry(others, l.key));
+    --s.off_ladder;
     free_levels_.push_back(o.level);
   }
   if (s.best != o.level) return false;
