@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from itchbench.analysis import native
@@ -173,6 +174,55 @@ def test_state_accepts_conflation_and_repeats_but_not_a_wrong_book():
     stale = _events([[11, 2, 200, 7, 210, 3], [12, 1, 101, 2, 0, 0], [13, 2, 200, 7, 210, 3]])
     out = blackbox.check(stale, REF, KINDS, "state")
     assert (out["wrong"], out["missing"]) == (1, 1) and out["first_difference"]["index"] == 2
+
+
+def _states_by_hand(got: pd.DataFrame, ref: pd.DataFrame) -> tuple[dict[str, int], tuple[str, int] | None]:
+    """The state check's rule event by event: each received event against its stock's last reference event at or
+    before its seq (an empty book when none), a stock's last state received against its last reference event, a
+    seq below one of its stock received before it out of order; the first event either, by place (named wrong when
+    it is both)."""
+    fields = ["bid_px", "bid_qty", "ask_px", "ask_qty"]
+    wrong, late, first = 0, 0, None
+    highest: dict[int, int] = {}
+    for at, event in enumerate(got.itertuples(index=False)):
+        earlier = ref[(ref["stock"] == event.stock) & (ref["seq"] <= event.seq)]
+        expected = earlier[fields].values[-1].tolist() if len(earlier) else [0, 0, 0, 0]
+        is_late = event.seq < highest.get(event.stock, event.seq)
+        is_wrong = [getattr(event, f) for f in fields] != expected
+        wrong, late = wrong + is_wrong, late + is_late
+        if first is None and (is_wrong or is_late):
+            first = ("wrong" if is_wrong else "out of order", at)
+        highest[event.stock] = max(highest.get(event.stock, event.seq), event.seq)
+    missing = 0
+    for stock, events in ref.groupby("stock", sort=False):
+        received = got[got["stock"] == stock]
+        missing += not len(received) or received[fields].values[-1].tolist() != events[fields].values[-1].tolist()
+    return {"missing": missing, "extra": 0, "wrong": wrong, "out_of_order": late}, first
+
+
+def test_states_are_judged_as_the_rule_says_event_by_event():
+    # Random sessions of a few stocks (several reference events at one seq now and then), received with events
+    # conflated away, two swapped, a share changed, a stock renamed, or seqs past 2^40 (which do not fit beside a
+    # stock in one 64-bit key): the counts and the first difference are the rule's, worked out event by event.
+    rng = np.random.default_rng(11)
+    for case in range(400):
+        n = int(rng.integers(1, 40))
+        seqs = np.sort(rng.integers(1, 30, n)) + (1 << 41 if case % 5 == 0 else 0)
+        ref = pd.DataFrame({"seq": seqs, "stock": rng.integers(1, 4, n), "bid_px": rng.integers(0, 3, n),
+                            "bid_qty": rng.integers(0, 3, n), "ask_px": rng.integers(0, 3, n),
+                            "ask_qty": rng.integers(0, 3, n)})
+        got = ref[rng.random(n) < 0.7].reset_index(drop=True)
+        if len(got) > 1 and case % 2:
+            i = int(rng.integers(0, len(got) - 1))
+            got = got.iloc[[*range(i), i + 1, i, *range(i + 2, len(got))]].reset_index(drop=True)
+        if len(got) and case % 3 == 0:
+            got.loc[int(rng.integers(0, len(got))), "bid_qty"] += 1
+        if len(got) and case % 7 == 0:
+            got.loc[int(rng.integers(0, len(got))), "stock"] = 9
+        counts, first = blackbox.state(got, ref, {}, ("bid_px", "bid_qty", "ask_px", "ask_qty"), 100)
+        expected, expected_first = _states_by_hand(got, ref)
+        assert counts == expected, case
+        assert (first["kind"], first["index"] - 100) == expected_first if first else expected_first is None, case
 
 
 def test_a_stock_may_be_named_by_its_symbol(tmp_path: Path):

@@ -563,6 +563,35 @@ def exact(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str,
     return _by_key(got, ref, kinds, fields, key, got_places, ref_places, name_first)
 
 
+def _stock_seq_keys(ref_stocks: np.ndarray, ref_seqs: np.ndarray, got_stocks: np.ndarray,
+                    got_seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One integer an event that orders both streams' events by stock, then seq: the two side by side when they
+    fit 64 bits (a stock below 2^23, a seq below 2^40), else their ranks among both streams' values."""
+    stocks, seqs = np.concatenate([ref_stocks, got_stocks]), np.concatenate([ref_seqs, got_seqs])
+    if len(stocks) and not (0 <= stocks.min() and stocks.max() < 1 << 23 and 0 <= seqs.min() and seqs.max() < 1 << 40):
+        stocks, seqs = (np.unique(values, return_inverse=True)[1].astype(np.int64) for values in (stocks, seqs))
+    keys = stocks << 40 | seqs
+    return keys[:len(ref_stocks)], keys[len(ref_stocks):]
+
+
+def _by_stock(stocks: np.ndarray) -> np.ndarray:
+    """The events' order by stock, each stock's in stream order: a radix sort for stocks that fit 16 bits (locates
+    do; 7 times as fast as a merge sort of 64-bit values)."""
+    small = len(stocks) == 0 or (0 <= stocks.min() and stocks.max() < 1 << 16)
+    return np.argsort(stocks.astype(np.uint16) if small else stocks, kind="stable")
+
+
+def _ascending(values: np.ndarray) -> bool:
+    return bool(np.all(values[1:] >= values[:-1]))
+
+
+def _last_of_each(stocks: np.ndarray, by_stock: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stocks, ascending, and where each one's last event stands (by_stock: _by_stock's order)."""
+    ordered = stocks[by_stock]
+    ends = np.flatnonzero(np.r_[ordered[1:] != ordered[:-1], True]) if len(ordered) else np.zeros(0, np.int64)
+    return ordered[ends], by_stock[ends]
+
+
 def state(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str, ...],
           got_places: Places = 0) -> tuple[dict[str, int], dict[str, Any] | None]:
     """The state check (counts of DIFFERENCES, the first difference in stream order): each event received must
@@ -570,22 +599,45 @@ def state(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str,
     received is not the reference's last counts as one missing; a state older than one of its stock received
     before it is out of order. Nothing is extra. Every figure is a stock's own, so streams may be judged a few
     stocks at a time (gateways/in_parts.py): got_places, where the events received stand in their whole stream."""
+    # In numpy, each stream ordered by stock once (a radix sort), the received events looked up in that order: merged
+    # as-of by stock in pandas (the received events sorted by seq, every field of both in the merge), a bucket of
+    # 2 M events took 2.3 s.
     book = list(fields)
-    r = ref.sort_values("seq", kind="stable")
-    g = got.reset_index(drop=True).reset_index().rename(columns={"index": "at"}).sort_values("seq", kind="stable")
-    merged = pd.merge_asof(g, r, on="seq", by="stock", direction="backward", suffixes=("", "_ref"))
-    theirs = merged[[f"{c}_ref" for c in book]].fillna(0).astype(np.int64).to_numpy()
-    bad = (merged[book].to_numpy() != theirs).any(axis=1)
-    last_ref = ref.groupby("stock").last()[book]
-    last_got = got.groupby("stock").last()[book].reindex(last_ref.index).fillna(-1).astype(np.int64)
-    counts = {"missing": int((last_ref.to_numpy() != last_got.to_numpy()).any(axis=1).sum()), "extra": 0,
-              "wrong": int(bad.sum()), "out_of_order": 0}
-    seqs = got["seq"].reset_index(drop=True)
-    stocks = got["stock"].reset_index(drop=True)
-    late = (seqs < seqs.groupby(stocks).cummax().groupby(stocks).shift(1)).to_numpy()
-    counts["out_of_order"] = int(late.sum())
+    ref_stocks, ref_seqs = ref["stock"].to_numpy(np.int64), ref["seq"].to_numpy(np.int64)
+    got_stocks, got_seqs = got["stock"].to_numpy(np.int64), got["seq"].to_numpy(np.int64)
+    ref_keys, got_keys = _stock_seq_keys(ref_stocks, ref_seqs, got_stocks, got_seqs)
+    mine, theirs = _columns(got, book), _columns(ref, book)
+    ref_by_stock, got_by_stock = _by_stock(ref_stocks), _by_stock(got_stocks)
+    # Each event received against its stock's last reference event at or before its seq (the last of equal ones
+    # in stream order), or against an empty book when there is none. The reference is in seq order, as the
+    # simulation writes it, or is sorted so.
+    by_key = ref_by_stock if _ascending(ref_keys[ref_by_stock]) else np.argsort(ref_keys, kind="stable")
+    at = np.empty(len(got), np.int64)
+    at[got_by_stock] = np.searchsorted(ref_keys[by_key], got_keys[got_by_stock], side="right") - 1
+    held = at >= 0
+    held[held] = ref_stocks[by_key[at[held]]] == got_stocks[held]
+    bad = np.empty(len(got), bool)
+    for start in range(0, len(got), COMPARED_AT_ONCE):
+        part = slice(start, start + COMPARED_AT_ONCE)
+        expected = np.zeros((len(mine[part]), len(book)), mine.dtype)
+        expected[held[part]] = theirs[by_key[at[part][held[part]]]]
+        bad[part] = (mine[part] != expected).any(axis=1)
+    # A stock's last state, each stream's last event of it in stream order.
+    ref_stock, ref_last = _last_of_each(ref_stocks, ref_by_stock)
+    got_stock, got_last = _last_of_each(got_stocks, got_by_stock)
+    k = np.minimum(np.searchsorted(got_stock, ref_stock), max(len(got_stock) - 1, 0))
+    found = (got_stock[k] == ref_stock) if len(got_stock) else np.zeros(len(ref_stock), bool)
+    differs = np.ones(len(ref_stock), bool)
+    differs[found] = (theirs[ref_last[found]] != mine[got_last[k[found]]]).any(axis=1)
+    # Out of order: a seq below the highest of its stock's events received before it. Ordered by stock, a running
+    # maximum of the keys restarts at each stock, whose keys are all above the stock's before.
+    keys, stocks = got_keys[got_by_stock], got_stocks[got_by_stock]
+    running = np.maximum.accumulate(keys) if len(keys) else keys
+    late = np.zeros(len(got), bool)
+    late[got_by_stock[1:]] = (stocks[1:] == stocks[:-1]) & (keys[1:] < running[:-1])
+    counts = {"missing": int(differs.sum()), "extra": 0, "wrong": int(bad.sum()), "out_of_order": int(late.sum())}
     first_late = int(np.flatnonzero(late)[0]) if late.any() else None
-    first_bad = int(merged.loc[bad, "at"].min()) if bad.any() else None
+    first_bad = int(np.flatnonzero(bad)[0]) if bad.any() else None
     if first_late is None and first_bad is None:
         return counts, None
     is_late = first_bad is None or (first_late is not None and first_late < first_bad)
