@@ -35,15 +35,28 @@ class LevelChangeLog {
   // change writes over one not kept.
   void append_if(bool kept, uint64_t seq, uint64_t timestamp, uint16_t locate, uint8_t flags, bool bid, uint32_t px,
                  uint64_t qty) {
+    const uint32_t prices[1] = {px};
+    const uint64_t shares[1] = {qty};
+    append_first_if<1>(kept, seq, timestamp, locate, flags, bid, prices, shares);
+  }
+  // append_if of kSlots changes of one event (one message's, so one seq and timestamp, whose anchor is checked
+  // once), the first `kept` of them kept.
+  template <uint32_t kSlots>
+  void append_first_if(uint32_t kept, uint64_t seq, uint64_t timestamp, uint16_t locate, uint8_t flags, bool bid,
+                       const uint32_t (&px)[kSlots], const uint64_t (&qty)[kSlots]) {
     const uint64_t seq_off = seq - anchor_seq_, timestamp_off = timestamp - anchor_timestamp_;
-    uint8_t* p = log_.peek();
-    if (__builtin_expect(((seq_off >> 8) | (timestamp_off >> 32) | (qty >> 32) | unanchored_) != 0 || !p, 0)) {
-      if (kept) append(seq, timestamp, locate, flags, bid, px, qty);
+    uint8_t* p = log_.peek(kSlots);
+    uint64_t wide = (seq_off >> 8) | (timestamp_off >> 32) | unanchored_;
+    for (uint32_t i = 0; i < kSlots; ++i) wide |= qty[i] >> 32;
+    if (__builtin_expect(wide != 0 || !p, 0)) {
+      for (uint32_t i = 0; i < kept; ++i) append(seq, timestamp, locate, flags, bid, px[i], qty[i]);
       return;
     }
-    const uint8_t slot_flags = uint8_t((flags | logfmt::kWritten | (bid ? logfmt::kSlotBid : 0)) * kept);
-    store(p, uint64_t(px) | uint64_t(uint32_t(qty)) << 32,
-          timestamp_off | uint64_t(locate) << 32 | seq_off << 48 | uint64_t(slot_flags) << 56);
+    const uint64_t high = timestamp_off | uint64_t(locate) << 32 | seq_off << 48;
+    const uint64_t slot_flags = uint64_t(flags | logfmt::kWritten | (bid ? logfmt::kSlotBid : 0)) << 56;
+    for (uint32_t i = 0; i < kSlots; ++i)
+      store(p + i * sizeof(logfmt::LevelChangeSlot), uint64_t(px[i]) | uint64_t(uint32_t(qty[i])) << 32,
+            high | (i < kept ? slot_flags : 0));
     log_.take(kept);
     changes_ += kept;
   }

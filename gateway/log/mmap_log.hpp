@@ -87,9 +87,11 @@ class MmapLog {
     return p;
   }
 
-  // The next record's space without taking it, or nullptr when only next() can give it (the slow path): a writer
-  // that fills it whether or not it keeps it (no branch on which), then takes it or not.
-  uint8_t* peek() const { return cursor_ + record_size_ <= ready_end_cached_ ? cursor_ : nullptr; }
+  // The next `slots` records' space without taking it, or nullptr when only next() can give it (the slow path): a
+  // writer that fills it whether or not it keeps it (no branch on which), then takes some or none.
+  uint8_t* peek(size_t slots = 1) const {
+    return cursor_ + record_size_ * slots <= ready_end_cached_ ? cursor_ : nullptr;
+  }
   void take(size_t records) {
     cursor_ += record_size_ * records;
     prefetch_stream<true>(cursor_, size_t(ready_end_cached_ - cursor_));

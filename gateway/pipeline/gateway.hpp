@@ -242,9 +242,9 @@ class Gateway {
           const uint32_t plain = depth_->plain(book_, touch);
           uint32_t changed_levels = 0;
           if (unbranched && plain == 1) {
-            log_depth_if(depth_->take_plain_one<true>(book_, touch), 1, seq, load_be48(msg + 5), touch.locate);
+            log_depth_if<1>(depth_->take_plain_one<true>(book_, touch), seq, load_be48(msg + 5), touch.locate);
           } else if (unbranched && plain == 2) {
-            log_depth_if(depth_->take_plain_two<true>(book_, touch), 2, seq, load_be48(msg + 5), touch.locate);
+            log_depth_if<2>(depth_->take_plain_two<true>(book_, touch), seq, load_be48(msg + 5), touch.locate);
           } else if (plain == 0) {
             changed_levels = depth_->take_change_otherwise(book_, touch);
           } else {
@@ -269,14 +269,18 @@ class Gateway {
       log_level(seq, timestamp, locate, i < depth_->bid_changes(), changes[i], flags);
   }
 
-  // A plain touch's event to the depth log alone: the first `changed` of the tracker's first `slots` changes.
-  void log_depth_if(uint32_t changed, uint32_t slots, uint64_t seq, uint64_t timestamp, uint16_t locate) {
+  // A plain touch's event to the depth log alone: the first `changed` of the tracker's first kSlots changes.
+  template <uint32_t kSlots>
+  void log_depth_if(uint32_t changed, uint64_t seq, uint64_t timestamp, uint16_t locate) {
     depth_events_ += changed != 0;
-    const bool bid = depth_->bid_changes() != 0;
-    for (uint32_t i = 0; i < slots; ++i) {
-      const LevelChange& change = depth_->changes()[i];
-      depth_log_->append_if(i < changed, seq, timestamp, locate, bbo_flags_, bid, change.px, change.qty);
+    uint32_t px[kSlots];
+    uint64_t qty[kSlots];
+    for (uint32_t i = 0; i < kSlots; ++i) {
+      px[i] = depth_->changes()[i].px;
+      qty[i] = depth_->changes()[i].qty;
     }
+    depth_log_->append_first_if<kSlots>(changed, seq, timestamp, locate, bbo_flags_, depth_->bid_changes() != 0, px,
+                                        qty);
   }
   // With every level: a level change record for each level the message changed (at most two).
   void log_level_changes(uint64_t seq, uint64_t timestamp, const BookTouch& touch, uint8_t flags) {

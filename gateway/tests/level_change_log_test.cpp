@@ -139,3 +139,36 @@ TEST(LevelChangeLog, ChangesNotKeptLeaveNoTrace) {
   const std::vector<uint8_t> bytes = itchbench::testing::read_bytes(path);
   EXPECT_EQ(std::vector<uint8_t>(bytes.begin() + logfmt::kHeaderSize, bytes.end()), want);
 }
+
+TEST(LevelChangeLog, AnEventsChangesAreKeptAsAPrefix) {
+  // append_first_if writes an event's changes at once and marks the first `kept`: the file holds those alone, as
+  // append writes them one by one, anchors and high-shares slots included.
+  ScratchDir dir;
+  const std::string path = dir.file("depth.dep");
+  LevelChangeLog log(path, identity(), 1 << 20);
+  log.append_first_if<2>(2, 1000, kNineThirty, 7, 0, true, {1234500, 1234400}, {300, 200});       // anchor, both
+  log.append_first_if<2>(1, 1001, kNineThirty + 1, 7, 0, false, {1235000, 1235100}, {100, 50});    // the first
+  log.append_first_if<2>(0, 1002, kNineThirty + 2, 7, 0, false, {1, 2}, {3, 4});                   // neither
+  log.append_first_if<2>(2, 1003, kNineThirty + 3, 8, 0, true, {1234300, 1234200}, {5'000'000'000, 9});
+  log.append_first_if<2>(2, 1004, kNineThirty + 5, 8, 0, false, {1235400, 1235500}, {7, 6'000'000'000});
+  log.append_first_if<2>(2, 1300, kNineThirty + 4, 8, 0, false, {1235200, 1235300}, {1, 2});       // seq + 300
+  EXPECT_EQ(log.records(), 9u);
+  EXPECT_EQ(log.anchors(), 2u);
+  log.close();
+  std::vector<uint8_t> want;
+  anchor(want, 1000, kNineThirty);
+  change(want, 1234500, 300, 0, 7, 0, 0x84);
+  change(want, 1234400, 200, 0, 7, 0, 0x84);
+  change(want, 1235000, 100, 1, 7, 1, 0x80);
+  high(want, 1);  // 5,000,000,000 = 0x1_2A05_F200
+  change(want, 1234300, 0x2A05'F200, 3, 8, 3, 0x84);
+  change(want, 1234200, 9, 3, 8, 3, 0x84);
+  change(want, 1235400, 7, 5, 8, 4, 0x80);
+  high(want, 1);  // 6,000,000,000 = 0x1_65A0_BC00
+  change(want, 1235500, 0x65A0'BC00, 5, 8, 4, 0x80);
+  anchor(want, 1300, kNineThirty + 4);
+  change(want, 1235200, 1, 0, 8, 0, 0x80);
+  change(want, 1235300, 2, 0, 8, 0, 0x80);
+  const std::vector<uint8_t> bytes = itchbench::testing::read_bytes(path);
+  EXPECT_EQ(std::vector<uint8_t>(bytes.begin() + logfmt::kHeaderSize, bytes.end()), want);
+}
