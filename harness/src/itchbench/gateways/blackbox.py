@@ -611,9 +611,12 @@ def state(got: pd.DataFrame, ref: pd.DataFrame, kinds: Kinds, fields: tuple[str,
     # Each event received against its stock's last reference event at or before its seq (the last of equal ones
     # in stream order), or against an empty book when there is none. The reference is in seq order, as the
     # simulation writes it, or is sorted so.
-    by_key = ref_by_stock if _ascending(ref_keys[ref_by_stock]) else np.argsort(ref_keys, kind="stable")
+    by_key, sorted_keys = ref_by_stock, ref_keys[ref_by_stock]
+    if not _ascending(sorted_keys):
+        by_key = np.argsort(ref_keys, kind="stable")
+        sorted_keys = ref_keys[by_key]
     at = np.empty(len(got), np.int64)
-    at[got_by_stock] = np.searchsorted(ref_keys[by_key], got_keys[got_by_stock], side="right") - 1
+    at[got_by_stock] = np.searchsorted(sorted_keys, got_keys[got_by_stock], side="right") - 1
     held = at >= 0
     held[held] = ref_stocks[by_key[at[held]]] == got_stocks[held]
     bad = np.empty(len(got), bool)
