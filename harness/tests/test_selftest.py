@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from itchbench.gateways import blackbox
@@ -131,7 +132,7 @@ def test_the_mutants_judged_by_timing_are_caught(tmp_path):
 def test_with_the_order_check_taken_out_the_selftest_names_the_mutant_that_passes(tmp_path, monkeypatch):
     # The per-stock order check reverted (no event ever late), in this process only: the out-of-order mutant
     # passes as LOSSLESS, and the selftest says so and fails.
-    monkeypatch.setattr(blackbox, "_late", lambda both, matched: both["at_ref"] * float("nan"))
+    monkeypatch.setattr(blackbox, "_late", lambda stocks, at_ref: np.full(len(stocks), -1))
     mutants, controls = zoo.select(quick=False, names=["out-of-order"])
     outcomes = runner.run(mutants, controls, tmp_path / "runs", say=lambda _: None)
     (got,) = [o for o in outcomes if not o.control]
