@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ctypes
+import resource
 import subprocess
 from pathlib import Path
 
@@ -22,3 +23,27 @@ def tool():
         return subprocess.run([str(paths.tool(name)), *map(str, args)], capture_output=True, text=True)
 
     return run
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the children it has reaped (the runs' gateways, tools and orphans)."""
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+_CPU_AT_SETUP = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    item.stash[_CPU_AT_SETUP] = _cpu_seconds()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Each test's CPU time beside its duration in the JUnit XML, which takes a test's properties from its teardown's
+    # report (harness/bin/test-durations prints both): on two CPUs the suite lasts about its CPU time over two, and
+    # a test that waits costs a worker, not the machine.
+    if call.when == "teardown" and _CPU_AT_SETUP in item.stash:
+        item.user_properties.append(("cpu_seconds", f"{_cpu_seconds() - item.stash[_CPU_AT_SETUP]:.2f}"))
+    yield
