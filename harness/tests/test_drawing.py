@@ -1,11 +1,15 @@
 """The report's plots are drawn in a process of their own (analysis/drawing.py) while the caller runs other
 threads. A fork would copy whatever lock one of those threads held, held for ever in the child: a CI worker once
 hung on one for 19 minutes. Here a thread of the caller is in the middle of importing a module, holding that
-module's import lock, while the drawing process imports the same module and draws a real plot, whose bytes are those drawn here."""
+module's import lock, while the drawing process imports the same module and draws a real plot, whose bytes are those
+drawn here. The process draws batch after batch, each on the CPUs and at the niceness of the thread that handed it
+over."""
 
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import subprocess
 import sys
 import threading
@@ -83,3 +87,44 @@ def test_the_drawing_process_draws_every_plot_without_pandas(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
     assert all((tmp_path / f"{name}.png").stat().st_size > 1000 for name in "hpo")
+
+
+def test_one_process_draws_batch_after_batch_as_each_callers_thread_would(tmp_path, monkeypatch):
+    # A probe, drawn in each batch, writes the drawing process's pid, CPUs and niceness. The second batch comes from
+    # a thread kept to one CPU at niceness 5, the third from this one again (niceness 0: lowered again, as root).
+    (tmp_path / "itchbench_test_probe.py").write_text(
+        "import json, os, pathlib\n"
+        "def probe(path):\n"
+        "    pathlib.Path(path).write_text(json.dumps([os.getpid(), sorted(os.sched_getaffinity(0)),\n"
+        "                                              os.getpriority(os.PRIO_PROCESS, 0)]))\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    drawing.stop_waiting()  # one started before has not this path
+    series = [("stage", np.array([900, 1_000, 1_200, 5_000], np.int64), np.array([3, 7, 2, 1], np.int64))]
+    plots.histogram(series, tmp_path / "here.png", "title")
+    everywhere, one = sorted(os.sched_getaffinity(0)), max(os.sched_getaffinity(0))
+
+    def batch(k: int) -> list[object]:
+        drawing.Drawing([drawing.Draw("itchbench_test_probe", "probe", (tmp_path / f"{k}.json",)),
+                         drawing.plot("histogram", series, tmp_path / f"{k}.png", "title")]).wait()
+        return json.loads((tmp_path / f"{k}.json").read_text())
+
+    def kept_to_one_cpu() -> None:
+        os.sched_setaffinity(0, {one})
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 5)
+        got.append(batch(2))
+    got = [batch(1)]
+    thread = threading.Thread(target=kept_to_one_cpu)
+    thread.start()
+    thread.join()
+    got.append(batch(3))
+    assert got == [[got[0][0], everywhere, 0], [got[0][0], [one], 5], [got[0][0], everywhere, 0]]
+    assert all((tmp_path / f"{k}.png").read_bytes() == (tmp_path / "here.png").read_bytes() for k in (1, 2, 3))
+    drawing.stop_waiting()
+
+
+def test_after_a_draw_that_fails_the_next_is_drawn_by_a_new_process(tmp_path):
+    with pytest.raises(RuntimeError, match="exited with 1"):
+        drawing.Drawing([drawing.plot("histogram", [], tmp_path / "no" / "such" / "dir.png", "t")]).wait()
+    series = [("stage", np.array([900, 1_000], np.int64), np.array([3, 7], np.int64))]
+    drawing.Drawing([drawing.plot("histogram", series, tmp_path / "drawn.png", "t")]).wait()
+    assert (tmp_path / "drawn.png").stat().st_size > 1000

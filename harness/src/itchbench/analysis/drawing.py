@@ -6,15 +6,22 @@ report's import, the BBO digest, pytest-xdist's own), and a fork copies any lock
 in the child (a CI worker hung on one for 19 minutes). It is started early (start_drawer) and imports
 analysis/plots.py (matplotlib) while it waits, so that import is out of the way when the figures' data is ready;
 the caller names the plots by function and never imports matplotlib itself. This module is light to import, so a
-thread can start the process at once."""
+thread can start the process at once.
+
+The process draws one batch after another: when a batch is drawn it says so and waits for the next, so a session of
+many runs (compare's, a scenario's repetitions, the tests') imports matplotlib once, not once a run (0.9 s of CPU
+each). Each batch carries the CPUs and niceness of the thread that hands it over, taken on in the process before
+it draws, as a process started by that thread would inherit them."""
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import os
 import pickle
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -37,15 +44,16 @@ def plot(function: str, *args: Any) -> Draw:
 
 
 def start_drawer() -> None:
-    """Starts the process the next Drawing hands its draws to. It inherits the calling thread's CPUs and
-    niceness. Safe to call more than once: one process waits at a time, and one that died is replaced."""
+    """Starts the process the next Drawing hands its draws to, unless one waits. Safe to call more than once: one
+    process waits at a time, and one that died is replaced."""
     global _waiting
     with _waiting_lock:
         if _waiting is None or _waiting.poll() is not None:
             # This package first on the path: the process imports the same code as the caller.
             path = os.pathsep.join(filter(None, (_PACKAGE_PARENT, os.environ.get("PYTHONPATH"))))
             _waiting = subprocess.Popen([sys.executable, "-c", f"import {PLOTS}; import {__name__} as d; d._serve()"],
-                                        stdin=subprocess.PIPE, env={**os.environ, "PYTHONPATH": path})
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        env={**os.environ, "PYTHONPATH": path})
 
 
 class Drawing:
@@ -59,36 +67,55 @@ class Drawing:
             child, _waiting = _waiting, None
         assert child is not None and child.stdin is not None
         self._child = child
+        # The CPUs and niceness of this thread, as a process it started would have them.
+        batch = pickle.dumps((os.sched_getaffinity(0), os.getpriority(os.PRIO_PROCESS, threading.get_native_id()),
+                              draws), protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            with child.stdin:
-                pickle.dump(draws, child.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            child.stdin.write(struct.pack("<Q", len(batch)) + batch)
+            child.stdin.flush()
         except BrokenPipeError:
             pass  # the process died before reading: wait() says how
 
     def wait(self) -> None:
-        """Once every draw is made; raises if one failed (the process printed why)."""
-        code = self._child.wait()
-        if code != 0:
-            raise RuntimeError(f"drawing the report's plots failed (the drawing process {_ended(code)})")
+        """Once every draw is made; raises if one failed (the process printed why). The process then waits for the
+        next Drawing's draws."""
+        global _waiting
+        child = self._child
+        assert child.stdout is not None
+        if child.stdout.read(1) != _DRAWN:
+            _close(child)
+            raise RuntimeError(f"drawing the report's plots failed (the drawing process {_ended(child.wait())})")
+        with _waiting_lock:
+            if _waiting is None:
+                _waiting, child = child, None
+        if child is not None:  # another waits already (started while this one drew): one is enough
+            _close(child)
+            child.wait()
 
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+_DRAWN = b"\x00"  # what the process writes when a batch is drawn
 _waiting: subprocess.Popen[bytes] | None = None
 _waiting_lock = threading.Lock()
 
 
+def _close(child: subprocess.Popen[bytes]) -> None:
+    for pipe in (child.stdin, child.stdout):
+        if pipe is not None:
+            pipe.close()
+
+
 @atexit.register
 def stop_waiting() -> None:
-    """Ends a process started for draws that have not come (a run that failed, a follower whose run made no
-    report): at exit, or before the environment the next one should start in changes."""
+    """Ends the process that waits for draws (a run that failed, a follower whose run made no report, the last
+    run's): at exit, or before the environment the next one should start in changes."""
     global _waiting
     with _waiting_lock:
         child, _waiting = _waiting, None
     if child is not None:
         child.kill()
         child.wait()
-        if child.stdin is not None:
-            child.stdin.close()
+        _close(child)
 
 
 def _ended(code: int) -> str:
@@ -96,9 +123,18 @@ def _ended(code: int) -> str:
 
 
 def _serve() -> None:
-    """The drawing process: the draws, pickled on stdin; none if the caller left it unused."""
-    data = sys.stdin.buffer.read()
-    for draw in pickle.loads(data) if data else []:
-        getattr(importlib.import_module(draw.module), draw.function)(*draw.args)
-    sys.stderr.flush()
+    """The drawing process: batches of draws, each its length and then pickled, on stdin; a byte on stdout once each
+    is drawn (what the plots print goes to stderr). Ends at the end of stdin, or with the exception of a draw that
+    fails."""
+    replies = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    while len(head := sys.stdin.buffer.read(8)) == 8:
+        cpus, nice, draws = pickle.loads(sys.stdin.buffer.read(struct.unpack("<Q", head)[0]))
+        os.sched_setaffinity(0, cpus)
+        with contextlib.suppress(PermissionError):  # lowered again needs root
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+        for draw in draws:
+            getattr(importlib.import_module(draw.module), draw.function)(*draw.args)
+        sys.stderr.flush()
+        replies.write(_DRAWN)
     os._exit(0)  # every PNG is closed: tearing down matplotlib and pandas would add 0.1 s to the caller's wait
