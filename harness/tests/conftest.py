@@ -26,7 +26,8 @@ def tool():
 
 
 def _cpu_seconds() -> float:
-    """CPU time of this process and of the children it has reaped (the runs' gateways, tools and orphans)."""
+    """CPU time of this process and of the children it has reaped (the runs' gateways, tools and orphans; the
+    report's drawing process, which serves many runs, when a test ends it)."""
     return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
 
