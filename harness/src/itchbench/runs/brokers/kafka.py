@@ -2,10 +2,19 @@
 controller), from the jars set-up fetched from Maven Central
 (harness/kafka/pom.xml -> build/kafka/lib), on the Debian JDK. Its storage
 is formatted per run in the run directory and removed with the run; its
-server.properties, log4j2.properties and kafka.log stay."""
+server.properties, log4j2.properties and kafka.log stay.
+
+Both Java programs a run starts (the storage tool, then the broker) load
+their classes from a class-data archive of their own beside the jars (the
+JDK's AppCDS), made by the first run of each as it exits: here the broker
+answered 4.6 s after its start where it took 5.8, with 5.8 s of CPU where it
+took 8.0, and the storage tool took 1.3 s of CPU where it took 2.6."""
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import os
 import re
 import shutil
 import subprocess
@@ -58,8 +67,10 @@ def start(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[st
         "appender.file.layout.type=PatternLayout", "appender.file.layout.pattern=[%d] %p %m (%c)%n",
         "rootLogger.level=INFO", "rootLogger.appenderRef.file.ref=file",
     ]) + "\n")
-    fmt = subprocess.run([*_java(run, lib), "kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c", str(props)],
-                         capture_output=True, text=True)
+    shared, made = class_archive(lib, "storage-tool")
+    fmt = subprocess.run([*_java(run, lib), *shared, "kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c",
+                          str(props)], capture_output=True, text=True)
+    made(fmt.returncode)
     if fmt.returncode != 0:
         raise RunError("setup", f"formatting the Kafka broker's storage failed: {tail(fmt.stderr + fmt.stdout, 6, 600)}")
     _launch(run, group, wrap, lib, port)
@@ -77,9 +88,34 @@ def _java(run: "Run", lib: Path) -> list[str]:
     return ["java", *HEAP, f"-Dlog4j2.configurationFile={run.dir / 'log4j2.properties'}", "-cp", f"{lib}/*"]
 
 
+_archives_made = itertools.count()
+
+
+def class_archive(lib: Path, program: str) -> tuple[list[str], Callable[[int | None], None]]:
+    """The JVM options that load one of Kafka's programs' classes from its archive, and what to call with the
+    program's exit status once it has ended. With no archive yet, the program makes one as it exits (under a name of
+    its own: two runs may); kept when it exited as asked (0, or 143 on SIGTERM), not when it was killed mid-write.
+    The archive is named after the JDK's java, so that another JDK makes its own (it could not map this one's)."""
+    java = Path(shutil.which("java") or "java").resolve()
+    stamp = java.stat().st_mtime_ns if java.exists() else 0
+    archive = lib.parent / f"{program}-{hashlib.sha256(f'{java}:{stamp}'.encode()).hexdigest()[:12]}.jsa"
+    if archive.is_file():
+        return [f"-XX:SharedArchiveFile={archive}"], lambda status: None
+    being_made = archive.with_name(f"{archive.name}.{os.getpid()}-{next(_archives_made)}.tmp")
+
+    def made(status: int | None) -> None:
+        if status in (0, 143) and being_made.is_file():
+            os.replace(being_made, archive)
+        else:
+            being_made.unlink(missing_ok=True)
+    return [f"-XX:ArchiveClassesAtExit={being_made}"], made
+
+
 def _launch(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[str]], lib: Path, port: int) -> None:
-    proc = group.start("kafka", wrap([*_java(run, lib), "kafka.Kafka", str(run.dir / "server.properties")]),
+    shared, made = class_archive(lib, "broker")
+    proc = group.start("kafka", wrap([*_java(run, lib), *shared, "kafka.Kafka", str(run.dir / "server.properties")]),
                        stdout=subprocess.DEVNULL, stderr=open(run.dir / "kafka.stderr", "ab"))
+    group.on_close(lambda: made(proc.returncode))  # after the group stopped it (or a restart did)
     run.broker_procs["kafka"] = proc
     probe = [str(paths.tool("bbo-kafka-subscriber")), "--probe", "--brokers", f"127.0.0.1:{port}"]
     deadline = time.monotonic() + READY_TIMEOUT_S
