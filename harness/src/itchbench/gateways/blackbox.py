@@ -686,13 +686,15 @@ def _matched(ref_keys: np.ndarray, got_keys: np.ndarray) -> tuple[np.ndarray, np
     the reference's n-th), as an outer join: each joined row's place in the reference and in what was received (-1:
     not in it), the rows ordered by key, then that order."""
     keys = _one_key(np.concatenate([ref_keys, got_keys]))
+    if not len(keys):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     # A stable sort: a key's reference events first, then those received, each in stream order (both streams are
     # mostly in key order already: runs that the sort merges).
     order = np.argsort(keys, kind="stable")
     ordered, of_ref = keys[order], order < len(ref_keys)
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(keys) else np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     sizes = np.diff(np.r_[starts, len(keys)])
-    in_ref = np.add.reduceat(of_ref, starts) if len(keys) else np.zeros(0, np.int64)
+    in_ref = np.add.reduceat(of_ref, starts)
     # A key's n-th event of either stream is its n-th joined row (as many rows as the larger of its two counts).
     rows = np.maximum(in_ref, sizes - in_ref)
     first_row = np.cumsum(rows) - rows
