@@ -77,12 +77,15 @@ def test_a_broker_killed_mid_run_gives_a_verdict_not_a_hang(tmp_path):
     killer.join()
     assert time.monotonic() - t0 < 90
     assert s["verdict"]["status"] == "unbalanced" and s["verdict"]["exit_status"] == 1
-    # What came after the broker's end stayed with libmosquitto, never acknowledged (QoS 1); the subscriber never
-    # saw the end marker, and is named for it.
-    assert s["verdict"]["headline"] == ("NOT BALANCED: subscriber 0 (MQTT, QoS 1) ended with the stream (stopped by "
-                                        "the run: no end marker came)")
+    # The broker is named first, with the signal that ended it; then what followed: the subscriber never saw the end
+    # marker, and what came after the broker's end stayed with libmosquitto, never acknowledged (QoS 1).
     m = s["gateway"]["mqtt"]
     assert m["acked"] < m["sent"] and m["sent"] + m["errors"] + m["ring_dropped"] == m["published"]
+    assert s["verdict"]["headline"] == (
+        "NOT BALANCED: the MQTT broker (mosquitto) ran until the run stopped it (killed by SIGKILL); subscriber 0 "
+        "(MQTT, QoS 1) ended with the stream (stopped by the run: no end marker came); MQTT: the broker acknowledged "
+        f"every message sent ({m['sent'] - m['acked']:,} of {m['sent']:,} not)")
+    assert s["transport_details"]["brokers"]["mqtt"]["died"] == "killed by SIGKILL"
     assert _no_broker_left(run) and leftover_processes() == []
 
 
@@ -126,6 +129,11 @@ def test_a_broker_restarted_mid_run_is_reported_per_subscriber_never_a_hang(tmp_
     assert sub["duplicates"] == sum(n - 1 for n in got.values())
     if s["verdict"]["status"] != "lossless":  # whatever it lost or never heard the end of is named
         assert f"subscriber 0 ({'MQTT' if kind == 'mqtt' else 'Kafka'}" in s["verdict"]["headline"]
+    g = s["gateway"][kind]
+    if g["acked"] < g["sent"]:  # and what the gateway's producer never had acknowledged (a reconnect too late)
+        assert (f"the broker acknowledged every message sent ({g['sent'] - g['acked']:,} of {g['sent']:,} not)"
+                in s["verdict"]["headline"]) and s["verdict"]["exit_status"] == 1
+    assert "died" not in s["transport_details"]["brokers"][kind]  # stopped and started again by the run
     assert leftover_processes() == [] and _no_broker_left(run) and _no_kafka_left(run)
 
 

@@ -16,6 +16,7 @@ TOPSPEED_FLOOR_PPS = 20_000   # far below what tcpreplay reaches here (~200-320 
 SIM_FLOOR_MSG_S = 50_000      # far below the gateway's simulation rate, even under ASan
 SERIAL_LINE_BYTES = 110       # a generous average ITCH serial line (docs/serial-line.md)
 SUBSCRIBER_DRAIN_S = 15.0
+DEAD_BROKER_DRAIN_S = 1.0       # a subscriber of a broker that died: what it has read is all it can get
 COMPRESSION_BOUND = 20        # gzip and zstd shrink ITCH 2-4x: a bound, not a guess
 
 

@@ -465,10 +465,19 @@ def _brokered_subscriber(sub: dict[str, Any], gw: dict[str, Any], path: Path, ex
             "closed_by": [], "identical_to_depth_log" if depth else "identical_to_bbo_log": got == expected}
 
 
+def _broker_checks(brokers: dict[str, Any], checks: dict[str, bool]) -> None:
+    """Each broker the run started ran until the run stopped it: one that died (killed, crashed) is named with how,
+    before what its subscribers then missed."""
+    for kind, info in brokers.items():
+        if "died" in info:
+            checks[f"the {BROKER_NAMES[kind]} broker ({info['broker']}) ran until the run stopped it "
+                   f"({info['died']})"] = False
+
+
 def _broker_gateway_checks(gw: dict[str, Any], checks: dict[str, bool]) -> None:
     """The gateway's side of each broker: every event handed over was sent, refused by the client (a broker
-    down: its subscribers then miss it, and say so) or dropped at a full ring; the broker acknowledged no
-    more than was sent."""
+    down: its subscribers then miss it, and say so) or dropped at a full ring; the broker acknowledged every
+    message sent (what the gateway's exit left unacknowledged is named, with its count)."""
     for kind, words in BROKER_NAMES.items():
         for section, named in ((kind, words), (f"depth_{kind}", f"{words}, depth")):
             b = gw.get(section)
@@ -476,7 +485,8 @@ def _broker_gateway_checks(gw: dict[str, Any], checks: dict[str, bool]) -> None:
                 continue
             checks[f"{named}: events handed to the publisher = sent + refused + dropped"] = (
                 b["sent"] + b["errors"] + b["ring_dropped"] == b["published"])
-            checks[f"{named}: acknowledged <= sent"] = b["acked"] <= b["sent"]
+            unacked = "" if b["acked"] == b["sent"] else f" ({b['sent'] - b['acked']:,} of {b['sent']:,} not)"
+            checks[f"{named}: the broker acknowledged every message sent{unacked}"] = b["acked"] == b["sent"]
 
 
 def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -594,6 +604,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     bbo_cfg = c.get("bbo", {"format": "csv", "via": "tcp", "check": "exact"})
     checks: dict[str, bool] = {}
     hop = _sender_checks(run, facts_of(capture, feed), checks)
+    _broker_checks(run.extras.get("brokers", {}), checks)  # the one its BBO output goes through (bbo.via)
     output = run.extras.get("bbo_output", adapter.BBO_FILE)
     out = run.dir / output
     server, lines, recovering = _recovery_setting(run)
@@ -831,6 +842,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         # by another process (itch-inspect) is what "every message" is held to.
         rec["capture_messages"] = int(facts_of(capture, run.values["feed"])["messages"])
         checks["received = the capture's messages (itch-inspect)"] = rec["received"] == rec["capture_messages"]
+    _broker_checks(run.extras.get("brokers", {}), checks)
     subs = _subscribers(run, gw, bbo, checks) if transport != "sim" else []
     _broker_gateway_checks(gw, checks)
     if transport != "sim":

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ... import paths, rundir
-from ..deadlines import SUBSCRIBER_DRAIN_S
+from ..brokers import record_deaths
+from ..deadlines import DEAD_BROKER_DRAIN_S, SUBSCRIBER_DRAIN_S
 from ..failure import RunError, describe_exit
 from .gateway import shm_name
 from .live import off_the_gateway_cpu
@@ -155,8 +156,10 @@ def _unlink(path: str) -> None:
 
 
 def finish(run: "Run", group: "ProcessGroup") -> None:
-    """After the gateway has ended: each subscriber's end (a fast one has SUBSCRIBER_DRAIN_S to see the close)."""
+    """After the gateway has ended: each subscriber's end (a fast one has SUBSCRIBER_DRAIN_S to see the close; one
+    of a broker that died, DEAD_BROKER_DRAIN_S to read what reached it before)."""
     results = []
+    dead_brokers = record_deaths(run)
     first_shm = run.values["subscribers"]
     ours = [(proc, out, mode, "") for proc, out, mode in run.subscriber_procs]
     everyone = ours + run.brokered_procs + run.depth_procs
@@ -166,10 +169,12 @@ def finish(run: "Run", group: "ProcessGroup") -> None:
     ends_by_itself = {id(proc) for i, (proc, _, mode, _) in enumerate(everyone)
                       if mode == "fast" or (i >= first_shm and mode != "stuck")}
     timed_out_procs = set()
+    drain_s = {id(p): DEAD_BROKER_DRAIN_S if kind in dead_brokers else SUBSCRIBER_DRAIN_S
+               for p, _, _, kind in everyone}
     for proc in {id(p): p for p, _, _, _ in everyone}.values():
         if id(proc) in ends_by_itself:
             try:
-                proc.wait(SUBSCRIBER_DRAIN_S)
+                proc.wait(drain_s[id(proc)])
             except subprocess.TimeoutExpired:
                 timed_out_procs.add(id(proc))
     depth_from = len(everyone) - len(run.depth_procs)
