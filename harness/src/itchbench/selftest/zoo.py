@@ -108,6 +108,11 @@ _RECEIVE = "                    more = feed.packet(s.recv(65536)) and more\n"
 _STOP_GRACE = "term_grace_s = 5    # then SIGKILL\n"
 # The example does end by itself at the end of session; its contract does not say so, and so nothing holds it to it.
 _CLAIMS_EXIT_AT_END = (Edit(_STOP_GRACE, _STOP_GRACE + "exits_at_end = true\n", "itchbench.toml"),)
+# A mutant that never becomes ready, or never stops when asked, shows it as well in 4 s or 2 s as in the example's own
+# 10 s and 5 s: its contract is made that impatient (and a control with the same contract passes), so the zoo's runs
+# are not spent waiting.
+IMPATIENT = (Edit("timeout_s = 10\n", "timeout_s = 4\n", "itchbench.toml"),
+             Edit(_STOP_GRACE, "term_grace_s = 2    # then SIGKILL\n", "itchbench.toml"))
 # The example publishes depth when asked (--levels N, from the contract's bbo.levels); its contract asks for the BBO.
 _BBO_LEVELS = ("levels = 0          # the BBO; N: it publishes the top N levels a side (--levels N); \"all\": every "
                "level's changes; judged against the simulation's\n")
@@ -248,7 +253,7 @@ MUTANTS: tuple[Mutant, ...] = (
                  "        if (seq == 5000) std::raise(SIGSEGV);  // MUTANT\n"
                  "        if (stock >= 0) say(seq, uint16_t(stock));\n")), "file", "incomplete"),
     Mutant("hang-at-end", "ignores SIGTERM and sleeps at the end", PY,
-           _py((_SIGTERM, "    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # MUTANT\n"),
+           IMPATIENT + _py((_SIGTERM, "    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # MUTANT\n"),
                (_FINALLY, "        time.sleep(3600)  # MUTANT\n" + _FINALLY)), "udp", "incomplete"),
     Mutant("output-cut-at-exit", "events sent in batches of 64, the last batch dropped at exit", PY,
            _py((_PER_PACKET, "                if len(pending) >= 64:  # MUTANT\n                    flush()\n"),
@@ -264,7 +269,7 @@ MUTANTS: tuple[Mutant, ...] = (
            _py((_CLOSE, _CLOSE.replace("close()", 'send(b"99999,1,100")  # MUTANT\n        close()'))),
            "udp", "bbo_differs"),
     Mutant("never-ready", "never connects to the BBO collector (its ready signal)", PY,
-           _py((_PARSED, _PARSED + "    time.sleep(3600)  # MUTANT\n")), "udp", "incomplete"),
+           IMPATIENT + _py((_PARSED, _PARSED + "    time.sleep(3600)  # MUTANT\n")), "udp", "incomplete"),
     Mutant("exit-0-silent", "exits 0 at once, having said nothing", PY,
            _py((_PARSED, _PARSED + "    return 0  # MUTANT\n")), "udp", "incomplete"),
     Mutant("says-lossless", "prints a verdict-looking LOSSLESS line itself, and sends no event", PY,
@@ -318,6 +323,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "heartbeats", "lossless"),
     Control(PY, "udp", "lossless", edits=_CLAIMS_EXIT_AT_END, claim="contract says exits_at_end"),
     Control(PY, "udp", "lossless", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
+    Control(PY, "udp", "lossless", edits=IMPATIENT, claim="contract waits 4 s for ready, 2 s after SIGTERM"),
     Control(PY, "udp", "lossless", edits=CLAIMS_STATE, claim='contract says check = "state"'),
     Control(PY, "udp", "lossless", edits=CLAIMS_SHARDS, claim="contract runs it with --shards 3"),
     Control(PY, "serial", "lossless", edits=CLAIMS_SHARDS_SERIAL, claim="contract runs it with --shards 3"),
