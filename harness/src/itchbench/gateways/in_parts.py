@@ -44,6 +44,7 @@ BUCKET_BYTES, MOST_BUCKETS = 8 << 20, 256
 BUCKETS_PREFIX = "itchbench-by-stock-"
 # Room left on the buckets' disk: below it, buckets are not written and the whole check judges the output.
 DISK_LEFT_FREE = 1 << 30
+DISK_LOOK_BYTES = 64 << 20  # the buckets' disk is looked at again after this much is written to it
 
 
 class LineTooLong(Exception):
@@ -262,6 +263,7 @@ class _Buckets:
                        for b in range(count)]
         self._files: dict[Path, Any] = {}
         self.events, self.highest_seq, self._width = 0, 0, width
+        self._room = 0  # bytes that may be written before the disk is looked at again
 
     def add(self, block: np.ndarray) -> None:
         if not len(block):
@@ -272,15 +274,19 @@ class _Buckets:
         kind = 0 if -(1 << 31) <= int(block.min()) and max(int(block.max()), self.events + len(block)) < 1 << 31 else 1
         rows = np.concatenate(((order + self.events)[:, None], np.take(block, order, axis=0)), axis=1)
         rows = rows.astype(self._WIDTHS[kind], copy=False)
-        if shutil.disk_usage(self._paths[0][0].parent).free < rows.nbytes + DISK_LEFT_FREE:
-            raise _DiskFull(self._paths[0][0].parent)
-        ends = np.cumsum(np.bincount(bucket, minlength=len(self._paths)))
-        for paths, start, end in zip(self._paths, np.concatenate(([0], ends[:-1])), ends):
-            if end > start:
-                path = paths[kind]
-                if path not in self._files:
-                    self._files[path] = open(path, "wb")
-                self._files[path].write(memoryview(rows[start:end]))
+        if rows.nbytes > self._room:  # looked at again every DISK_LOOK_BYTES at most (statvfs a part was a tenth)
+            free = shutil.disk_usage(self._paths[0][0].parent).free - DISK_LEFT_FREE
+            self._room = min(free, DISK_LOOK_BYTES)
+            if rows.nbytes > free:
+                raise _DiskFull(self._paths[0][0].parent)
+        self._room -= rows.nbytes
+        counts = np.bincount(bucket, minlength=len(self._paths))
+        ends = np.cumsum(counts)
+        for b in np.flatnonzero(counts):  # the buckets this block has events of, not all 256
+            path = self._paths[b][kind]
+            if path not in self._files:
+                self._files[path] = open(path, "wb")
+            self._files[path].write(memoryview(rows[ends[b] - counts[b]:ends[b]]))
         self.events += len(block)
         self.highest_seq = max(self.highest_seq, int(block[:, 0].max()))
 
