@@ -449,3 +449,24 @@ def test_a_reference_folder_a_killed_process_left_is_removed_by_the_next(tmp_pat
     buckets.mkdir()
     _judged(tmp_path, "\n".join(_shards(_lines(0), 3, 37)) + "\n")
     assert not buckets.exists() and live.exists()
+
+
+def test_the_buckets_disk_is_looked_at_again_as_they_fill_it(tmp_path, monkeypatch):
+    # The disk is asked once for a few small blocks, again once DISK_LOOK_BYTES are written; a block that would
+    # leave less than DISK_LEFT_FREE is refused even when the last look had room for more.
+    looks, free = [], [in_parts.DISK_LEFT_FREE + (1 << 30)]
+    monkeypatch.setattr(in_parts.shutil, "disk_usage", lambda _: looks.append(1) or type("U", (), {"free": free[0]}))
+    monkeypatch.setattr(in_parts, "DISK_LOOK_BYTES", 4096)
+    buckets = in_parts._Buckets(tmp_path / "b", 4, 2)
+    block = np.arange(20).reshape(10, 2)  # 10 rows of 3 int32 columns with their places: 120 bytes a block
+    for _ in range(30):
+        buckets.add(block)
+    assert len(looks) == 1
+    for _ in range(10):  # past 4096 bytes: looked at again
+        buckets.add(block)
+    assert len(looks) == 2
+    free[0] = in_parts.DISK_LEFT_FREE + 100  # someone else filled the disk
+    with pytest.raises(in_parts._DiskFull):
+        for _ in range(40):
+            buckets.add(block)
+    buckets.close()
