@@ -1,17 +1,12 @@
 #include "pipeline/gap_recovery.hpp"
 
-#include <time.h>
-
 #include <algorithm>
+
+#include "util/stage_clock.hpp"
 
 namespace itchbench {
 
 namespace {
-uint64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // the vDSO's: no system call
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 RecoveryOptions with_clock(RecoveryOptions o) {
   if (!o.clock_ns) o.clock_ns = &monotonic_ns;
   return o;
