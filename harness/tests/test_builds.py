@@ -44,6 +44,10 @@ def _load_one(where: Path, extra: str):
 
 def test_a_pgo_flavour_is_built_trained_run_and_tabled(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(revisions, "cache_root", lambda: tmp_path / "builds")  # built here, whatever is cached
+    # Each target built as one unity source, as no user's flavour is: under test are the flavour's passes, not how
+    # its files are grouped, and most of -O0's cost is the same headers parsed in every file (73 -> 26 CPU-s a pass).
+    monkeypatch.setattr(revisions, "BUILD_OPTIONS",
+                        [*revisions.BUILD_OPTIONS, "-DCMAKE_UNITY_BUILD=ON", "-DCMAKE_UNITY_BUILD_BATCH_SIZE=0"])
     configs = _load_one(tmp_path, 'build = { cxx_flags = "-O0", pgo = true }')
     values = configs[0].values
     assert values["build"]["pgo_training"] == str(SEED)  # the default training capture
