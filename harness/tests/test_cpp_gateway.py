@@ -231,3 +231,35 @@ def test_a_crash_while_reading_the_capture_says_how_far_it_got(tmp_path):
     # What it had flushed before the abort: some of the events before message 200,000, none after.
     assert 0 < reached < 200000 and s["progress"]["messages"] == 300000
     assert f"its BBO output reached seq {reached:,} of the capture's 300,000 messages" in headline
+
+
+def test_a_brought_gateways_build_goes_through_ccache(tmp_path, monkeypatch):
+    """Two copies of the example built by its contract's make: the second's object is ccache's, and its binary the
+    first's, byte for byte; with CCACHE_DISABLE=1 the compiler runs (docs/gateway-contract.md, `build`)."""
+    from itchbench.gateways import adapter, compiler_cache, contract
+
+    monkeypatch.setattr(paths, "cache_dir", lambda: tmp_path / "cache")  # this test's cache, counted alone
+    c = contract.load(EXAMPLE / "itchbench.toml")
+
+    def build(name: str) -> bytes:
+        copy = tmp_path / name
+        copy.mkdir()
+        for source in ("Makefile", "gateway.cpp"):
+            (copy / source).write_bytes((EXAMPLE / source).read_bytes())
+        adapter.build(c, copy, commit="WORKTREE", build_dir=tmp_path / f"{name}-build", log=tmp_path / f"{name}.log")
+        return (copy / "cpp-gateway").read_bytes()
+
+    def stats() -> dict[str, int]:
+        out = subprocess.run(["ccache", "--print-stats"], env={**os.environ, **compiler_cache.environment(tmp_path)},
+                             capture_output=True, text=True, check=True).stdout
+        counts = dict(line.split("\t") for line in out.splitlines())
+        return {k: int(counts[k]) for k in ("direct_cache_hit", "preprocessed_cache_hit", "cache_miss")}
+
+    first = build("first")
+    assert stats() == {"direct_cache_hit": 0, "preprocessed_cache_hit": 0, "cache_miss": 1}
+    assert "go through ccache" in (tmp_path / "first.log").read_text()
+    assert build("second") == first
+    assert stats() == {"direct_cache_hit": 1, "preprocessed_cache_hit": 0, "cache_miss": 1}
+    monkeypatch.setenv("CCACHE_DISABLE", "1")
+    assert build("third") == first
+    assert stats() == {"direct_cache_hit": 1, "preprocessed_cache_hit": 0, "cache_miss": 1}

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable
 
 from .. import paths
 from ..runs.failure import RunError, describe_exit, tail
+from . import compiler_cache
 from . import contract as contract_mod
 from .contract import Contract
 
@@ -41,13 +42,16 @@ def build(c: Contract, worktree: Path, *, commit: str, build_dir: Path, log: Pat
     """Run the contract's build commands in worktree; a failing one is a RunError('setup') with the log's tail."""
     build_dir.mkdir(parents=True, exist_ok=True)
     values = {"commit": commit, "worktree": worktree, "build_dir": build_dir}
+    cached = compiler_cache.command_environment(Path(worktree))
     with open(log, "ab") as out:
+        if cached:
+            out.write(f"# compilers called by name go through ccache ({cached['CCACHE_DIR']})\n".encode())
         for template in c.build:
             cmd = contract_mod.fill(template, values)
             out.write(f"$ {cmd}\n".encode())
             out.flush()
             proc = subprocess.run(["bash", "-c", cmd], cwd=worktree, stdout=out, stderr=subprocess.STDOUT,
-                                  env={**os.environ, **_env(values)})
+                                  env={**os.environ, **_env(values), **cached})
             if proc.returncode != 0:
                 text = log.read_text(errors="replace")
                 raise RunError("setup", f"the gateway's build failed ({describe_exit(proc.returncode)}): {cmd}\n"

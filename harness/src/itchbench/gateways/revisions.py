@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Callable
 
 from .. import cache, paths
-from . import provenance
+from . import compiler_cache, provenance
 
 WORKTREE = "WORKTREE"
 # Identical for every revision: what is compared is the code, never the flags.
@@ -258,7 +258,7 @@ def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks:
                     out.write(f"-- {target}: built if this revision has it\n")
                     out.flush()
                     subprocess.run(["cmake", "--build", str(work), "--target", target], stdout=out,
-                                   stderr=subprocess.STDOUT, env={**os.environ, **_compiler_cache()[1]})
+                                   stderr=subprocess.STDOUT, env={**os.environ, **_compiler_environment()})
                 benchmarks_tried.write_text("")
         if work != home / "build":
             shutil.move(str(work), str(home / "build"))
@@ -274,22 +274,17 @@ def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks:
     return gateway
 
 
-def _compiler_cache() -> tuple[list[str], dict[str, str]]:
-    """ccache, when installed, as the compiler's launcher (CMake options and environment): revisions differ in a
-    few files, so most of a revision's objects are another's. Paths under the repository are taken relative to
-    the build folder (SRC/build: ../gateway/…), so the same file in two worktrees, or in the checkout that set-up
-    built with the same cache (harness/bin/setup), is one entry; the cache lives with the rest
-    (reports/cache/ccache)."""
-    if shutil.which("ccache") is None:
-        return [], {}
-    return ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"], {
-        "CCACHE_DIR": str(paths.cache_dir() / "ccache"), "CCACHE_BASEDIR": str(paths.repo_root()),
-        "CCACHE_NOHASHDIR": "1"}
+def _compiler_environment() -> dict[str, str]:
+    """Paths under the repository are taken relative to the build folder (SRC/build: ../gateway/…), so the same
+    file in two worktrees, or in the checkout that set-up built with the same cache (harness/bin/setup), is one
+    ccache entry."""
+    return compiler_cache.environment(paths.repo_root())
 
 
 def _compile(source: Path, work: Path, options: list[str], rev: Revision, out: IO[str], log: Path) -> None:
-    launcher, env = _compiler_cache()
-    for cmd in (["cmake", "-S", str(source), "-B", str(work), "-G", "Ninja", *options, *launcher],
+    env = _compiler_environment()
+    for cmd in (["cmake", "-S", str(source), "-B", str(work), "-G", "Ninja", *options,
+                 *compiler_cache.cmake_options()],
                 ["cmake", "--build", str(work), "--target", BUILD_TARGET]):
         out.flush()
         proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **env})
