@@ -274,8 +274,10 @@ class Feed:
 class Recovery:
     """Fills every gap the feed found: asks the session's re-request server for each (a 20-byte request:
     session, first sequence, count), oldest first and BURST a tick at most, again after TIMEOUT_S for what is still
-    missing of it, and gives a gap up after TRIES requests once it holds everything back. Without a server only the other line can fill a
-    gap, and its copy is due within its skew: a gap is given up after 50 ms."""
+    missing of it, and gives a gap up after TRIES requests in a row that brought nothing of it, once it holds
+    everything back (a capped server answers a long gap a few messages at a time: each answer is progress, however
+    long a busy machine took to bring it). Without a server only the other line can fill a gap, and its copy is due
+    within its skew: a gap is given up after 50 ms."""
 
     TIMEOUT_S, TRIES, BURST = 0.2, 8, 4  # BURST: requests a tick at most, so as not to flood the server
 
@@ -284,7 +286,8 @@ class Recovery:
         if server is None:
             self.TIMEOUT_S, self.TRIES = 0.05, 1
         self.session = b""
-        self.asked: dict[int, tuple[float, int]] = {}  # gap's first sequence -> (when last asked, requests made)
+        # A gap's first sequence -> when last asked, requests since one brought something, what was missing then.
+        self.asked: dict[int, tuple[float, int, int]] = {}
 
     def tick(self, feed: Feed) -> None:
         if not self.session:
@@ -296,7 +299,8 @@ class Recovery:
                 del feed.gaps[first]
                 self.asked.pop(first, None)
                 continue
-            when, tries = self.asked.get(first, (0.0, 0))
+            when, tries, before = self.asked.get(first, (0.0, 0, still))
+            tries = tries if still == before else 0  # the last answer brought some of it
             if tries and now - when < self.TIMEOUT_S:
                 continue
             if tries == self.TRIES:
@@ -311,7 +315,7 @@ class Recovery:
                 self.sock.sendto(self.session + struct.pack(">QH", still, min(first + count - still, 0xFFFF)),
                                  self.server)
                 sent += 1
-            self.asked[first] = (now, tries + 1)
+            self.asked[first] = (now, tries + 1, still)
 
 
 def take_snapshot(addr: str, port: int, user: str, password: str, apply) -> int:
