@@ -26,7 +26,7 @@ from pathlib import Path
 from . import paths
 
 NESTED = ("builds", "contract")  # folders whose entries are listed (and pruned) one by one
-COMPILER_CACHE = "ccache"  # ccache's objects for the revisions' builds (gateways/revisions.py)
+COMPILER_CACHE = "ccache"  # ccache's objects for every build of a gateway (gateways/compiler_cache.py)
 FACTS = "facts"  # what reading a capture told, per version of it (captures/remembered.py)
 
 
