@@ -5,14 +5,22 @@ Every child is started with PR_SET_PDEATHSIG(SIGKILL): if the harness dies
 namespace held only by them disappears with them. On a normal exit, an
 error or Ctrl-C, ProcessGroup.close() stops each child (SIGTERM, then
 SIGKILL) and runs the registered clean-ups, last first.
+
+The kernel sends the parent-death signal when the *thread* that forked the
+child ends, not its process: a child started from a short-lived thread (a
+broker restarted as a fault, runs/brokers/restarts.py) would be killed the
+moment that thread returns. So children are forked by the main thread, or,
+asked from any other, by one forking thread that lives as long as the process.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -25,13 +33,23 @@ def _die_with_parent() -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+# Its one worker never ends while the process lives: the parent thread of every child forked off the main thread.
+_forker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="forker")
+
+
+def _popen(cmd: list[str], **kwargs) -> subprocess.Popen:
+    if threading.current_thread() is threading.main_thread():
+        return subprocess.Popen(cmd, preexec_fn=_die_with_parent, **kwargs)
+    return _forker.submit(subprocess.Popen, cmd, preexec_fn=_die_with_parent, **kwargs).result()
+
+
 class ProcessGroup:
     def __init__(self) -> None:
         self._procs: list[tuple[str, subprocess.Popen]] = []
         self._cleanups: list[Callable[[], None]] = []
 
     def start(self, name: str, cmd: Sequence[str], **kwargs) -> subprocess.Popen:
-        proc = subprocess.Popen(list(cmd), preexec_fn=_die_with_parent, **kwargs)
+        proc = _popen(list(cmd), **kwargs)
         self._procs.append((name, proc))
         return proc
 
