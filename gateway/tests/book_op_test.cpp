@@ -8,6 +8,9 @@
 #include "protocol/book_op.hpp"
 #include "patterned_message.hpp"
 
+// Its names kept to itself: the test binary is compiled as unity sources (CMakeLists.txt).
+namespace book_op_test {
+
 using namespace itchbench;
 using namespace itchbench::itch;
 using itchbench::testing::patterned;
@@ -128,3 +131,5 @@ TEST(BookOp, PeeksTheOrderReferenceOfOrderMessagesOnly) {
     }
   }
 }
+
+}  // namespace book_op_test

@@ -9,6 +9,9 @@
 #include "source/capture_file.hpp"
 #include "test_files.hpp"
 
+// Its names kept to itself: the test binary is compiled as unity sources (CMakeLists.txt).
+namespace capture_test {
+
 using namespace itchbench;
 using namespace itchbench::net;
 using itchbench::testing::ScratchDir;
@@ -279,3 +282,5 @@ TEST(CaptureReader, AnItchFileIsReadAheadByAFixedNumberOfMessages) {
   for (int i = 0; i < kMessages; ++i) in_order[i] = i;
   EXPECT_EQ(ahead, in_order);
 }
+
+}  // namespace capture_test

@@ -12,6 +12,9 @@
 #include "book/depth_tracker.hpp"
 #include "book/order_book.hpp"
 
+// Its names kept to itself: the test binary is compiled as unity sources (CMakeLists.txt).
+namespace depth_event_builder_test {
+
 using namespace itchbench;
 
 namespace {
@@ -127,3 +130,5 @@ TEST(DepthEventBuilder, CarriesEachStocksLevelsFromCallToCall) {
   const std::vector<logfmt::LevelChangeRecord> two{change(4, 'B', 100, 1), change(5, 'B', 100, 2)};
   EXPECT_THROW(builder.apply(two.data(), two.size(), out.data(), 1), std::runtime_error);
 }
+
+}  // namespace depth_event_builder_test

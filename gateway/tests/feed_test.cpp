@@ -13,6 +13,9 @@
 #include "source/feed.hpp"
 #include "test_files.hpp"
 
+// Its names kept to itself: the test binary is compiled as unity sources (CMakeLists.txt).
+namespace feed_test {
+
 using namespace itchbench;
 using namespace itchbench::net;
 using itchbench::testing::ScratchDir;
@@ -181,3 +184,5 @@ TEST(Feed, AFeedThatIsNotInTheCaptureEndsTheRunWithAnError) {
   EXPECT_FALSE(r.run([](uint64_t, const uint8_t*, size_t) {}, [](uint64_t, const uint8_t*, size_t) {}));
   EXPECT_NE(r.error().find("233.54.12.111:9"), std::string::npos) << r.error();
 }
+
+}  // namespace feed_test

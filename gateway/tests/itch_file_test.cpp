@@ -9,6 +9,9 @@
 #include "test_files.hpp"
 #include "util/mapped_file.hpp"
 
+// Its names kept to itself: the test binary is compiled as unity sources (CMakeLists.txt).
+namespace itch_file_test {
+
 using namespace itchbench;
 using namespace itchbench::itch;
 
@@ -200,3 +203,5 @@ TEST(ItchFile, TheLookAheadRunsTheGivenDistanceAhead) {
       [&](const uint8_t*, size_t) { ++looked; }, 2));
   EXPECT_EQ(looked_when_handed, (std::vector<size_t>{3, 3, 3}));
 }
+
+}  // namespace itch_file_test

@@ -7,6 +7,9 @@
 #include "protocol/itch.hpp"
 #include "patterned_message.hpp"
 
+// Its names kept to itself: the test binary is compiled as unity sources (CMakeLists.txt).
+namespace itch_test {
+
 using namespace itchbench;
 using namespace itchbench::itch;
 using itchbench::testing::patterned;
@@ -177,3 +180,5 @@ TEST(Itch, RejectsUnknownTypeWrongLengthAndEmpty) {
   }
   EXPECT_EQ(calls, 0);  // no view was made for any bad message
 }
+
+}  // namespace itch_test

@@ -23,6 +23,9 @@
 #include "log/latency_scan.hpp"
 #include "test_files.hpp"
 
+// Its names kept to itself: the test binary is compiled as unity sources (CMakeLists.txt).
+namespace latency_index_test {
+
 using namespace itchbench;
 using itchbench::testing::ScratchDir;
 
@@ -298,3 +301,5 @@ INSTANTIATE_TEST_SUITE_P(Formats, LatencyIndex, ::testing::Values(LatencyFormat:
                          [](const auto& info) { return info.param == LatencyFormat::kCompact ? "Compact" : "Wide"; });
 
 }  // namespace
+
+}  // namespace latency_index_test

@@ -14,6 +14,9 @@
 #include "log/latency_scan.hpp"
 #include "test_files.hpp"
 
+// Its names kept to itself: the test binary is compiled as unity sources (CMakeLists.txt).
+namespace latency_scan_test {
+
 using namespace itchbench;
 using itchbench::testing::ScratchDir;
 
@@ -179,3 +182,5 @@ TEST(LatencyScan, AMessageWithoutAChainsStampIsLeftOutOfTheChainsHops) {
     EXPECT_EQ(r.co[0].table(), to_book) << threads;
   }
 }
+
+}  // namespace latency_scan_test

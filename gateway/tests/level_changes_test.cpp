@@ -10,6 +10,9 @@
 #include "book/level_changes.hpp"
 #include "book/order_book.hpp"
 
+// Its names kept to itself: the test binary is compiled as unity sources (CMakeLists.txt).
+namespace level_changes_test {
+
 using namespace itchbench;
 
 namespace {
@@ -119,3 +122,5 @@ TEST(LevelChanges, EveryLevelAMessageChangesAndNoOther) {
   EXPECT_GT(two, 500);   // replaces to another price moved two levels,
   EXPECT_GT(none, 100);  // and refused adds and some replaces moved none
 }
+
+}  // namespace level_changes_test

@@ -6,6 +6,9 @@
 #include "pipeline/mold_framer.hpp"
 #include "protocol/moldudp64.hpp"
 
+// Its names kept to itself: the test binary is compiled as unity sources (CMakeLists.txt).
+namespace moldudp64_test {
+
 using namespace itchbench;
 using namespace itchbench::mold;
 
@@ -181,3 +184,5 @@ TEST(MoldRequest, ParsesTheSpecsLayoutAndNothingElse) {
   uint8_t longer[21] = {};
   EXPECT_FALSE(mold::parse_request(longer, 21, r));
 }
+
+}  // namespace moldudp64_test

@@ -12,6 +12,9 @@
 #include "net/pcap_io.hpp"
 #include "test_files.hpp"
 
+// Its names kept to itself: the test binary is compiled as unity sources (CMakeLists.txt).
+namespace pcap_in_place_test {
+
 using namespace itchbench;
 using namespace itchbench::net;
 using itchbench::testing::ScratchDir;
@@ -242,3 +245,5 @@ TEST(PcapInPlace, AReaderThatMetDamageNoLongerReadsInPlace) {
   EXPECT_FALSE(r.in_place());
   EXPECT_NE(r.error().find("record 1: truncated"), std::string::npos) << r.error();
 }
+
+}  // namespace pcap_in_place_test

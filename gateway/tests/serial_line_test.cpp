@@ -6,6 +6,9 @@
 #include "protocol/serial_line.hpp"
 #include "protocol/itch.hpp"
 
+// Its names kept to itself: the test binary is compiled as unity sources (CMakeLists.txt).
+namespace serial_line_test {
+
 using namespace itchbench;
 using namespace itchbench::serial;
 
@@ -100,3 +103,5 @@ TEST(SerialLine, SequenceTwoToTheSixtyFourMinusOneIsMalformed) {
   EXPECT_EQ(std::get<0>(c.lines[0]), UINT64_MAX - 1);
   EXPECT_EQ(r.counters().malformed, 1u);
 }
+
+}  // namespace serial_line_test
