@@ -19,6 +19,11 @@ tables and plots). The gateway is also run alone on each file (the
 binary with the flags `itchbench sim` gives it, nothing beside it), next to
 ours in the round: what the report costs on top is ours beyond that. ours /
 peer is wall time over wall time.
+
+What a run remembers of an input (its digest, itch-inspect's count: a whole
+read each, captures/remembered.py) is forgotten before the first round, so
+ours in round 1 is the input's first run, as a new day's nightly run is:
+the later rounds read them back.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from pathlib import Path
 import isolated
 from itchbench import paths, progress
 from itchbench.analysis import latency_pass
+from itchbench.captures import remembered
 from itchbench.documents.performance import ALONE
 from settle import settle
 
@@ -103,7 +109,9 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     inputs = [args.day, *args.compressed]
     record: dict = {"peer": args.peer, "day": args.day.name, "bytes": {f.name: f.stat().st_size for f in inputs},
-                    "rounds": []}
+                    "rounds": [], "first_run_round": 1}
+    for f in inputs:
+        remembered.forget(f)
     for r in range(1, args.rounds + 1):
         # Each input's run beside its gateway alone; the peer first in odd rounds, last in even ones.
         ours = [(who, f) for f in inputs for who in ("ours", "gateway")]

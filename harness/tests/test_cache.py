@@ -126,3 +126,27 @@ def test_a_capture_changed_within_the_racy_second_is_not_remembered(tmp_path, mo
         remembered.remembered(capture, "n", lambda: computed.append(1) or 7)
     assert computed == [1, 1]  # just written: computed each time, kept never
     assert not (tmp_path / "cache" / cache.FACTS).exists()
+
+
+def test_forgetting_a_capture_drops_its_facts_alone(tmp_path, monkeypatch):
+    """whole_day.py forgets its inputs' facts so that its first round is a first run: that file's facts are read
+    again, another file's are not."""
+    from itchbench.captures import remembered
+
+    monkeypatch.setattr(paths, "cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr(remembered, "RACY_S", 0.0)
+    day, other = tmp_path / "day.itch", tmp_path / "other.itch"
+    day.write_bytes(b"A" * 10)
+    other.write_bytes(b"B" * 10)
+    computed: list[str] = []
+    for _ in range(2):
+        for path in (day, other):
+            for what in ("count", "digest"):
+                remembered.remembered(path, what, lambda: computed.append(f"{path.name} {what}") or 7)
+    assert len(computed) == 4  # each fact read once, then remembered
+    assert remembered.forget(day) == 2
+    for path in (day, other):
+        for what in ("count", "digest"):
+            remembered.remembered(path, what, lambda: computed.append(f"{path.name} {what}") or 7)
+    assert computed[4:] == ["day.itch count", "day.itch digest"]
+    assert remembered.forget(day) == 2  # read again, remembered again

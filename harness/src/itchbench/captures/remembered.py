@@ -57,3 +57,13 @@ def remembered(path: Path, what: str, compute: Callable[[], Any], *, tool: Path 
         text = json.dumps({"path": str(path), "what": what, "value": value}, sort_keys=True)
         cache.made_once(entry, lambda partial: partial.write_text(text))
     return value
+
+
+def forget(path: Path) -> int:
+    """Drop every fact remembered of this version of the file, so that the next run reads it as a new file's first
+    run does (a benchmark's first round); how many were dropped."""
+    dropped = 0
+    for entry in (cache.root() / cache.FACTS).glob(f"{version_of(path)}*.json"):
+        entry.unlink(missing_ok=True)
+        dropped += 1
+    return dropped
