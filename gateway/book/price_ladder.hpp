@@ -15,6 +15,8 @@
 #pragma once
 #include <cstdint>
 
+#include "util/set_bits.hpp"
+
 namespace itchbench {
 
 class PriceLadder {
@@ -109,18 +111,6 @@ class PriceLadder {
   static_assert(kTicks == 64, "one occupancy word");
   static_assert(uint64_t(UINT32_MAX) / kTickPrice < (1u << 26), "ticks below 2^26");
 
-  // The set bits of a word, counted inline: the baseline x86-64 build has no POPCNT instruction, and the library
-  // call GCC makes for it instead spilled the caller's registers around it.
-  static uint32_t set_bits(uint64_t x) {
-#ifdef __POPCNT__
-    return uint32_t(__builtin_popcountll(x));
-#else
-    x -= (x >> 1) & 0x5555555555555555u;
-    x = (x & 0x3333333333333333u) + ((x >> 2) & 0x3333333333333333u);
-    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fu;
-    return uint32_t((x * 0x0101010101010101u) >> 56);
-#endif
-  }
   // The occupancy rotated so that bit i is tick lowest() + i (every present tick lies within kTicks of it).
   uint64_t from_lowest_bits() const {
     const uint32_t s = lo_ & kMask;
