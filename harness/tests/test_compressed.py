@@ -9,6 +9,7 @@ import gzip
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,34 @@ def test_itch2pcap_converts_a_compressed_day_to_the_same_pcap(plain, compress, t
     r = tool("itch2pcap", cut, "--out", tmp_path / "cut.pcap")
     # Refused at the start (nothing decompresses) or where the data ends: an error either way, no pcap.
     assert r.returncode == 1 and str(cut) in r.stderr and not (tmp_path / "cut.pcap").exists()
+
+
+def test_a_compressed_itch_file_is_counted_beside_its_run_and_held_to_that_count(plain, tmp_path, monkeypatch):
+    # The count of a compressed binary ITCH file runs beside the gateway (runner._count_beside_the_run), and the
+    # run is still reconciled with it: the summary's expected messages are itch-inspect's count of the plain file.
+    from itchbench.captures import inspect as inspect_module
+    counted_on: list[str] = []
+    original = inspect_module._read_facts
+
+    def recording(capture: Path, feed: str):
+        counted_on.append(threading.current_thread().name)
+        return original(capture, feed)
+
+    monkeypatch.setattr(inspect_module, "_read_facts", recording)
+    packed = _gzip(plain["itch"], tmp_path / "day.itch.gz")
+    run = runner.execute(config(packed, "sim"), "beside", root=tmp_path / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
+    assert s["verdict"]["headline"].startswith("LOSSLESS"), s["verdict"]
+    expected = inspect_capture(plain["itch"])["capture_stats"]["itch_messages"]
+    assert s["reconciliation"]["capture_messages"] == expected > 1000
+    assert [name.split("_")[0] for name in counted_on] == ["count-beside"]  # counted once, beside the run
+
+
+def test_a_cut_compressed_itch_file_counted_beside_its_run_ends_incomplete(plain, tmp_path):
+    packed = _gzip(plain["itch"], tmp_path / "day.itch.gz")
+    cut = tmp_path / "cut.itch.gz"
+    cut.write_bytes(packed.read_bytes()[: packed.stat().st_size // 2])
+    run = runner.execute(config(cut, "sim"), "cut-itch", root=tmp_path / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
+    assert not s["complete"] and s["verdict"]["exit_status"] == 1
+    assert s["verdict"]["headline"].startswith("INCOMPLETE")

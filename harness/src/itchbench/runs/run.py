@@ -31,6 +31,7 @@ class Run:
     profiler: Any = None  # runs/profiler.Profiler when the scenario asks for [profile]
     follower: Any = None  # analysis/latency_follow.LatencyFollower: the report's second pass, counted during a sim
     bbo_follower: Any = None  # analysis/bbo_follow.BboDigestFollower: the BBO log's digest, taken during a sim
+    counting: Any = None  # a Future of the capture's facts (captures/inspect.facts_of) when counted beside the run
 
     def say(self, text: str) -> None:
         if self.echo:
