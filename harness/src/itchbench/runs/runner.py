@@ -110,7 +110,8 @@ def _count_beside_the_run(capture: Path, values: dict[str, Any]) -> concurrent.f
     of 2 vCPUs: 50 M messages 7.28-7.83 s before, 6.51-6.74 s beside (3 rounds); 270 M 44.0-44.1 s before,
     38.0-38.9 s beside (2 rounds; the gateway's own 28.4 s became 35.1-35.5 s, sharing the CPUs). A plain file's
     count stays before the run: beside it, it slowed the gateway more than it saved (3.8-3.9 s before, 3.95-4.3 s
-    beside, 50 M messages). None when the count is not for beside."""
+    beside, 50 M messages). A run that ends early, interrupted too, waits for the count before its summary (and
+    says so): it is reconciled with it as any other. None when the count is not for beside."""
     if values["transport"] != "sim" or compression_of(capture) is None or capture_kind(capture) == "pcap":
         return None
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="count-beside")
