@@ -28,10 +28,13 @@ def _num(v: float, digits: int = 1) -> str:
 
 
 def _stats_json(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
+    # Read out as Python floats at once: a row at a time through pandas took 0.05 s for a day's 530 symbols. Each
+    # value is still rounded by Python's round, as the summaries before.
+    keys = list(stats.STAT_KEYS)
     out: dict[str, dict[str, float]] = {}
-    for name, row in frame.iterrows():
-        out[str(name)] = {k: (int(row[k]) if k == "count" else (None if math.isnan(row[k]) else round(float(row[k]), 3)))
-                          for k in stats.STAT_KEYS}
+    for name, row in zip(frame.index, frame[keys].to_numpy(dtype=float).tolist()):
+        out[str(name)] = {k: (int(v) if k == "count" else (None if math.isnan(v) else round(v, 3)))
+                          for k, v in zip(keys, row)}
     return out
 
 
