@@ -132,3 +132,22 @@ def test_a_cut_compressed_itch_file_counted_beside_its_run_ends_incomplete(plain
     s = rundir.read_json(run / "summary.json")
     assert not s["complete"] and s["verdict"]["exit_status"] == 1
     assert s["verdict"]["headline"].startswith("INCOMPLETE")
+
+
+@pytest.mark.parametrize("mutant", [None, "cpp-empty-level-kept"], ids=["correct", "mutant"])
+def test_a_brought_gateway_reading_a_gzip_itch_file_counted_beside_is_judged_as_ever(mutant, plain, tmp_path):
+    # The C++ example reads the compressed file itself while itch-inspect counts it beside the run: the correct
+    # example is LOSSLESS, held to that count; the zoo's mutant that leaves a level at zero shares is BBO DIFFERS.
+    from itchbench.selftest import zoo
+    edits = next(m.edits for m in zoo.MUTANTS if m.name == mutant) if mutant else ()
+    gateway = zoo.materialise(zoo.CPP, edits, tmp_path / "gw")
+    packed = _gzip(plain["itch"], tmp_path / "day.itch.gz")
+    values = {**config(packed, "sim"), "gateway_file": str(gateway / "itchbench.toml")}
+    run = runner.execute(values, "brought", root=tmp_path / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
+    expected = inspect_capture(plain["itch"])["capture_stats"]["itch_messages"]
+    if mutant is None:
+        assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+        assert f"{expected:,} messages in the capture it reads itself" in s["verdict"]["headline"]
+    else:
+        assert s["verdict"]["status"] == "bbo_differs" and s["verdict"]["exit_status"] == 1, s["verdict"]["headline"]
