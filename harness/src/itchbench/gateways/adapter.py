@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from .. import paths
+from .. import paths, users_environment
 from ..runs.failure import RunError, describe_exit, tail
 from . import compiler_cache
 from . import contract as contract_mod
@@ -51,7 +51,7 @@ def build(c: Contract, worktree: Path, *, commit: str, build_dir: Path, log: Pat
             out.write(f"$ {cmd}\n".encode())
             out.flush()
             proc = subprocess.run(["bash", "-c", cmd], cwd=worktree, stdout=out, stderr=subprocess.STDOUT,
-                                  env={**os.environ, **_env(values), **cached})
+                                  env={**users_environment(), **_env(values), **cached})
             if proc.returncode != 0:
                 text = log.read_text(errors="replace")
                 raise RunError("setup", f"the gateway's build failed ({describe_exit(proc.returncode)}): {cmd}\n"
@@ -166,7 +166,7 @@ class ContractGateway:
         out, err = open(stdout, "wb"), open(stderr, "wb")  # files: never a pipe nobody drains
         self.group.on_close(out.close)
         self.group.on_close(err.close)
-        env = {**os.environ, **self.env, **self.c.env, **_env(values)}
+        env = {**users_environment(), **self.env, **self.c.env, **_env(values)}
         meter = [str(paths.tool("process-meter")), "--out", str(self.usage_file), "--"]
         gw = self.group.start("gateway", self.wrap([*meter, *self.under, "bash", "-c", cmd]), stdout=out, stderr=err,
                               env=env, cwd=self.worktree)
