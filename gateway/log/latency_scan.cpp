@@ -459,7 +459,43 @@ class Counter {
                                                                                : at_subscriber_[c - kSubscriber];
   }
 
+  // A chain's and the co-starts' stamps, each stamp's value told by stamp(c).
+  template <class Stamp>
+  void count_chains(const Row& r, const Stamp& stamp) {
+    int64_t moved[kMaxChain];  // a chain's stamps, in chain order
+    for (size_t c = 0; c < p_.chains.size(); ++c) {
+      const Chain& chain = p_.chains[c];
+      if (chain.bbo_only && !bbo_event(r)) continue;
+      const size_t n = chain.stamps.size();
+      bool whole = true;
+      for (size_t i = 0; i < n; ++i) whole &= (moved[i] = stamp(chain.stamps[i])) != 0;
+      if (!whole) continue;
+      for (size_t i = 0; i + 1 < n; ++i) {
+        out_.hop[c][i].add(0, moved[i + 1] - moved[i]);
+        if (i) out_.cumulative[c][i].add(0, moved[i + 1] - moved[0]);
+      }
+      if (c == 0) slowest_.offer(moved[n - 1] - moved[0], r, moved, n);
+    }
+    const int64_t book = stamp(kBook);
+    for (size_t i = 0; i < p_.co_starts.size(); ++i) {
+      const int64_t t = stamp(p_.co_starts[i]);
+      if (!t || !book) continue;
+      out_.co[i].add(0, book - t);
+      if (p_.co_starts[i] == kSent && intended_) out_.served_trend.add(intended_, book - t);
+      if (p_.co_starts[i] == kIntended) {
+        out_.trend.add(t, book - t);
+        out_.served_first = out_.served_any ? std::min(out_.served_first, t) : t;
+        out_.served_last = out_.served_any ? std::max(out_.served_last, book) : book;
+        out_.served_any = true;
+      }
+    }
+  }
+
   void count_hops(const Row& r) {
+    if (direct_) {  // the row's own stamps, as they are
+      count_chains(r, [&r](ChainStamp c) { return r.t[c]; });
+      return;
+    }
     for (unsigned s = kKernel; s <= kPublished; ++s) on_line_[s] = monotonic_(r.t[s]);  // each moved once
     if (p_.send.n) {
       const size_t i = sent_.find(int64_t(r.seq));
@@ -471,33 +507,19 @@ class Counter {
       const size_t i = may_have ? received_[k].find(int64_t(r.seq)) : Lookup::kNone;
       at_subscriber_[k] = i == Lookup::kNone ? 0 : p_.subscribers[k].first[i];
     }
-    int64_t moved[kMaxChain];  // a chain's stamps, in chain order
-    for (size_t c = 0; c < p_.chains.size(); ++c) {
-      const Chain& chain = p_.chains[c];
-      if (chain.bbo_only && !bbo_event(r)) continue;
-      const size_t n = chain.stamps.size();
-      bool whole = true;
-      for (size_t i = 0; i < n; ++i) whole &= (moved[i] = value(chain.stamps[i])) != 0;
-      if (!whole) continue;
-      for (size_t i = 0; i + 1 < n; ++i) {
-        out_.hop[c][i].add(0, moved[i + 1] - moved[i]);
-        if (i) out_.cumulative[c][i].add(0, moved[i + 1] - moved[0]);
-      }
-      if (c == 0) slowest_.offer(moved[n - 1] - moved[0], r, moved, n);
-    }
-    const int64_t book = on_line_[kBook];
-    for (size_t i = 0; i < p_.co_starts.size(); ++i) {
-      const int64_t t = value(p_.co_starts[i]);
-      if (!t || !book) continue;
-      out_.co[i].add(0, book - t);
-      if (p_.co_starts[i] == kSent && intended_) out_.served_trend.add(intended_, book - t);
-      if (p_.co_starts[i] == kIntended) {
-        out_.trend.add(t, book - t);
-        out_.served_first = out_.served_any ? std::min(out_.served_first, t) : t;
-        out_.served_last = out_.served_any ? std::max(out_.served_last, book) : book;
-        out_.served_any = true;
-      }
-    }
+    count_chains(r, [this](ChainStamp c) { return value(c); });
+  }
+
+  // Whether every chain and co-start is of the gateway's own stamps, not moved (a simulation's): count_hops reads
+  // them from the row.
+  static bool direct(const Params& p) {
+    if (p.monotonic.on || p.send.n || !p.subscribers.empty()) return false;
+    for (const Chain& c : p.chains)
+      for (const ChainStamp s : c.stamps)
+        if (s > kPublished) return false;
+    for (const ChainStamp s : p.co_starts)
+      if (s > kPublished) return false;
+    return true;
   }
 
   const Params& p_;
@@ -511,6 +533,7 @@ class Counter {
   std::vector<int64_t> at_subscriber_;
   bool hops_;
   const Monotonic monotonic_;
+  const bool direct_ = direct(p_);
   int64_t on_line_[kStampCount] = {};  // each stage's stamp on CLOCK_MONOTONIC (the origin and receive unused)
   int64_t intended_ = 0, actual_ = 0;
   static constexpr uint32_t kSymbolAhead = 8;
