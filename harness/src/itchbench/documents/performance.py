@@ -449,6 +449,19 @@ PIPELINE_PROFILE = [
     "touch first (`copy_folio_from_iter_atomic`: `dd` of 1 GB writes 0.4 GB/s into memory this VM has handed "
     "back to its host, 5 GB/s into memory freed a moment before), or a third CPU.",
     "",
+    "Later (2026-12-01, AMD EPYC VM of 2 vCPUs, the plain 50 M file): 6.3 CPU-seconds in a 3.3 s run, of which "
+    "the gateway's hot thread 2.75 and its logs' provisioning 0.39, the second pass 1.7, the harness's Python "
+    "0.67, the drawing process 0.58, "
+    "and numpy's OpenBLAS threads 0.16, spinning after their start in each process that imports numpy: the "
+    "harness now keeps OpenBLAS to one thread in its own processes (3.31 to 3.13 s, 4 rounds interleaved). The "
+    "second pass's hop chains are read from the row where nothing is moved onto CLOCK_MONOTONIC (a simulation's: "
+    "the pass over a finished log 1.48 to 1.40 s, 6 rounds); skipping `count_hops` outright bounds what is left "
+    "there at 0.4 s. Tried and left out: counting the blocks left when the gateway ends in two halves at once "
+    "(2.89-3.00 against 2.93-3.00 s, 5 rounds; with a CPU hog beside it 4.40-4.71 against 4.50-4.73): on an idle "
+    "machine the pass is 0.1 s behind at the end, and on a busy one there is no CPU for a second half. Between two "
+    "runs a minute apart the logs' provisioning took 0.3 and 1.3 CPU-seconds, the difference "
+    "`copy_folio_from_iter_atomic` (memory the VM had handed back to its host): the noise in this table.",
+    "",
 ]
 
 
