@@ -162,3 +162,48 @@ def test_quick_is_a_subset_with_a_mutant_and_a_control_for_each_input_it_runs():
     assert 0 < len(mutants) < len(zoo.MUTANTS) and all(m.quick for m in mutants)
     assert {(m.example, m.scenario) for m in mutants} == {(c.example, c.scenario) for c in controls}
     assert Path(zoo.scenario_path("join")).read_text().count("join-sample.pcap") == 1
+
+
+class _Compares:
+    """Stands in for the runs and for compare in runner._compare_one: counts the runs a side made, and answers each
+    compare with the next of `answers` (its exit status and one timing's verdict), as compare.json says them."""
+
+    def __init__(self, answers: list[tuple[int, str]]) -> None:
+        self.answers, self.runs, self.compared_at = answers, {"base": 0, "head": 0}, []
+
+    def run_one(self, example, edits, scen, label, work, out):  # noqa: ANN001 - runner._run_one's arguments
+        self.runs[out.name] += 1
+        return "lossless", "LOSSLESS", str(out), 0
+
+    def compare(self, cmd, **_):  # noqa: ANN001 - subprocess.run's
+        judged = Path(cmd[cmd.index("--out") + 1])
+        self.compared_at.append(self.runs["head"])
+        status, verdict = self.answers[min(len(self.compared_at), len(self.answers)) - 1]
+        judged.mkdir(parents=True)
+        words = "REGRESSION: 1 SLOWER: x: wire_to_wire.p90" if status else "NO REGRESSION: BBO output SAME"
+        (judged / "compare.json").write_text(
+            f'{{"exit_status": {status}, "headline": "{words}", '
+            f'"metrics": {{"x": {{"wire_to_wire.p90": {{"verdict": "{verdict}"}}}}}}}}')
+        return subprocess.CompletedProcess(cmd, status, "", "")
+
+
+@pytest.mark.parametrize("answers, runs, got", [
+    # Decided by the first 10 runs a side: no more.
+    ([(1, "slower")], [10], "slower"),
+    # Too noisy at 10, decided at 15: the batch of half as many more, as compare adds them (a busy CI host left the
+    # half-speed mutant NO REGRESSION at 10 a side).
+    ([(0, "too noisy"), (1, "slower")], [10, 15], "slower"),
+    # Undecided to the end: at most twice as many, then compare's word stands (the zoo counts it as a pass).
+    ([(0, "inconclusive")], [10, 15, 20], "no_regression"),
+    # A pass with every timing decided is not run again.
+    ([(0, "unchanged")], [10], "no_regression"),
+])
+def test_a_compared_mutant_left_undecided_gets_more_runs_as_compare_gives_them(tmp_path, monkeypatch, answers, runs,
+                                                                                got):
+    fake = _Compares(answers)
+    monkeypatch.setattr(runner, "_run_one", fake.run_one)
+    monkeypatch.setattr(runner.subprocess, "run", fake.compare)
+    mutant = next(m for m in zoo.MUTANTS if m.compared)
+    verdict, _, _, _ = runner._compare_one(mutant, tmp_path / "work", tmp_path / "out")
+    assert fake.compared_at == runs and fake.runs == {"base": runs[-1], "head": runs[-1]}
+    assert verdict == got

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import rundir
+from ..compare.verdicts import UNDECIDED
 from ..gateways import revisions
 from ..runs import runner, scenario
 from ..runs.verdict import EXIT
@@ -33,6 +34,11 @@ from . import zoo
 # leave room for runs lost to the machine or blurred by its neighbours (with 8, a noisy host once left the
 # half-speed mutant "too noisy to decide": p90 +281 %, its ratio's 95 % CI 1.06-6.94, ~10 a side asked for).
 COMPARE_RUNS = 10
+# Timings still undecided then get more runs, in batches of half as many, up to twice as many: what compare gives a
+# change of two builds (--max-repetitions; commands/compare.py add_runs_while_undecided). With 10 a side only, a
+# busy CI host left the half-speed mutant NO REGRESSION, its p90 +67.7 % "too noisy" (CI 1.13-1.81, p 0.0068;
+# ~12 a side asked for).
+COMPARE_MOST = 2 * COMPARE_RUNS
 
 
 @dataclass
@@ -75,25 +81,39 @@ def _run_one(example: str, edits: tuple[zoo.Edit, ...], scen: str, label: str, w
 
 def _compare_one(m: zoo.Mutant, work: Path, out: Path) -> tuple[str, str, str, int]:
     """(compare's verdict, its headline, its folder, its exit status): the unchanged example (base) against the
-    mutant (head), COMPARE_RUNS runs a side, interleaved, each materialised at the same path."""
+    mutant (head), COMPARE_RUNS runs a side, interleaved, each materialised at the same path; more, up to
+    COMPARE_MOST, while compare passes it with timings undecided."""
     at = work / m.name
     sides = {"base": (), "head": m.edits}
-    for rep in range(COMPARE_RUNS):
-        for side, edits in sides.items():
-            shutil.rmtree(at, ignore_errors=True)
-            _run_one(m.example, edits, m.scenario, m.name, work, out / m.name / side)
     judged = out / m.name / "compare"
-    proc = subprocess.run([sys.executable, "-m", "itchbench.cli", "compare", str(out / m.name / "base"),
-                           str(out / m.name / "head"), "--max-repetitions", str(COMPARE_RUNS), "--out", str(judged)],
-                          capture_output=True, text=True)
-    try:
-        result = json.loads((judged / "compare.json").read_text())
-    except (OSError, ValueError):
-        return "error", f"compare exited {proc.returncode}: {proc.stderr.strip()[-300:]}", str(judged), proc.returncode
+    made = 0
+    while True:
+        wanted = COMPARE_RUNS if not made else min(COMPARE_MOST, made + COMPARE_RUNS // 2)
+        for _ in range(made, wanted):
+            for side, edits in sides.items():
+                shutil.rmtree(at, ignore_errors=True)
+                _run_one(m.example, edits, m.scenario, m.name, work, out / m.name / side)
+        made = wanted
+        shutil.rmtree(judged, ignore_errors=True)
+        proc = subprocess.run([sys.executable, "-m", "itchbench.cli", "compare", str(out / m.name / "base"),
+                               str(out / m.name / "head"), "--max-repetitions", str(made), "--out", str(judged)],
+                              capture_output=True, text=True)
+        try:
+            result = json.loads((judged / "compare.json").read_text())
+        except (OSError, ValueError):
+            return ("error", f"compare exited {proc.returncode}: {proc.stderr.strip()[-300:]}", str(judged),
+                    proc.returncode)
+        if result["exit_status"] != 0 or made >= COMPARE_MOST or not _timings_undecided(result):
+            break
     headline = result["headline"]
     got = ("slower" if " SLOWER" in headline.split(":", 1)[-1][:40] else
            headline.split(":", 1)[0].lower().replace(" ", "_"))
     return got, headline, str(judged), result["exit_status"]
+
+
+def _timings_undecided(result: dict) -> bool:
+    """Whether compare left a timing undecided (too noisy, or inconclusive): more runs may decide it."""
+    return any(v.get("verdict") in UNDECIDED for t in result["metrics"].values() for v in t.values())
 
 
 def label_of(name: str, example: str, scen: str, control: bool, claims: bool) -> str:
