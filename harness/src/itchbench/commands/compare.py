@@ -144,23 +144,17 @@ def inconclusive_words(metrics: dict[str, dict[str, dict]], verdict: str = "inco
             for label, t in sorted(metrics.items()) for name, v in sorted(t.items()) if v["verdict"] == verdict]
 
 
-def undecided_workloads(metrics: dict[str, dict[str, dict]]) -> list[str]:
-    """The workloads with a timing that more runs may decide (TOO NOISY or INCONCLUSIVE)."""
-    from ..compare import verdicts
-    return sorted(label for label, t in metrics.items() if any(v["verdict"] in verdicts.UNDECIDED for v in t.values()))
-
-
 def add_runs_while_undecided(base: "session.Side", head: "session.Side", workloads: list["session.Workload"],
                              repetitions: int, most: int, out: Path, threshold: float,
                              say: Callable[[str], None]) -> int:
     """More interleaved runs, in batches of half the first count, for the workloads whose timings are undecided,
     until none is or `most` runs a side are made (Pinpoint's way of adding repeats before a verdict). Returns
     the runs a side made of the workloads that needed the most."""
-    from ..compare import session
+    from ..compare import session, verdicts
     done = repetitions
     batch = max(2, repetitions // 2)
     while done < most:
-        undecided = undecided_workloads(session.metric_verdicts(base, head, threshold, SEED))
+        undecided = verdicts.undecided_workloads(session.metric_verdicts(base, head, threshold, SEED))
         if not undecided:
             break
         more = min(batch, most - done)

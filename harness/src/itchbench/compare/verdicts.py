@@ -43,6 +43,12 @@ JUDGED = (BETTER, WORSE, SAME, INCONCLUSIVE, NOISY)
 UNDECIDED = (INCONCLUSIVE, NOISY)  # what more runs may decide
 
 
+def undecided_workloads(metrics: dict[str, dict[str, dict]]) -> list[str]:
+    """The workloads with a timing that more runs may decide (TOO NOISY or INCONCLUSIVE): per workload, its metrics'
+    verdicts as compare judges them (and compare.json holds them)."""
+    return sorted(label for label, t in metrics.items() if any(v["verdict"] in UNDECIDED for v in t.values()))
+
+
 def metric_kind(metric: str) -> str:
     return "instructions" if metric.startswith("instructions.") else "memory" if metric in MEMORY_METRICS else "time"
 

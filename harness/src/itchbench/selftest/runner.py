@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import rundir
-from ..compare.verdicts import UNDECIDED
+from ..compare.verdicts import undecided_workloads
 from ..gateways import revisions
 from ..runs import runner, scenario
 from ..runs.verdict import EXIT
@@ -103,17 +103,12 @@ def _compare_one(m: zoo.Mutant, work: Path, out: Path) -> tuple[str, str, str, i
         except (OSError, ValueError):
             return ("error", f"compare exited {proc.returncode}: {proc.stderr.strip()[-300:]}", str(judged),
                     proc.returncode)
-        if result["exit_status"] != 0 or made >= COMPARE_MOST or not _timings_undecided(result):
+        if result["exit_status"] != 0 or made >= COMPARE_MOST or not undecided_workloads(result["metrics"]):
             break
     headline = result["headline"]
     got = ("slower" if " SLOWER" in headline.split(":", 1)[-1][:40] else
            headline.split(":", 1)[0].lower().replace(" ", "_"))
     return got, headline, str(judged), result["exit_status"]
-
-
-def _timings_undecided(result: dict) -> bool:
-    """Whether compare left a timing undecided (too noisy, or inconclusive): more runs may decide it."""
-    return any(v.get("verdict") in UNDECIDED for t in result["metrics"].values() for v in t.values())
 
 
 def label_of(name: str, example: str, scen: str, control: bool, claims: bool) -> str:
