@@ -11,6 +11,11 @@ from pathlib import Path
 from typing import Any
 
 
+# A gateway brought through its contract writes in this folder of the run directory ({out}), so that nothing it
+# writes can be taken for the run's own files (unless it writes those: white_box = "run-files").
+GATEWAY_OUT = "gateway-out"
+
+
 class RunDirError(RuntimeError):
     """The run directory cannot be created or is not a run directory."""
 

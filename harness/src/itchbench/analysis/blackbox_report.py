@@ -199,8 +199,14 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
     else:
         md += ["Not measured: the sender left no send stamps (tcpreplay stamps nothing: use "
                "`replay.sender = \"udp-replay\"`, or the serial transport), or no event was received.", ""]
-    white = run_dir / "gateway-out"
-    if contract.get("white_box") and (white / "latency.lat").is_file():
+    white = run_dir / rundir.GATEWAY_OUT
+    # Its stages are figures only from a log that holds together (gateways/white_box.py); else the check that failed.
+    refused = [name for name, ok in rec.get("checks", {}).items() if name.startswith("white-box ") and not ok]
+    if refused:
+        md += ["## Inside the gateway (white box)", "",
+               "Not reported: the gateway's own latency log (`gateway-out/latency.lat`) does not hold together: "
+               + "; ".join(refused) + ".", ""]
+    elif contract.get("white_box") and (white / "latency.lat").is_file():
         lat = latency_pass.stages_of(white, int(scen.get("warmup_messages", 0)))
         md += ["## Inside the gateway (white box)", "",
                "The gateway wrote itchbench's latency log (gateway/log/FORMAT.md) in `gateway-out/`: its own "

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from .. import paths, users_environment
+from .. import paths, rundir, users_environment
 from ..runs.failure import RunError, describe_exit, tail
 from . import compiler_cache
 from . import contract as contract_mod
@@ -97,9 +97,7 @@ class ContractGateway:
         self.under = under or []  # a tool the gateway's command runs under (callgrind), inside the meter
         self.env = env or {}
         self.worktree = worktree or c.root
-        # A gateway that writes itchbench's run files writes them where the run's own are; any other gets a
-        # folder of its own, so nothing it writes can be taken for the run's files.
-        self.out_dir = run_dir if c.white_box == "run-files" else run_dir / "gateway-out"
+        self.out_dir = run_dir if c.white_box == "run-files" else run_dir / rundir.GATEWAY_OUT
         self.out_dir.mkdir(exist_ok=True)
         self.started: Started | None = None
         self.how_it_ended = ""

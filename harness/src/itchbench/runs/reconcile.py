@@ -22,7 +22,7 @@ from ..analysis import hops, logs, microbench
 from ..captures import faults
 from ..captures.digest import sim_bbo, sim_depth
 from ..captures.inspect import capture_kind, facts_of
-from ..gateways import adapter, blackbox, in_parts
+from ..gateways import adapter, blackbox, in_parts, white_box
 from .. import progress, rundir
 from . import join, noise, recovery, verdict
 from .transports import rerequest, udp
@@ -643,6 +643,9 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
             "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
             "kernel_dropped_datagrams": hop.get("kernel_dropped", 0)}
     loss["lossless"] = not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"])
+    if c.get("white_box") == "stamps":  # its own stages are reported only from a log that holds together
+        checks.update(white_box.checks(run.dir / rundir.GATEWAY_OUT, reference.latency_log, every_message=(
+            loss["lossless"] and not recovering and faults.sidecar_of(capture) is None)))
     rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,
            "bbo_check": bbo_check, "black_box": True}
     if recovering:

@@ -1,0 +1,119 @@
+"""What a brought gateway's own latency log must be before its stages are reported (`white_box = true`,
+docs/gateway-contract.md): written and closed, each record's stamps in stage order, and, where every message reached
+the gateway once, one record for each message of the capture, none for another.
+
+Each is a check of the run's balance (runs/reconcile.py): a log that fails one is named in the run's NOT BALANCED
+headline, with the first record or message at fault, rather than its figures reported as the gateway's."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..analysis import logs
+
+LOG = "latency.lat"  # in the gateway's {out} folder
+PART = 1 << 20       # records read at a time: memory stays a part whatever the day's size
+
+WRITTEN = "white-box latency log written and closed by the gateway (white_box = true)"
+IN_ORDER = "white-box stamps in stage order"
+ONE_A_MESSAGE = "white-box latency log: one record a message of the capture"
+
+
+def checks(out_dir: Path, reference_log: Path, every_message: bool) -> dict[str, bool]:
+    """The checks of the gateway's latency log in out_dir, named as NOT BALANCED says them (a failed one with what
+    failed). every_message: each of the capture's messages reached the gateway once (nothing lost, no recovery, no
+    join, no faults), so its log holds exactly the simulation's sequence numbers (reference_log's)."""
+    path = out_dir / LOG
+    if not path.is_file():
+        return {f"{WRITTEN}: {path.name} is missing from {out_dir.name}/": False}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", logs.TruncatedLogWarning)  # said below, as the check's failure
+            log = logs.read_latency(path)
+    except logs.LogFormatError as e:
+        return {f"{WRITTEN}: {str(e).rpartition(': ')[2]}": False}
+    found = {(f"{WRITTEN}: " + "; ".join(log.notes) if log.notes else WRITTEN): log.complete}
+    if "seq" not in log.dtype.names:
+        return {**found, f"{IN_ORDER}: a latency log of format version {log.header['version']} holds no sequence "
+                         "numbers (version 3: gateway/log/whitebox/)": False}
+    found.update(_stage_order(log))
+    if every_message:
+        found.update(_one_a_message(log, logs.read_latency(reference_log)))
+    return found
+
+
+def _stage_order(log: logs.LogFile) -> dict[str, bool]:
+    """Every record's stamps that are set (0: the stage did not happen) never go back from one stage to a later."""
+    stages = [n for n in logs.STAGE_STAMPS if n in log.dtype.names]
+    bad, first = 0, None
+    for part in logs.iter_records(log, PART):
+        latest = np.zeros(len(part), np.int64)         # each record's latest stamp so far
+        latest_stage = np.zeros(len(part), np.intp)    # and its stage
+        back = np.full((2, len(part)), -1, np.intp)    # the first stage that went back, and the one it went before
+        for i, name in enumerate(stages):
+            t = logs.stamp(part, name)
+            now_back = (t != 0) & (t < latest) & (back[0] < 0)
+            back[0, now_back], back[1, now_back] = i, latest_stage[now_back]
+            ahead = (t != 0) & (t >= latest)
+            latest = np.where(ahead, t, latest)
+            latest_stage[ahead] = i
+        wrong = back[0] >= 0
+        if first is None and wrong.any():
+            at = int(np.argmax(wrong))
+            first = (int(part["seq"][at]), stages[int(back[0, at])], stages[int(back[1, at])])
+        bad += int(np.count_nonzero(wrong))
+    if not bad:
+        return {IN_ORDER: True}
+    seq, later, earlier = first
+    return {f"{IN_ORDER}: {bad:,} record{'s' if bad != 1 else ''} with a stage stamped before the one before it "
+            f"(first: seq {seq:,}, {later} before {earlier})": False}
+
+
+def _one_a_message(log: logs.LogFile, reference: logs.LogFile) -> dict[str, bool]:
+    """The log's sequence numbers against the simulation's: each once, none missing, none the capture lacks."""
+    expected, lo = _seqs_seen(reference)
+    seen = np.zeros_like(expected)
+    twice = unknown = 0
+    first_twice = first_unknown = None
+    for part in logs.iter_records(log, PART):
+        s = part["seq"].astype(np.int64) - lo
+        known = (s >= 0) & (s < len(expected))
+        known[known] = expected[s[known]]
+        if not known.all():
+            unknown += int(np.count_nonzero(~known))
+            first_unknown = first_unknown if first_unknown is not None else int(part["seq"][np.argmin(known)])
+        values, counts = np.unique(s[known], return_counts=True)
+        again = values[(counts > 1) | seen[values]]
+        if len(again):
+            twice += len(again)
+            first_twice = first_twice if first_twice is not None else int(again[0] + lo)
+        seen[values] = True
+    missing = np.flatnonzero(expected & ~seen)
+    faults = []
+    if len(missing):
+        faults.append(f"{len(missing):,} of {int(expected.sum()):,} messages have no record (first: seq "
+                      f"{int(missing[0]) + lo:,})")
+    if twice:
+        faults.append(f"{twice:,} recorded more than once (first: seq {first_twice:,})")
+    if unknown:
+        faults.append(f"{unknown:,} records of a sequence number the capture does not have (first: seq "
+                      f"{first_unknown:,})")
+    return {f"{ONE_A_MESSAGE}: {'; '.join(faults)}" if faults else ONE_A_MESSAGE: not faults}
+
+
+def _seqs_seen(reference: logs.LogFile) -> tuple[np.ndarray, int]:
+    """The simulation's sequence numbers as a mask over [lo, hi], and lo."""
+    lo, hi = None, None
+    for part in logs.iter_records(reference, PART):
+        if len(part):
+            lo = int(part["seq"].min()) if lo is None else min(lo, int(part["seq"].min()))
+            hi = int(part["seq"].max()) if hi is None else max(hi, int(part["seq"].max()))
+    if lo is None:
+        return np.zeros(0, bool), 0
+    mask = np.zeros(hi - lo + 1, bool)
+    for part in logs.iter_records(reference, PART):
+        mask[part["seq"].astype(np.int64) - lo] = True
+    return mask, lo
