@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """An independent example gateway, written from itchbench's gateway contract
 (docs/gateway-contract.md) and its book semantics (docs/book-and-bbo.md)
-alone: it shares no code with itchbench.
+alone: it shares no code with itchbench but the white-box writer that
+itchbench gives gateways to copy (--latency-log, below).
 
 It reads NASDAQ TotalView-ITCH 5.0 as MoldUDP64 over UDP, or as the serial
 line format (gateway/protocol/SERIAL_LINE.md) from a tty, keeps a book per
@@ -32,10 +33,15 @@ docs/book-and-bbo.md, "Order").
 Given a multicast group as the UDP address, it joins it on the loopback
 interface. It stops at the feed's end of session, or on SIGTERM.
 
+With --latency-log PATH it is a white box (the contract's white_box = true):
+it writes each message's read, decoded and book stamps in itchbench's
+latency log, through gateway/log/whitebox/itchbench_stamps.py (linked
+beside this file), and itchbench reports its stages.
+
     gateway.py --udp ADDR:PORT --bbo ADDR:PORT [--bbo-via tcp|udp|mqtt|kafka] [--bbo-topic T]
                [--bbo-format csv|jsonl] [--levels N|all] [--shards N] [--udp-b ADDR:PORT]
-               [--rerequest ADDR:PORT]
-    gateway.py --serial /dev/pts/N --bbo ADDR:PORT
+               [--rerequest ADDR:PORT] [--latency-log PATH]
+    gateway.py --serial /dev/pts/N --bbo ADDR:PORT [--latency-log PATH]
 
 MQTT needs paho-mqtt (Debian: python3-paho-mqtt), Kafka confluent-kafka
 (python3-confluent-kafka); each message carries the lines of one packet.
@@ -161,8 +167,8 @@ class Feed:
     """Messages in sequence order: duplicates and late ones are dropped, a gap is skipped over — or, given a way
     to fill it (a B line, a re-request server), later messages wait until it is filled or given up."""
 
-    def __init__(self, book: Book, recovery: "Recovery | None" = None) -> None:
-        self.book, self.next_seq, self.recovery = book, 0, recovery
+    def __init__(self, book: Book, recovery: "Recovery | None" = None, stamps: "Stamps | None" = None) -> None:
+        self.book, self.next_seq, self.recovery, self.stamps = book, 0, recovery, stamps
         # Messages past a gap, by sequence, until the gap is filled; None marks where a heartbeat or the end of
         # session said the next message would be (nothing to apply there: it ends the gap).
         self.waiting: dict[int, bytes | None] = {}
@@ -174,8 +180,12 @@ class Feed:
 
     def _apply(self, seq: int, m: bytes) -> None:
         self.next_seq = seq + 1
-        if len(m) and LENGTHS.get(m[0:1]) == len(m):
+        decoded = self.stamps.now() if self.stamps else 0
+        valid = len(m) > 0 and LENGTHS.get(m[0:1]) == len(m)
+        if valid:
             self.book.apply(seq, m)
+        if self.stamps:
+            self.stamps.record(seq, m, valid, decoded)
 
     def _seen(self, seq: int) -> None:
         """A sequence number arrived (or was announced): past the highest seen, what lies between is a gap."""
@@ -228,6 +238,8 @@ class Feed:
     def packet(self, p: bytes) -> bool:
         """Applies one MoldUDP64 packet; False once the session has ended (with nothing missing, when gaps are
         filled)."""
+        if self.stamps:
+            self.stamps.received()
         if len(p) < 20:
             return True
         if self.recovery is not None:
@@ -251,6 +263,8 @@ class Feed:
 
     def line(self, text: bytes) -> bool:
         """Applies one serial line ($seq,t_send,HEX*CK); False at the end of session."""
+        if self.stamps:
+            self.stamps.received()
         start = text.find(b"$")
         star = text.rfind(b"*")
         if start < 0 or star < start:
@@ -269,6 +283,30 @@ class Feed:
         except ValueError:
             pass
         return True
+
+
+class Stamps:
+    """The white box: each message applied, in itchbench's latency log (gateway/log/FORMAT.md) — when its packet or
+    line was read, when it was taken to be applied, when the book had it; a message the book cannot take is flagged
+    rejected. CLOCK_MONOTONIC, the clock itchbench's senders stamp."""
+
+    def __init__(self, path: str) -> None:
+        import itchbench_stamps  # only a white box needs it
+
+        self.w = itchbench_stamps
+        self.log = itchbench_stamps.LatencyLog(path, itchbench_stamps.READ | itchbench_stamps.DECODED
+                                               | itchbench_stamps.BOOK)
+        self.now, self.read = itchbench_stamps.now_ns, 0
+
+    def received(self) -> None:
+        self.read = self.now()
+
+    def record(self, seq: int, m: bytes, valid: bool, decoded: int) -> None:
+        locate = struct.unpack_from(">H", m, 1)[0] if len(m) >= 3 else 0
+        self.log.record(seq, m[0:1] or b"?", locate, 0 if valid else self.w.REJECTED, (self.read, decoded, self.now()))
+
+    def close(self) -> None:
+        self.log.close()
 
 
 class Recovery:
@@ -405,6 +443,8 @@ def main() -> int:
     p.add_argument("--shards", type=int, default=0, metavar="N",
                    help="publish each stock's events through one of N buffers (its locate modulo N), each written "
                    "whole once it holds 4 events, as a thread a shard would (0: every packet's events at once)")
+    p.add_argument("--latency-log", metavar="PATH", help="write each message's read, decoded and book stamps "
+                   "here, in itchbench's latency log (a white box: white_box = true in the contract)")
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
@@ -446,7 +486,8 @@ def main() -> int:
             pending.clear()
 
     recovery = None
-    feed = Feed(Book(emit, args.levels))
+    stamps = Stamps(args.latency_log) if args.latency_log else None
+    feed = Feed(Book(emit, args.levels), stamps=stamps)
     try:
         if args.udp:
             addr, port = args.udp.rsplit(":", 1)
@@ -508,6 +549,8 @@ def main() -> int:
                 flush()
     finally:
         feed.give_up_all()  # stopped with gaps open: what waited behind them is applied, the gaps stay lost
+        if stamps:
+            stamps.close()
         flush(last=True)
         close()
     return 0
