@@ -83,6 +83,15 @@ HEADLINES = {
     # A replace's two changes swapped: each is right, the second is out of its stock's order.
     "every-level-new-price-first": lambda h: "0 missing, 0 extra, 0 wrong," in h and "out of order" in h,
     "level-changes-new-price-first": lambda h: h == "NOT BALANCED: depth digest = simulation's digest",
+    # A white box's own log: every one of the 8,000 messages (docs/selftest.md) stamped book before decoded; the
+    # session's first message, a system event (S), not a book message.
+    "white-box-stamps-backwards": lambda h: h == "NOT BALANCED: white-box stamps in stage order: 8,000 records with a "
+    "stage stamped before the one before it (first: seq 1, t_book before t_decoded)",
+    "white-box-log-unclosed": lambda h: h.startswith("NOT BALANCED: white-box latency log written and closed by the "
+                                                     "gateway") and "never closed" in h,
+    "white-box-book-messages-only": lambda h: re.fullmatch(
+        r"NOT BALANCED: white-box latency log: one record a message of the capture: [\d,]+ of 8,000 messages have no "
+        r"record \(first: seq 1\)", h) is not None,
     # The built-in gateway's flag: the first event after the first gap is the one named.
     "stale-flag-missed": lambda h: h.startswith("NOT BALANCED: BBO events flagged stale = those after seq "),
 }

@@ -129,6 +129,11 @@ _WRONG_BID = (_CSV_LINE, _CSV_LINE.replace("{bbo[1]}", "{bbo[1] + (seq % 97 == 0
 # Run with --shards 3: it publishes as a gateway with a thread a shard does, stocks interleaved otherwise than by seq.
 _UDP_COMMAND_END = '{snapshot_password} --levels {levels}"\n'
 CLAIMS_SHARDS = (Edit(_UDP_COMMAND_END, '{snapshot_password} --levels {levels} --shards 3"\n', "itchbench.toml"),)
+# A white box (white_box = true): the example writes its own stages in itchbench's latency log (--latency-log).
+CLAIMS_WHITE_BOX = (Edit('name = "py-gateway"\n', 'name = "py-gateway"\nwhite_box = true\n', "itchbench.toml"),
+                    Edit(_UDP_COMMAND_END, _UDP_COMMAND_END.replace('"\n', ' --latency-log {out}/latency.lat"\n'),
+                         "itchbench.toml"))
+_STAMPS_RECORDED = "        if self.stamps:\n            self.stamps.record(seq, m, valid, decoded)\n"
 # The same on the serial line, whose command is another.
 _SERIAL_COMMAND_END = '--serial {serial} --bbo {bbo_addr}:{bbo_port} --levels {levels}"\n'
 CLAIMS_SHARDS_SERIAL = (Edit(_SERIAL_COMMAND_END, _SERIAL_COMMAND_END.replace('"\n', ' --shards 3"\n'),
@@ -276,6 +281,19 @@ MUTANTS: tuple[Mutant, ...] = (
            _py((_PARSED, _PARSED + '    print("LOSSLESS: 14,000 messages, 6,000 BBO events = simulation (exact), '
                                    'balanced — ok", flush=True)  # MUTANT\n'),
                (_EMIT, "        return  # MUTANT\n" + _EMIT)), "udp", "bbo_differs"),
+    # A white box's own latency log: its stages are reported only from a log that holds together.
+    Mutant("white-box-stamps-backwards", "its book stamp taken before the message's decoded one (a white box: "
+           "white_box = true)", PY,
+           CLAIMS_WHITE_BOX + _py(("(self.read, decoded, self.now()))\n",
+                                   "(self.read, self.now(), decoded))  # MUTANT\n")),
+           "udp", "unbalanced"),
+    Mutant("white-box-log-unclosed", "its latency log never closed: left unfinalized at exit (a white box)", PY,
+           CLAIMS_WHITE_BOX + _py(("        if stamps:\n            stamps.close()\n",
+                                   "        pass  # MUTANT: the latency log never closed\n")), "udp", "unbalanced"),
+    Mutant("white-box-book-messages-only", "only book messages (A, F, E, C, X, D, U) recorded in its latency log "
+           "(a white box)", PY,
+           CLAIMS_WHITE_BOX + _py((_STAMPS_RECORDED, _STAMPS_RECORDED.replace(
+               "if self.stamps:", 'if self.stamps and m[0:1] in b"AFECXDU":  # MUTANT'))), "udp", "unbalanced"),
     # Speed: what compare must see.
     Mutant("slowdown-2x", "every packet's work done at half speed (a busy wait as long as the work)", PY,
            _py((_RECEIVE, "                    began = time.perf_counter()  # MUTANT: half speed\n" + _RECEIVE +
@@ -329,6 +347,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "serial", "lossless", edits=CLAIMS_SHARDS_SERIAL, claim="contract runs it with --shards 3"),
     Control(PY, "join-depth", "joined", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
     Control(PY, "udp", "lossless", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
+    Control(PY, "udp", "lossless", edits=CLAIMS_WHITE_BOX, claim="contract says white_box = true (--latency-log)"),
     Control(PY, "serial", "lossless", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
     Control(PY, "join", "joined", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
     Control(CPP, "file", "lossless", edits=CPP_CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
