@@ -356,20 +356,20 @@ def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: b
     body = raw.size - head
     whole = body // dtype.itemsize
     if body % dtype.itemsize:
-        notes.append(f"file ends mid-record: {body % dtype.itemsize} trailing bytes ignored")
+        notes.append(f"file ends mid-record: {body % dtype.itemsize:,} trailing bytes ignored")
     records = raw[head:head + whole * dtype.itemsize].view(dtype)
     if finalized:
         count = int(hdr["record_count"])
         if count < whole:
-            notes.append(f"{whole - count} records beyond the header's count of {count} ignored")
+            notes.append(f"{whole - count:,} records beyond the header's count of {count:,} ignored")
             records = records[:count]
         elif count > whole:
-            notes.append(f"header counts {count} records, the file holds {whole}: read {whole}")
+            notes.append(f"header counts {count:,} records, the file holds {whole:,}: read {whole:,}")
     else:
         unwritten = np.flatnonzero((records["flags"] & WRITTEN) == 0)
         n = int(unwritten[0]) if unwritten.size else whole
         records = records[:n]
-        notes.append(f"log was never closed (writer crashed or still running): read {n} whole records")
+        notes.append(f"log was never closed (writer crashed or still running): read {n:,} whole records")
     if notes:
         warnings.warn(f"{path}: " + "; ".join(notes), TruncatedLogWarning, stacklevel=2)
 
