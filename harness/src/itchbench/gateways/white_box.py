@@ -34,7 +34,7 @@ def checks(out_dir: Path, reference_log: Path, every_message: bool) -> dict[str,
             warnings.simplefilter("ignore", logs.TruncatedLogWarning)  # said below, as the check's failure
             log = logs.read_latency(path)
     except logs.LogFormatError as e:
-        return {f"{WRITTEN}: {str(e).rpartition(': ')[2]}": False}
+        return {f"{WRITTEN}: {str(e).removeprefix(f'{path}: ')}": False}
     found = {(f"{WRITTEN}: " + "; ".join(log.notes) if log.notes else WRITTEN): log.complete}
     if "seq" not in log.dtype.names:
         return {**found, f"{IN_ORDER}: a latency log of format version {log.header['version']} holds no sequence "
