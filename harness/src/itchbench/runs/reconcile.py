@@ -644,8 +644,10 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
             "kernel_dropped_datagrams": hop.get("kernel_dropped", 0)}
     loss["lossless"] = not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"])
     if c.get("white_box") == "stamps":  # its own stages are reported only from a log that holds together
-        checks.update(white_box.checks(run.dir / rundir.GATEWAY_OUT, reference.latency_log, every_message=(
-            loss["lossless"] and not recovering and faults.sidecar_of(capture) is None)))
+        # Each message reached it once: nothing lost or corrupted on the way, no recovery or join, no loop.
+        once = (loss["lossless"] and not recovering and faults.sidecar_of(capture) is None
+                and hop.get("loops", 1) == 1 and not hop.get("corrupted_lines"))
+        checks.update(white_box.checks(run.dir / rundir.GATEWAY_OUT, reference.latency_log, every_message=once))
     rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,
            "bbo_check": bbo_check, "black_box": True}
     if recovering:
