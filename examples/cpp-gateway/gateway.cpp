@@ -1,6 +1,7 @@
 // An independent example gateway in C++17, written from itchbench's gateway contract
 // (docs/gateway-contract.md) and its book semantics (docs/book-and-bbo.md) alone: it shares no
-// code with itchbench, and is built with make like a team's own gateway would be.
+// code with itchbench but the white-box writer itchbench gives gateways to copy (--latency-log,
+// below), and is built with make like a team's own gateway would be.
 //
 // It reads NASDAQ TotalView-ITCH 5.0 from a capture file (classic pcap of MoldUDP64 over UDP, or
 // a binary ITCH file; either may be gzip'd) or live from a UDP socket, keeps a book per stock, and
@@ -8,8 +9,8 @@
 //
 //     seq,stock,bid_px,bid_qty,ask_px,ask_qty
 //
-//     cpp-gateway --file PATH --bbo ADDR:PORT [--stock symbol] [--levels N|all]
-//     cpp-gateway --udp ADDR:PORT --bbo ADDR:PORT [--stock symbol] [--levels N|all]
+//     cpp-gateway --file PATH --bbo ADDR:PORT [--stock symbol] [--levels N|all] [--latency-log PATH]
+//     cpp-gateway --udp ADDR:PORT --bbo ADDR:PORT [--stock symbol] [--levels N|all] [--latency-log PATH]
 //
 // With --levels N (1 to 64) it writes depth instead: after each book message that changed any of
 // the stock's top N price levels a side, the whole top N, best first, empty levels 0,0:
@@ -23,6 +24,12 @@
 // seq is the MoldUDP64 sequence number, or the message's 1-based position in a binary ITCH file.
 // Given a multicast group as the UDP address, it joins it on the loopback interface. It stops at
 // the end of the file, at the feed's end of session (count 0xFFFF), or on SIGTERM.
+//
+// With --latency-log PATH it is a white box (the contract's white_box = true): each message's read,
+// decoded and book stamps go to itchbench's latency log, through gateway/log/whitebox/
+// itchbench_stamps.h (linked beside this file), and itchbench reports its stages.
+#include "itchbench_stamps.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -250,12 +257,25 @@ private:
 // Messages in sequence order: a duplicate or late one is dropped, a gap is skipped over.
 class Feed {
 public:
-    explicit Feed(Book& book) : book_(book) {}
+    // stamps: the white box's latency log, or null.
+    Feed(Book& book, ib_latency_log* stamps) : book_(book), stamps_(stamps) {}
+
+    // A packet (or a file's message) was read: its messages' read stamp.
+    void received() {
+        if (stamps_) read_ns_ = ib_now_ns();
+    }
 
     void message(uint64_t seq, const uint8_t* m, size_t n) {
         if (seq < next_seq_) return;
         next_seq_ = seq + 1;
-        if (n > 0 && itch_length(m[0]) == n) book_.apply(seq, m);
+        const uint64_t decoded = stamps_ ? ib_now_ns() : 0;
+        const bool valid = n > 0 && itch_length(m[0]) == n;
+        if (valid) book_.apply(seq, m);
+        if (stamps_) {
+            const uint64_t stamps[3] = {read_ns_, decoded, ib_now_ns()};
+            ib_latency_record(stamps_, seq, n > 0 ? char(m[0]) : '?', n >= 3 ? be16(m + 1) : 0,
+                              valid ? 0 : IB_REJECTED, stamps);
+        }
     }
 
     // One MoldUDP64 packet; false at the end of session.
@@ -276,6 +296,8 @@ public:
 
 private:
     Book& book_;
+    ib_latency_log* stamps_;
+    uint64_t read_ns_ = 0;
     uint64_t next_seq_ = 0;
 };
 
@@ -335,7 +357,10 @@ int run_file(const char* path, Feed& feed) {
             if (at + 16 + len > data.size()) { std::fprintf(stderr, "cpp-gateway: %s: truncated record\n", path); return 1; }
             size_t payload_len = 0;
             const uint8_t* payload = udp_payload(d + at + 16, len, link, payload_len);
-            if (payload && !feed.packet(payload, payload_len)) return 0;
+            if (payload) {
+                feed.received();
+                if (!feed.packet(payload, payload_len)) return 0;
+            }
             at += 16 + len;
         }
         return 0;
@@ -345,6 +370,7 @@ int run_file(const char* path, Feed& feed) {
     for (size_t at = 0; at + 2 <= data.size();) {
         size_t len = be16(d + at);
         if (at + 2 + len > data.size()) { std::fprintf(stderr, "cpp-gateway: %s: truncated message\n", path); return 1; }
+        feed.received();
         feed.message(++seq, d + at + 2, len);
         at += 2 + len;
     }
@@ -356,6 +382,7 @@ int run_udp(int sock, Feed& feed, BboOut& out) {
     while (!stop_requested) {
         ssize_t n = ::recv(sock, packet.data(), packet.size(), 0);
         if (n < 0) continue;  // the receive timeout (or a signal): look at stop_requested again
+        feed.received();
         bool more = feed.packet(packet.data(), size_t(n));
         out.flush();  // a packet's events go out with it
         if (!more) break;
@@ -374,14 +401,14 @@ bool parse_addr(const std::string& text, sockaddr_in& addr) {
 
 int usage() {
     std::fprintf(stderr, "usage: cpp-gateway (--file PATH | --udp ADDR:PORT) --bbo ADDR:PORT [--stock symbol] "
-                         "[--levels N|all]\n");
+                         "[--levels N|all] [--latency-log PATH]\n");
     return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string file, udp, bbo, stock = "locate", levels = "0";
+    std::string file, udp, bbo, stock = "locate", levels = "0", latency_log;
     if (argc % 2 == 0) return usage();  // options come in pairs
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string key = argv[i];
@@ -390,6 +417,7 @@ int main(int argc, char** argv) {
         else if (key == "--bbo") bbo = argv[i + 1];
         else if (key == "--stock") stock = argv[i + 1];
         else if (key == "--levels") levels = argv[i + 1];
+        else if (key == "--latency-log") latency_log = argv[i + 1];
         else return usage();
     }
     sockaddr_in bbo_addr{}, feed_addr{};
@@ -432,9 +460,19 @@ int main(int argc, char** argv) {
     }
     BboOut out(bbo_sock, stock == "symbol");
     Book book(out, every_level ? 0 : unsigned(std::stoi(levels)), every_level);
-    Feed feed(book);
+    ib_latency_log stamps{};
+    if (!latency_log.empty() &&
+        ib_latency_open(&stamps, latency_log.c_str(), IB_STAGE_READ | IB_STAGE_DECODED | IB_STAGE_BOOK, "", "") != 0) {
+        std::perror(("cpp-gateway: " + latency_log).c_str());
+        return 2;
+    }
+    Feed feed(book, latency_log.empty() ? nullptr : &stamps);
     int rc = file.empty() ? run_udp(feed_sock, feed, out) : run_file(file.c_str(), feed);
     out.flush();
     ::close(bbo_sock);
+    if (!latency_log.empty() && ib_latency_close(&stamps) != 0) {
+        std::perror(("cpp-gateway: " + latency_log).c_str());
+        return 1;
+    }
     return rc;
 }

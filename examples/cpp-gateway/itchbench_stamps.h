@@ -1,0 +1,1 @@
+../../gateway/log/whitebox/itchbench_stamps.h
