@@ -92,6 +92,9 @@ HEADLINES = {
     "white-box-book-messages-only": lambda h: re.fullmatch(
         r"NOT BALANCED: white-box latency log: one record a message of the capture: [\d,]+ of 8,000 messages have no "
         r"record \(first: seq 1\)", h) is not None,
+    # Every one of the slice's 8,000 messages twice, the first the session's first.
+    "cpp-white-box-recorded-twice": lambda h: h == "NOT BALANCED: white-box latency log: one record a message of the "
+    "capture: 8,000 recorded more than once (first: seq 1)",
     # The built-in gateway's flag: the first event after the first gap is the one named.
     "stale-flag-missed": lambda h: h.startswith("NOT BALANCED: BBO events flagged stale = those after seq "),
 }

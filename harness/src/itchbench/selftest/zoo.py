@@ -134,6 +134,13 @@ CLAIMS_WHITE_BOX = (Edit('name = "py-gateway"\n', 'name = "py-gateway"\nwhite_bo
                     Edit(_UDP_COMMAND_END, _UDP_COMMAND_END.replace('"\n', ' --latency-log {out}/latency.lat"\n'),
                          "itchbench.toml"))
 _STAMPS_RECORDED = "        if self.stamps:\n            self.stamps.record(seq, m, valid, decoded)\n"
+_CPP_FILE_COMMAND = ('file = "exec {worktree}/cpp-gateway --file {capture} --bbo {bbo_addr}:{bbo_port} '
+                     '--levels {levels}"\n')
+CPP_CLAIMS_WHITE_BOX = (Edit('name = "cpp-gateway"\n', 'name = "cpp-gateway"\nwhite_box = true\n', "itchbench.toml"),
+                        Edit(_CPP_FILE_COMMAND, _CPP_FILE_COMMAND.replace('"\n', ' --latency-log {out}/latency.lat"\n'),
+                             "itchbench.toml"))
+_CPP_STAMPS_RECORDED = ("            ib_latency_record(stamps_, seq, n > 0 ? char(m[0]) : '?', n >= 3 ? be16(m + 1) "
+                        ": 0,\n                              valid ? 0 : IB_REJECTED, stamps);\n")
 # The same on the serial line, whose command is another.
 _SERIAL_COMMAND_END = '--serial {serial} --bbo {bbo_addr}:{bbo_port} --levels {levels}"\n'
 CLAIMS_SHARDS_SERIAL = (Edit(_SERIAL_COMMAND_END, _SERIAL_COMMAND_END.replace('"\n', ' --shards 3"\n'),
@@ -294,6 +301,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "(a white box)", PY,
            CLAIMS_WHITE_BOX + _py((_STAMPS_RECORDED, _STAMPS_RECORDED.replace(
                "if self.stamps:", 'if self.stamps and m[0:1] in b"AFECXDU":  # MUTANT'))), "udp", "unbalanced"),
+    Mutant("cpp-white-box-recorded-twice", "each message recorded twice in its latency log (a white box in C++, "
+           "reading the file itself)", CPP,
+           CPP_CLAIMS_WHITE_BOX + _cpp((_CPP_STAMPS_RECORDED, _CPP_STAMPS_RECORDED + "            // MUTANT\n"
+                                        + _CPP_STAMPS_RECORDED)), "file", "unbalanced"),
     # Speed: what compare must see.
     Mutant("slowdown-2x", "every packet's work done at half speed (a busy wait as long as the work)", PY,
            _py((_RECEIVE, "                    began = time.perf_counter()  # MUTANT: half speed\n" + _RECEIVE +
@@ -351,6 +362,8 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "serial", "lossless", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
     Control(PY, "join", "joined", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
     Control(CPP, "file", "lossless", edits=CPP_CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
+    Control(CPP, "file", "lossless", edits=CPP_CLAIMS_WHITE_BOX,
+            claim="contract says white_box = true (--latency-log)"),
     Control(BUILT_IN, "udp-every-level", "lossless"),
     Control(BUILT_IN, "faulted-file", "faults_accounted"),
     Control(BUILT_IN, "join-depth", "joined"),
