@@ -17,7 +17,7 @@ from itchbench import paths, rundir
 EXAMPLE = paths.repo_root() / "examples" / "cpp-gateway"
 SEED = paths.repo_root() / "fixtures" / "seed-workload.pcap"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
-APPLY = "        if (n > 0 && itch_length(m[0]) == n) book_.apply(seq, m);\n"
+APPLY = "        if (valid) book_.apply(seq, m);\n"
 SLOWDOWN = ("        static volatile uint64_t planted_sink;\n        uint64_t x = seq;\n"
             "        for (int i = 0; i < 2000; ++i) x = x * 6364136223846793005ULL + 1442695040888963407ULL;\n"
             "        planted_sink = x;\n")
@@ -38,7 +38,7 @@ def planted(tmp_path_factory) -> Path:
     """The example's repository: a good commit, a harmless one, the slowdown, a harmless one."""
     repo = tmp_path_factory.mktemp("cpp") / "gateway"
     repo.mkdir()
-    for name in ("gateway.cpp", "Makefile", "itchbench.toml", ".gitignore"):
+    for name in ("gateway.cpp", "itchbench_stamps.h", "Makefile", "itchbench.toml", ".gitignore"):
         (repo / name).write_text((EXAMPLE / name).read_text())
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
@@ -211,7 +211,7 @@ def test_a_crash_while_reading_the_capture_says_how_far_it_got(tmp_path):
     # at the same place every run, never "at the end of the feed".
     repo = tmp_path / "gateway"
     repo.mkdir()
-    for name in ("gateway.cpp", "Makefile", "itchbench.toml"):
+    for name in ("gateway.cpp", "itchbench_stamps.h", "Makefile", "itchbench.toml"):
         (repo / name).write_text((EXAMPLE / name).read_text())
     source = (repo / "gateway.cpp").read_text()
     assert APPLY in source
@@ -244,7 +244,7 @@ def test_a_brought_gateways_build_goes_through_ccache(tmp_path, monkeypatch):
     def build(name: str) -> bytes:
         copy = tmp_path / name
         copy.mkdir()
-        for source in ("Makefile", "gateway.cpp"):
+        for source in ("Makefile", "gateway.cpp", "itchbench_stamps.h"):
             (copy / source).write_bytes((EXAMPLE / source).read_bytes())
         adapter.build(c, copy, commit="WORKTREE", build_dir=tmp_path / f"{name}-build", log=tmp_path / f"{name}.log")
         return (copy / "cpp-gateway").read_bytes()
