@@ -201,7 +201,7 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
                "`replay.sender = \"udp-replay\"`, or the serial transport), or no event was received.", ""]
     white = run_dir / rundir.GATEWAY_OUT
     # Its stages are figures only from a log that holds together (gateways/white_box.py); else the check that failed.
-    refused = [name for name, ok in rec.get("checks", {}).items() if name.startswith("white-box ") and not ok]
+    refused = rec.get("white_box_log", {}).get("failed")
     if refused:
         md += ["## Inside the gateway (white box)", "",
                "Not reported: the gateway's own latency log (`gateway-out/latency.lat`) does not hold together: "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +21,14 @@ PART = 1 << 20       # records read at a time: memory stays a part whatever the 
 WRITTEN = "white-box latency log written and closed by the gateway (white_box = true)"
 IN_ORDER = "white-box stamps in stage order"
 ONE_A_MESSAGE = "white-box latency log: one record a message of the capture"
+
+
+def each_message_once(hop: dict[str, Any], lossless: bool, recovering: bool, faulted_capture: bool) -> bool:
+    """Whether each of the capture's messages reached the gateway once, so that its log must hold one record each:
+    nothing lost or corrupted on the way (a serial line's corrupted lines), no recovery or join, no faults in the
+    capture, the capture not replayed in loops (hop: the run's transport path, reconcile's)."""
+    return (lossless and not recovering and not faulted_capture and hop.get("loops", 1) == 1
+            and not hop.get("corrupted_lines"))
 
 
 def checks(out_dir: Path, reference_log: Path, every_message: bool) -> dict[str, bool]:

@@ -643,13 +643,16 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
             "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
             "kernel_dropped_datagrams": hop.get("kernel_dropped", 0)}
     loss["lossless"] = not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"])
+    own_log = None
     if c.get("white_box") == "stamps":  # its own stages are reported only from a log that holds together
-        # Each message reached it once: nothing lost or corrupted on the way, no recovery or join, no loop.
-        once = (loss["lossless"] and not recovering and faults.sidecar_of(capture) is None
-                and hop.get("loops", 1) == 1 and not hop.get("corrupted_lines"))
-        checks.update(white_box.checks(run.dir / rundir.GATEWAY_OUT, reference.latency_log, every_message=once))
+        once = white_box.each_message_once(hop, loss["lossless"], recovering, faults.sidecar_of(capture) is not None)
+        own_log = white_box.checks(run.dir / rundir.GATEWAY_OUT, reference.latency_log, every_message=once)
+        checks.update(own_log)
     rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,
            "bbo_check": bbo_check, "black_box": True}
+    if own_log is not None:
+        rec["white_box_log"] = {"holds_together": all(own_log.values()),
+                                "failed": [name for name, ok in own_log.items() if not ok]}
     if recovering:
         rec["recovery"] = recovery.of(faults.sidecar_of(capture), lines, run.dir / rerequest.LOG, server, events,
                                       run.dir / "send.log", after=joined["through"] if joined else 0)
