@@ -83,3 +83,21 @@ def test_a_log_never_closed_or_never_written_fails(tmp_path, reference):
     (tmp_path / "garbage" / white_box.LOG).write_bytes(b"not a log at all, but long enough to hold a header " * 4)
     [(name, ok)] = white_box.checks(tmp_path / "garbage", reference, True).items()
     assert not ok and name.startswith(f"{white_box.WRITTEN}: not an itchbench log")
+
+
+def test_a_log_is_held_to_one_record_a_message_only_where_each_message_came_once():
+    plain = {"expected_messages": 8000}
+    assert white_box.each_message_once(plain, lossless=True, recovering=False, faulted_capture=False)
+    assert not white_box.each_message_once(plain, lossless=False, recovering=False, faulted_capture=False)
+    assert not white_box.each_message_once(plain, lossless=True, recovering=True, faulted_capture=False)
+    assert not white_box.each_message_once(plain, lossless=True, recovering=False, faulted_capture=True)
+    # A serial line that corrupted lines (their messages never came), a capture sent three times over.
+    assert not white_box.each_message_once({**plain, "corrupted_lines": 40}, True, False, False)
+    assert white_box.each_message_once({**plain, "corrupted_lines": 0}, True, False, False)
+    assert not white_box.each_message_once({**plain, "loops": 3}, True, False, False)
+
+
+def test_a_count_in_the_thousands_is_said_as_the_headlines_say_it(tmp_path, reference):
+    got = _checks(tmp_path, reference, _in_order(range(1, 1201)), close=False)
+    assert f"{white_box.WRITTEN}: log was never closed (writer crashed or still running): read 1,200 whole " \
+           "records" in got
