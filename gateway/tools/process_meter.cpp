@@ -7,22 +7,38 @@
 // exec. Forked from this small process instead, the command's peak RSS is its own (never below
 // this meter's few MB, which the JSON records as rss_floor_kib).
 //
+// Everything the command starts is its own: the meter is their subreaper (PR_SET_CHILD_SUBREAPER),
+// so a process the command leaves behind — a worker it never stopped, a daemon it forked — comes
+// to the meter instead of init. Each is reaped here and its CPU time counted with the command's.
+// One still running when the command has ended (and LEFT_GRACE_S after) is killed (SIGKILL) and
+// named in `left_running`: a gateway that leaves a process behind has not stopped, and that
+// process would go on using CPU and ports under the runs after it.
+//
 // Signals sent to the meter (TERM, INT, HUP, QUIT, USR1, USR2) are passed on to the child; the
 // child dies with the meter (PR_SET_PDEATHSIG), as the meter dies with whoever started it.
+#include <dirent.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace {
+
+constexpr double kLeftGraceS = 1.0;   // for what the command started to end after it (a worker told to stop)
+constexpr double kClearingMostS = 10.0;  // killing what is left, round after round (it may fork as it goes)
 
 volatile pid_t child = 0;
 
@@ -51,28 +67,123 @@ long own_max_rss_kib() {
   return kib;
 }
 
+struct Cpu {
+  double user_s = 0, system_s = 0;
+  void add(const rusage& ru) {
+    user_s += seconds(ru.ru_utime);
+    system_s += seconds(ru.ru_stime);
+  }
+};
+
+struct Left {
+  pid_t pid;
+  std::string command;
+};
+
+// The meter's children now (processes whose parent it is: the command's orphans once they are reparented), from
+// /proc: a zombie is not running and is left to the reaping.
+std::vector<pid_t> running_children() {
+  std::vector<pid_t> out;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return out;
+  const pid_t self = getpid();
+  while (const dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    const std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t paren = text.rfind(')');  // the name before it may hold anything, ')' and spaces too
+    char state = 0;
+    long ppid = 0;
+    if (paren == std::string::npos || std::sscanf(text.c_str() + paren + 1, " %c %ld", &state, &ppid) != 2) continue;
+    if (ppid == self && state != 'Z') out.push_back(pid_t(pid));
+  }
+  closedir(proc);
+  return out;
+}
+
+// Its command line, NULs as spaces (its name in brackets when it has none), at most 200 bytes.
+std::string command_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  if (text.empty()) {
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::getline(comm, text);
+    text = "[" + text + "]";
+  }
+  return text.size() > 200 ? text.substr(0, 197) + "..." : text;
+}
+
+// Reaps every child that has ended, its CPU counted; false once the meter has no child at all.
+bool reap_ended(Cpu& cpu) {
+  for (;;) {
+    int status = 0;
+    rusage ru{};
+    const pid_t p = wait4(-1, &status, WNOHANG, &ru);
+    if (p > 0) {
+      cpu.add(ru);
+      continue;
+    }
+    if (p < 0 && errno == EINTR) continue;
+    return !(p < 0 && errno == ECHILD);
+  }
+}
+
+// After the command's end: what it started gets LEFT_GRACE_S to end; then whatever still runs is named and killed,
+// round after round (a process killed hands its own children to the meter), until the meter has no child.
+std::vector<Left> clear_left_behind(Cpu& cpu) {
+  std::vector<Left> left;
+  const double grace_end = now_s() + kLeftGraceS;
+  while (reap_ended(cpu) && now_s() < grace_end) {
+    if (running_children().empty()) {
+      usleep(1000);  // the last ones are exiting: their zombies come next
+      continue;
+    }
+    usleep(10000);
+  }
+  const double give_up = now_s() + kClearingMostS;
+  while (reap_ended(cpu) && now_s() < give_up) {
+    for (const pid_t pid : running_children()) {
+      if (std::none_of(left.begin(), left.end(), [&](const Left& l) { return l.pid == pid; }))
+        left.push_back({pid, command_of(pid)});
+      kill(pid, SIGKILL);
+    }
+    usleep(1000);
+  }
+  return left;
+}
+
 // Written whole or not at all: a reader never sees half a file.
-bool write_usage(const std::string& path, double wall_s, const rusage& ru, int status, long floor_kib) {
+bool write_usage(const std::string& path, double wall_s, const Cpu& cpu, long max_rss_kib, int status,
+                 long floor_kib, const std::vector<Left>& left) {
+  nlohmann::ordered_json j;
+  j["wall_s"] = wall_s;
+  j["cpu_user_s"] = cpu.user_s;
+  j["cpu_system_s"] = cpu.system_s;
+  j["max_rss_kib"] = max_rss_kib;
+  j["rss_floor_kib"] = floor_kib;
+  if (WIFSIGNALED(status))
+    j["signal"] = WTERMSIG(status);
+  else
+    j["exit_code"] = WEXITSTATUS(status);
+  j["left_running"] = nlohmann::ordered_json::array();
+  for (const Left& l : left) j["left_running"].push_back({{"pid", l.pid}, {"command", l.command}});
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "w");
   if (f == nullptr) return false;
-  char end[64];
-  if (WIFSIGNALED(status))
-    std::snprintf(end, sizeof end, "\"signal\": %d", WTERMSIG(status));
-  else
-    std::snprintf(end, sizeof end, "\"exit_code\": %d", WEXITSTATUS(status));
-  std::fprintf(f,
-               "{\"wall_s\": %.9f, \"cpu_user_s\": %.6f, \"cpu_system_s\": %.6f, \"max_rss_kib\": %ld, "
-               "\"rss_floor_kib\": %ld, %s}\n",
-               wall_s, seconds(ru.ru_utime), seconds(ru.ru_stime), ru.ru_maxrss, floor_kib, end);
-  const bool ok = std::fclose(f) == 0;
-  return ok && std::rename(tmp.c_str(), path.c_str()) == 0;
+  const std::string text = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  return (std::fclose(f) == 0) && ok && std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
 int usage() {
   std::fprintf(stderr,
                "usage: process-meter --out FILE -- COMMAND [ARG...]\n"
-               "Run COMMAND, write its wall time, CPU time and peak RSS to FILE (JSON), exit as it did.\n");
+               "Run COMMAND, write its wall time, CPU time and peak RSS to FILE (JSON), exit as it did.\n"
+               "What it leaves running after its exit (1 s on) is killed and named in the JSON (left_running).\n");
   return 2;
 }
 
@@ -88,6 +199,10 @@ int main(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(sig, &sa, nullptr);
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    std::perror("process-meter: PR_SET_CHILD_SUBREAPER");
+    return 125;
+  }
 
   const long floor_kib = own_max_rss_kib();
   const pid_t parent = getpid();
@@ -106,16 +221,30 @@ int main(int argc, char** argv) {
     _exit(127);
   }
   child = pid;
+  // Every child reaped as it ends (orphans of the command's too), until the command itself.
   int status = 0;
-  rusage ru{};
-  while (wait4(pid, &status, 0, &ru) < 0) {
-    if (errno != EINTR) {
+  Cpu cpu;
+  long max_rss_kib = 0;
+  for (;;) {
+    int st = 0;
+    rusage ru{};
+    const pid_t p = wait4(-1, &st, 0, &ru);
+    if (p < 0) {
+      if (errno == EINTR) continue;
       std::perror("process-meter: wait4");
       return 125;
     }
+    cpu.add(ru);
+    if (p == pid) {
+      child = 0;  // reaped: its pid may be another process's from here on
+      status = st;
+      max_rss_kib = ru.ru_maxrss;
+      break;
+    }
   }
   const double wall = now_s() - started;
-  if (!write_usage(out, wall, ru, status, floor_kib))
+  const std::vector<Left> left = clear_left_behind(cpu);
+  if (!write_usage(out, wall, cpu, max_rss_kib, status, floor_kib, left))
     std::fprintf(stderr, "process-meter: cannot write %s: %s\n", out.c_str(), std::strerror(errno));
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   // The same end as the child: its signal, without a core file of the meter's own.

@@ -5,6 +5,7 @@ the meter."""
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
 import sys
@@ -61,3 +62,47 @@ def test_a_signal_to_the_meter_reaches_the_command(tmp_path):
 def test_usage_is_refused_without_its_arguments():
     proc = subprocess.run([str(paths.tool("process-meter")), "true"], capture_output=True, text=True)
     assert proc.returncode == 2 and "usage: process-meter" in proc.stderr
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_what_the_command_leaves_running_is_killed_and_named(tmp_path):
+    # The command forks a process that outlives it (its pid printed): named, and gone when the meter is.
+    pids = tmp_path / "pids"
+    rc, usage = meter(tmp_path, "bash", "-c", f"sleep 300 & echo $! > {pids}; exit 4")
+    left_pid = int(pids.read_text())
+    assert rc == 4 and usage["exit_code"] == 4
+    assert usage["left_running"] == [{"pid": left_pid, "command": "sleep 300"}]
+    assert not _alive(left_pid)
+
+
+def test_a_process_left_behind_has_its_cpu_counted_and_its_children_killed(tmp_path):
+    # A daemon of the usual kind (its own session, its parent gone) that spins 0.4 s of CPU, then forks a child that
+    # sleeps, and waits for it; the command ends once the daemon has said both pids. The daemon's CPU is the
+    # command's, and the daemon and then its child (which comes to the meter when the daemon dies) are named and
+    # killed. The meter takes its grace (1 s) after the command's end, which is where wall_s stops.
+    pids = tmp_path / "pids"
+    spin = ("import os, subprocess, time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass\n"
+            f"c = subprocess.Popen(['sleep', '300'])\nopen({str(pids)!r} + '.tmp', 'w').write(f'{{os.getpid()}} "
+            f"{{c.pid}}')\nos.rename({str(pids)!r} + '.tmp', {str(pids)!r})\nc.wait()")
+    started = time.monotonic()
+    rc, usage = meter(tmp_path, "bash", "-c", f"setsid {sys.executable} -c {shlex.quote(spin)} & "
+                                              f"until [ -e {pids} ]; do sleep 0.01; done")
+    elapsed = time.monotonic() - started
+    assert rc == 0, usage
+    daemon, child = map(int, pids.read_text().split())
+    assert [p["pid"] for p in usage["left_running"]] == [daemon, child], usage
+    assert usage["cpu_user_s"] + usage["cpu_system_s"] >= 0.39, usage
+    assert usage["wall_s"] + 1.0 <= elapsed, (usage, elapsed)
+    assert not _alive(daemon) and not _alive(child)
+
+
+def test_nothing_is_named_when_nothing_is_left(tmp_path):
+    rc, usage = meter(tmp_path, "bash", "-c", "sleep 0.1 & wait")
+    assert rc == 0 and usage["left_running"] == []
