@@ -23,7 +23,7 @@ from itchbench.history import store
 from itchbench.runs import runner
 from itchbench.runs.scenario import ScenarioError, load
 
-from live_helpers import config, itch_file_messages, leftover_processes, make_capture
+from live_helpers import config, itch_file_messages, leftover_processes, make_capture, our_processes
 
 EXAMPLE = paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
@@ -177,6 +177,10 @@ def test_a_gateway_that_publishes_per_shard_is_judged_by_stock(capture, tmp_path
 BAD = '''\
 import os, signal, socket, struct, sys, time
 mode, feed, bbo = sys.argv[1], sys.argv[2], sys.argv[3]
+if mode.endswith("helper"):  # a helper of its own, deaf to SIGTERM, never stopped
+    import subprocess
+    subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                      "time.sleep(600)", "itchbench_bad_helper"])
 if mode == "never_ready":
     time.sleep(600)
 out = socket.create_connection(("127.0.0.1", int(bbo)))
@@ -194,7 +198,7 @@ while True:
         sys.exit(0)
     if struct.unpack_from(">H", p, 18)[0] == 0xFFFF:
         break
-if mode == "hang":
+if mode.startswith("hang"):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     time.sleep(600)
 '''
@@ -208,6 +212,11 @@ if mode == "hang":
     ("silent", "bbo_differs", "BBO DIFFERS (exact): "),
     ("hang", "incomplete", "did not stop within 1 s of SIGTERM: killed (SIGKILL)"),
     ("quits", "incomplete", "INCOMPLETE (gateway_stopped_early): the gateway ended by itself (exited with status 0)"),
+    # Its helper outlives it, whether it ends by itself or is killed: named, and killed too.
+    ("helper", "incomplete", "INCOMPLETE (gateway_failed): the gateway stopped by SIGTERM after the drain, but it "
+                             "left 1 process running 1 s after its own end, killed then (SIGKILL): pid "),
+    ("hang_helper", "incomplete", "did not stop within 1 s of SIGTERM: killed (SIGKILL); and it left 1 process "
+                                  "running 1 s after its own end, killed then (SIGKILL): pid "),
 ])
 def test_a_misbehaving_gateway_gets_a_clear_verdict_and_leaves_nothing_running(capture, tmp_path, mode, status,
                                                                                words):
@@ -225,12 +234,14 @@ def test_a_misbehaving_gateway_gets_a_clear_verdict_and_leaves_nothing_running(c
     _, s = _run(capture, gw, "udp", tmp_path, pps=1000)  # 1,501 packets: 1.5 s, of which "quits" sees 0.1
     assert s["verdict"]["status"] == status and s["verdict"]["exit_status"] == 1, s["verdict"]["headline"]
     assert words in s["verdict"]["headline"]
+    if mode.endswith("helper"):
+        assert "time.sleep(600) itchbench_bad_helper` — whatever a gateway starts must end with it" in \
+            s["verdict"]["headline"]
     if mode == "silent":
         assert s["reconciliation"]["bbo_check"]["missing"] == s["reconciliation"]["bbo_check"]["reference_events"]
     if status == "bbo_differs":  # judged a part at a time, as the whole check would (test_in_parts)
         assert s["reconciliation"]["bbo_check"]["read_in_parts"]
-    assert not [p for p in leftover_processes() if "itchbench_bad_gateway" in p] + [
-        p for p in leftover_processes() if "gateways.collector" in p]
+    assert not [args for _, args in our_processes() if "itchbench_bad_" in args or "gateways.collector" in args]
 
 
 @needs_root

@@ -59,6 +59,11 @@ HEADLINES = {
     "no-snapshot": lambda h: h.startswith("NOT JOINED at seq "),
     "crash-mid-run": lambda h: "killed by SIGSEGV" in h,
     "end-of-session-ignored": lambda h: "did not end by itself" in h,
+    # Its helper named by its command line, its own exit said as what it was.
+    "helper-left-running": lambda h: h.startswith("INCOMPLETE (gateway_failed): the gateway ended by itself (exited "
+                                                  "with status 0), but it left 1 process running ")
+    and "`sleep 3600`" in h,
+    "hang-at-end": lambda h: "did not stop within 2 s of SIGTERM: killed (SIGKILL)" in h,
     # A depth bug is named at its level: the zero-share level left at the top of stock 2's bid.
     "depth-empty-level-kept": lambda h: h.startswith("BBO DIFFERS (exact, depth of 5 levels): ")
     and "bid level 1: 0 shares at" in h,

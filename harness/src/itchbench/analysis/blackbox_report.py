@@ -129,7 +129,7 @@ def speed_section(summary: dict[str, Any]) -> list[str]:
            f"| CPU time (user + system) | {res['cpu_s']:,.3f} s ({res['cpu_user_s']:,.3f} + {res['cpu_system_s']:,.3f}) |",
            f"| CPU time a message | {res.get('cpu_ns_per_message', 0):,.0f} ns ({res['messages']:,} messages) |",
            f"| peak RSS | {res['max_rss_kib'] / 1024:,.1f} MiB |", "",
-           "Measured by process-meter from a parent of its own (wait4): its threads and the children it waited for "
+           "Measured by process-meter from a parent of its own (wait4): its threads and every process it started "
            "are included; start-up is part of the wall time.", ""]
     return md
 

@@ -19,16 +19,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from .. import paths, rundir, users_environment
+from ..runs import procs
 from ..runs.failure import RunError, describe_exit, tail
 from . import compiler_cache
 from . import contract as contract_mod
 from .contract import Contract
-
-if TYPE_CHECKING:
-    from ..runs.procs import ProcessGroup
 
 COLLECTOR_START_S = 10.0
 COLLECTOR_END_S = 10.0
@@ -36,6 +34,8 @@ COLLECTOR_QUIET_S = 0.5  # a broker's collector: this long without a new line af
 DRAIN_MOST_S = 60.0  # a drain ends after this (and drain_ms) even while the gateway still reads or writes
 BBO_FILE = "bbo.received"  # the collector's output in the run directory
 USAGE_FILE = "gateway-usage.json"  # process-meter's record of what the gateway's process used
+LEFT_GRACE_S = 1.0  # process-meter's kLeftGraceS: how long what a gateway started may outlive it
+LEFT_NAMED = 3  # of the processes a gateway left running, named in its verdict
 
 
 def build(c: Contract, worktree: Path, *, commit: str, build_dir: Path, log: Path) -> None:
@@ -74,6 +74,21 @@ def describe_gateway_exit(rc: int | None) -> str:
     return describe_exit(rc)
 
 
+def _kill_command(meter: subprocess.Popen) -> None:
+    """SIGKILL to the gateway's command, not to process-meter, which then kills what the command left running and
+    says so; the meter itself only if it does not end soon after."""
+    for pid in procs.children(meter.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        meter.wait(LEFT_GRACE_S + 5.0)
+    except subprocess.TimeoutExpired:
+        meter.kill()
+        meter.wait()
+
+
 def crashed(rc: int | None) -> bool:
     return rc is not None and (rc < 0 or 128 < rc < 128 + 65)
 
@@ -90,7 +105,7 @@ class Started:
 class ContractGateway:
     """One run of one gateway through its contract."""
 
-    def __init__(self, c: Contract, run_dir: Path, group: "ProcessGroup", wrap: Callable[[list[str]], list[str]],
+    def __init__(self, c: Contract, run_dir: Path, group: procs.ProcessGroup, wrap: Callable[[list[str]], list[str]],
                  *, worktree: Path | None = None, env: dict[str, str] | None = None,
                  under: list[str] | None = None) -> None:
         self.c, self.dir, self.group, self.wrap = c, run_dir, group, wrap
@@ -132,8 +147,7 @@ class ContractGateway:
                                             f"({describe_exit(proc.poll()) if proc.poll() is not None else 'in time'})")
                 time.sleep(0.02)
             return proc, 0
-        from ..runs.procs import LineWaiter
-        self._collector_lines = LineWaiter(proc)
+        self._collector_lines = procs.LineWaiter(proc)
         try:
             port = int(self._collector_lines.wait_for("LISTENING", COLLECTOR_START_S).split()[1])
         except TimeoutError as e:
@@ -301,7 +315,7 @@ class ContractGateway:
 
     def resources(self) -> dict[str, float]:
         """What its process used, as process-meter measured it from its own small parent: wall time from start
-        to exit, CPU time (user + system, its threads and the children it waited for), peak RSS. Empty when the
+        to exit, CPU time (user + system, its threads and every process it started), peak RSS. Empty when the
         meter wrote nothing (it was killed)."""
         try:
             used = json.loads(self.usage_file.read_text())
@@ -334,8 +348,7 @@ class ContractGateway:
                 self.how_it_ended = (f"did not end by itself within {wait_s:g} s: stopped by SIGTERM" if overdue
                                      else "stopped by SIGTERM after the drain")
             except subprocess.TimeoutExpired:
-                gw.kill()
-                gw.wait()
+                _kill_command(gw)
                 killed = True
                 self.how_it_ended = f"did not stop within {self.c.term_grace_s:g} s of SIGTERM: killed (SIGKILL)"
         else:
@@ -349,15 +362,35 @@ class ContractGateway:
                 s.collector.wait(COLLECTOR_END_S)
             except subprocess.TimeoutExpired:
                 self.group.stop(s.collector)
+        left = self.left_running()
+        also = f"; and it {left}" if left else ""
         if killed:
-            raise RunError("gateway_failed", f"the gateway {self.how_it_ended}; its last output: {self.last_output()}")
+            raise RunError("gateway_failed",
+                           f"the gateway {self.how_it_ended}{also}; its last output: {self.last_output()}")
         rc = gw.returncode
         if overdue:
-            raise RunError("deadline", f"the gateway {self.how_it_ended}; its last output: {self.last_output()}")
+            raise RunError("deadline", f"the gateway {self.how_it_ended}{also}; its last output: {self.last_output()}")
         terminated = self.how_it_ended.startswith("stopped")
         if not (rc in self.c.ok_exits or (terminated and rc in (-signal.SIGTERM, 128 + signal.SIGTERM))):
-            self._raise_ended("when asked to stop (SIGTERM)" if terminated else
-                              "while reading the capture" if s.values["input"] == "file" else "after the feed ended")
+            self._raise_ended(("when asked to stop (SIGTERM)" if terminated else
+                               "while reading the capture" if s.values["input"] == "file" else "after the feed ended")
+                              + also)
+        if left:
+            raise RunError("gateway_failed", f"the gateway {self.how_it_ended}, but it {left}")
+
+    def left_running(self) -> str:
+        """What the gateway's command left running after its end, as process-meter found and killed it (LEFT_GRACE_S
+        on): '' when nothing, or when the meter wrote nothing."""
+        try:
+            left = json.loads(self.usage_file.read_text()).get("left_running", [])
+        except (OSError, ValueError):
+            return ""
+        if not left:
+            return ""
+        named = ", ".join(f"pid {p['pid']} `{p['command']}`" for p in left[:LEFT_NAMED])
+        more = f" and {len(left) - LEFT_NAMED:,} more" if len(left) > LEFT_NAMED else ""
+        return (f"left {len(left):,} process{'es' if len(left) > 1 else ''} running {LEFT_GRACE_S:g} s after its own "
+                f"end, killed then (SIGKILL): {named}{more} — whatever a gateway starts must end with it")
 
     def bbo_file(self) -> Path:
         """Where the gateway's BBO output is: the collector's file, or the gateway's own (via = file)."""

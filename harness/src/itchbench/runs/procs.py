@@ -133,14 +133,17 @@ class LineWaiter:
             time.sleep(0.01)
 
 
+def children(pid: int) -> list[int]:
+    """The processes whose parent pid is (none when it has ended)."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
 def leaf_process(pid: int) -> int:
     """The process at the end of a chain of single children: the gateway a launcher (process-meter, a shell
     that execs) runs."""
-    while True:
-        try:
-            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        except OSError:
-            return pid
-        if len(children) != 1:
-            return pid
-        pid = int(children[0])
+    while len(below := children(pid)) == 1:
+        pid = below[0]
+    return pid

@@ -267,6 +267,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("hang-at-end", "ignores SIGTERM and sleeps at the end", PY,
            IMPATIENT + _py((_SIGTERM, "    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # MUTANT\n"),
                (_FINALLY, "        time.sleep(3600)  # MUTANT\n" + _FINALLY)), "udp", "incomplete"),
+    Mutant("helper-left-running", "a helper process started with it (a stats writer) and never stopped: still "
+           "running after the gateway's exit", PY,
+           _py((_PARSED, _PARSED + '    os.system("sleep 3600 &")  # MUTANT\n')), "udp", "incomplete"),
     Mutant("output-cut-at-exit", "events sent in batches of 64, the last batch dropped at exit", PY,
            _py((_PER_PACKET, "                if len(pending) >= 64:  # MUTANT\n                    flush()\n"),
                (_FINALLY, _FINALLY + "        pending.clear()  # MUTANT\n")), "udp", "bbo_differs"),
