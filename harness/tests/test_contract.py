@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import textwrap
 from pathlib import Path
@@ -23,7 +24,8 @@ from itchbench.history import store
 from itchbench.runs import runner
 from itchbench.runs.scenario import ScenarioError, load
 
-from live_helpers import config, itch_file_messages, leftover_processes, make_capture, our_processes
+from live_helpers import (config, itch_file_messages, kill_when_running, leftover_processes, make_capture,
+                          our_processes)
 
 EXAMPLE = paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
@@ -241,6 +243,29 @@ def test_a_misbehaving_gateway_gets_a_clear_verdict_and_leaves_nothing_running(c
         assert s["reconciliation"]["bbo_check"]["missing"] == s["reconciliation"]["bbo_check"]["reference_events"]
     if status == "bbo_differs":  # judged a part at a time, as the whole check would (test_in_parts)
         assert s["reconciliation"]["bbo_check"]["read_in_parts"]
+    assert not [args for _, args in our_processes() if "itchbench_bad_" in args or "gateways.collector" in args]
+
+
+@needs_root
+def test_a_collector_killed_under_a_gateway_is_the_runs_failure_not_the_gateways(capture, tmp_path):
+    # The collector (itchbench's end of the gateway's BBO output) killed, by the kernel say, 0.3 s after it started:
+    # before the gateway was ready, or while the feed (paced to take 1.5 s) was sent; whatever the gateway then does
+    # (this one writes nothing, and ends by itself at the end of session), the run names the collector's end.
+    (tmp_path / "itchbench_bad_gateway.py").write_text(BAD)
+    gw = _contract(tmp_path, '''\
+        name = "bad"
+        inputs = ["udp"]
+        command = "exec python3 {worktree}/itchbench_bad_gateway.py silent {feed_port} {bbo_port}"
+        [stop]
+        drain_ms = 200
+        term_grace_s = 1
+        ''')
+    killer = kill_when_running(r"itchbench\.gateways\.collector", signal.SIGKILL, 0.3)
+    _, s = _run(capture, gw, "udp", tmp_path, pps=1000)
+    killer.join()
+    assert s["verdict"]["status"] == "incomplete" and s["failure"]["kind"] == "collector_failed", s["verdict"]
+    assert s["verdict"]["headline"].startswith("INCOMPLETE (collector_failed): the BBO collector (itchbench's "
+                                               "receiving end of the gateway's output) was killed by SIGKILL")
     assert not [args for _, args in our_processes() if "itchbench_bad_" in args or "gateways.collector" in args]
 
 

@@ -239,6 +239,9 @@ class ContractGateway:
             self._subscriber_port_seen()
             if self._ready_now(t0):
                 return
+            collector = self.collector_failure()
+            if collector:
+                raise RunError("collector_failed", f"{collector} before the gateway was ready")
             if s.gateway.poll() is not None:
                 self._raise_ended("before it was ready")
             if time.monotonic() - t0 > self.c.ready_timeout_s:
@@ -364,6 +367,9 @@ class ContractGateway:
                 self.group.stop(s.collector)
         left = self.left_running()
         also = f"; and it {left}" if left else ""
+        collector = self.collector_failure()
+        if collector:  # what the gateway did next (a write to a closed connection) followed from it
+            raise RunError("collector_failed", f"{collector}; the gateway {self.how_it_ended}{also}")
         if killed:
             raise RunError("gateway_failed",
                            f"the gateway {self.how_it_ended}{also}; its last output: {self.last_output()}")
@@ -377,6 +383,16 @@ class ContractGateway:
                               + also)
         if left:
             raise RunError("gateway_failed", f"the gateway {self.how_it_ended}, but it {left}")
+
+    def collector_failure(self) -> str:
+        """How the collector, itchbench's receiving end of the gateway's BBO output, failed: it ended with an error
+        or a signal (not the SIGTERM it is stopped with); '' while it runs or when it ended well."""
+        collector = self.started.collector if self.started is not None else None
+        rc = collector.poll() if collector is not None else None
+        if rc is None or rc == 0:
+            return ""
+        how = describe_exit(rc)
+        return f"the BBO collector (itchbench's receiving end of the gateway's output) {'was ' * (rc < 0)}{how}"
 
     def left_running(self) -> str:
         """What the gateway's command left running after its end, as process-meter found and killed it (LEFT_GRACE_S
