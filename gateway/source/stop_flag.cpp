@@ -5,7 +5,10 @@
 namespace itchbench {
 
 namespace {
-extern "C" void on_stop_signal(int) { stop_requested().store(true); }
+extern "C" void on_stop_signal(int sig) {
+  stop_signal().store(sig);
+  stop_requested().store(true);
+}
 }  // namespace
 
 void install_stop_signal_handlers() {

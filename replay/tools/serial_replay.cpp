@@ -19,6 +19,7 @@
 #include "source/feed_option.hpp"
 #include "protocol/serial_line.hpp"
 #include "source/capture_file.hpp"
+#include "source/stop_flag.hpp"
 #include "util/cli.hpp"
 #include "util/json_writer.hpp"
 #include "util/stage_clock.hpp"
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   args.option("send-log", "FILE", "write every line's intended time (its first byte due) and the time its write "
               "returned (gateway/log/FORMAT.md, kind 3)");
   args.parse(argc, argv);
+  install_stop_signal_handlers();  // stopped (SIGINT, SIGTERM), it still closes its send log and reports
   if (!args.has("device")) args.fail("--device is required");
   const uint64_t baud = args.get_u64("baud");
   if (baud < 300 || baud > 100000000) args.fail("--baud must be 300..100000000");
@@ -100,7 +102,8 @@ int main(int argc, char** argv) {
     const uint64_t t0 = monotonic_ns() + 20000000;  // start 20 ms from now
     uint64_t line_free_at = t0;                    // when the wire is idle again
     replay::CaptureSchedule schedule(multiplier);
-    auto send = [&](const uint8_t* msg, size_t len, uint64_t seq, uint64_t not_before) {
+    // False when a stop request cut its line short (not logged as sent).
+    auto send = [&](const uint8_t* msg, size_t len, uint64_t seq, uint64_t not_before) -> bool {
       const uint64_t start = std::max(line_free_at, not_before);
       size_t n = 0;
       if (garbage_every && (lines + 1) % garbage_every == 0) {
@@ -110,7 +113,7 @@ int main(int argc, char** argv) {
       }
       if (msg && len > serial::kMaxPayload) {
         ++oversize;  // cannot be framed: counted, not sent
-        return;
+        return true;
       }
       const size_t body = serial::encode_line(line + n, seq, start, msg, len);
       if (corrupt_every && msg && (lines + 1) % corrupt_every == 0) line[n + body - 6] ^= 0x01;  // a payload digit
@@ -128,6 +131,7 @@ int main(int argc, char** argv) {
       while (off < n) {
         const ssize_t w = ::write(fd, line + off, n - off);
         if (w < 0) {
+          if (errno == EINTR && stop_requested().load()) return false;
           if (errno == EINTR) continue;
           throw std::runtime_error(args.get("device") + ": write: " + std::strerror(errno));
         }
@@ -147,12 +151,17 @@ int main(int argc, char** argv) {
           log->append(rec);
         }
       }
+      return true;
     };
+    size_t taken = 0;  // messages handed to send: all of them unless it was asked to stop
     for (const Message& m : messages) {
+      if (stop_requested().load()) break;  // what was sent is logged and reported, the rest said as not sent
       const uint64_t not_before = timing == "capture" ? t0 + schedule.due(m.capture_ns) : 0;
-      send(m.bytes.data(), m.bytes.size(), m.seq, not_before);
+      if (!send(m.bytes.data(), m.bytes.size(), m.seq, not_before)) break;
+      ++taken;
     }
-    if (eos == "yes") send(nullptr, 0, messages.empty() ? 1 : messages.back().seq + 1, 0);
+    const bool stopped = stop_requested().load();
+    if (eos == "yes" && !stopped) send(nullptr, 0, messages.empty() ? 1 : messages.back().seq + 1, 0);
     const uint64_t finished = monotonic_ns();
     ::close(fd);
     if (log) log->close();
@@ -170,9 +179,11 @@ int main(int argc, char** argv) {
     j.field("late_lines", late).field("max_late_ns", max_late_ns);
     j.field("garbage_bursts", garbage_every ? lines / garbage_every : 0);
     j.field("corrupted_lines", corrupt_every ? lines / corrupt_every : 0);
+    // Asked to stop before the end (0: it was not): the messages it then never sent.
+    j.field("stopped_by_signal", stop_signal().load()).field("messages_not_sent", uint64_t(messages.size() - taken));
     j.end_object();
     replay::emit_report(j.str(), args.get("report"));
-    return 0;
+    return stopped ? 128 + stop_signal().load() : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "serial-replay: %s\n", e.what());
     return 2;

@@ -26,6 +26,7 @@
 #include "replay/lib/report_output.hpp"
 #include "source/capture_file.hpp"
 #include "source/feed_option.hpp"
+#include "source/stop_flag.hpp"
 #include "util/atomic_file.hpp"
 #include "util/cli.hpp"
 #include "util/json_writer.hpp"
@@ -102,6 +103,7 @@ int main(int argc, char** argv) {
   args.option("send-log", "FILE", "write every packet's intended and actual send time here");
   args.option("report", "FILE", "also write the report as JSON to FILE");
   args.parse(argc, argv);
+  install_stop_signal_handlers();  // stopped (SIGINT, SIGTERM), it still closes its send log and reports
   if (!args.has("port")) args.fail("--port is required");
   const uint64_t port = args.get_u64("port");
   if (port == 0 || port > 65535) args.fail("--port must be 1..65535");
@@ -357,6 +359,7 @@ int main(int argc, char** argv) {
     uint64_t next_due = copies.empty() ? 0 : copies[0].due;
     while (next < copies.size()) {
       replay::wait_until(next_due);
+      if (stop_requested().load()) break;  // what was sent is logged and reported, the rest said as not sent
       const uint64_t formed = monotonic_ns();
       // Everything due by now, up to a batch.
       size_t n = 0, taken = 0;
@@ -439,6 +442,8 @@ int main(int argc, char** argv) {
     j.field("max_lag_ns", max_lag).field("mean_lag_ns", sent ? double(lag_sum) / double(sent) : 0.0);
     j.field("timestamps_backwards", schedule.backwards_steps());
     j.field("send_log_dropped", log_dropped);
+    // Asked to stop before the end (0: it was not): the copies it then never sent.
+    j.field("stopped_by_signal", stop_signal().load()).field("copies_not_sent", uint64_t(copies.size() - next));
     j.field("lines", uint64_t(line_to.size())).field("b_skew_us", skew_ns / 1000);
     j.field("line_a_sent", line_sent[0]).field("line_a_dropped", line_dropped[0]);
     j.field("line_a_duplicated", line_duplicated[0]).field("line_a_reordered", line_reordered[0]);
@@ -461,6 +466,7 @@ int main(int argc, char** argv) {
       write_file_atomically(args.get("line-faults"), f.str() + "\n");
     }
     replay::emit_report(j.str(), args.get("report"));
+    if (next < copies.size()) return 128 + stop_signal().load();
     return failed || log_dropped ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "udp-replay: %s\n", e.what());

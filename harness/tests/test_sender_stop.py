@@ -1,0 +1,60 @@
+"""The paced senders stopped before their end (SIGTERM, as a run stops its sender when the gateway has failed, or
+Ctrl-C): each still closes its send log and reports what it sent and what it never did, and exits 128 + the
+signal. The figures come from the log read back and the capture's own size, never from the report alone."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+import warnings
+from pathlib import Path
+
+from itchbench import paths
+from itchbench.analysis import logs
+
+SAMPLE = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"  # 8,000 messages in 2,102 packets
+
+
+def _catches_sigterm(pid: int) -> bool:
+    caught = next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                  if line.startswith("SigCgt:"))
+    return bool(int(caught, 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def _stopped(cmd: list[str], report: Path) -> dict:
+    # Paced to take 20 s or more; stopped once it handles SIGTERM (the default would kill it) and a little after:
+    # however much was sent by then, the stop comes before the end.
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    while not _catches_sigterm(proc.pid):
+        assert proc.poll() is None
+        time.sleep(0.01)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 128 + signal.SIGTERM
+    return json.loads(report.read_text())
+
+
+def _closed_log_records(path: Path) -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", logs.TruncatedLogWarning)  # a log left open would warn
+        return len(logs.read_log(path, logs.KIND_SEND).records)
+
+
+def test_udp_replay_stopped_closes_its_log_and_says_what_it_never_sent(tmp_path):
+    log, report = tmp_path / "send.log", tmp_path / "report.json"
+    r = _stopped([str(paths.tool("udp-replay")), str(SAMPLE), "--port", "9", "--rate", "pps", "--pps", "100",
+                  "--send-log", str(log), "--report", str(report)], report)
+    assert r["stopped_by_signal"] == signal.SIGTERM and r["copies"] == 2102
+    assert r["copies_not_sent"] > 0 and r["sent"] + r["failed"] + r["copies_not_sent"] == r["copies"]
+    assert _closed_log_records(log) == r["sent"] + r["failed"]
+
+
+def test_serial_replay_stopped_closes_its_log_and_says_what_it_never_sent(tmp_path):
+    log, report = tmp_path / "send.log", tmp_path / "report.json"
+    r = _stopped([str(paths.tool("serial-replay")), str(SAMPLE), "--device", "/dev/null", "--baud", "9600",
+                  "--send-log", str(log), "--report", str(report)], report)
+    assert r["stopped_by_signal"] == signal.SIGTERM and r["messages"] == 8000
+    assert r["messages_not_sent"] > 0 and r["lines"] + r["messages_not_sent"] == 8000
+    assert _closed_log_records(log) == r["lines"]
