@@ -15,6 +15,7 @@ under compare: ITCHBENCH_GATEWAY).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import time
@@ -284,6 +285,12 @@ def _feed(run: "Run", group: "ProcessGroup", c: contract.Contract, driver: adapt
     faults_done = restarts.schedule(run, group, wrap)
     try:
         watch.replay(lambda: send(watch))
+    except RunError:
+        # The feed's failure is the run's (a gateway that crashed in it, a sender that failed); the stop still
+        # records how the gateway ended, what it used and how far its output reached, and its own word is dropped.
+        with contextlib.suppress(RunError):
+            _stop(run, group, driver)
+        raise
     finally:
         faults_done()
     _stop(run, group, driver)
