@@ -8,12 +8,14 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 
 from itchbench.analysis import logs
 from itchbench.cli import main as itchbench_main
+from itchbench.commands.common import run_line
 from itchbench.runs import runner
 
 from live_helpers import config, leftover_processes, make_capture, summary_of
@@ -57,15 +59,27 @@ def test_gateway_killed_mid_run_is_incomplete_and_named(day, tmp_path, sig):
     values = config(day, "udp", replay={"rate": "pps", "pps": 200})
     killer = threading.Thread(target=lambda: (time.sleep(1.5), __import__("os").kill(_gateway_pid(tmp_path), sig)))
     killer.start()
-    run = runner.execute(values, "killed", root=tmp_path, echo=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = runner.execute(values, "killed", root=tmp_path, echo=False)
     killer.join()
     s = summary_of(run)
     assert s["failure"]["kind"] == "gateway_crashed"
     assert f"killed by {sig.name}" in s["verdict"]["headline"] and s["verdict"]["exit_status"] == 1
     assert s["verdict"]["status"] == "incomplete" and not s["complete"]
-    # What the gateway wrote before it died reads to its last whole record.
-    lat = logs.read_latency(run / "latency.lat")
+    # The logs it left open are the run's to say, in words, not a warning of the reader's on the console.
+    assert not [w for w in caught if issubclass(w.category, logs.TruncatedLogWarning)]
+    # What the gateway wrote before it died reads to its last whole record, and the run says so, never that it
+    # applied nothing (it wrote no counters).
+    with pytest.warns(logs.TruncatedLogWarning, match="never closed"):
+        lat = logs.read_latency(run / "latency.lat")
+    with pytest.warns(logs.TruncatedLogWarning, match="never closed"):
+        events = len(logs.read_bbo(run / "bbo.bbo").records)
     assert 0 < len(lat.records) < 3000
+    assert s["left_in_logs"] == {"messages": len(lat.records), "messages_log_closed": False,
+                                 "bbo_events": events, "bbo_events_log_closed": False}
+    assert run_line(s) == (f"nothing reconciled: the gateway wrote no counters; its logs hold {len(lat.records):,} "
+                           f"messages and {events:,} BBO events to where it stopped")
     assert leftover_processes() == []
 
 

@@ -81,7 +81,7 @@ class Chain:
 def send_stamps(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(seq, t_intended, t_sent) per message of the packets that left, first send of each sequence number (on
     either line: a copy a line's faults dropped never left)."""
-    rec = logs.read_log(path, logs.KIND_SEND).records
+    rec = logs.read_log(path, logs.KIND_SEND, quiet=True).records  # a sender that failed is the run's failure
     ok = (rec["flags"] & (logs.SEND_FAILED | logs.SEND_DROPPED)) == 0
     rec = rec[ok & (rec["count"] > 0)]
     counts = rec["count"].astype(np.int64)
@@ -149,7 +149,8 @@ class ChainReader:
         # (depth-subscriber-K.recv, t_depth_K: TCP, shm, mqtt, kafka), each seq's first receive.
         for pattern, prefix in (("subscriber-*.recv", SUBSCRIBER), ("depth-subscriber-*.recv", DEPTH_SUBSCRIBER)):
             for path in sorted(run_dir.glob(pattern), key=number):
-                sub = logs.read_log(path, logs.KIND_SUBSCRIBER).records
+                # A subscriber that died is named by the run's reconciliation: what it received is used here.
+                sub = logs.read_log(path, logs.KIND_SUBSCRIBER, quiet=True).records
                 keys, first = np.unique(sub["seq"].astype(np.int64), return_index=True)
                 self._subs.append((f"{prefix}{path.stem.rsplit('-', 1)[1]}", keys,
                                    sub["t_received"].astype(np.int64)[first]))

@@ -390,9 +390,7 @@ def _index_of(run_dir: Path, lat: logs.LogFile) -> np.ndarray | None:
     if not path.is_file() or not lat.complete:
         return None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", logs.TruncatedLogWarning)
-            index = logs.read_latency_index(path)
+        index = logs.read_latency_index(path, quiet=True)  # not whole: not used
     except logs.LogFormatError:
         return None
     same_run = (index.header["run_id"], index.header["commit"]) == (lat.header["run_id"], lat.header["commit"])

@@ -287,8 +287,11 @@ class LogFile:
         return memoryview(self.records.view(np.uint8).reshape(-1))
 
 
-def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: bool = False) -> LogFile:
-    """The log's header and records (header_only: no records, none looked at: a log still being written)."""
+def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: bool = False,
+             quiet: bool = False) -> LogFile:
+    """The log's header and records (header_only: no records, none looked at: a log still being written). What
+    was not read whole (a log left open, a tail cut off) is in `notes`, and warned (TruncatedLogWarning) unless
+    quiet: a reader that says it itself, or whose writer's end the run has named already."""
     path = Path(path)
     if header_only:  # the header's bytes alone: a log being written grows (and is cut to its data at the end)
         raw = np.fromfile(path, dtype=np.uint8, count=MAX_HEADER_SIZE)
@@ -370,7 +373,7 @@ def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: b
         n = int(unwritten[0]) if unwritten.size else whole
         records = records[:n]
         notes.append(f"log was never closed (writer crashed or still running): read {n:,} whole records")
-    if notes:
+    if notes and not quiet:
         warnings.warn(f"{path}: " + "; ".join(notes), TruncatedLogWarning, stacklevel=2)
 
     return LogFile(path, name, header, records, finalized, notes, head, line, stages if compact else None, depth_levels,
@@ -675,12 +678,12 @@ def read_depth(path: Path | str) -> LogFile:
     return read_log(path, KIND_DEPTH)
 
 
-def read_latency(path: Path | str, *, header_only: bool = False) -> LogFile:
-    return read_log(path, KIND_LATENCY, header_only=header_only)
+def read_latency(path: Path | str, *, header_only: bool = False, quiet: bool = False) -> LogFile:
+    return read_log(path, KIND_LATENCY, header_only=header_only, quiet=quiet)
 
 
-def read_latency_index(path: Path | str) -> LogFile:
-    return read_log(path, KIND_LATENCY_INDEX)
+def read_latency_index(path: Path | str, *, quiet: bool = False) -> LogFile:
+    return read_log(path, KIND_LATENCY_INDEX, quiet=quiet)
 
 
 def bbo_digest(log: LogFile) -> str:

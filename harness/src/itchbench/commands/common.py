@@ -21,6 +21,12 @@ def run_line(summary: dict[str, Any]) -> str:
     check = rec.get("bbo_check")
     if (summary.get("gateway") or {}).get("started") is False:
         return "the gateway did not run"
+    if not rec and "left_in_logs" in summary:  # it ended without its counters: only what its logs hold is known
+        left = summary["left_in_logs"]
+        held = [f"{left[key]:,} {words}" for key, words in (("messages", "messages"), ("bbo_events", "BBO events"))
+                if key in left]
+        return ("nothing reconciled: the gateway wrote no counters"
+                + (f"; its logs hold {' and '.join(held)} to where it stopped" if held else ""))
     if check:  # a gateway brought through its contract: what its output showed, seen from outside
         parts = [f"{rec['loss']['expected_messages']:,} messages {messages_verb(transport)}"]
         if transport == "udp" and hop:

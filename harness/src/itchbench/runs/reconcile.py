@@ -799,6 +799,20 @@ def _first_sent(send_log: Path, fallback: int) -> int:
     return int(seq.min()) if seq.size else fallback
 
 
+def _left_in_logs(run_dir: Path) -> dict[str, Any]:
+    """What a gateway that wrote no counters (killed) left in its logs, each read to its last whole record:
+    messages (the latency log) and BBO events, and whether each log was closed. Nothing is reconciled from it."""
+    left: dict[str, Any] = {}
+    for name, key, kind in (("latency.lat", "messages", logs.KIND_LATENCY), ("bbo.bbo", "bbo_events", logs.KIND_BBO)):
+        try:
+            log = logs.read_log(run_dir / name, kind, quiet=True)  # left open: the run names how the gateway ended
+        except (OSError, logs.LogFormatError):
+            continue
+        left[key] = int(log.count)
+        left[f"{key}_log_closed"] = log.complete
+    return left
+
+
 def reads_run_files(run: "Run") -> bool:
     """Whether the gateway wrote itchbench's run files (white_box = "run-files": the built-in one does), so
     the run is reconciled message by message from its counters; otherwise it is checked black box."""
@@ -814,6 +828,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         if not failure:
             summary["failure"] = {"kind": "gateway_failed", "message": "the gateway wrote no counters (gateway.json)"}
             summary["error"] = summary["failure"]["message"]
+        summary["left_in_logs"] = _left_in_logs(run.dir)
         return
     gw = rundir.read_json(gw_path)
     capture = Path(run.values["capture"])
