@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ import pytest
 
 from itchbench import paths, rundir
 from itchbench.analysis import logs
+from itchbench.commands.common import run_line
 from itchbench.gateways import contract
 from itchbench.history import store
 from itchbench.runs import runner
@@ -84,9 +86,10 @@ def capture(tmp_path_factory) -> Path:
     return make_capture(tmp_path_factory.mktemp("contract"), "seed.pcap", "--messages", "1500")
 
 
-def _run(capture: Path, gateway: Path, transport: str, tmp_path: Path, pps: int = 5000) -> tuple[Path, dict]:
+def _run(capture: Path, gateway: Path, transport: str, tmp_path: Path, pps: int = 5000,
+         sender: str = "udp-replay") -> tuple[Path, dict]:
     tables = {"serial": {"baud": 2_000_000}} if transport == "serial" else {
-        "replay": {"sender": "udp-replay", "rate": "pps", "pps": pps}}
+        "replay": {"sender": sender, "rate": "pps", "pps": pps}}
     values = {**config(capture, transport, **tables), "gateway_file": str(gateway), "subscribers": 0}
     run = runner.execute(values, f"contract-{transport}", root=tmp_path / "runs", echo=False)
     return run, rundir.read_json(run / "summary.json")
@@ -244,6 +247,30 @@ def test_a_misbehaving_gateway_gets_a_clear_verdict_and_leaves_nothing_running(c
     if status == "bbo_differs":  # judged a part at a time, as the whole check would (test_in_parts)
         assert s["reconciliation"]["bbo_check"]["read_in_parts"]
     assert not [args for _, args in our_processes() if "itchbench_bad_" in args or "gateways.collector" in args]
+
+
+@needs_root
+@pytest.mark.parametrize("sender", ["udp-replay", "tcpreplay"])
+def test_a_sender_stopped_with_a_crashed_gateway_says_what_it_sent(capture, tmp_path, sender):
+    # The gateway crashes at its 100th packet of 1,501: the run stops the sender, which says what it sent
+    # (tcpreplay: its statistics, printed on SIGINT only; udp-replay: its report, and its send log closed), and
+    # the run's line gives that, never the capture's count as sent.
+    (tmp_path / "itchbench_bad_gateway.py").write_text(BAD)
+    gw = _contract(tmp_path, '''\
+        name = "bad"
+        inputs = ["udp"]
+        command = "exec python3 {worktree}/itchbench_bad_gateway.py crash {feed_port} {bbo_port}"
+        ''')
+    run, s = _run(capture, gw, "udp", tmp_path, pps=1000, sender=sender)
+    assert s["failure"]["kind"] == "gateway_crashed", s["verdict"]
+    udp = s["reconciliation"]["udp"]
+    assert udp["sender_stopped"] and 100 <= udp["sender_sent"] < 1501
+    if sender == "udp-replay":
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", logs.TruncatedLogWarning)  # closed as it stopped
+            assert len(logs.read_log(run / "send.log", logs.KIND_SEND).records) == udp["sender_sent"]
+    assert run_line(s).startswith(f"{s['reconciliation']['loss']['expected_messages']:,} messages in the capture, "
+                                  f"the sender stopped before its end; {sender} sent {udp['sender_sent']:,} / ")
 
 
 @needs_root

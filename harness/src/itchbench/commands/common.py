@@ -28,7 +28,9 @@ def run_line(summary: dict[str, Any]) -> str:
         return ("nothing reconciled: the gateway wrote no counters"
                 + (f"; its logs hold {' and '.join(held)} to where it stopped" if held else ""))
     if check:  # a gateway brought through its contract: what its output showed, seen from outside
-        parts = [f"{rec['loss']['expected_messages']:,} messages {messages_verb(transport)}"]
+        stopped = bool(hop.get("sender_stopped"))  # the run stopped its sender before the end
+        parts = [f"{rec['loss']['expected_messages']:,} messages "
+                 + ("in the capture, the sender stopped before its end" if stopped else messages_verb(transport))]
         if transport == "udp" and hop:
             parts.append(f"{hop['sender']} sent {hop['sender_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
                          f"dropped {hop['kernel_dropped']:,}")

@@ -59,10 +59,10 @@ class ProcessGroup:
     def pids(self) -> list[int]:
         return [p.pid for _, p in self._procs]
 
-    def stop(self, proc: subprocess.Popen, timeout: float = 5.0) -> int | None:
-        """SIGTERM, then SIGKILL after timeout; returns the exit status."""
+    def stop(self, proc: subprocess.Popen, timeout: float = 5.0, sig: signal.Signals = signal.SIGTERM) -> int | None:
+        """sig (SIGTERM), then SIGKILL after timeout; returns the exit status."""
         if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(sig)
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:

@@ -216,6 +216,7 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
         "kernel_rcvbuf_errors": kernel.get("UdpRcvbufErrors", 0), "kernel_no_port": kernel.get("UdpNoPorts", 0),
         "kernel_no_group_member": no_member, "ends_of_session_unread": unread_ends,
         "answers_unread": unread_answers, "uncounted": uncounted,
+        "sender_stopped": bool(run.extras.get("sender_stopped")),  # before its end, with a run that failed
     }
 
 
@@ -268,6 +269,7 @@ def _serial_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -> 
         "line_utilisation": sr.get("line_utilisation"), "late_lines": sr.get("late_lines"),
         "timestamps_backwards": sr.get("timestamps_backwards", 0),
         "corrupted_lines": int(sr.get("corrupted_lines", 0)),
+        "sender_stopped": bool(run.extras.get("sender_stopped")),  # before its end, with a run that failed
     }
 
 

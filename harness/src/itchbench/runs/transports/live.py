@@ -9,6 +9,7 @@ the run; only an end of session may race the sender's own exit.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from typing import TYPE_CHECKING, Callable
@@ -39,6 +40,13 @@ def off_the_gateway_cpu(run: "Run", cmd: list[str]) -> list[str]:
     return ["taskset", "-c", ",".join(map(str, others)), *cmd]
 
 
+def stop_sender(run: "Run", group: "ProcessGroup", sender: subprocess.Popen) -> None:
+    """Stops a sender before its end with SIGINT, on which each says what it sent (tcpreplay prints its statistics
+    only then, not on SIGTERM; udp-replay and serial-replay close their send logs and report), and notes it."""
+    group.stop(sender, sig=signal.SIGINT)
+    run.extras["sender_stopped"] = True
+
+
 def wait_for_sender(run: "Run", group: "ProcessGroup", sender: subprocess.Popen, name: str, expected_s: float,
                     gateway_gone: Callable[[float], RunError | None]) -> None:
     """Wait for the sender, with progress; fail the run if it outlives its deadline or if the gateway ends before
@@ -51,10 +59,10 @@ def wait_for_sender(run: "Run", group: "ProcessGroup", sender: subprocess.Popen,
         now = time.monotonic()
         gone = gateway_gone(now - start)
         if gone is not None:
-            group.stop(sender)
+            stop_sender(run, group, sender)
             raise gone
         if now - start > deadline_s:
-            group.stop(sender)
+            stop_sender(run, group, sender)
             raise RunError("deadline", f"{name} did not finish within its deadline of {deadline_s:.0f} s "
                                        f"(expected ~{expected_s:.0f} s)")
         if now >= next_note:
