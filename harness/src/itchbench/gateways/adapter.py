@@ -89,6 +89,12 @@ def _kill_command(meter: subprocess.Popen) -> None:
         meter.wait()
 
 
+def gateway_ended(rc: int | None) -> str:
+    """describe_gateway_exit as said of the gateway: 'was killed by SIGSEGV', 'exited with status 1'."""
+    how = describe_gateway_exit(rc)
+    return f"was {how}" if how.startswith("killed") else how
+
+
 def crashed(rc: int | None) -> bool:
     return rc is not None and (rc < 0 or 128 < rc < 128 + 65)
 
@@ -255,7 +261,7 @@ class ContractGateway:
         assert s is not None
         rc = s.gateway.returncode
         kind = "gateway_crashed" if crashed(rc) else "gateway_failed"
-        raise RunError(kind, f"the gateway {describe_gateway_exit(rc)} {when}; its last output: {self.last_output()}")
+        raise RunError(kind, f"the gateway {gateway_ended(rc)} {when}; its last output: {self.last_output()}")
 
     # -- stop ---------------------------------------------------------------------------------------------------
     def _output_size(self) -> int:

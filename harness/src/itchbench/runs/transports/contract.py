@@ -113,10 +113,10 @@ class GatewayWatch:
             return None
         collector = self.driver.collector_failure()
         if collector:  # the gateway's end followed from it (its writes refused)
-            return RunError("collector_failed", f"{collector}; then the gateway {adapter.describe_gateway_exit(rc)}, "
+            return RunError("collector_failed", f"{collector}; then the gateway {adapter.gateway_ended(rc)}, "
                                                 f"{elapsed_s:.1f} s into the feed")
         if adapter.crashed(rc):
-            return RunError("gateway_crashed", f"the gateway {adapter.describe_gateway_exit(rc)} while the feed was "
+            return RunError("gateway_crashed", f"the gateway {adapter.gateway_ended(rc)} while the feed was "
                                                f"still being sent, {elapsed_s:.1f} s in; its last output: "
                                                f"{self.driver.last_output()}")
         reason = _stop_reason(self.run) if self.c.white_box == "run-files" else ""
