@@ -290,10 +290,27 @@ def test_a_collector_killed_under_a_gateway_is_the_runs_failure_not_the_gateways
     killer = kill_when_running(r"itchbench\.gateways\.collector", signal.SIGKILL, 0.3)
     _, s = _run(capture, gw, "udp", tmp_path, pps=1000)
     killer.join()
-    assert s["verdict"]["status"] == "incomplete" and s["failure"]["kind"] == "collector_failed", s["verdict"]
-    assert s["verdict"]["headline"].startswith("INCOMPLETE (collector_failed): the BBO collector (itchbench's "
+    assert s["verdict"]["status"] == "incomplete" and s["failure"]["kind"] == "testbench_failed", s["verdict"]
+    assert s["verdict"]["headline"].startswith("INCOMPLETE (testbench_failed): the BBO collector (itchbench's "
                                                "receiving end of the gateway's output) was killed by SIGKILL")
     assert not [args for _, args in our_processes() if "itchbench_bad_" in args or "gateways.collector" in args]
+
+
+@needs_root
+def test_a_serial_relay_killed_under_a_gateway_is_the_runs_failure(capture, tmp_path):
+    # The pty pair's relay (socat) killed 0.3 s after it started, of a line paced to take 8 s (115,200 baud):
+    # before the gateway was ready or while the feed was sent, the gateway loses its line and the sender its
+    # device; the run names the relay's end first, and leaves nothing running.
+    gateway = paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml"
+    values = {**config(capture, "serial", serial={"baud": 115_200}), "gateway_file": str(gateway), "subscribers": 0}
+    killer = kill_when_running(r"^socat pty,", signal.SIGKILL, 0.3)
+    run = runner.execute(values, "relay-killed", root=tmp_path / "runs", echo=False)
+    killer.join()
+    s = rundir.read_json(run / "summary.json")
+    assert s["verdict"]["status"] == "incomplete" and s["failure"]["kind"] == "testbench_failed", s["verdict"]
+    assert s["verdict"]["headline"].startswith("INCOMPLETE (testbench_failed): the serial line's relay (socat, the "
+                                               "pty pair) was killed by SIGKILL")
+    assert not [args for _, args in our_processes() if "gateway.py" in args or "serial-replay" in args]
 
 
 @needs_root

@@ -124,6 +124,7 @@ class ContractGateway:
         self.how_it_ended = ""
         self.usage_file = run_dir / USAGE_FILE
         self._on_port: Callable[[int, int | None], None] | None = None
+        self._testbench: list[tuple[str, subprocess.Popen]] = []  # watch_testbench
         # How many datagrams (or bytes) of its input have been read so far, where the transport can tell (UDP: the
         # run's namespace's count): the drain waits while it grows.
         self.input_read: Callable[[], int] | None = None
@@ -145,6 +146,7 @@ class ContractGateway:
             cmd = [str(paths.tool("bbo-kafka-subscriber")), "--brokers", str(values["kafka_brokers"]), "--topic",
                    str(values["kafka_topic"]), "--collect", self.c.bbo_format, "--out", str(out)]
         proc = self.group.start("collector", self.wrap(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.watch_testbench("the BBO collector (itchbench's receiving end of the gateway's output)", proc)
         if via in ("mqtt", "kafka"):
             info, deadline = Path(str(out) + ".json"), time.monotonic() + COLLECTOR_START_S
             while not (info.is_file() and json.loads(info.read_text() or "{}").get("subscribed")):
@@ -245,9 +247,9 @@ class ContractGateway:
             self._subscriber_port_seen()
             if self._ready_now(t0):
                 return
-            collector = self.collector_failure()
-            if collector:
-                raise RunError("collector_failed", f"{collector} before the gateway was ready")
+            failed = self.testbench_failure()
+            if failed:
+                raise RunError("testbench_failed", f"{failed} before the gateway was ready")
             if s.gateway.poll() is not None:
                 self._raise_ended("before it was ready")
             if time.monotonic() - t0 > self.c.ready_timeout_s:
@@ -373,9 +375,9 @@ class ContractGateway:
                 self.group.stop(s.collector)
         left = self.left_running()
         also = f"; and it {left}" if left else ""
-        collector = self.collector_failure()
-        if collector:  # what the gateway did next (a write to a closed connection) followed from it
-            raise RunError("collector_failed", f"{collector}; the gateway {self.how_it_ended}{also}")
+        failed = self.testbench_failure()
+        if failed:  # what the gateway did next (a write to a closed connection) followed from it
+            raise RunError("testbench_failed", f"{failed}; the gateway {self.how_it_ended}{also}")
         if killed:
             raise RunError("gateway_failed",
                            f"the gateway {self.how_it_ended}{also}; its last output: {self.last_output()}")
@@ -390,15 +392,19 @@ class ContractGateway:
         if left:
             raise RunError("gateway_failed", f"the gateway {self.how_it_ended}, but it {left}")
 
-    def collector_failure(self) -> str:
-        """How the collector, itchbench's receiving end of the gateway's BBO output, failed: it ended with an error
-        or a signal (not the SIGTERM it is stopped with); '' while it runs or when it ended well."""
-        collector = self.started.collector if self.started is not None else None
-        rc = collector.poll() if collector is not None else None
-        if rc is None or rc == 0:
-            return ""
-        how = describe_exit(rc)
-        return f"the BBO collector (itchbench's receiving end of the gateway's output) {'was ' * (rc < 0)}{how}"
+    def watch_testbench(self, name: str, proc: subprocess.Popen) -> None:
+        """A process of itchbench's own on the gateway's way (its BBO collector, the serial line's relay), named by
+        name: one that fails is the run's failure (testbench_failure), not the gateway's."""
+        self._testbench.append((name, proc))
+
+    def testbench_failure(self) -> str:
+        """How the first of the watched processes of itchbench's own that failed ended (an error, or a signal it
+        was not stopped with); '' while they run or when they ended well."""
+        for name, proc in self._testbench:
+            rc = proc.poll()
+            if rc is not None and rc != 0:
+                return f"{name} {'was ' * (rc < 0)}{describe_exit(rc)}"
+        return ""
 
     def left_running(self) -> str:
         """What the gateway's command left running after its end, as process-meter found and killed it (LEFT_GRACE_S

@@ -682,7 +682,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     if not summary["complete"] and not failure:
         summary["error"] = f"the gateway's BBO output {out.name} is missing"
     if failure is not None and failure.kind in ("gateway_crashed", "gateway_failed", "gateway_stopped_early",
-                                                "collector_failed", "deadline"):
+                                                "testbench_failed", "deadline"):
         summary["progress"] = {"last_bbo_seq": reached, "messages": hop["expected_messages"]}
         summary["failure"]["message"] = (
             f"{failure}; its BBO output reached seq {reached:,} of the capture's "

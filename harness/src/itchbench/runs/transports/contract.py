@@ -111,9 +111,9 @@ class GatewayWatch:
         rc = gw.poll()
         if rc is None:
             return None
-        collector = self.driver.collector_failure()
-        if collector:  # the gateway's end followed from it (its writes refused)
-            return RunError("collector_failed", f"{collector}; then the gateway {adapter.gateway_ended(rc)}, "
+        failed = self.driver.testbench_failure()
+        if failed:  # the gateway's end followed from it (its writes refused, its line gone)
+            return RunError("testbench_failed", f"{failed}; then the gateway {adapter.gateway_ended(rc)}, "
                                                 f"{elapsed_s:.1f} s into the feed")
         if adapter.crashed(rc):
             return RunError("gateway_crashed", f"the gateway {adapter.gateway_ended(rc)} while the feed was "
@@ -132,9 +132,15 @@ class GatewayWatch:
         self.sender_done_at = time.monotonic()
 
     def explain(self, e: RunError) -> RunError:
-        """A sender that failed after the gateway had ended (a closed port refuses its packets) failed because
-        the gateway stopped early: that is the run's failure."""
-        if e.kind != "sender_failed" or self.ended_at is None:
+        """A sender that failed after a process of itchbench's own on the way had failed (the serial line's relay)
+        failed because of it; after the gateway had ended (a closed port refuses its packets), because the gateway
+        stopped early: either is the run's failure."""
+        if e.kind != "sender_failed":
+            return e
+        failed = self.driver.testbench_failure()
+        if failed:
+            return RunError("testbench_failed", f"{failed}; then {e}")
+        if self.ended_at is None:
             return e
         rc = self.driver.started.gateway.returncode  # type: ignore[union-attr]
         return RunError("gateway_stopped_early", f"the gateway ended by itself ({adapter.describe_gateway_exit(rc)}) "
@@ -240,6 +246,7 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         run.extras["kernel"] = ns.udp_counters()
     elif transport == "serial":
         gw_end, replay_end, socat = pty_pair(run, group)
+        driver.watch_testbench("the serial line's relay (socat, the pty pair)", socat)
         driver.start("serial", on_port, serial=gw_end, baud=run.values["serial"]["baud"], **values)
         _profile(run, group, driver)
         _feed(run, group, c, driver, wrap, lambda watch: replay_serial(run, group, replay_end, watch))
