@@ -683,10 +683,14 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         summary["error"] = f"the gateway's BBO output {out.name} is missing"
     if failure is not None and failure.kind in ("gateway_crashed", "gateway_failed", "gateway_stopped_early",
                                                 "testbench_failed", "deadline"):
-        summary["progress"] = {"last_bbo_seq": reached, "messages": hop["expected_messages"]}
+        # Of the whole session where the gateway is held to it (recovering, joining late): a capture that lost
+        # messages has fewer than its last seq.
+        whole, messages = ("session", int(facts_of(session, feed)["messages"])) if session != capture else \
+            ("capture", hop["expected_messages"])
+        summary["progress"] = {"last_bbo_seq": reached, "messages": messages}
         summary["failure"]["message"] = (
-            f"{failure}; its BBO output reached seq {reached:,} of the capture's "
-            f"{hop['expected_messages']:,} messages" if reached else f"{failure}; it wrote no BBO event")
+            f"{failure}; its BBO output reached seq {reached:,} of the {whole}'s {messages:,} messages" if reached
+            else f"{failure}; it wrote no BBO event")
         summary["error"] = summary["failure"]["message"]
 
 

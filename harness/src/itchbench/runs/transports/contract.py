@@ -35,7 +35,7 @@ from ..deadlines import sim_seconds
 from .. import placement
 from ..profiler import Profiler
 from ..failure import RunError
-from . import rerequest, snapshot, subscribers
+from . import exchange_server, rerequest, snapshot, subscribers
 from .gateway import itchbench_flags
 from .live import gateway_cpus
 from .serial import pty_pair, replay_serial
@@ -218,8 +218,10 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         server = rerequest.RequestServerRole(run, group, wrap) if run.values["rerequest"]["server"] else None
         if server is not None:
             values.update(rerequest_addr="127.0.0.1", rerequest_port=rerequest.PORT)
+            driver.watch_testbench(server.named(), server.proc)
         glimpse = snapshot.SnapshotServerRole(run, group, wrap) if snapshot.joins(run.values) else None
         if glimpse is not None:
+            driver.watch_testbench(glimpse.named(), glimpse.proc)
             user, password = snapshot.login(run.values)
             values.update(snapshot_addr="127.0.0.1", snapshot_port=snapshot.PORT, snapshot_user=user,
                           snapshot_password=password)
@@ -238,11 +240,12 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
                 server.session_ended()
         try:
             _feed(run, group, c, driver, wrap, send)
-        finally:
-            if server is not None:
-                server.stop()
-            if glimpse is not None:
-                glimpse.stop()
+        except BaseException:
+            # Stopped, their reports kept; the run's failure is the feed's (which named a server that died).
+            with contextlib.suppress(RunError):
+                _stop_servers(server, glimpse)
+            raise
+        _stop_servers(server, glimpse)
         run.extras["kernel"] = ns.udp_counters()
     elif transport == "serial":
         gw_end, replay_end, socat = pty_pair(run, group)
@@ -270,6 +273,18 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
             run.bbo_follower.writer_ended()
     output = driver.bbo_file()
     run.extras["bbo_output"] = str(output.relative_to(run.dir) if output.is_relative_to(run.dir) else output)
+
+
+def _stop_servers(*roles: exchange_server.ExchangeServer | None) -> None:
+    """Each of the exchange's servers stopped and its report kept; then the first that had died fails the run."""
+    failures = []
+    for role in filter(None, roles):
+        try:
+            role.stop()
+        except RunError as e:
+            failures.append(e)
+    if failures:
+        raise failures[0]
 
 
 def _record_provenance(run: "Run", c: contract.Contract, worktree: Path) -> None:

@@ -43,5 +43,11 @@ class ExchangeServer:
         report = self.run.dir / self.report
         if report.is_file():
             self.run.extras[self.extras_key] = json.loads(report.read_text())
-        if rc != 0:
-            raise RunError(f"{self.extras_key}_failed", f"the {self.words} {describe_exit(rc)}: {self._said()}")
+        if rc != 0:  # one of itchbench's own processes on the gateway's way (failure.py: testbench_failed)
+            said = self._said().strip()
+            raise RunError("testbench_failed", f"{self.named()} {'was ' * (rc < 0)}{describe_exit(rc)}"
+                                               + (f": {said}" if said else ""))
+
+    def named(self) -> str:
+        """How a verdict names it: 'the re-request server'."""
+        return f"the {self.words}"
