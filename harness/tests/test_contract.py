@@ -128,6 +128,10 @@ def test_the_example_gateway_reproduces_the_simulation(capture, transport, tmp_p
     assert sender_hop["mean"] + gateway_hop["mean"] == pytest.approx(w2w["mean"], rel=1e-9)
     report = (run / "report.md").read_text()
     assert "wire to wire" in report.lower() and "Not seen by itchbench" in report and "Hop by hop" in report
+    # The run's line names what its sender sent, counted here from the send log.
+    went = int(((send["flags"] & (logs.SEND_FAILED | logs.SEND_DROPPED)) == 0).sum())  # every packet or line sent
+    said = f"udp-replay sent {went:,} / " if transport == "udp" else f"serial-replay sent {went:,} lines; "
+    assert said in run_line(s)
 
 
 @needs_root
