@@ -263,3 +263,22 @@ def test_a_brought_gateways_build_goes_through_ccache(tmp_path, monkeypatch):
     monkeypatch.setenv("CCACHE_DISABLE", "1")
     assert build("third") == first
     assert stats() == {"direct_cache_hit": 1, "preprocessed_cache_hit": 0, "cache_miss": 1}
+
+
+def test_a_copy_that_kept_the_link_to_the_white_box_header_says_what_to_copy(tmp_path):
+    # `cp -r` keeps the example's link to gateway/log/whitebox/itchbench_stamps.h, which then leads nowhere: make
+    # says which file to copy, rather than "no rule to make target".
+    copy = tmp_path / "gateway"
+    subprocess.run(["cp", "-r", str(EXAMPLE), str(copy)], check=True)
+    for built in ("gateway.o", "cpp-gateway"):
+        (copy / built).unlink(missing_ok=True)
+    assert (copy / "itchbench_stamps.h").is_symlink() and not (copy / "itchbench_stamps.h").exists()
+    made = subprocess.run(["make", "-C", str(copy)], capture_output=True, text=True)
+    assert made.returncode != 0
+    assert "itchbench_stamps.h is missing: copy itchbench's gateway/log/whitebox/itchbench_stamps.h here" in made.stderr
+    # Copied with -L, it builds.
+    whole = tmp_path / "whole"
+    subprocess.run(["cp", "-rL", str(EXAMPLE), str(whole)], check=True)
+    for built in ("gateway.o", "cpp-gateway"):
+        (whole / built).unlink(missing_ok=True)
+    assert subprocess.run(["make", "-C", str(whole)], capture_output=True).returncode == 0
