@@ -291,7 +291,11 @@ class Stamps:
     rejected. CLOCK_MONOTONIC, the clock itchbench's senders stamp."""
 
     def __init__(self, path: str) -> None:
-        import itchbench_stamps  # only a white box needs it
+        try:
+            import itchbench_stamps  # only a white box needs it
+        except ImportError:  # a copy made with `cp -r` keeps the link to it, which then leads nowhere
+            sys.exit("gateway.py: itchbench_stamps.py is missing: copy itchbench's gateway/log/whitebox/"
+                     "itchbench_stamps.py beside this file (or copy this example with cp -rL)")
 
         self.w = itchbench_stamps
         self.log = itchbench_stamps.LatencyLog(path, itchbench_stamps.READ | itchbench_stamps.DECODED

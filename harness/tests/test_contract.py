@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
+import sys
 import textwrap
 import warnings
 from pathlib import Path
@@ -687,3 +689,19 @@ def test_a_slow_gateway_that_publishes_only_at_its_end_is_drained_not_cut(tmp_pa
     # It read for longer after the feed's end than the drain waits without a new event.
     drain_s = s["transport_details"]["gateway_contract"]["stop"]["drain_ms"] / 1000
     assert s["transport_details"]["gateway_resources"]["wall_s"] > udp["sender_sent"] / 5000 + drain_s
+
+
+def test_a_copy_of_the_python_example_that_kept_its_link_says_what_to_copy(tmp_path):
+    # `cp -r` keeps the example's link to gateway/log/whitebox/itchbench_stamps.py, which then leads nowhere: as a
+    # white box (--latency-log) it says which file to copy, not an ImportError's traceback.
+    copy = tmp_path / "gateway"
+    subprocess.run(["cp", "-r", str(EXAMPLE.parent), str(copy)], check=True)
+    assert not (copy / "itchbench_stamps.py").exists()
+    with socket.socket() as bbo:  # its BBO connection is made first
+        bbo.bind(("127.0.0.1", 0))
+        bbo.listen()
+        ran = subprocess.run([sys.executable, str(copy / "gateway.py"), "--serial", "/dev/null", "--bbo",
+                              f"127.0.0.1:{bbo.getsockname()[1]}", "--latency-log", str(tmp_path / "latency.lat")],
+                             capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr
+    assert ran.stderr.startswith("gateway.py: itchbench_stamps.py is missing: copy itchbench's gateway/log/whitebox/")
