@@ -321,6 +321,24 @@ def test_a_rerequest_server_killed_under_a_gateway_is_the_runs_failure(capture, 
 
 
 @needs_root
+def test_a_namespace_holder_killed_under_a_gateway_is_the_runs_failure(capture, tmp_path):
+    # The process that holds the run's network namespace killed 0.5 s after it started, of a feed paced to take 3 s:
+    # the namespace's counters go with it, so the run cannot balance, and says why (it was a harness defect: a
+    # FileNotFoundError on the holder's /proc).
+    gateway = paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml"
+    values = {**config(capture, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 500}),
+              "gateway_file": str(gateway), "subscribers": 0}
+    killer = kill_when_running(r"^sleep infinity", signal.SIGKILL, 0.5)
+    run = runner.execute(values, "holder-killed", root=tmp_path / "runs", echo=False)
+    killer.join()
+    s = rundir.read_json(run / "summary.json")
+    assert s["verdict"]["status"] == "incomplete" and s["failure"]["kind"] == "testbench_failed", s["verdict"]
+    assert s["verdict"]["headline"].startswith("INCOMPLETE (testbench_failed): the run's network namespace (its "
+                                               "holder, unshare … sleep infinity) was killed by SIGKILL")
+    assert not [args for _, args in our_processes() if "gateway.py" in args or "udp-replay" in args]
+
+
+@needs_root
 def test_a_serial_relay_killed_under_a_gateway_is_the_runs_failure(capture, tmp_path):
     # The pty pair's relay (socat) killed 0.3 s after it started, of a line paced to take 8 s (115,200 baud):
     # before the gateway was ready or while the feed was sent, the gateway loses its line and the sender its

@@ -283,6 +283,9 @@ class ContractGateway:
         while gw.poll() is None and time.monotonic() - quiet_since < self.c.drain_ms / 1000:
             if time.monotonic() > deadline:
                 break
+            failed = self.testbench_failure()
+            if failed:  # what the drain watches may be gone with it (the namespace's counters)
+                raise RunError("testbench_failed", f"{failed} while the gateway drained")
             time.sleep(0.02)
             now = progress()
             if now != last:

@@ -32,6 +32,7 @@ class NetnsError(RuntimeError):
 class PrivateNetns:
     def __init__(self, group: ProcessGroup) -> None:
         self._holder = group.start("netns-holder", ["unshare", "--net", "--", "sleep", "infinity"])
+        self._datagrams_read = 0  # udp_datagrams_read's last count
         self.path = Path(f"/proc/{self._holder.pid}/ns/net")
         # Until unshare has made the namespace, the holder is still in ours:
         # anything entered before then would change the host. Wait for the
@@ -71,12 +72,22 @@ class PrivateNetns:
             raise NetnsError(f"{' '.join(cmd)} in the run's namespace failed: {proc.stderr.strip()}")
         return proc.stdout
 
+    @property
+    def holder(self) -> subprocess.Popen:
+        """The process that holds the namespace: it must outlive the run's use of it."""
+        return self._holder
+
     def udp_datagrams_read(self) -> int:
         """UdpInDatagrams of the namespace, from its holder's /proc (no process started): it grows while any socket
-        there reads a datagram — while a gateway is still taking its feed."""
-        names, values = (line.split() for line in Path(f"/proc/{self._holder.pid}/net/snmp").read_text().splitlines()
-                         if line.startswith("Udp: "))
-        return int(values[names.index("InDatagrams")])
+        there reads a datagram — while a gateway is still taking its feed. With the holder gone (its end is the
+        run's failure, named by whoever watches it), the last count read."""
+        try:
+            text = Path(f"/proc/{self._holder.pid}/net/snmp").read_text()
+        except OSError:
+            return self._datagrams_read
+        names, values = (line.split() for line in text.splitlines() if line.startswith("Udp: "))
+        self._datagrams_read = int(values[names.index("InDatagrams")])
+        return self._datagrams_read
 
     def udp_counters(self) -> dict[str, int]:
         """The namespace's UDP counters (all zero when it was made)."""

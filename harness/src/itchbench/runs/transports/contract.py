@@ -215,6 +215,7 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         run.extras["subscribers_not_served"] = "the gateway's contract names no subscriber port ([subscribers])"
     if transport == "udp":
         assert ns is not None
+        driver.watch_testbench("the run's network namespace (its holder, unshare … sleep infinity)", ns.holder)
         server = rerequest.RequestServerRole(run, group, wrap) if run.values["rerequest"]["server"] else None
         if server is not None:
             values.update(rerequest_addr="127.0.0.1", rerequest_port=rerequest.PORT)
@@ -246,6 +247,9 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
                 _stop_servers(server, glimpse)
             raise
         _stop_servers(server, glimpse)
+        failed = driver.testbench_failure()
+        if failed:  # the namespace's counters went with its holder
+            raise RunError("testbench_failed", f"{failed} before its counters were read")
         run.extras["kernel"] = ns.udp_counters()
     elif transport == "serial":
         gw_end, replay_end, socat = pty_pair(run, group)
