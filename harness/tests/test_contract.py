@@ -280,79 +280,28 @@ def test_a_sender_stopped_with_a_crashed_gateway_says_what_it_sent(capture, tmp_
 
 
 @needs_root
-def test_a_collector_killed_under_a_gateway_is_the_runs_failure_not_the_gateways(capture, tmp_path):
-    # The collector (itchbench's end of the gateway's BBO output) killed, by the kernel say, 0.3 s after it started:
-    # before the gateway was ready, or while the feed (paced to take 1.5 s) was sent; whatever the gateway then does
-    # (this one writes nothing, and ends by itself at the end of session), the run names the collector's end.
-    (tmp_path / "itchbench_bad_gateway.py").write_text(BAD)
-    gw = _contract(tmp_path, '''\
-        name = "bad"
-        inputs = ["udp"]
-        command = "exec python3 {worktree}/itchbench_bad_gateway.py silent {feed_port} {bbo_port}"
-        [stop]
-        drain_ms = 200
-        term_grace_s = 1
-        ''')
-    killer = kill_when_running(r"itchbench\.gateways\.collector", signal.SIGKILL, 0.3)
-    _, s = _run(capture, gw, "udp", tmp_path, pps=1000)
-    killer.join()
-    assert s["verdict"]["status"] == "incomplete" and s["failure"]["kind"] == "testbench_failed", s["verdict"]
-    assert s["verdict"]["headline"].startswith("INCOMPLETE (testbench_failed): the BBO collector (itchbench's "
-                                               "receiving end of the gateway's output) was killed by SIGKILL")
-    assert not [args for _, args in our_processes() if "itchbench_bad_" in args or "gateways.collector" in args]
-
-
-@needs_root
-def test_a_rerequest_server_killed_under_a_gateway_is_the_runs_failure(capture, tmp_path):
-    # The exchange's re-request server killed 0.5 s after it started, of a feed paced to take 3 s: the run names
-    # it (it was a defect of the harness's own: an unknown kind of failure), its BBO output's reach said of the
-    # session.
-    gateway = paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml"
-    values = {**config(capture, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 500},
-                       rerequest={"server": True}), "gateway_file": str(gateway), "subscribers": 0}
-    killer = kill_when_running(r"mold-request-server", signal.SIGKILL, 0.5)
-    run = runner.execute(values, "server-killed", root=tmp_path / "runs", echo=False)
+@pytest.mark.parametrize("pattern, transport, tables, named", [
+    (r"itchbench\.gateways\.collector", "udp", {},
+     "the BBO collector (itchbench's receiving end of the gateway's output)"),
+    (r"mold-request-server", "udp", {"rerequest": {"server": True}}, "the re-request server"),
+    (r"^sleep infinity", "udp", {}, "the run's network namespace (its holder, unshare … sleep infinity)"),
+    (r"^socat pty,", "serial", {"serial": {"baud": 115_200}}, "the serial line's relay (socat, the pty pair)"),
+], ids=["collector", "re-request server", "namespace holder", "serial relay"])
+def test_a_process_of_the_testbench_killed_under_a_gateway_is_the_runs_failure(capture, tmp_path, pattern, transport,
+                                                                               tables, named):
+    # A process of itchbench's own on the example gateway's way killed, by the kernel say, 0.5 s after it started:
+    # before the gateway was ready or while the feed (paced to take 3 s or more) was sent. Whatever the gateway or
+    # the sender then do (a write refused, a line gone), the run names that process first, and leaves nothing
+    # running. Before, each was the gateway's failure, the sender's, or a harness defect.
+    replay = {"replay": {"sender": "udp-replay", "rate": "pps", "pps": 500}} if transport == "udp" else {}
+    values = {**config(capture, transport, **replay, **tables), "gateway_file": str(EXAMPLE), "subscribers": 0}
+    killer = kill_when_running(pattern, signal.SIGKILL, 0.5)
+    run = runner.execute(values, "testbench-killed", root=tmp_path / "runs", echo=False)
     killer.join()
     s = rundir.read_json(run / "summary.json")
     assert s["verdict"]["status"] == "incomplete" and s["failure"]["kind"] == "testbench_failed", s["verdict"]
-    assert s["verdict"]["headline"].startswith("INCOMPLETE (testbench_failed): the re-request server was killed by "
-                                               "SIGKILL")
-    assert not [args for _, args in our_processes() if "gateway.py" in args or "udp-replay" in args]
-
-
-@needs_root
-def test_a_namespace_holder_killed_under_a_gateway_is_the_runs_failure(capture, tmp_path):
-    # The process that holds the run's network namespace killed 0.5 s after it started, of a feed paced to take 3 s:
-    # the namespace's counters go with it, so the run cannot balance, and says why (it was a harness defect: a
-    # FileNotFoundError on the holder's /proc).
-    gateway = paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml"
-    values = {**config(capture, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 500}),
-              "gateway_file": str(gateway), "subscribers": 0}
-    killer = kill_when_running(r"^sleep infinity", signal.SIGKILL, 0.5)
-    run = runner.execute(values, "holder-killed", root=tmp_path / "runs", echo=False)
-    killer.join()
-    s = rundir.read_json(run / "summary.json")
-    assert s["verdict"]["status"] == "incomplete" and s["failure"]["kind"] == "testbench_failed", s["verdict"]
-    assert s["verdict"]["headline"].startswith("INCOMPLETE (testbench_failed): the run's network namespace (its "
-                                               "holder, unshare … sleep infinity) was killed by SIGKILL")
-    assert not [args for _, args in our_processes() if "gateway.py" in args or "udp-replay" in args]
-
-
-@needs_root
-def test_a_serial_relay_killed_under_a_gateway_is_the_runs_failure(capture, tmp_path):
-    # The pty pair's relay (socat) killed 0.3 s after it started, of a line paced to take 8 s (115,200 baud):
-    # before the gateway was ready or while the feed was sent, the gateway loses its line and the sender its
-    # device; the run names the relay's end first, and leaves nothing running.
-    gateway = paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml"
-    values = {**config(capture, "serial", serial={"baud": 115_200}), "gateway_file": str(gateway), "subscribers": 0}
-    killer = kill_when_running(r"^socat pty,", signal.SIGKILL, 0.3)
-    run = runner.execute(values, "relay-killed", root=tmp_path / "runs", echo=False)
-    killer.join()
-    s = rundir.read_json(run / "summary.json")
-    assert s["verdict"]["status"] == "incomplete" and s["failure"]["kind"] == "testbench_failed", s["verdict"]
-    assert s["verdict"]["headline"].startswith("INCOMPLETE (testbench_failed): the serial line's relay (socat, the "
-                                               "pty pair) was killed by SIGKILL")
-    assert not [args for _, args in our_processes() if "gateway.py" in args or "serial-replay" in args]
+    assert s["verdict"]["headline"].startswith(f"INCOMPLETE (testbench_failed): {named} was killed by SIGKILL")
+    assert not [args for _, args in our_processes() if "gateway.py" in args or "-replay" in args]
 
 
 @needs_root
