@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
                  "Replay a capture (pcap of MoldUDP64, or binary ITCH) as ITCH lines on a serial port\n"
                  "or pty, paced like a UART. A line is handed over when its last byte would have\n"
                  "left the wire; it carries the time its first byte was due (CLOCK_MONOTONIC).\n"
-                 "Deadlines are absolute: no drift accumulates. Prints what it sent.");
+                 "Deadlines are absolute: no drift accumulates. Prints what it sent. Stopped (SIGINT,\n"
+                 "SIGTERM), it sends no more, closes its send log, reports and exits 128 + the signal.");
   args.positional("CAPTURE", "capture to replay");
   args.option("device", "PATH", "serial port or pty to write to");
   args.option("baud", "N", "line rate in baud (8N1: 10 bits per byte)", "115200");

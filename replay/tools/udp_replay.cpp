@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
                  "paced against absolute deadlines (CLOCK_MONOTONIC), in sendmmsg batches. Every packet's\n"
                  "intended and actual send time go to --send-log. Only 127.0.0.0/8 destinations, or a\n"
                  "multicast group (224.0.0.0/4) sent out of the loopback interface with TTL 0, which\n"
-                 "never leaves the host, are accepted. Prints what it sent as JSON.");
+                 "never leaves the host, are accepted. Prints what it sent as JSON. Stopped (SIGINT,\n"
+                 "SIGTERM), it sends no more, closes its send log, reports and exits 128 + the signal.");
   args.positional("CAPTURE", "capture to replay");
   args.option("port", "PORT", "destination UDP port");
   args.option("address", "IPV4", "destination address: loopback, or a multicast group (sent on lo, TTL 0)",
