@@ -286,7 +286,8 @@ def test_a_sender_stopped_with_a_crashed_gateway_says_what_it_sent(capture, tmp_
     (r"mold-request-server", "udp", {"rerequest": {"server": True}}, "the re-request server"),
     (r"^sleep infinity", "udp", {}, "the run's network namespace (its holder, unshare … sleep infinity)"),
     (r"^socat pty,", "serial", {"serial": {"baud": 115_200}}, "the serial line's relay (socat, the pty pair)"),
-], ids=["collector", "re-request server", "namespace holder", "serial relay"])
+    (r"/process-meter --out ", "udp", {}, "process-meter (itchbench's meter of the gateway's process)"),
+], ids=["collector", "re-request server", "namespace holder", "serial relay", "process-meter"])
 def test_a_process_of_the_testbench_killed_under_a_gateway_is_the_runs_failure(capture, tmp_path, pattern, transport,
                                                                                tables, named):
     # A process of itchbench's own on the example gateway's way killed, by the kernel say, 0.5 s after it started:

@@ -74,9 +74,9 @@ def describe_gateway_exit(rc: int | None) -> str:
     return describe_exit(rc)
 
 
-def _kill_command(meter: subprocess.Popen) -> None:
+def _kill_command(meter: subprocess.Popen) -> bool:
     """SIGKILL to the gateway's command, not to process-meter, which then kills what the command left running and
-    says so; the meter itself only if it does not end soon after."""
+    says so; the meter itself only if it does not end soon after (then True)."""
     for pid in procs.children(meter.pid):
         try:
             os.kill(pid, signal.SIGKILL)
@@ -84,9 +84,11 @@ def _kill_command(meter: subprocess.Popen) -> None:
             pass
     try:
         meter.wait(LEFT_GRACE_S + 5.0)
+        return False
     except subprocess.TimeoutExpired:
         meter.kill()
         meter.wait()
+        return True
 
 
 def gateway_ended(rc: int | None) -> str:
@@ -125,6 +127,7 @@ class ContractGateway:
         self.usage_file = run_dir / USAGE_FILE
         self._on_port: Callable[[int, int | None], None] | None = None
         self._testbench: list[tuple[str, subprocess.Popen]] = []  # watch_testbench
+        self._meter_killed = False  # by the stop itself, its command already killed: not the meter's failure
         # How many datagrams (or bytes) of its input have been read so far, where the transport can tell (UDP: the
         # run's namespace's count): the drain waits while it grows.
         self.input_read: Callable[[], int] | None = None
@@ -362,7 +365,7 @@ class ContractGateway:
                 self.how_it_ended = (f"did not end by itself within {wait_s:g} s: stopped by SIGTERM" if overdue
                                      else "stopped by SIGTERM after the drain")
             except subprocess.TimeoutExpired:
-                _kill_command(gw)
+                self._meter_killed = _kill_command(gw)
                 killed = True
                 self.how_it_ended = f"did not stop within {self.c.term_grace_s:g} s of SIGTERM: killed (SIGKILL)"
         else:
@@ -380,7 +383,8 @@ class ContractGateway:
         also = f"; and it {left}" if left else ""
         failed = self.testbench_failure()
         if failed:  # what the gateway did next (a write to a closed connection) followed from it
-            raise RunError("testbench_failed", f"{failed}; the gateway {self.how_it_ended}{also}")
+            then = "" if self.meter_failed() else f"; the gateway {self.how_it_ended}"
+            raise RunError("testbench_failed", f"{failed}{then}{also}")
         if killed:
             raise RunError("gateway_failed",
                            f"the gateway {self.how_it_ended}{also}; its last output: {self.last_output()}")
@@ -407,7 +411,27 @@ class ContractGateway:
             rc = proc.poll()
             if rc is not None and rc != 0:
                 return f"{name} {'was ' * (rc < 0)}{describe_exit(rc)}"
-        return ""
+        return self._meter_failure()
+
+    def meter_failed(self) -> bool:
+        """Whether the gateway's end seen is process-meter's own (_meter_failure): nothing to say of the gateway."""
+        return bool(self._meter_failure())
+
+    def _meter_failure(self) -> str:
+        """process-meter ended without its record of how the command ended (killed itself, or unable to write it):
+        the end seen is the meter's, not the gateway's (whose command the meter takes with it: PR_SET_PDEATHSIG)."""
+        s = self.started
+        rc = s.gateway.poll() if s is not None else None
+        if rc is None or self._meter_killed:
+            return ""
+        try:
+            used = json.loads(self.usage_file.read_text())
+        except (OSError, ValueError):
+            used = {}
+        if "signal" in used and rc in (-used["signal"], 128 + used["signal"]) or used.get("exit_code") == rc:
+            return ""
+        return (f"process-meter (itchbench's meter of the gateway's process) {'was ' * (rc < 0)}{describe_exit(rc)} "
+                f"without recording the gateway's end: how the gateway ended was not seen")
 
     def left_running(self) -> str:
         """What the gateway's command left running after its end, as process-meter found and killed it (LEFT_GRACE_S

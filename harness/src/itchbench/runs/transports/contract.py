@@ -113,8 +113,8 @@ class GatewayWatch:
             return None
         failed = self.driver.testbench_failure()
         if failed:  # the gateway's end followed from it (its writes refused, its line gone)
-            return RunError("testbench_failed", f"{failed}; then the gateway {adapter.gateway_ended(rc)}, "
-                                                f"{elapsed_s:.1f} s into the feed")
+            then = "" if self.driver.meter_failed() else f"; then the gateway {adapter.gateway_ended(rc)}"
+            return RunError("testbench_failed", f"{failed}{then}, {elapsed_s:.1f} s into the feed")
         if adapter.crashed(rc):
             return RunError("gateway_crashed", f"the gateway {adapter.gateway_ended(rc)} while the feed was "
                                                f"still being sent, {elapsed_s:.1f} s in; its last output: "
