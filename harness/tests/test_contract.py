@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import warnings
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import pytest
 from itchbench import paths, rundir
 from itchbench.analysis import logs
 from itchbench.commands.common import run_line
-from itchbench.gateways import contract
+from itchbench.gateways import adapter, contract
 from itchbench.history import store
 from itchbench.runs import runner
 from itchbench.runs.scenario import ScenarioError, load
@@ -195,6 +196,10 @@ if mode.endswith("helper"):  # a helper of its own, deaf to SIGTERM, never stopp
 if mode == "never_ready":
     time.sleep(600)
 out = socket.create_connection(("127.0.0.1", int(bbo)))
+if mode == "handoff":  # its BBO connection handed to a process it did not start (argv[4]'s), which keeps it open
+    holder = socket.socket(socket.AF_UNIX)
+    holder.connect(sys.argv[4])
+    socket.send_fds(holder, [b"fd"], [out.fileno()])
 sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 sock.bind(("127.0.0.1", int(feed)))
 packets = 0
@@ -277,6 +282,41 @@ def test_a_sender_stopped_with_a_crashed_gateway_says_what_it_sent(capture, tmp_
             assert len(logs.read_log(run / "send.log", logs.KIND_SEND).records) == udp["sender_sent"]
     assert run_line(s).startswith(f"{s['reconciliation']['loss']['expected_messages']:,} messages in the capture, "
                                   f"the sender stopped before its end; {sender} sent {udp['sender_sent']:,} / ")
+
+
+@needs_root
+def test_a_bbo_connection_kept_open_after_the_gateways_end_is_its_failure(capture, tmp_path, monkeypatch):
+    # The gateway hands its BBO connection to a process outside its own (this test's, as a daemon it talks to would
+    # be), which keeps it open: the collector never sees the stream's end. It is stopped COLLECTOR_END_S after the
+    # gateway's end, and the run says why its output may be cut short (before: stopped silently).
+    monkeypatch.setattr(adapter, "COLLECTOR_END_S", 2.0)
+    (tmp_path / "itchbench_bad_gateway.py").write_text(BAD)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(tmp_path / "holder.sock"))
+    listener.listen(1)
+    held: list[int] = []
+    holder = threading.Thread(target=lambda: held.extend(socket.recv_fds(listener.accept()[0], 16, 1)[1]))
+    holder.start()
+    gw = _contract(tmp_path, f'''\
+        name = "bad"
+        inputs = ["udp"]
+        command = "exec python3 {{worktree}}/itchbench_bad_gateway.py handoff {{feed_port}} {{bbo_port}} {tmp_path}/holder.sock"
+        [stop]
+        drain_ms = 200
+        term_grace_s = 1
+        ''')
+    try:
+        _, s = _run(capture, gw, "udp", tmp_path, pps=5000)
+    finally:
+        holder.join()
+        for fd in held:
+            os.close(fd)
+    assert len(held) == 1
+    assert s["verdict"]["status"] == "incomplete" and s["failure"]["kind"] == "gateway_failed", s["verdict"]
+    assert s["verdict"]["headline"].startswith(
+        "INCOMPLETE (gateway_failed): the gateway ended by itself (exited with status 0), but it kept its BBO "
+        "connection (TCP) open 2 s after its end: the collector was stopped there, and what it received may not be "
+        "the whole output")
 
 
 @needs_root

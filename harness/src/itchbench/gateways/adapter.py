@@ -370,18 +370,10 @@ class ContractGateway:
                 self.how_it_ended = f"did not stop within {self.c.term_grace_s:g} s of SIGTERM: killed (SIGKILL)"
         else:
             self.how_it_ended = f"ended by itself ({describe_gateway_exit(gw.returncode)})"
-        if s.collector is not None:
-            if self.c.bbo_via in ("mqtt", "kafka"):  # what the broker still holds comes after the gateway's end
-                self._collector_quiet()
-            if self.c.bbo_via in ("udp", "mqtt", "kafka"):  # no end of stream to see: told to stop
-                s.collector.send_signal(signal.SIGTERM)
-            try:
-                s.collector.wait(COLLECTOR_END_S)
-            except subprocess.TimeoutExpired:
-                self.group.stop(s.collector)
+        still_open, stuck = self._stop_collector()
         left = self.left_running()
-        also = f"; and it {left}" if left else ""
-        failed = self.testbench_failure()
+        also = "".join(f"; and it {what}" for what in (left, still_open) if what)
+        failed = stuck or self.testbench_failure()
         if failed:  # what the gateway did next (a write to a closed connection) followed from it
             then = "" if self.meter_failed() else f"; the gateway {self.how_it_ended}"
             raise RunError("testbench_failed", f"{failed}{then}{also}")
@@ -396,8 +388,35 @@ class ContractGateway:
             self._raise_ended(("when asked to stop (SIGTERM)" if terminated else
                                "while reading the capture" if s.values["input"] == "file" else "after the feed ended")
                               + also)
-        if left:
-            raise RunError("gateway_failed", f"the gateway {self.how_it_ended}, but it {left}")
+        if left or still_open:
+            raise RunError("gateway_failed", f"the gateway {self.how_it_ended}, but it {left or still_open}"
+                                             f"{f'; and it {still_open}' if left and still_open else ''}")
+
+    def _stop_collector(self) -> tuple[str, str]:
+        """The collector's end after the gateway's: over TCP the connection's end, otherwise told (SIGTERM). Returns
+        (the gateway's part, the collector's): its TCP connection still open COLLECTOR_END_S after its end (someone
+        holds it: the collector, told to stop then, may lack the rest of its output), or a collector that did not
+        stop when told (killed)."""
+        s = self.started
+        assert s is not None
+        if s.collector is None:
+            return "", ""
+        told = self.c.bbo_via in ("udp", "mqtt", "kafka")  # no end of stream to see
+        if self.c.bbo_via in ("mqtt", "kafka"):  # what the broker still holds comes after the gateway's end
+            self._collector_quiet()
+        if told:
+            s.collector.send_signal(signal.SIGTERM)
+        try:
+            s.collector.wait(COLLECTOR_END_S)
+            return "", ""
+        except subprocess.TimeoutExpired:
+            pass
+        if not told and self.group.stop(s.collector) == 0:  # it stops on SIGTERM: it was waiting on an open stream
+            return (f"kept its BBO connection (TCP) open {COLLECTOR_END_S:g} s after its end: the collector was "
+                    "stopped there, and what it received may not be the whole output"), ""
+        self.group.stop(s.collector, timeout=0)
+        return "", ("the BBO collector (itchbench's receiving end of the gateway's output) did not stop when told "
+                    "(SIGTERM) after the gateway's end: killed")
 
     def watch_testbench(self, name: str, proc: subprocess.Popen) -> None:
         """A process of itchbench's own on the gateway's way (its BBO collector, the serial line's relay), named by
