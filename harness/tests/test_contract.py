@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -220,6 +221,22 @@ if mode.startswith("hang"):
 '''
 
 
+def _bad_gateway(tmp_path: Path, mode: str, *args: Path) -> Path:
+    """The contract of BAD in mode (args after its ports), over UDP, quick to give up."""
+    (tmp_path / "itchbench_bad_gateway.py").write_text(BAD)
+    after = shlex.join(map(str, args))
+    return _contract(tmp_path, f'''\
+        name = "bad"
+        inputs = ["udp"]
+        command = "exec python3 {{worktree}}/itchbench_bad_gateway.py {mode} {{feed_port}} {{bbo_port}} {after}"
+        [ready]
+        timeout_s = 2
+        [stop]
+        drain_ms = 200
+        term_grace_s = 1
+        ''')
+
+
 @needs_root
 @pytest.mark.parametrize("mode, status, words", [
     ("never_ready", "incomplete", "INCOMPLETE (gateway_failed): the gateway never became ready (tcp_connected) within 2 s"),
@@ -236,17 +253,7 @@ if mode.startswith("hang"):
 ])
 def test_a_misbehaving_gateway_gets_a_clear_verdict_and_leaves_nothing_running(capture, tmp_path, mode, status,
                                                                                words):
-    (tmp_path / "itchbench_bad_gateway.py").write_text(BAD)
-    gw = _contract(tmp_path, f'''\
-        name = "bad"
-        inputs = ["udp"]
-        command = "exec python3 {{worktree}}/itchbench_bad_gateway.py {mode} {{feed_port}} {{bbo_port}}"
-        [ready]
-        timeout_s = 2
-        [stop]
-        drain_ms = 200
-        term_grace_s = 1
-        ''')
+    gw = _bad_gateway(tmp_path, mode)
     _, s = _run(capture, gw, "udp", tmp_path, pps=1000)  # 1,501 packets: 1.5 s, of which "quits" sees 0.1
     assert s["verdict"]["status"] == status and s["verdict"]["exit_status"] == 1, s["verdict"]["headline"]
     assert words in s["verdict"]["headline"]
@@ -290,21 +297,13 @@ def test_a_bbo_connection_kept_open_after_the_gateways_end_is_its_failure(captur
     # be), which keeps it open: the collector never sees the stream's end. It is stopped COLLECTOR_END_S after the
     # gateway's end, and the run says why its output may be cut short (before: stopped silently).
     monkeypatch.setattr(adapter, "COLLECTOR_END_S", 2.0)
-    (tmp_path / "itchbench_bad_gateway.py").write_text(BAD)
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(tmp_path / "holder.sock"))
     listener.listen(1)
     held: list[int] = []
     holder = threading.Thread(target=lambda: held.extend(socket.recv_fds(listener.accept()[0], 16, 1)[1]))
     holder.start()
-    gw = _contract(tmp_path, f'''\
-        name = "bad"
-        inputs = ["udp"]
-        command = "exec python3 {{worktree}}/itchbench_bad_gateway.py handoff {{feed_port}} {{bbo_port}} {tmp_path}/holder.sock"
-        [stop]
-        drain_ms = 200
-        term_grace_s = 1
-        ''')
+    gw = _bad_gateway(tmp_path, "handoff", tmp_path / "holder.sock")
     try:
         _, s = _run(capture, gw, "udp", tmp_path, pps=5000)
     finally:
