@@ -583,10 +583,10 @@ def test_a_sharded_compare_and_bisect_of_a_contract_gateway(planted, udp_scenari
     assert r.stdout.splitlines()[0].endswith("Count the ask side once more"), r.stdout
 
 
-def _built_in_as_black_box(tmp_path: Path, then: str = "") -> Path:
+def _built_in_as_black_box(tmp_path: Path, then: str = "", out: str = "{out}", run: str = "") -> Path:
     """The built-in gateway brought as a black box that reads the capture itself and writes its BBO log (the
-    `itchbench` format) to a file; `then`: a shell command after it, on its output."""
-    run = f"{paths.tool('itch-gateway')} --source sim --capture {{capture}} --out {{out}} --no-latency-log"
+    `itchbench` format) to a file in out; `then`: a shell command after it, on its output; run: another command."""
+    run = run or f"{paths.tool('itch-gateway')} --source sim --capture {{capture}} --out {out} --no-latency-log"
     return _contract(tmp_path, f"""\
         name = "black-box-file"
         inputs = ["file"]
@@ -594,10 +594,25 @@ def _built_in_as_black_box(tmp_path: Path, then: str = "") -> Path:
         [bbo]
         format = "itchbench"
         via = "file"
-        file = "{{out}}/bbo.bbo"
+        file = "{out}/bbo.bbo"
         [ready]
         when = "delay"
         """)
+
+
+def test_a_bbo_file_left_by_an_earlier_run_is_not_judged_as_the_next_runs(capture, tmp_path):
+    # Its BBO file where the gateway's own folder is ({worktree}, kept from run to run): the built-in gateway writes
+    # it and passes; then a gateway that writes nothing and exits 0 must not pass on what the first one left (it
+    # did: LOSSLESS, exit 0).
+    def run_with(contract: Path, name: str) -> dict:
+        values = {**config(capture, "sim"), "gateway_file": str(contract), "subscribers": 0}
+        return rundir.read_json(runner.execute(values, name, root=tmp_path / "runs", echo=False) / "summary.json")
+
+    assert run_with(_built_in_as_black_box(tmp_path, out="{worktree}"), "writes")["verdict"]["status"] == "lossless"
+    assert (tmp_path / "bbo.bbo").stat().st_size > 0
+    s = run_with(_built_in_as_black_box(tmp_path, out="{worktree}", run="true {capture}"), "writes-nothing")
+    assert s["verdict"]["status"] == "incomplete" and s["verdict"]["exit_status"] == 1, s["verdict"]
+    assert s["verdict"]["headline"].endswith("the gateway's BBO output bbo.bbo is missing")
 
 
 def test_a_black_box_reading_the_capture_itself_is_told_what_its_bbo_stream_cannot_show(tool, tmp_path):

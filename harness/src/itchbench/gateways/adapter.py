@@ -165,6 +165,19 @@ class ContractGateway:
             raise RunError("setup", f"the BBO collector did not start: {e}") from e
         return proc, port
 
+    def _clear_output_file(self, values: dict[str, object]) -> None:
+        """A BBO file (via = "file") left by an earlier run is removed before the gateway starts: what is judged is
+        what it wrote in this run (one that writes nothing would otherwise pass on the last run's output)."""
+        if self.c.bbo_via != "file":
+            return
+        path = Path(contract_mod.fill_path(self.c.bbo_file, values))
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as e:
+            raise RunError("setup", f"{self.c.path}: bbo.file {path} is there before the gateway starts and cannot "
+                                    f"be removed ({e.strerror}): an earlier run's output would be judged as this "
+                                    "run's") from e
+
     def start(self, input_kind: str, on_port: Callable[[int, int | None], None] | None = None,
               **run_values: object) -> Started:
         """Start the collector and the gateway for input_kind, and wait until it is ready (file input: nothing is
@@ -183,6 +196,7 @@ class ContractGateway:
                                      "snapshot_addr": "", "snapshot_port": 0, "snapshot_user": "",
                                      "snapshot_password": "", "levels": self.c.bbo_levels}
         values.update(run_values)
+        self._clear_output_file(values)
         collector, values["bbo_port"] = self._start_collector(values)
         cmd = contract_mod.fill(self.c.commands[input_kind], values)
         stdout, stderr = self.dir / "gateway.stdout", self.dir / "gateway.stderr"
