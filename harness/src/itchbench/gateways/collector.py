@@ -10,13 +10,16 @@ end. Every line (csv, jsonl) or 48-byte record (itchbench) goes to FILE as
 completed it returned, the text the line as received (a record as a csv
 line). Nothing is parsed or judged here: a garbage line is kept for the
 checks to count. It stops at the connection's end, or on SIGTERM with what
-it has. FILE.json says how it ended.
+it has (over UDP, with what the kernel still holds for its socket too).
+FILE.json says how it ended, and over UDP how many datagrams its socket
+dropped (the kernel's count for it: a full receive buffer).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import socket
 import struct
@@ -24,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+# Datagrams read after SIGTERM at most: 8 MiB of socket buffer holds fewer (each costs ~700 bytes or more).
+QUEUED_MOST = 200_000
 RECORD = struct.Struct("<QQQQIIHB5x")  # gateway/log/FORMAT.md, kind 2: seq ts bid_qty ask_qty bid_px ask_px locate flags
 
 
@@ -35,6 +40,67 @@ def _raise_stop(*_: object) -> None:
     raise _Stop
 
 
+def socket_drops(sock: socket.socket) -> int | None:
+    """The kernel's count of datagrams dropped at this UDP socket (the last column of /proc/self/net/udp, the
+    socket's own line found by its inode); None when it cannot be read."""
+    inode = str(os.fstat(sock.fileno()).st_ino)
+    try:
+        lines = Path("/proc/self/net/udp").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 12 and fields[9] == inode:
+            return int(fields[-1])
+    return None
+
+
+class _Output:
+    """What has come, as lines stamped with the read that completed them, into the output file."""
+
+    def __init__(self, path: str, fmt: str, via: str) -> None:
+        self.out = open(path, "w", buffering=1 << 20)
+        self.fmt, self.via = fmt, via
+        self.pending = b""
+        self.reads = self.bytes = 0
+
+    def take(self, data: bytes, t: int) -> None:
+        self.reads += 1
+        self.bytes += len(data)
+        self.pending += data
+        if self.fmt == "itchbench":
+            whole = len(self.pending) // RECORD.size * RECORD.size
+            for r in RECORD.iter_unpack(self.pending[:whole]):
+                self.out.write(f"{t} {r[0]},{r[6]},{r[4]},{r[2]},{r[5]},{r[3]}\n")
+            self.pending = self.pending[whole:]
+        else:
+            *lines, self.pending = self.pending.split(b"\n")
+            for line in lines:
+                self.out.write(f"{t} {line.decode(errors='replace').rstrip(chr(13))}\n")
+        if self.via == "udp" and self.pending and self.fmt != "itchbench":  # a datagram ends its last line
+            self.out.write(f"{t} {self.pending.decode(errors='replace')}\n")
+            self.pending = b""
+
+    def close(self) -> None:
+        if self.pending:
+            self.out.write(f"{time.clock_gettime_ns(time.CLOCK_MONOTONIC)} {self.pending.decode(errors='replace')}\n")
+        self.out.close()
+
+
+def _take_queued(sock: socket.socket, output: _Output) -> None:
+    """Told to stop over UDP: the datagrams the kernel still holds for the socket are the gateway's output too
+    (a collector that fell behind has them queued): read to the last, then end. At most QUEUED_MOST of them: more
+    than the socket's buffer can hold, so a sender that never stops cannot keep it here."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sock.setblocking(False)
+    for _ in range(QUEUED_MOST):
+        try:
+            data = sock.recv(1 << 16)
+        except BlockingIOError:
+            return
+        output.take(data, time.clock_gettime_ns(time.CLOCK_MONOTONIC))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="itchbench-collector", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -44,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, _raise_stop)
-    out = open(args.out, "w", buffering=1 << 20)
-    ended, chunks, nbytes = "eof", 0, 0
+    output = _Output(args.out, args.format, args.via)
+    ended = "eof"
     kind = socket.SOCK_STREAM if args.via == "tcp" else socket.SOCK_DGRAM
     sock = socket.socket(socket.AF_INET, kind)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -53,7 +119,6 @@ def main(argv: list[str] | None = None) -> int:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     sock.bind(("127.0.0.1", args.port))
     print(f"LISTENING {sock.getsockname()[1]}", flush=True)
-    pending = b""
     try:
         if args.via == "tcp":
             sock.listen(1)
@@ -67,29 +132,18 @@ def main(argv: list[str] | None = None) -> int:
             t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
             if not data:
                 break
-            chunks += 1
-            nbytes += len(data)
-            pending += data
-            if args.format == "itchbench":
-                whole = len(pending) // RECORD.size * RECORD.size
-                for r in RECORD.iter_unpack(pending[:whole]):
-                    out.write(f"{t} {r[0]},{r[6]},{r[4]},{r[2]},{r[5]},{r[3]}\n")
-                pending = pending[whole:]
-            else:
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    out.write(f"{t} {line.decode(errors='replace').rstrip(chr(13))}\n")
-            if args.via == "udp" and pending and args.format != "itchbench":  # a datagram ends its last line
-                out.write(f"{t} {pending.decode(errors='replace')}\n")
-                pending = b""
+            output.take(data, t)
     except _Stop:
         ended = "sigterm"
+        if args.via == "udp":
+            _take_queued(sock, output)
     finally:
-        if pending:
-            out.write(f"{time.clock_gettime_ns(time.CLOCK_MONOTONIC)} {pending.decode(errors='replace')}\n")
-        out.close()
-        Path(args.out + ".json").write_text(json.dumps({"ended": ended, "reads": chunks, "bytes": nbytes,
-                                                        "partial_tail_bytes": len(pending)}) + "\n")
+        tail = len(output.pending)
+        output.close()
+        info = {"ended": ended, "reads": output.reads, "bytes": output.bytes, "partial_tail_bytes": tail}
+        if args.via == "udp":
+            info["socket_drops"] = socket_drops(sock)
+        Path(args.out + ".json").write_text(json.dumps(info) + "\n")
     return 0
 
 

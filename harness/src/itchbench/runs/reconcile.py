@@ -166,8 +166,12 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
         duplicated = int(ur.get("line_a_duplicated", 0)) + int(ur.get("line_b_duplicated", 0))
         expected_datagrams = (expected_datagrams + made) * lines + duplicated
     delivered = kernel.get("UdpInDatagrams", 0)
-    dropped = kernel.get("UdpInErrors", 0)
-    bbo = _collector_datagrams(run)
+    bbo, bbo_dropped = _collector_datagrams(run)
+    if bbo_dropped is not None:  # the collector's socket's own drops are the BBO output's, not the feed's
+        checks["the collector's socket dropped none of the gateway's BBO datagrams"
+               + (f": it dropped {bbo_dropped:,} (its receive buffer full): the BBO output judged is not what the "
+                  "gateway sent" if bbo_dropped else "")] = bbo_dropped == 0
+    dropped = kernel.get("UdpInErrors", 0) - (bbo_dropped or 0)
     # The gateway's conversation with the re-request server crosses the same kernel: its requests (read, left
     # unread at the stop, or dropped at the server's socket) and the server's answer packets.
     server = run.extras.get("request_server") or {}
@@ -212,7 +216,8 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
     return {
         "capture_datagrams": datagrams, "loops": loops, "expected_messages": facts["messages"] * loops,
         "sender": sender, "sender_sent": sent, "sender_failed": failed, "line_dropped": line_dropped,
-        "kernel_delivered": delivered, "kernel_dropped": dropped,
+        "kernel_delivered": delivered, "kernel_dropped": dropped, "kernel_in_errors": kernel.get("UdpInErrors", 0),
+        "kernel_sent": kernel.get("UdpOutDatagrams", 0), "collector_dropped": bbo_dropped,
         "kernel_rcvbuf_errors": kernel.get("UdpRcvbufErrors", 0), "kernel_no_port": kernel.get("UdpNoPorts", 0),
         "kernel_no_group_member": no_member, "ends_of_session_unread": unread_ends,
         "answers_unread": unread_answers, "uncounted": uncounted,
@@ -585,12 +590,15 @@ def _sender_checks(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -
     return {"expected_messages": facts["messages"]}
 
 
-def _collector_datagrams(run: "Run") -> int:
-    """BBO datagrams the collector received over UDP (0 for other ways of delivery)."""
+def _collector_datagrams(run: "Run") -> tuple[int, int | None]:
+    """BBO datagrams the collector received over UDP, and those its socket dropped (None: not known); (0, None) for
+    other ways of delivery."""
     if run.extras.get("gateway_contract", {}).get("bbo", {}).get("via") != "udp":
-        return 0
+        return 0, None
     info = run.dir / (adapter.BBO_FILE + ".json")
-    return int(rundir.read_json(info).get("reads", 0)) if info.is_file() else 0
+    ended = rundir.read_json(info) if info.is_file() else {}
+    drops = ended.get("socket_drops")
+    return int(ended.get("reads", 0)), None if drops is None else int(drops)
 
 
 def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str, Any]) -> None:
