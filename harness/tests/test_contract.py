@@ -292,6 +292,21 @@ def test_a_sender_stopped_with_a_crashed_gateway_says_what_it_sent(capture, tmp_
                                   f"the sender stopped before its end; {sender} sent {udp['sender_sent']:,} / ")
 
 
+def _example_bbo_over_udp(tmp_path: Path, flags: str, bbo: str) -> Path:
+    """The Python example's contract with its BBO output in UDP datagrams, ready once its feed port is bound; flags:
+    its own, bbo: a [bbo] key beside via."""
+    return _contract(tmp_path, f'''\
+        name = "py-gateway-bbo-udp"
+        inputs = ["udp"]
+        command = "exec python3 {EXAMPLE.parent}/gateway.py --udp {{feed_addr}}:{{feed_port}} --bbo {{bbo_addr}}:{{bbo_port}} --bbo-via udp {flags}"
+        [bbo]
+        via = "udp"
+        {bbo}
+        [ready]
+        when = "udp_bound"
+        ''')
+
+
 @needs_root
 def test_bbo_datagrams_the_collector_dropped_are_not_the_feeds_loss(tmp_path_factory, tmp_path):
     # The example's output over UDP (every level's changes: a datagram for nearly every packet), its collector
@@ -300,16 +315,7 @@ def test_bbo_datagrams_the_collector_dropped_are_not_the_feeds_loss(tmp_path_fac
     # and does not count those drops as the feed's (before: the feed's "kernel dropped", and a kernel account that
     # did not add up).
     capture = make_capture(tmp_path_factory.mktemp("flood"), "flood.pcap", "--messages", "50000")
-    gw = _contract(tmp_path, f'''\
-        name = "py-gateway-every-level-udp"
-        inputs = ["udp"]
-        command = "exec python3 {EXAMPLE.parent}/gateway.py --udp {{feed_addr}}:{{feed_port}} --bbo {{bbo_addr}}:{{bbo_port}} --bbo-via udp --levels all"
-        [bbo]
-        via = "udp"
-        levels = "all"
-        [ready]
-        when = "udp_bound"
-        ''')
+    gw = _example_bbo_over_udp(tmp_path, "--levels all", 'levels = "all"')
 
     def stop_the_collector_while_the_feed_is_sent() -> None:
         # Once the gateway runs (its collector listening before it starts), until the sender has ended.
@@ -544,16 +550,7 @@ def test_a_journey_of_a_contract_gateway_times_it_wire_to_wire(planted, udp_scen
 @needs_root
 def test_json_lines_over_udp_reach_the_collector_whole(capture, tmp_path):
     # The example's other output: JSON lines in UDP datagrams; ready once its feed port is bound.
-    gw = _contract(tmp_path, f'''\
-        name = "py-gateway-jsonl-udp"
-        inputs = ["udp"]
-        command = "exec python3 {EXAMPLE.parent}/gateway.py --udp {{feed_addr}}:{{feed_port}} --bbo {{bbo_addr}}:{{bbo_port}} --bbo-via udp --bbo-format jsonl"
-        [bbo]
-        format = "jsonl"
-        via = "udp"
-        [ready]
-        when = "udp_bound"
-        ''')
+    gw = _example_bbo_over_udp(tmp_path, "--bbo-format jsonl", 'format = "jsonl"')
     run, s = _run(capture, gw, "udp", tmp_path)
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
     first = (run / "bbo.received").read_text().splitlines()[0].split(" ", 1)[1]
