@@ -1,6 +1,7 @@
 """Eclipse Mosquitto (Debian's `mosquitto`), one per run, on 127.0.0.1
 (inside the run's namespace for the udp transport): no persistence,
-anonymous clients, its log in the run directory (mosquitto.log)."""
+anonymous clients, no limit to the messages it holds for a subscriber,
+its log in the run directory (mosquitto.log)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ def start(run: "Run", group: "ProcessGroup", wrap: Callable[[list[str]], list[st
     """The broker, ready: a message published to it came back to a subscriber. RunError('setup') with its log's
     last lines when it does not start."""
     conf, log = run.dir / "mosquitto.conf", run.dir / "mosquitto.log"
-    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                    f"log_dest file {log}\nlog_type error\nlog_type warning\nlog_type notice\n")
+    # No limit to what it holds for a subscriber that falls behind: its default keeps 1,000 QoS 1 messages a client
+    # and drops the rest without a word, and a run would judge an output its own broker had lost.
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n"
+                    f"max_queued_bytes 0\nlog_dest file {log}\nlog_type error\nlog_type warning\nlog_type notice\n")
     log.touch()
     _launch(run, group, wrap, port)
     return {"kind": "mqtt", "broker": "mosquitto", "version": version(), "port": port,
