@@ -84,10 +84,11 @@ void CollectorOutput::close() {
   out_ = nullptr;
 }
 
-void CollectorOutput::write_info(bool subscribed, const std::string& ended) const {
+void CollectorOutput::write_info(bool subscribed, const std::string& ended, int64_t left_unread) const {
   JsonWriter j;
   j.begin_object();
   j.field("subscribed", subscribed).field("ended", ended).field("reads", reads_).field("bytes", bytes_);
+  if (left_unread >= 0) j.field("left_unread", left_unread);
   j.end_object();
   write_file_atomically(info_path_, j.str());
 }

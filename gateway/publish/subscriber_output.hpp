@@ -68,7 +68,8 @@ class CollectorOutput {
 
   void on_payload(const void* data, size_t n, uint64_t t_received);
   void close();
-  void write_info(bool subscribed, const std::string& ended) const;
+  // left_unread: what a broker still held for it when it ended (-1: not known, or nothing to know).
+  void write_info(bool subscribed, const std::string& ended, int64_t left_unread = -1) const;
 
  private:
   std::string info_path_;

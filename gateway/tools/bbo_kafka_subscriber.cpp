@@ -13,7 +13,10 @@
 // broker's readiness), exit 0 when it came back.
 // --collect FORMAT: the collector of a gateway that declares Kafka as its
 // BBO output in its contract: every record's lines or records into OUT as
-// the TCP collector writes them, until SIGTERM (OUT + ".json").
+// the TCP collector writes them, until SIGTERM (OUT + ".json"); told to
+// stop, it reads on to the partition's end as the stop finds it (what it
+// had not read is the gateway's output too), and says what it could not
+// read in time (left_unread).
 #include <librdkafka/rdkafka.h>
 
 #include <chrono>
@@ -51,6 +54,29 @@ rd_kafka_t* make(rd_kafka_type_t type, const std::string& brokers) {
   rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);
   if (!rk) throw std::runtime_error(err);
   return rk;
+}
+
+constexpr auto kCatchUpMost = std::chrono::seconds(10);  // a collector told to stop, reading to the partition's end
+
+// A collector told to stop: the records from next_offset (RD_KAFKA_OFFSET_BEGINNING: none read yet) to the
+// partition's high watermark as it is now, read into collector, kCatchUpMost at most; how many it left unread
+// (-1: the watermark could not be had).
+int64_t catch_up(rd_kafka_t* c, const std::string& topic, int64_t next_offset, itchbench::CollectorOutput& collector) {
+  int64_t lo = 0, hi = 0;
+  if (rd_kafka_query_watermark_offsets(c, topic.c_str(), 0, &lo, &hi, 5000) != RD_KAFKA_RESP_ERR_NO_ERROR) return -1;
+  int64_t next = next_offset < 0 ? lo : next_offset;
+  const auto give_up = std::chrono::steady_clock::now() + kCatchUpMost;
+  while (next < hi && std::chrono::steady_clock::now() < give_up) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(c, 100);
+    const uint64_t t = itchbench::monotonic_ns();
+    if (!m) continue;
+    if (!m->err) {
+      collector.on_payload(m->payload, m->len, t);
+      next = m->offset + 1;
+    }
+    rd_kafka_message_destroy(m);
+  }
+  return hi > next ? hi - next : 0;
 }
 
 void assign_from(rd_kafka_t* rk, const std::string& topic, int64_t offset) {
@@ -136,8 +162,9 @@ int main(int argc, char** argv) {
   assign_from(c, topic, RD_KAFKA_OFFSET_BEGINNING);
   bool subscribed = false, end_seen = false;
   uint64_t announced = 0, bad_size = 0;
+  int64_t left_unread = -1;  // a collector's, once told to stop
   auto info = [&](const std::string& ended) {
-    if (collector) return collector->write_info(subscribed, ended);
+    if (collector) return collector->write_info(subscribed, ended, left_unread);
     output->write_info([&](JsonWriter& j) {
       j.field("subscribed", subscribed).field("received", output->events()).field("bad_size", bad_size);
       j.field("announced", announced).field("end_seen", end_seen).field("ended", ended);
@@ -193,6 +220,7 @@ int main(int argc, char** argv) {
       break;
     }
   }
+  if (collector && subscribed) left_unread = catch_up(c, topic, next_offset, *collector);
   rd_kafka_consumer_close(c);
   rd_kafka_destroy(c);
   if (output) output->close();

@@ -13,7 +13,12 @@
 // --collect FORMAT: the collector of a gateway that declares MQTT as its
 // BBO output in its contract (docs/gateway-contract.md): every message's
 // lines (csv, jsonl) or records (itchbench) into OUT as the TCP collector
-// writes them, until SIGTERM; OUT + ".json" says how it ended.
+// writes them, until SIGTERM; OUT + ".json" says how it ended. Told to
+// stop, it first publishes a marker of its own to TOPIC/end and reads on
+// until the marker comes back: the broker hands a client its messages in
+// the order it took them, so what it still held of the gateway's output
+// has come by then (left_unread 0; the marker not back within 10 s: not
+// known).
 #include <mosquitto.h>
 #include <unistd.h>
 
@@ -23,6 +28,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "publish/subscriber_output.hpp"
@@ -43,10 +49,15 @@ struct State {
   uint64_t announced = 0;
   uint64_t bad_size = 0;  // messages that were not one whole frame (48 bytes, or a depth record's size)
   std::chrono::steady_clock::time_point end_at;
+  std::string marker;  // a collector's own end marker, once told to stop
+  bool marker_back = false;
+  int64_t left_unread = -1;  // a collector's: 0 once its marker came back, -1 not known
 };
 
+constexpr auto kMarkerBackMost = std::chrono::seconds(10);
+
 void write_info(const State& s, const std::string& ended) {
-  if (s.collect) return s.collect->write_info(s.subscribed, ended);
+  if (s.collect) return s.collect->write_info(s.subscribed, ended, s.left_unread);
   s.out->write_info([&](itchbench::JsonWriter& j) {
     j.field("subscribed", s.subscribed).field("received", s.out->events()).field("bad_size", s.bad_size);
     j.field("announced", s.announced).field("end_seen", s.end_seen).field("ended", ended);
@@ -71,6 +82,11 @@ void on_message(struct mosquitto*, void* self, const struct mosquitto_message* m
   const uint64_t t = itchbench::monotonic_ns();  // first, before anything else is done with it
   auto* s = static_cast<State*>(self);
   if (s->collect) {
+    if (!s->marker.empty() && s->end_topic == msg->topic &&
+        std::string_view(static_cast<const char*>(msg->payload), size_t(msg->payloadlen)) == s->marker) {
+      s->marker_back = true;
+      return;
+    }
     s->collect->on_payload(msg->payload, size_t(msg->payloadlen), t);
     return;
   }
@@ -173,6 +189,13 @@ int main(int argc, char** argv) {
       ended = "end of stream, events missing";
       break;
     }
+  }
+  if (s.collect && s.subscribed) {  // what the broker still holds for it comes before its own marker
+    s.marker = "itchbench-collector-end-" + std::to_string(::getpid());
+    mosquitto_publish(m, nullptr, s.end_topic.c_str(), int(s.marker.size()), s.marker.data(), 1, false);
+    const auto give_up = std::chrono::steady_clock::now() + kMarkerBackMost;
+    while (!s.marker_back && std::chrono::steady_clock::now() < give_up) mosquitto_loop(m, 10, 1);
+    if (s.marker_back) s.left_unread = 0;
   }
   mosquitto_disconnect(m);
   mosquitto_destroy(m);

@@ -292,9 +292,18 @@ def test_a_sender_stopped_with_a_crashed_gateway_says_what_it_sent(capture, tmp_
                                   f"the sender stopped before its end; {sender} sent {udp['sender_sent']:,} / ")
 
 
-def _stopped_while_the_feed_is_sent(pattern: str) -> threading.Thread:
+def _stopped_while_the_feed_is_sent(pattern: str, until_told_to_stop: bool = False) -> threading.Thread:
     """A thread that stops (SIGSTOP) the first of our processes whose command line holds pattern once the example
-    gateway runs (what receives its output started before it), until udp-replay has ended; then lets it go on."""
+    gateway runs (what receives its output started before it), until udp-replay has ended (until_told_to_stop:
+    until the process has a SIGTERM waiting for it); then lets it go on."""
+    def sending() -> bool:
+        return any("udp-replay" in args for _, args in our_processes())
+
+    def told_to_stop(pid: int) -> bool:
+        status = Path(f"/proc/{pid}/status").read_text()
+        waiting = int(next(line.split()[1] for line in status.splitlines() if line.startswith("ShdPnd:")), 16)
+        return bool(waiting & (1 << (signal.SIGTERM - 1)))
+
     def stop() -> None:
         deadline = time.monotonic() + 120
         pid = None
@@ -305,12 +314,13 @@ def _stopped_while_the_feed_is_sent(pattern: str) -> threading.Thread:
             time.sleep(0.01)
         assert pid is not None
         os.kill(pid, signal.SIGSTOP)
-        seen = False
-        while time.monotonic() < deadline:
-            sending = any("udp-replay" in args for _, args in our_processes())
-            if seen and not sending:
-                break
-            seen |= sending
+        if until_told_to_stop:
+            done = lambda: told_to_stop(pid)  # noqa: E731
+        else:
+            while not sending() and time.monotonic() < deadline:  # paced: it runs a second or more
+                time.sleep(0.01)
+            done = lambda: not sending()  # noqa: E731
+        while not done() and time.monotonic() < deadline:
             time.sleep(0.01)
         os.kill(pid, signal.SIGCONT)
     thread = threading.Thread(target=stop)
@@ -384,6 +394,35 @@ def test_what_the_mqtt_broker_holds_for_a_collector_fallen_behind_is_not_dropped
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
     check = s["reconciliation"]["bbo_check"]
     assert check["equal"] and check["events"] == check["reference_events"] > 5_000
+
+
+@needs_root
+@pytest.mark.parametrize("via", ["mqtt", "kafka"])
+def test_a_broker_collector_told_to_stop_takes_what_the_broker_holds(capture, tmp_path, via):
+    # The example's BBO through the run's broker, its collector stopped from the gateway's start until the run tells
+    # it to stop (SIGTERM, after the gateway's end): it has taken nothing then, and takes all the broker holds for it
+    # before it ends (before: it ended with nothing, and the gateway was judged on an empty output).
+    where = {"mqtt": "{mqtt_addr}:{mqtt_port} --bbo-topic {mqtt_topic}",
+             "kafka": "{kafka_brokers} --bbo-topic {kafka_topic}"}[via]
+    command = (f"exec /usr/bin/python3 {EXAMPLE.parent}/gateway.py --udp {{feed_addr}}:{{feed_port}} "
+               f"--bbo-via {via} --bbo {where}")
+    gw = _contract(tmp_path, f'''\
+        name = "py-gateway via {via}"
+        inputs = ["udp"]
+        command = "{command}"
+        [bbo]
+        via = "{via}"
+        [ready]
+        when = "udp_bound"
+        ''')
+    stopper = _stopped_while_the_feed_is_sent(f"bbo-{via}-subscriber", until_told_to_stop=True)
+    run, s = _run(capture, gw, "udp", tmp_path, pps=2000)
+    stopper.join()
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    check = s["reconciliation"]["bbo_check"]
+    assert check["equal"] and check["events"] == check["reference_events"] > 100
+    ended = json.loads((run / "bbo.received.json").read_text())
+    assert ended["ended"] == "sigterm" and ended["left_unread"] == 0
 
 
 @needs_root

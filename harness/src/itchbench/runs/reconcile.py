@@ -481,6 +481,21 @@ def _broker_checks(brokers: dict[str, Any], checks: dict[str, bool]) -> None:
                    f"({info['died']})"] = False
 
 
+def _collector_read_the_topic(run: "Run", bbo_cfg: dict[str, Any], checks: dict[str, bool]) -> None:
+    """A gateway's own BBO output through a broker: its collector, told to stop, reads what the broker holds for it
+    first (Kafka: to the partition's end; MQTT: until its own end marker comes back). What it could not read in
+    time, or could not find the end of, is output the check never saw."""
+    via = bbo_cfg.get("via")
+    if via not in BROKER_NAMES:
+        return
+    info = run.dir / (adapter.BBO_FILE + ".json")
+    left = (rundir.read_json(info) if info.is_file() else {}).get("left_unread")
+    words = ("not known: it could not learn where the output ends" if left is None else
+             f"it left {left:,} records unread" if left else "")
+    checks[f"the collector read what the {BROKER_NAMES[via]} broker held for it to its end"
+           + (f": {words}" if words else "")] = left == 0
+
+
 def _broker_gateway_checks(gw: dict[str, Any], checks: dict[str, bool]) -> None:
     """The gateway's side of each broker: every event handed over was sent, refused by the client (a broker
     down: its subscribers then miss it, and say so) or dropped at a full ring; the broker acknowledged every
@@ -615,6 +630,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     checks: dict[str, bool] = {}
     hop = _sender_checks(run, facts_of(capture, feed), checks)
     _broker_checks(run.extras.get("brokers", {}), checks)  # the one its BBO output goes through (bbo.via)
+    _collector_read_the_topic(run, bbo_cfg, checks)
     output = run.extras.get("bbo_output", adapter.BBO_FILE)
     out = run.dir / output
     server, lines, recovering = _recovery_setting(run)
