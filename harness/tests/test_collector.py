@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -17,6 +18,15 @@ def _collector(out: Path) -> tuple[subprocess.Popen, int]:
                              "--out", str(out)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     return proc, int(proc.stdout.readline().split()[1])  # LISTENING <port>
+
+
+def _queued_bytes(port: int) -> int:
+    """What the kernel holds unread for the UDP socket bound to port (rx_queue of /proc/net/udp)."""
+    for line in Path("/proc/net/udp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].split(":")[1], 16) == port:
+            return int(fields[4].split(":")[1], 16)
+    return 0
 
 
 def _send_while_stopped(proc: subprocess.Popen, port: int, datagrams: list[bytes]) -> dict:
@@ -50,3 +60,21 @@ def test_datagrams_its_full_socket_dropped_are_counted(tmp_path):
     assert ended["socket_drops"] > 0 and ended["reads"] > 0
     assert ended["reads"] + ended["socket_drops"] == 20_000
     assert len(out.read_text().splitlines()) == ended["reads"]
+
+
+def test_an_empty_datagram_does_not_end_the_collection(tmp_path):
+    # Over UDP an empty datagram is a datagram, not the end of a stream: what comes after it is collected too
+    # (the collector took it for an end, and what followed was lost).
+    out = tmp_path / "bbo.received"
+    proc, port = _collector(out)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for data in (b"1,1,100,1,101,1\n", b"", b"2,1,100,2,101,1\n"):
+            sock.sendto(data, ("127.0.0.1", port))
+    deadline = time.monotonic() + 30
+    while _queued_bytes(port) and proc.poll() is None and time.monotonic() < deadline:  # until it has read them
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+    ended = json.loads(Path(str(out) + ".json").read_text())
+    assert ended["ended"] == "sigterm" and ended["reads"] == 3
+    assert [line.split(" ", 1)[1] for line in out.read_text().splitlines()] == ["1,1,100,1,101,1", "2,1,100,2,101,1"]

@@ -32,12 +32,17 @@ QUEUED_MOST = 200_000
 RECORD = struct.Struct("<QQQQIIHB5x")  # gateway/log/FORMAT.md, kind 2: seq ts bid_qty ask_qty bid_px ask_px locate flags
 
 
-class _Stop(Exception):
-    pass
+POLL_S = 0.1  # how soon a blocked read looks at the stop request
 
 
-def _raise_stop(*_: object) -> None:
-    raise _Stop
+class _Stop:
+    """SIGTERM's request, looked at between reads: raised from the handler instead, it could land after a read
+    returned and before its data was taken, and lose it."""
+    requested = False
+
+
+def _request_stop(*_: object) -> None:
+    _Stop.requested = True
 
 
 def socket_drops(sock: socket.socket) -> int | None:
@@ -109,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--format", choices=("csv", "jsonl", "itchbench"), required=True)
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    signal.signal(signal.SIGTERM, _raise_stop)
+    signal.signal(signal.SIGTERM, _request_stop)
     output = _Output(args.out, args.format, args.via)
     ended = "eof"
     kind = socket.SOCK_STREAM if args.via == "tcp" else socket.SOCK_DGRAM
@@ -118,25 +123,33 @@ def main(argv: list[str] | None = None) -> int:
     if args.via == "udp":
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     sock.bind(("127.0.0.1", args.port))
+    sock.settimeout(POLL_S)
     print(f"LISTENING {sock.getsockname()[1]}", flush=True)
     try:
+        source: socket.socket | None = sock
         if args.via == "tcp":
             sock.listen(1)
-            conn, _ = sock.accept()
-            print("CONNECTED", flush=True)
-            read = lambda: conn.recv(1 << 16)  # noqa: E731
-        else:
-            read = lambda: sock.recv(1 << 16)  # noqa: E731
-        while True:
-            data = read()
+            source = None
+            while source is None and not _Stop.requested:
+                try:
+                    source, _ = sock.accept()
+                except TimeoutError:
+                    continue
+                source.settimeout(POLL_S)
+                print("CONNECTED", flush=True)
+        while source is not None and not _Stop.requested:
+            try:
+                data = source.recv(1 << 16)
+            except TimeoutError:
+                continue
             t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            if not data:
+            if not data and args.via == "tcp":  # the stream's end (over UDP, an empty datagram is one)
                 break
             output.take(data, t)
-    except _Stop:
-        ended = "sigterm"
-        if args.via == "udp":
-            _take_queued(sock, output)
+        if _Stop.requested:
+            ended = "sigterm"
+            if args.via == "udp":
+                _take_queued(sock, output)
     finally:
         tail = len(output.pending)
         output.close()
