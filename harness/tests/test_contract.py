@@ -328,21 +328,6 @@ def _stopped_while_the_feed_is_sent(pattern: str, until_told_to_stop: bool = Fal
     return thread
 
 
-def _example_bbo_over_udp(tmp_path: Path, flags: str, bbo: str) -> Path:
-    """The Python example's contract with its BBO output in UDP datagrams, ready once its feed port is bound; flags:
-    its own, bbo: a [bbo] key beside via."""
-    return _contract(tmp_path, f'''\
-        name = "py-gateway-bbo-udp"
-        inputs = ["udp"]
-        command = "exec python3 {EXAMPLE.parent}/gateway.py --udp {{feed_addr}}:{{feed_port}} --bbo {{bbo_addr}}:{{bbo_port}} --bbo-via udp {flags}"
-        [bbo]
-        via = "udp"
-        {bbo}
-        [ready]
-        when = "udp_bound"
-        ''')
-
-
 @needs_root
 def test_bbo_datagrams_the_collector_dropped_are_not_the_feeds_loss(tmp_path_factory, tmp_path):
     # The example's output over UDP (every level's changes: a datagram for nearly every packet), its collector
@@ -351,7 +336,7 @@ def test_bbo_datagrams_the_collector_dropped_are_not_the_feeds_loss(tmp_path_fac
     # and does not count those drops as the feed's (before: the feed's "kernel dropped", and a kernel account that
     # did not add up).
     capture = make_capture(tmp_path_factory.mktemp("flood"), "flood.pcap", "--messages", "50000")
-    gw = _example_bbo_over_udp(tmp_path, "--levels all", 'levels = "all"')
+    gw = _example_via(tmp_path, "udp", "--levels all", 'levels = "all"')
 
     stopper = _stopped_while_the_feed_is_sent("gateways.collector")
     run, s = _run(capture, gw, "udp", tmp_path, pps=20_000)
@@ -376,53 +361,13 @@ def test_what_the_mqtt_broker_holds_for_a_collector_fallen_behind_is_not_dropped
     # it over when it goes on. Mosquitto's default keeps 1,000 a client and drops the rest without a word: the run
     # judged the gateway on an output the testbench had lost.
     capture = make_capture(tmp_path_factory.mktemp("mqtt-flood"), "flood.pcap", "--messages", "20000")
-    command = (f"exec /usr/bin/python3 {EXAMPLE.parent}/gateway.py --udp {{feed_addr}}:{{feed_port}} "
-               "--bbo-via mqtt --bbo {mqtt_addr}:{mqtt_port} --bbo-topic {mqtt_topic} --levels all")
-    gw = _contract(tmp_path, f'''\
-        name = "py-gateway via mqtt"
-        inputs = ["udp"]
-        command = "{command}"
-        [bbo]
-        via = "mqtt"
-        levels = "all"
-        [ready]
-        when = "udp_bound"
-        ''')
+    gw = _example_via(tmp_path, "mqtt", "--levels all", 'levels = "all"')
     stopper = _stopped_while_the_feed_is_sent("bbo-mqtt-subscriber")
     run, s = _run(capture, gw, "udp", tmp_path, pps=5000)
     stopper.join()
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
     check = s["reconciliation"]["bbo_check"]
     assert check["equal"] and check["events"] == check["reference_events"] > 5_000
-
-
-@needs_root
-@pytest.mark.parametrize("via", ["mqtt", "kafka"])
-def test_a_broker_collector_told_to_stop_takes_what_the_broker_holds(capture, tmp_path, via):
-    # The example's BBO through the run's broker, its collector stopped from the gateway's start until the run tells
-    # it to stop (SIGTERM, after the gateway's end): it has taken nothing then, and takes all the broker holds for it
-    # before it ends (before: it ended with nothing, and the gateway was judged on an empty output).
-    where = {"mqtt": "{mqtt_addr}:{mqtt_port} --bbo-topic {mqtt_topic}",
-             "kafka": "{kafka_brokers} --bbo-topic {kafka_topic}"}[via]
-    command = (f"exec /usr/bin/python3 {EXAMPLE.parent}/gateway.py --udp {{feed_addr}}:{{feed_port}} "
-               f"--bbo-via {via} --bbo {where}")
-    gw = _contract(tmp_path, f'''\
-        name = "py-gateway via {via}"
-        inputs = ["udp"]
-        command = "{command}"
-        [bbo]
-        via = "{via}"
-        [ready]
-        when = "udp_bound"
-        ''')
-    stopper = _stopped_while_the_feed_is_sent(f"bbo-{via}-subscriber", until_told_to_stop=True)
-    run, s = _run(capture, gw, "udp", tmp_path, pps=2000)
-    stopper.join()
-    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
-    check = s["reconciliation"]["bbo_check"]
-    assert check["equal"] and check["events"] == check["reference_events"] > 100
-    ended = json.loads((run / "bbo.received.json").read_text())
-    assert ended["ended"] == "sigterm" and ended["left_unread"] == 0
 
 
 @needs_root
@@ -621,7 +566,7 @@ def test_a_journey_of_a_contract_gateway_times_it_wire_to_wire(planted, udp_scen
 @needs_root
 def test_json_lines_over_udp_reach_the_collector_whole(capture, tmp_path):
     # The example's other output: JSON lines in UDP datagrams; ready once its feed port is bound.
-    gw = _example_bbo_over_udp(tmp_path, "--bbo-format jsonl", 'format = "jsonl"')
+    gw = _example_via(tmp_path, "udp", "--bbo-format jsonl", 'format = "jsonl"')
     run, s = _run(capture, gw, "udp", tmp_path)
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
     first = (run / "bbo.received").read_text().splitlines()[0].split(" ", 1)[1]
@@ -644,29 +589,44 @@ def test_a_gateway_whose_build_fails_gives_an_incomplete_run_with_the_builds_out
 
 @needs_root
 @pytest.mark.parametrize("via", ["mqtt", "kafka"])
-def test_the_example_gateway_writes_its_bbo_through_a_broker(capture, tmp_path, via):
+@pytest.mark.parametrize("held_back", [False, True], ids=["collector keeping up", "collector held back"])
+def test_the_example_gateway_writes_its_bbo_through_a_broker(capture, tmp_path, via, held_back):
     """Its BBO output through the run's own broker (Mosquitto, or Kafka in KRaft mode), collected by a
-    subscriber there: the same check against the simulation as over TCP."""
-    where = {"mqtt": "{mqtt_addr}:{mqtt_port} --bbo-topic {mqtt_topic}",
-             "kafka": "{kafka_brokers} --bbo-topic {kafka_topic}"}[via]
-    command = (f"exec /usr/bin/python3 {EXAMPLE.parent}/gateway.py --udp {{feed_addr}}:{{feed_port}} "
-               f"--bbo-via {via} --bbo {where}")
-    gw = _contract(tmp_path, f'''\
-        name = "py-gateway via {via}"
-        inputs = ["udp"]
-        command = "{command}"
-        [bbo]
-        format = "csv"
-        via = "{via}"
-        [ready]
-        when = "udp_bound"
-        ''')
+    subscriber there: the same check against the simulation as over TCP. Held back: the collector stopped from the
+    gateway's start until the run tells it to stop (SIGTERM, after the gateway's end): it has taken nothing then,
+    and takes all the broker holds for it before it ends (before: it ended with nothing, and the gateway was judged
+    on an empty output)."""
+    gw = _example_via(tmp_path, via)
+    stopper = _stopped_while_the_feed_is_sent(f"bbo-{via}-subscriber", until_told_to_stop=True) if held_back else None
     run, s = _run(capture, gw, "udp", tmp_path, pps=2000)
+    if stopper:
+        stopper.join()
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
     check = s["reconciliation"]["bbo_check"]
     assert check["equal"] and check["events"] == check["reference_events"] > 100
     assert s["transport_details"]["brokers"][via]["port"] and s["wire_to_wire"]["events"] == check["events"]
+    ended = json.loads((run / "bbo.received.json").read_text())
+    assert ended["ended"] == "sigterm" and ended["left_unread"] == 0
     assert leftover_processes() == []
+
+
+def _example_via(tmp_path: Path, via: str, flags: str = "", bbo: str = "") -> Path:
+    """The Python example's contract with its BBO output in UDP datagrams or through the run's broker (udp, mqtt,
+    kafka), ready once its feed port is bound; flags: its own, bbo: a [bbo] key beside via."""
+    where = {"udp": "{bbo_addr}:{bbo_port}", "mqtt": "{mqtt_addr}:{mqtt_port} --bbo-topic {mqtt_topic}",
+             "kafka": "{kafka_brokers} --bbo-topic {kafka_topic}"}[via]
+    command = (f"exec /usr/bin/python3 {EXAMPLE.parent}/gateway.py --udp {{feed_addr}}:{{feed_port}} "
+               f"--bbo-via {via} --bbo {where} {flags}")
+    return _contract(tmp_path, f'''\
+        name = "py-gateway via {via}"
+        inputs = ["udp"]
+        command = "{command}"
+        [bbo]
+        via = "{via}"
+        {bbo}
+        [ready]
+        when = "udp_bound"
+        ''')
 
 
 @needs_root
