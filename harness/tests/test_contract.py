@@ -328,6 +328,20 @@ def _stopped_while_the_feed_is_sent(pattern: str, until_told_to_stop: bool = Fal
     return thread
 
 
+def _flooded(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, via: str, collector: str, *, messages: int,
+             pps: int) -> tuple[Path, dict]:
+    """A run of the example publishing every level's changes of a capture of `messages` via udp or a broker, its
+    collector (a process whose command line holds `collector`) stopped from the gateway's start to the sender's
+    end: thousands of events wait for it meanwhile."""
+    capture = make_capture(tmp_path_factory.mktemp("flood"), "flood.pcap", "--messages", str(messages))
+    gw = _example_via(tmp_path, via, "--levels all", 'levels = "all"')
+    stopper = _stopped_while_the_feed_is_sent(collector)
+    try:
+        return _run(capture, gw, "udp", tmp_path, pps=pps)
+    finally:
+        stopper.join()
+
+
 @needs_root
 def test_bbo_datagrams_the_collector_dropped_are_not_the_feeds_loss(tmp_path_factory, tmp_path):
     # The example's output over UDP (every level's changes: a datagram for nearly every packet), its collector
@@ -335,12 +349,7 @@ def test_bbo_datagrams_the_collector_dropped_are_not_the_feeds_loss(tmp_path_fac
     # meanwhile overflows the collector's socket (8 MiB) and the kernel drops it there. The run says so, by number,
     # and does not count those drops as the feed's (before: the feed's "kernel dropped", and a kernel account that
     # did not add up).
-    capture = make_capture(tmp_path_factory.mktemp("flood"), "flood.pcap", "--messages", "50000")
-    gw = _example_via(tmp_path, "udp", "--levels all", 'levels = "all"')
-
-    stopper = _stopped_while_the_feed_is_sent("gateways.collector")
-    run, s = _run(capture, gw, "udp", tmp_path, pps=20_000)
-    stopper.join()
+    run, s = _flooded(tmp_path_factory, tmp_path, "udp", "gateways.collector", messages=50_000, pps=20_000)
     received = json.loads((run / "bbo.received.json").read_text())
     kernel = s["reconciliation"]["udp"]
     # What the gateway sent, from the namespace's own count of datagrams sent, less the sender's: read or dropped.
@@ -360,11 +369,7 @@ def test_what_the_mqtt_broker_holds_for_a_collector_fallen_behind_is_not_dropped
     # start until the sender's end: the broker holds what comes meanwhile for it, thousands of messages, and hands
     # it over when it goes on. Mosquitto's default keeps 1,000 a client and drops the rest without a word: the run
     # judged the gateway on an output the testbench had lost.
-    capture = make_capture(tmp_path_factory.mktemp("mqtt-flood"), "flood.pcap", "--messages", "20000")
-    gw = _example_via(tmp_path, "mqtt", "--levels all", 'levels = "all"')
-    stopper = _stopped_while_the_feed_is_sent("bbo-mqtt-subscriber")
-    run, s = _run(capture, gw, "udp", tmp_path, pps=5000)
-    stopper.join()
+    _, s = _flooded(tmp_path_factory, tmp_path, "mqtt", "bbo-mqtt-subscriber", messages=20_000, pps=5000)
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
     check = s["reconciliation"]["bbo_check"]
     assert check["equal"] and check["events"] == check["reference_events"] > 5_000
