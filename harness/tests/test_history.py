@@ -210,6 +210,9 @@ def test_history_check_alerts_on_the_slower_commit_only(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"REGRESSION team on cpu: s/c receive_to_book.p50 at {'02' * 6}: 120.0 ns vs 100.0 ns (+20.0%")
     assert "7 runs vs 14)" in out
+    # The two commits' runs were made at other times: the line names the interleaved compare that tells a slower
+    # build from a busier hour, of the window's newest commit (the second) and the one judged.
+    assert f"runs made at other times: confirm with itchbench compare {'01' * 6} {'02' * 6}" in out
     # The percentage test at 25 % does not call 20 % worse a regression; at 10 % it does.
     assert itchbench_main(["history", str(three), "--check", "--test", "percentage", "--limit", "25"]) == 0
     assert itchbench_main(["history", str(three), "--check", "--test", "percentage", "--limit", "10"]) == 1
@@ -227,6 +230,7 @@ def test_a_slow_creep_raises_no_step_but_the_window_check(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "\nCREEP since " + "00" * 6 in "\n" + out and f"vs {levels[0]:,.1f} ns (+{levels[10] / levels[0] - 1:.1%}" \
         in out
+    assert f"confirm with itchbench compare {'00' * 6} {'0a' * 6}" in out
 
 
 def test_thresholds_kept_in_the_store_apply_per_gateway_and_machine_and_the_command_line_wins(tmp_path, capsys):

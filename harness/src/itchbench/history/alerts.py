@@ -164,7 +164,7 @@ def _judge_commit(g: Any, order: list[str], at: int, series: dict[str, str], thr
     commit, before = order[at], order[:at][-threshold.window:]
     head = g.loc[g["commit"] == commit, "value"].to_numpy(float)
     row: dict[str, Any] = {**series, "commit": commit, "unit": unit(series["metric"]), "window": len(before),
-                           "threshold": threshold.__dict__}
+                           "window_newest": before[-1] if before else None, "threshold": threshold.__dict__}
     window = g[g["commit"].isin(before)]
     base = window.assign(rank=window["commit"].map({c: i for i, c in enumerate(before)})) \
         .sort_values("rank")["value"].to_numpy(float)[-threshold.max_sample:]
@@ -191,8 +191,12 @@ def line(r: dict[str, Any]) -> str:
     what = "REGRESSION" if r["kind"] == "step" else f"CREEP since {r['since'][:12]}"
     p = f", p {r['p']:.2g}" if r["p"] is not None else ""
     lo, hi = r["interval"]
+    base = r["window_newest"] if r["kind"] == "step" else r["since"]
+    # The store's runs of two commits were made at different times: a busier hour for one looks like a step. An
+    # interleaved compare of the two tells them apart.
     return (f"{what} {name} at {r['commit'][:12]}: {r['value']:,.1f}{u} vs {r['baseline']:,.1f}{u} "
-            f"({r['change']:+.1%}; interval {lo:,.1f}–{hi:,.1f}{u}{p}; {r['runs']} runs vs {r['baseline_runs']})")
+            f"({r['change']:+.1%}; interval {lo:,.1f}–{hi:,.1f}{u}{p}; {r['runs']} runs vs {r['baseline_runs']}); "
+            f"runs made at other times: confirm with itchbench compare {base[:12]} {r['commit'][:12]}")
 
 
 def summarise(results: list[dict[str, Any]]) -> tuple[list[str], int]:
