@@ -29,7 +29,8 @@ from . import contract as contract_mod
 from .contract import Contract
 
 COLLECTOR_START_S = 10.0
-COLLECTOR_END_S = 10.0
+COLLECTOR_END_S = 10.0  # over TCP: the connection's end, this long after the gateway's
+COLLECTOR_TOLD_S = 20.0  # told to stop: a broker's collector takes what the broker holds first (15 s at most)
 COLLECTOR_QUIET_S = 0.5  # a broker's collector: this long without a new line after the gateway's end
 DRAIN_MOST_S = 60.0  # a drain ends after this (and drain_ms) even while the gateway still reads or writes
 BBO_FILE = "bbo.received"  # the collector's output in the run directory
@@ -421,7 +422,7 @@ class ContractGateway:
         if told:
             s.collector.send_signal(signal.SIGTERM)
         try:
-            s.collector.wait(COLLECTOR_END_S)
+            s.collector.wait(COLLECTOR_TOLD_S if told else COLLECTOR_END_S)
             return "", ""
         except subprocess.TimeoutExpired:
             pass
