@@ -194,7 +194,8 @@ int main(int argc, char** argv) {
     s.marker = "itchbench-collector-end-" + std::to_string(::getpid());
     mosquitto_publish(m, nullptr, s.end_topic.c_str(), int(s.marker.size()), s.marker.data(), 1, false);
     const auto give_up = std::chrono::steady_clock::now() + kMarkerBackMost;
-    while (!s.marker_back && std::chrono::steady_clock::now() < give_up) mosquitto_loop(m, 10, 1);
+    while (!s.marker_back && std::chrono::steady_clock::now() < give_up)
+      if (mosquitto_loop(m, 10, 1) != MOSQ_ERR_SUCCESS) break;  // the broker gone: what it held is not known
     if (s.marker_back) s.left_unread = 0;
   }
   mosquitto_disconnect(m);
