@@ -488,8 +488,7 @@ def _collector_read_the_topic(run: "Run", bbo_cfg: dict[str, Any], checks: dict[
     via = bbo_cfg.get("via")
     if via not in BROKER_NAMES:
         return
-    info = run.dir / (adapter.BBO_FILE + ".json")
-    left = (rundir.read_json(info) if info.is_file() else {}).get("left_unread")
+    left = _collector_ended(run).get("left_unread")
     words = ("not known: it could not learn where the output ends" if left is None else
              f"it left {left:,} records unread" if left else "")
     checks[f"the collector read what the {BROKER_NAMES[via]} broker held for it to its end"
@@ -610,10 +609,15 @@ def _collector_datagrams(run: "Run") -> tuple[int, int | None]:
     other ways of delivery."""
     if run.extras.get("gateway_contract", {}).get("bbo", {}).get("via") != "udp":
         return 0, None
-    info = run.dir / (adapter.BBO_FILE + ".json")
-    ended = rundir.read_json(info) if info.is_file() else {}
+    ended = _collector_ended(run)
     drops = ended.get("socket_drops")
     return int(ended.get("reads", 0)), None if drops is None else int(drops)
+
+
+def _collector_ended(run: "Run") -> dict[str, Any]:
+    """How the collector of a brought gateway's output said it ended (its FILE.json); {} when it did not say."""
+    info = run.dir / (adapter.BBO_FILE + ".json")
+    return rundir.read_json(info) if info.is_file() else {}
 
 
 def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str, Any]) -> None:
