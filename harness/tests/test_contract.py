@@ -292,19 +292,16 @@ def test_a_sender_stopped_with_a_crashed_gateway_says_what_it_sent(capture, tmp_
                                   f"the sender stopped before its end; {sender} sent {udp['sender_sent']:,} / ")
 
 
-def _stopped_while_the_feed_is_sent(pattern: str, until_told_to_stop: bool = False) -> threading.Thread:
+def _held_back_until_told_to_stop(pattern: str) -> threading.Thread:
     """A thread that stops (SIGSTOP) the first of our processes whose command line holds pattern once the example
-    gateway runs (what receives its output started before it), until udp-replay has ended (until_told_to_stop:
-    until the process has a SIGTERM waiting for it); then lets it go on."""
-    def sending() -> bool:
-        return any("udp-replay" in args for _, args in our_processes())
-
+    gateway runs (what receives its output started before it), until the run tells it to stop (a SIGTERM waits
+    for it: /proc's ShdPnd); then lets it go on. All the gateway sends meanwhile waits for it, with no timing."""
     def told_to_stop(pid: int) -> bool:
         status = Path(f"/proc/{pid}/status").read_text()
         waiting = int(next(line.split()[1] for line in status.splitlines() if line.startswith("ShdPnd:")), 16)
         return bool(waiting & (1 << (signal.SIGTERM - 1)))
 
-    def stop() -> None:
+    def hold() -> None:
         deadline = time.monotonic() + 120
         pid = None
         while pid is None and time.monotonic() < deadline:
@@ -314,16 +311,10 @@ def _stopped_while_the_feed_is_sent(pattern: str, until_told_to_stop: bool = Fal
             time.sleep(0.01)
         assert pid is not None
         os.kill(pid, signal.SIGSTOP)
-        if until_told_to_stop:
-            done = lambda: told_to_stop(pid)  # noqa: E731
-        else:
-            while not sending() and time.monotonic() < deadline:  # paced: it runs a second or more
-                time.sleep(0.01)
-            done = lambda: not sending()  # noqa: E731
-        while not done() and time.monotonic() < deadline:
+        while not told_to_stop(pid) and time.monotonic() < deadline:
             time.sleep(0.01)
         os.kill(pid, signal.SIGCONT)
-    thread = threading.Thread(target=stop)
+    thread = threading.Thread(target=hold)
     thread.start()
     return thread
 
@@ -331,11 +322,11 @@ def _stopped_while_the_feed_is_sent(pattern: str, until_told_to_stop: bool = Fal
 def _flooded(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, via: str, collector: str, *, messages: int,
              pps: int) -> tuple[Path, dict]:
     """A run of the example publishing every level's changes of a capture of `messages` via udp or a broker, its
-    collector (a process whose command line holds `collector`) stopped from the gateway's start to the sender's
-    end: thousands of events wait for it meanwhile."""
+    collector (a process whose command line holds `collector`) held back from the gateway's start until the run
+    tells it to stop: all the gateway's output, thousands of events, waits for it meanwhile."""
     capture = make_capture(tmp_path_factory.mktemp("flood"), "flood.pcap", "--messages", str(messages))
     gw = _example_via(tmp_path, via, "--levels all", 'levels = "all"')
-    stopper = _stopped_while_the_feed_is_sent(collector)
+    stopper = _held_back_until_told_to_stop(collector)
     try:
         return _run(capture, gw, "udp", tmp_path, pps=pps)
     finally:
@@ -345,8 +336,8 @@ def _flooded(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, via: str,
 @needs_root
 def test_bbo_datagrams_the_collector_dropped_are_not_the_feeds_loss(tmp_path_factory, tmp_path):
     # The example's output over UDP (every level's changes: a datagram for nearly every packet), its collector
-    # stopped (SIGSTOP) from the gateway's start until the sender has sent the whole capture: what the gateway sends
-    # meanwhile overflows the collector's socket (8 MiB) and the kernel drops it there. The run says so, by number,
+    # held back (SIGSTOP) from the gateway's start until the run tells it to stop: what the gateway sends meanwhile
+    # overflows the collector's socket (8 MiB) and the kernel drops it there. The run says so, by number,
     # and does not count those drops as the feed's (before: the feed's "kernel dropped", and a kernel account that
     # did not add up).
     run, s = _flooded(tmp_path_factory, tmp_path, "udp", "gateways.collector", messages=50_000, pps=20_000)
@@ -365,8 +356,8 @@ def test_bbo_datagrams_the_collector_dropped_are_not_the_feeds_loss(tmp_path_fac
 
 @needs_root
 def test_what_the_mqtt_broker_holds_for_a_collector_fallen_behind_is_not_dropped(tmp_path_factory, tmp_path):
-    # The example's BBO through the run's Mosquitto, its collector (a subscriber there) stopped from the gateway's
-    # start until the sender's end: the broker holds what comes meanwhile for it, thousands of messages, and hands
+    # The example's BBO through the run's Mosquitto, its collector (a subscriber there) held back from the gateway's
+    # start until the run tells it to stop: the broker holds what comes meanwhile for it, thousands of messages, and hands
     # it over when it goes on. Mosquitto's default keeps 1,000 a client and drops the rest without a word: the run
     # judged the gateway on an output the testbench had lost.
     _, s = _flooded(tmp_path_factory, tmp_path, "mqtt", "bbo-mqtt-subscriber", messages=20_000, pps=5000)
@@ -602,7 +593,7 @@ def test_the_example_gateway_writes_its_bbo_through_a_broker(capture, tmp_path, 
     and takes all the broker holds for it before it ends (before: it ended with nothing, and the gateway was judged
     on an empty output)."""
     gw = _example_via(tmp_path, via)
-    stopper = _stopped_while_the_feed_is_sent(f"bbo-{via}-subscriber", until_told_to_stop=True) if held_back else None
+    stopper = _held_back_until_told_to_stop(f"bbo-{via}-subscriber") if held_back else None
     run, s = _run(capture, gw, "udp", tmp_path, pps=2000)
     if stopper:
         stopper.join()
