@@ -71,6 +71,8 @@ def _contract(tmp_path: Path, text: str) -> Path:
      r"itchbench.toml:6: subscribers.depth_port_pattern: not a regex"),
     (GOOD + "[subscribers]\ndepth_port_pattern = \"depth=(\\\\d+)\"\n",
      r"itchbench.toml:5: subscribers.depth_port_pattern: needs subscribers.port_pattern too"),
+    (GOOD + "sources = [\"src\", \"../shared\"]\n", r"itchbench.toml:4: sources: '../shared' is not a path inside"),
+    (GOOD + "sources = \"src\"\n", r"itchbench.toml:4: sources: expected list"),
 ])
 def test_a_wrong_contract_is_refused_naming_the_key_and_line(tmp_path, text, error):
     with pytest.raises(contract.ContractError, match=error):

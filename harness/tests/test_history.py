@@ -20,7 +20,7 @@ import pytest
 from itchbench import paths, rundir
 from itchbench.cli import main as itchbench_main
 from itchbench.history import page, store
-from itchbench.runs import sim
+from itchbench.runs import environment, sim
 
 from browser import headless_chromium
 
@@ -173,9 +173,10 @@ def test_a_brought_gateways_runs_carry_its_own_commits_time_and_depth(tmp_path):
 
 
 def _synthetic_store(root: Path, commits: list[list[float]], metric: str = "receive_to_book.p50",
-                     ids: list[str] | None = None) -> Path:
+                     ids: list[str] | None = None, sources: list[str] | None = None) -> Path:
     """A store of hand-made runs: commit i (at day i of 2026-01; named ids[i], or its number in hex) with the given
-    values, one run each value."""
+    values, one run each value; with sources, commit i's sources_id is sources[i] (files of the current schema),
+    else files of schema version 2 (no commit_subject, no sources_id)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     for i, values in enumerate(commits):
@@ -190,8 +191,13 @@ def _synthetic_store(root: Path, commits: list[list[float]], metric: str = "rece
                 "gateway": ["team"] * n, "itchbench_commit": ["x"] * n}
         part = store.RunKey("s", "c", when.strftime("%Y-%m-%d")).path(root, "metrics")
         part.mkdir(parents=True, exist_ok=True)
-        # Files of schema version 2 (no commit_subject): a store written before it still reads.
-        version_2 = pa.schema([f for f in store.METRICS_SCHEMA if f.name != "commit_subject"])
+        if sources:
+            cols.update(schema_version=[store.SCHEMA_VERSION] * n, commit_subject=[""] * n,
+                        sources_id=[sources[i]] * n)
+            pq.write_table(pa.table(cols, schema=store.METRICS_SCHEMA), part / f"c{i}.parquet")
+            continue
+        # Files of schema version 2 (no commit_subject, no sources_id): a store written before them still reads.
+        version_2 = pa.schema([f for f in store.METRICS_SCHEMA if f.name not in ("commit_subject", "sources_id")])
         pq.write_table(pa.table(cols, schema=version_2), part / f"c{i}.parquet")
     return root
 
@@ -217,6 +223,76 @@ def test_history_check_alerts_on_the_slower_commit_only(tmp_path, capsys):
     assert itchbench_main(["history", str(three), "--check", "--test", "percentage", "--limit", "25"]) == 0
     assert itchbench_main(["history", str(three), "--check", "--test", "percentage", "--limit", "10"]) == 1
     capsys.readouterr()
+
+
+def test_a_commit_that_changed_no_source_gets_the_verdict_of_the_build_it_measures_again(tmp_path, capsys):
+    # Commit 2 changed none of the gateway's sources (its sources_id is commit 1's): its runs, made at a busier
+    # hour, are 20 % slower than commit 1's.
+    same, busier = [100 + x for x in NOISE], [120 + x for x in NOISE]
+    unchanged = _synthetic_store(tmp_path / "unchanged", [same, same, busier], sources=["a", "b", "b"])
+    assert itchbench_main(["history", str(unchanged), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "REGRESSION" not in out and out.strip().endswith("0 alert(s); 1 series judged, 0 not judged (below the "
+                                                            "minimum sample)")
+    assert (f"MACHINE DRIFT team on cpu: s/c receive_to_book.p50: 1 commit(s) to {'02' * 6} changed none of the "
+            f"gateway's sources since {'01' * 6}, and their runs measured its build at 120.0 ns against 100.0 ns "
+            "(+20.0%") in out
+    # The same runs with the sources not known (a store written before they were recorded): judged by commit, the
+    # busier hour is a regression. This is what knowing the sources changes.
+    unknown = _synthetic_store(tmp_path / "unknown", [same, same, busier])
+    assert itchbench_main(["history", str(unknown), "--check"]) == 1
+    assert f"REGRESSION team on cpu: s/c receive_to_book.p50 at {'02' * 6}: 120.0 ns" in capsys.readouterr().out
+    # A build that did regress stays a regression through the commits after it that change none of its sources,
+    # named at the commit that made it; their runs at its level are no drift.
+    regressed = _synthetic_store(tmp_path / "regressed", [same, busier, busier], sources=["a", "b", "b"])
+    assert itchbench_main(["history", str(regressed), "--check"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"REGRESSION team on cpu: s/c receive_to_book.p50 at {'01' * 6} (its sources unchanged "
+                          f"through {'02' * 6}): 120.0 ns vs 100.0 ns (+20.0%") and "MACHINE DRIFT" not in out
+    # The page marks no step between two commits of one build; judged by commit, the busier hour is one.
+    steps = [list(s.points["step"]) for st in (unchanged, unknown) for s in page.series(st, ("receive_to_book.p50",))]
+    assert steps[0][2] == "SAME SOURCES" and steps[1][2] not in ("", "SAME SOURCES"), steps
+
+
+def test_a_gateways_sources_id_changes_with_its_sources_and_contract_only(tmp_path):
+    # A team's repository whose contract names its sources: a commit to its README measures the same build; one to
+    # its code, or to its contract's command, another. A contract that names no sources is the whole tree.
+    import os
+
+    from itchbench.gateways import contract, provenance
+    repo = tmp_path / "team"
+    repo.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    toml = 'name = "team"\ninputs = ["udp"]\nsources = ["gw.py"]\ncommand = "run {feed_port} {bbo_port}"\n'
+    ids, whole = [], []
+    for name, text in [("gw.py", "print(1)\n"), ("README", "about\n"), ("gw.py", "print(2)\n"),
+                       ("itchbench.toml", toml.replace("run ", "run --fast "))]:
+        (repo / "itchbench.toml").exists() or (repo / "itchbench.toml").write_text(toml)
+        (repo / name).write_text(text)
+        for cmd in (["init", "-q"] if not ids else []), ["add", "-A"], ["commit", "-qm", name]:
+            if cmd:
+                subprocess.run(["git", "-C", str(repo), *cmd], check=True, capture_output=True, env=env)
+        ids.append(provenance.of(contract.load(repo), repo)["sources_id"])
+        whole.append(provenance.sources_id(repo, "HEAD"))
+    assert ids[0] == ids[1] and len({ids[1], ids[2], ids[3]}) == 3 and all(i.startswith("src-") for i in ids)
+    assert len(set(whole)) == 4
+    # Uncommitted: a change to the README keeps the commit's build; one to the code is a build of its own.
+    (repo / "README").write_text("more\n")
+    assert provenance.of(contract.load(repo), repo)["sources_id"] == ids[3]
+    (repo / "gw.py").write_text("print(3)\n")
+    assert provenance.of(contract.load(repo), repo)["sources_id"].endswith(
+        "+dirty-" + provenance.tree_diff_sha256(repo, ["gw.py", "itchbench.toml"])[:8])
+    # Stored with the run, from its provenance.
+    run = tmp_path / "run"
+    run.mkdir()
+    rundir.write_json(run / "manifest.json", {"run_id": "r1", "label": "udp", "created_utc": "2026-11-28T00:00:00Z",
+                                              "scenario": {"name": "s"},
+                                              "gateway_under_test": provenance.of(contract.load(repo), repo)})
+    rundir.write_json(run / "summary.json", {"transport": "udp", "verdict": {"status": "lossless"}})
+    store.append(tmp_path / "store", run, messages=False)
+    row = pd.read_parquet(next((tmp_path / "store" / "metrics").rglob("*.parquet"))).iloc[0]
+    assert row["sources_id"] == provenance.of(contract.load(repo), repo)["sources_id"]
 
 
 def test_a_slow_creep_raises_no_step_but_the_window_check(tmp_path, capsys):
@@ -286,8 +362,9 @@ def test_one_run_a_commit_is_not_judged(tmp_path, capsys):
 
 @pytest.mark.alone  # a timing verdict: 20 µs a message slower must show on a quiet machine
 def test_a_gateway_20us_a_message_slower_is_alerted_and_drawn_where_a_hover_names_it(tmp_path):
-    # The C++ example in a team's repository at three commits: the same twice (a comment changed), then 20 µs a
-    # message slower; seven runs each reading the bundled slice, into one store.
+    # The C++ example in a team's repository at four commits: the same twice (a comment changed), then 20 µs a
+    # message slower, then its README written (none of its contract's sources); seven runs each reading the bundled
+    # slice, into one store.
     import os
     repo = tmp_path / "team"
     shutil.copytree(paths.repo_root() / "examples" / "cpp-gateway", repo,
@@ -307,11 +384,15 @@ def test_a_gateway_20us_a_message_slower_is_alerted_and_drawn_where_a_hover_name
                    "        if (stock >= 0) say(seq, uint16_t(stock));\n",
                    "        for (auto t0 = std::chrono::steady_clock::now();\n"
                    "             std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(20);) {}\n"
-                   "        if (stock >= 0) say(seq, uint16_t(stock));\n"))]
+                   "        if (stock >= 0) say(seq, uint16_t(stock));\n")),
+               ("its README", None)]
     for i, (subject, change) in enumerate(changes):
         text = source.read_text()
-        source.write_text(change(text) if i < 2 else "#include <chrono>\n" + change(text))
-        assert i == 0 or source.read_text() != text
+        if change is None:
+            (repo / "README").write_text("The team's gateway.\n")
+        else:
+            source.write_text(change(text) if i < 2 else "#include <chrono>\n" + change(text))
+            assert i == 0 or source.read_text() != text
         when = f"2026-03-0{i + 1}T10:00:00+00:00"
         for cmd in (["init", "-q"] if i == 0 else []), ["add", "-A"], ["commit", "-qm", subject]:
             if cmd:
@@ -324,10 +405,13 @@ def test_a_gateway_20us_a_message_slower_is_alerted_and_drawn_where_a_hover_name
         assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
         checked.append(subprocess.run([*itchbench, "history", str(st), "--check", "--metric", "throughput_msg_s"],
                                       capture_output=True, text=True))
-    # The first commit has nothing before it; the second is as fast; the third is named, with its metric.
-    assert [c.returncode for c in checked] == [2, 0, 1], [c.stdout for c in checked]
+    # The first commit has nothing before it; the second is as fast; the third is named, with its metric; the
+    # fourth ran the third's build, and is that regression still, named where it was made.
+    assert [c.returncode for c in checked] == [2, 0, 1, 1], [c.stdout for c in checked]
     assert commits[2][:12] in checked[2].stdout and "throughput_msg_s" in checked[2].stdout
     assert commits[1][:12] not in checked[1].stdout.replace("NOT JUDGED", "")
+    assert (f"REGRESSION cpp-gateway on {environment.snapshot()['cpu_model']}: team-file/team-file throughput_msg_s"
+            f" at {commits[2][:12]} (its sources unchanged through {commits[3][:12]})") in checked[3].stdout
 
     out = tmp_path / "html"
     drawn = subprocess.run([*itchbench, "history", str(st), "--out", str(out), "--metric", "throughput_msg_s",
@@ -352,6 +436,6 @@ def test_a_gateway_20us_a_message_slower_is_alerted_and_drawn_where_a_hover_name
         browser.quit()
     assert errors == []
     assert first != other and "throughput_msg_s" in title and "cpp-gateway on " in title
-    assert len(steps) == 1 and steps[0].startswith("SLOWER ×")
+    assert len(steps) == 1 and steps[0].startswith("SLOWER ×")  # none from the third to the fourth: one build
     assert commits[2] in hover and "20 us a message slower" in hover and "msg/s" in hover
     assert axis == "throughput_msg_s (msg/s)"

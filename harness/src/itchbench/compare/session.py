@@ -53,6 +53,7 @@ class Side:
     problem: str = ""                        # why this side is not comparable
     failed: dict[str, str] = field(default_factory=dict)  # workload label -> the first verdict that did not pass
     prepared: contract_revisions.Prepared | None = None  # a contract gateway's worktree (gateway stays None)
+    sources_id: str | None = None            # the built-in gateway's: what its build read (revisions.source_key)
 
     @property
     def runnable(self) -> bool:
@@ -113,6 +114,7 @@ def prepare_revision(side: Side, repo: Path, say: Callable[[str], None], *, benc
             side.prepared = contract_revisions.prepare(repo, side.revision, contract_rel, say)
         else:
             side.gateway = revisions.build(repo, side.revision, say, benchmarks=benchmarks)
+            side.sources_id = revisions.source_key(repo, side.revision)
     except revisions.RevisionError as e:
         side.problem = str(e)
 
@@ -147,7 +149,8 @@ def run_interleaved(sides: list[Side], workloads: list[Workload], repetitions: i
         else:
             assert side.gateway is not None
             # The revision measured, for whoever reads the run later (a results store orders runs by it).
-            measured = {"commit": side.revision.commit, "prebuilt": True} if side.revision else None
+            measured = {"commit": side.revision.commit, "dirty": side.revision.dirty, "sources_id": side.sources_id,
+                        "prebuilt": True} if side.revision else None
             with paths.gateway_override(side.gateway):
                 run_dir = runner.execute(w.values, w.label, root=root, echo=False, command="itchbench compare",
                                          under_test=measured)

@@ -64,6 +64,7 @@ class Contract:
     depth_port: str = ""        # the same for the port it serves depth subscribers on (depth records, FORMAT.md)
     bbo_levels: Levels = 0      # its events are depth of the top N levels a side (docs/book-and-bbo.md), or every
                                 # level's changes ("all"); 0: BBO
+    sources: tuple[str, ...] = ()  # the repository's paths its build reads; (): the whole tree
 
     @property
     def root(self) -> Path:
@@ -80,14 +81,15 @@ class Contract:
                 "stop": {"drain_ms": self.drain_ms, "term_grace_s": self.term_grace_s,
                          "exits_at_end": self.exits_at_end, "ok_exits": list(self.ok_exits)},
                 "subscribers": {"port_pattern": self.subscriber_port, "depth_port_pattern": self.depth_port},
-                "white_box": self.white_box}
+                "white_box": self.white_box, "sources": list(self.sources)}
 
 
 # table -> key -> (type, default or REQUIRED)
 REQUIRED = object()
 _SCHEMA: dict[str, dict[str, tuple[Any, Any]]] = {
     "": {"name": (str, REQUIRED), "inputs": (list, REQUIRED), "build": ((str, list), []),
-         "command": ((str, dict), REQUIRED), "white_box": ((bool, str), False), "env": (dict, {})},
+         "command": ((str, dict), REQUIRED), "white_box": ((bool, str), False), "env": (dict, {}),
+         "sources": (list, [])},
     "bbo": {"format": (str, "csv"), "via": (str, "tcp"), "file": (str, ""), "check": (str, "exact"),
             "levels": ((int, str), 0)},
     "ready": {"when": (str, "tcp_connected"), "pattern": (str, ""), "delay_ms": (int, 0), "timeout_s": ((int, float), 10)},
@@ -265,6 +267,10 @@ def load(path: Path | str) -> Contract:
         if unknown:
             raise ContractError(f"{where('build')}: unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)}"
                                 f" (known: {', '.join('{' + p + '}' for p in BUILD_PLACEHOLDERS)})")
+    sources = tuple(top["sources"])
+    for source in sources:
+        if not isinstance(source, str) or not source or source.startswith("/") or ".." in Path(source).parts:
+            raise ContractError(f"{where('sources')}: {source!r} is not a path inside the repository")
     return Contract(path=path.resolve(), name=top["name"], inputs=inputs, build=build, commands=commands,
                     bbo_format=bbo["format"], bbo_via=bbo["via"], bbo_file=bbo["file"], check=bbo["check"],
                     bbo_levels=bbo["levels"],
@@ -273,4 +279,4 @@ def load(path: Path | str) -> Contract:
                     term_grace_s=float(stop["term_grace_s"]), white_box=white_box,
                     env={str(k): str(v) for k, v in top["env"].items()}, exits_at_end=stop["exits_at_end"],
                     ok_exits=tuple(stop["ok_exits"]), subscriber_port=subs["port_pattern"],
-                    depth_port=subs["depth_port_pattern"])
+                    depth_port=subs["depth_port_pattern"], sources=sources)

@@ -29,6 +29,29 @@ def tree_diff_sha256(repo: Path, only: Sequence[str] = ()) -> str:
     return hashlib.sha256(diff + untracked).hexdigest() if (diff or untracked) else ""
 
 
+def sources_id(repo: Path, commit: str, sources: Sequence[str] = (), *, working_tree: bool = False) -> str | None:
+    """What a build of the commit reads, as one id: the git object ids of its `sources` (paths; a path the commit
+    does not hold counts as absent), or of its whole tree. Two commits with the same id build the same gateway: a
+    commit that changed only other files (documentation, tests) measures the build before it again. With
+    working_tree, repo's uncommitted changes to the sources make the id their hash's. None: no such commit."""
+    if _git(repo, "cat-file", "-e", f"{commit}^{{commit}}") is None:
+        return None
+    if working_tree:
+        changed = tree_diff_sha256(repo, sources)
+        if changed:
+            return f"{commit[:12]}+dirty-{changed[:8]}"
+    # ./path: relative to repo (a contract's folder), as the sources are named, wherever the git root is.
+    ids = [(_git(repo, "rev-parse", f"{commit}:./{path}") or f"{path}:absent").strip() for path in sources] \
+        or [(_git(repo, "rev-parse", f"{commit}^{{tree}}") or "").strip()]
+    return "src-" + hashlib.sha256(" ".join(ids).encode()).hexdigest()[:16]
+
+
+def identity_paths(c: Contract) -> tuple[str, ...]:
+    """What a run of c measures, as paths for sources_id: its sources and the contract itself (its commands are
+    how the gateway runs); () for the whole tree, the contract in it."""
+    return (*c.sources, c.path.name) if c.sources else ()
+
+
 def file_sha256(path: Path) -> str | None:
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -59,6 +82,8 @@ def of(c: Contract, worktree: Path, *, source_repository: str | Path | None = No
         "commit_subject": subject,
         "dirty": bool(diff),
         "diff_sha256": diff,
+        "sources": list(c.sources),
+        "sources_id": sources_id(worktree, commit.strip(), identity_paths(c), working_tree=True) if commit else None,
         "contract": str(c.path),
         "contract_sha256": file_sha256(Path(c.path)),
         "build": [contract_mod.fill(t, values) for t in c.build],

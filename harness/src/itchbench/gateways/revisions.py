@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Callable
 
 from .. import cache, paths
-from . import compiler_cache, provenance
+from . import compiler_cache, contract, provenance
 
 WORKTREE = "WORKTREE"
 # Identical for every revision: what is compared is the code, never the flags.
@@ -125,25 +125,19 @@ def flags_hash(flavour: Flavour = Flavour()) -> str:
     return hashlib.sha256(" ".join(BUILD_OPTIONS + ([extra] if extra else [])).encode()).hexdigest()[:8]
 
 
-# What the gateway's build reads: a revision whose copies of these are the
-# same as another's builds the same binary, so it shares that build.
-BUILD_INPUTS = ("CMakeLists.txt", "gateway", "replay")
+def build_inputs() -> tuple[str, ...]:
+    """What the gateway's build reads (the built-in contract's `sources`): a revision whose copies of these are
+    the same as another's builds the same binary, so it shares that build."""
+    return contract.load(paths.repo_root() / "itchbench.toml").sources
 
 
 def source_key(repo: Path, rev: Revision) -> str:
     """The git object ids of the build inputs (a commit, or a working tree whose changes are elsewhere), or the
     hash of the build inputs' changes (a working tree that changes them)."""
-    if rev.dirty:
-        changed = provenance.tree_diff_sha256(repo, BUILD_INPUTS)
-        if changed:
-            return f"{rev.commit[:12]}+dirty-{changed[:8]}"
-    ids = []
-    for path in BUILD_INPUTS:
-        try:
-            ids.append(git(repo, "rev-parse", f"{rev.commit}:{path}").strip())
-        except RevisionError:
-            ids.append(f"{path}:absent")
-    return "src-" + hashlib.sha256(" ".join(ids).encode()).hexdigest()[:16]
+    key = provenance.sources_id(repo, rev.commit, build_inputs(), working_tree=rev.dirty)
+    if key is None:
+        raise RevisionError(f"{rev.spec}: commit {rev.commit} is not in {repo}")
+    return key
 
 
 def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: bool = False,

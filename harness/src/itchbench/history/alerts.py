@@ -13,6 +13,11 @@ NOT JUDGED, never passed.
 
 Besides the step from the window, a slow creep: the commit against the oldest commit of the window alone, by the
 same test, so that ten steps of 2 % none of which stands out from its own neighbours still raise one alert.
+
+A commit that changed none of the gateway's sources (store column sources_id: documentation, tests) measures the
+build of the commit before it again: it is judged as that build's first commit is, on that commit's runs, so an
+unchanged build gets the verdict its change got, whatever hour its own runs were made at. Its runs against that
+commit's tell how far the machine itself moved between the two times, and are said when they differ.
 """
 
 from __future__ import annotations
@@ -99,14 +104,18 @@ def unit(metric: str) -> str:
     return "ns"
 
 
+def _welch(base: np.ndarray, head: np.ndarray, alternative: str) -> float:
+    """p of Welch's t-test that head's mean is `alternative` ("less", "greater", "two-sided") to base's."""
+    from scipy import stats
+    if np.std(base) == 0 and np.std(head) == 0:  # no spread: the means alone decide
+        h, b = head.mean(), base.mean()
+        return 0.0 if {"less": h < b, "greater": h > b}.get(alternative, h != b) else 1.0
+    return float(stats.ttest_ind(head, base, equal_var=False, alternative=alternative).pvalue)
+
+
 def _welch_worse(base: np.ndarray, head: np.ndarray, higher_better: bool) -> float:
     """One-sided p that head is worse than base (Welch's t-test)."""
-    from scipy import stats
-    if np.std(base) == 0 and np.std(head) == 0:
-        worse = head.mean() < base.mean() if higher_better else head.mean() > base.mean()
-        return 0.0 if worse else 1.0
-    return float(stats.ttest_ind(head, base, equal_var=False,
-                                 alternative="less" if higher_better else "greater").pvalue)
+    return _welch(base, head, "less" if higher_better else "greater")
 
 
 def _judge(base: np.ndarray, head: np.ndarray, metric: str, t: Threshold) -> dict[str, Any]:
@@ -141,10 +150,10 @@ def check(store_dir: Path, threshold: Threshold = Threshold(), metrics: tuple[st
     if metrics:
         where = "WHERE metric IN (" + ", ".join("'" + m.replace("'", "''") + "'" for m in metrics) + ")"
     df = store.query(store_dir, "SELECT gateway, cpu_model, scenario, configuration, metric, commit, commit_time, "
-                                f"commit_depth, value FROM runs {where}")
+                                f"commit_depth, sources_id, value FROM runs {where}")
     if df.empty:
         return []
-    df["gateway"] = df["gateway"].fillna("itchbench built-in")
+    df["gateway"] = df["gateway"].fillna(store.BUILT_IN)
     stored = stored_thresholds(store_dir)
     out: list[dict[str, Any]] = []
     for key, g in df.groupby(SERIES, sort=True, dropna=False):
@@ -153,9 +162,47 @@ def check(store_dir: Path, threshold: Threshold = Threshold(), metrics: tuple[st
         series = dict(zip(SERIES, map(str, key)))
         t = threshold_for(series, stored, threshold, given or {})
         judged = [c for c in order if c in set(commits)] if commits is not None else order[-1:]
-        for commit in judged:
-            out += _judge_commit(g, order, order.index(commit), series, t)
+        first = build_starts(order, g.groupby("commit")["sources_id"].first().to_dict())
+        # Each build judged once, at its first commit, and its newest commit judged named with it.
+        newest = {first[c]: c for c in judged}
+        for start, commit in newest.items():
+            rows = _judge_commit(g, order, order.index(start), series, t)
+            if commit != start:
+                rows = [{**r, "same_sources_through": commit} for r in rows]
+                rows += _machine_drift(g, order, start, commit, series, t)
+            out += rows
     return out
+
+
+def build_starts(order: list[str], sources: dict[str, Any]) -> dict[str, str]:
+    """For each commit (in commit order), the first of the consecutive commits with its sources (sources_id): the
+    commit that made the build it measures. A commit whose sources are not known starts a build of its own."""
+    out: dict[str, str] = {}
+    for i, commit in enumerate(order):
+        same = i > 0 and isinstance(sources.get(commit), str) and sources.get(commit) == sources.get(order[i - 1])
+        out[commit] = out[order[i - 1]] if same else commit
+    return out
+
+
+def _machine_drift(g: Any, order: list[str], start: str, commit: str, series: dict[str, str],
+                   threshold: Threshold) -> list[dict]:
+    """The runs of the commits after start up to commit, all of start's sources, against start's own: the same
+    build at two times. Said when they differ by the threshold's test (two-sided); never an alert."""
+    later = order[order.index(start) + 1:order.index(commit) + 1]
+    base = g.loc[g["commit"] == start, "value"].to_numpy(float)
+    head = g.loc[g["commit"].isin(later), "value"].to_numpy(float)
+    if base.size < threshold.min_runs or head.size < threshold.min_runs:
+        return []
+    b, h = float(np.median(base)), float(np.median(head))
+    change = (h - b) / b if b else 0.0
+    p = _welch(base, head, "two-sided") if threshold.test == "t" else None
+    differs = p < 1 - threshold.boundary and abs(change) > threshold.least if p is not None else \
+        abs(change) > threshold.limit
+    if not differs:
+        return []
+    return [{**series, "commit": commit, "unit": unit(series["metric"]), "kind": "drift", "judged": True,
+             "alert": False, "since": start, "value": h, "baseline": b, "change": change, "p": p,
+             "runs": int(head.size), "baseline_runs": int(base.size), "commits": len(later)}]
 
 
 def _judge_commit(g: Any, order: list[str], at: int, series: dict[str, str], threshold: Threshold) -> list[dict]:
@@ -183,18 +230,28 @@ def _judge_commit(g: Any, order: list[str], at: int, series: dict[str, str], thr
 
 
 def line(r: dict[str, Any]) -> str:
-    """One alert (or one series not judged) in words."""
+    """One alert (or one series not judged, or one machine drift) in words."""
     name = f"{r['gateway']} on {r['cpu_model'] or '?'}: {r['scenario']}/{r['configuration']} {r['metric']}"
-    if not r["judged"]:
-        return f"NOT JUDGED {name} at {r['commit'][:12]}: {r['why']}"
     u = f" {r['unit']}" if r["unit"] else ""
+    if r["kind"] == "drift":
+        p = f", p {r['p']:.2g}" if r["p"] is not None else ""
+        return (f"MACHINE DRIFT {name}: {r['commits']} commit(s) to {r['commit'][:12]} changed none of the gateway's "
+                f"sources since {r['since'][:12]}, and their runs measured its build at {r['value']:,.1f}{u} against "
+                f"{r['baseline']:,.1f}{u} ({r['change']:+.1%}{p}; {r['runs']} runs vs {r['baseline_runs']}): the "
+                "machine's difference between the two times, not the code's; judged on the runs of "
+                f"{r['since'][:12]}")
+    at = r["commit"][:12]
+    if r.get("same_sources_through"):
+        at += f" (its sources unchanged through {r['same_sources_through'][:12]})"
+    if not r["judged"]:
+        return f"NOT JUDGED {name} at {at}: {r['why']}"
     what = "REGRESSION" if r["kind"] == "step" else f"CREEP since {r['since'][:12]}"
     p = f", p {r['p']:.2g}" if r["p"] is not None else ""
     lo, hi = r["interval"]
     base = r["window_newest"] if r["kind"] == "step" else r["since"]
     # The store's runs of two commits were made at different times: a busier hour for one looks like a step. An
     # interleaved compare of the two tells them apart.
-    return (f"{what} {name} at {r['commit'][:12]}: {r['value']:,.1f}{u} vs {r['baseline']:,.1f}{u} "
+    return (f"{what} {name} at {at}: {r['value']:,.1f}{u} vs {r['baseline']:,.1f}{u} "
             f"({r['change']:+.1%}; interval {lo:,.1f}–{hi:,.1f}{u}{p}; {r['runs']} runs vs {r['baseline_runs']}); "
             f"runs made at other times: confirm with itchbench compare {base[:12]} {r['commit'][:12]}")
 
@@ -202,8 +259,9 @@ def line(r: dict[str, Any]) -> str:
 def summarise(results: list[dict[str, Any]]) -> tuple[list[str], int]:
     """The lines to print and the exit status: 1 on any alert, 2 when nothing could be judged, else 0."""
     alerts = [r for r in results if r["judged"] and r["alert"]]
-    judged = [r for r in results if r["judged"]]
-    lines = [line(r) for r in alerts] + [line(r) for r in results if not r["judged"]]
+    judged = [r for r in results if r["judged"] and r["kind"] != "drift"]
+    lines = [line(r) for r in alerts] + [line(r) for r in results if not r["judged"]] + \
+        [line(r) for r in results if r["kind"] == "drift"]
     steps = sum(r["kind"] == "step" for r in judged)
     lines.append(f"{len(alerts)} alert(s); {steps} series judged, "
                  f"{sum(not r['judged'] for r in results)} not judged (below the minimum sample)")

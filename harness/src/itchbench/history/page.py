@@ -67,7 +67,7 @@ def series(store_dir: Path, metrics: tuple[str, ...] = DEFAULT_METRICS) -> list[
     """Every (gateway, machine, scenario, configuration, metric) series in the store, commits in commit order."""
     names = ", ".join("'" + m.replace("'", "''") + "'" for m in metrics)
     df = store.query(store_dir, "SELECT gateway, cpu_model, scenario, configuration, metric, commit, "
-                                "commit_subject, commit_time, value, verdict, run_dir FROM runs "
+                                "commit_subject, commit_time, sources_id, value, verdict, run_dir FROM runs "
                                 f"WHERE metric IN ({names}) "
                                 "ORDER BY commit_time, commit_depth NULLS LAST, commit, run_dir")
     df[["gateway", "cpu_model", "commit_subject", "verdict"]] = \
@@ -77,11 +77,16 @@ def series(store_dir: Path, metrics: tuple[str, ...] = DEFAULT_METRICS) -> list[
         gateway, cpu, scen, conf, metric = map(str, key)
         rows = []
         prev: list[float] | None = None
+        prev_sources = None
         higher_is_better = metric.endswith("_msg_s")  # as compare judges it
         for (commit, when), c in g.groupby(["commit", "commit_time"], sort=False):
             values = c["value"].tolist()
             step, stats = "", None
-            if prev is not None:
+            sources = c["sources_id"].dropna().iloc[0] if c["sources_id"].notna().any() else None
+            if prev is not None and sources is not None and sources == prev_sources:
+                # The same build measured again: a difference is the machine's, never a step of the code.
+                step = "SAME SOURCES"
+            elif prev is not None:
                 v = verdicts.timing(prev, values, higher_is_better=higher_is_better, threshold=THRESHOLD, seed=SEED)
                 step = verdicts.words(metric, v["verdict"])
                 stats = {k: v[k] for k in ("verdict", "ratio", "p", "ci") if k in v}
@@ -89,7 +94,7 @@ def series(store_dir: Path, metrics: tuple[str, ...] = DEFAULT_METRICS) -> list[
                          "median": float(pd.Series(values).median()), "values": values, "runs": len(values),
                          "verdicts": c["verdict"].value_counts().sort_index().to_dict(),
                          "run_dirs": c["run_dir"].tolist(), "step": step, "step_stats": stats})
-            prev = values
+            prev, prev_sources = values, sources
         out.append(Series(gateway, cpu, scen, conf, metric, pd.DataFrame(rows)))
     return out
 

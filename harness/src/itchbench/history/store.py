@@ -28,7 +28,8 @@ import pyarrow.parquet as pq
 from .. import paths, rundir
 from ..depth_levels import ALL_LEVELS
 
-SCHEMA_VERSION = 3  # 2: gateway and itchbench_commit; 3: commit_subject (older files read with them null)
+# 2: gateway and itchbench_commit; 3: commit_subject; 4: sources_id (older files read with them null)
+SCHEMA_VERSION = 4
 # One row per (run, metric): new metrics add rows, never columns.
 METRICS_SCHEMA = pa.schema([
     ("schema_version", pa.int32()), ("run_id", pa.string()), ("repetition", pa.int32()),
@@ -38,7 +39,9 @@ METRICS_SCHEMA = pa.schema([
     ("cpu_model", pa.string()), ("cpu_count", pa.int32()), ("kernel", pa.string()),
     ("metric", pa.string()), ("value", pa.float64()), ("run_dir", pa.string()),
     ("gateway", pa.string()), ("itchbench_commit", pa.string()), ("commit_subject", pa.string()),
+    ("sources_id", pa.string()),
 ])
+BUILT_IN = "itchbench built-in"
 PARTITIONS = ("scenario", "configuration", "commit_date")
 
 
@@ -70,6 +73,19 @@ def _commit_depth(commit: str) -> int | None:
     """How many commits lead to it (git rev-list --count): orders commits made within one second."""
     depth = _git("rev-list", "--count", commit)
     return int(depth) if depth else None
+
+
+def _sources_id(under: dict[str, Any], git: dict[str, Any], commit: str) -> str | None:
+    """What the measured build read (provenance.sources_id): recorded by the run (a gateway through its contract,
+    a revision compare built), or, for the built-in gateway of a clean checkout, its sources at the commit; None
+    when not known (a checkout with changes: they are not known now)."""
+    if "sources_id" in under:
+        return under["sources_id"] or None
+    if (under.get("name") or BUILT_IN) != BUILT_IN or (not under.get("commit") and git.get("dirty") is not False):
+        return None
+    from ..gateways import contract, provenance
+    built_in = contract.load(paths.repo_root() / "itchbench.toml")
+    return provenance.sources_id(paths.repo_root(), commit, provenance.identity_paths(built_in))
 
 
 def metrics_of(run_dir: Path) -> dict[str, float]:
@@ -143,10 +159,11 @@ def append(store: Path, run_dir: Path, *, messages: bool = True) -> Path:
         "kernel": [env.get("kernel", "")] * n, "metric": list(figures), "value": list(figures.values()),
         "run_dir": [str(run_dir)] * n,
         # commit is the gateway's (what was measured); itchbench's own stands apart.
-        "gateway": [str(under.get("name") or "itchbench built-in")] * n,
+        "gateway": [str(under.get("name") or BUILT_IN)] * n,
         "itchbench_commit": [str((env.get("git") or {}).get("commit") or "unknown")] * n,
         "commit_subject": [str(under.get("commit_subject") or under.get("subject") or "") or _commit_subject(commit)]
         * n,
+        "sources_id": [_sources_id(under, env.get("git") or {}, commit)] * n,
     }
     name = path_safe(m["run_id"])
     written = _write(pa.table(columns, schema=METRICS_SCHEMA), key.path(store, "metrics"), name)

@@ -96,7 +96,9 @@ def start(values: dict[str, Any], label: str, *, run_dir: Path | None, root: Pat
         "scenario_hash": rundir.scenario_hash(values),
         "capture_sha256": capture_sha256,
         "environment": env,
-        "gateway_under_test": {k: str(v) for k, v in (under_test or {}).items()},
+        # JSON's own types kept (a flag stays a flag: "False" would read as true); paths as strings.
+        "gateway_under_test": {k: v if v is None or isinstance(v, (bool, int, float, str)) else str(v)
+                               for k, v in (under_test or {}).items()},
     }
     rundir.write_json(run_dir / "manifest.json", manifest)
     return Run(run_dir, run_id, values, label, env, echo, under_test=dict(under_test or {}), counting=counting)

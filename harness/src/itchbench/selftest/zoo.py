@@ -430,7 +430,7 @@ def prepare(example: str, copy: Path, edited: bool, say: Callable[[str], None]) 
         return copy
     if edited:
         identity = hashlib.sha256()
-        for path in sorted(p for name in revisions.BUILD_INPUTS for p in [copy / name, *(copy / name).rglob("*")]
+        for path in sorted(p for name in revisions.build_inputs() for p in [copy / name, *(copy / name).rglob("*")]
                            if p.is_file()):
             identity.update(str(path.relative_to(copy)).encode() + b"\0" + path.read_bytes())
         say("  building the patched built-in gateway (cached by its sources)")
@@ -448,7 +448,7 @@ def prepare(example: str, copy: Path, edited: bool, say: Callable[[str], None]) 
 
 
 def _copy_inputs(source: Path, into: Path) -> None:
-    """The gateway's build inputs (revisions.BUILD_INPUTS) of a source tree, copied."""
+    """The gateway's build inputs (revisions.build_inputs()) of a source tree, copied."""
     into.mkdir(parents=True)
-    for name in revisions.BUILD_INPUTS:
+    for name in revisions.build_inputs():
         (shutil.copytree if (source / name).is_dir() else shutil.copy2)(source / name, into / name)
