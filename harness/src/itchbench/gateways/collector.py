@@ -124,11 +124,12 @@ def main(argv: list[str] | None = None) -> int:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     sock.bind(("127.0.0.1", args.port))
     sock.settimeout(POLL_S)
+    if args.via == "tcp":
+        sock.listen(1)  # before LISTENING is said: a gateway may connect the moment it is
     print(f"LISTENING {sock.getsockname()[1]}", flush=True)
     try:
         source: socket.socket | None = sock
         if args.via == "tcp":
-            sock.listen(1)
             source = None
             while source is None and not _Stop.requested:
                 try:
