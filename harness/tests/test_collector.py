@@ -1,6 +1,8 @@
-"""The BBO collector over UDP, told to stop while datagrams wait for it: it takes what the kernel holds, and counts
-what its socket dropped. Each datagram is sent by this test on loopback while the collector is stopped (SIGSTOP), so
-what waits is known without any timing."""
+"""The BBO collector: told to stop while datagrams wait for it, it takes what the kernel holds and counts what its
+socket dropped; its stamps are the kernel's arrival times, whenever it read (over TCP, lines read with later bytes
+counted and bounded). What waits is made by this test on loopback while the collector is stopped (SIGSTOP), or
+avoided by sending only once the kernel shows the collector has read what came before and sleeps (/proc), so it is
+known without any timing."""
 
 from __future__ import annotations
 
@@ -9,46 +11,146 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import pytest
 
-def _collector(out: Path) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen([sys.executable, "-m", "itchbench.gateways.collector", "--via", "udp", "--format", "csv",
+from itchbench.gateways import collector
+
+
+@pytest.fixture(autouse=True)
+def kernel_stamps_on():
+    """The kernel stamps arrivals only once a socket has asked for it, and turns that on a moment later (deferred
+    work): a socket of the test's own asks first, and is held until one of its own datagrams comes back stamped
+    before it was read."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, collector.SO_TIMESTAMPNS, 1)
+        sock.bind(("127.0.0.1", 0))
+        while True:
+            sock.sendto(b"x", sock.getsockname())
+            data, t, _ = collector.read_datagram(sock)
+            if data == b"x" and t is not None:
+                break
+        yield
+
+
+def _collector(out: Path, via: str = "udp") -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen([sys.executable, "-m", "itchbench.gateways.collector", "--via", via, "--format", "csv",
                              "--out", str(out)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     return proc, int(proc.stdout.readline().split()[1])  # LISTENING <port>
 
 
-def _queued_bytes(port: int) -> int:
-    """What the kernel holds unread for the UDP socket bound to port (rx_queue of /proc/net/udp)."""
-    for line in Path("/proc/net/udp").read_text().splitlines()[1:]:
+def _queued_bytes(port: int, table: str = "udp") -> int:
+    """What the kernel holds unread for the socket bound to port (rx_queue of /proc/net/udp, or of /proc/net/tcp:
+    the collector's connection, not its listening socket)."""
+    for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
         fields = line.split()
-        if int(fields[1].split(":")[1], 16) == port:
+        if int(fields[1].split(":")[1], 16) == port and (table == "udp" or fields[3] == "01"):  # 01: established
             return int(fields[4].split(":")[1], 16)
     return 0
 
 
-def _send_while_stopped(proc: subprocess.Popen, port: int, datagrams: list[bytes]) -> dict:
-    """The datagrams sent to the stopped collector, then SIGTERM and SIGCONT: how it says it ended."""
+def _until(condition, proc: subprocess.Popen) -> None:
+    """Waits until condition() holds (the collector still running); fails after 30 s."""
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert proc.poll() is None and time.monotonic() < deadline, "the collector ended, or never got there"
+        time.sleep(0.005)
+
+
+def _ended(proc: subprocess.Popen) -> dict:
+    assert proc.wait(30) == 0
+    return json.loads(Path(proc.args[-1] + ".json").read_text())
+
+
+def _send_while_stopped(proc: subprocess.Popen, port: int, datagrams: list[bytes]) -> tuple[dict, int]:
+    """The datagrams sent to the stopped collector, then SIGTERM and SIGCONT: how it says it ended, and when
+    (CLOCK_MONOTONIC) it was continued."""
     proc.send_signal(signal.SIGSTOP)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         for data in datagrams:
             sock.sendto(data, ("127.0.0.1", port))
     proc.send_signal(signal.SIGTERM)
+    continued = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     proc.send_signal(signal.SIGCONT)
-    assert proc.wait(30) == 0
-    return json.loads(Path(proc.args[-1] + ".json").read_text())
+    return _ended(proc), continued
+
+
+def _waiting_for_data(proc: subprocess.Popen, port: int) -> bool:
+    """The collector has read all the kernel held for its connection and sleeps (in its read's poll)."""
+    return _queued_bytes(port, "tcp") == 0 and Path(f"/proc/{proc.pid}/stat").read_text().split()[2] == "S"
+
+
+def _stamps(out: Path) -> list[int]:
+    return [int(row.split(" ", 1)[0]) for row in out.read_text().splitlines()]
 
 
 def test_what_waits_for_the_collector_when_it_is_told_to_stop_is_taken(tmp_path):
     out = tmp_path / "bbo.received"
     proc, port = _collector(out)
     lines = [f"{seq},1,100,{seq},101,1\n".encode() for seq in range(1, 501)]
-    ended = _send_while_stopped(proc, port, lines)
+    ended, continued = _send_while_stopped(proc, port, lines)
     assert ended["ended"] == "sigterm" and ended["reads"] == 500 and ended["socket_drops"] == 0
     received = [line.split(" ", 1)[1] + "\n" for line in out.read_text().splitlines()]
     assert received == [line.decode() for line in lines]
+    # Stamped with each datagram's arrival, all before the collector was continued and read them: never late.
+    stamps = _stamps(out)
+    assert stamps == sorted(stamps) and stamps[-1] < continued
+    assert ended["events_earlier_than_stamp"] == ended["events_stamp_unknown"] == 0
+
+
+def test_a_stream_is_stamped_with_its_arrival_and_lines_read_together_are_bounded(tmp_path):
+    # TCP: 200 lines, each sent once the collector has read the one before and sleeps waiting: each its own read,
+    # at its own arrival. Then 4,000 more (141 KiB) sent while it is stopped: stamped with their arrival, before
+    # it was continued, and those read with later bytes counted, with a bound.
+    out = tmp_path / "bbo.received"
+    proc, port = _collector(out, "tcp")
+    line = lambda seq: f"{seq:08},1,1000000,100,1000100,2000\n".encode()  # noqa: E731 - 36 bytes
+    sent = []
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        assert proc.stdout is not None and proc.stdout.readline() == "CONNECTED\n"
+        for seq in range(1, 201):
+            _until(lambda: _waiting_for_data(proc, port), proc)
+            sent.append(time.clock_gettime_ns(time.CLOCK_MONOTONIC))
+            sock.sendall(line(seq))
+        _until(lambda: _waiting_for_data(proc, port), proc)
+        proc.send_signal(signal.SIGSTOP)
+        sender = threading.Thread(target=sock.sendall, args=(b"".join(line(seq) for seq in range(201, 4201)),))
+        sender.start()
+        _until(lambda: _queued_bytes(port, "tcp") > 1 << 16, proc)
+        continued = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        proc.send_signal(signal.SIGCONT)
+        sender.join(30)
+    ended = _ended(proc)
+    assert ended["ended"] == "eof" and ended["bytes"] == 4200 * 36 and ended["events_stamp_unknown"] == 0
+    assert [row.split(" ", 1)[1] for row in out.read_text().splitlines()] == \
+        [line(seq).decode().rstrip("\n") for seq in range(1, 4201)]
+    stamps = _stamps(out)
+    # Each paced line after its send and before the next; the burst's first read, of bytes queued while the
+    # collector was stopped, at their arrival: before it was continued.
+    assert all(sent[i] < stamps[i] < sent[i + 1] for i in range(199)) and stamps[200] < continued
+    assert 0 < ended["events_earlier_than_stamp"] < 4000 and ended["max_earlier_ns"] > 0
+
+
+def test_what_a_gateway_sent_before_the_collector_took_its_connection_is_stamped_on_arrival(tmp_path):
+    # The gateway connects and writes while the collector is stopped before it has taken the connection: the
+    # lines are stamped when they came, bounded by the collector's start.
+    out = tmp_path / "bbo.received"
+    proc, port = _collector(out, "tcp")
+    proc.send_signal(signal.SIGSTOP)
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"1,1,100,1,101,1\n2,1,100,2,101,1\n")
+        _until(lambda: _queued_bytes(port, "tcp") > 0, proc)
+        continued = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        proc.send_signal(signal.SIGCONT)
+        _until(lambda: _waiting_for_data(proc, port), proc)  # read before the end comes (its FIN has a stamp too)
+    ended = _ended(proc)
+    assert _stamps(out)[0] == _stamps(out)[1] < continued
+    # Both may have come earlier than their stamp: the first, read with the second; the second, read last.
+    assert ended["events_stamp_unknown"] == 0 and ended["events_earlier_than_stamp"] == 2
 
 
 def test_datagrams_its_full_socket_dropped_are_counted(tmp_path):
@@ -56,7 +158,7 @@ def test_datagrams_its_full_socket_dropped_are_counted(tmp_path):
     # counted as the socket's drops, and the two add up to what was sent.
     out = tmp_path / "bbo.received"
     proc, port = _collector(out)
-    ended = _send_while_stopped(proc, port, [b"x" * 1023 + b"\n"] * 20_000)
+    ended, _ = _send_while_stopped(proc, port, [b"x" * 1023 + b"\n"] * 20_000)
     assert ended["socket_drops"] > 0 and ended["reads"] > 0
     assert ended["reads"] + ended["socket_drops"] == 20_000
     assert len(out.read_text().splitlines()) == ended["reads"]

@@ -117,9 +117,10 @@ def test_each_subscribers_last_hop_is_a_metric_named_by_how_it_received():
     assert distribution_metrics({"latency": {}}) == {}
 
 
-def _runs(root, name: str, n: int, *, stages: bool, messages: int = 7000, slower: float = 1.0) -> list:
+def _runs(root, name: str, n: int, *, stages: bool, messages: int = 7000, slower: float = 1.0,
+          wire: dict | None = None) -> list:
     """n run directories with a hand-written summary: throughput, and (stages) the book stage's percentiles
-    over `messages` messages."""
+    over `messages` messages; with wire, wire to wire too (the same percentiles, its collector's counts wire)."""
     import json
 
     from itchbench import rundir
@@ -132,6 +133,10 @@ def _runs(root, name: str, n: int, *, stages: bool, messages: int = 7000, slower
             s["latency"] = {"stages": {"book": {"count": messages, "p50": 100 * slower + i, "p90": 200 * slower + i,
                                                 "p99": 400 * slower + i, "p999": 900 * slower + i,
                                                 "max": 5000.0}}}
+        if wire is not None:
+            s["wire_to_wire"] = {"events": messages, "collector": wire,
+                                 "from_intended": {"count": messages, "p50": 100 * slower + i, "p90": 200 * slower + i,
+                                                   "p99": 400 * slower + i, "p999": 900 * slower + i, "max": 5000.0}}
         (d / "summary.json").write_text(json.dumps(s))
         (d / "manifest.json").write_text(json.dumps({"label": "w"}))
         assert rundir.read_json(d / "summary.json")["verdict"]["status"] == "lossless"
@@ -165,6 +170,27 @@ def test_a_percentile_with_few_messages_beyond_it_is_shown_not_judged(tmp_path):
     base.runs["w"] = _runs(tmp_path / "big", "a", 7, stages=True, messages=50_000)
     head.runs["w"] = _runs(tmp_path / "big", "b", 7, stages=True, messages=50_000, slower=3.0)
     assert session.metric_verdicts(base, head, 0.05, 1)["w"]["book.p999"]["verdict"] == verdicts.WORSE
+
+
+def test_wire_to_wire_stamped_when_read_is_shown_not_judged_and_left_out_of_the_store(tmp_path):
+    # Head 3x slower wire to wire. Where every collector had the kernel's arrival stamps, that is judged; where
+    # one run's collector had to stamp events when it read them (no arrival stamp), its wait is in the figures:
+    # shown, not judged, and the results store keeps no wire-to-wire figure of that run.
+    from itchbench.compare import session
+    from itchbench.history import store
+    exact = {"events_stamp_unknown": 0, "events_earlier_than_stamp": 0}
+    base, head = session.Side("base", "a"), session.Side("head", "b")
+    base.runs["w"] = _runs(tmp_path, "a", 7, stages=False, wire=exact)
+    head.runs["w"] = _runs(tmp_path, "b", 7, stages=False, slower=3.0, wire=exact)
+    assert session.metric_verdicts(base, head, 0.05, 1)["w"]["wire_to_wire.p50"]["verdict"] == verdicts.WORSE
+    head.runs["w"] = _runs(tmp_path / "read", "b", 6, stages=False, slower=3.0, wire=exact) + \
+        _runs(tmp_path / "read", "c", 1, stages=False, slower=3.0, wire={**exact, "events_stamp_unknown": 12})
+    row = session.metric_verdicts(base, head, 0.05, 1)["w"]["wire_to_wire.p50"]
+    assert row["verdict"] == verdicts.SHOWN
+    assert row["reason"].startswith("the collector stamped 12 events when it read them, for want of the kernel's "
+                                    "arrival stamp, in 1 of the 14 runs")
+    assert "wire_to_wire.p50" in store.metrics_of(head.runs["w"][0])
+    assert not [m for m in store.metrics_of(head.runs["w"][-1]) if m.startswith("wire_to_wire")]
 
 
 def test_an_estimate_of_millions_of_runs_is_said_as_none_affordable():

@@ -151,6 +151,15 @@ def test_a_black_box_is_credited_only_with_what_was_seen():
     sent = {**own_file, "transport": "udp",
             "reconciliation": {**own_file["reconciliation"], "checks": {"sent = delivered": True}}}
     assert verdict.judge_black_box(sent)["headline"].endswith("40 BBO events = simulation (exact), balanced")
+    # Wire to wire is credited to the gateway with its stamps' caveat: events the collector stamped when it read
+    # them, for want of an arrival stamp, are said in the headline.
+    w2w = {"events": 40, "from_intended": {"p50": 12_000, "p99": 30_000},
+           "collector": {"events_stamp_unknown": 0, "events_earlier_than_stamp": 3}}
+    timed = {**sent, "wire_to_wire": w2w}
+    assert verdict.judge_black_box(timed)["headline"].endswith("balanced; wire-to-wire p50 12.0 µs, p99 30.0 µs")
+    late = {**sent, "wire_to_wire": {**w2w, "collector": {**w2w["collector"], "events_stamp_unknown": 5}}}
+    assert verdict.judge_black_box(late)["headline"].endswith(
+        "wire-to-wire p50 12.0 µs, p99 30.0 µs (5 of 40 events stamped when read, late by a wait not known)")
     # Lost on line A, and a gateway that listens to line A only: the copies were on line B, not taken from it.
     r = {"lines": 2, "from_the_other_line": 300, "server": False, "lost_on_every_line": 0, "lost_on_wire": 300,
          "never_answered": 0}

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import rundir
+from ..gateways import collector
 from . import latency_pass, stats
 
 
@@ -183,6 +184,12 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
                 md.append(f"| {words} | {_us(v['p50'])} | {_us(v['p90'])} | {_us(v['p99'])} | {_us(v['p999'])} | "
                           f"{_us(v['max'])} | {_us(v['mean'])} |")
         md.append("")
+        late = collector.stamp_words(w2w)
+        if late:
+            unknown = collector.stamp_counts(w2w)[0]
+            md += [f"**How exact the receive stamps are:** {late}."
+                   + (" `itchbench compare` shows these figures and does not judge them; the results store leaves "
+                      "them out." if unknown else ""), ""]
         if w2w.get("hops"):
             md += ["### Hop by hop", "",
                    "Each event's latency from the intended send, split at the actual send; the means add up to "

@@ -15,7 +15,7 @@ from .. import paths, rundir
 from ..captures.fixtures import load_manifest
 from ..captures.generated import session as generated_session
 from ..runs import runner, scenario
-from ..gateways import contract
+from ..gateways import collector, contract
 from ..host import differences as host
 from ..gateways import revisions
 from . import contract_revisions, instructions, outputs, verdicts
@@ -245,6 +245,20 @@ def _thin_tail(name: str, populations: list[dict[str, int]]) -> str:
             f"needs {MIN_TAIL_MESSAGES} (shown, not judged)")
 
 
+def _collector_behind(name: str, run_dirs: list[Path]) -> str:
+    """Why a wire-to-wire figure is not judged (some run's collector stamped events late by a wait not known), or
+    ""."""
+    if not name.startswith("wire_to_wire."):
+        return ""
+    unknown = [n for n in (collector.stamp_counts(rundir.read_json(r / "summary.json").get("wire_to_wire"))[0]
+                           for r in run_dirs) if n]
+    if not unknown:
+        return ""
+    return (f"the collector stamped {sum(unknown):,} events when it read them, for want of the kernel's arrival "
+            f"stamp, in {len(unknown)} of the {len(run_dirs)} runs: wire to wire there holds its wait as well as the "
+            "gateway's (shown, not judged)")
+
+
 def summary_metrics(run_dir: Path) -> dict[str, float]:
     """Every figure of a run that compare judges: throughput (the built-in gateway's own, or a black box's
     messages over its wall time when it reads the capture itself), its process's CPU time a message and peak RSS
@@ -297,7 +311,8 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
     for label in sorted(set(base.runs) | set(head.runs)):
         a = [summary_metrics(r) for r in base.runs.get(label, [])]
         b = [summary_metrics(r) for r in head.runs.get(label, [])]
-        populations = [percentile_populations(r) for r in [*base.runs.get(label, []), *head.runs.get(label, [])]]
+        run_dirs = [*base.runs.get(label, []), *head.runs.get(label, [])]
+        populations = [percentile_populations(r) for r in run_dirs]
         names = sorted({k for m in a + b for k in m})
         table: dict[str, dict[str, Any]] = {}
         for i, name in enumerate(names):
@@ -310,7 +325,7 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
                 # quietly, or a regression there would pass unseen.
                 table[name].update(verdict=verdicts.NOT_COMPARABLE, one_side=one_side[0],
                                    reason=f"measured on {one_side[0]} only")
-            thin = _thin_tail(name, populations)
+            thin = _collector_behind(name, run_dirs) or _thin_tail(name, populations)
             if name.endswith(".max") and table[name]["verdict"] != verdicts.NOT_COMPARABLE:
                 table[name]["verdict"] = verdicts.SHOWN
             elif thin and table[name]["verdict"] != verdicts.NOT_COMPARABLE:

@@ -6,26 +6,45 @@ to run inside the run's network namespace, where the gateway is).
 Listens on 127.0.0.1:PORT (0: any free port) and prints `LISTENING <port>`;
 over TCP it takes one connection (prints `CONNECTED`) and reads it to its
 end. Every line (csv, jsonl) or 48-byte record (itchbench) goes to FILE as
-`<t_recv> <text>`: t_recv is CLOCK_MONOTONIC in ns when the read that
-completed it returned, the text the line as received (a record as a csv
-line). Nothing is parsed or judged here: a garbage line is kept for the
+`<t_recv> <text>`: t_recv is CLOCK_MONOTONIC in ns when the bytes that
+completed it arrived (below), the text the line as received (a record as a
+csv line). Nothing is parsed or judged here: a garbage line is kept for the
 checks to count. It stops at the connection's end, or on SIGTERM with what
 it has (over UDP, with what the kernel still holds for its socket too).
 FILE.json says how it ended, and over UDP how many datagrams its socket
 dropped (the kernel's count for it: a full receive buffer).
+
+A stamp is the kernel's time of arrival (SO_TIMESTAMPNS, moved onto
+CLOCK_MONOTONIC by the two clocks' difference when read), whenever the
+collector got to read it: a collector busy or off its CPU does not make a
+stamp late.
+Over UDP it is the datagram's own. Over TCP the kernel keeps one stamp for
+the bytes queued together, their last's: a read's lines other than its last
+may have come earlier, but not before the collector's read before it
+returned (when bytes waited for this read as it began), or not before this
+read began (when none did); the last read's last line too, as the stream's
+end may have come with it. FILE.json counts them (`events_earlier_than_stamp`)
+with the most that bound allows (`max_earlier_ns`; `median_earlier_ns` of
+the reads counted), and the lines the kernel gave no stamp for, or a stamp
+that cannot be their arrival (at or after the start of the read that found
+them waiting), stamped when read (`events_stamp_unknown`).
 """
 
 from __future__ import annotations
 
 import argparse
+import array
+import fcntl
 import json
 import os
 import signal
 import socket
 import struct
 import sys
+import termios
 import time
 from pathlib import Path
+from typing import Any
 
 # Datagrams read after SIGTERM at most: 8 MiB of socket buffer holds fewer (each costs ~700 bytes or more).
 QUEUED_MOST = 200_000
@@ -33,6 +52,12 @@ RECORD = struct.Struct("<QQQQIIHB5x")  # gateway/log/FORMAT.md, kind 2: seq ts b
 
 
 POLL_S = 0.1  # how soon a blocked read looks at the stop request
+# A read takes all that waits, up to this: a burst read in one piece is stamped once, when it was read, where
+# pieces of 64 KiB had the later ones wait for the earlier ones' writing (a 200 KiB burst of the C++ example
+# gateway at top speed: 4 reads, and 1,854 of its 5,833 events read after a read that left bytes queued).
+READ_MOST = 4 << 20
+SO_TIMESTAMPNS = 35  # Linux (asm-generic/socket.h); the socket module does not name it
+TIMESPEC = struct.Struct("@qq")
 
 
 class _Stop:
@@ -61,35 +86,152 @@ def socket_drops(sock: socket.socket) -> int | None:
 
 
 class _Output:
-    """What has come, as lines stamped with the read that completed them, into the output file."""
+    """What has come, as lines stamped with the arrival of the read that completed them, into the output file, and
+    how exact those stamps are."""
 
     def __init__(self, path: str, fmt: str, via: str) -> None:
         self.out = open(path, "w", buffering=1 << 20)
         self.fmt, self.via = fmt, via
         self.pending = b""
         self.reads = self.bytes = 0
+        self.earlier = self.max_earlier_ns = self.unknown = self.last_exact = self.last_bound = 0
+        self.bounds = array.array("q")  # each counted read's bound, ns
 
-    def take(self, data: bytes, t: int) -> None:
+    def take(self, data: bytes, t: int, earlier_ns: int | None = 0) -> None:
+        """A read's bytes, stamped t (the arrival of its last bytes). earlier_ns: how much earlier than t its other
+        lines may have come (0: all came at t; None: t is the read's time, not an arrival)."""
         self.reads += 1
         self.bytes += len(data)
         self.pending += data
+        lines = 0
         if self.fmt == "itchbench":
             whole = len(self.pending) // RECORD.size * RECORD.size
             for r in RECORD.iter_unpack(self.pending[:whole]):
                 self.out.write(f"{t} {r[0]},{r[6]},{r[4]},{r[2]},{r[5]},{r[3]}\n")
+            lines = whole // RECORD.size
             self.pending = self.pending[whole:]
         else:
-            *lines, self.pending = self.pending.split(b"\n")
-            for line in lines:
-                self.out.write(f"{t} {line.decode(errors='replace').rstrip(chr(13))}\n")
-        if self.via == "udp" and self.pending and self.fmt != "itchbench":  # a datagram ends its last line
-            self.out.write(f"{t} {self.pending.decode(errors='replace')}\n")
-            self.pending = b""
+            *whole_lines, self.pending = self.pending.split(b"\n")
+            if self.via == "udp" and self.pending:  # a datagram ends its last line
+                whole_lines.append(self.pending)
+                self.pending = b""
+            if whole_lines:  # a read's lines share its stamp: written as one string, no work in Python per line
+                text = b"\n".join(whole_lines).decode(errors="replace")
+                if "\r" in text:  # a line ending in CR LF is its text alone
+                    text = "\n".join(line.rstrip("\r") for line in text.split("\n"))
+                self.out.write(f"{t} " + text.replace("\n", f"\n{t} ") + "\n")
+            lines = len(whole_lines)
+        self.last_exact = 0  # of this read's lines, the one counted as stamped at its own arrival
+        self.last_bound = earlier_ns or 0
+        if earlier_ns is None:
+            self.unknown += lines
+        elif earlier_ns > 0 and lines:
+            # The last bytes end the last whole line, unless they begin a line not yet whole.
+            self.last_exact = 0 if self.pending else 1
+            if lines > self.last_exact:
+                self.earlier += lines - self.last_exact
+                self._bound(earlier_ns)
+
+    def ended(self) -> None:
+        """The stream's end came: its FIN, if it came before the last read, gave that read its stamp, so the read's
+        last line may have come earlier too."""
+        if self.last_exact and self.last_bound:
+            self.earlier += 1
+            self._bound(self.last_bound)
+        self.last_exact = 0
+
+    def _bound(self, ns: int) -> None:
+        self.bounds.append(ns)
+        self.max_earlier_ns = max(self.max_earlier_ns, ns)
+
+    def median_earlier_ns(self) -> int:
+        """The median of the counted reads' bounds (the largest is max_earlier_ns); 0 when none was counted."""
+        return sorted(self.bounds)[len(self.bounds) // 2] if self.bounds else 0
 
     def close(self) -> None:
         if self.pending:
             self.out.write(f"{time.clock_gettime_ns(time.CLOCK_MONOTONIC)} {self.pending.decode(errors='replace')}\n")
         self.out.close()
+
+
+def stamp_counts(w2w: dict[str, Any] | None) -> tuple[int, int, int, int]:
+    """Of a run's wire-to-wire figures (summary.json): (events stamped when read, for want of an arrival stamp;
+    events that may have come before their stamp; by at most, ns, the largest of the reads' bounds and their
+    median); zeros when not counted."""
+    c = (w2w or {}).get("collector") or {}
+    return (int(c.get("events_stamp_unknown") or 0), int(c.get("events_earlier_than_stamp") or 0),
+            int(c.get("max_earlier_ns") or 0), int(c.get("median_earlier_ns") or 0))
+
+
+def stamp_words(w2w: dict[str, Any] | None) -> str:
+    """What the collector's stamps leave uncertain, in words; "" when every event has its own arrival stamp."""
+    unknown, earlier, most, median = stamp_counts(w2w)
+    if not (unknown or earlier) or not w2w:
+        return ""
+    words = []
+    if unknown:
+        words.append(f"{unknown:,} of its {w2w['events']:,} events were stamped when the collector read them (the "
+                     "kernel gave no arrival stamp): late by the collector's wait, of a length not known, which wire "
+                     "to wire holds as well as the gateway's")
+    if earlier:
+        words.append(f"{earlier:,} of its {w2w['events']:,} events came in one read with later bytes and carry "
+                     f"their arrival (the kernel keeps one stamp for bytes queued together): each came before its "
+                     f"stamp by no more than the time since its read began, or since the read before returned when "
+                     f"bytes waited: up to {most / 1000:,.1f} µs (median of those reads {median / 1000:,.1f} µs)")
+    return "; ".join(words)
+
+
+def queued_bytes(sock: socket.socket) -> int:
+    """What the kernel holds for the socket, unread (FIONREAD: TCP, the stream's bytes; UDP, the next datagram's)."""
+    n = array.array("i", [0])
+    fcntl.ioctl(sock.fileno(), termios.FIONREAD, n)
+    return n[0]
+
+
+def _realtime_ahead() -> int:
+    """CLOCK_REALTIME minus CLOCK_MONOTONIC now, ns: of five reads of one between two of the other, the closest
+    pair (a read interrupted between its clocks would be off by the interruption)."""
+    best = None
+    for _ in range(5):
+        before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        real = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if best is None or after - before < best[0]:
+            best = (after - before, real - (before + after) // 2)
+    assert best is not None
+    return best[1]
+
+
+def _arrival(ancillary: list[tuple[int, int, bytes]]) -> int | None:
+    """The kernel's arrival stamp in a read's ancillary data (CLOCK_REALTIME), moved onto CLOCK_MONOTONIC; None
+    when it gave none."""
+    for level, kind, value in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= TIMESPEC.size:
+            sec, nsec = TIMESPEC.unpack_from(value)
+            return sec * 1_000_000_000 + nsec - _realtime_ahead()
+    return None
+
+
+def _stamped_read(sock: socket.socket) -> tuple[bytes, int | None, int, int, bool]:
+    """One read: (its bytes, their kernel arrival stamp or None, when the read began and returned, whether bytes
+    waited as it began). A stamp that is no arrival is None: one at or after the read's start for bytes that waited
+    before it (the kernel stamps what came unstamped when it is read: what came in the moment before the first
+    socket asked for stamps, for one), or one after its return."""
+    began = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    waited = queued_bytes(sock) > 0
+    data, ancillary, _, _ = sock.recvmsg(READ_MOST, socket.CMSG_SPACE(TIMESPEC.size))
+    returned = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    t = _arrival(ancillary)
+    if t is not None and (t > returned or (waited and t >= began)):
+        t = None
+    return data, t, began, returned, waited
+
+
+def read_datagram(sock: socket.socket) -> tuple[bytes, int, int | None]:
+    """A datagram, its arrival, and how much earlier than that its lines came: 0, or None when the kernel gave no
+    stamp (then the read's time stands for it)."""
+    data, t, _, returned, _ = _stamped_read(sock)
+    return (data, t, 0) if t is not None else (data, returned, None)
 
 
 def _take_queued(sock: socket.socket, output: _Output) -> None:
@@ -100,10 +242,27 @@ def _take_queued(sock: socket.socket, output: _Output) -> None:
     sock.setblocking(False)
     for _ in range(QUEUED_MOST):
         try:
-            data = sock.recv(1 << 16)
+            output.take(*read_datagram(sock))
         except BlockingIOError:
             return
-        output.take(data, time.clock_gettime_ns(time.CLOCK_MONOTONIC))
+
+
+def _read_stream(source: socket.socket, output: _Output, listening: int) -> None:
+    """A TCP connection read to its end (or the stop request), each read stamped with the arrival of its last
+    bytes, and with the earliest its other bytes can have come: when the last read returned if bytes waited as
+    this one began, else when it began; before the first read, when the collector began to listen."""
+    last = listening
+    while not _Stop.requested:
+        try:
+            data, t, began, returned, waited = _stamped_read(source)
+        except TimeoutError:
+            continue
+        if not data:  # the stream's end
+            output.ended()
+            return
+        since = last if waited else began
+        last = returned
+        output.take(data, t, max(0, t - since)) if t is not None else output.take(data, returned, None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,12 +279,14 @@ def main(argv: list[str] | None = None) -> int:
     kind = socket.SOCK_STREAM if args.via == "tcp" else socket.SOCK_DGRAM
     sock = socket.socket(socket.AF_INET, kind)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)  # a connection taken keeps it, and its first bytes' stamps
     if args.via == "udp":
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     sock.bind(("127.0.0.1", args.port))
     sock.settimeout(POLL_S)
     if args.via == "tcp":
         sock.listen(1)  # before LISTENING is said: a gateway may connect the moment it is
+    listening = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     print(f"LISTENING {sock.getsockname()[1]}", flush=True)
     try:
         source: socket.socket | None = sock
@@ -138,15 +299,13 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 source.settimeout(POLL_S)
                 print("CONNECTED", flush=True)
-        while source is not None and not _Stop.requested:
-            try:
-                data = source.recv(1 << 16)
+        if source is not None and args.via == "tcp":
+            _read_stream(source, output, listening)
+        while source is not None and args.via == "udp" and not _Stop.requested:
+            try:  # an empty datagram is a datagram, not an end
+                output.take(*read_datagram(source))
             except TimeoutError:
                 continue
-            t = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-            if not data and args.via == "tcp":  # the stream's end (over UDP, an empty datagram is one)
-                break
-            output.take(data, t)
         if _Stop.requested:
             ended = "sigterm"
             if args.via == "udp":
@@ -154,7 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         tail = len(output.pending)
         output.close()
-        info = {"ended": ended, "reads": output.reads, "bytes": output.bytes, "partial_tail_bytes": tail}
+        info = {"ended": ended, "reads": output.reads, "bytes": output.bytes, "partial_tail_bytes": tail,
+                "events_earlier_than_stamp": output.earlier, "max_earlier_ns": output.max_earlier_ns,
+                "median_earlier_ns": output.median_earlier_ns(),
+                "events_stamp_unknown": output.unknown}
         if args.via == "udp":
             info["socket_drops"] = socket_drops(sock)
         Path(args.out + ".json").write_text(json.dumps(info) + "\n")

@@ -90,11 +90,16 @@ def _sources_id(under: dict[str, Any], git: dict[str, Any], commit: str) -> str 
 
 def metrics_of(run_dir: Path) -> dict[str, float]:
     """The run's figures by name: what compare judges (compare/session.py summary_metrics: latency percentiles per
-    stage, throughput, peak RSS, wire to wire for a gateway brought by contract …), and its output counts."""
+    stage, throughput, peak RSS, wire to wire for a gateway brought by contract …), and its output counts. Wire to
+    wire is left out of a run whose collector stamped events when it read them (no arrival stamp from the
+    kernel): it holds the collector's wait too."""
     from ..compare.session import summary_metrics
+    from ..gateways.collector import stamp_counts
 
     s = rundir.read_json(run_dir / "summary.json")
     out = summary_metrics(run_dir)
+    if stamp_counts(s.get("wire_to_wire"))[0]:
+        out = {name: v for name, v in out.items() if not name.startswith("wire_to_wire.")}
     out["bbo.events"] = float((s.get("bbo") or {}).get("events") or 0)
     if s.get("depth"):  # a run that logged depth of N levels (levels = N), or every level's changes (all)
         out["depth.events"] = float(s["depth"]["events"])

@@ -691,6 +691,11 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
                                       (lambda: events) if judged is None else
                                       (lambda: blackbox.read_output(run.dir, output, bbo_cfg, reference.symbols)[0]))
     latency = blackbox.wire_to_wire(events, run.dir / "send.log")
+    if latency and bbo_cfg.get("via") in ("tcp", "udp"):  # stamped by itchbench's collector: how exactly
+        ended = _collector_ended(run)
+        latency["collector"] = {key: ended.get(key) for key in ("reads", "events_earlier_than_stamp",
+                                                                 "max_earlier_ns", "median_earlier_ns",
+                                                                 "events_stamp_unknown")}
     summary.update({
         "complete": failure is None and out.exists(),
         "balanced": rec["balanced"],

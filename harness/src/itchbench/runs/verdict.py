@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..depth_levels import ALL_LEVELS, Levels
+from ..gateways.collector import stamp_counts
 
 EXIT = {"lossless": 0, "faults_accounted": 0, "recovered": 0, "joined": 0, "rejected": 1, "lost": 1, "bbo_differs": 1,
         "not_joined": 1, "unbalanced": 1, "incomplete": 1}
@@ -293,7 +294,10 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
     loss, check = rec["loss"], rec["bbo_check"]
     w2w = summary.get("wire_to_wire") or {}
     perf = summary.get("performance") or {}
-    timing = (f"; wire-to-wire p50 {_us(w2w['from_intended']['p50'])}, p99 {_us(w2w['from_intended']['p99'])}"
+    unknown = stamp_counts(w2w)[0]
+    late = (f" ({unknown:,} of {w2w['events']:,} events stamped when read, late by a wait not known)" if unknown
+            else "")
+    timing = (f"; wire-to-wire p50 {_us(w2w['from_intended']['p50'])}, p99 {_us(w2w['from_intended']['p99'])}{late}"
               if w2w.get("from_intended") else
               f"; {perf['messages_per_s']:,.0f} messages/s start to exit" if perf.get("messages_per_s") else "")
     if not rec["balanced"]:
