@@ -15,25 +15,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
-from itchbench.gateways import collector
-
-
-@pytest.fixture(autouse=True)
-def kernel_stamps_on():
-    """The kernel stamps arrivals only once a socket has asked for it, and turns that on a moment later (deferred
-    work): a socket of the test's own asks first, and is held until one of its own datagrams comes back stamped
-    before it was read."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, collector.SO_TIMESTAMPNS, 1)
-        sock.bind(("127.0.0.1", 0))
-        while True:
-            sock.sendto(b"x", sock.getsockname())
-            data, t, _ = collector.read_datagram(sock)
-            if data == b"x" and t is not None:
-                break
-        yield
 
 
 def _collector(out: Path, via: str = "udp") -> tuple[subprocess.Popen, int]:

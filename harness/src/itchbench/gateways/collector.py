@@ -26,8 +26,10 @@ read began (when none did); the last read's last line too, as the stream's
 end may have come with it. FILE.json counts them (`events_earlier_than_stamp`)
 with the most that bound allows (`max_earlier_ns`; `median_earlier_ns` of
 the reads counted), and the lines the kernel gave no stamp for, or a stamp
-that cannot be their arrival (at or after the start of the read that found
-them waiting), stamped when read (`events_stamp_unknown`).
+that cannot be their arrival, stamped when read (`events_stamp_unknown`).
+The kernel turns stamps on a moment after the first socket asks: the
+collector says LISTENING only once a datagram of its own came back stamped
+before it was read.
 """
 
 from __future__ import annotations
@@ -214,17 +216,38 @@ def _arrival(ancillary: list[tuple[int, int, bytes]]) -> int | None:
 
 def _stamped_read(sock: socket.socket) -> tuple[bytes, int | None, int, int, bool]:
     """One read: (its bytes, their kernel arrival stamp or None, when the read began and returned, whether bytes
-    waited as it began). A stamp that is no arrival is None: one at or after the read's start for bytes that waited
-    before it (the kernel stamps what came unstamped when it is read: what came in the moment before the first
-    socket asked for stamps, for one), or one after its return."""
+    waited as it began). A stamp that is no arrival is None: one after the read returned, or, for a datagram that
+    waited before the read began, one at or after that (the kernel stamps a datagram that came unstamped when it is
+    read)."""
     began = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     waited = queued_bytes(sock) > 0
     data, ancillary, _, _ = sock.recvmsg(READ_MOST, socket.CMSG_SPACE(TIMESPEC.size))
     returned = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     t = _arrival(ancillary)
-    if t is not None and (t > returned or (waited and t >= began)):
+    if t is not None and (t > returned or (waited and t >= began and sock.type == socket.SOCK_DGRAM)):
         t = None
     return data, t, began, returned, waited
+
+
+def stamps_on() -> socket.socket:
+    """A socket that asked the kernel for arrival stamps, once the kernel gives them: it turns them on a moment
+    after the first socket asks (deferred work), and what comes before is unstamped. Held open, it keeps them on.
+    Proof: a byte sent over a loopback connection of its own comes back stamped before the send returned (TCP, so
+    that the run's count of the namespace's UDP datagrams holds only the feed's; a byte the kernel did not stamp
+    comes with no stamp)."""
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        with socket.create_connection(server.getsockname()) as client:
+            sock, _ = server.accept()
+            while True:
+                client.sendall(b"?")
+                sent = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+                _, ancillary, _, _ = sock.recvmsg(1, socket.CMSG_SPACE(TIMESPEC.size))
+                t = _arrival(ancillary)
+                if t is not None and t <= sent:
+                    return sock
 
 
 def read_datagram(sock: socket.socket) -> tuple[bytes, int, int | None]:
@@ -279,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     kind = socket.SOCK_STREAM if args.via == "tcp" else socket.SOCK_DGRAM
     sock = socket.socket(socket.AF_INET, kind)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)  # a connection taken keeps it, and its first bytes' stamps
+    stamping = stamps_on()  # before LISTENING: nothing the gateway sends comes unstamped
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)  # a connection taken keeps it
     if args.via == "udp":
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     sock.bind(("127.0.0.1", args.port))
@@ -311,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.via == "udp":
                 _take_queued(sock, output)
     finally:
+        stamping.close()
         tail = len(output.pending)
         output.close()
         info = {"ended": ended, "reads": output.reads, "bytes": output.bytes, "partial_tail_bytes": tail,
