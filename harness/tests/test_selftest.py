@@ -94,6 +94,16 @@ HEADLINES = {
     # session's first message, a system event (S), not a book message.
     "white-box-stamps-backwards": lambda h: h == "NOT BALANCED: white-box stamps in stage order: 8,000 records with a "
     "stage stamped before the one before it (first: seq 1, t_book before t_decoded)",
+    # Stamps of another clock: CLOCK_REALTIME lies decades after each event's arrival; µs lie long before each send
+    # (of the 8,000 messages, the 5,833 that published an event are held to its arrival).
+    "white-box-wall-clock": lambda h: h.startswith("NOT BALANCED: white-box stamps on the run's clock "
+                                                   "(CLOCK_MONOTONIC): none before its message was sent, none after "
+                                                   "its BBO event arrived: 5,833 records stamped after its BBO event "
+                                                   "arrived (first: seq 45, "),
+    "white-box-microseconds": lambda h: h.startswith("NOT BALANCED: white-box stamps on the run's clock "
+                                                     "(CLOCK_MONOTONIC): none before its message was sent, none after "
+                                                     "its BBO event arrived: 8,000 records stamped before its message "
+                                                     "was sent (first: seq 1, "),
     "white-box-log-unclosed": lambda h: h.startswith("NOT BALANCED: white-box latency log written and closed by the "
                                                      "gateway") and "never closed" in h,
     "white-box-book-messages-only": lambda h: re.fullmatch(

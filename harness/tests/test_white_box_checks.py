@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from itchbench import paths
@@ -83,6 +84,32 @@ def test_a_log_never_closed_or_never_written_fails(tmp_path, reference):
     (tmp_path / "garbage" / white_box.LOG).write_bytes(b"not a log at all, but long enough to hold a header " * 4)
     [(name, ok)] = white_box.checks(tmp_path / "garbage", reference, True).items()
     assert not ok and name.startswith(f"{white_box.WRITTEN}: not an itchbench log")
+
+
+def test_stamps_off_the_runs_clock_are_named_on_whichever_side_they_fall(tmp_path, reference):
+    # Message s sent at 1000 s - 500 and its BBO event arrived at 1000 s + 500 (seq 4 published nothing): the log's
+    # stamps (1000 s, + 10, + 20) lie between. On CLOCK_REALTIME they lie decades after the event; in µs, long
+    # before the send; one stamp taken a microsecond early names that record alone.
+    seqs = np.arange(1, 6)
+    run = white_box.RunStamps(seqs, 1000 * seqs - 500, np.array([1, 2, 3, 5, 5]), np.array([1520, 2520, 3520, 5400,
+                                                                                           5520]))
+    def held(rows, name):
+        _log(tmp_path / name / white_box.LOG, rows)
+        return white_box.checks(tmp_path / name, reference, True, run)
+    assert held(_in_order(seqs), "right")[white_box.ON_THE_CLOCK] is True
+    wall = [(s, tuple(t + 1_764_000_000 * 10**9 for t in st)) for s, st in _in_order(seqs)]
+    assert held(wall, "wall")[f"{white_box.ON_THE_CLOCK}: 4 records stamped after its BBO event arrived (first: "
+                              "seq 1, 1,764,000,000.0 s after)"] is False
+    micro = [(s, tuple(t // 1000 for t in st)) for s, st in _in_order(seqs)]
+    assert held(micro, "micro")[f"{white_box.ON_THE_CLOCK}: 5 records stamped before its message was sent (first: "
+                                "seq 1, 499 ns before)"] is False
+    early = _in_order(seqs)
+    early[2] = (3, (2499, 3010, 3020))  # read 1 ns before its message was sent
+    assert held(early, "early")[f"{white_box.ON_THE_CLOCK}: 1 record stamped before its message was sent (first: "
+                                "seq 3, 1 ns before)"] is False
+    # Nothing stamped by itchbench on either side (the file read by the gateway itself): no such check made.
+    assert white_box.ON_THE_CLOCK not in white_box.checks(tmp_path / "right", reference, True, white_box.RunStamps(
+        *(np.zeros(0, np.int64),) * 4))
 
 
 def test_a_log_is_held_to_one_record_a_message_only_where_each_message_came_once():

@@ -1,24 +1,29 @@
 """What a brought gateway's own latency log must be before its stages are reported (`white_box = true`,
-docs/gateway-contract.md): written and closed, each record's stamps in stage order, and, where every message reached
-the gateway once, one record for each message of the capture, none for another.
+docs/gateway-contract.md): written and closed, each record's stamps in stage order, on the run's clock (none before
+its message was sent, none after its BBO event arrived: a gateway stamping another clock, or in other units, is
+caught where itchbench's own stamps stand on both sides), and, where every message reached the gateway once, one
+record for each message of the capture, none for another.
 
 Each is a check of the run's balance (runs/reconcile.py): a log that fails one is named in the run's NOT BALANCED
 headline, with the first record or message at fault, rather than its figures reported as the gateway's."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..analysis import logs
+from ..analysis import hops, logs
 
 LOG = "latency.lat"  # in the gateway's {out} folder
 PART = 1 << 20       # records read at a time: memory stays a part whatever the day's size
 
 WRITTEN = "white-box latency log written and closed by the gateway (white_box = true)"
 IN_ORDER = "white-box stamps in stage order"
+ON_THE_CLOCK = ("white-box stamps on the run's clock (CLOCK_MONOTONIC): none before its message was sent, none after "
+                "its BBO event arrived")
 ONE_A_MESSAGE = "white-box latency log: one record a message of the capture"
 
 
@@ -30,10 +35,22 @@ def each_message_once(hop: dict[str, Any], lossless: bool, recovering: bool, fau
             and not hop.get("corrupted_lines"))
 
 
-def checks(out_dir: Path, reference_log: Path, every_message: bool) -> dict[str, bool]:
+@dataclass(frozen=True)
+class RunStamps:
+    """What itchbench stamped on either side of the gateway, on CLOCK_MONOTONIC: each message's first send (seqs
+    sorted, unique; empty when the sender stamps nothing) and each BBO event's arrival (seq and t_recv per event;
+    empty when its output was not received by itchbench)."""
+    sent_seq: np.ndarray
+    sent: np.ndarray
+    event_seq: np.ndarray
+    arrived: np.ndarray
+
+
+def checks(out_dir: Path, reference_log: Path, every_message: bool, run: RunStamps | None = None) -> dict[str, bool]:
     """The checks of the gateway's latency log in out_dir, named as NOT BALANCED says them (a failed one with what
     failed). every_message: each of the capture's messages reached the gateway once (nothing lost, no recovery, no
-    join, no faults), so its log holds exactly the simulation's sequence numbers (reference_log's)."""
+    join, no faults), so its log holds exactly the simulation's sequence numbers (reference_log's). run: the run's
+    own stamps around the gateway, which its stamps must lie between (made only where there are any)."""
     path = out_dir / LOG
     if not path.is_file():
         return {f"{WRITTEN}: {path.name} is missing from {out_dir.name}/": False}
@@ -46,6 +63,8 @@ def checks(out_dir: Path, reference_log: Path, every_message: bool) -> dict[str,
         return {**found, f"{IN_ORDER}: a latency log of format version {log.header['version']} holds no sequence "
                          "numbers (version 3: gateway/log/whitebox/)": False}
     found.update(_stage_order(log))
+    if run is not None and (run.sent.size or run.arrived.size):
+        found.update(_on_the_clock(log, run))
     if every_message:
         found.update(_one_a_message(log, logs.read_latency(reference_log)))
     return found
@@ -76,6 +95,54 @@ def _stage_order(log: logs.LogFile) -> dict[str, bool]:
     seq, later, earlier = first
     return {f"{IN_ORDER}: {bad:,} record{'s' if bad != 1 else ''} with a stage stamped before the one before it "
             f"(first: seq {seq:,}, {later} before {earlier})": False}
+
+
+def _on_the_clock(log: logs.LogFile, run: RunStamps) -> dict[str, bool]:
+    """Each record's first stamp no earlier than its message's first send, and its last no later than the last
+    arrival of a BBO event of its seq: a message is read after it was sent, and stamped before what it published
+    arrives (a loop of the capture, or a second line, sends a seq again: the first send and the last arrival bound
+    every copy)."""
+    stages = [n for n in logs.STAGE_STAMPS if n in log.dtype.names]
+    order = np.argsort(run.event_seq, kind="stable")
+    starts = np.r_[0, np.flatnonzero(np.diff(run.event_seq[order])) + 1] if order.size else np.zeros(0, np.intp)
+    event_seq = run.event_seq[order][starts]  # each seq once, sorted, with its last arrival
+    last_arrival = np.maximum.reduceat(run.arrived[order], starts) if order.size else np.zeros(0, np.int64)
+    early = late = 0
+    first_early = first_late = None
+    for part in logs.iter_records(log, PART):
+        t = np.stack([logs.stamp(part, name).astype(np.int64) for name in stages])
+        set_ = t != 0
+        first = np.where(set_, t, np.iinfo(np.int64).max).min(axis=0)
+        latest = np.where(set_, t, 0).max(axis=0)
+        seq = part["seq"].astype(np.int64)
+        sent = hops.lookup(seq, run.sent_seq, run.sent)
+        arrived = hops.lookup(seq, event_seq, last_arrival)
+        before = set_.any(axis=0) & (sent > 0) & (first < sent)
+        after = (arrived > 0) & (latest > arrived)
+        if before.any():
+            early += int(np.count_nonzero(before))
+            at = int(np.argmax(before))
+            first_early = first_early if first_early is not None else (int(seq[at]), int(sent[at] - first[at]))
+        if after.any():
+            late += int(np.count_nonzero(after))
+            at = int(np.argmax(after))
+            first_late = first_late if first_late is not None else (int(seq[at]), int(latest[at] - arrived[at]))
+    faults = []
+    if early:
+        faults.append(f"{early:,} record{'s' if early != 1 else ''} stamped before its message was sent (first: seq "
+                      f"{first_early[0]:,}, {_span(first_early[1])} before)")
+    if late:
+        faults.append(f"{late:,} record{'s' if late != 1 else ''} stamped after its BBO event arrived (first: seq "
+                      f"{first_late[0]:,}, {_span(first_late[1])} after)")
+    return {f"{ON_THE_CLOCK}: {'; '.join(faults)}" if faults else ON_THE_CLOCK: not faults}
+
+
+def _span(ns: int) -> str:
+    """A time difference in words: ns, µs, ms or s, whichever reads best."""
+    for unit, size in (("s", 10**9), ("ms", 10**6), ("µs", 10**3)):
+        if ns >= size:
+            return f"{ns / size:,.1f} {unit}"
+    return f"{ns:,} ns"
 
 
 def _one_a_message(log: logs.LogFile, reference: logs.LogFile) -> dict[str, bool]:

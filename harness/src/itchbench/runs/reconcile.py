@@ -614,6 +614,16 @@ def _collector_datagrams(run: "Run") -> tuple[int, int | None]:
     return int(ended.get("reads", 0)), None if drops is None else int(drops)
 
 
+def _run_stamps(run: "Run", events: pd.DataFrame) -> white_box.RunStamps:
+    """itchbench's own stamps on either side of a brought gateway: its sender's (none from tcpreplay, or when the
+    gateway reads the capture itself) and its collector's of each BBO event (none when the gateway wrote a file)."""
+    send_log = run.dir / "send.log"
+    sent_seq, _, sent = hops.send_stamps(send_log) if send_log.is_file() else (np.zeros(0, np.int64),) * 3
+    received = events[events["t_recv"] > 0] if "t_recv" in events else events.iloc[:0]
+    return white_box.RunStamps(sent_seq.astype(np.int64), sent.astype(np.int64),
+                               received["seq"].to_numpy(np.int64), received["t_recv"].to_numpy(np.int64))
+
+
 def _collector_ended(run: "Run") -> dict[str, Any]:
     """How the collector of a brought gateway's output said it ended (its FILE.json); {} when it did not say."""
     info = run.dir / (adapter.BBO_FILE + ".json")
@@ -676,7 +686,8 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     own_log = None
     if c.get("white_box") == "stamps":  # its own stages are reported only from a log that holds together
         once = white_box.each_message_once(hop, loss["lossless"], recovering, faults.sidecar_of(capture) is not None)
-        own_log = white_box.checks(run.dir / rundir.GATEWAY_OUT, reference.latency_log, every_message=once)
+        own_log = white_box.checks(run.dir / rundir.GATEWAY_OUT, reference.latency_log, every_message=once,
+                                   run=_run_stamps(run, events))
         checks.update(own_log)
     rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,
            "bbo_check": bbo_check, "black_box": True}

@@ -134,6 +134,7 @@ CLAIMS_WHITE_BOX = (Edit('name = "py-gateway"\n', 'name = "py-gateway"\nwhite_bo
                     Edit(_UDP_COMMAND_END, _UDP_COMMAND_END.replace('"\n', ' --latency-log {out}/latency.lat"\n'),
                          "itchbench.toml"))
 _STAMPS_RECORDED = "        if self.stamps:\n            self.stamps.record(seq, m, valid, decoded)\n"
+_NOW_NS = "        self.now, self.read = itchbench_stamps.now_ns, 0"
 _CPP_FILE_COMMAND = ('file = "exec {worktree}/cpp-gateway --file {capture} --bbo {bbo_addr}:{bbo_port} '
                      '--levels {levels}"\n')
 CPP_CLAIMS_WHITE_BOX = (Edit('name = "cpp-gateway"\n', 'name = "cpp-gateway"\nwhite_box = true\n', "itchbench.toml"),
@@ -296,6 +297,15 @@ MUTANTS: tuple[Mutant, ...] = (
            "white_box = true)", PY,
            CLAIMS_WHITE_BOX + _py(("(self.read, decoded, self.now()))\n",
                                    "(self.read, self.now(), decoded))  # MUTANT\n")),
+           "udp", "unbalanced"),
+    Mutant("white-box-wall-clock", "its stamps on CLOCK_REALTIME, not the run's CLOCK_MONOTONIC: stages right, "
+           "every stamp decades after its BBO event arrived (a white box)", PY,
+           CLAIMS_WHITE_BOX + _py((_NOW_NS, _NOW_NS.replace("itchbench_stamps.now_ns", "time.time_ns") + "  # MUTANT")),
+           "udp", "unbalanced"),
+    Mutant("white-box-microseconds", "its stamps in µs where ns are due: stages 1,000 times too short, every stamp "
+           "before its message was sent (a white box)", PY,
+           CLAIMS_WHITE_BOX + _py((_NOW_NS, _NOW_NS.replace("itchbench_stamps.now_ns",
+                                                          "lambda: itchbench_stamps.now_ns() // 1000") + "  # MUTANT")),
            "udp", "unbalanced"),
     Mutant("white-box-log-unclosed", "its latency log never closed: left unfinalized at exit (a white box)", PY,
            CLAIMS_WHITE_BOX + _py(("        if stamps:\n            stamps.close()\n",
