@@ -118,9 +118,10 @@ def test_each_subscribers_last_hop_is_a_metric_named_by_how_it_received():
 
 
 def _runs(root, name: str, n: int, *, stages: bool, messages: int = 7000, slower: float = 1.0,
-          wire: dict | None = None) -> list:
+          wire: dict | None = None, sources: str | None = None) -> list:
     """n run directories with a hand-written summary: throughput, and (stages) the book stage's percentiles
-    over `messages` messages; with wire, wire to wire too (the same percentiles, its collector's counts wire)."""
+    over `messages` messages; with wire, wire to wire too (the same percentiles, its collector's counts wire);
+    with sources, the manifest names the build measured (its sources_id)."""
     import json
 
     from itchbench import rundir
@@ -138,7 +139,7 @@ def _runs(root, name: str, n: int, *, stages: bool, messages: int = 7000, slower
                                  "from_intended": {"count": messages, "p50": 100 * slower + i, "p90": 200 * slower + i,
                                                    "p99": 400 * slower + i, "p999": 900 * slower + i, "max": 5000.0}}
         (d / "summary.json").write_text(json.dumps(s))
-        (d / "manifest.json").write_text(json.dumps({"label": "w"}))
+        (d / "manifest.json").write_text(json.dumps({"label": "w", "gateway_under_test": {"sources_id": sources}}))
         assert rundir.read_json(d / "summary.json")["verdict"]["status"] == "lossless"
         out.append(d)
     return out
@@ -191,6 +192,26 @@ def test_wire_to_wire_stamped_when_read_is_shown_not_judged_and_left_out_of_the_
                                     "arrival stamp, in 1 of the 14 runs")
     assert "wire_to_wire.p50" in store.metrics_of(head.runs["w"][0])
     assert not [m for m in store.metrics_of(head.runs["w"][-1]) if m.startswith("wire_to_wire")]
+
+
+def test_timings_of_one_build_are_shown_as_the_machines_never_judged(tmp_path):
+    # Head's runs 3x slower at the book stage. Of another build, that is SLOWER; of the same build (the same
+    # sources: an A/A compare, or a head that changed only documentation), it is the machine's, shown, not judged.
+    from itchbench.compare import session
+    base, head = session.Side("base", "a"), session.Side("head", "b")
+    base.runs["w"] = _runs(tmp_path / "a", "a", 7, stages=True, sources="src-1")
+    head.runs["w"] = _runs(tmp_path / "b", "b", 7, stages=True, slower=3.0, sources="src-2")
+    assert session.same_build(base, head) is None
+    assert session.metric_verdicts(base, head, 0.05, 1)["w"]["book.p50"]["verdict"] == verdicts.WORSE
+    head.runs["w"] = _runs(tmp_path / "c", "c", 7, stages=True, slower=3.0, sources="src-1")
+    assert session.same_build(base, head) == "src-1"
+    row = session.metric_verdicts(base, head, 0.05, 1)["w"]["book.p50"]
+    assert row["verdict"] == verdicts.SHOWN and row["machine"]
+    assert row["reason"] == ("SLOWER by the statistics, but base and head are one build (sources src-1): the "
+                             "difference is the machine's, not the code's (shown, not judged)")
+    # A side whose runs name no build, or two, is not one build with anything.
+    head.runs["w"] = _runs(tmp_path / "d", "d", 7, stages=True, slower=3.0)
+    assert session.same_build(base, head) is None
 
 
 def test_an_estimate_of_millions_of_runs_is_said_as_none_affordable():

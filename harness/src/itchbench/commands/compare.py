@@ -316,6 +316,12 @@ def run(args: argparse.Namespace) -> int:
             headline += (f" | {side.name.upper()} RUNS DID NOT PASS on "
                          + "; ".join(f"{label}: {h}" for label, h in sorted(side.failed.items())))
             status = max(status, 1)
+    machine = sum(1 for t in metrics.values() for v in t.values() if v.get("machine"))
+    one_build = session.same_build(base, head) if not problems else None
+    if one_build:
+        headline += (f" (base and head are one build, sources {one_build}: "
+                     + (f"{machine} timing difference(s) the statistics found are the machine's, shown and not judged)"
+                        if machine else "no timing difference found)"))
     if noise:
         headline += f" (noise differed on {', '.join(noise)}: see compare.md)"
     host_diffs = session.host_differences(base, head) if not problems else []

@@ -53,7 +53,7 @@ class Side:
     problem: str = ""                        # why this side is not comparable
     failed: dict[str, str] = field(default_factory=dict)  # workload label -> the first verdict that did not pass
     prepared: contract_revisions.Prepared | None = None  # a contract gateway's worktree (gateway stays None)
-    sources_id: str | None = None            # the built-in gateway's: what its build read (revisions.source_key)
+    sources_id: str | None = None            # the built-in gateway's: what its runs measured (measured_sources)
 
     @property
     def runnable(self) -> bool:
@@ -114,7 +114,7 @@ def prepare_revision(side: Side, repo: Path, say: Callable[[str], None], *, benc
             side.prepared = contract_revisions.prepare(repo, side.revision, contract_rel, say)
         else:
             side.gateway = revisions.build(repo, side.revision, say, benchmarks=benchmarks)
-            side.sources_id = revisions.source_key(repo, side.revision)
+            side.sources_id = revisions.measured_sources(repo, side.revision)
     except revisions.RevisionError as e:
         side.problem = str(e)
 
@@ -305,8 +305,26 @@ def distribution_metrics(summary: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def sources_of(side: Side) -> str | None:
+    """What the side's runs measured, as their manifests name it (gateway_under_test.sources_id): one build's id,
+    or None when a run does not name one or two runs name different ones."""
+    ids = {(rundir.read_json(r / "manifest.json").get("gateway_under_test") or {}).get("sources_id")
+           for runs in side.runs.values() for r in runs}
+    return ids.pop() if len(ids) == 1 and None not in ids else None
+
+
+def same_build(base: Side, head: Side) -> str | None:
+    """The sources id both sides built the gateway from, when they are one build (an A/A compare, or a head that
+    changed only files the gateway's build does not read); else None."""
+    ids = sources_of(base), sources_of(head)
+    return ids[0] if ids[0] is not None and ids[0] == ids[1] else None
+
+
 def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per workload, per metric: the verdict."""
+    """Per workload, per metric: the verdict. Where base and head are one build, a timing or memory figure that
+    differs is shown, not judged: the difference is the machine's, not the code's (instructions, exact, are still
+    judged)."""
+    one_build = same_build(base, head)
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for label in sorted(set(base.runs) | set(head.runs)):
         a = [summary_metrics(r) for r in base.runs.get(label, [])]
@@ -326,6 +344,11 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
                 table[name].update(verdict=verdicts.NOT_COMPARABLE, one_side=one_side[0],
                                    reason=f"measured on {one_side[0]} only")
             thin = _collector_behind(name, run_dirs) or _thin_tail(name, populations)
+            if one_build and table[name]["verdict"] in (verdicts.WORSE, verdicts.BETTER):
+                thin = (f"{verdicts.words(name, table[name]['verdict'])} by the statistics, but base and head are "
+                        f"one build (sources {one_build}): the difference is the machine's, not the code's (shown, "
+                        "not judged)")
+                table[name]["machine"] = True
             if name.endswith(".max") and table[name]["verdict"] != verdicts.NOT_COMPARABLE:
                 table[name]["verdict"] = verdicts.SHOWN
             elif thin and table[name]["verdict"] != verdicts.NOT_COMPARABLE:

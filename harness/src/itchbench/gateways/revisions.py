@@ -131,6 +131,14 @@ def build_inputs() -> tuple[str, ...]:
     return contract.load(paths.repo_root() / "itchbench.toml").sources
 
 
+def measured_sources(repo: Path, rev: Revision) -> str | None:
+    """What a run of the revision's built-in gateway measured, as the results store and compare name it
+    (provenance.sources_id of the built-in contract's sources and the contract itself): as an `itchbench run` of
+    the same checkout records it."""
+    built_in = contract.load(paths.repo_root() / "itchbench.toml")
+    return provenance.sources_id(repo, rev.commit, provenance.identity_paths(built_in), working_tree=rev.dirty)
+
+
 def source_key(repo: Path, rev: Revision) -> str:
     """The git object ids of the build inputs (a commit, or a working tree whose changes are elsewhere), or the
     hash of the build inputs' changes (a working tree that changes them)."""

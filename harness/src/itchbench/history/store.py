@@ -83,9 +83,8 @@ def _sources_id(under: dict[str, Any], git: dict[str, Any], commit: str) -> str 
         return under["sources_id"] or None
     if (under.get("name") or BUILT_IN) != BUILT_IN or (not under.get("commit") and git.get("dirty") is not False):
         return None
-    from ..gateways import contract, provenance
-    built_in = contract.load(paths.repo_root() / "itchbench.toml")
-    return provenance.sources_id(paths.repo_root(), commit, provenance.identity_paths(built_in))
+    from ..gateways import revisions
+    return revisions.measured_sources(paths.repo_root(), revisions.Revision(commit, commit, "", ""))
 
 
 def metrics_of(run_dir: Path) -> dict[str, float]:
