@@ -245,7 +245,7 @@ def _thin_tail(name: str, populations: list[dict[str, int]]) -> str:
             f"needs {MIN_TAIL_MESSAGES} (shown, not judged)")
 
 
-def _collector_behind(name: str, run_dirs: list[Path]) -> str:
+def _stamped_when_read(name: str, run_dirs: list[Path]) -> str:
     """Why a wire-to-wire figure is not judged (some run's collector stamped events late by a wait not known), or
     ""."""
     if not name.startswith("wire_to_wire."):
@@ -343,7 +343,7 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
                 # quietly, or a regression there would pass unseen.
                 table[name].update(verdict=verdicts.NOT_COMPARABLE, one_side=one_side[0],
                                    reason=f"measured on {one_side[0]} only")
-            thin = _collector_behind(name, run_dirs) or _thin_tail(name, populations)
+            thin = _stamped_when_read(name, run_dirs) or _thin_tail(name, populations)
             if one_build and table[name]["verdict"] in (verdicts.WORSE, verdicts.BETTER):
                 thin = (f"{verdicts.words(name, table[name]['verdict'])} by the statistics, but base and head are "
                         f"one build (sources {one_build}): the difference is the machine's, not the code's (shown, "
