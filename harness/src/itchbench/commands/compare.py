@@ -321,7 +321,7 @@ def run(args: argparse.Namespace) -> int:
     if one_build:
         headline += (f" (base and head are one build, sources {one_build}: "
                      + (f"{machine} timing difference(s) the statistics found are the machine's, shown and not judged)"
-                        if machine else "no timing difference found)"))
+                        if machine else "none of its timings called slower or faster)"))
     if noise:
         headline += f" (noise differed on {', '.join(noise)}: see compare.md)"
     host_diffs = session.host_differences(base, head) if not problems else []
