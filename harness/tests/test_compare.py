@@ -212,6 +212,25 @@ def test_a_refused_depth_log_is_bad_in_a_commit_and_stops_bisect_in_good(scratch
         bisect.first_bad(scratch, "base", "history", "bbo", {**measured, good: refused})
 
 
+def test_a_first_bad_commit_that_changed_no_source_is_never_named(scratch, history):
+    """Measured values as the shards hand them over: the 6th step (documentation only) first measured bad, its
+    parent (the 5th, the same build) good. Judged by commit alone that names an innocent commit; with the commits'
+    sources known, no commit is named, and why is said. The 4th (it changed the book) bad is named."""
+    good = revisions.resolve(scratch, "base").commit
+    sources = lambda commit: revisions.measured_sources(scratch, revisions.Revision(commit, commit, "", ""))  # noqa
+    assert sources(history[5]) == sources(history[4]) == sources(history[3]) != sources(history[2])
+    noisy = {good: 100.0, **{c: (200.0 if i >= 5 else 100.0) for i, c in enumerate(history)}}
+    _, first, _ = bisect.first_bad(scratch, "base", "history", "latency", noisy, 0.5)
+    assert first.revision.commit == history[5]
+    with pytest.raises(bisect.BisectError, match=r"the first bad commit, \S+ 'history step 6', changed none of the "
+                       r"gateway's sources since \S+ \(both src-[0-9a-f]{16}\): the same build measured good and bad: "
+                       r"the step is the machine's, not the code's"):
+        bisect.first_bad(scratch, "base", "history", "latency", noisy, 0.5, sources)
+    stepped = {good: 100.0, **{c: (200.0 if i >= 3 else 100.0) for i, c in enumerate(history)}}
+    _, first, _ = bisect.first_bad(scratch, "base", "history", "latency", stepped, 0.5, sources)
+    assert first.revision.commit == history[3]
+
+
 def test_a_sharded_bisect_finds_the_planted_commit_from_every_shard(scratch, history, tmp_path, capsys):
     day = next(fx for fx in fixtures.load_manifest() if fx.name == "nasdaq-day-sample").path
     scen = tmp_path / "day.toml"

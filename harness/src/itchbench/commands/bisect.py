@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..captures import fixtures
     from ..compare import bisect
-    from ..gateways import revisions
+    from ..gateways import contract, provenance, revisions
     from ..runs import scenario
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
@@ -69,12 +69,17 @@ def run(args: argparse.Namespace) -> int:
         root = paths.repo_root() / "reports" / "bisect" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         measure = bisect.contract_measure(args.repo, args.gateway, args.metric, workloads[0].values, args.runs,
                                           root, say)
+        brought = contract.load((args.repo / args.gateway).resolve())
+        sources_of = lambda commit: provenance.sources_id(brought.root, commit,  # noqa: E731
+                                                          provenance.identity_paths(brought))
     elif args.metric == "latency":
         print("itchbench: --metric latency is for a gateway brought with --gateway (the built-in gateway bisects "
               "exactly, by instructions)", file=sys.stderr)
         return 2
     else:
         measure = bisect.default_measure(args.repo, args.metric, capture, say, levels)
+        sources_of = lambda commit: revisions.measured_sources(  # noqa: E731
+            args.repo, revisions.Revision(commit, commit, "", ""))
     from ..compare import sharded
     from ..runs import shards
     def identity(units: list[str]) -> dict:
@@ -84,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         if args.merge:
             values = sharded.merged_bisect_values(args.merge, args.repo, args.good, args.bad, identity)
             good, first_bad, steps = bisect.first_bad(args.repo, args.good, args.bad, args.metric, values,
-                                                      args.threshold / 100)
+                                                      args.threshold / 100, sources_of)
         elif shard:
             out = args.out or paths.repo_root() / "reports" / "bisect" / time.strftime("%Y%m%dT%H%M%SZ",
                                                                                        time.gmtime())
@@ -97,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         else:
             good, first_bad, steps = bisect.bisect(args.repo, args.good, args.bad, args.metric, capture, say,
-                                                   measure=measure, threshold=args.threshold / 100)
+                                                   measure=measure, threshold=args.threshold / 100,
+                                                   sources_of=sources_of)
     except (bisect.BisectError, revisions.RevisionError, shards.ShardError) as e:
         print(f"itchbench: cannot bisect: {e}", file=sys.stderr)
         return 2

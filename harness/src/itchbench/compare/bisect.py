@@ -124,6 +124,23 @@ def _good_reference(good: str, value: Any) -> Any:
     return value
 
 
+def check_first_bad(metric: str, parent: revisions.Revision, first: Step,
+                    sources_of: Callable[[str], str | None] | None) -> None:
+    """A first bad commit that changed none of the gateway's sources ran the build its parent ran, which was good:
+    not the code's step. By timing, the machine's (noise past the threshold); exactly, a gateway whose one build
+    gives two answers. Either way no commit is to blame, and none is named."""
+    if sources_of is None:
+        return
+    ids = sources_of(parent.commit), sources_of(first.revision.commit)
+    if ids[0] is None or ids[0] != ids[1]:
+        return
+    why = ("the same build measured good and bad: the step is the machine's, not the code's (a wider --threshold, "
+           "or more --runs, steadies it)" if metric == "latency" else
+           f"the same build gave two {metric} values: the gateway is not deterministic there")
+    raise BisectError(f"the first bad commit, {first.revision.label} {first.revision.subject!r}, changed none of "
+                      f"the gateway's sources since {parent.label} (both {ids[0]}): {why}; no commit is named")
+
+
 def span(repo: Path, good: str, bad: str) -> tuple[revisions.Revision, revisions.Revision, list[str]]:
     """GOOD, BAD and the commits after GOOD up to BAD (oldest first)."""
     good_rev, bad_rev = revisions.resolve(repo, good), revisions.resolve(repo, bad)
@@ -135,9 +152,11 @@ def span(repo: Path, good: str, bad: str) -> tuple[revisions.Revision, revisions
 
 def bisect(repo: Path, good: str, bad: str, metric: str, capture: Path,
            say: Callable[[str], None], *, measure: Callable[[revisions.Revision], Any] | None = None,
-           threshold: float = 0.5) -> tuple[Step, Step, list[Step]]:
+           threshold: float = 0.5, sources_of: Callable[[str], str | None] | None = None
+           ) -> tuple[Step, Step, list[Step]]:
     """(GOOD's step, the first bad commit's step, every step measured). measure: how a revision is measured
-    (default: the built-in gateway, exact); threshold: with metric latency, how far above GOOD is bad."""
+    (default: the built-in gateway, exact); threshold: with metric latency, how far above GOOD is bad; sources_of:
+    a commit's sources id (provenance.sources_id), to refuse a first bad commit that changed none of them."""
     measure = measure or default_measure(repo, metric, capture, say)
     good_rev, bad_rev, commits = span(repo, good, bad)
     reference = _good_reference(good, measure(good_rev))
@@ -164,11 +183,13 @@ def bisect(repo: Path, good: str, bad: str, metric: str, capture: Path,
             hi, first_bad = mid, s
         else:
             lo = mid
+    check_first_bad(metric, revisions.resolve(repo, commits[lo]) if lo >= 0 else good_rev, first_bad, sources_of)
     return Step(good_rev, reference, False), first_bad, steps
 
 
 def first_bad(repo: Path, good: str, bad: str, metric: str, measured: dict[str, Any],
-              threshold: float = 0.5) -> tuple[Step, Step, list[Step]]:
+              threshold: float = 0.5, sources_of: Callable[[str], str | None] | None = None
+              ) -> tuple[Step, Step, list[Step]]:
     """The same answer from every commit measured (a sharded bisect: each shard measured a part): GOOD's value,
     the first commit after it that is bad, every step in commit order."""
     good_rev, bad_rev, commits = span(repo, good, bad)
@@ -179,4 +200,6 @@ def first_bad(repo: Path, good: str, bad: str, metric: str, measured: dict[str, 
     steps = [Step(revisions.resolve(repo, c), measured[c], is_bad(measured[c])) for c in commits]
     if not steps[-1].bad:
         raise BisectError(f"{bad} is not bad by {metric} against {good}: nothing to find")
-    return Step(good_rev, measured[good_rev.commit], False), next(s for s in steps if s.bad), steps
+    at = next(i for i, s in enumerate(steps) if s.bad)
+    check_first_bad(metric, steps[at - 1].revision if at else good_rev, steps[at], sources_of)
+    return Step(good_rev, measured[good_rev.commit], False), steps[at], steps
