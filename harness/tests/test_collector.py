@@ -113,7 +113,8 @@ def test_a_stream_is_stamped_with_its_arrival_and_lines_read_together_are_bounde
     # Each paced line after its send and before the next; the burst's first read, of bytes queued while the
     # collector was stopped, at their arrival: before it was continued.
     assert all(sent[i] < stamps[i] < sent[i + 1] for i in range(199)) and stamps[200] < continued
-    assert 0 < ended["events_earlier_than_stamp"] < 4000 and ended["max_earlier_ns"] > 0
+    # Of the burst only (each paced line its own read), all of it when every read of it ends inside a line.
+    assert 0 < ended["events_earlier_than_stamp"] <= 4000 and ended["max_earlier_ns"] > 0
 
 
 def test_what_a_gateway_sent_before_the_collector_took_its_connection_is_stamped_on_arrival(tmp_path):
