@@ -173,10 +173,11 @@ def test_a_brought_gateways_runs_carry_its_own_commits_time_and_depth(tmp_path):
 
 
 def _synthetic_store(root: Path, commits: list[list[float]], metric: str = "receive_to_book.p50",
-                     ids: list[str] | None = None, sources: list[str] | None = None) -> Path:
+                     ids: list[str] | None = None, sources: list[str] | None = None,
+                     testbench: list[str] | None = None) -> Path:
     """A store of hand-made runs: commit i (at day i of 2026-01; named ids[i], or its number in hex) with the given
-    values, one run each value; with sources, commit i's sources_id is sources[i] (files of the current schema),
-    else files of schema version 2 (no commit_subject, no sources_id)."""
+    values, one run each value, made by itchbench testbench[i] (else "x"); with sources, commit i's sources_id is
+    sources[i] (files of the current schema), else files of schema version 2 (no commit_subject, no sources_id)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     for i, values in enumerate(commits):
@@ -188,7 +189,7 @@ def _synthetic_store(root: Path, commits: list[list[float]], metric: str = "rece
                 "dirty": [False] * n, "created_utc": [when] * n, "transport": ["sim"] * n,
                 "verdict": ["lossless"] * n, "cpu_model": ["cpu"] * n, "cpu_count": [2] * n, "kernel": ["k"] * n,
                 "metric": [metric] * n, "value": values, "run_dir": [f"/runs/c{i}-r{k}" for k in range(n)],
-                "gateway": ["team"] * n, "itchbench_commit": ["x"] * n}
+                "gateway": ["team"] * n, "itchbench_commit": [testbench[i] if testbench else "x"] * n}
         part = store.RunKey("s", "c", when.strftime("%Y-%m-%d")).path(root, "metrics")
         part.mkdir(parents=True, exist_ok=True)
         if sources:
@@ -237,6 +238,12 @@ def test_a_commit_that_changed_no_source_gets_the_verdict_of_the_build_it_measur
     assert (f"MACHINE DRIFT team on cpu: s/c receive_to_book.p50: 1 commit(s) to {'02' * 6} changed none of the "
             f"gateway's sources since {'01' * 6}, and their runs measured its build at 120.0 ns against 100.0 ns "
             "(+20.0%") in out
+    # Made by another itchbench, the drift may be the testbench's own, and the line says so.
+    retooled = _synthetic_store(tmp_path / "retooled", [same, same, busier], sources=["a", "b", "b"],
+                                testbench=["t1" * 20, "t1" * 20, "t2" * 20])
+    assert itchbench_main(["history", str(retooled), "--check"]) == 0
+    assert (f"the machine's difference between the two times, or itchbench's own (its runs were made by itchbench "
+            f"{'t1' * 6}, then {'t2' * 6}), not the gateway's code") in capsys.readouterr().out
     # The same runs with the sources not known (a store written before they were recorded): judged by commit, the
     # busier hour is a regression. This is what knowing the sources changes.
     unknown = _synthetic_store(tmp_path / "unknown", [same, same, busier])

@@ -150,7 +150,7 @@ def check(store_dir: Path, threshold: Threshold = Threshold(), metrics: tuple[st
     if metrics:
         where = "WHERE metric IN (" + ", ".join("'" + m.replace("'", "''") + "'" for m in metrics) + ")"
     df = store.query(store_dir, "SELECT gateway, cpu_model, scenario, configuration, metric, commit, commit_time, "
-                                f"commit_depth, sources_id, value FROM runs {where}")
+                                f"commit_depth, sources_id, itchbench_commit, value FROM runs {where}")
     if df.empty:
         return []
     df["gateway"] = df["gateway"].fillna(store.BUILT_IN)
@@ -200,9 +200,13 @@ def _machine_drift(g: Any, order: list[str], start: str, commit: str, series: di
         abs(change) > threshold.limit
     if not differs:
         return []
+    # The testbench that made the runs is part of the measurement too: where it differs, the difference may be its.
+    testbench = [sorted(set(g.loc[g["commit"].isin(cs), "itchbench_commit"].fillna("unknown")))
+                 for cs in ([start], later)]
     return [{**series, "commit": commit, "unit": unit(series["metric"]), "kind": "drift", "judged": True,
              "alert": False, "since": start, "value": h, "baseline": b, "change": change, "p": p,
-             "runs": int(head.size), "baseline_runs": int(base.size), "commits": len(later)}]
+             "runs": int(head.size), "baseline_runs": int(base.size), "commits": len(later),
+             "itchbench": testbench if testbench[0] != testbench[1] else None}]
 
 
 def _judge_commit(g: Any, order: list[str], at: int, series: dict[str, str], threshold: Threshold) -> list[dict]:
@@ -237,9 +241,12 @@ def line(r: dict[str, Any]) -> str:
         p = f", p {r['p']:.2g}" if r["p"] is not None else ""
         return (f"MACHINE DRIFT {name}: {r['commits']} commit(s) to {r['commit'][:12]} changed none of the gateway's "
                 f"sources since {r['since'][:12]}, and their runs measured its build at {r['value']:,.1f}{u} against "
-                f"{r['baseline']:,.1f}{u} ({r['change']:+.1%}{p}; {r['runs']} runs vs {r['baseline_runs']}): the "
-                "machine's difference between the two times, not the code's; judged on the runs of "
-                f"{r['since'][:12]}")
+                f"{r['baseline']:,.1f}{u} ({r['change']:+.1%}{p}; {r['runs']} runs vs {r['baseline_runs']}): "
+                + ("the machine's difference between the two times, not the code's" if not r.get("itchbench") else
+                   "the machine's difference between the two times, or itchbench's own (its runs were made by "
+                   f"itchbench {', '.join(c[:12] for c in r['itchbench'][0])}, then "
+                   f"{', '.join(c[:12] for c in r['itchbench'][1])}), not the gateway's code")
+                + f"; judged on the runs of {r['since'][:12]}")
     at = r["commit"][:12]
     if r.get("same_sources_through"):
         at += f" (its sources unchanged through {r['same_sources_through'][:12]})"
