@@ -15,11 +15,29 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
+
+
+_STARTED: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def no_collector_left():
+    """A test that fails leaves no collector of its running (perhaps stopped)."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+            proc.wait(10)
 
 
 def _collector(out: Path, via: str = "udp") -> tuple[subprocess.Popen, int]:
     proc = subprocess.Popen([sys.executable, "-m", "itchbench.gateways.collector", "--via", via, "--format", "csv",
                              "--out", str(out)], stdout=subprocess.PIPE, text=True)
+    _STARTED.append(proc)
     assert proc.stdout is not None
     return proc, int(proc.stdout.readline().split()[1])  # LISTENING <port>
 
