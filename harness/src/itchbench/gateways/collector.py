@@ -58,6 +58,11 @@ POLL_S = 0.1  # how soon a blocked read looks at the stop request
 # pieces of 64 KiB had the later ones wait for the earlier ones' writing (a 200 KiB burst of the C++ example
 # gateway at top speed: 4 reads, and 1,854 of its 5,833 events read after a read that left bytes queued).
 READ_MOST = 4 << 20
+# A stream is read into one buffer and copied out by the length read: recvmsg(READ_MOST) allocated and freed 4 MiB a
+# read. A datagram is read whole, whatever its size, into a buffer of its own.
+DATAGRAM_MOST = 1 << 16
+_READ_BUFFER = bytearray(READ_MOST)
+_READ_VIEW = memoryview(_READ_BUFFER)
 SO_TIMESTAMPNS = 35  # Linux (asm-generic/socket.h); the socket module does not name it
 TIMESPEC = struct.Struct("@qq")
 
@@ -104,25 +109,28 @@ class _Output:
         lines may have come (0: all came at t; None: t is the read's time, not an arrival)."""
         self.reads += 1
         self.bytes += len(data)
-        self.pending += data
         lines = 0
         if self.fmt == "itchbench":
+            self.pending += data
             whole = len(self.pending) // RECORD.size * RECORD.size
             for r in RECORD.iter_unpack(self.pending[:whole]):
                 self.out.write(f"{t} {r[0]},{r[6]},{r[4]},{r[2]},{r[5]},{r[3]}\n")
             lines = whole // RECORD.size
             self.pending = self.pending[whole:]
         else:
-            *whole_lines, self.pending = self.pending.split(b"\n")
-            if self.via == "udp" and self.pending:  # a datagram ends its last line
-                whole_lines.append(self.pending)
-                self.pending = b""
-            if whole_lines:  # a read's lines share its stamp: written as one string, no work in Python per line
-                text = b"\n".join(whole_lines).decode(errors="replace")
+            data = self.pending + data if self.pending else data
+            text_bytes: bytes | None = None
+            if self.via == "udp":  # a datagram ends its last line; an empty one holds none
+                text_bytes = (data[:-1] if data.endswith(b"\n") else data) if data else None
+            else:
+                end = data.rfind(b"\n")
+                text_bytes, self.pending = (None, data) if end < 0 else (data[:end], data[end + 1:])
+            if text_bytes is not None:  # a read's lines share its stamp: written as one string, no work a line
+                text = text_bytes.decode(errors="replace")
                 if "\r" in text:  # a line ending in CR LF is its text alone
                     text = "\n".join(line.rstrip("\r") for line in text.split("\n"))
                 self.out.write(f"{t} " + text.replace("\n", f"\n{t} ") + "\n")
-            lines = len(whole_lines)
+                lines = text.count("\n") + 1
         self.last_exact = 0  # of this read's lines, the one counted as stamped at its own arrival
         self.last_bound = earlier_ns or 0
         if earlier_ns is None:
@@ -190,9 +198,16 @@ def queued_bytes(sock: socket.socket) -> int:
     return n[0]
 
 
+AHEAD_KEPT_NS = 10_000_000  # CLOCK_REALTIME's lead is measured again after this: slewed, it moves ~µs a second
+_ahead = [0, 0]              # when last measured (CLOCK_MONOTONIC), and what
+
+
 def _realtime_ahead() -> int:
-    """CLOCK_REALTIME minus CLOCK_MONOTONIC now, ns: of five reads of one between two of the other, the closest
-    pair (a read interrupted between its clocks would be off by the interruption)."""
+    """CLOCK_REALTIME minus CLOCK_MONOTONIC, ns, measured at most AHEAD_KEPT_NS ago: of five reads of one between two
+    of the other, the closest pair (a read interrupted between its clocks would be off by the interruption)."""
+    now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    if _ahead[0] and now - _ahead[0] < AHEAD_KEPT_NS:
+        return _ahead[1]
     best = None
     for _ in range(5):
         before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
@@ -201,6 +216,7 @@ def _realtime_ahead() -> int:
         if best is None or after - before < best[0]:
             best = (after - before, real - (before + after) // 2)
     assert best is not None
+    _ahead[:] = [now, best[1]]
     return best[1]
 
 
@@ -214,19 +230,10 @@ def _arrival(ancillary: list[tuple[int, int, bytes]]) -> int | None:
     return None
 
 
-def _stamped_read(sock: socket.socket) -> tuple[bytes, int | None, int, int, bool]:
-    """One read: (its bytes, their kernel arrival stamp or None, when the read began and returned, whether bytes
-    waited as it began). A stamp that is no arrival is None: one after the read returned, or, for a datagram that
-    waited before the read began, one at or after that (the kernel stamps a datagram that came unstamped when it is
-    read)."""
-    began = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-    waited = queued_bytes(sock) > 0
-    data, ancillary, _, _ = sock.recvmsg(READ_MOST, socket.CMSG_SPACE(TIMESPEC.size))
-    returned = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-    t = _arrival(ancillary)
-    if t is not None and (t > returned or (waited and t >= began and sock.type == socket.SOCK_DGRAM)):
-        t = None
-    return data, t, began, returned, waited
+def _read(sock: socket.socket) -> tuple[bytes, list[tuple[int, int, bytes]]]:
+    """One read of a stream: its bytes and ancillary data."""
+    n, ancillary, _, _ = sock.recvmsg_into([_READ_BUFFER], socket.CMSG_SPACE(TIMESPEC.size))
+    return bytes(_READ_VIEW[:n]), ancillary
 
 
 STAMPS_ON_WITHIN_S = 2.0  # the kernel's deferred work runs in microseconds to milliseconds
@@ -255,14 +262,19 @@ def stamps_on() -> socket.socket:
                     return sock
     print(f"itchbench-collector: the kernel gave no receive stamps within {STAMPS_ON_WITHIN_S:g} s: lines are "
           "stamped when read", file=sys.stderr, flush=True)
+    _stamps_trusted[0] = False
     return sock
+
+
+_stamps_trusted = [True]  # False: the kernel was not seen stamping (stamps_on gave up), so no stamp is an arrival
 
 
 def read_datagram(sock: socket.socket) -> tuple[bytes, int, int | None]:
     """A datagram, its arrival, and how much earlier than that its lines came: 0, or None when the kernel gave no
     stamp (then the read's time stands for it)."""
-    data, t, _, returned, _ = _stamped_read(sock)
-    return (data, t, 0) if t is not None else (data, returned, None)
+    data, ancillary, _, _ = sock.recvmsg(DATAGRAM_MOST, socket.CMSG_SPACE(TIMESPEC.size))
+    t = _arrival(ancillary) if _stamps_trusted[0] else None
+    return (data, t, 0) if t is not None else (data, time.clock_gettime_ns(time.CLOCK_MONOTONIC), None)
 
 
 def _take_queued(sock: socket.socket, output: _Output) -> None:
@@ -285,9 +297,15 @@ def _read_stream(source: socket.socket, output: _Output, listening: int) -> None
     last = listening
     while not _Stop.requested:
         try:
-            data, t, began, returned, waited = _stamped_read(source)
+            began = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            waited = queued_bytes(source) > 0
+            data, ancillary = _read(source)
         except TimeoutError:
             continue
+        returned = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        t = _arrival(ancillary) if _stamps_trusted[0] else None
+        if t is not None and t > returned:  # no arrival can come after the read that took it
+            t = None
         if not data:  # the stream's end
             output.ended()
             return
