@@ -82,6 +82,8 @@ _EMIT = '        if args.bbo_format == "csv":\n            pending.append(f"{seq
 _CSV_LINE = '            pending.append(f"{seq},{stock},{bbo[0]},{bbo[1]},{bbo[2]},{bbo[3]}\\n")\n'
 _SAY = "        if now != self.said.get(stock, (0,) * len(now)):\n"
 _FLUSH = '            send("".join(pending).encode())\n'
+_PENDING = "    pending: list[str] = []\n"
+_LAST_FLUSH = "        flush(last=True)\n"
 _ADD_LEVEL = "        level[price] = level.get(price, 0) + shares\n"
 _REPLACE_ADD = "                self._add(new, stock, side, price, shares)\n"
 _REDUCING = '        elif kind in (b"E", b"C", b"X"):\n'
@@ -179,9 +181,17 @@ MUTANTS: tuple[Mutant, ...] = (
            CLAIMS_SHARDS + _py((_SHARD_SENT, _SHARD_SENT_BACKWARDS)), "udp", "bbo_differs"),
     Mutant("sharded-out-of-order-serial", "each shard's four events sent last first, on the serial line (3 shards by "
            "stock)", PY, CLAIMS_SHARDS_SERIAL + _py((_SHARD_SENT, _SHARD_SENT_BACKWARDS)), "serial", "bbo_differs"),
-    Mutant("out-of-order-serial", "a read's events sent last first, on the serial line", PY,
-           _py((_FLUSH, '            send("".join(reversed(pending)).encode())  # MUTANT\n')), "serial",
-           "bbo_differs"),
+    # Held a read and sent after the next one's: a read's own events reversed were the same events whenever the
+    # gateway kept up with the line (a read of one line, one event), which a fast enough machine made it do.
+    Mutant("out-of-order-serial", "each read's events held back and sent after the next read's, on the serial line",
+           PY, _py((_PENDING, _PENDING + "    held: list[str] = []  # MUTANT\n"),
+                   (_FLUSH, '            held.append("".join(pending))  # MUTANT\n'
+                            '            if len(held) == 2 or last:  # MUTANT\n'
+                            '                send("".join(reversed(held)).encode())  # MUTANT\n'
+                            '                held.clear()  # MUTANT\n'),
+                   (_LAST_FLUSH, _LAST_FLUSH + '        if held:  # MUTANT\n'
+                                               '            send("".join(held).encode())  # MUTANT\n')),
+           "serial", "bbo_differs"),
     Mutant("wrong-stock", "stock locates off by one (a 1-based table read as 0-based)", PY,
            _py((_CSV_LINE, _CSV_LINE.replace("{stock}", "{stock + 1}").replace(")\n", ")  # MUTANT\n"))), "udp",
            "bbo_differs"),
