@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from ..compare import verdicts
-from . import store
+from . import alerts, store
 
 # compare's metric names (compare/session.py summary_metrics): the built-in gateway's, and a black box's
 DEFAULT_METRICS = ("receive_to_book.p50", "receive_to_book.p99", "throughput_msg_s", "wire_to_wire.p50")
@@ -77,14 +77,14 @@ def series(store_dir: Path, metrics: tuple[str, ...] = DEFAULT_METRICS) -> list[
         gateway, cpu, scen, conf, metric = map(str, key)
         rows = []
         prev: list[float] | None = None
-        prev_sources = None
         higher_is_better = metric.endswith("_msg_s")  # as compare judges it
+        # The commit that made each commit's build (the same sources as the commit before: a step of no code).
+        first = alerts.build_starts(list(dict.fromkeys(g["commit"])),
+                                    g.groupby("commit")["sources_id"].first().to_dict())
         for (commit, when), c in g.groupby(["commit", "commit_time"], sort=False):
             values = c["value"].tolist()
             step, stats = "", None
-            sources = c["sources_id"].dropna().iloc[0] if c["sources_id"].notna().any() else None
-            if prev is not None and sources is not None and sources == prev_sources:
-                # The same build measured again: a difference is the machine's, never a step of the code.
+            if prev is not None and first[commit] != commit:  # a difference is the machine's, never the code's
                 step = "SAME SOURCES"
             elif prev is not None:
                 v = verdicts.timing(prev, values, higher_is_better=higher_is_better, threshold=THRESHOLD, seed=SEED)
@@ -94,7 +94,7 @@ def series(store_dir: Path, metrics: tuple[str, ...] = DEFAULT_METRICS) -> list[
                          "median": float(pd.Series(values).median()), "values": values, "runs": len(values),
                          "verdicts": c["verdict"].value_counts().sort_index().to_dict(),
                          "run_dirs": c["run_dir"].tolist(), "step": step, "step_stats": stats})
-            prev, prev_sources = values, sources
+            prev = values
         out.append(Series(gateway, cpu, scen, conf, metric, pd.DataFrame(rows)))
     return out
 
@@ -187,8 +187,6 @@ document.getElementById('plot').on('plotly_click', ev => {
 def write(store_dir: Path, out: Path, metrics: tuple[str, ...] = DEFAULT_METRICS) -> Path:
     """history.html, and per series a CSV, in out; returns the page."""
     from plotly.offline import get_plotlyjs
-
-    from . import alerts
 
     out.mkdir(parents=True, exist_ok=True)
     all_series = series(store_dir, metrics)
