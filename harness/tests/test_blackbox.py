@@ -372,3 +372,38 @@ def test_a_stocks_event_after_its_later_event_is_out_of_order_but_stocks_may_int
     # A duplicate is extra, not out of order: the order check looks only at matched events.
     dup = blackbox.check(_events(REF.values[[0, 1, 2, 0, 3]].tolist()), REF, KINDS, "exact")
     assert (dup["extra"], dup["out_of_order"]) == (1, 0)
+
+
+def _send_log(path: Path, packets: list[tuple[int, int, int]], flags: int = 0) -> Path:
+    """A send log of (first seq, count, t_sent ns) packets, each due 1 µs before it was sent."""
+    from itchbench.analysis import logs
+    w = logs.LogWriter(path, logs.KIND_SEND, stage_clock=1)
+    rec = np.zeros(len(packets), logs.SEND_DTYPE)
+    for i, (seq, count, sent) in enumerate(packets):
+        rec[i]["seq"], rec[i]["count"], rec[i]["t_sent"], rec[i]["t_intended"] = seq, count, sent, sent - 1_000
+    rec["flags"] = flags
+    w.append(rec)
+    w.close()
+    return path
+
+
+def test_an_event_received_before_its_message_was_sent_is_counted_and_named(tmp_path: Path):
+    # Packets: seq 10-11 sent at 1 s, seq 12-13 at 1.010 s; seq 12 again (line B's copy) at 1.005 s, written after.
+    log = _send_log(tmp_path / "send.log", [(10, 2, 1_000_000_000), (12, 2, 1_010_000_000), (12, 1, 1_005_000_000)])
+    events = _events(REF.values.tolist())
+    # seq 10: 50 µs after its send; 11: 2 ms before it; 12: 4.5 ms after its earliest send (line B's copy), 0.5 ms
+    # before line A's; 13: 0.4 ms before its send, within the slack a slewed clock is allowed.
+    events["t_recv"] = [1_000_050_000, 998_000_000, 1_009_500_000, 1_009_600_000]
+    w2w = blackbox.wire_to_wire(events, log)
+    assert w2w["before_sent"] == {"events": 1, "first_seq": 11, "first_by_ns": 2_000_000}
+    assert w2w["from_sent"]["min"] == -2_000_000 and w2w["events"] == 4
+    (name, ok), = blackbox.after_the_send(w2w).items()
+    assert not ok and name == (f"{blackbox.AFTER_THE_SEND}: 1 of 4 events received before their message was sent "
+                               "(first: seq 11, 2.0 ms before): not made from the feed it was sent")
+    # A late join's snapshot made the events of seq 11 and below: not made by a message sent, left out.
+    joined = blackbox.wire_to_wire(events, log, after=11)
+    assert joined["events"] == 2 and joined["before_sent"] == {"events": 0}
+    assert blackbox.after_the_send(joined) == {blackbox.AFTER_THE_SEND: True}
+    # 1.5 ms late instead: no event before its send.
+    events["t_recv"] = events["t_recv"].where(events["seq"] != 11, 1_001_500_000)
+    assert blackbox.wire_to_wire(events, log)["before_sent"] == {"events": 0}

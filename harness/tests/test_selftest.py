@@ -114,6 +114,12 @@ HEADLINES = {
     # Every one of the slice's 8,000 messages twice, the first the session's first.
     "cpp-white-box-recorded-twice": lambda h: h == "NOT BALANCED: white-box latency log: one record a message of the "
     "capture: 8,000 recorded more than once (first: seq 1)",
+    # Played back from a recording as soon as it connected, before the run's sender started: every event it sent
+    # before the message that makes it.
+    "output-from-a-recording": lambda h: re.fullmatch(
+        r"NOT BALANCED: each BBO event received after its message was sent \(itchbench's stamps on both sides\): "
+        r"[1-9][\d,]* of 5,833 events received before their message was sent \(first: seq [\d,]+, [\d.,]+ [mµ]?s "
+        r"before\): not made from the feed it was sent", h) is not None,
     # The built-in gateway's flag: the first event after the first gap is the one named.
     "stale-flag-missed": lambda h: h.startswith("NOT BALANCED: BBO events flagged stale = those after seq "),
 }

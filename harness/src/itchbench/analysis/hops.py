@@ -79,8 +79,8 @@ class Chain:
 
 
 def send_stamps(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(seq, t_intended, t_sent) per message of the packets that left, first send of each sequence number (on
-    either line: a copy a line's faults dropped never left)."""
+    """(seq, t_intended, t_sent) per message of the packets that left, the earliest send of each sequence number
+    (on either line: a copy a line's faults dropped never left)."""
     rec = logs.read_log(path, logs.KIND_SEND, quiet=True).records  # a sender that failed is the run's failure
     ok = (rec["flags"] & (logs.SEND_FAILED | logs.SEND_DROPPED)) == 0
     rec = rec[ok & (rec["count"] > 0)]
@@ -88,8 +88,9 @@ def send_stamps(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     seq = logs.expand_runs(rec["seq"], counts)
     intended = np.repeat(rec["t_intended"].astype(np.int64), counts)
     sent = np.repeat(rec["t_sent"].astype(np.int64), counts)
-    seq, first = np.unique(seq, return_index=True)  # a duplicated packet counts at its first send
-    return seq, intended[first], sent[first]
+    order = np.lexsort((sent, seq))  # a duplicated packet, or a copy on each line, counts at its earliest send
+    seq, first = np.unique(seq[order], return_index=True)
+    return seq, intended[order[first]], sent[order[first]]
 
 
 def lookup(keys: np.ndarray, table_keys: np.ndarray, values: np.ndarray) -> np.ndarray:

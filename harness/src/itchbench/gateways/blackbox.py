@@ -30,6 +30,7 @@ from ..analysis.trend import Trend
 from ..captures.inspect import gateway_feed_args
 from ..depth_levels import ALL_LEVELS, Levels
 from ..tools import run_tool
+from . import white_box
 
 COLUMNS = ["seq", "stock", "bid_px", "bid_qty", "ask_px", "ask_qty"]
 # The stale flag of an `itchbench`-format BBO record (FORMAT.md 0x01; docs/faults.md): judged beside the book, for a
@@ -810,14 +811,34 @@ HOPS = (("sender", "sender: due -> send called"),
         ("gateway", "send called -> BBO event received (the gateway and the network: inside not seen)"))
 
 
-def wire_to_wire(events: pd.DataFrame, send_log: Path) -> dict[str, Any] | None:
+# An event cannot arrive before the message that makes it was sent. The collector's arrival stamps are the kernel's
+# CLOCK_REALTIME moved onto CLOCK_MONOTONIC by their difference measured when read (gateways/collector.py): a clock
+# slewed by NTP meanwhile (500 ppm, a read two seconds after the arrival) moves a stamp by up to this much.
+RECEIVED_EARLY_SLACK_NS = 1_000_000
+AFTER_THE_SEND = "each BBO event received after its message was sent (itchbench's stamps on both sides)"
+
+
+def after_the_send(w2w: dict[str, Any]) -> dict[str, bool]:
+    """The check of a run's balance that its BBO events came after what makes them (wire_to_wire's before_sent):
+    an event received before its message was sent was not made from the feed the run sent — a recorded output
+    played back, the capture read from disk — and its latency is not the gateway's. Named as NOT BALANCED says it."""
+    early = w2w.get("before_sent") or {"events": 0}
+    if not early["events"]:
+        return {AFTER_THE_SEND: True}
+    return {f"{AFTER_THE_SEND}: {early['events']:,} of {w2w['events']:,} events received before their message was "
+            f"sent (first: seq {early['first_seq']:,}, {white_box.span_words(early['first_by_ns'])} before): not "
+            f"made from the feed it was sent": False}
+
+
+def wire_to_wire(events: pd.DataFrame, send_log: Path, after: int = 0) -> dict[str, Any] | None:
     """Per BBO event: collector receive − the send of the packet (or line) that carried its seq, from the
     intended time (free of coordinated omission) and from the actual send; ns percentiles. Its hops add up:
-    their means to the mean from the intended time."""
+    their means to the mean from the intended time. after: a late join's last message covered by its snapshot,
+    whose events (seq at or below it) were made by the snapshot, not by a message sent: left out."""
     if not send_log.is_file() or events.empty or not (events["t_recv"] > 0).any():
         return None
     seq, intended, sent = hops.send_stamps(send_log)
-    e = events[events["t_recv"] > 0]
+    e = events[(events["t_recv"] > 0) & (events["seq"] > after)]
     at = np.searchsorted(seq, e["seq"].to_numpy())
     found = (at < seq.size) & (seq[np.minimum(at, seq.size - 1)] == e["seq"].to_numpy())
     t = e["t_recv"].to_numpy()[found]
@@ -825,7 +846,10 @@ def wire_to_wire(events: pd.DataFrame, send_log: Path) -> dict[str, Any] | None:
     trend, served = Trend(), Trend()  # latency growth from the intended and from the actual send, against due
     trend.add(due, t - due)
     served.add(due, t - called)
-    return {"events": int(found.sum()), "not_matched": int((~found).sum()),
+    early = (t - called) < -RECEIVED_EARLY_SLACK_NS
+    before = ({"events": int(early.sum()), "first_seq": int(e["seq"].to_numpy()[found][np.argmax(early)]),
+               "first_by_ns": int((called - t)[np.argmax(early)])} if early.any() else {"events": 0})
+    return {"events": int(found.sum()), "not_matched": int((~found).sum()), "before_sent": before,
             "from_intended": {**_stats(t - due), **trend.result()},
             "from_sent": {**_stats(t - called), **served.result()},
             "first_due_ns": int(intended.min()) if intended.size else 0, "last_received_ns": int(t.max()) if t.size else 0,

@@ -689,6 +689,9 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         own_log = white_box.checks(run.dir / rundir.GATEWAY_OUT, reference.latency_log, every_message=once,
                                    run=_run_stamps(run, events))
         checks.update(own_log)
+    latency = blackbox.wire_to_wire(events, run.dir / "send.log", after=joined["through"] if joined else 0)
+    if latency:
+        checks.update(blackbox.after_the_send(latency))
     rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,
            "bbo_check": bbo_check, "black_box": True}
     if own_log is not None:
@@ -701,7 +704,6 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         rec["join"] = _join_black_box(run, joined, out, bbo_cfg, session, reference,
                                       (lambda: events) if judged is None else
                                       (lambda: blackbox.read_output(run.dir, output, bbo_cfg, reference.symbols)[0]))
-    latency = blackbox.wire_to_wire(events, run.dir / "send.log")
     if latency and bbo_cfg.get("via") in ("tcp", "udp"):  # stamped by itchbench's collector: how exactly
         ended = _collector_ended(run)
         latency["collector"] = {key: ended.get(key) for key in ("reads", "events_earlier_than_stamp",

@@ -105,6 +105,23 @@ _CLOSE = "        flush(last=True)\n        close()\n    return 0\n"
 _TCP_OUT = "        conn = socket.create_connection(to)\n        return conn.sendall, conn.close\n"
 _PARSED = "    args = p.parse_args()\n"
 _OPEN_FEED = "            sock = open_feed(addr, int(port))\n"
+_FEED = "    feed = Feed(Book(emit, args.levels), stamps=stamps)\n"
+_CONNECT = "    send, close = _bbo_output(args.bbo_via, bbo_to, args.bbo_topic)\n"
+# A recording's MoldUDP64 packets (a little-endian pcap of Ethernet, IPv4 with no options, UDP: the payload at 42)
+# applied before it connects to the collector (its ready signal: the run's sender starts after it), all but its
+# end of session, and sent as soon as it is connected.
+_FROM_THE_RECORDING = """    with open({path}, "rb") as recording:  # MUTANT
+        data = recording.read()
+    at = 24
+    while at + 16 <= len(data):
+        size = struct.unpack_from("<I", data, at + 8)[0]
+        packet = data[at + 16 + 42:at + 16 + size]
+        at += 16 + size
+        if len(packet) >= 20 and struct.unpack_from(">H", packet, 18)[0] not in (0, 0xFFFF):
+            feed.packet(packet)
+    send, close = _bbo_output(args.bbo_via, bbo_to, args.bbo_topic)
+    flush()
+"""
 _RECEIVE = "                    more = feed.packet(s.recv(65536)) and more\n"
 # Anchor in examples/py-gateway/itchbench.toml.
 _STOP_GRACE = "term_grace_s = 5    # then SIGKILL\n"
@@ -298,6 +315,14 @@ MUTANTS: tuple[Mutant, ...] = (
            IMPATIENT + _py((_PARSED, _PARSED + "    time.sleep(3600)  # MUTANT\n")), "udp", "incomplete"),
     Mutant("exit-0-silent", "exits 0 at once, having said nothing", PY,
            _py((_PARSED, _PARSED + "    return 0  # MUTANT\n")), "udp", "incomplete"),
+    # Its output right, and made before the run sent a packet: a stub playing back a recording of the session kept
+    # on disk (a UDP gateway gets no {capture}: the recording's path is written into it).
+    Mutant("output-from-a-recording", "its BBO made at start from a recording of the session on disk (the bundled "
+           "capture, at a path written into it), sent as soon as it is connected, before any packet was sent; the "
+           "feed then read and dropped as duplicates", PY,
+           _py((_CONNECT, "    # MUTANT: connected once the recording is played\n"),
+               (_FEED, _FEED + _FROM_THE_RECORDING.format(
+                   path=repr(str(paths.fixtures_dir() / "nasdaq-day-sample.pcap"))))), "udp", "unbalanced"),
     Mutant("says-lossless", "prints a verdict-looking LOSSLESS line itself, and sends no event", PY,
            _py((_PARSED, _PARSED + '    print("LOSSLESS: 14,000 messages, 6,000 BBO events = simulation (exact), '
                                    'balanced — ok", flush=True)  # MUTANT\n'),
