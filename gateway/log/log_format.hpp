@@ -242,6 +242,7 @@ enum SendFlags : uint8_t {
   kSendLineB = 2,   // sent on the feed's B line (udp-replay --line-b); A otherwise
   kSendDropped = 4, // not sent: the line's fault policy dropped it (--drop-a/-b, bursts, silence)
   kSendDuplicate = 8,  // the line's second send of the packet (--duplicate-a/-b)
+  kSendCorrupted = 16,  // serial: one of the line's payload digits damaged (serial-replay --corrupt-every)
 };
 
 enum LatencyFlags : uint8_t {

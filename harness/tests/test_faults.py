@@ -7,13 +7,14 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+import subprocess
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from itchbench import rundir
+from itchbench import paths, rundir
 from itchbench.analysis import logs
 from itchbench.captures import faults, fixtures
 from itchbench.cli import main as itchbench_main
@@ -125,6 +126,29 @@ def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
         outs.append((out.read_bytes(), faults.sidecar_path(out).read_text()))
     assert outs[0] == outs[1]
     assert outs[0][0] != outs[2][0]
+
+
+def test_messages_named_to_be_rejected_are_damaged_and_nothing_else(tmp_path):
+    # The first message of the capture, two inside packets and the last: each type byte a digit, every other byte
+    # of every message as it was; the simulation rejects exactly those four as of an unknown type.
+    named = [1, 45, 600, 8000]
+    out = tmp_path / "rejected.pcap"
+    side = faults.inject(DAY, out, seed=0, reject=np.array(named))
+    assert side["sequences"]["corrupted_rejected"] == named and side["corrupted_messages_rejected"] == 4
+    assert side["packets_out"] == side["packets_in"] and side["dropped_packets"] == 0
+    before = [mold(p) for p in packets(DAY)]
+    after = [mold(p) for p in packets(out)]
+    assert len(before) == len(after)
+    damaged = []
+    for was, now in zip(before, after):
+        assert was is not None and now is not None and was[:2] == now[:2]
+        for i, (a, b) in enumerate(zip(was[2], now[2])):
+            if a != b:
+                assert b[:1] == b"0" and a[1:] == b[1:] and a[0] in ITCH_TYPES
+                damaged.append(was[0] + i)
+    assert damaged == named
+    assert itchbench_main(["sim", str(out), "--out", str(tmp_path / "run"), "--no-latency-log"]) == 0
+    assert rundir.read_json(tmp_path / "run" / "gateway.json")["decode"]["rejected_unknown_type"] == 4
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -250,4 +274,14 @@ def test_bad_fault_options_are_clear_errors(tmp_path, capsys):
     out = tmp_path / "x.pcap"
     assert itchbench_main(["faults", str(DAY), str(out), "--seed", "1", "--burst-drop", "nonsense"]) == 1
     assert "LEN@P" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_list_of_messages_to_reject_that_is_not_sequence_numbers_is_refused_with_its_line(tmp_path):
+    listed = tmp_path / "reject.txt"
+    listed.write_text("45\n600\nsix hundred\n")
+    out = tmp_path / "x.pcap"
+    done = subprocess.run([str(paths.tool("itch-faults")), str(DAY), str(out), "--seed", "0", "--reject-seqs",
+                           str(listed)], capture_output=True, text=True)
+    assert done.returncode == 2 and "reject.txt line 3 is not a sequence number: 'six hundred'" in done.stderr
     assert not out.exists()

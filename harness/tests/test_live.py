@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from itchbench.analysis import logs
+from itchbench.captures import faults
 from itchbench.captures.digest import sim_bbo
 from itchbench.runs import runner
 
@@ -102,6 +103,8 @@ def test_garbage_and_corrupt_lines_are_counted_and_skipped(short_day, tmp_path):
     # The corruption was declared (serial.corrupt_every): accounted exactly, so the run passes.
     assert s["verdict"]["status"] == "faults_accounted" and s["verdict"]["exit_status"] == 0
     assert rec["checks"]["bad lines = lines corrupted by serial-replay"]
+    # Each damaged line is flagged in the send log: every 250th line of the 3,000, whose messages are seqs 1 on.
+    assert faults.corrupted_lines(run / "send.log").tolist() == list(range(250, 3001, 250))
 
 
 @pytest.mark.parametrize("policy", ["drop", "disconnect"])

@@ -36,6 +36,21 @@ std::vector<uint8_t> build(const net::Endpoints& ep, uint16_t ip_id, const uint8
   return frame;
 }
 
+// The `which`-th message of a MoldUDP64 packet we built: where its length field is.
+size_t message_at(const Item& it, uint64_t which) {
+  size_t off = kPayloadOffset + mold::kHeaderLength;
+  for (uint64_t m = 0; m < which; ++m) off += 2 + load_be16(&it.frame[off]);
+  return off;
+}
+
+// A payload changed in place: the UDP checksum covers it.
+void reseal(Item& it) {
+  const size_t udp = 14 + 20;
+  store_be16(&it.frame[udp + 6], 0);
+  store_be16(&it.frame[udp + 6], net::udp_checksum(it.endpoints.src_ip, it.endpoints.dst_ip, &it.frame[udp],
+                                                   it.frame.size() - udp));
+}
+
 // One faulted packet: its count, its messages and their sequence numbers.
 void tally(uint64_t& packets, uint64_t& messages, std::vector<uint64_t>& sequences, const Item& it) {
   ++packets;
@@ -122,10 +137,8 @@ FaultReport inject_faults(const std::string& in, const std::string& out, const F
       it.frame = build(it.endpoints, load_be16(&it.frame[14 + 4]), p.data(), p.size());
     } else if (it.count > 0 && rng.chance_ppm(o.corrupt_ppm)) {
       it.fault = Fault::kCorrupt;
-      // Find the chosen message inside the MoldUDP64 payload.
       const uint64_t which = rng.below(it.count);
-      size_t off = kPayloadOffset + mold::kHeaderLength;
-      for (uint64_t m = 0; m < which; ++m) off += 2 + load_be16(&it.frame[off]);
+      const size_t off = message_at(it, which);
       const uint16_t len = load_be16(&it.frame[off]);
       uint8_t* msg = &it.frame[off + 2];
       const uint64_t seq = it.first_seq + which;
@@ -138,12 +151,26 @@ FaultReport inject_faults(const std::string& in, const std::string& out, const F
         ++r.corrupted_messages_rejected;
         r.corrupted_rejected_sequences.push_back(seq);
       }
-      // The UDP checksum covers the payload: recompute it.
-      const size_t udp = 14 + 20;
-      store_be16(&it.frame[udp + 6], 0);
-      store_be16(&it.frame[udp + 6], net::udp_checksum(it.endpoints.src_ip, it.endpoints.dst_ip,
-                                                       &it.frame[udp], it.frame.size() - udp));
+      reseal(it);
     }
+  }
+
+  // The messages named to be rejected, whatever their packet drew: each type byte a digit (an unknown type).
+  for (Item& it : items) {
+    if (!it.mold || it.count == 0) continue;
+    auto named = std::lower_bound(o.reject_sequences.begin(), o.reject_sequences.end(), it.first_seq);
+    bool damaged = false;
+    for (; named != o.reject_sequences.end() && *named < it.first_seq + it.count; ++named) {
+      const size_t off = message_at(it, *named - it.first_seq);
+      if (load_be16(&it.frame[off]) == 0) continue;
+      it.frame[off + 2] = '0';
+      ++r.corrupted_messages_rejected;
+      r.corrupted_rejected_sequences.push_back(*named);
+      damaged = true;
+    }
+    if (!damaged) continue;
+    reseal(it);
+    if (it.fault != Fault::kCorrupt) ++r.corrupted_packets;
   }
 
   // Output order: by key; a duplicate right after its original.

@@ -8,6 +8,8 @@
 //   corrupt    one of its messages is damaged: half the time the type byte
 //              becomes a digit (rejected as an unknown type), half the time one
 //              bit of the body flips (still decodes: reported as such)
+// Besides the draw, messages named by sequence number are damaged so that they
+// are rejected (their type byte a digit), counted as corrupted and rejected.
 // The first MoldUDP64 packet and end-of-session packets are never faulted and
 // nothing moves past an end of session, so every loss lies between packets
 // the gateway sees. Frames that are not MoldUDP64 over UDP pass unchanged.
@@ -24,6 +26,9 @@ struct FaultOptions {
   uint32_t reorder_window = 4;      // 1..64 (the gateway remembers 64 gaps)
   uint32_t burst_length = 0;        // --burst-drop LEN@P: LEN packets in a row ...
   uint32_t burst_ppm = 0;           // ... starting at a packet with probability P
+  // Messages to damage so that a gateway rejects them (type byte a digit), ascending: a serial line's corrupted
+  // lines, as its sender logged them (not drawn; any packet, the first too).
+  std::vector<uint64_t> reject_sequences;
 };
 
 struct FaultReport {

@@ -1,7 +1,9 @@
 // itch-faults: deterministic, seeded faults on a MoldUDP64 capture, with a
 // sidecar (OUT.faults.json) that says exactly what was done.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -18,6 +20,22 @@ uint32_t ppm_of(cli::Args& args, const std::string& name) {
   const double p = args.get_double(name);
   if (!(p >= 0 && p <= 1)) args.fail("--" + name + " is a probability between 0 and 1");
   return uint32_t(std::lround(p * 1e6));
+}
+
+// One sequence number a line, ascending or not; anything else is refused with its line.
+std::vector<uint64_t> sequences_of(cli::Args& args, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) args.fail("--reject-seqs: cannot read " + path);
+  std::vector<uint64_t> out;
+  std::string line;
+  for (size_t n = 1; std::getline(in, line); ++n) {
+    if (line.empty() || line.find_first_not_of("0123456789") != std::string::npos || line.size() > 19)
+      args.fail("--reject-seqs: " + path + " line " + std::to_string(n) + " is not a sequence number: '" + line + "'");
+    out.push_back(std::stoull(line));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 }  // namespace
 
@@ -38,6 +56,8 @@ int main(int argc, char** argv) {
   args.option("truncate", "P", "probability a packet's payload is cut short", "0");
   args.option("corrupt", "P", "probability one message of a packet is damaged", "0");
   args.option("burst-drop", "LEN@P", "drop LEN packets in a row, starting with probability P");
+  args.option("reject-seqs", "FILE", "also damage these messages (one sequence number a line) so that they are "
+              "rejected: their type byte a digit (a serial line's corrupted lines, as its sender logged them)");
   args.parse(argc, argv);
   if (!args.has("seed")) args.fail("--seed is required: faults are always seeded explicitly");
 
@@ -50,6 +70,7 @@ int main(int argc, char** argv) {
   o.corrupt_ppm = ppm_of(args, "corrupt");
   o.reorder_window = uint32_t(args.get_u64("reorder-window"));
   if (o.reorder_window < 1 || o.reorder_window > 64) args.fail("--reorder-window must be 1..64");
+  if (args.has("reject-seqs")) o.reject_sequences = sequences_of(args, args.get("reject-seqs"));
   if (args.has("burst-drop") && !replay::parse_burst(args.get("burst-drop"), o.burst_length, o.burst_ppm))
     args.fail("--burst-drop takes LEN@P, e.g. 5@0.001 (LEN >= 1, 0 <= P <= 1)");
   const std::string in = args.positionals()[0], out = args.positionals()[1];

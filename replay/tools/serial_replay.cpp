@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
         return true;
       }
       const size_t body = serial::encode_line(line + n, seq, start, msg, len);
-      if (corrupt_every && msg && (lines + 1) % corrupt_every == 0) line[n + body - 6] ^= 0x01;  // a payload digit
+      const bool corrupted = corrupt_every && msg && (lines + 1) % corrupt_every == 0;
+      if (corrupted) line[n + body - 6] ^= 0x01;  // a payload digit
       n += body;
       const uint64_t end = start + uint64_t(double(n) * ns_per_byte);
       const uint64_t now = monotonic_ns();
@@ -149,6 +150,7 @@ int main(int argc, char** argv) {
           rec.bytes = uint32_t(n);
           rec.t_intended = start;
           rec.t_sent = t_write;
+          rec.flags = corrupted ? uint8_t(logfmt::kSendCorrupted) : 0;
           log->append(rec);
         }
       }

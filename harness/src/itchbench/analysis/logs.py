@@ -40,7 +40,8 @@ FLAG_UNKNOWN_REF = 0x02
 FLAG_REJECTED = 0x04
 FLAG_BOOK_MAY_BE_STALE = 0x01  # BBO record flag
 FLAG_FROM_SNAPSHOT = 0x02  # BBO record flag: the book as a late joiner's snapshot left it
-SEND_FAILED, SEND_LINE_B, SEND_DROPPED, SEND_DUPLICATE = 0x01, 0x02, 0x04, 0x08  # send record flags (FORMAT.md)
+# Send record flags (FORMAT.md).
+SEND_FAILED, SEND_LINE_B, SEND_DROPPED, SEND_DUPLICATE, SEND_CORRUPTED = 0x01, 0x02, 0x04, 0x08, 0x10
 
 HEADER_DTYPE = np.dtype([
     ("magic", "S8"), ("version", "<u2"), ("header_size", "<u2"), ("record_size", "<u2"),

@@ -20,6 +20,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ..analysis import logs
 from ..tools import run_tool
 from .compressed import plain_copy
 from .fixtures import sha256_of
@@ -40,13 +43,18 @@ def sidecar_of(capture: Path) -> dict[str, Any] | None:
 
 def inject(src: Path, dst: Path, *, seed: int, drop: float = 0, duplicate: float = 0, reorder: float = 0,
            reorder_window: int = 4, truncate: float = 0, corrupt: float = 0,
-           burst_drop: str | None = None) -> dict[str, Any]:
-    """Write dst (and its sidecar) from src; returns the sidecar."""
+           burst_drop: str | None = None, reject: np.ndarray | None = None) -> dict[str, Any]:
+    """Write dst (and its sidecar) from src; returns the sidecar. reject: sequence numbers of messages to damage
+    so that they are rejected (their type byte a digit), besides what is drawn."""
     args: list[str | Path] = [src, dst, "--seed", str(seed), "--drop", str(drop), "--duplicate", str(duplicate),
                               "--reorder", str(reorder), "--reorder-window", str(reorder_window),
                               "--truncate", str(truncate), "--corrupt", str(corrupt)]
     if burst_drop:
         args += ["--burst-drop", burst_drop]
+    if reject is not None:
+        listed = dst.with_name(dst.name + ".reject")
+        listed.write_text("".join(f"{int(s)}\n" for s in reject))
+        args += ["--reject-seqs", listed]
     run_tool("itch-faults", args)
     sidecar = sidecar_of(dst)
     assert sidecar is not None, "itch-faults wrote no sidecar"
@@ -121,6 +129,23 @@ def reconcile(injected: dict[str, Any], rec: dict[str, Any], checks: dict[str, b
                          "corrupted_packets") if injected[k])
     return {"source": "sidecar", "injected": injected, "summary": summary or "no faults drawn",
             "corrupted_but_decoded": injected["corrupted_messages_decoded"]}
+
+
+def corrupted_lines(send_log: Path) -> np.ndarray:
+    """The sequence numbers of the lines serial-replay sent with a payload digit damaged (serial.corrupt_every), by
+    its send log: the messages a gateway checking each line's checksum never applies."""
+    rec = logs.read_log(send_log, logs.KIND_SEND, quiet=True).records
+    return np.unique(rec["seq"][(rec["flags"] & logs.SEND_CORRUPTED) != 0].astype(np.int64))
+
+
+def without_corrupted_lines(capture: Path, seqs: np.ndarray, into: Path) -> Path:
+    """The capture with the messages of a serial line's corrupted lines rejected (their type byte a digit): its
+    simulation applies what a gateway that checks each line's checksum can apply, in the same order, and flags
+    every event after the first as a book that may be stale, as one after a lost message. A brought gateway on a
+    noisy line is held to it."""
+    out = into / f"{capture.name.split('.')[0]}-without-corrupted-lines.pcap"
+    inject(plain_copy(capture), out, seed=0, reject=seqs)
+    return out
 
 
 def reconcile_serial(rec: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:

@@ -77,11 +77,12 @@ Parts = Callable[[], tuple[Iterator[np.ndarray], "TextParts | None"]]
 
 
 def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, stale: bool,
-           keep_stamps: bool, meter: Progress | None = None) -> Judged | None:
+           keep_stamps: bool, meter: Progress | None = None, kinds: blackbox.Kinds | None = None) -> Judged | None:
     """The output (its contract's [bbo] table `bbo`) held to the reference run's events as its check says, read a
     part at a time, or None: there is no output, or it cannot be judged so (the whole check judges it). stale: the BBO
     events' stale flags are held too. keep_stamps: keep the receive stamps (wire to wire). `meter` is told the
-    output's bytes read so far (and, in buckets of stocks, the buckets judged), left for the caller to finish."""
+    output's bytes read so far (and, in buckets of stocks, the buckets judged), left for the caller to finish.
+    kinds: the message types a difference is named with (the reference run's own by default)."""
     meter = meter or Progress("", None)  # says nothing
     if not output.is_file():
         return None
@@ -93,7 +94,7 @@ def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, 
 
     def ref() -> tuple[Iterator[np.ndarray], TextParts | None]:
         return log_parts(reference.events_log, stale), None
-    return held(got, ref, bbo.get("levels", 0), stale, reference, keep_stamps, meter, output.parent,
+    return held(got, ref, bbo.get("levels", 0), stale, kinds or reference, keep_stamps, meter, output.parent,
                 output.stat().st_size, str(bbo.get("check", "exact")))
 
 

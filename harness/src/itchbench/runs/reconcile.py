@@ -614,6 +614,27 @@ def _collector_datagrams(run: "Run") -> tuple[int, int | None]:
     return int(ended.get("reads", 0)), None if drops is None else int(drops)
 
 
+def _corrupted_lines(run: "Run") -> np.ndarray:
+    """The seqs of the lines serial-replay damaged (serial.corrupt_every), by its send log; none otherwise."""
+    send_log = run.dir / "send.log"
+    if run.values["transport"] != "serial" or not run.values["serial"]["corrupt_every"] or not send_log.is_file():
+        return np.zeros(0, np.int64)
+    return faults.corrupted_lines(send_log)
+
+
+class _LineKinds:
+    """Message types for a difference's words on a noisy serial line: the capture's own (its simulation's, run only
+    when a difference is named), a corrupted line's said as such (the reference has its type byte damaged)."""
+
+    def __init__(self, capture: Path, feed: str, corrupted: np.ndarray) -> None:
+        self.capture, self.feed, self.corrupted = capture, feed, corrupted
+
+    def get(self, seq: int, default: str = "?") -> str:
+        kind = blackbox.reference_run(self.capture, self.feed).get(seq, default)
+        at = int(np.searchsorted(self.corrupted, seq))
+        return f"{kind}, on a corrupted line" if at < self.corrupted.size and self.corrupted[at] == seq else kind
+
+
 def _run_stamps(run: "Run", events: pd.DataFrame) -> white_box.RunStamps:
     """itchbench's own stamps on either side of a brought gateway: its sender's (none from tcpreplay, or when the
     gateway reads the capture itself) and its collector's of each BBO event (none when the gateway wrote a file)."""
@@ -651,13 +672,18 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     joined = run.extras.get("join")
     recovering = recovering or bool(joined)
     session = Path(run.values.get("source_capture") or capture) if recovering else capture
+    corrupted = _corrupted_lines(run)
+    kinds = None
+    if corrupted.size:  # what a gateway checking each line's checksum can apply: the rest of the capture
+        session = faults.without_corrupted_lines(capture, corrupted, run.dir)
+        kinds = _LineKinds(capture, feed, corrupted)
     # Records that carry the stale flag are held to the simulation's flag too (exact; not against a whole session
     # that recovery is held to, where what was given up shows as a loss, not as a flag).
     stale = blackbox.judges_stale(bbo_cfg) and bbo_cfg["check"] == "exact" and not recovering
     levels = bbo_cfg.get("levels", 0)
     reference = blackbox.reference_run(session, feed, levels)
     # Held to the simulation (of the whole session, when recovering or joining late) a part at a time.
-    judged = _judged_in_parts(run, out, bbo_cfg, reference, stale)
+    judged = _judged_in_parts(run, out, bbo_cfg, reference, stale, kinds)
     if judged is not None:  # judged a part at a time: windows of whole seqs of both streams, or buckets of stocks
         events = pd.DataFrame(judged.stamps, columns=["seq", "t_recv"])
         bbo_check = {"mode": bbo_cfg["check"], "reference_events": judged.reference_events, "events": judged.events,
@@ -668,9 +694,10 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         event_count, reference_events = judged.events, judged.reference_events
         last, reached = judged.reference_last_seq, judged.last_seq
     else:
-        ref, kinds = blackbox.reference(session, feed, levels, stale=stale)
+        ref, session_kinds = blackbox.reference(session, feed, levels, stale=stale)
         events, malformed, examples = blackbox.read_output(run.dir, output, bbo_cfg, reference.symbols)
-        bbo_check = blackbox.check(events, ref, kinds, bbo_cfg["check"], also=(blackbox.STALE,) if stale else ())
+        bbo_check = blackbox.check(events, ref, kinds or session_kinds, bbo_cfg["check"],
+                                   also=(blackbox.STALE,) if stale else ())
         event_count, reference_events = len(events), len(ref)
         last = int(ref["seq"].max()) if len(ref) else 0
         reached = int(events["seq"].max()) if len(events) else 0
@@ -694,6 +721,9 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         checks.update(blackbox.after_the_send(latency))
     rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,
            "bbo_check": bbo_check, "black_box": True}
+    if corrupted.size:
+        rec["faults"] = {"source": "serial-replay", "corrupted_lines": int(corrupted.size),
+                         "first_seq": int(corrupted[0]), "held_to": session.name}
     if own_log is not None:
         rec["white_box_log"] = {"holds_together": all(own_log.values()),
                                 "failed": [name for name, ok in own_log.items() if not ok]}
@@ -741,13 +771,13 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
 
 
 def _judged_in_parts(run: "Run", out: Path, bbo_cfg: dict[str, Any], reference: blackbox.ReferenceRun,
-                     stale: bool) -> in_parts.Judged | None:
+                     stale: bool, kinds: blackbox.Kinds | None = None) -> in_parts.Judged | None:
     """The output held to the reference a part at a time (gateways/in_parts.py), or None: the whole check judges
     it. A day's output is gigabytes: its reading said as it goes."""
     meter = progress.Progress("the gateway's output, held to the simulation", out.stat().st_size if out.is_file()
                               else None, say=run.say, log=run.dir / "progress.log", unit="bytes")
     judged = in_parts.judged(out, bbo_cfg, reference, stale, keep_stamps=(run.dir / "send.log").is_file(),
-                             meter=meter)
+                             meter=meter, kinds=kinds)
     if judged is None:
         meter.finish(how="not to be cut into parts (a line past a part, a log that does not read back): read whole")
     else:

@@ -314,6 +314,8 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
         depth = summary.get("bbo", {}).get("levels", 0)
         of_depth = f", depth of {levels_words(depth)}" if depth else ""
         headline = f"BBO DIFFERS ({check['mode']}{of_depth}): {difference_words(check)}{malformed}"
+        if rec.get("faults"):
+            headline += f"; {_corrupted_words(rec['faults'])}"
         if rec.get("recovery"):
             headline += f"; {_recovery_words(rec['recovery'], black_box=True)}"
     elif rec.get("recovery", {}).get("never_answered"):
@@ -332,6 +334,13 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
                     f"and the BBO = "
                     f"the simulation of the whole session ({check['mode']}, {count(check['events'], 'event')}); "
                     f"{_recovery_words(r, black_box=True)}; balanced{timing}")
+    elif rec.get("faults"):
+        status = "faults_accounted"
+        f = rec["faults"]
+        headline = (f"FAULTS ACCOUNTED: {f['corrupted_lines']:,} of {loss['expected_messages']:,} lines corrupted on "
+                    f"the line (serial.corrupt_every; first: seq {f['first_seq']:,}), "
+                    f"{black_box_events(summary, check)} = the simulation without them ({check['mode']}); "
+                    f"balanced{timing}")
     else:
         status = "lossless"
         unseen = unseen_tail_words(check.get("unseen_tail"))
@@ -342,6 +351,12 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
                     f"{black_box_events(summary, check)} = simulation ({check['mode']}){balanced}{timing}"
                     + (f"; not seen: {unseen}" if unseen else ""))
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
+
+
+def _corrupted_words(f: dict[str, Any]) -> str:
+    """What a brought gateway on a noisy serial line is held to (reconcile's rec["faults"])."""
+    return (f"held to the simulation without the {count(f['corrupted_lines'], 'corrupted line')} (first: seq "
+            f"{f['first_seq']:,}), as a gateway checking each line's checksum applies the capture")
 
 
 def black_box_events(summary: dict[str, Any], check: dict[str, Any]) -> str:

@@ -105,6 +105,7 @@ _CLOSE = "        flush(last=True)\n        close()\n    return 0\n"
 _TCP_OUT = "        conn = socket.create_connection(to)\n        return conn.sendall, conn.close\n"
 _PARSED = "    args = p.parse_args()\n"
 _OPEN_FEED = "            sock = open_feed(addr, int(port))\n"
+_CHECKSUM = "            if int(text[star + 1:star + 3], 16) != check:\n                return True\n"
 _FEED = "    feed = Feed(Book(emit, args.levels), stamps=stamps)\n"
 _CONNECT = "    send, close = _bbo_output(args.bbo_via, bbo_to, args.bbo_topic)\n"
 # A recording's MoldUDP64 packets (a little-endian pcap of Ethernet, IPv4 with no options, UDP: the payload at 42)
@@ -219,6 +220,9 @@ MUTANTS: tuple[Mutant, ...] = (
            _py(_REPLACE_AT_OLD_PRICE), "udp", "bbo_differs"),
     Mutant("execute-with-price-ignored", "an execution with price (C) does not reduce the order", PY,
            _py((_REDUCING, '        elif kind in (b"E", b"X"):  # MUTANT\n')), "udp", "bbo_differs"),
+    Mutant("checksum-ignored", "a serial line applied whatever its checksum says: a line with a damaged digit "
+           "applied as it came", PY, _py((_CHECKSUM, "            # MUTANT: the checksum never checked\n")),
+           "serial-noise", "bbo_differs"),
     Mutant("cancel-deletes", "a partial cancel (X) removes the whole order", PY,
            _py((_REDUCING, '        elif kind in (b"E", b"C"):  # MUTANT\n'),
                (_DELETE, '        elif kind in (b"D", b"X"):  # MUTANT\n')), "serial", "bbo_differs"),
@@ -392,6 +396,7 @@ MUTANTS: tuple[Mutant, ...] = (
 CONTROLS: tuple[Control, ...] = (
     Control(PY, "udp", "lossless", quick=True),
     Control(PY, "serial", "lossless"),
+    Control(PY, "serial-noise", "faults_accounted"),
     Control(CPP, "file", "lossless", quick=True),
     Control(CPP, "udp", "lossless"),
     Control(PY, "lines", "recovered"),
