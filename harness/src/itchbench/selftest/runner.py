@@ -79,6 +79,10 @@ def _run_one(example: str, edits: tuple[zoo.Edit, ...], scen: str, label: str, w
     return verdict["status"], verdict["headline"], str(run_dir), EXIT[verdict["status"]]
 
 
+# What compare's headline calls each kind of regression a compared mutant may be expected to get.
+REGRESSION_WORDS = {"slower": "SLOWER", "more_memory": "MORE memory"}
+
+
 def _compare_one(m: zoo.Mutant, work: Path, out: Path) -> tuple[str, str, str, int]:
     """(compare's verdict, its headline, its folder, its exit status): the unchanged example (base) against the
     mutant (head), COMPARE_RUNS runs a side, interleaved, each materialised at the same path; more, up to
@@ -106,8 +110,10 @@ def _compare_one(m: zoo.Mutant, work: Path, out: Path) -> tuple[str, str, str, i
         if result["exit_status"] != 0 or made >= COMPARE_MOST or not undecided_workloads(result["metrics"]):
             break
     headline = result["headline"]
-    got = ("slower" if " SLOWER" in headline.split(":", 1)[-1][:40] else
-           headline.split(":", 1)[0].lower().replace(" ", "_"))
+    status, _, said = headline.partition(":")
+    # A regression is named by what it found: the mutant's own kind when compare found it among others.
+    named = [got for got, words in REGRESSION_WORDS.items() if f" {words}" in said] if status == "REGRESSION" else []
+    got = m.expect if m.expect in named else named[0] if named else status.lower().replace(" ", "_")
     return got, headline, str(judged), result["exit_status"]
 
 

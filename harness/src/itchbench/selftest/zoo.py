@@ -47,7 +47,7 @@ class Mutant:
     example: str                # the example it is a copy of
     edits: tuple[Edit, ...]
     scenario: str               # scenarios/selftest/<scenario>.toml
-    expect: str                 # the verdict status it must get (runs/verdict.py), or compare's ("slower")
+    expect: str                 # the verdict it must get (runs/verdict.py), or compare's ("slower", "more_memory")
     quick: bool = False         # in `itchbench selftest --quick` and the test command's run
     compared: bool = False      # judged by `itchbench compare` against the unchanged example, not by a run's verdict
 
@@ -363,6 +363,11 @@ MUTANTS: tuple[Mutant, ...] = (
                 "                    spent = time.perf_counter() - began\n"
                 "                    while time.perf_counter() - began < 2 * spent:\n                        pass\n")),
            "udp", "slower", compared=True),
+    Mutant("memory-leak", "a 64 KiB buffer taken for each packet and never released: its memory grows with the "
+           "session (about 85 MiB over the slice's packets)", PY,
+           _py((_PENDING, _PENDING + "    kept: list[bytes] = []  # MUTANT\n"),
+               (_RECEIVE, "                    kept.append(bytes(65536))  # MUTANT: never released\n" + _RECEIVE)),
+           "udp", "more_memory", compared=True),
     Mutant("slow-start", "ready (BBO connected) two seconds before its feed socket is bound", PY,
            _py((_OPEN_FEED, "            time.sleep(2)  # MUTANT\n" + _OPEN_FEED)), "udp", "bbo_differs"),
     # The built-in gateway's own flag (FORMAT.md: 0x01, the book may be stale), which neither example writes.
