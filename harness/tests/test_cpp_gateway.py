@@ -233,6 +233,39 @@ def test_a_crash_while_reading_the_capture_says_how_far_it_got(tmp_path):
     assert f"its BBO output reached seq {reached:,} of the capture's 300,000 messages" in headline
 
 
+STRICT = 'truncated record\\n", path); return 1; }'  # the example, at a pcap record cut short: an error
+
+
+@pytest.mark.parametrize("at_a_cut_record", [STRICT, STRICT.replace("return 1", "break")], ids=["fails", "ends quietly"])
+def test_a_capture_that_ends_mid_record_is_said_whatever_the_gateway_does(at_a_cut_record, tmp_path):
+    # The seed workload cut inside its 1,000th record. The built-in gateway's simulation of it ends early
+    # (input_ended_early); a brought gateway reading it is held to no more than that, whether it fails there (the
+    # example) or ends quietly with every event before the cut (a copy), which alone would pass as LOSSLESS.
+    data = SEED.read_bytes()
+    at = 24
+    for _ in range(999):
+        at += 16 + int.from_bytes(data[at + 8:at + 12], "little")
+    capture = tmp_path / "cut.pcap"
+    capture.write_bytes(data[:at + 16 + 10])
+    repo = tmp_path / "gateway"
+    repo.mkdir()
+    for name in ("gateway.cpp", "itchbench_stamps.h", "Makefile", "itchbench.toml"):
+        (repo / name).write_text((EXAMPLE / name).read_text())
+    source = (repo / "gateway.cpp").read_text()
+    assert source.count(STRICT) == 1
+    (repo / "gateway.cpp").write_text(source.replace(STRICT, at_a_cut_record))
+    scenario = tmp_path / "file.toml"
+    scenario.write_text(f'name = "file"\ntransport = "sim"\ncapture = "{capture}"\n')
+    r = _itchbench("run", scenario, "--gateway", repo, "--out", tmp_path / "runs")
+    assert r.returncode == 1, r.stdout[-2000:]
+    s = rundir.read_json(next((tmp_path / "runs").glob("*/summary.json")))
+    headline = s["verdict"]["headline"]
+    assert headline.startswith("INCOMPLETE (input_ended_early): the capture ends early, as its simulation found: "
+                               f"{capture}: record 1000: truncated dump file"), headline
+    assert ("the gateway exited with status 1 while reading the capture" if at_a_cut_record == STRICT
+            else "the gateway ended by itself, its BBO output reaching seq ") in headline
+
+
 def test_a_brought_gateways_build_goes_through_ccache(tmp_path, monkeypatch):
     """Two copies of the example built by its contract's make: the second's object is ccache's, and its binary the
     first's, byte for byte; with CCACHE_DISABLE=1 the compiler runs (docs/gateway-contract.md, `build`)."""

@@ -101,9 +101,12 @@ class ReferenceRun:
         self.dir, self.levels = Path(self._folder.name), levels
         run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", str(self.dir), "--stamps", "book",
                                   "--levels", str(levels), *feed_args.split()], ok_codes=(0, 1))
-        named = json.loads((self.dir / "gateway.json").read_text()).get("symbols", {})
+        ran = json.loads((self.dir / "gateway.json").read_text())
         # The stock directory as the session's R messages give it: symbol (trailing spaces removed) -> locate.
-        self.symbols = {name.strip(): int(locate) for locate, name in named.items()}
+        self.symbols = {name.strip(): int(locate) for locate, name in ran.get("symbols", {}).items()}
+        # Why the simulation stopped before the capture's end (a truncated or malformed capture: it then holds the
+        # messages before the fault); empty when it read the capture to its end.
+        self.ended_early: str = "" if ran.get("complete", True) else (ran.get("error") or "it did not reach the end")
 
     @property
     def events_log(self) -> Path:

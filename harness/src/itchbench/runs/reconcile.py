@@ -757,8 +757,18 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     })
     if not summary["complete"] and not failure:
         summary["error"] = f"the gateway's BBO output {out.name} is missing"
-    if failure is not None and failure.kind in ("gateway_crashed", "gateway_failed", "gateway_stopped_early",
-                                                "testbench_failed", "deadline"):
+    if reference.ended_early and (failure is None or failure.kind.startswith("gateway_")):
+        # The capture itself ends early: whatever the gateway then did, the run is held to a part of it, as the
+        # built-in gateway's simulation of it is.
+        output = f"its BBO output reaching seq {reached:,}" if reached else "it wrote no BBO event"
+        summary["complete"] = False
+        summary["failure"] = {"kind": "input_ended_early", "message": (
+            f"the capture ends early, as its simulation found: {reference.ended_early} (the simulation read "
+            f"{reference.messages_after(0):,} messages before it); "
+            f"{failure if failure else 'the gateway ended by itself'}, {output}")}
+        summary["error"] = summary["failure"]["message"]
+    elif failure is not None and failure.kind in ("gateway_crashed", "gateway_failed", "gateway_stopped_early",
+                                                  "testbench_failed", "deadline"):
         # Of the whole session where the gateway is held to it (recovering, joining late): a capture that lost
         # messages has fewer than its last seq.
         whole, messages = ("session", int(facts_of(session, feed)["messages"])) if session != capture else \
