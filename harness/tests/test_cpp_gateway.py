@@ -205,25 +205,36 @@ def test_a_gateway_that_names_stocks_by_symbol_is_read_through_the_stock_directo
     assert rundir.read_json(run / "summary.json")["reconciliation"]["bbo_check"]["equal"]
 
 
-@needs_root
-def test_a_crash_while_reading_the_capture_says_how_far_it_got(tmp_path):
-    # A copy of the example that aborts on message 200,000 of a 300,000-message session: a crash mid-capture,
-    # at the same place every run, never "at the end of the feed".
+def _copy_with(tmp_path: Path, old: str, new: str) -> Path:
+    """A copy of the example with one edit: old, standing once in gateway.cpp, made new."""
     repo = tmp_path / "gateway"
     repo.mkdir()
     for name in ("gateway.cpp", "itchbench_stamps.h", "Makefile", "itchbench.toml"):
         (repo / name).write_text((EXAMPLE / name).read_text())
     source = (repo / "gateway.cpp").read_text()
-    assert APPLY in source
-    (repo / "gateway.cpp").write_text(source.replace(APPLY, "        if (seq == 200000) std::abort();\n" + APPLY))
-    capture = tmp_path / "day.pcap"
-    subprocess.run([str(paths.tool("itch-synth")), "--profile", "nasdaq-day", "--seed", "3", "--messages", "300000",
-                    "--out", str(capture)], check=True, capture_output=True)
+    assert source.count(old) == 1
+    (repo / "gateway.cpp").write_text(source.replace(old, new))
+    return repo
+
+
+def _failed_run_on(capture: Path, repo: Path, tmp_path: Path) -> dict:
+    """The summary of the gateway in repo reading capture itself, a run that must fail (exit 1)."""
     scenario = tmp_path / "file.toml"
     scenario.write_text(f'name = "file"\ntransport = "sim"\ncapture = "{capture}"\n')
     r = _itchbench("run", scenario, "--gateway", repo, "--out", tmp_path / "runs")
     assert r.returncode == 1, r.stdout[-2000:]
-    s = rundir.read_json(next((tmp_path / "runs").glob("*/summary.json")))
+    return rundir.read_json(next((tmp_path / "runs").glob("*/summary.json")))
+
+
+@needs_root
+def test_a_crash_while_reading_the_capture_says_how_far_it_got(tmp_path):
+    # A copy of the example that aborts on message 200,000 of a 300,000-message session: a crash mid-capture,
+    # at the same place every run, never "at the end of the feed".
+    repo = _copy_with(tmp_path, APPLY, "        if (seq == 200000) std::abort();\n" + APPLY)
+    capture = tmp_path / "day.pcap"
+    subprocess.run([str(paths.tool("itch-synth")), "--profile", "nasdaq-day", "--seed", "3", "--messages", "300000",
+                    "--out", str(capture)], check=True, capture_output=True)
+    s = _failed_run_on(capture, repo, tmp_path)
     headline = s["verdict"]["headline"]
     assert headline.startswith("INCOMPLETE (gateway_crashed)") and "killed by SIGABRT" in headline, headline
     assert "while reading the capture" in headline and "end of the feed" not in headline
@@ -247,18 +258,7 @@ def test_a_capture_that_ends_mid_record_is_said_whatever_the_gateway_does(at_a_c
         at += 16 + int.from_bytes(data[at + 8:at + 12], "little")
     capture = tmp_path / "cut.pcap"
     capture.write_bytes(data[:at + 16 + 10])
-    repo = tmp_path / "gateway"
-    repo.mkdir()
-    for name in ("gateway.cpp", "itchbench_stamps.h", "Makefile", "itchbench.toml"):
-        (repo / name).write_text((EXAMPLE / name).read_text())
-    source = (repo / "gateway.cpp").read_text()
-    assert source.count(STRICT) == 1
-    (repo / "gateway.cpp").write_text(source.replace(STRICT, at_a_cut_record))
-    scenario = tmp_path / "file.toml"
-    scenario.write_text(f'name = "file"\ntransport = "sim"\ncapture = "{capture}"\n')
-    r = _itchbench("run", scenario, "--gateway", repo, "--out", tmp_path / "runs")
-    assert r.returncode == 1, r.stdout[-2000:]
-    s = rundir.read_json(next((tmp_path / "runs").glob("*/summary.json")))
+    s = _failed_run_on(capture, _copy_with(tmp_path, STRICT, at_a_cut_record), tmp_path)
     headline = s["verdict"]["headline"]
     assert headline.startswith("INCOMPLETE (input_ended_early): the capture ends early, as its simulation found: "
                                f"{capture}: record 1000: truncated dump file"), headline
