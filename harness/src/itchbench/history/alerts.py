@@ -107,7 +107,9 @@ def unit(metric: str) -> str:
 def _welch(base: np.ndarray, head: np.ndarray, alternative: str) -> float:
     """p of Welch's t-test that head's mean is `alternative` ("less", "greater", "two-sided") to base's."""
     from scipy import stats
-    if np.std(base) == 0 and np.std(head) == 0:  # no spread: the means alone decide
+    # No spread, or none beyond a float's rounding (scipy's moments then cancel out and its p is unreliable): the
+    # means alone decide.
+    if all(np.ptp(x) <= 1e-12 * abs(float(np.mean(x))) for x in (base, head)):
         h, b = head.mean(), base.mean()
         return 0.0 if {"less": h < b, "greater": h > b}.get(alternative, h != b) else 1.0
     return float(stats.ttest_ind(head, base, equal_var=False, alternative=alternative).pvalue)
