@@ -51,11 +51,16 @@ def inject(src: Path, dst: Path, *, seed: int, drop: float = 0, duplicate: float
                               "--truncate", str(truncate), "--corrupt", str(corrupt)]
     if burst_drop:
         args += ["--burst-drop", burst_drop]
-    if reject is not None:
+    listed = None
+    if reject is not None:  # the sidecar names them again (sequences.corrupted_rejected): the list goes
         listed = dst.with_name(dst.name + ".reject")
         listed.write_text("".join(f"{int(s)}\n" for s in reject))
         args += ["--reject-seqs", listed]
-    run_tool("itch-faults", args)
+    try:
+        run_tool("itch-faults", args)
+    finally:
+        if listed is not None:
+            listed.unlink(missing_ok=True)
     sidecar = sidecar_of(dst)
     assert sidecar is not None, "itch-faults wrote no sidecar"
     # The whole session it was made from: what a re-request server or a snapshot serves in a run of dst.
