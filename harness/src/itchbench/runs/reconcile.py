@@ -614,6 +614,21 @@ def _collector_datagrams(run: "Run") -> tuple[int, int | None]:
     return int(ended.get("reads", 0)), None if drops is None else int(drops)
 
 
+def _stamped_after_sent(run: "Run", lat_path: Path) -> dict[str, bool]:
+    """The gateway's stamps, moved onto CLOCK_MONOTONIC as the report's hops take them, held to the sender's: none
+    before its message was sent (a stamp of the wrong clock or units is named); {} without a sender's stamps."""
+    send_log = run.dir / "send.log"
+    if not send_log.is_file():
+        return {}
+    sent_seq, _, sent = hops.send_stamps(send_log)
+    clock = hops.gateway_clock(run.dir)
+    none = np.zeros(0, np.int64)
+    return white_box.on_the_clock(logs.read_latency(lat_path, quiet=True),
+                                  white_box.RunStamps(sent_seq.astype(np.int64), sent.astype(np.int64), none, none),
+                                  moved=lambda t: hops.to_monotonic(t, clock), slack_ns=white_box.MOVED_SLACK_NS,
+                                  name=white_box.BUILT_IN_ON_THE_CLOCK)
+
+
 def _corrupted_lines(run: "Run") -> np.ndarray:
     """The seqs of the lines serial-replay damaged (serial.corrupt_every), by its send log; none otherwise."""
     send_log = run.dir / "send.log"
@@ -963,6 +978,8 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     if transport != "sim":
         rec["subscribers"] = subs
     rec["loss"] = _loss(transport, rec, subs)
+    if lat_path.exists():
+        checks.update(_stamped_after_sent(run, lat_path))
     injected = faults.sidecar_of(capture)
     if recovering:
         # The capture's faults and the lines' are the wire's losses: each is followed to its route back.

@@ -377,6 +377,14 @@ MUTANTS: tuple[Mutant, ...] = (
                      ("    if (__builtin_expect(seq != last_seq_ + 1, 0) && last_seq_ != 0) bbo_flags_ = "
                       "logfmt::kBookMayBeStale;\n", "    // MUTANT: a gap leaves the flag as it was\n")),
            "faulted-file", "unbalanced"),
+    # A stamp moved onto the wrong scale: the kernel's arrival stamp placed 1,000 times its age before the read (its
+    # age taken for µs where it is ns), milliseconds before the datagram was sent.
+    Mutant("kernel-stamp-age-scaled", "the kernel's arrival stamp placed 1,000 times its age before the read (the "
+           "built-in gateway, patched): every wake-up hop 1,000 times too long", BUILT_IN,
+           _built_in("gateway/source/udp_source.cpp",
+                     ("          const uint64_t age = now_rt > kernel ? now_rt - kernel : 0;\n",
+                      "          const uint64_t age = now_rt > kernel ? (now_rt - kernel) * 1000 : 0;  // MUTANT\n")),
+           "udp-depth", "unbalanced"),
     Mutant("depth-frames-unsent", "every depth event of a seq divisible by 97 logged but never handed to the TCP "
            "depth publisher (the built-in gateway, patched)", BUILT_IN,
            _built_in("gateway/publish/bbo_fan_out.hpp",
