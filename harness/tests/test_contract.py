@@ -519,6 +519,28 @@ def test_compare_finds_the_slowdown_and_the_bbo_change(planted, udp_scenario, tm
 
 
 @needs_root
+def test_compare_builds_and_runs_a_gateway_from_its_contracts_folder_in_a_monorepo(udp_scenario, tmp_path):
+    # The example in services/gw/ of a larger repository, its commands on {worktree}: compare takes {worktree} as
+    # the contract's folder, as `itchbench run` does (it had built the repository's root: NOT COMPARABLE).
+    repo = tmp_path / "mono"
+    gw = repo / "services" / "gw"
+    gw.mkdir(parents=True)
+    for name in ("gateway.py", "itchbench.toml"):
+        (gw / name).write_text((EXAMPLE.parent / name).read_text())
+    (repo / "README.md").write_text("services\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Services")
+    text = (gw / "gateway.py").read_text()
+    (gw / "gateway.py").write_text(text.replace("{bbo[3]}\\n", "{bbo[3] + (stock == 3)}\\n", 1))
+    _git(repo, "commit", "-qam", "Count the ask side once more")
+    r = _itchbench("compare", "HEAD~1", "HEAD", "--repo", repo, "--gateway", "services/gw/itchbench.toml",
+                   "--scenario", udp_scenario, "--bbo-only", "--repetitions", "3", "--out", tmp_path / "cmp")
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1].startswith("REGRESSION: BBO OUTPUT DIFFERS on udp"), r.stdout[-2000:]
+
+
+@needs_root
 def test_doc_writes_a_black_box_document(capture, tmp_path):
     run, s = _run(capture, EXAMPLE, "udp", tmp_path)
     assert s["verdict"]["status"] == "lossless"

@@ -51,6 +51,9 @@ def prepare(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Callab
 
 def _prepare_in(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Callable[[str], None], home: Path,
                 worktree: Path) -> Prepared:
+    # The gateway is built and run from its contract's folder, as `itchbench run` does (its {worktree}): the
+    # repository's root only when the contract stands there, not in a monorepo's subfolder.
+    gateway_dir = (worktree / contract_rel).parent
     ok = home / "ok"
     if not (ok.is_file() and (worktree / contract_rel).is_file()):
         if not rev.dirty:
@@ -67,11 +70,11 @@ def _prepare_in(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Ca
             raise revisions.RevisionError(f"{rev.label}: {e}") from e
         say(f"  {rev.label}: building {c.name} ({rev.subject[:60]})")
         try:
-            adapter.build(c, worktree, commit=rev.commit, build_dir=home / "build", log=home / "build.log")
+            adapter.build(c, gateway_dir, commit=rev.commit, build_dir=home / "build", log=home / "build.log")
         except RunError as e:
             raise revisions.RevisionError(f"{rev.label} does not build: {e}") from e
         if not rev.dirty:
             ok.write_text(rev.commit + "\n")
     else:
         say(f"  {rev.label}: cached worktree and build ({home})")
-    return Prepared(worktree, worktree / contract_rel, repo.resolve(), home / "build.log")
+    return Prepared(gateway_dir, worktree / contract_rel, repo.resolve(), home / "build.log")
