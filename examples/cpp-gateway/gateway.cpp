@@ -284,10 +284,17 @@ public:
         uint64_t seq = be64(p + 10);
         uint16_t count = be16(p + 18);
         if (count == 0xFFFF) return false;
+        // The whole packet is framed before any of it is applied: one whose count its messages do not fill exactly
+        // (cut short, or bytes left after them) is rejected whole, as MoldUDP64 validation does (docs/faults.md).
         size_t at = 20;
-        for (uint16_t i = 0; i < count && at + 2 <= n; ++i) {
+        for (uint16_t i = 0; i < count; ++i) {
+            if (at + 2 > n || at + 2 + be16(p + at) > n) return true;
+            at += 2 + be16(p + at);
+        }
+        if (at != n) return true;
+        at = 20;
+        for (uint16_t i = 0; i < count; ++i) {
             size_t len = be16(p + at);
-            if (at + 2 + len > n) break;
             message(seq + i, p + at + 2, len);
             at += 2 + len;
         }

@@ -252,13 +252,21 @@ class Feed:
                 self.first_end = self.first_end or time.monotonic()
             self.ended = self.ended or count == 0xFFFF
             return not self.done() if self.recovery is not None else count != 0xFFFF
-        at = 20
-        for i in range(count):
+        # The whole packet is framed before any of it is applied: one whose count its messages do not fill exactly
+        # (cut short, or bytes left after them) is rejected whole, as MoldUDP64 validation does (docs/faults.md).
+        messages, at = [], 20
+        for _ in range(count):
             if at + 2 > len(p):
                 return True
             n = struct.unpack_from(">H", p, at)[0]
-            self.message(seq + i, p[at + 2:at + 2 + n])
+            if at + 2 + n > len(p):
+                return True
+            messages.append(p[at + 2:at + 2 + n])
             at += 2 + n
+        if at != len(p):
+            return True
+        for i, m in enumerate(messages):
+            self.message(seq + i, m)
         return not self.done()
 
     def line(self, text: bytes) -> bool:

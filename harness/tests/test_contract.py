@@ -25,6 +25,7 @@ import pytest
 
 from itchbench import paths, rundir
 from itchbench.analysis import logs
+from itchbench.captures import faults
 from itchbench.commands.common import run_line
 from itchbench.gateways import adapter, contract
 from itchbench.history import store
@@ -516,6 +517,45 @@ def test_compare_finds_the_slowdown_and_the_bbo_change(planted, udp_scenario, tm
     assert not bbo["equal"] and bbo["first_difference"]["stock"] == 3 and bbo["first_difference"]["kind"] == "wrong"
     assert bbo["missing"] == bbo["extra"] == 0  # a wrong size is a wrong event, not a missing and an extra one
     assert result["black_box"] and not any(k.startswith("instructions") for k in result["metrics"]["udp"])
+
+
+# The example's framing made lenient: the whole messages before a cut applied, and bytes past the count ignored.
+_CUT_AT = "            if at + 2 > len(p):\n                return True\n"
+_OVERRUN = "            if at + 2 + n > len(p):\n                return True\n"
+_LEFT_OVER = "        if at != len(p):\n            return True\n"
+_FRAMED_WHOLE = (_CUT_AT, _OVERRUN, _LEFT_OVER)
+_LENIENT = (_CUT_AT.replace("return True", "break"), _OVERRUN.replace("return True", "break"), "")
+
+
+@needs_root
+@pytest.mark.parametrize("lenient", [False, True], ids=["the example", "a copy applying cut packets"])
+def test_a_capture_with_declared_faults_holds_a_brought_gateway_to_what_they_left(lenient, tmp_path):
+    # The NASDAQ slice (packets of several messages) with 5 % of its packets cut short (seed 7): the simulation
+    # rejects each whole (docs/book-and-bbo.md), and so does the example; a copy that applies a cut packet's whole
+    # messages differs by them.
+    faulted = tmp_path / "cut.pcap"
+    side = faults.inject(paths.fixtures_dir() / "nasdaq-day-sample.pcap", faulted, seed=7, truncate=0.05)
+    assert side["truncated_packets"] > 0
+    gateway = EXAMPLE
+    if lenient:
+        copy = tmp_path / "lenient"
+        copy.mkdir()
+        text = (EXAMPLE.parent / "gateway.py").read_text()
+        for old, new in zip(_FRAMED_WHOLE, _LENIENT):
+            assert text.count(old) == 1
+            text = text.replace(old, new)
+        (copy / "gateway.py").write_text(text)
+        (copy / "itchbench.toml").write_text(EXAMPLE.read_text())
+        gateway = copy / "itchbench.toml"
+    _, s = _run(faulted, gateway, "udp", tmp_path)
+    headline = s["verdict"]["headline"]
+    if lenient:
+        check = s["reconciliation"]["bbo_check"]
+        assert s["verdict"]["status"] == "bbo_differs" and check["extra"] + check["wrong"] > 0, headline
+    else:
+        assert s["verdict"]["status"] == "faults_accounted", headline
+        assert headline.startswith(f"FAULTS ACCOUNTED: the capture's declared faults ({side['truncated_packets']:,} "
+                                   "truncated packets; its sidecar)"), headline
 
 
 @needs_root

@@ -129,11 +129,16 @@ def reconcile(injected: dict[str, Any], rec: dict[str, Any], checks: dict[str, b
         rec["rejected"] == injected["corrupted_messages_rejected"])
     loss["expected_messages"] = expected
     loss["messages_not_applied"] = max(0, expected - rec["received"])
-    summary = ", ".join(f"{injected[k]:,} {k.replace('_', ' ')}" for k in
-                        ("dropped_packets", "duplicated_packets", "reordered_packets", "truncated_packets",
-                         "corrupted_packets") if injected[k])
-    return {"source": "sidecar", "injected": injected, "summary": summary or "no faults drawn",
+    return {"source": "sidecar", "injected": injected, "summary": summary_of(injected),
             "corrupted_but_decoded": injected["corrupted_messages_decoded"]}
+
+
+def summary_of(injected: dict[str, Any]) -> str:
+    """The faults a sidecar says were drawn, in a few words."""
+    drawn = ", ".join(f"{injected[k]:,} {k.replace('_', ' ')}" for k in
+                      ("dropped_packets", "duplicated_packets", "reordered_packets", "truncated_packets",
+                       "corrupted_packets") if injected[k])
+    return drawn or "no faults drawn"
 
 
 def corrupted_lines(send_log: Path) -> np.ndarray:

@@ -736,9 +736,12 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         checks.update(blackbox.after_the_send(latency))
     rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,
            "bbo_check": bbo_check, "black_box": True}
+    injected = faults.sidecar_of(capture)
     if corrupted.size:
         rec["faults"] = {"source": "serial-replay", "corrupted_lines": int(corrupted.size),
                          "first_seq": int(corrupted[0]), "held_to": session.name}
+    elif injected is not None and not recovering:  # held to the simulation of the capture as its faults left it
+        rec["faults"] = {"source": "sidecar", "summary": faults.summary_of(injected)}
     if own_log is not None:
         rec["white_box_log"] = {"holds_together": all(own_log.values()),
                                 "failed": [name for name, ok in own_log.items() if not ok]}

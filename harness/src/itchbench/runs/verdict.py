@@ -314,7 +314,7 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
         depth = summary.get("bbo", {}).get("levels", 0)
         of_depth = f", depth of {levels_words(depth)}" if depth else ""
         headline = f"BBO DIFFERS ({check['mode']}{of_depth}): {difference_words(check)}{malformed}"
-        if rec.get("faults"):
+        if rec.get("faults", {}).get("source") == "serial-replay":
             headline += f"; {_corrupted_words(rec['faults'])}"
         if rec.get("recovery"):
             headline += f"; {_recovery_words(rec['recovery'], black_box=True)}"
@@ -337,10 +337,14 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
     elif rec.get("faults"):
         status = "faults_accounted"
         f = rec["faults"]
-        headline = (f"FAULTS ACCOUNTED: {f['corrupted_lines']:,} of {loss['expected_messages']:,} lines corrupted on "
-                    f"the line (serial.corrupt_every; first: seq {f['first_seq']:,}), "
-                    f"{black_box_events(summary, check)} = the simulation without them ({check['mode']}); "
-                    f"balanced{timing}")
+        events = black_box_events(summary, check)
+        headline = ("FAULTS ACCOUNTED: " + (
+            f"{f['corrupted_lines']:,} of {loss['expected_messages']:,} lines corrupted on the line "
+            f"(serial.corrupt_every; first: seq {f['first_seq']:,}), {events} = the simulation without them"
+            if f["source"] == "serial-replay" else
+            f"the capture's declared faults ({f['summary']}; its sidecar), "
+            f"{count(loss['expected_messages'], 'message')} {messages_verb(summary['transport'])}, {events} = the "
+            f"simulation of the capture as its faults left it") + f" ({check['mode']}); balanced{timing}")
     else:
         status = "lossless"
         unseen = unseen_tail_words(check.get("unseen_tail"))
