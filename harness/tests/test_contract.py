@@ -31,6 +31,7 @@ from itchbench.gateways import adapter, contract
 from itchbench.history import store
 from itchbench.runs import runner
 from itchbench.runs.scenario import ScenarioError, load
+from itchbench.selftest import zoo
 
 from live_helpers import (config, itch_file_messages, kill_when_running, leftover_processes, make_capture,
                           our_processes)
@@ -519,14 +520,6 @@ def test_compare_finds_the_slowdown_and_the_bbo_change(planted, udp_scenario, tm
     assert result["black_box"] and not any(k.startswith("instructions") for k in result["metrics"]["udp"])
 
 
-# The example's framing made lenient: the whole messages before a cut applied, and bytes past the count ignored.
-_CUT_AT = "            if at + 2 > len(p):\n                return True\n"
-_OVERRUN = "            if at + 2 + n > len(p):\n                return True\n"
-_LEFT_OVER = "        if at != len(p):\n            return True\n"
-_FRAMED_WHOLE = (_CUT_AT, _OVERRUN, _LEFT_OVER)
-_LENIENT = (_CUT_AT.replace("return True", "break"), _OVERRUN.replace("return True", "break"), "")
-
-
 @needs_root
 @pytest.mark.parametrize("lenient", [False, True], ids=["the example", "a copy applying cut packets"])
 def test_a_capture_with_declared_faults_holds_a_brought_gateway_to_what_they_left(lenient, tmp_path):
@@ -537,16 +530,9 @@ def test_a_capture_with_declared_faults_holds_a_brought_gateway_to_what_they_lef
     side = faults.inject(paths.fixtures_dir() / "nasdaq-day-sample.pcap", faulted, seed=7, truncate=0.05)
     assert side["truncated_packets"] > 0
     gateway = EXAMPLE
-    if lenient:
-        copy = tmp_path / "lenient"
-        copy.mkdir()
-        text = (EXAMPLE.parent / "gateway.py").read_text()
-        for old, new in zip(_FRAMED_WHOLE, _LENIENT):
-            assert text.count(old) == 1
-            text = text.replace(old, new)
-        (copy / "gateway.py").write_text(text)
-        (copy / "itchbench.toml").write_text(EXAMPLE.read_text())
-        gateway = copy / "itchbench.toml"
+    if lenient:  # the zoo's mutant of the example: the whole messages before a cut applied
+        (m,) = [m for m in zoo.MUTANTS if m.name == "cut-packet-applied"]
+        gateway = zoo.materialise(m.example, m.edits, tmp_path / "lenient") / "itchbench.toml"
     _, s = _run(faulted, gateway, "udp", tmp_path)
     headline = s["verdict"]["headline"]
     if lenient:

@@ -46,8 +46,8 @@ def test_an_anchor_that_no_longer_stands_in_the_example_is_refused(tmp_path):
 
 def test_the_zoo_covers_every_input_and_more_than_thirty_defects():
     assert len(zoo.MUTANTS) >= 30 and len({m.name for m in zoo.MUTANTS}) == len(zoo.MUTANTS)
-    assert {m.scenario for m in zoo.MUTANTS} == {"udp", "serial", "serial-noise", "file", "faulted-file", "lines",
-                                                 "recovery", "join", "join-depth", "heartbeats", "udp-depth",
+    assert {m.scenario for m in zoo.MUTANTS} == {"udp", "serial", "serial-noise", "file", "faulted-file", "udp-faults",
+                                                 "lines", "recovery", "join", "join-depth", "heartbeats", "udp-depth",
                                                  "udp-every-level"}
     # Every scenario a mutant runs on has a control: the unchanged example passing there.
     assert {(m.example, m.scenario) for m in zoo.MUTANTS} <= {(c.example, c.scenario) for c in zoo.CONTROLS}

@@ -107,6 +107,10 @@ _PARSED = "    args = p.parse_args()\n"
 _OPEN_FEED = "            sock = open_feed(addr, int(port))\n"
 _CHECKSUM = "            if int(text[star + 1:star + 3], 16) != check:\n                return True\n"
 _FEED = "    feed = Feed(Book(emit, args.levels), stamps=stamps)\n"
+# The packet's framing, checked whole before any message is applied.
+_CUT_AT = "            if at + 2 > len(p):\n                return True\n"
+_OVERRUN = "            if at + 2 + n > len(p):\n                return True\n"
+_LEFT_OVER = "        if at != len(p):\n            return True\n"
 _CONNECT = "    send, close = _bbo_output(args.bbo_via, bbo_to, args.bbo_topic)\n"
 # A recording's MoldUDP64 packets (a little-endian pcap of Ethernet, IPv4 with no options, UDP: the payload at 42)
 # applied before it connects to the collector (its ready signal: the run's sender starts after it), all but its
@@ -270,6 +274,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "comes, is dropped as a duplicate", PY,
            _py((_HEARTBEAT, "        if count == 0:  # MUTANT\n            self.next_seq = seq + 1\n            return True\n"
                 + _HEARTBEAT)), "heartbeats", "bbo_differs"),
+    Mutant("cut-packet-applied", "a packet cut short applied up to its cut, where MoldUDP64 validation rejects it "
+           "whole (docs/book-and-bbo.md)", PY,
+           _py((_CUT_AT, _CUT_AT.replace("return True", "break  # MUTANT")),
+               (_OVERRUN, _OVERRUN.replace("return True", "break  # MUTANT")),
+               (_LEFT_OVER, "        # MUTANT: bytes past the count ignored\n")), "udp-faults", "bbo_differs"),
     # The late join.
     Mutant("no-snapshot", "never logs in to the snapshot server: the feed applied from wherever it starts", PY,
            _py((_JOINING, "            joining = False  # MUTANT\n")), "join", "not_joined", quick=True),
@@ -410,6 +419,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "udp", "lossless", quick=True),
     Control(PY, "serial", "lossless"),
     Control(PY, "serial-noise", "faults_accounted"),
+    Control(PY, "udp-faults", "faults_accounted"),
     Control(CPP, "file", "lossless", quick=True),
     Control(CPP, "udp", "lossless"),
     Control(PY, "lines", "recovered"),
