@@ -842,16 +842,18 @@ def wire_to_wire(events: pd.DataFrame, send_log: Path, after: int = 0) -> dict[s
         return None
     seq, intended, sent = hops.send_stamps(send_log)
     e = events[(events["t_recv"] > 0) & (events["seq"] > after)]
-    at = np.searchsorted(seq, e["seq"].to_numpy())
-    found = (at < seq.size) & (seq[np.minimum(at, seq.size - 1)] == e["seq"].to_numpy())
+    event_seq = e["seq"].to_numpy()
+    at = np.searchsorted(seq, event_seq)
+    found = (at < seq.size) & (seq[np.minimum(at, seq.size - 1)] == event_seq)
     t = e["t_recv"].to_numpy()[found]
     due, called = intended[at[found]], sent[at[found]]
     trend, served = Trend(), Trend()  # latency growth from the intended and from the actual send, against due
     trend.add(due, t - due)
     served.add(due, t - called)
     early = (t - called) < -RECEIVED_EARLY_SLACK_NS
-    before = ({"events": int(early.sum()), "first_seq": int(e["seq"].to_numpy()[found][np.argmax(early)]),
-               "first_by_ns": int((called - t)[np.argmax(early)])} if early.any() else {"events": 0})
+    first = int(np.argmax(early))
+    before = ({"events": int(early.sum()), "first_seq": int(event_seq[found][first]),
+               "first_by_ns": int(called[first] - t[first])} if early.any() else {"events": 0})
     return {"events": int(found.sum()), "not_matched": int((~found).sum()), "before_sent": before,
             "from_intended": {**_stats(t - due), **trend.result()},
             "from_sent": {**_stats(t - called), **served.result()},

@@ -726,8 +726,9 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
             "kernel_dropped_datagrams": hop.get("kernel_dropped", 0)}
     loss["lossless"] = not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"])
     own_log = None
+    injected = faults.sidecar_of(capture)
     if c.get("white_box") == "stamps":  # its own stages are reported only from a log that holds together
-        once = white_box.each_message_once(hop, loss["lossless"], recovering, faults.sidecar_of(capture) is not None)
+        once = white_box.each_message_once(hop, loss["lossless"], recovering, injected is not None)
         own_log = white_box.checks(run.dir / rundir.GATEWAY_OUT, reference.latency_log, every_message=once,
                                    run=_run_stamps(run, events))
         checks.update(own_log)
@@ -736,7 +737,6 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         checks.update(blackbox.after_the_send(latency))
     rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,
            "bbo_check": bbo_check, "black_box": True}
-    injected = faults.sidecar_of(capture)
     if corrupted.size:
         rec["faults"] = {"source": "serial-replay", "corrupted_lines": int(corrupted.size),
                          "first_seq": int(corrupted[0]), "held_to": session.name}
@@ -746,7 +746,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         rec["white_box_log"] = {"holds_together": all(own_log.values()),
                                 "failed": [name for name, ok in own_log.items() if not ok]}
     if recovering:
-        rec["recovery"] = recovery.of(faults.sidecar_of(capture), lines, run.dir / rerequest.LOG, server, events,
+        rec["recovery"] = recovery.of(injected, lines, run.dir / rerequest.LOG, server, events,
                                       run.dir / "send.log", after=joined["through"] if joined else 0)
     if joined:
         rec["join"] = _join_black_box(run, joined, out, bbo_cfg, session, reference,
