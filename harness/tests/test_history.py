@@ -410,8 +410,11 @@ def test_a_gateway_20us_a_message_slower_is_alerted_and_drawn_where_a_hover_name
         ran = subprocess.run([*itchbench, "run", str(scen), "--gateway", str(repo / "itchbench.toml"), "--store",
                               str(st), "--out", str(tmp_path / f"runs{i}")], capture_output=True, text=True)
         assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
-        checked.append(subprocess.run([*itchbench, "history", str(st), "--check", "--metric", "throughput_msg_s"],
-                                      capture_output=True, text=True))
+        # Judged by its median against a bound far past a busy hour's: 20 µs a message takes about 97 % of this
+        # gateway's throughput, where the t-test's default (1 % at 99 %) once called the comment's commit slower
+        # (CI, 2026-12-02: seven runs a side, a noisier hour than the first commit's).
+        checked.append(subprocess.run([*itchbench, "history", str(st), "--check", "--metric", "throughput_msg_s",
+                                       "--test", "percentage", "--limit", "80"], capture_output=True, text=True))
     # The first commit has nothing before it; the second is as fast; the third is named, with its metric; the
     # fourth ran the third's build, and is that regression still, named where it was made.
     assert [c.returncode for c in checked] == [2, 0, 1, 1], [c.stdout for c in checked]
