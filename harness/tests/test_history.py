@@ -19,7 +19,7 @@ import pytest
 
 from itchbench import paths, rundir
 from itchbench.cli import main as itchbench_main
-from itchbench.history import page, store
+from itchbench.history import alerts, page, store
 from itchbench.runs import environment, sim
 
 from browser import headless_chromium
@@ -208,57 +208,112 @@ NOISE = [-0.6, 0.3, -0.2, 0.5, 0.0, -0.4, 0.4]  # seven runs a commit, ±0.6 % a
 
 def test_history_check_alerts_on_the_slower_commit_only(tmp_path, capsys):
     same = [100 + x for x in NOISE]
-    two = _synthetic_store(tmp_path / "two", [same, same])
-    assert itchbench_main(["history", str(two), "--check"]) == 0
+    # The t test needs three commits in the window: their medians' spread is how far the machine moves between
+    # the times runs are made at.
+    young = _synthetic_store(tmp_path / "young", [same, same, [120 + x for x in NOISE]])
+    assert itchbench_main(["history", str(young), "--check"]) == 2
+    assert (f"NOT JUDGED team on cpu: s/c receive_to_book.p50 at {'02' * 6}: 2 commit(s) of 3+ runs in its window, "
+            "3 needed by the t test") in capsys.readouterr().out
+    four = _synthetic_store(tmp_path / "four", [same] * 4)
+    assert itchbench_main(["history", str(four), "--check"]) == 0
     assert capsys.readouterr().out.strip().endswith("0 alert(s); 1 series judged, 0 not judged (below the minimum "
                                                     "sample)")
-    three = _synthetic_store(tmp_path / "three", [same, same, [120 + x for x in NOISE]])
-    assert itchbench_main(["history", str(three), "--check"]) == 1
+    slower = _synthetic_store(tmp_path / "slower", [same] * 3 + [[120 + x for x in NOISE]])
+    assert itchbench_main(["history", str(slower), "--check"]) == 1
     out = capsys.readouterr().out
-    assert out.startswith(f"REGRESSION team on cpu: s/c receive_to_book.p50 at {'02' * 6}: 120.0 ns vs 100.0 ns (+20.0%")
-    assert "7 runs vs 14)" in out
-    # The two commits' runs were made at other times: the line names the interleaved compare that tells a slower
-    # build from a busier hour, of the window's newest commit (the second) and the one judged.
-    assert f"runs made at other times: confirm with itchbench compare {'01' * 6} {'02' * 6}" in out
-    # The percentage test at 25 % does not call 20 % worse a regression; at 10 % it does.
-    assert itchbench_main(["history", str(three), "--check", "--test", "percentage", "--limit", "25"]) == 0
-    assert itchbench_main(["history", str(three), "--check", "--test", "percentage", "--limit", "10"]) == 1
+    # The window's three commits have one median (100): no spread between times. The runs' values come in steps
+    # of 0.1 ns at the least (100.3, 100.4, 100.5), the least the interval spans: 99.9–100.1.
+    assert out.startswith(f"REGRESSION team on cpu: s/c receive_to_book.p50 at {'03' * 6}: 120.0 ns vs 100.0 ns "
+                          "(+20.0%; interval 99.9–100.1 ns")
+    assert "7 runs vs 21)" in out
+    # The commits' runs were made at other times: the line names the interleaved compare that tells a slower
+    # build from a busier hour, of the window's newest commit and the one judged.
+    assert f"runs made at other times: confirm with itchbench compare {'02' * 6} {'03' * 6}" in out
+    # The percentage test at 25 % does not call 20 % worse a regression; at 10 % it does. It needs no three
+    # commits: its bound is the one given.
+    assert itchbench_main(["history", str(slower), "--check", "--test", "percentage", "--limit", "25"]) == 0
+    assert itchbench_main(["history", str(slower), "--check", "--test", "percentage", "--limit", "10"]) == 1
+    assert itchbench_main(["history", str(young), "--check", "--test", "percentage", "--limit", "10"]) == 1
     capsys.readouterr()
 
 
+def test_a_busier_hour_within_the_windows_own_times_is_no_alert_and_a_step_past_them_is(tmp_path, capsys):
+    # Four commits of one build at four times, their medians 100, 104, 97, 102 (the runs ±0.6 % about each), then
+    # a fifth at 106: its runs are beyond the window's by a t-test of runs (p ~1e-10), but within how far the
+    # machine moved between the window's own times. By hand: moving ranges 4, 7, 5, mean 5.333; sigma 5.333 /
+    # 1.128 = 4.728; centre (100 + 104 + 97 + 102) / 4 = 100.75; t(0.99, 3) = 4.5407; half-width
+    # 4.5407 * 4.728 * sqrt(1 + 1/4) = 24.00; the interval 76.75–124.75. A fifth at 126 is past it.
+    levels = [100, 104, 97, 102]
+    for head, alert in ((106, False), (126, True)):
+        st = _synthetic_store(tmp_path / f"h{head}", [[lv + x for x in NOISE] for lv in [*levels, head]])
+        assert itchbench_main(["history", str(st), "--check"]) == (1 if alert else 0)
+        out = capsys.readouterr().out
+        assert ("REGRESSION" in out) == alert, out
+        (r,) = [r for r in alerts.check(st) if r["kind"] == "step"]
+        # The runs' t-test alone calls both worse: what it left out was the machine's movement between times.
+        assert r["p"] < 1e-6 and r["change"] > 0.01
+        assert r["sigma_between"] == pytest.approx(16 / 3 / 1.128, rel=1e-9)
+        assert r["interval"] == pytest.approx([76.75, 124.75], abs=0.01)
+
+
+def test_a_stage_in_whole_ns_moves_a_step_without_alert_a_runs_max_is_never_judged_and_the_gate_reads_headlines(
+        tmp_path, capsys):
+    # publish.p50 in whole ns: three commits' runs at 17 ns (one run at 18), then a commit at 18 and one at 19. The
+    # window's medians are all 17 (no spread between times), but the metric moves in steps of 1 ns: the interval
+    # is 16-18 by hand, 18 inside it, 19 past it.
+    window = [[17.0] * 6 + [18.0]] * 3
+    for head, alert in ((18.0, False), (19.0, True)):
+        st = _synthetic_store(tmp_path / f"p{head:.0f}", [*window, [head] * 6 + [17.0]], metric="publish.p50")
+        (r,) = [r for r in alerts.check(st) if r["kind"] == "step"]
+        assert r["interval"] == [16.0, 18.0] and r["alert"] is alert and r["p"] < 0.01
+        # Not a headline metric: the gate judges it when asked (by name, or every metric), not by default.
+        assert itchbench_main(["history", str(st), "--check"]) == 2
+        assert capsys.readouterr().out.strip().endswith("0 series judged, 0 not judged (below the minimum sample)")
+        assert itchbench_main(["history", str(st), "--check", "--metric", "all"]) == (1 if alert else 0)
+        assert itchbench_main(["history", str(st), "--check", "--metric", "publish.p50"]) == (1 if alert else 0)
+        capsys.readouterr()
+    # A run's max is one message's time: shown, never judged, as compare does.
+    st = _synthetic_store(tmp_path / "max", [[1000.0 + x for x in NOISE]] * 3 + [[5000.0 + x for x in NOISE]],
+                          metric="book.max")
+    assert itchbench_main(["history", str(st), "--check", "--metric", "all"]) == 2
+    assert ("NOT JUDGED team on cpu: s/c book.max at 030303030303: a run's max is one sample: drawn, never judged"
+            in capsys.readouterr().out)
+
+
 def test_a_commit_that_changed_no_source_gets_the_verdict_of_the_build_it_measures_again(tmp_path, capsys):
-    # Commit 2 changed none of the gateway's sources (its sources_id is commit 1's): its runs, made at a busier
-    # hour, are 20 % slower than commit 1's.
+    # Commits 0-2 are three builds at one level (the t test's window of times); commit 3 changed the sources again,
+    # commit 4 none of them (its sources_id is commit 3's): its runs, made at a busier hour, are 20 % slower.
     same, busier = [100 + x for x in NOISE], [120 + x for x in NOISE]
-    unchanged = _synthetic_store(tmp_path / "unchanged", [same, same, busier], sources=["a", "b", "b"])
+    builds = ["a0", "a1", "a2", "b", "b"]
+    unchanged = _synthetic_store(tmp_path / "unchanged", [same] * 4 + [busier], sources=builds)
     assert itchbench_main(["history", str(unchanged), "--check"]) == 0
     out = capsys.readouterr().out
     assert "REGRESSION" not in out and out.strip().endswith("0 alert(s); 1 series judged, 0 not judged (below the "
                                                             "minimum sample)")
-    assert (f"MACHINE DRIFT team on cpu: s/c receive_to_book.p50: 1 commit(s) to {'02' * 6} changed none of the "
-            f"gateway's sources since {'01' * 6}, and their runs measured its build at 120.0 ns against 100.0 ns "
+    assert (f"MACHINE DRIFT team on cpu: s/c receive_to_book.p50: 1 commit(s) to {'04' * 6} changed none of the "
+            f"gateway's sources since {'03' * 6}, and their runs measured its build at 120.0 ns against 100.0 ns "
             "(+20.0%") in out
     # Made by another itchbench, the drift may be the testbench's own, and the line says so.
-    retooled = _synthetic_store(tmp_path / "retooled", [same, same, busier], sources=["a", "b", "b"],
-                                testbench=["t1" * 20, "t1" * 20, "t2" * 20])
+    retooled = _synthetic_store(tmp_path / "retooled", [same] * 4 + [busier], sources=builds,
+                                testbench=["t1" * 20] * 4 + ["t2" * 20])
     assert itchbench_main(["history", str(retooled), "--check"]) == 0
     assert (f"the machine's difference between the two times, or itchbench's own (its runs were made by itchbench "
             f"{'t1' * 6}, then {'t2' * 6}), not the gateway's code") in capsys.readouterr().out
     # The same runs with the sources not known (a store written before they were recorded): judged by commit, the
     # busier hour is a regression. This is what knowing the sources changes.
-    unknown = _synthetic_store(tmp_path / "unknown", [same, same, busier])
+    unknown = _synthetic_store(tmp_path / "unknown", [same] * 4 + [busier])
     assert itchbench_main(["history", str(unknown), "--check"]) == 1
-    assert f"REGRESSION team on cpu: s/c receive_to_book.p50 at {'02' * 6}: 120.0 ns" in capsys.readouterr().out
+    assert f"REGRESSION team on cpu: s/c receive_to_book.p50 at {'04' * 6}: 120.0 ns" in capsys.readouterr().out
     # A build that did regress stays a regression through the commits after it that change none of its sources,
     # named at the commit that made it; their runs at its level are no drift.
-    regressed = _synthetic_store(tmp_path / "regressed", [same, busier, busier], sources=["a", "b", "b"])
+    regressed = _synthetic_store(tmp_path / "regressed", [same] * 3 + [busier, busier], sources=builds)
     assert itchbench_main(["history", str(regressed), "--check"]) == 1
     out = capsys.readouterr().out
-    assert out.startswith(f"REGRESSION team on cpu: s/c receive_to_book.p50 at {'01' * 6} (its sources unchanged "
-                          f"through {'02' * 6}): 120.0 ns vs 100.0 ns (+20.0%") and "MACHINE DRIFT" not in out
+    assert out.startswith(f"REGRESSION team on cpu: s/c receive_to_book.p50 at {'03' * 6} (its sources unchanged "
+                          f"through {'04' * 6}): 120.0 ns vs 100.0 ns (+20.0%") and "MACHINE DRIFT" not in out
     # The page marks no step between two commits of one build; judged by commit, the busier hour is one.
     steps = [list(s.points["step"]) for st in (unchanged, unknown) for s in page.series(st, ("receive_to_book.p50",))]
-    assert steps[0][2] == "SAME SOURCES" and steps[1][2] not in ("", "SAME SOURCES"), steps
+    assert steps[0][4] == "SAME SOURCES" and steps[1][4] not in ("", "SAME SOURCES"), steps
 
 
 def test_a_gateways_sources_id_changes_with_its_sources_and_contract_only(tmp_path):
@@ -335,8 +390,8 @@ def test_thresholds_kept_in_the_store_apply_per_gateway_and_machine_and_the_comm
 
 
 def test_a_branch_has_each_of_its_commits_judged_not_only_the_newest(tmp_path, capsys):
-    # Four commits of a repository: the second 20 % slower, the third and fourth back. The newest alone passes;
-    # --branch judges each, and names the second.
+    # Six commits of a repository: the fourth 20 % slower, the fifth and sixth back. The newest alone passes;
+    # --branch judges each, and names the fourth (the first three have fewer than three commits before them).
     import os
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -344,17 +399,17 @@ def test_a_branch_has_each_of_its_commits_judged_not_only_the_newest(tmp_path, c
            "GIT_COMMITTER_EMAIL": "t@t"}
     subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True)
     ids = []
-    for i in range(4):
+    for i in range(6):
         subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m", f"c{i}"], check=True, env=env)
         ids.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
                                   text=True).stdout.strip())
-    levels = [100, 120, 100, 100]
+    levels = [100, 100, 100, 120, 100, 100]
     st = _synthetic_store(tmp_path / "st", [[lv + x for x in NOISE] for lv in levels], ids=ids)
     assert itchbench_main(["history", str(st), "--check"]) == 0
     capsys.readouterr()
     assert itchbench_main(["history", str(st), "--check", "--branch", "HEAD", "--repo", str(repo)]) == 1
     out = capsys.readouterr().out
-    assert f"REGRESSION team on cpu: s/c receive_to_book.p50 at {ids[1][:12]}" in out
+    assert f"REGRESSION team on cpu: s/c receive_to_book.p50 at {ids[3][:12]}" in out
     assert f"NOT JUDGED team on cpu: s/c receive_to_book.p50 at {ids[0][:12]}: no commit before it" in out
     assert itchbench_main(["history", str(st), "--check", "--branch", "no-such-branch", "--repo", str(repo)]) == 2
     assert "--branch no-such-branch" in capsys.readouterr().err
@@ -411,7 +466,8 @@ def test_a_gateway_20us_a_message_slower_is_alerted_and_drawn_where_a_hover_name
                               str(st), "--out", str(tmp_path / f"runs{i}")], capture_output=True, text=True)
         assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
         # Judged by its median against a bound far past a busy hour's: 20 µs a message takes about 97 % of this
-        # gateway's throughput, where the t-test's default (1 % at 99 %) once called the comment's commit slower
+        # gateway's throughput. The t test needs three commits before the one judged (how far the machine moves
+        # between times), and the slower commit has two; by runs alone it once called the comment's commit slower
         # (CI, 2026-12-02: seven runs a side, a noisier hour than the first commit's).
         checked.append(subprocess.run([*itchbench, "history", str(st), "--check", "--metric", "throughput_msg_s",
                                        "--test", "percentage", "--limit", "80"], capture_output=True, text=True))

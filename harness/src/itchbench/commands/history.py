@@ -23,8 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run directories (or folders of them) to add")
     h.add_argument("--no-messages", action="store_true", help="with --append: store the per-run metrics only")
     h.add_argument("--metric", action="append", default=None,
-                   help="a metric to draw (repeat; default: receive_to_book.p50, receive_to_book.p99, "
-                        "throughput_msg_s, wire_to_wire.p50); names as in docs/history.md")
+                   help="a metric to draw, or with --check to judge (repeat; default: receive_to_book.p50, "
+                        "receive_to_book.p99, throughput_msg_s, wire_to_wire.p50; with --check, 'all': every metric "
+                        "the store holds); names as in docs/history.md")
     h.add_argument("--out", type=Path, default=None, help="where the page goes (default: STORE/html)")
     h.add_argument("--check", action="store_true",
                    help="alerts instead of the page: each series' newest commit against the trailing window of the "
@@ -48,6 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(default 6); below it a series is NOT JUDGED")
     h.add_argument("--min-runs", type=int, default=None, help="with --check: runs of the commit judged at the least "
                    "(default 3)")
+    h.add_argument("--min-commits", type=int, default=None, help="with --check and --test t: commits in the window "
+                   "(each of --min-runs runs) at the least (default 3): their medians' spread is how far the machine "
+                   "moves between the times runs are made at; below it a series is NOT JUDGED")
     h.set_defaults(func=run)
 
 
@@ -70,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         from ..history import alerts
         given = {k: v for k, v in {"test": args.test, "window": args.window, "min_sample": args.min_sample,
-                                    "min_runs": args.min_runs, "boundary": args.boundary,
+                                    "min_runs": args.min_runs, "min_commits": args.min_commits,
+                                    "boundary": args.boundary,
                                     "limit": None if args.limit is None else args.limit / 100}.items() if v is not None}
         commits = None
         if args.branch:
@@ -80,8 +85,10 @@ def run(args: argparse.Namespace) -> int:
                 raise UserError(f"history: --branch {args.branch}: {listed.stderr.strip()}")
             commits = listed.stdout.split()
         try:
-            results = alerts.check(args.store, alerts.Threshold(), tuple(args.metric) if args.metric else None,
-                                   commits=commits, given=given)
+            # The headline metrics by default: each series judged is a chance of a false alert on an unchanged
+            # build, and a store holds dozens of them a run (every stage's percentiles).
+            metrics = None if args.metric and "all" in args.metric else tuple(args.metric) if args.metric else page.DEFAULT_METRICS
+            results = alerts.check(args.store, alerts.Threshold(), metrics, commits=commits, given=given)
         except alerts.ThresholdError as e:
             raise UserError(f"history: {e}") from e
         lines, status = alerts.summarise(results)

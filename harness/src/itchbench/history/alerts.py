@@ -8,8 +8,19 @@ two gateways or two kinds of machine are never judged against each other. Below 
 NOT JUDGED, never passed.
 
     t            Welch's t-test of the commit's runs against the window's, one-sided toward worse: an alert
-                 when p < 1 - boundary (boundary 0.99: p < 0.01) and the change is beyond `least` (1 %)
+                 when p < 1 - boundary (boundary 0.99: p < 0.01), the change is beyond `least` (1 %), and the
+                 commit's median is beyond the interval the window's commits leave a new commit's median
     percentage   an alert when the commit's median is worse than the window's by more than `limit`
+
+A commit's runs are made together, at one time; the window's at others. Runs of one time are not independent
+samples of the build: the machine's state that hour (other jobs, its frequency, where the VM landed) moves them
+all, so a t-test of runs alone calls a busier hour a regression: one build measured at 20 times on a busy machine
+failed a gate of every metric so at 7 of 17 (docs/history.md, "Alerts"). The t test therefore also holds the
+commit's median to the spread of the window's commits' medians, an individuals control chart's: its sigma is
+their mean moving range over 1.128 (consecutive commits, so a real step or a slow creep in the window widens it
+by one range, not by its whole size), the interval the window's mean ± t(boundary, k - 1) sigma sqrt(1 + 1/k) for
+k commits. Below `min_commits` commits the machine's movement between times is not known and the series is NOT
+JUDGED by the t test.
 
 Besides the step from the window, a slow creep: the commit against the oldest commit of the window alone, by the
 same test, so that ten steps of 2 % none of which stands out from its own neighbours still raise one alert.
@@ -45,6 +56,8 @@ class Threshold:
     boundary: float = 0.99  # t: the confidence that the commit is worse
     limit: float = 0.05     # percentage: how much worse
     least: float = 0.01     # t: a change smaller than this is never an alert, however sure
+    min_commits: int = 3    # t: commits in the window (each min_runs runs at least), whose medians' spread is
+    #                         the machine's between times
 
 
 THRESHOLDS_FILE = "thresholds.toml"  # in the store: a threshold per gateway, machine and metric
@@ -104,15 +117,25 @@ def unit(metric: str) -> str:
     return "ns"
 
 
+# Runs this close to one another (relative) have no spread to test: scipy's moments lose their precision below it.
+NO_SPREAD = 1e-7
+
+
 def _welch(base: np.ndarray, head: np.ndarray, alternative: str) -> float:
     """p of Welch's t-test that head's mean is `alternative` ("less", "greater", "two-sided") to base's."""
+    import warnings
+
     from scipy import stats
     # No spread, or none beyond a float's rounding (scipy's moments then cancel out and its p is unreliable): the
-    # means alone decide.
-    if all(np.ptp(x) <= 1e-12 * abs(float(np.mean(x))) for x in (base, head)):
+    # means alone decide. One side so (a stage of a few ns, every run the same) adds nothing to the variance, and
+    # scipy's warning of its lost precision says nothing of the p.
+    flat = [np.ptp(x) <= NO_SPREAD * abs(float(np.mean(x))) for x in (base, head)]
+    if all(flat):
         h, b = head.mean(), base.mean()
         return 0.0 if {"less": h < b, "greater": h > b}.get(alternative, h != b) else 1.0
-    return float(stats.ttest_ind(head, base, equal_var=False, alternative=alternative).pvalue)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Precision loss occurred", RuntimeWarning)
+        return float(stats.ttest_ind(head, base, equal_var=False, alternative=alternative).pvalue)
 
 
 def _welch_worse(base: np.ndarray, head: np.ndarray, higher_better: bool) -> float:
@@ -120,7 +143,43 @@ def _welch_worse(base: np.ndarray, head: np.ndarray, higher_better: bool) -> flo
     return _welch(base, head, "less" if higher_better else "greater")
 
 
-def _judge(base: np.ndarray, head: np.ndarray, metric: str, t: Threshold) -> dict[str, Any]:
+# A run's max is one message's time: compare shows it and judges none, and so does a store.
+ONE_SAMPLE = "a run's max is one sample: drawn, never judged (as compare shows it)"
+# d2 of a moving range of two: the mean of |x1 - x2| over sigma for two normal samples (an individuals chart's).
+MOVING_RANGE_D2 = 1.128
+
+
+@dataclass(frozen=True)
+class Sessions:
+    """The window's commits as times the machine was measured at: each commit's median, in commit order."""
+    medians: np.ndarray
+
+    @property
+    def sigma(self) -> float:
+        """How far one time's median moves from another's: the mean moving range over d2 (0 with one commit)."""
+        return float(np.abs(np.diff(self.medians)).mean() / MOVING_RANGE_D2) if self.medians.size > 1 else 0.0
+
+    def half_width(self, boundary: float, against: int) -> float:
+        """The half-width at the boundary of where a new time's median falls: against the mean of `against`
+        commits' medians (the window's: sqrt(1 + 1/k)), or of one commit's (the creep's: sqrt(2))."""
+        from scipy import stats
+        k = self.medians.size
+        if k < 2 or against < 1:
+            return 0.0
+        return float(stats.t.ppf(boundary, k - 1) * self.sigma * np.sqrt(1 + 1 / against))
+
+
+def _sessions(g: Any, commits: list[str], min_runs: int) -> Sessions:
+    """The medians of the commits (in their order) with min_runs runs at least."""
+    by = g[g["commit"].isin(commits)].groupby("commit")["value"]
+    med, n = by.median(), by.size()
+    return Sessions(np.array([float(med[c]) for c in commits if c in med.index and n[c] >= min_runs]))
+
+
+def _judge(base: np.ndarray, head: np.ndarray, metric: str, t: Threshold, center: float,
+           half: float) -> dict[str, Any]:
+    """The commit's runs (head) against base's. The t test: also its median against center ± half, where the
+    window's times would put it."""
     higher_better = higher_is_better(metric)
     b, h = float(np.median(base)), float(np.median(head))
     change = (h - b) / b if b else 0.0
@@ -129,12 +188,9 @@ def _judge(base: np.ndarray, head: np.ndarray, metric: str, t: Threshold) -> dic
                            "runs": int(head.size)}
     if t.test == "t":
         p = _welch_worse(base, head, higher_better)
-        # The interval the baseline's mean leaves the commit's runs (two-sided, at the boundary).
-        from scipy import stats
-        half = float(stats.t.ppf(t.boundary, max(base.size - 1, 1)) * np.std(base, ddof=1) * np.sqrt(1 + 1 / base.size)) \
-            if base.size > 1 else 0.0
-        out.update(p=p, interval=[float(base.mean()) - half, float(base.mean()) + half],
-                   alert=p < 1 - t.boundary and worse_by > t.least)
+        beyond = h < center - half if higher_better else h > center + half
+        out.update(p=p, interval=[center - half, center + half],
+                   alert=p < 1 - t.boundary and worse_by > t.least and beyond)
     else:
         bound = b * (1 - t.limit) if higher_better else b * (1 + t.limit)
         out.update(p=None, interval=[bound, bound], alert=worse_by > t.limit)
@@ -221,17 +277,29 @@ def _judge_commit(g: Any, order: list[str], at: int, series: dict[str, str], thr
     window = g[g["commit"].isin(before)]
     base = window.assign(rank=window["commit"].map({c: i for i, c in enumerate(before)})) \
         .sort_values("rank")["value"].to_numpy(float)[-threshold.max_sample:]
-    why = ("no commit before it" if not before else
+    times = _sessions(g, before, threshold.min_runs)
+    why = (ONE_SAMPLE if series["metric"].endswith(".max") else
+           "no commit before it" if not before else
            f"{head.size} run(s) of it, {threshold.min_runs} needed" if head.size < threshold.min_runs else
            f"{base.size} run(s) in its window, {threshold.min_sample} needed" if base.size < threshold.min_sample
-           else "")
+           else f"{times.medians.size} commit(s) of {threshold.min_runs}+ runs in its window, {threshold.min_commits}"
+                " needed by the t test: their medians' spread is how far the machine moves between times"
+           if threshold.test == "t" and times.medians.size < threshold.min_commits else "")
     if why:
         return [{**row, "kind": "step", "judged": False, "why": why}]
-    out = [{**row, "kind": "step", "judged": True, **_judge(base, head, series["metric"], threshold)}]
+    k = times.medians.size
+    # A metric given in whole units (a stage's percentile in ns) moves by at least one between any two times: its
+    # step is the least the interval spans, whatever the window's medians did.
+    values = np.unique(g["value"].to_numpy(float))
+    step = float(np.diff(values).min()) if values.size > 1 else 0.0
+    out = [{**row, "kind": "step", "judged": True, "sigma_between": times.sigma,
+            **_judge(base, head, series["metric"], threshold, float(times.medians.mean()) if k else 0.0,
+                     max(times.half_width(threshold.boundary, k), step))}]
     oldest = g.loc[g["commit"] == before[0], "value"].to_numpy(float)
     if len(before) > 1 and oldest.size >= threshold.min_runs:
         out.append({**row, "kind": "creep", "judged": True, "since": before[0],
-                    **_judge(oldest, head, series["metric"], threshold)})
+                    **_judge(oldest, head, series["metric"], threshold, float(np.median(oldest)),
+                             max(times.half_width(threshold.boundary, 1), step))})
     return out
 
 
