@@ -324,16 +324,15 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
         headline = (f"LOST: {r['never_answered']:,} of {count(r['lost_on_wire'], 'message')} lost on the wire "
                     + ("never came back from the re-request server" if r["server"] else "had no way back (no "
                        "re-request server in the run)")
-                    + f" (first: seq {r['first_never_answered']:,}); the BBO still equals the simulation of the whole "
-                    f"session; {_recovery_words(r, black_box=True)}")
+                    + f" (first: seq {r['first_never_answered']:,}); its {black_box_events(summary, check)} still equal "
+                    f"the simulation of the whole session; {_recovery_words(r, black_box=True)}")
     elif rec.get("recovery", {}).get("lost_on_wire"):
         r = rec["recovery"]
         status = "recovered"
         # Of a black box only what it was sent is seen: every lost message sent to it again, not that it took it.
-        headline = (f"RECOVERED: {count(r['lost_on_wire'], 'message')} lost on the wire, every one sent to it again "
-                    f"and the BBO = "
-                    f"the simulation of the whole session ({check['mode']}, {count(check['events'], 'event')}); "
-                    f"{_recovery_words(r, black_box=True)}; balanced{timing}")
+        headline = (f"RECOVERED: {count(r['lost_on_wire'], 'message')} lost on the wire, every one sent to it again, "
+                    f"and its {black_box_events(summary, check)} = the simulation of the whole session "
+                    f"({check['mode']}); {_recovery_words(r, black_box=True)}; balanced{timing}")
     elif rec.get("faults"):
         status = "faults_accounted"
         f = rec["faults"]
