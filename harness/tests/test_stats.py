@@ -127,11 +127,23 @@ def test_stats_command_table_names_the_method(tmp_path, capsys):
     ("a\n", [], "no values in 'a'"),
     ("", [], "empty file"),
     ("a\n5\n-1\n", [], "negative latencies"),
+    # Line numbers are the file's, blank lines counted.
+    ("a\n1\n\n\n2\nfast\n", [], "1 value(s) in 'a' are not numbers (first at line 6: 'fast')"),
+    ("a,b\n1,2\n\n3,-4\n", ["--column", "b"], "negative latencies in 'b' (first at line 4)"),
 ])
 def test_stats_command_errors(tmp_path, capsys, text, args, message):
     p = write_csv(tmp_path, text)
     assert itchbench_main(["stats", str(p), *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_blank_lines_are_skipped_and_said(tmp_path, capsys):
+    p = write_csv(tmp_path, "ns\n5\n\n1\n \n3\n")
+    assert itchbench_main(["stats", str(p)]) == 0
+    assert "3 latencies (ns) (2 blank lines skipped)" in capsys.readouterr().out
+    assert itchbench_main(["stats", str(p), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["count"] == 3 and out["p50"] == 3 and out["min"] == 1
 
 
 def test_stats_command_missing_file(tmp_path, capsys):

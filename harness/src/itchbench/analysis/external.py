@@ -19,6 +19,7 @@ class ExternalStats:
     column: str
     method: str
     figures: dict[str, float]
+    blank_lines: int = 0  # skipped: no value in the column
 
 
 def stats_of_csv(path: Path, column: str | None, method: str = stats.DEFAULT_METHOD) -> ExternalStats:
@@ -35,23 +36,29 @@ def stats_of_csv(path: Path, column: str | None, method: str = stats.DEFAULT_MET
         column = columns[0]
     elif column not in columns:
         raise StatsError(f"{path}: no column '{column}' (columns: {', '.join(columns)})")
-    raw = pd.read_csv(path, usecols=[column], dtype=str, keep_default_na=False)[column]
-    values = pd.to_numeric(raw.str.strip(), errors="coerce").to_numpy(dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(values))
+    # Blank lines kept as rows, so that row i is line i + 2 of the file (after the header) in what is said.
+    raw = pd.read_csv(path, usecols=[column], dtype=str, keep_default_na=False, skip_blank_lines=False)[column]
+    text = raw.fillna("").str.strip()
+    blank = (text == "").to_numpy()
+    values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(values) & ~blank)
     if bad.size:
         raise StatsError(f"{path}: {bad.size} value(s) in '{column}' are not numbers "
                          f"(first at line {int(bad[0]) + 2}: {raw.iloc[int(bad[0])]!r})")
+    negative = np.flatnonzero(values < 0)
+    if negative.size:
+        raise StatsError(f"{path}: negative latencies in '{column}' (first at line {int(negative[0]) + 2})")
+    values = values[~blank]
     if values.size == 0:
         raise StatsError(f"{path}: no values in '{column}'")
-    if (values < 0).any():
-        raise StatsError(f"{path}: negative latencies in '{column}' (first at line {int(np.argmax(values < 0)) + 2})")
     figures = stats.describe(values, method)
-    return ExternalStats(path, column, method, figures)
+    return ExternalStats(path, column, method, figures, int(blank.sum()))
 
 
 def format_table(s: ExternalStats) -> str:
     f = s.figures
-    lines = [f"{s.path} column '{s.column}': {f['count']:,} latencies (ns), percentiles by "
+    blank = f" ({s.blank_lines:,} blank line{'s' if s.blank_lines != 1 else ''} skipped)" if s.blank_lines else ""
+    lines = [f"{s.path} column '{s.column}': {f['count']:,} latencies (ns){blank}, percentiles by "
              f"{stats.method_text(s.method)}; stddev: population"]
     for key in stats.STAT_KEYS[1:]:
         label = {"p999": "p99.9", "p9999": "p99.99"}.get(key, key)
