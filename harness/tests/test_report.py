@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 from pathlib import Path
 
 import math
@@ -95,6 +97,31 @@ def test_warmup_is_reported_apart_and_csv_on_request(run_dir, tmp_path):
     header = (copy / "latency.csv").read_text().splitlines()[0]
     assert header.startswith("seq,type,symbol,locate,t_receive,parse,decode,book")
     assert len((copy / "latency.csv").read_text().splitlines()) == 7001
+
+
+def test_a_complete_runs_log_cut_afterwards_is_refused_and_its_report_kept(run_dir, tmp_path, capsys):
+    # The run ended complete; then its latency log lost 1,000 records and 7 bytes (a copy cut short).
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    lat = copy / "latency.lat"
+    size = logs.read_latency(lat).header["record_size"]
+    os.truncate(lat, lat.stat().st_size - 1000 * size - 7)
+    before = digest_tree(copy)
+    assert itchbench_main(["report", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert ("the run ended complete, and its logs no longer read whole (latency.lat: file ends mid-record: "
+            f"{size - 7} trailing bytes ignored") in err and "not rebuilt" in err
+    assert digest_tree(copy) == before  # nothing rewritten
+    # Dumping and exporting what it holds still work, said partial, exit 1.
+    assert itchbench_main(["export", str(copy), "--out", str(tmp_path / "part.parquet")]) == 1
+    assert "part.parquet is partial: " in capsys.readouterr().err
+    os.truncate(copy / "bbo.bbo", (copy / "bbo.bbo").stat().st_size - 5)
+    assert itchbench_main(["dump", "bbo", str(copy)]) == 1
+    out, err = capsys.readouterr()
+    assert "the CSV is partial: " in err and "bbo.bbo: file ends mid-record" in err
+    assert len(out.splitlines()) == 1 + len(logs.read_bbo(run_dir / "bbo.bbo").records) - 1  # the header, all but one
+    assert itchbench_main(["dump", "bbo", str(run_dir)]) == 0
+    capsys.readouterr()
 
 
 def test_report_of_a_non_run_directory(tmp_path, capsys):

@@ -1,9 +1,13 @@
-"""What several commands print: a run's one-line result and its verdict."""
+"""What several commands print: a run's one-line result and its verdict, and what logs they read did not hold
+whole."""
 
 from __future__ import annotations
 
+import sys
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .. import rundir
 from ..runs.verdict import black_box_events, messages_verb
@@ -11,6 +15,30 @@ from ..runs.verdict import black_box_events, messages_verb
 
 class UserError(RuntimeError):
     """Bad input from the user: printed without a traceback, exit 2."""
+
+
+@contextmanager
+def logs_not_whole() -> Iterator[list[str]]:
+    """What the logs read inside did not hold whole (a tail cut off, a log never closed: TruncatedLogWarning),
+    collected for the command to say, in place of Python's warning lines; other warnings pass on."""
+    from ..analysis.logs import TruncatedLogWarning
+    cut: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield cut
+    for w in caught:
+        if issubclass(w.category, TruncatedLogWarning):
+            cut.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def partial_output(cut: list[str], what: str) -> int:
+    """Exit status 1, each reason said, when `what` was made from logs not read whole; 0 otherwise: an output
+    made from part of a log is never handed on as the whole."""
+    for reason in dict.fromkeys(cut):
+        print(f"itchbench: {what} is partial: {reason}", file=sys.stderr)
+    return 1 if cut else 0
 
 
 def run_line(summary: dict[str, Any]) -> str:

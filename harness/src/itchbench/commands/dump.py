@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import UserError
+from .common import UserError, logs_not_whole, partial_output
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,11 +25,9 @@ def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "bbo.bbo").is_file():
         raise UserError(f"{run_dir} is not a run directory (no bbo.bbo)")
-    if args.what == "depth":
-        if not (run_dir / "depth.dep").is_file():
-            raise UserError(f"{run_dir} holds no depth events (no depth.dep): run it with levels = N "
-                            "or all (itchbench sim CAPTURE --levels N, or the scenario key levels)")
-        dump.dump_depth(run_dir, sys.stdout)
-    else:
-        dump.dump_bbo(run_dir, sys.stdout)
-    return 0
+    if args.what == "depth" and not (run_dir / "depth.dep").is_file():
+        raise UserError(f"{run_dir} holds no depth events (no depth.dep): run it with levels = N "
+                        "or all (itchbench sim CAPTURE --levels N, or the scenario key levels)")
+    with logs_not_whole() as cut:
+        (dump.dump_depth if args.what == "depth" else dump.dump_bbo)(run_dir, sys.stdout)
+    return partial_output(cut, "the CSV")

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .. import vocabulary
-from .common import UserError
+from .common import UserError, logs_not_whole, partial_output
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,9 +27,10 @@ def run(args: argparse.Namespace) -> int:
     from ..analysis import export
     out = args.out or args.run_dir / f"{'bbo' if args.bbo else 'latency'}.{args.format}"
     try:
-        rows = export.export(args.run_dir, out, fmt=args.format, bbo=args.bbo)
+        with logs_not_whole() as cut:
+            rows = export.export(args.run_dir, out, fmt=args.format, bbo=args.bbo)
     except export.ExportError as e:
         raise UserError(str(e)) from e
     print(f"{rows:,} rows -> {out}", file=sys.stderr)
     print(out)
-    return 0
+    return partial_output(cut, str(out))
