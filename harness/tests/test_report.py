@@ -112,6 +112,11 @@ def test_a_complete_runs_log_cut_afterwards_is_refused_and_its_report_kept(run_d
     assert ("the run ended complete, and its logs no longer read whole (latency.lat: file ends mid-record: "
             f"{size - 7} trailing bytes ignored") in err and "not rebuilt" in err
     assert digest_tree(copy) == before  # nothing rewritten
+    # Nor is a document made, or a compare judged, from it.
+    assert itchbench_main(["doc", str(copy), "--out", str(tmp_path / "doc")]) == 2
+    assert "no longer read whole (latency.lat" in capsys.readouterr().err and not (tmp_path / "doc").exists()
+    assert itchbench_main(["compare", str(run_dir), str(copy), "--out", str(tmp_path / "cmp")]) == 2
+    assert "head " + str(copy) + ": the run ended complete" in capsys.readouterr().err
     # Dumping and exporting what it holds still work, said partial, exit 1.
     assert itchbench_main(["export", str(copy), "--out", str(tmp_path / "part.parquet")]) == 1
     assert "part.parquet is partial: " in capsys.readouterr().err

@@ -685,6 +685,14 @@ def not_read_whole(run_dir: Path) -> list[str]:
     return out
 
 
+def cut_since_complete(run_dir: Path, summary: dict) -> str:
+    """'' for a run whose logs read as the run left them; else what is wrong: a run that ended complete (summary)
+    left its logs whole, so one that is not whole now was cut after it, and figures from its part would be a
+    partial result under the run's whole verdict."""
+    cut = not_read_whole(run_dir) if summary.get("complete") else []
+    return f"{run_dir}: the run ended complete, and its logs no longer read whole ({'; '.join(cut)})" if cut else ""
+
+
 def read_bbo(path: Path | str) -> LogFile:
     return read_log(path, KIND_BBO)
 

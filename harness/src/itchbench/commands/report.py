@@ -25,13 +25,9 @@ def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "manifest.json").is_file():
         raise UserError(f"{run_dir} is not a run directory (no manifest.json)")
-    # A run that ended complete left its logs whole: one not whole now was cut after it, and figures from its part
-    # under the run's verdict would be a partial report presented as the whole. The report as it was is kept.
     summary = run_dir / "summary.json"
-    if summary.is_file() and rundir.read_json(summary).get("complete"):
-        cut = logs.not_read_whole(run_dir)
-        if cut:
-            raise UserError(f"{run_dir}: the run ended complete, and its logs no longer read whole ({'; '.join(cut)}):"
-                            " its report is not rebuilt from part of them")
+    cut = logs.cut_since_complete(run_dir, rundir.read_json(summary)) if summary.is_file() else ""
+    if cut:
+        raise UserError(f"{cut}: its report is not rebuilt from part of them (the report as it was is kept)")
     print(report.build(run_dir, method=args.method, csv=args.csv, closing=runner.closing_sections))
     return 0

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import paths, rundir
+from ..analysis import logs
 from ..captures.fixtures import load_manifest
 from ..captures.generated import session as generated_session
 from ..runs import runner, scenario
@@ -86,6 +87,9 @@ def load_run_dirs(side: Side, path: Path) -> None:
     if not dirs:
         raise NotComparable(f"{side.name} {path}: neither a git revision nor a folder of run directories")
     for d in dirs:
+        cut = logs.cut_since_complete(d, rundir.read_json(d / "summary.json"))
+        if cut:
+            raise NotComparable(f"{side.name} {cut}: nothing is judged from part of them")
         add_run(side, rundir.read_json(d / "manifest.json")["label"], d)
 
 
