@@ -117,6 +117,10 @@ def test_a_complete_runs_log_cut_afterwards_is_refused_and_its_report_kept(run_d
     assert "no longer read whole (latency.lat" in capsys.readouterr().err and not (tmp_path / "doc").exists()
     assert itchbench_main(["compare", str(run_dir), str(copy), "--out", str(tmp_path / "cmp")]) == 2
     assert "head " + str(copy) + ": the run ended complete" in capsys.readouterr().err
+    # Nor stored with its messages; its summary's figures alone, when asked.
+    assert itchbench_main(["history", str(tmp_path / "store"), "--append", str(copy)]) == 2
+    assert "nothing stored" in capsys.readouterr().err and not (tmp_path / "store").exists()
+    assert itchbench_main(["history", str(tmp_path / "store"), "--append", str(copy), "--no-messages"]) == 0
     # Dumping and exporting what it holds still work, said partial, exit 1.
     assert itchbench_main(["export", str(copy), "--out", str(tmp_path / "part.parquet")]) == 1
     assert "part.parquet is partial: " in capsys.readouterr().err

@@ -136,6 +136,12 @@ def append(store: Path, run_dir: Path, *, messages: bool = True) -> Path:
         raise ValueError(f"{run_dir}: not a finished run directory (no summary.json)")
     m = rundir.read_json(run_dir / "manifest.json")
     s = rundir.read_json(run_dir / "summary.json")
+    if messages:
+        from ..analysis import logs
+        cut = logs.cut_since_complete(run_dir, s)
+        if cut:
+            raise ValueError(f"{cut}: nothing stored, its messages not from part of them (--no-messages stores its "
+                             "summary's figures alone)")
     env = m.get("environment") or {}
     under = m.get("gateway_under_test") or {}
     commit = str(under.get("commit") or (env.get("git") or {}).get("commit") or "unknown")
