@@ -18,7 +18,7 @@ from itchbench.captures import faults
 from itchbench.captures.digest import sim_bbo
 from itchbench.runs import runner
 
-from live_helpers import config, leftover_processes, make_capture, summary_of
+from live_helpers import config, kill_when_running, leftover_processes, make_capture, summary_of
 from pcap_edit import record_offsets
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
@@ -70,6 +70,20 @@ def test_udp_run_matches_simulation_and_reconciles(short_day, tmp_path):
     # The kernel's stamp, moved onto the stage clock, comes before the read returned, which comes before decoding.
     assert (lat["t_kernel"] > 0).all() and (lat["t_kernel"] <= lat["t_read"]).all()
     assert (lat["t_read"] <= lat["t_decoded"]).all()
+
+
+def test_a_tcp_subscriber_killed_mid_run_is_named_with_its_signal(short_day, tmp_path):
+    # The pool of two TCP subscribers (one process) crashes while the feed runs (at 500 packets a second, seconds
+    # long). Before, what it had received read as a prefix the gateway had closed: LOSSLESS, exit 0.
+    killer = kill_when_running("bbo-tcp-subscribers --port", signal.SIGSEGV, 0.5)
+    run = runner.execute(config(short_day, "udp", replay={"rate": "pps", "pps": 500}, subscribers=2),
+                         "killed-subscriber", root=tmp_path, echo=False)
+    killer.join()
+    s = summary_of(run)
+    assert s["verdict"]["status"] == "unbalanced" and s["verdict"]["exit_status"] == 1, s["verdict"]["headline"]
+    for k in (0, 1):
+        assert f"subscriber {k} (TCP) ended without failure (killed by SIGSEGV)" in s["verdict"]["headline"]
+    assert leftover_processes() == []
 
 
 def test_serial_run_matches_simulation_and_reconciles(short_day, tmp_path):

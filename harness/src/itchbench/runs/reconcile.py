@@ -319,17 +319,19 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
         conns = [by_port[p] for p in sub["local_ports"] if p in by_port]
         dropped = sum(c["frames_dropped"] for c in conns)
         closed = [c["closed_by"] for c in conns if c["closed_by"]]
+        by_policy = "policy" in closed  # the gateway's own disconnect of a slow one; "peer": the subscriber left
         same = got == expected
         entry = {**sub, "frames": len(got) // logs.BBO_DTYPE.itemsize, "frames_dropped": dropped,
                  "closed_by": closed, "identical_to_bbo_log": same}
+        _ended_well(sub, checks)
         if sub["mode"] != "reconnect":  # (a reconnecting one's file joins its connections' streams, cut anywhere)
             # Whatever else it was dropped or cut from, what it got must be the log's own frames in the log's
             # order; a partial last frame only where the gateway closed the connection, or the run stopped a
             # subscriber that does not end with the stream (slow, stuck) mid-frame.
             wrong = _first_frame_not_in_log(got, expected)
-            whole = sub["mode"] == "fast" and not closed
+            whole = sub["mode"] == "fast" and not by_policy
             entry["first_frame_not_in_log"] = wrong
-            checks[f"{subscriber_name(sub, sub['mode'], *(['closed by the gateway'] if closed else []))} received "
+            checks[f"{subscriber_name(sub, sub['mode'], *(['closed by the gateway'] if by_policy else []))} received "
                    "only the BBO log's frames, in its order" + (", whole" if whole else "")] = \
                 wrong is None and (len(got) % logs.BBO_DTYPE.itemsize == 0 or not whole)
         if sub["mode"] == "fast":
@@ -341,6 +343,15 @@ def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict
                 checks[f"{name} received the BBO log exactly"] = same
         out.append(entry)
     return out
+
+
+def _ended_well(sub: dict[str, Any], checks: dict[str, bool]) -> None:
+    """A TCP subscriber's process (bbo-tcp-subscribers, status 0 when each fast reader saw its stream's end, or on
+    the run's SIGTERM) ended with status 0: one that crashed is named with its signal, whatever it had received
+    by then (a prefix of the log reads as a subscriber the gateway closed)."""
+    rc = sub.get("exit")
+    checks[f"{subscriber_name(sub)} ended without failure" + ("" if rc == 0 else f" ({describe_exit(rc)})")] \
+        = rc == 0
 
 
 def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
@@ -367,6 +378,7 @@ def _depth_subscriber(sub: dict[str, Any], gw: dict[str, Any], run_dir: Path,
     closed = [c["closed_by"] for c in conns if c["closed_by"]]
     name = subscriber_name(sub)
     wrong = _first_frame_not_in_log(got, expected, dtype)
+    _ended_well(sub, checks)
     checks[f"{name} is known to the gateway"] = len(conns) == len(sub["local_ports"]) == 1
     checks[f"{name} finished in time"] = not sub["timed_out"]
     checks[f"{name} received only the depth log's frames, in its order, whole"] = \
