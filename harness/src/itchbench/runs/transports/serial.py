@@ -58,5 +58,5 @@ def replay_serial(run: "Run", group: "ProcessGroup", replay_end: Path,
     wait_for_sender(run, group, sr, "serial-replay", expected_s, gateway_gone)
     if sr.returncode != 0:
         text = (run.dir / "serial-replay.stderr").read_text(errors="replace").strip()
-        raise RunError("sender_failed", f"serial-replay {describe_exit(sr.returncode)}: {text[-500:]}")
+        raise RunError("sender_failed", f"serial-replay {describe_exit(sr.returncode)}: {text[-500:] or 'no output'}")
     run.extras["serial_replay"] = json.loads(report.read_text())
