@@ -114,6 +114,16 @@ def test_merge_names_a_foreign_shard(sharded, tmp_path, capsys):
     assert "foreign" in err and "shard-2-of-3.json" in err
 
 
+def test_merge_names_a_run_whose_log_was_cut_since(sharded, tmp_path, capsys):
+    cut = tmp_path / "cut"
+    shutil.copytree(sharded["shards"][2], cut)
+    run = next(d for d in sorted(cut.iterdir()) if (d / "latency.lat").is_file())
+    os.truncate(run / "latency.lat", (run / "latency.lat").stat().st_size - 100)
+    assert itchbench_main(["merge", *map(str, sharded["shards"][:2]), str(cut)]) == 2
+    err = capsys.readouterr().err
+    assert f"{run}: the run ended complete, and its logs no longer read whole (latency.lat" in err
+
+
 def test_merge_refuses_another_machine_class(sharded, tmp_path, capsys):
     moved = tmp_path / "moved"
     shutil.copytree(sharded["shards"][2], moved)

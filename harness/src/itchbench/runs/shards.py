@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .. import rundir
+from ..analysis import logs
 from ..captures.fixtures import sha256_of
 from ..captures.inspect import facts_of
 from . import deadlines, environment
@@ -186,6 +187,9 @@ def merge(dirs: Sequence[Path]) -> Merged:
             d = p.parent / run["run_dir"]
             if not (d / "summary.json").is_file():
                 raise ShardError(f"{p} lists {run['run_dir']}, which is not a finished run directory beside it")
+            cut = logs.cut_since_complete(d, rundir.read_json(d / "summary.json"))
+            if cut:
+                raise ShardError(f"{p} lists {cut}: its verdict no longer stands for them")
             by_unit[tuple(run["unit"])] = d
     plan = [tuple(u) for u in records[0][1]["plan"]]
     absent = [u for u in plan if u not in by_unit]
