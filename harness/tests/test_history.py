@@ -174,10 +174,11 @@ def test_a_brought_gateways_runs_carry_its_own_commits_time_and_depth(tmp_path):
 
 def _synthetic_store(root: Path, commits: list[list[float]], metric: str = "receive_to_book.p50",
                      ids: list[str] | None = None, sources: list[str] | None = None,
-                     testbench: list[str] | None = None) -> Path:
+                     testbench: list[str] | None = None, verdicts: dict[int, list[str]] | None = None) -> Path:
     """A store of hand-made runs: commit i (at day i of 2026-01; named ids[i], or its number in hex) with the given
-    values, one run each value, made by itchbench testbench[i] (else "x"); with sources, commit i's sources_id is
-    sources[i] (files of the current schema), else files of schema version 2 (no commit_subject, no sources_id)."""
+    values, one run each value, made by itchbench testbench[i] (else "x"), each lossless or as verdicts[i] says;
+    with sources, commit i's sources_id is sources[i] (files of the current schema), else files of schema version 2
+    (no commit_subject, no sources_id)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     for i, values in enumerate(commits):
@@ -187,7 +188,7 @@ def _synthetic_store(root: Path, commits: list[list[float]], metric: str = "rece
                 "commit": [ids[i] if ids else f"{i:02x}" * 20] * n, "commit_time": [when] * n,
                 "commit_depth": [i + 1] * n,
                 "dirty": [False] * n, "created_utc": [when] * n, "transport": ["sim"] * n,
-                "verdict": ["lossless"] * n, "cpu_model": ["cpu"] * n, "cpu_count": [2] * n, "kernel": ["k"] * n,
+                "verdict": (verdicts or {}).get(i, ["lossless"] * n), "cpu_model": ["cpu"] * n, "cpu_count": [2] * n, "kernel": ["k"] * n,
                 "metric": [metric] * n, "value": values, "run_dir": [f"/runs/c{i}-r{k}" for k in range(n)],
                 "gateway": ["team"] * n, "itchbench_commit": [testbench[i] if testbench else "x"] * n}
         part = store.RunKey("s", "c", when.strftime("%Y-%m-%d")).path(root, "metrics")
@@ -254,6 +255,24 @@ def test_a_busier_hour_within_the_windows_own_times_is_no_alert_and_a_step_past_
         assert r["p"] < 1e-6 and r["change"] > 0.01
         assert r["sigma_between"] == pytest.approx(16 / 3 / 1.128, rel=1e-9)
         assert r["interval"] == pytest.approx([76.75, 124.75], abs=0.01)
+
+
+def test_runs_that_did_not_pass_are_an_alert_and_left_out_of_the_timings(tmp_path, capsys):
+    # Four commits at one level; the newest's seventh run crashed part-way (its figure 10x the others'), and one
+    # run of the first commit lost messages (its figure 5x). Judged on the runs that passed, no step; the crashed
+    # run is an alert of its own, named once whatever metrics are judged.
+    same = [100 + x for x in NOISE]
+    st = _synthetic_store(tmp_path / "st", [[*same[:6], 500.0], same, same, [*same[:6], 1000.0]],
+                          verdicts={0: ["lossless"] * 6 + ["lost"], 3: ["lossless"] * 6 + ["incomplete"]})
+    assert itchbench_main(["history", str(st), "--check", "--metric", "all"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"RUNS NOT PASSING team on cpu: s/c at {'03' * 6}: 1 of 7 runs did not pass (1 incomplete; "
+                          "the first: /runs/c3-r6): their timings are left out of every series")
+    assert "REGRESSION" not in out and out.count("RUNS NOT PASSING") == 1
+    (step,) = [r for r in alerts.check(st) if r["kind"] == "step"]
+    assert step["runs"] == 6 and step["baseline_runs"] == 20 and not step["alert"]
+    # By hand: the six that passed, 99.4 99.6 99.8 100.0 100.3 100.5, have the median 99.9; the window's twenty, 100.
+    assert step["value"] == pytest.approx(99.9) and step["baseline"] == pytest.approx(100.0)
 
 
 def test_a_stage_in_whole_ns_moves_a_step_without_alert_a_runs_max_is_never_judged_and_the_gate_reads_headlines(

@@ -208,27 +208,62 @@ def check(store_dir: Path, threshold: Threshold = Threshold(), metrics: tuple[st
     if metrics:
         where = "WHERE metric IN (" + ", ".join("'" + m.replace("'", "''") + "'" for m in metrics) + ")"
     df = store.query(store_dir, "SELECT gateway, cpu_model, scenario, configuration, metric, commit, commit_time, "
-                                f"commit_depth, sources_id, itchbench_commit, value FROM runs {where}")
+                                "commit_depth, sources_id, itchbench_commit, value, verdict, run_dir "
+                                f"FROM runs {where}")
     if df.empty:
         return []
     df["gateway"] = df["gateway"].fillna(store.BUILT_IN)
+    # A run that did not pass measured something other than the workload (a gateway that crashed part-way, lost
+    # messages, or made a wrong BBO): its timings are left out, and it is an alert of its own.
+    passed = df["verdict"].fillna("").isin(PASSED)
     stored = stored_thresholds(store_dir)
     out: list[dict[str, Any]] = []
     for key, g in df.groupby(SERIES, sort=True, dropna=False):
-        order = (g.groupby("commit", sort=False).agg(t=("commit_time", "min"), d=("commit_depth", "min"))
-                 .sort_values(["t", "d"], na_position="first").index.tolist())
+        order = commit_order(g)
         series = dict(zip(SERIES, map(str, key)))
         t = threshold_for(series, stored, threshold, given or {})
         judged = [c for c in order if c in set(commits)] if commits is not None else order[-1:]
         first = build_starts(order, g.groupby("commit")["sources_id"].first().to_dict())
+        timed = g[passed[g.index]]
         # Each build judged once, at its first commit, and its newest commit judged named with it.
         newest = {first[c]: c for c in judged}
         for start, commit in newest.items():
-            rows = _judge_commit(g, order, order.index(start), series, t)
+            rows = _judge_commit(timed, order, order.index(start), series, t)
             if commit != start:
                 rows = [{**r, "same_sources_through": commit} for r in rows]
-                rows += _machine_drift(g, order, start, commit, series, t)
+                rows += _machine_drift(timed, order, start, commit, series, t)
             out += rows
+    runs = store.query(store_dir, "SELECT DISTINCT gateway, cpu_model, scenario, configuration, commit, commit_time, "
+                                  "commit_depth, verdict, run_dir FROM runs")  # every run, whatever it measured
+    runs["gateway"] = runs["gateway"].fillna(store.BUILT_IN)
+    return _runs_not_passing(runs, commits) + out
+
+
+# The verdicts of a run that passed (exit status 0, runs/verdict.py EXIT); "" is a run stored without one.
+PASSED = ("lossless", "faults_accounted", "recovered", "joined", "")
+
+
+def commit_order(g: Any) -> list[str]:
+    """The commits of rows g in commit order: by commit time, then depth."""
+    return (g.groupby("commit", sort=False).agg(t=("commit_time", "min"), d=("commit_depth", "min"))
+            .sort_values(["t", "d"], na_position="first").index.tolist())
+
+
+def _runs_not_passing(runs: Any, commits: list[str] | None) -> list[dict]:
+    """Per gateway, machine, scenario and configuration, each judged commit (the newest, or each of `commits`)
+    whose runs (one row a run) did not all pass: an alert, one line, whatever metrics were asked."""
+    out = []
+    runs = runs.assign(passed=runs["verdict"].fillna("").isin(PASSED)).drop_duplicates("run_dir")
+    for key, g in runs.groupby(SERIES[:-1], sort=True, dropna=False):
+        order = commit_order(g)
+        for commit in ([c for c in order if c in set(commits)] if commits is not None else order[-1:]):
+            mine = g[g["commit"] == commit]
+            bad = mine[~mine["passed"]]
+            if len(bad):
+                out.append({**dict(zip(SERIES[:-1], map(str, key))), "metric": "", "commit": commit, "kind": "runs",
+                            "judged": True, "alert": True, "runs": len(mine), "failed": len(bad),
+                            "verdicts": bad["verdict"].value_counts().sort_index().to_dict(),
+                            "first_run": str(bad["run_dir"].iloc[0])})
     return out
 
 
@@ -305,7 +340,12 @@ def _judge_commit(g: Any, order: list[str], at: int, series: dict[str, str], thr
 
 def line(r: dict[str, Any]) -> str:
     """One alert (or one series not judged, or one machine drift) in words."""
-    name = f"{r['gateway']} on {r['cpu_model'] or '?'}: {r['scenario']}/{r['configuration']} {r['metric']}"
+    name = f"{r['gateway']} on {r['cpu_model'] or '?'}: {r['scenario']}/{r['configuration']}"
+    if r["kind"] == "runs":
+        said = ", ".join(f"{n} {v.replace('_', ' ')}" for v, n in r["verdicts"].items())
+        return (f"RUNS NOT PASSING {name} at {r['commit'][:12]}: {r['failed']} of {r['runs']} runs did not pass "
+                f"({said}; the first: {r['first_run']}): their timings are left out of every series")
+    name += f" {r['metric']}"
     u = f" {r['unit']}" if r["unit"] else ""
     if r["kind"] == "drift":
         p = f", p {r['p']:.2g}" if r["p"] is not None else ""
