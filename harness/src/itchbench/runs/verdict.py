@@ -201,6 +201,12 @@ def _judge_join(rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:
                      f"{c['first_stock_differing']}" + (f", {c['first_level_differing']}"
                                                         if c.get("first_level_differing") else "") + ")")
             return "bbo_differs", f"{name} DIFFERS after joining {at}: {where}; {_join_words(j)}"
+    # A brought gateway's output is held whole too: a line that is no event fails it, after the join as before it.
+    whole = rec.get("bbo_check") or {}
+    if whole.get("malformed_lines"):
+        return "bbo_differs", (f"{'DEPTH' if published else 'BBO'} DIFFERS after joining {at}: "
+                               f"{count(whole['malformed_lines'], 'malformed line')} (e.g. "
+                               f"{whole['malformed_examples'][0]!r}) in its output; {_join_words(j)}")
     applied = f"{count(loss['expected_messages'], 'message')} after the join applied, " if not j.get("black_box") \
         else ""
     depth_words = (f", {count(depth['after_join']['events'], 'depth event')} after it and each stock's depth at "

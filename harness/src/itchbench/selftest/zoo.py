@@ -324,6 +324,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("partial-last-line", "a partial line written last, with no newline", PY,
            _py((_CLOSE, _CLOSE.replace("close()", 'send(b"99999,1,100")  # MUTANT\n        close()'))),
            "udp", "bbo_differs"),
+    # The same on a late join: its output after the join point is held whole too.
+    Mutant("partial-last-line-join", "a partial line written last, with no newline, on a late join", PY,
+           _py((_CLOSE, _CLOSE.replace("close()", 'send(b"99999,1,100")  # MUTANT\n        close()'))),
+           "join", "bbo_differs"),
     Mutant("never-ready", "never connects to the BBO collector (its ready signal)", PY,
            IMPATIENT + _py((_PARSED, _PARSED + "    time.sleep(3600)  # MUTANT\n")), "udp", "incomplete"),
     Mutant("exit-0-silent", "exits 0 at once, having said nothing", PY,
