@@ -798,6 +798,22 @@ def test_a_capture_and_run_directory_with_shell_characters_run_as_they_are(captu
     assert not list(tmp_path.rglob("PWNED")) and not (paths.repo_root() / "PWNED").exists()
 
 
+def test_an_itchbench_log_output_cut_mid_record_is_said_as_a_malformed_line(tmp_path):
+    # The built-in gateway as a black box writing its BBO log to a file, then the file's last 20 bytes cut off: the
+    # last event is missing, and what is left of its record (48 - 20 = 28 bytes) is said, as a partial last line
+    # of text is, in place of a reader's warning on the console.
+    gw = _built_in_as_black_box(tmp_path, " && truncate -s -20 {out}/bbo.bbo")
+    sample = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
+    values = {**config(sample, "sim"), "gateway_file": str(gw), "subscribers": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", logs.TruncatedLogWarning)
+        s = rundir.read_json(runner.execute(values, "cut", root=tmp_path / "runs", echo=False) / "summary.json")
+    check = s["reconciliation"]["bbo_check"]
+    assert s["verdict"]["status"] == "bbo_differs" and check["missing"] == 1 and check["malformed_lines"] == 1
+    assert check["malformed_examples"][0].startswith("bbo.bbo: file ends mid-record: 28 trailing bytes ignored")
+    assert "1 malformed line (e.g. 'bbo.bbo: file ends mid-record" in s["verdict"]["headline"]
+
+
 @pytest.mark.parametrize("clear", [False, True], ids=["its flags", "the stale flag cleared"])
 def test_a_gateway_writing_itchbench_records_is_held_to_the_stale_flag_too(tmp_path, clear):
     # The built-in gateway as a black box writing the `itchbench` BBO format, on a capture with drops: its records

@@ -23,7 +23,7 @@ import os
 import resource
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -94,8 +94,12 @@ def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, 
 
     def ref() -> tuple[Iterator[np.ndarray], TextParts | None]:
         return log_parts(reference.events_log, stale), None
-    return held(got, ref, bbo.get("levels", 0), stale, kinds or reference, keep_stamps, meter, output.parent,
-                output.stat().st_size, str(bbo.get("check", "exact")))
+    judgement = held(got, ref, bbo.get("levels", 0), stale, kinds or reference, keep_stamps, meter, output.parent,
+                     output.stat().st_size, str(bbo.get("check", "exact")))
+    cut = blackbox.own_log_not_whole(output, bbo)
+    if judgement is None or not cut:
+        return judgement
+    return replace(judgement, malformed=judgement.malformed + 1, examples=[cut, *judgement.examples][:3])
 
 
 def held(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackbox.Kinds, keep_stamps: bool,
@@ -373,7 +377,7 @@ def output_parts(output: Path, bbo: dict[str, object], symbols: dict[str, int], 
     if not output.is_file():
         return None
     if fmt == "itchbench" and not stamped:  # only a gateway's own log carries stale flags
-        return log_parts(output, stale), None
+        return log_parts(output, stale, quiet=True), None  # what it does not hold whole: own_log_not_whole
     # `itchbench` records the collector stamped are written as csv.
     levels = bbo.get("levels", 0)
     text = TextParts(output, "jsonl" if fmt == "jsonl" else "csv", blackbox.columns(levels),  # type: ignore[arg-type]
@@ -381,9 +385,10 @@ def output_parts(output: Path, bbo: dict[str, object], symbols: dict[str, int], 
     return iter(text), text
 
 
-def log_parts(path: Path, stale: bool) -> Iterator[np.ndarray]:
-    """A BBO or depth log's events as int64 blocks (blackbox.event_block), a part at a time."""
-    for rec in logs.iter_records(logs.read_log(path), REFERENCE_RECORDS_AT_ONCE):
+def log_parts(path: Path, stale: bool, quiet: bool = False) -> Iterator[np.ndarray]:
+    """A BBO or depth log's events as int64 blocks (blackbox.event_block), a part at a time; quiet: what it does not
+    hold whole is the caller's to say."""
+    for rec in logs.iter_records(logs.read_log(path, quiet=quiet), REFERENCE_RECORDS_AT_ONCE):
         yield blackbox.event_block(rec, stale)
 
 
