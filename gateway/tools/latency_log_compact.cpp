@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   args.positional("OUT", "where the compact log goes (replaced)");
   args.parse(argc, argv);
   const std::string in_path = args.positionals()[0], out_path = args.positionals()[1];
+  args.refuse_overwriting(in_path, out_path);
   try {
     const std::vector<uint8_t> bytes = read_file(in_path);
     logfmt::Header h{};

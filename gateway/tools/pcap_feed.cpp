@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   args.parse(argc, argv);
   const bool plain = args.flag_set("plain-ethernet");
   if (!args.has("out")) args.fail("--out is required");
+  args.refuse_overwriting(args.positionals()[0], args.get("out"));
   const std::optional<Feed> requested = feed_option(args);
   try {
     CaptureReader reader(args.positionals()[0], requested);

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <sys/stat.h>
+
 namespace itchbench::cli {
 
 Args::Args(std::string program, std::string usage, std::string description)
@@ -38,6 +40,13 @@ std::string Args::help() const { return app_->help(); }
 void Args::fail(const std::string& message) const {
   std::fprintf(stderr, "%s: %s\n(see %s --help)\n", program_.c_str(), message.c_str(), program_.c_str());
   std::exit(2);
+}
+
+void Args::refuse_overwriting(const std::string& input, const std::string& output) const {
+  struct stat in {}, out {};
+  if (::stat(input.c_str(), &in) == 0 && ::stat(output.c_str(), &out) == 0 && in.st_dev == out.st_dev &&
+      in.st_ino == out.st_ino)
+    fail(output + " is the input " + input + ": it would be replaced by what is made from it; write elsewhere");
 }
 
 void Args::parse(int argc, char** argv) {

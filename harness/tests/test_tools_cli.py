@@ -223,6 +223,45 @@ def test_bad_values_are_refused_with_the_reason(tool, name, args, message):
     assert r.returncode == 2 and message in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("name, args", [
+    ("itch-faults", ["{in}", "{in}", "--seed", "1", "--drop", "0.1"]),
+    ("itch-faults", ["{in}", "{link}", "--seed", "1", "--drop", "0.1"]),  # the same file by another name
+    ("itch2pcap", ["{in}", "--out", "{in}"]),
+    ("pcap-feed", ["{in}", "--out", "{dir}/./{base}"]),  # another spelling of its path
+    ("latency-log-compact", ["{in}", "{in}"]),
+])
+def test_a_tool_refuses_to_write_over_its_own_input(tool, tmp_path, name, args):
+    # Written through OUT.tmp and renamed, the output would replace the file it is made from: the bundled
+    # fixture was lost so (itchbench faults IN IN). Refused, and the input left as it was.
+    src = tmp_path / "in" / "input"
+    src.parent.mkdir()
+    src.write_bytes((paths.repo_root() / "fixtures" / "seed-workload.pcap").read_bytes())
+    (tmp_path / "link").hardlink_to(src)
+    before = src.read_bytes()
+    r = tool(name, *[a.format(**{"in": src, "link": tmp_path / "link", "dir": src.parent, "base": src.name}) for a in args])
+    assert r.returncode == 2 and "is the input" in r.stderr and "write elsewhere" in r.stderr, r.stderr
+    assert src.read_bytes() == before and not list(src.parent.glob("*.tmp"))
+
+
+def test_itchbench_faults_and_export_refuse_to_write_over_their_input(tmp_path, capsys):
+    src = tmp_path / "seed.pcap"
+    src.write_bytes((paths.repo_root() / "fixtures" / "seed-workload.pcap").read_bytes())
+    before = src.read_bytes()
+    assert itchbench_main(["faults", str(src), str(src), "--seed", "1", "--drop", "0.1"]) == 2
+    assert "is the input" in capsys.readouterr().err and src.read_bytes() == before
+    assert not (tmp_path / "seed.pcap.faults.json").exists()
+    # A value the tool refuses is the user's error too (exit 2), as the tool says.
+    assert itchbench_main(["faults", str(src), str(tmp_path / "out.pcap"), "--seed", "1", "--drop", "2"]) == 2
+    assert "--drop is a probability between 0 and 1" in capsys.readouterr().err
+    run = tmp_path / "run"
+    assert itchbench_main(["sim", str(src), "--out", str(run)]) == 0
+    log = (run / "latency.lat").read_bytes()
+    for own in ("latency.lat", "manifest.json"):
+        assert itchbench_main(["export", str(run), "--out", str(run / own)]) == 2
+        assert "is one of the run's own files" in capsys.readouterr().err
+    assert (run / "latency.lat").read_bytes() == log
+
+
 def test_serial_replay_reports_an_unopenable_device(tool, tmp_path):
     cap = tmp_path / "s.pcap"
     tool("itch-synth", "--messages", "50", "--out", cap)

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add_packetizer_options(args, defaults);
   args.parse(argc, argv);
   if (!args.has("out")) args.fail("--out is required");
+  args.refuse_overwriting(args.positionals()[0], args.get("out"));
   const PacketizerConfig pc = packetizer_config(args, defaults);
   const bool eos = end_of_session(args);
 

@@ -74,6 +74,8 @@ int main(int argc, char** argv) {
   if (args.has("burst-drop") && !replay::parse_burst(args.get("burst-drop"), o.burst_length, o.burst_ppm))
     args.fail("--burst-drop takes LEN@P, e.g. 5@0.001 (LEN >= 1, 0 <= P <= 1)");
   const std::string in = args.positionals()[0], out = args.positionals()[1];
+  args.refuse_overwriting(in, out);
+  args.refuse_overwriting(in, out + ".faults.json");
   try {
     const FaultReport r = inject_faults(in, out, o);
     write_file_atomically(out + ".faults.json", fault_report_json(r, o));

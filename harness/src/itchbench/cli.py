@@ -63,7 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except (ToolError, paths.ToolMissing, FileNotFoundError, RevisionError) as e:
         print(f"itchbench: {e}", file=sys.stderr)
-        return 1
+        # A tool that refused an argument passed on to it refused the user's input: a usage error here too.
+        return 2 if isinstance(e, ToolError) and e.returncode == 2 else 1
     except KeyboardInterrupt as e:
         print(f"itchbench: interrupted by {'SIGTERM' if isinstance(e, Interrupted) else 'SIGINT'}", file=sys.stderr)
         return 130 if not isinstance(e, Interrupted) else 143

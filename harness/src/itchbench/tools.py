@@ -10,7 +10,12 @@ from . import paths
 
 
 class ToolError(RuntimeError):
-    """A tool exited non-zero; the message carries its stderr."""
+    """A tool exited non-zero; the message carries its stderr, `returncode` its status (2: it refused an argument,
+    as every tool does, gateway/util/cli.hpp)."""
+
+    def __init__(self, message: str, returncode: int | None = None) -> None:
+        super().__init__(message)
+        self.returncode = returncode
 
 
 def run_tool(name: str, args: Sequence[str | Path], *, ok_codes: Sequence[int] = (0,)) -> subprocess.CompletedProcess[str]:
@@ -18,5 +23,5 @@ def run_tool(name: str, args: Sequence[str | Path], *, ok_codes: Sequence[int] =
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode not in ok_codes:
         detail = (proc.stderr or proc.stdout).strip()
-        raise ToolError(f"{name} failed (exit {proc.returncode}): {detail}")
+        raise ToolError(f"{name} failed (exit {proc.returncode}): {detail}", proc.returncode)
     return proc
