@@ -194,6 +194,14 @@ def test_bad_input_is_a_clear_error(args, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_a_document_is_never_written_over_a_runs_own_report(runs, capsys):
+    run = next(d for d in sorted(runs.rglob("manifest.json"))).parent
+    before = (run / "report.md").read_bytes()
+    assert itchbench_main(["doc", str(runs), "--out", str(run)]) == 2
+    assert "is a run directory: its own report.md would be replaced" in capsys.readouterr().err
+    assert (run / "report.md").read_bytes() == before and not (run / "figures").exists()
+
+
 def test_unknown_baseline_names_the_configurations(runs, tmp_path, capsys):
     assert itchbench_main(["doc", str(runs), "--out", str(tmp_path / "d"), "--baseline", "nope"]) == 2
     err = capsys.readouterr().err

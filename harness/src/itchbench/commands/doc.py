@@ -84,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
             out = args.out or paths.repo_root() / "reports" / "docs" / _slug(args.title or
                                                                            Path(args.runs[0]).resolve().name)
             runs = [Path(r) for r in args.runs]
+            if (out / "manifest.json").is_file():
+                raise UserError(f"doc: {out} is a run directory: its own report.md would be replaced by the "
+                                "document; write it elsewhere")
             if shards.find_records(runs):  # the shards of one sharded run: all of them, and they belong together
                 try:
                     runs = shards.merge(runs).run_dirs
