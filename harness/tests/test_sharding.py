@@ -124,6 +124,13 @@ def test_merge_names_a_run_whose_log_was_cut_since(sharded, tmp_path, capsys):
     assert f"{run}: the run ended complete, and its logs no longer read whole (latency.lat" in err
 
 
+def test_merge_never_writes_its_list_over_a_shard_record(sharded, capsys):
+    record = next(sharded["shards"][0].glob("shard-*-of-*.json"))
+    before = record.read_bytes()
+    assert itchbench_main(["merge", *map(str, sharded["shards"]), "--out", str(record)]) == 2
+    assert "is a shard record or a run's own file" in capsys.readouterr().err and record.read_bytes() == before
+
+
 def test_merge_refuses_another_machine_class(sharded, tmp_path, capsys):
     moved = tmp_path / "moved"
     shutil.copytree(sharded["shards"][2], moved)

@@ -25,6 +25,10 @@ def run(args: argparse.Namespace) -> int:
     from ..host import differences as host
     from ..runs import shards, verdict
 
+    out = Path(args.out) if args.out else None
+    if out is not None and out.is_file() and (shards.RECORD.match(out.name) or (out.parent / "manifest.json").is_file()):
+        raise UserError(f"merge: {out} is a shard record or a run's own file: the merged list would replace it; "
+                        "write it elsewhere")
     try:
         merged = shards.merge([Path(d) for d in args.dirs])
     except shards.ShardError as e:
@@ -42,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
         summary, v = verdict_of(d)
         print(f"  {d}\n    {run_line(summary)}\n    {v['headline']}")
         statuses.append(v["status"])
-    if args.out:
-        rundir.write_json(Path(args.out), {"scenario": first["scenario"], "scenario_sha256": first["scenario_sha256"],
+    if out is not None:
+        rundir.write_json(out, {"scenario": first["scenario"], "scenario_sha256": first["scenario_sha256"],
                                            "shards": first["count"], "runs": [str(d) for d in merged.run_dirs]})
     print(verdict.closing_line(statuses))
     return verdict.exit_status(statuses)
