@@ -188,7 +188,8 @@ def _synthetic_store(root: Path, commits: list[list[float]], metric: str = "rece
                 "commit": [ids[i] if ids else f"{i:02x}" * 20] * n, "commit_time": [when] * n,
                 "commit_depth": [i + 1] * n,
                 "dirty": [False] * n, "created_utc": [when] * n, "transport": ["sim"] * n,
-                "verdict": (verdicts or {}).get(i, ["lossless"] * n), "cpu_model": ["cpu"] * n, "cpu_count": [2] * n, "kernel": ["k"] * n,
+                "verdict": (verdicts or {}).get(i, ["lossless"] * n), "cpu_model": ["cpu"] * n,
+                "cpu_count": [2] * n, "kernel": ["k"] * n,
                 "metric": [metric] * n, "value": values, "run_dir": [f"/runs/c{i}-r{k}" for k in range(n)],
                 "gateway": ["team"] * n, "itchbench_commit": [testbench[i] if testbench else "x"] * n}
         part = store.RunKey("s", "c", when.strftime("%Y-%m-%d")).path(root, "metrics")

@@ -238,7 +238,8 @@ def test_a_tool_refuses_to_write_over_its_own_input(tool, tmp_path, name, args):
     src.write_bytes((paths.repo_root() / "fixtures" / "seed-workload.pcap").read_bytes())
     (tmp_path / "link").hardlink_to(src)
     before = src.read_bytes()
-    r = tool(name, *[a.format(**{"in": src, "link": tmp_path / "link", "dir": src.parent, "base": src.name}) for a in args])
+    names = {"in": src, "link": tmp_path / "link", "dir": src.parent, "base": src.name}
+    r = tool(name, *[a.format(**names) for a in args])
     assert r.returncode == 2 and "is the input" in r.stderr and "write elsewhere" in r.stderr, r.stderr
     assert src.read_bytes() == before and not list(src.parent.glob("*.tmp"))
 

@@ -87,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             # The headline metrics by default: each series judged is a chance of a false alert on an unchanged
             # build, and a store holds dozens of them a run (every stage's percentiles).
-            metrics = None if args.metric and "all" in args.metric else tuple(args.metric) if args.metric else page.DEFAULT_METRICS
+            metrics = (None if args.metric and "all" in args.metric else tuple(args.metric) if args.metric
+                       else page.DEFAULT_METRICS)
             results = alerts.check(args.store, alerts.Threshold(), metrics, commits=commits, given=given)
         except alerts.ThresholdError as e:
             raise UserError(f"history: {e}") from e

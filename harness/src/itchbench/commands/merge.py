@@ -14,7 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Read the shard records (shard-K-of-N.json) in the directories given, check that they are "
         "every part of one sharded run exactly once (same scenario, same inputs' digests, same machine class), "
         "and list the runs in plan order with their verdicts. Refuses, naming it, a missing, duplicated or "
-        "foreign shard, or a run whose logs were cut after it ended (exit 2). `itchbench doc` takes the same directories. docs/sharding.md")
+        "foreign shard, or a run whose logs were cut after it ended (exit 2). `itchbench doc` takes the same "
+        "directories. docs/sharding.md")
     m.add_argument("dirs", nargs="+", metavar="DIR", help="directories holding shard records and their runs")
     m.add_argument("--out", metavar="FILE", help="also write the merged list (JSON: shards, runs) here")
     m.set_defaults(func=run)
@@ -26,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
     from ..runs import shards, verdict
 
     out = Path(args.out) if args.out else None
-    if out is not None and out.is_file() and (shards.RECORD.match(out.name) or (out.parent / "manifest.json").is_file()):
+    ours = out is not None and (shards.RECORD.match(out.name) or (out.parent / "manifest.json").is_file())
+    if out is not None and out.is_file() and ours:
         raise UserError(f"merge: {out} is a shard record or a run's own file: the merged list would replace it; "
                         "write it elsewhere")
     try:

@@ -330,8 +330,8 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
         headline = (f"LOST: {r['never_answered']:,} of {count(r['lost_on_wire'], 'message')} lost on the wire "
                     + ("never came back from the re-request server" if r["server"] else "had no way back (no "
                        "re-request server in the run)")
-                    + f" (first: seq {r['first_never_answered']:,}); its {black_box_events(summary, check)} still equal "
-                    f"the simulation of the whole session; {_recovery_words(r, black_box=True)}")
+                    + f" (first: seq {r['first_never_answered']:,}); its {black_box_events(summary, check)} "
+                    f"still equal the simulation of the whole session; {_recovery_words(r, black_box=True)}")
     elif rec.get("recovery", {}).get("lost_on_wire"):
         r = rec["recovery"]
         status = "recovered"
