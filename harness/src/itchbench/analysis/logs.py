@@ -671,14 +671,19 @@ def expand_runs(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(starts.astype(np.int64), counts) + within
 
 
+def is_log(path: Path) -> bool:
+    """A file that begins as an itchbench log does (its magic), whole or not."""
+    with Path(path).open("rb") as f:
+        return f.read(len(MAGIC)) == MAGIC
+
+
 def not_read_whole(run_dir: Path) -> list[str]:
     """Each of a run directory's logs (a latency log's index aside: one not whole is not used) that does not read
     whole, with why: a tail cut off, a count its header does not match, a log never closed."""
     out = []
     for path in sorted(p for p in Path(run_dir).iterdir() if p.is_file() and p.stat().st_size >= HEADER_SIZE):
-        with path.open("rb") as f:
-            if f.read(len(MAGIC)) != MAGIC:
-                continue
+        if not is_log(path):
+            continue
         log = read_log(path, quiet=True)
         if log.kind != KIND_NAMES[KIND_LATENCY_INDEX] and not log.complete:
             out.append(f"{path.name}: {'; '.join(log.notes) or 'never closed'}")

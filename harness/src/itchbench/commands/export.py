@@ -24,11 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analysis import export
+    from ..analysis import export, logs
     out = args.out or args.run_dir / f"{'bbo' if args.bbo else 'latency'}.{args.format}"
     # Written through a temporary file and renamed, an export onto one of the run's own files (its logs, its JSON)
     # would replace what it is made from.
-    if out.is_file() and (_is_log(out) or (out.resolve().parent == args.run_dir.resolve()
+    if out.is_file() and (logs.is_log(out) or (out.resolve().parent == args.run_dir.resolve()
                                            and out.suffix not in (".parquet", ".csv"))):
         raise UserError(f"{out} is one of the run's own files: an export there would replace it; write elsewhere")
     try:
@@ -39,10 +39,3 @@ def run(args: argparse.Namespace) -> int:
     print(f"{rows:,} rows -> {out}", file=sys.stderr)
     print(out)
     return partial_output(cut, str(out))
-
-
-def _is_log(path: Path) -> bool:
-    """An itchbench log (gateway/log/FORMAT.md), by its magic."""
-    from ..analysis import logs
-    with path.open("rb") as f:
-        return f.read(len(logs.MAGIC)) == logs.MAGIC

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from ..runs.verdict import EXIT
 from . import store
 
 TESTS = ("t", "percentage")
@@ -239,8 +240,8 @@ def check(store_dir: Path, threshold: Threshold = Threshold(), metrics: tuple[st
     return _runs_not_passing(runs, commits) + out
 
 
-# The verdicts of a run that passed (exit status 0, runs/verdict.py EXIT); "" is a run stored without one.
-PASSED = ("lossless", "faults_accounted", "recovered", "joined", "")
+# The verdicts of a run that passed (its exit status 0); "" is a run stored without one.
+PASSED = (*(status for status, code in EXIT.items() if code == 0), "")
 
 
 def commit_order(g: Any) -> list[str]:
