@@ -38,7 +38,12 @@ class Generator {
     for (size_t i = 0; i < cfg_.symbols.size(); ++i) {
       sacc += cfg_.symbols.size() <= 8 ? 1 : 1000000 / (i + 1);
       symbol_cumulative_.push_back(sacc);
-      mids_.push_back(uint32_t(rng_.between(1000, 50000)) * kTick);  // $10..$500
+      if (cfg_.wide_prices) {
+        draw_wide_mid();
+      } else {
+        mids_.push_back(uint32_t(rng_.between(1000, 50000)) * kTick);  // $10..$500
+        ticks_.push_back(kTick);
+      }
     }
     now_ = cfg_.start_ns;
   }
@@ -120,23 +125,46 @@ class Generator {
     return uint16_t(std::upper_bound(symbol_cumulative_.begin(), symbol_cumulative_.end(), r) -
                     symbol_cumulative_.begin() + 1);
   }
+  // A decade of prices from $0.10 to $199,000, each as likely: a float's 24-bit mantissa holds no price from
+  // $1,677.7216 on exactly, and below $1 prices step by $0.0001.
+  void draw_wide_mid() {
+    struct Decade {
+      uint32_t lo, hi, tick;
+    };
+    static constexpr Decade kDecades[] = {{1000, 9999, 1},         {10000, 99900, kTick},
+                                          {100000, 999900, kTick}, {1000000, 9999900, kTick},
+                                          {10000000, 99999900, kTick}, {100000000, 999999900, kTick},
+                                          {1000000000, 1990000000, kTick}};
+    const Decade& d = kDecades[rng_.below(std::size(kDecades))];
+    mids_.push_back(uint32_t(rng_.between(d.lo / d.tick, d.hi / d.tick)) * d.tick);
+    ticks_.push_back(d.tick);
+  }
+  // The locate a stock has on the wire: its place in the directory, or that place spread over 1..65,535.
+  uint16_t wire_locate(uint16_t locate) const {
+    const uint64_t n = cfg_.symbols.size();
+    if (!cfg_.spread_locates || locate == 0 || n == 1) return locate;
+    return uint16_t(1 + (uint64_t(locate) - 1) * 65534 / (n - 1));
+  }
   const std::string& symbol(uint16_t locate) const { return cfg_.symbols[locate - 1]; }
   itch::alpha8 stock(uint16_t locate) const { return itch::alpha8::from(symbol(locate)); }
 
   uint32_t draw_shares() {
+    if (cfg_.block_order_ppm && rng_.chance_ppm(cfg_.block_order_ppm))
+      return uint32_t(rng_.between(65536, 50000000));  // a block
     if (rng_.chance_ppm(200000)) return uint32_t(rng_.between(1, 99));  // odd lot
     return 100 * (1 + rng_.geometric(9));
   }
   // Mostly at or near the touch, occasionally deep in the book.
   uint32_t draw_price(uint16_t locate, char side) {
     uint32_t& mid = mids_[locate - 1];
+    const uint32_t tick = ticks_[locate - 1];
     if (rng_.chance_ppm(20000)) {  // the market drifts by a tick now and then
-      if (rng_.below(2) == 0 && mid > 1000 * kTick)
-        mid -= kTick;
+      if (rng_.below(2) == 0 && mid > 1000 * tick)
+        mid -= tick;
       else
-        mid += kTick;
+        mid += tick;
     }
-    const uint32_t offset = kTick * uint32_t(cfg_.price_band_ticks ? rng_.between(1, cfg_.price_band_ticks)
+    const uint32_t offset = tick * uint32_t(cfg_.price_band_ticks ? rng_.between(1, cfg_.price_band_ticks)
                                                                    : 1 + rng_.geometric(20));
     return side == 'B' ? mid - offset : mid + offset;
   }
@@ -145,7 +173,7 @@ class Generator {
 
   template <class Msg>
   void emit(Msg& m, uint16_t locate) {
-    m.stock_locate = locate;
+    m.stock_locate = wire_locate(locate);
     m.tracking_number = 0;
     m.timestamp = now_;
     uint8_t buf[itch::kMaxMessageLength];
@@ -193,9 +221,19 @@ class Generator {
   }
 
   void add_order(bool with_mpid) {
+    if (cfg_.stacked_order_ppm && rng_.chance_ppm(cfg_.stacked_order_ppm)) {
+      const uint16_t last = uint16_t(mids_.size());
+      add(with_mpid, {next_ref_++, uint32_t(rng_.between(1ull << 31, UINT32_MAX)), mids_[last - 1] - ticks_[last - 1],
+                      last, 'B'});
+      return;
+    }
     const uint16_t locate = draw_locate();
     const char side = draw_side();
-    const LiveOrder o{next_ref_++, draw_shares(), draw_price(locate, side), locate, side};
+    add(with_mpid, {next_ref_++, draw_shares(), draw_price(locate, side), locate, side});
+  }
+  void add(bool with_mpid, const LiveOrder& o) {
+    const uint16_t locate = o.locate;
+    const char side = o.side;
     live_.push_back(o);
     stats_.max_live_orders = std::max<uint64_t>(stats_.max_live_orders, live_.size());
     if (with_mpid) {
@@ -244,7 +282,7 @@ class Generator {
           c.executed_shares = executed;
           c.match_number = next_match();
           c.printable = rng_.below(4) ? 'Y' : 'N';
-          c.execution_price = o->price + (o->side == 'B' ? kTick : 0);
+          c.execution_price = o->price + (o->side == 'B' ? ticks_[o->locate - 1] : 0);
           emit(c, o->locate);
         }
         o->shares -= executed;
@@ -274,7 +312,7 @@ class Generator {
         u.shares = draw_shares();
         u.price = draw_price(o->locate, o->side);
         if (cfg_.price_changing_replaces && u.price == o->price)
-          u.price = o->side == 'B' ? u.price - kTick : u.price + kTick;
+          u.price = o->side == 'B' ? u.price - ticks_[o->locate - 1] : u.price + ticks_[o->locate - 1];
         emit(u, o->locate);
         o->ref = u.new_order_ref;
         o->shares = u.shares;
@@ -316,14 +354,14 @@ class Generator {
       case 'V': { itch::MwcbDeclineLevel v; v.level1 = 300000000000ull; v.level2 = 280000000000ull; v.level3 = 260000000000ull; emit(v, 0); break; }
       case 'W': { itch::MwcbStatus w; w.breached_level = '1'; emit(w, 0); break; }
       case 'K': { itch::IpoQuotingPeriodUpdate k; k.stock = stock(locate); k.ipo_quotation_release_time = 36000; k.ipo_quotation_release_qualifier = 'A'; k.ipo_price = mids_[locate - 1]; emit(k, locate); break; }
-      case 'J': { itch::LuldAuctionCollar j; const uint32_t m = mids_[locate - 1]; j.stock = stock(locate); j.auction_collar_reference_price = m; j.upper_auction_collar_price = m + 50 * kTick; j.lower_auction_collar_price = m - 50 * kTick; j.auction_collar_extension = uint32_t(rng_.below(3)); emit(j, locate); break; }
+      case 'J': { itch::LuldAuctionCollar j; const uint32_t m = mids_[locate - 1], tick = ticks_[locate - 1]; j.stock = stock(locate); j.auction_collar_reference_price = m; j.upper_auction_collar_price = m + 50 * tick; j.lower_auction_collar_price = m - 50 * tick; j.auction_collar_extension = uint32_t(rng_.below(3)); emit(j, locate); break; }
       case 'h': { itch::OperationalHalt h; h.stock = stock(locate); h.market_code = 'Q'; h.operational_halt_action = rng_.below(2) ? 'H' : 'T'; emit(h, locate); break; }
       case 'P': { itch::Trade p; p.order_ref = 0; p.side = 'B'; p.shares = draw_shares(); p.stock = stock(locate); p.price = mids_[locate - 1]; p.match_number = next_match(); emit(p, locate); break; }
       case 'Q': { itch::CrossTrade q; q.shares = draw_shares() * 10ull; q.stock = stock(locate); q.cross_price = mids_[locate - 1]; q.match_number = next_match(); q.cross_type = "OCHI"[rng_.below(4)]; emit(q, locate); break; }
       case 'B': { itch::BrokenTrade b; b.match_number = match_number_ ? rng_.between(1, match_number_) : 0; emit(b, locate); break; }
       case 'I': { itch::Noii n; const uint32_t m = mids_[locate - 1]; n.paired_shares = draw_shares() * 10ull; n.imbalance_shares = draw_shares(); n.imbalance_direction = "BSNO"[rng_.below(4)]; n.stock = stock(locate); n.far_price = m; n.near_price = m; n.current_reference_price = m; n.cross_type = "OCH"[rng_.below(3)]; n.price_variation_indicator = 'L'; emit(n, locate); break; }
       case 'N': { itch::RetailPriceImprovement n; n.stock = stock(locate); n.interest_flag = "BSAN"[rng_.below(4)]; emit(n, locate); break; }
-      case 'O': { itch::DirectListingPriceDiscovery o; const uint32_t m = mids_[locate - 1]; o.stock = stock(locate); o.open_eligibility_status = 'N'; o.minimum_allowable_price = m - 100 * kTick; o.maximum_allowable_price = m + 100 * kTick; o.near_execution_price = m; o.near_execution_time = now_; o.lower_price_range_collar = m - 200 * kTick; o.upper_price_range_collar = m + 200 * kTick; emit(o, locate); break; }
+      case 'O': { itch::DirectListingPriceDiscovery o; const uint32_t m = mids_[locate - 1], tick = ticks_[locate - 1]; o.stock = stock(locate); o.open_eligibility_status = 'N'; o.minimum_allowable_price = m - 100 * tick; o.maximum_allowable_price = m + 100 * tick; o.near_execution_price = m; o.near_execution_time = now_; o.lower_price_range_collar = m - 200 * tick; o.upper_price_range_collar = m + 200 * tick; emit(o, locate); break; }
     }
   }
 
@@ -333,9 +371,10 @@ class Generator {
   std::array<uint64_t, itch::kTypeCount> mix_cumulative_{};
   std::vector<uint64_t> symbol_cumulative_;
   std::vector<uint32_t> mids_;
+  std::vector<uint32_t> ticks_;  // each stock's price step
   std::vector<LiveOrder> live_;
   uint64_t now_ = 0;
-  uint64_t next_ref_ = 1;
+  uint64_t next_ref_ = cfg_.first_order_ref;
   uint64_t unknown_refs_ = 0;
   uint64_t match_number_ = 0;
   bool in_burst_ = false;
@@ -433,11 +472,32 @@ GeneratorConfig deep_book_profile() {
   return c;
 }
 
+GeneratorConfig wide_fields_profile() {
+  // Each field a gateway keeps across the range the spec gives it, where a real day's values stay in a corner of
+  // it: a gateway that keeps one too narrow (a price in a float or in cents, a locate in a signed 16 bits, shares
+  // summed in 32 bits, a reference in a double) gets a wrong book here, as on no other profile. 200 symbols, adds
+  // outweighing removals so that orders rest, every message type.
+  GeneratorConfig c = nasdaq_day_profile(200);
+  c.profile = "wide-fields";
+  c.messages = 20000;
+  c.mix = parse_mix("A=5500,D=2000,U=1000,E=600,X=500,C=200,I=100,F=100,P=50,Q=5,B=5,H=5,Y=5,L=5,K=5,J=5,h=5,"
+                    "N=5,O=5,W=5,V=5,R=5,S=0");
+  c.end_of_day_events = true;
+  c.first_order_ref = 1ull << 63;  // above 2^53 (the last integer a double holds) and with a signed 64 bits' sign
+  c.spread_locates = true;         // half the symbols above 32,767
+  c.wide_prices = true;
+  c.block_order_ppm = 10000;
+  c.stacked_order_ppm = 2000;
+  return c;
+}
+
 GeneratorConfig profile_by_name(const std::string& name) {
   if (name == "seed-workload") return seed_workload_profile();
   if (name == "nasdaq-day") return nasdaq_day_profile();
   if (name == "deep-book") return deep_book_profile();
-  throw std::invalid_argument("unknown profile '" + name + "' (profiles: seed-workload, nasdaq-day, deep-book)");
+  if (name == "wide-fields") return wide_fields_profile();
+  throw std::invalid_argument("unknown profile '" + name +
+                              "' (profiles: seed-workload, nasdaq-day, deep-book, wide-fields)");
 }
 
 GeneratorStats generate_session(const GeneratorConfig& config, const MessageSink& sink) {

@@ -46,11 +46,20 @@ struct GeneratorConfig {
   // Where a new order's price falls: 0, a few ticks from the mid (geometric, as most of a real day); N, anywhere
   // in the N ticks from the mid (uniform), which builds hundreds of levels a side.
   uint32_t price_band_ticks = 0;
+  // Fields at the widths the spec gives them, where a real day's values stay narrow (the wide-fields profile).
+  uint64_t first_order_ref = 1;
+  bool spread_locates = false;      // the wire's locates spread over 1..65,535, the directory's order kept
+  bool wide_prices = false;         // mids from $0.01 to $199,000; below $1 in $0.0001 ticks
+  uint32_t block_order_ppm = 0;     // adds and replaces of 65,536 to 50,000,000 shares
+  // Adds of 2^31 to 2^32 - 1 shares on the last symbol's bid (the least traded, whose mid stays put), a tick below
+  // its mid: two live at once make a level of more than 2^32 shares, most often its best bid.
+  uint32_t stacked_order_ppm = 0;
 };
 
 GeneratorConfig seed_workload_profile();
 GeneratorConfig nasdaq_day_profile(size_t symbol_count = 500);
 GeneratorConfig deep_book_profile();
+GeneratorConfig wide_fields_profile();
 // Names "profile" resolves to; throws std::invalid_argument for others.
 GeneratorConfig profile_by_name(const std::string& name);
 std::vector<std::string> synthetic_symbols(size_t count);  // deterministic names

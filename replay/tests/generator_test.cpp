@@ -103,6 +103,31 @@ TEST(Generator, BookDynamicsAreValidForManySeeds) {
   expect_valid_book_dynamics(generate(seed_cfg));
 }
 
+TEST(Generator, WideFieldsStayValidAndInTheSpecsRange) {
+  // Prices near the top of Price(4) and sub-penny ones near $0.10, shares near 2^32: no draw may wrap.
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    SCOPED_TRACE(seed);
+    GeneratorConfig cfg = wide_fields_profile();
+    cfg.seed = seed;
+    const auto msgs = generate(cfg);
+    expect_valid_book_dynamics(msgs);
+    for (const Message& m : msgs) {
+      ASSERT_EQ(itch::decode(m.bytes.data(), m.bytes.size(), [&](auto v) {
+        using V = decltype(v);
+        if constexpr (std::is_same_v<V, itch::AddOrderView> || std::is_same_v<V, itch::AddOrderMpidView> ||
+                      std::is_same_v<V, itch::OrderReplaceView>) {
+          ASSERT_GT(v.price(), 0u);
+          ASSERT_LE(v.price(), 1999999999u);  // 199,999.9999
+          ASSERT_GT(v.shares(), 0u);
+        } else if constexpr (std::is_same_v<V, itch::LuldAuctionCollarView>) {
+          ASSERT_LT(v.lower_auction_collar_price(), v.auction_collar_reference_price());
+          ASSERT_LE(v.upper_auction_collar_price(), 1999999999u);
+        }
+      }), itch::DecodeStatus::kOk);
+    }
+  }
+}
+
 TEST(Generator, UnknownReferencesOnlyWhenAskedFor) {
   GeneratorConfig c = small_day(3, 20000);
   c.unknown_ref_ppm = 50000;

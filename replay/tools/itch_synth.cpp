@@ -37,9 +37,15 @@ int main(int argc, char** argv) {
       "                 7,000 messages, one message per packet\n"
       "  nasdaq-day     every message type in a real day's proportions (A~44% D~43% U~7% E~2%\n"
       "                 X~1% I~1%, rest rare), 500 Zipf-weighted symbols, bursty timing,\n"
-      "                 up to 16 messages per packet within 50 us bursts");
+      "                 up to 16 messages per packet within 50 us bursts\n"
+      "  deep-book      40 symbols, adds outnumbering removals, prices anywhere in 400 ticks of\n"
+      "                 the mid: hundreds of levels a side, 3,000,000 messages\n"
+      "  wide-fields    each field across the spec's range: order references from 2^63, locates\n"
+      "                 spread over 1..65,535, prices $0.10 to $199,000 ($0.0001 ticks below $1),\n"
+      "                 blocks of up to 50 M shares, levels of more than 2^32 shares; 20,000\n"
+      "                 messages, 200 symbols, every message type");
   args.option("out", "FILE", "output file (written as FILE.tmp, renamed when complete)");
-  args.option("profile", "NAME", "seed-workload, nasdaq-day or deep-book", "seed-workload");
+  args.option("profile", "NAME", "seed-workload, nasdaq-day, deep-book or wide-fields", "seed-workload");
   args.option("seed", "N", "random seed", "1");
   args.option("messages", "N", "total messages, preamble included (default: the profile's)");
   args.option("symbols", "LIST", "comma-separated symbols (default: the profile's)");
@@ -55,7 +61,7 @@ int main(int argc, char** argv) {
 
   try {
     GeneratorConfig cfg = profile_by_name(args.get("profile"));
-    const bool nasdaq = cfg.profile == "nasdaq-day" || cfg.profile == "deep-book";  // packetized like a real feed
+    const bool nasdaq = cfg.profile != "seed-workload";  // packetized like a real feed
     cfg.seed = args.get_u64("seed");
     if (args.has("messages")) cfg.messages = args.get_u64("messages");
     if (args.has("symbols") && args.has("symbol-count")) args.fail("give --symbols or --symbol-count, not both");
