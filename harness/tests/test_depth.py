@@ -35,6 +35,8 @@ from live_helpers import config, make_capture
 from test_compiled_scan import assert_same
 
 SAMPLE = next(f for f in fixtures.load_manifest() if f.name == "nasdaq-day-sample").path
+# References, locates, prices and shares across the spec's widths, levels of more than 2^32 shares among them.
+WIDE = next(f for f in fixtures.load_manifest() if f.name == "wide-fields-sample").path
 
 
 @pytest.fixture(scope="session")
@@ -61,9 +63,9 @@ def test_one_level_is_the_bbo_stream(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("levels", [5, 10])
-@pytest.mark.parametrize("capture", ["sample", "deep"])
+@pytest.mark.parametrize("capture", ["sample", "deep", "wide"])
 def test_depth_equals_an_independent_book(capture, levels, deep_session, tmp_path, capsys, monkeypatch):
-    path = SAMPLE if capture == "sample" else deep_session
+    path = {"sample": SAMPLE, "deep": deep_session, "wide": WIDE}[capture]
     # The log read back (for the run's summary, and by dump) in parts of 7 events: events carried between parts.
     monkeypatch.setattr(logs, "DEPTH_EVENT_BYTES_AT_ONCE", 7 * logs.depth_dtype(levels).itemsize)
     run = sim.run_sim(path, tmp_path / "run", echo=False, levels=levels)
@@ -79,11 +81,13 @@ def test_depth_equals_an_independent_book(capture, levels, deep_session, tmp_pat
     if capture == "deep":  # deep books: events below the top, and a level filled beyond the fifth
         assert len(expected) > len(depth_events(path, 1)) * 1.2
         assert any(row[2 + 2 * (levels - 1)] for row in expected)
+    if capture == "wide":  # a level of more than 2^32 shares among them (test_fixtures.py: the other widths)
+        assert any(q > 1 << 32 for row in expected for q in row[3::2])
 
 
-@pytest.mark.parametrize("capture", ["sample", "deep"])
+@pytest.mark.parametrize("capture", ["sample", "deep", "wide"])
 def test_every_level_equals_an_independent_book(capture, deep_session, tmp_path, capsys):
-    path = SAMPLE if capture == "sample" else deep_session
+    path = {"sample": SAMPLE, "deep": deep_session, "wide": WIDE}[capture]
     run = sim.run_sim(path, tmp_path / "run", echo=False, levels="all")
     capsys.readouterr()
     assert itchbench_main(["dump", "depth", str(run)]) == 0
@@ -100,6 +104,8 @@ def test_every_level_equals_an_independent_book(capture, deep_session, tmp_path,
     assert sum(a[0] == b[0] and a[1:3] == b[1:3] for a, b in zip(rows, rows[1:])) > 10
     if capture == "deep":  # far more changes than the top five show
         assert len(expected) > len(depth_events(path, 5)) * 1.2
+    if capture == "wide":  # a level's shares past 2^32: the log's high-shares slots (FORMAT.md)
+        assert any(r[4] > 1 << 32 for r in rows)
     # The results store keeps their count; "every level" is no number of levels to judge a trend of.
     metrics = store.metrics_of(run)
     assert metrics["depth.events"] == len(expected) and "depth.levels" not in metrics

@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+import struct
+
 from itchbench.captures import fixtures
 from itchbench.captures.inspect import inspect_capture, rejections
+
+from independent_bbo import bbo_events, mold_messages
 
 ALL_TYPES = set("SRHYLVWKJhAFECXDUPQBINO")
 
@@ -25,6 +29,35 @@ def test_nasdaq_day_sample_holds_every_type():
     present = {t for t, n in report["decode"]["per_type"].items() if n > 0}
     assert present == ALL_TYPES
     assert not any(rejections(report).values()) and report["rejected"] == 0
+
+
+def test_wide_fields_sample_spans_the_widths_the_spec_gives(tmp_path):
+    """Read with struct from the ITCH 5.0 spec's layouts, not by itchbench: each width a narrow gateway gets wrong
+    is there (docs/book-and-bbo.md, "Field widths"), and no value leaves the spec's range."""
+    fx = next(f for f in fixtures.load_manifest() if f.name == "wide-fields-sample")
+    locates, refs, prices, shares, kinds = set(), [], [], [], set()
+    for _, m in mold_messages(fx.path):
+        kinds.add(chr(m[0]))
+        locates.add(struct.unpack_from(">H", m, 1)[0])
+        if m[:1] in (b"A", b"F"):
+            ref, _, n, price = struct.unpack_from(">QcI8xI", m, 11)
+            refs.append(ref)
+            shares.append(n)
+            prices.append(price)
+        elif m[:1] == b"U":
+            old, new, n, price = struct.unpack_from(">QQII", m, 11)
+            refs += [old, new]
+            shares.append(n)
+            prices.append(price)
+    assert kinds == ALL_TYPES
+    assert min(refs) >= 1 << 63  # above 2^53: a double's neighbouring integers are one
+    assert max(locates) == 65535 and len([x for x in locates if x > 32767]) >= 50  # a signed 16 bits' negatives
+    assert 0 < min(prices) and max(prices) <= 1_999_999_999  # Price(4): at most 199,999.9999
+    below_a_dollar = [p for p in prices if p < 10_000]
+    assert len([p for p in below_a_dollar if p % 100]) > 100  # sub-penny prices
+    assert len([p for p in prices if int(struct.unpack("f", struct.pack("f", p))[0]) != p]) > 100  # no float holds
+    assert len([n for n in shares if n >= 1 << 16]) > 50
+    assert any(bid_qty > 1 << 32 for *_, bid_qty, _, _ in bbo_events(fx.path))  # a best bid of more than 2^32
 
 
 def test_seed_workload_shape():
