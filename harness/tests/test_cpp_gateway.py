@@ -82,8 +82,9 @@ def test_the_gateway_scenario_runs_it_on_file_and_udp_and_skips_serial(every_gat
     r = done["cpp"]
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "skipped serial: transport serial needs a gateway that takes serial input" in r.stdout
-    assert r.stdout.strip().splitlines()[-1] == "2 run(s): 2 lossless — ok"
-    summaries = {s["transport"]: s for s in (rundir.read_json(p) for p in (out / "cpp").glob("*/summary.json"))}
+    assert r.stdout.strip().splitlines()[-1] == "4 run(s): 4 lossless — ok"  # the seed workload, then wide fields
+    summaries = {s["transport"]: s for s in (rundir.read_json(p) for p in (out / "cpp").glob("*/summary.json"))
+                 if s["label"] in ("udp", "file")}
     assert set(summaries) == {"sim", "udp"}
     messages = 7000  # the seed workload (fixtures/manifest.json)
     for s in summaries.values():
@@ -103,7 +104,7 @@ def test_the_gateway_scenario_runs_it_on_file_and_udp_and_skips_serial(every_gat
     assert "performance" not in summaries["udp"]  # fed live, it is timed wire to wire instead
     assert summaries["udp"]["wire_to_wire"]["events"] == summaries["udp"]["bbo"]["reference_events"]
     assert "skipped file" in done["py"].stdout and done["py"].returncode == 0
-    assert done["builtin"].stdout.strip().splitlines()[-1] == "3 run(s): 3 lossless — ok"
+    assert done["builtin"].stdout.strip().splitlines()[-1] == "5 run(s): 5 lossless — ok"
 
 
 @needs_root
@@ -113,7 +114,7 @@ def test_one_document_over_every_gateway_and_input(every_gateway, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     text = (tmp_path / "doc" / "report.md").read_text()
     runs = [rundir.read_json(m) for m in out.glob("*/*/manifest.json")]
-    assert len(runs) == 7  # cpp: file, udp; py: udp, serial; built-in: udp, serial, file
+    assert len(runs) == 12  # cpp: file, udp and both wide; py: udp, serial, udp-wide; built-in: all five
     for m in runs:  # every run is its own configuration, labelled by the gateway and commit it measured
         under = m["gateway_under_test"]
         assert f"| {under['name']} {under['commit'][:12]}" in text, under["name"]
