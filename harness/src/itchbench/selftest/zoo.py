@@ -181,6 +181,29 @@ _REPLACE_AT_OLD_PRICE = (_REPLACE_ADD, "                self._add(new, stock, si
 _CPP_REPLACE_AT_OLD_PRICE = ("add(new_ref, o.stock, o.bid, be32(m + 31), be32(m + 27));",
                              "add(new_ref, o.stock, o.bid, o.price, be32(m + 27));  // MUTANT")
 
+# Fields kept narrower than the spec gives them: right on every input but one whose values span the widths
+# (fixtures/wide-fields-sample.pcap, the wide-fields profile).
+_ADD_PRICE = '            price = struct.unpack_from(">I", m, 32)[0]\n'
+_ADD_LOCATE = ('self._add(ref, struct.unpack_from(">H", m, 1)[0]',
+               '                stock = struct.unpack_from(">H", m, 1)[0]\n')
+_REF_READS = ('            ref, side, shares = struct.unpack_from(">QcI", m, 11)\n',
+              '            ref, shares = struct.unpack_from(">QI", m, 11)\n',
+              '            order = self.orders.get(struct.unpack_from(">Q", m, 11)[0])\n'
+              '            stock = self._reduce(struct.unpack_from(">Q", m, 11)[0], order[3]) if order else None\n',
+              '            old, new, shares, price = struct.unpack_from(">QQII", m, 11)\n')
+
+
+def _as_double(reads: str) -> str:
+    """The reference reads, each reference then held as a double (a JavaScript Number, a JSON number)."""
+    return (reads.replace('struct.unpack_from(">Q", m, 11)[0]', 'int(float(struct.unpack_from(">Q", m, 11)[0]))')
+            .replace(" = struct.unpack_from(\">QcI\", m, 11)\n", ' = struct.unpack_from(">QcI", m, 11)\n'
+                     "            ref = int(float(ref))  # MUTANT\n")
+            .replace(" = struct.unpack_from(\">QI\", m, 11)\n", ' = struct.unpack_from(">QI", m, 11)\n'
+                     "            ref = int(float(ref))  # MUTANT\n")
+            .replace(" = struct.unpack_from(\">QQII\", m, 11)\n", ' = struct.unpack_from(">QQII", m, 11)\n'
+                     "            old, new = int(float(old)), int(float(new))  # MUTANT\n"))
+
+
 MUTANTS: tuple[Mutant, ...] = (
     # The BBO stream: each kind of difference the exact check names.
     Mutant("missing-event", "every event of a seq divisible by 97 never sent", PY,
@@ -260,6 +283,25 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("cpp-execute-ignored", "an execution (E) does not reduce the order (C++, over UDP)", CPP,
            _cpp(("            case 'E': case 'C': case 'X':", "            case 'C': case 'X':  // MUTANT\n"
                  "            case 'E': break;\n           ")), "udp", "bbo_differs"),
+    # Fields kept narrower than the spec gives them (the wide-fields input).
+    Mutant("price-as-float", "a new order's price held in a 32-bit float: exact up to $1,677.7216, beyond it rounded "
+           "to the float's step", PY,
+           _py((_ADD_PRICE, '            price = int(struct.unpack("f", struct.pack("f", struct.unpack_from(">I", m, '
+                            '32)[0]))[0])  # MUTANT\n')), "udp-wide", "bbo_differs"),
+    Mutant("price-in-cents", "a new order's price kept in whole cents: a sub-penny price (below $1) rounded down",
+           PY, _py((_ADD_PRICE, _ADD_PRICE.replace("[0]\n", "[0] // 100 * 100  # MUTANT\n"))), "udp-wide",
+           "bbo_differs"),
+    Mutant("locate-signed", "the stock locate read as a signed 16-bit number: locates from 32,768 on negative", PY,
+           _py((_ADD_LOCATE[0], _ADD_LOCATE[0].replace('">H"', '">h"')),
+               (_ADD_LOCATE[1], _ADD_LOCATE[1].replace('">H", m, 1)[0]\n', '">h", m, 1)[0]  # MUTANT\n'))),
+           "udp-wide", "bbo_differs"),
+    Mutant("ref-as-double", "order references held as doubles (a JavaScript Number): above 2^53 neighbouring "
+           "references are one", PY, _py(*((read, _as_double(read)) for read in _REF_READS)), "udp-wide",
+           "bbo_differs"),
+    Mutant("cpp-shares-summed-in-32-bits", "a level's aggregate shares summed in 32 bits: a level of more than 2^32 "
+           "shares wraps (C++, file)", CPP,
+           _cpp(("    using Levels = std::map<uint32_t, uint64_t>;",
+                 "    using Levels = std::map<uint32_t, uint32_t>;  // MUTANT")), "file-wide", "bbo_differs"),
     # The feed: gaps, lines, retransmissions.
     Mutant("gap-never-asked", "a gap is never asked of the re-request server: given up after its timeouts", PY,
            _py((_ASK, "            if False:  # MUTANT")), "recovery", "bbo_differs"),
@@ -426,6 +468,8 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "udp-faults", "faults_accounted"),
     Control(CPP, "file", "lossless", quick=True),
     Control(CPP, "udp", "lossless"),
+    Control(PY, "udp-wide", "lossless"),
+    Control(CPP, "file-wide", "lossless"),
     Control(PY, "lines", "recovered"),
     Control(PY, "recovery", "recovered"),
     Control(PY, "join", "joined", quick=True),
