@@ -17,7 +17,7 @@ struct PacketizerDefaults {
 };
 
 // Declares --per-packet, --batch-window-ns, --heartbeat-ms, --end-of-session,
-// --date, --session, --port.
+// --date, --session, --port, --first-sequence.
 void add_packetizer_options(cli::Args& args, const PacketizerDefaults& defaults);
 
 // Reads them back (exits 2 through args.fail() on a bad value).
