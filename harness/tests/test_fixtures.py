@@ -35,8 +35,9 @@ def test_wide_fields_sample_spans_the_widths_the_spec_gives(tmp_path):
     """Read with struct from the ITCH 5.0 spec's layouts, not by itchbench: each width a narrow gateway gets wrong
     is there (docs/book-and-bbo.md, "Field widths"), and no value leaves the spec's range."""
     fx = next(f for f in fixtures.load_manifest() if f.name == "wide-fields-sample")
-    locates, refs, prices, shares, kinds = set(), [], [], [], set()
-    for _, m in mold_messages(fx.path):
+    locates, refs, prices, shares, kinds, seqs = set(), [], [], [], set(), []
+    for seq, m in mold_messages(fx.path):
+        seqs.append(seq)
         kinds.add(chr(m[0]))
         locates.add(struct.unpack_from(">H", m, 1)[0])
         if m[:1] in (b"A", b"F"):
@@ -50,6 +51,7 @@ def test_wide_fields_sample_spans_the_widths_the_spec_gives(tmp_path):
             shares.append(n)
             prices.append(price)
     assert kinds == ALL_TYPES
+    assert seqs[0] < 1 << 32 < seqs[-1] and seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # across 2^32, no gap
     assert min(refs) >= 1 << 63  # above 2^53: a double's neighbouring integers are one
     assert max(locates) == 65535 and len([x for x in locates if x > 32767]) >= 50  # a signed 16 bits' negatives
     assert 0 < min(prices) and max(prices) <= 1_999_999_999  # Price(4): at most 199,999.9999

@@ -298,6 +298,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("ref-as-double", "order references held as doubles (a JavaScript Number): above 2^53 neighbouring "
            "references are one", PY, _py(*((read, _as_double(read)) for read in _REF_READS)), "udp-wide",
            "bbo_differs"),
+    Mutant("sequence-in-32-bits", "the MoldUDP64 sequence number kept in 32 bits: past 2^32 each number wraps below "
+           "the one expected, and what follows is dropped as duplicates", PY,
+           _py((_PACKET_SEQ, _PACKET_SEQ + "        seq &= 0xFFFFFFFF  # MUTANT\n")), "udp-wide", "bbo_differs"),
     Mutant("cpp-shares-summed-in-32-bits", "a level's aggregate shares summed in 32 bits: a level of more than 2^32 "
            "shares wraps (C++, file)", CPP,
            _cpp(("    using Levels = std::map<uint32_t, uint64_t>;",
