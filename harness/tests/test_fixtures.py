@@ -52,6 +52,12 @@ def test_wide_fields_sample_spans_the_widths_the_spec_gives(tmp_path):
             prices.append(price)
     assert kinds == ALL_TYPES
     assert seqs[0] < 1 << 32 < seqs[-1] and seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # across 2^32, no gap
+    data, at, datagrams = fx.path.read_bytes(), 24, []  # pcap records: 16-byte header, then Ethernet, IPv4, UDP
+    while at < len(data):
+        size = struct.unpack_from("<I", data, at + 8)[0]
+        datagrams.append(size - 14 - 20 - 8)
+        at += 16 + size
+    assert max(datagrams) <= 1400 and len([n for n in datagrams if n > 1024]) > 50  # full packets, under the MTU
     assert min(refs) >= 1 << 63  # above 2^53: a double's neighbouring integers are one
     assert max(locates) == 65535 and len([x for x in locates if x > 32767]) >= 50  # a signed 16 bits' negatives
     assert 0 < min(prices) and max(prices) <= 1_999_999_999  # Price(4): at most 199,999.9999

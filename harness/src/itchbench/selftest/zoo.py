@@ -301,6 +301,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("sequence-in-32-bits", "the MoldUDP64 sequence number kept in 32 bits: past 2^32 each number wraps below "
            "the one expected, and what follows is dropped as duplicates", PY,
            _py((_PACKET_SEQ, _PACKET_SEQ + "        seq &= 0xFFFFFFFF  # MUTANT\n")), "udp-wide", "bbo_differs"),
+    Mutant("datagram-read-into-1024-bytes", "each datagram read into 1,024 bytes: a longer one (a full packet is "
+           "up to 1,400) is cut, and rejected whole", PY,
+           _py((_RECEIVE, _RECEIVE.replace("s.recv(65536)) and more\n", "s.recv(1024)) and more  # MUTANT\n"))),
+           "udp-wide", "bbo_differs"),
     Mutant("cpp-shares-summed-in-32-bits", "a level's aggregate shares summed in 32 bits: a level of more than 2^32 "
            "shares wraps (C++, file)", CPP,
            _cpp(("    using Levels = std::map<uint32_t, uint64_t>;",
