@@ -35,9 +35,11 @@ def test_wide_fields_sample_spans_the_widths_the_spec_gives(tmp_path):
     """Read with struct from the ITCH 5.0 spec's layouts, not by itchbench: each width a narrow gateway gets wrong
     is there (docs/book-and-bbo.md, "Field widths"), and no value leaves the spec's range."""
     fx = next(f for f in fixtures.load_manifest() if f.name == "wide-fields-sample")
-    locates, refs, prices, shares, kinds, seqs = set(), [], [], [], set(), []
+    locates, refs, prices, shares, kinds, seqs, symbols = set(), [], [], [], set(), [], set()
     for seq, m in mold_messages(fx.path):
         seqs.append(seq)
+        if m[:1] == b"R":
+            symbols.add(m[11:19])
         kinds.add(chr(m[0]))
         locates.add(struct.unpack_from(">H", m, 1)[0])
         if m[:1] in (b"A", b"F"):
@@ -59,6 +61,7 @@ def test_wide_fields_sample_spans_the_widths_the_spec_gives(tmp_path):
         at += 16 + size
     assert max(datagrams) <= 1400 and len([n for n in datagrams if n > 1024]) > 50  # full packets, under the MTU
     assert min(refs) >= 1 << 63  # above 2^53: a double's neighbouring integers are one
+    assert len([s for s in symbols if b" " not in s]) >= 40  # Alpha(8) filled: no space after the symbol
     assert max(locates) == 65535 and len([x for x in locates if x > 32767]) >= 50  # a signed 16 bits' negatives
     assert 0 < min(prices) and max(prices) <= 1_999_999_999  # Price(4): at most 199,999.9999
     below_a_dollar = [p for p in prices if p < 10_000]

@@ -475,10 +475,14 @@ GeneratorConfig deep_book_profile() {
 GeneratorConfig wide_fields_profile() {
   // Each field a gateway keeps across the range the spec gives it, where a real day's values stay in a corner of
   // it: a gateway that keeps one too narrow (a price in a float or in cents, a locate in a signed 16 bits, shares
-  // summed in 32 bits, a reference in a double) gets a wrong book here, as on no other profile. 200 symbols, adds
+  // summed in 32 bits, a reference in a double, a symbol in 7 characters) gets a wrong book here, as on no other
+  // profile. 200 symbols, adds
   // outweighing removals so that orders rest, every message type.
   GeneratorConfig c = nasdaq_day_profile(200);
   c.profile = "wide-fields";
+  // Symbols of 5 to 8 characters: a quarter fill Alpha(8) with no space after them.
+  static constexpr size_t kSuffixLength[] = {3, 1, 2, 0};
+  for (size_t i = 8; i < c.symbols.size(); ++i) c.symbols[i] += std::string("WXY", kSuffixLength[i % 4]);
   c.messages = 20000;
   c.mix = parse_mix("A=5500,D=2000,U=1000,E=600,X=500,C=200,I=100,F=100,P=50,Q=5,B=5,H=5,Y=5,L=5,K=5,J=5,h=5,"
                     "N=5,O=5,W=5,V=5,R=5,S=0");

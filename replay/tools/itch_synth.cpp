@@ -42,8 +42,8 @@ int main(int argc, char** argv) {
       "                 the mid: hundreds of levels a side, 3,000,000 messages\n"
       "  wide-fields    each field across the spec's range: order references from 2^63, locates\n"
       "                 spread over 1..65,535, prices $0.10 to $199,000 ($0.0001 ticks below $1),\n"
-      "                 blocks of up to 50 M shares, levels of more than 2^32 shares; 20,000\n"
-      "                 messages, 200 symbols, every message type");
+      "                 blocks of up to 50 M shares, levels of more than 2^32 shares, symbols of\n"
+      "                 5 to 8 characters; 20,000 messages, 200 symbols, every message type");
   args.option("out", "FILE", "output file (written as FILE.tmp, renamed when complete)");
   args.option("profile", "NAME", "seed-workload, nasdaq-day, deep-book or wide-fields", "seed-workload");
   args.option("seed", "N", "random seed", "1");

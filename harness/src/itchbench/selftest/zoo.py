@@ -164,6 +164,9 @@ _CPP_FILE_COMMAND = ('file = "exec {worktree}/cpp-gateway --file {capture} --bbo
 CPP_CLAIMS_WHITE_BOX = (Edit('name = "cpp-gateway"\n', 'name = "cpp-gateway"\nwhite_box = true\n', "itchbench.toml"),
                         Edit(_CPP_FILE_COMMAND, _CPP_FILE_COMMAND.replace('"\n', ' --latency-log {out}/latency.lat"\n'),
                              "itchbench.toml"))
+# It names each stock by the symbol the stock directory gives it (--stock symbol), not its locate.
+CPP_CLAIMS_SYMBOLS = (Edit(_CPP_FILE_COMMAND, _CPP_FILE_COMMAND.replace('"\n', ' --stock symbol"\n'),
+                           "itchbench.toml"),)
 _CPP_STAMPS_RECORDED = ("            ib_latency_record(stamps_, seq, n > 0 ? char(m[0]) : '?', n >= 3 ? be16(m + 1) "
                         ": 0,\n                              valid ? 0 : IB_REJECTED, stamps);\n")
 # The same on the serial line, whose command is another.
@@ -305,6 +308,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "up to 1,400) is cut, and rejected whole", PY,
            _py((_RECEIVE, _RECEIVE.replace("s.recv(65536)) and more\n", "s.recv(1024)) and more  # MUTANT\n"))),
            "udp-wide", "bbo_differs"),
+    Mutant("cpp-symbol-in-7-characters", "a stock's symbol kept in 7 characters (an 8-byte buffer with room for its "
+           "terminator): an 8-character symbol loses its last (C++, file, naming stocks by symbol)", CPP,
+           CPP_CLAIMS_SYMBOLS + _cpp(("        std::string s(reinterpret_cast<const char*>(symbol), 8);\n",
+                                      "        std::string s(reinterpret_cast<const char*>(symbol), 7);  // MUTANT\n")),
+           "file-wide", "bbo_differs"),
     Mutant("cpp-shares-summed-in-32-bits", "a level's aggregate shares summed in 32 bits: a level of more than 2^32 "
            "shares wraps (C++, file)", CPP,
            _cpp(("    using Levels = std::map<uint32_t, uint64_t>;",
@@ -477,6 +485,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(CPP, "udp", "lossless"),
     Control(PY, "udp-wide", "lossless"),
     Control(CPP, "file-wide", "lossless"),
+    Control(CPP, "file-wide", "lossless", edits=CPP_CLAIMS_SYMBOLS, claim="contract runs it with --stock symbol"),
     Control(PY, "lines", "recovered"),
     Control(PY, "recovery", "recovered"),
     Control(PY, "join", "joined", quick=True),
