@@ -48,7 +48,7 @@ def test_the_zoo_covers_every_input_and_more_than_thirty_defects():
     assert len(zoo.MUTANTS) >= 30 and len({m.name for m in zoo.MUTANTS}) == len(zoo.MUTANTS)
     assert {m.scenario for m in zoo.MUTANTS} == {"udp", "serial", "serial-noise", "file", "faulted-file", "udp-faults",
                                                  "lines", "recovery", "join", "join-depth", "heartbeats", "udp-depth",
-                                                 "udp-every-level", "udp-wide", "file-wide"}
+                                                 "udp-every-level", "udp-wide", "file-wide", "udp-corrupt"}
     # Every scenario a mutant runs on has a control: the unchanged example passing there.
     assert {(m.example, m.scenario) for m in zoo.MUTANTS} <= {(c.example, c.scenario) for c in zoo.CONTROLS}
     # And every control is run by the whole zoo: one on a scenario no mutant uses (or whose claim none makes) proves

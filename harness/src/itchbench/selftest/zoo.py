@@ -112,6 +112,8 @@ _CUT_AT = "            if at + 2 > len(p):\n                return True\n"
 _OVERRUN = "            if at + 2 + n > len(p):\n                return True\n"
 _LEFT_OVER = "        if at != len(p):\n            return True\n"
 _CONNECT = "    send, close = _bbo_output(args.bbo_via, bbo_to, args.bbo_topic)\n"
+_APPLY_PACKET = "        for i, m in enumerate(messages):\n            self.message(seq + i, m)\n"
+_VALID = "        valid = len(m) > 0 and LENGTHS.get(m[0:1]) == len(m)\n"
 # A recording's MoldUDP64 packets (a little-endian pcap of Ethernet, IPv4 with no options, UDP: the payload at 42)
 # applied before it connects to the collector (its ready signal: the run's sender starts after it), all but its
 # end of session, and sent as soon as it is connected.
@@ -286,6 +288,17 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("cpp-execute-ignored", "an execution (E) does not reduce the order (C++, over UDP)", CPP,
            _cpp(("            case 'E': case 'C': case 'X':", "            case 'C': case 'X':  // MUTANT\n"
                  "            case 'E': break;\n           ")), "udp", "bbo_differs"),
+    # A message of a type it does not know: counted and skipped, the rest of its packet applied.
+    Mutant("unknown-type-ends-packet", "a message of an unknown type ends its packet: the messages after it in the "
+           "packet never applied", PY,
+           _py((_APPLY_PACKET, _APPLY_PACKET.replace("        for i, m in enumerate(messages):\n",
+                                                     "        for i, m in enumerate(messages):\n"
+                                                     "            if m[0:1] not in LENGTHS:  # MUTANT\n"
+                                                     "                break\n"))), "udp-corrupt", "bbo_differs"),
+    Mutant("unknown-type-raises", "a message of an unknown type looked up where it is not: the gateway dies of the "
+           "KeyError", PY,
+           _py((_VALID, _VALID.replace("LENGTHS.get(m[0:1]) == len(m)", "LENGTHS[m[0:1]] == len(m)  # MUTANT"))),
+           "udp-corrupt", "incomplete"),
     # Fields kept narrower than the spec gives them (the wide-fields input).
     Mutant("price-as-float", "a new order's price held in a 32-bit float: exact up to $1,677.7216, beyond it rounded "
            "to the float's step", PY,
@@ -481,6 +494,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "serial", "lossless"),
     Control(PY, "serial-noise", "faults_accounted"),
     Control(PY, "udp-faults", "faults_accounted"),
+    Control(PY, "udp-corrupt", "faults_accounted"),
     Control(CPP, "file", "lossless", quick=True),
     Control(CPP, "udp", "lossless"),
     Control(PY, "udp-wide", "lossless"),
