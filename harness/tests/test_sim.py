@@ -75,9 +75,10 @@ def test_a_capture_numbered_from_mid_session_gives_the_same_book_at_its_numbers(
     rows = [(int(r["seq"]), r["stock"], int(r["bid_px"]), int(r["bid_qty"]), int(r["ask_px"]), int(r["ask_qty"]))
             for r in csv.DictReader(io.StringIO(capsys.readouterr().out))]
     assert rows == [(seq + 150_000_000, *rest) for seq, *rest in bbo_events(fx.path)]
-    refused = tool("itch-synth", *fx.args, "--first-sequence", "0", "--out", tmp_path / "zero.pcap")
-    assert refused.returncode == 2 and "--first-sequence must be 1..2^63" in refused.stderr
-    assert not (tmp_path / "zero.pcap").exists()
+    for bad in ("0", str((1 << 62) + 1)):
+        refused = tool("itch-synth", *fx.args, "--first-sequence", bad, "--out", tmp_path / "bad.pcap")
+        assert refused.returncode == 2 and "--first-sequence must be 1..2^62" in refused.stderr
+        assert not (tmp_path / "bad.pcap").exists()
 
 
 def test_latency_log_has_one_ordered_record_per_message(tmp_path):
