@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from itchbench import paths
 from itchbench.gateways import blackbox
 from itchbench.selftest import runner, zoo
 
@@ -190,6 +191,21 @@ def test_with_the_order_check_taken_out_the_selftest_names_the_mutant_that_passe
     assert got.got == "lossless" and got.passed_run and not got.ok
     assert "| out-of-order | " in runner.table(outcomes) and "NO: it passed" in runner.table(outcomes)
     assert runner.closing_line(runner.score(outcomes)).endswith("— FAILED")
+
+
+@needs_root
+def test_the_wide_fields_scenario_catches_a_narrow_field_on_the_serial_line(tmp_path):
+    # scenarios/wide-fields.toml gives a gateway that takes the serial line the widths gateway.toml gives over UDP:
+    # the locate read as a signed 16 bits is BBO DIFFERS there on both inputs, the unchanged example LOSSLESS.
+    (signed,) = [m for m in zoo.MUTANTS if m.name == "locate-signed"]
+    scenario = paths.repo_root() / "scenarios" / "wide-fields.toml"
+    for name, edits, want in (("unchanged", (), 0), ("locate-signed", signed.edits, 1)):
+        gateway = zoo.materialise(zoo.PY, edits, tmp_path / name)
+        r = subprocess.run([sys.executable, "-m", "itchbench.cli", "run", str(scenario), "--gateway", str(gateway),
+                            "--out", str(tmp_path / f"runs-{name}")], capture_output=True, text=True)
+        verdicts = re.findall(r"^  (LOSSLESS|BBO DIFFERS)", r.stdout, re.M)
+        assert r.returncode == want and verdicts == [["LOSSLESS", "BBO DIFFERS"][want]] * 2, r.stdout[-3000:]
+        assert "skipped file: transport sim needs a gateway that takes file input" in r.stdout
 
 
 def test_every_run_of_the_whole_zoo_has_a_folder_of_its_own():
