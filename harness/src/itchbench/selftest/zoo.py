@@ -191,22 +191,18 @@ _CPP_REPLACE_AT_OLD_PRICE = ("add(new_ref, o.stock, o.bid, be32(m + 31), be32(m 
 _ADD_PRICE = '            price = struct.unpack_from(">I", m, 32)[0]\n'
 _ADD_LOCATE = ('self._add(ref, struct.unpack_from(">H", m, 1)[0]',
                '                stock = struct.unpack_from(">H", m, 1)[0]\n')
-_REF_READS = ('            ref, side, shares = struct.unpack_from(">QcI", m, 11)\n',
-              '            ref, shares = struct.unpack_from(">QI", m, 11)\n',
-              '            order = self.orders.get(struct.unpack_from(">Q", m, 11)[0])\n'
-              '            stock = self._reduce(struct.unpack_from(">Q", m, 11)[0], order[3]) if order else None\n',
-              '            old, new, shares, price = struct.unpack_from(">QQII", m, 11)\n')
-
-
-def _as_double(reads: str) -> str:
-    """The reference reads, each reference then held as a double (a JavaScript Number, a JSON number)."""
-    return (reads.replace('struct.unpack_from(">Q", m, 11)[0]', 'int(float(struct.unpack_from(">Q", m, 11)[0]))')
-            .replace(" = struct.unpack_from(\">QcI\", m, 11)\n", ' = struct.unpack_from(">QcI", m, 11)\n'
-                     "            ref = int(float(ref))  # MUTANT\n")
-            .replace(" = struct.unpack_from(\">QI\", m, 11)\n", ' = struct.unpack_from(">QI", m, 11)\n'
-                     "            ref = int(float(ref))  # MUTANT\n")
-            .replace(" = struct.unpack_from(\">QQII\", m, 11)\n", ' = struct.unpack_from(">QQII", m, 11)\n'
-                     "            old, new = int(float(old)), int(float(new))  # MUTANT\n"))
+# Each reference read, then held as a double (a JavaScript Number, a JSON number).
+_AS_DOUBLE = "            ref = int(float(ref))  # MUTANT\n"
+_ADD_REF = '            ref, side, shares = struct.unpack_from(">QcI", m, 11)\n'
+_REDUCE_REF = '            ref, shares = struct.unpack_from(">QI", m, 11)\n'
+_DELETE_REF = ('            order = self.orders.get(struct.unpack_from(">Q", m, 11)[0])\n'
+               '            stock = self._reduce(struct.unpack_from(">Q", m, 11)[0], order[3]) if order else None\n')
+_REPLACE_REFS = '            old, new, shares, price = struct.unpack_from(">QQII", m, 11)\n'
+_REFS_AS_DOUBLES = _py(
+    (_ADD_REF, _ADD_REF + _AS_DOUBLE), (_REDUCE_REF, _REDUCE_REF + _AS_DOUBLE),
+    (_DELETE_REF, _DELETE_REF.replace('struct.unpack_from(">Q", m, 11)[0]',
+                                      'int(float(struct.unpack_from(">Q", m, 11)[0]))')),
+    (_REPLACE_REFS, _REPLACE_REFS + "            old, new = int(float(old)), int(float(new))  # MUTANT\n"))
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -312,7 +308,7 @@ MUTANTS: tuple[Mutant, ...] = (
                (_ADD_LOCATE[1], _ADD_LOCATE[1].replace('">H", m, 1)[0]\n', '">h", m, 1)[0]  # MUTANT\n'))),
            "udp-wide", "bbo_differs"),
     Mutant("ref-as-double", "order references held as doubles (a JavaScript Number): above 2^53 neighbouring "
-           "references are one", PY, _py(*((read, _as_double(read)) for read in _REF_READS)), "udp-wide",
+           "references are one", PY, _REFS_AS_DOUBLES, "udp-wide",
            "bbo_differs"),
     Mutant("sequence-in-32-bits", "the MoldUDP64 sequence number kept in 32 bits: past 2^32 each number wraps below "
            "the one expected, and what follows is dropped as duplicates", PY,
