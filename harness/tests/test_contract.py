@@ -141,6 +141,12 @@ def test_the_example_gateway_reproduces_the_simulation(capture, transport, tmp_p
     went = int(((send["flags"] & (logs.SEND_FAILED | logs.SEND_DROPPED)) == 0).sum())  # every packet or line sent
     said = f"udp-replay sent {went:,} / " if transport == "udp" else f"serial-replay sent {went:,} lines; "
     assert said in run_line(s)
+    # dump reads the built-in gateway's logs; of this run it names where the gateway's own output is.
+    dumped = subprocess.run([sys.executable, "-m", "itchbench.cli", "dump", "bbo", str(run)], capture_output=True,
+                            text=True)
+    assert dumped.returncode == 2 and not dumped.stdout
+    assert f"is a run of py-gateway, which wrote no itchbench BBO log: what it published is {run / 'bbo.received'}" \
+        in dumped.stderr
 
 
 @needs_root

@@ -24,10 +24,25 @@ def run(args: argparse.Namespace) -> int:
     from ..analysis import dump
     run_dir = Path(args.run_dir)
     if not (run_dir / "bbo.bbo").is_file():
-        raise UserError(f"{run_dir} is not a run directory (no bbo.bbo)")
+        raise UserError(_no_logs(run_dir))
     if args.what == "depth" and not (run_dir / "depth.dep").is_file():
         raise UserError(f"{run_dir} holds no depth events (no depth.dep): run it with levels = N "
                         "or all (itchbench sim CAPTURE --levels N, or the scenario key levels)")
     with logs_not_whole() as cut:
         (dump.dump_depth if args.what == "depth" else dump.dump_bbo)(run_dir, sys.stdout)
     return partial_output(cut, "the CSV")
+
+
+def _no_logs(run_dir: Path) -> str:
+    """Why a directory has no BBO log to dump: not a run, or a run of a gateway that writes none of itchbench's."""
+    from .. import rundir
+    from ..gateways.adapter import BBO_FILE
+    manifest = run_dir / "manifest.json"
+    if not manifest.is_file():
+        return f"{run_dir} is not a run directory (no manifest.json)"
+    under = rundir.read_json(manifest).get("gateway_under_test") or {}
+    if (run_dir / BBO_FILE).is_file():
+        return (f"{run_dir} is a run of {under.get('name', 'a brought gateway')}, which wrote no itchbench BBO log: "
+                f"what it published is {run_dir / BBO_FILE}, as it sent it (its contract's bbo.format); dump reads "
+                "the built-in gateway's logs")
+    return f"{run_dir} holds no BBO log (no bbo.bbo): the run ended before its gateway wrote one"
