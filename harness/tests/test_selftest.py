@@ -5,19 +5,24 @@ taken out, the selftest names the mutant that now passes and fails."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import struct
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
 
 from itchbench import paths
+from itchbench.captures import fixtures
 from itchbench.gateways import blackbox
 from itchbench.selftest import runner, zoo
 
+from independent_bbo import bbo_events, mold_messages
 from live_helpers import leftover_processes
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
@@ -57,8 +62,46 @@ def test_the_zoo_covers_every_input_and_more_than_thirty_defects():
     assert zoo.select(quick=False)[1] == list(zoo.CONTROLS)
 
 
+@functools.cache
+def _wide_counts() -> dict[str, int]:
+    """Of the wide-fields sample's BBO events by the independent book (independent_bbo.py): how many there are, how
+    many of stocks whose locate is above 32,767, of a packet numbered from 2^32 on (a packet carries its first
+    message's number: one begun below 2^32 is numbered right), and with a side of more than 2^32 shares."""
+    fx = next(f for f in fixtures.load_manifest() if f.name == "wide-fields-sample")
+    locate = {m[11:19].decode().rstrip(" "): struct.unpack_from(">H", m, 1)[0]
+              for _, m in mold_messages(fx.path) if m[:1] == b"R"}
+    data, at, firsts = fx.path.read_bytes(), 24, []  # each packet's number: Ethernet, IPv4, UDP, then MoldUDP64
+    while at < len(data):
+        size = struct.unpack_from("<I", data, at + 8)[0]
+        firsts.append(struct.unpack_from(">Q", data, at + 16 + 42 + 10)[0])
+        at += 16 + size
+    wrapped = min(s for s in firsts if s >= 1 << 32)
+    events = bbo_events(fx.path)
+    return {"events": len(events), "high_locate": sum(locate[e[1]] > 32767 for e in events),
+            "past_2_32": sum(e[0] >= wrapped for e in events),
+            "over_2_32_shares": sum(e[3] > 1 << 32 or e[5] > 1 << 32 for e in events)}
+
+
+def _wide(counted: str, kind: str) -> Callable[[str], bool]:
+    """The headline's counts on the wide fields: the independent book's `counted` events all of `kind`, no other."""
+    def named(h: str) -> bool:
+        c = _wide_counts()
+        counts = {"missing": 0, "extra": 0, "wrong": 0, kind: c[counted]}
+        return c[counted] > 0 and h.startswith(f"BBO DIFFERS (exact): {counts['missing']:,} missing, "
+                                               f"{counts['extra']:,} extra, {counts['wrong']:,} wrong of "
+                                               f"{c['events']:,} reference events; ")
+    return named
+
+
 # What a verdict must name beyond its status, per mutant: it names only what was observed.
 HEADLINES = {
+    # A field kept narrow is wrong exactly where the wide fields leave the corner: every event of a locate above
+    # 32,767 missing (its line malformed), every event past seq 2^32 missing, every event of more than 2^32 shares
+    # at the touch wrong.
+    "locate-signed": lambda h: _wide("high_locate", "missing")(h)
+    and f"; {_wide_counts()['high_locate']:,} malformed lines (e.g. " in h,
+    "sequence-in-32-bits": _wide("past_2_32", "missing"),
+    "cpp-shares-summed-in-32-bits": _wide("over_2_32_shares", "wrong"),
     # The out-of-order mutant's headline counts only out-of-order events.
     "out-of-order": lambda h: "0 missing, 0 extra, 0 wrong," in h and "out of order (after a later event" in h,
     # Held a read back: its stock's events that the next read's passed are out of order, however the line was read.
