@@ -266,6 +266,26 @@ TEST(OrderBook, ReferencesOfEveryMagnitudeSurviveGrowth) {
   EXPECT_EQ(book.live_orders(), 200u);
 }
 
+TEST(OrderBook, AnIndexWhollyInItsOverflowKeepsEveryOrderAsItGrows) {
+  // References from 2^63 (the wide-fields profile's) carry tags too large for a slot: every order lives in the
+  // overflow, which a growth of the index moves whole into a table reserved as large (ProbingTable::reserve).
+  OrderBook book(1 << 10);
+  const uint64_t first = uint64_t(1) << 63;
+  for (uint64_t i = 0; i < 100000; ++i) book.add(uint16_t(1 + i % 7), first + i, 'B', uint32_t(1 + i % 1000), 10000);
+  EXPECT_GE(book.index_grows(), 6u);
+  EXPECT_EQ(book.index_overflowed(), 100000u);  // every one
+  OrderBook::OrderView o;
+  for (uint64_t i = 0; i < 100000; i += 2) book.remove(first + i);
+  for (uint64_t i = 0; i < 100000; ++i) {
+    ASSERT_EQ(book.find_order(first + i, o), i % 2 == 1) << i;
+    if (i % 2) {
+      ASSERT_EQ(o.shares, 1 + i % 1000) << i;
+    }
+  }
+  EXPECT_EQ(book.live_orders(), 50000u);
+  EXPECT_EQ(book.counters().unknown_refs, 0u);
+}
+
 TEST(OrderBook, ExtremePricesSharesAndLocates) {
   Harness h;
   h.add(1, 'S', UINT32_MAX, UINT32_MAX, 0xFFFF);
