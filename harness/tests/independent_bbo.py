@@ -10,8 +10,8 @@ from collections import defaultdict
 from pathlib import Path
 
 
-def mold_messages(pcap: Path):
-    """(sequence, message bytes) of every message, for Ethernet pcaps as itch-synth writes them."""
+def udp_payloads(pcap: Path):
+    """The UDP payload (a MoldUDP64 packet) of every frame, for Ethernet pcaps as itch-synth writes them."""
     data = pcap.read_bytes()
     magic = struct.unpack_from("<I", data, 0)[0]
     assert magic in (0xA1B2C3D4, 0xA1B23C4D), "little-endian pcap expected"
@@ -21,7 +21,12 @@ def mold_messages(pcap: Path):
         frame = data[off + 16: off + 16 + incl]
         off += 16 + incl
         ihl = (frame[14] & 0x0F) * 4
-        payload = frame[14 + ihl + 8:]
+        yield frame[14 + ihl + 8:]
+
+
+def mold_messages(pcap: Path):
+    """(sequence, message bytes) of every message, for Ethernet pcaps as itch-synth writes them."""
+    for payload in udp_payloads(pcap):
         seq, count = struct.unpack_from(">QH", payload, 10)
         if count in (0, 0xFFFF):
             continue

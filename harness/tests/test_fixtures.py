@@ -5,7 +5,7 @@ import struct
 from itchbench.captures import fixtures
 from itchbench.captures.inspect import inspect_capture, rejections
 
-from independent_bbo import bbo_events, mold_messages
+from independent_bbo import bbo_events, mold_messages, udp_payloads
 
 ALL_TYPES = set("SRHYLVWKJhAFECXDUPQBINO")
 
@@ -54,11 +54,7 @@ def test_wide_fields_sample_spans_the_widths_the_spec_gives(tmp_path):
             prices.append(price)
     assert kinds == ALL_TYPES
     assert seqs[0] < 1 << 32 < seqs[-1] and seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # across 2^32, no gap
-    data, at, datagrams = fx.path.read_bytes(), 24, []  # pcap records: 16-byte header, then Ethernet, IPv4, UDP
-    while at < len(data):
-        size = struct.unpack_from("<I", data, at + 8)[0]
-        datagrams.append(size - 14 - 20 - 8)
-        at += 16 + size
+    datagrams = [len(p) for p in udp_payloads(fx.path)]
     assert max(datagrams) <= 1400 and len([n for n in datagrams if n > 1024]) > 50  # full packets, under the MTU
     assert min(refs) >= 1 << 63  # above 2^53: a double's neighbouring integers are one
     assert len([s for s in symbols if b" " not in s]) >= 40  # Alpha(8) filled: no space after the symbol

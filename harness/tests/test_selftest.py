@@ -22,7 +22,7 @@ from itchbench.captures import fixtures
 from itchbench.gateways import blackbox
 from itchbench.selftest import runner, zoo
 
-from independent_bbo import bbo_events, mold_messages
+from independent_bbo import bbo_events, mold_messages, udp_payloads
 from live_helpers import leftover_processes
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
@@ -70,12 +70,7 @@ def _wide_counts() -> dict[str, int]:
     fx = next(f for f in fixtures.load_manifest() if f.name == "wide-fields-sample")
     locate = {m[11:19].decode().rstrip(" "): struct.unpack_from(">H", m, 1)[0]
               for _, m in mold_messages(fx.path) if m[:1] == b"R"}
-    data, at, firsts = fx.path.read_bytes(), 24, []  # each packet's number: Ethernet, IPv4, UDP, then MoldUDP64
-    while at < len(data):
-        size = struct.unpack_from("<I", data, at + 8)[0]
-        firsts.append(struct.unpack_from(">Q", data, at + 16 + 42 + 10)[0])
-        at += 16 + size
-    wrapped = min(s for s in firsts if s >= 1 << 32)
+    wrapped = min(s for s in (struct.unpack_from(">Q", p, 10)[0] for p in udp_payloads(fx.path)) if s >= 1 << 32)
     events = bbo_events(fx.path)
     return {"events": len(events), "high_locate": sum(locate[e[1]] > 32767 for e in events),
             "past_2_32": sum(e[0] >= wrapped for e in events),
