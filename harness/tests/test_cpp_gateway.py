@@ -98,7 +98,7 @@ def test_the_gateway_scenario_runs_it_on_file_and_udp_and_skips_serial(every_gat
     assert summaries["sim"]["verdict"]["headline"].startswith("LOSSLESS: 7,000 messages in the capture it reads "
                                                               "itself")
     report = next(p.parent / "report.md" for p in (out / "cpp").glob("*/summary.json")
-                  if rundir.read_json(p)["transport"] == "sim").read_text()
+                  if rundir.read_json(p)["label"] == "file").read_text()
     assert f"| messages a second, start to exit | {perf['messages_per_s']:,.0f} |" in report
     assert "Not applicable: the gateway read the capture itself" in report
     assert "performance" not in summaries["udp"]  # fed live, it is timed wire to wire instead
