@@ -377,6 +377,7 @@ int run_live(const GatewayOptions& o) {
     j.key("udp").begin_object();
     j.field("port", uint64_t(udp_source->port())).field("datagrams", us.datagrams).field("bytes", us.bytes);
     j.field("truncated", us.truncated).field("kernel_timestamps", us.kernel_timestamps);
+    j.field("kernel_timestamps_unplaced", us.kernel_timestamps_unplaced);
     j.field("rcvbuf_requested", o.rcvbuf_bytes).field("rcvbuf_granted", us.rcvbuf_granted);
     j.field("unread_at_stop", us.unread_at_stop);
     j.field("multicast_group", o.join_group);
@@ -394,7 +395,7 @@ int run_live(const GatewayOptions& o) {
     j.field("attach_requested", o.xdp_attach).field("bind_requested", o.xdp_bind);
     j.field("frames", uint64_t(o.xdp_frames)).field("ring", uint64_t(o.xdp_ring)).field("batch", uint64_t(o.xdp_batch));
     j.field("datagrams", xs.datagrams).field("bytes", xs.bytes).field("not_udp", xs.not_udp);
-    j.field("hook_stamps", xs.hook_stamps);
+    j.field("hook_stamps", xs.hook_stamps).field("hook_stamps_unplaced", xs.hook_stamps_unplaced);
     j.field("hook_feed_frames", xs.hook_feed_frames).field("hook_redirected", xs.hook_redirected);
     j.field("hook_no_socket", xs.hook_no_socket).field("hook_no_stamp", xs.hook_no_stamp);
     j.field("hook_other_frames", xs.hook_other);

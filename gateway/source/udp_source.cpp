@@ -34,7 +34,6 @@ struct UdpSource::Impl {
 };
 
 namespace {
-constexpr uint64_t kMaxBracketNs = 2000;  // a clock_gettime between two TSC reads takes ~40 ns
 uint64_t realtime_ns() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -149,21 +148,12 @@ void UdpSource::receive(const StageClock& clock, const OnDatagram& on_datagram, 
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
           timespec ts;
           std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-          // The kernel stamps in CLOCK_REALTIME: its age on that clock, taken between two stage-clock reads
-          // close together (a preemption between them would misplace it by its length), moves it onto the
-          // stage clock.
+          // The kernel stamps in CLOCK_REALTIME.
           const uint64_t kernel = uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-          uint64_t mid = 0, now_rt = 0;
-          for (int attempt = 0; attempt < 4; ++attempt) {
-            const uint64_t before = clock.now();
-            now_rt = realtime_ns();
-            const uint64_t after = clock.now();
-            mid = before + (after - before) / 2;
-            if (clock.to_ns(after) - clock.to_ns(before) < kMaxBracketNs) break;
-          }
-          const uint64_t age = now_rt > kernel ? now_rt - kernel : 0;
-          arrival.t_kernel = std::min(arrival.t_read, clock.earlier(mid, age));
+          const uint64_t placed = clock.from_other_clock(kernel, realtime_ns);
+          arrival.t_kernel = placed ? std::min(arrival.t_read, placed) : 0;
           ++stats_.kernel_timestamps;
+          if (!placed) ++stats_.kernel_timestamps_unplaced;
         }
       }
       ++stats_.datagrams;

@@ -39,6 +39,7 @@ struct UdpSourceStats {
   uint64_t bytes = 0;
   uint64_t truncated = 0;          // datagrams larger than the buffer (MSG_TRUNC)
   uint64_t kernel_timestamps = 0;  // datagrams that carried SO_TIMESTAMPNS
+  uint64_t kernel_timestamps_unplaced = 0;  // of those, ones not put on the stage clock (t_kernel left 0)
   uint64_t rt_yields = 0;          // times the busy poll gave the CPU back (rt_yield)
   uint64_t per_line[kLines] = {};  // datagrams by the way they came (A, B, the server's answers)
   int rcvbuf_granted = 0;          // what the kernel gave (it doubles the request)

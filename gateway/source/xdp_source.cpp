@@ -222,15 +222,16 @@ void XdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
       uint8_t* frame = static_cast<uint8_t*>(xsk_umem__get_data(im.umem_area, d->addr));
       logfmt::Arrival arrival;
       arrival.t_read = clock.now();
-      const uint64_t now_mono = monotonic_ns();
-      // The hook's stamp, in the metadata just before the frame; zeroed once read, so that a frame the hook
+      // The hook's stamp (bpf_ktime_get_ns: CLOCK_MONOTONIC), in the metadata just before the frame; zeroed once read, so that a frame the hook
       // could not stamp (hook_no_stamp) reads 0 rather than an earlier frame's stamp.
       uint64_t hook_ns = 0;
       std::memcpy(&hook_ns, frame - sizeof hook_ns, sizeof hook_ns);
       std::memset(frame - sizeof hook_ns, 0, sizeof hook_ns);
       if (hook_ns) {
-        arrival.t_kernel = std::min(arrival.t_read, clock.earlier(arrival.t_read, now_mono > hook_ns ? now_mono - hook_ns : 0));
+        const uint64_t placed = clock.from_other_clock(hook_ns, monotonic_ns);
+        arrival.t_kernel = placed ? std::min(arrival.t_read, placed) : 0;
         ++stats_.hook_stamps;
+        if (!placed) ++stats_.hook_stamps_unplaced;
       }
       net::UdpDatagram dg;
       if (net::extract_udp(net::kLinkEthernet, frame, d->len, dg) != net::FrameStatus::kOk) {

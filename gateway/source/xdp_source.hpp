@@ -39,6 +39,7 @@ struct XdpSourceStats {
   uint64_t bytes = 0;            // their UDP payload bytes
   uint64_t not_udp = 0;          // frames on the ring whose headers did not parse (none expected)
   uint64_t hook_stamps = 0;      // frames that carried the hook's stamp
+  uint64_t hook_stamps_unplaced = 0;  // of those, ones not put on the stage clock (t_kernel left 0)
   uint64_t rt_yields = 0;
   // The program's counters, summed over CPUs, read at the end.
   uint64_t hook_feed_frames = 0, hook_redirected = 0, hook_no_socket = 0, hook_no_stamp = 0, hook_other = 0;

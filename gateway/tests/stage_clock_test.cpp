@@ -52,6 +52,42 @@ TEST(StageClock, EarlierMovesBackByNanosecondsNotTicks) {
   EXPECT_EQ(clock.earlier(stamp, uint64_t(1) << 62), clock.line().tsc0);
 }
 
+namespace {
+// CLOCK_MONOTONIC read as if the reading thread were preempted for 1 ms before it: on its first `stalls` calls.
+struct StalledMonotonic {
+  int stalls;
+  uint64_t operator()() {
+    if (stalls-- > 0) {
+      const uint64_t until = monotonic_ns() + 1'000'000;
+      while (monotonic_ns() < until) {
+      }
+    }
+    return monotonic_ns();
+  }
+};
+}  // namespace
+
+TEST(StageClock, AnotherClocksStampIsPlacedPastAPreemption) {
+  const StageClock clock = StageClock::calibrate(5);
+  if (clock.source() != logfmt::StageClock::kTscTicks) GTEST_SKIP() << "no invariant TSC of 1 GHz or more here";
+  // 5 ms past the line's origin, which no stamp goes before.
+  while (clock.to_ns(clock.now()) - clock.anchor_ns() < 5'000'000) {
+  }
+  const uint64_t then = monotonic_ns();  // a kernel's arrival stamp on CLOCK_MONOTONIC
+  // Read once, the stalled read would put it 1 ms early (its age taken as 1 ms): the bracket around it is too
+  // wide, so it is read again.
+  const uint64_t placed = clock.from_other_clock(then, StalledMonotonic{1});
+  ASSERT_NE(placed, 0u);
+  EXPECT_LT(gap(clock.to_ns(placed), then), 50'000u);
+}
+
+TEST(StageClock, AStampNeverReadInANarrowBracketIsNotPlaced) {
+  const StageClock clock = StageClock::calibrate(5);
+  if (clock.source() != logfmt::StageClock::kTscTicks) GTEST_SKIP() << "no invariant TSC of 1 GHz or more here";
+  // Every read stalled: no age is trusted, and no stamp is given rather than one up to 1 ms off.
+  EXPECT_EQ(clock.from_other_clock(monotonic_ns(), StalledMonotonic{4}), 0u);
+}
+
 TEST(StageClock, MonotonicStampsAreNanosecondsAlready) {
   const StageClock clock = StageClock::monotonic();
   EXPECT_EQ(clock.source(), logfmt::StageClock::kMonotonic);

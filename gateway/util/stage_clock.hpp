@@ -55,6 +55,23 @@ class StageClock {
   }
   // The stamp ns nanoseconds before `stamp`, no earlier than the line's origin.
   uint64_t earlier(uint64_t stamp, uint64_t ns) const;
+  // The stamp of then_ns, an instant on another clock (a kernel's arrival stamp) whose now is other_now(): its
+  // age on that clock, read between two stamps close together, taken back from their midpoint. A preemption
+  // between the reads would misplace it by its length, hundreds of µs on a busy VM (a kernel stamp put before
+  // its datagram was sent), so a bracket wider than kMaxBracketNs is read again, up to 4 times; 0 (no stamp)
+  // when none was that close.
+  static constexpr uint64_t kMaxBracketNs = 2000;  // a clock_gettime between two TSC reads takes ~40 ns
+  template <class OtherNow>
+  uint64_t from_other_clock(uint64_t then_ns, OtherNow other_now) const {
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      const uint64_t before = now();
+      const uint64_t other = other_now();
+      const uint64_t after = now();
+      if (to_ns(after) - to_ns(before) < kMaxBracketNs)
+        return earlier(before + (after - before) / 2, other > then_ns ? other - then_ns : 0);
+    }
+    return 0;
+  }
 
   logfmt::StageClock source() const { return tsc_ ? logfmt::StageClock::kTscTicks : logfmt::StageClock::kMonotonic; }
   // What a log needs to convert the stamps (all zero for monotonic stamps).
