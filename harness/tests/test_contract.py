@@ -510,6 +510,43 @@ def test_bisect_names_the_planted_commit(planted, udp_scenario, metric, subject)
     assert "first bad commit: " in r.stdout and r.stdout.splitlines()[0].endswith(subject), r.stdout
 
 
+@needs_root
+def test_bisect_by_bbo_runs_a_commit_again_when_its_run_lost_messages(planted, udp_scenario, tmp_path, monkeypatch):
+    """A run LOST on a busy machine published what the loss left: its digest would judge the loss as the commit's.
+    Here the real runs of the good commit are given LOST verdicts, as such runs end."""
+    from itchbench.commands.compare import gateway_workloads
+    from itchbench.compare import bisect, outputs
+    from itchbench.gateways import revisions
+
+    values = gateway_workloads(udp_scenario, planted / "itchbench.toml", lambda _: None)[0].values
+    real_execute, verdicts = runner.execute, iter(["lost", "lossless"])
+
+    def execute(*args, **kwargs):
+        run = real_execute(*args, **kwargs)
+        summary = rundir.read_json(run / "summary.json")
+        assert summary["verdict"]["status"] == "lossless", summary["verdict"]["headline"]
+        status = next(verdicts, "lost")
+        if status == "lost":
+            summary["verdict"] = {"status": "lost", "headline": "LOST: 80 datagrams dropped by the kernel"}
+            (run / "summary.json").write_text(json.dumps(summary))
+        made.append(run)
+        return run
+
+    monkeypatch.setattr(runner, "execute", execute)
+    said: list[str] = []
+    measure = bisect.contract_measure(planted, Path("itchbench.toml"), "bbo", values, 1, tmp_path, said.append)
+    good = revisions.resolve(planted, "HEAD~4")
+    made: list[Path] = []
+    assert measure(good) == outputs.bbo_digest(made[1])[0] and len(made) == 2  # the lost run was run again
+    assert any("the run lost messages (LOST: 80 datagrams dropped by the kernel); running it again" in s
+               for s in said)
+    made.clear()
+    with pytest.raises(bisect.BisectError, match=rf"{good.label}: each of 3 runs lost messages, so its BBO digest "
+                                                  r"would judge what they lost: LOST: 80 datagrams"):
+        measure(good)
+    assert len(made) == 3
+
+
 @pytest.mark.alone
 @needs_root
 def test_compare_finds_the_slowdown_and_the_bbo_change(planted, udp_scenario, tmp_path):

@@ -242,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
     problems = [f"{s.name} ({s.spec}): {s.problem}" for s in (base, head) if s.problem]
     problems += session.identity_differences(base, head)
     metrics = session.metric_verdicts(base, head, args.threshold / 100, SEED) if not problems else {}
-    outs = session.output_differences(base, head) if not problems else {}
+    outs, not_compared = session.output_differences(base, head) if not problems else ({}, {})
     noise = session.noise_differences(base, head) if not problems else {}
     def named(verdict: str) -> dict[str, list[str]]:
         """The metrics with this verdict, grouped by the words their kind uses (SLOWER, MORE instructions …)."""
@@ -263,6 +263,9 @@ def run(args: argparse.Namespace) -> int:
     bbo_differs = [label for label, o in outs.items() if not o["bbo"]["equal"]]
     depth_differs = [label for label, o in outs.items() if o.get("depth") and not o["depth"]["equal"]]
     differ = bbo_differs + depth_differs
+    same = ("BBO output SAME" if not not_compared else
+            f"BBO output not compared on {', '.join(not_compared)} (every run of a side LOST messages)"
+            + (", SAME elsewhere" if outs else ""))
     # A workload on which no speed metric was judged (nothing timed, too few runs, no instructions) says nothing
     # about speed: never a pass.
     unmeasured = sorted(label for label, t in metrics.items()
@@ -286,15 +289,15 @@ def run(args: argparse.Namespace) -> int:
                 ([listing(slower, 4)] if slower else [])
         headline, status = "REGRESSION: " + "; ".join(parts) + few_runs, 1
     elif unmeasured and not args.bbo_only:
-        headline = (f"NOT COMPARABLE: no speed metric judged on {', '.join(unmeasured)} (BBO output SAME; "
+        headline = (f"NOT COMPARABLE: no speed metric judged on {', '.join(unmeasured)} ({same}; "
                     "judge the output alone with --bbo-only)" + few_runs)
         status = 2
     elif undecided:
-        headline = (f"INCONCLUSIVE: BBO output SAME, no regression shown; {listing(undecided, 3)} — "
+        headline = (f"INCONCLUSIVE: {same}, no regression shown; {listing(undecided, 3)} — "
                     + "; ".join(inconclusive_words(metrics)))
         status = 0 if args.allow_inconclusive else 1
     else:
-        headline = "NO REGRESSION: BBO output SAME" + (f"; {listing(faster, 3)}" if faster else "; nothing better")
+        headline = f"NO REGRESSION: {same}" + (f"; {listing(faster, 3)}" if faster else "; nothing better")
         if noisy:
             headline += (f"; {sum(map(len, noisy.values()))} too noisy to decide at this size (no change shown, "
                          f"none ruled out): {'; '.join(inconclusive_words(metrics, verdicts.NOISY)[:3])}"
@@ -339,7 +342,8 @@ def run(args: argparse.Namespace) -> int:
         "threshold_pct": args.threshold, "alpha": verdicts.ALPHA, "seed": SEED,
         "base": {"name": "base", "label": base.revision.label if base.revision else args.base, **base.describe()},
         "head": {"name": "head", "label": head.revision.label if head.revision else args.head, **head.describe()},
-        "not_comparable": problems, "metrics": metrics, "outputs": outs, "noise": noise,
+        "not_comparable": problems, "metrics": metrics, "outputs": outs,
+        "outputs_not_compared": not_compared, "noise": noise,
         "black_box": bool(args.gateway), "itchbench": environment.git_state(),
         "instructions": {"base": base.instructions, "head": head.instructions},
         "runs": {s.name: {k: [str(p) for p in v] for k, v in s.runs.items()} for s in (base, head)},

@@ -409,14 +409,32 @@ def noise_differences(base: Side, head: Side) -> dict[str, str]:
     return out
 
 
-def output_differences(base: Side, head: Side) -> dict[str, dict[str, Any]]:
-    out = {}
+def run_not_lost(runs: list[Path]) -> Path | None:
+    """The first of a workload's runs that did not end LOST: one that lost messages (on the way, or never brought
+    back) published what the loss left, whatever the build. Any other verdict is the gateway's own doing."""
+    for run in runs:
+        summary = rundir.read_json(run / "summary.json") if (run / "summary.json").is_file() else {}
+        if summary.get("verdict", {}).get("status") != "lost":
+            return run
+    return None
+
+
+def output_differences(base: Side, head: Side) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Per workload, head's output against base's, each side's first run that did not end LOST; and the workloads
+    whose output was not compared, with why: a side all of whose runs lost messages (its output would differ by
+    what they lost, on a build that changed nothing)."""
+    out, not_compared = {}, {}
     for label in sorted(set(base.runs) & set(head.runs)):
-        ra, rb = base.runs[label][0], head.runs[label][0]
+        ra, rb = run_not_lost(base.runs[label]), run_not_lost(head.runs[label])
+        if ra is None or rb is None:
+            sides = [s for s, r in ((base, ra), (head, rb)) if r is None]
+            not_compared[label] = "; ".join(f"every one of {s.name}'s {len(s.runs[label])} runs lost messages "
+                                            f"(first: {s.failed.get(label, 'no verdict')})" for s in sides)
+            continue
         black_box = not (ra / "gateway.json").is_file()
         out[label] = {"bbo": outputs.compare_bbo(ra, rb),
                       "counters": {} if black_box else outputs.compare_counters(ra, rb)}
         depth = None if black_box else outputs.compare_depth(ra, rb)  # a brought gateway's depth is its "bbo"
         if depth is not None:
             out[label]["depth"] = depth
-    return out
+    return out, not_compared

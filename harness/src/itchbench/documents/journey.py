@@ -54,8 +54,9 @@ class Journey:
 
 def _judge(a: session.Side, b: session.Side, threshold: float) -> dict[str, Any]:
     problems = session.identity_differences(a, b)
+    outputs, not_compared = session.output_differences(a, b) if not problems else ({}, {})
     return {"metrics": session.metric_verdicts(a, b, threshold, SEED) if not problems else {},
-            "outputs": session.output_differences(a, b) if not problems else {}, "not_comparable": problems}
+            "outputs": outputs, "outputs_not_compared": not_compared, "not_comparable": problems}
 
 
 def run(repo: Path, specs: list[str], workloads: list[session.Workload], repetitions: int, threshold: float,
@@ -142,8 +143,10 @@ def step_lines(j: Journey) -> list[str]:
                         f"{label}: {metric} {v['delta_pct']:+.1f}%")
         differ = [label for label, o in judged["outputs"].items() if not o["bbo"]["equal"]]
         moved = "; ".join(f"{len(ms)} {w} ({', '.join(ms[:3])})" for w, ms in marks.items()) or "no change"
+        unseen = judged["outputs_not_compared"]
         return (f"{name}: {moved}"
-                + (f"; BBO DIFFERENT on {', '.join(differ)}" if differ else "; BBO SAME"))
+                + (f"; BBO DIFFERENT on {', '.join(differ)}" if differ else "; BBO SAME" if judged["outputs"] else "")
+                + (f"; BBO not compared on {', '.join(unseen)} (every run of a side LOST messages)" if unseen else ""))
     out = [line(f"step {i} {b.revision.label if b.revision else b.spec} "
                 f"{b.revision.subject[:50] if b.revision else ''}", judged)
            for i, (judged, b) in enumerate(zip(j.steps, j.sides[1:]), 1)]
