@@ -43,4 +43,5 @@ def test_output_is_compared_on_runs_that_passed_never_on_one_that_lost(tmp_path)
     session.add_run(head, "w", lossy)
     compared, not_compared = session.output_differences(base, head)
     assert compared == {}
-    assert not_compared == {"w": "every one of head's 1 runs lost messages (first: LOST: 80 datagrams dropped by the kernel)"}
+    assert not_compared == {"w": "every one of head's 1 runs lost messages (first: LOST: 80 datagrams dropped by the "
+                                 "kernel)"}
