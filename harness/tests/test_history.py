@@ -274,6 +274,12 @@ def test_runs_that_did_not_pass_are_an_alert_and_left_out_of_the_timings(tmp_pat
     assert step["runs"] == 6 and step["baseline_runs"] == 20 and not step["alert"]
     # By hand: the six that passed, 99.4 99.6 99.8 100.0 100.3 100.5, have the median 99.9; the window's twenty, 100.
     assert step["value"] == pytest.approx(99.9) and step["baseline"] == pytest.approx(100.0)
+    # The page draws and steps the same runs: the newest point 99.9 (with the crashed run, 100.0), no step marked.
+    (drawn,) = page.series(st)
+    assert drawn.points["median"].iloc[3] == pytest.approx(99.9) and 1000.0 not in drawn.points["values"].iloc[3]
+    assert drawn.points["median"].iloc[0] == pytest.approx(99.9) and list(drawn.points["runs"]) == [7, 7, 7, 7]
+    assert list(drawn.points["step"]) == ["", "NO CHANGE", "NO CHANGE", "NO CHANGE"]
+    assert drawn.points["verdicts"].iloc[3] == {"incomplete": 1, "lossless": 6}
 
 
 def test_a_stage_in_whole_ns_moves_a_step_without_alert_a_runs_max_is_never_judged_and_the_gate_reads_headlines(

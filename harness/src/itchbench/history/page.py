@@ -82,19 +82,22 @@ def series(store_dir: Path, metrics: tuple[str, ...] = DEFAULT_METRICS) -> list[
         first = alerts.build_starts(list(dict.fromkeys(g["commit"])),
                                     g.groupby("commit")["sources_id"].first().to_dict())
         for (commit, when), c in g.groupby(["commit", "commit_time"], sort=False):
-            values = c["value"].tolist()
+            # As history --check: a run that did not pass measured something other than the workload, so its figure
+            # is left out of the point and the step (its verdict is still listed); a commit with none is no step,
+            # and the next steps from the commit before it.
+            values = c.loc[c["verdict"].isin(alerts.PASSED), "value"].tolist()
             step, stats = "", None
-            if prev is not None and first[commit] != commit:  # a difference is the machine's, never the code's
+            if values and prev is not None and first[commit] != commit:  # the machine's difference, not the code's
                 step = "SAME SOURCES"
-            elif prev is not None:
+            elif values and prev is not None:
                 v = verdicts.timing(prev, values, higher_is_better=higher_is_better, threshold=THRESHOLD, seed=SEED)
                 step = verdicts.words(metric, v["verdict"])
                 stats = {k: v[k] for k in ("verdict", "ratio", "p", "ci") if k in v}
             rows.append({"commit": commit, "subject": str(c["commit_subject"].iloc[0]), "commit_time": when,
-                         "median": float(pd.Series(values).median()), "values": values, "runs": len(values),
-                         "verdicts": c["verdict"].value_counts().sort_index().to_dict(),
+                         "median": float(pd.Series(values, dtype=float).median()), "values": values,
+                         "runs": len(c), "verdicts": c["verdict"].value_counts().sort_index().to_dict(),
                          "run_dirs": c["run_dir"].tolist(), "step": step, "step_stats": stats})
-            prev = values
+            prev = values or prev
         out.append(Series(gateway, cpu, scen, conf, metric, pd.DataFrame(rows)))
     return out
 
@@ -115,7 +118,8 @@ def _series_data(s: Series) -> dict[str, Any]:
         values = [v for v in (_number(v / divisor) for v in p.values) if v is not None]
         points.append({"commit": p.commit, "short": p.commit[:10], "subject": p.subject,
                        "date": pd.Timestamp(p.commit_time).strftime("%Y-%m-%d %H:%M UTC"),
-                       "median": _number(p.median / divisor), "min": min(values), "max": max(values),
+                       "median": _number(p.median / divisor), "min": min(values, default=None),
+                       "max": max(values, default=None),
                        "values": values, "runs": p.runs,
                        "verdicts": ", ".join(f"{n} {v or 'unknown'}" for v, n in p.verdicts.items()),
                        "reports": [Path(d, "report.html").as_uri() for d in p.run_dirs], "step": step})
