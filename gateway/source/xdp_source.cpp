@@ -222,8 +222,8 @@ void XdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
       uint8_t* frame = static_cast<uint8_t*>(xsk_umem__get_data(im.umem_area, d->addr));
       logfmt::Arrival arrival;
       arrival.t_read = clock.now();
-      // The hook's stamp (bpf_ktime_get_ns: CLOCK_MONOTONIC), in the metadata just before the frame; zeroed once read, so that a frame the hook
-      // could not stamp (hook_no_stamp) reads 0 rather than an earlier frame's stamp.
+      // The hook's stamp (bpf_ktime_get_ns: CLOCK_MONOTONIC), in the metadata just before the frame; zeroed once
+      // read, so that a frame the hook could not stamp (hook_no_stamp) reads 0 rather than an earlier frame's stamp.
       uint64_t hook_ns = 0;
       std::memcpy(&hook_ns, frame - sizeof hook_ns, sizeof hook_ns);
       std::memset(frame - sizeof hook_ns, 0, sizeof hook_ns);

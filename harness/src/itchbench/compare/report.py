@@ -99,7 +99,7 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
             md += [f"| `{r['function'][:80]}` | {100 * r['base_share']:.1f} % | {100 * r['head_share']:.1f} % | "
                    f"{100 * r['moved']:+.1f} points |" for r in moved["functions"]]
         out = result["outputs"].get(label)
-        unseen = result.get("outputs_not_compared", {}).get(label)
+        unseen = result["outputs_not_compared"].get(label)
         if unseen:
             md += ["", f"**BBO output not compared**: {unseen}; a run that lost messages published what the loss "
                    "left, whatever the build."]
