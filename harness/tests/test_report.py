@@ -136,3 +136,12 @@ def test_a_complete_runs_log_cut_afterwards_is_refused_and_its_report_kept(run_d
 def test_report_of_a_non_run_directory(tmp_path, capsys):
     assert itchbench_main(["report", str(tmp_path)]) == 2
     assert "not a run directory" in capsys.readouterr().err
+
+
+def test_af_xdp_words_say_how_many_hook_stamps_were_not_placed():
+    xdp = {"attach_mode": "skb", "bind_mode": "copy", "hook_stamps": 7001, "hook_stamps_unplaced": 0}
+    assert report._af_xdp_words({"gateway": {"af_xdp": xdp}}).endswith("; 7,001 frames stamped at the hook)")
+    xdp["hook_stamps_unplaced"] = 3
+    assert report._af_xdp_words({"gateway": {"af_xdp": xdp}}).endswith(
+        "7,001 frames stamped at the hook, 3 of those stamps not placed on the gateway's clock (no kernel receive "
+        "stamp))")

@@ -254,8 +254,11 @@ def _noise_section(noise: dict[str, Any] | None) -> list[str]:
 def _af_xdp_words(summary: dict[str, Any]) -> str:
     """How the af_xdp source was granted (its XDP attach and socket bind modes)."""
     x = (summary.get("gateway") or {}).get("af_xdp") or {}
+    unplaced = x.get("hook_stamps_unplaced", 0)
     return (f"; received with AF_XDP at the loopback's XDP hook ({x.get('attach_mode', '?')} mode, "
-            f"{x.get('bind_mode', '?')} socket; {x.get('hook_stamps', 0):,} frames stamped at the hook)")
+            f"{x.get('bind_mode', '?')} socket; {x.get('hook_stamps', 0):,} frames stamped at the hook"
+            + (f", {unplaced:,} of those stamps not placed on the gateway's clock (no kernel receive stamp)"
+               if unplaced else "") + ")")
 
 
 Closing = Callable[[Path, dict[str, Any], dict[str, Any]], list[str]]
