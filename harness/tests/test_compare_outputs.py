@@ -45,3 +45,14 @@ def test_output_is_compared_on_runs_that_passed_never_on_one_that_lost(tmp_path)
     assert compared == {}
     assert not_compared == {"w": "every one of head's 1 runs lost messages (first: LOST: 80 datagrams dropped by the "
                                  "kernel)"}
+
+
+def test_a_journey_step_says_where_the_output_was_not_compared():
+    from itchbench.documents import journey
+    why = "every one of step1's 7 runs lost messages (first: LOST: 80 datagrams dropped by the kernel)"
+    judged = {"not_comparable": [], "metrics": {}, "outputs": {}, "outputs_not_compared": {"udp": why}}
+    j = journey.Journey([session.Side("step0", "a"), session.Side("step1", "b")], [], [judged], judged)
+    # Never "BBO SAME" where nothing was compared.
+    said = "no change; BBO not compared on udp (every run of a side LOST messages)"
+    assert journey.step_lines(j) == [f"step 1 b : {said}", f"first -> last: {said}"]
+    assert journey._bbo_of(judged, "udp") == {"bbo": None, "bbo_not_compared": why}

@@ -103,7 +103,7 @@ def write(j: Journey, out: Path, title: str | None, threshold_pct: float, repeti
     for i, (judged, a, b) in enumerate(zip(j.steps, j.sides, j.sides[1:]), 1):
         steps.append({"index": i, "before": a.revision.as_dict() if a.revision else {},
                       "after": b.revision.as_dict() if b.revision else {},
-                      "workloads": [{"label": w, "rows": _rows(judged, w), "bbo": judged["outputs"].get(w, {}).get("bbo"),
+                      "workloads": [{"label": w, "rows": _rows(judged, w), **_bbo_of(judged, w),
                                      "runs": [render.relative_link(r / "report.md", out) for r in b.runs.get(w, [])]}
                                     for w in labels],
                       "not_comparable": judged["not_comparable"]})
@@ -119,8 +119,8 @@ def write(j: Journey, out: Path, title: str | None, threshold_pct: float, repeti
         if figures.steps(out / path, [r["label"][:12] for r in revisions], series, "relative to the first revision",
                          f"{w}: each metric relative to {revisions[0]['label'][:12]}"):
             cumulative[w] = path
-    overall = {"workloads": [{"label": w, "rows": _rows(j.overall, w), "bbo": j.overall["outputs"].get(w, {}).get("bbo")}
-                             for w in labels], "not_comparable": j.overall["not_comparable"]}
+    overall = {"workloads": [{"label": w, "rows": _rows(j.overall, w), **_bbo_of(j.overall, w)} for w in labels],
+               "not_comparable": j.overall["not_comparable"]}
     context = {"title": title or f"Optimisation journey: {revisions[0]['label'][:12]} → {revisions[-1]['label'][:12]}",
                "revisions": revisions, "steps": steps, "overall": overall, "cumulative": cumulative,
                "workloads": labels, "threshold_pct": threshold_pct, "repetitions": repetitions,
@@ -128,6 +128,12 @@ def write(j: Journey, out: Path, title: str | None, threshold_pct: float, repeti
     (out / "journey.json").write_text(json.dumps({k: v for k, v in context.items()}, indent=2, sort_keys=True,
                                                  default=str) + "\n")
     return render.write(out, "journey.md.j2", context, context["title"])
+
+
+def _bbo_of(judged: dict[str, Any], label: str) -> dict[str, Any]:
+    """A workload's output verdict for the document: the BBO comparison, or why it was not compared."""
+    return {"bbo": judged["outputs"].get(label, {}).get("bbo"),
+            "bbo_not_compared": judged["outputs_not_compared"].get(label)}
 
 
 def step_lines(j: Journey) -> list[str]:
