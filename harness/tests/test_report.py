@@ -138,10 +138,16 @@ def test_report_of_a_non_run_directory(tmp_path, capsys):
     assert "not a run directory" in capsys.readouterr().err
 
 
-def test_af_xdp_words_say_how_many_hook_stamps_were_not_placed():
+def test_receive_words_say_how_many_kernel_stamps_were_not_placed():
     xdp = {"attach_mode": "skb", "bind_mode": "copy", "hook_stamps": 7001, "hook_stamps_unplaced": 0}
-    assert report._af_xdp_words({"gateway": {"af_xdp": xdp}}).endswith("; 7,001 frames stamped at the hook)")
+    assert report._receive_words({"gateway": {"af_xdp": xdp}}, "af_xdp").endswith(
+        "; 7,001 frames stamped at the hook)")
     xdp["hook_stamps_unplaced"] = 3
-    assert report._af_xdp_words({"gateway": {"af_xdp": xdp}}).endswith(
+    assert report._receive_words({"gateway": {"af_xdp": xdp}}, "af_xdp").endswith(
         "7,001 frames stamped at the hook, 3 of those stamps not placed on the gateway's clock (no kernel receive "
         "stamp))")
+    udp = {"kernel_timestamps": 7001, "kernel_timestamps_unplaced": 0}
+    assert report._receive_words({"gateway": {"udp": udp}}, "") == ""
+    udp["kernel_timestamps_unplaced"] = 2
+    assert report._receive_words({"gateway": {"udp": udp}}, "") == (
+        "; 2 of the kernel's receive stamps not placed on the gateway's clock (left out)")

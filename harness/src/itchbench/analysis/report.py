@@ -251,9 +251,15 @@ def _noise_section(noise: dict[str, Any] | None) -> list[str]:
     return md + [""]
 
 
-def _af_xdp_words(summary: dict[str, Any]) -> str:
-    """How the af_xdp source was granted (its XDP attach and socket bind modes)."""
-    x = (summary.get("gateway") or {}).get("af_xdp") or {}
+def _receive_words(summary: dict[str, Any], source: str) -> str:
+    """How the gateway received the feed: the af_xdp source's grants (its XDP attach and socket bind modes), and
+    kernel stamps (the hook's, or the socket's) not placed on its clock (StageClock::from_other_clock), if any."""
+    gateway = summary.get("gateway") or {}
+    if source != "af_xdp":
+        unplaced = (gateway.get("udp") or {}).get("kernel_timestamps_unplaced", 0)
+        return (f"; {unplaced:,} of the kernel's receive stamps not placed on the gateway's clock (left out)"
+                if unplaced else "")
+    x = gateway.get("af_xdp") or {}
     unplaced = x.get("hook_stamps_unplaced", 0)
     return (f"; received with AF_XDP at the loopback's XDP hook ({x.get('attach_mode', '?')} mode, "
             f"{x.get('bind_mode', '?')} socket; {x.get('hook_stamps', 0):,} frames stamped at the hook"
@@ -352,7 +358,7 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
         r = scen["replay"]
         md += [f"{r.get('sender', 'tcpreplay')}: rate {r['rate']}" + {"multiplier": f" ×{r['multiplier']}", "pps": f" {r['pps']:,} pps"}.get(r["rate"], "")
                + f", {r['loops']} loop(s), into a private network namespace"
-               + (_af_xdp_words(summary) if scen["gateway"].get("source") == "af_xdp" else "") + ".", ""]
+               + _receive_words(summary, scen["gateway"].get("source", "")) + ".", ""]
     if scen["transport"] == "serial":
         s = scen["serial"]
         md += [f"serial-replay: {s['baud']:,} baud 8N1, timing {s['timing']}, through a socat pty pair.", ""]
