@@ -7,6 +7,7 @@ test with known figures; the store is read back through DuckDB, pyarrow and pand
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -280,6 +281,26 @@ def test_runs_that_did_not_pass_are_an_alert_and_left_out_of_the_timings(tmp_pat
     assert drawn.points["median"].iloc[0] == pytest.approx(99.9) and list(drawn.points["runs"]) == [7, 7, 7, 7]
     assert list(drawn.points["step"]) == ["", "NO CHANGE", "NO CHANGE", "NO CHANGE"]
     assert drawn.points["verdicts"].iloc[3] == {"incomplete": 1, "lossless": 6}
+
+
+def test_a_commit_none_of_whose_runs_passed_is_drawn_without_a_point(tmp_path):
+    # Three commits at one level; every run of the middle one crashed. It has no point and no step; the third steps
+    # from the first; the page's table says so, and the page draws with no script error.
+    same = [100 + x for x in NOISE]
+    st = _synthetic_store(tmp_path / "st", [same, [1000.0] * 7, same], verdicts={1: ["incomplete"] * 7})
+    (drawn,) = page.series(st)
+    assert math.isnan(drawn.points["median"].iloc[1]) and drawn.points["values"].iloc[1] == []
+    assert list(drawn.points["step"]) == ["", "", "NO CHANGE"]
+    assert itchbench_main(["history", str(st), "--out", str(tmp_path / "html")]) == 0
+    browser = headless_chromium()
+    try:
+        browser.get((tmp_path / "html" / "history.html").resolve().as_uri())
+        rows = browser.execute_script("return Array.from(document.querySelectorAll('#points tr'))"
+                                      ".map(r => r.children[3].textContent)")
+        errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    finally:
+        browser.quit()
+    assert errors == [] and len(rows) == 3 and rows[1] == "no run passed" and rows[0].endswith(" ns")
 
 
 def test_a_stage_in_whole_ns_moves_a_step_without_alert_a_runs_max_is_never_judged_and_the_gate_reads_headlines(

@@ -167,8 +167,9 @@ function draw() {
   div.dataset.slug = s.slug;
   document.getElementById('points').replaceChildren(...s.points.map(p => {
     const tr = document.createElement('tr');
-    const cells = [p.short, p.subject, p.date, p.median.toLocaleString('en', {maximumSignificantDigits: 5}) + ' ' + s.unit, p.runs, p.verdicts,
-                   p.step ? p.step.words : ''];
+    const median = p.median === null ? 'no run passed'
+                                     : p.median.toLocaleString('en', {maximumSignificantDigits: 5}) + ' ' + s.unit;
+    const cells = [p.short, p.subject, p.date, median, p.runs, p.verdicts, p.step ? p.step.words : ''];
     cells.forEach(c => { const td = document.createElement('td'); td.textContent = c; tr.appendChild(td); });
     const td = document.createElement('td');
     p.reports.forEach((r, i) => { const a = document.createElement('a'); a.href = r; a.textContent = i + 1;
@@ -204,8 +205,9 @@ def write(store_dir: Path, out: Path, metrics: tuple[str, ...] = DEFAULT_METRICS
     body = (
         f"<h1>itchbench history: {html.escape(str(store_dir))}</h1>"
         f"<p>{len(all_series)} series: one gateway on one kind of machine for one scenario configuration and "
-        "metric. A point is a commit: the median of its runs, the bar their range, each run a faint dot. Hover a "
-        "point for its commit; click it for its first run's report; drag to zoom, double-click to zoom out. A step "
+        "metric. A point is a commit: the median of its runs that passed, the bar their range, each such run a faint "
+        "dot. Hover a point for its commit; click it for its first run's report; drag to zoom, double-click to zoom "
+        "out. A step "
         f"is marked where compare's statistics call it significant (Mann-Whitney p &lt; {verdicts.ALPHA}, "
         f"bootstrap CI of the ratio of medians beyond ±{THRESHOLD:.0%}, seed {SEED}; 7 runs a commit at least), "
         "with the ratio, p and CI.</p>"
