@@ -88,6 +88,41 @@ TEST(StageClock, AStampNeverReadInANarrowBracketIsNotPlaced) {
   EXPECT_EQ(clock.from_other_clock(monotonic_ns(), StalledMonotonic{4}), 0u);
 }
 
+namespace {
+// A CPU whose TSC runs at exactly 2.3 ticks a ns, read together with CLOCK_MONOTONIC: every read takes 10 ns, and
+// after any read the thread is held up for 1 ms with probability 1/5 (an interrupt or a preemption), from a seeded
+// generator.
+struct InterruptedClocks {
+  static constexpr double kTicksPerNs = 2.3;
+  uint64_t ns = 1'000'000'000;
+  uint64_t state;
+  explicit InterruptedClocks(uint64_t seed) : state(seed) {}
+  uint64_t read(uint64_t value) {
+    ns += 10;
+    state = state * 6364136223846793005ull + 1442695040888963407ull;  // Knuth's MMIX LCG
+    if ((state >> 33) % 5 == 0) ns += 1'000'000;
+    return value;
+  }
+  uint64_t tsc() { return read(uint64_t(double(ns) * kTicksPerNs)); }
+  uint64_t monotonic() { return read(ns); }
+};
+}  // namespace
+
+TEST(StageClock, ACalibrationInterruptedBetweenItsReadsFitsTheRateAndTheOrigin) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    InterruptedClocks clocks(seed);
+    const StageClock clock = StageClock::calibrate_with([&] { return clocks.tsc(); },
+                                                        [&] { return clocks.monotonic(); }, 20);
+    ASSERT_EQ(clock.source(), logfmt::StageClock::kTscTicks);
+    // One 1 ms hold-up between a pair's reads would put the rate 5 % off over 20 ms; the narrowest bracket at
+    // each end leaves it within the 10 ns a read takes.
+    EXPECT_NEAR(clock.ticks_per_ns(), InterruptedClocks::kTicksPerNs, InterruptedClocks::kTicksPerNs * 1e-6)
+        << "seed " << seed;
+    EXPECT_LT(gap(uint64_t(double(clock.line().ns0) * InterruptedClocks::kTicksPerNs), clock.line().tsc0), 100u)
+        << "seed " << seed;
+  }
+}
+
 TEST(StageClock, MonotonicStampsAreNanosecondsAlready) {
   const StageClock clock = StageClock::monotonic();
   EXPECT_EQ(clock.source(), logfmt::StageClock::kMonotonic);

@@ -19,24 +19,8 @@ bool tsc_is_invariant() {
 StageClock StageClock::monotonic() { return StageClock{}; }
 
 StageClock StageClock::calibrate(unsigned calibration_ms) {
-  StageClock c;
-  if (!tsc_is_invariant()) return c;
-  const uint64_t ns_a = monotonic_ns();
-  const uint64_t tsc_a = __rdtsc();
-  uint64_t ns_b, tsc_b;
-  do {  // busy-wait: sleeping would add scheduler noise to the fit
-    ns_b = monotonic_ns();
-    tsc_b = __rdtsc();
-  } while (ns_b - ns_a < uint64_t(calibration_ms) * 1000000ull);
-  if (tsc_b <= tsc_a) return c;
-  const uint64_t q32 = uint64_t(((unsigned __int128)(ns_b - ns_a) << 32) / (tsc_b - tsc_a));
-  // Readers convert with 64-bit halves (FORMAT.md), exact only for a rate below 2^32 (a TSC of 1 GHz or more).
-  if (q32 == 0 || q32 >= (uint64_t(1) << 32)) return c;
-  c.tsc_ = true;
-  c.line_.tsc0 = tsc_b;
-  c.line_.ns0 = ns_b;
-  c.line_.ns_per_tick_q32 = q32;
-  return c;
+  if (!tsc_is_invariant()) return StageClock{};
+  return calibrate_with([] { return uint64_t(__rdtsc()); }, monotonic_ns, calibration_ms);
 }
 
 uint64_t StageClock::earlier(uint64_t stamp, uint64_t ns) const {

@@ -29,6 +29,14 @@ class StageClock {
  public:
   // Measures the TSC rate against CLOCK_MONOTONIC over calibration_ms.
   static StageClock calibrate(unsigned calibration_ms = 20);
+  // The same, the two clocks read by tsc_now() and monotonic_now() (a test's clocks), whatever the CPU. Each end
+  // of the fit is the narrowest of kReadings brackets of a CLOCK_MONOTONIC read between two TSC reads: an
+  // interrupt or a preemption between a pair of reads took 1-2 us on a busy VM, which over 20 ms put the rate
+  // 100-500 ppm off and the line's origin as far; a kernel stamp's age (seconds, behind a slow consumer) moved
+  // back by that rate then landed before its datagram was sent.
+  static constexpr int kReadings = 16;
+  template <class TscNow, class MonotonicNow>
+  static StageClock calibrate_with(TscNow tsc_now, MonotonicNow monotonic_now, unsigned calibration_ms);
   static StageClock monotonic();  // clock_gettime only
 
   // A stamp: raw TSC ticks, or CLOCK_MONOTONIC ns (source()).
@@ -81,8 +89,47 @@ class StageClock {
   uint64_t anchor_ns() const { return line_.ns0; }
 
  private:
+  // Both clocks at one instant: the TSC at the middle of the narrowest bracket, and the CLOCK_MONOTONIC read in it.
+  struct Reading {
+    uint64_t tsc, ns;
+  };
+  template <class TscNow, class MonotonicNow>
+  static Reading read_together(TscNow& tsc_now, MonotonicNow& monotonic_now) {
+    Reading best{0, 0};
+    uint64_t narrowest = UINT64_MAX;
+    for (int i = 0; i < kReadings; ++i) {
+      const uint64_t before = tsc_now();
+      const uint64_t ns = monotonic_now();
+      const uint64_t after = tsc_now();
+      if (after >= before && after - before < narrowest) {
+        narrowest = after - before;
+        best = {before + narrowest / 2, ns};
+      }
+    }
+    return best;
+  }
+
   bool tsc_ = false;
   logfmt::StageClockLine line_{};
 };
+
+template <class TscNow, class MonotonicNow>
+StageClock StageClock::calibrate_with(TscNow tsc_now, MonotonicNow monotonic_now, unsigned calibration_ms) {
+  StageClock c;
+  const Reading a = read_together(tsc_now, monotonic_now);
+  while (monotonic_now() - a.ns < uint64_t(calibration_ms) * 1000000ull) {
+    // busy-wait: sleeping would add scheduler noise to the fit
+  }
+  const Reading b = read_together(tsc_now, monotonic_now);
+  if (b.tsc <= a.tsc || b.ns <= a.ns) return c;
+  const uint64_t q32 = uint64_t(((unsigned __int128)(b.ns - a.ns) << 32) / (b.tsc - a.tsc));
+  // Readers convert with 64-bit halves (FORMAT.md), exact only for a rate below 2^32 (a TSC of 1 GHz or more).
+  if (q32 == 0 || q32 >= (uint64_t(1) << 32)) return c;
+  c.tsc_ = true;
+  c.line_.tsc0 = b.tsc;
+  c.line_.ns0 = b.ns;
+  c.line_.ns_per_tick_q32 = q32;
+  return c;
+}
 
 }  // namespace itchbench
