@@ -376,6 +376,73 @@ def test_what_the_mqtt_broker_holds_for_a_collector_fallen_behind_is_not_dropped
     assert check["equal"] and check["events"] == check["reference_events"] > 5_000
 
 
+# A gateway whose MQTT client publishes from a queue of its own, slower than the feed: each BBO line (the
+# simulation's, handed to it in a file) is queued once its message has been read, and published at most one every
+# 10 ms, so it is still publishing for seconds after it read the feed's last datagram. SIGTERM ends it at once,
+# its queue unpublished, as such a client's would be.
+TRICKLE = """\
+import os, signal, socket, struct, sys, time
+import paho.mqtt.client as mqtt
+signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+feed_port, mqtt_port, topic, lines_file = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+lines = [(int(line.split(",", 1)[0]), line) for line in open(lines_file).read().splitlines()]
+client = mqtt.Client()
+client.connect("127.0.0.1", mqtt_port)
+client.loop_start()
+sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+sock.bind(("127.0.0.1", feed_port))
+sock.setblocking(False)
+read_to, published = 0, 0
+while True:
+    try:
+        while True:
+            seq, count = struct.unpack_from(">QH", sock.recv(65536), 10)
+            read_to = max(read_to, seq + count - 1)
+    except BlockingIOError:
+        pass
+    if published < len(lines) and lines[published][0] <= read_to:
+        client.publish(topic, lines[published][1] + "\\n", qos=1)
+        published += 1
+    time.sleep(0.01)
+"""
+
+
+@needs_root
+def test_a_gateway_still_publishing_to_its_broker_is_not_stopped_by_the_drain(tmp_path_factory, tmp_path):
+    # The trickling gateway above, its collector held back until the run tells it to stop: the collector's file
+    # shows nothing new, and the feed was read seconds before its last publish. The drain waits while it still
+    # sends to the broker (drain_ms 1 s; it sends every 10 ms), so it is stopped with all it had to say said.
+    # Before: stopped 1 s after its last datagram read, hundreds of lines unpublished, and judged BBO DIFFERS.
+    capture = make_capture(tmp_path_factory.mktemp("trickle"), "trickle.pcap", "--messages", "800")
+    sim = runner.execute(config(capture, "sim"), "sim", run_dir=tmp_path / "sim", echo=False)
+    want = logs.read_bbo(sim / "bbo.bbo").records
+    lines = tmp_path / "bbo.csv"
+    lines.write_text("".join(f"{r['seq']},{r['stock_locate']},{r['bid_px']},{r['bid_qty']},{r['ask_px']},"
+                             f"{r['ask_qty']}\n" for r in want))
+    (tmp_path / "itchbench_trickle_gateway.py").write_text(TRICKLE)
+    command = ("exec /usr/bin/python3 {worktree}/itchbench_trickle_gateway.py {feed_port} {mqtt_port} {mqtt_topic} "
+               f"{lines}")
+    gw = _contract(tmp_path, f'''\
+        name = "trickle"
+        inputs = ["udp"]
+        command = "{command}"
+        [bbo]
+        via = "mqtt"
+        [ready]
+        when = "udp_bound"
+        [stop]
+        drain_ms = 1000
+        ''')
+    stopper = _held_back_until_told_to_stop("bbo-mqtt-subscriber")
+    try:
+        _, s = _run(capture, gw, "udp", tmp_path, pps=1000)
+    finally:
+        stopper.join()
+    assert len(want) > 250  # 2.5 s and more of publishing, the feed read in 0.6 s
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    assert s["gateway"]["stop"] == "stopped by SIGTERM after the drain"
+
+
 @needs_root
 def test_a_bbo_connection_kept_open_after_the_gateways_end_is_its_failure(capture, tmp_path, monkeypatch):
     # The gateway hands its BBO connection to a process outside its own (this test's, as a daemon it talks to would

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 import time
 
-from itchbench.runs.procs import ProcessGroup
+from itchbench.runs.procs import ProcessGroup, descendants
 
 
 def _gone(tid: int) -> bool:
@@ -39,3 +40,19 @@ def test_a_child_started_from_the_main_thread_is_stopped_as_asked():
     with ProcessGroup() as group:
         proc = group.start("sleeper", ["sleep", "infinity"])
         assert group.stop(proc) == -signal.SIGTERM
+
+
+def test_descendants_are_every_process_below_however_deep():
+    # A shell with two children, one of them a shell with a child of its own: four processes, as ps sees them.
+    with ProcessGroup() as group:
+        top = group.start("tree", ["bash", "-c", "sleep infinity & bash -c 'sleep infinity & wait' & wait"])
+        deadline = time.monotonic() + 30
+        while len(descendants(top.pid)) < 4:
+            assert time.monotonic() < deadline, f"the tree never grew: {descendants(top.pid)}"
+            time.sleep(0.01)
+        ps = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout.split()
+        parent = dict(zip(map(int, ps[0::2]), map(int, ps[1::2])))
+        below = {top.pid}
+        while grown := {p for p, pp in parent.items() if pp in below} - below:
+            below |= grown
+        assert sorted(descendants(top.pid)) == sorted(below) and len(below) == 4

@@ -290,12 +290,40 @@ class ContractGateway:
         except OSError:
             return 0
 
+    def _sent_to_broker(self) -> int:
+        """Bytes the gateway's processes have sent on their TCP connections to the run's broker (ss's bytes_sent),
+        0 when its output goes elsewhere. A client library that publishes from a queue of its own (paho's, with
+        20 messages in flight) may still be sending after the gateway has read its last datagram; with the
+        collector behind, its file shows nothing of it, and a drain that saw only the file stopped a gateway
+        that was still publishing."""
+        s = self.started
+        assert s is not None
+        if self.c.bbo_via == "mqtt":
+            ports = [int(s.values["mqtt_port"])]
+        elif self.c.bbo_via == "kafka":
+            ports = [int(addr.rsplit(":", 1)[1]) for addr in str(s.values["kafka_brokers"]).split(",")]
+        else:
+            return 0
+        pids = set(procs.descendants(s.gateway.pid))
+        wanted = " or ".join(f"dport = :{port}" for port in ports)
+        out = subprocess.run(self.wrap(["ss", "-tinpH", wanted]), capture_output=True, text=True).stdout
+        # Two lines a connection: its addresses and users:(("name",pid=N,fd=M),…), then its tcp_info.
+        lines = out.splitlines()
+        sent = 0
+        for conn, info in zip(lines[0::2], lines[1::2]):
+            if pids & {int(p) for p in re.findall(r"pid=(\d+)", conn)}:
+                m = re.search(r"\bbytes_sent:(\d+)", info)
+                sent += int(m.group(1)) if m else 0
+        return sent
+
     def _quiet_drain(self) -> None:
-        """Until no new BBO output, and no input read (input_read, when the transport can tell), for drain_ms (or
-        its own exit). A gateway still reading its feed is not quiet, whatever its output: a slow one that
-        publishes rarely is not stopped with its input still queued."""
+        """Until no new BBO output, no input read (input_read, when the transport can tell) and nothing more sent
+        to the run's broker (_sent_to_broker), for drain_ms (or its own exit). A gateway still reading its feed
+        is not quiet, whatever its output: a slow one that publishes rarely is not stopped with its input still
+        queued; nor is one still publishing to its broker while the collector is behind."""
         gw = self.started.gateway  # type: ignore[union-attr]
-        progress = lambda: (self._output_size(), self.input_read() if self.input_read else 0)  # noqa: E731
+        progress = lambda: (self._output_size(), self.input_read() if self.input_read else 0,  # noqa: E731
+                            self._sent_to_broker())
         last, quiet_since = progress(), time.monotonic()
         deadline = time.monotonic() + DRAIN_MOST_S + self.c.drain_ms / 1000
         while gw.poll() is None and time.monotonic() - quiet_since < self.c.drain_ms / 1000:

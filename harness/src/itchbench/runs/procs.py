@@ -141,6 +141,15 @@ def children(pid: int) -> list[int]:
         return []
 
 
+def descendants(pid: int) -> list[int]:
+    """pid and every process below it, however deep (none of those that have ended)."""
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo.extend(children(found[-1]))
+    return found
+
+
 def leaf_process(pid: int) -> int:
     """The process at the end of a chain of single children: the gateway a launcher (process-meter, a shell
     that execs) runs."""
