@@ -31,7 +31,9 @@ otherwise than by seq while each stock's events keep their order (allowed:
 docs/book-and-bbo.md, "Order").
 
 Given a multicast group as the UDP address, it joins it on the loopback
-interface. It stops at the feed's end of session, or on SIGTERM.
+interface. It stops at the feed's end of session, or on SIGTERM; either way
+it then sends all it still holds (a broker client's queue), and a SIGTERM
+that comes meanwhile does not cut that short.
 
 With --latency-log PATH it is a white box (the contract's white_box = true):
 it writes each message's read, decoded and book stamps in itchbench's
@@ -458,7 +460,16 @@ def main() -> int:
     p.add_argument("--latency-log", metavar="PATH", help="write each message's read, decoded and book stamps "
                    "here, in itchbench's latency log (a white box: white_box = true in the contract)")
     args = p.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # SIGTERM ends the reading, once: the close that follows sends what is still held (a broker client's queue)
+    # whatever comes next. Set before the reading is left, by either way, so no SIGTERM interrupts the close.
+    closing = False
+
+    def stop_reading(*_: object) -> None:
+        nonlocal closing
+        if not closing:
+            closing = True
+            sys.exit(0)
+    signal.signal(signal.SIGTERM, stop_reading)
 
     bbo_host, bbo_port = args.bbo.rsplit(":", 1)
     bbo_to = (bbo_host, int(bbo_port))
@@ -559,7 +570,9 @@ def main() -> int:
                         running = False
                         break
                 flush()
+        closing = True
     finally:
+        closing = True
         feed.give_up_all()  # stopped with gaps open: what waited behind them is applied, the gaps stay lost
         if stamps:
             stamps.close()

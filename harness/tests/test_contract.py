@@ -30,6 +30,7 @@ from itchbench.commands.common import run_line
 from itchbench.gateways import adapter, contract
 from itchbench.history import store
 from itchbench.runs import runner
+from itchbench.runs.procs import ProcessGroup
 from itchbench.runs.scenario import ScenarioError, load
 from itchbench.selftest import zoo
 
@@ -376,6 +377,13 @@ def test_what_the_mqtt_broker_holds_for_a_collector_fallen_behind_is_not_dropped
     assert check["equal"] and check["events"] == check["reference_events"] > 5_000
 
 
+def _simulated_csv(capture: Path, tmp_path: Path) -> list[str]:
+    """The simulation's BBO stream of capture as the contract's csv lines, newline-ended."""
+    sim = runner.execute(config(capture, "sim"), "sim", run_dir=tmp_path / "sim", echo=False)
+    return [f"{r['seq']},{r['stock_locate']},{r['bid_px']},{r['bid_qty']},{r['ask_px']},{r['ask_qty']}\n"
+            for r in logs.read_bbo(sim / "bbo.bbo").records]
+
+
 # A gateway whose MQTT client publishes from a queue of its own, slower than the feed: each BBO line (the
 # simulation's, handed to it in a file) is queued once its message has been read, and published at most one every
 # 10 ms, so it is still publishing for seconds after it read the feed's last datagram. SIGTERM ends it at once,
@@ -414,11 +422,9 @@ def test_a_gateway_still_publishing_to_its_broker_is_not_stopped_by_the_drain(tm
     # sends to the broker (drain_ms 1 s; it sends every 10 ms), so it is stopped with all it had to say said.
     # Before: stopped 1 s after its last datagram read, hundreds of lines unpublished, and judged BBO DIFFERS.
     capture = make_capture(tmp_path_factory.mktemp("trickle"), "trickle.pcap", "--messages", "800")
-    sim = runner.execute(config(capture, "sim"), "sim", run_dir=tmp_path / "sim", echo=False)
-    want = logs.read_bbo(sim / "bbo.bbo").records
+    want = _simulated_csv(capture, tmp_path)
     lines = tmp_path / "bbo.csv"
-    lines.write_text("".join(f"{r['seq']},{r['stock_locate']},{r['bid_px']},{r['bid_qty']},{r['ask_px']},"
-                             f"{r['ask_qty']}\n" for r in want))
+    lines.write_text("".join(want))
     (tmp_path / "itchbench_trickle_gateway.py").write_text(TRICKLE)
     command = ("exec /usr/bin/python3 {worktree}/itchbench_trickle_gateway.py {feed_port} {mqtt_port} {mqtt_topic} "
                f"{lines}")
@@ -441,6 +447,67 @@ def test_a_gateway_still_publishing_to_its_broker_is_not_stopped_by_the_drain(tm
     assert len(want) > 250  # 2.5 s and more of publishing, the feed read in 0.6 s
     assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
     assert s["gateway"]["stop"] == "stopped by SIGTERM after the drain"
+
+
+def _listening(port: int, within_s: float = 30) -> None:
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port)).close()
+            return
+        except ConnectionRefusedError:
+            assert time.monotonic() < deadline, f"nothing listens on {port}"
+            time.sleep(0.02)
+
+
+def _free_port(kind: socket.SocketKind) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_example_told_to_stop_while_it_closes_still_publishes_what_it_holds(tmp_path_factory, tmp_path):
+    # The example's output through Mosquitto, the broker stopped (SIGSTOP) under it once it runs: paho's queue
+    # cannot drain, so with its feed read the example waits in its close. SIGTERM there: it goes on waiting. The
+    # broker let go on, every line reaches a subscriber and the example exits 0. Before: the SIGTERM ended it
+    # inside its close, its queue unpublished.
+    capture = make_capture(tmp_path_factory.mktemp("closing"), "closing.pcap", "--messages", "400")
+    want = _simulated_csv(capture, tmp_path)
+    broker_port, feed_port = _free_port(socket.SOCK_STREAM), _free_port(socket.SOCK_DGRAM)
+    out = tmp_path / "bbo.collected"
+    with ProcessGroup() as group:
+        broker = group.start("mosquitto", ["mosquitto", "-p", str(broker_port)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        _listening(broker_port)
+        sub = group.start("subscriber", [str(paths.tool("bbo-mqtt-subscriber")), "--port", str(broker_port), "--topic",
+                                         "t", "--collect", "csv", "--out", str(out)])
+        info = Path(f"{out}.json")
+        while not (info.exists() and json.loads(info.read_text() or "{}").get("subscribed")):
+            assert sub.poll() is None
+            time.sleep(0.02)
+        gw = group.start("gateway", ["/usr/bin/python3", str(EXAMPLE.parent / "gateway.py"), "--udp",
+                                     f"127.0.0.1:{feed_port}", "--bbo", f"127.0.0.1:{broker_port}", "--bbo-via",
+                                     "mqtt", "--bbo-topic", "t"])
+        while f":{feed_port} " not in subprocess.run(["ss", "-ulnH"], capture_output=True, text=True).stdout:
+            assert gw.poll() is None
+            time.sleep(0.02)
+        os.kill(broker.pid, signal.SIGSTOP)
+        subprocess.run([str(paths.tool("udp-replay")), str(capture), "--port", str(feed_port), "--rate", "pps",
+                        "--pps", "5000"], check=True, capture_output=True)
+        # The feed's end of session read, the example leaves its reading (a select every 50 ms at most) for its
+        # close, where its main thread waits on paho (a futex) for as long as the broker is stopped.
+        waiting = 0
+        while waiting < 25:
+            assert gw.poll() is None
+            waiting = waiting + 1 if "futex" in Path(f"/proc/{gw.pid}/wchan").read_text() else 0
+            time.sleep(0.02)
+        gw.send_signal(signal.SIGTERM)
+        os.kill(broker.pid, signal.SIGCONT)
+        assert gw.wait(60) == 0
+        sub.send_signal(signal.SIGTERM)
+        assert sub.wait(60) == 0
+    got = [line.split(" ", 1)[1] + "\n" for line in out.read_text().splitlines()]
+    assert len(want) > 100 and got == want
 
 
 @needs_root

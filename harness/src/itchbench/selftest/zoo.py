@@ -98,7 +98,7 @@ _SNAPSHOT_NEXT = "                feed.next_seq = feed.top = take_snapshot(s_add
 _SNAPSHOT_APPLIED = "                for m in staged:\n                    feed.book.apply(feed.next_seq - 1, m)\n"
 _PACKET_SEQ = '        seq, count = struct.unpack_from(">QH", p, 10)\n'
 _HEARTBEAT = "        if count in (0, 0xFFFF):  # a heartbeat or the end of session: seq is the next one to come\n"
-_SIGTERM = "    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+_SIGTERM = "    signal.signal(signal.SIGTERM, stop_reading)\n"
 _FINALLY = "        feed.give_up_all()  # stopped with gaps open: what waited behind them is applied, the gaps stay lost\n"
 _PER_PACKET = "                flush()  # a packet's events go out with it\n"
 _CLOSE = "        flush(last=True)\n        close()\n    return 0\n"
