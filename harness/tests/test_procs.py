@@ -43,16 +43,21 @@ def test_a_child_started_from_the_main_thread_is_stopped_as_asked():
 
 
 def test_descendants_are_every_process_below_however_deep():
-    # A shell with two children, one of them a shell with a child of its own: four processes, as ps sees them.
+    # A shell with two children, one of them a shell with a child of its own: four processes, as ps sees them. In
+    # a session of their own, killed together whatever the test finds: the sleeps would outlive their shells.
     with ProcessGroup() as group:
-        top = group.start("tree", ["bash", "-c", "sleep infinity & bash -c 'sleep infinity & wait' & wait"])
-        deadline = time.monotonic() + 30
-        while len(descendants(top.pid)) < 4:
-            assert time.monotonic() < deadline, f"the tree never grew: {descendants(top.pid)}"
-            time.sleep(0.01)
-        ps = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout.split()
-        parent = dict(zip(map(int, ps[0::2]), map(int, ps[1::2])))
-        below = {top.pid}
-        while grown := {p for p, pp in parent.items() if pp in below} - below:
-            below |= grown
-        assert sorted(descendants(top.pid)) == sorted(below) and len(below) == 4
+        top = group.start("tree", ["bash", "-c", "sleep infinity & bash -c 'sleep infinity & wait' & wait"],
+                          start_new_session=True)
+        try:
+            deadline = time.monotonic() + 30
+            while len(descendants(top.pid)) < 4:
+                assert time.monotonic() < deadline, f"the tree never grew: {descendants(top.pid)}"
+                time.sleep(0.01)
+            ps = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout.split()
+            parent = dict(zip(map(int, ps[0::2]), map(int, ps[1::2])))
+            below = {top.pid}
+            while grown := {p for p, pp in parent.items() if pp in below} - below:
+                below |= grown
+            assert sorted(descendants(top.pid)) == sorted(below) and len(below) == 4
+        finally:
+            os.killpg(top.pid, signal.SIGKILL)
