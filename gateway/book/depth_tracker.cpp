@@ -47,7 +47,7 @@ uint32_t DepthTracker::take_change_otherwise(const OrderBook& book, const BookTo
   } else if (touch.levels == 2) {
     n = two_levels(side, level, touch.level[1], touch.bid);
   }
-  bid_changes_ = touch.bid ? n : 0;
+  bid_changes_ = n & (0u - touch.bid);  // a branch on the side was a coin toss
   return n;
 }
 

@@ -280,7 +280,7 @@ class OrderBook::SideView {
   // How many of the ladder's ticks are better than price: a tick t is better than a bid at price when
   // t * 100 > price, than an offer when t * 100 < price.
   uint32_t ladder_better_than(uint32_t price) const {
-    return side_->ladder.count_better(PriceLadder::tick_of(price) + (!bid_ && !PriceLadder::on_tick(price)), bid_);
+    return side_->ladder.count_better(PriceLadder::tick_of(price) + (!bid_ & !PriceLadder::on_tick(price)), bid_);
   }
   const OrderBook* book_;
   const Side* side_;

@@ -54,9 +54,9 @@ class LevelChangeLog {
     }
     const uint64_t high = timestamp_off | uint64_t(locate) << 32 | seq_off << 48;
     const uint64_t slot_flags = uint64_t(flags | logfmt::kWritten | (bid ? logfmt::kSlotBid : 0)) << 56;
-    for (uint32_t i = 0; i < kSlots; ++i)
+    for (uint32_t i = 0; i < kSlots; ++i)  // the flags masked, not chosen: GCC made the choice a branch
       store(p + i * sizeof(logfmt::LevelChangeSlot), uint64_t(px[i]) | uint64_t(uint32_t(qty[i])) << 32,
-            high | (i < kept ? slot_flags : 0));
+            high | (slot_flags & (0 - uint64_t(i < kept))));
     log_.take(kept);
     changes_ += kept;
   }

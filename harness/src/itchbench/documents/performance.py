@@ -393,7 +393,18 @@ def _depth_section(depth: list[dict[str, Any]], side_depth: dict[str, Any] | Non
               "for the bit: 54.6 against 53.5 ns a message, whole process, 10 rounds), a level change stored in two "
               "16-byte stores or non-temporal ones, and the log written through a ring of reused pages with O_DIRECT "
               "in place of the page cache (54.3 against 52.7). Every level's changes come from the book's word alone "
-              "(no read of the book, no rank): the cheapest depth on every file here.", ""]
+              "(no read of the book, no rank): the cheapest depth on every file here.", "",
+              "Branches that were coin tosses (2026-12-04, Intel Xeon VM family 6 model 207, L2 2 MiB a core): "
+              "cachegrind's branch simulation (a model, not this CPU's predictor, which perf cannot count on these "
+              "VMs) gave 5 levels 1.16 more mispredicted branches a message than BBO only on nasdaq-day (2.13 "
+              "against 0.97 M in 1 M messages), where every level has none more; among them the side of the stock "
+              "in a level change's count and each not-kept slot's marker, both now masked rather than chosen: 5 "
+              "levels 1.066 times as fast on nasdaq-day (per-round median, faster in 26 of 41 interleaved rounds, "
+              "no latency log, settled, the hot thread on its CPU) and 1.044 on deep-book (25 of 41), on a VM whose "
+              "rounds ranged 0.6 to 1.8. Tried and left out the same day: the ladder's count of better ticks "
+              "without a branch (1.037 on nasdaq-day, 0.870 on deep-book), and one touched level on a side all on "
+              "its ladder taken alike whether made, emptied or neither (0.8 fewer simulated mispredictions a "
+              "message but 70 more instructions: 0.957).", ""]
     if side_depth:
         lines += [f"With {DEPTH_AGAINST_PEER} levels, against the peer (which keeps no depth): side by side as in "
                   f"the throughput table above, `--levels {DEPTH_AGAINST_PEER}`; ratio = ours / peer, above 1 ours "
