@@ -278,7 +278,7 @@ class OrderBook::SideView {
  private:
   friend class OrderBook;
   // How many of the ladder's ticks are better than price: a tick t is better than a bid at price when
-  // t * 100 > price, than an offer when t * 100 < price.
+  // t * 100 > price, than an offer when t * 100 < price. `&`, not `&&`: the side would be a branch, a coin toss.
   uint32_t ladder_better_than(uint32_t price) const {
     return side_->ladder.count_better(PriceLadder::tick_of(price) + (!bid_ & !PriceLadder::on_tick(price)), bid_);
   }
