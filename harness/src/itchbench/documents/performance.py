@@ -507,6 +507,19 @@ PIPELINE_PROFILE = [
     "tried and left out, the read-ahead asking the decompressor for 1 MiB a call instead of stdio's 8 KiB: 3.03 "
     "against 2.99 s, 5 rounds, its user CPU unchanged (4.45-4.55 s).",
     "",
+    "Later still (2026-12-04, AMD EPYC VM of 2 vCPUs, family 25 model 17, L2 1 MiB a core; the .gz copy of the 50 "
+    "M day): 12.4 CPU-seconds in a 6.6 s run, of which the gateway's process 8.6. Alone, the gateway took 7.2-9.4 "
+    "CPU-seconds in 3.9-5.4 s: it keeps both CPUs nearly busy by itself. `perf record -a`: ISA-L's inflate 21.5 % "
+    "of the samples, the zeros provisioned into the logs' fresh pages 19 % (`copy_folio_from_iter_atomic`, about "
+    "2.7 CPU-seconds), the hot thread about 22 %, the second pass 16 %. The second pass now tests whether a row "
+    "has a stage's or a chain's stamps with one mask of the stamps the row has (a stage's own tests had been a "
+    "fifth of `Counter::row`'s samples): over the finished log of that run, 2.35 to 2.08 CPU-seconds and wall "
+    "1.23 to 1.06 s (medians of 6 runs each, alternating), its report byte-identical. Even so, the gateway alone "
+    "and the pass need (8.3 + 2.1) / 2 = 5.2 s of the two CPUs, 33 % over the gateway alone, before Python, plots "
+    "and reconciliation. The 25 % target leaves 1.45 CPU-seconds beside the gateway's 8.3 for the pass, the "
+    "harness's Python, plots and reconciliation together (about 3 today): on this machine it needs a pass several "
+    "times cheaper, or a third CPU.",
+    "",
 ]
 
 
