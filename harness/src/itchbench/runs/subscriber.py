@@ -51,6 +51,11 @@ def _record(info: Path, ports: list[int]) -> None:
     tmp.replace(info)
 
 
+def _stop(*_: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop is enough: a second must not cut the first's close short
+    sys.exit(0)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="itchbench-subscriber", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -58,29 +63,34 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--mode", choices=MODES, default="fast")
     args = p.parse_args(argv)
-    # Stopped by the harness (a stuck or slow one at the end): leave the receive log closed and whole.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # Stopped by the harness (a stuck or slow one at the end, at any moment): its logs are open before it
+    # connects, created with the stop held back, and closed whole whenever the stop comes.
+    signal.signal(signal.SIGTERM, _stop)
     out_path = Path(args.out)
     info = out_path.with_suffix(".json")
     ports: list[int] = []
-    sock = _connect(args.port, 10)
-    if sock is None:
-        return 1
-    ports.append(sock.getsockname()[1])
-    _record(info, ports)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     receipts = ReceiveLog(out_path.with_suffix(".recv"))
-    if args.mode == "stuck":
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        out_path.write_bytes(b"")
+    out = open(out_path, "wb")
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        sock = _connect(args.port, 10)
+        if sock is None:
+            return 1
+        ports.append(sock.getsockname()[1])
+        _record(info, ports)
+        if args.mode == "stuck":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            while True:  # holds the connection, never reads: until stopped
+                time.sleep(3600)
+        return _receive(sock, args, out, receipts, info, ports, args.mode == "reconnect")
+    finally:
+        # From here on a stop changes nothing. Left to the handler, a SIGTERM could cut the logs' close short, and
+        # one that came while the interpreter exits found the default action again: a subscriber that had ended
+        # by itself was reported killed by SIGTERM (a busy machine, the harness's stop meeting the gateway's close).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        out.close()
         receipts.close()
-        while True:  # holds the connection, never reads: until killed
-            time.sleep(3600)
-    reconnecting = args.mode == "reconnect"
-    with open(out_path, "wb") as out:
-        try:
-            return _receive(sock, args, out, receipts, info, ports, reconnecting)
-        finally:
-            receipts.close()
 
 
 class ReceiveLog:
