@@ -133,6 +133,39 @@ def test_a_complete_runs_log_cut_afterwards_is_refused_and_its_report_kept(run_d
     capsys.readouterr()
 
 
+def test_a_complete_runs_log_overwritten_at_its_start_is_refused(run_dir, tmp_path, capsys):
+    # Its length intact, the BBO log's first bytes damaged: no longer a log by its magic, which a scan of the run's
+    # files for logs would pass over, rebuilding the report as if nothing had happened (it did, before).
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    with (copy / "bbo.bbo").open("r+b") as f:
+        f.write(b"GARBAGE!")
+    before = digest_tree(copy)
+    assert itchbench_main(["report", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert "its logs no longer read whole (bbo.bbo: not an itchbench log" in err and "not rebuilt" in err
+    assert digest_tree(copy) == before
+    assert itchbench_main(["compare", str(run_dir), str(copy), "--out", str(tmp_path / "cmp")]) == 2
+    assert "head " + str(copy) + ": the run ended complete" in capsys.readouterr().err
+
+
+def test_a_run_whose_output_is_gone_is_not_compared_as_one_that_published_nothing(tmp_path, capsys):
+    # Before, a head whose BBO log had been deleted read as a gateway that sent no event: "BBO DIFFERS: 5,833
+    # missing", exit 1, though it had sent them all.
+    base = tmp_path / "base"
+    assert itchbench_main(["sim", str(fixtures.load_manifest()[1].path), "--levels", "5", "--out", str(base)]) == 0
+    held = {"bbo.bbo": (len(logs.read_bbo(base / "bbo.bbo").records), "BBO"),
+            "depth.dep": (logs.depth_summary(logs.read_depth(base / "depth.dep")).events, "depth")}
+    for gone, (events, kind) in held.items():
+        copy = tmp_path / gone / "run"
+        shutil.copytree(base, copy)
+        (copy / gone).unlink()
+        assert itchbench_main(["compare", str(base), str(copy), "--out", str(tmp_path / gone / "cmp")]) == 2
+        err = capsys.readouterr().err
+        assert f"head {copy}: {gone} ({events:,} {kind} events) no longer there" in err, err
+
+
+
 def test_report_of_a_non_run_directory(tmp_path, capsys):
     assert itchbench_main(["report", str(tmp_path)]) == 2
     assert "not a run directory" in capsys.readouterr().err

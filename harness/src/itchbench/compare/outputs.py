@@ -83,6 +83,22 @@ class StockByStockDigest:
         return "sha256:" + whole.hexdigest()
 
 
+def outputs_gone(run: Path) -> list[str]:
+    """What a finished run's summary counts among its outputs that is no longer in its directory: its BBO output
+    (the built-in gateway's log, or what a contract gateway sent) and its depth log, each with the events it held.
+    Read without them, a run would be one that published nothing: every event of the other side missing."""
+    summary = rundir.read_json(run / "summary.json")
+    gone = []
+    bbo_events = int(summary.get("bbo", {}).get("events", 0))
+    output = run / Path(summary.get("transport_details", {}).get("bbo_output", adapter.BBO_FILE))
+    if bbo_events and not (run / "bbo.bbo").is_file() and not output.is_file():
+        gone.append(f"{output.name} ({bbo_events:,} BBO events)")
+    depth_events = int((summary.get("depth") or {}).get("events", 0))
+    if depth_events and not (run / "depth.dep").is_file():
+        gone.append(f"depth.dep ({depth_events:,} depth events)")
+    return gone
+
+
 def _contract_output(run: Path) -> tuple[Path, dict[str, Any], dict[str, int]]:
     """A contract run's BBO output (relative to the run, or absolute), its contract's [bbo] table and the stock
     directory its stocks may be named by."""

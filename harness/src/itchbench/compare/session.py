@@ -90,6 +90,10 @@ def load_run_dirs(side: Side, path: Path) -> None:
         cut = logs.cut_since_complete(d, rundir.read_json(d / "summary.json"))
         if cut:
             raise NotComparable(f"{side.name} {cut}: nothing is judged from part of them")
+        gone = outputs.outputs_gone(d)
+        if gone:
+            raise NotComparable(f"{side.name} {d}: {'; '.join(gone)} no longer there, which its summary counts: "
+                                "compared without it, the run would read as one that published nothing")
         add_run(side, rundir.read_json(d / "manifest.json")["label"], d)
 
 
