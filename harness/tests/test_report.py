@@ -184,3 +184,17 @@ def test_receive_words_say_how_many_kernel_stamps_were_not_placed():
     udp["kernel_timestamps_unplaced"] = 2
     assert report._receive_words({"gateway": {"udp": udp}}, "") == (
         "; 2 of the kernel's receive stamps not placed on the gateway's clock (left out)")
+
+
+def test_a_run_whose_latency_log_is_gone_is_not_stored_as_one_without_messages(run_dir, tmp_path, capsys):
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    (copy / "latency.lat").unlink()
+    assert itchbench_main(["history", str(tmp_path / "store"), "--append", str(copy)]) == 2
+    assert "its latency log (latency.lat), which its report was made from, is gone" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
+    assert itchbench_main(["history", str(tmp_path / "store"), "--append", str(copy), "--no-messages"]) == 0
+    # A run made without a latency log is stored with its metrics alone, as before.
+    plain = tmp_path / "plain"
+    assert itchbench_main(["sim", str(fixtures.load_manifest()[1].path), "--no-latency-log", "--out", str(plain)]) == 0
+    assert itchbench_main(["history", str(tmp_path / "store2"), "--append", str(plain)]) == 0

@@ -142,6 +142,11 @@ def append(store: Path, run_dir: Path, *, messages: bool = True) -> Path:
         if cut:
             raise ValueError(f"{cut}: nothing stored, its messages not from part of them (--no-messages stores its "
                              "summary's figures alone)")
+        # Its report counted a warm-up: its latency came from a per-message log, whose absence now is not a run
+        # without one (that would store its metrics alone, and say nothing).
+        if not (run_dir / "latency.lat").is_file() and "warmup_messages" in s.get("latency", {}):
+            raise ValueError(f"{run_dir}: its latency log (latency.lat), which its report was made from, is gone: "
+                             "nothing stored (--no-messages stores its summary's figures alone)")
     env = m.get("environment") or {}
     under = m.get("gateway_under_test") or {}
     commit = str(under.get("commit") or (env.get("git") or {}).get("commit") or "unknown")
