@@ -147,6 +147,12 @@ def test_a_complete_runs_log_overwritten_at_its_start_is_refused(run_dir, tmp_pa
     assert digest_tree(copy) == before
     assert itchbench_main(["compare", str(run_dir), str(copy), "--out", str(tmp_path / "cmp")]) == 2
     assert "head " + str(copy) + ": the run ended complete" in capsys.readouterr().err
+    # A whole log, of another kind, in its place.
+    swapped = tmp_path / "swapped"
+    shutil.copytree(run_dir, swapped)
+    shutil.copyfile(run_dir / "bbo.bbo", swapped / "latency.lat")
+    assert itchbench_main(["report", str(swapped)]) == 2
+    assert "latency.lat: a bbo log, expected a latency log" in capsys.readouterr().err
 
 
 def test_a_run_whose_output_is_gone_is_not_compared_as_one_that_published_nothing(tmp_path, capsys):

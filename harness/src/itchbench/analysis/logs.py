@@ -677,21 +677,28 @@ def is_log(path: Path) -> bool:
         return f.read(len(MAGIC)) == MAGIC
 
 
-# The logs a run directory holds under these names, whichever of them its run wrote (gateway/log/FORMAT.md).
-RUN_LOG_NAMES = ("latency.lat", "bbo.bbo", "depth.dep", "send.log", "requests.log")
+# The logs a run directory holds under these names, whichever of them its run wrote, and their kinds
+# (gateway/log/FORMAT.md).
+RUN_LOGS = {"latency.lat": KIND_LATENCY, "bbo.bbo": KIND_BBO, "depth.dep": KIND_DEPTH, "send.log": KIND_SEND,
+            "requests.log": KIND_REQUEST}
 
 
 def not_read_whole(run_dir: Path) -> list[str]:
     """Each of a run directory's logs (a latency log's index aside: one not whole is not used) that does not read
-    whole, with why: a tail cut off, a count its header does not match, a log never closed, or one of the run's
-    own logs whose start is no longer a log's (found by its magic, a damaged one would be passed over)."""
+    whole, with why: a tail cut off, a count its header does not match, a log never closed; or one of the run's
+    own logs that is no longer one (its start overwritten: found by its magic, it would be passed over) or not of
+    its kind (another log in its place)."""
     out = []
     for path in sorted(p for p in Path(run_dir).iterdir() if p.is_file()):
         if not (path.stat().st_size >= HEADER_SIZE and is_log(path)):
-            if path.name in RUN_LOG_NAMES:
+            if path.name in RUN_LOGS:
                 out.append(f"{path.name}: not an itchbench log (its first {len(MAGIC)} bytes are not {MAGIC!r})")
             continue
-        log = read_log(path, quiet=True)
+        try:
+            log = read_log(path, RUN_LOGS.get(path.name), quiet=True)
+        except LogFormatError as e:
+            out.append(str(e))
+            continue
         if log.kind != KIND_NAMES[KIND_LATENCY_INDEX] and not log.complete:
             out.append(f"{path.name}: {'; '.join(log.notes) or 'never closed'}")
     return out
