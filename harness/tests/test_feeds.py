@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -17,6 +18,7 @@ import pytest
 from itchbench import rundir
 from itchbench.captures import fixtures
 from itchbench.captures.inspect import CaptureError, check_capture, inspect_capture
+from itchbench.cli import main as itchbench_main
 from itchbench.runs import runner
 
 from live_helpers import config
@@ -109,6 +111,18 @@ def test_a_chosen_feed_reads_its_session_alone(two_sessions, tmp_path):
         assert s["feed"]["address"] == feed and s["feed"]["not_feed"]["other_flow"] > 0
         # Both sessions carry the same messages: each, alone, gives the fixture's book.
         assert s["bbo"]["digest"] == SEED.golden["bbo_digest"]
+
+
+def test_a_capture_without_a_udp_datagram_is_refused_before_any_run(tmp_path, capsys):
+    # A pcap of its 24-byte header alone (libpcap's format: magic, version 2.4, snaplen 65535, Ethernet) ran as
+    # "LOSSLESS: 0 messages, 0 BBO events, balanced", exit 0: a verdict that had checked nothing.
+    empty = tmp_path / "header-only.pcap"
+    empty.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    with pytest.raises(CaptureError, match="no UDP datagram in the capture [(]no packets[)]: no feed to replay"):
+        check_capture(empty)
+    out = tmp_path / "run"
+    assert itchbench_main(["sim", str(empty), "--out", str(out)]) == 2
+    assert "no feed to replay" in capsys.readouterr().err and not out.exists()
 
 
 def test_a_feed_that_is_not_in_the_capture_is_refused(tap):

@@ -31,7 +31,12 @@ def check_capture(capture: Path, feed: str = "") -> Path:
     if capture.stat().st_size == 0:
         raise CaptureError(f"{capture}: empty capture (0 bytes)")
     if capture_kind(capture) == "pcap":
-        facts_of(capture, feed)  # the feed is chosen (or refused) from the capture's flows
+        facts = facts_of(capture, feed)  # the feed is chosen (or refused) from the capture's flows
+        if not facts["flows"]:  # else a run of nothing: LOSSLESS, 0 messages, which checked nothing
+            skipped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in facts["not_feed"].items() if n)
+            raise CaptureError(f"{capture}: no UDP datagram in the capture"
+                               + (f" (its packets: {skipped})" if skipped else " (no packets)")
+                               + ": no feed to replay")
     elif feed:
         raise CaptureError(f"{capture}: a binary ITCH file has no UDP flows: a feed ({feed}) applies to pcap "
                            "captures only")
