@@ -76,7 +76,7 @@ bool walk_length_prefixed(const uint8_t* data, size_t size, F&& f, FileError* er
   uint64_t framed = 0;    // how many
   bool stopped = false;   // a framing error at message framed + 1 (described in *error)
   auto frame_next = [&] {
-    size_t len;
+    size_t len = 0;  // frame_at sets it when it frames: GCC with profile feedback warned it might not
     if (framed_end >= size || stopped) return;
     if (!frame_at(data, size, framed_end, framed + 1, len, error)) {
       stopped = true;
