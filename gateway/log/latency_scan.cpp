@@ -132,9 +132,18 @@ class Rows {
 bool accepted(const Row& r) { return !(r.flags & logfmt::kRejected); }
 bool bbo_event(const Row& r) { return r.flags & logfmt::kBboEvent; }
 
-bool has_value(const Row& r, const StageSpec& s) {
-  return r.t[s.start] && r.t[s.end] && (!s.bbo_only || bbo_event(r));
+// Which stamps a row has, bit k for stamp k, and above them whether it is a BBO event: what a stage or a chain
+// needs of a row is then one test of these bits (a stage's own tests of its stamps were a fifth of a row's time in
+// the second pass, 50 M records).
+constexpr uint32_t kBboEventBit = 1u << kStampCount;
+uint32_t present_of(const Row& r) {
+  uint32_t present = bbo_event(r) ? kBboEventBit : 0;
+  for (unsigned k = 0; k < kStampCount; ++k) present |= uint32_t(r.t[k] != 0) << k;
+  return present;
 }
+// A stage has a value in a row that has both its stamps, and is a BBO event when the stage is one of events.
+uint32_t needs_of(const StageSpec& s) { return 1u << s.start | 1u << s.end | (s.bbo_only ? kBboEventBit : 0); }
+bool has_all(uint32_t present, uint32_t needs) { return (present & needs) == needs; }
 
 // Which of the run's time bins a receive stamp falls in: bins of 2^shift ns from the origin (a stamp before it
 // in the first), at most kMaxTimeBins. A stamp past the last bin doubles the width until it fits, and says how
@@ -263,10 +272,11 @@ struct FirstCounter {
     const bool warm = f.accepted < warmup;
     ++f.accepted;
     f.max_locate = std::max<uint64_t>(f.max_locate, r.locate);
-    for (unsigned s = 0; s < kStampCount; ++s) f.set_stamps |= uint32_t(r.t[s] != 0) << s;
+    const uint32_t present = present_of(r);
+    f.set_stamps |= present & (kBboEventBit - 1);
     if (f.found_stages != every_stage)  // once each stage has a value, nothing more to find
       for (size_t i = 0; i < stages.size(); ++i)
-        if (has_value(r, stages[i])) f.found_stages |= 1u << i;
+        if (has_all(present, needs_of(stages[i]))) f.found_stages |= 1u << i;
     if (!warm) receive(r.t[kReceive]);
   }
   // A receive stamp after the warm-up (the first one read is the first message's), into the span.
@@ -393,12 +403,11 @@ class Counter {
     for (size_t i = 0; i < p.co_starts.size(); ++i) out_.co.emplace_back(1, kStageDense);
     for (size_t i = 0; i < p.stages.size(); ++i) {
       const StageSpec& s = p.stages[i];
-      const uint32_t needs = 1u << s.start | 1u << s.end | uint32_t(s.bbo_only) << kStampCount;
-      stage_plans_.push_back({needs, s.start, s.end, int(i) == p.headline && p.breakdowns, &out_.stage[i],
+      stage_plans_.push_back({needs_of(s), s.start, s.end, int(i) == p.headline && p.breakdowns, &out_.stage[i],
                               &out_.warmup[i]});
     }
     for (const Chain& c : p.chains) {
-      uint32_t needs = uint32_t(c.bbo_only) << kStampCount;
+      uint32_t needs = c.bbo_only ? kBboEventBit : 0;
       for (const ChainStamp s : c.stamps) needs |= s < kStampCount ? 1u << s : 0;
       chain_needs_.push_back(needs);
     }
@@ -418,12 +427,9 @@ class Counter {
       bin = at.bin;
       ++out_.throughput[bin];
     }
-    // Which stamps the row has, and whether it is a BBO event, as bits: a stage or chain is counted when it has
-    // all it needs, one test (a stage's own tests of its stamps were a fifth of a row's time, 50 M records).
-    uint32_t present = uint32_t(bbo_event(r)) << kStampCount;
-    for (unsigned k = 0; k < kStampCount; ++k) present |= uint32_t(r.t[k] != 0) << k;
+    const uint32_t present = present_of(r);
     for (const StagePlan& s : stage_plans_) {
-      if ((present & s.needs) != s.needs) continue;
+      if (!has_all(present, s.needs)) continue;
       const int64_t d = int64_t(uint64_t(r.t[s.end]) - uint64_t(r.t[s.start]));
       if (warm) {
         s.warmup->add(0, d);
@@ -485,7 +491,7 @@ class Counter {
       const Chain& chain = p_.chains[c];
       const size_t n = chain.stamps.size();
       if (direct_) {  // the row's own stamps: whether each is there is in present
-        if ((present & chain_needs_[c]) != chain_needs_[c]) continue;
+        if (!has_all(present, chain_needs_[c])) continue;
         for (size_t i = 0; i < n; ++i) moved[i] = stamp(chain.stamps[i]);
       } else {
         if (chain.bbo_only && !bbo_event(r)) continue;
