@@ -10,6 +10,7 @@ from pathlib import Path
 import math
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
@@ -124,6 +125,12 @@ def test_a_complete_runs_log_cut_afterwards_is_refused_and_its_report_kept(run_d
     # Dumping and exporting what it holds still work, said partial, exit 1.
     assert itchbench_main(["export", str(copy), "--out", str(tmp_path / "part.parquet")]) == 1
     assert "part.parquet is partial: " in capsys.readouterr().err
+    # The file says so itself, for whoever reads it without the command's output; a whole export does not.
+    said = (pq.read_schema(tmp_path / "part.parquet").metadata or {}).get(b"itchbench.partial", b"").decode()
+    assert "latency.lat: file ends mid-record" in said, said
+    assert itchbench_main(["export", str(run_dir), "--out", str(tmp_path / "whole.parquet")]) == 0
+    assert b"itchbench.partial" not in (pq.read_schema(tmp_path / "whole.parquet").metadata or {})
+    capsys.readouterr()
     os.truncate(copy / "bbo.bbo", (copy / "bbo.bbo").stat().st_size - 5)
     assert itchbench_main(["dump", "bbo", str(copy)]) == 1
     out, err = capsys.readouterr()

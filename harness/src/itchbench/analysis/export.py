@@ -6,6 +6,7 @@ the run's size: the logs are memory-mapped and read a chunk at a time."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Iterator
 
@@ -18,6 +19,9 @@ from ..vocabulary import EXPORT_FORMATS
 from . import dump, hops, logs
 
 CHUNK_ROWS = 1 << 20
+# The Parquet file's key-value metadata that says it was made from logs not read whole, and why (a CSV says so only
+# on the command's stderr and in its exit status).
+PARTIAL_KEY = b"itchbench.partial"
 
 _SYMBOL = pa.dictionary(pa.uint16(), pa.string())
 _TYPE = pa.dictionary(pa.uint8(), pa.string())
@@ -96,6 +100,17 @@ def _bbo_chunks(run_dir: Path, chunk_rows: int) -> Iterator[pa.RecordBatch]:
         yield pa.RecordBatch.from_arrays(columns, schema=BBO_SCHEMA)
 
 
+def _first_batch(chunks: Iterator[pa.RecordBatch]) -> tuple[pa.RecordBatch | None, list[str]]:
+    """The first batch, whose making opens every log the table is read from, and what those logs did not hold
+    whole (their TruncatedLogWarnings, warned on to the caller as well)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = next(chunks, None)
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return first, [str(w.message) for w in caught if issubclass(w.category, logs.TruncatedLogWarning)]
+
+
 def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
            chunk_rows: int = CHUNK_ROWS) -> int:
     """Write the table to out (through out.partial, renamed when whole); returns the rows written."""
@@ -111,7 +126,13 @@ def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
     rows = 0
     try:
         if fmt == "parquet":
+            first, cut = _first_batch(chunks)
+            if cut:
+                schema = schema.with_metadata({PARTIAL_KEY: "; ".join(dict.fromkeys(cut)).encode()})
             with pq.ParquetWriter(partial, schema, compression="zstd") as writer:
+                for batch in ([first] if first is not None else []):
+                    writer.write_batch(batch)
+                    rows += batch.num_rows
                 for batch in chunks:
                     writer.write_batch(batch)
                     rows += batch.num_rows
