@@ -29,13 +29,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "util/proc_file.hpp"
+
 namespace {
+
+using itchbench::read_proc_file;
 
 constexpr double kLeftGraceS = 1.0;   // for what the command started to end after it (a worker told to stop)
 constexpr double kClearingMostS = 10.0;  // killing what is left, round after round (it may fork as it goes)
@@ -91,8 +93,7 @@ std::vector<pid_t> running_children() {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (*end != '\0' || pid <= 0) continue;
-    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
-    const std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const std::string text = read_proc_file("/proc/" + std::string(e->d_name) + "/stat");
     const size_t paren = text.rfind(')');  // the name before it may hold anything, ')' and spaces too
     char state = 0;
     long ppid = 0;
@@ -105,14 +106,12 @@ std::vector<pid_t> running_children() {
 
 // Its command line, NULs as spaces (its name in brackets when it has none), at most 200 bytes.
 std::string command_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = read_proc_file("/proc/" + std::to_string(pid) + "/cmdline");
   while (!text.empty() && text.back() == '\0') text.pop_back();
   std::replace(text.begin(), text.end(), '\0', ' ');
   if (text.empty()) {
-    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-    std::getline(comm, text);
-    text = "[" + text + "]";
+    text = read_proc_file("/proc/" + std::to_string(pid) + "/comm");
+    text = "[" + text.substr(0, text.find('\n')) + "]";
   }
   return text.size() > 200 ? text.substr(0, 197) + "..." : text;
 }

@@ -7,20 +7,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iterator>
 #include <sstream>
+
+#include "util/proc_file.hpp"
 
 namespace itchbench {
 
 namespace {
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The value after "key:" in a /proc status-like text, or "".
 std::string field_of(const std::string& text, const std::string& key) {
   const size_t at = text.find("\n" + key + ":");
@@ -58,13 +52,13 @@ std::vector<ThreadNoise> read_thread_noise() {
     const std::string base = std::string("/proc/self/task/") + e->d_name;
     ThreadNoise t;
     t.tid = std::atoi(e->d_name);
-    const std::string status = read_text(base + "/status");
+    const std::string status = read_proc_file(base + "/status");
     t.name = field_of(status, "Name");
     t.voluntary_switches = number_of(status, "voluntary_ctxt_switches");
     t.involuntary_switches = number_of(status, "nonvoluntary_ctxt_switches");
     t.affinity = field_of(status, "Cpus_allowed_list");
     // stat: "tid (comm) state ..." — fields counted after the comm's closing parenthesis, which may hold spaces.
-    const std::string stat = read_text(base + "/stat");
+    const std::string stat = read_proc_file(base + "/stat");
     const size_t close = stat.rfind(')');
     if (close != std::string::npos) {
       std::istringstream rest(stat.substr(close + 2));
@@ -77,13 +71,13 @@ std::vector<ThreadNoise> read_thread_noise() {
         t.policy = policy_name(std::atoi(f[41 - 3].c_str()));
       }
     }
-    std::istringstream schedstat(read_text(base + "/schedstat"));
+    std::istringstream schedstat(read_proc_file(base + "/schedstat"));
     int64_t on_cpu = 0, delay = 0;
     if (schedstat >> on_cpu >> delay) {
       t.on_cpu_ns = on_cpu;
       t.run_delay_ns = delay;
     }
-    const std::string sched = read_text(base + "/sched");
+    const std::string sched = read_proc_file(base + "/sched");
     const size_t m = sched.find("se.nr_migrations");
     if (m != std::string::npos) t.migrations = std::strtoll(sched.c_str() + sched.find(':', m) + 1, nullptr, 10);
     out.push_back(std::move(t));
