@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,6 +27,7 @@ import pytest
 from itchbench import paths, rundir
 from itchbench.analysis import logs
 from itchbench.captures import faults
+from itchbench.cli import main as itchbench_main
 from itchbench.commands.common import run_line
 from itchbench.gateways import adapter, contract
 from itchbench.history import store
@@ -103,6 +105,21 @@ def _run(capture: Path, gateway: Path, transport: str, tmp_path: Path, pps: int 
     values = {**config(capture, transport, **tables), "gateway_file": str(gateway), "subscribers": 0}
     run = runner.execute(values, f"contract-{transport}", root=tmp_path / "runs", echo=False)
     return run, rundir.read_json(run / "summary.json")
+
+
+@needs_root
+def test_a_brought_gateways_run_whose_output_is_gone_is_not_comparable(capture, tmp_path, capsys):
+    # What the example sent is the collector's file in the run; deleted, the run would compare as one that sent
+    # nothing (every base event missing). The count in the refusal is the lines the collector had written.
+    run, s = _run(capture, EXAMPLE, "udp", tmp_path)
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    lines = len((run / adapter.BBO_FILE).read_text().splitlines())
+    for side in ("base", "head"):
+        shutil.copytree(run, tmp_path / side / run.name)
+    (tmp_path / "head" / run.name / adapter.BBO_FILE).unlink()
+    assert itchbench_main(["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--out",
+                           str(tmp_path / "cmp")]) == 2
+    assert f"{adapter.BBO_FILE} ({lines:,} BBO events) no longer there" in capsys.readouterr().err
 
 
 @needs_root
