@@ -231,6 +231,115 @@ def test_a_first_bad_commit_that_changed_no_source_is_never_named(scratch, histo
     assert first.revision.commit == history[3]
 
 
+def _measured_by_hand(scratch: Path, history: list[str], bad_from: int, unbuilt: set[int]):
+    """A measure of the history's commits (0-based) as the search sees it: a commit in `unbuilt` fails to build,
+    one from `bad_from` on has another digest. Stands in for builds, to walk the search through every case."""
+    index = {c: i for i, c in enumerate(history)}
+    tried: list[int] = []
+
+    def measure(rev: revisions.Revision) -> str:
+        i = index.get(rev.commit, -1)  # -1: GOOD
+        tried.append(i)
+        if i in unbuilt:
+            raise revisions.BuildFailed(f"{rev.label} does not build (cmake --build failed):\nerror: planted")
+        return "sha256:bad" if i >= bad_from else "sha256:good"
+    return measure, tried
+
+
+@pytest.mark.parametrize("bad_from, unbuilt, named, candidates", [
+    # The commit before the first bad one does not build: either could be to blame, and both are named, in order.
+    (3, {2}, None, [2, 3]),
+    # The middle one does not build: its neighbour is measured instead, and the first bad is still told exactly.
+    (3, {4, 5}, 3, None),
+    # Every commit before the first bad one fails to build: GOOD measured good, so any of them may be to blame.
+    (3, {0, 1, 2}, None, [0, 1, 2, 3]),
+    # Commits after the first bad one that do not build change nothing.
+    (1, {6, 7, 8}, 1, None),
+])
+def test_bisect_steps_over_commits_that_do_not_build(scratch, history, bad_from, unbuilt, named, candidates):
+    """Expected by hand: the first bad commit is the first one after the last commit measured good, if every
+    commit between them was measured; one that did not build may be the bad one, so it stays a candidate."""
+    measure, tried = _measured_by_hand(scratch, history, bad_from, unbuilt)
+    by_merge = {revisions.resolve(scratch, "base").commit: measure(revisions.resolve(scratch, "base"))}
+    by_merge.update({c: bisect.measured_or_untestable(measure, revisions.resolve(scratch, c)) for c in history})
+    for find in (lambda: bisect.bisect(scratch, "base", "history", "bbo", Path(), lambda _: None, measure=measure),
+                 lambda: bisect.first_bad(scratch, "base", "history", "bbo", by_merge)):
+        if named is not None:
+            good, first, steps = find()
+            assert first.revision.commit == history[named] and first.bad and not first.untestable
+            assert good.value == "sha256:good"
+        else:
+            with pytest.raises(bisect.NotNarrowed) as caught:
+                find()
+            said = caught.value.candidates
+            assert [s.revision.commit for s in said] == [history[i] for i in candidates]
+            assert all(s.untestable == "does not build (cmake --build failed)" for s in said[:-1]) and said[-1].bad
+    assert by_merge[history[min(unbuilt)]] == {bisect.UNTESTABLE: "does not build (cmake --build failed)"}
+
+
+def test_bisect_needs_good_and_bad_to_build(scratch, history):
+    for unbuilt, message in (({-1}, "does not build"), ({9}, "does not build")):
+        measure, _ = _measured_by_hand(scratch, history, 3, unbuilt)
+        with pytest.raises(revisions.BuildFailed, match=message):
+            bisect.bisect(scratch, "base", "history", "bbo", Path(), lambda _: None, measure=measure)
+    measured = {c: "sha256:bad" for c in history}
+    for unbuilt, message in ((revisions.resolve(scratch, "base").commit, r"base cannot be the good commit: does not"),
+                             (history[9], r"history cannot be the bad commit: does not build")):
+        values = {revisions.resolve(scratch, "base").commit: "sha256:good", **measured,
+                  unbuilt: {bisect.UNTESTABLE: "does not build (cmake --build failed)"}}
+        with pytest.raises(bisect.BisectError, match=message):
+            bisect.first_bad(scratch, "base", "history", "bbo", values)
+
+
+def test_bisect_over_a_commit_that_does_not_build(scratch, tmp_path, capsys):
+    """Real builds: u3 breaks the build (an #error in the message path's header), u4 repairs it, u5 keeps an order
+    all of whose shares executed (another BBO stream). base..u6 steps over u3 and names u5; base..u4x, where the
+    repair and the bug are one commit, cannot tell u3 from it, and says both (exit 1)."""
+    git(scratch, "checkout", "-q", "-b", "unbuildable", "base")
+    header, book = scratch / GATEWAY_HPP, scratch / "gateway/book/order_book_ops.hpp"
+    clean = header.read_text()
+
+    def commit(subject: str) -> str:
+        git(scratch, "commit", "-q", "-am", subject)
+        return git(scratch, "rev-parse", "HEAD")
+    readme = scratch / "README.md"
+    u = {}
+    for i in (1, 2):
+        readme.write_text(readme.read_text() + f"\nunbuildable line {i}\n")
+        u[i] = commit(f"unbuildable step {i}")
+    header.write_text("#error planted: this commit does not build\n" + clean)
+    u[3] = commit("unbuildable step 3")
+    header.write_text(clean)
+    u[4] = commit("unbuildable step 4")
+    book.write_text(book.read_text().replace("if (shares >= o->shares) {", "if (shares > o->shares) {", 1))
+    u[5] = commit("unbuildable step 5")
+    readme.write_text(readme.read_text() + "\nunbuildable line 6\n")
+    u[6] = commit("unbuildable step 6")
+    git(scratch, "checkout", "-q", "-b", "unbuildable-joined", u[3])
+    header.write_text(clean)
+    book.write_text(book.read_text().replace("if (shares >= o->shares) {", "if (shares > o->shares) {", 1))
+    joined = commit("unbuildable step 4x")
+    git(scratch, "checkout", "-q", "base")
+
+    day = next(fx for fx in fixtures.load_manifest() if fx.name == "nasdaq-day-sample").path  # has executions
+    scen = tmp_path / "day.toml"
+    scen.write_text(f'name = "day"\ntransport = "sim"\ncapture = "{day}"\n')
+    common = ["--metric", "bbo", "--repo", str(scratch), "--scenario", str(scen)]
+    capsys.readouterr()
+    assert itchbench_main(["bisect", "base", u[6], *common]) == 0
+    out, err = capsys.readouterr()
+    assert f"first bad commit: {u[5]} unbuildable step 5" in out, out + err
+    assert "5 commit(s) measured, 1 of them not building (stepped over)" in out
+    assert re.search(r"'unbuildable step 3': does not build \(cmake --build failed\) -> skipped", err), err
+
+    assert itchbench_main(["bisect", "base", joined, *common]) == 1
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == "first bad commit: one of 2, the commits before the bad one not building", out
+    assert lines[1] == f"  {u[3]} unbuildable step 3: does not build (cmake --build failed)"
+    assert lines[2].startswith(f"  {joined} unbuildable step 4x: bad (BBO digest sha256:")
+
+
 def test_a_sharded_bisect_finds_the_planted_commit_from_every_shard(scratch, history, tmp_path, capsys):
     day = next(fx for fx in fixtures.load_manifest() if fx.name == "nasdaq-day-sample").path
     scen = tmp_path / "day.toml"

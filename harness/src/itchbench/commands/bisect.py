@@ -8,6 +8,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from .. import paths, vocabulary
 
@@ -19,7 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "instructions per message on the gateway's message path (callgrind; bad when more than "
                        "0.5 % above GOOD's) or the BBO digest in simulation (bad when it differs from GOOD's; "
                        "with a --scenario that sets levels = N, the depth digest of N levels beside it). "
-                       "Builds are shared with itchbench compare. Exit 0 when found, 2 when it cannot bisect.")
+                       "Builds are shared with itchbench compare. A commit between GOOD and BAD whose build fails "
+                       "is stepped over (git bisect's skip). Exit 0 when found; 1 when the first bad commit is one "
+                       "of a few, those before the bad one not building (each named); 2 when it cannot bisect.")
     b.add_argument("good", metavar="GOOD")
     b.add_argument("bad", metavar="BAD")
     b.add_argument("--metric", choices=vocabulary.BISECT_METRICS, default="instructions")
@@ -93,10 +96,13 @@ def run(args: argparse.Namespace) -> int:
         elif shard:
             out = args.out or paths.repo_root() / "reports" / "bisect" / time.strftime("%Y%m%dT%H%M%SZ",
                                                                                        time.gmtime())
-            record, done, total = sharded.measure_bisect_shard(
+            record, measured, total = sharded.measure_bisect_shard(
                 shard, args.repo, args.good, args.bad,
                 measure, identity, out)
-            print(f"{shard.name}: {done} of {total} commits measured; record {record}\nfind the first bad commit "
+            unbuilt = sum(bool(bisect.untestable_reason(v)) for v in measured.values())
+            print(f"{shard.name}: {len(measured)} of {total} commits measured"
+                  + (f" ({unbuilt} did not build)" if unbuilt else "")
+                  + f"; record {record}\nfind the first bad commit "
                   f"from every shard: itchbench bisect {args.good} {args.bad} --metric {args.metric} --merge DIR... "
                   "(each shard's --out)")
             return 0
@@ -104,21 +110,33 @@ def run(args: argparse.Namespace) -> int:
             good, first_bad, steps = bisect.bisect(args.repo, args.good, args.bad, args.metric, capture, say,
                                                    measure=measure, threshold=args.threshold / 100,
                                                    sources_of=sources_of)
+    except bisect.NotNarrowed as e:
+        print(f"first bad commit: one of {len(e.candidates)}, the commits before the bad one not building")
+        for step in e.candidates:
+            why = step.untestable or f"bad ({_change(args.metric, levels, e.good, step)})"
+            print(f"  {step.revision.commit} {step.revision.subject}: {why}")
+        print(f"  {len(e.steps)} commit(s) measured")
+        return 1
     except (bisect.BisectError, revisions.RevisionError, shards.ShardError) as e:
         print(f"itchbench: cannot bisect: {e}", file=sys.stderr)
         return 2
     rev = first_bad.revision
-    if args.metric == "instructions":
-        change = (f"instructions per message {good.value:.1f} -> {first_bad.value:.1f} "
-                  f"({(first_bad.value / good.value - 1) * 100:+.2f} %)")
-    elif args.metric == "latency":
-        change = (f"wire-to-wire p50 {good.value / 1000:,.1f} -> {first_bad.value / 1000:,.1f} us "
-                  f"({(first_bad.value / good.value - 1) * 100:+.0f} %)")
-    else:
-        change = f"{'BBO and depth' if levels else 'BBO'} digest {good.value} -> {first_bad.value}"
+    unbuilt = sum(bool(s.untestable) for s in steps)
     print(f"first bad commit: {rev.commit} {rev.subject}")
-    print(f"  {change}; {len(steps)} commit(s) measured")
+    print(f"  {_change(args.metric, levels, good, first_bad)}; {len(steps)} commit(s) measured"
+          + (f", {unbuilt} of them not building (stepped over)" if unbuilt else ""))
     print("  compare it: " + shlex.join(["itchbench", "compare", f"{rev.commit}~1", rev.commit, "--repo", str(args.repo),
                                          *(["--gateway", str(args.gateway)] if args.gateway else []),
                                          *(["--scenario", str(args.scenario)] if args.scenario else [])]))
     return 0
+
+
+def _change(metric: str, levels: object, good: Any, bad: Any) -> str:
+    """What changed from GOOD's value to a bad commit's, in the metric's words."""
+    if metric == "instructions":
+        return (f"instructions per message {good.value:.1f} -> {bad.value:.1f} "
+                f"({(bad.value / good.value - 1) * 100:+.2f} %)")
+    if metric == "latency":
+        return (f"wire-to-wire p50 {good.value / 1000:,.1f} -> {bad.value / 1000:,.1f} us "
+                f"({(bad.value / good.value - 1) * 100:+.0f} %)")
+    return f"{'BBO and depth' if levels else 'BBO'} digest {good.value} -> {bad.value}"

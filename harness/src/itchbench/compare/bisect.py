@@ -42,6 +42,35 @@ class Step:
     revision: revisions.Revision
     value: Any
     bad: bool
+    untestable: str = ""  # why it could not be measured (its build failed): then neither good nor bad
+
+
+class NotNarrowed(BisectError):
+    """The first bad commit is one of `candidates`: the last of them measured bad, the ones before it could not be
+    built, and the commit before them measured good (git bisect's "only skipped commits left")."""
+
+    def __init__(self, good: Step, candidates: list[Step], steps: list[Step]) -> None:
+        self.good, self.candidates, self.steps = good, candidates, steps
+        super().__init__(f"the first bad commit is one of {len(candidates)}: {len(candidates) - 1} before "
+                         f"{candidates[-1].revision.label} could not be built")
+
+
+# A commit's value when its build failed, as a sharded bisect records it (JSON): the reason.
+UNTESTABLE = "untestable"
+
+
+def untestable_reason(value: Any) -> str:
+    """Why a commit's value is no measurement ("" for a measurement)."""
+    return value.get(UNTESTABLE, "") if isinstance(value, dict) else ""
+
+
+def measured_or_untestable(measure: Callable[[revisions.Revision], Any], rev: revisions.Revision) -> Any:
+    """The commit's value, or {UNTESTABLE: why} when it does not build: a commit in the middle of a history that
+    does not build is stepped over, not the end of the bisect."""
+    try:
+        return measure(rev)
+    except revisions.BuildFailed as e:  # its first line, without the commit's label: "does not build (…)"
+        return {UNTESTABLE: str(e).splitlines()[0].removeprefix(rev.label).strip(" :")}
 
 
 def commits_between(repo: Path, good: str, bad: str) -> list[str]:
@@ -131,6 +160,8 @@ def judge(metric: str, reference: Any, threshold: float) -> Callable[[Any], bool
 
 
 def _good_reference(good: str, value: Any) -> Any:
+    if untestable_reason(value):
+        raise BisectError(f"{good} cannot be the good commit: {untestable_reason(value)}")
     if isinstance(value, str) and DEPTH_REFUSED in value:
         raise BisectError(f"{good} is not good: {value[value.index(DEPTH_REFUSED):]}")
     return value
@@ -162,41 +193,73 @@ def span(repo: Path, good: str, bad: str) -> tuple[revisions.Revision, revisions
     return good_rev, bad_rev, commits
 
 
+def _next_to_measure(lo: int, hi: int, untestable: set[int]) -> int | None:
+    """The commit between lo and hi (exclusive) to measure next: the middle one, or the nearest to it whose build
+    has not failed; None when none is left."""
+    middle = (lo + hi) // 2
+    left = [i for i in range(lo + 1, hi) if i not in untestable]
+    return min(left, key=lambda i: (abs(i - middle), i)) if left else None
+
+
+def _step(revision: revisions.Revision, value: Any, is_bad: Callable[[Any], bool]) -> Step:
+    reason = untestable_reason(value)
+    return Step(revision, value, not reason and is_bad(value), reason)
+
+
+def _first_bad_of(good: Step, in_order: list[Step], measured: list[Step], metric: str,
+                  sources_of: Callable[[str], str | None] | None) -> Step:
+    """The last of in_order (commits in order, the last measured bad), when the commit before it measured good (or
+    is GOOD); NotNarrowed when commits whose builds failed stand between. measured: every step taken."""
+    at = since = len(in_order) - 1
+    while since > 0 and in_order[since - 1].untestable:
+        since -= 1
+    if since < at:
+        raise NotNarrowed(good, in_order[since:], measured)
+    check_first_bad(metric, in_order[at - 1].revision if at else good.revision, in_order[at], sources_of)
+    return in_order[at]
+
+
 def bisect(repo: Path, good: str, bad: str, metric: str, capture: Path,
            say: Callable[[str], None], *, measure: Callable[[revisions.Revision], Any] | None = None,
            threshold: float = 0.5, sources_of: Callable[[str], str | None] | None = None
            ) -> tuple[Step, Step, list[Step]]:
-    """(GOOD's step, the first bad commit's step, every step measured). measure: how a revision is measured
-    (default: the built-in gateway, exact); threshold: with metric latency, how far above GOOD is bad; sources_of:
-    a commit's sources id (provenance.sources_id), to refuse a first bad commit that changed none of them."""
+    """(GOOD's step, the first bad commit's step, every step measured, in the order measured). measure: how a
+    revision is measured (default: the built-in gateway, exact); threshold: with metric latency, how far above GOOD
+    is bad; sources_of: a commit's sources id (provenance.sources_id), to refuse a first bad commit that changed
+    none of them. A commit between GOOD and BAD that does not build is stepped over; NotNarrowed when the first
+    bad commit cannot be told from such commits just before it."""
     measure = measure or default_measure(repo, metric, capture, say)
     good_rev, bad_rev, commits = span(repo, good, bad)
-    reference = _good_reference(good, measure(good_rev))
+    reference = _good_reference(good, measure(good_rev))  # GOOD and BAD must build: BuildFailed ends it
     is_bad = judge(metric, reference, threshold)
-    steps: list[Step] = []
+    measured: dict[int, Step] = {}
 
     def step(index: int) -> Step:
         rev = revisions.resolve(repo, commits[index])
-        value = measure(rev)
-        s = Step(rev, value, is_bad(value))
-        steps.append(s)
-        say(f"  {rev.label} {rev.subject[:50]!r}: {value if metric == 'bbo' else f'{value:.1f}'} -> "
-            f"{'BAD' if s.bad else 'good'}")
+        value = measure(rev) if index == len(commits) - 1 else measured_or_untestable(measure, rev)
+        s = measured[index] = _step(rev, value, is_bad)
+        outcome = (f"{s.untestable} -> skipped" if s.untestable else
+                   f"{value if metric == 'bbo' else f'{value:.1f}'} -> {'BAD' if s.bad else 'good'}")
+        say(f"  {rev.label} {rev.subject[:50]!r}: {outcome}")
         return s
 
-    last = step(len(commits) - 1)
-    if not last.bad:
+    if not step(len(commits) - 1).bad:
         raise BisectError(f"{bad} is not bad by {metric} against {good}: nothing to find")
-    lo, hi, first_bad = -1, len(commits) - 1, last  # commits[lo] good (or GOOD), commits[hi] bad
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        s = step(mid)
-        if s.bad:
-            hi, first_bad = mid, s
+    lo, hi = -1, len(commits) - 1  # commits[lo] good (or GOOD), commits[hi] bad
+    untestable: set[int] = set()
+    while (at := _next_to_measure(lo, hi, untestable)) is not None:
+        s = step(at)
+        if s.untestable:
+            untestable.add(at)
+        elif s.bad:
+            hi = at
         else:
-            lo = mid
-    check_first_bad(metric, revisions.resolve(repo, commits[lo]) if lo >= 0 else good_rev, first_bad, sources_of)
-    return Step(good_rev, reference, False), first_bad, steps
+            lo = at
+    good_step = Step(good_rev, reference, False)
+    # From the last good commit to the first bad: every one measured, those between did not build.
+    in_order = [measured[i] for i in range(max(lo, 0), hi + 1)]
+    return good_step, _first_bad_of(good_step, in_order, list(measured.values()), metric, sources_of), \
+        list(measured.values())
 
 
 def first_bad(repo: Path, good: str, bad: str, metric: str, measured: dict[str, Any],
@@ -209,9 +272,11 @@ def first_bad(repo: Path, good: str, bad: str, metric: str, measured: dict[str, 
     if absent:
         raise BisectError(f"{len(absent)} commit(s) of {good}..{bad} not measured by the shards, e.g. {absent[0]}")
     is_bad = judge(metric, _good_reference(good, measured[good_rev.commit]), threshold)
-    steps = [Step(revisions.resolve(repo, c), measured[c], is_bad(measured[c])) for c in commits]
+    steps = [_step(revisions.resolve(repo, c), measured[c], is_bad) for c in commits]
+    if steps[-1].untestable:
+        raise BisectError(f"{bad} cannot be the bad commit: {steps[-1].untestable}")
     if not steps[-1].bad:
         raise BisectError(f"{bad} is not bad by {metric} against {good}: nothing to find")
     at = next(i for i, s in enumerate(steps) if s.bad)
-    check_first_bad(metric, steps[at - 1].revision if at else good_rev, steps[at], sources_of)
-    return Step(good_rev, measured[good_rev.commit], False), steps[at], steps
+    good_step = Step(good_rev, measured[good_rev.commit], False)
+    return good_step, _first_bad_of(good_step, steps[:at + 1], steps, metric, sources_of), steps

@@ -72,7 +72,7 @@ def _prepare_in(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Ca
         try:
             adapter.build(c, gateway_dir, commit=rev.commit, build_dir=home / "build", log=home / "build.log")
         except RunError as e:
-            raise revisions.RevisionError(f"{rev.label} does not build: {e}") from e
+            raise revisions.BuildFailed(f"{rev.label} does not build: {e}") from e
         if not rev.dirty:
             ok.write_text(rev.commit + "\n")
     else:

@@ -68,15 +68,17 @@ def bisect_identity(metric: str, threshold: float, gateway: Path | None, capture
 
 
 def measure_bisect_shard(shard: shards.Shard, repo: Path, good: str, bad: str, measure: Callable[[Any], Any],
-                         identity: Callable[[list[str]], dict[str, Any]], out: Path) -> tuple[Path, int, int]:
-    """This part of GOOD and the commits after it, each measured once, the values in the record; returns the record,
-    the commits measured and all of them."""
+                         identity: Callable[[list[str]], dict[str, Any]], out: Path
+                         ) -> tuple[Path, dict[str, Any], int]:
+    """This part of GOOD and the commits after it, each measured once (or said not to build), the values in the
+    record; returns the record, the values by commit and how many commits the bisect has."""
     good_rev, _, commits = bisect.span(repo, good, bad)
     units = [good_rev.commit, *commits]
     parts = shards.assign([1.0] * len(units), shard.count)  # every commit costs a build and a measurement alike
     started = time.time()
-    measured = {c: measure(revisions.resolve(repo, c)) for c, k in zip(units, parts) if k == shard.index}
-    return shards.write_record(out, shard, identity(units), [], started, measured=measured), len(measured), len(units)
+    measured = {c: bisect.measured_or_untestable(measure, revisions.resolve(repo, c))
+                for c, k in zip(units, parts) if k == shard.index}
+    return shards.write_record(out, shard, identity(units), [], started, measured=measured), measured, len(units)
 
 
 def merged_bisect_values(dirs: list[Path], repo: Path, good: str, bad: str,

@@ -35,6 +35,10 @@ class RevisionError(RuntimeError):
     """A revision cannot be resolved or built; the message says why."""
 
 
+class BuildFailed(RevisionError):
+    """A revision resolved, and its build failed: a commit a bisect steps over (git bisect's skip)."""
+
+
 @dataclass(frozen=True)
 class Revision:
     spec: str            # as the user gave it
@@ -271,7 +275,7 @@ def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks:
             git(repo, "worktree", "remove", "--force", str(source))
     if not cached:
         if not gateway.is_file():
-            raise RevisionError(f"{rev.label}: the build made no {BUILD_TARGET}")
+            raise BuildFailed(f"{rev.label}: the build made no {BUILD_TARGET}")
         (home / "ok").write_text(rev.commit + "\n")
     return gateway
 
@@ -293,7 +297,7 @@ def _compile(source: Path, work: Path, options: list[str], rev: Revision, out: I
         if proc.returncode != 0:
             out.flush()
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-            raise RevisionError(f"{rev.label} does not build ({' '.join(cmd[:2])} failed):\n{tail}")
+            raise BuildFailed(f"{rev.label} does not build ({' '.join(cmd[:2])} failed):\n{tail}")
 
 
 def _train(gateway: Path, capture: Path, home: Path, rev: Revision, say: Callable[[str], None]) -> None:
