@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -659,6 +660,33 @@ def test_bisect_names_the_planted_commit(planted, udp_scenario, metric, subject)
                    "--scenario", udp_scenario, "--threshold", "2000")
     assert r.returncode == 0, r.stderr[-2000:]
     assert "first bad commit: " in r.stdout and r.stdout.splitlines()[0].endswith(subject), r.stdout
+
+
+@needs_root
+def test_bisect_of_a_brought_gateway_steps_over_a_commit_it_cannot_build(tmp_path, udp_scenario):
+    """The example gateway's own build (py_compile) fails on "Break" and passes again on "Mend"; "Count" puts a
+    wrong ask size on stock 3's events. Bisected by the BBO it sends over UDP: "Break" is stepped over and "Count"
+    named, as the built-in gateway's bisect does (test_compare.py)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in ("gateway.py", "itchbench.toml"):
+        (repo / name).write_text((EXAMPLE.parent / name).read_text())
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Example gateway")
+    source = (repo / "gateway.py").read_text()
+    for subject, text in (("Note", source + "# a note\n"), ("Break", source + "def broken(:\n"), ("Mend", source),
+                          ("Count", source.replace("{bbo[3]}\\n", "{bbo[3] + (stock == 3)}\\n", 1)),
+                          ("Tidy", source.replace("{bbo[3]}\\n", "{bbo[3] + (stock == 3)}\\n", 1) + "# tidy\n")):
+        assert text != (repo / "gateway.py").read_text()
+        (repo / "gateway.py").write_text(text)
+        _git(repo, "commit", "-qam", subject)
+    r = _itchbench("bisect", "HEAD~5", "HEAD", "--repo", repo, "--gateway", "itchbench.toml", "--metric", "bbo",
+                   "--scenario", udp_scenario)
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    assert r.stdout.splitlines()[0].endswith(" Count"), r.stdout
+    assert "5 commit(s) measured, 1 of them not building (stepped over)" in r.stdout
+    assert re.search(r"'Break': does not build.* -> skipped", r.stderr), r.stderr[-2000:]
 
 
 @needs_root
