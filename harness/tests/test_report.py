@@ -131,6 +131,19 @@ def test_a_complete_runs_log_cut_afterwards_is_refused_and_its_report_kept(run_d
     assert itchbench_main(["export", str(run_dir), "--out", str(tmp_path / "whole.parquet")]) == 0
     assert b"itchbench.partial" not in (pq.read_schema(tmp_path / "whole.parquet").metadata or {})
     capsys.readouterr()
+    # CSV has no metadata: its name says it, and a whole export already under the name asked for is left as it was.
+    whole_csv = tmp_path / "latency.csv"
+    assert itchbench_main(["export", str(run_dir), "--format", "csv", "--out", str(whole_csv)]) == 0
+    assert capsys.readouterr().out.strip() == str(whole_csv)
+    whole_text = whole_csv.read_text()
+    assert itchbench_main(["export", str(copy), "--format", "csv", "--out", str(whole_csv)]) == 1
+    out, err = capsys.readouterr()
+    assert out.strip() == str(tmp_path / "latency.partial.csv") and f"(not {whole_csv}: the name says" in err
+    assert "latency.partial.csv is partial: " in err and "latency.lat: file ends mid-record" in err
+    assert whole_csv.read_text() == whole_text
+    kept = (tmp_path / "latency.partial.csv").read_text().splitlines()
+    assert kept[0] == whole_text.splitlines()[0] and len(kept) == len(whole_text.splitlines()) - 1000 - 1
+    assert not list(tmp_path.glob("*.csv.partial"))
     os.truncate(copy / "bbo.bbo", (copy / "bbo.bbo").stat().st_size - 5)
     assert itchbench_main(["dump", "bbo", str(copy)]) == 1
     out, err = capsys.readouterr()

@@ -6,6 +6,7 @@ the run's size: the logs are memory-mapped and read a chunk at a time."""
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from pathlib import Path
 from typing import Iterator
@@ -111,9 +112,17 @@ def _first_batch(chunks: Iterator[pa.RecordBatch]) -> tuple[pa.RecordBatch | Non
     return first, [str(w.message) for w in caught if issubclass(w.category, logs.TruncatedLogWarning)]
 
 
+def partial_csv_path(out: Path) -> Path:
+    """Where a CSV made from logs not read whole is left: CSV has no metadata to say so, so its name does
+    (part.csv: part.partial.csv), and a whole export already at out is not replaced by it."""
+    return out.with_name(f"{out.stem}.partial{out.suffix}")
+
+
 def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
-           chunk_rows: int = CHUNK_ROWS) -> int:
-    """Write the table to out (through out.partial, renamed when whole); returns the rows written."""
+           chunk_rows: int = CHUNK_ROWS) -> tuple[int, Path]:
+    """Write the table to out (through out.partial, renamed when written); returns the rows written and the file
+    they are in: out, or for a CSV from logs not read whole partial_csv_path(out) (a Parquet file says it in its
+    metadata, PARTIAL_KEY)."""
     run_dir = Path(run_dir)
     if fmt not in EXPORT_FORMATS:
         raise ExportError(f"unknown format {fmt!r} ({', '.join(EXPORT_FORMATS)})")
@@ -124,16 +133,14 @@ def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
     chunks = _bbo_chunks(run_dir, chunk_rows) if bbo else _latency_chunks(run_dir, chunk_rows)
     partial = out.with_name(out.name + ".partial")
     rows = 0
+    first, cut = _first_batch(chunks)
+    batches = itertools.chain([first] if first is not None else [], chunks)
     try:
         if fmt == "parquet":
-            first, cut = _first_batch(chunks)
             if cut:
                 schema = schema.with_metadata({PARTIAL_KEY: "; ".join(dict.fromkeys(cut)).encode()})
             with pq.ParquetWriter(partial, schema, compression="zstd") as writer:
-                for batch in ([first] if first is not None else []):
-                    writer.write_batch(batch)
-                    rows += batch.num_rows
-                for batch in chunks:
+                for batch in batches:
                     writer.write_batch(batch)
                     rows += batch.num_rows
         else:
@@ -141,11 +148,12 @@ def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
             plain = pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
                                for f in schema])
             with pacsv.CSVWriter(partial, plain) as writer:
-                for batch in chunks:
+                for batch in batches:
                     writer.write_batch(batch.cast(plain))
                     rows += batch.num_rows
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-    partial.replace(out)
-    return rows
+    written = partial_csv_path(out) if cut and fmt == "csv" else out
+    partial.replace(written)
+    return rows, written

@@ -33,9 +33,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{out} is one of the run's own files: an export there would replace it; write elsewhere")
     try:
         with logs_not_whole() as cut:
-            rows = export.export(args.run_dir, out, fmt=args.format, bbo=args.bbo)
+            rows, written = export.export(args.run_dir, out, fmt=args.format, bbo=args.bbo)
     except export.ExportError as e:
         raise UserError(str(e)) from e
-    print(f"{rows:,} rows -> {out}", file=sys.stderr)
-    print(out)
-    return partial_output(cut, str(out))
+    print(f"{rows:,} rows -> {written}" + (f" (not {out}: the name says it is partial)" if written != out else ""),
+          file=sys.stderr)
+    print(written)
+    return partial_output(cut, str(written))
