@@ -291,6 +291,38 @@ def test_bisect_needs_good_and_bad_to_build(scratch, history):
             bisect.first_bad(scratch, "base", "history", "bbo", values)
 
 
+def test_bisect_over_a_commit_that_cannot_run(scratch, history):
+    """Commit 4 of ten builds and crashes, the first bad is 6. Worked out by hand from the search's order (middles
+    4; then 3 when 4 is stepped over): stop ends at 4; skip names 6 as if 4 were not there; bad names 4, the crash
+    being the change looked for. A sharded bisect's merge of the same values agrees; GOOD must run whatever."""
+    index = {c: i for i, c in enumerate(history)}
+
+    def measure(rev: revisions.Revision) -> str:
+        i = index.get(rev.commit, -1)
+        if i in crashed:
+            raise bisect.CouldNotRun(rev.label, "INCOMPLETE (gateway_crashed): killed by SIGSEGV")
+        return "sha256:bad" if i >= 6 else "sha256:good"
+
+    crashed = {4}
+    find = lambda policy: bisect.bisect(scratch, "base", "history", "bbo", Path(), lambda _: None,  # noqa: E731
+                                        measure=measure, cannot_run=policy)
+    with pytest.raises(bisect.CouldNotRun, match=r"the gateway could not run: INCOMPLETE \(gateway_crashed\)"):
+        find("stop")
+    for policy, named in (("skip", 6), ("bad", 4)):
+        base = revisions.resolve(scratch, "base")
+        merged = {base.commit: measure(base), **{c: bisect.measured_or_untestable(
+            measure, revisions.resolve(scratch, c), policy) for c in history}}
+        for good, first, steps in (find(policy), bisect.first_bad(scratch, "base", "history", "bbo", merged)):
+            assert first.revision.commit == history[named] and first.bad, policy
+            assert good.value == "sha256:good"
+        assert merged[history[4]] == ({bisect.UNTESTABLE: "could not run (INCOMPLETE (gateway_crashed): killed by "
+                                                          "SIGSEGV)"} if policy == "skip" else
+                                      {bisect.COULD_NOT_RUN: "INCOMPLETE (gateway_crashed): killed by SIGSEGV"})
+    crashed = {-1}
+    with pytest.raises(bisect.CouldNotRun):
+        find("bad")
+
+
 def test_bisect_over_a_commit_that_does_not_build(scratch, tmp_path, capsys):
     """Real builds: u3 breaks the build (an #error in the message path's header), u4 repairs it, u5 keeps an order
     all of whose shares executed (another BBO stream). base..u6 steps over u3 and names u5; base..u4x, where the

@@ -689,6 +689,48 @@ def test_bisect_of_a_brought_gateway_steps_over_a_commit_it_cannot_build(tmp_pat
     assert re.search(r"'Break': does not build.* -> skipped", r.stderr), r.stderr[-2000:]
 
 
+def test_bisect_of_a_brought_gateway_over_a_commit_that_cannot_run(tmp_path, udp_scenario):
+    """"Crash" makes the example gateway exit with status 3 before it is ready (it builds: py_compile passes),
+    "Mend" undoes it, "Count" puts a wrong ask size on stock 3's events. Bisected by the BBO it sends over UDP,
+    "Crash" is the first commit measured (the middle of five): by default the bisect stops there and says why;
+    --cannot-run skip steps over it as over a commit that does not build and names "Count"; --cannot-run bad
+    takes the crash for the change looked for and names "Crash"."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in ("gateway.py", "itchbench.toml"):
+        (repo / name).write_text((EXAMPLE.parent / name).read_text())
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Example gateway")
+    source = (repo / "gateway.py").read_text()
+    crash = source.replace("def main() -> int:\n", "def main() -> int:\n    os._exit(3)\n", 1)
+    counted = source.replace("{bbo[3]}\\n", "{bbo[3] + (stock == 3)}\\n", 1)
+    for subject, text in (("Note", source + "# a note\n"), ("Crash", crash), ("Mend", source), ("Count", counted),
+                          ("Tidy", counted + "# tidy\n")):
+        assert text != (repo / "gateway.py").read_text()
+        (repo / "gateway.py").write_text(text)
+        _git(repo, "commit", "-qam", subject)
+    assert "import os\n" in source
+
+    def bisect(*more: str) -> subprocess.CompletedProcess:
+        return _itchbench("bisect", "HEAD~5", "HEAD", "--repo", repo, "--gateway", "itchbench.toml", "--metric", "bbo",
+                          "--scenario", udp_scenario, *more)
+
+    r = bisect()
+    assert r.returncode == 2 and "first bad commit" not in r.stdout, r.stdout + r.stderr[-2000:]
+    assert re.search(r"cannot bisect: .*: the gateway could not run: INCOMPLETE", r.stderr), r.stderr[-2000:]
+    assert "status 3" in r.stderr, r.stderr[-2000:]
+    r = bisect("--cannot-run", "skip")
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    assert r.stdout.splitlines()[0].endswith(" Count"), r.stdout
+    assert "5 commit(s) measured, 1 of them not running (stepped over)" in r.stdout, r.stdout
+    assert re.search(r"'Crash': could not run \(INCOMPLETE.* -> skipped", r.stderr), r.stderr[-2000:]
+    r = bisect("--cannot-run", "bad")
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    assert r.stdout.splitlines()[0].endswith(" Crash"), r.stdout
+    assert "-> the gateway could not run (INCOMPLETE" in r.stdout and "3 commit(s) measured" in r.stdout, r.stdout
+
+
 @needs_root
 def test_bisect_by_bbo_runs_a_commit_again_when_its_run_lost_messages(planted, udp_scenario, tmp_path, monkeypatch):
     """A run LOST on a busy machine published what the loss left: its digest would judge the loss as the commit's.

@@ -15,3 +15,5 @@ EXPORT_FORMATS = ("parquet", "csv")
 
 # What `itchbench bisect` measures a commit by (compare.bisect).
 BISECT_METRICS = ("instructions", "bbo", "latency")
+# What bisect makes of a commit whose gateway builds but cannot be run (docs/compare.md, "Bisect").
+BISECT_CANNOT_RUN = ("stop", "skip", "bad")

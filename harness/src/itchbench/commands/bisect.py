@@ -21,8 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "0.5 % above GOOD's) or the BBO digest in simulation (bad when it differs from GOOD's; "
                        "with a --scenario that sets levels = N, the depth digest of N levels beside it). "
                        "Builds are shared with itchbench compare. A commit between GOOD and BAD whose build fails "
-                       "is stepped over (git bisect's skip). Exit 0 when found; 1 when the first bad commit is one "
-                       "of a few, those before the bad one not building (each named); 2 when it cannot bisect.")
+                       "is stepped over (git bisect's skip); one whose gateway builds but cannot run (it crashes, hangs, "
+                       "never becomes ready) ends the bisect, or is stepped over or taken as bad (--cannot-run). "
+                       "Exit 0 when found; 1 when the first bad commit is one of a few, those before the bad one "
+                       "not measured (each named); 2 when it cannot bisect.")
     b.add_argument("good", metavar="GOOD")
     b.add_argument("bad", metavar="BAD")
     b.add_argument("--metric", choices=vocabulary.BISECT_METRICS, default="instructions")
@@ -36,6 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--runs", type=int, default=3, help="latency: runs a commit, their median p50 (default 3)")
     b.add_argument("--threshold", type=float, default=50.0, metavar="PCT",
                    help="latency: bad when the median p50 is this much above GOOD's (default %(default)s)")
+    b.add_argument("--cannot-run", choices=vocabulary.BISECT_CANNOT_RUN, default="stop",
+                   help="a commit between GOOD and BAD whose gateway builds but cannot run: stop the bisect there "
+                        "and say why (default), skip it as one that does not build, or take it as bad (the crash "
+                        "is the regression looked for); GOOD must run whatever this says")
     b.add_argument("--shard", metavar="K/N",
                    help="measure every commit of GOOD..BAD (GOOD included) that falls to part K of N (K from 0; "
                         "default $ITCHBENCH_SHARD) and write shard-K-of-N.json in --out; find nothing yet")
@@ -86,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
     from ..compare import sharded
     from ..runs import shards
     def identity(units: list[str]) -> dict:
-        return {**sharded.bisect_identity(args.metric, args.threshold, args.gateway, capture, units), "levels": levels}
+        return {**sharded.bisect_identity(args.metric, args.threshold, args.gateway, capture, units), "levels": levels,
+                "cannot_run": args.cannot_run}
     try:
         shard = shards.requested(args.shard)
         if args.merge:
@@ -98,10 +105,9 @@ def run(args: argparse.Namespace) -> int:
                                                                                        time.gmtime())
             record, measured, total = sharded.measure_bisect_shard(
                 shard, args.repo, args.good, args.bad,
-                measure, identity, out)
-            unbuilt = sum(bool(bisect.untestable_reason(v)) for v in measured.values())
+                measure, identity, out, args.cannot_run)
             print(f"{shard.name}: {len(measured)} of {total} commits measured"
-                  + (f" ({unbuilt} did not build)" if unbuilt else "")
+                  + _stepped_over([bisect.untestable_reason(v) for v in measured.values()], " ({})")
                   + f"; record {record}\nfind the first bad commit "
                   f"from every shard: itchbench bisect {args.good} {args.bad} --metric {args.metric} --merge DIR... "
                   "(each shard's --out)")
@@ -109,9 +115,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             good, first_bad, steps = bisect.bisect(args.repo, args.good, args.bad, args.metric, capture, say,
                                                    measure=measure, threshold=args.threshold / 100,
-                                                   sources_of=sources_of)
+                                                   sources_of=sources_of, cannot_run=args.cannot_run)
     except bisect.NotNarrowed as e:
-        print(f"first bad commit: one of {len(e.candidates)}, the commits before the bad one not building")
+        print(f"first bad commit: one of {len(e.candidates)}, the commits before the bad one "
+              + ("not building" if all(s.untestable.startswith("does not build") for s in e.candidates[:-1])
+                 else "not measured"))
         for step in e.candidates:
             why = step.untestable or f"bad ({_change(args.metric, levels, e.good, step)})"
             print(f"  {step.revision.commit} {step.revision.subject}: {why}")
@@ -121,18 +129,29 @@ def run(args: argparse.Namespace) -> int:
         print(f"itchbench: cannot bisect: {e}", file=sys.stderr)
         return 2
     rev = first_bad.revision
-    unbuilt = sum(bool(s.untestable) for s in steps)
     print(f"first bad commit: {rev.commit} {rev.subject}")
     print(f"  {_change(args.metric, levels, good, first_bad)}; {len(steps)} commit(s) measured"
-          + (f", {unbuilt} of them not building (stepped over)" if unbuilt else ""))
+          + _stepped_over([s.untestable for s in steps], ", {} (stepped over)"))
     print("  compare it: " + shlex.join(["itchbench", "compare", f"{rev.commit}~1", rev.commit, "--repo", str(args.repo),
                                          *(["--gateway", str(args.gateway)] if args.gateway else []),
                                          *(["--scenario", str(args.scenario)] if args.scenario else [])]))
     return 0
 
 
+def _stepped_over(reasons: list[str], form: str) -> str:
+    """How many commits were not measured, by why ("1 of them not building, 2 not running"), in form; "" for
+    none."""
+    unbuilt = sum(r.startswith("does not build") for r in reasons)
+    unrun = sum(r.startswith("could not run") for r in reasons)
+    said = [f"{n} {words}" for n, words in ((unbuilt, "not building"), (unrun, "not running")) if n]
+    return form.format(", ".join(said).replace(" ", " of them ", 1)) if said else ""
+
+
 def _change(metric: str, levels: object, good: Any, bad: Any) -> str:
     """What changed from GOOD's value to a bad commit's, in the metric's words."""
+    from ..compare import bisect
+    if bisect.could_not_run(bad.value):
+        return f"{bisect.shown(good.value, metric)} -> the gateway {bisect.shown(bad.value, metric)}"
     if metric == "instructions":
         return (f"instructions per message {good.value:.1f} -> {bad.value:.1f} "
                 f"({(bad.value / good.value - 1) * 100:+.2f} %)")

@@ -29,6 +29,15 @@ class BisectError(RuntimeError):
     """Bisection cannot start or cannot go on; the message says why."""
 
 
+class CouldNotRun(BisectError):
+    """A commit's gateway built, and its run could not be measured: it crashed, hung or never became ready.
+    reason: what the run said, without the commit's label."""
+
+    def __init__(self, label: str, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"{label}: the gateway could not run: {reason}")
+
+
 # In a commit's BBO value: the depth log its gateway wrote does not hold together (a book that keeps a level with no
 # shares writes one). That is a bad commit, named with the reader's reason; GOOD's own may not be so.
 DEPTH_REFUSED = "depth log refused: "
@@ -42,21 +51,25 @@ class Step:
     revision: revisions.Revision
     value: Any
     bad: bool
-    untestable: str = ""  # why it could not be measured (its build failed): then neither good nor bad
+    untestable: str = ""  # why it could not be measured (its build failed, or its run): then neither good nor bad
 
 
 class NotNarrowed(BisectError):
     """The first bad commit is one of `candidates`: the last of them measured bad, the ones before it could not be
-    built, and the commit before them measured good (git bisect's "only skipped commits left")."""
+    measured (not built, or not run with cannot_run "skip"), and the commit before them measured good (git bisect's
+    "only skipped commits left")."""
 
     def __init__(self, good: Step, candidates: list[Step], steps: list[Step]) -> None:
         self.good, self.candidates, self.steps = good, candidates, steps
         super().__init__(f"the first bad commit is one of {len(candidates)}: {len(candidates) - 1} before "
-                         f"{candidates[-1].revision.label} could not be built")
+                         f"{candidates[-1].revision.label} could not be measured")
 
 
-# A commit's value when its build failed, as a sharded bisect records it (JSON): the reason.
+# A commit's value when its build failed, or it could not run and --cannot-run skip, as a sharded bisect records it
+# (JSON): the reason.
 UNTESTABLE = "untestable"
+# A commit's value when it could not run and --cannot-run bad: the reason; bad by any metric.
+COULD_NOT_RUN = "could_not_run"
 
 
 def untestable_reason(value: Any) -> str:
@@ -64,11 +77,37 @@ def untestable_reason(value: Any) -> str:
     return value.get(UNTESTABLE, "") if isinstance(value, dict) else ""
 
 
-def measured_or_untestable(measure: Callable[[revisions.Revision], Any], rev: revisions.Revision) -> Any:
-    """The commit's value, or {UNTESTABLE: why} when it does not build: a commit in the middle of a history that
-    does not build is stepped over, not the end of the bisect."""
+def could_not_run(value: Any) -> str:
+    """Why a commit taken as bad could not run ("" for a measurement)."""
+    return value.get(COULD_NOT_RUN, "") if isinstance(value, dict) else ""
+
+
+def shown(value: Any, metric: str) -> str:
+    """A commit's value in a line of progress or of the result."""
+    if could_not_run(value):
+        return f"could not run ({could_not_run(value)})"
+    return str(value) if metric == "bbo" else f"{value:.1f}"
+
+
+def measured_as(measure: Callable[[revisions.Revision], Any], rev: revisions.Revision, cannot_run: str) -> Any:
+    """The commit's value; when its gateway could not run, with cannot_run "bad" {COULD_NOT_RUN: why} (the crash
+    is the change looked for), with "skip" {UNTESTABLE: why}, with "stop" CouldNotRun raised."""
     try:
         return measure(rev)
+    except CouldNotRun as e:
+        if cannot_run == "bad":
+            return {COULD_NOT_RUN: e.reason}
+        if cannot_run == "skip":
+            return {UNTESTABLE: f"could not run ({e.reason})"}
+        raise
+
+
+def measured_or_untestable(measure: Callable[[revisions.Revision], Any], rev: revisions.Revision,
+                           cannot_run: str = "stop") -> Any:
+    """The commit's value, or {UNTESTABLE: why} when it does not build (or could not run, cannot_run "skip"): a
+    commit in the middle of a history that cannot be measured is stepped over, not the end of the bisect."""
+    try:
+        return measured_as(measure, rev, cannot_run)
     except revisions.BuildFailed as e:  # its first line, without the commit's label: "does not build (…)"
         return {UNTESTABLE: str(e).splitlines()[0].removeprefix(rev.label).strip(" :")}
 
@@ -91,9 +130,12 @@ def _measure(repo: Path, rev: revisions.Revision, metric: str, capture: Path, sa
             raise BisectError(f"{rev.label}: its gateway has no Gateway::on_message to count")
         return counts["per_message"]["message_path"]
     with paths.gateway_override(gateway):
+        try:
+            bbo = sim_bbo(capture)[0]
+        except ToolError as e:
+            raise CouldNotRun(rev.label, str(e).splitlines()[0]) from e
         if not levels:
-            return sim_bbo(capture)[0]
-        bbo = sim_bbo(capture)[0]
+            return bbo
         try:  # the depth stream beside the BBO: a bug below the top changes the one and perhaps never the other
             return f"{bbo} depth {sim_depth(capture, levels)[0]}"
         except ToolError as e:
@@ -123,7 +165,7 @@ def contract_measure(repo: Path, contract_rel: Path, metric: str, values: dict[s
                                      under_test=prepared.under_test(rev))
             s = rundir.read_json(run_dir / "summary.json")
             if s["verdict"]["status"] == "incomplete":
-                raise BisectError(f"{rev.label}: the gateway could not run: {s['verdict']['headline']} ({run_dir})")
+                raise CouldNotRun(rev.label, f"{s['verdict']['headline']} ({run_dir})")
             if metric == "bbo":
                 # A run that lost messages published what the loss left: its digest would judge the loss.
                 if session.run_not_lost([run_dir]):
@@ -151,6 +193,8 @@ def default_measure(repo: Path, metric: str, capture: Path, say: Callable[[str],
 def judge(metric: str, reference: Any, threshold: float) -> Callable[[Any], bool]:
     """Whether a commit's value is bad against GOOD's (reference); threshold: latency's allowance."""
     def is_bad(value: Any) -> bool:
+        if could_not_run(value):
+            return True
         if metric == "bbo":
             return value != reference
         if metric == "latency":
@@ -160,8 +204,9 @@ def judge(metric: str, reference: Any, threshold: float) -> Callable[[Any], bool
 
 
 def _good_reference(good: str, value: Any) -> Any:
-    if untestable_reason(value):
-        raise BisectError(f"{good} cannot be the good commit: {untestable_reason(value)}")
+    if untestable_reason(value) or could_not_run(value):
+        raise BisectError(f"{good} cannot be the good commit: "
+                          f"{untestable_reason(value) or shown(value, 'bbo')}")
     if isinstance(value, str) and DEPTH_REFUSED in value:
         raise BisectError(f"{good} is not good: {value[value.index(DEPTH_REFUSED):]}")
     return value
@@ -221,13 +266,14 @@ def _first_bad_of(good: Step, in_order: list[Step], measured: list[Step], metric
 
 def bisect(repo: Path, good: str, bad: str, metric: str, capture: Path,
            say: Callable[[str], None], *, measure: Callable[[revisions.Revision], Any] | None = None,
-           threshold: float = 0.5, sources_of: Callable[[str], str | None] | None = None
+           threshold: float = 0.5, sources_of: Callable[[str], str | None] | None = None, cannot_run: str = "stop"
            ) -> tuple[Step, Step, list[Step]]:
     """(GOOD's step, the first bad commit's step, every step measured, in the order measured). measure: how a
     revision is measured (default: the built-in gateway, exact); threshold: with metric latency, how far above GOOD
     is bad; sources_of: a commit's sources id (provenance.sources_id), to refuse a first bad commit that changed
-    none of them. A commit between GOOD and BAD that does not build is stepped over; NotNarrowed when the first
-    bad commit cannot be told from such commits just before it."""
+    none of them; cannot_run: what a commit whose gateway cannot run is (measured_as). A commit between GOOD and
+    BAD that does not build is stepped over; NotNarrowed when the first bad commit cannot be told from such commits
+    just before it."""
     measure = measure or default_measure(repo, metric, capture, say)
     good_rev, bad_rev, commits = span(repo, good, bad)
     reference = _good_reference(good, measure(good_rev))  # GOOD and BAD must build: BuildFailed ends it
@@ -236,10 +282,12 @@ def bisect(repo: Path, good: str, bad: str, metric: str, capture: Path,
 
     def step(index: int) -> Step:
         rev = revisions.resolve(repo, commits[index])
-        value = measure(rev) if index == len(commits) - 1 else measured_or_untestable(measure, rev)
+        last = index == len(commits) - 1  # BAD: it must build, and run unless a commit that cannot is bad
+        value = (measured_as(measure, rev, "bad" if cannot_run == "bad" else "stop") if last else
+                 measured_or_untestable(measure, rev, cannot_run))
         s = measured[index] = _step(rev, value, is_bad)
         outcome = (f"{s.untestable} -> skipped" if s.untestable else
-                   f"{value if metric == 'bbo' else f'{value:.1f}'} -> {'BAD' if s.bad else 'good'}")
+                   f"{shown(value, metric)} -> {'BAD' if s.bad else 'good'}")
         say(f"  {rev.label} {rev.subject[:50]!r}: {outcome}")
         return s
 

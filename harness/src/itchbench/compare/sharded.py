@@ -68,7 +68,7 @@ def bisect_identity(metric: str, threshold: float, gateway: Path | None, capture
 
 
 def measure_bisect_shard(shard: shards.Shard, repo: Path, good: str, bad: str, measure: Callable[[Any], Any],
-                         identity: Callable[[list[str]], dict[str, Any]], out: Path
+                         identity: Callable[[list[str]], dict[str, Any]], out: Path, cannot_run: str = "stop"
                          ) -> tuple[Path, dict[str, Any], int]:
     """This part of GOOD and the commits after it, each measured once (or said not to build), the values in the
     record; returns the record, the values by commit and how many commits the bisect has."""
@@ -76,7 +76,7 @@ def measure_bisect_shard(shard: shards.Shard, repo: Path, good: str, bad: str, m
     units = [good_rev.commit, *commits]
     parts = shards.assign([1.0] * len(units), shard.count)  # every commit costs a build and a measurement alike
     started = time.time()
-    measured = {c: bisect.measured_or_untestable(measure, revisions.resolve(repo, c))
+    measured = {c: bisect.measured_or_untestable(measure, revisions.resolve(repo, c), cannot_run)
                 for c, k in zip(units, parts) if k == shard.index}
     return shards.write_record(out, shard, identity(units), [], started, measured=measured), measured, len(units)
 
