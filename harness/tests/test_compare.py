@@ -323,6 +323,23 @@ def test_bisect_over_a_commit_that_cannot_run(scratch, history):
         find("bad")
 
 
+@pytest.mark.parametrize("metric, said", [("instructions", "callgrind run failed"), ("bbo", "itch-gateway")])
+def test_a_built_in_gateway_that_crashes_could_not_run(tmp_path, monkeypatch, metric, said):
+    """A commit's gateway that builds and dies of SIGSEGV on the capture, measured as bisect measures the built-in
+    gateway (by instructions under callgrind, by its BBO in simulation): CouldNotRun, which --cannot-run decides
+    on, not another error (under callgrind it ended the command with a traceback)."""
+    crashing = tmp_path / "itch-gateway"
+    crashing.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    crashing.chmod(0o755)
+    monkeypatch.setattr(revisions, "build", lambda repo, rev, say: crashing)
+    capture = next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path
+    rev = revisions.Revision("crash", "0" * 40, "", "Crash")
+    with pytest.raises(bisect.CouldNotRun, match=rf"the gateway could not run: .*{said}") as caught:
+        bisect.default_measure(tmp_path, metric, capture, lambda _: None)(rev)
+    assert bisect.measured_or_untestable(lambda _: (_ for _ in ()).throw(caught.value), rev, "skip") == {
+        bisect.UNTESTABLE: f"could not run ({caught.value.reason})"}
+
+
 def test_bisect_over_a_commit_that_does_not_build(scratch, tmp_path, capsys):
     """Real builds: u3 breaks the build (an #error in the message path's header), u4 repairs it, u5 keeps an order
     all of whose shares executed (another BBO stream). base..u6 steps over u3 and names u5; base..u4x, where the

@@ -125,7 +125,12 @@ def _measure(repo: Path, rev: revisions.Revision, metric: str, capture: Path, sa
              levels: Levels = 0) -> Any:
     gateway = revisions.build(repo, rev, say)
     if metric == "instructions":
-        counts = instructions.per_message(gateway, capture)
+        try:
+            counts = instructions.per_message(gateway, capture)
+        except instructions.GatewayFailed as e:
+            raise CouldNotRun(rev.label, str(e)) from e
+        except instructions.InstructionError as e:
+            raise BisectError(f"{rev.label}: {e}") from e
         if "message_path" not in counts["per_message"]:
             raise BisectError(f"{rev.label}: its gateway has no Gateway::on_message to count")
         return counts["per_message"]["message_path"]
@@ -155,6 +160,8 @@ def contract_measure(repo: Path, contract_rel: Path, metric: str, values: dict[s
             try:
                 counts = instructions.contract_per_message(contract.load(prepared.contract), prepared.worktree,
                                                            Path(values["capture"]))
+            except instructions.GatewayFailed as e:
+                raise CouldNotRun(rev.label, str(e)) from e
             except (instructions.InstructionError, contract.ContractError) as e:
                 raise BisectError(f"{rev.label}: {e}") from e
             return counts["per_message"][instructions.CONTRACT_STAGE]

@@ -60,6 +60,10 @@ class InstructionError(RuntimeError):
     """The count could not be made (no valgrind, an unsupported capture)."""
 
 
+class GatewayFailed(InstructionError):
+    """The gateway itself failed under callgrind (it crashed, or ended with an error): it built and could not run."""
+
+
 def _slice(capture: Path, records: int, out: Path) -> None:
     data = plain_copy(capture).read_bytes()
     magic = struct.unpack_from("<I", data, 0)[0] if len(data) >= 4 else 0
@@ -159,7 +163,7 @@ def per_message(gateway: Path, capture: Path, records: int = SLICE_RECORDS) -> d
         except FileNotFoundError:
             raise InstructionError("valgrind is not installed (apt-get install valgrind)") from None
         if proc.returncode not in (0, 1) or not out.is_file():
-            raise InstructionError(f"callgrind run failed: {proc.stderr.strip()[-400:]}")
+            raise GatewayFailed(f"callgrind run failed: {proc.stderr.strip()[-400:]}")
         messages = int(read_json(run / "gateway.json")["messages_received"])
         inlined = _inlined_stages(gateway)
         totals = _stages(_annotate(out), inlined)
@@ -198,7 +202,7 @@ def _contract_total(c: Contract, worktree: Path, piece: Path, run_dir: Path) -> 
         except FileNotFoundError:
             raise InstructionError("valgrind is not installed (apt-get install valgrind)") from None
         except RunError as e:
-            raise InstructionError(f"the gateway under callgrind: {e}") from e
+            raise GatewayFailed(f"the gateway under callgrind: {e}") from e
     total = _callgrind_total(run_dir)
     if not total:
         raise InstructionError(f"callgrind wrote no totals; the gateway's last output: {driver.last_output()}")
