@@ -662,11 +662,9 @@ def test_bisect_names_the_planted_commit(planted, udp_scenario, metric, subject)
     assert "first bad commit: " in r.stdout and r.stdout.splitlines()[0].endswith(subject), r.stdout
 
 
-@needs_root
-def test_bisect_of_a_brought_gateway_steps_over_a_commit_it_cannot_build(tmp_path, udp_scenario):
-    """The example gateway's own build (py_compile) fails on "Break" and passes again on "Mend"; "Count" puts a
-    wrong ask size on stock 3's events. Bisected by the BBO it sends over UDP: "Break" is stepped over and "Count"
-    named, as the built-in gateway's bisect does (test_compare.py)."""
+def _example_history(tmp_path: Path, steps: list[tuple[str, str]]) -> Path:
+    """A throw-away repository of the example gateway: its first commit, then a commit for each (subject, text of
+    gateway.py) of steps, each changing it."""
     repo = tmp_path / "repo"
     repo.mkdir()
     for name in ("gateway.py", "itchbench.toml"):
@@ -674,13 +672,22 @@ def test_bisect_of_a_brought_gateway_steps_over_a_commit_it_cannot_build(tmp_pat
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "Example gateway")
-    source = (repo / "gateway.py").read_text()
-    for subject, text in (("Note", source + "# a note\n"), ("Break", source + "def broken(:\n"), ("Mend", source),
-                          ("Count", source.replace("{bbo[3]}\\n", "{bbo[3] + (stock == 3)}\\n", 1)),
-                          ("Tidy", source.replace("{bbo[3]}\\n", "{bbo[3] + (stock == 3)}\\n", 1) + "# tidy\n")):
+    for subject, text in steps:
         assert text != (repo / "gateway.py").read_text()
         (repo / "gateway.py").write_text(text)
         _git(repo, "commit", "-qam", subject)
+    return repo
+
+
+@needs_root
+def test_bisect_of_a_brought_gateway_steps_over_a_commit_it_cannot_build(tmp_path, udp_scenario):
+    """The example gateway's own build (py_compile) fails on "Break" and passes again on "Mend"; "Count" puts a
+    wrong ask size on stock 3's events. Bisected by the BBO it sends over UDP: "Break" is stepped over and "Count"
+    named, as the built-in gateway's bisect does (test_compare.py)."""
+    source = (EXAMPLE.parent / "gateway.py").read_text()
+    counted = source.replace("{bbo[3]}\\n", "{bbo[3] + (stock == 3)}\\n", 1)
+    repo = _example_history(tmp_path, [("Note", source + "# a note\n"), ("Break", source + "def broken(:\n"),
+                                       ("Mend", source), ("Count", counted), ("Tidy", counted + "# tidy\n")])
     r = _itchbench("bisect", "HEAD~5", "HEAD", "--repo", repo, "--gateway", "itchbench.toml", "--metric", "bbo",
                    "--scenario", udp_scenario)
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
@@ -689,28 +696,19 @@ def test_bisect_of_a_brought_gateway_steps_over_a_commit_it_cannot_build(tmp_pat
     assert re.search(r"'Break': does not build.* -> skipped", r.stderr), r.stderr[-2000:]
 
 
+@needs_root
 def test_bisect_of_a_brought_gateway_over_a_commit_that_cannot_run(tmp_path, udp_scenario):
     """"Crash" makes the example gateway exit with status 3 before it is ready (it builds: py_compile passes),
     "Mend" undoes it, "Count" puts a wrong ask size on stock 3's events. Bisected by the BBO it sends over UDP,
     "Crash" is the first commit measured (the middle of five): by default the bisect stops there and says why;
     --cannot-run skip steps over it as over a commit that does not build and names "Count"; --cannot-run bad
     takes the crash for the change looked for and names "Crash"."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for name in ("gateway.py", "itchbench.toml"):
-        (repo / name).write_text((EXAMPLE.parent / name).read_text())
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "Example gateway")
-    source = (repo / "gateway.py").read_text()
+    source = (EXAMPLE.parent / "gateway.py").read_text()
+    assert "import os\n" in source
     crash = source.replace("def main() -> int:\n", "def main() -> int:\n    os._exit(3)\n", 1)
     counted = source.replace("{bbo[3]}\\n", "{bbo[3] + (stock == 3)}\\n", 1)
-    for subject, text in (("Note", source + "# a note\n"), ("Crash", crash), ("Mend", source), ("Count", counted),
-                          ("Tidy", counted + "# tidy\n")):
-        assert text != (repo / "gateway.py").read_text()
-        (repo / "gateway.py").write_text(text)
-        _git(repo, "commit", "-qam", subject)
-    assert "import os\n" in source
+    repo = _example_history(tmp_path, [("Note", source + "# a note\n"), ("Crash", crash), ("Mend", source),
+                                       ("Count", counted), ("Tidy", counted + "# tidy\n")])
 
     def bisect(*more: str) -> subprocess.CompletedProcess:
         return _itchbench("bisect", "HEAD~5", "HEAD", "--repo", repo, "--gateway", "itchbench.toml", "--metric", "bbo",
