@@ -21,8 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "0.5 % above GOOD's) or the BBO digest in simulation (bad when it differs from GOOD's; "
                        "with a --scenario that sets levels = N, the depth digest of N levels beside it). "
                        "Builds are shared with itchbench compare. A commit between GOOD and BAD whose build fails "
-                       "is stepped over (git bisect's skip); one whose gateway builds but cannot run (it crashes, hangs, "
-                       "never becomes ready) ends the bisect, or is stepped over or taken as bad (--cannot-run). "
+                       "is stepped over (git bisect's skip); one whose gateway builds but cannot run (it crashes, "
+                       "hangs, never becomes ready) ends the bisect, or is stepped over or taken as bad "
+                       "(--cannot-run). "
                        "Exit 0 when found; 1 when the first bad commit is one of a few, those before the bad one "
                        "not measured (each named); 2 when it cannot bisect.")
     b.add_argument("good", metavar="GOOD")
