@@ -78,7 +78,10 @@ def _contract(tmp_path: Path, text: str) -> Path:
     (GOOD + "[subscribers]\ndepth_port_pattern = \"depth=(\\\\d+)\"\n",
      r"itchbench.toml:5: subscribers.depth_port_pattern: needs subscribers.port_pattern too"),
     (GOOD + "sources = [\"src\", \"../shared\"]\n", r"itchbench.toml:4: sources: '../shared' is not a path inside"),
-    (GOOD + "sources = \"src\"\n", r"itchbench.toml:4: sources: expected list"),
+    (GOOD + "sources = \"src\"\n", r"itchbench.toml:4: sources: expected an array, got a string \('src'\)"),
+    (GOOD + "[bbo]\nlevels = 5.0\n", r"itchbench.toml:5: bbo.levels: expected an integer or a string, got a float \(5.0\)"),
+    (GOOD + "[stop]\nexits_at_end = \"yes\"\n",
+     r"itchbench.toml:5: stop.exits_at_end: expected a boolean \(true or false\), got a string \('yes'\)"),
 ])
 def test_a_wrong_contract_is_refused_naming_the_key_and_line(tmp_path, text, error):
     with pytest.raises(contract.ContractError, match=error):

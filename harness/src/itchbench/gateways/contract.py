@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import toml_types
 from ..depth_levels import ALL_LEVELS, Levels
 
 FILE_NAME = "itchbench.toml"
@@ -171,7 +172,8 @@ def load(path: Path | str) -> Contract:
             typ = spec[key][0]
             if not isinstance(value, typ) or (isinstance(value, bool) and bool not in (typ if isinstance(typ, tuple)
                                                                                      else (typ,))):
-                raise ContractError(f"{where(dotted)}: expected {getattr(typ, '__name__', typ)}, got {value!r}")
+                raise ContractError(f"{where(dotted)}: expected {toml_types.expected(typ)}, got "
+                                    f"{toml_types.got(value)}")
             values[table][key] = value
         for key, (_, default) in spec.items():
             if key not in values[table]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import paths, rundir
+from .. import paths, rundir, toml_types
 from ..capacity import sweep as capacity_sweep
 from ..capacity import targets as capacity_targets
 from ..depth_levels import ALL_LEVELS, parse_levels
@@ -363,7 +363,7 @@ def _check_value(where: str, spec: _Spec, value: Any) -> Any:
     if typ is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-        raise ScenarioError(f"{where}: expected {typ.__name__}, got {type(value).__name__} {value!r}")
+        raise ScenarioError(f"{where}: expected {toml_types.expected(typ)}, got {toml_types.got(value)}")
     if check is not None:
         verdict = check(value)
         if verdict is not True:
