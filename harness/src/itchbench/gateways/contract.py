@@ -5,6 +5,7 @@ and its line."""
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 import string
@@ -216,6 +217,15 @@ def load(path: Path | str) -> Contract:
     if white_box not in WHITE_BOX:
         raise ContractError(f"{where('white_box')}: {white_box!r} is not one of false, true (= \"stamps\"), "
                             f"\"stamps\", \"run-files\"")
+    if not top["name"].strip():
+        raise ContractError(f"{where('name')}: empty; the gateway's name is what its runs and results are filed by")
+    # A wait that is negative, not a number or endless would end every run at once, or never.
+    for dotted, value, least in (("ready.timeout_s", ready["timeout_s"], "above 0"),
+                                 ("ready.delay_ms", ready["delay_ms"], "0 or more"),
+                                 ("stop.drain_ms", stop["drain_ms"], "0 or more"),
+                                 ("stop.term_grace_s", stop["term_grace_s"], "0 or more")):
+        if not math.isfinite(value) or value < 0 or (least == "above 0" and value == 0):
+            raise ContractError(f"{where(dotted)}: {value!r}; a time {least}, and finite")
     if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 256 for x in stop["ok_exits"]):
         raise ContractError(f"{where('stop.ok_exits')}: must list exit statuses (integers 0-255)")
     for key in ("port_pattern", "depth_port_pattern"):
