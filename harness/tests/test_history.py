@@ -436,6 +436,30 @@ def test_thresholds_kept_in_the_store_apply_per_gateway_and_machine_and_the_comm
     assert "unknown key(s) ['window_size']" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("table, flags, said", [
+    # 99 meant as 99 %: no test reaches that confidence, and the gate could never fail.
+    ("boundary = 99\n", [], "threshold 1: boundary 99: a confidence from 0.5 to below 1 (0.99 is 99 %)"),
+    # 10 meant as 10 %: 1,000 % worse before an alert.
+    ("limit = 10\n", [], "threshold 1: limit 10: a fraction above 0, at most 1 (0.10 is 10 %)"),
+    # Below 0: every commit, however unchanged, worse.
+    ("limit = -0.05\n", [], "threshold 1: limit -0.05: a fraction above 0"),
+    ("window = 0\n", [], "threshold 1: window 0: an integer, 1 or more"),
+    ("window = \"ten\"\n", [], "threshold 1: window 'ten': an integer"),
+    ("min_sample = 1\n", [], "threshold 1: min_sample 1: an integer, 2 or more"),
+    ("max_sample = 4\n", [], "max_sample 4 is below min_sample 6: no window could be judged"),
+    ("", ["--boundary", "99"], "history: --boundary 99.0: a confidence from 0.5 to below 1"),
+    ("", ["--limit", "500"], "history: --limit 500.0: a percentage above 0, at most 100"),
+    ("", ["--window", "-1"], "history: --window -1: an integer, 1 or more"),
+])
+def test_a_threshold_out_of_its_range_is_refused(tmp_path, capsys, table, flags, said):
+    same = [100 + x for x in NOISE]
+    three = _synthetic_store(tmp_path / "three", [same, same, [120 + x for x in NOISE]])
+    if table:
+        (three / "thresholds.toml").write_text(f'[[threshold]]\ngateway = "team"\n{table}')
+    assert itchbench_main(["history", str(three), "--check", *flags]) == 2
+    assert said in capsys.readouterr().err
+
+
 def test_a_branch_has_each_of_its_commits_judged_not_only_the_newest(tmp_path, capsys):
     # Six commits of a repository: the fourth 20 % slower, the fifth and sixth back. The newest alone passes;
     # --branch judges each, and names the fourth (the first three have fewer than three commits before them).

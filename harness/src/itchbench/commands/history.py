@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -73,10 +74,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"history: {args.store} holds no results store (append runs first: --append RUN...)")
     if args.check:
         from ..history import alerts
+        if args.limit is not None and not (math.isfinite(args.limit) and 0 < args.limit <= 100):
+            raise UserError(f"history: --limit {args.limit}: a percentage above 0, at most 100")
         given = {k: v for k, v in {"test": args.test, "window": args.window, "min_sample": args.min_sample,
                                     "min_runs": args.min_runs, "min_commits": args.min_commits,
                                     "boundary": args.boundary,
                                     "limit": None if args.limit is None else args.limit / 100}.items() if v is not None}
+        try:
+            alerts.checked_settings({k: v for k, v in given.items() if k != "limit"}, "history", flags=True)
+        except alerts.ThresholdError as e:
+            raise UserError(str(e)) from e
         commits = None
         if args.branch:
             listed = subprocess.run(["git", "-C", str(args.repo), "rev-list", args.branch], capture_output=True,

@@ -33,10 +33,11 @@ commit's tell how far the machine itself moved between the two times, and are sa
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -68,6 +69,41 @@ class ThresholdError(ValueError):
     """The store's thresholds file cannot be read; the message says where."""
 
 
+# What each setting may be: a gate set outside them judges nothing (boundary = 99, meant as 99 %, is a confidence
+# no test reaches: never an alert) or everything (a negative limit: an alert on every unchanged commit).
+_RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "window": ("an integer, 1 or more", lambda v: _integer(v) and v >= 1),
+    "min_sample": ("an integer, 2 or more (a spread needs two runs)", lambda v: _integer(v) and v >= 2),
+    "max_sample": ("an integer, 2 or more", lambda v: _integer(v) and v >= 2),
+    "min_runs": ("an integer, 1 or more", lambda v: _integer(v) and v >= 1),
+    "min_commits": ("an integer, 1 or more", lambda v: _integer(v) and v >= 1),
+    "boundary": ("a confidence from 0.5 to below 1 (0.99 is 99 %)", lambda v: _number(v) and 0.5 <= v < 1),
+    "limit": ("a fraction above 0, at most 1 (0.10 is 10 %)", lambda v: _number(v) and 0 < v <= 1),
+    "least": ("a fraction from 0 to below 1 (0.01 is 1 %)", lambda v: _number(v) and 0 <= v < 1),
+}
+
+
+def _integer(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _number(v: Any) -> bool:
+    return (_integer(v) or isinstance(v, float)) and math.isfinite(v)
+
+
+def checked_settings(sets: dict[str, Any], where: str, *, flags: bool = False) -> dict[str, Any]:
+    """sets, each in range (_RANGES) and test one of TESTS; else ThresholdError naming `where` and the setting (as
+    the command line's --flag with flags)."""
+    def named(key: str) -> str:
+        return f"--{key.replace('_', '-')}" if flags else key
+    if "test" in sets and sets["test"] not in TESTS:
+        raise ThresholdError(f"{where}: {named('test')} must be one of {TESTS}")
+    for key, value in sets.items():
+        if key in _RANGES and not _RANGES[key][1](value):
+            raise ThresholdError(f"{where}: {named(key)} {value!r}: {_RANGES[key][0]}")
+    return sets
+
+
 def stored_thresholds(store_dir: Path) -> list[tuple[dict[str, str], dict[str, Any]]]:
     """The store's [[threshold]] tables (docs/history.md, "Alerts"): (what each matches of a series: gateway,
     cpu_model, scenario, configuration, metric; what it sets: Threshold's fields)."""
@@ -85,9 +121,7 @@ def stored_thresholds(store_dir: Path) -> list[tuple[dict[str, str], dict[str, A
         if unknown:
             raise ThresholdError(f"{path}: threshold {i}: unknown key(s) {sorted(unknown)} (series: {SERIES}; "
                                  f"settings: {sorted(names)})")
-        sets = {k: v for k, v in table.items() if k in names}
-        if "test" in sets and sets["test"] not in TESTS:
-            raise ThresholdError(f"{path}: threshold {i}: test must be one of {TESTS}")
+        sets = checked_settings({k: v for k, v in table.items() if k in names}, f"{path}: threshold {i}")
         out.append(({k: str(v) for k, v in table.items() if k in SERIES}, sets))
     return out
 
@@ -100,7 +134,11 @@ def threshold_for(series: dict[str, str], stored: list[tuple[dict[str, str], dic
     t = base
     for _, _, sets in sorted(matching, key=lambda x: (x[0], x[1])):
         t = replace(t, **sets)
-    return replace(t, **given)
+    t = replace(t, **given)
+    if t.max_sample < t.min_sample:
+        raise ThresholdError(f"{', '.join(f'{k} {v}' for k, v in series.items())}: max_sample {t.max_sample} is below "
+                             f"min_sample {t.min_sample}: no window could be judged")
+    return t
 
 
 def higher_is_better(metric: str) -> bool:
