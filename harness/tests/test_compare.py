@@ -323,6 +323,26 @@ def test_bisect_over_a_commit_that_cannot_run(scratch, history):
         find("bad")
 
 
+@pytest.mark.parametrize("argv, said", [
+    # nan compares false with every ratio: a gate at nan % could never fail (it ran to NO REGRESSION).
+    (["compare", "HEAD", "HEAD", "--threshold", "nan"], "argument --threshold: 'nan': a percentage above 0"),
+    # Below 0 the band of no change is empty: every timing of an unchanged build beyond it.
+    (["compare", "HEAD", "HEAD", "--threshold", "-5"], "argument --threshold: '-5': a percentage above 0"),
+    (["bisect", "HEAD~1", "HEAD", "--runs", "0"], "argument --runs: '0': 1 or more"),
+    (["bisect", "HEAD~1", "HEAD", "--threshold", "inf"], "argument --threshold: 'inf': a percentage above 0"),
+    # A contract that is not there: said, exit 2 (it ended in a traceback).
+    (["bisect", "HEAD~1", "HEAD", "--metric", "bbo", "--gateway", "no-such/itchbench.toml"],
+     "itchbench: gateway contract not found: "),
+])
+def test_a_compare_or_bisect_given_what_cannot_be_judged_is_refused(argv, said, capsys):
+    try:
+        status = itchbench_main([*argv, "--repo", str(paths.repo_root())])
+    except SystemExit as e:  # argparse's refusal
+        status = e.code
+    err = capsys.readouterr().err
+    assert status == 2 and said in err and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize("metric, said", [("instructions", "callgrind run failed"), ("bbo", "itch-gateway")])
 def test_a_built_in_gateway_that_crashes_could_not_run(tmp_path, monkeypatch, metric, said):
     """A commit's gateway that builds and dies of SIGSEGV on the capture, measured as bisect measures the built-in

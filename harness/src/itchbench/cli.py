@@ -44,6 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .analysis.stats import StatsError
     from .captures.inspect import CaptureError
     from .commands.common import UserError
+    from .gateways.contract import ContractError
     from .gateways.revisions import RevisionError
     from .rundir import RunDirError
     from .runs.failure import Interrupted
@@ -56,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         return func(args)
-    except (UserError, CaptureError, RunDirError, LogFormatError, ScenarioError, StatsError) as e:
+    except (UserError, CaptureError, RunDirError, LogFormatError, ScenarioError, StatsError, ContractError) as e:
         print(f"itchbench: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths, vocabulary
+from .common import at_least, percentage
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,8 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="bisect a gateway brought through its contract: FILE is its itchbench.toml, relative to "
                         "--repo; metric bbo (the events it sends, exact) or latency (wire-to-wire p50); the "
                         "workload is --scenario's first configuration (default scenarios/gateway.toml, UDP)")
-    b.add_argument("--runs", type=int, default=3, help="latency: runs a commit, their median p50 (default 3)")
-    b.add_argument("--threshold", type=float, default=50.0, metavar="PCT",
+    b.add_argument("--runs", type=at_least(1), default=3, help="latency: runs a commit, their median p50 (default 3)")
+    b.add_argument("--threshold", type=percentage(1000), default=50.0, metavar="PCT",
                    help="latency: bad when the median p50 is this much above GOOD's (default %(default)s)")
     b.add_argument("--cannot-run", choices=vocabulary.BISECT_CANNOT_RUN, default="stop",
                    help="a commit between GOOD and BAD whose gateway builds but cannot run: stop the bisect there "

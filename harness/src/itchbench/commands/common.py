@@ -3,11 +3,13 @@ whole."""
 
 from __future__ import annotations
 
+import argparse
+import math
 import sys
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .. import rundir
 from ..runs.verdict import black_box_events, messages_verb
@@ -15,6 +17,33 @@ from ..runs.verdict import black_box_events, messages_verb
 
 class UserError(RuntimeError):
     """Bad input from the user: printed without a traceback, exit 2."""
+
+
+def percentage(most: float) -> Callable[[str], float]:
+    """An argparse type: a percentage above 0, at most `most`, finite (nan compares false with every figure: a
+    gate at nan % could never fail, and one below 0 would fail every unchanged build)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: not a number") from None
+        if not (math.isfinite(value) and 0 < value <= most):
+            raise argparse.ArgumentTypeError(f"{text!r}: a percentage above 0, at most {most:g}")
+        return value
+    return parse
+
+
+def at_least(least: int) -> Callable[[str], int]:
+    """An argparse type: an integer of `least` or more."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: not an integer") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text!r}: {least} or more")
+        return value
+    return parse
 
 
 @contextmanager

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import math
 import subprocess
 import sys
 from pathlib import Path
 
-from .common import UserError
+from .common import UserError, percentage
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     h.add_argument("--window", type=int, default=None, help="with --check: commits before the one judged (default 10)")
     h.add_argument("--boundary", type=float, default=None,
                    help="with --check and --test t: the confidence that it is worse (default 0.99)")
-    h.add_argument("--limit", type=float, default=None, metavar="PCT",
+    h.add_argument("--limit", type=percentage(100), default=None, metavar="PCT",
                    help="with --check and --test percentage: how much worse (default 5)")
     h.add_argument("--min-sample", type=int, default=None, help="with --check: runs in the window at the least "
                    "(default 6); below it a series is NOT JUDGED")
@@ -74,8 +73,6 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"history: {args.store} holds no results store (append runs first: --append RUN...)")
     if args.check:
         from ..history import alerts
-        if args.limit is not None and not (math.isfinite(args.limit) and 0 < args.limit <= 100):
-            raise UserError(f"history: --limit {args.limit}: a percentage above 0, at most 100")
         given = {k: v for k, v in {"test": args.test, "window": args.window, "min_sample": args.min_sample,
                                     "min_runs": args.min_runs, "min_commits": args.min_commits,
                                     "boundary": args.boundary,
