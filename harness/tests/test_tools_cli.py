@@ -112,6 +112,20 @@ def test_help_and_usage_errors_load_no_analysis_stack(argv):
     assert done.stderr.splitlines()[-1] == f"LOADED {0 if '--help' in argv else 2} []", done.stderr
 
 
+def test_an_out_that_is_in_the_way_is_said_without_a_traceback(tmp_path, capsys):
+    """doc --out naming a file (a folder is made there) ended in a FileExistsError traceback; a path in the way, or
+    not the user's to write, is said on one line."""
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("kept\n")
+    run = tmp_path / "run"
+    assert itchbench_main(["sim", str(paths.repo_root() / "fixtures" / "seed-workload.pcap"), "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert itchbench_main(["doc", str(run), "--out", str(in_the_way)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("itchbench: ") and "File exists" in err and "Traceback" not in err, err
+    assert in_the_way.read_text() == "kept\n"
+
+
 def test_synth_is_deterministic_and_seed_sensitive(tool, tmp_path):
     args = ["--profile", "nasdaq-day", "--messages", "3000", "--symbol-count", "10"]
     for name, seed in [("a", "5"), ("b", "5"), ("c", "6")]:

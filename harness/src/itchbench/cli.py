@@ -62,7 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    except (ToolError, paths.ToolMissing, FileNotFoundError, RevisionError) as e:
+    # A path that is not there, or is in the way (an --out that is a file: NotADirectoryError, FileExistsError), or
+    # is not the user's to write: said on one line, as for the tools'.
+    except (ToolError, paths.ToolMissing, FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError,
+            PermissionError, RevisionError) as e:
         print(f"itchbench: {e}", file=sys.stderr)
         # A tool that refused an argument passed on to it refused the user's input: a usage error here too.
         return 2 if isinstance(e, ToolError) and e.returncode == 2 else 1
