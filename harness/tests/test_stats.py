@@ -149,3 +149,5 @@ def test_blank_lines_are_skipped_and_said(tmp_path, capsys):
 def test_stats_command_missing_file(tmp_path, capsys):
     assert itchbench_main(["stats", str(tmp_path / "none.csv")]) == 2
     assert "no such file" in capsys.readouterr().err
+    assert itchbench_main(["stats", str(tmp_path)]) == 2
+    assert f"{tmp_path}: a directory; a CSV file of figures is wanted" in capsys.readouterr().err

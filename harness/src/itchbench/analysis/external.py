@@ -24,7 +24,8 @@ class ExternalStats:
 
 def stats_of_csv(path: Path, column: str | None, method: str = stats.DEFAULT_METHOD) -> ExternalStats:
     if not path.is_file():
-        raise StatsError(f"{path}: no such file")
+        raise StatsError(f"{path}: " + ("a directory; a CSV file of figures is wanted" if path.is_dir() else
+                                        "no such file"))
     try:
         header = pd.read_csv(path, nrows=0)
     except pd.errors.EmptyDataError as e:
