@@ -28,11 +28,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "util/atomic_file.hpp"
 #include "util/proc_file.hpp"
 
 namespace {
@@ -155,8 +157,9 @@ std::vector<Left> clear_left_behind(Cpu& cpu) {
   return left;
 }
 
-// Written whole or not at all: a reader never sees half a file.
-bool write_usage(const std::string& path, double wall_s, const Cpu& cpu, long max_rss_kib, int status,
+// Written whole or not at all (through PATH.tmp, removed on failure): a reader never sees half a file. Throws
+// std::runtime_error saying why it could not be written.
+void write_usage(const std::string& path, double wall_s, const Cpu& cpu, long max_rss_kib, int status,
                  long floor_kib, const std::vector<Left>& left) {
   nlohmann::ordered_json j;
   j["wall_s"] = wall_s;
@@ -170,12 +173,7 @@ bool write_usage(const std::string& path, double wall_s, const Cpu& cpu, long ma
     j["exit_code"] = WEXITSTATUS(status);
   j["left_running"] = nlohmann::ordered_json::array();
   for (const Left& l : left) j["left_running"].push_back({{"pid", l.pid}, {"command", l.command}});
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) return false;
-  const std::string text = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  return (std::fclose(f) == 0) && ok && std::rename(tmp.c_str(), path.c_str()) == 0;
+  itchbench::write_file_atomically(path, j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
 }
 
 int usage() {
@@ -243,8 +241,11 @@ int main(int argc, char** argv) {
   }
   const double wall = now_s() - started;
   const std::vector<Left> left = clear_left_behind(cpu);
-  if (!write_usage(out, wall, cpu, max_rss_kib, status, floor_kib, left))
-    std::fprintf(stderr, "process-meter: cannot write %s: %s\n", out.c_str(), std::strerror(errno));
+  try {
+    write_usage(out, wall, cpu, max_rss_kib, status, floor_kib, left);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "process-meter: %s\n", e.what());
+  }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   // The same end as the child: its signal, without a core file of the meter's own.
   const int sig = WTERMSIG(status);

@@ -25,8 +25,13 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   std::ofstream out(tmp, std::ios::binary);
   out << text;
   const bool ok = static_cast<bool>(out.flush());
+  const int e = errno;  // the write's (a disk full: ENOSPC)
   out.close();
-  commit_temporary(tmp, path, ok);
+  if (!ok) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": cannot write: " + (e ? std::strerror(e) : "write failed"));
+  }
+  commit_temporary(tmp, path);
 }
 
 }  // namespace itchbench

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import subprocess
 import numpy as np
 import pytest
 
@@ -305,3 +307,22 @@ def test_a_gateway_that_leaves_the_end_of_a_capture_unread_is_not_lossless(tool,
     assert rec["received"] == 2000 and rec["capture_messages"] == 3000
     assert rec["checks"]["received = the capture's messages (itch-inspect)"] is False
     assert rc != 0 and not rec["balanced"] and "LOSSLESS" not in capsys.readouterr().out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_run_whose_disk_fills_is_said_unrecorded_and_leaves_no_part_written_file(tmp_path, capsys):
+    """A run directory on a 3 MiB tmpfs: the 1 M-message day's latency log fills it, the gateway fails, and then
+    its summary cannot be written. Said on one line, exit 2, not a traceback (it was, and left summary.json.tmp and
+    gateway-usage.json.tmp, empty, beside the run's files)."""
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(small)], check=True)
+    try:
+        day = next(fx for fx in FIXTURES if fx.name == "nasdaq-day-1m").path
+        assert itchbench_main(["sim", str(day), "--levels", "5", "--out", str(small / "run")]) == 2
+        err = capsys.readouterr().err
+        assert f"{small / 'run'}: the run could not be recorded, its summary not written ([Errno 28] No space left " \
+               "on device); it had failed: " in err and "Traceback" not in err, err
+        assert not list((small / "run").glob("*.tmp")) and not (small / "run" / "summary.json").exists()
+    finally:
+        subprocess.run(["umount", str(small)], check=True)

@@ -67,7 +67,11 @@ def create(path: Path) -> Path:
 def write_json(path: Path, obj: Any) -> None:
     """Stable bytes (sorted keys, 2-space indent, newline), written atomically."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    try:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a disk full: no part-written file left to pass for one
+        raise
     tmp.replace(path)
 
 

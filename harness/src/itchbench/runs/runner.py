@@ -29,6 +29,7 @@ from ..captures.compressed import compression_of
 from ..captures.inspect import CaptureError, capture_kind, check_capture, facts_of
 from ..gateways import revisions
 from .. import rundir
+from ..rundir import RunDirError
 from . import environment, microbench, noise, placement
 from .transports.contract import run_contract
 from .failure import Interrupted, RunError
@@ -162,6 +163,7 @@ def _execute(values: dict[str, Any], label: str, run_dir: Path | None, root: Pat
                 under_test=under_test)
     failure: RunError | None = None
     interrupted: BaseException | None = None
+    unrecorded: OSError | None = None
     cpu_before = noise.cpu_times()
     _import_beside(REPORT_MODULE)
     try:
@@ -188,8 +190,11 @@ def _execute(values: dict[str, Any], label: str, run_dir: Path | None, root: Pat
             if not run.counting.done():
                 run.say("  waiting for itch-inspect's count of the capture, begun beside the run")
             run.counting.exception()  # its facts are then read back, not counted again
-        reconcile.write_summary(run, failure)
-        if (run.dir / "gateway.json").exists() or values["gateway_file"]:
+        try:
+            reconcile.write_summary(run, failure)
+        except OSError as e:  # a disk full: the run cannot be recorded, and says so rather than pass for one
+            unrecorded = e
+        if unrecorded is None and ((run.dir / "gateway.json").exists() or values["gateway_file"]):
             try:
                 report = importlib.import_module(REPORT_MODULE)  # waits for the import begun beside the run
                 report.build(run.dir, closing=closing_sections, say=run.say if echo else None,
@@ -198,6 +203,10 @@ def _execute(values: dict[str, Any], label: str, run_dir: Path | None, root: Pat
                 run.say(f"  report not written: {type(e).__name__}: {e}")
         if run.follower is not None:
             run.follower.abandon()  # what the report did not take (nothing, once it has)
+    if unrecorded is not None:
+        raise RunDirError(f"{run.dir}: the run could not be recorded, its summary not written ({unrecorded}); "
+                          + (f"it had failed: {failure.kind}: {str(failure).splitlines()[0]}" if failure else
+                             "its verdict is unknown") + "; nothing in the folder is a whole run") from unrecorded
     if interrupted is not None:
         raise interrupted
     return run.dir
