@@ -313,7 +313,7 @@ def test_a_gateway_that_leaves_the_end_of_a_capture_unread_is_not_lossless(tool,
 def test_a_run_whose_disk_fills_is_said_unrecorded_and_leaves_no_part_written_file(tmp_path, capsys):
     """A run directory on a 3 MiB tmpfs: the 1 M-message day's latency log fills it, the gateway fails, and then
     its summary cannot be written. Said on one line, exit 2, not a traceback (it was, and left summary.json.tmp and
-    gateway-usage.json.tmp, empty, beside the run's files)."""
+    gateway-usage.json.tmp, empty, beside the run's files). Then an export onto the full disk."""
     small = tmp_path / "small"
     small.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(small)], check=True)
@@ -324,5 +324,11 @@ def test_a_run_whose_disk_fills_is_said_unrecorded_and_leaves_no_part_written_fi
         assert f"{small / 'run'}: the run could not be recorded, its summary not written ([Errno 28] No space left " \
                "on device); it had failed: " in err and "Traceback" not in err, err
         assert not list((small / "run").glob("*.tmp")) and not (small / "run" / "summary.json").exists()
+        # An export onto the full disk: said, exit 1, nothing left of it.
+        run = sim.run_sim(paths.repo_root() / "fixtures" / "seed-workload.pcap", tmp_path / "run", echo=False)
+        assert itchbench_main(["export", str(run), "--format", "csv", "--out", str(small / "latency.csv")]) == 1
+        err = capsys.readouterr().err
+        assert "No space left on device" in err and "Traceback" not in err, err
+        assert sorted(p.name for p in small.iterdir()) == ["run"]
     finally:
         subprocess.run(["umount", str(small)], check=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import signal
 import sys
@@ -69,6 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"itchbench: {e}", file=sys.stderr)
         # A tool that refused an argument passed on to it refused the user's input: a usage error here too.
         return 2 if isinstance(e, ToolError) and e.returncode == 2 else 1
+    except OSError as e:
+        # The machine's state, not a defect of ours: a disk or quota full, a file system read-only. Other errors
+        # keep their traceback.
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+            raise
+        print(f"itchbench: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as e:
         print(f"itchbench: interrupted by {'SIGTERM' if isinstance(e, Interrupted) else 'SIGINT'}", file=sys.stderr)
         return 130 if not isinstance(e, Interrupted) else 143
