@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--repo; metric bbo (the events it sends, exact) or latency (wire-to-wire p50); the "
                         "workload is --scenario's first configuration (default scenarios/gateway.toml, UDP)")
     b.add_argument("--runs", type=at_least(1), default=3, help="latency: runs a commit, their median p50 (default 3)")
-    b.add_argument("--threshold", type=percentage(1000), default=50.0, metavar="PCT",
+    b.add_argument("--threshold", type=percentage(), default=50.0, metavar="PCT",
                    help="latency: bad when the median p50 is this much above GOOD's (default %(default)s)")
     b.add_argument("--cannot-run", choices=vocabulary.BISECT_CANNOT_RUN, default="stop",
                    help="a commit between GOOD and BAD whose gateway builds but cannot run: stop the bisect there "

@@ -19,16 +19,17 @@ class UserError(RuntimeError):
     """Bad input from the user: printed without a traceback, exit 2."""
 
 
-def percentage(most: float) -> Callable[[str], float]:
-    """An argparse type: a percentage above 0, at most `most`, finite (nan compares false with every figure: a
-    gate at nan % could never fail, and one below 0 would fail every unchanged build)."""
+def percentage(most: float | None = None) -> Callable[[str], float]:
+    """An argparse type: a percentage above 0, finite, and at most `most` when given (nan compares false with every
+    figure: a gate at nan % could never fail, and one below 0 would fail every unchanged build)."""
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r}: not a number") from None
-        if not (math.isfinite(value) and 0 < value <= most):
-            raise argparse.ArgumentTypeError(f"{text!r}: a percentage above 0, at most {most:g}")
+        if not (math.isfinite(value) and 0 < value <= (most if most is not None else math.inf)):
+            raise argparse.ArgumentTypeError(f"{text!r}: a percentage above 0"
+                                             + (f", at most {most:g}" if most is not None else ", finite"))
         return value
     return parse
 

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="runs a side at most: a workload with a timing still undecided (TOO NOISY or INCONCLUSIVE) "
                         "after --repetitions gets more, interleaved, in batches of half as many, up to N (default: "
                         "twice --repetitions; equal to --repetitions: none)")
-    c.add_argument("--threshold", type=percentage(100), default=5.0, metavar="PCT",
+    c.add_argument("--threshold", type=percentage(), default=5.0, metavar="PCT",
                    help="smallest timing change that counts, in percent (default %(default)s)")
     c.add_argument("--out", type=Path, help="output folder (default reports/compare/STAMP)")
     c.add_argument("--repo", type=Path, default=Path.cwd(), help="the git repository (default: the current folder)")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from .. import paths
-from .common import UserError
+from .common import UserError, percentage
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     j.add_argument("--scenario", type=Path, help="workloads (default: as itchbench compare: simulation of the "
                    "bundled fixtures and of a 300k-message generated session)")
     j.add_argument("--repetitions", type=int, default=9, help="runs per revision and workload (default %(default)s)")
-    j.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
+    j.add_argument("--threshold", type=percentage(), default=5.0, metavar="PCT",
                    help="smallest timing change that counts, percent (default %(default)s)")
     j.add_argument("--repo", type=Path, default=Path.cwd(), help="the git repository (default: the current folder)")
     j.add_argument("--no-instructions", action="store_true", help="skip the callgrind instruction counts")
