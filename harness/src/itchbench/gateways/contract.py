@@ -193,6 +193,12 @@ def load(path: Path | str) -> Contract:
         raise ContractError(f"{where('inputs')}: names no input (udp, serial, file)")
     for name in inputs:
         one_of("inputs", name, INPUTS)
+        if inputs.count(name) > 1:
+            raise ContractError(f"{where('inputs')}: {name!r} listed {inputs.count(name)} times")
+    for key, value in top["env"].items():  # text in the environment: a number as it reads, nothing else
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ContractError(f"{where('env')}: env.{key}: expected a string (or a number), got "
+                                f"{toml_types.got(value)}")
     one_of("bbo.format", bbo["format"], BBO_FORMATS)
     one_of("bbo.via", bbo["via"], BBO_VIA)
     one_of("bbo.check", bbo["check"], CHECKS)
@@ -205,8 +211,11 @@ def load(path: Path | str) -> Contract:
     if bbo["via"] == "file" and not bbo["file"]:
         raise ContractError(f"{where('bbo.via')}: via = \"file\" needs bbo.file (e.g. \"{{out}}/bbo.csv\")")
     if ready["when"] == "output":
+        if not ready["pattern"]:
+            raise ContractError(f"{where('ready.when')}: ready.when = \"output\" needs ready.pattern, a regex a line "
+                                "of the gateway's output matches when it is ready")
         try:
-            re.compile(ready["pattern"] or "(")
+            re.compile(ready["pattern"])
         except re.error as e:
             raise ContractError(f"{where('ready.pattern')}: ready.when = \"output\" needs a regex: {e}") from e
     if ready["when"] == "tcp_connected" and bbo["via"] != "tcp":
