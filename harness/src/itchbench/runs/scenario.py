@@ -127,7 +127,7 @@ def _between(lo: float, hi: float):
 
 
 SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
-    "name": (str, None, None, "scenario name (required)"),
+    "name": (str, None, lambda v: _name_problem(v) or True, "scenario name (required)"),
     "description": (str, "", None, "what the scenario measures"),
     "transport": (str, None, _choice("sim", "udp", "serial"), "sim, udp or serial (required)"),
     "capture": (str, None, None, "capture file, relative to the scenario file (required)"),
@@ -552,6 +552,16 @@ def load(path: Path | str) -> list[Configuration]:
     return configs
 
 
+def _name_problem(text: str) -> str:
+    """Why a scenario's name or a configuration's label cannot name a run directory (each run's is
+    TIME-LABEL-XXXX): "" when it can."""
+    if not text.strip():
+        return "must not be empty"
+    if "/" in text or "\0" in text:
+        return "must not hold '/' (it names each run's directory)"
+    return ""
+
+
 def _label_value(key: str, value: Any) -> Any:
     """A matrix value as a label shows it: a capture by its name."""
     return Path(value).name.split(".")[0] if key == "capture" else value
@@ -615,6 +625,8 @@ def _configuration_entries(entries: Any, path: Path) -> list[tuple[str, dict[str
         label = entry.pop("label", None)
         if not isinstance(label, str) or not label:
             raise ScenarioError(f"{path}: configuration {i} needs a label (a non-empty string)")
+        if _name_problem(label):
+            raise ScenarioError(f"{path}: configuration label {label!r} {_name_problem(label)}")
         if any(label == known for known, _ in out):
             raise ScenarioError(f"{path}: configuration label '{label}' is used twice")
         if "name" in entry:
