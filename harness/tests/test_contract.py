@@ -655,6 +655,14 @@ def udp_scenario(capture, tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def serial_scenario(capture, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("scen") / "serial.toml"
+    path.write_text(f'name = "serial"\ntransport = "serial"\ncapture = "{capture}"\nsubscribers = 0\n'
+                    '[serial]\nbaud = 921600\n')
+    return path
+
+
 def _itchbench(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(paths.repo_root() / ".venv" / "bin" / "itchbench"), *map(str, args)],
                           capture_output=True, text=True)
@@ -710,9 +718,11 @@ def test_bisect_of_a_brought_gateway_steps_over_a_commit_it_cannot_build(tmp_pat
 
 
 @needs_root
-def test_bisect_of_a_brought_gateway_over_a_commit_that_cannot_run(tmp_path, udp_scenario):
+@pytest.mark.parametrize("scenario", ["udp_scenario", "serial_scenario"])
+def test_bisect_of_a_brought_gateway_over_a_commit_that_cannot_run(tmp_path, request, scenario):
     """"Crash" makes the example gateway exit with status 3 before it is ready (it builds: py_compile passes),
-    "Mend" undoes it, "Count" puts a wrong ask size on stock 3's events. Bisected by the BBO it sends over UDP,
+    "Mend" undoes it, "Count" puts a wrong ask size on stock 3's events. Bisected by the BBO it sends, fed over
+    UDP or over the serial line (the example takes no file),
     "Crash" is the first commit measured (the middle of five): by default the bisect stops there and says why;
     --cannot-run skip steps over it as over a commit that does not build and names "Count"; --cannot-run bad
     takes the crash for the change looked for and names "Crash"."""
@@ -725,7 +735,7 @@ def test_bisect_of_a_brought_gateway_over_a_commit_that_cannot_run(tmp_path, udp
 
     def bisect(*more: str) -> subprocess.CompletedProcess:
         return _itchbench("bisect", "HEAD~5", "HEAD", "--repo", repo, "--gateway", "itchbench.toml", "--metric", "bbo",
-                          "--scenario", udp_scenario, *more)
+                          "--scenario", request.getfixturevalue(scenario), *more)
 
     r = bisect()
     assert r.returncode == 2 and "first bad commit" not in r.stdout, r.stdout + r.stderr[-2000:]
