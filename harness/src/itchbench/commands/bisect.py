@@ -143,10 +143,12 @@ def run(args: argparse.Namespace) -> int:
 def _stepped_over(reasons: list[str], form: str) -> str:
     """How many commits were not measured, by why ("1 of them not building, 2 not running"), in form; "" for
     none."""
-    unbuilt = sum(r.startswith("does not build") for r in reasons)
-    unrun = sum(r.startswith("could not run") for r in reasons)
-    said = [f"{n} {words}" for n, words in ((unbuilt, "not building"), (unrun, "not running")) if n]
-    return form.format(", ".join(said).replace(" ", " of them ", 1)) if said else ""
+    said: list[str] = []
+    for start, words in (("does not build", "not building"), ("could not run", "not running")):
+        n = sum(r.startswith(start) for r in reasons)
+        if n:
+            said.append(f"{n} {'' if said else 'of them '}{words}")
+    return form.format(", ".join(said)) if said else ""
 
 
 def _change(metric: str, levels: object, good: Any, bad: Any) -> str:
