@@ -647,20 +647,22 @@ def planted(tmp_path_factory) -> Path:
     return repo
 
 
+def _scenario(tmp_path_factory, transport: str, capture: Path, settings: str) -> Path:
+    """A scenario of the capture on the transport (named after it), no subscriber, with its settings' tables."""
+    path = tmp_path_factory.mktemp("scen") / f"{transport}.toml"
+    path.write_text(f'name = "{transport}"\ntransport = "{transport}"\ncapture = "{capture}"\nsubscribers = 0\n'
+                    + settings)
+    return path
+
+
 @pytest.fixture(scope="session")
 def udp_scenario(capture, tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("scen") / "udp.toml"
-    path.write_text(f'name = "udp"\ntransport = "udp"\ncapture = "{capture}"\nsubscribers = 0\n'
-                    '[replay]\nsender = "udp-replay"\nrate = "pps"\npps = 5000\n')
-    return path
+    return _scenario(tmp_path_factory, "udp", capture, '[replay]\nsender = "udp-replay"\nrate = "pps"\npps = 5000\n')
 
 
 @pytest.fixture(scope="session")
 def serial_scenario(capture, tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("scen") / "serial.toml"
-    path.write_text(f'name = "serial"\ntransport = "serial"\ncapture = "{capture}"\nsubscribers = 0\n'
-                    '[serial]\nbaud = 921600\n')
-    return path
+    return _scenario(tmp_path_factory, "serial", capture, "[serial]\nbaud = 921600\n")
 
 
 def _itchbench(*args: str | Path) -> subprocess.CompletedProcess[str]:
