@@ -1,5 +1,6 @@
 """`itchbench stats FILE`: the same statistics for another gateway's latency
-log, a CSV with a header and one latency in nanoseconds per row."""
+log, a CSV with one latency in nanoseconds per row, under a header row or none
+(a first line of numbers is a row of latencies, not names)."""
 
 from __future__ import annotations
 
@@ -20,46 +21,70 @@ class ExternalStats:
     method: str
     figures: dict[str, float]
     blank_lines: int = 0  # skipped: no value in the column
+    header: bool = True   # False: the file's first line was its first latency
 
 
 def stats_of_csv(path: Path, column: str | None, method: str = stats.DEFAULT_METHOD) -> ExternalStats:
     if not path.is_file():
         raise StatsError(f"{path}: " + ("a directory; a CSV file of figures is wanted" if path.is_dir() else
                                         "no such file"))
+    with path.open("rb") as f:
+        first = f.readline().decode(errors="replace").strip()
+    # A first line of numbers is the first latency, not names: read as a header, it would be silently dropped.
+    has_header = not _all_numbers(first.split(","))
     try:
-        header = pd.read_csv(path, nrows=0)
+        header = pd.read_csv(path, nrows=0, header=0 if has_header else None)
     except pd.errors.EmptyDataError as e:
-        raise StatsError(f"{path}: empty file, expected a CSV with a header row") from e
-    columns = list(header.columns)
-    if column is None:
+        raise StatsError(f"{path}: empty file, expected a CSV of latencies") from e
+    columns = [str(c) for c in header.columns]
+    if not has_header:
+        if column is not None:
+            raise StatsError(f"{path}: no header row (its first line is numbers), so no column is named "
+                             f"'{column}'; give the file a header row")
+        if len(columns) != 1:
+            raise StatsError(f"{path} has {len(columns)} columns and no header row (its first line is numbers): "
+                             "give it a header row and choose a column with --column")
+    elif column is None:
         if len(columns) != 1:
             raise StatsError(f"{path} has {len(columns)} columns ({', '.join(columns)}): choose one with --column")
         column = columns[0]
     elif column not in columns:
         raise StatsError(f"{path}: no column '{column}' (columns: {', '.join(columns)})")
-    # Blank lines kept as rows, so that row i is line i + 2 of the file (after the header) in what is said.
-    raw = pd.read_csv(path, usecols=[column], dtype=str, keep_default_na=False, skip_blank_lines=False)[column]
+    # Blank lines kept as rows, so that row i is line i + first_line of the file in what is said.
+    first_line = 2 if has_header else 1
+    raw = pd.read_csv(path, usecols=[column] if has_header else [0], header=0 if has_header else None, dtype=str,
+                      keep_default_na=False, skip_blank_lines=False).iloc[:, 0]
+    named = f"'{column}'" if has_header else "the file"
     text = raw.fillna("").str.strip()
     blank = (text == "").to_numpy()
     values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(values) & ~blank)
     if bad.size:
-        raise StatsError(f"{path}: {bad.size} value(s) in '{column}' are not numbers "
-                         f"(first at line {int(bad[0]) + 2}: {raw.iloc[int(bad[0])]!r})")
+        raise StatsError(f"{path}: {bad.size} value(s) in {named} are not numbers "
+                         f"(first at line {int(bad[0]) + first_line}: {raw.iloc[int(bad[0])]!r})")
     negative = np.flatnonzero(values < 0)
     if negative.size:
-        raise StatsError(f"{path}: negative latencies in '{column}' (first at line {int(negative[0]) + 2})")
+        raise StatsError(f"{path}: negative latencies in {named} (first at line {int(negative[0]) + first_line})")
     values = values[~blank]
     if values.size == 0:
-        raise StatsError(f"{path}: no values in '{column}'")
+        raise StatsError(f"{path}: no values in {named}")
     figures = stats.describe(values, method)
-    return ExternalStats(path, column, method, figures, int(blank.sum()))
+    return ExternalStats(path, column or "", method, figures, int(blank.sum()), has_header)
+
+
+def _all_numbers(fields: list[str]) -> bool:
+    """Whether every field of a line is a number (a line of latencies, not of names)."""
+    try:
+        return all(float(f) == float(f) for f in fields)  # nan is not taken for a latency
+    except ValueError:
+        return False
 
 
 def format_table(s: ExternalStats) -> str:
     f = s.figures
     blank = f" ({s.blank_lines:,} blank line{'s' if s.blank_lines != 1 else ''} skipped)" if s.blank_lines else ""
-    lines = [f"{s.path} column '{s.column}': {f['count']:,} latencies (ns){blank}, percentiles by "
+    where = f"column '{s.column}'" if s.header else "(no header row: its first line is a latency)"
+    lines = [f"{s.path} {where}: {f['count']:,} latencies (ns){blank}, percentiles by "
              f"{stats.method_text(s.method)}; stddev: population"]
     for key in stats.STAT_KEYS[1:]:
         label = {"p999": "p99.9", "p9999": "p99.99"}.get(key, key)

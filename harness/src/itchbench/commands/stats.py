@@ -11,7 +11,7 @@ from ..vocabulary import DEFAULT_METHOD, METHODS
 
 def register(sub: argparse._SubParsersAction) -> None:
     st = sub.add_parser("stats", help="latency statistics of an external CSV log (one latency in ns per line)")
-    st.add_argument("file", help="CSV with a header row")
+    st.add_argument("file", help="CSV of latencies in ns, one a row, under a header row or none")
     st.add_argument("--column", help="the column holding latencies in ns (default: the only column)")
     st.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD, help="percentile method (default: %(default)s)")
     st.add_argument("--json", action="store_true",
