@@ -51,6 +51,9 @@ def test_prune_older_than_removes_only_what_was_not_used(laid_out, capsys):
 def test_older_than_goes_with_prune_only(laid_out, capsys):
     assert itchbench_main(["cache", "list", "--older-than", "3"]) == 2
     assert "--older-than" in capsys.readouterr().err
+    for days in ("-1", "nan"):
+        assert itchbench_main(["cache", "prune", "--older-than", days]) == 2
+        assert "a number of days (0 or more)" in capsys.readouterr().err
 
 
 SAMPLE = paths.fixtures_dir() / "nasdaq-day-sample.pcap"

@@ -28,7 +28,8 @@ def _line(e) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from .. import cache
-    if args.older_than is not None and (args.action != "prune" or args.older_than < 0):
+    # `not >= 0`: nan as well, which no age matches (prune would say it removed nothing)
+    if args.older_than is not None and (args.action != "prune" or not args.older_than >= 0):
         raise UserError("cache: --older-than takes a number of days (0 or more), with prune")
     if args.action == "list":
         found = cache.entries()
