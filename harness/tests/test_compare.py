@@ -330,6 +330,9 @@ def test_bisect_over_a_commit_that_cannot_run(scratch, history):
     (["compare", "HEAD", "HEAD", "--threshold", "-5"], "argument --threshold: '-5': a percentage above 0"),
     (["bisect", "HEAD~1", "HEAD", "--runs", "0"], "argument --runs: '0': 1 or more"),
     (["bisect", "HEAD~1", "HEAD", "--threshold", "inf"], "argument --threshold: 'inf': a percentage above 0"),
+    # Below --repetitions it was taken as "none added", the whole compare run on a figure the user mistyped.
+    (["compare", "HEAD", "HEAD", "--repetitions", "5", "--max-repetitions", "4"],
+     "--max-repetitions 4 is below --repetitions 5"),
     # A contract that is not there: said, exit 2 (it ended in a traceback).
     (["bisect", "HEAD~1", "HEAD", "--metric", "bbo", "--gateway", "no-such/itchbench.toml"],
      "itchbench: gateway contract not found: "),

@@ -4,6 +4,7 @@ the benchmarks wrote), dated, with the machine; a failing benchmark leaves the o
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -154,4 +155,12 @@ def test_too_small_a_benchmark_is_refused_before_anything_runs(tmp_path, capsys)
     assert itchbench_main(["performance", "--messages", "100", "--out", str(tmp_path / "p.md"),
                            "--work", str(tmp_path / "work")]) == 2
     assert "--messages must be at least 3000" in capsys.readouterr().err
+    assert not (tmp_path / "work").exists() and not (tmp_path / "p.md").exists()
+
+
+def test_a_cpu_this_process_cannot_run_on_is_refused_before_anything_runs(tmp_path, capsys):
+    cpu = max(os.sched_getaffinity(0)) + 1  # the first benchmark to pin to it failed after its inputs were made
+    assert itchbench_main(["performance", "--cpu", str(cpu), "--out", str(tmp_path / "p.md"),
+                           "--work", str(tmp_path / "work")]) == 2
+    assert f"--cpu {cpu}: not a CPU this process may run on" in capsys.readouterr().err
     assert not (tmp_path / "work").exists() and not (tmp_path / "p.md").exists()

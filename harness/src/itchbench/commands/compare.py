@@ -177,6 +177,10 @@ def run(args: argparse.Namespace) -> int:
     if args.repetitions < verdicts.MIN_REPETITIONS:
         print(f"itchbench: --repetitions must be at least {verdicts.MIN_REPETITIONS}", file=sys.stderr)
         return 2
+    if args.max_repetitions is not None and args.max_repetitions < args.repetitions:
+        print(f"itchbench: --max-repetitions {args.max_repetitions} is below --repetitions {args.repetitions}: "
+              "runs a side at most, at least as many as --repetitions (equal to it: no runs added)", file=sys.stderr)
+        return 2
     if args.repetitions < verdicts.timing_repetitions():
         say(f"note: {args.repetitions} repetitions a side cannot reach p < {verdicts.ALPHA}: timings are shown, not "
             f"judged (at least {verdicts.timing_repetitions()} for a timing verdict; 9 by default)")

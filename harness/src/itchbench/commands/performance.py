@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -54,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
     if any(n < 3000 for n in args.day_messages) or args.day_rounds < 1:
         raise UserError("performance: --day-messages must be 0 or counts of at least 3000, and --day-rounds at "
                         "least 1")
+    if args.cpu >= 0 and args.cpu not in os.sched_getaffinity(0):  # found before minutes of generating files
+        raise UserError(f"performance: --cpu {args.cpu}: not a CPU this process may run on (CPUs "
+                        f"{', '.join(map(str, sorted(os.sched_getaffinity(0))))}; -1: not pinned)")
     plan = performance.Plan(args.messages, args.rounds, None if args.cpu < 0 else args.cpu, args.peer,
                             args.work or paths.build_dir() / "performance", args.day_messages, args.day_rounds)
     out = args.out or paths.repo_root() / "docs" / "performance.md"
