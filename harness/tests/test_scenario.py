@@ -47,6 +47,9 @@ def test_defaults_and_resolution(tmp_path):
     (BASE + "[replay]\nrate = 'warp'\n", "replay.rate: 'warp' must be one of capture, multiplier, pps, topspeed"),
     (BASE + "[gateway]\ncpu = 'one'\n", "gateway.cpu: expected an integer, got a string ('one')"),
     (BASE + "[gateway]\nsched_fifo = 120\n", "gateway.sched_fifo: 120 must be between 0 and 99"),
+    # inf was taken and handed to tcpreplay as a speed-up; nan compared false and read "must be positive".
+    (BASE + "[replay]\nrate = 'multiplier'\nmultiplier = inf\n", "replay.multiplier: inf must be positive and finite"),
+    (BASE + "[replay]\nrate = 'multiplier'\nmultiplier = nan\n", "replay.multiplier: nan must be positive and finite"),
     (BASE.replace('name = "t"', 'name = "../elsewhere"'), "name: '../elsewhere' must not hold '/'"),
     (BASE.replace('name = "t"', 'name = " "'), "name: ' ' must not be empty"),
     (BASE + "[[configurations]]\nlabel = \"a/b\"\n", "configuration label 'a/b' must not hold '/'"),

@@ -14,6 +14,7 @@ import copy
 import difflib
 import ipaddress
 import itertools
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -56,6 +57,15 @@ def _choice(*options: str):
 
 def _at_least(lo: float):
     return lambda v: v >= lo or f"must be at least {lo}"
+
+
+def _finite_at_least(lo: float):
+    return lambda v: lo <= v < math.inf or f"must be at least {lo}, and finite"
+
+
+def _positive_finite(v: float) -> bool | str:
+    # inf was taken, and handed to the sender as a speed-up: rate = topspeed says that
+    return 0 < v < math.inf or "must be positive and finite (no pacing at all: rate = topspeed)"
 
 
 def _modes(v: list) -> bool | str:
@@ -204,7 +214,7 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
                              "reconnect (every second); the rest are fast. Only fast ones' loss is the run's"),
         "qos": (int, 1, _between(0, 2), "QoS of the gateway's messages and of the subscriptions"),
         "topic": (str, "itchbench/bbo", _topic, "the BBO topic (its end marker: TOPIC/end)"),
-        "restart_at_s": (float, 0.0, _at_least(0), "a fault: stop the broker this long into the replay and start "
+        "restart_at_s": (float, 0.0, _finite_at_least(0), "a fault: stop the broker this long into the replay and start "
                          "it again (0: never)"),
     },
     "kafka": {
@@ -215,7 +225,7 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "linger_ms": (int, 0, _between(0, 10_000), "the producer's linger.ms"),
         "batch": (int, 10000, _between(1, 1_000_000), "the producer's batch.num.messages"),
         "topic": (str, "itchbench-bbo", _kafka_topic, "the BBO topic (one partition; its end marker: key \"end\")"),
-        "restart_at_s": (float, 0.0, _at_least(0), "a fault: stop the broker this long into the replay and start "
+        "restart_at_s": (float, 0.0, _finite_at_least(0), "a fault: stop the broker this long into the replay and start "
                          "it again on its storage (0: never)"),
     },
     "shm_subscriber_modes": (list, [], _shm_modes, "modes of the first ring consumers (fast, slow, stuck); the "
@@ -224,7 +234,7 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "sender": (str, "tcpreplay", _choice("tcpreplay", "udp-replay"), "udp: tcpreplay, or udp-replay "
                    "(sendmmsg batches, every packet's intended and actual send time, rates past tcpreplay's)"),
         "rate": (str, "capture", _choice("capture", "multiplier", "pps", "topspeed"), "the sender's pacing"),
-        "multiplier": (float, 1.0, lambda v: v > 0 or "must be positive", "with rate = multiplier"),
+        "multiplier": (float, 1.0, _positive_finite, "with rate = multiplier"),
         "pps": (int, 10000, _at_least(1), "packets per second, with rate = pps"),
         "loops": (int, 1, _between(1, 1000), "times through the capture"),
         "batch": (int, 64, _between(1, 1024), "udp-replay: most packets a sendmmsg"),
@@ -238,7 +248,7 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
     "serial": {
         "baud": (int, 115200, _between(300, 100_000_000), "line rate (8N1: 10 bits a byte)"),
         "timing": (str, "baud", _choice("baud", "capture"), "back to back at the line rate, or at capture timing"),
-        "multiplier": (float, 1.0, lambda v: v > 0 or "must be positive", "speed-up of capture timing"),
+        "multiplier": (float, 1.0, _positive_finite, "speed-up of capture timing"),
         "garbage_every": (int, 0, _at_least(0), "line noise before every Nth line (0: none)"),
         "corrupt_every": (int, 0, _at_least(0), "damage every Nth line (0: none)"),
     },
