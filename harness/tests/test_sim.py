@@ -332,3 +332,28 @@ def test_a_run_whose_disk_fills_is_said_unrecorded_and_leaves_no_part_written_fi
         assert sorted(p.name for p in small.iterdir()) == ["run"]
     finally:
         subprocess.run(["umount", str(small)], check=True)
+
+
+def test_a_run_whose_report_cannot_be_written_fails_and_is_taken_for_no_whole_run(tmp_path, capsys):
+    """The plots cannot be drawn (matplotlib refuses its backend): the gateway's verdict stands, but the run's
+    summary holds none of the report's figures. It ended LOSSLESS, exit 0, with no report.md, and history, doc and
+    compare took it whole (doc printed "—" for every latency figure). Now exit 1, said under the verdict, and
+    refused downstream until `itchbench report` writes it."""
+    run = tmp_path / "run"
+    env = {**os.environ, "MPLBACKEND": "no-such-backend"}
+    done = subprocess.run(["itchbench", "sim", str(paths.repo_root() / "fixtures" / "seed-workload.pcap"), "--out",
+                           str(run)], capture_output=True, text=True, env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "LOSSLESS: 7,000 messages, 1,123 BBO events, balanced\nREPORT NOT WRITTEN (RuntimeError: drawing the " \
+           "report's plots failed" in done.stdout, done.stdout
+    assert not (run / "report.md").exists() and "report_not_written" in rundir.read_json(run / "summary.json")
+    for argv in (["history", str(tmp_path / "store"), "--append", str(run)], ["doc", str(run), "--out",
+                 str(tmp_path / "doc")], ["compare", str(run), str(run), "--out", str(tmp_path / "compare")]):
+        assert itchbench_main(argv) == 2, argv
+        assert f"{run}: its report was not written (RuntimeError: " in capsys.readouterr().err, argv
+    assert not [p for p in ("store", "doc", "compare") if (tmp_path / p).exists()]
+    assert itchbench_main(["report", str(run)]) == 0
+    summary = rundir.read_json(run / "summary.json")
+    assert (run / "report.md").is_file() and "report_not_written" not in summary
+    assert summary["latency"]["stages"]["receive_to_book"]["count"] == 7000
+    assert itchbench_main(["history", str(tmp_path / "store"), "--append", str(run)]) == 0

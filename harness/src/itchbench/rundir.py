@@ -75,6 +75,30 @@ def write_json(path: Path, obj: Any) -> None:
     tmp.replace(path)
 
 
+# summary.json's key for a run whose report failed (why): its summary then holds none of the report's figures
+# (latency), though its verdict stands. `itchbench report RUN_DIR` writes the report and removes the key.
+REPORT_NOT_WRITTEN = "report_not_written"
+
+
+def report_missing(run_dir: Path, summary: dict[str, Any]) -> str:
+    """'' for a run whose report was written; else what is missing, and how to write it."""
+    why = summary.get(REPORT_NOT_WRITTEN)
+    return (f"{run_dir}: its report was not written ({why}), so its summary holds none of the report's figures "
+            f"(`itchbench report {run_dir}` writes them)") if why else ""
+
+
+def set_report_not_written(run_dir: Path, why: str | None) -> None:
+    """Records in the run's summary that its report was not written (why), or (None) that it now is."""
+    summary = read_json(run_dir / "summary.json")
+    if why is None and REPORT_NOT_WRITTEN not in summary:
+        return
+    if why is None:
+        del summary[REPORT_NOT_WRITTEN]
+    else:
+        summary[REPORT_NOT_WRITTEN] = why
+    write_json(run_dir / "summary.json", summary)
+
+
 def read_json(path: Path) -> Any:
     try:
         return json.loads(Path(path).read_text())

@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from .. import rundir
 from ..depth_levels import ALL_LEVELS, MAX_DEPTH_LEVELS, Levels
 from . import native
 
@@ -710,6 +711,12 @@ def cut_since_complete(run_dir: Path, summary: dict) -> str:
     partial result under the run's whole verdict."""
     cut = not_read_whole(run_dir) if summary.get("complete") else []
     return f"{run_dir}: the run ended complete, and its logs no longer read whole ({'; '.join(cut)})" if cut else ""
+
+
+def not_whole(run_dir: Path, summary: dict) -> str:
+    """'' for a finished run that can be read as whole; else why not: its logs cut since it ended complete
+    (cut_since_complete), or its report not written (its summary without the report's figures)."""
+    return cut_since_complete(run_dir, summary) or rundir.report_missing(run_dir, summary)
 
 
 def read_bbo(path: Path | str) -> LogFile:

@@ -301,8 +301,16 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
     """report.md of a run; `closing` adds sections at its end from the finished summary (the targets, judged by
     capacity/, which sits above this package). With `say`, the passes over the latency log report their progress
     there and in the run's progress.log. followed: waits for the second pass counted while the gateway ran
-    (analysis/latency_follow.py) and returns it, taken if it covered the whole log."""
+    (analysis/latency_follow.py) and returns it, taken if it covered the whole log. A summary that said the report
+    was not written (rundir.REPORT_NOT_WRITTEN) no longer says so."""
     run_dir = Path(run_dir)
+    report = _build(run_dir, method, csv, closing, say, followed)
+    rundir.set_report_not_written(run_dir, None)
+    return report
+
+
+def _build(run_dir: Path, method: str, csv: bool, closing: Closing | None, say: Callable[[str], None] | None,
+           followed: Callable[[], latency_pass.Followed | None] | None) -> Path:
     manifest = rundir.read_json(run_dir / "manifest.json")
     summary = rundir.read_json(run_dir / "summary.json")
     scen = manifest["scenario"]

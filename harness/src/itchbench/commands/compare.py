@@ -192,13 +192,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"itchbench: {e}", file=sys.stderr)
         return 2
     out = args.out or paths.repo_root() / "reports" / "compare" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    made = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+
+    def not_comparable(e: Exception) -> int:
+        print(f"itchbench: not comparable: {e}", file=sys.stderr)
+        if made and not any(out.iterdir()):
+            out.rmdir()  # refused before anything was written: no empty folder left to look like a compare
+        return 2
+
     if args.merge:
         try:
             base, head = sharded.merged_compare_sides(args.merge, args.repo, args.base, args.head)
         except (shards.ShardError, session.NotComparable) as e:
-            print(f"itchbench: not comparable: {e}", file=sys.stderr)
-            return 2
+            return not_comparable(e)
         args.no_instructions = True  # exact counts are measured once, unsharded: shards hold timings and outputs
     else:
         say(f"compare {args.base} -> {args.head}: building")
@@ -211,8 +218,7 @@ def run(args: argparse.Namespace) -> int:
                 base = _side("base", args.base, args.repo, say, benchmarks, args.gateway)
                 head = _side("head", args.head, args.repo, say, benchmarks, args.gateway)
         except session.NotComparable as e:
-            print(f"itchbench: not comparable: {e}", file=sys.stderr)
-            return 2
+            return not_comparable(e)
     to_run = [s for s in (base, head) if s.gateway is not None or s.prepared is not None]
     if args.gateway and to_run:
         # Both sides' runs name the same contract path, so their scenario hashes agree; each runs its own

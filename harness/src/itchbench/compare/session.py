@@ -87,9 +87,9 @@ def load_run_dirs(side: Side, path: Path) -> None:
     if not dirs:
         raise NotComparable(f"{side.name} {path}: neither a git revision nor a folder of run directories")
     for d in dirs:
-        cut = logs.cut_since_complete(d, rundir.read_json(d / "summary.json"))
-        if cut:
-            raise NotComparable(f"{side.name} {cut}: nothing is judged from part of them")
+        why = logs.not_whole(d, rundir.read_json(d / "summary.json"))
+        if why:
+            raise NotComparable(f"{side.name} {why}; nothing is judged from part of a run")
         gone = outputs.outputs_gone(d)
         if gone:
             raise NotComparable(f"{side.name} {d}: {'; '.join(gone)} no longer there, which its summary counts: "

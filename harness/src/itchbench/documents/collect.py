@@ -69,9 +69,9 @@ def collect(paths: list[Path]) -> list[Configuration]:
             key = d.resolve()
             if key not in seen:
                 seen[key] = RunRecord(d, rundir.read_json(d / "manifest.json"), rundir.read_json(d / "summary.json"))
-                cut = logs.cut_since_complete(d, seen[key].summary)
-                if cut:
-                    raise DocumentError(f"{cut}: no document is made from part of them")
+                why = logs.not_whole(d, seen[key].summary)
+                if why:
+                    raise DocumentError(f"{why}; no document is made from part of a run")
     runs = sorted(seen.values(), key=lambda r: r.order)
     # Runs of different gateways (or of different builds of one) are never repetitions of one configuration: their
     # labels carry the gateway when the runs hold more than one.

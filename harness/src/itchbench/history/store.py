@@ -136,6 +136,9 @@ def append(store: Path, run_dir: Path, *, messages: bool = True) -> Path:
         raise ValueError(f"{run_dir}: not a finished run directory (no summary.json)")
     m = rundir.read_json(run_dir / "manifest.json")
     s = rundir.read_json(run_dir / "summary.json")
+    missing = rundir.report_missing(run_dir, s)
+    if missing:
+        raise ValueError(f"{missing}: nothing stored, its figures not there")
     if messages:
         from ..analysis import logs
         cut = logs.cut_since_complete(run_dir, s)

@@ -199,8 +199,13 @@ def _execute(values: dict[str, Any], label: str, run_dir: Path | None, root: Pat
                 report = importlib.import_module(REPORT_MODULE)  # waits for the import begun beside the run
                 report.build(run.dir, closing=closing_sections, say=run.say if echo else None,
                              followed=run.follower.result if run.follower is not None else None)
-            except Exception as e:  # noqa: BLE001 - the verdict stands; the report's absence is said
+            except Exception as e:  # noqa: BLE001 - the verdict stands; the report's absence is said, and recorded
                 run.say(f"  report not written: {type(e).__name__}: {e}")
+                try:
+                    rundir.set_report_not_written(run.dir, f"{type(e).__name__}: {e}")
+                except OSError as not_said:  # a summary that cannot say so would pass for a whole run's: removed
+                    (run.dir / "summary.json").unlink(missing_ok=True)
+                    unrecorded = not_said
         if run.follower is not None:
             run.follower.abandon()  # what the report did not take (nothing, once it has)
     if unrecorded is not None:

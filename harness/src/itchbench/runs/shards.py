@@ -187,9 +187,9 @@ def merge(dirs: Sequence[Path]) -> Merged:
             d = p.parent / run["run_dir"]
             if not (d / "summary.json").is_file():
                 raise ShardError(f"{p} lists {run['run_dir']}, which is not a finished run directory beside it")
-            cut = logs.cut_since_complete(d, rundir.read_json(d / "summary.json"))
-            if cut:
-                raise ShardError(f"{p} lists {cut}: its verdict no longer stands for them")
+            why = logs.not_whole(d, rundir.read_json(d / "summary.json"))
+            if why:
+                raise ShardError(f"{p} lists {why}; a merge takes whole runs only")
             by_unit[tuple(run["unit"])] = d
     plan = [tuple(u) for u in records[0][1]["plan"]]
     absent = [u for u in plan if u not in by_unit]

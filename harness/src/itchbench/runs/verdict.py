@@ -26,15 +26,18 @@ from typing import Any
 from ..depth_levels import ALL_LEVELS, Levels
 from ..gateways.collector import stamp_counts
 
+# Not a verdict: what a command counts a run that passed as when its report was not written (commands/common.py).
+REPORT_NOT_WRITTEN = "report_not_written"
 EXIT = {"lossless": 0, "faults_accounted": 0, "recovered": 0, "joined": 0, "rejected": 1, "lost": 1, "bbo_differs": 1,
-        "not_joined": 1, "unbalanced": 1, "incomplete": 1}
+        "not_joined": 1, "unbalanced": 1, "incomplete": 1, REPORT_NOT_WRITTEN: 1}
 
 # For --help: the headlines a run ends with and their exit statuses.
 EXIT_HELP = ("Each run ends with its verdict: LOSSLESS, FAULTS ACCOUNTED, RECOVERED (lost on the wire, every "
              "message back: from the other line or the re-request server) or JOINED (a late join, judged from the "
              "join point) (exit 0); BBO DIFFERS, NOT JOINED (a join run whose gateway took no snapshot), REJECTED (malformed messages or "
              "packets, counted by reason, none lost), LOST (sent and not applied: gaps, drops, late), NOT BALANCED "
-             "or INCOMPLETE (exit 1). Exit 2: unusable input; 130/143: interrupted.")
+             "or INCOMPLETE (exit 1); a run whose report could not be written says REPORT NOT WRITTEN under its "
+             "verdict (exit 1). Exit 2: unusable input; 130/143: interrupted.")
 
 
 def count(n: int, noun: str) -> str:
