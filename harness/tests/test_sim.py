@@ -357,3 +357,18 @@ def test_a_run_whose_report_cannot_be_written_fails_and_is_taken_for_no_whole_ru
     assert (run / "report.md").is_file() and "report_not_written" not in summary
     assert summary["latency"]["stages"]["receive_to_book"]["count"] == 7000
     assert itchbench_main(["history", str(tmp_path / "store"), "--append", str(run)]) == 0
+
+
+def test_a_scenario_run_whose_report_cannot_be_written_is_not_stored_and_fails(tmp_path):
+    """`itchbench run --store`: the store refused the run, and the refusal ended the scenario in a traceback."""
+    scen = tmp_path / "s.toml"
+    scen.write_text(f'name = "s"\ntransport = "sim"\ncapture = "{paths.repo_root() / "fixtures" / "seed-workload.pcap"}"'
+                    '\n')
+    env = {**os.environ, "MPLBACKEND": "no-such-backend"}
+    done = subprocess.run(["itchbench", "run", str(scen), "--out", str(tmp_path / "runs"), "--store",
+                           str(tmp_path / "store")], capture_output=True, text=True, env=env)
+    # (stderr holds the drawing process's own traceback: matplotlib refusing the backend)
+    assert done.returncode == 1 and "its figures not there" not in done.stderr, done.stdout + done.stderr
+    assert "\n  REPORT NOT WRITTEN (RuntimeError: " in done.stdout and "\n  not stored: " in done.stdout
+    assert done.stdout.rstrip().endswith("1 run(s): 1 report not written — FAILED"), done.stdout
+    assert not (tmp_path / "store").exists()

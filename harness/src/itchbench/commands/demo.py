@@ -33,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  ({i}/{len(configs)}) {config.transport}", flush=True)
         run_dir = runner.execute(config.values, config.label)
         summary, v = verdict_of(run_dir)
-        print(f"    {run_line(summary)}\n    {v['headline']}", flush=True)
+        headline = v["headline"].replace("\n", "\n    ")
+        print(f"    {run_line(summary)}\n    {headline}", flush=True)
         statuses.append(v["status"])
         runs.append(run_dir)
     golden = {str(fx.path.resolve()): fx.golden.get("bbo_digest") for fx in fxs}

@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     statuses = []
     for d in merged.run_dirs:
         summary, v = verdict_of(d)
-        print(f"  {d}\n    {run_line(summary)}\n    {v['headline']}")
+        headline = v["headline"].replace("\n", "\n    ")
+        print(f"  {d}\n    {run_line(summary)}\n    {headline}")
         statuses.append(v["status"])
     if out is not None:
         rundir.write_json(out, {"scenario": first["scenario"], "scenario_sha256": first["scenario_sha256"],

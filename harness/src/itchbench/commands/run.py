@@ -107,13 +107,17 @@ def run(args: argparse.Namespace) -> int:
                                    "step": config.step, "value": config.step_value}
             run_dir = runner.execute(config.values, config.label, root=root, origin=origin)
             summary, v = verdict_of(run_dir)
-            print(f"  {run_line(summary)}\n  {v['headline']}\n  run directory: {run_dir}", flush=True)
+            headline = v["headline"].replace("\n", "\n  ")
+            print(f"  {run_line(summary)}\n  {headline}\n  run directory: {run_dir}", flush=True)
             statuses.append(v["status"])
             done.append(([config.label, rep], run_dir))
             by_label.setdefault(config.label, []).append(run_dir)
             if args.store:
                 from ..history import store
-                print(f"  stored: {store.append(Path(args.store), run_dir)}", flush=True)
+                try:
+                    print(f"  stored: {store.append(Path(args.store), run_dir)}", flush=True)
+                except ValueError as e:  # a run not whole (its report not written): said, the others still run
+                    print(f"  not stored: {e}", flush=True)
 
     try:
         # Configurations outside a sweep (a [[configurations]] entry may set sweep.key = ""), then the steps.
