@@ -3,6 +3,7 @@ logs read with numpy, whatever the chunk size."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -85,3 +86,17 @@ def test_a_run_without_a_latency_log_is_a_clear_error(tmp_path, capsys):
     assert itchbench_main(["export", str(run)]) == 2
     assert "no latency.lat" in capsys.readouterr().err
     assert not list(run.glob("*.partial")) and not (run / "latency.parquet").exists()
+
+
+def test_a_long_export_says_how_far_it_is(run_dir, tmp_path, monkeypatch):
+    """A day's 50 M rows take about 20 s, which passed in silence. Said every interval (here every chunk)."""
+    monkeypatch.setattr(export, "Progress", functools.partial(export.Progress, interval_s=0.0))
+    said: list[str] = []
+    rows, _ = export.export(run_dir, tmp_path / "l.parquet", chunk_rows=3000, say=said.append)
+    # The log of 8,000 messages, read in chunks of 3,000 of its compact slots (about one a message: the total said
+    # is estimated): three lines, the last at every row.
+    done = [int(line.split(": ")[1].split(" of ~")[0].replace(",", "")) for line in said]
+    assert rows == 8000 and len(done) == 3 and done == sorted(done) and done[-1] == 8000, said
+    said.clear()
+    rows, _ = export.export(run_dir, tmp_path / "b.csv", fmt="csv", bbo=True, chunk_rows=500, say=said.append)
+    assert said and said[-1].startswith(f"  export of bbo.bbo: {rows:,} of {rows:,} rows (100 %)"), said

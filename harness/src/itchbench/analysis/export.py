@@ -9,13 +9,14 @@ from __future__ import annotations
 import itertools
 import warnings
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from ..progress import Progress
 from ..vocabulary import EXPORT_FORMATS
 from . import dump, hops, logs
 
@@ -119,10 +120,11 @@ def partial_csv_path(out: Path) -> Path:
 
 
 def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
-           chunk_rows: int = CHUNK_ROWS) -> tuple[int, Path]:
+           chunk_rows: int = CHUNK_ROWS, say: Callable[[str], None] | None = None) -> tuple[int, Path]:
     """Write the table to out (through out.partial, renamed when written); returns the rows written and the file
     they are in: out, or for a CSV from logs not read whole partial_csv_path(out) (a Parquet file says it in its
-    metadata, PARTIAL_KEY)."""
+    metadata, PARTIAL_KEY). With say, the rows written so far every few seconds (a day's 50 M rows take about
+    20 s)."""
     run_dir = Path(run_dir)
     if fmt not in EXPORT_FORMATS:
         raise ExportError(f"unknown format {fmt!r} ({', '.join(EXPORT_FORMATS)})")
@@ -133,6 +135,10 @@ def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
     chunks = _bbo_chunks(run_dir, chunk_rows) if bbo else _latency_chunks(run_dir, chunk_rows)
     partial = out.with_name(out.name + ".partial")
     rows = 0
+    log = logs.read_log(source, logs.KIND_BBO if bbo else logs.KIND_LATENCY, header_only=True, quiet=True)
+    # A compact latency log counts its slots, a message's and its escapes': about one a message.
+    progress = Progress(f"export of {source.name}", int(log.header["record_count"]) or None, say=say, unit="rows",
+                        estimated=log.compact_stages is not None)
     first, cut = _first_batch(chunks)
     batches = itertools.chain([first] if first is not None else [], chunks)
     try:
@@ -143,6 +149,7 @@ def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
                 for batch in batches:
                     writer.write_batch(batch)
                     rows += batch.num_rows
+                    progress.update(rows)
         else:
             # CSV has no dictionaries: symbols and types are written as their text.
             plain = pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
@@ -151,6 +158,7 @@ def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
                 for batch in batches:
                     writer.write_batch(batch.cast(plain))
                     rows += batch.num_rows
+                    progress.update(rows)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise

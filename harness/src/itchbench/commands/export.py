@@ -33,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{out} is one of the run's own files: an export there would replace it; write elsewhere")
     try:
         with logs_not_whole() as cut:
-            rows, written = export.export(args.run_dir, out, fmt=args.format, bbo=args.bbo)
+            rows, written = export.export(args.run_dir, out, fmt=args.format, bbo=args.bbo,
+                                          say=lambda line: print(line, file=sys.stderr, flush=True))
     except export.ExportError as e:
         raise UserError(str(e)) from e
     print(f"{rows:,} rows -> {written}" + (f" (not {out}: the name says it is partial)" if written != out else ""),
