@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("history: no run directory in " + ", ".join(map(str, args.append)))
         for d in runs:
             try:
-                print(store.append(args.store, d, messages=not args.no_messages))
+                print(store.append(args.store, d, messages=not args.no_messages,
+                                   say=lambda line: print(line, file=sys.stderr, flush=True)))
             except ValueError as e:
                 raise UserError(f"history: {e}") from e
         return 0

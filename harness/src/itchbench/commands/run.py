@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
             if args.store:
                 from ..history import store
                 try:
-                    print(f"  stored: {store.append(Path(args.store), run_dir)}", flush=True)
+                    stored = store.append(Path(args.store), run_dir, say=lambda line: print(f"  {line}", flush=True))
+                    print(f"  stored: {stored}", flush=True)
                 except ValueError as e:  # a run not whole (its report not written): said, the others still run
                     print(f"  not stored: {e}", flush=True)
 
