@@ -135,6 +135,7 @@ PcapReader::Next PcapReader::next_through_libpcap(PcapRecord& rec) {
 
 PcapWriter::PcapWriter(const std::string& path, int linktype, int snaplen)
     : path_(path), tmp_path_(temporary_path(path)) {
+  require_regular_output(path);
   dead_ = pcap_open_dead_with_tstamp_precision(linktype, snaplen, PCAP_TSTAMP_PRECISION_NANO);
   if (!dead_) throw std::runtime_error("pcap_open_dead failed");
   file_ = std::fopen(tmp_path_.c_str(), "wb");

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -100,3 +102,16 @@ def test_a_long_export_says_how_far_it_is(run_dir, tmp_path, monkeypatch):
     said.clear()
     rows, _ = export.export(run_dir, tmp_path / "b.csv", fmt="csv", bbo=True, chunk_rows=500, say=said.append)
     assert said and said[-1].startswith(f"  export of bbo.bbo: {rows:,} of {rows:,} rows (100 %)"), said
+
+
+def test_an_export_onto_a_pipe_or_a_folder_is_refused_and_leaves_it(run_dir, tmp_path, capsys):
+    """Written to a file of its own and renamed into place, an export to /dev/stdout (as root) replaced the symlink
+    /dev/stdout with a CSV file. Refused, naming why, the pipe and the folder left as they were."""
+    fifo, folder = tmp_path / "fifo", tmp_path / "folder"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    for out in (fifo, folder):
+        assert itchbench_main(["export", str(run_dir), "--format", "csv", "--out", str(out)]) == 2
+        assert f"{out}: not a regular file (a device, a pipe or a folder)" in capsys.readouterr().err
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and folder.is_dir() and not list(folder.iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "folder"]

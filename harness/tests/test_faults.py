@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 import struct
 import subprocess
 from collections import Counter
@@ -126,6 +128,16 @@ def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):
         outs.append((out.read_bytes(), faults.sidecar_path(out).read_text()))
     assert outs[0] == outs[1]
     assert outs[0][0] != outs[2][0]
+
+
+def test_faults_onto_a_pipe_are_refused_and_leave_it(tmp_path, capsys):
+    """`itchbench faults IN /dev/null`, as root, replaced /dev/null with a pcap file (its output is renamed into
+    place). A pipe stands in for the device: refused before any work, left as it was, no sidecar made."""
+    fifo = tmp_path / "out.pcap"
+    os.mkfifo(fifo)
+    assert itchbench_main(["faults", "--seed", "1", "--drop", "0.1", str(DAY), str(fifo)]) == 1
+    assert f"{fifo}: not a regular file (a device, a pipe or a folder)" in capsys.readouterr().err
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and [p.name for p in tmp_path.iterdir()] == ["out.pcap"]
 
 
 def test_messages_named_to_be_rejected_are_damaged_and_nothing_else(tmp_path):

@@ -46,7 +46,7 @@ def _counts(text: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import paths
+    from .. import paths, rundir
     from ..documents import performance
     from .common import UserError
 
@@ -58,9 +58,11 @@ def run(args: argparse.Namespace) -> int:
     if args.cpu >= 0 and args.cpu not in os.sched_getaffinity(0):  # found before minutes of generating files
         raise UserError(f"performance: --cpu {args.cpu}: not a CPU this process may run on (CPUs "
                         f"{', '.join(map(str, sorted(os.sched_getaffinity(0))))}; -1: not pinned)")
+    out = args.out or paths.repo_root() / "docs" / "performance.md"
+    if rundir.not_a_regular_file(out):  # found before minutes of benchmarks
+        raise UserError(rundir.not_a_regular_file(out))
     plan = performance.Plan(args.messages, args.rounds, None if args.cpu < 0 else args.cpu, args.peer,
                             args.work or paths.build_dir() / "performance", args.day_messages, args.day_rounds)
-    out = args.out or paths.repo_root() / "docs" / "performance.md"
     try:
         measured = performance.measure(plan)
     except RuntimeError as e:
