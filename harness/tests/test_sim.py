@@ -233,10 +233,14 @@ def test_truncated_capture_gives_an_incomplete_run(tool, tmp_path, capsys):
     (None, "capture not found"),
     (b"", "empty capture"),
     (b"this is a text file, not a capture\n", "not a capture"),
+    # A pipe (`itchbench sim <(zcat day.pcap.gz)`) was said to be an empty capture, its size being 0.
+    ("pipe", "input: not a regular file (a pipe or a device): a run reads its capture more than once"),
 ])
 def test_clear_errors_for_bad_captures(tmp_path, capsys, content, message):
     capture = tmp_path / "input"
-    if content is not None:
+    if content == "pipe":
+        os.mkfifo(capture)
+    elif content is not None:
         capture.write_bytes(content)
     assert itchbench_main(["sim", str(capture), "--out", str(tmp_path / "run")]) == 2
     assert message in capsys.readouterr().err

@@ -28,6 +28,10 @@ def check_capture(capture: Path, feed: str = "") -> Path:
         raise CaptureError(f"capture not found: {capture}")
     if capture.is_dir():
         raise CaptureError(f"{capture} is a directory, not a capture")
+    if not capture.is_file():  # a pipe (`<(zcat day.pcap.gz)`), a device: its size said 0 bytes, an empty capture
+        raise CaptureError(f"{capture}: not a regular file (a pipe or a device): a run reads its capture more than "
+                           "once (its digest, its count, the gateway's read), so it must be a file; a .gz or .zst "
+                           "file is read as it is")
     if capture.stat().st_size == 0:
         raise CaptureError(f"{capture}: empty capture (0 bytes)")
     if capture_kind(capture) == "pcap":
