@@ -291,6 +291,14 @@ def test_bisect_needs_good_and_bad_to_build(scratch, history):
             bisect.first_bad(scratch, "base", "history", "bbo", values)
 
 
+def test_bisect_of_a_range_with_no_commit_in_it_says_why(scratch, history):
+    # GOOD and BAD the same commit was said as "does not descend from" itself.
+    with pytest.raises(bisect.BisectError, match=r"base and base are one commit \([0-9a-f]{12}\): nothing to bisect"):
+        bisect.span(scratch, "base", "base")
+    with pytest.raises(bisect.BisectError, match=r"base does not descend from history: nothing to bisect"):
+        bisect.span(scratch, "history", "base")
+
+
 def test_bisect_over_a_commit_that_cannot_run(scratch, history):
     """Commit 4 of ten builds and crashes, the first bad is 6. Worked out by hand from the search's order (middles
     4; then 3 when 4 is stepped over): stop ends at 4; skip names 6 as if 4 were not there; bad names 4, the crash

@@ -241,6 +241,8 @@ def span(repo: Path, good: str, bad: str) -> tuple[revisions.Revision, revisions
     good_rev, bad_rev = revisions.resolve(repo, good), revisions.resolve(repo, bad)
     commits = commits_between(repo, good_rev.commit, bad_rev.commit)
     if not commits:
+        if good_rev.commit == bad_rev.commit:
+            raise BisectError(f"{good} and {bad} are one commit ({good_rev.commit[:12]}): nothing to bisect")
         raise BisectError(f"{bad} does not descend from {good}: nothing to bisect")
     return good_rev, bad_rev, commits
 
