@@ -186,3 +186,24 @@ def test_a_black_box_runs_line_names_the_events_its_contract_publishes():
             "0 out of order, 1,234 malformed lines") in run_line({**s, "bbo": {"levels": 0},
                                                                  "reconciliation": {**s["reconciliation"],
                                                                                     "bbo_check": day}})
+
+
+def test_a_loss_offered_again_is_said_to_be_the_gateways():
+    """Both lines dropped packets, no server: 70 messages were lost on every line, and the built-in gateway gave
+    up 73. The 3 a line still carried were its own loss, which the words for the wire's did not say."""
+    from itchbench.runs import verdict
+    recovery = {"lines": 2, "server": False, "lost_on_wire": 1491, "lost_on_every_line": 70,
+                "from_the_other_line": 1421, "never_answered": 70, "answered_by_server": 0}
+    rec = {"balanced": True, "checks": {"a count": True}, "received": 7927, "decoded": 7927, "recovery": recovery}
+
+    def headline(**loss: object) -> str:
+        return verdict.judge({"complete": True, "bbo": {"events": 5},
+                              "reconciliation": {**rec, "loss": _loss(expected_messages=8000, **loss)}})["headline"]
+
+    assert "70 lost on every line, no re-request server; 3 of them offered again (on the other line) and not " \
+           "applied; accounting balanced" in headline(messages_not_applied=73, sequence_gap_messages=73)
+    # No more than the wire lost everywhere: nothing of the gateway's to say.
+    assert "offered again" not in headline(messages_not_applied=70, sequence_gap_messages=70)
+    # A copy the kernel dropped was never offered: the clause would blame the gateway for it.
+    assert "offered again" not in headline(messages_not_applied=73, sequence_gap_messages=73,
+                                           kernel_dropped_datagrams=2)

@@ -230,7 +230,8 @@ def _judge_recovering(summary: dict[str, Any], rec: dict[str, Any], lost: Any, r
     took = r.get("time_to_recover_ns")
     timing = f"; gaps filled in p50 {_us(took['p50'])}, p99 {_us(took['p99'])}" if took else ""
     if lost:
-        return "lost", f"LOST: {_lost_clause(loss)}; {_recovery_words(r)}; accounting balanced{rest}"
+        return "lost", (f"LOST: {_lost_clause(loss)}; {_recovery_words(r)}{_offered_again_words(loss, r)}; "
+                        f"accounting balanced{rest}")
     if loss["rejected_messages"] or loss["rejected_packets"]:
         return "rejected", f"REJECTED: {_rejected_clause(loss, rec['received'])}; {_recovery_words(r)}{rest}"
     if digest_key is None:  # nothing lost, yet no digest compared: never said to be equal
@@ -277,6 +278,17 @@ def _recovery_words(r: dict[str, Any], black_box: bool = False) -> str:
     if refused:
         words += f", refused: {_reasons(refused)}"
     return words
+
+
+def _offered_again_words(loss: dict[str, Any], r: dict[str, Any]) -> str:
+    """The messages the built-in gateway did not apply though the run offered them again (on the other line, or in
+    the server's answer): its own loss, which the words for the wire's do not say. Empty when there are none, or
+    when the sender or the kernel lost datagrams too (a line's copy dropped there is not offered)."""
+    missed = loss["messages_not_applied"] - r["never_answered"]
+    again = " or ".join(w for w, on in (("on the other line", r["lines"] > 1), ("by the server", r["server"])) if on)
+    if missed <= 0 or not again or loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"]:
+        return ""
+    return f"; {missed:,} of them offered again ({again}) and not applied"
 
 
 def messages_verb(transport: str) -> str:
