@@ -366,8 +366,8 @@ def test_a_run_whose_report_cannot_be_written_fails_and_is_taken_for_no_whole_ru
 def test_a_scenario_run_whose_report_cannot_be_written_is_not_stored_and_fails(tmp_path):
     """`itchbench run --store`: the store refused the run, and the refusal ended the scenario in a traceback."""
     scen = tmp_path / "s.toml"
-    scen.write_text(f'name = "s"\ntransport = "sim"\ncapture = "{paths.repo_root() / "fixtures" / "seed-workload.pcap"}"'
-                    '\n')
+    capture = paths.repo_root() / "fixtures" / "seed-workload.pcap"
+    scen.write_text(f'name = "s"\ntransport = "sim"\ncapture = "{capture}"\n')
     env = {**os.environ, "MPLBACKEND": "no-such-backend"}
     done = subprocess.run(["itchbench", "run", str(scen), "--out", str(tmp_path / "runs"), "--store",
                            str(tmp_path / "store")], capture_output=True, text=True, env=env)

@@ -214,8 +214,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
                              "reconnect (every second); the rest are fast. Only fast ones' loss is the run's"),
         "qos": (int, 1, _between(0, 2), "QoS of the gateway's messages and of the subscriptions"),
         "topic": (str, "itchbench/bbo", _topic, "the BBO topic (its end marker: TOPIC/end)"),
-        "restart_at_s": (float, 0.0, _finite_at_least(0), "a fault: stop the broker this long into the replay and start "
-                         "it again (0: never)"),
+        "restart_at_s": (float, 0.0, _finite_at_least(0), "a fault: stop the broker this long into the replay and "
+                         "start it again (0: never)"),
     },
     "kafka": {
         "subscribers": (int, 1, _between(0, 16), "bbo-kafka-subscriber processes on the broker"),
@@ -225,8 +225,8 @@ SCHEMA: dict[str, _Spec | dict[str, _Spec]] = {
         "linger_ms": (int, 0, _between(0, 10_000), "the producer's linger.ms"),
         "batch": (int, 10000, _between(1, 1_000_000), "the producer's batch.num.messages"),
         "topic": (str, "itchbench-bbo", _kafka_topic, "the BBO topic (one partition; its end marker: key \"end\")"),
-        "restart_at_s": (float, 0.0, _finite_at_least(0), "a fault: stop the broker this long into the replay and start "
-                         "it again on its storage (0: never)"),
+        "restart_at_s": (float, 0.0, _finite_at_least(0), "a fault: stop the broker this long into the replay and "
+                         "start it again on its storage (0: never)"),
     },
     "shm_subscriber_modes": (list, [], _shm_modes, "modes of the first ring consumers (fast, slow, stuck); the "
                              "rest are fast"),
