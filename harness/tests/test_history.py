@@ -363,6 +363,28 @@ def test_a_commit_that_changed_no_source_gets_the_verdict_of_the_build_it_measur
     assert steps[0][4] == "SAME SOURCES" and steps[1][4] not in ("", "SAME SOURCES"), steps
 
 
+def test_a_contract_whose_sources_are_none_of_them_there_identifies_by_the_whole_tree(tmp_path):
+    # sources names a file that is not there ("src/gw.py" for "gw.py"): absent at every commit, it made a change to
+    # the gateway read as the build before it, so compare and history judged no timing across the change.
+    import os
+
+    from itchbench.gateways import contract, provenance
+    repo = tmp_path / "team"
+    repo.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    (repo / "itchbench.toml").write_text('name = "team"\ninputs = ["udp"]\nsources = ["src/gw.py"]\n'
+                                         'command = "run {feed_port} {bbo_port}"\n')
+    ids = []
+    for text in ("print(1)\n", "print(2)\n"):
+        (repo / "gw.py").write_text(text)
+        for cmd in (["init", "-q"] if not ids else []), ["add", "-A"], ["commit", "-qm", text]:
+            if cmd:
+                subprocess.run(["git", "-C", str(repo), *cmd], check=True, capture_output=True, env=env)
+        ids.append(provenance.of(contract.load(repo), repo)["sources_id"])
+    assert ids[0] != ids[1] and ids == [provenance.sources_id(repo, c) for c in ("HEAD~1", "HEAD")]
+
+
 def test_a_gateways_sources_id_changes_with_its_sources_and_contract_only(tmp_path):
     # A team's repository whose contract names its sources: a commit to its README measures the same build; one to
     # its code, or to its contract's command, another. A contract that names no sources is the whole tree.

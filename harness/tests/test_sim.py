@@ -7,6 +7,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 import numpy as np
 import pytest
 
@@ -345,8 +346,9 @@ def test_a_run_whose_report_cannot_be_written_fails_and_is_taken_for_no_whole_ru
     refused downstream until `itchbench report` writes it."""
     run = tmp_path / "run"
     env = {**os.environ, "MPLBACKEND": "no-such-backend"}
-    done = subprocess.run(["itchbench", "sim", str(paths.repo_root() / "fixtures" / "seed-workload.pcap"), "--out",
-                           str(run)], capture_output=True, text=True, env=env)
+    capture = paths.repo_root() / "fixtures" / "seed-workload.pcap"
+    done = subprocess.run([sys.executable, "-m", "itchbench.cli", "sim", str(capture), "--out", str(run)],
+                          capture_output=True, text=True, env=env)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "LOSSLESS: 7,000 messages, 1,123 BBO events, balanced\nREPORT NOT WRITTEN (RuntimeError: drawing the " \
            "report's plots failed" in done.stdout, done.stdout
@@ -369,8 +371,8 @@ def test_a_scenario_run_whose_report_cannot_be_written_is_not_stored_and_fails(t
     capture = paths.repo_root() / "fixtures" / "seed-workload.pcap"
     scen.write_text(f'name = "s"\ntransport = "sim"\ncapture = "{capture}"\n')
     env = {**os.environ, "MPLBACKEND": "no-such-backend"}
-    done = subprocess.run(["itchbench", "run", str(scen), "--out", str(tmp_path / "runs"), "--store",
-                           str(tmp_path / "store")], capture_output=True, text=True, env=env)
+    done = subprocess.run([sys.executable, "-m", "itchbench.cli", "run", str(scen), "--out", str(tmp_path / "runs"),
+                           "--store", str(tmp_path / "store")], capture_output=True, text=True, env=env)
     # (stderr holds the drawing process's own traceback: matplotlib refusing the backend)
     assert done.returncode == 1 and "its figures not there" not in done.stderr, done.stdout + done.stderr
     assert "\n  REPORT NOT WRITTEN (RuntimeError: " in done.stdout and "\n  not stored: " in done.stdout

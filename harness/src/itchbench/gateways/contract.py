@@ -292,13 +292,6 @@ def load(path: Path | str) -> Contract:
     for source in sources:
         if not isinstance(source, str) or not source or source.startswith("/") or ".." in Path(source).parts:
             raise ContractError(f"{where('sources')}: {source!r} is not a path inside the repository")
-    # A path not there counts as absent in the build's identity (it may come in a later commit, which then reads as
-    # a change). With none there, every commit's build identity is the same: compare and history then judge no
-    # timing between any two commits.
-    if sources and not any((path.parent / source).exists() for source in sources):
-        raise ContractError(f"{where('sources')}: none of {', '.join(map(repr, sources))} is there (in "
-                            f"{path.parent}): every commit would read as one build; name the files the gateway is "
-                            "built from or runs")
     return Contract(path=path.resolve(), name=top["name"], inputs=inputs, build=build, commands=commands,
                     bbo_format=bbo["format"], bbo_via=bbo["via"], bbo_file=bbo["file"], check=bbo["check"],
                     bbo_levels=bbo["levels"],

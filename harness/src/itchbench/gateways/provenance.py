@@ -48,8 +48,12 @@ def sources_id(repo: Path, commit: str, sources: Sequence[str] = (), *, working_
 
 def identity_paths(c: Contract) -> tuple[str, ...]:
     """What a run of c measures, as paths for sources_id: its sources and the contract itself (its commands are
-    how the gateway runs); () for the whole tree, the contract in it."""
-    return (*c.sources, c.path.name) if c.sources else ()
+    how the gateway runs); () for the whole tree, the contract in it. The whole tree too when none of its sources
+    is in its folder (misnamed, or a contract kept apart from the gateway it runs): absent at every commit, they
+    made every commit's build the same, so that compare and history judged no timing between two commits."""
+    if not any((c.root / source).exists() for source in c.sources):
+        return ()
+    return (*c.sources, c.path.name)
 
 
 def file_sha256(path: Path) -> str | None:
