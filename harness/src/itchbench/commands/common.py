@@ -123,16 +123,7 @@ def run_line(summary: dict[str, Any]) -> str:
 
 
 def verdict_of(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A finished run's summary and what the command says of it: its verdict, and (a second line of its headline)
-    its report when that was not written. A run that passed without its report fails as `report_not_written`:
-    its summary holds none of the report's figures, and nothing downstream takes it as whole."""
-    from ..runs.verdict import EXIT, REPORT_NOT_WRITTEN
+    """A finished run's summary and what is said of it (runs/verdict.py as_said)."""
+    from ..runs.verdict import as_said
     summary = rundir.read_json(run_dir / "summary.json")
-    verdict = summary["verdict"]
-    why = summary.get(rundir.REPORT_NOT_WRITTEN)
-    if not why:
-        return summary, verdict
-    status = REPORT_NOT_WRITTEN if EXIT[verdict["status"]] == 0 else verdict["status"]
-    return summary, {**verdict, "status": status, "exit_status": max(int(verdict["exit_status"]), EXIT[status]),
-                     "headline": f"{verdict['headline']}\nREPORT NOT WRITTEN ({why}): its latency figures are "
-                                 f"missing; `itchbench report {run_dir}` writes them"}
+    return summary, as_said(run_dir, summary)

@@ -21,12 +21,14 @@ not be checked.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from .. import rundir
 from ..depth_levels import ALL_LEVELS, Levels
 from ..gateways.collector import stamp_counts
 
-# Not a verdict: what a command counts a run that passed as when its report was not written (commands/common.py).
+# Not a verdict: what a command counts a run that passed as when its report was not written (as_said).
 REPORT_NOT_WRITTEN = "report_not_written"
 EXIT = {"lossless": 0, "faults_accounted": 0, "recovered": 0, "joined": 0, "rejected": 1, "lost": 1, "bbo_differs": 1,
         "not_joined": 1, "unbalanced": 1, "incomplete": 1, REPORT_NOT_WRITTEN: 1}
@@ -38,6 +40,20 @@ EXIT_HELP = ("Each run ends with its verdict: LOSSLESS, FAULTS ACCOUNTED, RECOVE
              "packets, counted by reason, none lost), LOST (sent and not applied: gaps, drops, late), NOT BALANCED "
              "or INCOMPLETE (exit 1); a run whose report could not be written says REPORT NOT WRITTEN under its "
              "verdict (exit 1). Exit 2: unusable input; 130/143: interrupted.")
+
+
+def as_said(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """What a command says of a finished run: its verdict, and (a second line of its headline) its report when that
+    was not written. A run that passed without its report fails as REPORT_NOT_WRITTEN: its summary holds none of
+    the report's figures, and nothing downstream takes it as whole."""
+    verdict = summary["verdict"]
+    why = summary.get(rundir.REPORT_NOT_WRITTEN)
+    if not why:
+        return verdict
+    status = REPORT_NOT_WRITTEN if EXIT[verdict["status"]] == 0 else verdict["status"]
+    return {**verdict, "status": status, "exit_status": max(int(verdict["exit_status"]), EXIT[status]),
+            "headline": f"{verdict['headline']}\nREPORT NOT WRITTEN ({why}): its latency figures are missing; "
+                        f"`itchbench report {run_dir}` writes them"}
 
 
 def count(n: int, noun: str) -> str:

@@ -27,7 +27,7 @@ from .. import rundir
 from ..compare.verdicts import undecided_workloads
 from ..gateways import revisions
 from ..runs import runner, scenario
-from ..runs.verdict import EXIT
+from ..runs.verdict import EXIT, as_said
 from . import zoo
 
 # Runs a side for a compared mutant: compare judges a timing from 7 runs a side (p < 0.002 needs them); three more
@@ -75,7 +75,7 @@ def _run_one(example: str, edits: tuple[zoo.Edit, ...], scen: str, label: str, w
     (config,) = configs
     values = {**config.values, "gateway_file": str(gateway / "itchbench.toml")}
     run_dir = runner.execute(values, label, root=out, echo=False, command="itchbench selftest")
-    verdict = rundir.read_json(run_dir / "summary.json")["verdict"]
+    verdict = as_said(run_dir, rundir.read_json(run_dir / "summary.json"))  # a control without its report fails
     return verdict["status"], verdict["headline"], str(run_dir), EXIT[verdict["status"]]
 
 
