@@ -206,6 +206,19 @@ def _synthetic_store(root: Path, commits: list[list[float]], metric: str = "rece
     return root
 
 
+def test_a_metric_no_run_in_the_store_has_is_refused_naming_the_nearest(tmp_path, capsys):
+    # A typo (p5 for p50) drew an empty page, exit 0, and a check of it judged nothing without saying why.
+    root = _synthetic_store(tmp_path / "store", [[100.0, 101.0]])
+    for extra in ([], ["--check"]):
+        assert itchbench_main(["history", str(root), "--metric", "receive_to_book.p5", *extra,
+                               "--out", str(tmp_path / "html")]) == 2
+        assert "no run in" in (err := capsys.readouterr().err) and "the metric 'receive_to_book.p5' (near: " \
+            "receive_to_book.p50); it holds 1" in err, err
+    assert not (tmp_path / "html").exists()
+    assert itchbench_main(["history", str(root), "--metric", "receive_to_book.p50", "--out",
+                           str(tmp_path / "html")]) == 0
+
+
 NOISE = [-0.6, 0.3, -0.2, 0.5, 0.0, -0.4, 0.4]  # seven runs a commit, ±0.6 % about its level
 
 

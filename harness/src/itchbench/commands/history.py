@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not (args.store / "metrics").is_dir():
         raise UserError(f"history: {args.store} holds no results store (append runs first: --append RUN...)")
+    _refuse_unknown_metrics(args.store, [m for m in args.metric or [] if m != "all"])
     if args.check:
         from ..history import alerts
         given = {k: v for k, v in {"test": args.test, "window": args.window, "min_sample": args.min_sample,
@@ -108,3 +109,22 @@ def run(args: argparse.Namespace) -> int:
     print(out)
     print(f"wrote {out}", file=sys.stderr)
     return 0
+
+
+def _refuse_unknown_metrics(store: Path, asked: list[str]) -> None:
+    """A metric asked for by name that no run in the store has: refused, with the nearest names. A page of it was
+    drawn empty (exit 0), and a check of it judged nothing without saying why."""
+    if not asked:
+        return
+    import difflib
+
+    from ..history import store as results
+    try:
+        held = set(results.query(store, "SELECT DISTINCT metric FROM runs")["metric"])
+    except FileNotFoundError as e:
+        raise UserError(f"history: {e}") from e
+    unknown = [m for m in asked if m not in held]
+    if unknown:
+        near = sorted({n for m in unknown for n in difflib.get_close_matches(m, held, n=3)})
+        raise UserError(f"history: no run in {store} has the metric {', '.join(map(repr, unknown))}"
+                        + (f" (near: {', '.join(near)})" if near else "") + f"; it holds {len(held)} (docs/history.md)")
