@@ -76,7 +76,10 @@ def test_sweep_steps_saturation_and_knee():
     bounds = {"key": "replay.pps", "steps": [], "start": 10_000.0, "factor": 4.0, "end": 700_000.0,
               "stop_on_loss": True, "p99_us": 500.0, "max_slope_us_per_s": 10_000.0}
     assert sweep.values_of(bounds, "x") == [10_000, 40_000, 160_000, 640_000]
-    assert sweep.values_of({**bounds, "steps": [3, 1.6, 3]}, "x") == [3, 2]  # typed as the key, each once
+    assert sweep.values_of({**bounds, "steps": [1.6, 2.4, 3]}, "x") == [2, 3]  # typed as the key, each once
+    # Falling steps, both within bounds, named the lower the highest: refused.
+    with pytest.raises(ValueError, match=r"sweep.steps \[20000, 5000\] must rise"):
+        sweep.values_of({**bounds, "steps": [20000, 5000]}, "x")
     with pytest.raises(ValueError):
         sweep.values_of({**bounds, "start": 0.0}, "x")
     ok = _m(p99_us=[40.0, 60.0], gateway_slope_us_per_s=[5.0, -3.0], sender_slope_us_per_s=[0.0, 9_000.0])

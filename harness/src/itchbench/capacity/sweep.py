@@ -78,6 +78,11 @@ def values_of(sweep: dict[str, Any], where: str) -> list[int | float | str]:
         raise ValueError(f"{where}: sweep.key = {sweep['key']!r} steps numbers; mixes are key = \"mix\"'s")
     if sweep["steps"]:
         raw = list(sweep["steps"])
+        # The sweep stops at its first step past saturation and names its last step within every bound as the
+        # highest: steps that fell ([20000, 5000], both within bounds) named 5,000 the highest.
+        if any(b <= a for a, b in zip(raw, raw[1:])):
+            raise ValueError(f"{where}: sweep.steps {raw} must rise, each above the one before: a sweep goes from "
+                             "its lightest step up to saturation")
     elif sweep["start"] > 0 and sweep["end"] >= sweep["start"]:
         raw, v = [], sweep["start"]
         while v <= sweep["end"] * (1 + 1e-9):
