@@ -133,6 +133,15 @@ def test_scenarios_expand_sweeps_and_refuse_what_cannot_be_judged(tmp_path):
         scenario.load(_scenario(tmp_path, 'transport = "sim"\n[targets]\nsaturation_msg_s = 10\n'))
     with pytest.raises(scenario.ScenarioError, match="targets.p99_us"):
         scenario.load(_scenario(tmp_path, 'transport = "sim"\n[targets]\np99_us = -5\n'))
+    # Bounds no run could miss, or none could meet: a gate that cannot fail, or fails every unchanged build.
+    for text, said in (("p99_us = inf", "targets.p99_us: inf must be above 0 and finite"),
+                       ("p99_us = 0", "targets.p99_us: 0.0 must be above 0"),
+                       ("throughput_msg_s = 0", "targets.throughput_msg_s: 0.0 must be above 0"),
+                       ("loss = 2", r"targets.loss: 2.0 must be a share from 0 to 1 \(0.01 is 1 %\)")):
+        with pytest.raises(scenario.ScenarioError, match=said):
+            scenario.load(_scenario(tmp_path, f'transport = "sim"\n[targets]\n{text}\n'))
+    (none_lost,) = scenario.load(_scenario(tmp_path, 'transport = "sim"\n[targets]\nloss = 0\n'))
+    assert none_lost.values["targets"]["loss"] == 0
     symbols = scenario.load(_scenario(tmp_path, 'transport = "sim"\n[sweep]\nkey = "symbols"\nsteps = [3, 40]\n'
                                                  'session_messages = 2000\n'))
     for c, n in zip(symbols, (3, 40)):  # each step's capture a session of its own, with that many symbols

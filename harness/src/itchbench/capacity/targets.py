@@ -38,10 +38,16 @@ STATUSES = ("MET", "MISSED", "UNDECIDED", "NOT MEASURED")
 
 def schema() -> dict[str, tuple[type, Any, Any, str]]:
     """The scenario's [targets] table: every key a bound, NOT_SET when absent."""
-    def check(v: float) -> bool | str:
-        return v == NOT_SET or v >= 0 or "must be 0 or more"
+    # A bound no run can miss (inf, a loss share above 1, at least 0 msg/s) or none can meet (at most 0 µs) makes a
+    # gate that cannot fail, or that fails every unchanged build.
+    def share(v: float) -> bool | str:
+        return v == NOT_SET or 0 <= v <= 1 or "must be a share from 0 to 1 (0.01 is 1 %), or -1: none"
+
+    def above_zero(v: float) -> bool | str:
+        return v == NOT_SET or 0 < v < math.inf or "must be above 0 and finite, or -1: none"
     words = {"max": "at most", "min": "at least"}
-    return {key: (float, NOT_SET, check, f"{words[way]} this {name} ({unit}); -1: none")
+    return {key: (float, NOT_SET, share if unit == "share" else above_zero,
+                  f"{words[way]} this {name} ({unit}); -1: none")
             for key, (name, unit, _, way) in TARGETS.items()}
 
 
