@@ -151,6 +151,10 @@ def test_a_file_without_a_header_row_keeps_its_first_latency(tmp_path, capsys):
     assert out["count"] == 3 and out["max"] == 900 and out["min"] == 5 and out["mean"] == 304
     assert itchbench_main(["stats", str(p)]) == 0
     assert "(no header row: its first line is a latency): 3 latencies" in capsys.readouterr().out
+    # Saved by a spreadsheet: a byte-order mark before the first latency, CRLF line ends.
+    p.write_bytes(b"\xef\xbb\xbf900\r\n5\r\n7\r\n")
+    assert itchbench_main(["stats", str(p), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["count"] == 3
 
 
 def test_blank_lines_are_skipped_and_said(tmp_path, capsys):

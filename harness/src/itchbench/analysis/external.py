@@ -29,7 +29,7 @@ def stats_of_csv(path: Path, column: str | None, method: str = stats.DEFAULT_MET
         raise StatsError(f"{path}: " + ("a directory; a CSV file of figures is wanted" if path.is_dir() else
                                         "no such file"))
     with path.open("rb") as f:
-        first = f.readline().decode(errors="replace").strip()
+        first = f.readline().decode("utf-8-sig", errors="replace").strip()  # a BOM is no part of the first field
     # A first line of numbers is the first latency, not names: read as a header, it would be silently dropped.
     has_header = not _all_numbers(first.split(","))
     try:
