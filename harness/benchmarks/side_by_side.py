@@ -47,7 +47,8 @@ import isolated
 from itchbench import paths
 from settle import settle
 
-DEFAULT_PEER_RATE = r"([\d.]+) msg/s"
+# Digits with thousands separators too: "15,000,000 msg/s" was read as its last group, 0 msg/s.
+DEFAULT_PEER_RATE = r"(?<![\d,.])((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?) msg/s"
 
 
 def _run(cmd: list[str], cpu: int | None) -> tuple[str, int]:
@@ -157,7 +158,10 @@ def command_once(template: str, capture: Path, cpu: int | None, rate: re.Pattern
     if not m:
         raise SystemExit(f"side_by_side: no rate matching {rate.pattern!r} in the output of {template}:\n{out[-500:]}")
     scale = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}[m.group(2) or ""] if rate.groups >= 2 else 1.0
-    return float(m.group(1)) * scale, rss
+    value = float(m.group(1).replace(",", "")) * scale
+    if not value > 0:  # a ratio over no rate at all is no figure
+        raise SystemExit(f"side_by_side: {m.group(0)!r} in the output of {template} is no rate")
+    return value, rss
 
 
 if __name__ == "__main__":

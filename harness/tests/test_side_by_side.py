@@ -70,3 +70,16 @@ def test_gateway_flags_reach_the_gateway_and_are_not_for_another_command(tmp_pat
     proc = subprocess.run([sys.executable, str(SCRIPT), str(capture), "--rounds", "1", "--ours", "echo 5 msg/s",
                            "--peer", "echo 5 msg/s", "--gateway-flags", "--levels 5"], capture_output=True, text=True)
     assert proc.returncode != 0 and "--gateway-flags is for the gateway's simulation" in proc.stderr
+
+
+def test_a_rate_with_thousands_separators_is_read_whole_and_no_rate_is_refused(tmp_path):
+    # "15,000,000 msg/s" was read as its last group, 000: a peer at 0 msg/s.
+    capture = tmp_path / "any.itch"
+    capture.write_bytes(b"")
+    out = subprocess.run([sys.executable, str(SCRIPT), str(capture), "--rounds", "1", "--ours",
+                          "echo 30,000,000 msg/s", "--peer", "echo peer: 15,000,000 msg/s"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "best rounds 30,000,000 and 15,000,000 msg/s: ratio 2.000" in out, out
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(capture), "--rounds", "1", "--ours", "echo 5 msg/s",
+                           "--peer", "echo 0 msg/s"], capture_output=True, text=True)
+    assert proc.returncode != 0 and "'0 msg/s' in the output of echo 0 msg/s is no rate" in proc.stderr, proc.stderr
