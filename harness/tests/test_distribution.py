@@ -66,7 +66,8 @@ def test_a_subscriber_killed_mid_run_is_named(tmp_path):
     killer = kill_when_running("bbo-mqtt-subscriber --port", signal.SIGKILL, 1.5)
     run, s = _run(tmp_path, pps=2000, mqtt={"subscribers": 1})  # 7,001 packets: 3.5 s
     killer.join()
-    assert s["verdict"]["headline"] == "NOT BALANCED: subscriber 0 (MQTT, QoS 1) ended with the stream (killed by SIGKILL)"
+    assert s["verdict"]["headline"] == ("NOT BALANCED: failed: subscriber 0 (MQTT, QoS 1) ended with the stream "
+                                        "(killed by SIGKILL)")
     assert _no_broker_left(run) and leftover_processes() == []
 
 
@@ -82,9 +83,9 @@ def test_a_broker_killed_mid_run_gives_a_verdict_not_a_hang(tmp_path):
     m = s["gateway"]["mqtt"]
     assert m["acked"] < m["sent"] and m["sent"] + m["errors"] + m["ring_dropped"] == m["published"]
     assert s["verdict"]["headline"] == (
-        "NOT BALANCED: the MQTT broker (mosquitto) ran until the run stopped it (killed by SIGKILL); subscriber 0 "
-        "(MQTT, QoS 1) ended with the stream (stopped by the run: no end marker came); MQTT: the broker acknowledged "
-        f"every message sent ({m['sent'] - m['acked']:,} of {m['sent']:,} not)")
+        "NOT BALANCED: failed: the MQTT broker (mosquitto) ran until the run stopped it (killed by SIGKILL); "
+        "subscriber 0 (MQTT, QoS 1) ended with the stream (stopped by the run: no end marker came); MQTT: the broker "
+        f"acknowledged every message sent ({m['sent'] - m['acked']:,} of {m['sent']:,} not)")
     assert s["transport_details"]["brokers"]["mqtt"]["died"] == "killed by SIGKILL"
     assert _no_broker_left(run) and leftover_processes() == []
 

@@ -119,12 +119,12 @@ HEADLINES = {
     and any(int(m[1].replace(",", "")) == int(m[3].replace(",", "")) + 1 for m in re.finditer(
         r"level \d+: ([\d,]+) shares at (\d+), expected ([\d,]+) shares at \2", h)),
     # The built-in gateway's depth publisher: its TCP subscriber's checks fail, the ring's pass.
-    "depth-frames-unsent": lambda h: h.startswith("NOT BALANCED: ") and "(TCP, depth)" in h
+    "depth-frames-unsent": lambda h: h.startswith("NOT BALANCED: failed: ") and "(TCP, depth)" in h
     and "(shared memory, depth)" not in h,
     # The built-in gateway's snapshot depth: each stock's top levels at the join never logged, so the level changes
     # after it take out levels a reader never had: its depth log refused, the first such record named.
-    "snapshot-depth-missed": lambda h: h.startswith("NOT BALANCED: depth log holds together (its records rebuild "
-                                                    "every event): depth record ") and "top levels" in h,
+    "snapshot-depth-missed": lambda h: h.startswith("NOT BALANCED: failed: depth log holds together (its records "
+                                                    "rebuild every event): depth record ") and "top levels" in h,
     # A brought gateway's: its events after the join are right, the books it took at the join never published.
     "snapshot-depth-unsaid": lambda h: h.startswith("DEPTH DIFFERS after joining at seq 3,992: ")
     and "stocks' books at the join differ (first: stock " in h,
@@ -134,35 +134,35 @@ HEADLINES = {
         r"wrong: (bid|ask) \d+: ([\d,]+) shares, expected ([\d,]+)", h)),
     # A replace's two changes swapped: each is right, the second is out of its stock's order.
     "every-level-new-price-first": lambda h: "0 missing, 0 extra, 0 wrong," in h and "out of order" in h,
-    "level-changes-new-price-first": lambda h: h == "NOT BALANCED: depth digest = simulation's digest",
+    "level-changes-new-price-first": lambda h: h == "NOT BALANCED: failed: depth digest = simulation's digest",
     # A white box's own log: every one of the 8,000 messages (docs/selftest.md) stamped book before decoded; the
     # session's first message, a system event (S), not a book message.
-    "white-box-stamps-backwards": lambda h: h == "NOT BALANCED: white-box stamps in stage order: 8,000 records with a "
-    "stage stamped before the one before it (first: seq 1, t_book before t_decoded)",
+    "white-box-stamps-backwards": lambda h: h == "NOT BALANCED: failed: white-box stamps in stage order: 8,000 records "
+    "with a stage stamped before the one before it (first: seq 1, t_book before t_decoded)",
     # Stamps of another clock: CLOCK_REALTIME lies decades after each event's arrival; µs lie long before each send
     # (of the 8,000 messages, the 5,833 that published an event are held to its arrival).
-    "white-box-wall-clock": lambda h: h.startswith("NOT BALANCED: white-box stamps on the run's clock "
+    "white-box-wall-clock": lambda h: h.startswith("NOT BALANCED: failed: white-box stamps on the run's clock "
                                                    "(CLOCK_MONOTONIC): none before its message was sent, none after "
                                                    "its BBO event arrived: 5,833 records stamped after its BBO event "
                                                    "arrived (first: seq 45, "),
-    "white-box-microseconds": lambda h: h.startswith("NOT BALANCED: white-box stamps on the run's clock "
+    "white-box-microseconds": lambda h: h.startswith("NOT BALANCED: failed: white-box stamps on the run's clock "
                                                      "(CLOCK_MONOTONIC): none before its message was sent, none after "
                                                      "its BBO event arrived: 8,000 records stamped before its message "
                                                      "was sent (first: seq 1, "),
-    "white-box-log-unclosed": lambda h: h.startswith("NOT BALANCED: white-box latency log written and closed by the "
-                                                     "gateway") and "never closed" in h,
+    "white-box-log-unclosed": lambda h: h.startswith("NOT BALANCED: failed: white-box latency log written and closed "
+                                                     "by the gateway") and "never closed" in h,
     "white-box-book-messages-only": lambda h: re.fullmatch(
-        r"NOT BALANCED: white-box latency log: one record a message of the capture: [\d,]+ of 8,000 messages have no "
-        r"record \(first: seq 1\)", h) is not None,
+        r"NOT BALANCED: failed: white-box latency log: one record a message of the capture: [\d,]+ of 8,000 messages "
+        r"have no record \(first: seq 1\)", h) is not None,
     # Every one of the slice's 8,000 messages twice, the first the session's first.
-    "cpp-white-box-recorded-twice": lambda h: h == "NOT BALANCED: white-box latency log: one record a message of the "
-    "capture: 8,000 recorded more than once (first: seq 1)",
+    "cpp-white-box-recorded-twice": lambda h: h == "NOT BALANCED: failed: white-box latency log: one record a message "
+    "of the capture: 8,000 recorded more than once (first: seq 1)",
     # Played back from a recording as soon as it connected, before the run's sender started: every event it sent
     # before the message that makes it.
     "output-from-a-recording": lambda h: re.fullmatch(
-        r"NOT BALANCED: each BBO event received after its message was sent \(itchbench's stamps on both sides\): "
-        r"[1-9][\d,]* of 5,833 events received before their message was sent \(first: seq [\d,]+, [\d.,]+ [mµ]?s "
-        r"before\): not made from the feed it was sent", h) is not None,
+        r"NOT BALANCED: failed: each BBO event received after its message was sent \(itchbench's stamps on both "
+        r"sides\): [1-9][\d,]* of 5,833 events received before their message was sent \(first: seq [\d,]+, "
+        r"[\d.,]+ [mµ]?s before\): not made from the feed it was sent", h) is not None,
     # A damaged line applied: named at the first, by the type the line carried, and what it was held to said.
     "checksum-ignored": lambda h: h.startswith("BBO DIFFERS (exact): ") and ", on a corrupted line)" in h
     and h.endswith("; held to the simulation without the 40 corrupted lines (first: seq 200), as a gateway checking "
@@ -170,11 +170,11 @@ HEADLINES = {
     # Its messages' kernel stamps milliseconds before their datagrams were sent (all 8,000 here: a stamp is at least
     # a syscall's time old when read, 1,000 times that beyond the 100 µs allowed), the first named.
     "kernel-stamp-age-scaled": lambda h: re.fullmatch(
-        r"NOT BALANCED: gateway stamps on the run's clock \(CLOCK_MONOTONIC, moved from its stage clock\): none before "
-        r"its message was sent: [1-9][\d,]* records? stamped before its message was sent \(first: seq [\d,]+, "
-        r"[\d.,]+ m?s before\)", h) is not None,
+        r"NOT BALANCED: failed: gateway stamps on the run's clock \(CLOCK_MONOTONIC, moved from its stage clock\): "
+        r"none before its message was sent: [1-9][\d,]* records? stamped before its message was sent \(first: "
+        r"seq [\d,]+, [\d.,]+ m?s before\)", h) is not None,
     # The built-in gateway's flag: the first event after the first gap is the one named.
-    "stale-flag-missed": lambda h: h.startswith("NOT BALANCED: BBO events flagged stale = those after seq "),
+    "stale-flag-missed": lambda h: h.startswith("NOT BALANCED: failed: BBO events flagged stale = those after seq "),
 }
 # The zoo in parts a test each, so the parts run beside other tests: a scenario's mutants (at most 10 a part) with
 # its controls. The mutants judged by compare's timing (half speed) need the machine alone: a part of their own.

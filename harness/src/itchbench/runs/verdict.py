@@ -56,6 +56,12 @@ def as_said(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
                         f"`itchbench report {run_dir}` writes them"}
 
 
+def not_balanced(failed: list[str]) -> str:
+    """The headline of checks that failed. A check is named by what it asserts ("depth digest = simulation's
+    digest"), so the names are said as failed: listed bare, the headline read as if each held."""
+    return "NOT BALANCED: failed: " + "; ".join(failed)
+
+
 def count(n: int, noun: str) -> str:
     """'1 message', '2 messages', '1,000 messages'."""
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
@@ -133,7 +139,7 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
     applied = loss.get("applied_messages", rec["decoded"])
     if not rec["balanced"]:
         failed = [name for name, ok in rec["checks"].items() if not ok]
-        status, headline = "unbalanced", "NOT BALANCED: " + "; ".join(failed)
+        status, headline = "unbalanced", not_balanced(failed)
     elif "join" in rec:
         status, headline = _judge_join(rec, lost, rest)
     elif "recovery" in rec:
@@ -338,7 +344,7 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
               if w2w.get("from_intended") else
               f"; {perf['messages_per_s']:,.0f} messages/s start to exit" if perf.get("messages_per_s") else "")
     if not rec["balanced"]:
-        status, headline = "unbalanced", "NOT BALANCED: " + "; ".join(n for n, ok in rec["checks"].items() if not ok)
+        status, headline = "unbalanced", not_balanced([n for n, ok in rec["checks"].items() if not ok])
     elif rec.get("join"):
         status, headline = _judge_join(rec, not loss["lossless"], "")
     elif not loss["lossless"]:
