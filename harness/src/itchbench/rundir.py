@@ -64,20 +64,18 @@ def create(path: Path) -> Path:
     return path
 
 
-def not_a_regular_file(path: Path) -> str:
-    """'' when path is absent or a regular file (symlinks followed); else why an output written to a file of its own
-    and renamed into place may not go there: the rename would replace a device, a pipe or a folder (an export to
-    /dev/stdout, as root, put a CSV file in place of /dev/stdout)."""
-    if not path.exists() or path.is_file():
-        return ""
-    return (f"{path}: not a regular file (a device, a pipe or a folder): an output is written to a file of its own "
-            "and renamed into place, which would replace it")
+def require_regular_output(path: Path) -> None:
+    """RunDirError unless path is absent or a regular file (symlinks followed): an output written to a file of its
+    own and renamed into place would replace a device, a pipe or a folder there (an export to /dev/stdout, as
+    root, put a CSV file in place of /dev/stdout)."""
+    if path.exists() and not path.is_file():
+        raise RunDirError(f"{path}: not a regular file (a device, a pipe or a folder): an output is written to a "
+                          "file of its own and renamed into place, which would replace it")
 
 
 def write_json(path: Path, obj: Any) -> None:
     """Stable bytes (sorted keys, 2-space indent, newline), written atomically."""
-    if not_a_regular_file(path):
-        raise RunDirError(not_a_regular_file(path))
+    require_regular_output(path)
     tmp = path.with_name(path.name + ".tmp")
     try:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")

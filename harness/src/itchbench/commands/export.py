@@ -28,8 +28,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or args.run_dir / f"{'bbo' if args.bbo else 'latency'}.{args.format}"
     # Written through a temporary file and renamed, an export onto one of the run's own files (its logs, its JSON)
     # would replace what it is made from.
-    if rundir.not_a_regular_file(out):
-        raise UserError(rundir.not_a_regular_file(out))
+    rundir.require_regular_output(out)
     if out.is_file() and (logs.is_log(out) or (out.resolve().parent == args.run_dir.resolve()
                                            and out.suffix not in (".parquet", ".csv"))):
         raise UserError(f"{out} is one of the run's own files: an export there would replace it; write elsewhere")

@@ -59,8 +59,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"performance: --cpu {args.cpu}: not a CPU this process may run on (CPUs "
                         f"{', '.join(map(str, sorted(os.sched_getaffinity(0))))}; -1: not pinned)")
     out = args.out or paths.repo_root() / "docs" / "performance.md"
-    if rundir.not_a_regular_file(out):  # found before minutes of benchmarks
-        raise UserError(rundir.not_a_regular_file(out))
+    rundir.require_regular_output(out)  # found before minutes of benchmarks
     plan = performance.Plan(args.messages, args.rounds, None if args.cpu < 0 else args.cpu, args.peer,
                             args.work or paths.build_dir() / "performance", args.day_messages, args.day_rounds)
     try:
