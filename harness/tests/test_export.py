@@ -115,3 +115,17 @@ def test_an_export_onto_a_pipe_or_a_folder_is_refused_and_leaves_it(run_dir, tmp
         assert f"{out}: not a regular file (a device, a pipe or a folder)" in capsys.readouterr().err
     assert stat.S_ISFIFO(fifo.stat().st_mode) and folder.is_dir() and not list(folder.iterdir())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "folder"]
+
+
+def test_the_format_follows_the_output_name_and_a_clash_is_refused(run_dir, tmp_path, capsys):
+    """`--out x.csv` without --format wrote Parquet into x.csv, and `--format csv --out x.parquet` a CSV that every
+    Parquet reader fails on. The suffix now names the format; a --format that says otherwise is refused."""
+    as_csv = tmp_path / "x.csv"
+    assert itchbench_main(["export", str(run_dir), "--bbo", "--out", str(as_csv)]) == 0
+    assert as_csv.read_text().startswith("\"seq\",")  # a CSV's header, not Parquet's magic "PAR1"
+    clash = tmp_path / "y.parquet"
+    assert itchbench_main(["export", str(run_dir), "--bbo", "--format", "csv", "--out", str(clash)]) == 2
+    assert "the name says parquet" in capsys.readouterr().err and not clash.exists()
+    other = tmp_path / "z.data"  # a suffix naming no format: --format (or its default) decides
+    assert itchbench_main(["export", str(run_dir), "--bbo", "--format", "csv", "--out", str(other)]) == 0
+    assert other.read_text().startswith("\"seq\",")

@@ -17,14 +17,28 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "typed columns (schema: gateway/log/FORMAT.md), in chunks of a million rows: pandas, "
                        "Polars, DuckDB and Spark read it as it is.")
     e.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    e.add_argument("--format", choices=vocabulary.EXPORT_FORMATS, default="parquet", help="(default: %(default)s)")
+    e.add_argument("--format", choices=vocabulary.EXPORT_FORMATS,
+                   help="(default: the --out file's suffix, .csv or .parquet; otherwise parquet)")
     e.add_argument("--out", type=Path, help="output file (default: RUN_DIR/latency.FORMAT or RUN_DIR/bbo.FORMAT)")
     e.add_argument("--bbo", action="store_true", help="the BBO events instead of the per-message latency")
     e.set_defaults(func=run)
 
 
+def output_format(fmt: str | None, out: Path | None) -> str:
+    """The format asked for, or the one --out's suffix names; a suffix naming the other format is refused: a CSV
+    called x.parquet is a file every reader of Parquet fails on."""
+    named = out.suffix.lstrip(".").lower() if out is not None else ""
+    if named not in vocabulary.EXPORT_FORMATS:
+        return fmt or "parquet"
+    if fmt is not None and fmt != named:
+        raise UserError(f"--format {fmt} with --out {out}: the name says {named}; name the file .{fmt}, or drop "
+                        "--format")
+    return named
+
+
 def run(args: argparse.Namespace) -> int:
     from ..analysis import export, logs
+    args.format = output_format(args.format, args.out)
     out = args.out or args.run_dir / f"{'bbo' if args.bbo else 'latency'}.{args.format}"
     # Written through a temporary file and renamed, an export onto one of the run's own files (its logs, its JSON)
     # would replace what it is made from.
