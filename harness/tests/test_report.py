@@ -16,7 +16,7 @@ from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
 from itchbench import rundir
-from itchbench.analysis import logs, report, summary_index
+from itchbench.analysis import drawing, logs, report, summary_index
 from itchbench.captures import fixtures
 from itchbench.runs import sim
 from itchbench.cli import main as itchbench_main
@@ -190,6 +190,22 @@ def test_a_run_whose_output_is_gone_is_not_compared_as_one_that_published_nothin
         err = capsys.readouterr().err
         assert f"head {copy}: {gone} ({events:,} {kind} events) no longer there" in err, err
 
+
+
+def test_a_plot_that_cannot_be_written_is_said_on_a_line_and_fails(run_dir, tmp_path, capfd):
+    """A plot the drawing process could not write (here its file's name taken by a folder; a full disk alike) ended
+    `itchbench report` with two tracebacks and exit 1. Now each failure is a line: the plot and the system's error,
+    then that the report's plots failed."""
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    (run / "plots" / "histogram.png").unlink()
+    (run / "plots" / "histogram.png").mkdir()
+    drawing.stop_waiting()  # one started before writes its lines where that test's stderr was
+    assert itchbench_main(["report", str(run)]) == 1
+    err = capfd.readouterr().err
+    assert "itchbench: drawing histogram: [Errno 21] Is a directory" in err, err
+    assert "itchbench: drawing the report's plots failed (the drawing process exited with 1)" in err, err
+    assert "Traceback" not in err, err
 
 
 def test_report_of_a_non_run_directory(tmp_path, capsys):

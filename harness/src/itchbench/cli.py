@@ -41,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # Only once the arguments parse: --help and usage errors load none of the analysis stack (numpy, pandas).
     from . import paths
+    from .analysis.drawing import DrawingError
     from .analysis.logs import LogFormatError
     from .analysis.stats import StatsError
     from .captures.inspect import CaptureError
@@ -66,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A path that is not there, or is in the way (an --out that is a file: NotADirectoryError, FileExistsError), or
     # is not the user's to write: said on one line, as for the tools'.
     except (ToolError, paths.ToolMissing, FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError,
-            PermissionError, RevisionError) as e:
+            PermissionError, RevisionError, DrawingError) as e:
         print(f"itchbench: {e}", file=sys.stderr)
         # A tool that refused an argument passed on to it refused the user's input: a usage error here too.
         return 2 if isinstance(e, ToolError) and e.returncode == 2 else 1

@@ -31,6 +31,10 @@ from typing import Any, NamedTuple
 PLOTS = f"{__package__}.plots"
 
 
+class DrawingError(RuntimeError):
+    """The drawing process failed or died: the report's plots are not all there, so its report is not written."""
+
+
 class Draw(NamedTuple):
     """One call in the drawing process: module.function(*args), its arguments pickled there."""
     module: str
@@ -84,7 +88,7 @@ class Drawing:
         assert child.stdout is not None
         if child.stdout.read(1) != _DRAWN:
             _close(child)
-            raise RuntimeError(f"drawing the report's plots failed (the drawing process {_ended(child.wait())})")
+            raise DrawingError(f"drawing the report's plots failed (the drawing process {_ended(child.wait())})")
         with _waiting_lock:
             if _waiting is None:
                 _waiting, child = child, None
@@ -125,7 +129,8 @@ def _ended(code: int) -> str:
 def _serve() -> None:
     """The drawing process: batches of draws, each its length and then pickled, on stdin; a byte on stdout once each
     is drawn (what the plots print goes to stderr). Ends at the end of stdin, or with the exception of a draw that
-    fails."""
+    fails: one line for a file that could not be written (a full disk is the machine's state, not a defect), the
+    traceback for anything else."""
     replies = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     while len(head := sys.stdin.buffer.read(8)) == 8:
@@ -134,7 +139,11 @@ def _serve() -> None:
         with contextlib.suppress(PermissionError):  # lowered again needs root
             os.setpriority(os.PRIO_PROCESS, 0, nice)
         for draw in draws:
-            getattr(importlib.import_module(draw.module), draw.function)(*draw.args)
+            try:
+                getattr(importlib.import_module(draw.module), draw.function)(*draw.args)
+            except OSError as e:
+                print(f"itchbench: drawing {draw.function}: {e}", file=sys.stderr, flush=True)
+                os._exit(1)
         sys.stderr.flush()
         replies.write(_DRAWN)
     os._exit(0)  # every PNG is closed: tearing down matplotlib and pandas would add 0.1 s to the caller's wait
