@@ -115,9 +115,12 @@ def test_sigterm_of_the_harness_marks_the_run_interrupted(day, tmp_path):
 
 def test_slow_and_reconnecting_subscribers_lose_only_their_own_frames(tmp_path):
     big = make_capture(tmp_path, "big.pcap", "--profile", "nasdaq-day", "--messages", "100000", "--symbol-count", "50")
-    # ~8 s of replay: the reconnecting one (every 3 s) opens at least two more connections.
+    # ~8 s of replay: the reconnecting one (every 3 s) opens at least two more connections. About 6,000 frames a
+    # second: a queue of 16,384 holds 2.7 s of them for the fast one, which a busy machine's CI starved of its CPU
+    # for longer than a queue of 1,024 holds (it missed 4,077). The slow one reads 4 KiB every 50 ms and still
+    # misses about 10,000 of the 43,253.
     values = config(big, "udp", replay={"rate": "pps", "pps": 4000}, subscribers=3,
-                    subscriber_modes=["slow", "reconnect"], gateway={"subscriber_queue": 1024})
+                    subscriber_modes=["slow", "reconnect"], gateway={"subscriber_queue": 16384})
     run = runner.execute(values, "modes", root=tmp_path, echo=False)
     s = summary_of(run)
     subs = {sub["mode"]: sub for sub in s["reconciliation"]["subscribers"]}
