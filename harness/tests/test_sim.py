@@ -350,13 +350,13 @@ def test_a_run_whose_report_cannot_be_written_fails_and_is_taken_for_no_whole_ru
     done = subprocess.run([sys.executable, "-m", "itchbench.cli", "sim", str(capture), "--out", str(run)],
                           capture_output=True, text=True, env=env)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "LOSSLESS: 7,000 messages, 1,123 BBO events, balanced\nREPORT NOT WRITTEN (RuntimeError: drawing the " \
+    assert "LOSSLESS: 7,000 messages, 1,123 BBO events, balanced\nREPORT NOT WRITTEN (DrawingError: drawing the " \
            "report's plots failed" in done.stdout, done.stdout
     assert not (run / "report.md").exists() and "report_not_written" in rundir.read_json(run / "summary.json")
     for argv in (["history", str(tmp_path / "store"), "--append", str(run)], ["doc", str(run), "--out",
                  str(tmp_path / "doc")], ["compare", str(run), str(run), "--out", str(tmp_path / "compare")]):
         assert itchbench_main(argv) == 2, argv
-        assert f"{run}: its report was not written (RuntimeError: " in capsys.readouterr().err, argv
+        assert f"{run}: its report was not written (DrawingError: " in capsys.readouterr().err, argv
     assert not [p for p in ("store", "doc", "compare") if (tmp_path / p).exists()]
     assert itchbench_main(["report", str(run)]) == 0
     summary = rundir.read_json(run / "summary.json")
@@ -375,6 +375,6 @@ def test_a_scenario_run_whose_report_cannot_be_written_is_not_stored_and_fails(t
                            "--store", str(tmp_path / "store")], capture_output=True, text=True, env=env)
     # (stderr holds the drawing process's own traceback: matplotlib refusing the backend)
     assert done.returncode == 1 and "its figures not there" not in done.stderr, done.stdout + done.stderr
-    assert "\n  REPORT NOT WRITTEN (RuntimeError: " in done.stdout and "\n  not stored: " in done.stdout
+    assert "\n  REPORT NOT WRITTEN (DrawingError: " in done.stdout and "\n  not stored: " in done.stdout
     assert done.stdout.rstrip().endswith("1 run(s): 1 report not written — FAILED"), done.stdout
     assert not (tmp_path / "store").exists()
