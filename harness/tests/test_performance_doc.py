@@ -144,11 +144,28 @@ def test_a_failing_benchmark_leaves_the_document_as_it_was(tmp_path):
     out = tmp_path / "performance.md"
     out.write_text("the previous document\n")
     done = subprocess.run([sys.executable, "-m", "itchbench.cli", "performance", "--messages", "3000", "--rounds",
-                           "1", "--cpu", "-1", "--peer", "sh -c 'echo no rate here' {file}", "--out", str(out),
+                           "1", "--cpu", "-1", "--peer", PEER_FAILING_ON_DEEP_BOOKS, "--out", str(out),
                            "--work", str(tmp_path / "work")], capture_output=True, text=True,
                           cwd=paths.repo_root())
-    assert done.returncode == 1 and "side by side with the peer failed" in done.stderr
+    assert done.returncode == 1 and "side by side with the peer failed" in done.stderr, done.stderr
     assert out.read_text() == "the previous document\n"
+
+
+# Gives a rate for every file but the deep-book one: it passes the check of the peer command made up front.
+PEER_FAILING_ON_DEEP_BOOKS = "sh -c 'case $0 in *deep-book*) echo no rate here;; *) echo 2000000 msg/s;; esac' {file}"
+
+
+def test_a_peer_command_that_gives_no_rate_is_refused_before_the_files_are_made(tmp_path):
+    """The peer not built (`build first`) was found only when the side-by-side benchmark first ran it, after the
+    five files of the default size were generated (a minute here), and the days' 2 GB when days were asked."""
+    out, work = tmp_path / "performance.md", tmp_path / "work"
+    done = subprocess.run([sys.executable, "-m", "itchbench.cli", "performance", "--peer",
+                           "sh -c 'echo build first >&2; exit 2' {file}", "--out", str(out), "--work", str(work)],
+                          capture_output=True, text=True, cwd=paths.repo_root())
+    assert done.returncode == 1, done.stderr
+    assert "exited with 2: build first" in done.stderr and "checking the peer command on a small file failed" \
+        in done.stderr, done.stderr
+    assert sorted(p.name for p in work.iterdir()) == ["nasdaq-day-3000-seed1.itch"] and not out.exists()
 
 
 def test_too_small_a_benchmark_is_refused_before_anything_runs(tmp_path, capsys):

@@ -64,6 +64,7 @@ DEPTH_VARIANTS = ((DEPTH_BASE, "--stamps all"), *((label, f"--stamps all {flags}
                   *((label + DEPTH_UNRECORDED, f"--no-latency-log {flags}") for label, flags in _DEPTHS))
 DEPTH_TARGET = ("5 levels", 0.85)  # judged as the throughput table runs the gateway
 DEPTH_AGAINST_PEER = 5  # levels: the gateway with this depth against the peer's bare replay, which keeps no depth
+PROBE_MESSAGES = 3000  # the file the peer command is first tried on (_check_peer)
 
 
 # A whole day, and how it is compressed for the runs on compressed input (fast levels: generating is not measured;
@@ -98,6 +99,8 @@ def measure(plan: Plan) -> dict[str, Any]:
     """Generate the files, run the benchmarks, return everything the document shows."""
     plan.work.mkdir(parents=True, exist_ok=True)
     started = time.time()
+    if plan.peer:
+        _check_peer(plan)
     files = []
     for w in WORKLOADS:
         n = int(plan.messages * w.share)
@@ -137,6 +140,14 @@ def measure(plan: Plan) -> dict[str, Any]:
     env = environment.snapshot()
     return {"started": started, "finished": time.time(), "plan": plan, "files": files, "side_by_side": side,
             "recording": recording, "depth": depth, "side_by_side_depth": side_depth, "days": days, "env": env}
+
+
+def _check_peer(plan: Plan) -> None:
+    """The peer command run once, as the benchmarks run it, on a file of PROBE_MESSAGES: a peer not built, or a
+    command whose output has no rate, fails here, not after minutes of generating files (2 GB for the days)."""
+    probe = _generated(plan, DAY, PROBE_MESSAGES)
+    _run([sys.executable, str(_script("side_by_side.py")), str(probe), "--peer", str(plan.peer), "--rounds", "1"],
+         "checking the peer command on a small file")
 
 
 def _generated(plan: Plan, w: Workload, n: int) -> Path:
