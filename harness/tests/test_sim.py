@@ -378,3 +378,15 @@ def test_a_scenario_run_whose_report_cannot_be_written_is_not_stored_and_fails(t
     assert "\n  REPORT NOT WRITTEN (DrawingError: " in done.stdout and "\n  not stored: " in done.stdout
     assert done.stdout.rstrip().endswith("1 run(s): 1 report not written — FAILED"), done.stdout
     assert not (tmp_path / "store").exists()
+
+
+def test_a_run_directory_relative_to_another_folder_is_the_callers(tmp_path):
+    """`itchbench sim CAPTURE --out run` from any folder but the checkout's: the gateway and its meter, which run
+    in the gateway's folder, were handed `run` as it was given and looked for it there (`itch-gateway: --out: run
+    is not a directory`), and the run ended INCOMPLETE (testbench_failed)."""
+    capture = paths.repo_root() / "fixtures" / "seed-workload.pcap"
+    done = subprocess.run([sys.executable, "-m", "itchbench.cli", "sim", str(capture), "--out", "run"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "LOSSLESS: 7,000 messages, 1,123 BBO events, balanced" in done.stdout
+    assert (tmp_path / "run" / "report.md").is_file() and (tmp_path / "run" / "gateway.json").is_file()

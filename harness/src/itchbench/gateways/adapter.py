@@ -117,6 +117,9 @@ class ContractGateway:
     def __init__(self, c: Contract, run_dir: Path, group: procs.ProcessGroup, wrap: Callable[[list[str]], list[str]],
                  *, worktree: Path | None = None, env: dict[str, str] | None = None,
                  under: list[str] | None = None) -> None:
+        # Absolute: the gateway and its meter run in the gateway's folder, where a run directory given relative to
+        # the caller's (`itchbench sim CAPTURE --out runs/a`) names another place or none.
+        run_dir = run_dir.absolute()
         self.c, self.dir, self.group, self.wrap = c, run_dir, group, wrap
         self.under = under or []  # a tool the gateway's command runs under (callgrind), inside the meter
         self.env = env or {}
