@@ -473,3 +473,17 @@ def test_a_stage_a_revision_inlines_is_not_counted_from_what_is_left_of_it():
     assert instructions.uncountable({"book"}) == ["book", "outside_book", "decode"]
     assert instructions.uncountable({"decode", "book"}) == ["book", "outside_book", "decode", "bbo_and_logs"]
     assert instructions.uncountable(set()) == []
+
+
+def test_revisions_outside_a_repository_are_refused_up_front(tmp_path, capsys):
+    """From a folder outside any repository, with no --repo: compare wrote a compare.md saying NOT COMPARABLE in
+    git's words, which name no folder (`fatal: not a git repository (or any of the parent directories)`), and
+    bisect ended on them too."""
+    out = tmp_path / "compare"
+    for argv, said in ((["compare", "HEAD~1", "HEAD", "--repo", str(tmp_path), "--out", str(out)], "compare: "),
+                       (["bisect", "HEAD~1", "HEAD", "--repo", str(tmp_path)], "cannot bisect: ")):
+        assert itchbench_main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert f"itchbench: {said}{tmp_path} is not in a git repository: run from the gateway's repository, or " \
+               "name it with --repo" in err, err
+    assert not out.exists()

@@ -61,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
+    try:
+        revisions.require_repository(args.repo)
+    except revisions.RevisionError as e:
+        print(f"itchbench: cannot bisect: {e}", file=sys.stderr)
+        return 2
     first = scenario.load(args.scenario)[0].values if args.scenario else None
     capture = (Path(first["capture"]) if first else
                next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path)

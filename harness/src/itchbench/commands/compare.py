@@ -191,6 +191,13 @@ def run(args: argparse.Namespace) -> int:
     except shards.ShardError as e:
         print(f"itchbench: {e}", file=sys.stderr)
         return 2
+    if not args.merge and not (_is_run_folder(args.base) and _is_run_folder(args.head)):
+        from ..gateways import revisions
+        try:  # refused before a report is written: there is nothing to compare
+            revisions.require_repository(args.repo)
+        except revisions.RevisionError as e:
+            print(f"itchbench: compare: {e}", file=sys.stderr)
+            return 2
     out = args.out or paths.repo_root() / "reports" / "compare" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     made = not out.exists()
     out.mkdir(parents=True, exist_ok=True)

@@ -67,10 +67,19 @@ def git(repo: Path, *args: str) -> str:
     return proc.stdout
 
 
+def require_repository(repo: Path) -> None:
+    """RevisionError unless repo is in a git work tree, said as a user would fix it (git's own words name no
+    folder: `fatal: not a git repository (or any of the parent directories)`)."""
+    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--is-inside-work-tree"], capture_output=True,
+                          text=True)
+    if proc.returncode != 0 or proc.stdout.strip() != "true":
+        raise RevisionError(f"{repo.absolute()} is not in a git repository: run from the gateway's repository, or "
+                            "name it with --repo")
+
+
 def resolve(repo: Path, spec: str) -> Revision:
     """A commit, branch, tag or expression (HEAD~3), or WORKTREE."""
-    if not (repo / ".git").exists() and git(repo, "rev-parse", "--is-inside-work-tree").strip() != "true":
-        raise RevisionError(f"{repo} is not a git repository")
+    require_repository(repo)
     if spec == WORKTREE:
         commit = git(repo, "rev-parse", "HEAD").strip()
         digest = provenance.tree_diff_sha256(repo)
