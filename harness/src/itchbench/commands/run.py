@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
             else:
                 kept.append(config)
         if not kept:
-            raise scenario.ScenarioError(f"{args.scenario}: no configuration takes an input of {args.gateway}")
+            raise scenario.ScenarioError(f"{args.scenario}: {args.gateway} can run none of its configurations "
+                                         "(why, above)")
         configs = kept
     if args.profile:
         for config in configs:
