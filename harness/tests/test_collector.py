@@ -180,3 +180,24 @@ def test_an_empty_datagram_does_not_end_the_collection(tmp_path):
     ended = json.loads(Path(str(out) + ".json").read_text())
     assert ended["ended"] == "sigterm" and ended["reads"] == 3
     assert [line.split(" ", 1)[1] for line in out.read_text().splitlines()] == ["1,1,100,1,101,1", "2,1,100,2,101,1"]
+
+
+def test_a_line_longer_than_any_event_is_kept_cut_and_the_lines_after_it_whole(tmp_path):
+    """A gateway writing with no line end had the collector hold the line whole as it came, copying it at every
+    read: 400 MB took it to 1.2 GB and 45 s. Kept: its first LONGEST_LINE bytes, marked; the rest counted."""
+    from itchbench.gateways import collector
+    out = tmp_path / "bbo.received"
+    proc, port = _collector(out, "tcp")
+    long_a, long_b = b"A" * (10 << 20), b"B" * (3 << 20)
+    chunks = [b"1,1,100,1,101,1\n", *(long_a[i:i + (1 << 20)] for i in range(0, len(long_a), 1 << 20)),
+              b"\n2,1,100,2,101,1\n", long_b]  # the last line never ended: the stream closes inside it
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        assert proc.stdout is not None and proc.stdout.readline() == "CONNECTED\n"
+        for chunk in chunks:
+            sock.sendall(chunk)
+    ended = _ended(proc)
+    assert ended["bytes"] == sum(map(len, chunks)) and ended["long_lines_cut"] == 2
+    assert ended["long_line_bytes_dropped"] == len(long_a) + len(long_b) - 2 * collector.LONGEST_LINE
+    mark = collector.CUT_MARK.decode()
+    assert [row.split(" ", 1)[1] for row in out.read_text().splitlines()] == \
+        ["1,1,100,1,101,1", "A" * collector.LONGEST_LINE + mark, "2,1,100,2,101,1", "B" * collector.LONGEST_LINE + mark]

@@ -314,12 +314,31 @@ def test_with_no_room_for_the_buckets_the_whole_check_judges(tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("levels", [0, 5, ALL_LEVELS])
-def test_a_line_past_a_part_is_left_to_the_whole_check(tmp_path, levels):
+def test_a_line_longer_than_a_part_is_malformed_and_the_events_after_it_are_read(tmp_path, levels):
+    """Left to the whole check, which read the output whole, such a line took memory in proportion: a gateway that
+    wrote 400 MB with no line end took the harness to 2.1 GB, and its summary.json to 400 MB (the line kept whole as
+    the example)."""
     lines = _lines(levels)
-    lines.insert(len(lines) // 2, "1" * 300)
-    assert _judged(tmp_path, "\n".join(lines) + "\n", levels) is None
-    check, malformed, _ = _whole(tmp_path, levels)
-    assert check["equal"] and malformed == 1  # the events all there, the line malformed
+    lines.insert(len(lines) // 2, "1" * 300)  # the parts are 257 bytes
+    lines.insert(len(lines) // 3, "x" * 1000)  # four parts' worth
+    judged = _judged(tmp_path, "\n".join(lines) + "\n", levels)
+    assert judged is not None and judged.equal and judged.malformed == 2  # the events all there, the lines malformed
+    assert judged.examples == ["x" * 200 + "…", "1" * 200 + "…"]
+    _as_whole(tmp_path, judged, levels)
+
+
+def test_an_output_that_ends_inside_a_line_longer_than_a_part_is_read_to_its_end(tmp_path):
+    lines = _lines(0)
+    judged = _judged(tmp_path, "\n".join(lines) + "\n" + "y" * 1000, 0)
+    assert judged is not None and judged.equal and judged.malformed == 1 and judged.examples == ["y" * 200 + "…"]
+    _as_whole(tmp_path, judged, 0)
+
+
+def test_a_stamped_line_longer_than_a_part_shows_its_body(tmp_path):
+    lines = [f"{1000 + i} {line}" for i, line in enumerate(_lines(0))]
+    lines.insert(10, "999 " + "z" * 600)
+    judged = _judged(tmp_path, "\n".join(lines) + "\n", 0, stamped=True)
+    assert judged is not None and judged.equal and judged.malformed == 1 and judged.examples == ["z" * 200 + "…"]
 
 
 @pytest.mark.parametrize("levels", [0, 5])

@@ -43,6 +43,20 @@ STALE = "flags"
 LEVEL_CHANGE_COLUMNS = ["seq", "stock", "side", "price", "shares"]
 SIDE_BYTES = {"B": ord("B"), "S": ord("S")}
 
+# A malformed line is kept as an example this long at most: a gateway that wrote 400 MB with no line end had it
+# kept whole, in summary.json and report.json (400 MB each).
+EXAMPLE_CHARS = 200
+
+
+def example_of(line: str) -> str:
+    """A malformed line as kept and shown: cut to EXAMPLE_CHARS, with "…" where it was cut."""
+    return line if len(line) <= EXAMPLE_CHARS else line[:EXAMPLE_CHARS] + "…"
+
+
+def examples_of(bad: pd.Series, n: int = 3) -> list[str]:
+    """The first n malformed lines' bodies (events_of's), each as example_of keeps it."""
+    return [example_of(line) for line in bad.head(n).tolist()]
+
 
 def columns(levels: Levels = 0) -> list[str]:
     """An event's columns: the BBO's (levels 0), depth's of N levels a side (docs/book-and-bbo.md, "Depth"), or a
@@ -247,7 +261,7 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
         rec = logs.read_log(path, logs.KIND_BBO, quiet=True).records if path.exists() else np.zeros(0, logs.BBO_DTYPE)
         return pd.DataFrame(event_block(rec, stale=True), columns=[*COLUMNS, STALE]).assign(t_recv=0), *bad
     rows, bad = events_of(path.read_bytes() if path.exists() else b"", fmt, cols, stamped, symbols)
-    return pd.DataFrame(rows, columns=[*cols, "t_recv"], copy=False), int(bad.size), bad.head(3).tolist()
+    return pd.DataFrame(rows, columns=[*cols, "t_recv"], copy=False), int(bad.size), examples_of(bad)
 
 
 def own_log_not_whole(path: Path, bbo: dict[str, Any]) -> str:

@@ -11,8 +11,9 @@ the way.
 An output whose seqs go back (a gateway that publishes per stock, per thread or per partition: stocks interleaved
 otherwise than by seq, or a stock's own events out of order) cannot be cut into windows of seqs. It is cut by stock
 instead: both streams are written to disk in buckets of stocks, each event with its place in its stream, and each
-bucket is judged alone, as no event can be matched, nor be out of order, across stocks. A line past a part, a log
-that does not read back, or no room on the disk for the buckets: None, for the whole check. (Recovery and late joins
+bucket is judged alone, as no event can be matched, nor be out of order, across stocks. A log that does not read
+back, or no room on the disk for the buckets: None, for the whole check (a line longer than a part is malformed,
+counted in parts). (Recovery and late joins
 use these too.) A gateway checked as states (`check = "state"`, blackbox.state) is judged in buckets of stocks from
 the start: an event is held to its stock's last reference event before it, which may lie in any earlier window."""
 
@@ -25,7 +26,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -45,10 +46,6 @@ BUCKETS_PREFIX = "itchbench-by-stock-"
 # Room left on the buckets' disk: below it, buckets are not written and the whole check judges the output.
 DISK_LEFT_FREE = 1 << 30
 DISK_LOOK_BYTES = 64 << 20  # the buckets' disk is looked at again after this much is written to it
-
-
-class LineTooLong(Exception):
-    """A part of an output with no line end in it: no event's line is that long."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +102,8 @@ def judged(output: Path, bbo: dict[str, Any], reference: blackbox.ReferenceRun, 
 def held(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackbox.Kinds, keep_stamps: bool,
          meter: Progress, spill: Path, size: int, mode: str = "exact") -> Judged | None:
     """One stream's events (got) held to another's (ref: the simulation's, or a base run's) exactly (or as states:
-    mode), a part at a time, as blackbox.check holds them read whole; None when they cannot be (a line past a part,
-    a log that does not read back, no room for buckets). kinds: message types, to name the first difference.
+    mode), a part at a time, as blackbox.check holds them read whole; None when they cannot be (a log that does not
+    read back, no room for buckets). kinds: message types, to name the first difference.
     spill: a folder for the buckets of stocks; size: the bytes of the larger stream's file, for how many.
 
     Both streams are taken in windows of whole sequence numbers: every event of a seq below the lower of the two
@@ -160,8 +157,8 @@ def _by_seq(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackbox
                 first = first or difference
             streams[0].taken(len(mine))
             streams[1].taken(len(theirs))
-    except (logs.LogFormatError, LineTooLong):
-        return None  # a log that does not read back, or a line past a part: the whole check says what it holds
+    except logs.LogFormatError:
+        return None  # a log that does not read back: the whole check says what it holds
     return Judged(streams[0].before, streams[1].before, counts, first, streams[0].last_seq, streams[1].last_seq,
                   np.concatenate(stamps) if stamps else np.zeros((0, 2), np.int64),
                   text.malformed if text else 0, text.examples if text else [], "seq")
@@ -209,7 +206,7 @@ def _by_stock(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackb
                         stamps.append(block[block[:, -1] > 0][:, [0, -1]])
                     mine.add(block[:, :width])
                 reference_written.result()
-        except (logs.LogFormatError, LineTooLong, _DiskFull):
+        except (logs.LogFormatError, _DiskFull):
             return None  # as held (or no room for the buckets): the whole check says what it holds
         finally:
             mine.close()
@@ -405,8 +402,10 @@ def _one_ahead(parts: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
 class TextParts:
     """A csv or jsonl output's events (blackbox.events_of's rows: cols, then t_recv, each stock a locate), read
     OUTPUT_BYTES_AT_ONCE at a time into one buffer, each part cut after its last line end (the rest begins the next);
-    its malformed lines counted, the first kept. LineTooLong for a part with no line end: the output is left to the
-    whole check. A yielded array is valid until the next one is read."""
+    its malformed lines counted, the first kept. A line longer than a part is no event's: it is counted malformed,
+    its start kept as the example, and the rest of it read past, so that memory stays a part however long it is
+    (left to the whole check, which read the output whole, a 400 MB line with no end took the harness to 2.1 GB).
+    A yielded array is valid until the next one is read."""
 
     def __init__(self, path: Path, fmt: str, cols: list[str], stamped: bool, symbols: dict[str, int],
                  read: Callable[[int], None] | None) -> None:
@@ -423,11 +422,14 @@ class TextParts:
                 got = f.readinto(memoryview(buf)[rest:])
                 size = rest + got
                 cut = _after_last_line_end(buf[:size]) if got else size  # at the end, the last line needs no end
-                if not cut and size == len(buf):
-                    raise LineTooLong(self.path)
+                if not cut and size == len(buf):  # the buffer holds the start of one line longer than it
+                    self._long_line(bytes(buf[:4 * blackbox.EXAMPLE_CHARS]))
+                    rest, skipped = _past_line_end(f, buf)
+                    done += size + skipped
+                    continue
                 rows, bad = blackbox.events_of(buf[:cut], self.fmt, self.cols, self.stamped, self.symbols, room)
                 self.malformed += int(bad.size)
-                self.examples = (self.examples + bad.head(3).tolist())[:3]
+                self.examples = (self.examples + blackbox.examples_of(bad))[:3]
                 done += cut
                 if self.read is not None:
                     self.read(done)
@@ -436,6 +438,29 @@ class TextParts:
                     return
                 rest = size - cut
                 buf[:rest] = buf[cut:size].copy()
+
+
+    def _long_line(self, start: bytes) -> None:
+        """A line longer than a part, known by its first bytes (4 a character of its example at most): malformed."""
+        text = start.decode(errors="replace")
+        if self.stamped:  # the collector's receive stamp, then the line: the body is what is shown (events_of)
+            text = text.split(" ", 1)[1] if " " in text else ""
+        self.malformed += 1
+        self.examples = (self.examples + [blackbox.example_of(text)])[:3]
+
+
+def _past_line_end(f: BinaryIO, buf: np.ndarray) -> tuple[int, int]:
+    """f read on into buf past the next line end: (how many bytes after it, now at buf's start; how many were read
+    before them). At the file's end with no line end: (0, all read)."""
+    read = 0
+    while got := f.readinto(memoryview(buf)):
+        ends = np.flatnonzero(buf[:got] == ord("\n"))
+        if len(ends):
+            after = int(ends[0]) + 1
+            buf[:got - after] = buf[after:got].copy()
+            return got - after, read + after
+        read += got
+    return 0, read
 
 
 def _after_last_line_end(data: np.ndarray) -> int:

@@ -819,7 +819,7 @@ def _judged_in_parts(run: "Run", out: Path, bbo_cfg: dict[str, Any], reference: 
     judged = in_parts.judged(out, bbo_cfg, reference, stale, keep_stamps=(run.dir / "send.log").is_file(),
                              meter=meter, kinds=kinds)
     if judged is None:
-        meter.finish(how="not to be cut into parts (a line past a part, a log that does not read back): read whole")
+        meter.finish(how="not to be cut into parts (a log that does not read back, no room for buckets): read whole")
     else:
         meter.finish(how=("the simulation's events" if judged.equal else "differs")
                      + (f", {judged.malformed:,} malformed lines" if judged.malformed else ""))
