@@ -1161,3 +1161,25 @@ def test_a_copy_of_the_python_example_that_kept_its_link_says_what_to_copy(tmp_p
                              capture_output=True, text=True, timeout=60)
     assert ran.returncode == 1 and "Traceback" not in ran.stderr
     assert ran.stderr.startswith("gateway.py: itchbench_stamps.py is missing: copy itchbench's gateway/log/whitebox/")
+
+
+@pytest.mark.parametrize("named_by", ["ITCHBENCH_GATEWAY", "worktree"])
+def test_the_built_in_gateways_commands_take_a_binary_whose_path_holds_a_space(tmp_path, named_by):
+    """From a checkout in `/tmp/sp ace/…`, every run of the built-in gateway ended `INCOMPLETE (gateway_failed)`
+    with `bash: line 1: /tmp/sp: No such file or directory`: its commands expanded ${ITCHBENCH_GATEWAY:-…}
+    unquoted, and the harness names its own build there. Each command is run here as a run fills it, its binary
+    under a folder with a space, named by the variable or found under {worktree}."""
+    checkout = tmp_path / "sp ace"
+    (checkout / "build" / "gateway").mkdir(parents=True)
+    binary = checkout / "build" / "gateway" / "itch-gateway"
+    binary.symlink_to(paths.build_dir() / "gateway" / "itch-gateway")
+    built_in = contract.load(paths.repo_root() / "itchbench.toml")
+    env = {k: v for k, v in os.environ.items() if k != paths.GATEWAY_OVERRIDE}
+    if named_by == "ITCHBENCH_GATEWAY":
+        env[paths.GATEWAY_OVERRIDE] = str(binary)
+    for kind in built_in.inputs:
+        command = contract.fill(built_in.commands[kind], {
+            "worktree": checkout if named_by == "worktree" else paths.repo_root(), "feed_port": 0, "serial": "",
+            "baud": 0, "capture": "", "out": tmp_path, "itchbench_flags": ["--help"]})
+        done = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True)
+        assert done.returncode == 0 and done.stdout.startswith("itch-gateway --source"), (kind, done.stderr)

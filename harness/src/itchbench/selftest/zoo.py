@@ -29,7 +29,7 @@ PY_FILE, CPP_FILE = "gateway.py", "gateway.cpp"
 # through the built-in contract pointed at that build. Its edits name files from the repository's root.
 BUILT_IN = "built-in"
 BUILT_IN_CONTRACT = "itchbench.toml"
-_BUILT_IN_BINARY = "${{ITCHBENCH_GATEWAY:-{worktree}/build/gateway/itch-gateway}}"  # in each of its commands
+_BUILT_IN_BINARY = "gateway=${{ITCHBENCH_GATEWAY:-{worktree}/build/gateway/itch-gateway}}"  # in each of its commands
 _BUILT_IN_BUILD = re.compile(r"^build = \[\n(?:  .*\n)*\]\n", re.M)
 
 
@@ -590,8 +590,8 @@ def prepare(example: str, copy: Path, edited: bool, say: Callable[[str], None]) 
     if found != (3, 1):
         raise ZooError(f"{BUILT_IN_CONTRACT}: the built-in gateway's binary stands {found[0]} times (not 3) and its "
                        f"build {found[1]} times (not once)")
-    (copy / BUILT_IN_CONTRACT).write_text(_BUILT_IN_BUILD.sub("", contract.replace(_BUILT_IN_BINARY,
-                                                                                  shlex.quote(str(binary)))))
+    (copy / BUILT_IN_CONTRACT).write_text(_BUILT_IN_BUILD.sub("", contract.replace(
+        _BUILT_IN_BINARY, "gateway=" + shlex.quote(str(binary)))))
     return copy
 
 
