@@ -92,8 +92,11 @@ def test_a_process_left_behind_has_its_cpu_counted_and_its_children_killed(tmp_p
             f"c = subprocess.Popen(['sleep', '300'])\nopen({str(pids)!r} + '.tmp', 'w').write(f'{{os.getpid()}} "
             f"{{c.pid}}')\nos.rename({str(pids)!r} + '.tmp', {str(pids)!r})\nc.wait()")
     started = time.monotonic()
-    rc, usage = meter(tmp_path, "bash", "-c", f"setsid {sys.executable} -c {shlex.quote(spin)} & "
-                                              f"until [ -e {pids} ]; do sleep 0.01; done")
+    # Quoted, and waited for 30 s at most: from a checkout under a path with a space the daemon never started and
+    # the wait never ended.
+    rc, usage = meter(tmp_path, "bash", "-c", f"setsid {shlex.quote(sys.executable)} -c {shlex.quote(spin)} & "
+                                              f"for _ in $(seq 3000); do [ -e {shlex.quote(str(pids))} ] && break; "
+                                              "sleep 0.01; done")
     elapsed = time.monotonic() - started
     assert rc == 0, usage
     daemon, child = map(int, pids.read_text().split())
