@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -590,8 +589,11 @@ def prepare(example: str, copy: Path, edited: bool, say: Callable[[str], None]) 
     if found != (3, 1):
         raise ZooError(f"{BUILT_IN_CONTRACT}: the built-in gateway's binary stands {found[0]} times (not 3) and its "
                        f"build {found[1]} times (not once)")
-    (copy / BUILT_IN_CONTRACT).write_text(_BUILT_IN_BUILD.sub("", contract.replace(
-        _BUILT_IN_BINARY, "gateway=" + shlex.quote(str(binary)))))
+    # In double quotes, escaped for them: the commands are TOML literal strings, which no ' may stand in (shlex's
+    # quoting of a path with a space broke the TOML).
+    quoted = '"' + re.sub(r'([\\"$`])', r"\\\1", str(binary)) + '"'
+    (copy / BUILT_IN_CONTRACT).write_text(_BUILT_IN_BUILD.sub("", contract.replace(_BUILT_IN_BINARY,
+                                                                                  "gateway=" + quoted)))
     return copy
 
 
