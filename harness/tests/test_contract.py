@@ -948,7 +948,7 @@ def _example_via(tmp_path: Path, via: str, flags: str = "", bbo: str = "") -> Pa
     kafka), ready once its feed port is bound; flags: its own, bbo: a [bbo] key beside via."""
     where = {"udp": "{bbo_addr}:{bbo_port}", "mqtt": "{mqtt_addr}:{mqtt_port} --bbo-topic {mqtt_topic}",
              "kafka": "{kafka_brokers} --bbo-topic {kafka_topic}"}[via]
-    command = (f"exec /usr/bin/python3 {EXAMPLE.parent}/gateway.py --udp {{feed_addr}}:{{feed_port}} "
+    command = (f"exec /usr/bin/python3 {shlex.quote(str(EXAMPLE.parent))}/gateway.py --udp {{feed_addr}}:{{feed_port}} "
                f"--bbo-via {via} --bbo {where} {flags}")
     return _contract(tmp_path, f'''\
         name = "py-gateway via {via}"
@@ -1004,7 +1004,7 @@ def test_a_sharded_compare_and_bisect_of_a_contract_gateway(planted, udp_scenari
 def _built_in_as_black_box(tmp_path: Path, then: str = "", out: str = "{out}", run: str = "") -> Path:
     """The built-in gateway brought as a black box that reads the capture itself and writes its BBO log (the
     `itchbench` format) to a file in out; `then`: a shell command after it, on its output; run: another command."""
-    run = run or f"{paths.tool('itch-gateway')} --source sim --capture {{capture}} --out {out} --no-latency-log"
+    run = run or f"{shlex.quote(str(paths.tool('itch-gateway')))} --source sim --capture {{capture}} --out {out} --no-latency-log"
     return _contract(tmp_path, f"""\
         name = "black-box-file"
         inputs = ["file"]
@@ -1110,7 +1110,7 @@ def test_a_gateway_writing_itchbench_records_is_held_to_the_stale_flag_too(tmp_p
     script.write_text("import sys\nb = bytearray(open(sys.argv[1], 'rb').read())\n"
                       "for i in range(128, len(b) - 47, 48):\n    b[i + 42] &= 0xFE\n"
                       "open(sys.argv[1], 'wb').write(b)\n")
-    gw = _built_in_as_black_box(tmp_path, f" && python3 {script} {{out}}/bbo.bbo" if clear else "")
+    gw = _built_in_as_black_box(tmp_path, f" && python3 {shlex.quote(str(script))} {{out}}/bbo.bbo" if clear else "")
     sample = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
     values = {**config(sample, "sim", faults={"seed": 7, "drop": 0.01}), "gateway_file": str(gw)}
     s = rundir.read_json(runner.execute(values, "stale", root=tmp_path / "runs", echo=False) / "summary.json")

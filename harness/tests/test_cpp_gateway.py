@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -194,7 +195,7 @@ def test_compare_with_nothing_timed_is_not_comparable_unless_bbo_only(planted, f
 def test_a_gateway_that_names_stocks_by_symbol_is_read_through_the_stock_directory(tmp_path):
     # The same gateway writing each stock's symbol (from the session's R messages) instead of its locate.
     contract = tmp_path / "itchbench.toml"
-    contract.write_text((EXAMPLE / "itchbench.toml").read_text().replace("{worktree}", str(EXAMPLE))
+    contract.write_text((EXAMPLE / "itchbench.toml").read_text().replace("{worktree}", shlex.quote(str(EXAMPLE)))
                         .replace("--bbo {bbo_addr}:{bbo_port}", "--bbo {bbo_addr}:{bbo_port} --stock symbol"))
     scenario = tmp_path / "file.toml"
     scenario.write_text(f'name = "file"\ntransport = "sim"\ncapture = "{SEED}"\n')

@@ -5,6 +5,7 @@ the group itself. A gateway that does not join gets nothing: the packets really 
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,7 @@ def test_a_gateway_that_does_not_join_receives_nothing(capture, tmp_path):
     # kernel delivered none of what was sent (no socket of the group): never lossless.
     contract = tmp_path / "itchbench.toml"
     example = EXAMPLES / "cpp-gateway"
-    contract.write_text((example / "itchbench.toml").read_text().replace("{worktree}", str(example))
+    contract.write_text((example / "itchbench.toml").read_text().replace("{worktree}", shlex.quote(str(example)))
                         .replace("--udp {feed_addr}:{feed_port}", "--udp 127.0.0.1:{feed_port}"))
     s = _run(capture, contract, tmp_path)
     check = s["reconciliation"]["bbo_check"]

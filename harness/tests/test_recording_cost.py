@@ -6,6 +6,7 @@ stamp set the gateway refuses stopping the run with the gateway's own words."""
 from __future__ import annotations
 
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -68,7 +69,7 @@ def test_a_build_without_an_option_runs_only_the_variants_it_knows(tmp_path):
     and runs as the gateway otherwise."""
     old = tmp_path / "old-gateway"
     old.write_text(f"#!/bin/sh\nif [ \"$1\" = --help ]; then echo 'usage: itch-gateway [--stamps LIST]'; exit 0; fi\n"
-                   f"exec {paths.tool('itch-gateway')} \"$@\"\n")
+                   f"exec {shlex.quote(str(paths.tool('itch-gateway')))} \"$@\"\n")
     old.chmod(0o755)
     out = subprocess.run([sys.executable, str(SCRIPT), str(FIXTURE), "--rounds", "1", "--mode", "settled",
                           "--variant", "wide=--latency-format wide", "--variant", "histograms=--latency-histogram",

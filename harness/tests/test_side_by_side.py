@@ -4,6 +4,7 @@ ratio can be worked out by hand."""
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ def _rates_command(tmp: Path, name: str, rates: list[int]) -> str:
         "rates = q.read_text().split()\n"
         "q.write_text('\\n'.join(rates[1:]) + '\\n')\n"
         "print(f'{rates[0]} msg/s')\n")
-    return f"{sys.executable} {script}"
+    return shlex.join([sys.executable, str(script)])
 
 
 def test_ratios_median_and_best_rounds(tmp_path):

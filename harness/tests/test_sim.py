@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 import numpy as np
@@ -303,7 +304,7 @@ def test_a_gateway_that_leaves_the_end_of_a_capture_unread_is_not_lossless(tool,
     wrapper = tmp_path / "itch-gateway"
     wrapper.write_text("#!/bin/sh\n"
                        f'for a; do shift; [ "$a" = "{whole}" ] && a="{short}"; set -- "$@" "$a"; done\n'
-                       f'exec {paths.tool("itch-gateway")} "$@"\n')
+                       f'exec {shlex.quote(str(paths.tool("itch-gateway")))} "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setenv(paths.GATEWAY_OVERRIDE, str(wrapper))
     rc = itchbench_main(["sim", str(whole), "--out", str(tmp_path / "run")])
