@@ -259,6 +259,25 @@ def test_unwritable_or_reused_output_is_refused(tmp_path, capsys):
     assert "never overwritten" in capsys.readouterr().err
 
 
+def test_a_run_directory_another_run_is_taking_is_refused(tmp_path, capsys):
+    """Two runs given the same --out at once: the one that finds it held by the other (which has not yet written a
+    file there) is refused, and writes nothing into it."""
+    import fcntl
+
+    out = tmp_path / "run"
+    out.mkdir()
+    held = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as the other run holds it until its first file is written
+        assert itchbench_main(["sim", str(FIXTURES[0].path), "--out", str(out)]) == 2
+        assert "being taken by another run" in capsys.readouterr().err
+        assert not any(out.iterdir())
+    finally:
+        os.close(held)
+    run = sim.run_sim(FIXTURES[0].path, out, echo=False)  # once let go, it is an empty folder to run into
+    assert rundir.read_json(run / "summary.json")["lossless"]
+
+
 def test_dump_of_a_non_run_directory_is_an_error(tmp_path, capsys):
     assert itchbench_main(["dump", "bbo", str(tmp_path)]) == 2
     assert "not a run directory" in capsys.readouterr().err

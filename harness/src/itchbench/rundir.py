@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import secrets
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,18 +53,30 @@ def new_run_id(label: str) -> str:
     return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{label}-{secrets.token_hex(2)}"
 
 
-def create(path: Path) -> Path:
-    """Make a new, empty run directory; refuse to reuse one that has content."""
+@contextlib.contextmanager
+def create(path: Path) -> Iterator[Path]:
+    """Make a new, empty run directory (or take an empty one), refusing one that has content, and hold it against
+    any other run until the body has written its first file: two runs given the same --out at once had both found
+    it empty, both written into it and both said LOSSLESS, each of a BBO log the other had cut."""
     path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
+        held = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as e:
         raise RunDirError(f"cannot create run directory {path}: {e.strerror}") from e
-    if any(path.iterdir()):
-        raise RunDirError(f"{path} already holds files; runs are never overwritten (choose a new --out)")
-    if not os.access(path, os.W_OK):
-        raise RunDirError(f"run directory {path} is not writable")
-    return path
+    try:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as e:
+            raise RunDirError(f"{path} is being taken by another run at this moment; runs are never overwritten "
+                              "(choose a new --out)") from e
+        if any(path.iterdir()):
+            raise RunDirError(f"{path} already holds files; runs are never overwritten (choose a new --out)")
+        if not os.access(path, os.W_OK):
+            raise RunDirError(f"run directory {path} is not writable")
+        yield path
+    finally:
+        os.close(held)
 
 
 def require_regular_output(path: Path) -> None:

@@ -72,7 +72,14 @@ def start(values: dict[str, Any], label: str, *, run_dir: Path | None, root: Pat
           command: str, origin: dict[str, Any] | None, under_test: dict[str, Any] | None = None) -> Run:
     """Create the run directory — run_dir itself, or root/RUN_ID — and its manifest."""
     run_id = rundir.new_run_id(label)
-    run_dir = rundir.create(run_dir if run_dir is not None else (root or default_root()) / run_id)
+    with rundir.create(run_dir if run_dir is not None else (root or default_root()) / run_id) as run_dir:
+        return _start(run_dir, run_id, values, label, echo=echo, command=command, origin=origin,
+                      under_test=under_test)
+
+
+def _start(run_dir: Path, run_id: str, values: dict[str, Any], label: str, *, echo: bool, command: str,
+           origin: dict[str, Any] | None, under_test: dict[str, Any] | None) -> Run:
+    """start()'s body, the run directory held: its manifest is the first file in it."""
     capture = Path(values["capture"])
     # Before the gateway starts, at once: the capture hashed, its count by itch-inspect (which reconciliation holds
     # the run to) and the machine's snapshot, its tools asked their versions. Each waits on a file or on other
