@@ -13,6 +13,8 @@ import pandas as pd
 from . import stats
 from .stats import StatsError
 
+_INEXACT_FROM = float(2**53)  # every whole number below it is a double
+
 
 @dataclass
 class ExternalStats:
@@ -65,6 +67,12 @@ def stats_of_csv(path: Path, column: str | None, method: str = stats.DEFAULT_MET
     negative = np.flatnonzero(values < 0)
     if negative.size:
         raise StatsError(f"{path}: negative latencies in {named} (first at line {int(negative[0]) + first_line})")
+    # Read as doubles: a whole number from 2^53 ns (104 days) on may be another number (2^53 + 1 reads as 2^53),
+    # said as if it were given.
+    inexact = np.flatnonzero(values >= _INEXACT_FROM)
+    if inexact.size:
+        raise StatsError(f"{path}: latencies of 2^53 ns (104 days) or more in {named}, which are not held exactly "
+                         f"(first at line {int(inexact[0]) + first_line}: {raw.iloc[int(inexact[0])]!r})")
     values = values[~blank]
     if values.size == 0:
         raise StatsError(f"{path}: no values in {named}")
