@@ -125,6 +125,16 @@ def test_a_capture_without_a_udp_datagram_is_refused_before_any_run(tmp_path, ca
     assert "no feed to replay" in capsys.readouterr().err and not out.exists()
 
 
+def test_inspect_of_a_capture_without_a_udp_datagram_says_it_has_no_feed(tmp_path, capsys):
+    # It printed a table of zeros and "rejected: none", exit 0. One frame of IPv6 (ethertype 0x86DD), 54 bytes.
+    frame = b"\x33\x33\x00\x00\x00\x01" + b"\x02" * 6 + b"\x86\xdd" + bytes(40)
+    capture = tmp_path / "ipv6.pcap"
+    capture.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+                        + struct.pack("<IIII", 1, 0, len(frame), len(frame)) + frame)
+    assert itchbench_main(["inspect", str(capture)]) == 1
+    assert "NO FEED: no UDP datagram in the capture (its packets: 1 not ipv4)" in capsys.readouterr().out
+
+
 def test_a_feed_that_is_not_in_the_capture_is_refused(tap):
     with pytest.raises(CaptureError, match="233.54.12.111:9"):
         check_capture(tap.path, f"{FEED[0]}:9")

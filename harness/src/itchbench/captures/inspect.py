@@ -37,14 +37,17 @@ def check_capture(capture: Path, feed: str = "") -> Path:
     if capture_kind(capture) == "pcap":
         facts = facts_of(capture, feed)  # the feed is chosen (or refused) from the capture's flows
         if not facts["flows"]:  # else a run of nothing: LOSSLESS, 0 messages, which checked nothing
-            skipped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in facts["not_feed"].items() if n)
-            raise CaptureError(f"{capture}: no UDP datagram in the capture"
-                               + (f" (its packets: {skipped})" if skipped else " (no packets)")
-                               + ": no feed to replay")
+            raise CaptureError(f"{capture}: {no_feed(facts['not_feed'])}: no feed to replay")
     elif feed:
         raise CaptureError(f"{capture}: a binary ITCH file has no UDP flows: a feed ({feed}) applies to pcap "
                            "captures only")
     return capture.resolve()
+
+
+def no_feed(not_feed: dict[str, int]) -> str:
+    """What a pcap with no UDP datagram holds instead, from its not-the-feed counts."""
+    skipped = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in not_feed.items() if n)
+    return "no UDP datagram in the capture" + (f" (its packets: {skipped})" if skipped else " (no packets)")
 
 
 @functools.lru_cache(maxsize=64)

@@ -43,8 +43,10 @@ def flow_table(report: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..captures.inspect import inspect_capture, rejections
+    from ..captures.inspect import inspect_capture, no_feed, rejections
     report = inspect_capture(Path(args.capture), args.feed)
+    # A pcap of no UDP datagram has no feed: nothing in it is ITCH, which a table of zeros would not say.
+    feedless = report["kind"] == "pcap" and not report["flows"]
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -55,4 +57,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"rejected: {rej or 'none'}")
         if not report["complete"]:
             print(f"ERROR: {report['error']}")
-    return 0 if report["complete"] and report["rejected"] == 0 else 1
+        if feedless:
+            print(f"NO FEED: {no_feed(report['capture_stats']['not_feed'])}")
+    return 0 if report["complete"] and report["rejected"] == 0 and not feedless else 1
