@@ -202,6 +202,22 @@ def test_a_document_is_never_written_over_a_runs_own_report(runs, capsys):
     assert (run / "report.md").read_bytes() == before and not (run / "figures").exists()
 
 
+def test_a_configuration_with_a_run_not_lossless_is_marked_where_its_figures_are(runs, tmp_path, capsys):
+    # A copy of the runs with one of small-index's three made incomplete, as an interrupted run's summary says.
+    copy = tmp_path / "runs"
+    shutil.copytree(runs, copy)
+    hit = next(p for p in sorted(copy.glob("*/summary.json")) if json.loads(p.read_text())["label"] == "small-index")
+    s = json.loads(hit.read_text())
+    s["verdict"] = {**s["verdict"], "status": "incomplete", "exit_status": 1,
+                    "headline": "INCOMPLETE (interrupted): interrupted by SIGINT (Ctrl-C)"}
+    hit.write_text(json.dumps(s))
+    assert itchbench_main(["doc", str(copy), "--out", str(tmp_path / "d"), "--baseline", "default-index"]) == 0
+    md = (tmp_path / "d" / "report.md").read_text()
+    assert "- **small-index** (1 of 3 runs not lossless): " in md
+    assert "| small-index (1 of 3 runs not lossless) | 3 |" in md
+    assert "| default-index (baseline) | 3 |" in md  # its runs are all lossless: no mark
+
+
 def test_unknown_baseline_names_the_configurations(runs, tmp_path, capsys):
     assert itchbench_main(["doc", str(runs), "--out", str(tmp_path / "d"), "--baseline", "nope"]) == 2
     err = capsys.readouterr().err

@@ -149,7 +149,12 @@ def loss_statement(configs: list[Configuration]) -> dict[str, Any]:
     not_applied = sum(int(r.summary.get("reconciliation", {}).get("loss", {}).get("messages_not_applied", 0))
                       for r in runs)
     lossy = [r for r, s in zip(runs, statuses) if s not in ("lossless", "faults_accounted")]
-    return {"runs": len(runs), "lossless": statuses.count("lossless"),
+    # Each configuration's runs that are neither, marked where its figures are given (the executive summary's
+    # factors and the table): an interrupted run's figures are of the part it ran.
+    lossy_ids = {id(r) for r in lossy}
+    marks = {c.label: f" ({n} of {len(c.runs)} run{'s' if len(c.runs) != 1 else ''} not lossless)"
+             for c in configs if (n := sum(id(r) in lossy_ids for r in c.runs))}
+    return {"runs": len(runs), "lossless": statuses.count("lossless"), "marks": marks,
             "faults_accounted": statuses.count("faults_accounted"), "expected_messages": expected,
             "messages_not_applied": not_applied, "lossy": lossy,
             "all_lossless": not lossy and statuses.count("lossless") == len(runs)}
