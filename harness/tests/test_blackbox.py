@@ -146,6 +146,44 @@ def test_a_json_level_change_whose_side_is_a_number_is_malformed_either_way(tmp_
     assert malformed == 2 and events.empty
 
 
+def test_a_json_field_that_is_not_a_whole_number_is_malformed_not_rounded(tmp_path: Path):
+    # int() had taken 100.4 shares as 100 and true as 1: a gateway off by a fraction matched the simulation. The
+    # first line is REF's first event as it should be; each other is it with one field spoilt.
+    good = {"seq": 10, "stock": 1, "bid_px": 100, "bid_qty": 5, "ask_px": 0, "ask_qty": 0}
+    spoilt = [{**good, "bid_qty": 5.4}, {**good, "bid_px": True}, {**good, "bid_px": -100}, {**good, "seq": 10.0}]
+    path = tmp_path / "bbo.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in [good, *spoilt]) + "\n")
+    events, malformed, examples = blackbox.read_events(path, "jsonl", stamped=False)
+    assert malformed == 4 and events[blackbox.COLUMNS].values.tolist() == [REF.values[0].tolist()]
+    assert [blackbox.why_malformed(e, "jsonl", blackbox.COLUMNS, {}) for e in examples] == [
+        "bid_qty 5.4 is not a whole number from 0 to 2^63 - 1",
+        "bid_px true is not a whole number from 0 to 2^63 - 1 (a price is a whole number of 1/10,000 dollars)",
+        "bid_px -100 is not a whole number from 0 to 2^63 - 1 (a price is a whole number of 1/10,000 dollars)"]
+    # Negative integers alone, which pyarrow reads at once as integers, are malformed there too.
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "seq": 11, "ask_qty": -1}) + "\n")
+    assert blackbox._jsonl_at_once(path.read_bytes(), blackbox.COLUMNS, False, {}) is None
+    assert blackbox.read_events(path, "jsonl", stamped=False)[1] == 1
+
+
+def test_a_malformed_line_is_said_with_what_is_wrong_with_it():
+    cols = blackbox.COLUMNS
+    cases = {
+        "12,8,0.0000,0,196.7900,100": "bid_px '0.0000' is not a whole number from 0 to 2^63 - 1 (a price is a "
+                                      "whole number of 1/10,000 dollars)",
+        "12,8,1,2,3": "5 fields where 6 are due (seq, stock, bid_px, …)",
+        "12,ZZZZ,1,2,3,4": "stock 'ZZZZ' is neither a locate nor a symbol of the session's stock directory",
+        "12,AAPL,1,2,3,4": "",  # nothing wrong taken alone
+        "12,8,1,2,3,9223372036854775808": "ask_qty '9223372036854775808' is not a whole number from 0 to 2^63 - 1",
+        "x" * (blackbox.EXAMPLE_CHARS + 1): "",  # cut short as kept: not told
+    }
+    for line, why in cases.items():
+        assert blackbox.why_malformed(line, "csv", cols, {"AAPL": 1}) == why, line
+    assert blackbox.why_malformed("not json", "jsonl", cols, {}) == "not a JSON object"
+    assert blackbox.why_malformed('{"seq": 1}', "jsonl", cols, {}) == "no stock, bid_px, bid_qty, …"
+    sided = blackbox.LEVEL_CHANGE_COLUMNS
+    assert blackbox.why_malformed("1,1,X,100,5", "csv", sided, {}) == "side 'X' is neither B nor S"
+
+
 def test_json_lines_parse_and_garbage_is_counted(tmp_path: Path):
     path = tmp_path / "bbo.jsonl"
     path.write_text('{"seq": 10, "stock": 1, "bid_px": 100, "bid_qty": 5, "ask_px": 0, "ask_qty": 0}\n'

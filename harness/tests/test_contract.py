@@ -284,7 +284,8 @@ def _bad_gateway(tmp_path: Path, mode: str, *args: Path) -> Path:
 @pytest.mark.parametrize("mode, status, words", [
     ("never_ready", "incomplete", "INCOMPLETE (gateway_failed): the gateway never became ready (tcp_connected) within 2 s"),
     ("crash", "incomplete", "killed by SIGSEGV"),
-    ("garbage", "bbo_differs", "malformed lines (e.g. 'this is not a BBO line')"),
+    ("garbage", "bbo_differs", "malformed lines (e.g. 'this is not a BBO line': 1 field where 6 are due (seq, stock, "
+                               "bid_px, …))"),
     ("silent", "bbo_differs", "BBO DIFFERS (exact): "),
     ("hang", "incomplete", "did not stop within 1 s of SIGTERM: killed (SIGKILL)"),
     ("quits", "incomplete", "INCOMPLETE (gateway_stopped_early): the gateway ended by itself (exited with status 0)"),

@@ -167,7 +167,9 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
                    f"{f['stream']} event #{f['event']:,} ({f['kind']}):", "", f"- expected: {f['expected']}",
                    f"- got: {f['got']}", ""]
         if check.get("malformed_examples"):
-            md += ["Malformed lines, first ones: " + ", ".join(f"`{x[:80]}`" for x in check["malformed_examples"]), ""]
+            why = f" (the first: {check['malformed_why']})" if check.get("malformed_why") else ""
+            md += ["Malformed lines, first ones: " + ", ".join(f"`{x[:80]}`" for x in check["malformed_examples"])
+                   + why, ""]
     md += recovery_section(rec.get("recovery"))
     md += join_section(rec.get("join"))
     md += speed_section(summary)

@@ -307,9 +307,9 @@ def _line_by_line(lines: pd.Series, fmt: str, cols: list[str], stamped: bool,
 
     def locate(v: Any) -> int:
         """A locate as it is, a symbol through the directory (KeyError: unknown)."""
-        if isinstance(v, int) or (isinstance(v, str) and v.strip().isdigit()):
+        if isinstance(v, str) and v.strip().isdigit():
             return int(v)
-        return symbols[str(v).strip()]
+        return _json_whole(v) if not isinstance(v, str) else symbols[v.strip()]
 
     lines = lines[lines.str.strip() != ""] if lines.size else lines
     if stamped:
@@ -324,7 +324,7 @@ def _line_by_line(lines: pd.Series, fmt: str, cols: list[str], stamped: bool,
         for line in body:  # JSON lines have no vectorised parser that survives a garbage line
             try:
                 d = json.loads(line)
-                rows.append([locate(d[c]) if c == "stock" else SIDE_BYTES[d[c]] if c == "side" else _int64(d[c])
+                rows.append([locate(d[c]) if c == "stock" else SIDE_BYTES[d[c]] if c == "side" else _json_whole(d[c])
                              for c in cols])
                 ok.append(True)
             except (ValueError, KeyError, TypeError):
@@ -444,6 +444,8 @@ def _jsonl_at_once(data: bytes, cols: list[str], stamped: bool, symbols: dict[st
         if c != "side" and pa.types.is_integer(column.type) and not (  # a side is "B" or "S", never a number
                 pa.types.is_unsigned_integer(column.type) and column.type.bit_width == 64):
             out[:, i] = column.to_numpy()
+            if (out[:, i] < 0).any():  # no event field is negative: those lines are malformed, read one by one
+                return None
         elif pa.types.is_string(column.type) and c in ("stock", "side"):
             at, words = pd.factorize(column.to_pandas())
             value = ([SIDE_BYTES.get(w, -1) for w in words] if c == "side" else
@@ -466,12 +468,58 @@ def _past_int64(col: pd.Series) -> pd.Series:
     return col.str.isdigit() & ((n > len(_INT64_MAX)) | ((n == len(_INT64_MAX)) & (digits > _INT64_MAX)))
 
 
-def _int64(v: Any) -> int:
-    """A JSON value as an event field, as int() takes it; ValueError when that is past int64."""
-    x = int(v)
-    if not -2**63 <= x < 2**63:
-        raise ValueError(f"{v!r} is past int64")
+def _json_whole(v: Any) -> int:
+    """A JSON value as an event field: an integer from 0 to int64's largest, or a string of its digits, as a csv
+    field is; ValueError for any other (a malformed line). int() had taken 196.79 as 196 and true as 1: a
+    gateway's shares off by a fraction were judged equal to the simulation's."""
+    x = int(v) if isinstance(v, str) and v.strip().isdigit() else v
+    if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < 2**63:
+        raise ValueError(f"{v!r} is not a whole number of an event field")
     return x
+
+
+def why_malformed(line: str, fmt: str, cols: list[str], symbols: dict[str, int]) -> str:
+    """What makes a malformed line of a csv or jsonl output one (its body, as example_of keeps it), in words: the
+    first field that is wrong, or how many fields it has; '' when that cannot be told from the line as kept (cut
+    short) or nothing in it is wrong taken alone."""
+    if len(line) > EXAMPLE_CHARS:
+        return ""
+    if fmt == "jsonl":
+        try:
+            d = json.loads(line)
+        except ValueError:
+            return "not a JSON object"
+        if not isinstance(d, dict):
+            return "not a JSON object"
+        missing = [c for c in cols if c not in d]
+        if missing:
+            return f"no {', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}"
+        fields = [(c, d[c]) for c in cols]
+    elif fmt == "csv":
+        parts = [f.strip() for f in line.split(",")]
+        if len(parts) != len(cols):
+            return f"{len(parts)} field{'s' if len(parts) != 1 else ''} where {len(cols)} are due ({', '.join(cols[:3])}, …)"
+        fields = list(zip(cols, parts))
+    else:
+        return ""
+    for c, v in fields:
+        if c == "stock":
+            text = str(v).strip() if isinstance(v, str) else ""
+            if text and not text.isdigit() and text not in symbols:
+                return f"stock {text!r} is neither a locate nor a symbol of the session's stock directory"
+            if text:
+                continue
+        if c == "side":
+            if v not in SIDE_BYTES:
+                return f"side {json.dumps(v) if fmt == 'jsonl' else repr(v)} is neither B nor S"
+            continue
+        try:
+            _json_whole(v)
+        except ValueError:
+            price = " (a price is a whole number of 1/10,000 dollars)" if c.endswith("_px") or c == "price" else ""
+            shown = json.dumps(v) if fmt == "jsonl" else repr(v)  # as the line has it: true, "7"
+            return f"{c} {shown} is not a whole number from 0 to 2^63 - 1{price}"
+    return ""
 
 
 def judges_stale(bbo: dict[str, Any]) -> bool:

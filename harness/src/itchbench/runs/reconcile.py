@@ -729,6 +729,9 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         last = int(ref["seq"].max()) if len(ref) else 0
         reached = int(events["seq"].max()) if len(events) else 0
     bbo_check.update({"malformed_lines": malformed, "malformed_examples": examples, "output": str(out.name)})
+    if examples:
+        bbo_check["malformed_why"] = blackbox.why_malformed(examples[0], bbo_cfg["format"], blackbox.columns(levels),
+                                                           reference.symbols)
     if run.values["transport"] == "sim":
         # Reading the capture itself, a black box shows how far it read only through its BBO stream: the messages
         # after the simulation's last event leave no trace there, whether it read them or not.

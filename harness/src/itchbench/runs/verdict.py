@@ -185,6 +185,12 @@ def unrebuildable_orders(j: dict[str, Any]) -> int:
     return max(0, int((j.get("snapshot") or {}).get("orders", 0)) - feed_before_join)
 
 
+def malformed_example(check: dict[str, Any]) -> str:
+    """A BBO check's first malformed line, quoted, and what is wrong with it when that was told (malformed_why)."""
+    why = check.get("malformed_why")
+    return f"{check['malformed_examples'][0]!r}" + (f": {why}" if why else "")
+
+
 def _join_words(j: dict[str, Any]) -> str:
     """What the join took, in a few words."""
     snap = j.get("snapshot") or {}
@@ -231,7 +237,7 @@ def _judge_join(rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:
     if whole.get("malformed_lines"):
         return "bbo_differs", (f"{'DEPTH' if published else 'BBO'} DIFFERS after joining {at}: "
                                f"{count(whole['malformed_lines'], 'malformed line')} (e.g. "
-                               f"{whole['malformed_examples'][0]!r}) in its output; {_join_words(j)}")
+                               f"{malformed_example(whole)}) in its output; {_join_words(j)}")
     applied = f"{count(loss['expected_messages'], 'message')} after the join applied, " if not j.get("black_box") \
         else ""
     depth_words = (f", {count(depth['after_join']['events'], 'depth event')} after it and each stock's depth at "
@@ -352,7 +358,7 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
         status, headline = "lost", f"LOST: {'; '.join(where)} on the way to the gateway; accounting balanced"
     elif not check["equal"] or check["malformed_lines"]:
         malformed = (f"; {count(check['malformed_lines'], 'malformed line')} (e.g. "
-                     f"{check['malformed_examples'][0]!r})" if check["malformed_lines"] else "")
+                     f"{malformed_example(check)})" if check["malformed_lines"] else "")
         status = "bbo_differs"
         depth = summary.get("bbo", {}).get("levels", 0)
         of_depth = f", depth of {levels_words(depth)}" if depth else ""
