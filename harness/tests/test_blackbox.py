@@ -175,9 +175,15 @@ def test_a_malformed_line_is_said_with_what_is_wrong_with_it():
         "12,AAPL,1,2,3,4": "",  # nothing wrong taken alone
         "12,8,1,2,3,9223372036854775808": "ask_qty '9223372036854775808' is not a whole number from 0 to 2^63 - 1",
         "x" * (blackbox.EXAMPLE_CHARS + 1): "",  # cut short as kept: not told
+        # Digits other than 0-9, which Python's int() reads ("\u0665" as 5): not a number of an event.
+        "12,8,\u0665,0,0,0": "bid_px '\u0665' is not a whole number from 0 to 2^63 - 1 (a price is a whole number of "
+                             "1/10,000 dollars)",
+        "12,\u0668,5,0,0,0": "stock '\u0668' is neither a locate nor a symbol of the session's stock directory",
     }
     for line, why in cases.items():
         assert blackbox.why_malformed(line, "csv", cols, {"AAPL": 1}) == why, line
+        if line.count(",") == 5 and why:  # and the reader counts it malformed
+            assert len(blackbox.events_of((line + "\n").encode(), "csv", cols, False, {"AAPL": 1})[1]) == 1, line
     assert blackbox.why_malformed("not json", "jsonl", cols, {}) == "not a JSON object"
     assert blackbox.why_malformed('{"seq": 1}', "jsonl", cols, {}) == "no stock, bid_px, bid_qty, …"
     sided = blackbox.LEVEL_CHANGE_COLUMNS

@@ -76,8 +76,9 @@ def event_key(cols: list[str]) -> list[str]:
 def _csv_line(numbers: int, side: bool = False) -> re.Pattern[str]:
     """seq, stock (its locate, or its symbol: letters first), a side letter (B or S) when `side`, then `numbers`
     numbers."""
-    return re.compile(r"^\s*\d+\s*,\s*(?:\d+|[A-Za-z][A-Za-z0-9 .+/-]*?)\s*" + (r",\s*[BS]\s*" if side else "")
-                      + r",\s*\d+\s*" * numbers + "$")
+    # [0-9], not \d: "\u0665" is a digit to Python's re and int() (5), and no number of an event.
+    return re.compile(r"^\s*[0-9]+\s*,\s*(?:[0-9]+|[A-Za-z][A-Za-z0-9 .+/-]*?)\s*" + (r",\s*[BS]\s*" if side else "")
+                      + r",\s*[0-9]+\s*" * numbers + "$")
 PERCENTILES = {"p50": 50, "p90": 90, "p95": 95, "p99": 99, "p999": 99.9, "p9999": 99.99, "max": 100}
 # Stage names a contract run's summary gives its wire-to-wire figures under (summary.json latency.stages), so that
 # documents and compare read them as they read the built-in gateway's stages.
@@ -307,7 +308,7 @@ def _line_by_line(lines: pd.Series, fmt: str, cols: list[str], stamped: bool,
 
     def locate(v: Any) -> int:
         """A locate as it is, a symbol through the directory (KeyError: unknown)."""
-        if isinstance(v, str) and v.strip().isdigit():
+        if isinstance(v, str) and _digits(v.strip()):
             return int(v)
         return _json_whole(v) if not isinstance(v, str) else symbols[v.strip()]
 
@@ -449,7 +450,7 @@ def _jsonl_at_once(data: bytes, cols: list[str], stamped: bool, symbols: dict[st
         elif pa.types.is_string(column.type) and c in ("stock", "side"):
             at, words = pd.factorize(column.to_pandas())
             value = ([SIDE_BYTES.get(w, -1) for w in words] if c == "side" else
-                     [int(w) if w.strip().isdigit() else symbols.get(w.strip(), -1) for w in words])
+                     [int(w) if _digits(w.strip()) else symbols.get(w.strip(), -1) for w in words])
             if min(value, default=0) < 0:
                 return None
             out[:, i] = np.asarray(value, np.int64)[at]
@@ -468,11 +469,16 @@ def _past_int64(col: pd.Series) -> pd.Series:
     return col.str.isdigit() & ((n > len(_INT64_MAX)) | ((n == len(_INT64_MAX)) & (digits > _INT64_MAX)))
 
 
+def _digits(text: str) -> bool:
+    """Whether text is ASCII digits 0-9 (str.isdigit also takes "٥", which int() reads as 5, and "²")."""
+    return text.isascii() and text.isdigit()
+
+
 def _json_whole(v: Any) -> int:
     """A JSON value as an event field: an integer from 0 to int64's largest, or a string of its digits, as a csv
     field is; ValueError for any other (a malformed line). int() had taken 196.79 as 196 and true as 1: a
     gateway's shares off by a fraction were judged equal to the simulation's."""
-    x = int(v) if isinstance(v, str) and v.strip().isdigit() else v
+    x = int(v) if isinstance(v, str) and _digits(v.strip()) else v
     if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < 2**63:
         raise ValueError(f"{v!r} is not a whole number of an event field")
     return x
@@ -505,19 +511,19 @@ def why_malformed(line: str, fmt: str, cols: list[str], symbols: dict[str, int])
     for c, v in fields:
         if c == "stock":
             text = str(v).strip() if isinstance(v, str) else ""
-            if text and not text.isdigit() and text not in symbols:
+            if text and not _digits(text) and text not in symbols:
                 return f"stock {text!r} is neither a locate nor a symbol of the session's stock directory"
             if text:
                 continue
         if c == "side":
             if v not in SIDE_BYTES:
-                return f"side {json.dumps(v) if fmt == 'jsonl' else repr(v)} is neither B nor S"
+                return f"side {json.dumps(v, ensure_ascii=False) if fmt == 'jsonl' else repr(v)} is neither B nor S"
             continue
         try:
             _json_whole(v)
         except ValueError:
             price = " (a price is a whole number of 1/10,000 dollars)" if c.endswith("_px") or c == "price" else ""
-            shown = json.dumps(v) if fmt == "jsonl" else repr(v)  # as the line has it: true, "7"
+            shown = json.dumps(v, ensure_ascii=False) if fmt == "jsonl" else repr(v)  # as the line has it: true
             return f"{c} {shown} is not a whole number from 0 to 2^63 - 1{price}"
     return ""
 
