@@ -213,6 +213,20 @@ def test_report_of_a_non_run_directory(tmp_path, capsys):
     assert "not a run directory" in capsys.readouterr().err
 
 
+def test_a_run_that_has_not_ended_is_said_so_not_called_no_run(run_dir, tmp_path, capsys):
+    # Its manifest is a run's first file, its summary the last: a copy without the summary (and, as at the start
+    # of a run, without the gateway's counters) is a run still going, or killed before its end.
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    (run / "summary.json").unlink()
+    (run / "gateway.json").unlink()
+    for command in (["report", str(run)], ["dump", "bbo", str(run)]):
+        assert itchbench_main(command) == 2
+        err = capsys.readouterr().err
+        assert "is a run that has not ended (" in err and "it is still running, or it was killed before its end" \
+            in err, err
+
+
 def test_receive_words_say_how_many_kernel_stamps_were_not_placed():
     xdp = {"attach_mode": "skb", "bind_mode": "copy", "hook_stamps": 7001, "hook_stamps_unplaced": 0}
     assert report._receive_words({"gateway": {"af_xdp": xdp}}, "af_xdp").endswith(

@@ -128,7 +128,13 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(Path(path).read_text())
     except FileNotFoundError as e:
-        raise RunDirError(f"{path.parent} is not a run directory: {path.name} is missing") from e
+        run = Path(path).parent
+        if (run / "manifest.json").is_file() and not (run / "summary.json").is_file():
+            # A run's manifest is its first file and its summary its last: between them it runs.
+            missing = "summary.json" if path.name == "summary.json" else f"{path.name} and summary.json"
+            raise RunDirError(f"{run} is a run that has not ended ({missing} not written): it is still running, "
+                              "or it was killed before its end") from e
+        raise RunDirError(f"{run} is not a run directory: {path.name} is missing") from e
     except json.JSONDecodeError as e:
         raise RunDirError(f"{path}: not valid JSON ({e})") from e
 
