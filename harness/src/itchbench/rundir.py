@@ -70,6 +70,8 @@ def create(path: Path) -> Iterator[Path]:
         except BlockingIOError as e:
             raise RunDirError(f"{path} is being taken by another run at this moment; runs are never overwritten "
                               "(choose a new --out)") from e
+        except OSError:
+            pass  # a file system that has no locks (ENOLCK): the emptiness check alone, as before the lock
         if any(path.iterdir()):
             raise RunDirError(f"{path} already holds files; runs are never overwritten (choose a new --out)")
         if not os.access(path, os.W_OK):
