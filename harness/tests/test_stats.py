@@ -137,7 +137,8 @@ def test_stats_command_table_names_the_method(tmp_path, capsys):
     ("inf\n2\n", [], "1 value(s) in the file are not numbers (first at line 1: 'inf')"),
     ("4\n\n-2\n", [], "negative latencies in the file (first at line 3)"),
     # 2^53 + 1 reads back as 2^53: refused rather than reported as another number.
-    ("a\n5\n9007199254740993\n", [], "of 2^53 ns (104 days) or more in 'a', which are not held exactly (first at line 3"),
+    ("a\n5\n9007199254740993\n", [],
+     "of 2^53 ns (104 days) or more in 'a', which are not held exactly (first at line 3"),
 ])
 def test_stats_command_errors(tmp_path, capsys, text, args, message):
     p = write_csv(tmp_path, text)

@@ -504,7 +504,8 @@ def why_malformed(line: str, fmt: str, cols: list[str], symbols: dict[str, int])
     elif fmt == "csv":
         parts = [f.strip() for f in line.split(",")]
         if len(parts) != len(cols):
-            return f"{len(parts)} field{'s' if len(parts) != 1 else ''} where {len(cols)} are due ({', '.join(cols[:3])}, …)"
+            fields_said = f"{len(parts)} field{'s' if len(parts) != 1 else ''}"
+            return f"{fields_said} where {len(cols)} are due ({', '.join(cols[:3])}, …)"
         fields = list(zip(cols, parts))
     else:
         return ""
