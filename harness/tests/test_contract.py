@@ -675,13 +675,13 @@ def _itchbench(*args: str | Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("metric, subject", [
     ("bbo", "Count the ask side once more"),  # the BBO stream, judged exactly: it runs beside other tests
     pytest.param("latency", "Pause on every packet", marks=pytest.mark.alone)])  # judged by timing
-def test_bisect_names_the_planted_commit(planted, udp_scenario, metric, subject):
+def test_bisect_names_the_planted_commit(planted, udp_scenario, metric, subject, tmp_path):
     # Pausing 0.3 ms a packet at 5,000 packets/s leaves the gateway ever further behind: 1,500 packets end 0.15 s
     # late, its p50 grows several hundredfold, so a 2,000 % threshold keeps the noise of a busy machine (a p50 7.4
     # times another's between two commits that change nothing, with a busy loop on a CPU) from passing for a step.
     # A longer pause would overflow the socket's buffer: loss, not latency.
     r = _itchbench("bisect", "HEAD~4", "HEAD", "--repo", planted, "--gateway", "itchbench.toml", "--metric", metric,
-                   "--scenario", udp_scenario, "--threshold", "2000")
+                   "--scenario", udp_scenario, "--threshold", "2000", "--out", tmp_path / "bisect")
     assert r.returncode == 0, r.stderr[-2000:]
     assert "first bad commit: " in r.stdout and r.stdout.splitlines()[0].endswith(subject), r.stdout
 
@@ -713,11 +713,12 @@ def test_bisect_of_a_brought_gateway_steps_over_a_commit_it_cannot_build(tmp_pat
     repo = _example_history(tmp_path, [("Note", source + "# a note\n"), ("Break", source + "def broken(:\n"),
                                        ("Mend", source), ("Count", counted), ("Tidy", counted + "# tidy\n")])
     r = _itchbench("bisect", "HEAD~5", "HEAD", "--repo", repo, "--gateway", "itchbench.toml", "--metric", "bbo",
-                   "--scenario", udp_scenario)
+                   "--scenario", udp_scenario, "--out", tmp_path / "bisect")
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
     assert r.stdout.splitlines()[0].endswith(" Count"), r.stdout
     assert "5 commit(s) measured, 1 of them not building (stepped over)" in r.stdout
     assert re.search(r"'Break': does not build.* -> skipped", r.stderr), r.stderr[-2000:]
+    assert len(list((tmp_path / "bisect").glob("*/*/summary.json"))) >= 4  # its runs where --out says, a commit's each
 
 
 @needs_root
@@ -738,7 +739,8 @@ def test_bisect_of_a_brought_gateway_over_a_commit_that_cannot_run(tmp_path, req
 
     def bisect(*more: str) -> subprocess.CompletedProcess:
         return _itchbench("bisect", "HEAD~5", "HEAD", "--repo", repo, "--gateway", "itchbench.toml", "--metric", "bbo",
-                          "--scenario", request.getfixturevalue(scenario), *more)
+                          "--scenario", request.getfixturevalue(scenario), *more,
+                          "--out", tmp_path / "-".join(("bisect", *more)))
 
     r = bisect()
     assert r.returncode == 2 and "first bad commit" not in r.stdout, r.stdout + r.stderr[-2000:]

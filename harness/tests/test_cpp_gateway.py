@@ -166,9 +166,9 @@ def test_compare_of_a_harmless_commit_counts_the_same_instructions(planted, file
 
 
 @needs_root
-def test_bisect_by_instructions_names_the_planted_commit(planted, file_scenario):
+def test_bisect_by_instructions_names_the_planted_commit(planted, file_scenario, tmp_path):
     r = _itchbench("bisect", "HEAD~3", "HEAD", "--repo", planted, "--gateway", "itchbench.toml", "--metric",
-                   "instructions", "--scenario", file_scenario)
+                   "instructions", "--scenario", file_scenario, "--out", tmp_path / "bisect")
     assert r.returncode == 0, r.stderr[-2000:]
     first = r.stdout.splitlines()[0]
     assert first.startswith("first bad commit: ") and first.endswith("Work 2 us more on every message"), r.stdout

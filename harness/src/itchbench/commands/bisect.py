@@ -49,7 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "default $ITCHBENCH_SHARD) and write shard-K-of-N.json in --out; find nothing yet")
     b.add_argument("--merge", nargs="+", type=Path, metavar="DIR",
                    help="the first bad commit from every shard's measurements (their --out folders)")
-    b.add_argument("--out", type=Path, help="a shard's folder (default reports/bisect/STAMP)")
+    b.add_argument("--out", type=Path, help="where a brought gateway's runs and a shard's record go (default "
+                   "reports/bisect/STAMP)")
     b.set_defaults(func=run)
 
 
@@ -82,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
                      "inputs = [\"file\", …] and a transport = \"sim\" configuration)"
                      if args.metric == "instructions" else ""), file=sys.stderr)
             return 2
-        root = paths.repo_root() / "reports" / "bisect" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        root = args.out or paths.repo_root() / "reports" / "bisect" / stamp
         measure = bisect.contract_measure(args.repo, args.gateway, args.metric, workloads[0].values, args.runs,
                                           root, say)
         brought = contract.load((args.repo / args.gateway).resolve())
