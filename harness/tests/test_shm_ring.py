@@ -73,8 +73,11 @@ def test_a_consumer_killed_mid_run_is_named(tmp_path):
     run, s = _run(tmp_path, pps=2000, shm_subscribers=1)  # 7,001 packets: 3.5 s
     killer.join()
     assert s["verdict"]["status"] != "lossless" and s["verdict"]["exit_status"] == 1
+    (sub,) = s["reconciliation"]["subscribers"]
+    lost = (f"; and lost: subscriber 0 (shared memory) missed {sub['frames_dropped']:,} BBO "
+            f"frame{'s' if sub['frames_dropped'] != 1 else ''}; no feed message lost" if sub["frames_dropped"] else "")
     assert s["verdict"]["headline"] == ("NOT BALANCED: failed: subscriber 0 (shared memory) ended with the stream "
-                                        "(killed by SIGKILL)")
+                                        "(killed by SIGKILL)" + lost)
     assert _ring_gone(run) and leftover_processes() == []
 
 

@@ -139,6 +139,24 @@ def test_faults_accounted_covers_only_injected_faults():
     assert v["status"] == "lost" and v["exit_status"] == 1 and "subscriber 0 missed 3 BBO frames" in v["headline"]
 
 
+def test_a_failed_check_does_not_hide_what_was_lost_besides():
+    # A broker restarted mid-run: its acknowledgement of one message failed a check, and the subscriber missed 40
+    # frames. The headline had named the check alone.
+    from itchbench.runs import verdict
+    rec = {"balanced": False, "checks": {"MQTT: the broker acknowledged every message sent (1 of 1,123 not)": False,
+                                         "a count": True}, "received": 1000, "decoded": 1000}
+    run = {"complete": True, "bbo": {"events": 5},
+           "reconciliation": {**rec, "loss": _loss(subscriber_frames_dropped={"subscriber 0 (MQTT, QoS 1)": 40})}}
+    v = verdict.judge(run)
+    assert v["status"] == "unbalanced" and v["exit_status"] == 1
+    assert v["headline"] == ("NOT BALANCED: failed: MQTT: the broker acknowledged every message sent (1 of 1,123 "
+                             "not); and lost: subscriber 0 (MQTT, QoS 1) missed 40 BBO frames; no feed message lost")
+    # Nothing lost besides: the failed check alone.
+    run["reconciliation"]["loss"] = _loss()
+    assert verdict.judge(run)["headline"] == ("NOT BALANCED: failed: MQTT: the broker acknowledged every message "
+                                              "sent (1 of 1,123 not)")
+
+
 def test_a_black_box_is_credited_only_with_what_was_seen():
     from itchbench.runs import verdict
     check = {"mode": "exact", "events": 40, "reference_events": 40, "missing": 0, "extra": 0, "wrong": 0,

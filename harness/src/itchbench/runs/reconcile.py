@@ -294,7 +294,8 @@ def subscriber_name(sub: dict[str, Any], *details: str) -> str:
     """'subscriber 2 (MQTT, QoS 1)', 'subscriber 3 (TCP, depth)': its number, how it was fed, what it read when not
     the BBO and any details, as every verdict names it."""
     what = ["depth"] if sub.get("depth") else []
-    return f"subscriber {sub['index']} ({', '.join([TRANSPORT_NAMES[sub.get('kind', 'tcp')], *what, *details])})"
+    said = [TRANSPORT_NAMES[sub.get('kind', 'tcp')], *what, *filter(None, details)]
+    return f"subscriber {sub['index']} ({', '.join(said)})"
 
 
 def _subscribers(run: "Run", gw: dict[str, Any], bbo: logs.LogFile, checks: dict[str, bool]) -> list[dict[str, Any]]:
@@ -543,11 +544,13 @@ def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]]) -> di
         "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
         "kernel_dropped_datagrams": hop.get("kernel_dropped", 0),
         "serial_bad_lines": hop.get("lines_bad", 0),
-        "subscriber_duplicates": {subscriber_name(s): s["duplicates"] for s in subs if s.get("duplicates")},
+        # Each named as its checks name it (a broker's with its settings: "subscriber 0 (MQTT, QoS 1)").
+        "subscriber_duplicates": {subscriber_name(s, s.get("settings", "")): s["duplicates"] for s in subs
+                                  if s.get("duplicates")},
         # A slow or reconnecting subscriber of a broker loses only its own share: said, not the run's loss.
-        "subscriber_own_loss": {subscriber_name(s, s["mode"]): s["frames_dropped"] for s in subs
+        "subscriber_own_loss": {subscriber_name(s, s.get("settings", ""), s["mode"]): s["frames_dropped"] for s in subs
                                 if s.get("kind") in BROKER_NAMES and s["mode"] != "fast" and s["frames_dropped"]},
-        "subscriber_frames_dropped": {subscriber_name(s): s["frames_dropped"]
+        "subscriber_frames_dropped": {subscriber_name(s, s.get("settings", "")): s["frames_dropped"]
                                       for s in subs if s["mode"] == "fast" and s["frames_dropped"]},
     }
     loss["lossless"] = not (not_applied or rec["rejected"] or rec["rejected_packets"]

@@ -139,7 +139,9 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
     applied = loss.get("applied_messages", rec["decoded"])
     if not rec["balanced"]:
         failed = [name for name, ok in rec["checks"].items() if not ok]
-        status, headline = "unbalanced", not_balanced(failed)
+        # What was lost besides is said too: a check that failed (a broker's acknowledgement) must not hide that a
+        # subscriber missed frames.
+        status, headline = "unbalanced", not_balanced(failed) + (f"; and lost: {_lost_clause(loss)}" if lost else "")
     elif "join" in rec:
         status, headline = _judge_join(rec, lost, rest)
     elif "recovery" in rec:
