@@ -128,7 +128,7 @@ def test_a_planted_recovery_bug_is_caught_and_bisected(tmp_path):
                         '[faults]\nseed = 5\ndrop = 0.02\n[rerequest]\nserver = true\n')
     r = subprocess.run([str(paths.repo_root() / ".venv" / "bin" / "itchbench"), "bisect", "HEAD~2", "HEAD",
                         "--repo", str(repo), "--gateway", "itchbench.toml", "--metric", "bbo",
-                        "--scenario", str(scenario)], capture_output=True, text=True)
+                        "--scenario", str(scenario), "--out", str(tmp_path / "bisect")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.splitlines()[0].endswith("Apply what waited behind a gap at once"), r.stdout
 
