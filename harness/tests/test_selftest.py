@@ -90,6 +90,9 @@ def _wide(counted: str, kind: str) -> Callable[[str], bool]:
 
 # What a verdict must name beyond its status, per mutant: it names only what was observed.
 HEADLINES = {
+    # A JSON number with a fraction is no whole number of shares: malformed, and said why, not rounded to a pass.
+    "json-shares-off-by-a-fraction": lambda h: h.startswith("BBO DIFFERS (exact): ") and re.search(
+        r"malformed lines \(e\.g\. '.*\"bid_qty\": \d+\.25.*': bid_qty \d+\.25 is not a whole number", h) is not None,
     # A field kept narrow is wrong exactly where the wide fields leave the corner: every event of a locate above
     # 32,767 missing (its line malformed), every event past seq 2^32 missing, every event of more than 2^32 shares
     # at the touch wrong.

@@ -174,6 +174,11 @@ _CPP_STAMPS_RECORDED = ("            ib_latency_record(stamps_, seq, n > 0 ? cha
 _SERIAL_COMMAND_END = '--serial {serial} --bbo {bbo_addr}:{bbo_port} --levels {levels}"\n'
 CLAIMS_SHARDS_SERIAL = (Edit(_SERIAL_COMMAND_END, _SERIAL_COMMAND_END.replace('"\n', ' --shards 3"\n'),
                              "itchbench.toml"),)
+# It publishes JSON lines (bbo.format = "jsonl", --bbo-format jsonl) instead of csv.
+CLAIMS_JSONL = (Edit('format = "csv"      # seq,stock,bid_px,bid_qty,ask_px,ask_qty\n', 'format = "jsonl"\n',
+                     "itchbench.toml"),
+                Edit(_UDP_COMMAND_END, _UDP_COMMAND_END.replace('"\n', ' --bbo-format jsonl"\n'), "itchbench.toml"))
+_JSON_LINE = ('            pending.append(json.dumps({"seq": seq, "stock": stock, "bid_px": bbo[0], "bid_qty": bbo[1],\n')
 _SHARD_SENT = '                    send("".join(shard).encode())\n'
 _SHARD_SENT_BACKWARDS = _SHARD_SENT.replace("(shard).encode())\n", "(reversed(shard)).encode())  # MUTANT\n")
 _OLD_PRICE_FIRST = "                             key=lambda p: (p != first_price, p))\n"
@@ -253,6 +258,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("cancel-deletes", "a partial cancel (X) removes the whole order", PY,
            _py((_REDUCING, '        elif kind in (b"E", b"C"):  # MUTANT\n'),
                (_DELETE, '        elif kind in (b"D", b"X"):  # MUTANT\n')), "serial", "bbo_differs"),
+    Mutant("json-shares-off-by-a-fraction", "a side's shares a quarter of a share off on every event (a float), in "
+           "JSON lines: int() took 100.25 as 100, and judged the gateway right", PY,
+           CLAIMS_JSONL + _py((_JSON_LINE, _JSON_LINE.replace('"bid_qty": bbo[1],', '"bid_qty": bbo[1] + 0.25,')
+                               .replace(",\n", ",  # MUTANT\n", 1))), "udp", "bbo_differs"),
     Mutant("empty-level-kept", "a price level left behind at zero shares when its last order leaves", PY,
            _py((_LEVEL_GONE, "        # MUTANT: a level at zero shares stays\n")), "udp", "bbo_differs"),
     # Depth (docs/book-and-bbo.md): the same book bugs, seen below the top.
@@ -504,6 +513,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "udp", "lossless", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
     Control(PY, "udp", "lossless", edits=IMPATIENT, claim="contract waits 4 s for ready, 2 s after SIGTERM"),
     Control(PY, "udp", "lossless", edits=CLAIMS_STATE, claim='contract says check = "state"'),
+    Control(PY, "udp", "lossless", edits=CLAIMS_JSONL, claim='contract says format = "jsonl"'),
     Control(PY, "udp", "lossless", edits=CLAIMS_SHARDS, claim="contract runs it with --shards 3"),
     Control(PY, "serial", "lossless", edits=CLAIMS_SHARDS_SERIAL, claim="contract runs it with --shards 3"),
     Control(PY, "join-depth", "joined", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
