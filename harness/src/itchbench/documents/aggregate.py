@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..analysis import hops, stats
+from ..runs.verdict import count
 from ..compare.statistics import bootstrap_ratio_ci
 from .collect import Configuration, RunRecord
 
@@ -152,7 +153,7 @@ def loss_statement(configs: list[Configuration]) -> dict[str, Any]:
     # Each configuration's runs that are neither, marked where its figures are given (the executive summary's
     # factors and the table): an interrupted run's figures are of the part it ran.
     lossy_ids = {id(r) for r in lossy}
-    marks = {c.label: f" ({n} of {len(c.runs)} run{'s' if len(c.runs) != 1 else ''} not lossless)"
+    marks = {c.label: f" ({n} of {count(len(c.runs), 'run')} not lossless)"
              for c in configs if (n := sum(id(r) in lossy_ids for r in c.runs))}
     return {"runs": len(runs), "lossless": statuses.count("lossless"), "marks": marks,
             "faults_accounted": statuses.count("faults_accounted"), "expected_messages": expected,

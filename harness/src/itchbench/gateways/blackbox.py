@@ -509,6 +509,11 @@ def why_malformed(line: str, fmt: str, cols: list[str], symbols: dict[str, int])
         fields = list(zip(cols, parts))
     else:
         return ""
+
+    def shown(v: Any) -> str:
+        """A field's value as the line has it: JSON's true and "7", csv's text quoted."""
+        return json.dumps(v, ensure_ascii=False) if fmt == "jsonl" else repr(v)
+
     for c, v in fields:
         if c == "stock":
             text = str(v).strip() if isinstance(v, str) else ""
@@ -518,14 +523,13 @@ def why_malformed(line: str, fmt: str, cols: list[str], symbols: dict[str, int])
                 continue
         if c == "side":
             if v not in SIDE_BYTES:
-                return f"side {json.dumps(v, ensure_ascii=False) if fmt == 'jsonl' else repr(v)} is neither B nor S"
+                return f"side {shown(v)} is neither B nor S"
             continue
         try:
             _json_whole(v)
         except ValueError:
             price = " (a price is a whole number of 1/10,000 dollars)" if c.endswith("_px") or c == "price" else ""
-            shown = json.dumps(v, ensure_ascii=False) if fmt == "jsonl" else repr(v)  # as the line has it: true
-            return f"{c} {shown} is not a whole number from 0 to 2^63 - 1{price}"
+            return f"{c} {shown(v)} is not a whole number from 0 to 2^63 - 1{price}"
     return ""
 
 
