@@ -225,3 +225,20 @@ def test_a_loss_offered_again_is_said_to_be_the_gateways():
     # A copy the kernel dropped was never offered: the clause would blame the gateway for it.
     assert "offered again" not in headline(messages_not_applied=73, sequence_gap_messages=73,
                                            kernel_dropped_datagrams=2)
+
+
+def test_a_depth_subscribers_frames_are_said_depth_frames():
+    """A depth subscriber's frames are level changes, not BBO events: its loss and its duplicates say so, named as
+    reconcile names the subscriber; a BBO subscriber beside it keeps 'BBO frames'."""
+    from itchbench.runs import reconcile, verdict
+    rec = {"received": 1000, "missing": 0, "reordered": 0, "duplicates": 0, "rejected": 0, "rejected_reasons": {},
+           "rejected_packets": 0, "rejected_packet_reasons": {}, "packets": 100, "decoded": 1000}
+    subs = [{"index": 0, "kind": "tcp", "mode": "fast", "frames_dropped": 3, "duplicates": 0},
+            {"index": 4, "kind": "mqtt", "depth": 5, "settings": "QoS 1", "mode": "fast", "frames_dropped": 2,
+             "duplicates": 1}]
+    loss = reconcile._loss("sim", rec, subs)
+    v = verdict.judge({"complete": True, "bbo": {"events": 5},
+                       "reconciliation": {"balanced": True, "checks": {}, **rec, "loss": loss}})
+    assert v["headline"] == ("LOST: subscriber 0 (TCP) missed 3 BBO frames; subscriber 4 (MQTT, depth, QoS 1) missed "
+                             "2 depth frames; no feed message lost; 1,000 applied; subscriber 4 (MQTT, depth, QoS 1) "
+                             "received 1 depth frame twice; accounting balanced")

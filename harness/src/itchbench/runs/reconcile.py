@@ -552,6 +552,10 @@ def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]]) -> di
                                 if s.get("kind") in BROKER_NAMES and s["mode"] != "fast" and s["frames_dropped"]},
         "subscriber_frames_dropped": {subscriber_name(s, s.get("settings", "")): s["frames_dropped"]
                                       for s in subs if s["mode"] == "fast" and s["frames_dropped"]},
+        # What a subscriber's frames carry, by every name it goes by above: a depth subscriber misses depth frames.
+        "subscriber_frame_nouns": {subscriber_name(s, *details): "depth frame" if s.get("depth") else "BBO frame"
+                                   for s in subs for details in ((s.get("settings", ""),),
+                                                                 (s.get("settings", ""), s["mode"]))},
     }
     loss["lossless"] = not (not_applied or rec["rejected"] or rec["rejected_packets"]
                             or loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"]

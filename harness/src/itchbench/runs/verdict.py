@@ -67,6 +67,12 @@ def count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
+def frame_noun(loss: dict[str, Any], subscriber: str) -> str:
+    """What a subscriber's frames carry: 'depth frame' for a depth subscriber's; a summary written before the
+    nouns were kept says 'BBO frame', as it did."""
+    return loss.get("subscriber_frame_nouns", {}).get(subscriber, "BBO frame")
+
+
 def _reasons(by_reason: dict[str, int]) -> str:
     return ", ".join(f"{n:,} × {why}" for why, n in by_reason.items() if n)
 
@@ -84,7 +90,8 @@ _LOSS_WORDS = [
 
 def _lost_clause(loss: dict[str, Any]) -> str:
     where = [words.format(count(loss[key], unit)) for key, unit, words in _LOSS_WORDS if loss[key]]
-    where += [f"{name} missed {count(n, 'BBO frame')}" for name, n in loss["subscriber_frames_dropped"].items()]
+    where += [f"{name} missed {count(n, frame_noun(loss, name))}"
+              for name, n in loss["subscriber_frames_dropped"].items()]
     n = loss["messages_not_applied"]
     if not n:  # lost on the way out only: a subscriber's share
         return f"{'; '.join(where)}; no feed message lost"
@@ -112,9 +119,9 @@ def _other_clauses(summary: dict[str, Any], loss: dict[str, Any]) -> str:
     if loss.get("duplicate_messages"):
         parts.append(f"{count(loss['duplicate_messages'], 'duplicate message')} ignored")
     for name, n in loss.get("subscriber_duplicates", {}).items():
-        parts.append(f"{name} received {count(n, 'BBO frame')} twice")
+        parts.append(f"{name} received {count(n, frame_noun(loss, name))} twice")
     for name, n in loss.get("subscriber_own_loss", {}).items():
-        parts.append(f"{name} missed {count(n, 'BBO frame')}, its own")
+        parts.append(f"{name} missed {count(n, frame_noun(loss, name))}, its own")
     return "".join(f"; {p}" for p in parts)
 
 
