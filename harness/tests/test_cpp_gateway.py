@@ -243,7 +243,10 @@ def test_a_crash_while_reading_the_capture_says_how_far_it_got(tmp_path):
     reached = s["progress"]["last_bbo_seq"]
     # What it had flushed before the abort: some of the events before message 200,000, none after.
     assert 0 < reached < 200000 and s["progress"]["messages"] == 300000
-    assert f"its BBO output reached seq {reached:,} of the capture's 300,000 messages" in headline
+    # The synthesised session numbers its messages from 1: those after the last event are 300,000 - reached.
+    after = 300000 - reached
+    assert s["progress"]["messages_after"] == after
+    assert f"its BBO output reached seq {reached:,}, {after:,} of the capture's 300,000 messages after it" in headline
 
 
 STRICT = 'truncated record\\n", path); return 1; }'  # the example, at a pcap record cut short: an error

@@ -88,6 +88,16 @@ def _wide(counted: str, kind: str) -> Callable[[str], bool]:
     return named
 
 
+def _reached_before(h: str, seq: int, messages: int) -> bool:
+    """The headline ends with how far the output got: a seq below `seq`, and the messages after it of a session of
+    `messages` numbered from 1."""
+    said = re.search(r"its BBO output reached seq ([\d,]+), ([\d,]+) of the capture's ([\d,]+) messages after it$", h)
+    if said is None:
+        return False
+    reached, after, whole = (int(x.replace(",", "")) for x in said.groups())
+    return 0 < reached < seq and whole == messages and after == messages - reached
+
+
 # What a verdict must name beyond its status, per mutant: it names only what was observed.
 HEADLINES = {
     # A JSON number with a fraction is no whole number of shares: malformed, and said why, not rounded to a pass.
@@ -105,9 +115,9 @@ HEADLINES = {
     # Held a read back: its stock's events that the next read's passed are out of order, however the line was read.
     "out-of-order-serial": lambda h: "0 missing, 0 extra, 0 wrong," in h and "out of order (after a later event" in h,
     "no-snapshot": lambda h: h.startswith("NOT JOINED at seq "),
-    # Killed at the packet that carries seq 2,000: its output reached a seq before it (docs/gateway-contract.md).
-    "crash-mid-run": lambda h: "killed by SIGSEGV" in h and 0 < int(re.search(
-        r"its BBO output reached seq ([\d,]+) of the capture's 8,000 messages$", h)[1].replace(",", "")) < 2000,
+    # Killed at the packet that carries seq 2,000: its output reached a seq before it (docs/gateway-contract.md),
+    # and the session, numbered from 1, has 8,000 - that seq messages after it.
+    "crash-mid-run": lambda h: "killed by SIGSEGV" in h and _reached_before(h, 2000, 8000),
     "end-of-session-ignored": lambda h: "did not end by itself" in h,
     # Its helper named by its command line, its own exit said as what it was.
     "helper-left-running": lambda h: h.startswith("INCOMPLETE (gateway_failed): the gateway ended by itself (exited "

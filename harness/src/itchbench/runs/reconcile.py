@@ -813,10 +813,13 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         # messages has fewer than its last seq.
         whole, messages = ("session", int(facts_of(session, feed)["messages"])) if session != capture else \
             ("capture", hop["expected_messages"])
-        summary["progress"] = {"last_bbo_seq": reached, "messages": messages}
+        # Counted, not taken as messages - reached: a session's numbers need not start at 1 (wide-fields' start
+        # past 2^32).
+        after = reference.messages_after(reached) if reached else messages
+        summary["progress"] = {"last_bbo_seq": reached, "messages": messages, "messages_after": after}
         summary["failure"]["message"] = (
-            f"{failure}; its BBO output reached seq {reached:,} of the {whole}'s {messages:,} messages" if reached
-            else f"{failure}; it wrote no BBO event")
+            f"{failure}; its BBO output reached seq {reached:,}, {after:,} of the {whole}'s {messages:,} messages "
+            "after it" if reached else f"{failure}; it wrote no BBO event")
         summary["error"] = summary["failure"]["message"]
 
 
