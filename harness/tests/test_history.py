@@ -422,11 +422,16 @@ def test_a_gateways_sources_id_changes_with_its_sources_and_contract_only(tmp_pa
     assert ids[0] == ids[1] and len({ids[1], ids[2], ids[3]}) == 3 and all(i.startswith("src-") for i in ids)
     assert len(set(whole)) == 4
     # Uncommitted: a change to the README keeps the commit's build; one to the code is a build of its own.
+    # Neither is a build's own output beside the code: the checkout is not dirty for either.
     (repo / "README").write_text("more\n")
-    assert provenance.of(contract.load(repo), repo)["sources_id"] == ids[3]
+    (repo / "__pycache__").mkdir()
+    (repo / "__pycache__" / "gw.cpython-311.pyc").write_bytes(b"\0")
+    clean = provenance.of(contract.load(repo), repo)
+    assert clean["sources_id"] == ids[3] and not clean["dirty"] and clean["diff_sha256"] == ""
     (repo / "gw.py").write_text("print(3)\n")
-    assert provenance.of(contract.load(repo), repo)["sources_id"].endswith(
-        "+dirty-" + provenance.tree_diff_sha256(repo, ["gw.py", "itchbench.toml"])[:8])
+    changed = provenance.of(contract.load(repo), repo)
+    diff = provenance.tree_diff_sha256(repo, ["gw.py", "itchbench.toml"])
+    assert changed["sources_id"].endswith("+dirty-" + diff[:8]) and changed["dirty"] and changed["diff_sha256"] == diff
     # Stored with the run, from its provenance.
     run = tmp_path / "run"
     run.mkdir()

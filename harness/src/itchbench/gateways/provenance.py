@@ -74,7 +74,10 @@ def of(c: Contract, worktree: Path, *, source_repository: str | Path | None = No
     commit_time = (_git(worktree, "show", "-s", "--format=%cI", "HEAD") or "").strip() or None
     depth = (_git(worktree, "rev-list", "--count", "HEAD") or "").strip()
     subject = (_git(worktree, "show", "-s", "--format=%s", "HEAD") or "").strip() or None
-    diff = tree_diff_sha256(worktree) if top else ""
+    # Changes to what the build reads: a build's own outputs beside them (a __pycache__, an object file) are no
+    # uncommitted change, and made every run of a clean checkout "dirty".
+    identity = identity_paths(c)
+    diff = tree_diff_sha256(worktree, identity) if top else ""
     values = {"commit": (commit or "").strip() or "WORKTREE", "worktree": worktree, "build_dir": "{build_dir}"}
     return {
         "name": c.name,
@@ -87,7 +90,7 @@ def of(c: Contract, worktree: Path, *, source_repository: str | Path | None = No
         "dirty": bool(diff),
         "diff_sha256": diff,
         "sources": list(c.sources),
-        "sources_id": sources_id(worktree, commit.strip(), identity_paths(c), working_tree=True) if commit else None,
+        "sources_id": sources_id(worktree, commit.strip(), identity, working_tree=True) if commit else None,
         "contract": str(c.path),
         "contract_sha256": file_sha256(Path(c.path)),
         "build": [contract_mod.fill(t, values) for t in c.build],
