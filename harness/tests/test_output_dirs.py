@@ -4,10 +4,13 @@ found in the harness's own code, so one added later is held to it too."""
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 
-from itchbench import paths
+import pytest
+
+from itchbench import cli, paths
 
 # `"reports" / "NAME"` (from the repository's root) and `default_root().parent / "NAME"` (beside reports/runs).
 _DEFAULT_DIR = re.compile(r'"reports" / "([\w-]+)"|default_root\(\)\.parent / "([\w-]+)"')
@@ -22,3 +25,17 @@ def test_every_default_output_directory_under_reports_is_ignored_by_git():
         probe = f"reports/{name}/a-run"
         ignored = subprocess.run(["git", "-C", str(root), "check-ignore", "-q", probe]).returncode == 0
         assert ignored, f"{probe} is not ignored by .gitignore"
+
+
+def test_every_commands_out_refuses_an_empty_path(capsys):
+    """`--out "$OUT"` with OUT unset: Path("") is the current folder, and `sim` took it for no --out at all and wrote
+    into the checkout's reports/. Every command's --out, found in the parser, refuses it before anything runs."""
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    with_out = [name for name, p in sub.choices.items() if any("--out" in a.option_strings for a in p._actions)]
+    assert {"sim", "run", "compare", "bisect", "doc", "export", "selftest"} <= set(with_out), with_out
+    for name in with_out:
+        with pytest.raises(SystemExit) as e:
+            parser.parse_args([name, "--out", "", "x", "y"])
+        assert e.value.code == 2
+        assert "argument --out: '': an empty path" in capsys.readouterr().err, name

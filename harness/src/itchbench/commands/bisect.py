@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths, vocabulary
-from .common import at_least, percentage
+from .common import at_least, given_path, percentage
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "default $ITCHBENCH_SHARD) and write shard-K-of-N.json in --out; find nothing yet")
     b.add_argument("--merge", nargs="+", type=Path, metavar="DIR",
                    help="the first bad commit from every shard's measurements (their --out folders)")
-    b.add_argument("--out", type=Path, help="where a brought gateway's runs and a shard's record go (default "
+    b.add_argument("--out", type=given_path, help="where a brought gateway's runs and a shard's record go (default "
                    "reports/bisect/STAMP)")
     b.set_defaults(func=run)
 

@@ -47,6 +47,14 @@ def at_least(least: int) -> Callable[[str], int]:
     return parse
 
 
+def given_path(text: str) -> Path:
+    """An argparse type: a path that is not empty. `--out "$OUT"` with OUT unset is an empty path, which Path takes
+    for the current folder (or a command for its default): said, not written somewhere unasked."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: an empty path (an unset variable?)")
+    return Path(text)
+
+
 @contextmanager
 def logs_not_whole() -> Iterator[list[str]]:
     """What the logs read inside did not hold whole (a tail cut off, a log never closed: TruncatedLogWarning),

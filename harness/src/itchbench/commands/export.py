@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .. import rundir, vocabulary
-from .common import UserError, logs_not_whole, partial_output
+from .common import UserError, given_path, logs_not_whole, partial_output
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     e.add_argument("--format", choices=vocabulary.EXPORT_FORMATS,
                    help="(default: the --out file's suffix, .csv or .parquet; otherwise parquet)")
-    e.add_argument("--out", type=Path, help="output file (default: RUN_DIR/latency.FORMAT or RUN_DIR/bbo.FORMAT)")
+    e.add_argument("--out", type=given_path, help="output file (default: RUN_DIR/latency.FORMAT or RUN_DIR/bbo.FORMAT)")
     e.add_argument("--bbo", action="store_true", help="the BBO events instead of the per-message latency")
     e.set_defaults(func=run)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import UserError, run_line, verdict_of
+from .common import UserError, given_path, run_line, verdict_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "foreign shard, or a run whose logs were cut after it ended (exit 2). `itchbench doc` takes the same "
         "directories. docs/sharding.md")
     m.add_argument("dirs", nargs="+", metavar="DIR", help="directories holding shard records and their runs")
-    m.add_argument("--out", metavar="FILE", help="also write the merged list (JSON: shards, runs) here")
+    m.add_argument("--out", type=given_path, metavar="FILE",
+                   help="also write the merged list (JSON: shards, runs) here")
     m.set_defaults(func=run)
 
 

@@ -8,6 +8,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from .common import UserError, given_path
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -30,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cpu", type=int, default=1,
                    help="CPU for each run against the peer (its whole process) and each recording run's hot thread; "
                         "-1: not pinned (default: 1)")
-    p.add_argument("--out", type=Path, default=None, help="the document (default: docs/performance.md)")
+    p.add_argument("--out", type=given_path, default=None, help="the document (default: docs/performance.md)")
     p.add_argument("--work", type=Path, default=None,
                    help="generated files and raw figures (default: build/performance)")
     p.set_defaults(func=run)
@@ -48,7 +50,6 @@ def _counts(text: str) -> tuple[int, ...]:
 def run(args: argparse.Namespace) -> int:
     from .. import paths, rundir
     from ..documents import performance
-    from .common import UserError
 
     if args.messages < 3000 or args.rounds < 1:  # a nasdaq-day file's stock directory alone is 500 messages
         raise UserError("performance: --messages must be at least 3000 and --rounds at least 1")

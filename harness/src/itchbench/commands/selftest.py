@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .common import UserError, given_path
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -19,14 +21,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="a subset, one mutant of each kind of input (about a minute)")
     p.add_argument("--mutant", action="append", metavar="NAME", help="only this mutant (again for more)")
     p.add_argument("--list", action="store_true", help="list the zoo and exit")
-    p.add_argument("--out", metavar="DIR", help="where the runs go (default: reports/selftest)")
+    p.add_argument("--out", type=given_path, metavar="DIR", help="where the runs go (default: reports/selftest)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..runs import runner as run_runner
     from ..selftest import runner, zoo
-    from .common import UserError
     if args.list:
         for m in zoo.MUTANTS:
             print(f"{m.name:28} {m.scenario:9} {m.expect:12} {'quick ' if m.quick else ''}{m.defect}")

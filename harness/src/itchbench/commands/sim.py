@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..runs.verdict import EXIT_HELP
-from .common import run_line, verdict_of
+from .common import given_path, run_line, verdict_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "fault sidecar beside it (CAPTURE.faults.json, from `itchbench faults`) is reconciled "
                        "with it exactly. " + EXIT_HELP)
     s.add_argument("capture", help="pcap/pcapng of MoldUDP64 over UDP (any port), or a binary ITCH 5.0 file")
-    s.add_argument("--out", metavar="RUN_DIR", help="new run directory (default: reports/runs/RUN_ID)")
+    s.add_argument("--out", type=given_path, metavar="RUN_DIR", help="new run directory (default: reports/runs/RUN_ID)")
     s.add_argument("--no-latency-log", action="store_true", help="record the BBO stream only")
     s.add_argument("--feed", metavar="ADDR:PORT", default="",
                    help="the capture's feed flow (default: the flow with the most MoldUDP64 messages)")
