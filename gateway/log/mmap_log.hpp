@@ -148,6 +148,7 @@ class MmapLog {
   std::mutex grow_mutex_;
   // base_ and the pointers below move together, under grow_mutex_, when the writer remaps.
   uint8_t* mapped_end_ = nullptr;  // end of the file (guarded by grow_mutex_)
+  int grow_error_ = 0;  // errno of the write that could not grow the file; then none is tried (grow_mutex_)
   uint8_t* released_end_ = nullptr;  // pages before this were handed back to the kernel (provisioner's)
   std::atomic<uint8_t*> ready_end_{nullptr};  // pages before this are populated
   std::atomic<uint8_t*> written_end_{nullptr};

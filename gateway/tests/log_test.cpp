@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -232,6 +233,31 @@ TEST(MmapLog, ARecordClaimedButNeverCommittedIsNotInTheClosedLog) {
   logfmt::LatencyRecord last;
   std::memcpy(&last, bytes.data() + logfmt::kLatencyHeaderSize + 9 * sizeof last, sizeof last);
   EXPECT_EQ(last.seq, 10u);
+}
+
+TEST(MmapLog, AFileThatCouldNotGrowIsNotTriedAgain) {
+  // The file limited to two chunks (RLIMIT_FSIZE: the write past it fails with EFBIG, as one on a full disk fails
+  // with ENOSPC); no provisioner, so the writer grows the file itself. Once a grow failed, every later claim is
+  // dropped at once, without a write: with the limit lifted again, claims are still dropped.
+  ScratchDir dir;
+  struct rlimit was;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &was), 0);
+  const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit two_chunks = was;
+  two_chunks.rlim_cur = 2 * MmapLog::kChunkBytes;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &two_chunks), 0);
+  MmapLog log(dir.file("limited"), logfmt::Kind::kBbo, 48, offsetof(logfmt::BboRecord, flags), {},
+              8 * MmapLog::kChunkBytes, MmapLog::kNoLimit, false);
+  const uint64_t fit = (2 * MmapLog::kChunkBytes - logfmt::kHeaderSize) / 48;
+  for (uint64_t i = 0; i < fit + 10; ++i) log.next();
+  ::setrlimit(RLIMIT_FSIZE, &was);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(log.records(), fit);
+  EXPECT_EQ(log.dropped(), 10u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(log.next(), nullptr);
+  EXPECT_EQ(log.dropped(), 110u);
+  EXPECT_EQ(log.drop_reason(), std::string("growing the file failed: ") + std::strerror(EFBIG));
+  log.close();
 }
 
 TEST(MmapLog, UnwritableDirectoryIsAClearError) {
