@@ -79,6 +79,12 @@ def partial_output(cut: list[str], what: str) -> int:
     return 1 if cut else 0
 
 
+def _no_socket_words(hop: dict[str, Any]) -> str:
+    """The datagrams the kernel had no socket for, when there were any: with delivered and dropped, every one sent."""
+    n = hop.get("kernel_no_port", 0) + hop.get("kernel_no_group_member", 0)
+    return f", no socket {n:,}" if n else ""
+
+
 def run_line(summary: dict[str, Any]) -> str:
     """The counts of a run, hop by hop, on one line."""
     rec = summary.get("reconciliation") or {}
@@ -99,7 +105,7 @@ def run_line(summary: dict[str, Any]) -> str:
                  + ("in the capture, the sender stopped before its end" if stopped else messages_verb(transport))]
         if transport == "udp" and hop:
             parts.append(f"{hop['sender']} sent {hop['sender_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
-                         f"dropped {hop['kernel_dropped']:,}")
+                         f"dropped {hop['kernel_dropped']:,}{_no_socket_words(hop)}")
         if transport == "serial" and hop:
             parts.append(f"serial-replay sent {hop['lines_sent']:,} lines")
         parts.append(f"{black_box_events(summary, check)} received of {check['reference_events']:,} "
@@ -118,7 +124,7 @@ def run_line(summary: dict[str, Any]) -> str:
                      f"({hop['attach_mode']}, {hop['bind_mode']}), socket dropped {hop['socket_dropped']:,}")
     elif transport == "udp" and hop:
         parts.append(f"{hop['sender']} sent {hop['sender_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
-                     f"dropped {hop['kernel_dropped']:,}")
+                     f"dropped {hop['kernel_dropped']:,}{_no_socket_words(hop)}")
     if transport == "serial" and hop:
         util = hop.get("line_utilisation")
         parts.append(f"{hop['lines_good']:,} good lines, {hop['lines_bad']} bad"

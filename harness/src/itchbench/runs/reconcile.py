@@ -679,6 +679,16 @@ def _run_stamps(run: "Run", events: pd.DataFrame) -> white_box.RunStamps:
                                received["seq"].to_numpy(np.int64), received["t_recv"].to_numpy(np.int64))
 
 
+def _no_socket(hop: dict[str, Any], lines: dict[str, Any] | None, recovering: bool) -> int:
+    """The feed's datagrams the kernel had no socket for (no port bound, no member of the group), on a run of one
+    line with no way back: each one the gateway never received, though it said it was ready (its output may still
+    equal the simulation: a stock directory missed by a gateway naming stocks by locate). With a B line or a
+    re-request server a datagram a line lost may come back, and its verdict is the recovery's."""
+    if recovering or (lines and "b" in lines):
+        return 0
+    return int(hop.get("kernel_no_port", 0)) + int(hop.get("kernel_no_group_member", 0))
+
+
 def _collector_ended(run: "Run") -> dict[str, Any]:
     """How the collector of a brought gateway's output said it ended (its FILE.json); {} when it did not say."""
     info = run.dir / (adapter.BBO_FILE + ".json")
@@ -745,8 +755,10 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         bbo_check["unseen_tail"] = {"after_seq": last, "messages": reference.messages_after(last)}
     loss = {"expected_messages": hop["expected_messages"],
             "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
-            "kernel_dropped_datagrams": hop.get("kernel_dropped", 0)}
-    loss["lossless"] = not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"])
+            "kernel_dropped_datagrams": hop.get("kernel_dropped", 0),
+            "kernel_no_socket_datagrams": _no_socket(hop, lines, recovering)}
+    loss["lossless"] = not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"]
+                            or loss["kernel_no_socket_datagrams"])
     own_log = None
     injected = faults.sidecar_of(capture)
     if c.get("white_box") == "stamps":  # its own stages are reported only from a log that holds together
