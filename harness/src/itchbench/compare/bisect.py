@@ -178,9 +178,9 @@ def contract_measure(repo: Path, contract_rel: Path, metric: str, values: dict[s
                 if session.run_not_lost([run_dir]):
                     return outputs.bbo_digest(run_dir)[0]
                 lost.append(f"{s['verdict']['headline']} ({run_dir})")
-                if len(lost) == BBO_ATTEMPTS:
-                    raise BisectError(f"{rev.label}: each of {BBO_ATTEMPTS} runs lost messages, so its BBO digest "
-                                      f"would judge what they lost: {lost[0]}")
+                if len(lost) == BBO_ATTEMPTS:  # a commit that cannot be judged: --cannot-run says what then
+                    raise CouldNotRun(rev.label, f"each of {BBO_ATTEMPTS} runs lost messages, so its BBO digest "
+                                                 f"would judge what they lost: {lost[0]}")
                 say(f"{rev.label}: the run lost messages ({s['verdict']['headline'][:80]}); running it again")
                 continue
             if not (s.get("wire_to_wire") or {}).get("from_intended"):
