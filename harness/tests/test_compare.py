@@ -371,40 +371,6 @@ def test_a_built_in_gateway_that_crashes_could_not_run(tmp_path, monkeypatch, me
         bisect.UNTESTABLE: f"could not run ({caught.value.reason})"}
 
 
-def test_a_brought_gateway_whose_every_run_lost_messages_could_not_run(tmp_path, monkeypatch):
-    """Bisect by BBO of a brought gateway: a commit whose three runs each ended LOST cannot be judged by its digest
-    (the loss made it). CouldNotRun, which --cannot-run decides on (skip: stepped over), not an error that ended
-    the bisect whatever --cannot-run said."""
-    from itchbench.compare import contract_revisions
-    from itchbench.runs import runner
-
-    class Prepared:
-        contract, worktree = tmp_path / "itchbench.toml", tmp_path
-
-        def under_test(self, rev: revisions.Revision) -> dict:
-            return {}
-
-    def lost_run(values: dict, label: str, root: Path, **_: object) -> Path:
-        run = root / f"run-{len(list(root.parent.rglob('summary.json')))}"
-        run.mkdir(parents=True)
-        (run / "summary.json").write_text(json.dumps({"verdict": {"status": "lost", "headline": "LOST: 3 datagrams "
-                                                                  "dropped by the kernel on the way to the gateway"}}))
-        return run
-    monkeypatch.setattr(contract_revisions, "prepare", lambda repo, rev, rel, say: Prepared())
-    monkeypatch.setattr(runner, "execute", lost_run)
-    rev = revisions.Revision("c1", "1" * 40, "", "C1")
-    measure = bisect.contract_measure(tmp_path, Path("itchbench.toml"), "bbo", {}, 1, tmp_path / "runs",
-                                      lambda _: None)
-    with pytest.raises(bisect.CouldNotRun, match=r"^1{12}: the gateway could not run: each of 3 runs lost messages, so "
-                                                  r"its BBO digest would judge what they lost: LOST: 3 datagrams"):
-        measure(rev)
-    assert len(list((tmp_path / "runs").rglob("summary.json"))) == 3
-    assert bisect.measured_or_untestable(measure, rev, "skip") == {
-        bisect.UNTESTABLE: "could not run (each of 3 runs lost messages, so its BBO digest would judge what they "
-                           f"lost: LOST: 3 datagrams dropped by the kernel on the way to the gateway "
-                           f"({tmp_path / 'runs' / rev.label / 'run-3'}))"}
-
-
 def test_bisect_over_a_commit_that_does_not_build(scratch, tmp_path, capsys):
     """Real builds: u3 breaks the build (an #error in the message path's header), u4 repairs it, u5 keeps an order
     all of whose shares executed (another BBO stream). base..u6 steps over u3 and names u5; base..u4x, where the

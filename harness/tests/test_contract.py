@@ -788,10 +788,16 @@ def test_bisect_by_bbo_runs_a_commit_again_when_its_run_lost_messages(planted, u
     assert any("the run lost messages (LOST: 80 datagrams dropped by the kernel); running it again" in s
                for s in said)
     made.clear()
-    with pytest.raises(bisect.BisectError, match=rf"{good.label}: each of 3 runs lost messages, so its BBO digest "
-                                                  r"would judge what they lost: LOST: 80 datagrams"):
+    # Every run lost: a commit that cannot be judged, which --cannot-run decides on (skip: stepped over).
+    with pytest.raises(bisect.CouldNotRun, match=rf"{good.label}: the gateway could not run: each of 3 runs lost "
+                                                  r"messages, so its BBO digest would judge what they lost: LOST: 80 "
+                                                  r"datagrams"):
         measure(good)
     assert len(made) == 3
+    made.clear()
+    assert bisect.measured_or_untestable(measure, good, "skip") == {
+        bisect.UNTESTABLE: "could not run (each of 3 runs lost messages, so its BBO digest would judge what they "
+                           f"lost: LOST: 80 datagrams dropped by the kernel ({made[0]}))"}
 
 
 @pytest.mark.alone
