@@ -182,6 +182,27 @@ def test_the_example_gateway_reproduces_the_simulation(capture, transport, tmp_p
 
 
 @needs_root
+def test_a_gateway_that_ends_at_the_first_end_of_session_is_not_early_nor_losing_the_rest(capture, tmp_path):
+    """The sender sends ends of session for a second after the last message (end_of_session_ms); the example with
+    a contract that says it ends at the end of session ends at the first. It ended neither early (it was judged by
+    the sender's end, a second later: INCOMPLETE gateway_stopped_early) nor lost what came after its end: the ends
+    of session that found no socket are those after the last message, never the session's loss."""
+    gw = zoo.materialise("py-gateway", zoo._CLAIMS_EXIT_AT_END, tmp_path / "gw")
+    values = {**config(capture, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 5000,
+                                               "end_of_session_ms": 1000}),
+              "gateway_file": str(gw / "itchbench.toml"), "subscribers": 0}
+    run = runner.execute(values, "ends-at-eos", root=tmp_path / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    send = logs.read_log(run / "send.log", logs.KIND_SEND).records
+    carried = np.flatnonzero(send["count"] > 0)
+    after_last = len(send) - int(carried[-1]) - 1  # its ends of session: the sender's, every 100 ms for 1 s
+    udp = s["reconciliation"]["udp"]
+    assert after_last >= 5 and udp["kernel_no_port"] <= after_last
+    assert s["reconciliation"]["loss"]["kernel_no_socket_datagrams"] == 0
+
+
+@needs_root
 def test_warnings_among_right_events_are_malformed_lines_not_a_lossless_run(capture, tmp_path):
     # The example gateway, changed to write a warning line before each event of a seq divisible by 97: its events
     # are all right, held equal a part at a time, and each warning is a malformed line (expected: the simulation's

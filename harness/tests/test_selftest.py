@@ -120,8 +120,8 @@ HEADLINES = {
     "crash-mid-run": lambda h: "killed by SIGSEGV" in h and _reached_before(h, 2000, 8000),
     "end-of-session-ignored": lambda h: "did not end by itself" in h,
     # Asleep two seconds after it said it was ready: what was sent meanwhile found no socket, and is said as lost.
-    "slow-start": lambda h: re.match(r"LOST: the kernel found no socket for [\d,]+ datagrams \(the gateway's feed "
-                                     r"socket not bound", h) is not None,
+    "slow-start": lambda h: re.match(r"LOST: the kernel found no socket for at least [\d,]+ datagrams sent up to the "
+                                     r"session's last message \(the gateway's feed socket not bound", h) is not None,
     # Its helper named by its command line, its own exit said as what it was.
     "helper-left-running": lambda h: h.startswith("INCOMPLETE (gateway_failed): the gateway ended by itself (exited "
                                                   "with status 0), but it left 1 process running ")

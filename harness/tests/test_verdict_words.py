@@ -9,6 +9,7 @@ import gzip
 import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from itchbench import rundir
@@ -244,28 +245,43 @@ def test_a_depth_subscribers_frames_are_said_depth_frames():
                              "received 1 depth frame twice; accounting balanced")
 
 
-def test_datagrams_no_socket_took_are_lost_however_right_the_output():
+def test_datagrams_no_socket_took_are_lost_however_right_the_output(tmp_path):
     """A gateway ready before its feed socket was bound misses what is sent meanwhile: a stock directory, say, which
     a gateway naming stocks by locate does not need, so that its output still equals the simulation. The datagrams
-    the kernel had no socket for are lost on a run of one line with no way back; with a B line or a re-request
-    server the recovery's verdict says what came back."""
+    the kernel had no socket for, up to the session's last message, are lost on a run of one line with no way back;
+    those sent after it (ends of session a gateway that ended at the first leaves to no socket) are not; with a B
+    line or a re-request server the recovery's verdict says what came back."""
+    from itchbench.analysis import logs
     from itchbench.commands.common import run_line
     from itchbench.runs import reconcile, verdict
-    hop = {"sender": "udp-replay", "sender_sent": 7001, "kernel_delivered": 6990, "kernel_dropped": 0,
-           "kernel_no_port": 11, "kernel_no_group_member": 0, "expected_messages": 7000}
-    assert reconcile._no_socket(hop, None, False) == 11
-    assert reconcile._no_socket({**hop, "kernel_no_port": 0, "kernel_no_group_member": 4}, None, False) == 4
-    assert reconcile._no_socket(hop, {"b": {}}, False) == 0 and reconcile._no_socket(hop, None, True) == 0
+    # 10 packets of messages, then 3 ends of session (count 0 in the send log), one of them refused by the line.
+    send = np.zeros(13, logs.SEND_DTYPE)
+    send["count"][:10] = 5
+    send["flags"] = 0x80
+    send["flags"][11] |= logs.SEND_DROPPED
+    log = tmp_path / "send.log"
+    writer = logs.LogWriter(log, logs.KIND_SEND, stage_clock=1)
+    writer.append(send)
+    writer.close()
+    assert reconcile._sent_after_last_message(log) == 2
+    hop = {"sender": "udp-replay", "sender_sent": 12, "kernel_delivered": 1, "kernel_dropped": 0,
+           "kernel_no_port": 11, "kernel_no_group_member": 0, "expected_messages": 50}
+    assert reconcile._no_socket(hop, None, False, log) == 9
+    assert reconcile._no_socket({**hop, "kernel_no_port": 0, "kernel_no_group_member": 4}, None, False, log) == 2
+    # A gateway that ended at the first end of session: the two after it found no socket, nothing else did.
+    assert reconcile._no_socket({**hop, "kernel_no_port": 2}, None, False, log) == 0
+    assert reconcile._no_socket(hop, {"b": {}}, False, log) == 0 and reconcile._no_socket(hop, None, True, log) == 0
+    assert reconcile._no_socket(hop, None, False, tmp_path / "no-send.log") == 0  # tcpreplay: no send log
     check = {"mode": "exact", "events": 40, "reference_events": 40, "missing": 0, "extra": 0, "wrong": 0,
              "out_of_order": 0, "equal": True, "malformed_lines": 0, "malformed_examples": []}
-    loss = {"expected_messages": 7000, "sender_failed_packets": 0, "kernel_dropped_datagrams": 0,
-            "kernel_no_socket_datagrams": 11, "lossless": False}
+    loss = {"expected_messages": 50, "sender_failed_packets": 0, "kernel_dropped_datagrams": 0,
+            "kernel_no_socket_datagrams": 9, "lossless": False}
     s = {"complete": True, "transport": "udp", "bbo": {"levels": 0},
          "reconciliation": {"balanced": True, "checks": {"sent = delivered": True}, "loss": loss, "bbo_check": check,
                             "udp": hop}}
     v = verdict.judge_black_box(s)
     assert (v["status"], v["exit_status"]) == ("lost", 1)
-    assert v["headline"] == ("LOST: the kernel found no socket for 11 datagrams (the gateway's feed socket not bound, "
-                             "or the group not joined, when they came, though it was ready) on the way to the "
-                             "gateway; accounting balanced")
-    assert "udp-replay sent 7,001 / kernel delivered 6,990 dropped 0, no socket 11" in run_line(s)
+    assert v["headline"] == ("LOST: the kernel found no socket for at least 9 datagrams sent up to the session's last "
+                             "message (the gateway's feed socket not bound, or the group not joined, when they came, "
+                             "though it was ready) on the way to the gateway; accounting balanced")
+    assert "udp-replay sent 12 / kernel delivered 1 dropped 0, no socket 11" in run_line(s)

@@ -78,12 +78,18 @@ class Chain:
     sender: str                         # "udp-replay", "serial-replay", "tcpreplay" or "" (simulation)
 
 
+def packets_sent(path: Path) -> np.ndarray:
+    """The send log's records of the packets (or lines) that left, in the order they were sent: not those whose
+    send failed, nor the copies a line's faults dropped. A heartbeat's and an end of session's count is 0."""
+    rec = logs.read_log(path, logs.KIND_SEND, quiet=True).records  # a sender that failed is the run's failure
+    return rec[(rec["flags"] & (logs.SEND_FAILED | logs.SEND_DROPPED)) == 0]
+
+
 def send_stamps(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(seq, t_intended, t_sent) per message of the packets that left, the earliest send of each sequence number
     (on either line: a copy a line's faults dropped never left)."""
-    rec = logs.read_log(path, logs.KIND_SEND, quiet=True).records  # a sender that failed is the run's failure
-    ok = (rec["flags"] & (logs.SEND_FAILED | logs.SEND_DROPPED)) == 0
-    rec = rec[ok & (rec["count"] > 0)]
+    rec = packets_sent(path)
+    rec = rec[rec["count"] > 0]
     counts = rec["count"].astype(np.int64)
     seq = logs.expand_runs(rec["seq"], counts)
     intended = np.repeat(rec["t_intended"].astype(np.int64), counts)

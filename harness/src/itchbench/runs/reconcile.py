@@ -679,14 +679,26 @@ def _run_stamps(run: "Run", events: pd.DataFrame) -> white_box.RunStamps:
                                received["seq"].to_numpy(np.int64), received["t_recv"].to_numpy(np.int64))
 
 
-def _no_socket(hop: dict[str, Any], lines: dict[str, Any] | None, recovering: bool) -> int:
-    """The feed's datagrams the kernel had no socket for (no port bound, no member of the group), on a run of one
-    line with no way back: each one the gateway never received, though it said it was ready (its output may still
-    equal the simulation: a stock directory missed by a gateway naming stocks by locate). With a B line or a
-    re-request server a datagram a line lost may come back, and its verdict is the recovery's."""
-    if recovering or (lines and "b" in lines):
+def _no_socket(hop: dict[str, Any], lines: dict[str, Any] | None, recovering: bool, send_log: Path) -> int:
+    """The feed's datagrams sent up to the session's last message that the kernel had no socket for (no port
+    bound, no member of the group), at least, on a run of one line with no way back: each one the gateway never
+    received, though it said it was ready (its output may still equal the simulation: a stock directory missed by
+    a gateway naming stocks by locate). What the sender sent after the last message (ends of session, heartbeats)
+    a gateway that ends at the first end of session leaves to no socket: they are taken off, so the count is a
+    floor. Without a send log (tcpreplay) none is counted. With a B line or a re-request server a datagram a line
+    lost may come back, and its verdict is the recovery's."""
+    if recovering or (lines and "b" in lines) or not send_log.is_file():
         return 0
-    return int(hop.get("kernel_no_port", 0)) + int(hop.get("kernel_no_group_member", 0))
+    no_socket = int(hop.get("kernel_no_port", 0)) + int(hop.get("kernel_no_group_member", 0))
+    return max(0, no_socket - _sent_after_last_message(send_log)) if no_socket else 0
+
+
+def _sent_after_last_message(send_log: Path) -> int:
+    """The packets that left after the last one that carried a message (the send log counts a heartbeat's and an
+    end of session's messages as 0)."""
+    rec = hops.packets_sent(send_log)
+    carried = np.flatnonzero(rec["count"] > 0)
+    return len(rec) - (int(carried[-1]) + 1 if carried.size else 0)
 
 
 def _collector_ended(run: "Run") -> dict[str, Any]:
@@ -756,7 +768,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     loss = {"expected_messages": hop["expected_messages"],
             "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
             "kernel_dropped_datagrams": hop.get("kernel_dropped", 0),
-            "kernel_no_socket_datagrams": _no_socket(hop, lines, recovering)}
+            "kernel_no_socket_datagrams": _no_socket(hop, lines, recovering, run.dir / "send.log")}
     loss["lossless"] = not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"]
                             or loss["kernel_no_socket_datagrams"])
     own_log = None

@@ -365,9 +365,10 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
     elif not loss["lossless"]:
         where = [words.format(count(loss[key], unit)) for key, unit, words in _LOSS_WORDS[:2] if loss[key]]
         if loss.get("kernel_no_socket_datagrams"):
-            where.append(f"the kernel found no socket for {count(loss['kernel_no_socket_datagrams'], 'datagram')} "
-                         "(the gateway's feed socket not bound, or the group not joined, when they came, though it "
-                         "was ready)")
+            where.append(f"the kernel found no socket for at least "
+                         f"{count(loss['kernel_no_socket_datagrams'], 'datagram')} sent up to the session's last "
+                         "message (the gateway's feed socket not bound, or the group not joined, when they came, "
+                         "though it was ready)")
         status, headline = "lost", f"LOST: {'; '.join(where)} on the way to the gateway; accounting balanced"
     elif not check["equal"] or check["malformed_lines"]:
         malformed = (f"; {count(check['malformed_lines'], 'malformed line')} (e.g. "

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ... import paths, progress, rundir
+from ...analysis import hops
 from ...analysis.bbo_follow import BboDigestFollower
 from ...analysis.latency_follow import LatencyFollower
 from ...captures import inspect
@@ -154,12 +155,22 @@ class GatewayWatch:
         self.sender_done()
 
     def judge_end(self) -> None:
-        """After the stop: an end by itself well before the sender's end was early."""
-        if self.ended_at is not None and self.sender_done_at - self.ended_at >= END_RACE_S:
+        """After the stop: an end by itself well before the sender sent the session's last message was early (by its
+        send log's stamps, CLOCK_MONOTONIC as time.monotonic; without one, before the sender finished). What a
+        sender sends after the last message, ends of session for a while (`end_of_session_ms`), a gateway that ends
+        at the first need not wait for."""
+        if self.ended_at is None:
+            return
+        send_log = self.run.dir / "send.log"
+        sent = hops.packets_sent(send_log) if send_log.is_file() else None
+        carried = sent["t_sent"][sent["count"] > 0] if sent is not None else None
+        last, what = ((float(carried.max()) / 1e9, "the sender sent the session's last message")
+                      if carried is not None and carried.size else (self.sender_done_at, "the sender finished"))
+        if last - self.ended_at >= END_RACE_S:
             rc = self.driver.started.gateway.returncode  # type: ignore[union-attr]
             raise RunError("gateway_stopped_early",
                            f"the gateway ended by itself ({adapter.describe_gateway_exit(rc)}) "
-                           f"{self.sender_done_at - self.ended_at:.1f} s before the sender finished")
+                           f"{last - self.ended_at:.1f} s before {what}")
 
 
 def run_contract(run: "Run", group: "ProcessGroup") -> None:
