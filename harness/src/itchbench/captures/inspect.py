@@ -98,7 +98,7 @@ def message_sequences(capture: Path) -> list[int]:
 
 @functools.lru_cache(maxsize=32)
 def _facts(capture: str, mtime_ns: int, feed: str) -> dict[str, Any]:
-    return remembered(Path(capture), f"inspect-{feed}", lambda: _read_facts(Path(capture), feed),
+    return remembered(Path(capture), f"inspect-v2-{feed}", lambda: _read_facts(Path(capture), feed),
                       tool=paths.tool("itch-inspect"))
 
 
@@ -112,6 +112,9 @@ def _read_facts(capture: Path, feed: str) -> dict[str, Any]:
         "flows": rep["flows"],
         "datagrams": rep["capture_stats"]["udp_datagrams"],
         "messages": rep["mold"]["messages"] if rep["kind"] == "pcap" else rep["capture_stats"]["itch_messages"],
+        # Packets that carry no message: what may follow a session's last message (a binary ITCH file has none).
+        "heartbeats": rep["mold"]["heartbeats"] if rep["kind"] == "pcap" else 0,
+        "ends_of_session": rep["mold"]["end_of_session"] if rep["kind"] == "pcap" else 0,
         "linktype": rep["capture_stats"]["linktype"],
         "complete": rep["complete"],
         "first_timestamp_ns": rep["first_timestamp_ns"],

@@ -679,23 +679,26 @@ def _run_stamps(run: "Run", events: pd.DataFrame) -> white_box.RunStamps:
                                received["seq"].to_numpy(np.int64), received["t_recv"].to_numpy(np.int64))
 
 
-def _no_socket(hop: dict[str, Any], lines: dict[str, Any] | None, recovering: bool, send_log: Path) -> int:
+def _no_socket(hop: dict[str, Any], lines: dict[str, Any] | None, recovering: bool, after_last: int) -> int:
     """The feed's datagrams sent up to the session's last message that the kernel had no socket for (no port
     bound, no member of the group), at least, on a run of one line with no way back: each one the gateway never
     received, though it said it was ready (its output may still equal the simulation: a stock directory missed by
-    a gateway naming stocks by locate). What the sender sent after the last message (ends of session, heartbeats)
-    a gateway that ends at the first end of session leaves to no socket: they are taken off, so the count is a
-    floor. Without a send log (tcpreplay) none is counted. With a B line or a re-request server a datagram a line
-    lost may come back, and its verdict is the recovery's."""
-    if recovering or (lines and "b" in lines) or not send_log.is_file():
+    a gateway naming stocks by locate). What was sent after the last message (after_last: ends of session,
+    heartbeats) a gateway that ends at the first end of session leaves to no socket: taken off, so the count is a
+    floor. With a B line or a re-request server a datagram a line lost may come back, and its verdict is the
+    recovery's."""
+    if recovering or (lines and "b" in lines):
         return 0
     no_socket = int(hop.get("kernel_no_port", 0)) + int(hop.get("kernel_no_group_member", 0))
-    return max(0, no_socket - _sent_after_last_message(send_log)) if no_socket else 0
+    return max(0, no_socket - after_last)
 
 
-def _sent_after_last_message(send_log: Path) -> int:
-    """The packets that left after the last one that carried a message (the send log counts a heartbeat's and an
-    end of session's messages as 0)."""
+def _after_last_message(send_log: Path, facts: dict[str, Any], hop: dict[str, Any]) -> int:
+    """The packets sent after the last one that carried a message: from the send log (which counts a heartbeat's
+    and an end of session's messages as 0); without one (tcpreplay), at most every packet of the capture that
+    carries none, each loop's."""
+    if not send_log.is_file():
+        return (int(facts["heartbeats"]) + int(facts["ends_of_session"])) * int(hop.get("loops", 1))
     rec = hops.packets_sent(send_log)
     carried = np.flatnonzero(rec["count"] > 0)
     return len(rec) - (int(carried[-1]) + 1 if carried.size else 0)
@@ -768,7 +771,9 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     loss = {"expected_messages": hop["expected_messages"],
             "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
             "kernel_dropped_datagrams": hop.get("kernel_dropped", 0),
-            "kernel_no_socket_datagrams": _no_socket(hop, lines, recovering, run.dir / "send.log")}
+            "kernel_no_socket_datagrams": _no_socket(hop, lines, recovering,
+                                                     _after_last_message(run.dir / "send.log", facts_of(capture, feed),
+                                                                         hop))}
     loss["lossless"] = not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"]
                             or loss["kernel_no_socket_datagrams"])
     own_log = None
