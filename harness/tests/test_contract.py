@@ -200,6 +200,12 @@ def test_a_gateway_that_ends_at_the_first_end_of_session_is_not_early_nor_losing
     udp = s["reconciliation"]["udp"]
     assert after_last >= 5 and udp["kernel_no_port"] <= after_last
     assert s["reconciliation"]["loss"]["kernel_no_socket_datagrams"] == 0
+    # The report counts the feed's way as the summary does, and says why those with no socket are no loss.
+    report = (run / "report.md").read_text()
+    assert (f"| sent by udp-replay | {udp['sender_sent']:,} |\n| delivered to a socket | {udp['kernel_delivered']:,} |"
+            in report)
+    if udp["kernel_no_port"]:
+        assert "none is counted lost" in report
 
 
 @needs_root

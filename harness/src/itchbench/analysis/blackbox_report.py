@@ -135,6 +135,31 @@ def speed_section(summary: dict[str, Any]) -> list[str]:
     return md
 
 
+def path_section(rec: dict[str, Any]) -> list[str]:
+    """The feed's way to the gateway, counted (UDP: what the sender sent and what became of it in the kernel), and
+    the accounting's checks, each held or failed: what the verdict's LOST or NOT BALANCED was judged from."""
+    md = []
+    udp = rec.get("udp")
+    if udp:
+        no_socket = udp.get("kernel_no_port", 0) + udp.get("kernel_no_group_member", 0)
+        md += ["## The feed's way to the gateway", "", "| datagrams | |", "|---|---:|",
+               f"| sent by {udp['sender']} | {udp['sender_sent']:,} |",
+               f"| delivered to a socket | {udp['kernel_delivered']:,} |",
+               f"| dropped by the kernel (a socket's buffer full) | {udp['kernel_dropped']:,} |",
+               f"| with no socket to take them (no port bound, no member of the group) | {no_socket:,} |", ""]
+        lost = (rec.get("loss") or {}).get("kernel_no_socket_datagrams", 0)
+        if lost:
+            md += [f"Of those with no socket, at least {lost:,} were sent up to the session's last message: lost, "
+                   "never received (docs/gateway-contract.md, \"What a run says\").", ""]
+        elif no_socket:
+            md += ["Those with no socket may all have been sent after the session's last message (ends of session "
+                   "a gateway that ended at the first leaves to no socket): none is counted lost.", ""]
+    if rec.get("checks"):
+        md += ["Accounting checks:", "", *(f"- {'held' if ok else '**failed**'}: {name}"
+                                          for name, ok in rec["checks"].items()), ""]
+    return md
+
+
 def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], noise_lines: list[str],
           closing: list[str]) -> Path:
     scen = manifest["scenario"]
@@ -155,6 +180,7 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
     rec = summary.get("reconciliation") or {}
     check = rec.get("bbo_check")
     md += ["## Workload", "", f"Capture `{scen['capture']}` (sha256 `{manifest['capture_sha256'][:16]}…`).", ""]
+    md += path_section(rec)
     if check:
         md += ["## BBO against the simulation", "",
                f"Mode `{check['mode']}`: {check['events']:,} events received, {check['reference_events']:,} in the "
