@@ -679,18 +679,19 @@ def _run_stamps(run: "Run", events: pd.DataFrame) -> white_box.RunStamps:
                                received["seq"].to_numpy(np.int64), received["t_recv"].to_numpy(np.int64))
 
 
-def _no_socket(hop: dict[str, Any], lines: dict[str, Any] | None, recovering: bool, after_last: int) -> int:
+def _no_socket(hop: dict[str, Any], lines: dict[str, Any] | None, recovering: bool,
+               after_last: Callable[[], int]) -> int:
     """The feed's datagrams sent up to the session's last message that the kernel had no socket for (no port
     bound, no member of the group), at least, on a run of one line with no way back: each one the gateway never
     received, though it said it was ready (its output may still equal the simulation: a stock directory missed by
-    a gateway naming stocks by locate). What was sent after the last message (after_last: ends of session,
-    heartbeats) a gateway that ends at the first end of session leaves to no socket: taken off, so the count is a
-    floor. With a B line or a re-request server a datagram a line lost may come back, and its verdict is the
+    a gateway naming stocks by locate). What was sent after the last message (after_last(), read only when some
+    datagram found no socket: ends of session, heartbeats) a gateway that ends at the first end of session leaves
+    to no socket: taken off, so the count is a floor. With a B line or a re-request server a datagram a line lost may come back, and its verdict is the
     recovery's."""
     if recovering or (lines and "b" in lines):
         return 0
     no_socket = int(hop.get("kernel_no_port", 0)) + int(hop.get("kernel_no_group_member", 0))
-    return max(0, no_socket - after_last)
+    return max(0, no_socket - after_last()) if no_socket else 0
 
 
 def _after_last_message(send_log: Path, facts: dict[str, Any], hop: dict[str, Any]) -> int:
@@ -771,9 +772,8 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     loss = {"expected_messages": hop["expected_messages"],
             "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
             "kernel_dropped_datagrams": hop.get("kernel_dropped", 0),
-            "kernel_no_socket_datagrams": _no_socket(hop, lines, recovering,
-                                                     _after_last_message(run.dir / "send.log", facts_of(capture, feed),
-                                                                         hop))}
+            "kernel_no_socket_datagrams": _no_socket(hop, lines, recovering, lambda: _after_last_message(
+                run.dir / "send.log", facts_of(capture, feed), hop))}
     loss["lossless"] = not (loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"]
                             or loss["kernel_no_socket_datagrams"])
     own_log = None
