@@ -8,9 +8,11 @@ import os
 import shlex
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from itchbench import paths, rundir
+from itchbench.analysis import logs
 from itchbench.runs import runner
 from itchbench.runs.scenario import ScenarioError, defaults
 
@@ -49,15 +51,22 @@ def test_every_gateway_joins_the_group_and_is_lossless(capture, tmp_path, gatewa
 @needs_root
 def test_a_gateway_that_does_not_join_receives_nothing(capture, tmp_path):
     # The cpp example told to bind 127.0.0.1 (unicast), not the group: every BBO event is missing, and the
-    # kernel delivered none of what was sent (no socket of the group): never lossless.
+    # kernel delivered none of what was sent (no member of the group): LOST, each datagram up to the session's last
+    # message counted as the kernel's (those after it, ends of session, may be a gateway's that ended).
     contract = tmp_path / "itchbench.toml"
     example = EXAMPLES / "cpp-gateway"
     contract.write_text((example / "itchbench.toml").read_text().replace("{worktree}", shlex.quote(str(example)))
                         .replace("--udp {feed_addr}:{feed_port}", "--udp 127.0.0.1:{feed_port}"))
     s = _run(capture, contract, tmp_path)
     check = s["reconciliation"]["bbo_check"]
-    assert s["verdict"]["status"] in ("unbalanced", "bbo_differs") and check["events"] == 0
-    assert check["missing"] == check["reference_events"] > 0
+    assert check["events"] == 0 and check["missing"] == check["reference_events"] > 0
+    send = logs.read_log(Path(s["dir"]) / "send.log", logs.KIND_SEND).records
+    up_to_last = int(np.flatnonzero(send["count"] > 0)[-1]) + 1  # the packets up to the last that carried messages
+    udp = s["reconciliation"]["udp"]
+    assert udp["kernel_delivered"] == 0 and udp["kernel_no_group_member"] + udp["kernel_no_port"] == len(send)
+    assert s["verdict"]["status"] == "lost" and s["verdict"]["headline"].startswith(
+        f"LOST: the kernel found no socket for at least {up_to_last:,} datagrams sent up to the session's last "
+        "message"), s["verdict"]["headline"]
 
 
 def test_multicast_is_refused_where_it_cannot_go():
