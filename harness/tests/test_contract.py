@@ -353,7 +353,9 @@ def test_a_sender_stopped_with_a_crashed_gateway_says_what_it_sent(capture, tmp_
     run, s = _run(capture, gw, "udp", tmp_path, pps=1000, sender=sender)
     assert s["failure"]["kind"] == "gateway_crashed", s["verdict"]
     udp = s["reconciliation"]["udp"]
-    assert udp["sender_stopped"] and 100 <= udp["sender_sent"] < 1501
+    # The gateway read 100 packets. udp-replay stops between sends and counts each; tcpreplay, stopped by SIGINT, once
+    # said 99 (a busy machine): the send its stop interrupted is not always in its statistics.
+    assert udp["sender_stopped"] and (100 if sender == "udp-replay" else 99) <= udp["sender_sent"] < 1501
     if sender == "udp-replay":
         with warnings.catch_warnings():
             warnings.simplefilter("error", logs.TruncatedLogWarning)  # closed as it stopped
