@@ -686,8 +686,8 @@ def _no_socket(hop: dict[str, Any], lines: dict[str, Any] | None, recovering: bo
     received, though it said it was ready (its output may still equal the simulation: a stock directory missed by
     a gateway naming stocks by locate). What was sent after the last message (after_last(), read only when some
     datagram found no socket: ends of session, heartbeats) a gateway that ends at the first end of session leaves
-    to no socket: taken off, so the count is a floor. With a B line or a re-request server a datagram a line lost may come back, and its verdict is the
-    recovery's."""
+    to no socket: taken off, so the count is a floor. With a B line or a re-request server a datagram a line lost
+    may come back, and its verdict is the recovery's."""
     if recovering or (lines and "b" in lines):
         return 0
     no_socket = int(hop.get("kernel_no_port", 0)) + int(hop.get("kernel_no_group_member", 0))
