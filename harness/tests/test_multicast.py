@@ -64,6 +64,7 @@ def test_a_gateway_that_does_not_join_receives_nothing(capture, tmp_path):
     up_to_last = int(np.flatnonzero(send["count"] > 0)[-1]) + 1  # the packets up to the last that carried messages
     udp = s["reconciliation"]["udp"]
     assert udp["kernel_delivered"] == 0 and udp["kernel_no_group_member"] + udp["kernel_no_port"] == len(send)
+    assert udp["kernel_no_socket"] == len(send)
     assert s["verdict"]["status"] == "lost" and s["verdict"]["headline"].startswith(
         f"LOST: the kernel found no socket for at least {up_to_last:,} datagrams sent up to the session's last "
         "message"), s["verdict"]["headline"]

@@ -265,16 +265,17 @@ def test_datagrams_no_socket_took_are_lost_however_right_the_output(tmp_path):
     writer.close()
     facts = {"heartbeats": 1, "ends_of_session": 2}
     hop = {"sender": "udp-replay", "sender_sent": 12, "kernel_delivered": 1, "kernel_dropped": 0,
-           "kernel_no_port": 11, "kernel_no_group_member": 0, "expected_messages": 50, "loops": 2}
+           "kernel_no_port": 11, "kernel_no_group_member": 0, "kernel_no_socket": 11, "expected_messages": 50,
+           "loops": 2}
     assert reconcile._after_last_message(log, facts, hop) == 2
     # tcpreplay writes no send log: at most every packet of the capture that carries no message, each loop's.
     assert reconcile._after_last_message(tmp_path / "no-send.log", facts, hop) == 6
     def two() -> int:  # the packets after the last message, as _after_last_message counted them
         return 2
     assert reconcile._no_socket(hop, None, False, two) == 9
-    assert reconcile._no_socket({**hop, "kernel_no_port": 0, "kernel_no_group_member": 4}, None, False, two) == 2
+    assert reconcile._no_socket({**hop, "kernel_no_socket": 4}, None, False, two) == 2  # (no group member)
     # A gateway that ended at the first end of session: the two after it found no socket, nothing else did.
-    assert reconcile._no_socket({**hop, "kernel_no_port": 2}, None, False, two) == 0
+    assert reconcile._no_socket({**hop, "kernel_no_socket": 2}, None, False, two) == 0
     assert reconcile._no_socket(hop, {"b": {}}, False, two) == 0 and reconcile._no_socket(hop, None, True, two) == 0
     check = {"mode": "exact", "events": 40, "reference_events": 40, "missing": 0, "extra": 0, "wrong": 0,
              "out_of_order": 0, "equal": True, "malformed_lines": 0, "malformed_examples": []}

@@ -141,7 +141,7 @@ def path_section(rec: dict[str, Any]) -> list[str]:
     md = []
     udp = rec.get("udp")
     if udp:
-        no_socket = udp.get("kernel_no_port", 0) + udp.get("kernel_no_group_member", 0)
+        no_socket = udp.get("kernel_no_socket", 0)
         md += ["## The feed's way to the gateway", "", "| datagrams | |", "|---|---:|",
                f"| sent by {udp['sender']} | {udp['sender_sent']:,} |",
                f"| delivered to a socket | {udp['kernel_delivered']:,} |",

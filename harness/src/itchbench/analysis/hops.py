@@ -85,6 +85,13 @@ def packets_sent(path: Path) -> np.ndarray:
     return rec[(rec["flags"] & (logs.SEND_FAILED | logs.SEND_DROPPED)) == 0]
 
 
+def last_message_packet(sent: np.ndarray) -> int | None:
+    """Where in packets_sent's records the last packet that carried a message is (what follows it are ends of
+    session and heartbeats); None when none carried one."""
+    carried = np.flatnonzero(sent["count"] > 0)
+    return int(carried[-1]) if carried.size else None
+
+
 def send_stamps(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(seq, t_intended, t_sent) per message of the packets that left, the earliest send of each sequence number
     (on either line: a copy a line's faults dropped never left)."""

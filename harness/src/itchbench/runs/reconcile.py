@@ -220,6 +220,8 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
         "kernel_sent": kernel.get("UdpOutDatagrams", 0), "collector_dropped": bbo_dropped,
         "kernel_rcvbuf_errors": kernel.get("UdpRcvbufErrors", 0), "kernel_no_port": kernel.get("UdpNoPorts", 0),
         "kernel_no_group_member": no_member, "ends_of_session_unread": unread_ends,
+        # No port bound, or no member of the group: every datagram no socket took, whichever way.
+        "kernel_no_socket": kernel.get("UdpNoPorts", 0) + no_member,
         "answers_unread": unread_answers, "uncounted": uncounted,
         "sender_stopped": bool(run.extras.get("sender_stopped")),  # before its end, with a run that failed
     }
@@ -690,7 +692,7 @@ def _no_socket(hop: dict[str, Any], lines: dict[str, Any] | None, recovering: bo
     may come back, and its verdict is the recovery's."""
     if recovering or (lines and "b" in lines):
         return 0
-    no_socket = int(hop.get("kernel_no_port", 0)) + int(hop.get("kernel_no_group_member", 0))
+    no_socket = int(hop.get("kernel_no_socket", 0))
     return max(0, no_socket - after_last()) if no_socket else 0
 
 
@@ -701,8 +703,8 @@ def _after_last_message(send_log: Path, facts: dict[str, Any], hop: dict[str, An
     if not send_log.is_file():
         return (int(facts["heartbeats"]) + int(facts["ends_of_session"])) * int(hop.get("loops", 1))
     rec = hops.packets_sent(send_log)
-    carried = np.flatnonzero(rec["count"] > 0)
-    return len(rec) - (int(carried[-1]) + 1 if carried.size else 0)
+    last = hops.last_message_packet(rec)
+    return len(rec) - (last + 1 if last is not None else 0)
 
 
 def _collector_ended(run: "Run") -> dict[str, Any]:

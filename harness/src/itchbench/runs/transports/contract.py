@@ -163,9 +163,9 @@ class GatewayWatch:
             return
         send_log = self.run.dir / "send.log"
         sent = hops.packets_sent(send_log) if send_log.is_file() else None
-        carried = sent["t_sent"][sent["count"] > 0] if sent is not None else None
-        last, what = ((float(carried.max()) / 1e9, "the sender sent the session's last message")
-                      if carried is not None and carried.size else (self.sender_done_at, "the sender finished"))
+        at = hops.last_message_packet(sent) if sent is not None else None
+        last, what = ((float(sent["t_sent"][at]) / 1e9, "the sender sent the session's last message")
+                      if at is not None else (self.sender_done_at, "the sender finished"))
         if last - self.ended_at >= END_RACE_S:
             rc = self.driver.started.gateway.returncode  # type: ignore[union-attr]
             raise RunError("gateway_stopped_early",
