@@ -119,6 +119,10 @@ HEADLINES = {
     # and the session, numbered from 1, has 8,000 - that seq messages after it.
     "crash-mid-run": lambda h: "killed by SIGSEGV" in h and _reached_before(h, 2000, 8000),
     "end-of-session-ignored": lambda h: "did not end by itself" in h,
+    # Ended at a heartbeat in the middle of the session: early (by the sender's last message, or the sender refused
+    # by its closed port), never taken for the end of session.
+    "heartbeat-as-end": lambda h: h.startswith("INCOMPLETE (gateway_stopped_early): the gateway ended by itself "
+                                               "(exited with status 0)"),
     # Asleep two seconds after it said it was ready: what was sent meanwhile found no socket, and is said as lost.
     "slow-start": lambda h: re.match(r"LOST: the kernel found no socket for at least [\d,]+ datagrams sent up to the "
                                      r"session's last message \(the gateway's feed socket not bound", h) is not None,

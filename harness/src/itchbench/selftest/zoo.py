@@ -348,6 +348,13 @@ MUTANTS: tuple[Mutant, ...] = (
            "comes, is dropped as a duplicate", PY,
            _py((_HEARTBEAT, "        if count == 0:  # MUTANT\n            self.next_seq = seq + 1\n            return True\n"
                 + _HEARTBEAT)), "heartbeats", "bbo_differs"),
+    # Its contract says it ends at the end of session, and it takes the first heartbeat for one: it ends, status 0,
+    # while the session goes on. Early, by the sender's last message (the control, which ends at the true end of
+    # session while the sender's ends of session go on for a second, is not).
+    Mutant("heartbeat-as-end", "a heartbeat taken for the end of session: it ends by itself, status 0, in the middle "
+           "of the session (its contract says it ends at the end of session)", PY,
+           _CLAIMS_EXIT_AT_END + _py((_HEARTBEAT, "        count = 0xFFFF if count == 0 else count  # MUTANT\n"
+                                                  + _HEARTBEAT)), "heartbeats", "incomplete"),
     Mutant("cut-packet-applied", "a packet cut short applied up to its cut, where MoldUDP64 validation rejects it "
            "whole (docs/book-and-bbo.md)", PY,
            _py((_CUT_AT, _CUT_AT.replace("return True", "break  # MUTANT")),
@@ -510,6 +517,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "recovery", "recovered"),
     Control(PY, "join", "joined", quick=True),
     Control(PY, "heartbeats", "lossless"),
+    Control(PY, "heartbeats", "lossless", edits=_CLAIMS_EXIT_AT_END, claim="contract says exits_at_end"),
     Control(PY, "udp", "lossless", edits=_CLAIMS_EXIT_AT_END, claim="contract says exits_at_end"),
     Control(PY, "udp", "lossless", edits=CLAIMS_DEPTH, claim="contract says levels = 5"),
     Control(PY, "udp", "lossless", edits=IMPATIENT, claim="contract waits 4 s for ready, 2 s after SIGTERM"),
