@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow.dataset as ds
 import pytest
 
-from itchbench import paths, rundir
+from itchbench import atomic, paths, rundir
 from itchbench.cli import main as itchbench_main
 from itchbench.history import alerts, page, store
 from itchbench.runs import environment, sim
@@ -75,7 +75,7 @@ def test_duckdb_over_the_store_gives_the_run_directories_figures(runs, tmp_path)
 def test_a_half_written_file_is_never_read_and_a_corrupt_one_is_named_and_skipped(runs, tmp_path):
     st = tmp_path / "store"
     first = store.append(st, runs[0])
-    (first.parent / ".half.12.parquet.tmp").write_bytes(first.read_bytes()[:100])  # a writer still at work
+    atomic.partial_name(first.parent / "half.parquet").write_bytes(first.read_bytes()[:100])  # a writer at work
     bad = first.parent / "corrupt.parquet"
     bad.write_bytes(b"PAR1 not really parquet")
     with warnings.catch_warnings(record=True) as caught:

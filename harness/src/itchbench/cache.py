@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
-import secrets
 import shutil
 import subprocess
 import time
@@ -23,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths
+from . import atomic, paths
 
 NESTED = ("builds", "contract")  # folders whose entries are listed (and pruned) one by one
 COMPILER_CACHE = "ccache"  # ccache's objects for every build of a gateway (gateways/compiler_cache.py)
@@ -56,12 +54,8 @@ def made_once(out: Path, make: Callable[[Path], None]) -> Path:
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.{os.getpid()}-{secrets.token_hex(3)}.partial{out.suffix}")
-    try:
+    with atomic.replaced_when_whole(out, keep_suffix=True) as partial:
         make(partial)
-        os.replace(partial, out)
-    finally:
-        partial.unlink(missing_ok=True)
     return out
 
 

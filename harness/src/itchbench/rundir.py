@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from . import atomic
+
 
 # A gateway brought through its contract writes in this folder of the run directory ({out}), so that nothing it
 # writes can be taken for the run's own files (unless it writes those: white_box = "run-files").
@@ -93,13 +95,14 @@ def require_regular_output(path: Path) -> None:
 def write_json(path: Path, obj: Any) -> None:
     """Stable bytes (sorted keys, 2-space indent, newline), written atomically."""
     require_regular_output(path)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-    except OSError:
-        tmp.unlink(missing_ok=True)  # a disk full: no part-written file left to pass for one
-        raise
-    tmp.replace(path)
+    atomic.write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def write_json_new(path: Path, obj: Any) -> Path:
+    """write_json into path, or beside it under a numbered name when path is taken (atomic.write_text_new);
+    returns where."""
+    require_regular_output(path)
+    return atomic.write_text_new(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
 # summary.json's key for a run whose report failed (why): its summary then holds none of the report's figures

@@ -10,6 +10,8 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogWriter
 
+from .. import atomic
+
 LOWEST_NS = 1
 HIGHEST_NS = 3_600_000_000_000  # an hour
 SIGNIFICANT_DIGITS = 3
@@ -45,8 +47,7 @@ def write(path: Path, values_ns: np.ndarray, counts: np.ndarray, start_s: float,
           comment: str) -> None:
     """One interval covering the run, values in ns. (The Python writer drops
     histogram tags, so each stage gets a file of its own.)"""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
+    with atomic.replaced_when_whole(path) as tmp, open(tmp, "w") as f:
         w = HistogramLogWriter(f)
         w.output_comment(comment)
         w.output_log_format_version()
@@ -55,4 +56,3 @@ def write(path: Path, values_ns: np.ndarray, counts: np.ndarray, start_s: float,
         f.write(f"#[StartTime: {start_s:.3f} (seconds since epoch), {stamp}]\n")
         w.output_legend()
         w.output_interval_histogram(histogram_of(values_ns, counts), start_s, start_s + length_s, max_value_unit_ratio=1.0)
-    tmp.replace(path)

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .. import progress, rundir
+from .. import atomic, progress, rundir
 from ..host import facts as host_facts
 from . import blackbox_report, drawing, dump, hlog, hops, latency_pass, stats
 from .switches import Switches
@@ -508,7 +508,5 @@ def _build(run_dir: Path, method: str, csv: bool, closing: Closing | None, say: 
         drawn.wait()
     rundir.write_json(run_dir / "summary.json", summary)
     report = run_dir / "report.md"
-    tmp = report.with_name("report.md.tmp")
-    tmp.write_text("\n".join(md).rstrip() + "\n")
-    tmp.replace(report)
+    atomic.write_text(report, "\n".join(md).rstrip() + "\n")
     return report

@@ -100,9 +100,8 @@ class Capacity:
     def write(self, root: Path, scenario: str) -> Path:
         path = root / f"capacity-{scenario}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
         sweeps = {b: {k: v for k, v in e.items() if k != "measures"} for b, e in self.sweeps.items()}
-        rundir.write_json(path, _clean({"scenario": scenario, "configurations": self.configurations,
-                                        "sweeps": sweeps}))
-        return path
+        return rundir.write_json_new(path, _clean({"scenario": scenario, "configurations": self.configurations,
+                                                   "sweeps": sweeps}))
 
 
 STATUS_MARKS = {"MET": "✅ Met", "MISSED": "❌ Missed", "UNDECIDED": "⚠️ Undecided", "NOT MEASURED": "❌ Not measured"}

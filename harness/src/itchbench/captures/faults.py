@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import atomic
 from ..analysis import logs
 from ..tools import run_tool
 from .compressed import plain_copy
@@ -65,9 +66,7 @@ def inject(src: Path, dst: Path, *, seed: int, drop: float = 0, duplicate: float
     assert sidecar is not None, "itch-faults wrote no sidecar"
     # The whole session it was made from: what a re-request server or a snapshot serves in a run of dst.
     sidecar["source"] = {"path": str(src.resolve()), "sha256": sha256_of(src)}
-    tmp = sidecar_path(dst).with_name(sidecar_path(dst).name + ".tmp")
-    tmp.write_text(json.dumps(sidecar, indent=1) + "\n")
-    tmp.replace(sidecar_path(dst))
+    atomic.write_text(sidecar_path(dst), json.dumps(sidecar, indent=1) + "\n")
     return sidecar
 
 

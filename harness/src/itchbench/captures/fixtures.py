@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import paths
+from .. import atomic, paths
 from ..tools import run_tool
 from .digest import sim_bbo
 from .remembered import remembered
@@ -63,9 +63,7 @@ def save_manifest(fixtures: list[Fixture], directory: Path | None = None) -> Non
     directory = directory or paths.fixtures_dir()
     entries = [f.__dict__ for f in fixtures]
     text = json.dumps({"fixtures": entries}, indent=2, sort_keys=False) + "\n"
-    tmp = directory / (MANIFEST + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(directory / MANIFEST)
+    atomic.write_text(directory / MANIFEST, text)
 
 
 def regenerate(fx: Fixture, out: Path) -> Path:

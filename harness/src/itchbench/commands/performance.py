@@ -48,7 +48,7 @@ def _counts(text: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import paths, rundir
+    from .. import atomic, paths, rundir
     from ..documents import performance
 
     if args.messages < 3000 or args.rounds < 1:  # a nasdaq-day file's stock directory alone is 500 messages
@@ -69,8 +69,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"itchbench: {e}; {out} left as it was", file=sys.stderr)
         return 1
     command = "itchbench performance " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(performance.render(measured, command.strip()))
-    tmp.replace(out)
+    atomic.write_text(out, performance.render(measured, command.strip()))
     print(f"wrote {out}")
     return 0

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .. import atomic  # noqa: E402
 from ..analysis import latency_pass, ticks  # noqa: E402
 from ..analysis.histogram import quantiles  # noqa: E402
 from ..capacity.record import STATUS_MARKS  # noqa: E402
@@ -35,9 +36,7 @@ def _fmt(v: Any) -> str:
 
 
 def write_json(path: Path, result: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION, **result}, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
+    atomic.write_text(path, json.dumps({"schema_version": SCHEMA_VERSION, **result}, indent=2, sort_keys=True) + "\n")
 
 
 def write_markdown(path: Path, result: dict[str, Any]) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import paths
+from .. import atomic, paths
 from ..host import facts as host_facts
 from ..runs import environment
 
@@ -168,11 +168,9 @@ def _whole_day(plan: Plan, messages: int) -> dict[str, Any]:
         path = day.with_name(day.name + suffix)
         if not path.exists():
             print(f"performance: compressing {day.name} ({' '.join(cmd)})", file=sys.stderr, flush=True)
-            tmp = path.with_name(path.name + ".tmp")
-            with open(day, "rb") as src, open(tmp, "wb") as dst:
+            with atomic.replaced_when_whole(path) as tmp, open(day, "rb") as src, open(tmp, "wb") as dst:
                 if subprocess.run(cmd, stdin=src, stdout=dst).returncode != 0:
                     raise RuntimeError(f"{' '.join(cmd)} failed on {day}")
-            tmp.replace(path)
         compressed.append(path)
     out = plan.work / f"whole_day-{messages}.json"
     _run([sys.executable, str(_script("whole_day.py")), str(day), *map(str, compressed), "--peer", str(plan.peer),

@@ -13,6 +13,7 @@ from typing import Any
 import jinja2
 from markdown_it import MarkdownIt
 
+from .. import atomic
 from .aggregate import Factor, Spread, times
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -117,8 +118,6 @@ def write(out_dir: Path, template: str, context: dict[str, Any], title: str) -> 
     written = []
     for name, content in (("report.md", text), ("report.html", page)):
         path = out_dir / name
-        tmp = path.with_name(name + ".partial")
-        tmp.write_text(content)
-        tmp.replace(path)
+        atomic.write_text(path, content)
         written.append(path)
     return written[0], written[1]

@@ -14,7 +14,6 @@ skipped, never fatal.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import warnings
@@ -25,7 +24,7 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import paths, rundir
+from .. import atomic, paths, rundir
 from ..depth_levels import ALL_LEVELS
 
 # 2: gateway and itchbench_commit; 3: commit_subject; 4: sources_id (older files read with them null)
@@ -122,9 +121,8 @@ class RunKey:
 def _write(table: pa.Table, directory: Path, name: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"{name}.parquet"
-    tmp = directory / f".{name}.{os.getpid()}.parquet.tmp"
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, final)
+    with atomic.replaced_when_whole(final) as partial:
+        pq.write_table(table, partial, compression="zstd")
     return final
 
 
@@ -190,11 +188,11 @@ def append(store: Path, run_dir: Path, *, messages: bool = True, say: Callable[[
         from ..analysis import export
         directory = key.path(store, "messages")
         directory.mkdir(parents=True, exist_ok=True)
-        # Written under a hidden name (export's own .partial included), renamed into place when whole: readers that
-        # scan the directory (DuckDB by glob, pyarrow datasets skip hidden names) never meet a half-written file.
-        tmp = directory / f".{name}.{os.getpid()}.parquet.tmp"
-        export.export(run_dir, tmp, fmt="parquet", say=say)
-        os.replace(tmp, directory / f"{name}.parquet")
+        # Written under a hidden name not ending in .parquet (export's own .partial included), renamed into place
+        # when whole: readers that scan the directory (DuckDB by glob, pyarrow datasets skip hidden names) never
+        # meet a half-written file.
+        with atomic.replaced_when_whole(directory / f"{name}.parquet") as partial:
+            export.export(run_dir, partial, fmt="parquet", say=say)
     return written
 
 

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .. import paths
+from .. import atomic, paths
 from .failure import RunError, describe_exit, tail
 
 SECONDS_PER_REPETITION = 30  # deadline per benchmark and repetition: generous, the benchmarks set ~1-2 s
@@ -52,15 +52,15 @@ def run_all(values: dict[str, Any], run_dir: Path, say) -> None:
     for name, benchmarks in planned(values).items():
         say(f"  micro-benchmarks: {name}, {len(benchmarks)} benchmark(s) x {cfg['repetitions']} repetitions")
         out = out_dir / f"{name}.json"
-        tmp = out.with_name(out.name + ".partial")
-        cmd = [str(binary(name)), f"--benchmark_repetitions={cfg['repetitions']}", "--benchmark_format=json",
-               f"--benchmark_out={tmp}", "--benchmark_out_format=json", *_filter_args(cfg)]
-        deadline = 60 + SECONDS_PER_REPETITION * len(benchmarks) * cfg["repetitions"]
-        try:
-            proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=deadline)
-        except subprocess.TimeoutExpired:
-            raise RunError("deadline", f"micro-benchmark {name} did not finish within {deadline} s") from None
-        if proc.returncode != 0:
-            raise RunError("microbench_failed", f"micro-benchmark {name} {describe_exit(proc.returncode)}: "
-                                                f"{tail(proc.stderr)}")
-        tmp.replace(out)  # only a finished benchmark's JSON is presented as whole
+        with atomic.replaced_when_whole(out) as tmp:  # only a finished benchmark's JSON is presented as whole
+            cmd = [str(binary(name)), f"--benchmark_repetitions={cfg['repetitions']}", "--benchmark_format=json",
+                   f"--benchmark_out={tmp}", "--benchmark_out_format=json", *_filter_args(cfg)]
+            deadline = 60 + SECONDS_PER_REPETITION * len(benchmarks) * cfg["repetitions"]
+            try:
+                proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                      timeout=deadline)
+            except subprocess.TimeoutExpired:
+                raise RunError("deadline", f"micro-benchmark {name} did not finish within {deadline} s") from None
+            if proc.returncode != 0:
+                raise RunError("microbench_failed", f"micro-benchmark {name} {describe_exit(proc.returncode)}: "
+                                                    f"{tail(proc.stderr)}")

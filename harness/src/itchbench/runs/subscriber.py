@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import atomic
 from ..analysis import logs
 
 MODES = ("fast", "stuck", "slow", "reconnect")
@@ -46,9 +47,7 @@ def _connect(port: int, patience_s: float) -> socket.socket | None:
 
 
 def _record(info: Path, ports: list[int]) -> None:
-    tmp = info.with_name(info.name + ".tmp")
-    tmp.write_text(json.dumps({"local_ports": ports}) + "\n")
-    tmp.replace(info)
+    atomic.write_text(info, json.dumps({"local_ports": ports}) + "\n")
 
 
 def _stop(*_: object) -> None:
