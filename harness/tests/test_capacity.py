@@ -213,6 +213,28 @@ def test_a_missed_target_fails_the_run_and_one_at_the_median_is_undecided(tmp_pa
     assert third.returncode == (1 if status == "MISSED" else 0)
 
 
+@needs_root
+def test_a_configuration_the_gateway_cannot_take_is_named_and_its_targets_are_not_measured(tmp_path):
+    """A gate of a file and a UDP configuration, each with targets, run on a gateway that takes UDP and serial (the
+    py example): the file configuration cannot run. Its targets had gone unjudged and the run said "ok"."""
+    text = ('repetitions = 1\n[[configurations]]\nlabel = "file"\ntransport = "sim"\n'
+            'targets = { throughput_msg_s = 1 }\n[[configurations]]\nlabel = "udp"\ntransport = "udp"\n'
+            'replay = { sender = "udp-replay", rate = "pps", pps = 20_000 }\ntargets = { loss = 0 }\n')
+    done = _run([str(_scenario(tmp_path, text)), "--gateway", str(paths.repo_root() / "examples" / "py-gateway"),
+                 "--out", str(tmp_path / "g")])
+    assert done.returncode == 1, done.stdout
+    lines = done.stdout.splitlines()
+    assert "udp: TARGETS MET: 1 of 1" in lines
+    assert any(x.startswith("file: TARGET NOT MEASURED: throughput not measured (target ≥ 1 msg/s) (not run: "
+                            "transport sim needs a gateway that takes file input") for x in lines), done.stdout
+    assert lines[-1] == ("1 run(s): 1 lossless; targets not met by 1 configuration(s); 1 configuration(s) not run, "
+                         "the gateway taking none of their input: file — FAILED")
+    record = json.loads(next((tmp_path / "g").glob("capacity-cap-*.json")).read_text())
+    file_entry = next(c for c in record["configurations"] if c["label"] == "file")
+    assert file_entry["runs"] == [] and file_entry["not_run"].startswith("transport sim needs a gateway")
+    assert [t["status"] for t in file_entry["targets"]] == ["NOT MEASURED"]
+
+
 def _status(values: list[float], target: float) -> str:
     """A target on the runs' values (sorted): met by all of them, missed by all, or undecided between."""
     return "MET" if values[-1] <= target else "MISSED" if values[0] > target else "UNDECIDED"

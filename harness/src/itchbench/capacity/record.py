@@ -35,6 +35,7 @@ class Capacity:
         self.configurations: list[dict[str, Any]] = []
         self.sweeps: dict[str, dict[str, Any]] = {}
         self.judgements: list[tuple[str, list[targets.Judgement]]] = []
+        self.not_run: dict[str, str] = {}  # configuration: why it was not run (its targets NOT MEASURED)
 
     def add_configuration(self, label: str, values: dict[str, Any], run_dirs: list[Path]) -> list[targets.Judgement]:
         """A configuration outside a sweep: its targets judged on its runs."""
@@ -45,6 +46,15 @@ class Capacity:
         self.configurations.append({"label": label, "runs": [d.name for d in run_dirs],
                                     "targets": [j.row() for j in judged]})
         return judged
+
+    def add_not_run(self, label: str, values: dict[str, Any], why: str) -> None:
+        """A configuration not run (the gateway takes none of its input): each target it sets NOT MEASURED."""
+        judged = targets.judge(targets.set_targets(values), [])
+        if judged:
+            self.judgements.append((label, judged))
+            self.not_run[label] = why
+        self.configurations.append({"label": label, "runs": [], "targets": [j.row() for j in judged],
+                                    "not_run": why})
 
     def add_step(self, base: str, values: dict[str, Any], value: Any, run_dirs: list[Path]) -> list[str]:
         """A sweep step's runs; why it is past saturation ([]: within every bound)."""
@@ -88,7 +98,9 @@ class Capacity:
         return lines
 
     def lines(self) -> list[str]:
-        return [f"{label}: {targets.headline(judged)}" for label, judged in self.judgements]
+        return [f"{label}: {targets.headline(judged)}" + (f" (not run: {self.not_run[label]})"
+                                                           if label in self.not_run else "")
+                for label, judged in self.judgements]
 
     def failed(self, allow_undecided: bool) -> int:
         """How many configurations (or sweeps) did not meet every target."""

@@ -46,9 +46,12 @@ def run(args: argparse.Namespace) -> int:
     except shards.ShardError as e:
         raise scenario.ScenarioError(str(e)) from e
     configs = scenario.load(Path(args.scenario))
+    not_run: list[tuple[scenario.Configuration, str]] = []
     if args.gateway:
-        # The gateway named here is run on every configuration whose input it takes; the others are skipped, each
-        # said in one line, and a scenario it can take none of is refused.
+        # The gateway named here is run on every configuration whose input it takes; the others are not run, each
+        # said in one line and again in the closing one, their targets NOT MEASURED (a gate of file, UDP and
+        # serial targets had said "ok" of a UDP-only gateway, half its targets never judged), and a scenario it can
+        # take none of is refused.
         gateway = Path(args.gateway).resolve()
         kept = []
         for config in configs:
@@ -56,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
             why = scenario.input_not_taken(config.values, scenario.load_gateway_file(config.values))
             if why:
                 print(f"skipped {config.label}: {why}", flush=True)
+                not_run.append((config, why))
             else:
                 kept.append(config)
         if not kept:
@@ -142,6 +146,9 @@ def run(args: argparse.Namespace) -> int:
         for config in configs:
             if config.step is None and config.label in by_label:
                 capacity.add_configuration(config.label, config.values, by_label[config.label])
+        for config, why in not_run:
+            if config.step is None:
+                capacity.add_not_run(config.label, config.values, why)
     except KeyboardInterrupt:
         statuses.append("incomplete")
         print(verdict.closing_line(statuses) + " (interrupted)")
@@ -153,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         print(f"capacity record: {capacity.write(root, configs[0].scenario)}")
     failed = capacity.failed(args.allow_undecided)
-    print(verdict.closing_line(statuses, failed))
+    print(verdict.closing_line(statuses, failed, not_run=sorted({c.swept for c, _ in not_run})))
     if failed:
         return 1
     return verdict.exit_status(statuses)

@@ -443,15 +443,17 @@ def levels_words(levels: Levels) -> str:
     return "every level" if levels == ALL_LEVELS else count(int(levels), "level")
 
 
-def closing_line(statuses: list[str], targets_failed: int = 0) -> str:
-    """The closing line of a scenario: how many runs ended which way, and how many configurations failed a
-    target (capacity/targets.py)."""
+def closing_line(statuses: list[str], targets_failed: int = 0, not_run: list[str] | tuple[str, ...] = ()) -> str:
+    """The closing line of a scenario: how many runs ended which way, how many configurations failed a target
+    (capacity/targets.py), and the configurations not run (the gateway takes none of their input)."""
     counts = {s: statuses.count(s) for s in EXIT if statuses.count(s)}
     ok = sum(n for s, n in counts.items() if EXIT[s] == 0)
     listing = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in counts.items())
     verdict = "ok" if ok == len(statuses) and statuses and not targets_failed else "FAILED"
     missed = f"; targets not met by {targets_failed} configuration(s)" if targets_failed else ""
-    return f"{len(statuses)} run(s): {listing or 'none'}{missed} — {verdict}"
+    skipped = (f"; {len(not_run)} configuration(s) not run, the gateway taking none of their input: "
+               f"{', '.join(not_run)}" if not_run else "")
+    return f"{len(statuses)} run(s): {listing or 'none'}{missed}{skipped} — {verdict}"
 
 
 def exit_status(statuses: list[str]) -> int:
