@@ -846,6 +846,26 @@ def test_compare_finds_the_slowdown_and_the_bbo_change(planted, udp_scenario, tm
 
 
 @needs_root
+def test_compare_names_a_workload_the_gateway_cannot_take_and_fails_its_targets(planted, capture, tmp_path):
+    """The example takes UDP and serial: a scenario's file workload is run on neither side. Its targets had gone
+    unjudged, and the workload unsaid in the headline."""
+    scenario = tmp_path / "gate.toml"
+    scenario.write_text(f'name = "gate"\ncapture = "{capture}"\nsubscribers = 0\n[[configurations]]\nlabel = "udp"\n'
+                        'transport = "udp"\nreplay = { sender = "udp-replay", rate = "pps", pps = 5000 }\n'
+                        '[[configurations]]\nlabel = "file"\ntransport = "sim"\ntargets = { throughput_msg_s = 1 }\n')
+    r = _itchbench("compare", "HEAD~3", "HEAD~3", "--repo", planted, "--gateway", "itchbench.toml", "--scenario",
+                   scenario, "--bbo-only", "--repetitions", "3", "--out", tmp_path / "cmp")
+    assert r.returncode == 1, r.stdout + r.stderr[-2000:]
+    headline = r.stdout.strip().splitlines()[-1]
+    assert headline.startswith("NO REGRESSION") and "1 workload(s) not run, the gateway taking none of their input: " \
+        "file | HEAD file: TARGET NOT MEASURED: throughput not measured (target ≥ 1 msg/s) (not run: transport sim " \
+        "needs a gateway that takes file input" in headline, headline
+    result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert list(result["workloads_not_run"]) == ["file"] and set(result["runs"]["head"]) == {"udp"}
+    assert "> ⚠ file: not run on either side: transport sim needs" in (tmp_path / "cmp" / "compare.md").read_text()
+
+
+@needs_root
 @pytest.mark.parametrize("lenient", [False, True], ids=["the example", "a copy applying cut packets"])
 def test_a_capture_with_declared_faults_holds_a_brought_gateway_to_what_they_left(lenient, tmp_path):
     # The NASDAQ slice (packets of several messages) with 5 % of its packets cut short (seed 7): the simulation

@@ -107,10 +107,10 @@ def _is_run_folder(spec: str) -> bool:
     return spec != revisions.WORKTREE and path.is_dir() and not (path / ".git").exists()
 
 
-def gateway_workloads(scenario_file: Path | None, contract_file: Path,
-                      say: Callable[[str], None] | None = None) -> list[session.Workload]:
+def gateway_workloads(scenario_file: Path | None, contract_file: Path, say: Callable[[str], None] | None = None,
+                      not_run: list[tuple[session.Workload, str]] | None = None) -> list[session.Workload]:
     """A contract gateway's workloads: the scenario's (default scenarios/gateway.toml) with the gateway named;
-    those of inputs it does not take are left out, each said in one line."""
+    those of inputs it does not take are left out, each said in one line and added to not_run with why."""
     from ..compare import session
     from ..gateways import contract
     from ..runs import scenario
@@ -122,6 +122,8 @@ def gateway_workloads(scenario_file: Path | None, contract_file: Path,
         if why:
             if say:
                 say(f"skipped {w.label}: {why}")
+            if not_run is not None:
+                not_run.append((w, why))
             continue
         w.values["gateway_file"] = str(contract_file)
         kept.append(w)
@@ -227,10 +229,11 @@ def run(args: argparse.Namespace) -> int:
         except session.NotComparable as e:
             return not_comparable(e)
     to_run = [s for s in (base, head) if s.gateway is not None or s.prepared is not None]
+    not_run: list[tuple[session.Workload, str]] = []  # workloads whose input the brought gateway does not take
     if args.gateway and to_run:
         # Both sides' runs name the same contract path, so their scenario hashes agree; each runs its own
         # revision's copy (Side.prepared).
-        workloads = gateway_workloads(args.scenario, (args.repo / args.gateway).resolve(), say)
+        workloads = gateway_workloads(args.scenario, (args.repo / args.gateway).resolve(), say, not_run)
     else:
         workloads = (session.scenario_workloads(args.scenario) if args.scenario else session.default_workloads()) \
             if to_run else []
@@ -329,6 +332,13 @@ def run(args: argparse.Namespace) -> int:
     judged = _targets(base, head)
     misses = [f"{label}: {t['head_headline']}" for label, t in judged.items()
               if not targets.passed(t["head_judged"], args.allow_inconclusive)]
+    # A workload not run judges nothing: its targets are NOT MEASURED, as `itchbench run` says of them.
+    misses += [f"{w.label}: {targets.headline(unmeasured)} (not run: {why})" for w, why in not_run
+               if (unmeasured := targets.judge({k: v for k, v in targets.set_targets(w.values).items()
+                                                if k != "saturation_msg_s"}, []))]
+    if not_run and not problems:
+        headline += (f"; {len(not_run)} workload(s) not run, the gateway taking none of their input: "
+                     f"{', '.join(w.label for w, _ in not_run)}")
     if misses and not problems:
         headline += " | HEAD " + "; ".join(misses)
         status = max(status, 1)
@@ -369,6 +379,7 @@ def run(args: argparse.Namespace) -> int:
         "plot": plot,
         "targets": {label: {k: v for k, v in t.items() if not k.endswith("_judged")} for label, t in judged.items()},
         "host_differences": host_diffs,
+        "workloads_not_run": {w.label: why for w, why in not_run},
         "profiles": {label: moved for label in sorted(set(base.runs) & set(head.runs))
                      if (moved := profiles.moved(base.runs[label], head.runs[label], out, label))},
     }

@@ -68,6 +68,8 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
                "(process-meter, wait4). Reading a file, its whole process's instructions a message are counted "
                "exactly under callgrind. The stages inside it are not visible to itchbench "
                "(docs/gateway-contract.md).", ""]
+    for label, why in result.get("workloads_not_run", {}).items():
+        md += [f"> ⚠ {label}: not run on either side: {why}", ""]
     for label, words in result.get("noise", {}).items():
         md += [f"> ⚠ {label}: {words}", ""]
     if result.get("host_differences"):
