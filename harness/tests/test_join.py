@@ -20,6 +20,7 @@ from itchbench.cli import main as itchbench_main
 from itchbench.analysis import logs
 from itchbench.gateways import blackbox
 from itchbench.runs import join, runner, verdict
+from itchbench.runs.transports import snapshot
 
 from independent_bbo import Book, level_changes, mold_messages
 from live_helpers import config
@@ -260,6 +261,29 @@ def test_a_planted_off_by_one_at_the_seam_is_caught_with_the_first_difference(tm
     assert s["verdict"]["status"] == "bbo_differs", s["verdict"]["headline"]
     first = s["reconciliation"]["join"]["bbo_check"]["after_join"]["first_difference"]
     assert f"BBO DIFFERS after joining at seq {at + 1:,}" in s["verdict"]["headline"] and first["seq"] > at
+
+
+@needs_root
+def test_a_brought_gateway_whose_login_is_refused_is_said_so_by_the_server(tmp_path):
+    """A contract that gives the example a password other than the run's: the example ends (status 1), and the run
+    said only that, though the snapshot server had recorded why: the refusal is now in the headline."""
+    copy = tmp_path / "py-gateway"
+    shutil.copytree(PY, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    contract = (copy / "itchbench.toml").read_text()
+    assert contract.count("{snapshot_user}:{snapshot_password}") == 1
+    (copy / "itchbench.toml").write_text(contract.replace("{snapshot_user}:{snapshot_password}", "{snapshot_user}:x"))
+    s = _run_py(tmp_path, copy, at_seq=4000)
+    server = rundir.read_json(Path(s["dir"]) / "snapshot-server.json")
+    assert server["rejected"] == {"not_authorized": 1, "session_not_available": 0} and server["logins"] == 0
+    assert s["verdict"]["status"] == "incomplete" and s["verdict"]["headline"].endswith(
+        "; the snapshot server refused 1 login (1 for a user or password not the run's)"), s["verdict"]["headline"]
+
+
+def test_the_refusals_are_said_by_kind():
+    assert snapshot.refusals({"rejected": {"not_authorized": 0, "session_not_available": 0}}) == ""
+    assert snapshot.refusals({}) == ""
+    assert snapshot.refusals({"rejected": {"not_authorized": 2, "session_not_available": 1}}) == (
+        "the snapshot server refused 3 logins (2 for a user or password not the run's; 1 for a session not the feed's)")
 
 
 def _a_reduction_twice_visible(pcap: Path, after: int) -> int:

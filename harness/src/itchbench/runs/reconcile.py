@@ -25,7 +25,7 @@ from ..captures.inspect import capture_kind, facts_of
 from ..gateways import adapter, blackbox, in_parts, white_box
 from .. import progress, rundir
 from . import join, noise, recovery, verdict
-from .transports import rerequest, udp
+from .transports import rerequest, snapshot, udp
 from .failure import RunError, describe_exit
 
 if TYPE_CHECKING:
@@ -848,9 +848,10 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         # past 2^32).
         after = reference.messages_after(reached) if reached else messages
         summary["progress"] = {"last_bbo_seq": reached, "messages": messages, "messages_after": after}
+        refused = snapshot.refusals(run.extras.get("snapshot_server") or {})  # what the exchange's side saw of it
         summary["failure"]["message"] = (
             f"{failure}; its BBO output reached seq {reached:,}, {after:,} of the {whole}'s {messages:,} messages "
-            "after it" if reached else f"{failure}; it wrote no BBO event")
+            "after it" if reached else f"{failure}; it wrote no BBO event") + (f"; {refused}" if refused else "")
         summary["error"] = summary["failure"]["message"]
 
 
@@ -953,7 +954,7 @@ def _snapshot_taken(server: dict[str, Any]) -> dict[str, Any]:
     snapshot to its last message. A join is judged only when it was: a gateway that never asked for the book
     has not joined, whatever its BBO shows."""
     clients = server.get("clients", [])
-    return {"logins": int(server.get("logins", 0)),
+    return {"logins": int(server.get("logins", 0)), "refused": snapshot.refusals(server),
             "snapshot_taken": any(c.get("login_to_last_message_ms", -1) >= 0 for c in clients)}
 
 

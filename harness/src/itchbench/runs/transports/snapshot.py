@@ -28,6 +28,18 @@ def joins(values: dict[str, Any]) -> bool:
     return bool(values["join"]["at_seq"] or values["join"]["at_share"] or values["join"]["at_time"])
 
 
+def refusals(report: dict[str, Any]) -> str:
+    """The logins the server's closing report says it refused, in words ("" when none): a gateway that cannot log
+    in joins nothing, and its own failure seldom says why."""
+    rejected = report.get("rejected") or {}
+    parts = [f"{n:,} for {why}" for key, why in (("not_authorized", "a user or password not the run's"),
+                                                  ("session_not_available", "a session not the feed's"))
+             if (n := int(rejected.get(key, 0)))]
+    total = sum(int(rejected.get(k, 0)) for k in ("not_authorized", "session_not_available"))
+    return f"the snapshot server refused {total:,} login{'s' if total != 1 else ''} ({'; '.join(parts)})" \
+        if parts else ""
+
+
 def login(values: dict[str, Any]) -> tuple[str, str]:
     user, _, password = values["join"]["login"].partition(":")
     return user, password
