@@ -280,6 +280,12 @@ def test_a_brought_gateway_whose_login_is_refused_is_said_so_by_the_server(tmp_p
 
 
 def test_the_refusals_are_said_by_kind():
+    j = {"next": 4001, "bbo_check": {}, "logins": 0, "snapshot_taken": False,
+         "refused": snapshot.refusals({"rejected": {"not_authorized": 1}})}
+    assert verdict._judge_join({"loss": {}, "join": j}, 0, "") == ("not_joined", (
+        "NOT JOINED at seq 4,001: the snapshot server refused 1 login (1 for a user or password not the run's), "
+        "recorded 0 logins and no snapshot received to its last message; a join is judged only once a snapshot was "
+        "taken"))
     assert snapshot.refusals({"rejected": {"not_authorized": 0, "session_not_available": 0}}) == ""
     assert snapshot.refusals({}) == ""
     assert snapshot.refusals({"rejected": {"not_authorized": 2, "session_not_available": 1}}) == (

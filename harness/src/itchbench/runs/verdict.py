@@ -221,10 +221,9 @@ def _judge_join(rec: dict[str, Any], lost: Any, rest: str) -> tuple[str, str]:
     check = j["bbo_check"]
     at = f"at seq {j['next']:,}"
     if not j.get("snapshot_taken"):  # the server's own record: nothing was joined, whatever the BBO shows
-        refused = f" ({j['refused']})" if j.get("refused") else ""
-        return "not_joined", (f"NOT JOINED {at}: the snapshot server recorded {count(j.get('logins', 0), 'login')}"
-                              f"{refused} and no snapshot received to its last message; a join is judged only once a "
-                              f"snapshot was taken")
+        server = f"{j['refused']}, recorded" if j.get("refused") else "the snapshot server recorded"
+        return "not_joined", (f"NOT JOINED {at}: {server} {count(j.get('logins', 0), 'login')} and no snapshot "
+                              f"received to its last message; a join is judged only once a snapshot was taken")
     if lost:
         lost_words = _lost_clause(loss) if "messages_not_applied" in loss else "messages were lost on the way to it"
         return "lost", f"LOST after joining {at}: {lost_words}; {_join_words(j)}; accounting balanced{rest}"
