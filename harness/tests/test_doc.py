@@ -285,3 +285,22 @@ def test_a_crashing_micro_benchmark_makes_the_run_incomplete_and_names_the_signa
     summary = json.loads((run / "summary.json").read_text())
     assert summary["failure"]["kind"] == "microbench_failed" and not summary["complete"]
     assert not list((run / "microbench").glob("*.json"))  # no partial JSON presented as whole
+
+
+def test_the_loss_statement_counts_only_runs_that_can_say_what_they_applied():
+    """A brought gateway's run (no count of messages applied) and a crashed run were summed as 0 not applied: a
+    document of eight failed black-box runs said "0 of 64,000 messages not applied"."""
+    from itchbench.documents import aggregate
+    from itchbench.documents.collect import Configuration, RunRecord
+
+    def run(status: str, **loss: int) -> RunRecord:
+        return RunRecord(Path("r"), {"run_id": status}, {"verdict": {"status": status},
+                                                          "reconciliation": {"loss": loss}})
+    white = [run("lossless", expected_messages=1000, messages_not_applied=0),
+             run("lost", expected_messages=1000, messages_not_applied=7)]
+    black = [run("incomplete", expected_messages=1000), run("lossless", expected_messages=1000)]
+    both = aggregate.loss_statement([Configuration("a", white), Configuration("b", black)])
+    assert (both["messages_not_applied"], both["applied_counted_runs"], both["applied_counted_messages"],
+            both["expected_messages"], both["runs"]) == (7, 2, 2000, 4000, 4)
+    none = aggregate.loss_statement([Configuration("b", black)])
+    assert none["applied_counted_runs"] == 0 and none["messages_not_applied"] == 0

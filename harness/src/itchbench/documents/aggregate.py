@@ -147,8 +147,12 @@ def loss_statement(configs: list[Configuration]) -> dict[str, Any]:
     runs = [r for c in configs for r in c.runs]
     statuses = [r.summary.get("verdict", {}).get("status", "incomplete") for r in runs]
     expected = sum(int(r.summary.get("reconciliation", {}).get("loss", {}).get("expected_messages", 0)) for r in runs)
-    not_applied = sum(int(r.summary.get("reconciliation", {}).get("loss", {}).get("messages_not_applied", 0))
-                      for r in runs)
+    # Counted only by a gateway that says what it applied (the built-in one's counters) in a run that reconciled:
+    # a brought gateway's run, or one that ended before its counters, cannot say, and is not a run that lost none.
+    counted = [r.summary["reconciliation"]["loss"] for r in runs
+               if "messages_not_applied" in r.summary.get("reconciliation", {}).get("loss", {})]
+    not_applied = sum(int(loss["messages_not_applied"]) for loss in counted)
+    counted_expected = sum(int(loss.get("expected_messages", 0)) for loss in counted)
     lossy = [r for r, s in zip(runs, statuses) if s not in ("lossless", "faults_accounted")]
     # Each configuration's runs that are neither, marked where its figures are given (the executive summary's
     # factors and the table): an interrupted run's figures are of the part it ran.
@@ -157,7 +161,8 @@ def loss_statement(configs: list[Configuration]) -> dict[str, Any]:
              for c in configs if (n := sum(id(r) in lossy_ids for r in c.runs))}
     return {"runs": len(runs), "lossless": statuses.count("lossless"), "marks": marks,
             "faults_accounted": statuses.count("faults_accounted"), "expected_messages": expected,
-            "messages_not_applied": not_applied, "lossy": lossy,
+            "messages_not_applied": not_applied, "applied_counted_runs": len(counted),
+            "applied_counted_messages": counted_expected, "lossy": lossy,
             "all_lossless": not lossy and statuses.count("lossless") == len(runs)}
 
 

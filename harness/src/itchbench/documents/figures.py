@@ -105,7 +105,8 @@ def percentile_curves(path: Path, configs: Sequence[Configuration], stage: str, 
         ax.set_xlabel("percentile (every run of every configuration)")
         ax.set_ylabel(f"{description} (ns)")
         ax.set_title(f"{description}: percentile curves")
-        ax.legend(loc="upper left")
+        if drawn:  # nothing to name otherwise (matplotlib warns of a legend of nothing)
+            ax.legend(loc="upper left")
     return drawn
 
 
