@@ -276,7 +276,8 @@ def test_a_brought_gateway_whose_login_is_refused_is_said_so_by_the_server(tmp_p
     server = rundir.read_json(Path(s["dir"]) / "snapshot-server.json")
     assert server["rejected"] == {"not_authorized": 1, "session_not_available": 0} and server["logins"] == 0
     assert s["verdict"]["status"] == "incomplete" and s["verdict"]["headline"].endswith(
-        "; the snapshot server refused 1 login (1 for a user or password not the run's)"), s["verdict"]["headline"]
+        "; no BBO event of it was received; the snapshot server refused 1 login (1 for a user or password not the "
+        "run's)"), s["verdict"]["headline"]
 
 
 def test_the_refusals_are_said_by_kind():

@@ -828,10 +828,13 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     })
     if not summary["complete"] and not failure:
         summary["error"] = f"the gateway's BBO output {out.name} is missing"
+    # What itchbench has of it: a file the gateway wrote, or what the collector received (a collector killed, or a
+    # connection that never came, says nothing of what the gateway wrote).
+    none_came = "it wrote no BBO event" if bbo_cfg.get("via") == "file" else "no BBO event of it was received"
     if reference.ended_early and (failure is None or failure.kind.startswith("gateway_")):
         # The capture itself ends early: whatever the gateway then did, the run is held to a part of it, as the
         # built-in gateway's simulation of it is.
-        output = f"its BBO output reaching seq {reached:,}" if reached else "it wrote no BBO event"
+        output = f"its BBO output reaching seq {reached:,}" if reached else none_came
         summary["complete"] = False
         summary["failure"] = {"kind": "input_ended_early", "message": (
             f"the capture ends early, as its simulation found: {reference.ended_early} (the simulation read "
@@ -851,7 +854,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         refused = snapshot.refusals(run.extras.get("snapshot_server") or {})  # what the exchange's side saw of it
         summary["failure"]["message"] = (
             f"{failure}; its BBO output reached seq {reached:,}, {after:,} of the {whole}'s {messages:,} messages "
-            "after it" if reached else f"{failure}; it wrote no BBO event") + (f"; {refused}" if refused else "")
+            "after it" if reached else f"{failure}; {none_came}") + (f"; {refused}" if refused else "")
         summary["error"] = summary["failure"]["message"]
 
 
