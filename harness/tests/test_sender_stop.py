@@ -58,3 +58,14 @@ def test_serial_replay_stopped_closes_its_log_and_says_what_it_never_sent(tmp_pa
     assert r["stopped_by_signal"] == signal.SIGTERM and r["messages"] == 8000
     assert r["messages_not_sent"] > 0 and r["lines"] + r["messages_not_sent"] == 8000
     assert _closed_log_records(log) == r["lines"]
+
+
+def test_tcpreplay_s_usual_notices_are_not_given_as_the_reason_it_failed():
+    """tcpreplay killed by SIGSEGV was said as "tcpreplay killed by SIGSEGV: Warning in sendpacket.c:…": the notice
+    it prints on every run on loopback, read as the reason."""
+    from itchbench.runs.transports import udp
+    chatter = ("Warning in sendpacket.c:sendpacket_open_pf() line 952:\nUnsupported physical layer type 0x0304 on lo.  "
+               "Maybe it works, maybe it won't.  See tickets #123/318\nFile Cache is enabled\n")
+    assert udp._said_on_failure(chatter) == ""
+    assert udp._said_on_failure(chatter + "Fatal Error: Unable to send packet: No buffer space available\n") == \
+        "Fatal Error: Unable to send packet: No buffer space available"

@@ -79,6 +79,16 @@ _TCPREPLAY_FIELDS = {
 }
 
 
+# What tcpreplay prints on every run on loopback, whatever happens after: not a reason for its failure.
+_TCPREPLAY_CHATTER = re.compile(r"^(Warning in sendpacket\.c:.*|Unsupported physical layer type .*|"
+                                r"File Cache is enabled)$", re.M)
+
+
+def _said_on_failure(text: str) -> str:
+    """A sender's output as the reason it failed: its last 500 characters, tcpreplay's chatter left out."""
+    return "\n".join(line for line in _TCPREPLAY_CHATTER.sub("", text).splitlines() if line.strip())[-500:]
+
+
 def parse_tcpreplay(text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for key, pattern in _TCPREPLAY_FIELDS.items():
@@ -156,6 +166,7 @@ def replay_udp(run: "Run", group: "ProcessGroup", ns: PrivateNetns,
             pass
     if tr.returncode != 0:
         ur = run.extras.get("udp_replay", {})
-        said = text.strip()[-500:] or (f"{ur['failed']:,} of {ur['packets']:,} packets not sent (first error: "
-                                       f"{ur.get('first_error') or 'none named'})" if ur.get("failed") else "no output")
+        said = _said_on_failure(text) or (f"{ur['failed']:,} of {ur['packets']:,} packets not sent (first error: "
+                                       f"{ur.get('first_error') or 'none named'})" if ur.get("failed") else
+                                       "nothing said but its usual notices" if text.strip() else "no output")
         raise RunError("sender_failed", f"{sender} {describe_exit(tr.returncode)}: {said}")
