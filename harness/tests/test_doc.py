@@ -304,3 +304,26 @@ def test_the_loss_statement_counts_only_runs_that_can_say_what_they_applied():
             both["expected_messages"], both["runs"]) == (7, 2, 2000, 4000, 4)
     none = aggregate.loss_statement([Configuration("b", black)])
     assert none["applied_counted_runs"] == 0 and none["messages_not_applied"] == 0
+
+
+def test_a_document_whose_page_cannot_be_written_leaves_the_pair_as_it_was(tmp_path, monkeypatch):
+    """report.md was renamed into place before report.html was written: a disk that filled between them left a
+    new report.md beside the old report.html."""
+    import errno
+
+    from itchbench.documents import render
+    (tmp_path / "report.md").write_text("old md\n")
+    (tmp_path / "report.html").write_text("old html\n")
+    monkeypatch.setattr(render, "markdown", lambda template, context: "# new\n")
+    written = Path.write_text
+
+    def full_disk_for_the_page(self: Path, text: str, *args: object, **kwargs: object) -> int:
+        if ".report.html." in self.name:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return written(self, text, *args, **kwargs)
+    monkeypatch.setattr(Path, "write_text", full_disk_for_the_page)
+    with pytest.raises(OSError):
+        render.write(tmp_path, "unused", {}, "title")
+    monkeypatch.undo()
+    assert (tmp_path / "report.md").read_text() == "old md\n" and (tmp_path / "report.html").read_text() == "old html\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.md"]

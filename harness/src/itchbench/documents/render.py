@@ -112,12 +112,12 @@ def _fold(body: str) -> str:
 
 
 def write(out_dir: Path, template: str, context: dict[str, Any], title: str) -> tuple[Path, Path]:
-    """report.md and report.html in out_dir, each written whole (temporary file, then renamed)."""
+    """report.md and report.html in out_dir, each written whole; both are written before either is renamed into
+    place, so a failure while writing (a full disk) leaves the pair as it was, never one new and one old."""
     text = markdown(template, context)
     page = html(text, title, out_dir)
-    written = []
-    for name, content in (("report.md", text), ("report.html", page)):
-        path = out_dir / name
-        atomic.write_text(path, content)
-        written.append(path)
-    return written[0], written[1]
+    md, html_page = out_dir / "report.md", out_dir / "report.html"
+    with atomic.replaced_when_whole(html_page) as html_partial, atomic.replaced_when_whole(md) as md_partial:
+        md_partial.write_text(text)
+        html_partial.write_text(page)
+    return md, html_page
