@@ -713,6 +713,9 @@ def _collector_ended(run: "Run") -> dict[str, Any]:
     return rundir.read_json(info) if info.is_file() else {}
 
 
+CAPTURE_OPENED = "the gateway opened the capture it was given"
+
+
 def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str, Any]) -> None:
     """A gateway brought through its contract, checked black box: its BBO stream against the simulation's,
     wire-to-wire latency from the sender's stamps; its insides are not seen (white box: its own logs)."""
@@ -728,6 +731,11 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     hop = _sender_checks(run, facts_of(capture, feed), checks)
     _broker_checks(run.extras.get("brokers", {}), checks)  # the one its BBO output goes through (bbo.via)
     _collector_read_the_topic(run, bbo_cfg, checks)
+    opened = run.extras.get("capture_opens")
+    if opened and not opened["error"]:
+        # Reading the capture itself, an output equal to the simulation's is no proof it read it: one made from a
+        # recording is equal too (runs/opens.py). An opener gone before it could be placed may have been its own.
+        checks[CAPTURE_OPENED] = opened["by_gateway"] > 0 or opened["unplaced"] > 0
     output = run.extras.get("bbo_output", adapter.BBO_FILE)
     out = run.dir / output
     server, lines, recovering = _recovery_setting(run)
@@ -817,6 +825,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         "bbo": {"events": event_count, "reference_events": reference_events, "levels": levels},
         "reconciliation": rec,
         "wire_to_wire": latency,
+        **({"capture_opens": opened} if opened else {}),
         "latency": {"method": "higher", "stages": {stage: latency[key] for stage, (key, _) in blackbox.STAGES.items()
                                                    if latency and latency.get(key)},
                     "stage_descriptions": {stage: words for stage, (_, words) in blackbox.STAGES.items()}},

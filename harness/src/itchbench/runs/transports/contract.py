@@ -29,7 +29,7 @@ from ...analysis.latency_follow import LatencyFollower
 from ...captures import inspect
 from ...captures.compressed import compression_of
 from ...gateways import adapter, contract, provenance
-from .. import environment
+from .. import environment, opens
 from ..brokers import kafka, mosquitto, restarts
 from ..scenario import INPUT_OF
 from ..deadlines import sim_seconds
@@ -273,19 +273,27 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         capture = Path(run.values["capture"])
         deadline_s = sim_seconds(capture.stat().st_size, compression_of(capture) is not None)
         run.extras["deadline_s"] = round(deadline_s, 1)
-        driver.start("file", capture=capture, **values)
-        # The report's second pass counted as the gateway writes its latency log, and the BBO log's digest taken
-        # as it writes that, off the gateway's CPUs.
-        avoid = frozenset(gateway_cpus(run))
-        follower = LatencyFollower(run.dir, int(run.values["warmup_messages"]), avoid_cpus=avoid)
-        run.follower = follower  # the report takes what it counted (the runner abandons what it does not take)
-        run.bbo_follower = BboDigestFollower(run.dir / "bbo.bbo", avoid_cpus=avoid)
+        watch = opens.OpenWatch(capture).start()  # whether the gateway opens the capture it is to read
         try:
-            _profile(run, group, driver)
-            _stop(run, group, driver, deadline_s)
+            driver.start("file", capture=capture, **values)
+            # The report's second pass counted as the gateway writes its latency log, and the BBO log's digest taken
+            # as it writes that, off the gateway's CPUs.
+            avoid = frozenset(gateway_cpus(run))
+            follower = LatencyFollower(run.dir, int(run.values["warmup_messages"]), avoid_cpus=avoid)
+            run.follower = follower  # the report takes what it counted (the runner abandons what it does not take)
+            run.bbo_follower = BboDigestFollower(run.dir / "bbo.bbo", avoid_cpus=avoid)
+            try:
+                _profile(run, group, driver)
+                _stop(run, group, driver, deadline_s)
+            finally:
+                follower.writer_ended()  # it counts the last blocks beside reconciliation
+                run.bbo_follower.writer_ended()
         finally:
-            follower.writer_ended()  # it counts the last blocks beside reconciliation
-            run.bbo_follower.writer_ended()
+            seen = watch.stop()
+            meter = driver.started.gateway.pid if driver.started else None
+            by_gateway = seen.by(meter) if meter else 0
+            run.extras["capture_opens"] = {"by_gateway": by_gateway, "by_others": len(seen.chains) - by_gateway,
+                                           "unplaced": seen.unplaced, "error": seen.error}
     output = driver.bbo_file()
     run.extras["bbo_output"] = str(output.relative_to(run.dir) if output.is_relative_to(run.dir) else output)
 

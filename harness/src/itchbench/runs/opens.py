@@ -1,0 +1,122 @@
+"""Who opened a file while a gateway ran: fanotify (FAN_OPEN on the file's inode), each opener's chain of parents
+read from /proc as its event comes. A gateway that reads its capture itself ({capture}) and never opens it made
+its output from something else (a recording of the session): its output equals the simulation, and nothing else
+of the run could tell.
+
+fanotify needs CAP_SYS_ADMIN (itchbench runs as root); without it nothing is watched and the watch says why. An
+opener gone before its event is read (a short `cat`) cannot be placed: it is counted apart, never as the
+gateway's absence."""
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import select
+import struct
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_FAN_CLASS_NOTIF, _FAN_CLOEXEC, _FAN_NONBLOCK = 0x0, 0x1, 0x2
+_FAN_MARK_ADD = 0x1
+_FAN_OPEN = 0x20
+_AT_FDCWD = -100
+_EVENT = struct.Struct("=IBBHQii")  # struct fanotify_event_metadata: event_len, vers, reserved, metadata_len, mask,
+# fd, pid
+
+_libc = ctypes.CDLL("libc.so.6", use_errno=True)
+_libc.fanotify_mark.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p]
+
+
+def parents(pid: int) -> list[int] | None:
+    """pid and its parents up to init, from /proc; None when pid is gone before it could be read."""
+    chain = []
+    while pid > 1 and len(chain) < 64:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return chain or None  # a parent that ended since: the chain so far is all there is
+        chain.append(pid)
+        pid = int(stat[stat.rindex(")") + 2:].split()[1])  # the field after the state: ppid
+    return chain
+
+
+@dataclass
+class Opens:
+    """What a watch saw: each opener's chain of parents (itself first), and openers that could not be placed."""
+    chains: list[list[int]] = field(default_factory=list)
+    unplaced: int = 0
+    error: str = ""  # the watch could not be set (nothing was seen)
+
+    def by(self, ancestor: int) -> int:
+        """How many opens were made by ancestor or a process under it."""
+        return sum(ancestor in chain for chain in self.chains)
+
+
+class OpenWatch:
+    """Watches one file for opens from start() until stop(), reading events on a thread of its own."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.seen = Opens()
+        self._fd = -1
+        self._stop_r, self._stop_w = os.pipe()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "OpenWatch":
+        fd = _libc.fanotify_init(_FAN_CLASS_NOTIF | _FAN_CLOEXEC | _FAN_NONBLOCK, os.O_RDONLY | os.O_CLOEXEC)
+        if fd < 0:
+            self.seen.error = f"fanotify_init: {os.strerror(ctypes.get_errno())}"
+            return self
+        if _libc.fanotify_mark(fd, _FAN_MARK_ADD, _FAN_OPEN, _AT_FDCWD, os.fsencode(self.path)) != 0:
+            self.seen.error = f"fanotify_mark {self.path}: {os.strerror(ctypes.get_errno())}"
+            os.close(fd)
+            return self
+        self._fd = fd
+        self._thread = threading.Thread(target=self._read, name="open-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> Opens:
+        if self._thread is not None:
+            os.write(self._stop_w, b"x")
+            self._thread.join()
+            self._drain()
+            os.close(self._fd)
+            self._thread = None
+        for end in (self._stop_r, self._stop_w):
+            os.close(end)
+        return self.seen
+
+    def __enter__(self) -> "OpenWatch":
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def _read(self) -> None:
+        while True:
+            ready, _, _ = select.select([self._fd, self._stop_r], [], [])
+            if self._stop_r in ready:
+                return
+            self._drain()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data = os.read(self._fd, 4096)
+            except OSError as e:
+                if e.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
+                    return
+                raise
+            at = 0
+            while at + _EVENT.size <= len(data):
+                length, _, _, _, _, event_fd, pid = _EVENT.unpack_from(data, at)
+                if event_fd >= 0:
+                    os.close(event_fd)  # the event's own descriptor of the file: not used
+                chain = parents(pid)
+                if chain is None:
+                    self.seen.unplaced += 1
+                else:
+                    self.seen.chains.append(chain)
+                at += max(length, _EVENT.size)

@@ -1,0 +1,41 @@
+"""Who opened a file while a gateway ran (runs/opens.py): fanotify's openers placed under the process that started
+them, the check that catches a gateway reading a recording instead of its capture (the zoo's
+file-output-from-a-recording)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from itchbench.runs.opens import OpenWatch, parents
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="fanotify needs CAP_SYS_ADMIN")
+
+
+def test_a_process_s_parents_lead_to_this_one():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    try:
+        chain = parents(child.pid)
+        assert chain is not None and chain[0] == child.pid and os.getpid() in chain
+    finally:
+        child.kill()
+        child.wait()
+    assert parents(child.pid) is None  # gone: nothing to place
+
+
+@needs_root
+def test_opens_are_placed_under_the_process_that_made_them(tmp_path):
+    watched, other = tmp_path / "capture.pcap", tmp_path / "recording.pcap"
+    watched.write_bytes(b"x" * 100)
+    other.write_bytes(b"x" * 100)
+    reader = [sys.executable, "-c", "import sys, time; open(sys.argv[1], 'rb').read(); time.sleep(0.5)"]
+    with OpenWatch(watched) as watch:
+        opener = subprocess.Popen([*reader, str(watched)])
+        elsewhere = subprocess.Popen([*reader, str(other)])  # reads another file with the same bytes
+        opener.wait()
+        elsewhere.wait()
+    seen = watch.seen
+    assert seen.error == "" and seen.by(opener.pid) == 1 and seen.by(elsewhere.pid) == 0
+    assert seen.by(os.getpid()) == 1 and len(seen.chains) + seen.unplaced == 1
