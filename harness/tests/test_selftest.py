@@ -115,6 +115,8 @@ HEADLINES = {
     # Held a read back: its stock's events that the next read's passed are out of order, however the line was read.
     "out-of-order-serial": lambda h: "0 missing, 0 extra, 0 wrong," in h and "out of order (after a later event" in h,
     "no-snapshot": lambda h: h.startswith("NOT JOINED at seq "),
+    # Its output is the simulation's: only that it never opened the capture it was given tells (runs/opens.py).
+    "file-output-from-a-recording": lambda h: h == "NOT BALANCED: failed: the gateway opened the capture it was given",
     # Killed at the packet that carries seq 2,000: its output reached a seq before it (docs/gateway-contract.md),
     # and the session, numbered from 1, has 8,000 - that seq messages after it.
     "crash-mid-run": lambda h: "killed by SIGSEGV" in h and _reached_before(h, 2000, 8000),

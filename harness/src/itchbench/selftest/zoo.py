@@ -162,6 +162,12 @@ _STAMPS_RECORDED = "        if self.stamps:\n            self.stamps.record(seq,
 _NOW_NS = "        self.now, self.read = itchbench_stamps.now_ns, 0"
 _CPP_FILE_COMMAND = ('file = "exec {worktree}/cpp-gateway --file {capture} --bbo {bbo_addr}:{bbo_port} '
                      '--levels {levels}"\n')
+# Its build keeps a copy of the bundled NASDAQ slice beside the executable (a recording of the session).
+CPP_CLAIMS_RECORDING = (Edit('build = ["make -C {worktree} --no-print-directory"]\n',
+                             'build = ["make -C {worktree} --no-print-directory", "cp '
+                             + str(paths.fixtures_dir() / "nasdaq-day-sample.pcap") + ' {worktree}/recording.pcap"]\n',
+                             "itchbench.toml"),)
+_CPP_FILE_ARGUMENT = '        if (key == "--file") file = argv[i + 1];\n'
 CPP_CLAIMS_WHITE_BOX = (Edit('name = "cpp-gateway"\n', 'name = "cpp-gateway"\nwhite_box = true\n', "itchbench.toml"),
                         Edit(_CPP_FILE_COMMAND, _CPP_FILE_COMMAND.replace('"\n', ' --latency-log {out}/latency.lat"\n'),
                              "itchbench.toml"))
@@ -421,6 +427,12 @@ MUTANTS: tuple[Mutant, ...] = (
            _py((_CONNECT, "    # MUTANT: connected once the recording is played\n"),
                (_FEED, _FEED + _FROM_THE_RECORDING.format(
                    path=repr(str(paths.fixtures_dir() / "nasdaq-day-sample.pcap"))))), "udp", "unbalanced"),
+    # Reading the capture itself, the same: its build keeps a copy of the session (a claim its control makes too),
+    # and it reads that copy, beside its executable, whatever file it is given. Its output equals the simulation's.
+    Mutant("file-output-from-a-recording", "reads the copy of the session its build keeps, not the capture it is "
+           "given", CPP, CPP_CLAIMS_RECORDING + _cpp((_CPP_FILE_ARGUMENT, _CPP_FILE_ARGUMENT.replace(
+               "file = argv[i + 1];", 'file = std::string(argv[0]).substr(0, std::string(argv[0]).rfind(\'/\')) + '
+               '"/recording.pcap";  // MUTANT'))), "file", "unbalanced"),
     Mutant("says-lossless", "prints a verdict-looking LOSSLESS line itself, and sends no event", PY,
            _py((_PARSED, _PARSED + '    print("LOSSLESS: 14,000 messages, 6,000 BBO events = simulation (exact), '
                                    'balanced — ok", flush=True)  # MUTANT\n'),
@@ -531,6 +543,7 @@ CONTROLS: tuple[Control, ...] = (
     Control(PY, "serial", "lossless", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
     Control(PY, "join", "joined", edits=CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
     Control(CPP, "file", "lossless", edits=CPP_CLAIMS_EVERY_LEVEL, claim='contract says levels = "all"'),
+    Control(CPP, "file", "lossless", edits=CPP_CLAIMS_RECORDING, claim="its build keeps a recording of the session"),
     Control(CPP, "file", "lossless", edits=CPP_CLAIMS_WHITE_BOX,
             claim="contract says white_box = true (--latency-log)"),
     Control(BUILT_IN, "udp-every-level", "lossless"),
