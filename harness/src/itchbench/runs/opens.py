@@ -95,9 +95,11 @@ class OpenWatch:
         self.stop()
 
     def _read(self) -> None:
+        waiting = select.poll()  # not select(): a run with many sockets open has descriptors past FD_SETSIZE
+        waiting.register(self._fd, select.POLLIN)
+        waiting.register(self._stop_r, select.POLLIN)
         while True:
-            ready, _, _ = select.select([self._fd, self._stop_r], [], [])
-            if self._stop_r in ready:
+            if any(fd == self._stop_r for fd, _ in waiting.poll()):
                 return
             self._drain()
 
