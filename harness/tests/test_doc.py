@@ -327,3 +327,15 @@ def test_a_document_whose_page_cannot_be_written_leaves_the_pair_as_it_was(tmp_p
     monkeypatch.undo()
     assert (tmp_path / "report.md").read_text() == "old md\n" and (tmp_path / "report.html").read_text() == "old html\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.md"]
+
+
+def test_a_document_of_black_box_runs_that_measured_nothing_names_their_own_measure():
+    """Eight brought-gateway runs that all failed: the document said "Latency is receive_to_book", the built-in
+    gateway's stage, of gateways timed wire to wire."""
+    from itchbench.documents import aggregate
+    from itchbench.documents.collect import Configuration, RunRecord
+    black = [RunRecord(Path("r"), {"run_id": "b"}, {"gateway": {"contract": {"name": "g"}, "started": False}})]
+    built_in = [RunRecord(Path("r"), {"run_id": "w"}, {"gateway": {"realtime": {}}})]
+    assert aggregate.headline_stage([Configuration("a", black)]) == "wire_to_wire"
+    assert aggregate.headline_stage([Configuration("a", built_in)]) == aggregate.STAGE
+    assert aggregate.headline_stage([Configuration("a", black + built_in)]) == aggregate.STAGE
