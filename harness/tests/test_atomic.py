@@ -59,3 +59,17 @@ def test_a_partial_name_is_hidden_and_not_taken_by_a_glob_of_finished_files(tmp_
     kept = atomic.partial_name(tmp_path / "capture.pcap", keep_suffix=True)
     again = atomic.partial_name(tmp_path / "capture.pcap", keep_suffix=True)
     assert kept.suffix == ".pcap" and kept.name.startswith(".") and kept != again
+
+
+def test_a_new_record_on_a_file_system_without_hard_links_is_still_written_beside(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    def no_links(*_: object) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+    path = tmp_path / "capacity-q-1.json"
+    path.write_text("{}\n")
+    monkeypatch.setattr(os, "link", no_links)
+    second = rundir.write_json_new(path, {"run": 2})
+    assert second.name == "capacity-q-1-2.json" and rundir.read_json(second) == {"run": 2}
+    assert path.read_text() == "{}\n" and sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, second.name])

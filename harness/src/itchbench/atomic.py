@@ -51,6 +51,11 @@ def write_text_new(path: Path, text: str) -> Path:
                 return target
             except FileExistsError:
                 continue
+            except OSError:  # a file system without hard links: a check, then the rename (racy, but whole)
+                if target.exists():
+                    continue
+                os.replace(partial, target)
+                return target
         raise FileExistsError(f"{path}: it and 9,998 numbered names beside it are taken")
     finally:
         partial.unlink(missing_ok=True)
