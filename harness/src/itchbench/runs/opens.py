@@ -1,11 +1,14 @@
-"""Who opened a file while a gateway ran: fanotify (FAN_OPEN on the file's inode), each opener's chain of parents
+"""Who opened a file while a gateway ran: fanotify on the file's inode, each opener's chain of parents
 read from /proc as its event comes. A gateway that reads its capture itself ({capture}) and never opens it made
 its output from something else (a recording of the session): its output equals the simulation, and nothing else
 of the run could tell.
 
-fanotify needs CAP_SYS_ADMIN (itchbench runs as root); without it nothing is watched and the watch says why. An
-opener gone before its event is read (a short `cat`) cannot be placed: it is counted apart, never as the
-gateway's absence."""
+Each open is a permission event (FAN_OPEN_PERM): the opener waits, for as long as it takes to read its parents,
+until the watch allows it, so even a short `cat` is placed while it lives, and no other process opening the same
+file at the same moment can pass for the gateway. A kernel without permission events
+(CONFIG_FANOTIFY_ACCESS_PERMISSIONS) is watched with plain notifications instead: an opener gone before its event
+is read is then counted apart. fanotify needs CAP_SYS_ADMIN (itchbench runs as root); without it nothing is watched
+and the watch says why."""
 from __future__ import annotations
 
 import ctypes
@@ -17,12 +20,14 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_FAN_CLASS_NOTIF, _FAN_CLOEXEC, _FAN_NONBLOCK = 0x0, 0x1, 0x2
+_FAN_CLASS_NOTIF, _FAN_CLASS_CONTENT, _FAN_CLOEXEC, _FAN_NONBLOCK = 0x0, 0x4, 0x1, 0x2
 _FAN_MARK_ADD = 0x1
-_FAN_OPEN = 0x20
+_FAN_OPEN, _FAN_OPEN_PERM = 0x20, 0x10000
+_FAN_ALLOW = 0x1
 _AT_FDCWD = -100
 _EVENT = struct.Struct("=IBBHQii")  # struct fanotify_event_metadata: event_len, vers, reserved, metadata_len, mask,
 # fd, pid
+_RESPONSE = struct.Struct("=iI")  # struct fanotify_response: fd, response
 
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)
 _libc.fanotify_mark.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p]
@@ -47,6 +52,7 @@ class Opens:
     chains: list[list[int]] = field(default_factory=list)
     unplaced: int = 0
     error: str = ""  # the watch could not be set (nothing was seen)
+    held: bool = False  # each opener waited until placed (permission events)
 
     def by(self, ancestor: int) -> int:
         """How many opens were made by ancestor or a process under it."""
@@ -64,13 +70,17 @@ class OpenWatch:
         self._thread: threading.Thread | None = None
 
     def start(self) -> "OpenWatch":
-        fd = _libc.fanotify_init(_FAN_CLASS_NOTIF | _FAN_CLOEXEC | _FAN_NONBLOCK, os.O_RDONLY | os.O_CLOEXEC)
-        if fd < 0:
-            self.seen.error = f"fanotify_init: {os.strerror(ctypes.get_errno())}"
-            return self
-        if _libc.fanotify_mark(fd, _FAN_MARK_ADD, _FAN_OPEN, _AT_FDCWD, os.fsencode(self.path)) != 0:
+        for group, mask in ((_FAN_CLASS_CONTENT, _FAN_OPEN_PERM), (_FAN_CLASS_NOTIF, _FAN_OPEN)):
+            fd = _libc.fanotify_init(group | _FAN_CLOEXEC | _FAN_NONBLOCK, os.O_RDONLY | os.O_CLOEXEC)
+            if fd < 0:
+                self.seen.error = f"fanotify_init: {os.strerror(ctypes.get_errno())}"
+                continue
+            if _libc.fanotify_mark(fd, _FAN_MARK_ADD, mask, _AT_FDCWD, os.fsencode(self.path)) == 0:
+                self.seen.error, self.seen.held = "", mask == _FAN_OPEN_PERM
+                break
             self.seen.error = f"fanotify_mark {self.path}: {os.strerror(ctypes.get_errno())}"
             os.close(fd)
+        else:
             return self
         self._fd = fd
         self._thread = threading.Thread(target=self._read, name="open-watch", daemon=True)
@@ -113,10 +123,16 @@ class OpenWatch:
                 raise
             at = 0
             while at + _EVENT.size <= len(data):
-                length, _, _, _, _, event_fd, pid = _EVENT.unpack_from(data, at)
-                if event_fd >= 0:
-                    os.close(event_fd)  # the event's own descriptor of the file: not used
-                chain = parents(pid)
+                length, _, _, _, mask, event_fd, pid = _EVENT.unpack_from(data, at)
+                try:
+                    chain = parents(pid)  # the opener still waits on a permission event: placed while it lives
+                except (ValueError, IndexError):  # a /proc/PID/stat not as expected
+                    chain = None
+                finally:  # whatever came of placing it, the opener is let go: it must never hang on the watch
+                    if event_fd >= 0:
+                        if mask & _FAN_OPEN_PERM:
+                            os.write(self._fd, _RESPONSE.pack(event_fd, _FAN_ALLOW))
+                        os.close(event_fd)  # the event's own descriptor of the file: not used
                 if chain is None:
                     self.seen.unplaced += 1
                 else:

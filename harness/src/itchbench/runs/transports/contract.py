@@ -293,7 +293,7 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
             meter = driver.started.gateway.pid if driver.started else None
             by_gateway = seen.by(meter) if meter else 0
             run.extras["capture_opens"] = {"by_gateway": by_gateway, "by_others": len(seen.chains) - by_gateway,
-                                           "unplaced": seen.unplaced, "error": seen.error}
+                                           "unplaced": seen.unplaced, "held": seen.held, "error": seen.error}
     output = driver.bbo_file()
     run.extras["bbo_output"] = str(output.relative_to(run.dir) if output.is_relative_to(run.dir) else output)
 
