@@ -53,3 +53,20 @@ def test_an_opener_that_ends_at_once_is_still_placed(tmp_path):
     seen = watch.seen
     assert seen.error == "" and seen.held, "this kernel has fanotify permission events (checked in CI's VM)"
     assert seen.by(starter.pid) == 2 and seen.unplaced == 0
+
+
+@needs_root
+def test_the_harness_opening_the_file_while_holding_python_s_lock_does_not_hang(tmp_path):
+    """The opener waits on the watch; a watch that was a thread of the harness needed Python's lock, which an open
+    made from C without letting go of it (ctypes.PyDLL) held: the harness hung. The watch is a process of its
+    own. Run in a child with a deadline, so that a hang fails the test instead of the suite."""
+    watched = tmp_path / "capture.pcap"
+    watched.write_bytes(b"x" * 100)
+    code = ("import ctypes, os, sys\n"
+            "from itchbench.runs.opens import OpenWatch\n"
+            "with OpenWatch(sys.argv[1]) as w:\n"
+            "    fd = ctypes.PyDLL(None).open(sys.argv[1].encode(), os.O_RDONLY)\n"
+            "    os.close(fd)\n"
+            "print(w.seen.by(os.getpid()), w.seen.unplaced)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(watched)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.split() == ["1", "0"], done.stdout + done.stderr

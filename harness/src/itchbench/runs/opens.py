@@ -8,15 +8,21 @@ until the watch allows it, so even a short `cat` is placed while it lives, and n
 file at the same moment can pass for the gateway. A kernel without permission events
 (CONFIG_FANOTIFY_ACCESS_PERMISSIONS) is watched with plain notifications instead: an opener gone before its event
 is read is then counted apart. fanotify needs CAP_SYS_ADMIN (itchbench runs as root); without it nothing is watched
-and the watch says why."""
+and the watch says why.
+
+The watch is a process of its own (`python -m itchbench.runs.opens PATH`), never a thread of the harness: a
+harness thread that opened the file while holding Python's lock would wait on a watch that waits for that lock."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
+import json
 import os
 import select
 import struct
-import threading
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,42 +66,35 @@ class Opens:
 
 
 class OpenWatch:
-    """Watches one file for opens from start() until stop(), reading events on a thread of its own."""
+    """Watches one file for opens from start() until stop(), in a watcher process (main below)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.seen = Opens()
-        self._fd = -1
-        self._stop_r, self._stop_w = os.pipe()
-        self._thread: threading.Thread | None = None
+        self._proc: subprocess.Popen[str] | None = None
 
     def start(self) -> "OpenWatch":
-        for group, mask in ((_FAN_CLASS_CONTENT, _FAN_OPEN_PERM), (_FAN_CLASS_NOTIF, _FAN_OPEN)):
-            fd = _libc.fanotify_init(group | _FAN_CLOEXEC | _FAN_NONBLOCK, os.O_RDONLY | os.O_CLOEXEC)
-            if fd < 0:
-                self.seen.error = f"fanotify_init: {os.strerror(ctypes.get_errno())}"
-                continue
-            if _libc.fanotify_mark(fd, _FAN_MARK_ADD, mask, _AT_FDCWD, os.fsencode(self.path)) == 0:
-                self.seen.error, self.seen.held = "", mask == _FAN_OPEN_PERM
-                break
-            self.seen.error = f"fanotify_mark {self.path}: {os.strerror(ctypes.get_errno())}"
-            os.close(fd)
-        else:
-            return self
-        self._fd = fd
-        self._thread = threading.Thread(target=self._read, name="open-watch", daemon=True)
-        self._thread.start()
+        # Ended with the harness (procs.popen): its descriptor then closes, and the kernel lets any held opener go.
+        from .procs import popen
+        self._proc = popen([sys.executable, "-m", "itchbench.runs.opens", str(self.path)], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True)
+        assert self._proc.stdout is not None
+        said = self._proc.stdout.readline().strip()  # "watching", once the mark is set, or why not
+        if said != "watching":
+            self.stop()
+            self.seen.error = self.seen.error or said or "the watch ended before it began"
         return self
 
     def stop(self) -> Opens:
-        if self._thread is not None:
-            os.write(self._stop_w, b"x")
-            self._thread.join()
-            self._drain()
-            os.close(self._fd)
-            self._thread = None
-        for end in (self._stop_r, self._stop_w):
-            os.close(end)
+        if self._proc is None:
+            return self.seen
+        proc, self._proc = self._proc, None
+        out, _ = proc.communicate()  # its stdin closed: it lets go of what it holds, and says what it saw
+        lines = out.strip().splitlines()
+        try:
+            self.seen = Opens(**json.loads(lines[-1]))
+        except (IndexError, ValueError, TypeError):
+            self.seen.error = f"the watch ended without its account (exit status {proc.returncode})"
         return self.seen
 
     def __enter__(self) -> "OpenWatch":
@@ -104,37 +103,74 @@ class OpenWatch:
     def __exit__(self, *_: object) -> None:
         self.stop()
 
-    def _read(self) -> None:
-        waiting = select.poll()  # not select(): a run with many sockets open has descriptors past FD_SETSIZE
-        waiting.register(self._fd, select.POLLIN)
-        waiting.register(self._stop_r, select.POLLIN)
-        while True:
-            if any(fd == self._stop_r for fd, _ in waiting.poll()):
-                return
-            self._drain()
 
-    def _drain(self) -> None:
-        while True:
+def _mark(path: Path, seen: Opens) -> int:
+    """A fanotify descriptor marked for the file's opens (permission events where the kernel has them), or -1 with
+    seen.error set."""
+    for group, mask in ((_FAN_CLASS_CONTENT, _FAN_OPEN_PERM), (_FAN_CLASS_NOTIF, _FAN_OPEN)):
+        fd = _libc.fanotify_init(group | _FAN_CLOEXEC | _FAN_NONBLOCK, os.O_RDONLY | os.O_CLOEXEC)
+        if fd < 0:
+            seen.error = f"fanotify_init: {os.strerror(ctypes.get_errno())}"
+            continue
+        if _libc.fanotify_mark(fd, _FAN_MARK_ADD, mask, _AT_FDCWD, os.fsencode(path)) == 0:
+            seen.error, seen.held = "", mask == _FAN_OPEN_PERM
+            return fd
+        seen.error = f"fanotify_mark {path}: {os.strerror(ctypes.get_errno())}"
+        os.close(fd)
+    return -1
+
+
+def _drain(fd: int, seen: Opens) -> None:
+    """Every event waiting: each opener placed, then let go."""
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except OSError as e:
+            if e.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
+                return
+            raise
+        at = 0
+        while at + _EVENT.size <= len(data):
+            length, _, _, _, mask, event_fd, pid = _EVENT.unpack_from(data, at)
             try:
-                data = os.read(self._fd, 4096)
-            except OSError as e:
-                if e.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
-                    return
-                raise
-            at = 0
-            while at + _EVENT.size <= len(data):
-                length, _, _, _, mask, event_fd, pid = _EVENT.unpack_from(data, at)
-                try:
-                    chain = parents(pid)  # the opener still waits on a permission event: placed while it lives
-                except (ValueError, IndexError):  # a /proc/PID/stat not as expected
-                    chain = None
-                finally:  # whatever came of placing it, the opener is let go: it must never hang on the watch
-                    if event_fd >= 0:
-                        if mask & _FAN_OPEN_PERM:
-                            os.write(self._fd, _RESPONSE.pack(event_fd, _FAN_ALLOW))
-                        os.close(event_fd)  # the event's own descriptor of the file: not used
-                if chain is None:
-                    self.seen.unplaced += 1
-                else:
-                    self.seen.chains.append(chain)
-                at += max(length, _EVENT.size)
+                chain = parents(pid)  # the opener still waits on a permission event: placed while it lives
+            except (ValueError, IndexError):  # a /proc/PID/stat not as expected
+                chain = None
+            finally:  # whatever came of placing it, the opener is let go: it must never hang on the watch
+                if event_fd >= 0:
+                    if mask & _FAN_OPEN_PERM:
+                        os.write(fd, _RESPONSE.pack(event_fd, _FAN_ALLOW))
+                    os.close(event_fd)  # the event's own descriptor of the file: not used
+            if chain is None:
+                seen.unplaced += 1
+            else:
+                seen.chains.append(chain)
+            at += max(length, _EVENT.size)
+
+
+def main(argv: list[str]) -> int:
+    """The watcher: marks the file, says "watching", places openers until its stdin closes, then prints what it saw
+    as one JSON line."""
+    seen = Opens()
+    fd = _mark(Path(argv[0]), seen)
+    if fd < 0:
+        print(seen.error, flush=True)
+        return 1
+    print("watching", flush=True)
+    waiting = select.poll()  # not select(): descriptors past FD_SETSIZE are possible in a busy harness's children
+    waiting.register(fd, select.POLLIN)
+    waiting.register(0, select.POLLIN | select.POLLHUP)
+    while True:
+        events = dict(waiting.poll())
+        if fd in events:
+            _drain(fd, seen)
+        if events.get(0):  # stdin closed (or written to): the watch ends
+            break
+    _drain(fd, seen)
+    os.close(fd)
+    print(json.dumps(dataclasses.asdict(seen)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

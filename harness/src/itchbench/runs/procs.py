@@ -37,7 +37,8 @@ def _die_with_parent() -> None:
 _forker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="forker")
 
 
-def _popen(cmd: list[str], **kwargs) -> subprocess.Popen:
+def popen(cmd: list[str], **kwargs) -> subprocess.Popen:
+    """A child that dies with this process (PR_SET_PDEATHSIG), forked off a thread that lives as long as it does."""
     if threading.current_thread() is threading.main_thread():
         return subprocess.Popen(cmd, preexec_fn=_die_with_parent, **kwargs)
     return _forker.submit(subprocess.Popen, cmd, preexec_fn=_die_with_parent, **kwargs).result()
@@ -49,7 +50,7 @@ class ProcessGroup:
         self._cleanups: list[Callable[[], None]] = []
 
     def start(self, name: str, cmd: Sequence[str], **kwargs) -> subprocess.Popen:
-        proc = _popen(list(cmd), **kwargs)
+        proc = popen(list(cmd), **kwargs)
         self._procs.append((name, proc))
         return proc
 
