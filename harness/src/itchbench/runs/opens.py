@@ -20,6 +20,7 @@ import errno
 import json
 import os
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -151,6 +152,9 @@ def _drain(fd: int, seen: Opens) -> None:
 def main(argv: list[str]) -> int:
     """The watcher: marks the file, says "watching", places openers until its stdin closes, then prints what it saw
     as one JSON line."""
+    # A Ctrl-C reaches the whole process group: the harness ends the watch as it stops the run (or, if the harness
+    # dies, PR_SET_PDEATHSIG does), never a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     seen = Opens()
     fd = _mark(Path(argv[0]), seen)
     if fd < 0:
