@@ -273,7 +273,9 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         capture = Path(run.values["capture"])
         deadline_s = sim_seconds(capture.stat().st_size, compression_of(capture) is not None)
         run.extras["deadline_s"] = round(deadline_s, 1)
-        watch = opens.OpenWatch(capture).start()  # whether the gateway opens the capture it is to read
+        # Whether the gateway opens the capture it is to read: judged of a black box only (reconcile.CAPTURE_OPENED);
+        # a gateway that writes itchbench's run files (the built-in one) accounts for each message it read itself.
+        watch = opens.OpenWatch(capture).start() if c.white_box != "run-files" else None
         try:
             driver.start("file", capture=capture, **values)
             # The report's second pass counted as the gateway writes its latency log, and the BBO log's digest taken
@@ -289,11 +291,12 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
                 follower.writer_ended()  # it counts the last blocks beside reconciliation
                 run.bbo_follower.writer_ended()
         finally:
-            seen = watch.stop()
-            meter = driver.started.gateway.pid if driver.started else None
-            by_gateway = seen.by(meter) if meter else 0
-            run.extras["capture_opens"] = {"by_gateway": by_gateway, "by_others": len(seen.chains) - by_gateway,
-                                           "unplaced": seen.unplaced, "held": seen.held, "error": seen.error}
+            if watch is not None:
+                seen = watch.stop()
+                meter = driver.started.gateway.pid if driver.started else None
+                by_gateway = seen.by(meter) if meter else 0
+                run.extras["capture_opens"] = {"by_gateway": by_gateway, "by_others": len(seen.chains) - by_gateway,
+                                               "unplaced": seen.unplaced, "held": seen.held, "error": seen.error}
     output = driver.bbo_file()
     run.extras["bbo_output"] = str(output.relative_to(run.dir) if output.is_relative_to(run.dir) else output)
 
