@@ -3,11 +3,15 @@ console's messages kept, so that a page's errors can be asserted on."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from typing import Any
 
 
 def headless_chromium() -> Any:
+    """The browser; its quit() also removes the temporary folder it was given (TMPDIR): stopped by its driver,
+    Chromium left its singleton's folder (/tmp/org.chromium.Chromium.*) behind, three a run of the test command."""
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
     assert chromium and driver, "chromium and chromium-driver are installed by harness/bin/test"
     from selenium import webdriver
@@ -18,4 +22,14 @@ def headless_chromium() -> Any:
         options.add_argument(arg)
     options.binary_location = chromium
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(driver), options=options)
+    own_tmp = tempfile.mkdtemp(prefix="itchbench-chromium-")
+    browser = webdriver.Chrome(service=Service(driver, env={**os.environ, "TMPDIR": own_tmp}), options=options)
+    quit_browser = browser.quit
+
+    def quit_and_clean() -> None:
+        try:
+            quit_browser()
+        finally:
+            shutil.rmtree(own_tmp, ignore_errors=True)
+    browser.quit = quit_and_clean
+    return browser
