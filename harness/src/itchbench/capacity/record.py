@@ -49,7 +49,7 @@ class Capacity:
 
     def add_not_run(self, label: str, values: dict[str, Any], why: str) -> None:
         """A configuration not run (the gateway takes none of its input): each target it sets NOT MEASURED."""
-        judged = targets.judge(targets.set_targets(values), [])
+        judged = targets.not_run(values)
         if judged:
             self.judgements.append((label, judged))
             self.not_run[label] = why
@@ -98,9 +98,8 @@ class Capacity:
         return lines
 
     def lines(self) -> list[str]:
-        return [f"{label}: {targets.headline(judged)}" + (f" (not run: {self.not_run[label]})"
-                                                           if label in self.not_run else "")
-                for label, judged in self.judgements]
+        return [f"{label}: " + (targets.not_run_headline(judged, self.not_run[label]) if label in self.not_run
+                                else targets.headline(judged)) for label, judged in self.judgements]
 
     def failed(self, allow_undecided: bool) -> int:
         """How many configurations (or sweeps) did not meet every target."""

@@ -153,6 +153,16 @@ def headline(judgements: list[Judgement]) -> str:
     return " | ".join(parts)
 
 
+def not_run(values: dict[str, Any]) -> list[Judgement]:
+    """A configuration that never ran (the gateway takes none of its input): each target it sets NOT MEASURED (a
+    sweep's saturation is judged by the sweep, not here)."""
+    return judge({k: v for k, v in set_targets(values).items() if k != "saturation_msg_s"}, [])
+
+
+def not_run_headline(judgements: list[Judgement], why: str) -> str:
+    return f"{headline(judgements)} (not run: {why})"
+
+
 def passed(judgements: list[Judgement], allow_undecided: bool = False) -> bool:
     ok = ("MET", "UNDECIDED") if allow_undecided else ("MET",)
     return all(j.status in ok for j in judgements)

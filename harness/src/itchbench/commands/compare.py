@@ -333,9 +333,8 @@ def run(args: argparse.Namespace) -> int:
     misses = [f"{label}: {t['head_headline']}" for label, t in judged.items()
               if not targets.passed(t["head_judged"], args.allow_inconclusive)]
     # A workload not run judges nothing: its targets are NOT MEASURED, as `itchbench run` says of them.
-    misses += [f"{w.label}: {targets.headline(unmeasured)} (not run: {why})" for w, why in not_run
-               if (unmeasured := targets.judge({k: v for k, v in targets.set_targets(w.values).items()
-                                                if k != "saturation_msg_s"}, []))]
+    misses += [f"{w.label}: {targets.not_run_headline(unmeasured, why)}" for w, why in not_run
+               if (unmeasured := targets.not_run(w.values))]
     if not_run and not problems:
         headline += (f"; {len(not_run)} workload(s) not run, the gateway taking none of their input: "
                      f"{', '.join(w.label for w, _ in not_run)}")
