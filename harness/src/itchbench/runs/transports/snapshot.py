@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ... import paths
 from ..failure import RunError
+from ..verdict import count
 from .exchange_server import ExchangeServer
 
 if TYPE_CHECKING:
@@ -32,12 +33,10 @@ def refusals(report: dict[str, Any]) -> str:
     """The logins the server's closing report says it refused, in words ("" when none): a gateway that cannot log
     in joins nothing, and its own failure seldom says why."""
     rejected = report.get("rejected") or {}
-    parts = [f"{n:,} for {why}" for key, why in (("not_authorized", "a user or password not the run's"),
-                                                  ("session_not_available", "a session not the feed's"))
-             if (n := int(rejected.get(key, 0)))]
-    total = sum(int(rejected.get(k, 0)) for k in ("not_authorized", "session_not_available"))
-    return f"the snapshot server refused {total:,} login{'s' if total != 1 else ''} ({'; '.join(parts)})" \
-        if parts else ""
+    refused = {why: int(rejected.get(key, 0)) for key, why in (("not_authorized", "a user or password not the run's"),
+                                                              ("session_not_available", "a session not the feed's"))}
+    parts = [f"{n:,} for {why}" for why, n in refused.items() if n]
+    return f"the snapshot server refused {count(sum(refused.values()), 'login')} ({'; '.join(parts)})" if parts else ""
 
 
 def login(values: dict[str, Any]) -> tuple[str, str]:
