@@ -3,6 +3,7 @@ utime), so the expected entries come from how the test made them."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -46,6 +47,95 @@ def test_prune_older_than_removes_only_what_was_not_used(laid_out, capsys):
     left = sorted(e.path.relative_to(laid_out).as_posix() for e in cache.entries())
     assert left == ["builds/src-new", "contract/def"]
     assert itchbench_main(["cache", "prune"]) == 0 and cache.entries() == []
+    assert "in use" not in capsys.readouterr().out
+
+
+# A process of its own that uses two entries of the cache at root (a build found made, a capture), says so, and
+# ends when its stdin closes, as a compare ends after its runs.
+_USE = """
+import sys
+from pathlib import Path
+from itchbench import cache, paths
+root = Path(sys.argv[1])
+paths.cache_dir = lambda: root
+with cache.locked(root / "builds" / "src-old", lambda: True, print):
+    pass
+cache.made_once(root / "seed-loopback.pcap", lambda partial: partial.write_bytes(b"never made: it is there"))
+print("using", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_prune_leaves_what_a_running_process_uses_until_it_ends(laid_out, capsys):
+    user = subprocess.Popen([sys.executable, "-c", _USE, str(laid_out)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert user.stdout.readline() == "using\n"
+        assert itchbench_main(["cache", "prune", "--dry-run"]) == 0
+        out = capsys.readouterr().out
+        assert "would remove 3 entries" in out and "; 2 left, in use by a running itchbench" in out
+        assert itchbench_main(["cache", "prune"]) == 0
+        out = capsys.readouterr().out
+        assert out.count("in use, left ") == 2 and "removed 3 entries" in out
+        left = sorted(e.path.relative_to(laid_out).as_posix() for e in cache.entries())
+        assert left == ["builds/src-old", "seed-loopback.pcap"]
+        assert (laid_out / "seed-loopback.pcap").read_bytes() == b"x" * 50  # found made, never made again
+    finally:
+        user.stdin.close()
+        assert user.wait() == 0
+    pruned = cache.prune()  # the process ended, and its locks with it
+    assert sorted(e.path.name for e in pruned.removed) == ["seed-loopback.pcap", "src-old"] and not pruned.in_use
+    assert cache.entries() == [] and sorted((laid_out / cache.LOCKS).iterdir()) == []
+
+
+_MAKE_ONE = """
+import sys
+from pathlib import Path
+from itchbench import cache, paths
+root = Path(sys.argv[1])
+paths.cache_dir = lambda: root
+cache.made_once(root / "seed-loopback.pcap", lambda partial: partial.write_bytes(b"made again"))
+print("using", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_an_entry_removed_while_a_process_waited_for_it_is_made_again_and_held(laid_out):
+    # A prune holds an entry's lock while it removes the entry and the lock file: a process that was waiting for
+    # that lock finds the entry gone, makes it again, and holds the lock of the new file (a lock on the removed
+    # one would let the next prune take the entry from under it).
+    lock_path = cache._lock_path(laid_out / "seed-loopback.pcap")
+    lock_path.parent.mkdir(parents=True)
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        user = subprocess.Popen([sys.executable, "-c", _MAKE_ONE, str(laid_out)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            _wait_until_blocked_on_a_lock(user.pid)
+            (laid_out / "seed-loopback.pcap").unlink()
+            lock_path.unlink()
+        except BaseException:
+            user.kill()
+            raise
+    try:
+        assert user.stdout.readline() == "using\n"
+        assert (laid_out / "seed-loopback.pcap").read_bytes() == b"made again"
+        assert [e.path.name for e in cache.prune().in_use] == ["seed-loopback.pcap"]
+    finally:
+        user.stdin.close()
+        assert user.wait() == 0
+
+
+def _wait_until_blocked_on_a_lock(pid: int) -> None:
+    """Until /proc/locks shows the process waiting for a lock (a line `N: -> FLOCK ... PID ...`); no timing."""
+    deadline = time.monotonic() + 120  # only a process that never gets there: the test fails, it does not hang
+    while time.monotonic() < deadline:
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()
+            if "->" in fields and str(pid) in fields:
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never waited for a lock")
 
 
 def test_older_than_goes_with_prune_only(laid_out, capsys):
@@ -82,8 +172,10 @@ def test_entries_are_made_in_an_empty_cache_whole_even_by_two_processes_at_once(
     made = [Path(out.strip()).read_bytes() for out, _ in outs]
     assert made[0] == made[1] and len(made[0]) > 100_000
     assert sorted(p.name for p in root.iterdir()) == sorted(
-        [p.name for p in root.glob("*-lo26477.pcap")] + [p.name for p in root.glob("*.eth.pcap")] + [cache.FACTS])
-    assert not [p for p in root.rglob("*") if p.name.startswith(".")]  # nothing half-made left behind
+        [p.name for p in root.glob("*-lo26477.pcap")] + [p.name for p in root.glob("*.eth.pcap")]
+        + [cache.FACTS, cache.LOCKS])
+    half_made = [p for p in root.rglob("*") if p.name.startswith(".") and cache.LOCKS not in (p.name, p.parent.name)]
+    assert half_made == [] and (root / cache.LOCKS).is_dir()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(paths, "cache_dir", lambda: root)
         assert sorted(e.kind for e in cache.entries()) == ["capture", "capture", "facts"]  # and the capture's digest
