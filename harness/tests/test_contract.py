@@ -745,7 +745,8 @@ def test_bisect_of_a_brought_gateway_steps_over_a_commit_it_cannot_build(tmp_pat
                    "--scenario", udp_scenario, "--out", tmp_path / "bisect")
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
     assert r.stdout.splitlines()[0].endswith(" Count"), r.stdout
-    assert "5 commit(s) measured, 1 of them not building (stepped over)" in r.stdout
+    assert " on udp; 5 commit(s) measured, 1 of them not building (stepped over)" in r.stdout  # what was measured
+    assert "each commit measured on the scenario's configuration udp\n" in r.stderr
     assert re.search(r"'Break': does not build.* -> skipped", r.stderr), r.stderr[-2000:]
     assert len(list((tmp_path / "bisect").glob("*/*/summary.json"))) >= 4  # its runs where --out says, a commit's each
 
@@ -946,12 +947,33 @@ def test_a_command_may_take_every_value_from_the_environment(capture, tmp_path):
 
 @needs_root
 def test_a_journey_of_a_contract_gateway_times_it_wire_to_wire(planted, udp_scenario, tmp_path):
+    # The scenario also has a configuration of file input, which the example (udp and serial) does not take: the
+    # document says it was not run, rather than reading as if the scenario had been run whole.
+    scenario = tmp_path / "udp-and-file.toml"
+    scenario.write_text(udp_scenario.read_text() + '\n[[configurations]]\nlabel = "udp"\n\n'
+                        '[[configurations]]\nlabel = "file"\ntransport = "sim"\n')
     r = _itchbench("doc", "--journey", "HEAD~3", "HEAD~2", "--repo", planted, "--gateway", "itchbench.toml",
-                   "--scenario", udp_scenario, "--repetitions", "3", "--out", tmp_path / "journey")
+                   "--scenario", scenario, "--repetitions", "3", "--out", tmp_path / "journey")
     assert r.returncode == 0, r.stderr[-2000:]
     text = (tmp_path / "journey" / "report.md").read_text()
     assert "## Step 1: Count the ask side once more" in text
     assert "| wire_to_wire.p50 |" in text and "**BBO output DIFFERENT**" in text and ", stock 3, " in text
+    assert ("**Not run**: 1 of the scenario's configurations, whose input the gateway does not take; nothing below "
+            "is about them.\n\n- file: transport sim needs a gateway that takes file input; ") in text
+    assert "### file" not in text and "### udp" in text
+    assert "\nnot run: file: transport sim needs a gateway that takes file input" in r.stderr
+
+
+def test_a_journey_of_a_gateway_that_takes_none_of_the_scenario_is_refused_before_anything_is_built(
+        planted, capture, tmp_path):
+    scenario = tmp_path / "file-only.toml"
+    scenario.write_text(f'name = "file-only"\ntransport = "sim"\ncapture = "{capture}"\n')
+    r = _itchbench("doc", "--journey", "HEAD~3", "HEAD~2", "--repo", planted, "--gateway", "itchbench.toml",
+                   "--scenario", scenario, "--repetitions", "3", "--out", tmp_path / "journey")
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert ("doc: the gateway takes none of the scenario's configurations (file-only: transport sim needs a gateway "
+            "that takes file input; ") in r.stderr
+    assert not (tmp_path / "journey").exists() and "building" not in r.stderr
 
 
 @needs_root

@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
                next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path)
     levels = first["levels"] if first and args.metric == "bbo" else 0  # the built-in's depth beside its BBO
     measure = None
+    measured_on = ""
     if args.gateway:
         from ..commands.compare import gateway_workloads
         workloads = gateway_workloads(args.scenario, (args.repo / args.gateway).resolve(), say)
@@ -83,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
                      "inputs = [\"file\", …] and a transport = \"sim\" configuration)"
                      if args.metric == "instructions" else ""), file=sys.stderr)
             return 2
+        measured_on = f" on {workloads[0].label}"  # the one configuration each commit is measured on
+        say(f"each commit measured on the scenario's configuration {workloads[0].label}")
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         root = args.out or paths.repo_root() / "reports" / "bisect" / stamp
         measure = bisect.contract_measure(args.repo, args.gateway, args.metric, workloads[0].values, args.runs,
@@ -132,14 +135,14 @@ def run(args: argparse.Namespace) -> int:
         for step in e.candidates:
             why = step.untestable or f"bad ({_change(args.metric, levels, e.good, step)})"
             print(f"  {step.revision.commit} {step.revision.subject}: {why}")
-        print(f"  {len(e.steps)} commit(s) measured")
+        print(f"  {len(e.steps)} commit(s) measured{measured_on}")
         return 1
     except (bisect.BisectError, revisions.RevisionError, shards.ShardError) as e:
         print(f"itchbench: cannot bisect: {e}", file=sys.stderr)
         return 2
     rev = first_bad.revision
     print(f"first bad commit: {rev.commit} {rev.subject}")
-    print(f"  {_change(args.metric, levels, good, first_bad)}; {len(steps)} commit(s) measured"
+    print(f"  {_change(args.metric, levels, good, first_bad)}{measured_on}; {len(steps)} commit(s) measured"
           + _stepped_over([s.untestable for s in steps], ", {} (stepped over)"))
     print("  compare it: " + shlex.join(["itchbench", "compare", f"{rev.commit}~1", rev.commit, "--repo", str(args.repo),
                                          *(["--gateway", str(args.gateway)] if args.gateway else []),

@@ -52,19 +52,24 @@ def _journey(args: argparse.Namespace) -> tuple[Path, Path]:
         raise UserError(f"--repetitions must be at least {verdicts.MIN_REPETITIONS}")
     specs = journey.expand(args.repo, args.runs)
     out = args.out or paths.repo_root() / "reports" / "docs" / _slug(args.title or f"journey-{specs[0]}-{specs[-1]}")
-    out.mkdir(parents=True, exist_ok=True)
 
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
+    not_run: list[tuple[session.Workload, str]] = []  # a brought gateway's: configurations of inputs it does not take
     if args.gateway:
         from .compare import gateway_workloads
-        workloads = gateway_workloads(args.scenario, (args.repo / args.gateway).resolve())
+        workloads = gateway_workloads(args.scenario, (args.repo / args.gateway).resolve(), say, not_run)
+        if not workloads:
+            raise UserError(f"doc: the gateway takes none of the scenario's configurations ("
+                            + "; ".join(f"{w.label}: {why}" for w, why in not_run) + ")")
     else:
         workloads = session.scenario_workloads(args.scenario) if args.scenario else session.default_workloads()
+    out.mkdir(parents=True, exist_ok=True)
     say(f"journey over {len(specs)} revisions: {' '.join(specs)}")
     j = journey.run(args.repo, specs, workloads, args.repetitions, args.threshold / 100, out, say,
-                    instructions=not args.no_instructions and not args.gateway, contract_rel=args.gateway)
+                    instructions=not args.no_instructions and not args.gateway, contract_rel=args.gateway,
+                    not_run=[(w.label, why) for w, why in not_run])
     for line in journey.step_lines(j):
         say(line)
     return journey.write(j, out, args.title, args.threshold, args.repetitions)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -50,6 +50,7 @@ class Journey:
     workloads: list[session.Workload]
     steps: list[dict[str, Any]]        # consecutive pairs
     overall: dict[str, Any]            # first -> last
+    not_run: list[tuple[str, str]] = field(default_factory=list)  # configurations left out, and why
 
 
 def _judge(a: session.Side, b: session.Side, threshold: float) -> dict[str, Any]:
@@ -61,8 +62,9 @@ def _judge(a: session.Side, b: session.Side, threshold: float) -> dict[str, Any]
 
 def run(repo: Path, specs: list[str], workloads: list[session.Workload], repetitions: int, threshold: float,
         out: Path, say: Callable[[str], None], instructions: bool = True,
-        contract_rel: Path | None = None) -> Journey:
-    """contract_rel: a gateway brought through its contract (its itchbench.toml, relative to repo)."""
+        contract_rel: Path | None = None, not_run: list[tuple[str, str]] | None = None) -> Journey:
+    """contract_rel: a gateway brought through its contract (its itchbench.toml, relative to repo); not_run: the
+    scenario's configurations it does not take (label, why), said in the document."""
     sides = [session.Side(f"step{i}", spec) for i, spec in enumerate(specs)]
     benchmarks = session.wants_benchmarks(workloads)
     for side in sides:
@@ -78,7 +80,7 @@ def run(repo: Path, specs: list[str], workloads: list[session.Workload], repetit
     if broken:
         raise DocumentError("a revision could not run the workloads:\n" + "\n".join(broken))
     steps = [_judge(a, b, threshold) for a, b in zip(sides, sides[1:])]
-    return Journey(sides, workloads, steps, _judge(sides[0], sides[-1], threshold))
+    return Journey(sides, workloads, steps, _judge(sides[0], sides[-1], threshold), list(not_run or []))
 
 
 def _side_value(side: session.Side, label: str, metric: str) -> float | None:
@@ -124,7 +126,8 @@ def write(j: Journey, out: Path, title: str | None, threshold_pct: float, repeti
     context = {"title": title or f"Optimisation journey: {revisions[0]['label'][:12]} → {revisions[-1]['label'][:12]}",
                "revisions": revisions, "steps": steps, "overall": overall, "cumulative": cumulative,
                "workloads": labels, "threshold_pct": threshold_pct, "repetitions": repetitions,
-               "alpha": verdicts.ALPHA, "seed": SEED}
+               "alpha": verdicts.ALPHA, "seed": SEED,
+               "not_run": [{"label": label, "why": why} for label, why in j.not_run]}
     (out / "journey.json").write_text(json.dumps({k: v for k, v in context.items()}, indent=2, sort_keys=True,
                                                  default=str) + "\n")
     return render.write(out, "journey.md.j2", context, context["title"])
@@ -156,4 +159,5 @@ def step_lines(j: Journey) -> list[str]:
     out = [line(f"step {i} {b.revision.label if b.revision else b.spec} "
                 f"{b.revision.subject[:50] if b.revision else ''}", judged)
            for i, (judged, b) in enumerate(zip(j.steps, j.sides[1:]), 1)]
-    return out + [line("first -> last", j.overall)]
+    return (out + [line("first -> last", j.overall)]
+            + [f"not run: {label}: {why}" for label, why in j.not_run])
