@@ -10,6 +10,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import pickle
+import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -128,3 +131,39 @@ def test_after_a_draw_that_fails_the_next_is_drawn_by_a_new_process(tmp_path):
     series = [("stage", np.array([900, 1_000], np.int64), np.array([3, 7], np.int64))]
     drawing.Drawing([drawing.plot("histogram", series, tmp_path / "drawn.png", "t")]).wait()
     assert (tmp_path / "drawn.png").stat().st_size > 1000
+
+
+def test_the_drawing_process_leaves_an_interrupt_to_its_caller_and_ends_quietly_when_it_is_gone(tmp_path):
+    # A Ctrl-C in a terminal reaches the whole process group: the caller says it was interrupted and ends the
+    # drawing process; the process had printed a KeyboardInterrupt traceback over that line, or, when the caller
+    # was gone before a batch was drawn, a BrokenPipeError one.
+    (tmp_path / "itchbench_test_gate.py").write_text(
+        "import os, pathlib, time\n"
+        "def after(release, path):\n"
+        "    while not os.path.exists(release):\n"
+        "        time.sleep(0.01)\n"
+        "    pathlib.Path(path).touch()\n")
+    server = subprocess.Popen([sys.executable, "-c", "import itchbench.analysis.drawing as d; d._serve()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+
+    def hand(k: int, release: Path) -> None:
+        batch = pickle.dumps((os.sched_getaffinity(0), 0, [drawing.Draw("itchbench_test_gate", "after",
+                                                                        (release, tmp_path / f"{k}.done"))]))
+        server.stdin.write(struct.pack("<Q", len(batch)) + batch)
+        server.stdin.flush()
+
+    try:
+        hand(1, tmp_path)  # drawn at once: the process is then serving
+        assert server.stdout.read(1) == b"\x00"
+        server.send_signal(signal.SIGINT)
+        hand(2, tmp_path)
+        assert server.stdout.read(1) == b"\x00" and (tmp_path / "2.done").exists()  # it drew on
+        hand(3, tmp_path / "release")
+        server.stdout.close()  # the caller gone while the batch is drawn
+        (tmp_path / "release").touch()
+        assert server.wait(timeout=120) == 0 and (tmp_path / "3.done").exists()
+        assert server.stderr.read() == b""
+    finally:
+        server.kill()
+        server.wait()

@@ -130,7 +130,10 @@ def _serve() -> None:
     """The drawing process: batches of draws, each its length and then pickled, on stdin; a byte on stdout once each
     is drawn (what the plots print goes to stderr). Ends at the end of stdin, or with the exception of a draw that
     fails: one line for a file that could not be written (a full disk is the machine's state, not a defect), the
-    traceback for anything else."""
+    traceback for anything else. Its caller ends it (a Ctrl-C in a terminal reaches the whole process group; the
+    caller says it was interrupted, and a traceback from here would only bury that); a caller gone before a batch
+    is drawn leaves no one to tell."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     while len(head := sys.stdin.buffer.read(8)) == 8:
@@ -145,5 +148,8 @@ def _serve() -> None:
                 print(f"itchbench: drawing {draw.function}: {e}", file=sys.stderr, flush=True)
                 os._exit(1)
         sys.stderr.flush()
-        replies.write(_DRAWN)
+        try:
+            replies.write(_DRAWN)
+        except BrokenPipeError:
+            break
     os._exit(0)  # every PNG is closed: tearing down matplotlib and pandas would add 0.1 s to the caller's wait
