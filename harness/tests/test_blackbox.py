@@ -198,6 +198,27 @@ def test_json_lines_parse_and_garbage_is_counted(tmp_path: Path):
     assert malformed == 2 and events[blackbox.COLUMNS].values.tolist() == [REF.values[0].tolist()]
 
 
+def test_json_lines_among_malformed_ones_are_read_in_parts_each_event_in_its_place(monkeypatch):
+    # 3,000 stamped events (expected: the tuples that wrote them), with malformed lines at the start, in the middle,
+    # two together and at the end: the events and the malformed lines, in order, as json.loads a line would read
+    # them; the parts around the malformed lines read at once (pyarrow asked a few dozen times, not a line at a
+    # time), so the lines read one by one are those parts' few.
+    monkeypatch.setattr(blackbox, "JSONL_LINE_BY_LINE_LINES", 16)
+    rows = [(seq, seq % 7, 1_000 + seq % 13, seq * 3, 0 if seq % 5 else 2_000, seq % 11) for seq in range(1, 3_001)]
+    lines = [f"{50_000 + r[0]} " + json.dumps(dict(zip(blackbox.COLUMNS, r))) for r in rows]
+    malformed_at = {0: "1 not json", 1_500: '2 {"seq": 1.5}', 1_501: "3 {", 2_999: '4 {"seq": 9, "stock": "ZZZ"}'}
+    written = [malformed_at.get(i, line) for i, line in enumerate(lines)]
+    expected = [[*r, 50_000 + r[0]] for i, r in enumerate(rows) if i not in malformed_at]
+    calls = []
+    at_once = blackbox._jsonl_at_once
+    monkeypatch.setattr(blackbox, "_jsonl_at_once", lambda data, *a: calls.append(len(data.splitlines())) or
+                        at_once(data, *a))
+    events, bad = blackbox.events_of(("\n".join(written) + "\n").encode(), "jsonl", blackbox.COLUMNS, True, {})
+    assert events.tolist() == expected
+    assert bad.tolist() == ["not json", '{"seq": 1.5}', "{", '{"seq": 9, "stock": "ZZZ"}']
+    assert 10 < len(calls) < 80 and calls[0] == 3_000
+
+
 def test_exact_counts_missing_extra_and_wrong_apart():
     got = _events([[10, 1, 100, 5, 0, 0], [11, 2, 200, 8, 210, 3], [13, 2, 200, 7, 0, 0], [14, 3, 1, 1, 0, 0]])
     out = blackbox.check(got, REF, KINDS, "exact")
