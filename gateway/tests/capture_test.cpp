@@ -166,6 +166,33 @@ TEST(Pcap, WriteThenReadKeepsNanosecondsAndBytes) {
   EXPECT_EQ(read_payloads(path), (std::vector<std::vector<uint8_t>>{{1}, {2, 2}}));
 }
 
+// Alexey Kuznetzov's modified pcap (magic 0xa1b2cd34, a 24-byte record header: the classic 16 bytes, then the
+// interface index, protocol, packet type and a pad byte), written here byte by byte as libpcap's savefile format
+// describes it: a capture of it is read as the classic one (libpcap reads it; it had been refused as no capture).
+TEST(Pcap, KuznetzovsModifiedFormatIsRead) {
+  ScratchDir dir;
+  std::vector<uint8_t> bytes;
+  const auto put = [&](uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) bytes.push_back(uint8_t(v >> (8 * i)));
+  };
+  put(0xa1b2cd34u, 4), put(2, 2), put(4, 2), put(0, 4), put(0, 4), put(65535, 4), put(kLinkEthernet, 4);
+  const std::vector<std::vector<uint8_t>> payloads = {{1}, {2, 2}, {3, 3, 3}};
+  uint32_t usec = 250;
+  for (const auto& payload : payloads) {
+    const std::vector<uint8_t> f = udp_frame(payload);
+    put(1704153600, 4), put(usec++, 4), put(f.size(), 4), put(f.size(), 4);
+    put(1, 4), put(0x0800, 2), put(0, 1), put(0, 1);  // ifindex, protocol, packet type, pad
+    bytes.insert(bytes.end(), f.begin(), f.end());
+  }
+  const std::string path = dir.file("kuznetzov.pcap");
+  itchbench::testing::write_bytes(path, bytes);
+  EXPECT_EQ(read_payloads(path), payloads);
+  PcapReader r(path);
+  PcapRecord rec;
+  ASSERT_EQ(r.next(rec), PcapReader::Next::kRecord);
+  EXPECT_EQ(rec.timestamp_ns, 1704153600000250000ull);
+}
+
 TEST(Pcap, UncommittedWriterLeavesNothing) {
   ScratchDir dir;
   const std::string path = dir.file("b.pcap");
