@@ -58,7 +58,7 @@ from pathlib import Path
 from itchbench import cache, paths
 root = Path(sys.argv[1])
 paths.cache_dir = lambda: root
-with cache.locked(root / "builds" / "src-old", lambda: True, print):
+with cache.locked(root / "builds" / "src-old"):
     pass
 cache.made_once(root / "seed-loopback.pcap", lambda partial: partial.write_bytes(b"never made: it is there"))
 print("using", flush=True)
@@ -86,6 +86,38 @@ def test_prune_leaves_what_a_running_process_uses_until_it_ends(laid_out, capsys
     pruned = cache.prune()  # the process ended, and its locks with it
     assert sorted(e.path.name for e in pruned.removed) == ["seed-loopback.pcap", "src-old"] and not pruned.in_use
     assert cache.entries() == [] and sorted((laid_out / cache.LOCKS).iterdir()) == []
+
+
+_MAKE_TWO = """
+import sys
+from pathlib import Path
+from itchbench import cache, paths
+root = Path(sys.argv[1])
+paths.cache_dir = lambda: root
+for commit in ("c1", "c2"):
+    with cache.locked(root / "contract" / "abc" / commit):
+        (root / "contract" / "abc" / commit / "made").parent.mkdir(parents=True, exist_ok=True)
+        (root / "contract" / "abc" / commit / "made").write_text(commit)
+print("made", flush=True)
+"""
+
+
+def test_a_process_makes_entries_another_holds_without_waiting_for_it_to_end(laid_out):
+    # A compare holds its gateway's checkouts until it ends; the bisect a test's worker starts (or another compare)
+    # makes other revisions of the same gateway, and the same one again, meanwhile. A use held exclusively for a
+    # make had left the bisect waiting for the worker that waited for it (CI hung).
+    holder = subprocess.Popen([sys.executable, "-c", _USE.replace('"builds" / "src-old"', '"contract" / "abc" / "c1"'),
+                               str(laid_out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "using\n"
+        maker = subprocess.run([sys.executable, "-c", _MAKE_TWO, str(laid_out)], capture_output=True, text=True,
+                               timeout=120)  # only a maker that waits for the holder's end runs into this
+        assert maker.returncode == 0 and maker.stdout == "made\n", maker.stderr
+        assert (laid_out / "contract" / "abc" / "c2" / "made").read_text() == "c2"
+        assert [e.path.name for e in cache.prune().in_use] == ["abc", "seed-loopback.pcap"]
+    finally:
+        holder.stdin.close()
+        assert holder.wait() == 0
 
 
 _MAKE_ONE = """

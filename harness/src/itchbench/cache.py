@@ -6,8 +6,8 @@
     facts/      what reading a whole capture told (its SHA-256, its count), per version of the file
                 (captures/remembered.py)
     the rest    captures rewritten for a run's loopback, decompressed captures, generated sessions
-    .locks/     a lock file per entry: held shared by each process that uses the entry, until it ends, and
-                exclusively while the entry is made again or pruned; a build's make lock beside it
+    .locks/     a lock file per entry, held shared by each process that uses the entry until it ends, and
+                exclusively by prune while it removes the entry; and a make lock per build, held while it is made
 
 `itchbench cache` lists it; `itchbench cache prune` removes it (all, or what was not used for some days), except
 what a running process holds, and drops the worktree records of removed builds from this repository."""
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import os
 import shutil
 import subprocess
@@ -58,43 +59,42 @@ _held: dict[Path, IO[str]] = {}
 
 
 def _lock_path(entry: Path, suffix: str = ".lock") -> Path:
-    """The lock of the entry that holds path (a build's folder, a capture, the facts' folder), in one folder of
-    locks (the entries' own folders hold only what they are); outside the cache (a test's builds), beside it."""
+    """A lock in one folder of locks (the entries' own folders hold only what they are): ".lock", of the entry that
+    holds path (a build's folder, a brought gateway's checkouts, a capture, the facts' folder: what prune removes
+    as one); ".make", held while path itself (one revision's build or checkout) is made, so builds of other
+    revisions of one gateway go on at once. Outside the cache (a test's builds), beside it."""
     try:
         relative = entry.resolve().relative_to(root().resolve()).parts
     except ValueError:
         return entry.parent / LOCKS / (entry.name + suffix)
-    parts = relative[:2] if relative[0] in NESTED else relative[:1]
-    return root() / LOCKS / ("%".join(parts) + suffix)
+    if suffix == ".lock":
+        relative = relative[:2] if relative[0] in NESTED else relative[:1]
+    return root() / LOCKS / ("%".join(relative) + suffix)
 
 
-def _flocked(path: Path, how: int, say: Callable[[str], None] | None = None,
-             lock: IO[str] | None = None) -> IO[str]:
-    """path opened (or lock, already open on it) and locked as flock's how asks, saying so when it must wait. A
-    prune removes an entry's lock file with the entry: a lock taken on the file it removed would guard nothing, so
-    the file is opened again until the lock is on the one in place."""
+def _flocked(path: Path, how: int) -> IO[str]:
+    """path opened and locked as flock's how asks. A prune removes an entry's lock file with the entry: a lock
+    taken on the file it removed would guard nothing, so the file is opened again until the lock is on the one in
+    place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        lock = lock or open(path, "a")
-        try:
-            fcntl.flock(lock, how | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if say:
-                say(f"  waiting for the other itchbench processes using {path.stem.replace('%', '/')} to end")
-            fcntl.flock(lock, how)
+        lock = open(path, "a")
+        fcntl.flock(lock, how)
         try:
             if os.stat(path).st_ino == os.fstat(lock.fileno()).st_ino:
                 return lock
         except FileNotFoundError:
             pass
         lock.close()
-        lock = None
 
 
-def _use(entry: Path, exclusive: bool = False, say: Callable[[str], None] | None = None) -> None:
-    """Holds entry until this process ends: shared, or exclusively while it is made again."""
+def _use(entry: Path) -> None:
+    """Holds entry shared until this process ends (a prune leaves it). Never exclusive: a process that held it so
+    would wait for every other user's end, and one of them may be waiting for it (a test's worker for the command
+    it started)."""
     path = _lock_path(entry)
-    _held[path] = _flocked(path, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, say, _held.get(path))
+    if path not in _held:
+        _held[path] = _flocked(path, fcntl.LOCK_SH)
 
 
 def made_once(out: Path, make: Callable[[Path], None]) -> Path:
@@ -113,22 +113,14 @@ def made_once(out: Path, make: Callable[[Path], None]) -> Path:
 
 
 @contextlib.contextmanager
-def locked(entry: Path, ready: Callable[[], bool], say: Callable[[str], None]) -> Iterator[None]:
-    """A folder entry checked and made by one process at a time (its make lock): a second process making the
-    same build waits for the first and then finds it made, rather than removing it half-built. The entry is
-    held exclusively while it is made (when ready() says it is not made already; a process that must make
-    again an entry others use, a build without the micro-benchmarks asked of it, waits for them to end), then
-    shared until this process ends, as made_once's are."""
+def locked(entry: Path) -> Iterator[None]:
+    """Holds entry's make lock while a folder entry is checked and made: a second process making the same build
+    waits for the first and then finds it made, rather than removing it half-built. The entry is held (shared)
+    first, until this process ends, as made_once's are."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    _use(entry)
     with _flocked(_lock_path(entry, ".make"), fcntl.LOCK_EX):
-        # Held only after the make lock: a process waiting for it holds no use of this entry, which the one
-        # making it would wait for in turn.
-        made = ready()
-        _use(entry, exclusive=not made, say=say)
-        try:
-            yield
-        finally:
-            if not made:
-                _use(entry)
+        yield
 
 
 def _measure(path: Path) -> tuple[int, float]:
@@ -158,15 +150,15 @@ class Pruned:
 
 def prune(older_than_days: float | None = None, dry_run: bool = False) -> Pruned:
     """Remove the entries last used more than older_than_days ago (None: every one), except those a running
-    process holds or is making."""
+    process holds (it takes them before it makes them)."""
     cutoff = None if older_than_days is None else time.time() - older_than_days * 86400
     removed, in_use = [], []
     for e in entries():
         if cutoff is not None and e.used >= cutoff:
             continue
-        with contextlib.ExitStack() as held:
-            locks = [_lock_path(e.path, ".make"), _lock_path(e.path)]
-            if not all(held.enter_context(_taken_at_once(path)) for path in locks):
+        lock_path = _lock_path(e.path)
+        with _taken_at_once(lock_path) as free:
+            if not free:
                 in_use.append(e)
                 continue
             removed.append(e)
@@ -176,11 +168,19 @@ def prune(older_than_days: float | None = None, dry_run: bool = False) -> Pruned
                 shutil.rmtree(e.path)
             else:
                 e.path.unlink()
-            for path in locks:  # while held: a process waiting on one takes the lock of a new file (_flocked)
-                path.unlink()
+            # While held: a process waiting on it takes the lock of a new file (_flocked). The entry's make locks go
+            # too: a process makes an entry only once it holds it.
+            for path in [lock_path, *_make_locks_of(e.path)]:
+                path.unlink(missing_ok=True)
     if not dry_run and any(e.kind == "builds" for e in removed):  # their worktree records go with them
         subprocess.run(["git", "-C", str(paths.repo_root()), "worktree", "prune"], capture_output=True)
     return Pruned(removed, in_use)
+
+
+def _make_locks_of(entry: Path) -> list[Path]:
+    """The make locks of entry and of everything in it (a brought gateway's revisions)."""
+    name = _lock_path(entry, ".make").name.removesuffix(".make")
+    return [*(root() / LOCKS).glob(glob.escape(name) + ".make"), *(root() / LOCKS).glob(glob.escape(name) + "%*.make")]
 
 
 @contextlib.contextmanager

@@ -45,13 +45,8 @@ def prepare(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Callab
     else:
         home = cache_root(repo) / rev.commit
         worktree = home / "src"
-    with cache.locked(home, lambda: not rev.dirty and _prepared(home, worktree, contract_rel), say):
+    with cache.locked(home):
         return _prepare_in(repo, rev, contract_rel, say, home, worktree)
-
-
-def _prepared(home: Path, worktree: Path, contract_rel: Path) -> bool:
-    """Whether the revision's worktree and build in home are whole: nothing is built again."""
-    return (home / "ok").is_file() and (worktree / contract_rel).is_file()
 
 
 def _prepare_in(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Callable[[str], None], home: Path,
@@ -60,7 +55,7 @@ def _prepare_in(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Ca
     # repository's root only when the contract stands there, not in a monorepo's subfolder.
     gateway_dir = (worktree / contract_rel).parent
     ok = home / "ok"
-    if not _prepared(home, worktree, contract_rel):
+    if not (ok.is_file() and (worktree / contract_rel).is_file()):
         if not rev.dirty:
             if home.exists():
                 shutil.rmtree(home)

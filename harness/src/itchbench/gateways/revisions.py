@@ -166,9 +166,9 @@ def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: 
     """The gateway binary of a revision, built (once per source and flavour)
     in its own worktree; with benchmarks, its Google Benchmark binaries beside
     it too (those the revision has: gateway/bench/ in the same build)."""
-    home = cache_root() / f"{source_key(repo, rev)}-{flags_hash(flavour)}"
-    with cache.locked(home, lambda: _built(home, benchmarks), say):
-        return _build_in(repo, rev, say, benchmarks, flavour, home)
+    key = f"{source_key(repo, rev)}-{flags_hash(flavour)}"
+    with cache.locked(cache_root() / key):
+        return _build_in(repo, rev, say, benchmarks, flavour, cache_root() / key)
 
 
 # What the configure of a revision writes: the compiler flags its gateway records in every run's manifest.
@@ -222,26 +222,20 @@ def build_copy(name: str, identity: str, populate: Callable[[Path], None], say: 
     """The gateway built from sources that `populate` writes into an empty folder (not a revision: a patched copy
     of this checkout's, the zoo's mutants of the built-in gateway), cached by `identity`, what those sources are.
     They are built where a revision's are (home/src), so ccache shares every file they do not change."""
-    home = cache_root() / f"copy-{hashlib.sha256(identity.encode()).hexdigest()[:16]}-{flags_hash()}"
+    key = f"copy-{hashlib.sha256(identity.encode()).hexdigest()[:16]}-{flags_hash()}"
     rev = Revision(name, "0" * 40, "", name)
-    with cache.locked(home, lambda: _built(home, False), say):
-        return _build_in(Path(), rev, say, False, Flavour(), home, populate)
-
-
-def _built(home: Path, benchmarks: bool) -> bool:
-    """Whether the build in home is whole, with the micro-benchmarks when asked: nothing is built again."""
-    return ((home / "ok").is_file() and (home / "build" / "gateway" / BUILD_TARGET).is_file()
-            and (not benchmarks or (home / "benchmarks-tried").is_file()))
+    with cache.locked(cache_root() / key):
+        return _build_in(Path(), rev, say, False, Flavour(), cache_root() / key, populate)
 
 
 def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks: bool, flavour: Flavour,
               home: Path, populate: Callable[[Path], None] | None = None) -> Path:
-    gateway = home / "build" / "gateway" / BUILD_TARGET
+    gateway = home / "build" / "gateway" / "itch-gateway"
     benchmarks_tried = home / "benchmarks-tried"
-    if _built(home, benchmarks):
+    cached = (home / "ok").is_file() and gateway.is_file()
+    if cached and (not benchmarks or benchmarks_tried.is_file()):
         say(f"  {rev.label}: cached build ({home})")
         return gateway
-    cached = (home / "ok").is_file() and gateway.is_file()
     # The build folder of a worktree was moved out of it (below): it builds nothing more. Its micro-benchmarks,
     # asked of a cached build for the first time, are a build again (ccache has every object).
     cached = cached and rev.dirty
