@@ -22,9 +22,9 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from typing import IO
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from . import atomic, paths
 
