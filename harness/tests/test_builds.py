@@ -83,3 +83,18 @@ def test_a_pgo_flavour_is_built_trained_run_and_tabled(tmp_path, capsys, monkeyp
     # asserted: on the seed capture (thousands of messages, one run of the reference) the process's start-up
     # dominates, and on a busy machine the -O0 runs came out 1.62× faster.
     assert re.search(r"\| [\d,.]+×( slower)? \((one run: no CI|CI [\d,.]+–[\d,.]+)\) \|", flavour), flavour
+
+
+def test_a_build_with_its_micro_benchmarks_is_a_cache_entry_of_its_own(tmp_path, monkeypatch):
+    # A compare whose scenario runs micro-benchmarks had rebuilt a cached build in place (removing its folder first)
+    # to add them, under any other compare then running that build. The build with them now lives beside it.
+    monkeypatch.setattr(revisions, "cache_root", lambda: tmp_path / "builds")
+    homes: list[tuple[bool, Path]] = []
+    monkeypatch.setattr(revisions, "_build_in", lambda repo, rev, say, benchmarks, flavour, home, populate=None:
+                        homes.append((benchmarks, home)) or home / "itch-gateway")
+    rev = revisions.resolve(paths.repo_root(), "HEAD")
+    for benchmarks in (False, True, False):
+        revisions.build(paths.repo_root(), rev, lambda _: None, benchmarks=benchmarks)
+    (plain, home), (bench, bench_home), again = homes
+    assert (plain, bench) == (False, True) and again == (False, home)
+    assert bench_home == home.with_name(home.name + "-bench")

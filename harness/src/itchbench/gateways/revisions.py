@@ -165,8 +165,10 @@ def build(repo: Path, rev: Revision, say: Callable[[str], None], *, benchmarks: 
           flavour: Flavour = Flavour()) -> Path:
     """The gateway binary of a revision, built (once per source and flavour)
     in its own worktree; with benchmarks, its Google Benchmark binaries beside
-    it too (those the revision has: gateway/bench/ in the same build)."""
-    key = f"{source_key(repo, rev)}-{flags_hash(flavour)}"
+    it too (those the revision has: gateway/bench/ in the same build). A build
+    with them is an entry of its own: making it never replaces a build without
+    them that another process may be running."""
+    key = f"{source_key(repo, rev)}-{flags_hash(flavour)}{'-bench' if benchmarks else ''}"
     with cache.locked(cache_root() / key):
         return _build_in(repo, rev, say, benchmarks, flavour, cache_root() / key)
 
@@ -230,19 +232,13 @@ def build_copy(name: str, identity: str, populate: Callable[[Path], None], say: 
 
 def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks: bool, flavour: Flavour,
               home: Path, populate: Callable[[Path], None] | None = None) -> Path:
-    gateway = home / "build" / "gateway" / "itch-gateway"
-    benchmarks_tried = home / "benchmarks-tried"
-    cached = (home / "ok").is_file() and gateway.is_file()
-    if cached and (not benchmarks or benchmarks_tried.is_file()):
+    gateway = home / "build" / "gateway" / BUILD_TARGET
+    if (home / "ok").is_file() and gateway.is_file():
         say(f"  {rev.label}: cached build ({home})")
         return gateway
-    # The build folder of a worktree was moved out of it (below): it builds nothing more. Its micro-benchmarks,
-    # asked of a cached build for the first time, are a build again (ccache has every object).
-    cached = cached and rev.dirty
-    if not cached:
-        if home.exists():
-            shutil.rmtree(home)  # a build that did not finish: start again
-        home.mkdir(parents=True)
+    if home.exists():
+        shutil.rmtree(home)  # a build that did not finish: start again
+    home.mkdir(parents=True)
     source = Path(repo) if rev.dirty else home / "src"  # the working tree itself: its changes are the point
     if populate is not None:
         shutil.rmtree(source, ignore_errors=True)
@@ -258,15 +254,14 @@ def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks:
     work = home / "build" if rev.dirty else source / "build"
     try:
         with open(log, "a") as out:
-            if not cached:
-                flavoured = "" if flavour.default else f", {flavour.name}"
-                say(f"  {rev.label}: building {BUILD_TARGET} ({rev.subject[:60]}{flavoured})")
-                options = [*BUILD_OPTIONS, *flavour.options()]
-                if flavour.pgo_training:
-                    _compile(source, work, [*options, "-DITCHBENCH_PGO=generate"], rev, out, log)
-                    _train(work / "gateway" / BUILD_TARGET, Path(flavour.pgo_training), home, rev, say)
-                    options.append("-DITCHBENCH_PGO=use")
-                _compile(source, work, options, rev, out, log)
+            flavoured = "" if flavour.default else f", {flavour.name}"
+            say(f"  {rev.label}: building {BUILD_TARGET} ({rev.subject[:60]}{flavoured})")
+            options = [*BUILD_OPTIONS, *flavour.options()]
+            if flavour.pgo_training:
+                _compile(source, work, [*options, "-DITCHBENCH_PGO=generate"], rev, out, log)
+                _train(work / "gateway" / BUILD_TARGET, Path(flavour.pgo_training), home, rev, say)
+                options.append("-DITCHBENCH_PGO=use")
+            _compile(source, work, options, rev, out, log)
             if benchmarks:
                 say(f"  {rev.label}: building its micro-benchmarks")
                 for target in BENCHMARK_TARGETS:  # an older revision may not have one: it is then not built
@@ -274,7 +269,6 @@ def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks:
                     out.flush()
                     subprocess.run(["cmake", "--build", str(work), "--target", target], stdout=out,
                                    stderr=subprocess.STDOUT, env={**os.environ, **_compiler_environment()})
-                benchmarks_tried.write_text("")
         if work != home / "build":
             shutil.move(str(work), str(home / "build"))
     finally:  # the binaries are all the cache keeps
@@ -282,10 +276,9 @@ def _build_in(repo: Path, rev: Revision, say: Callable[[str], None], benchmarks:
             shutil.rmtree(source, ignore_errors=True)
         elif not rev.dirty:
             git(repo, "worktree", "remove", "--force", str(source))
-    if not cached:
-        if not gateway.is_file():
-            raise BuildFailed(f"{rev.label}: the build made no {BUILD_TARGET}")
-        (home / "ok").write_text(rev.commit + "\n")
+    if not gateway.is_file():
+        raise BuildFailed(f"{rev.label}: the build made no {BUILD_TARGET}")
+    (home / "ok").write_text(rev.commit + "\n")
     return gateway
 
 
