@@ -157,7 +157,7 @@ def prune(older_than_days: float | None = None, dry_run: bool = False) -> Pruned
         if cutoff is not None and e.used >= cutoff:
             continue
         lock_path = _lock_path(e.path)
-        with _taken_at_once(lock_path) as free:
+        with _taken_at_once(lock_path, make=not dry_run) as free:
             if not free:
                 in_use.append(e)
                 continue
@@ -184,8 +184,12 @@ def _make_locks_of(entry: Path) -> list[Path]:
 
 
 @contextlib.contextmanager
-def _taken_at_once(path: Path) -> Iterator[bool]:
-    """Whether the lock file could be locked exclusively without waiting; held so while the block runs."""
+def _taken_at_once(path: Path, make: bool) -> Iterator[bool]:
+    """Whether the lock file could be locked exclusively without waiting; held so while the block runs. Without
+    make (a dry run, which leaves no file behind) a lock file not there is free: no process holds the entry."""
+    if not make and not path.exists():
+        yield True
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as lock:
         try:
