@@ -48,6 +48,26 @@ def test_each_recommended_setting_is_judged_with_the_command_that_would_set_it()
     assert report[0].endswith("Nothing was changed.")
 
 
+def test_without_cpus_named_the_commands_name_this_machines_cpus_but_the_first():
+    # They had named the example 2-5 whatever the machine: on 2 CPUs, an isolcpus of CPUs it does not have.
+    assert check.cpu_list({1, 2, 3, 5, 7, 8}) == "1-3,5,7-8" and check.cpu_list(set()) == ""
+    for online, named in (({0, 1}, "1"), (set(range(8)), "1-7"), ({0, 2, 3}, "2-3")):
+        by_name = {c.name: c for c in check.checks(_host(), "", online)}
+        assert by_name["kernel nohz_full"].command.startswith(f"add nohz_full={named} to GRUB_CMDLINE_LINUX")
+        assert by_name["CPUs isolated (granted)"].want == named
+    alone = {c.name: c for c in check.checks(_host(), "", {0})}["kernel isolcpus"]
+    assert alone.command == "this machine has one CPU: none to keep the rest of the machine off"
+
+
+def test_cpus_this_machine_does_not_have_are_refused():
+    last = max(check.online_cpus())
+    for cpus, said in ((f"{last + 1}", f"names CPUs this machine does not have: {last + 1} (online: "),
+                       ("two", "--cpus takes a CPU list such as 2-5 or 1,3 (got 'two')")):
+        done = subprocess.run([sys.executable, "-m", "itchbench.cli", "check-host", "--cpus", cpus],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and said in done.stderr and done.stdout == ""
+
+
 def test_check_host_changes_nothing_on_this_machine():
     before = facts.snapshot()
     done = subprocess.run([sys.executable, "-m", "itchbench.cli", "check-host", "--cpus", "1"], capture_output=True,

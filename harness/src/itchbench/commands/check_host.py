@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from .common import UserError
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("check-host", help="say which recommended low-latency host settings are missing (changes "
@@ -13,14 +15,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "missing, each with the command that would set it. Nothing is changed. Exit 0; with "
                        "--strict, 1 when a setting is missing. docs/host.md")
     c.add_argument("--cpus", default="", metavar="LIST",
-                   help="the gateway's CPUs, e.g. 2-5: isolation is checked for them (default: any)")
+                   help="the gateway's CPUs, e.g. 2-5: isolation is checked for them (default: any; the commands "
+                        "then name every online CPU but the first)")
     c.add_argument("--strict", action="store_true", help="exit 1 when a recommended setting is missing")
     c.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..host import check, facts
-    found = check.checks(facts.snapshot(), args.cpus)
+    online = check.online_cpus()
+    asked = check.cpu_set(args.cpus)
+    if args.cpus and not asked:
+        raise UserError(f"check-host: --cpus takes a CPU list such as 2-5 or 1,3 (got {args.cpus!r})")
+    if asked - online:
+        raise UserError(f"check-host: --cpus {args.cpus} names CPUs this machine does not have: "
+                        f"{check.cpu_list(asked - online)} (online: {check.cpu_list(online)})")
+    found = check.checks(facts.snapshot(), args.cpus, online)
     for line in check.lines(found):
         print(line)
     return 1 if args.strict and any(c.ok is False for c in found) else 0

@@ -4,6 +4,7 @@ person to run, because most need a reboot, a maintenance window or a decision (S
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +21,32 @@ class Check:
     why: str
 
 
-def _cpus(cpus: str) -> str:
-    return cpus or "2-5"
+def online_cpus() -> set[int]:
+    """This machine's online CPUs (/sys/devices/system/cpu/online; the CPUs this process may use where it is not
+    exposed)."""
+    try:
+        return cpu_set(open("/sys/devices/system/cpu/online").read().strip()) or os.sched_getaffinity(0)
+    except OSError:
+        return os.sched_getaffinity(0)
+
+
+def cpu_list(cpus: set[int]) -> str:
+    """{1, 2, 3, 5} -> '1-3,5': the kernel's form of a CPU list."""
+    runs: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in runs)
+
+
+def _suggested(cpus: str, online: set[int]) -> str:
+    """The CPUs the commands name: those asked for, or every online CPU but the first, left to the rest of the
+    machine (its interrupts, the harness, the kernel's housekeeping); "" on a machine of one CPU."""
+    if cpus or not online:
+        return cpus
+    return cpu_list(online - {min(online)})
 
 
 def cpu_set(text: str | None) -> set[int]:
@@ -40,21 +65,23 @@ def _covers(have: str | None, cpus: str) -> bool:
     return bool(got) and (not cpus or cpu_set(cpus) <= got)
 
 
-def checks(host: dict[str, Any], cpus: str = "") -> list[Check]:
-    """The recommended settings for gateway CPUs `cpus` (e.g. "2-5"; "" for the example 2-5)."""
+def checks(host: dict[str, Any], cpus: str = "", online: set[int] | None = None) -> list[Check]:
+    """The recommended settings for gateway CPUs `cpus` (e.g. "2-5"; "": any, the commands naming every online CPU
+    but the first); online: this machine's CPUs (read when None)."""
     iso, sysctl = host["isolation"], host["sysctl"]
-    want_cpus = _cpus(cpus)
+    want_cpus = _suggested(cpus, online_cpus() if online is None else online)
     out = []
     for option in ("isolcpus", "nohz_full", "rcu_nocbs"):
         asked = iso["asked"].get(option)
+        command = (f"add {option}={want_cpus} to GRUB_CMDLINE_LINUX in /etc/default/grub; update-grub; reboot"
+                   if want_cpus else "this machine has one CPU: none to keep the rest of the machine off")
         out.append(Check(f"kernel {option}", asked or "not set", want_cpus if cpus else "the gateway's CPUs",
-                         _covers(asked, cpus),
-                         f"add {option}={want_cpus} to GRUB_CMDLINE_LINUX in /etc/default/grub; update-grub; reboot",
+                         _covers(asked, cpus), command,
                          {"isolcpus": "keeps the scheduler's other tasks off the gateway's CPUs",
                           "nohz_full": "stops the scheduler tick on a CPU running one task",
                           "rcu_nocbs": "moves RCU callbacks off them"}[option]))
     got = iso["got"].get("isolated") or ""
-    out.append(Check("CPUs isolated (granted)", got or "none", want_cpus, _covers(got, cpus),
+    out.append(Check("CPUs isolated (granted)", got or "none", want_cpus or "none", _covers(got, cpus),
                      "follows from isolcpus after the reboot", "what the kernel actually isolated"))
     thp = host["thp"]["enabled"]
     out.append(Check("transparent huge pages", str(thp), "madvise or never", thp in ("madvise", "never") if thp else None,
