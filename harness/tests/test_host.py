@@ -50,7 +50,7 @@ def test_each_recommended_setting_is_judged_with_the_command_that_would_set_it()
 
 def test_without_cpus_named_the_commands_name_this_machines_cpus_but_the_first():
     # They had named the example 2-5 whatever the machine: on 2 CPUs, an isolcpus of CPUs it does not have.
-    assert check.cpu_list({1, 2, 3, 5, 7, 8}) == "1-3,5,7-8" and check.cpu_list(set()) == ""
+    assert check.cpu_list_text({1, 2, 3, 5, 7, 8}) == "1-3,5,7-8" and check.cpu_list_text(set()) == ""
     for online, named in (({0, 1}, "1"), (set(range(8)), "1-7"), ({0, 2, 3}, "2-3")):
         by_name = {c.name: c for c in check.checks(_host(), "", online)}
         assert by_name["kernel nohz_full"].command.startswith(f"add nohz_full={named} to GRUB_CMDLINE_LINUX")

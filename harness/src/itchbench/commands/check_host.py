@@ -23,13 +23,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..host import check, facts
+    from ..runs import placement
     online = check.online_cpus()
-    asked = check.cpu_set(args.cpus)
-    if args.cpus and not asked:
-        raise UserError(f"check-host: --cpus takes a CPU list such as 2-5 or 1,3 (got {args.cpus!r})")
+    try:
+        asked = placement.cpu_list(args.cpus) if args.cpus else set()
+    except ValueError:
+        raise UserError(f"check-host: --cpus takes a CPU list such as 2-5 or 1,3 (got {args.cpus!r})") from None
     if asked - online:
         raise UserError(f"check-host: --cpus {args.cpus} names CPUs this machine does not have: "
-                        f"{check.cpu_list(asked - online)} (online: {check.cpu_list(online)})")
+                        f"{check.cpu_list_text(asked - online)} (online: {check.cpu_list_text(online)})")
     found = check.checks(facts.snapshot(), args.cpus, online)
     for line in check.lines(found):
         print(line)

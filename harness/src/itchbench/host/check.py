@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 RMEM_WANTED = 16 << 20  # the gateway asks 8 MiB of receive buffer; twice that leaves room for a burst
@@ -25,12 +26,12 @@ def online_cpus() -> set[int]:
     """This machine's online CPUs (/sys/devices/system/cpu/online; the CPUs this process may use where it is not
     exposed)."""
     try:
-        return cpu_set(open("/sys/devices/system/cpu/online").read().strip()) or os.sched_getaffinity(0)
+        return cpu_set(Path("/sys/devices/system/cpu/online").read_text().strip()) or os.sched_getaffinity(0)
     except OSError:
         return os.sched_getaffinity(0)
 
 
-def cpu_list(cpus: set[int]) -> str:
+def cpu_list_text(cpus: set[int]) -> str:
     """{1, 2, 3, 5} -> '1-3,5': the kernel's form of a CPU list."""
     runs: list[list[int]] = []
     for cpu in sorted(cpus):
@@ -46,7 +47,7 @@ def _suggested(cpus: str, online: set[int]) -> str:
     machine (its interrupts, the harness, the kernel's housekeeping); "" on a machine of one CPU."""
     if cpus or not online:
         return cpus
-    return cpu_list(online - {min(online)})
+    return cpu_list_text(online - {min(online)})
 
 
 def cpu_set(text: str | None) -> set[int]:
