@@ -1,6 +1,7 @@
 #include "log/latency_scan.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <cstddef>
 #include <cmath>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -167,6 +170,7 @@ class TimeBins {
   }
   int64_t origin() const { return origin_; }
   uint32_t shift() const { return shift_; }
+  bool known() const { return known_; }
 
  private:
   int64_t origin_;
@@ -373,6 +377,14 @@ FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<St
 namespace {
 
 // The second pass's counts, a message at a time, from a message whose accepted predecessors are known.
+// Counts over time bins twice as wide (pairs of bins folded into one); the caller widens the shift.
+void fold_time_bins(Result& r) {
+  r.over_time->fold_keys();
+  std::vector<uint64_t>& n = r.throughput;
+  for (size_t b = 0; b < n.size(); ++b) n[b / 2] = (b & 1 ? n[b / 2] : 0) + n[b];
+  std::fill(n.begin() + std::ptrdiff_t(n.size() / 2), n.end(), 0);
+}
+
 class Counter {
  public:
   Counter(const Params& p, uint64_t accepted_before, bool origin_known)
@@ -423,7 +435,7 @@ class Counter {
     uint32_t bin = 0;
     if (!warm) {
       const TimeBins::Placed at = time_bins_.of(r.t[kReceive]);
-      for (uint32_t k = 0; k < at.doublings; ++k) fold_time_bins();
+      for (uint32_t k = 0; k < at.doublings; ++k) fold_time_bins(out_);
       bin = at.bin;
       ++out_.throughput[bin];
     }
@@ -447,6 +459,10 @@ class Counter {
 
   uint64_t accepted_through() const { return seen_; }
   uint64_t max_locate() const { return max_locate_; }  // of the accepted messages counted
+  // Where the time bins start, once a message after the warm-up has placed it, and how wide they are by now.
+  bool time_origin_known() const { return time_bins_.known(); }
+  int64_t time_origin() const { return time_bins_.origin(); }
+  uint32_t time_shift() const { return time_bins_.shift(); }
   Result take() {
     for (uint32_t k = 0; k < kSymbolAhead; ++k) {
       const Delayed& e = delayed_[(delayed_at_ + k) % kSymbolAhead];
@@ -460,13 +476,6 @@ class Counter {
   }
 
  private:
-  void fold_time_bins() {
-    out_.over_time->fold_keys();
-    std::vector<uint64_t>& n = out_.throughput;
-    for (size_t b = 0; b < n.size(); ++b) n[b / 2] = (b & 1 ? n[b / 2] : 0) + n[b];
-    std::fill(n.begin() + std::ptrdiff_t(n.size() / 2), n.end(), 0);
-  }
-
   // A message's by-symbol count is added kSymbolAhead messages after its cell is asked for (the array is MiBs,
   // its rows touched at random): on 50 M nasdaq-day messages the add's miss was a third of a row's time.
   void by_symbol(uint16_t locate, int64_t value) {
@@ -731,47 +740,165 @@ class IndexTail {
 
 }  // namespace
 
+namespace {
+
+// Where a counter stands in the log's blocks, counted in order from one of them: the next block's number, and
+// the slots and messages before it from the log's start.
+struct BlockRun {
+  uint64_t block = 0, slots = 0, messages = 0;
+  CompactState ended;    // the decoder's state where the last block counted ends
+  bool counted = false;  // a block counted: the next must start in that state
+};
+
+// Counts block b, the run's next, having checked that it follows the blocks before it; then that it held what
+// the index says. followed: messages counted, by every counter of the pass.
+void count_block(const Source& source, Counter& counter, const logfmt::LatencyBlockRecord& b, BlockRun& run,
+                 uint64_t* followed) {
+  const std::string fault = block_fault(b, run.slots, run.messages, counter.accepted_through());
+  if (!fault.empty()) index_fails(source, run.block, fault);
+  const Checkpoint at = checkpoint_of(b);
+  if (source.compact && run.counted && !(at.state == run.ended))
+    index_fails(source, run.block, "does not start in the decoder's state where the block before it ends");
+  uint64_t messages = 0;
+  Rows rows(source, at, b.slot + b.slots);
+  rows.for_each([&](const Row& r) {
+    ++messages;
+    counter.row(r);
+  });
+  if (messages != b.messages || counter.accepted_through() != b.accepted_before + b.accepted)
+    index_fails(source, run.block, "counts other messages than its slots hold");
+  run.ended = rows.state();
+  run.counted = true;
+  ++run.block;
+  run.slots += b.slots;
+  run.messages += b.messages;
+  __atomic_fetch_add(followed, b.messages, __ATOMIC_RELAXED);
+}
+
+// A part of the blocks left when the writer ended, counted on a thread of its own from its first block, with the
+// time bins the counter before it had placed: its own copy of the parameters, which its counter points into.
+struct LaterPart {
+  LaterPart(const Params& p, const Counter& before, const logfmt::LatencyBlockRecord& first_block, uint64_t block)
+      : params(with_bins(p, before.time_origin(), before.time_shift())),
+        counter(params, first_block.accepted_before, true),
+        first(first_block),
+        first_number(block),
+        run{block, first_block.slot, first_block.messages_before, {}, false} {}
+  static Params with_bins(Params p, int64_t origin, uint32_t shift) {
+    p.time_origin = origin;
+    p.time_shift = shift;
+    return p;
+  }
+  Params params;
+  Counter counter;
+  logfmt::LatencyBlockRecord first;
+  uint64_t first_number;  // the index's
+  BlockRun run;
+  std::exception_ptr failed;
+};
+
+constexpr size_t kPartBlocks = 4;  // blocks a later part has at least: 262,144 messages, several ms of counting
+
+// The writer has ended: the blocks its index holds from run's on are the rest of the log. The run waits for them,
+// on CPUs the gateway no longer uses: once the bins' origin is known (a message after the warm-up counted), they
+// are counted in up to `threads` parts at once, the first by counter, the later ones returned for the caller to
+// add. Not when a send log is joined: the trend's floating sums would depend on where the parts begin.
+std::vector<std::unique_ptr<LaterPart>> count_rest(const Source& source, const Params& p, IndexTail& index,
+                                                   Counter& counter, BlockRun& run, const uint32_t* state,
+                                                   uint64_t* followed, unsigned threads) {
+  std::vector<logfmt::LatencyBlockRecord> rest;
+  for (logfmt::LatencyBlockRecord b; index.written(run.block + rest.size(), b);) rest.push_back(b);
+  size_t at = 0;
+  while (at < rest.size() && !counter.time_origin_known()) count_block(source, counter, rest[at++], run, followed);
+  const size_t left = rest.size() - at;
+  const size_t parts = p.send.n ? 1 : std::max<size_t>(1, std::min<size_t>(threads, left / kPartBlocks));
+  std::vector<std::unique_ptr<LaterPart>> later;
+  std::vector<size_t> bounds{at};  // each part's first block in rest, then the end
+  for (size_t k = 1; k < parts; ++k) {
+    bounds.push_back(at + left * k / parts);
+    later.push_back(std::make_unique<LaterPart>(p, counter, rest[bounds.back()], run.block + (bounds.back() - at)));
+  }
+  bounds.push_back(rest.size());
+  const auto count_blocks = [&](Counter& c, BlockRun& r, size_t part) {
+    for (size_t i = bounds[part]; i < bounds[part + 1] && __atomic_load_n(state, __ATOMIC_ACQUIRE) != 2; ++i)
+      count_block(source, c, rest[i], r, followed);
+  };
+  std::vector<std::thread> workers;
+  for (size_t k = 0; k < later.size(); ++k)
+    workers.emplace_back([&, k] {
+      try {
+        count_blocks(later[k]->counter, later[k]->run, k + 1);
+      } catch (...) {
+        later[k]->failed = std::current_exception();
+      }
+    });
+  std::exception_ptr failed;
+  try {
+    count_blocks(counter, run, 0);
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  for (std::thread& w : workers) w.join();
+  if (failed) std::rethrow_exception(failed);
+  for (const auto& part : later)
+    if (part->failed) std::rethrow_exception(part->failed);
+  return later;
+}
+
+}  // namespace
+
 Followed follow(const Source& source, const Params& p, const std::string& index_path, const uint32_t* state,
-                uint64_t* followed) {
+                uint64_t* followed, unsigned threads) {
   Followed out;
   Counter counter(p, 0, false);
   IndexTail index(index_path);
-  CompactState ended;  // the decoder's state where the last block counted ends
+  BlockRun run;
+  std::vector<std::unique_ptr<LaterPart>> later;
   for (;;) {
     const uint32_t now = __atomic_load_n(state, __ATOMIC_ACQUIRE);
-    if (now == 2) {
-      out.abandoned = true;
+    if (now == 2) break;
+    if (now == 1) {
+      later = count_rest(source, p, index, counter, run, state, followed, threads);
       break;
     }
     logfmt::LatencyBlockRecord b;
-    if (!index.written(out.blocks, b)) {
-      if (now == 1) break;  // the writer had ended before this look: every block it wrote is counted
-      ::usleep(1000);       // a block is 65,536 messages: several milliseconds of a replay at full speed
+    if (!index.written(run.block, b)) {
+      ::usleep(1000);  // a block is 65,536 messages: several milliseconds of a replay at full speed
       continue;
     }
-    const std::string fault = block_fault(b, out.slots, out.messages, counter.accepted_through());
-    if (!fault.empty()) index_fails(source, out.blocks, fault);
-    const Checkpoint at = checkpoint_of(b);
-    if (source.compact && out.blocks && !(at.state == ended))
-      index_fails(source, out.blocks, "does not start in the decoder's state where the block before it ends");
-    uint64_t messages = 0;
-    Rows rows(source, at, b.slot + b.slots);
-    rows.for_each([&](const Row& r) {
-      ++messages;
-      counter.row(r);
-    });
-    if (messages != b.messages || counter.accepted_through() != b.accepted_before + b.accepted)
-      index_fails(source, out.blocks, "counts other messages than its slots hold");
-    ended = rows.state();
-    ++out.blocks;
-    out.slots += b.slots;
-    out.messages += b.messages;
-    __atomic_store_n(followed, out.messages, __ATOMIC_RELAXED);
+    count_block(source, counter, b, run, followed);
   }
+  out.abandoned = __atomic_load_n(state, __ATOMIC_ACQUIRE) == 2;
+  out.counts = counter.take();
   out.accepted = counter.accepted_through();
   out.max_locate = counter.max_locate();
-  out.counts = counter.take();
+  for (const auto& part : later) {
+    if (out.abandoned) break;
+    // The part began where the index said its first block does: that must be where the part before it ended, as
+    // a block read in order is checked to be.
+    const std::string fault = block_fault(part->first, run.slots, run.messages, out.accepted);
+    if (!fault.empty()) index_fails(source, run.block, fault);
+    if (source.compact && run.counted && !(checkpoint_of(part->first).state == run.ended))
+      index_fails(source, run.block, "does not start in the decoder's state where the block before it ends");
+    out.parts_began.push_back(part->first_number);
+    run = part->run;
+    out.accepted = part->counter.accepted_through();
+    out.max_locate = std::max(out.max_locate, part->counter.max_locate());
+    Result counts = part->counter.take();
+    for (; out.counts.time_shift < counts.time_shift; ++out.counts.time_shift) fold_time_bins(out.counts);
+    for (; counts.time_shift < out.counts.time_shift; ++counts.time_shift) fold_time_bins(counts);
+    add_into(out.counts, counts, p.kept);
+  }
+  out.blocks = run.block;
+  out.slots = run.slots;
+  out.messages = run.messages;
   return out;
+}
+
+unsigned default_threads() {
+  cpu_set_t cpus;
+  const int usable = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return unsigned(std::clamp(usable, 1, 4));
 }
 
 void TrendSums::add(int64_t due_ns, int64_t latency_ns) {

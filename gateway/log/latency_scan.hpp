@@ -165,8 +165,9 @@ Result second_pass(const Source& source, const Params& params, const std::vector
 // index holds it (the gateway writes a block's record after the block's slots). params as for second_pass, but
 // the time bins start at the first message after the warm-up, 1 ns wide, and widen as stamps come (to the bins
 // second_pass would choose), and max_locate only sizes the dense by-symbol counts. source.stored is not read.
-// *state: 0 while the writer runs; set to 1 once it has ended, the pass counts every block the index then holds
-// and returns; 2 abandons it (the result is then not the log's). *followed: the messages counted so far.
+// *state: 0 while the writer runs; set to 1 once it has ended, the pass counts every block the index then holds,
+// those left split over up to `threads` threads (the counts added as second_pass adds its parts'), and returns;
+// 2 abandons it (the result is then not the log's). *followed: the messages counted so far.
 struct Followed {
   Result counts;
   uint64_t blocks = 0;      // index records counted, in order, each following the one before
@@ -175,8 +176,12 @@ struct Followed {
   uint64_t accepted = 0;
   uint64_t max_locate = 0;  // the largest locate of an accepted message
   bool abandoned = false;
+  std::vector<uint64_t> parts_began;  // the blocks at which the later parts of the rest began, each on its thread
 };
 Followed follow(const Source& source, const Params& params, const std::string& index_path, const uint32_t* state,
-                uint64_t* followed);
+                uint64_t* followed, unsigned threads = 1);
+
+// Threads for a pass that is not told how many: one for each CPU this thread may run on, at most 4.
+unsigned default_threads();
 
 }  // namespace itchbench::scan

@@ -6,7 +6,6 @@
 #include <map>
 #include <memory>
 #include <new>
-#include <thread>
 #include <type_traits>
 
 #include "log/compact_reader.hpp"
@@ -175,7 +174,7 @@ extern "C" void* itchlog_scan(const char* path, const itchlog_source* source, co
                               const void* first, char* error, uint64_t error_size) {
   try {
     const itchlog_scan_params& p = *params;
-    const unsigned threads = p.threads ? p.threads : std::min(4u, std::max(1u, std::thread::hardware_concurrency()));
+    const unsigned threads = p.threads ? p.threads : scan::default_threads();
     static const std::vector<scan::Checkpoint> none;
     const auto& checkpoints = first ? static_cast<const scan::FirstPass*>(first)->checkpoints : none;
     return finished(scan::second_pass(source_of(path, *source), params_of(p), checkpoints, threads));
@@ -189,7 +188,8 @@ extern "C" void* itchlog_follow(const char* path, const itchlog_source* source, 
                                 const char* index_path, const uint32_t* state, uint64_t* followed,
                                 itchlog_followed* out, char* error, uint64_t error_size) {
   try {
-    scan::Followed f = scan::follow(source_of(path, *source), params_of(*params), index_path, state, followed);
+    const unsigned threads = params->threads ? params->threads : scan::default_threads();
+    scan::Followed f = scan::follow(source_of(path, *source), params_of(*params), index_path, state, followed, threads);
     *out = {f.blocks, f.slots, f.messages, f.accepted, f.max_locate, f.counts.time_origin, f.counts.time_shift,
             f.abandoned};
     return finished(std::move(f.counts));

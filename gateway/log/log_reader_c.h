@@ -58,7 +58,7 @@ typedef struct {
   uint32_t n_stages;
   int32_t headline;
   uint32_t breakdowns, time_shift, n_co, kept, monotonic;
-  uint32_t threads; /* 0: as many as the machine has CPUs, at most 4 */
+  uint32_t threads; /* 0: one for each CPU the calling thread may run on, at most 4 */
   itchlog_stage stages[ITCHLOG_MAX_STAGES];
   uint16_t co_starts[ITCHLOG_MAX_STAGES];
   /* The chains, laid end to end: chain i has chain_lengths[i] stamps, BBO events only when chain_bbo_only[i]. The
@@ -108,9 +108,9 @@ ITCHLOG_API void itchlog_first_pass_free(void* first);
 ITCHLOG_API void* itchlog_scan(const char* path, const itchlog_source* source, const itchlog_scan_params* params,
                                const void* first, char* error, uint64_t error_size);
 /* The scan counted while the gateway writes the log (log/latency_scan.hpp follow): its index at index_path read as
- * it grows, until *state (the caller's) is 1 (the writer has ended: every block then written is counted) or 2
- * (abandoned). *followed: messages counted so far, for progress. The result as itchlog_scan's (NULL with the reason
- * in error), what it covered in *out. */
+ * it grows, until *state (the caller's) is 1 (the writer has ended: every block then written is counted, those left
+ * on params->threads threads) or 2 (abandoned). *followed: messages counted so far, for progress. The result as
+ * itchlog_scan's (NULL with the reason in error), what it covered in *out. */
 typedef struct {
   uint64_t blocks, slots, messages, accepted, max_locate;
   int64_t time_origin;

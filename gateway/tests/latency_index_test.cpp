@@ -276,6 +276,71 @@ TEST_P(LatencyIndex, APassThatFollowsAnIndexTheLogBeliesStops) {
   EXPECT_EQ(followed, 9 * kBlock);  // the blocks before it were counted
 }
 
+// A writer that has ended before the follower began leaves it every block: counted in parts on 3 threads, whatever
+// the warm-up (one that ends inside a later part, and one longer than the log: no time bins to share, one part).
+TEST_P(LatencyIndex, APassThatFindsTheWriterEndedCountsTheRestInPartsAsAPassAfterIt) {
+  ScratchDir dir;
+  const Written w = written(dir, GetParam());
+  const std::string index = dir.file("latency.idx");
+  const uint32_t ended = 1;
+  for (const uint64_t warmup : {uint64_t(0), uint64_t(100), uint64_t(700), kMessages + 1}) {
+    SCOPED_TRACE("warm-up " + std::to_string(warmup));
+    for (const unsigned threads : {1u, 3u}) {
+      uint64_t followed = 0;
+      scan::Followed f = scan::follow(w.source, followed_params(warmup, 5), index, &ended, &followed, threads);
+      const scan::FirstPass first = scan::first_pass(w.source, warmup, kStages, w.blocks.data(), w.blocks.size());
+      EXPECT_FALSE(f.abandoned);
+      // In 3 parts once the bins' origin was known: in the first block (a message after the warm-up in it).
+      if (threads == 3 && first.any_after_warmup) {
+        EXPECT_EQ(f.parts_began.size(), 2u);
+      } else {
+        EXPECT_TRUE(f.parts_began.empty());
+      }
+      EXPECT_EQ(followed, first.messages);
+      EXPECT_EQ(f.blocks, w.blocks.size());
+      EXPECT_EQ(f.slots, w.source.stored);
+      EXPECT_EQ(f.messages, first.messages);
+      EXPECT_EQ(f.accepted, first.accepted);
+      EXPECT_EQ(f.max_locate, first.max_locate);
+      scan::Params p = followed_params(warmup, first.max_locate);
+      p.time_origin = first.t_first;
+      p.time_shift = scan::time_shift_for(first.t_first, first.t_hi);
+      scan::Result after = scan::second_pass(w.source, p, first.checkpoints, 1);
+      if (first.any_after_warmup) {
+        EXPECT_EQ(f.counts.time_origin, first.t_first);
+      }
+      expect_same(f.counts, after);
+    }
+  }
+}
+
+// The same index belied from block k on, for k where a part begins and within each part: each part checks its own
+// blocks, and where each began is checked against where the part before it ended.
+TEST_P(LatencyIndex, APassThatCountsTheRestInPartsRefusesAnIndexTheLogBeliesAnywhere) {
+  ScratchDir dir;
+  const Written w = written(dir, GetParam());
+  const std::string index = dir.file("latency.idx");
+  const auto raw = itchbench::testing::read_bytes(index);
+  const uint32_t ended = 1;
+  uint64_t followed = 0;
+  const std::vector<uint64_t> began =
+      scan::follow(w.source, followed_params(0, 5), index, &ended, &followed, 3).parts_began;
+  ASSERT_EQ(began.size(), 2u);
+  for (const uint64_t k : {uint64_t(1), began[0] - 1, began[0], began[0] + 1, began[1], w.blocks.size() - 1}) {
+    SCOPED_TRACE("from block " + std::to_string(k));
+    const auto belied = [&](const std::function<void(logfmt::LatencyBlockRecord&)>& change) {
+      auto bytes = raw;
+      auto* blocks = reinterpret_cast<logfmt::LatencyBlockRecord*>(bytes.data() + logfmt::kHeaderSize);
+      for (size_t i = k; i < w.blocks.size(); ++i) change(blocks[i]);
+      itchbench::testing::write_bytes(index, bytes);
+      EXPECT_THROW(scan::follow(w.source, followed_params(0, 5), index, &ended, &followed, 3), std::runtime_error);
+    };
+    belied([](logfmt::LatencyBlockRecord& b) { b.messages_before += 1; });  // block k - 1 held one more
+    belied([](logfmt::LatencyBlockRecord& b) { b.accepted_before += 1; });
+    if (GetParam() == LatencyFormat::kCompact) belied([](logfmt::LatencyBlockRecord& b) { b.next_seq += 1; });
+  }
+}
+
 TEST_P(LatencyIndex, AnIndexThatDoesNotFollowItsLogIsRefused) {
   ScratchDir dir;
   const Written w = written(dir, GetParam());

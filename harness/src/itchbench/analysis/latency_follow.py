@@ -3,7 +3,10 @@
 A thread follows the gateway's latency log through its index (latency.idx:
 a record a block of 65,536 messages, written after the block's slots) and
 counts each block with the compiled pass as soon as the block is whole, on a
-CPU the gateway's hot thread is not pinned to. When the gateway has ended,
+CPU the gateway's hot thread is not pinned to. The blocks it has not reached
+when the gateway ends (a compressed day's decompression can leave it a CPU
+short) are then counted in parts on as many threads as it has CPUs, at most
+4, and added as the pass after the run adds its parts. When the gateway has ended,
 the report takes these counts instead of reading the log again
 (analysis/latency_pass.py takes them only if they cover the log the first
 pass finds, with the plan that pass calls for; otherwise it says so and reads
@@ -93,7 +96,7 @@ class LatencyFollower:
             stages = latency_pass.stage_list(lat)
             sets = [m for m in range(128) if int(first["stamp_sets"][m >> 6]) >> (m & 63) & 1]
             plan = latency_pass.ScanPlan.of(
-                self._run_dir, stages, self._warmup, True, 1, latency_pass.TimeBins.of(None, None),
+                self._run_dir, stages, self._warmup, True, 0, latency_pass.TimeBins.of(None, None),
                 found_stages=(1 << len(stages)) - 1, set_stamps=latency_pass.set_stamps_of(sets),
                 max_locate=max(int(first["max_locate"]), _LOCATES_GUESSED))
             scan, covered = native.Scan.following(str(lat_path), latency_pass.scan_source(lat), plan.params,
