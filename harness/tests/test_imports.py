@@ -6,6 +6,8 @@ from the source with ast, not by importing it."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import itchbench
@@ -78,3 +80,12 @@ def test_the_harness_has_no_import_cycle():
     graph = import_graph()
     assert "itchbench.runs.run" in graph["itchbench.runs.reconcile"]  # the graph sees imports under TYPE_CHECKING
     assert cycles(graph) == []
+
+
+def test_a_run_starts_its_gateway_without_pandas_or_matplotlib():
+    # What `itchbench sim` and `run` import before the gateway starts: pandas (0.3 s) and matplotlib are imported
+    # beside the gateway (the latency follower's thread, the drawing process), not before it.
+    code = ("import sys, itchbench.cli, itchbench.runs.sim, itchbench.runs.runner\n"
+            "print(sorted(m for m in ('pandas', 'matplotlib') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -24,14 +24,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from . import logs
 from .histogram import KeyedHistogram, describe_counts
 from .trend import Trend
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # (column, what it is)
 STAMPS: list[tuple[str, str]] = [
@@ -218,6 +220,8 @@ def chain(run_dir: Path) -> Chain | None:
     lat_path = Path(run_dir) / "latency.lat"
     if not lat_path.is_file():
         return None
+    import pandas as pd  # here: a run imports this module before its gateway starts, and pandas takes 0.3 s
+
     reader = ChainReader(run_dir)
     lat = logs.read_latency(lat_path)
     return Chain(pd.DataFrame(reader.columns(accepted(logs.in_ns(lat, lat.records)))), reader.subscribers,
@@ -317,6 +321,8 @@ class HopTables:
     def table(self, to: str) -> pd.DataFrame:
         """Hop by hop to `to` ("t_book": every message; a subscriber column: BBO events it received; a depth
         subscriber's: the depth events it received), over the messages that have every stamp of the chain."""
+        import pandas as pd
+
         stamps = self.chains[to]
         total = describe_counts(*self._hops[to][-1][1].values_counts())
         rows = []
@@ -335,6 +341,8 @@ class HopTables:
     def coordinated_omission(self) -> pd.DataFrame:
         """Latency to the book from the intended send time, from the actual send time, and the gateway's own
         service time (read returned → book), side by side: every message."""
+        import pandas as pd
+
         rows = []
         for name, start in CO_MEASURES:
             if start not in self._co:
