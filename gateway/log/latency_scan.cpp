@@ -376,7 +376,6 @@ FirstPass first_pass(const Source& source, uint64_t warmup, const std::vector<St
 
 namespace {
 
-// The second pass's counts, a message at a time, from a message whose accepted predecessors are known.
 // Counts over time bins twice as wide (pairs of bins folded into one); the caller widens the shift.
 void fold_time_bins(Result& r) {
   r.over_time->fold_keys();
@@ -385,6 +384,7 @@ void fold_time_bins(Result& r) {
   std::fill(n.begin() + std::ptrdiff_t(n.size() / 2), n.end(), 0);
 }
 
+// The second pass's counts, a message at a time, from a message whose accepted predecessors are known.
 class Counter {
  public:
   Counter(const Params& p, uint64_t accepted_before, bool origin_known)
@@ -737,10 +737,6 @@ class IndexTail {
   std::string path_;
   int fd_;
 };
-
-}  // namespace
-
-namespace {
 
 // Where a counter stands in the log's blocks, counted in order from one of them: the next block's number, and
 // the slots and messages before it from the log's start.
