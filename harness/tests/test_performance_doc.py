@@ -163,9 +163,9 @@ def test_a_peer_command_that_gives_no_rate_is_refused_before_the_files_are_made(
                            "sh -c 'echo build first >&2; exit 2' {file}", "--out", str(out), "--work", str(work)],
                           capture_output=True, text=True, cwd=paths.repo_root())
     assert done.returncode == 1, done.stderr
-    assert "exited with 2: build first" in done.stderr and "checking the peer command on a small file failed" \
-        in done.stderr, done.stderr
-    assert sorted(p.name for p in work.iterdir()) == ["nasdaq-day-3000-seed1.itch"] and not out.exists()
+    assert "exited with 2: build first" in done.stderr, done.stderr
+    assert "checking the peer command on a file of 200,000 messages failed" in done.stderr, done.stderr
+    assert sorted(p.name for p in work.iterdir()) == ["nasdaq-day-200000-seed1.itch"] and not out.exists()
 
 
 def test_too_small_a_benchmark_is_refused_before_anything_runs(tmp_path, capsys):
