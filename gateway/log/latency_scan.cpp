@@ -746,15 +746,21 @@ struct BlockRun {
   bool counted = false;  // a block counted: the next must start in that state
 };
 
+// Refuses the index unless block b follows the blocks run has counted (which accepted `accepted` messages from the
+// log's start): where it begins, the counts before it, and (compact) the decoder's state it begins in.
+void check_follows(const Source& source, const logfmt::LatencyBlockRecord& b, const BlockRun& run, uint64_t accepted) {
+  const std::string fault = block_fault(b, run.slots, run.messages, accepted);
+  if (!fault.empty()) index_fails(source, run.block, fault);
+  if (source.compact && run.counted && !(checkpoint_of(b).state == run.ended))
+    index_fails(source, run.block, "does not start in the decoder's state where the block before it ends");
+}
+
 // Counts block b, the run's next, having checked that it follows the blocks before it; then that it held what
 // the index says. followed: messages counted, by every counter of the pass.
 void count_block(const Source& source, Counter& counter, const logfmt::LatencyBlockRecord& b, BlockRun& run,
                  uint64_t* followed) {
-  const std::string fault = block_fault(b, run.slots, run.messages, counter.accepted_through());
-  if (!fault.empty()) index_fails(source, run.block, fault);
+  check_follows(source, b, run, counter.accepted_through());
   const Checkpoint at = checkpoint_of(b);
-  if (source.compact && run.counted && !(at.state == run.ended))
-    index_fails(source, run.block, "does not start in the decoder's state where the block before it ends");
   uint64_t messages = 0;
   Rows rows(source, at, b.slot + b.slots);
   rows.for_each([&](const Row& r) {
@@ -872,10 +878,7 @@ Followed follow(const Source& source, const Params& p, const std::string& index_
     if (out.abandoned) break;
     // The part began where the index said its first block does: that must be where the part before it ended, as
     // a block read in order is checked to be.
-    const std::string fault = block_fault(part->first, run.slots, run.messages, out.accepted);
-    if (!fault.empty()) index_fails(source, run.block, fault);
-    if (source.compact && run.counted && !(checkpoint_of(part->first).state == run.ended))
-      index_fails(source, run.block, "does not start in the decoder's state where the block before it ends");
+    check_follows(source, part->first, run, out.accepted);
     out.parts_began.push_back(part->first_number);
     run = part->run;
     out.accepted = part->counter.accepted_through();

@@ -6,8 +6,8 @@ counts each block with the compiled pass as soon as the block is whole, on a
 CPU the gateway's hot thread is not pinned to. The blocks it has not reached
 when the gateway ends (a compressed day's decompression can leave it a CPU
 short) are then counted in parts on as many threads as it has CPUs, at most
-4, and added as the pass after the run adds its parts. When the gateway has ended,
-the report takes these counts instead of reading the log again
+4, and added as the pass after the run adds its parts. When the gateway has
+ended, the report takes these counts instead of reading the log again
 (analysis/latency_pass.py takes them only if they cover the log the first
 pass finds, with the plan that pass calls for; otherwise it says so and reads
 the log). What the pass cannot know before the end is learnt as it goes: the
