@@ -22,6 +22,7 @@ class ExactHistogram {
   };
 
   ExactHistogram(uint32_t keys, uint32_t dense) : keys_(keys), dense_(dense), counts_(size_t(keys) * dense) {}
+  uint32_t dense() const { return dense_; }
 
   void add(uint32_t key, int64_t value) {
     if (uint64_t(value) < dense_ && key < keys_) {

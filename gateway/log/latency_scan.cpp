@@ -208,9 +208,12 @@ class Monotonic {
 class SlowestKept {
  public:
   explicit SlowestKept(uint32_t kept) : kept_(kept) {}
+  // Whether a message of this total would be kept, as it is offered.
+  bool takes(int64_t total, int64_t seq) const {
+    return kept_ && (heap_.size() < kept_ || less(heap_.front(), total, seq));
+  }
   void offer(int64_t total, const Row& r, const int64_t* moved, size_t chain) {
-    if (!kept_) return;
-    if (heap_.size() == kept_ && !less(heap_.front(), total, int64_t(r.seq))) return;
+    if (!takes(total, int64_t(r.seq))) return;
     Slowest s{total, moved[0], int64_t(r.seq), r.type, std::vector<int64_t>(chain - 1)};
     for (size_t i = 0; i + 1 < chain; ++i) s.hops[i] = moved[i + 1] - moved[i];
     if (heap_.size() == kept_) {
@@ -413,15 +416,30 @@ class Counter {
       }
     }
     for (size_t i = 0; i < p.co_starts.size(); ++i) out_.co.emplace_back(1, kStageDense);
-    for (size_t i = 0; i < p.stages.size(); ++i) {
-      const StageSpec& s = p.stages[i];
-      stage_plans_.push_back({needs_of(s), s.start, s.end, int(i) == p.headline && p.breakdowns, &out_.stage[i],
-                              &out_.warmup[i]});
-    }
     for (const Chain& c : p.chains) {
       uint32_t needs = c.bbo_only ? kBboEventBit : 0;
       for (const ChainStamp s : c.stamps) needs |= s < kStampCount ? 1u << s : 0;
       chain_needs_.push_back(needs);
+    }
+    for (size_t i = 0; i < p.stages.size(); ++i) {
+      const StageSpec& s = p.stages[i];
+      if (int(i) == p.headline && p.breakdowns) headline_ = Sink{needs_of(s), s.start, s.end, nullptr, kAfter};
+      sinks_.push_back({needs_of(s), s.start, s.end, &out_.stage[i], kAfter});
+      sinks_.push_back({needs_of(s), s.start, s.end, &out_.warmup[i], kWarm});
+    }
+    if (direct_) {  // the chains' and co-starts' histograms count the warm-up's messages too
+      for (size_t c = 0; c < p.chains.size(); ++c) {
+        const std::vector<ChainStamp>& at = p.chains[c].stamps;
+        for (size_t i = 0; i + 1 < at.size(); ++i) {
+          sinks_.push_back({chain_needs_[c], Stamp(at[i]), Stamp(at[i + 1]), &out_.hop[c][i], kWarm | kAfter});
+          if (i) sinks_.push_back({chain_needs_[c], Stamp(at[0]), Stamp(at[i + 1]), &out_.cumulative[c][i],
+                                   kWarm | kAfter});
+        }
+      }
+      for (size_t i = 0; i < p.co_starts.size(); ++i) {
+        const Stamp from = Stamp(p.co_starts[i]);
+        sinks_.push_back({1u << from | 1u << kBook, from, kBook, &out_.co[i], kWarm | kAfter});
+      }
     }
   }
 
@@ -440,21 +458,15 @@ class Counter {
       ++out_.throughput[bin];
     }
     const uint32_t present = present_of(r);
-    for (const StagePlan& s : stage_plans_) {
-      if (!has_all(present, s.needs)) continue;
-      const int64_t d = int64_t(uint64_t(r.t[s.end]) - uint64_t(r.t[s.start]));
-      if (warm) {
-        s.warmup->add(0, d);
-        continue;
-      }
-      s.counts->add(0, d);
-      if (s.breakdowns) {
-        out_.by_type->add(r.type, d);
-        by_symbol(r.locate, d);
-        out_.over_time->add(bin, d);
-      }
+    for (const Add& a : plan_of(present | (warm ? kWarmRowBit : 0)).adds) a.into->add(0, difference(r, a.from, a.to));
+    if (!warm && headline_.counts_in(present)) {
+      const int64_t d = difference(r, headline_.from, headline_.to);
+      out_.by_type->add(r.type, d);
+      by_symbol(r.locate, d);
+      out_.over_time->add(bin, d);
     }
-    if (hops_) count_hops(r, present);
+    if (!direct_ && hops_) count_hops(r);
+    else if (direct_ && !chain_needs_.empty() && has_all(present, chain_needs_[0])) offer_slowest(r);
   }
 
   uint64_t accepted_through() const { return seen_; }
@@ -464,6 +476,14 @@ class Counter {
   int64_t time_origin() const { return time_bins_.origin(); }
   uint32_t time_shift() const { return time_bins_.shift(); }
   Result take() {
+    for (Shared& shared : shared_) {  // the last member takes the counts, the others a copy each
+      for (size_t k = 0; k + 1 < shared.members.size(); ++k) {
+        ExactHistogram copy = *shared.counts;
+        shared.members[k]->merge(copy);
+      }
+      shared.members.back()->merge(*shared.counts);
+    }
+    shared_.clear();
     for (uint32_t k = 0; k < kSymbolAhead; ++k) {
       const Delayed& e = delayed_[(delayed_at_ + k) % kSymbolAhead];
       if (e.pending) out_.by_symbol->add(e.locate, e.value);
@@ -476,6 +496,84 @@ class Counter {
   }
 
  private:
+  // A histogram the pass gives out, as a row counts in it: the stamps (and BBO event) it needs of the row, the
+  // difference of two of them, and whether it counts the warm-up's messages, the later ones, or both.
+  static constexpr uint8_t kWarm = 1, kAfter = 2;
+  struct Sink {
+    uint32_t needs = 0;
+    Stamp from = kOrigin, to = kOrigin;
+    ExactHistogram* out = nullptr;
+    uint8_t when = 0;
+    bool counts_in(uint32_t present) const { return when && has_all(present, needs); }
+  };
+  // One value of a row into one histogram: a sink's own, or one that sinks counting the same value on the same
+  // rows share (Shared).
+  struct Add {
+    Stamp from, to;
+    ExactHistogram* into;
+  };
+  // A value counted once for several sinks, each given the counts in take().
+  struct Shared {
+    std::unique_ptr<ExactHistogram> counts;
+    std::vector<ExactHistogram*> members;
+  };
+  // What a row of one key counts: every sink whose needs its stamps meet, those of one value (the same two stamps,
+  // a receive stamp read as the stamp it is in such a row, and the same dense range) as one add. In a simulation
+  // parse, decode and the book chain's first hop are one value, the book stage and its second hop another, and
+  // receive-to-book, the chain's cumulative and the read co-start a third: 12 adds a message became 7.
+  struct RowPlan {
+    bool made = false;
+    std::vector<Add> adds;
+  };
+  static constexpr uint32_t kWarmRowBit = kBboEventBit << 1;  // a key's bit above present_of's
+
+  static int64_t difference(const Row& r, Stamp from, Stamp to) {
+    return int64_t(uint64_t(r.t[to]) - uint64_t(r.t[from]));
+  }
+
+  const RowPlan& plan_of(uint32_t key) {
+    RowPlan& plan = plans_[key];
+    if (!plan.made) make_plan(key, plan);
+    return plan;
+  }
+  void make_plan(uint32_t key, RowPlan& plan) {
+    const uint32_t present = key & (kWarmRowBit - 1);
+    const uint8_t when = key & kWarmRowBit ? kWarm : kAfter;
+    const auto stored = [present](Stamp s) { return s != kReceive ? s : present >> kKernel & 1 ? kKernel : kRead; };
+    std::vector<bool> placed(sinks_.size());
+    for (size_t i = 0; i < sinks_.size(); ++i) {
+      const Sink& s = sinks_[i];
+      if (placed[i] || !(s.when & when) || !has_all(present, s.needs)) continue;
+      std::vector<ExactHistogram*> same{s.out};  // the sinks after it that count its value on this key's rows
+      for (size_t j = i + 1; j < sinks_.size(); ++j) {
+        const Sink& o = sinks_[j];
+        if (placed[j] || !(o.when & when) || !has_all(present, o.needs)) continue;
+        if (stored(o.from) == stored(s.from) && stored(o.to) == stored(s.to) && o.out->dense() == s.out->dense()) {
+          same.push_back(o.out);
+          placed[j] = true;
+        }
+      }
+      plan.adds.push_back({s.from, s.to, same.size() == 1 ? s.out : shared_counts(same)});
+    }
+    plan.made = true;
+  }
+  ExactHistogram* shared_counts(const std::vector<ExactHistogram*>& members) {
+    for (Shared& shared : shared_)
+      if (shared.members == members) return shared.counts.get();
+    shared_.push_back({std::make_unique<ExactHistogram>(1, members[0]->dense()), members});
+    return shared_.back().counts.get();
+  }
+
+  // The book chain's slowest, of the row's own stamps.
+  void offer_slowest(const Row& r) {
+    const std::vector<ChainStamp>& at = p_.chains[0].stamps;
+    const int64_t total = r.t[at.back()] - r.t[at[0]];
+    if (!slowest_.takes(total, int64_t(r.seq))) return;  // most messages: the chain's stamps not gathered
+    int64_t moved[kMaxChain];
+    for (size_t i = 0; i < at.size(); ++i) moved[i] = r.t[at[i]];
+    slowest_.offer(total, r, moved, at.size());
+  }
+
   // A message's by-symbol count is added kSymbolAhead messages after its cell is asked for (the array is MiBs,
   // its rows touched at random): on 50 M nasdaq-day messages the add's miss was a third of a row's time.
   void by_symbol(uint16_t locate, int64_t value) {
@@ -491,32 +589,37 @@ class Counter {
                                                                                : at_subscriber_[c - kSubscriber];
   }
 
-  // A chain's and the co-starts' stamps, each stamp's value told by stamp(c); present: the row's stamps as bits
-  // (row()), which say whether a chain of the row's own stamps is whole.
-  template <class Stamp>
-  void count_chains(const Row& r, const Stamp& stamp, uint32_t present) {
+  // The chains and co-starts of moved or joined stamps (not direct_: each histogram its own add), a stamp's value
+  // told by value().
+  void count_hops(const Row& r) {
+    for (unsigned s = kKernel; s <= kPublished; ++s) on_line_[s] = monotonic_(r.t[s]);  // each moved once
+    if (p_.send.n) {
+      const size_t i = sent_.find(int64_t(r.seq));
+      intended_ = i == Lookup::kNone ? 0 : p_.send.first[i];
+      actual_ = i == Lookup::kNone ? 0 : p_.send.second[i];
+    }
+    for (size_t k = 0; k < received_.size(); ++k) {  // a BBO subscriber receives BBO events only
+      const bool may_have = bbo_event(r) || !p_.subscribers[k].bbo_events_only;
+      const size_t i = may_have ? received_[k].find(int64_t(r.seq)) : Lookup::kNone;
+      at_subscriber_[k] = i == Lookup::kNone ? 0 : p_.subscribers[k].first[i];
+    }
     int64_t moved[kMaxChain];  // a chain's stamps, in chain order
     for (size_t c = 0; c < p_.chains.size(); ++c) {
       const Chain& chain = p_.chains[c];
       const size_t n = chain.stamps.size();
-      if (direct_) {  // the row's own stamps: whether each is there is in present
-        if (!has_all(present, chain_needs_[c])) continue;
-        for (size_t i = 0; i < n; ++i) moved[i] = stamp(chain.stamps[i]);
-      } else {
-        if (chain.bbo_only && !bbo_event(r)) continue;
-        bool whole = true;
-        for (size_t i = 0; i < n; ++i) whole &= (moved[i] = stamp(chain.stamps[i])) != 0;
-        if (!whole) continue;
-      }
+      if (chain.bbo_only && !bbo_event(r)) continue;
+      bool whole = true;
+      for (size_t i = 0; i < n; ++i) whole &= (moved[i] = value(chain.stamps[i])) != 0;
+      if (!whole) continue;
       for (size_t i = 0; i + 1 < n; ++i) {
         out_.hop[c][i].add(0, moved[i + 1] - moved[i]);
         if (i) out_.cumulative[c][i].add(0, moved[i + 1] - moved[0]);
       }
       if (c == 0) slowest_.offer(moved[n - 1] - moved[0], r, moved, n);
     }
-    const int64_t book = stamp(kBook);
+    const int64_t book = value(kBook);
     for (size_t i = 0; i < p_.co_starts.size(); ++i) {
-      const int64_t t = stamp(p_.co_starts[i]);
+      const int64_t t = value(p_.co_starts[i]);
       if (!t || !book) continue;
       out_.co[i].add(0, book - t);
       if (p_.co_starts[i] == kSent && intended_) out_.served_trend.add(intended_, book - t);
@@ -529,27 +632,8 @@ class Counter {
     }
   }
 
-  void count_hops(const Row& r, uint32_t present) {
-    if (direct_) {  // the row's own stamps, as they are
-      count_chains(r, [&r](ChainStamp c) { return r.t[c]; }, present);
-      return;
-    }
-    for (unsigned s = kKernel; s <= kPublished; ++s) on_line_[s] = monotonic_(r.t[s]);  // each moved once
-    if (p_.send.n) {
-      const size_t i = sent_.find(int64_t(r.seq));
-      intended_ = i == Lookup::kNone ? 0 : p_.send.first[i];
-      actual_ = i == Lookup::kNone ? 0 : p_.send.second[i];
-    }
-    for (size_t k = 0; k < received_.size(); ++k) {  // a BBO subscriber receives BBO events only
-      const bool may_have = bbo_event(r) || !p_.subscribers[k].bbo_events_only;
-      const size_t i = may_have ? received_[k].find(int64_t(r.seq)) : Lookup::kNone;
-      at_subscriber_[k] = i == Lookup::kNone ? 0 : p_.subscribers[k].first[i];
-    }
-    count_chains(r, [this](ChainStamp c) { return value(c); }, present);
-  }
-
-  // Whether every chain and co-start is of the gateway's own stamps, not moved (a simulation's): count_hops reads
-  // them from the row.
+  // Whether every chain and co-start is of the gateway's own stamps, not moved (a simulation's): their histograms
+  // are sinks, read from the row.
   static bool direct(const Params& p) {
     if (p.monotonic.on || p.send.n || !p.subscribers.empty()) return false;
     for (const Chain& c : p.chains)
@@ -560,17 +644,12 @@ class Counter {
     return true;
   }
 
-  // A stage as row() counts it: the stamps (and the BBO event) it needs as bits of a row's present stamps.
-  struct StagePlan {
-    uint32_t needs;
-    Stamp start, end;
-    bool breakdowns;  // the headline stage, with per-type, per-symbol and over-time counts
-    ExactHistogram* counts;
-    ExactHistogram* warmup;
-  };
   const Params& p_;
   Result out_;
-  std::vector<StagePlan> stage_plans_;
+  std::vector<Sink> sinks_;
+  Sink headline_;  // the stage counted by type, by symbol and over time (its when 0: none)
+  std::vector<RowPlan> plans_ = std::vector<RowPlan>(kWarmRowBit << 1);  // by present_of, and kWarmRowBit
+  std::vector<Shared> shared_;
   std::vector<uint32_t> chain_needs_;  // a direct chain's stamps (and BBO event) as bits of a row's present stamps
   uint64_t seen_;
   uint64_t max_locate_ = 0;
