@@ -21,9 +21,11 @@ ours in the round: what the report costs on top is ours beyond that. ours /
 peer is wall time over wall time.
 
 What a run remembers of an input (its digest, itch-inspect's count: a whole
-read each, captures/remembered.py) is forgotten before the first round, so
-ours in round 1 is the input's first run, as a new day's nightly run is:
-the later rounds read them back.
+read each, captures/remembered.py) is forgotten, then ours runs once on each
+input before the first round: its first run, as a new day's nightly run is,
+kept apart (first_run in the JSON). The rounds are later runs, which read
+them back, so that what they are judged on does not turn on how many rounds
+were asked for.
 """
 
 from __future__ import annotations
@@ -91,6 +93,16 @@ def measure(a: dict) -> dict:
         return {"wall_s": wall, "rss_kib": rss, "gateway_rss_kib": gateway["max_rss_kib"], "parts": parts}
 
 
+def _run(who: str, file: Path, peer: str, work: Path) -> dict:
+    """One measured run (measure()) in a fresh Python child."""
+    return isolated.call("whole_day", {"who": who, "file": str(file), "peer": peer, "work": str(work)})
+
+
+def _said(got: dict) -> str:
+    parts = "".join(f", {k} {v['seconds']:.1f} s" for k, v in got.get("parts", {}).items())
+    return f"{got['wall_s']:.1f} s, peak RSS {got['rss_kib'] / 1024:.0f} MiB{parts}"
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("day", type=Path, metavar="DAY", help="the day as a binary ITCH file (the peer reads this one)")
@@ -109,9 +121,12 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     inputs = [args.day, *args.compressed]
     record: dict = {"peer": args.peer, "day": args.day.name, "bytes": {f.name: f.stat().st_size for f in inputs},
-                    "rounds": [], "first_run_round": 1}
+                    "first_run": {}, "rounds": []}
     for f in inputs:
         remembered.forget(f)
+        print(f"first run: {f.name} ...", file=sys.stderr, flush=True)
+        record["first_run"][f.name] = got = _run("ours", f, args.peer, work)
+        print(f"first run: {f.name}: {_said(got)}", file=sys.stderr, flush=True)
     for r in range(1, args.rounds + 1):
         # Each input's run beside its gateway alone; the peer first in odd rounds, last in even ones.
         ours = [(who, f) for f in inputs for who in ("ours", "gateway")]
@@ -120,12 +135,8 @@ def main() -> int:
         for who, file in order:
             name = {"peer": "peer", "ours": file.name, "gateway": f"{ALONE}{file.name}"}[who]
             print(f"round {r}: {name} ...", file=sys.stderr, flush=True)
-            runs[name] = isolated.call("whole_day", {"who": who, "file": str(file), "peer": args.peer,
-                                                     "work": str(work)})
-            got = runs[name]
-            parts = "".join(f", {k} {v['seconds']:.1f} s" for k, v in got.get("parts", {}).items())
-            print(f"round {r}: {name}: {got['wall_s']:.1f} s, peak RSS {got['rss_kib'] / 1024:.0f} MiB{parts}",
-                  file=sys.stderr, flush=True)
+            runs[name] = _run(who, file, args.peer, work)
+            print(f"round {r}: {name}: {_said(runs[name])}", file=sys.stderr, flush=True)
         record["rounds"].append(runs)
     if args.json:
         args.json.write_text(json.dumps(record, indent=1) + "\n")

@@ -458,12 +458,12 @@ def _pipeline_section(days: list[dict[str, Any]], plan: Plan) -> list[str]:
         "two passes after it (progress.log: the first from the gateway's index of its latency log, reading only "
         "the block where the first message after the warm-up is; the second counted while the gateway wrote the "
         "log, so only its last block after), and the rest (start-up, the "
-        "input's digest and itch-inspect's count of it — remembered from the first round on, per version of the "
+        "input's digest and itch-inspect's count of it — remembered from its first run on, per version of the "
         "file —, reconciliation, the report's tables and plots); each in "
-        "seconds and million messages a second. First run: ours in round 1, the input's digest and count forgotten "
-        "before it, as a new day's first run reads the file for them before its gateway starts (a compressed "
-        "file's count runs beside it; later runs of the same file, the other rounds, read them back), its rest in "
-        "brackets. Gateway alone: its binary with the "
+        "seconds and million messages a second. First run: ours once on each input before the rounds, the "
+        "input's digest and count forgotten before it, as a new day's first run reads the file for them before its "
+        "gateway starts (a compressed file's count runs beside it), its rest in brackets; not judged. The rounds "
+        "are later runs, which read them back. Gateway alone: its binary with the "
         "flags `itchbench sim` gives it, "
         "nothing beside it, on the same file next to ours in each round. On top: ours beyond the gateway alone, "
         "over it (the gateway's process inside ours is slower by what runs beside it: the report's second pass "
@@ -560,7 +560,7 @@ def _day_table(day: dict[str, Any]) -> list[str]:
             records = ours[0]["parts"][label]["records"]
             return f"{secs:.1f} s" + (f", {records / secs / 1e6:.1f} M/s" if records and secs > 0 else "")
 
-        first = ours[day["first_run_round"] - 1] if "first_run_round" in day else None
+        first = day.get("first_run", {}).get(name)
         lines.append(
             f"| {name} | {size / 2**30:.2f} GiB | {_median_range([o['wall_s'] for o in ours], '.1f')} s | "
             + (f"{first['wall_s']:.1f} s ({first['parts']['rest']['seconds']:.1f} s) | " if first else "— | ")
