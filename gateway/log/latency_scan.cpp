@@ -459,7 +459,7 @@ class Counter {
     }
     const uint32_t present = present_of(r);
     for (const Add& a : plan_of(present | (warm ? kWarmRowBit : 0)).adds) a.into->add(0, difference(r, a.from, a.to));
-    if (!warm && headline_.counts_in(present)) {
+    if (headline_.counts_in(present, warm ? kWarm : kAfter)) {
       const int64_t d = difference(r, headline_.from, headline_.to);
       out_.by_type->add(r.type, d);
       by_symbol(r.locate, d);
@@ -504,7 +504,8 @@ class Counter {
     Stamp from = kOrigin, to = kOrigin;
     ExactHistogram* out = nullptr;
     uint8_t when = 0;
-    bool counts_in(uint32_t present) const { return when && has_all(present, needs); }
+    // Whether a row of these stamps counts in it, the row in the warm-up (kWarm) or after it (kAfter).
+    bool counts_in(uint32_t present, uint8_t row_when) const { return (when & row_when) && has_all(present, needs); }
   };
   // One value of a row into one histogram: a sink's own, or one that sinks counting the same value on the same
   // rows share (Shared).
@@ -543,11 +544,11 @@ class Counter {
     std::vector<bool> placed(sinks_.size());
     for (size_t i = 0; i < sinks_.size(); ++i) {
       const Sink& s = sinks_[i];
-      if (placed[i] || !(s.when & when) || !has_all(present, s.needs)) continue;
+      if (placed[i] || !s.counts_in(present, when)) continue;
       std::vector<ExactHistogram*> same{s.out};  // the sinks after it that count its value on this key's rows
       for (size_t j = i + 1; j < sinks_.size(); ++j) {
         const Sink& o = sinks_[j];
-        if (placed[j] || !(o.when & when) || !has_all(present, o.needs)) continue;
+        if (placed[j] || !o.counts_in(present, when)) continue;
         if (stored(o.from) == stored(s.from) && stored(o.to) == stored(s.to) && o.out->dense() == s.out->dense()) {
           same.push_back(o.out);
           placed[j] = true;
