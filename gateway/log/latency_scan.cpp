@@ -458,7 +458,7 @@ class Counter {
       ++out_.throughput[bin];
     }
     const uint32_t present = present_of(r);
-    for (const Add& a : plan_of(present | (warm ? kWarmRowBit : 0)).adds) a.into->add(0, difference(r, a.from, a.to));
+    for (const Add& a : plan_of(present | (warm ? kWarmRowBit : 0)).adds) a.into.add(difference(r, a.from, a.to));
     if (headline_.counts_in(present, warm ? kWarm : kAfter)) {
       const int64_t d = difference(r, headline_.from, headline_.to);
       out_.by_type->add(r.type, d);
@@ -511,7 +511,7 @@ class Counter {
   // rows share (Shared).
   struct Add {
     Stamp from, to;
-    ExactHistogram* into;
+    ExactHistogram::KeyAdder into;  // key 0
   };
   // A value counted once for several sinks, each given the counts in take().
   struct Shared {
@@ -554,7 +554,7 @@ class Counter {
           placed[j] = true;
         }
       }
-      plan.adds.push_back({s.from, s.to, same.size() == 1 ? s.out : shared_counts(same)});
+      plan.adds.push_back({s.from, s.to, {same.size() == 1 ? *s.out : *shared_counts(same), 0}});
     }
     plan.made = true;
   }
