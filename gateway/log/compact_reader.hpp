@@ -94,7 +94,7 @@ DecodedSlots for_each_compact(const uint8_t* slots, size_t n, uint8_t stages, Co
     head.flags = m.flags;
     uint64_t t[logfmt::kStageCount] = {};
     // A stamp is the last one's plus its step (0: not stamped), or its escape's value. Nearly every message has no
-    // escape: that loop tests none (a test a stage was a tenth of the report's second pass, 50 M records).
+    // escape: that loop tests none (the tests took 22 of the 171 instructions a row of reading and decoding).
     const auto stamps = [&](auto escapes) {
       uint64_t prev = s.base;
       for (unsigned j = 0; j < count; ++j) {

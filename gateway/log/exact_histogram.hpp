@@ -30,24 +30,19 @@ class ExactHistogram {
   ExactHistogram(uint32_t keys, uint32_t dense) : keys_(keys), dense_(dense), counts_(size_t(keys) * dense) {}
   uint32_t dense() const { return dense_; }
 
-  void add(uint32_t key, int64_t value) {
-    if (uint64_t(value) < dense_ && key < keys_) {
-      const size_t cell = size_t(key) * dense_ + uint64_t(value);
-      if (__builtin_expect(++counts_[cell] == 0, 0)) carried_.push_back(cell);  // 2^kCountBits more in that cell
-    } else {
-      spill(key, value);
-    }
-  }
-  // add(key, value) for one key, taken once: what a caller adding to the same key row after row (the second pass's
-  // stages) would otherwise read through the histogram on every add, its cells and dense range, held here.
+  // The adds of one key: its cells and dense range taken once, for a caller adding to the same key row after row
+  // (the second pass's stages), which would otherwise read them through the histogram on every add.
   class KeyAdder {
    public:
-    KeyAdder(ExactHistogram& h, uint32_t key) : cells_(h.counts_.data() + size_t(key) * h.dense_), dense_(h.dense_),
-                                                key_(key), h_(&h) {
-      if (key >= h.keys_) cells_ = nullptr, dense_ = 0;  // every value spills, as add() spills a key past the array
-    }
+    KeyAdder(ExactHistogram& h, uint32_t key)
+        : cells_(key < h.keys_ ? h.counts_.data() + size_t(key) * h.dense_ : nullptr),
+          dense_(key < h.keys_ ? h.dense_ : 0),  // a key past the dense array: every value spills
+          key_(key),
+          h_(&h) {}
+    // A value in [0, dense) is counted in its cell; the rest are gathered.
     void add(int64_t value) const {
       if (uint64_t(value) < dense_) {
+        // 2^kCountBits more in that cell
         if (__builtin_expect(++cells_[value] == 0, 0)) h_->carried_.push_back(size_t(key_) * dense_ + uint64_t(value));
       } else {
         h_->spill(key_, value);
@@ -59,6 +54,7 @@ class ExactHistogram {
     uint32_t dense_, key_;
     ExactHistogram* h_;
   };
+  void add(uint32_t key, int64_t value) { KeyAdder(*this, key).add(value); }
 
   // Asks for the cell add(key, value) will count in, ahead of the add: a key-by-value array larger than the cache,
   // touched at random (by symbol), costs a miss an add otherwise.
