@@ -59,8 +59,10 @@ def _kind(capture: str, mtime_ns: int) -> str:
 
 
 def capture_kind(capture: Path) -> str:
-    """"pcap" or "itch", told by content without reading the capture through (CaptureError if neither)."""
-    return _kind(str(capture), capture.stat().st_mtime_ns)
+    """"pcap" or "itch", told by content without reading the capture through (CaptureError if neither). Asked once
+    a file, however its path is spelled: a run checks the path it was given and then the resolved one (itch-inspect
+    twice before the gateway started, 4-7 ms each)."""
+    return _kind(str(capture.resolve()), capture.stat().st_mtime_ns)
 
 
 def inspect_capture(capture: Path, feed: str = "") -> dict[str, Any]:
