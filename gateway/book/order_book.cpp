@@ -9,6 +9,7 @@ OrderBook::OrderBook(size_t expected_orders) : levels_{Level{~0u, 0, 0}, Level{0
 void OrderBook::grow_stocks(uint16_t locate) {
   stocks_.resize(size_t(locate) + 1);
   others_.resize(2 * stocks_.size());
+  off_ticks_.resize(2 * stocks_.size());
   last_emitted_.resize(stocks_.size());
   stock_count_ = uint32_t(stocks_.size());
 }
@@ -31,31 +32,63 @@ uint32_t OrderBook::new_level(uint32_t key, uint32_t shares) {
 }
 
 uint32_t OrderBook::level_elsewhere(Side& side, uint32_t price, uint32_t key, uint32_t shares, bool& made) {
-  std::vector<Entry>& others = others_of(side);
-  // A whole-tick price may have a level off the ladder, made before the ladder reached it: look there first.
-  auto it = find_entry(others, key);
-  if (it != others.end() && it->key == key) {
-    made = false;
-    levels_[it->level].shares += shares;
-    ++levels_[it->level].orders;
-    return it->level;
-  }
   PriceLadder& ladder = side.ladder;
   const uint32_t tick = PriceLadder::tick_of(price);
-  if (PriceLadder::on_tick(price)) {
+  const bool on_tick = PriceLadder::on_tick(price);
+  std::unique_ptr<OffLadderTicks>& known = off_ticks_[side_index(side)];
+  const uint32_t slot = tick % OffLadderTicks::kSlots;
+  // A whole-tick price may have a level off the ladder, made before the ladder reached it. Its residue says when
+  // none can be, and where one likely is: on a long day the levels near the touch are often off the ladder (made
+  // while older levels held the ladder elsewhere) and take most of the side's adds, each a search of its array.
+  bool none_off_ladder = on_tick && (!known || known->count[slot] == 0);
+  if (on_tick && !none_off_ladder) {
+    const uint32_t at = known->place[slot];
+    if (at != 0) {
+      if (levels_[at].key == key) return add_to(at, shares, made);
+      none_off_ladder = known->count[slot] == 1;  // the residue's only one is at another tick
+    }
+  }
+  std::vector<Entry>& others = others_of(side);
+  auto it = none_off_ladder ? others.end() : find_entry(others, key);
+  if (it != others.end() && it->key == key) {
+    if (on_tick) known->place[slot] = it->level;  // the one asked for last is likely asked for again
+    return add_to(it->level, shares, made);
+  }
+  if (on_tick) {
     if (!ladder.has_block()) {
       // The side's first whole-tick price: its ladder's block of the pool.
       ladder.set_block(uint32_t(levels_.size()));
       levels_.resize(levels_.size() + PriceLadder::kTicks, Level{0, 0, 0});
     }
     if (ladder.fits(tick)) return ladder_level(ladder, tick, key, shares, made);
+    if (none_off_ladder) it = find_entry(others, key);  // where the new level goes
   }
   made = true;
   ++levels_off_ladder_;
   const uint32_t place = new_level(key, shares);
   others.insert(it, Entry{key, place});
   ++side.off_ladder;
+  if (on_tick) {
+    if (!known) known = std::make_unique<OffLadderTicks>();
+    ++known->count[slot];
+    known->place[slot] = place;
+  }
   return place;
+}
+
+uint32_t OrderBook::add_to(uint32_t place, uint32_t shares, bool& made) {
+  made = false;
+  levels_[place].shares += shares;
+  ++levels_[place].orders;
+  return place;
+}
+
+void OrderBook::forget_off_ladder(const Side& s, uint32_t price, uint32_t place) {
+  if (!PriceLadder::on_tick(price)) return;
+  OffLadderTicks& known = *off_ticks_[side_index(s)];
+  const uint32_t slot = PriceLadder::tick_of(price) % OffLadderTicks::kSlots;
+  --known.count[slot];
+  if (known.place[slot] == place) known.place[slot] = 0;
 }
 
 uint32_t OrderBook::insert_order_general(uint16_t locate, uint64_t ref, uint8_t side, uint32_t shares,
@@ -133,8 +166,10 @@ bool OrderBook::find_order(uint64_t ref, OrderView& out) const {
 }
 
 size_t OrderBook::memory_bytes() const {
-  size_t entries = others_.capacity() * sizeof(std::vector<Entry>);
+  size_t entries = others_.capacity() * sizeof(std::vector<Entry>) +
+                   off_ticks_.capacity() * sizeof(std::unique_ptr<OffLadderTicks>);
   for (const std::vector<Entry>& side : others_) entries += side.capacity() * sizeof(Entry);
+  for (const auto& known : off_ticks_) entries += known ? sizeof(OffLadderTicks) : 0;
   return stocks_.capacity() * sizeof(Stock) + last_emitted_.capacity() * sizeof(Bbo) + orders_.bytes() + entries +
          levels_.capacity() * sizeof(Level) + free_levels_.capacity() * sizeof(uint32_t);
 }

@@ -19,12 +19,15 @@
 // makes its level by arithmetic and an emptied best finds the next by a bit
 // scan, with no search and no data-dependent loop. Any other level (a
 // sub-penny price, or one too far from the ladder's) goes to the side's
-// sorted array of (key, place), best at the back. Nothing is allocated per
-// message once the table, the pool and the side arrays have reached the
-// session's size.
+// sorted array of (key, place), best at the back; one at a whole cent is also
+// known by its cent modulo 64 (OffLadderTicks), so that an add at a whole
+// cent to a side with levels off its ladder seldom searches the array. Nothing
+// is allocated per message once the table, the pool and the side arrays have
+// reached the session's size.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "book/bbo.hpp"
@@ -164,11 +167,22 @@ class OrderBook {
   };
   static_assert(sizeof(Stock) == 64 && sizeof(Side) == 32, "a stock's sides in one cache line");
 
+  // A side's levels off its ladder at whole ticks, by tick modulo kSlots: how many at each residue, and the place of
+  // one of them (0: none known). An add at a whole tick to a side with levels off its ladder then finds its level
+  // there, or knows none is off the ladder, without searching the side's array. Made at a side's first such level.
+  struct OffLadderTicks {
+    static constexpr uint32_t kSlots = 64;
+    uint32_t count[kSlots] = {};
+    uint32_t place[kSlots] = {};
+  };
+
   static uint32_t key_of(uint32_t price, bool bid) { return bid ? price : ~price; }
-  // A side's levels off its ladder, in key order, the best at the back: the side's place among all stocks' sides.
-  std::vector<Entry>& others_of(const Side& s) {
-    return others_[(reinterpret_cast<uintptr_t>(&s) - reinterpret_cast<uintptr_t>(stocks_.data())) / sizeof(Side)];
+  // A side's place among all stocks' sides: where its off-ladder levels are kept.
+  size_t side_index(const Side& s) const {
+    return (reinterpret_cast<uintptr_t>(&s) - reinterpret_cast<uintptr_t>(stocks_.data())) / sizeof(Side);
   }
+  // A side's levels off its ladder, in key order, the best at the back.
+  std::vector<Entry>& others_of(const Side& s) { return others_[side_index(s)]; }
   const std::vector<Entry>& others_of(const Side& s) const { return const_cast<OrderBook*>(this)->others_of(s); }
   static uint32_t price_of(uint32_t key, bool bid) { return bid ? key : ~key; }
   Bbo bbo_of(const Stock& s) const {
@@ -210,12 +224,16 @@ class OrderBook {
   // Out of line: the rare case stays out of the common add's code.
   __attribute__((noinline)) uint32_t level_elsewhere(Side& side, uint32_t price, uint32_t key, uint32_t shares,
                                                      bool& made);
+  uint32_t add_to(uint32_t place, uint32_t shares, bool& made);  // an order's shares to the level at place
   // Takes an order's shares off its price level; true when it was a best one. Inlined into remove, reduce and
   // replace: a call fewer per delete (2.2 % fewer instructions on nasdaq-day, callgrind).
   __attribute__((always_inline)) bool leave_level(const Order& o);
   uint32_t side_best(const Side& side, bool bid) const;  // place of the side's best level, or its empty place
   void grow_stocks(uint16_t locate);  // room for stocks up to locate (first order of a new stock)
   uint32_t new_level(uint32_t key, uint32_t shares);  // a level of one order off the ladder, from the pool
+  // A level off the side's ladder left the book (its place about to be freed): forgotten by the side's
+  // OffLadderTicks when at a whole tick.
+  void forget_off_ladder(const Side& s, uint32_t price, uint32_t place);
   // The entry of key in a side's off-ladder levels, or where it would go (const or not).
   template <class Entries>
   static auto find_entry(Entries& side, uint32_t key) -> decltype(side.begin());
@@ -223,6 +241,7 @@ class OrderBook {
 
   std::vector<Stock> stocks_;  // by locate, up to the highest that has had an order: memory in proportion
   std::vector<std::vector<Entry>> others_;  // each side's levels off its ladder (others_of), as stocks_ by side
+  std::vector<std::unique_ptr<OffLadderTicks>> off_ticks_;  // as others_: those at whole ticks, by residue
   std::vector<Bbo> last_emitted_;           // by locate: the BBO last taken (take_bbo_change)
   uint32_t stock_count_ = 0;   // stocks_.size(), kept: the size is a division by sizeof(Stock)
   std::vector<Level, HugePageAllocator<Level>> levels_;        // every stock's price levels, at stable places

@@ -89,6 +89,7 @@ inline bool OrderBook::leave_level(const Order& o) {
     std::vector<Entry>& others = others_of(s);
     others.erase(find_entry(others, l.key));
     --s.off_ladder;
+    forget_off_ladder(s, price_of(l.key, bid), o.level);
     free_levels_.push_back(o.level);
   }
   if (s.best != o.level) return false;
