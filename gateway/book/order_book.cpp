@@ -70,7 +70,7 @@ uint32_t OrderBook::level_elsewhere(Side& side, uint32_t price, uint32_t key, ui
   ++side.off_ladder;
   if (on_tick) {
     if (!known) known = std::make_unique<OffLadderTicks>();
-    ++known->count[slot];
+    known->count[slot] += known->count[slot] != OffLadderTicks::kMany;
     known->place[slot] = place;
   }
   return place;
@@ -87,7 +87,7 @@ void OrderBook::forget_off_ladder(const Side& s, uint32_t price, uint32_t place)
   if (!PriceLadder::on_tick(price)) return;
   OffLadderTicks& known = *off_ticks_[side_index(s)];
   const uint32_t slot = PriceLadder::tick_of(price) % OffLadderTicks::kSlots;
-  --known.count[slot];
+  known.count[slot] -= known.count[slot] != OffLadderTicks::kMany;
   if (known.place[slot] == place) known.place[slot] = 0;
 }
 

@@ -20,7 +20,7 @@
 // scan, with no search and no data-dependent loop. Any other level (a
 // sub-penny price, or one too far from the ladder's) goes to the side's
 // sorted array of (key, place), best at the back; one at a whole cent is also
-// known by its cent modulo 64 (OffLadderTicks), so that an add at a whole
+// known by its cent modulo 512 (OffLadderTicks), so that an add at a whole
 // cent to a side with levels off its ladder seldom searches the array. Nothing
 // is allocated per message once the table, the pool and the side arrays have
 // reached the session's size.
@@ -169,11 +169,14 @@ class OrderBook {
 
   // A side's levels off its ladder at whole ticks, by tick modulo kSlots: how many at each residue, and the place of
   // one of them (0: none known). An add at a whole tick to a side with levels off its ladder then finds its level
-  // there, or knows none is off the ladder, without searching the side's array. Made at a side's first such level.
+  // there, or knows none is off the ladder, without searching the side's array. Made at a side's first such level:
+  // 2.5 KiB. 512 residues: deep-book's sides hold about 400 cents each (at 64, 1.6 % more instructions than a search
+  // alone, at 512 17 % fewer). A count that reaches kMany stays there: the residue is searched from then on.
   struct OffLadderTicks {
-    static constexpr uint32_t kSlots = 64;
-    uint32_t count[kSlots] = {};
+    static constexpr uint32_t kSlots = 512;
+    static constexpr uint8_t kMany = 255;
     uint32_t place[kSlots] = {};
+    uint8_t count[kSlots] = {};
   };
 
   static uint32_t key_of(uint32_t price, bool bid) { return bid ? price : ~price; }

@@ -426,34 +426,49 @@ TEST(OrderBook, AsksOnAndOffTheLadderKeepPriceOrder) {
   EXPECT_EQ(book.bbo(1), make_bbo(0, 0, 106300, 100));
 }
 
-// A side's off-ladder levels at whole ticks are known by tick modulo 64: ticks 836, 900, 964 and 1028 share a
+// A side's off-ladder levels at whole ticks are known by tick modulo 512: ticks 1488, 2000, 2512 and 3024 share a
 // residue. A level off the ladder is found there, however many share it, and never made again on the ladder; a
 // tick whose residue holds only another tick's level has none off the ladder.
 TEST(OrderBook, OffLadderLevelsSharingAResidueAreFoundNotMadeAgain) {
   OrderBook book{64};
   const uint32_t kUnchanged = OrderBook::kUnchanged;
-  EXPECT_EQ(book.add(1, 1, 'B', 100, 100000), 1u);          // $10.00: ladder, the best
-  EXPECT_EQ(book.add(1, 2, 'B', 200, 90000), kUnchanged);   // $9.00: 100 ticks below, off
-  EXPECT_EQ(book.add(1, 3, 'B', 300, 83600), kUnchanged);   // $8.36: off, the same residue
-  EXPECT_EQ(book.add(1, 4, 'B', 10, 90000), kUnchanged);    // joins $9.00
-  EXPECT_EQ(levels_of(book, 'B'), (Levels{{100000, 1, 100}, {90000, 2, 210}, {83600, 1, 300}}));
-  EXPECT_EQ(book.remove(1), 1u);  // the ladder is empty: $8.36 would fit it, but its level is off it
-  EXPECT_EQ(book.add(1, 5, 'B', 20, 83600), kUnchanged);
-  EXPECT_EQ(levels_of(book, 'B'), (Levels{{90000, 2, 210}, {83600, 2, 320}}));
+  EXPECT_EQ(book.add(1, 1, 'B', 100, 300000), 1u);          // $30.00: ladder, the best
+  EXPECT_EQ(book.add(1, 2, 'B', 200, 200000), kUnchanged);  // $20.00: 1,000 ticks below, off
+  EXPECT_EQ(book.add(1, 3, 'B', 300, 148800), kUnchanged);  // $14.88: off, the same residue
+  EXPECT_EQ(book.add(1, 4, 'B', 10, 200000), kUnchanged);   // joins $20.00
+  EXPECT_EQ(levels_of(book, 'B'), (Levels{{300000, 1, 100}, {200000, 2, 210}, {148800, 1, 300}}));
+  EXPECT_EQ(book.remove(1), 1u);  // the ladder is empty: $14.88 would fit it, but its level is off it
+  EXPECT_EQ(book.add(1, 5, 'B', 20, 148800), kUnchanged);
+  EXPECT_EQ(levels_of(book, 'B'), (Levels{{200000, 2, 210}, {148800, 2, 320}}));
   EXPECT_EQ(book.remove(3), kUnchanged);
-  EXPECT_EQ(book.remove(5), kUnchanged);  // $8.36 gone: $9.00 alone in the residue
-  EXPECT_EQ(book.add(1, 6, 'B', 30, 96400), 1u);            // $9.64: none off the ladder there; the ladder
-  EXPECT_EQ(book.add(1, 7, 'B', 40, 90000), kUnchanged);    // joins $9.00, off (64 ticks from $9.64)
-  EXPECT_EQ(book.add(1, 8, 'B', 50, 102800), 1u);           // $10.28: 64 above $9.64, off; the best
-  EXPECT_EQ(book.add(1, 9, 'B', 5, 96400), kUnchanged);     // joins $9.64 on the ladder
+  EXPECT_EQ(book.remove(5), kUnchanged);  // $14.88 gone: $20.00 alone in the residue
+  EXPECT_EQ(book.add(1, 6, 'B', 30, 251200), 1u);           // $25.12: none off the ladder there; the ladder
+  EXPECT_EQ(book.add(1, 7, 'B', 40, 200000), kUnchanged);   // joins $20.00, off (512 ticks from $25.12)
+  EXPECT_EQ(book.add(1, 8, 'B', 50, 302400), 1u);           // $30.24: 512 above $25.12, off; the best
+  EXPECT_EQ(book.add(1, 9, 'B', 5, 251200), kUnchanged);    // joins $25.12 on the ladder
   EXPECT_EQ(book.levels_off_ladder(), 3u);
-  EXPECT_EQ(levels_of(book, 'B'), (Levels{{102800, 1, 50}, {96400, 2, 35}, {90000, 3, 250}}));
-  EXPECT_EQ(book.bbo(1), make_bbo(102800, 50, 0, 0));
+  EXPECT_EQ(levels_of(book, 'B'), (Levels{{302400, 1, 50}, {251200, 2, 35}, {200000, 3, 250}}));
+  EXPECT_EQ(book.bbo(1), make_bbo(302400, 50, 0, 0));
   EXPECT_EQ(book.remove(8), 1u);
-  EXPECT_EQ(book.bbo(1), make_bbo(96400, 35, 0, 0));
-  EXPECT_EQ(book.add(1, 10, 'B', 1, 90000), kUnchanged);    // joins $9.00 again
-  EXPECT_EQ(levels_of(book, 'B'), (Levels{{96400, 2, 35}, {90000, 4, 251}}));
+  EXPECT_EQ(book.bbo(1), make_bbo(251200, 35, 0, 0));
+  EXPECT_EQ(book.add(1, 10, 'B', 1, 200000), kUnchanged);   // joins $20.00 again
+  EXPECT_EQ(levels_of(book, 'B'), (Levels{{251200, 2, 35}, {200000, 4, 251}}));
   EXPECT_EQ(book.levels_off_ladder(), 3u);
+}
+
+// More levels off the ladder at one residue than its count holds: the count stays at its ceiling, and a level there
+// is still found rather than made again on the (empty) ladder.
+TEST(OrderBook, AResidueWithMoreOffLadderLevelsThanItCountsStillFindsThem) {
+  OrderBook book{1024};
+  const auto price = [](uint32_t k) { return (1000 + 512 * k) * 100; };  // one residue modulo 512
+  for (uint32_t k = 0; k <= 256; ++k) book.add(1, 1 + k, 'B', 10, price(k));  // the first on the ladder
+  EXPECT_EQ(book.levels_off_ladder(), 256u);
+  book.remove(1);  // the ladder is empty: every tick would fit it
+  book.add(1, 1000, 'B', 5, price(100));
+  const Levels levels = levels_of(book, 'B');
+  ASSERT_EQ(levels.size(), 256u);
+  EXPECT_EQ(levels[256 - 100], std::make_tuple(price(100), 2u, uint64_t(15)));
+  EXPECT_EQ(book.levels_off_ladder(), 256u);
 }
 
 TEST(OrderBook, IndexSurvivesChurnAndGrowth) {
