@@ -31,7 +31,7 @@ uint32_t OrderBook::new_level(uint32_t key, uint32_t shares) {
   return uint32_t(levels_.size() - 1);
 }
 
-uint32_t OrderBook::level_elsewhere(Side& side, uint32_t price, uint32_t key, uint32_t shares, bool& made) {
+inline uint32_t OrderBook::level_elsewhere(Side& side, uint32_t price, uint32_t key, uint32_t shares, bool& made) {
   PriceLadder& ladder = side.ladder;
   const uint32_t tick = PriceLadder::tick_of(price);
   const bool on_tick = PriceLadder::on_tick(price);
