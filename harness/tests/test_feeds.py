@@ -12,11 +12,12 @@ import shutil
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from itchbench import rundir
-from itchbench.captures import fixtures
+from itchbench.captures import fixtures, inspect
 from itchbench.captures.inspect import CaptureError, check_capture, inspect_capture
 from itchbench.cli import main as itchbench_main
 from itchbench.runs import runner
@@ -123,6 +124,21 @@ def test_a_capture_without_a_udp_datagram_is_refused_before_any_run(tmp_path, ca
     out = tmp_path / "run"
     assert itchbench_main(["sim", str(empty), "--out", str(out)]) == 2
     assert "no feed to replay" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_capture_is_asked_its_kind_once_however_its_path_is_spelled(tmp_path, monkeypatch):
+    # A run checks the path it was given and then the resolved one: itch-inspect ran twice before the gateway.
+    day = tmp_path / "day.itch"
+    day.write_bytes(struct.pack(">H", 12) + b"S" + bytes(10) + b"O")  # one system event, length-prefixed
+    asked: list[list[str]] = []
+    run = inspect.subprocess.run
+    monkeypatch.setattr(inspect.subprocess, "run", lambda cmd, **kw: asked.append(cmd) or run(cmd, **kw))
+    monkeypatch.chdir(tmp_path)
+    inspect._kind.cache_clear()
+    assert inspect.capture_kind(Path("day.itch")) == inspect.capture_kind(day) == "itch"
+    assert len(asked) == 1
+    os.utime(day, ns=(day.stat().st_atime_ns, day.stat().st_mtime_ns + 1_000_000_000))  # a file written again
+    assert inspect.capture_kind(day) == "itch" and len(asked) == 2
 
 
 def test_inspect_of_a_capture_without_a_udp_datagram_says_it_has_no_feed(tmp_path, capsys):
