@@ -167,3 +167,47 @@ def test_the_drawing_process_leaves_an_interrupt_to_its_caller_and_ends_quietly_
     finally:
         server.kill()
         server.wait()
+
+
+def test_a_batch_is_drawn_at_once_in_forked_children_and_each_failure_is_said(tmp_path, monkeypatch):
+    # The first draw of a batch is made in the drawing process, each other in a child forked for it, when the batch
+    # has more than one CPU: the plots are the bytes drawn here. A child that cannot write its file, or is killed,
+    # fails the batch once the others are done, and says which draw and how.
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: a batch is drawn in one process")
+    (tmp_path / "itchbench_test_forks.py").write_text(
+        "import os, pathlib, signal\n"
+        "def pid(path):\n"
+        "    pathlib.Path(path).write_text(str(os.getpid()))\n"
+        "def killed():\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    drawing.stop_waiting()  # one started before has not this path
+    series = [("stage", np.array([900, 1_000, 1_200, 5_000], np.int64), np.array([3, 7, 2, 1], np.int64))]
+    plots.histogram(series, tmp_path / "here.png", "title")
+    plots.percentile_curve(series, tmp_path / "here-p.png", "title")
+    probe = [drawing.Draw("itchbench_test_forks", "pid", (tmp_path / f"{k}.pid",)) for k in range(3)]
+    drawing.Drawing([*probe, drawing.plot("histogram", series, tmp_path / "h.png", "title"),
+                     drawing.plot("percentile_curve", series, tmp_path / "p.png", "title")]).wait()
+    pids = [int((tmp_path / f"{k}.pid").read_text()) for k in range(3)]
+    assert len(set(pids)) == 3
+    assert (tmp_path / "h.png").read_bytes() == (tmp_path / "here.png").read_bytes()
+    assert (tmp_path / "p.png").read_bytes() == (tmp_path / "here-p.png").read_bytes()
+    drawing.Drawing(probe[:1]).wait()  # the same process draws the next batch's first
+    assert int((tmp_path / "0.pid").read_text()) == pids[0]
+
+    for failing, said in ((drawing.plot("histogram", series, tmp_path / "no" / "such.png", "t"),
+                           "drawing histogram: its process exited with 1"),
+                          (drawing.Draw("itchbench_test_forks", "killed", ()),
+                           "drawing killed: its process was killed by SIGKILL")):
+        (tmp_path / "h.png").unlink()
+        child = subprocess.run(
+            [sys.executable, "-c", "import itchbench.analysis.drawing as d; d._serve()"],
+            input=(lambda b: struct.pack("<Q", len(b)) + b)(pickle.dumps(
+                (os.sched_getaffinity(0), 0, [probe[0], failing,
+                                              drawing.plot("histogram", series, tmp_path / "h.png", "t")]))),
+            capture_output=True, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+        assert child.returncode == 1 and child.stdout == b""  # never said drawn
+        assert said in child.stderr.decode()
+        assert (tmp_path / "h.png").stat().st_size > 1000  # the other child drew on
+    drawing.stop_waiting()
