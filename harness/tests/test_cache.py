@@ -277,3 +277,31 @@ def test_forgetting_a_capture_drops_its_facts_alone(tmp_path, monkeypatch):
             remembered.remembered(path, what, lambda: computed.append(f"{path.name} {what}") or 7)
     assert computed[4:] == ["day.itch count", "day.itch digest"]
     assert remembered.forget(day) == 2  # read again, remembered again
+
+
+def test_a_packages_version_is_remembered_per_version_of_dpkgs_status(tmp_path, monkeypatch):
+    """libpcap's version in a run's manifest is dpkg-query's answer (asked here, not by the code under test); a
+    second snapshot reads it back rather than asking; a status file rewritten (any install or removal) is asked
+    again."""
+    from itchbench.captures import remembered
+    from itchbench.runs import environment
+
+    if not environment.DPKG_STATUS.exists():
+        pytest.skip("not a Debian system")
+    expected = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libpcap0.8"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    monkeypatch.setattr(paths, "cache_dir", lambda: tmp_path / "cache")
+    status = tmp_path / "status"
+    status.write_bytes(environment.DPKG_STATUS.read_bytes())
+    monkeypatch.setattr(remembered, "RACY_S", 0.0)  # a status file just written is remembered as an old one
+    monkeypatch.setattr(environment, "DPKG_STATUS", status)
+    asked: list[list[str]] = []
+    real_run = environment._run
+    monkeypatch.setattr(environment, "_run", lambda cmd, cwd=None: asked.append(cmd) or real_run(cmd, cwd))
+    assert environment._package_version("libpcap0.8") == expected
+    assert environment._package_version("libpcap0.8") == expected
+    assert len(asked) == 1
+    time.sleep(0.01)
+    status.write_bytes(status.read_bytes() + b"\n")
+    assert environment._package_version("libpcap0.8") == expected
+    assert len(asked) == 2

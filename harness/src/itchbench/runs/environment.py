@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import importlib.metadata
 import json
@@ -91,17 +92,33 @@ def tool_versions() -> dict[str, str | None]:
         "tcpreplay": _remembered_version(["tcpreplay", "--version"]),
         "socat": _remembered_version(["socat", "-V"], 1),
         "tshark": _remembered_version(["tshark", "--version"]),
-        "libpcap": _first_line(_run(["dpkg-query", "-W", "-f=${Version}", "libpcap0.8"])),
+        "libpcap": _package_version("libpcap0.8"),
     }
 
 
+DPKG_STATUS = Path("/var/lib/dpkg/status")
+
+
+def _package_version(package: str) -> str | None:
+    """A Debian package's version, remembered per version of dpkg's status file, which every install, upgrade or
+    removal rewrites."""
+    def ask() -> str | None:
+        return _first_line(_run(["dpkg-query", "-W", "-f=${Version}", package]))
+    return remembered(DPKG_STATUS, f"package-{package}", ask) if DPKG_STATUS.exists() else ask()
+
+
 def snapshot() -> dict[str, Any]:
-    """The machine, the build and the tools, as a run found them."""
+    """The machine, the build and the tools, as a run found them. The parts that ask other programs are asked at
+    once: one after the other they took 35-45 ms before every run's gateway started (git twice, the gateway's build
+    information, dpkg-query, ethtool an interface)."""
     affinity = sorted(os.sched_getaffinity(0))
+    with concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="snapshot") as pool:
+        git, build, tools, host = (pool.submit(f) for f in (git_state, gateway_build, tool_versions,
+                                                              host_facts.snapshot))
     return {
-        "git": git_state(),
-        "build": gateway_build(),
-        "tools": tool_versions(),
+        "git": git.result(),
+        "build": build.result(),
+        "tools": tools.result(),
         "kernel": platform.release(),
         "os": _read("/etc/debian_version") and f"Debian {_read('/etc/debian_version')}",
         "cpu_model": cpu_model(),
@@ -110,5 +127,5 @@ def snapshot() -> dict[str, Any]:
         "isolated_cpus": _read("/sys/devices/system/cpu/isolated") or "",
         "affinity": affinity,
         "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
-        "host": host_facts.snapshot(),
+        "host": host.result(),
     }
