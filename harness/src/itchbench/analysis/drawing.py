@@ -11,9 +11,10 @@ thread can start the process at once.
 The process draws one batch after another: when a batch is drawn it says so and waits for the next, so a session of
 many runs (compare's, a scenario's repetitions, the tests') imports matplotlib once, not once a run (0.9 s of CPU
 each). Each batch carries the CPUs and niceness of the thread that hands it over, taken on in the process before
-it draws, as a process started by that thread would inherit them. A batch's draws are made at once when it has more
-than one CPU, each but the first in a child the drawing process forks: that process runs one Python thread, the one that
-forks, so a child holds no lock another thread held, and starts drawing with matplotlib imported (_draw_batch)."""
+it draws, as a process started by that thread would inherit them. A batch's draws are made at once when it has
+more than one CPU, each but the first in a child the drawing process forks: that process runs one Python thread,
+the one that forks, so a child holds no lock another thread held, and starts drawing with matplotlib imported
+(_draw_batch)."""
 
 from __future__ import annotations
 
@@ -159,14 +160,17 @@ def _draw_batch(draws: list[Draw]) -> None:
     The 50 M-message day's three plots took 0.22 s one after the other, the last thing its run waited for. A draw
     that cannot write its file ends this process with 1 once the others are done."""
     children: list[tuple[int, Draw]] = []
-    if len(os.sched_getaffinity(0)) > 1:
-        for draw in draws[1:]:
+    here = draws[:1] if len(os.sched_getaffinity(0)) > 1 else draws
+    for draw in draws[len(here):]:
+        try:
             pid = os.fork()
-            if pid == 0:
-                _draw_in_child(draw)
-            children.append((pid, draw))
-        draws = draws[:1]
-    failed = not all([_drawn(draw) for draw in draws])
+        except OSError:  # no process to be had (a limit reached): drawn here after the first
+            here.append(draw)
+            continue
+        if pid == 0:
+            _draw_in_child(draw)
+        children.append((pid, draw))
+    failed = not all([_drawn(draw) for draw in here])
     for pid, draw in children:
         code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
         if code != 0:
