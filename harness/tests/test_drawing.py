@@ -92,18 +92,26 @@ def test_the_drawing_process_draws_every_plot_without_pandas(tmp_path):
     assert all((tmp_path / f"{name}.png").stat().st_size > 1000 for name in "hpo")
 
 
+def _drawn_here_with_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, source: str) -> list:
+    """A module of the test's on the path of a new drawing process (one started before has not this path), and a
+    series whose histogram is drawn here, tmp_path/here.png, to compare the process's with."""
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    drawing.stop_waiting()
+    series = [("stage", np.array([900, 1_000, 1_200, 5_000], np.int64), np.array([3, 7, 2, 1], np.int64))]
+    plots.histogram(series, tmp_path / "here.png", "title")
+    return series
+
+
 def test_one_process_draws_batch_after_batch_as_each_callers_thread_would(tmp_path, monkeypatch):
     # A probe, drawn in each batch, writes the drawing process's pid, CPUs and niceness. The second batch comes from
     # a thread kept to one CPU at niceness 5, the third from this one again (niceness 0: lowered again, as root).
-    (tmp_path / "itchbench_test_probe.py").write_text(
+    series = _drawn_here_with_module(
+        tmp_path, monkeypatch, "itchbench_test_probe",
         "import json, os, pathlib\n"
         "def probe(path):\n"
         "    pathlib.Path(path).write_text(json.dumps([os.getpid(), sorted(os.sched_getaffinity(0)),\n"
         "                                              os.getpriority(os.PRIO_PROCESS, 0)]))\n")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    drawing.stop_waiting()  # one started before has not this path
-    series = [("stage", np.array([900, 1_000, 1_200, 5_000], np.int64), np.array([3, 7, 2, 1], np.int64))]
-    plots.histogram(series, tmp_path / "here.png", "title")
     everywhere, one = sorted(os.sched_getaffinity(0)), max(os.sched_getaffinity(0))
 
     def batch(k: int) -> list[object]:
@@ -175,16 +183,13 @@ def test_a_batch_is_drawn_at_once_in_forked_children_and_each_failure_is_said(tm
     # fails the batch once the others are done, and says which draw and how.
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("one CPU: a batch is drawn in one process")
-    (tmp_path / "itchbench_test_forks.py").write_text(
+    series = _drawn_here_with_module(
+        tmp_path, monkeypatch, "itchbench_test_forks",
         "import os, pathlib, signal\n"
         "def pid(path):\n"
         "    pathlib.Path(path).write_text(str(os.getpid()))\n"
         "def killed():\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    drawing.stop_waiting()  # one started before has not this path
-    series = [("stage", np.array([900, 1_000, 1_200, 5_000], np.int64), np.array([3, 7, 2, 1], np.int64))]
-    plots.histogram(series, tmp_path / "here.png", "title")
     plots.percentile_curve(series, tmp_path / "here-p.png", "title")
     probe = [drawing.Draw("itchbench_test_forks", "pid", (tmp_path / f"{k}.pid",)) for k in range(3)]
     drawing.Drawing([*probe, drawing.plot("histogram", series, tmp_path / "h.png", "title"),
