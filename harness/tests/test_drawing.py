@@ -216,3 +216,25 @@ def test_a_batch_is_drawn_at_once_in_forked_children_and_each_failure_is_said(tm
         assert said in child.stderr.decode()
         assert (tmp_path / "h.png").stat().st_size > 1000  # the other child drew on
     drawing.stop_waiting()
+
+
+def test_a_waiting_drawing_process_is_moved_to_the_cpus_of_the_thread_that_asks_for_it_again():
+    # A run starts the process before its gateway's CPU is chosen; its follower, kept off that CPU, asks again, and
+    # the process (still importing matplotlib, or waiting) is moved there, as one that thread started would be. In
+    # an interpreter of its own: a follower thread another test left behind would ask too.
+    one = max(os.sched_getaffinity(0))
+    code = (
+        "import os, threading\n"
+        "from itchbench.analysis import drawing\n"
+        "drawing.start_drawer()\n"
+        "waiting = drawing._waiting\n"
+        "print(sorted(os.sched_getaffinity(waiting.pid)))\n"
+        "def kept_to_one_cpu():\n"
+        f"    os.sched_setaffinity(0, {{{one}}})\n"
+        "    drawing.start_drawer()\n"
+        "thread = threading.Thread(target=kept_to_one_cpu)\n"
+        "thread.start()\n"
+        "thread.join()\n"
+        "print(drawing._waiting is waiting, sorted(os.sched_getaffinity(waiting.pid)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [str(sorted(os.sched_getaffinity(0))), f"True [{one}]"]

@@ -52,7 +52,9 @@ def plot(function: str, *args: Any) -> Draw:
 
 
 def start_drawer() -> None:
-    """Starts the process the next Drawing hands its draws to, unless one waits. Safe to call more than once: one
+    """Starts the process the next Drawing hands its draws to, unless one waits; one that waits is moved to the
+    calling thread's CPUs, as one it started would have them (a run starts the process before its gateway's CPU
+    is chosen, and its follower, which keeps off that CPU, calls this again). Safe to call more than once: one
     process waits at a time, and one that died is replaced."""
     global _waiting
     with _waiting_lock:
@@ -62,6 +64,9 @@ def start_drawer() -> None:
             _waiting = subprocess.Popen([sys.executable, "-c", f"import {PLOTS}; import {__name__} as d; d._serve()"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         env={**os.environ, "PYTHONPATH": path})
+        else:
+            with contextlib.suppress(ProcessLookupError):  # it ended just now: the next Drawing replaces it
+                os.sched_setaffinity(_waiting.pid, os.sched_getaffinity(0))
 
 
 class Drawing:
