@@ -165,7 +165,7 @@ def _draw_batch(draws: list[Draw]) -> None:
     The 50 M-message day's three plots took 0.22 s one after the other, the last thing its run waited for. A draw
     that cannot write its file ends this process with 1 once the others are done."""
     children: list[tuple[int, Draw]] = []
-    here = draws[:1] if len(os.sched_getaffinity(0)) > 1 else draws
+    here = draws[:1] if len(os.sched_getaffinity(0)) > 1 else list(draws)  # a list of its own: it may grow
     for draw in draws[len(here):]:
         try:
             pid = os.fork()
