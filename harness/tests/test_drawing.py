@@ -141,6 +141,21 @@ def test_after_a_draw_that_fails_the_next_is_drawn_by_a_new_process(tmp_path):
     assert (tmp_path / "drawn.png").stat().st_size > 1000
 
 
+def _serving(tmp_path: Path) -> subprocess.Popen[bytes]:
+    """A drawing process of its own, the test's modules in tmp_path on its path, its stderr kept."""
+    return subprocess.Popen([sys.executable, "-c", "import itchbench.analysis.drawing as d; d._serve()"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+
+
+def _hand(server: subprocess.Popen[bytes], draws: list[drawing.Draw]) -> None:
+    """A batch to a drawing process, as a Drawing hands it over from a thread on every CPU at niceness 0."""
+    assert server.stdin is not None
+    batch = pickle.dumps((os.sched_getaffinity(0), 0, draws))
+    server.stdin.write(struct.pack("<Q", len(batch)) + batch)
+    server.stdin.flush()
+
+
 def test_the_drawing_process_leaves_an_interrupt_to_its_caller_and_ends_quietly_when_it_is_gone(tmp_path):
     # A Ctrl-C in a terminal reaches the whole process group: the caller says it was interrupted and ends the
     # drawing process; the process had printed a KeyboardInterrupt traceback over that line, or, when the caller
@@ -151,15 +166,10 @@ def test_the_drawing_process_leaves_an_interrupt_to_its_caller_and_ends_quietly_
         "    while not os.path.exists(release):\n"
         "        time.sleep(0.01)\n"
         "    pathlib.Path(path).touch()\n")
-    server = subprocess.Popen([sys.executable, "-c", "import itchbench.analysis.drawing as d; d._serve()"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+    server = _serving(tmp_path)
 
     def hand(k: int, release: Path) -> None:
-        batch = pickle.dumps((os.sched_getaffinity(0), 0, [drawing.Draw("itchbench_test_gate", "after",
-                                                                        (release, tmp_path / f"{k}.done"))]))
-        server.stdin.write(struct.pack("<Q", len(batch)) + batch)
-        server.stdin.flush()
+        _hand(server, [drawing.Draw("itchbench_test_gate", "after", (release, tmp_path / f"{k}.done"))])
 
     try:
         hand(1, tmp_path)  # drawn at once: the process is then serving
@@ -238,3 +248,35 @@ def test_a_waiting_drawing_process_is_moved_to_the_cpus_of_the_thread_that_asks_
         "print(drawing._waiting is waiting, sorted(os.sched_getaffinity(waiting.pid)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == [str(sorted(os.sched_getaffinity(0))), f"True [{one}]"]
+
+
+PIDS_CGROUPS = Path("/sys/fs/cgroup/pids")
+
+
+@pytest.mark.skipif(not (PIDS_CGROUPS / "cgroup.procs").exists() or os.geteuid() != 0,
+                    reason="needs the pids cgroup controller (v1) and root")
+def test_a_draw_whose_child_cannot_be_forked_is_drawn_by_the_drawing_process_itself(tmp_path, monkeypatch):
+    # The drawing process moved into a cgroup whose pids are all taken: its forks fail (EAGAIN, as at a process
+    # limit), and it draws every draw of the batch itself, the same bytes, rather than dying on the fork.
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: a batch is drawn in one process, no fork is tried")
+    series = _drawn_here_with_module(tmp_path, monkeypatch, "itchbench_test_forks",
+                                     "import os, pathlib\n"
+                                     "def pid(path):\n"
+                                     "    pathlib.Path(path).write_text(str(os.getpid()))\n")
+    server = _serving(tmp_path)
+    group = PIDS_CGROUPS / f"itchbench-test-{os.getpid()}-{server.pid}"
+    group.mkdir()
+    try:
+        (group / "cgroup.procs").write_text(str(server.pid))
+        (group / "pids.max").write_text((group / "pids.current").read_text())
+        _hand(server, [drawing.Draw("itchbench_test_forks", "pid", (tmp_path / "0.pid",)),
+                       drawing.Draw("itchbench_test_forks", "pid", (tmp_path / "1.pid",)),
+                       drawing.plot("histogram", series, tmp_path / "h.png", "title")])
+        assert server.stdout.read(1) == b"\x00", server.stderr.read()
+        assert [int((tmp_path / f"{k}.pid").read_text()) for k in range(2)] == [server.pid, server.pid]
+        assert (tmp_path / "h.png").read_bytes() == (tmp_path / "here.png").read_bytes()
+    finally:
+        server.kill()
+        server.wait()
+        group.rmdir()
