@@ -28,6 +28,7 @@ struct RunLogs {
 // Depth events (--levels): the top N levels a side (DepthTracker), or every level's changes (level_changes),
 // attached to a gateway with the run's depth log.
 struct DepthEvents {
+  static_assert(DepthTracker::kMaxLevels == logfmt::kMaxDepthLevels);
   explicit DepthEvents(uint32_t levels) : levels(levels), top(levels == logfmt::kAllLevels ? 0 : levels) {}
   template <class Gateway>
   void attach(Gateway& gw, LevelChangeLog* log) {

@@ -10,8 +10,9 @@
 // that level, make it (pushing the Nth out) or empty it (the next level moving up into the Nth place). A replace
 // to another price is two such steps, the order leaving one level and then taking the other.
 #pragma once
+#include <array>
 #include <cstdint>
-#include <vector>
+#include <stdexcept>
 
 #include "book/bbo.hpp"
 #include "book/book_touch.hpp"
@@ -22,13 +23,17 @@ namespace itchbench {
 
 class DepthTracker {
  public:
-  explicit DepthTracker(uint32_t levels) : levels_(levels), scratch_(size_t(levels) + 1), changes_(4 * size_t(levels)) {}
+  static constexpr uint32_t kMaxLevels = 64;  // a side's; the depth log's limit too (logfmt::kMaxDepthLevels)
+  // levels: at most kMaxLevels (0: a tracker never taken from).
+  explicit DepthTracker(uint32_t levels) : levels_(levels) {
+    if (levels > kMaxLevels) throw std::invalid_argument("depth of more than 64 levels a side");
+  }
   uint32_t levels() const { return levels_; }
 
   // After a message the book told of in touch: how many levels of the touched side's top N it changed (0: no
   // event); then changes() holds them, best first, until the next take.
   uint32_t take_change(const OrderBook& book, const BookTouch& touch) {
-    return take_change(book, touch, plain(book, touch));
+    return take_change(book, touch, touch.levels != 0 ? plain(book, touch) : 0);
   }
   // take_change of a touch that plain() has told of.
   uint32_t take_change(const OrderBook& book, const BookTouch& touch, uint32_t plain) {
@@ -46,7 +51,8 @@ class DepthTracker {
   // nasdaq-day's book messages, none of deep-book's) a rank is one population count, and the event is logged with
   // no branch on whether a level is in the top N (for 73 % of nasdaq-day's book messages it is: a coin toss to the
   // branch predictor); on a side with levels off its ladder, kOffLadder is added (a deep book's touches are mostly
-  // below the top N, a branch well predicted). How many levels, or 0.
+  // below the top N, a branch well predicted). How many levels, or 0. Only of a touch of some level (levels != 0):
+  // the rest of one of none was never written.
   static constexpr uint32_t kOffLadder = 2;
   uint32_t plain(const OrderBook& book, const BookTouch& touch) const {
     const LevelTouch& first = touch.level[0];
@@ -115,8 +121,10 @@ class DepthTracker {
   // A replace to another price: the level left, then the level taken.
   uint32_t two_levels(const OrderBook::SideView& side, const LevelTouch& left, const LevelTouch& taken, bool bid);
   uint32_t levels_;
-  std::vector<BookLevel> scratch_;   // levels walked from a side's best (SideView::nth)
-  std::vector<LevelChange> changes_; // the last take's: at most 2N a side
+  // Arrays, not vectors: the message path stores into changes_ and reads it back, and through a vector every access
+  // loaded its data pointer again (6 instructions a message at 5 levels, nasdaq-day).
+  std::array<BookLevel, kMaxLevels + 1> scratch_;    // levels walked from a side's best (SideView::nth)
+  std::array<LevelChange, 4 * kMaxLevels> changes_;  // the last take's: at most 2N a side
   uint32_t bid_changes_ = 0;
 };
 
