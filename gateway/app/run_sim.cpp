@@ -72,7 +72,9 @@ int run_sim(const GatewayOptions& o) {
         },
         [&](uint64_t position, const uint8_t* m, size_t n) {  // a binary ITCH file's message
           if constexpr (decltype(is_recorded)::value)
-            gw.on_message(position, m, n, logfmt::Arrival{0, timed ? clock.now() : 0, n >= 11 ? load_be48(m + 5) : 0});
+            gw.on_message(position, m, n,
+                          logfmt::Arrival{0, timed ? clock.now() : 0,
+                                          n >= itch::kHeaderLength ? itch::header_timestamp(m) : 0});
           else
             gw.on_message(position, m, n, kUnrecorded);
           every_so_often(position);

@@ -227,7 +227,7 @@ class Gateway {
     }
     Bbo bbo;
     if (changed != OrderBook::kUnchanged && book_.take_bbo_change(uint16_t(changed), bbo)) {
-      emit(BboEvent{seq, load_be48(msg + 5), uint16_t(changed), bbo, bbo_flags_});
+      emit(BboEvent{seq, itch::header_timestamp(msg), uint16_t(changed), bbo, bbo_flags_});
       if constexpr (kTimed) {
         if (stages_ & logfmt::kStagePublished) r.stamp[MessageLatency::kPublished] = clock_.now();
         r.flags |= logfmt::kBboEvent;
@@ -242,17 +242,18 @@ class Gateway {
           const uint32_t plain = depth_->plain(book_, touch);
           uint32_t changed_levels = 0;
           if (unbranched && plain == 1) {
-            log_depth_if<1>(depth_->take_plain_one<true>(book_, touch), seq, load_be48(msg + 5), touch.locate);
+            log_depth_if<1>(depth_->take_plain_one<true>(book_, touch), seq, itch::header_timestamp(msg), touch.locate);
           } else if (unbranched && plain == 2) {
-            log_depth_if<2>(depth_->take_plain_two<true>(book_, touch), seq, load_be48(msg + 5), touch.locate);
+            log_depth_if<2>(depth_->take_plain_two<true>(book_, touch), seq, itch::header_timestamp(msg), touch.locate);
           } else if (plain == 0) {
             changed_levels = depth_->take_change_otherwise(book_, touch);
           } else {
             changed_levels = depth_->take_change(book_, touch, plain);
           }
-          if (changed_levels != 0) log_depth(seq, load_be48(msg + 5), touch.locate, changed_levels, bbo_flags_);
+          if (changed_levels != 0)
+            log_depth(seq, itch::header_timestamp(msg), touch.locate, changed_levels, bbo_flags_);
         } else {
-          log_level_changes(seq, load_be48(msg + 5), touch, bbo_flags_);
+          log_level_changes(seq, itch::header_timestamp(msg), touch, bbo_flags_);
         }
       }
     }

@@ -85,6 +85,10 @@ constexpr size_t kHeaderLength = 11;
 constexpr size_t kMaxMessageLength = 50;  // 'I', the longest type
 constexpr size_t kTypeCount = 23;
 
+// A message's timestamp (bytes 5 to 10, ns since midnight) from a header of kHeaderLength bytes: bytes 3 to 10 read
+// as one big-endian word, the tracking number above it masked off. One load where load_be48 takes two.
+inline uint64_t header_timestamp(const uint8_t* msg) { return load_be64(msg + 3) & ((uint64_t(1) << 48) - 1); }
+
 struct FieldSpec {
   size_t offset;
   size_t size;
