@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include "book/bbo.hpp"
 #include "book/book_touch.hpp"
@@ -26,7 +27,8 @@ class DepthTracker {
   static constexpr uint32_t kMaxLevels = 64;  // a side's; the depth log's limit too (logfmt::kMaxDepthLevels)
   // levels: at most kMaxLevels (0: a tracker never taken from).
   explicit DepthTracker(uint32_t levels) : levels_(levels) {
-    if (levels > kMaxLevels) throw std::invalid_argument("depth of more than 64 levels a side");
+    if (levels > kMaxLevels)
+      throw std::invalid_argument("depth of more than " + std::to_string(kMaxLevels) + " levels a side");
   }
   uint32_t levels() const { return levels_; }
 

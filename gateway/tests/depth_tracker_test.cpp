@@ -184,3 +184,9 @@ TEST(DepthTracker, ALevelMadeAtTheTopPushesTheFifthOut) {
   EXPECT_EQ(tracker.changes()[1].px, 10500u);
   EXPECT_EQ(tracker.changes()[1].qty, 100u);
 }
+
+TEST(DepthTracker, AskedForMoreLevelsThanTheDepthLogHoldsItRefuses) {
+  // Its arrays hold 64 levels a side (the depth log's limit, FORMAT.md), the most --levels takes.
+  EXPECT_NO_THROW(DepthTracker(64));
+  EXPECT_THROW(DepthTracker(65), std::invalid_argument);
+}

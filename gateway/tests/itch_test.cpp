@@ -118,6 +118,15 @@ TEST(Itch, AddOrderKnownBytes) {
   EXPECT_EQ(AddOrderView(wire).stock().trimmed(), "AAPL");
 }
 
+TEST(Itch, TheHeaderTimestampIsTheSixBytesAfterTheTrackingNumber) {
+  // The spec's header: type, locate (2), tracking number (2), timestamp (6, ns since midnight). A tracking number of
+  // all ones and the largest timestamp of a day show that neither spills into the other.
+  const uint8_t header[11] = {'D', 0x00, 0x0D, 0xFF, 0xFF, 0x4E, 0x94, 0x91, 0x4E, 0xFF, 0xFF};
+  EXPECT_EQ(header_timestamp(header), 86399999999999ull);  // 0x4E94914EFFFF: 23:59:59.999999999
+  const uint8_t open[11] = {'A', 0x00, 0x0D, 0x12, 0x34, 0x1F, 0x1A, 0xCE, 0xD9, 0xF0, 0x00};
+  EXPECT_EQ(header_timestamp(open), 34200000000000ull);  // 09:30:00
+}
+
 TEST(Itch, OrderReplaceKnownBytes) {
   const uint8_t wire[35] = {
       'U', 0x00, 0x02, 0x00, 0x07, 0x00, 0x00, 0x00, 0x00, 0x03, 0xE8,  // locate 2, tracking 7, ts 1000
