@@ -12,6 +12,7 @@ from pathlib import Path
 
 from itchbench import paths
 from itchbench.cli import main as itchbench_main
+from itchbench.documents.performance import missed_by
 from itchbench.runs import environment
 
 PEER = "sh -c 'echo 2000000 msg/s' {file}"  # a stand-in peer: a fixed rate, so the ratio is ours / 2 M
@@ -187,3 +188,15 @@ def test_a_cpu_this_process_cannot_run_on_is_refused_before_anything_runs(tmp_pa
                            "--work", str(tmp_path / "work")]) == 2
     assert f"--cpu {cpu}: not a CPU this process may run on" in capsys.readouterr().err
     assert not (tmp_path / "work").exists() and not (tmp_path / "p.md").exists()
+
+
+def test_a_missed_target_is_never_printed_as_the_target_itself():
+    # Just short of (or past) a target, a figure rounded to the table's places would read as the target: it gets
+    # the places that tell it apart. Far from it, the usual places.
+    assert missed_by(0.8496, 0.85, 3) == "0.8496"   # a share of BBO-only throughput, 0.850 at three places
+    assert missed_by(0.684, 0.85, 3) == "0.684"
+    assert missed_by(1.996, 2.0, 2) == "1.996"      # against the peer, 2.00 at two places
+    assert missed_by(0.25004, 0.25, 1, percent=True) == "25.004%"  # on top, 25.0 % at one place
+    assert missed_by(0.27, 0.25, 1, percent=True) == "27.0%"
+    assert missed_by(1.3004, 1.3, 3) == "1.3004"    # a compressed file's time over the plain one's
+    assert missed_by(512.4, 512, 0) == "512.4"      # peak RSS in MiB

@@ -200,6 +200,16 @@ def _median_range(values: list[float], fmt: str) -> str:
     return f"{format(statistics.median(values), fmt)} ({format(min(values), fmt)}–{format(max(values), fmt)})"
 
 
+def missed_by(value: float, target: float, decimals: int, *, percent: bool = False) -> str:
+    """A figure that missed its target, with `decimals` places, or as many more as it takes not to read as the
+    target itself (a share of 0.8496 against 0.85 is 0.8496, not 0.850; 25.04 % against 25 % is 25.04 %)."""
+    scale, unit = (100.0, "%") if percent else (1.0, "")
+    places = decimals
+    while places < 9 and round(value * scale, places) == round(target * scale, places):
+        places += 1
+    return f"{value * scale:.{places}f}{unit}"
+
+
 AHEAD_TARGET = 2.0  # ours / peer on every shape (issue 57)
 
 
@@ -258,7 +268,7 @@ def render(m: dict[str, Any], command: str) -> str:
                 f"{max(f['ours_msg_per_s']) / max(f['peer_msg_per_s']):.3f} | "
                 f"{statistics.median(f['ours_rss_kib']) / 1024:.1f} / "
                 f"{statistics.median(f['peer_rss_kib']) / 1024:.1f} |")
-        below = [f"{f['file']} {statistics.median(f['ratios']):.2f}" for f in side["files"]
+        below = [f"{f['file']} {missed_by(statistics.median(f['ratios']), AHEAD_TARGET, 2)}" for f in side["files"]
                  if statistics.median(f["ratios"]) < AHEAD_TARGET]
         lines += ["", f"Target: at least {AHEAD_TARGET:g}× the peer on every file, on this machine — "
                   + (f"missed on {len(below)} of {len(side['files'])} ({'; '.join(below)}); where the time goes, "
@@ -341,8 +351,7 @@ def _depth_section(depth: list[dict[str, Any]], side_depth: dict[str, Any] | Non
             base = runs[base_label]
             shares = {label: [b / v for b, v in zip(base, runs[label + suffix])] for label in depths}
             if statistics.median(shares[target_label]) < target:
-                # Three places: a share just below the target would print as the target itself at two.
-                missed[title].append(f"{d['capture']} {statistics.median(shares[target_label]):.3f}")
+                missed[title].append(f"{d['capture']} {missed_by(statistics.median(shares[target_label]), target, 3)}")
             lines.append(f"| {d['capture']} | {_median_range(base, '.1f')} | "
                          + " | ".join(_median_range(runs[label + suffix], ".1f") for label in depths) + " | "
                          + " | ".join(_median_range(shares[label], ".2f") for label in depths) + " |")
@@ -425,7 +434,7 @@ def _depth_section(depth: list[dict[str, Any]], side_depth: dict[str, Any] | Non
         behind = []
         for f in side_depth["files"]:
             if statistics.median(f["ratios"]) < 1:
-                behind.append(f"{f['file']} {statistics.median(f['ratios']):.2f}")
+                behind.append(f"{f['file']} {missed_by(statistics.median(f['ratios']), 1.0, 2)}")
             lines.append(f"| {f['file']} | {statistics.median(f['ours_msg_per_s']) / 1e6:.2f} M | "
                          f"{statistics.median(f['peer_msg_per_s']) / 1e6:.2f} M | "
                          f"{_median_range(f['ratios'], '.3f')} |")
@@ -554,7 +563,7 @@ def _day_table(day: dict[str, Any]) -> list[str]:
         "ours / peer |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    missed, walls = [], {}  # a miss said one digit finer than the table, so that it never reads as the target
+    missed, walls = [], {}  # a miss said one digit finer than the table, or finer still (missed_by)
     for k, (name, size) in enumerate(day["bytes"].items()):
         ours = [r[name] for r in rounds]
         ratio = statistics.median(o["wall_s"] / p for o, p in zip(ours, peer))
@@ -578,13 +587,15 @@ def _day_table(day: dict[str, Any]) -> list[str]:
             f"{_median_range(peer, '.1f')} s | {statistics.median(r['peer']['rss_kib'] for r in rounds) / 1024:.0f} | "
             f"{_median_range([o['wall_s'] / p for o, p in zip(ours, peer)], '.2f')} |")
         if on_top > REPORT_ON_TOP:
-            missed.append(f"{name} on top {on_top:.1%} (target {REPORT_ON_TOP:.0%})")
+            missed.append(f"{name} on top {missed_by(on_top, REPORT_ON_TOP, 1, percent=True)} "
+                          f"(target {REPORT_ON_TOP:.0%})")
         if k == 0 and ratio > OVER_PEER:
-            missed.append(f"{name} ours / peer {ratio:.3f} (target {OVER_PEER:g})")
+            missed.append(f"{name} ours / peer {missed_by(ratio, OVER_PEER, 3)} (target {OVER_PEER:g})")
         if rss > PEAK_RSS_MIB:
-            missed.append(f"{name} peak RSS {rss:.0f} MiB (target {PEAK_RSS_MIB})")
+            missed.append(f"{name} peak RSS {missed_by(rss, PEAK_RSS_MIB, 0)} MiB (target {PEAK_RSS_MIB})")
     plain = next(iter(walls.values()))
     for name, wall in list(walls.items())[1:]:
         if wall > COMPRESSED_OVER_PLAIN * plain:
-            missed.append(f"{name} {wall / plain:.3f}× the plain file's time (target {COMPRESSED_OVER_PLAIN:g}×)")
+            missed.append(f"{name} {missed_by(wall / plain, COMPRESSED_OVER_PLAIN, 3)}× the plain file's time "
+                          f"(target {COMPRESSED_OVER_PLAIN:g}×)")
     return lines + ["", "Every target met." if not missed else "Targets missed: " + "; ".join(missed) + ".", ""]
