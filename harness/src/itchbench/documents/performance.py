@@ -375,8 +375,8 @@ def _depth_section(depth: list[dict[str, Any]], side_depth: dict[str, Any] | Non
               "out: the touch's levels left uninitialised until told (0.985 of the build before, per-round median "
               "of 15 rounds, whole process on one CPU). Done since (2026-12-06, AMD EPYC VM), with the tracker's "
               "changes in fixed arrays and a message's timestamp read as one word: callgrind 13.3 instructions a "
-              "message fewer with 5 levels (555.1 to 541.7 M on 1 M messages), 5 levels 1.040 times as fast (11 "
-              "rounds, whole process on CPU 1; docs/benchmarks.md).", "",
+              "message fewer with 5 levels (555.1 to 541.7 M on 1 M messages); whole process on CPU 1, 5 levels "
+              "1.040 times as fast in one run of 11 rounds, 1.004 in another of 9 (docs/benchmarks.md).", "",
               "Where the time goes: an event is logged as the levels it changed, a 16-byte slot each, its seq and "
               "timestamp offsets from an anchor slot (gateway/log/FORMAT.md, depth version 3); on nasdaq-day at 5 "
               "levels, 1.06 level changes an event and an anchor every 190 slots: 12 bytes a message beside the "
