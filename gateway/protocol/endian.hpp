@@ -22,10 +22,6 @@ inline uint64_t load_be64(const uint8_t* p) {
   std::memcpy(&v, p, 8);
   return __builtin_bswap64(v);
 }
-// ITCH timestamps are 6-byte unsigned nanoseconds since midnight.
-inline uint64_t load_be48(const uint8_t* p) {
-  return (uint64_t(load_be16(p)) << 32) | load_be32(p + 2);
-}
 
 inline void store_be16(uint8_t* p, uint16_t v) {
   v = __builtin_bswap16(v);

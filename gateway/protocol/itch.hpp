@@ -86,7 +86,7 @@ constexpr size_t kMaxMessageLength = 50;  // 'I', the longest type
 constexpr size_t kTypeCount = 23;
 
 // A message's timestamp (bytes 5 to 10, ns since midnight) from a header of kHeaderLength bytes: bytes 3 to 10 read
-// as one big-endian word, the tracking number above it masked off. One load where load_be48 takes two.
+// as one big-endian word, the tracking number above it masked off: one load, not a 2-byte and a 4-byte one.
 inline uint64_t header_timestamp(const uint8_t* msg) { return load_be64(msg + 3) & ((uint64_t(1) << 48) - 1); }
 
 struct FieldSpec {
@@ -151,7 +151,7 @@ constexpr bool contiguous(const FieldSpec (&fields)[N], size_t length) {
     Name m;                                           \
     m.stock_locate = load_be16(p + 1);                \
     m.tracking_number = load_be16(p + 3);             \
-    m.timestamp = load_be48(p + 5);                   \
+    m.timestamp = header_timestamp(p);                \
     FIELDS                                            \
     return m;                                         \
   }
@@ -184,7 +184,7 @@ constexpr bool contiguous(const FieldSpec (&fields)[N], size_t length) {
     const uint8_t* data() const { return p_; }                               \
     uint16_t stock_locate() const { return load_be16(p_ + 1); }              \
     uint16_t tracking_number() const { return load_be16(p_ + 3); }           \
-    uint64_t timestamp() const { return load_be48(p_ + 5); }                 \
+    uint64_t timestamp() const { return header_timestamp(p_); }              \
     FIELDS                                                                   \
     Name value() const { return Name::decode(p_); }                          \
                                                                              \

@@ -12,6 +12,7 @@
 
 #include "protocol/endian.hpp"
 #include "protocol/glimpse.hpp"
+#include "protocol/itch.hpp"
 #include "protocol/soupbintcp.hpp"
 #include "source/stop_flag.hpp"
 #include "util/stage_clock.hpp"
@@ -129,7 +130,7 @@ bool SnapshotFetch::session(uint64_t& received) {
           result_.done_ns = now;
         } else {
           result_.messages.emplace_back(payload, payload + len);
-          if (len >= 11) result_.timestamp = load_be48(payload + 5);
+          if (len >= itch::kHeaderLength) result_.timestamp = itch::header_timestamp(payload);
         }
       }
     }

@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
           framer.on_datagram(p, n, on_message);
         },
         [&](uint64_t position, const uint8_t* m, size_t len) {
-          if (len >= 11) extent.stamp(load_be48(m + 5));
+          if (len >= itch::kHeaderLength) extent.stamp(itch::header_timestamp(m));
           on_message(position, m, len);
         });
 

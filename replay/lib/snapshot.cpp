@@ -40,7 +40,7 @@ uint64_t last_before(const MessageStore& session, uint64_t time_ns) {
   for (uint64_t seq = session.first(); seq <= session.last(); ++seq) {
     uint16_t len = 0;
     const uint8_t* msg = session.message(seq, len);
-    if (len >= 11 && load_be48(msg + 5) >= time_ns) break;
+    if (len >= itch::kHeaderLength && itch::header_timestamp(msg) >= time_ns) break;
     last = seq;
   }
   return last;
@@ -57,7 +57,7 @@ Snapshot make_snapshot(const MessageStore& session, uint64_t through) {
   for (uint64_t seq = session.first(); seq <= through; ++seq) {
     uint16_t len = 0;
     const uint8_t* msg = session.message(seq, len);
-    if (len >= 11) timestamp = load_be48(msg + 5);
+    if (len >= itch::kHeaderLength) timestamp = itch::header_timestamp(msg);
     itch::BookOp op;
     if (itch::decode_book_op(msg, len, op) != itch::DecodeStatus::kOk) continue;  // counted by the gateway, not here
     switch (op.kind) {

@@ -2,6 +2,7 @@
 // messages' own ITCH timestamps.
 #include <cstdio>
 
+#include "protocol/itch.hpp"
 #include "source/capture_file.hpp"
 #include "replay/lib/itch_file_writer.hpp"
 #include "replay/lib/mold_packetizer.hpp"
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
     const bool ok = in.run(
         [](uint64_t, const uint8_t*, size_t) {},
         [&](uint64_t, const uint8_t* msg, size_t len) {
-          uint64_t ts = load_be48(msg + 5);
+          uint64_t ts = itch::header_timestamp(msg);
           // Capture time must not run backwards; hold a late stamp at the last.
           if (ts < last_ts) {
             ++backwards;

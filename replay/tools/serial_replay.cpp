@@ -17,6 +17,7 @@
 #include "replay/lib/deadline.hpp"
 #include "replay/lib/report_output.hpp"
 #include "source/feed_option.hpp"
+#include "protocol/itch.hpp"
 #include "protocol/serial_line.hpp"
 #include "source/capture_file.hpp"
 #include "source/stop_flag.hpp"
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
           });
         },
         [&](uint64_t pos, const uint8_t* m, size_t len) {
-          messages.push_back({pos, len >= 11 ? load_be48(m + 5) : 0, {m, m + len}});
+          messages.push_back({pos, len >= itch::kHeaderLength ? itch::header_timestamp(m) : 0, {m, m + len}});
         });
     if (!complete) {
       std::fprintf(stderr, "serial-replay: %s\n", reader.error().c_str());
