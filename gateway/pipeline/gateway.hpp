@@ -24,6 +24,7 @@
 #include "book/depth_tracker.hpp"
 #include "book/level_changes.hpp"
 #include "book/order_book.hpp"
+#include "log/bbo_record.hpp"
 #include "log/latency_log.hpp"
 #include "log/level_change_log.hpp"
 #include "log/mmap_log.hpp"
@@ -313,13 +314,7 @@ class Gateway {
   void emit(const BboEvent& ev) {
     if (bbo_log_) {
       logfmt::BboRecord& b = bbo_log_->claim();
-      b.seq = ev.seq;
-      b.timestamp = ev.timestamp;
-      b.bid_qty = ev.bbo.bid_qty;
-      b.ask_qty = ev.bbo.ask_qty;
-      b.bid_px = ev.bbo.bid_px;
-      b.ask_px = ev.bbo.ask_px;
-      b.stock_locate = ev.stock_locate;
+      fill_bbo_record(b, ev);
       BboLog::commit(b, ev.flags);
     }
     publisher_.publish(ev);

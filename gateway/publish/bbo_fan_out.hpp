@@ -7,6 +7,7 @@
 // Kafka (TOPIC-depth).
 #pragma once
 #include "book/bbo.hpp"
+#include "log/bbo_record.hpp"
 #include "log/log_format.hpp"
 #include "publish/kafka_publisher.hpp"
 #include "publish/mqtt_publisher.hpp"
@@ -17,13 +18,7 @@ namespace itchbench {
 
 inline logfmt::BboRecord bbo_frame(const BboEvent& e) {
   logfmt::BboRecord r{};
-  r.seq = e.seq;
-  r.timestamp = e.timestamp;
-  r.bid_qty = e.bbo.bid_qty;
-  r.ask_qty = e.bbo.ask_qty;
-  r.bid_px = e.bbo.bid_px;
-  r.ask_px = e.bbo.ask_px;
-  r.stock_locate = e.stock_locate;
+  fill_bbo_record(r, e);
   r.flags = uint8_t(logfmt::kWritten | e.flags);
   return r;
 }
