@@ -23,16 +23,21 @@ void LevelChangeLog::append_wide(uint64_t seq, uint64_t timestamp, uint16_t loca
     unanchored_ = 0;
     ++anchors_;
   }
-  if (qty >> 32) {
-    uint8_t* p = log_.next();
-    if (!p) {  // the change without its high bits would read as other shares: it is lost too
-      ++dropped_;
-      unanchored_ = 1;
-      return;
-    }
-    store(p, qty >> 32, uint64_t(logfmt::kWritten | logfmt::kSlotHighShares) << 56);
+  if ((qty >> 32) == 0) {
+    write_change(seq - anchor_seq_, timestamp - anchor_timestamp_, locate, flags, bid, px, qty);
+    return;
   }
-  write_change(seq - anchor_seq_, timestamp - anchor_timestamp_, locate, flags, bid, px, qty);
+  // The high-shares slot and its change claimed together: a log never holds the one without the other (a closed
+  // log ending in a high-shares slot is refused by its readers).
+  uint8_t* p = log_.next(2);
+  if (!p) {
+    ++dropped_;
+    unanchored_ = 1;
+    return;
+  }
+  store(p, qty >> 32, uint64_t(logfmt::kWritten | logfmt::kSlotHighShares) << 56);
+  write_change_at(p + sizeof(logfmt::LevelChangeSlot), seq - anchor_seq_, timestamp - anchor_timestamp_, locate,
+                  flags, bid, px, qty);
 }
 
 }  // namespace itchbench

@@ -78,6 +78,10 @@ class LevelChangeLog {
       unanchored_ = 1;  // slots lost: the next change starts from an anchor of its own
       return;
     }
+    write_change_at(p, seq_off, timestamp_off, locate, flags, bid, px, qty);
+  }
+  void write_change_at(uint8_t* p, uint64_t seq_off, uint64_t timestamp_off, uint16_t locate, uint8_t flags, bool bid,
+                       uint32_t px, uint64_t qty) {
     const uint8_t slot_flags = uint8_t(flags | logfmt::kWritten | (bid ? logfmt::kSlotBid : 0));
     store(p, uint64_t(px) | uint64_t(uint32_t(qty)) << 32,
           timestamp_off | uint64_t(locate) << 32 | seq_off << 48 | uint64_t(slot_flags) << 56);

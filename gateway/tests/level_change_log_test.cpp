@@ -6,18 +6,13 @@
 #include <vector>
 
 #include "log/level_change_log.hpp"
+#include "slot_bytes.hpp"
 #include "test_files.hpp"
 
 using namespace itchbench;
-using itchbench::testing::ScratchDir;
+using namespace itchbench::testing;
 
 namespace {
-constexpr uint64_t kNineThirty = 34'200'000'000'000;  // 09:30, ns since midnight
-
-void put(std::vector<uint8_t>& out, uint64_t v, int bytes) {  // little-endian, at most 8 bytes
-  for (int i = 0; i < bytes; ++i) out.push_back(uint8_t(v >> (8 * i)));
-}
-void zeros(std::vector<uint8_t>& out, int bytes) { out.insert(out.end(), size_t(bytes), uint8_t(0)); }
 void change(std::vector<uint8_t>& out, uint32_t px, uint32_t qty_low, uint32_t timestamp_off, uint16_t locate,
             uint8_t seq_off, uint8_t flags) {
   put(out, px, 4);
@@ -169,6 +164,25 @@ TEST(LevelChangeLog, AnEventsChangesAreKeptAsAPrefix) {
   anchor(want, 1300, kNineThirty + 4);
   change(want, 1235200, 1, 0, 8, 0, 0x80);
   change(want, 1235300, 2, 0, 8, 0, 0x80);
+  const std::vector<uint8_t> bytes = itchbench::testing::read_bytes(path);
+  EXPECT_EQ(std::vector<uint8_t>(bytes.begin() + logfmt::kHeaderSize, bytes.end()), want);
+}
+
+TEST(LevelChangeLog, AChangeWithHighSharesIsWrittenWholeOrNotAtAll) {
+  // Room for two slots: the anchor, and one of the two a change of shares past 32 bits takes (its high-shares slot
+  // and itself). Neither is written and the change is counted lost: a closed log ending in a high-shares slot is
+  // refused by its readers. The next change, after the loss, starts from an anchor of its own and is lost too.
+  ScratchDir dir;
+  const std::string path = dir.file("depth.dep");
+  LevelChangeLog log(path, identity(), 4096, logfmt::kHeaderSize + 2 * sizeof(logfmt::LevelChangeSlot));
+  log.append(1, kNineThirty, 1, 0, true, 100, 5'000'000'000);
+  log.append(2, kNineThirty + 1, 1, 0, true, 100, 5);
+  EXPECT_EQ(log.records(), 0u);
+  EXPECT_EQ(log.dropped(), 2u);
+  log.close();
+  std::vector<uint8_t> want;
+  anchor(want, 1, kNineThirty);
+  anchor(want, 2, kNineThirty + 1);
   const std::vector<uint8_t> bytes = itchbench::testing::read_bytes(path);
   EXPECT_EQ(std::vector<uint8_t>(bytes.begin() + logfmt::kHeaderSize, bytes.end()), want);
 }
