@@ -7,20 +7,17 @@ BboLog::BboLog(const std::string& path, const LogIdentity& id, size_t reserve_by
            limit_bytes) {}
 
 void BboLog::append_wide(const BboEvent& e) {
-  const uint64_t timestamp = e.timestamp & 0xffff'ffff'ffffULL;  // ITCH timestamps are 48 bits: an anchor holds no more
-  if (unanchored_ || (e.seq - anchor_seq_) >> 8 || (timestamp - anchor_timestamp_) >> 32) {
+  const uint64_t timestamp = e.timestamp & SlotAnchor::kTimestampMask;
+  if (anchor_.misfit(anchor_.seq_off(e.seq), anchor_.timestamp_off(timestamp))) {
     uint8_t* p = log_.next();
     if (!p) {
       lost();
       return;
     }
     store(p, e.seq, timestamp, uint64_t(logfmt::kWritten | logfmt::kSlotAnchor) << 56);
-    anchor_seq_ = e.seq;
-    anchor_timestamp_ = timestamp;
-    unanchored_ = 0;
-    ++anchors_;
+    anchor_.set(e.seq, timestamp);
   }
-  const uint64_t seq_off = e.seq - anchor_seq_, timestamp_off = timestamp - anchor_timestamp_;
+  const uint64_t seq_off = anchor_.seq_off(e.seq), timestamp_off = anchor_.timestamp_off(timestamp);
   if (((e.bbo.bid_qty | e.bbo.ask_qty) >> 32) == 0) {
     write_event(e, seq_off, timestamp_off);
     return;

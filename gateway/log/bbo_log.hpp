@@ -12,6 +12,7 @@
 #include "book/bbo.hpp"
 #include "log/log_format.hpp"
 #include "log/mmap_log.hpp"
+#include "log/slot_anchor.hpp"
 
 namespace itchbench {
 
@@ -25,9 +26,8 @@ class BboLog {
   // do not fit (a seq 256 or more after the anchor's, a timestamp 2^32 ns or more after it, or either before it);
   // a high-shares slot when either side's shares do not fit 32 bits.
   void append(const BboEvent& e) {
-    const uint64_t seq_off = e.seq - anchor_seq_, timestamp_off = e.timestamp - anchor_timestamp_;
-    const uint64_t wide = (seq_off >> 8) | (timestamp_off >> 32) | ((e.bbo.bid_qty | e.bbo.ask_qty) >> 32);
-    if (__builtin_expect((wide | unanchored_) != 0, 0)) {
+    const uint64_t seq_off = anchor_.seq_off(e.seq), timestamp_off = anchor_.timestamp_off(e.timestamp);
+    if (__builtin_expect((anchor_.misfit(seq_off, timestamp_off) | ((e.bbo.bid_qty | e.bbo.ask_qty) >> 32)) != 0, 0)) {
       append_wide(e);
       return;
     }
@@ -36,7 +36,7 @@ class BboLog {
 
   uint64_t records() const { return events_; }   // events written (a reader's records)
   uint64_t dropped() const { return dropped_; }  // events not written: the log was full
-  uint64_t anchors() const { return anchors_; }
+  uint64_t anchors() const { return anchor_.anchors; }
   uint64_t writer_grows() const { return log_.writer_grows(); }
   uint64_t remaps() const { return log_.remaps(); }
   const std::string& drop_reason() const { return log_.drop_reason(); }
@@ -67,7 +67,7 @@ class BboLog {
   }
   void lost() {
     ++dropped_;
-    unanchored_ = 1;  // slots lost: the next event starts from an anchor of its own
+    anchor_.lost();
   }
   // The slots before an event whose seq, timestamp or shares do not fit its own (off the hot path).
   void append_wide(const BboEvent& e);
@@ -80,9 +80,8 @@ class BboLog {
   }
 
   MmapLog log_;
-  uint64_t anchor_seq_ = 0, anchor_timestamp_ = 0;
-  uint64_t unanchored_ = 1;  // 1 until an anchor slot is written, and again after a slot is lost
-  uint64_t events_ = 0, dropped_ = 0, anchors_ = 0;
+  SlotAnchor anchor_;
+  uint64_t events_ = 0, dropped_ = 0;
 };
 
 }  // namespace itchbench
