@@ -30,9 +30,9 @@ RunLogs open_run_logs(const GatewayOptions& o, const StageClock& clock, logfmt::
                                                 MmapLog::kNoLimit, o.out + "/latency.idx");
   }
   if (o.latency_histogram) logs.histograms = std::make_unique<StageHistograms>(stages);
-  logs.bbo = std::make_unique<BboLog>(o.out + "/bbo.bbo",
+  logs.bbo = std::make_unique<BboLog>(o.out + "/bbo.bbo", logfmt::Kind::kBbo,
                                       LogIdentity{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit},
-                                      reservation_for(expected_records, sizeof(logfmt::BboSlot)));
+                                      reservation_for(expected_records, sizeof(logfmt::BboRecord)));
   if (o.levels > 0) {
     LogIdentity id{logfmt::StageClock::kNone, logfmt::OriginClock::kNone, o.run_id, o.commit};
     id.levels = logfmt::depth_header_levels(o.levels);

@@ -7,7 +7,6 @@
 #include "app/gateway_options.hpp"
 #include "book/depth_tracker.hpp"
 #include "book/level_changes.hpp"
-#include "log/bbo_log.hpp"
 #include "log/level_change_log.hpp"
 #include "log/log_format.hpp"
 #include "log/mmap_log.hpp"

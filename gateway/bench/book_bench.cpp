@@ -112,7 +112,7 @@ void BM_PipelineRecorded(benchmark::State& state) {
     state.PauseTiming();
     auto book = std::make_unique<OrderBook>(1 << 20);
     const auto lat = latency_log(scratch("lat"), kAllStamps, format);
-    BboLog bbo(scratch("bbo"), {});
+    BboLog bbo(scratch("bbo"), logfmt::Kind::kBbo, {});
     NullPublisher pub;
     Gateway<NullPublisher> gw(*book, clock, lat.get(), &bbo, pub);
     state.ResumeTiming();

@@ -9,7 +9,6 @@
 
 #include "log/log_format.hpp"
 #include "log/mmap_log.hpp"
-#include "log/slot_anchor.hpp"
 
 namespace itchbench {
 
@@ -23,8 +22,8 @@ class LevelChangeLog {
   // offsets do not fit (a seq 256 or more after the anchor's, a timestamp 2^32 ns or more after it, or either
   // before it), and a high-shares slot when the shares do not fit 32 bits.
   void append(uint64_t seq, uint64_t timestamp, uint16_t locate, uint8_t flags, bool bid, uint32_t px, uint64_t qty) {
-    const uint64_t seq_off = anchor_.seq_off(seq), timestamp_off = anchor_.timestamp_off(timestamp);
-    if (__builtin_expect((anchor_.misfit(seq_off, timestamp_off) | (qty >> 32)) != 0, 0)) {
+    const uint64_t seq_off = seq - anchor_seq_, timestamp_off = timestamp - anchor_timestamp_;
+    if (__builtin_expect(((seq_off >> 8) | (timestamp_off >> 32) | (qty >> 32) | unanchored_) != 0, 0)) {
       append_wide(seq, timestamp, locate, flags, bid, px, qty);
       return;
     }
@@ -45,9 +44,9 @@ class LevelChangeLog {
   template <uint32_t kSlots>
   void append_first_if(uint32_t kept, uint64_t seq, uint64_t timestamp, uint16_t locate, uint8_t flags, bool bid,
                        const uint32_t (&px)[kSlots], const uint64_t (&qty)[kSlots]) {
-    const uint64_t seq_off = anchor_.seq_off(seq), timestamp_off = anchor_.timestamp_off(timestamp);
+    const uint64_t seq_off = seq - anchor_seq_, timestamp_off = timestamp - anchor_timestamp_;
     uint8_t* p = log_.peek(kSlots);
-    uint64_t wide = anchor_.misfit(seq_off, timestamp_off);
+    uint64_t wide = (seq_off >> 8) | (timestamp_off >> 32) | unanchored_;
     for (uint32_t i = 0; i < kSlots; ++i) wide |= qty[i] >> 32;
     if (__builtin_expect(wide != 0 || !p, 0)) {
       for (uint32_t i = 0; i < kept; ++i) append(seq, timestamp, locate, flags, bid, px[i], qty[i]);
@@ -64,7 +63,7 @@ class LevelChangeLog {
 
   uint64_t records() const { return changes_; }  // level changes written (a reader's records)
   uint64_t dropped() const { return dropped_; }   // level changes not written: the log was full
-  uint64_t anchors() const { return anchor_.anchors; }
+  uint64_t anchors() const { return anchors_; }
   uint64_t writer_grows() const { return log_.writer_grows(); }
   uint64_t remaps() const { return log_.remaps(); }
   const std::string& drop_reason() const { return log_.drop_reason(); }
@@ -76,7 +75,7 @@ class LevelChangeLog {
     uint8_t* p = log_.next();
     if (!p) {
       ++dropped_;
-      anchor_.lost();
+      unanchored_ = 1;  // slots lost: the next change starts from an anchor of its own
       return;
     }
     write_change_at(p, seq_off, timestamp_off, locate, flags, bid, px, qty);
@@ -99,8 +98,9 @@ class LevelChangeLog {
   }
 
   MmapLog log_;
-  SlotAnchor anchor_;
-  uint64_t changes_ = 0, dropped_ = 0;
+  uint64_t anchor_seq_ = 0, anchor_timestamp_ = 0;
+  uint64_t unanchored_ = 1;  // 1 until an anchor slot is written, and again after a slot is lost
+  uint64_t changes_ = 0, dropped_ = 0, anchors_ = 0;
 };
 
 }  // namespace itchbench

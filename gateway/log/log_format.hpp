@@ -30,13 +30,8 @@ constexpr uint16_t kLatencyCompactVersion = 5;
 // held a LevelChangeRecord a level change (the frame publishers still send), version 1 a whole top N a record.
 constexpr uint16_t kDepthVersion = 3;
 constexpr uint16_t kDepthLevelChangeRecordVersion = 2;
-// A BBO log is written as version 2: events in 24-byte slots (BboSlot) with anchors, as the depth log's. Version 1
-// held a BboRecord an event (the frame publishers still send; what a brought gateway's BBO log holds).
-constexpr uint16_t kBboVersion = 2;
-constexpr uint16_t kBboRecordVersion = 1;
 constexpr uint16_t version_of(Kind k) {
-  return k == Kind::kLatency ? kLatencyCompactVersion : k == Kind::kDepth ? kDepthVersion
-       : k == Kind::kBbo ? kBboVersion : 1;
+  return k == Kind::kLatency ? kLatencyCompactVersion : k == Kind::kDepth ? kDepthVersion : 1;
 }
 
 // Clock of the stage stamps (t_receive .. t_published).
@@ -277,20 +272,6 @@ struct BboRecord {
   uint8_t reserved[5];
 };
 static_assert(sizeof(BboRecord) == 48);
-// A BBO log's slot (version 2, FORMAT.md "BBO slot"): an event in half a BboRecord, its seq and timestamp offsets
-// from the last anchor slot before it and its shares' low 32 bits; the anchor and high-shares slots are the depth
-// log's (kSlotAnchor, kSlotHighShares), in 24 bytes. Every kind has its flags in the last byte.
-struct BboSlot {
-  uint32_t bid_px;
-  uint32_t ask_px;
-  uint32_t bid_qty_low;
-  uint32_t ask_qty_low;
-  uint32_t timestamp_off;  // the message's ITCH timestamp minus the anchor's
-  uint16_t stock_locate;
-  uint8_t seq_off;         // the message's seq minus the anchor's
-  uint8_t flags;           // kWritten | BboFlags | the slot's kind (kSlotKindMask)
-};
-static_assert(sizeof(BboSlot) == 24);
 
 // One block of the latency log: where it starts, and what a report's first pass over it finds, counted by the
 // gateway as it wrote the block, so the report need not read the log twice (FORMAT.md, "Latency index record").

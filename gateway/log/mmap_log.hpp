@@ -221,6 +221,7 @@ class RecordLog {
   Scratch scratch_{};
 };
 
+using BboLog = RecordLog<logfmt::BboRecord>;
 using SendLog = RecordLog<logfmt::SendRecord>;
 using SubscriberLog = RecordLog<logfmt::SubscriberRecord>;
 

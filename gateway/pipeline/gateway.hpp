@@ -24,7 +24,7 @@
 #include "book/depth_tracker.hpp"
 #include "book/level_changes.hpp"
 #include "book/order_book.hpp"
-#include "log/bbo_log.hpp"
+#include "log/bbo_record.hpp"
 #include "log/latency_log.hpp"
 #include "log/level_change_log.hpp"
 #include "log/mmap_log.hpp"
@@ -312,7 +312,11 @@ class Gateway {
 
   // One BBO event: to the BBO log, then the publisher.
   void emit(const BboEvent& ev) {
-    if (bbo_log_) bbo_log_->append(ev);
+    if (bbo_log_) {
+      logfmt::BboRecord& b = bbo_log_->claim();
+      fill_bbo_record(b, ev);
+      BboLog::commit(b, ev.flags);
+    }
     publisher_.publish(ev);
     ++bbo_events_;
   }

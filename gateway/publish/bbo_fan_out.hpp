@@ -1,12 +1,13 @@
 // The live gateway's publishers behind the one publish() the pipeline calls:
 // the TCP publisher always, the shared-memory ring, MQTT and Kafka when the
-// run asks for them. Each receives the same 48-byte frame: a BBO record (the
-// BBO log holds the same events in slots). With depth (--levels N),
-// publish_depth() hands each depth event, its depth log record, to a second
-// publisher of each kind the run uses: TCP (its own port), the shared-memory
-// ring (NAME-depth), MQTT (TOPIC/depth) and Kafka (TOPIC-depth).
+// run asks for them. Each receives the same 48-byte frame: the BBO log's
+// record. With depth (--levels N), publish_depth() hands each depth event, its
+// depth log record, to a second publisher of each kind the run uses: TCP (its
+// own port), the shared-memory ring (NAME-depth), MQTT (TOPIC/depth) and
+// Kafka (TOPIC-depth).
 #pragma once
 #include "book/bbo.hpp"
+#include "log/bbo_record.hpp"
 #include "log/log_format.hpp"
 #include "publish/kafka_publisher.hpp"
 #include "publish/mqtt_publisher.hpp"
@@ -17,13 +18,7 @@ namespace itchbench {
 
 inline logfmt::BboRecord bbo_frame(const BboEvent& e) {
   logfmt::BboRecord r{};
-  r.seq = e.seq;
-  r.timestamp = e.timestamp;
-  r.bid_qty = e.bbo.bid_qty;
-  r.ask_qty = e.bbo.ask_qty;
-  r.bid_px = e.bbo.bid_px;
-  r.ask_px = e.bbo.ask_px;
-  r.stock_locate = e.stock_locate;
+  fill_bbo_record(r, e);
   r.flags = uint8_t(logfmt::kWritten | e.flags);
   return r;
 }

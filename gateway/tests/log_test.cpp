@@ -23,13 +23,6 @@ logfmt::Header header_of(const std::vector<uint8_t>& bytes) {
   std::memcpy(&h, bytes.data(), sizeof h);
   return h;
 }
-// The generic record log's mechanics, tested with BBO records as the BBO log's version 1 held them (the gateway's
-// BBO log is BboLog's slots now).
-using BboRecordLog = RecordLog<logfmt::BboRecord>;
-LogIdentity record_version(LogIdentity id) {
-  id.version = logfmt::kBboRecordVersion;
-  return id;
-}
 logfmt::BboRecord bbo_record(uint64_t i) {
   logfmt::BboRecord r{};
   r.seq = i + 1;
@@ -57,7 +50,7 @@ TEST(MmapLog, ResidentMemoryStaysAFewChunksWhateverTheLength) {
   const uint64_t records = 30 * MmapLog::kChunkBytes / sizeof(logfmt::BboRecord);
   uint64_t peak = 0;
   {
-    BboRecordLog log(path, logfmt::Kind::kBbo, record_version({}));
+    BboLog log(path, logfmt::Kind::kBbo, {});
     for (uint64_t i = 0; i < records; ++i) {
       log.append(bbo_record(i));
       if (i % (1 << 18) == 0) {
@@ -80,8 +73,7 @@ TEST(MmapLog, FinalizedLogHasExactCountAndSize) {
   ScratchDir dir;
   const std::string path = dir.file("b.bbo");
   {
-    BboRecordLog log(path, logfmt::Kind::kBbo,
-                     record_version({logfmt::StageClock::kNone, logfmt::OriginClock::kNone, "run-1", "abc123"}));
+    BboLog log(path, logfmt::Kind::kBbo, {logfmt::StageClock::kNone, logfmt::OriginClock::kNone, "run-1", "abc123"});
     for (uint64_t i = 0; i < 1000; ++i) log.append(bbo_record(i));
     EXPECT_EQ(log.records(), 1000u);
     log.close();
@@ -157,7 +149,7 @@ TEST(MmapLog, AShortReservationIsOutgrownWithoutDroppingARecord) {
   const std::string path = dir.file("grown.bbo");
   const uint64_t records = 40 * MmapLog::kChunkBytes / sizeof(logfmt::BboRecord) + 17;
   {
-    BboRecordLog log(path, logfmt::Kind::kBbo, record_version({}), 4096);
+    BboLog log(path, logfmt::Kind::kBbo, {}, 4096);
     for (uint64_t i = 0; i < records; ++i) log.append(bbo_record(i));
     EXPECT_EQ(log.dropped(), 0u);
     EXPECT_GE(log.remaps(), 10u);  // 4 KiB doubled to past 640 MiB
@@ -270,7 +262,7 @@ TEST(MmapLog, AFileThatCouldNotGrowIsNotTriedAgain) {
 
 TEST(MmapLog, UnwritableDirectoryIsAClearError) {
   try {
-    BboLog log("/nonexistent-dir/x.bbo", {});
+    BboLog log("/nonexistent-dir/x.bbo", logfmt::Kind::kBbo, {});
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.bbo: open"), std::string::npos) << e.what();
@@ -302,7 +294,7 @@ TEST(MmapLog, AnIdleLogsProvisionerWakesAtMostEveryTenMilliseconds) {
   // Where the provisioner shares the writer's CPU every wake-up preempts the writer: polled every millisecond,
   // 300 ms would cost ~300 of them. Sleeping can only make fewer: the bound cannot flake on a loaded machine.
   ScratchDir dir;
-  BboRecordLog log(dir.file("idle.bbo"), logfmt::Kind::kBbo, record_version({}));
+  BboLog log(dir.file("idle.bbo"), logfmt::Kind::kBbo, {});
   const auto t0 = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

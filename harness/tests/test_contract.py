@@ -1167,8 +1167,8 @@ def test_a_capture_and_run_directory_with_shell_characters_run_as_they_are(captu
 
 def test_an_itchbench_log_output_cut_mid_record_is_said_as_a_malformed_line(tmp_path):
     # The built-in gateway as a black box writing its BBO log to a file, then the file's last 20 bytes cut off: the
-    # last event is missing, and what is left of its slot (24 - 20 = 4 bytes) is said, as a partial last line of
-    # text is, in place of a reader's warning on the console.
+    # last event is missing, and what is left of its record (48 - 20 = 28 bytes) is said, as a partial last line
+    # of text is, in place of a reader's warning on the console.
     gw = _built_in_as_black_box(tmp_path, " && truncate -s -20 {out}/bbo.bbo")
     sample = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
     values = {**config(sample, "sim"), "gateway_file": str(gw), "subscribers": 0}
@@ -1177,7 +1177,7 @@ def test_an_itchbench_log_output_cut_mid_record_is_said_as_a_malformed_line(tmp_
         s = rundir.read_json(runner.execute(values, "cut", root=tmp_path / "runs", echo=False) / "summary.json")
     check = s["reconciliation"]["bbo_check"]
     assert s["verdict"]["status"] == "bbo_differs" and check["missing"] == 1 and check["malformed_lines"] == 1
-    assert check["malformed_examples"][0].startswith("bbo.bbo: file ends mid-record: 4 trailing bytes ignored")
+    assert check["malformed_examples"][0].startswith("bbo.bbo: file ends mid-record: 28 trailing bytes ignored")
     assert "1 malformed line (e.g. 'bbo.bbo: file ends mid-record" in s["verdict"]["headline"]
 
 
@@ -1186,9 +1186,9 @@ def test_a_gateway_writing_itchbench_records_is_held_to_the_stale_flag_too(tmp_p
     # The built-in gateway as a black box writing the `itchbench` BBO format, on a capture with drops: its records
     # carry the stale flag after the first loss, as the simulation's do. The same with the flag cleared after the
     # run (a gateway that never sets it) is BBO DIFFERS, the first wrong event showing the flag.
-    script = tmp_path / "unflag.py"  # every slot's stale bit (FORMAT.md, "BBO slot": flags, byte 23 of 24) cleared
+    script = tmp_path / "unflag.py"  # every record's stale bit (FORMAT.md: flags, byte 42 of 48) cleared
     script.write_text("import sys\nb = bytearray(open(sys.argv[1], 'rb').read())\n"
-                      "for i in range(128, len(b) - 23, 24):\n    b[i + 23] &= 0xFE\n"
+                      "for i in range(128, len(b) - 47, 48):\n    b[i + 42] &= 0xFE\n"
                       "open(sys.argv[1], 'wb').write(b)\n")
     gw = _built_in_as_black_box(tmp_path, f" && python3 {shlex.quote(str(script))} {{out}}/bbo.bbo" if clear else "")
     sample = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"

@@ -101,9 +101,7 @@ def test_a_long_export_says_how_far_it_is(run_dir, tmp_path, monkeypatch):
     assert rows == 8000 and len(done) == 3 and done == sorted(done) and done[-1] == 8000, said
     said.clear()
     rows, _ = export.export(run_dir, tmp_path / "b.csv", fmt="csv", bbo=True, chunk_rows=500, say=said.append)
-    # Its BBO log's slots (version 2) are its events and their anchors: the total said is estimated, and the last
-    # line says every row.
-    assert said and said[-1].startswith(f"  export of bbo.bbo: {rows:,} of ~"), said
+    assert said and said[-1].startswith(f"  export of bbo.bbo: {rows:,} of {rows:,} rows (100 %)"), said
 
 
 def test_an_export_onto_a_pipe_or_a_folder_is_refused_and_leaves_it(run_dir, tmp_path, capsys):

@@ -136,10 +136,9 @@ def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
     partial = out.with_name(out.name + ".partial")
     rows = 0
     log = logs.read_log(source, logs.KIND_BBO if bbo else logs.KIND_LATENCY, header_only=True, quiet=True)
-    # A compact latency log counts its slots, a message's and its escapes': about one a message; a BBO log of slots,
-    # its events' and anchors'.
+    # A compact latency log counts its slots, a message's and its escapes': about one a message.
     progress = Progress(f"export of {source.name}", int(log.header["record_count"]) or None, say=say, unit="rows",
-                        estimated=log.compact_stages is not None or log.slots)
+                        estimated=log.compact_stages is not None)
     first, cut = _first_batch(chunks)
     batches = itertools.chain([first] if first is not None else [], chunks)
     try:

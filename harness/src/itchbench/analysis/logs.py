@@ -32,7 +32,6 @@ KIND_REQUEST = 5
 KIND_DEPTH = 6
 DEPTH_LEVEL_CHANGES_VERSION = 2  # a depth log of level change records, N in the header (1: a whole event a record)
 DEPTH_SLOTS_VERSION = 3  # level changes in 16-byte slots (the gateway's), read back into version-2 records
-BBO_SLOTS_VERSION = 2  # events in 24-byte slots (the gateway's), read back into version-1 records
 KIND_LATENCY_INDEX = 7
 FLAG_FINALIZED = 1
 WRITTEN = 0x80
@@ -111,15 +110,6 @@ SLOT_ANCHOR = 0x10
 SLOT_HIGH_SHARES = 0x20  # its first four bytes: the next slot's shares >> 32
 SLOT_FLAGS = WRITTEN | FLAG_BOOK_MAY_BE_STALE | FLAG_FROM_SNAPSHOT | SLOT_BID | SLOT_KIND_MASK
 
-# A version-2 BBO log's slot (FORMAT.md, "BBO slot"): an event in 24 bytes, its seq and timestamp offsets from the
-# last anchor slot before it and its shares' low 32 bits (a high-shares slot before it: the high ones, bid then ask,
-# in its first eight bytes); read back into BBO_DTYPE records. The slot kinds are the depth log's.
-BBO_SLOT_DTYPE = np.dtype([("bid_px", "<u4"), ("ask_px", "<u4"), ("bid_qty_low", "<u4"), ("ask_qty_low", "<u4"),
-                           ("timestamp_off", "<u4"), ("stock_locate", "<u2"), ("seq_off", "u1"), ("flags", "u1")])
-BBO_ANCHOR_SLOT_DTYPE = np.dtype([("seq", "<u8"), ("timestamp", "<u8"), ("reserved", "V7"), ("flags", "u1")])
-assert BBO_SLOT_DTYPE.itemsize == BBO_ANCHOR_SLOT_DTYPE.itemsize == 24
-BBO_SLOT_FLAGS = WRITTEN | FLAG_BOOK_MAY_BE_STALE | FLAG_FROM_SNAPSHOT | SLOT_KIND_MASK
-
 
 def depth_dtype(levels: Levels) -> np.dtype:
     if levels == ALL_LEVELS:
@@ -190,18 +180,15 @@ def latency_v3_dtype(stages: int) -> np.dtype:
 FORMATS = {(KIND_LATENCY, 1): LATENCY_V1_DTYPE, (KIND_LATENCY, 2): LATENCY_V2_DTYPE,
            (KIND_LATENCY, 3): latency_v3_dtype(ALL_STAGES), (KIND_LATENCY, 4): latency_v3_dtype(ALL_STAGES),
            (KIND_LATENCY, LATENCY_COMPACT_VERSION): COMPACT_SLOT_DTYPE,
-           (KIND_BBO, 1): BBO_DTYPE, (KIND_BBO, BBO_SLOTS_VERSION): BBO_SLOT_DTYPE,
-           (KIND_SEND, 1): SEND_DTYPE, (KIND_SUBSCRIBER, 1): SUBSCRIBER_DTYPE,
+           (KIND_BBO, 1): BBO_DTYPE, (KIND_SEND, 1): SEND_DTYPE, (KIND_SUBSCRIBER, 1): SUBSCRIBER_DTYPE,
            (KIND_REQUEST, 1): REQUEST_DTYPE, (KIND_DEPTH, 1): depth_dtype(1),  # depth v1: its N from the header
            (KIND_DEPTH, DEPTH_LEVEL_CHANGES_VERSION): LEVEL_CHANGE_DTYPE,
            (KIND_DEPTH, DEPTH_SLOTS_VERSION): LEVEL_CHANGE_SLOT_DTYPE,
            (KIND_LATENCY_INDEX, 1): LATENCY_BLOCK_DTYPE}
-# The layouts of slots, read back into records of the kind's fixed layout.
-SLOTTED = ((KIND_DEPTH, DEPTH_SLOTS_VERSION), (KIND_BBO, BBO_SLOTS_VERSION))
 # What LogWriter writes: the newest layout of fixed records (a latency log: version 4's; version 5 is the gateway's,
-# as a depth log's version 3 and a BBO log's version 2).
+# as a depth log's version 3).
 VERSIONS = {kind: max(v for k, v in FORMATS if k == kind and (k, v) not in ((KIND_LATENCY, LATENCY_COMPACT_VERSION),
-                                                                               *SLOTTED))
+                                                                               (KIND_DEPTH, DEPTH_SLOTS_VERSION)))
             for kind in KIND_NAMES}
 STAGE_LAYOUT_VERSIONS = (3, 4)  # latency versions whose records hold only the stages their header names
 
@@ -257,7 +244,7 @@ class LogFile:
     clock_line: ClockLine | None = None  # set when the stamps are raw TSC ticks
     compact_stages: int | None = None    # a compact latency log: the stages its slots encode
     depth_levels: int | None = None      # a depth log of the top N: N (its level changes read back as events)
-    slots: bool = False                  # a depth log of version 3, a BBO log of version 2: stored holds slots
+    slots: bool = False                  # a version-3 depth log: stored holds its slots (level changes and anchors)
 
     @property
     def complete(self) -> bool:
@@ -275,9 +262,9 @@ class LogFile:
 
     @cached_property
     def changes(self) -> np.ndarray:
-        """A depth log's level change records (version 1: its events), a BBO log's records: slots read back, refused
+        """A depth log's level change records (version 1: its events): a version-3 log's slots read back, refused
         with the slot named when they are out of their order (LogFormatError); any other log's stored records."""
-        return decode_slots(self, self.stored)[0] if self.slots else self.stored
+        return decode_level_change_slots(self.path, self.stored, self.finalized)[0] if self.slots else self.stored
 
     @property
     def dtype(self) -> np.dtype:
@@ -285,18 +272,17 @@ class LogFile:
         if self.depth_levels is not None:
             return depth_dtype(self.depth_levels)
         if self.slots:
-            return BBO_DTYPE if self.kind == "bbo" else LEVEL_CHANGE_DTYPE
+            return LEVEL_CHANGE_DTYPE
         return self.stored.dtype if self.compact_stages is None else latency_v3_dtype(self.compact_stages)
 
     @cached_property
     def count(self) -> int:
         """Records (messages) in the log, without decoding it: a compact log's message slots, counted from plain
-        reads a chunk at a time (memory stays a chunk, and no page of the log stays mapped); a log of slots, its
-        slots of records (not anchors nor high-shares slots)."""
-        if self.compact_stages is None and not self.slots:
+        reads a chunk at a time (memory stays a chunk, and no page of the log stays mapped)."""
+        if self.compact_stages is None:
             return len(self.stored)
-        other = SLOT_KIND_MASK if self.slots else ESCAPE_SLOT  # the flags of slots that are no record's
-        return sum(int(np.count_nonzero((part["flags"] & other) == 0)) for part in _stored_chunks(self, 1 << 20))
+        return sum(int(np.count_nonzero((part["flags"] & ESCAPE_SLOT) == 0))
+                   for part in _stored_chunks(self, 1 << 20))
 
     def record_bytes(self) -> memoryview:
         """The raw bytes of the records read (for digests)."""
@@ -370,7 +356,7 @@ def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: b
     finalized = bool(int(hdr["flags"]) & FLAG_FINALIZED)
     if header_only:
         return LogFile(path, name, header, raw[head:head].view(dtype), finalized, [], head, line,
-                       stages if compact else None, depth_levels, (kind, version) in SLOTTED)
+                       stages if compact else None, depth_levels)
     notes: list[str] = []
     body = raw.size - head
     whole = body // dtype.itemsize
@@ -393,54 +379,43 @@ def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: b
         warnings.warn(f"{path}: " + "; ".join(notes), TruncatedLogWarning, stacklevel=2)
 
     return LogFile(path, name, header, records, finalized, notes, head, line, stages if compact else None, depth_levels,
-                   (kind, version) in SLOTTED)
-
-
-def _anchored(path: Path, slots: np.ndarray, finalized: bool, first: int, anchor_before: np.ndarray | None,
-              what: str, record: str, allowed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-    """What a log of slots (a depth log's version 3, a BBO log's version 2) says of its records' slots: where they
-    are, the anchor slot each has (in the slots' own layout), the high-shares slots each followed by its record, and
-    the last anchor slot up to the slots' end. A log never closed may end with an anchor or high-shares slot whose
-    record was not written; anything else out of that order is refused, naming the slot (`what` the log's kind,
-    `record` what its records are). `first` is the index of the first slot in the log, `anchor_before` the last
-    anchor slot before them (a one-slot array)."""
-    flags = slots["flags"]
-    kind = flags & SLOT_KIND_MASK
-    bad = np.flatnonzero(((flags & (0xFF ^ allowed)) != 0) | (kind == SLOT_KIND_MASK))
-    if bad.size:
-        raise LogFormatError(f"{path}: {what} slot {first + int(bad[0])} has flags 0x{int(flags[bad[0]]):02x}, "
-                             f"no slot's")
-    n = len(slots)
-    records = np.flatnonzero(kind == 0)
-    high = np.flatnonzero(kind == SLOT_HIGH_SHARES)
-    # A high-shares slot is followed by its record; only a log never closed may end with one (it is left out).
-    whole = high[high + 1 < n]
-    orphan = whole[kind[whole + 1] != 0]
-    if orphan.size or (finalized and whole.size < high.size):
-        at = int(orphan[0]) if orphan.size else n - 1
-        raise LogFormatError(f"{path}: {what} slot {first + at} holds high shares, and no {record} follows it")
-    # Each slot's anchor as an index into the anchor before the slots (0) followed by the slots (1 ..).
-    anchor = np.where(kind == SLOT_ANCHOR, np.arange(1, n + 1), 0)
-    np.maximum.accumulate(anchor, out=anchor)
-    of = anchor[records]
-    if of.size and of[0] == 0 and anchor_before is None:
-        raise LogFormatError(f"{path}: {what} slot {first + int(records[0])} is a {record} with no anchor before "
-                             f"it")
-    last_anchor = slots[anchor[-1] - 1:anchor[-1]].copy() if n and anchor[-1] else anchor_before
-    before = anchor_before if anchor_before is not None else np.zeros(1, slots.dtype)
-    anchors = np.concatenate((before, slots))[of] if records.size else before[:0]
-    return records, anchors, whole, last_anchor
+                   (kind, version) == (KIND_DEPTH, DEPTH_SLOTS_VERSION))
 
 
 def decode_level_change_slots(path: Path, slots: np.ndarray, finalized: bool, first: int = 0,
                               anchor_before: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """A version-3 depth log's slots read back into level change records (FORMAT.md, "Level change slot"): each
     level change's seq and timestamp its last anchor's plus its offsets, its shares' high 32 bits from a high-shares
-    slot just before it (_anchored says what is refused). Returns the records and the last anchor slot up to the
-    slots' end, for the part after them."""
-    changes, anchor_slots, whole, last_anchor = _anchored(path, slots, finalized, first, anchor_before, "depth",
-                                                          "level change", SLOT_FLAGS)
-    anchors = anchor_slots.view(ANCHOR_SLOT_DTYPE)
+    slot just before it. A log never closed may end with an anchor or high-shares slot whose change was not written;
+    anything else out of that order is refused, naming the slot. The slots may be a part of the log: `first` the
+    index of the first, `anchor_before` the last anchor slot before them (a one-slot array). Returns the records and
+    the last anchor slot up to the slots' end, for the part after them."""
+    flags = slots["flags"]
+    kind = flags & SLOT_KIND_MASK
+    bad = np.flatnonzero(((flags & (0xFF ^ SLOT_FLAGS)) != 0) | (kind == SLOT_KIND_MASK))
+    if bad.size:
+        raise LogFormatError(f"{path}: depth slot {first + int(bad[0])} has flags 0x{int(flags[bad[0]]):02x}, "
+                             f"no slot's")
+    n = len(slots)
+    changes = np.flatnonzero(kind == 0)
+    high = np.flatnonzero(kind == SLOT_HIGH_SHARES)
+    # A high-shares slot is followed by its change; only a log never closed may end with one (it is left out).
+    whole = high[high + 1 < n]
+    orphan = whole[kind[whole + 1] != 0]
+    if orphan.size or (finalized and whole.size < high.size):
+        at = int(orphan[0]) if orphan.size else n - 1
+        raise LogFormatError(f"{path}: depth slot {first + at} holds high shares, and no level change follows it")
+    # Each slot's anchor as an index into the anchor before the slots (0) followed by the slots (1 ..).
+    anchor = np.where(kind == SLOT_ANCHOR, np.arange(1, n + 1), 0)
+    np.maximum.accumulate(anchor, out=anchor)
+    of = anchor[changes]
+    if of.size and of[0] == 0 and anchor_before is None:
+        raise LogFormatError(f"{path}: depth slot {first + int(changes[0])} is a level change with no anchor before "
+                             f"it")
+    last_anchor = slots[anchor[-1] - 1:anchor[-1]].copy() if n and anchor[-1] else anchor_before
+    before = anchor_before if anchor_before is not None else np.zeros(1, slots.dtype)
+    anchors = np.concatenate((before, slots)).view(ANCHOR_SLOT_DTYPE)[of] if changes.size else before[:0].view(
+        ANCHOR_SLOT_DTYPE)
     mine = slots[changes]
     out = np.empty(len(changes), LEVEL_CHANGE_DTYPE)
     out["seq"] = anchors["seq"] + mine["seq_off"]
@@ -453,38 +428,6 @@ def decode_level_change_slots(path: Path, slots: np.ndarray, finalized: bool, fi
     out["qty"] = mine["qty_low"]
     out["qty"][np.searchsorted(changes, whole + 1)] |= slots["px"][whole].astype(np.uint64) << np.uint64(32)
     return out, last_anchor
-
-
-def decode_bbo_slots(path: Path, slots: np.ndarray, finalized: bool, first: int = 0,
-                     anchor_before: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    """A version-2 BBO log's slots read back into BBO records (FORMAT.md, "BBO slot"), byte for byte the records a
-    version-1 log holds: each event's seq and timestamp its last anchor's plus its offsets, its shares' high 32 bits
-    from a high-shares slot just before it (_anchored says what is refused). Returns the records and the last anchor
-    slot up to the slots' end, for the part after them."""
-    events, anchor_slots, whole, last_anchor = _anchored(path, slots, finalized, first, anchor_before, "BBO",
-                                                         "BBO event", BBO_SLOT_FLAGS)
-    anchors = anchor_slots.view(BBO_ANCHOR_SLOT_DTYPE)
-    mine = slots[events]
-    out = np.zeros(len(events), BBO_DTYPE)
-    out["seq"] = anchors["seq"] + mine["seq_off"]
-    out["timestamp"] = anchors["timestamp"] + mine["timestamp_off"]
-    out["bid_px"], out["ask_px"] = mine["bid_px"], mine["ask_px"]
-    out["bid_qty"], out["ask_qty"] = mine["bid_qty_low"], mine["ask_qty_low"]
-    at = np.searchsorted(events, whole + 1)
-    out["bid_qty"][at] |= slots["bid_px"][whole].astype(np.uint64) << np.uint64(32)
-    out["ask_qty"][at] |= slots["ask_px"][whole].astype(np.uint64) << np.uint64(32)
-    out["stock_locate"] = mine["stock_locate"]
-    out["flags"] = mine["flags"] & (WRITTEN | FLAG_BOOK_MAY_BE_STALE | FLAG_FROM_SNAPSHOT)
-    return out, last_anchor
-
-
-def decode_slots(log: LogFile, slots: np.ndarray, first: int = 0,
-                 anchor_before: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-    """A log of slots' slots (all of them, or a part: `first`, `anchor_before` as in decode_bbo_slots) read back
-    into its kind's records. Only a whole log must not end in a high-shares slot: one cut short or never closed may
-    (its record was not read, or not written)."""
-    decode = decode_bbo_slots if log.kind == "bbo" else decode_level_change_slots
-    return decode(log.path, slots, log.complete, first, anchor_before)
 
 
 def _event_starts(changes: np.ndarray) -> np.ndarray:
@@ -655,9 +598,9 @@ def _iter_depth_events(log: LogFile, parts: Iterator[np.ndarray], chunk: int) ->
 
 
 def _change_chunks(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
-    """A depth log's level change records (version 1: its events), a BBO log's records, about `chunk` at a time,
-    from plain reads (memory stays a chunk, and no page of the log stays mapped): slots read back part by part, the
-    last anchor carried from one part to the next and a high-shares slot that ends a part moved to the next's start.
+    """A depth log's level change records (version 1: its events), about `chunk` at a time, from plain reads (memory
+    stays a chunk, and no page of the log stays mapped): a version-3 log's slots read back part by part, the last
+    anchor carried from one part to the next and a high-shares slot that ends a part moved to the next's start.
     A yielded array is valid until the next one is read."""
     if not log.slots:
         yield from _stored_chunks(log, chunk)
@@ -666,7 +609,7 @@ def _change_chunks(log: LogFile, chunk: int) -> Iterator[np.ndarray]:
     for part in reader:
         ends_high = reader.read < len(log.stored) and int(part["flags"][-1]) & SLOT_KIND_MASK == SLOT_HIGH_SHARES
         whole = part[:-1] if ends_high else part
-        changes, anchor = decode_slots(log, whole, reader.read - len(part), anchor)
+        changes, anchor = decode_level_change_slots(log.path, whole, log.finalized, reader.read - len(part), anchor)
         reader.carry(len(part) - len(whole))
         yield changes
 

@@ -20,7 +20,7 @@ def _digest(capture: str, mtime_ns: int, gateway: str, feed_args: str) -> tuple[
         run_tool("itch-gateway", ["--source", "sim", "--capture", capture, "--out", tmp, "--no-latency-log",
                                   *feed_args.split()], ok_codes=(0, 1))
         bbo = logs.read_bbo(Path(tmp) / "bbo.bbo")
-        return logs.bbo_digest(bbo), bbo.count
+        return logs.bbo_digest(bbo), len(bbo.records)
 
 
 def sim_bbo(capture: Path, feed: str = "") -> tuple[str, int]:

@@ -1016,15 +1016,14 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     # log exactly; else on a thread beside the latency log's count: each reads a file of its own in large
     # chunks, and neither holds the GIL for long (50 M messages: 0.2 s each, one after the other).
     followed = run.bbo_follower.result() if run.bbo_follower is not None else None
-    taken = followed if followed is not None and followed.slots == len(bbo.stored) else None
+    taken = followed if followed is not None and followed.records == len(bbo.records) else None
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         digesting = pool.submit(logs.digest_and_stale, bbo) if taken is None else None
         lat_path = run.dir / "latency.lat"
         latency_records = _latency_messages(run, lat_path) if lat_path.exists() else None
         digest, stale_seen = digesting.result() if digesting is not None else (taken.digest, taken.stale)
     checks: dict[str, bool] = {}
-    bbo_events = taken.records if taken is not None else bbo.count
-    rec = _gateway(gw, latency_records, bbo_events, checks)
+    rec = _gateway(gw, latency_records, len(bbo.records), checks)
     transport = run.values["transport"]
     server, lines, recovering = _recovery_setting(run) if transport == "udp" else (None, None, False)
     joined = run.extras.get("join")  # a late join: the gateway is held to the session after the join point
@@ -1086,7 +1085,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         "balanced": rec["balanced"],
         "lossless": rec["loss"]["lossless"],
         "error": summary["error"] or gw_error,
-        "bbo": {"digest": digest, "events": bbo_events},
+        "bbo": {"digest": digest, "events": len(bbo.records)},
         **({"depth": depth} if depth else {}),
         "messages": {"per_type": gw["decode"]["per_type"]},
         "feed": _feed_facts(capture, run.values["feed"]),
