@@ -6,13 +6,18 @@
 #include <vector>
 
 #include "log/level_change_log.hpp"
-#include "slot_bytes.hpp"
 #include "test_files.hpp"
 
 using namespace itchbench;
-using namespace itchbench::testing;
+using itchbench::testing::ScratchDir;
 
 namespace {
+constexpr uint64_t kNineThirty = 34'200'000'000'000;  // 09:30, ns since midnight
+
+void put(std::vector<uint8_t>& out, uint64_t v, int bytes) {  // little-endian, at most 8 bytes
+  for (int i = 0; i < bytes; ++i) out.push_back(uint8_t(v >> (8 * i)));
+}
+void zeros(std::vector<uint8_t>& out, int bytes) { out.insert(out.end(), size_t(bytes), uint8_t(0)); }
 void change(std::vector<uint8_t>& out, uint32_t px, uint32_t qty_low, uint32_t timestamp_off, uint16_t locate,
             uint8_t seq_off, uint8_t flags) {
   put(out, px, 4);
