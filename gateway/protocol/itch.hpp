@@ -88,6 +88,11 @@ constexpr size_t kTypeCount = 23;
 // A message's timestamp (bytes 5 to 10, ns since midnight) from a header of kHeaderLength bytes: bytes 3 to 10 read
 // as one big-endian word, the tracking number above it masked off: one load, not a 2-byte and a 4-byte one.
 inline uint64_t header_timestamp(const uint8_t* msg) { return load_be64(msg + 3) & ((uint64_t(1) << 48) - 1); }
+// header_timestamp of a message of len bytes, or `otherwise` when it is too short to have one: a capture's walk hands
+// on a message that keeps the framing though its content does not (the file's last, or one a valid message follows).
+inline uint64_t header_timestamp_or(const uint8_t* msg, size_t len, uint64_t otherwise) {
+  return len >= kHeaderLength ? header_timestamp(msg) : otherwise;
+}
 
 struct FieldSpec {
   size_t offset;

@@ -130,7 +130,7 @@ bool SnapshotFetch::session(uint64_t& received) {
           result_.done_ns = now;
         } else {
           result_.messages.emplace_back(payload, payload + len);
-          if (len >= itch::kHeaderLength) result_.timestamp = itch::header_timestamp(payload);
+          result_.timestamp = itch::header_timestamp_or(payload, len, result_.timestamp);
         }
       }
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -162,6 +163,27 @@ def test_itch2pcap_round_trip(tool, tmp_path):
     assert from_pcap["mold"]["end_of_session"] == 1
     # messages per packet honoured
     assert from_pcap["mold"]["packets"] >= 4000 / 8
+
+
+def test_itch2pcap_stamps_a_message_too_short_for_a_timestamp_as_the_one_before(tool, tmp_path):
+    """A message may keep the framing with no header (here 2 bytes of an unknown type, a valid message after it): it
+    goes into the pcap, stamped as the message before it. Its timestamp was read from the bytes after it, the next
+    message's locate among them: a system event of locate 0xFFFF made it 78 hours on, and the packetizer filled the
+    jump with heartbeats."""
+    itch = tmp_path / "s.itch"
+    assert tool("itch-synth", "--messages", "100", "--format", "itch", "--out", itch).returncode == 0
+    whole = tool("itch2pcap", itch, "--out", tmp_path / "whole.pcap")
+    data, at, stamp = itch.read_bytes(), 0, b""
+    for _ in range(50):  # past the 50th message: a 2-byte big-endian length before each (ITCH 5.0 header: type,
+        stamp = data[at + 2 + 5:at + 2 + 11]  # locate, tracking number, a 6-byte timestamp)
+        at += 2 + int.from_bytes(data[at:at + 2], "big")
+    event = b"S" + b"\xff\xff" + b"\x00\x00" + stamp + b"Q"  # system event, at the 50th message's time
+    itch.write_bytes(data[:at] + bytes([0, 2]) + b"z\xff" + len(event).to_bytes(2, "big") + event + data[at:])
+    short = tool("itch2pcap", itch, "--out", tmp_path / "short.pcap")
+    assert whole.returncode == short.returncode == 0, short.stderr
+    counts = [re.search(r"(\d+) messages in \d+ packets \((\d+) heartbeats\)", r.stderr) for r in (whole, short)]
+    assert counts[0] and counts[1], short.stderr
+    assert int(counts[1][1]) == int(counts[0][1]) + 2 and int(counts[1][2]) == int(counts[0][2]), short.stderr
 
 
 def test_itch2pcap_reports_offset_of_a_bad_prefix(tool, tmp_path):

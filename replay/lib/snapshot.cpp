@@ -57,7 +57,7 @@ Snapshot make_snapshot(const MessageStore& session, uint64_t through) {
   for (uint64_t seq = session.first(); seq <= through; ++seq) {
     uint16_t len = 0;
     const uint8_t* msg = session.message(seq, len);
-    if (len >= itch::kHeaderLength) timestamp = itch::header_timestamp(msg);
+    timestamp = itch::header_timestamp_or(msg, len, timestamp);
     itch::BookOp op;
     if (itch::decode_book_op(msg, len, op) != itch::DecodeStatus::kOk) continue;  // counted by the gateway, not here
     switch (op.kind) {

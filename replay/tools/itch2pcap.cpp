@@ -39,8 +39,9 @@ int main(int argc, char** argv) {
     const bool ok = in.run(
         [](uint64_t, const uint8_t*, size_t) {},
         [&](uint64_t, const uint8_t* msg, size_t len) {
-          uint64_t ts = itch::header_timestamp(msg);
-          // Capture time must not run backwards; hold a late stamp at the last.
+          // Capture time must not run backwards; hold a late stamp at the last, and give a message too short to have
+          // one the last.
+          uint64_t ts = itch::header_timestamp_or(msg, len, last_ts);
           if (ts < last_ts) {
             ++backwards;
             ts = last_ts;

@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
           });
         },
         [&](uint64_t pos, const uint8_t* m, size_t len) {
-          messages.push_back({pos, len >= itch::kHeaderLength ? itch::header_timestamp(m) : 0, {m, m + len}});
+          messages.push_back({pos, itch::header_timestamp_or(m, len, 0), {m, m + len}});
         });
     if (!complete) {
       std::fprintf(stderr, "serial-replay: %s\n", reader.error().c_str());
