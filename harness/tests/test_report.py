@@ -175,6 +175,48 @@ def test_a_complete_runs_log_overwritten_at_its_start_is_refused(run_dir, tmp_pa
     assert "latency.lat: a bbo log, expected a latency log" in capsys.readouterr().err
 
 
+def test_a_complete_runs_event_log_changed_in_its_middle_is_refused(run_dir, tmp_path, capsys):
+    # Its length and its start intact, so it reads whole: one BBO record's bid price changed (a bad copy, a disk's
+    # fault). Rebuilt, the report would have said the run's digest and verdict over events the log no longer holds.
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    recorded = rundir.read_json(copy / "summary.json")["bbo"]["digest"]
+    raw = bytearray((copy / "bbo.bbo").read_bytes())
+    # FORMAT.md: a 128-byte header, 48-byte BBO records, the bid price (u32) at offset 32 of a record; the digest
+    # is SHA-256 of the records' bytes.
+    assert recorded == "sha256:" + hashlib.sha256(raw[128:]).hexdigest()
+    at = 128 + 48 * ((len(raw) - 128) // 48 // 2) + 32
+    raw[at:at + 4] = (int.from_bytes(raw[at:at + 4], "little") + 100).to_bytes(4, "little")
+    (copy / "bbo.bbo").write_bytes(raw)
+    before = digest_tree(copy)
+    assert itchbench_main(["report", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert (f"its logs no longer hold the events the run recorded (bbo.bbo: its events' digest is "
+            f"sha256:{hashlib.sha256(raw[128:]).hexdigest()}, the run recorded {recorded})") in err
+    assert "not rebuilt" in err and digest_tree(copy) == before
+    assert itchbench_main(["report", str(run_dir)]) == 0  # the run as it was still rebuilds
+    capsys.readouterr()
+
+
+def test_a_depth_runs_depth_log_changed_in_its_middle_is_refused(tmp_path, capsys):
+    run = sim.run_sim(fixtures.load_manifest()[1].path, tmp_path / "run", echo=False, levels=5)
+    assert itchbench_main(["report", str(run)]) == 0
+    capsys.readouterr()
+    recorded = rundir.read_json(run / "summary.json")["depth"]["digest"]
+    raw = bytearray((run / "depth.dep").read_bytes())
+    # FORMAT.md, "Level change slot": 16-byte slots after the 128-byte header, the flags in the last byte (0x80
+    # written, 0x10 anchor, 0x20 high shares), the shares' low 32 bits at offset 4. The last change's shares, one
+    # more: a level the book never held.
+    slots = range(128, len(raw), 16)
+    last = next(at for at in reversed(slots) if raw[at + 15] & 0x80 and not raw[at + 15] & 0x30)
+    raw[last + 4:last + 8] = (int.from_bytes(raw[last + 4:last + 8], "little") + 1).to_bytes(4, "little")
+    (run / "depth.dep").write_bytes(raw)
+    assert itchbench_main(["report", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "its logs no longer hold the events the run recorded (depth.dep: its events' digest is sha256:" in err
+    assert f", the run recorded {recorded})" in err and "not rebuilt" in err
+
+
 def test_a_run_whose_output_is_gone_is_not_compared_as_one_that_published_nothing(tmp_path, capsys):
     # Before, a head whose BBO log had been deleted read as a gateway that sent no event: "BBO DIFFERS: 5,833
     # missing", exit 1, though it had sent them all.

@@ -7,6 +7,7 @@ import errno
 import gc
 import signal
 import sys
+import warnings
 from typing import Callable, Sequence
 
 from . import __version__
@@ -36,8 +37,21 @@ def _terminate(signum: int, frame: object) -> None:
     raise Interrupted()
 
 
+_python_warning_format = warnings.formatwarning
+
+
+def _format_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                    line: str | None = None) -> str:
+    """itchbench's own warnings (a log read to its last whole record, an index set aside) said as its errors are:
+    one line, without the Python file and source line a user has no use for. Others keep Python's form."""
+    if category.__module__.startswith("itchbench."):
+        return f"itchbench: warning: {message}\n"
+    return _python_warning_format(message, category, filename, lineno, line)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    warnings.formatwarning = _format_warning
     args = parser.parse_args(argv)
     # Only once the arguments parse: --help and usage errors load none of the analysis stack (numpy, pandas).
     from . import paths

@@ -29,5 +29,8 @@ def run(args: argparse.Namespace) -> int:
     cut = logs.cut_since_complete(run_dir, rundir.read_json(summary)) if summary.is_file() else ""
     if cut:
         raise UserError(f"{cut}: its report is not rebuilt from part of them (the report as it was is kept)")
+    changed = logs.changed_since_run(run_dir, rundir.read_json(summary)) if summary.is_file() else ""
+    if changed:
+        raise UserError(f"{changed}: its report is not rebuilt (the report as it was is kept)")
     print(report.build(run_dir, method=args.method, csv=args.csv, closing=runner.closing_sections))
     return 0
