@@ -305,3 +305,15 @@ def test_a_packages_version_is_remembered_per_version_of_dpkgs_status(tmp_path, 
     status.write_bytes(status.read_bytes() + b"\n")
     assert environment._package_version("libpcap0.8") == expected
     assert len(asked) == 2
+
+
+def test_a_process_holding_entries_ends_without_an_unclosed_file_warning(tmp_path):
+    """Held until the process ends, the entries' locks are closed as it ends: Python's development mode says each
+    file left to the interpreter's teardown (a ResourceWarning at the end of every test run's output)."""
+    script = ("import sys\nfrom pathlib import Path\nfrom itchbench import cache\n"
+              "cache._use(Path(sys.argv[1]) / 'a')\ncache._use(Path(sys.argv[1]) / 'b')\n")
+    done = subprocess.run([sys.executable, "-X", "dev", "-c", script, str(tmp_path)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / ".locks").iterdir()) == ["a.lock", "b.lock"]
+    assert "ResourceWarning" not in done.stderr

@@ -14,6 +14,7 @@ what a running process holds, and drops the worktree records of removed builds f
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import glob
@@ -56,6 +57,15 @@ def root() -> Path:
 # removes only an entry whose lock it can take exclusively, so a compare's builds or a run's rewritten capture are
 # never removed under it, however long it runs.
 _held: dict[Path, IO[str]] = {}
+
+
+@atexit.register
+def _close_held() -> None:
+    """The held locks closed as the process ends (its end would release them anyway): left to the interpreter's
+    teardown, each was a ResourceWarning at the end of the tests' output."""
+    for lock in _held.values():
+        lock.close()
+    _held.clear()
 
 
 def _lock_path(entry: Path, suffix: str = ".lock") -> Path:
