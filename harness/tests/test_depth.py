@@ -494,6 +494,7 @@ def test_a_scenarios_levels_and_every_level_compared_change_by_change(tmp_path, 
     rec = logs.read_depth(path).records.copy()
     rec["qty"][99] += 1
     as_version_2(path, rec)
+    as_written_by_its_run(head)
     out = _compared_depth_differs(tmp_path, capsys)
     assert out["bbo"]["equal"] and not out["depth"]["equal"]
     words, qty = out["depth"]["difference_words"], int(rec["qty"][99])
@@ -556,6 +557,14 @@ def as_version_2(path: Path, rec: np.ndarray) -> None:
     path.write_bytes(h.tobytes() + rec.tobytes())
 
 
+def as_written_by_its_run(run: Path) -> None:
+    """A run whose depth log a test rewrote made one whose gateway wrote it: its summary's depth digest that of the
+    events the log now holds (compare refuses a run directory whose log changed since its run)."""
+    summary = rundir.read_json(run / "summary.json")
+    summary["depth"]["digest"] = logs.depth_summary(logs.read_depth(run / "depth.dep")).digest
+    rundir.write_json(run / "summary.json", summary)
+
+
 def as_version_1(path: Path, rec: np.ndarray) -> None:
     """Depth events written over path as a version-1 depth log (a whole event a record, as builds wrote before level
     change records), its header otherwise the log's own."""
@@ -579,6 +588,7 @@ def test_compare_holds_heads_depth_to_bases_and_names_the_level(tmp_path, capsys
     changed = rec.copy()
     changed["bids"]["qty"][k, 2] += 1
     as_version_1(head / "depth.dep", changed)
+    as_written_by_its_run(head)
     out = _compared_depth_differs(tmp_path, capsys)
     assert out["bbo"]["equal"] and not out["depth"]["equal"] and out["depth"]["wrong"] == 1
     first = out["depth"]["first_difference"]

@@ -194,6 +194,10 @@ def test_a_complete_runs_event_log_changed_in_its_middle_is_refused(run_dir, tmp
     assert (f"its logs no longer hold the events the run recorded (bbo.bbo: its events' digest is "
             f"sha256:{hashlib.sha256(raw[128:]).hexdigest()}, the run recorded {recorded})") in err
     assert "not rebuilt" in err and digest_tree(copy) == before
+    # Nor is its output judged as a build's: BBO OUTPUT DIFFERS, exit 1, before.
+    assert itchbench_main(["compare", str(run_dir), str(copy), "--out", str(tmp_path / "cmp"),
+                           "--no-instructions"]) == 2
+    assert f"head {copy}: its logs no longer hold the events the run recorded (bbo.bbo" in capsys.readouterr().err
     assert itchbench_main(["report", str(run_dir)]) == 0  # the run as it was still rebuilds
     capsys.readouterr()
 

@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
             return not_comparable(e)
         args.no_instructions = True  # exact counts are measured once, unsharded: shards hold timings and outputs
     else:
-        say(f"compare {args.base} -> {args.head}: building")
+        say(f"compare {args.base} -> {args.head}: preparing each side (a revision built, run directories read)")
         try:
             benchmarks = bool(args.scenario) and session.wants_benchmarks(session.scenario_workloads(args.scenario))
             early = "" if args.gateway else _flags_difference(args.repo, args.base, args.head, say)

@@ -87,9 +87,14 @@ def load_run_dirs(side: Side, path: Path) -> None:
     if not dirs:
         raise NotComparable(f"{side.name} {path}: neither a git revision nor a folder of run directories")
     for d in dirs:
-        why = logs.not_whole(d, rundir.read_json(d / "summary.json"))
+        summary = rundir.read_json(d / "summary.json")
+        why = logs.not_whole(d, summary)
         if why:
             raise NotComparable(f"{side.name} {why}; nothing is judged from part of a run")
+        # A log changed since its run would be judged as the build's output: BBO DIFFERS, for a disk's fault.
+        changed = logs.changed_since_run(d, summary)
+        if changed:
+            raise NotComparable(f"{side.name} {changed}; its output is not judged as the build's")
         gone = outputs.outputs_gone(d)
         if gone:
             raise NotComparable(f"{side.name} {d}: {'; '.join(gone)} no longer there, which its summary counts: "
