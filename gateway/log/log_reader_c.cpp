@@ -10,6 +10,7 @@
 
 #include "log/compact_reader.hpp"
 #include "log/depth_event_builder.hpp"
+#include "log/level_change_slots.hpp"
 #include "log/latency_scan.hpp"
 #include "log/plain_csv.hpp"
 
@@ -262,6 +263,17 @@ extern "C" int64_t itchlog_depth_events_apply(void* builder, const void* records
 }
 
 extern "C" void itchlog_depth_events_free(void* builder) { delete static_cast<DepthEventBuilder*>(builder); }
+
+extern "C" int64_t itchlog_read_level_change_slots(const void* slots, uint64_t n, itchlog_slot_anchor* anchor,
+                                                   void* out, uint64_t* consumed, uint32_t* fault) {
+  SlotAnchor a{anchor->seq, anchor->timestamp, anchor->held != 0};
+  const SlotsRead r = read_level_change_slots(static_cast<const uint8_t*>(slots), n, a,
+                                              static_cast<logfmt::LevelChangeRecord*>(out));
+  *anchor = itchlog_slot_anchor{a.seq, a.timestamp, a.held ? 1u : 0u, 0};
+  *consumed = r.consumed;
+  *fault = uint32_t(r.fault);
+  return r.fault == SlotFault::kNone ? int64_t(r.records) : -1;
+}
 
 extern "C" int64_t itchlog_parse_plain_csv(const char* data, uint64_t n, uint32_t fields, uint32_t stamped,
                                            uint32_t sided,

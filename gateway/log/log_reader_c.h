@@ -142,6 +142,20 @@ ITCHLOG_API int64_t itchlog_depth_events_apply(void* builder, const void* record
                                                uint64_t capacity, char* error, uint64_t error_size);
 ITCHLOG_API void itchlog_depth_events_free(void* builder);
 
+/* The last anchor of a version-3 depth log's slots (log/level_change_slots.hpp): what the next part is read from. */
+typedef struct {
+  uint64_t seq, timestamp;
+  uint32_t held, reserved; /* held 0: no anchor read yet */
+} itchlog_slot_anchor;
+
+/* n slots of a version-3 depth log (16 bytes each) read back into version-2 level change records (32 bytes each,
+ * room for n at out), from *anchor, which is moved past them. Returns the records written and sets *consumed (n,
+ * or n - 1 when a high-shares slot ends them: its change is not among them); on a slot refused returns -1, *consumed
+ * that slot's index and *fault why (1: a flag no kind has, 2: a level change with no anchor before it, 3: a
+ * high-shares slot followed by no level change). */
+ITCHLOG_API int64_t itchlog_read_level_change_slots(const void* slots, uint64_t n, itchlog_slot_anchor* anchor,
+                                                    void* out, uint64_t* consumed, uint32_t* fault);
+
 /* A contract gateway's csv output, its lines of numbers alone, the stock a locate or a symbol (log/plain_csv.hpp):
  * rows of fields + 1 int64 values at out (the fields, then t_recv: 0 when not stamped), a stock named by its symbol
  * -1 and the symbol in 16 bytes a row at symbols, a side letter (sided: the third field) its byte; room for

@@ -1,4 +1,5 @@
-// The depth log's writer against slots built by hand from FORMAT.md ("Level change slot"), byte by byte.
+// The depth log's writer and reader against slots built by hand from FORMAT.md ("Level change slot"), byte by
+// byte.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -6,6 +7,7 @@
 #include <vector>
 
 #include "log/level_change_log.hpp"
+#include "log/level_change_slots.hpp"
 #include "test_files.hpp"
 
 using namespace itchbench;
@@ -190,4 +192,129 @@ TEST(LevelChangeLog, AChangeWithHighSharesIsWrittenWholeOrNotAtAll) {
   anchor(want, 2, kNineThirty + 1);
   const std::vector<uint8_t> bytes = itchbench::testing::read_bytes(path);
   EXPECT_EQ(std::vector<uint8_t>(bytes.begin() + logfmt::kHeaderSize, bytes.end()), want);
+}
+
+namespace {
+// Slots as FORMAT.md's example reads them: offsets at their widest, an anchor moving both on, shares of
+// 5,000,000,000 (0x1_2A05_F200) over a high-shares slot and the change's low 32 bits, each kind of flag and side.
+std::vector<uint8_t> example_slots() {
+  std::vector<uint8_t> s;
+  anchor(s, 1000, kNineThirty);
+  change(s, 1234500, 300, 0, 7, 0, 0x84);
+  change(s, 1235000, 0, 0, 7, 0, 0x81);
+  change(s, 1, 5, 0xFFFF'FFFF, 9, 255, 0x80);
+  anchor(s, 1256, kNineThirty + 10);
+  high(s, 1);
+  change(s, 2, 0x2A05'F200, 3, 9, 1, 0x86);
+  change(s, 3, 7, 4, 9, 2, 0x80);
+  return s;
+}
+struct Change {
+  uint64_t seq, timestamp;
+  uint16_t locate;
+  uint8_t flags;
+  char side;
+  uint32_t px;
+  uint64_t qty;
+  bool operator==(const Change& o) const {
+    return seq == o.seq && timestamp == o.timestamp && locate == o.locate && flags == o.flags && side == o.side &&
+           px == o.px && qty == o.qty;
+  }
+};
+const std::vector<Change> kExampleRead = {
+    {1000, kNineThirty, 7, 0x80, 'B', 1234500, 300},
+    {1000, kNineThirty, 7, 0x81, 'S', 1235000, 0},
+    {1255, kNineThirty + 0xFFFF'FFFF, 9, 0x80, 'S', 1, 5},
+    {1257, kNineThirty + 13, 9, 0x82, 'B', 2, 5'000'000'000},
+    {1258, kNineThirty + 14, 9, 0x80, 'S', 3, 7},
+};
+std::vector<Change> changes_of(const std::vector<logfmt::LevelChangeRecord>& records, uint64_t n) {
+  std::vector<Change> out;
+  for (uint64_t i = 0; i < n; ++i) {
+    const logfmt::LevelChangeRecord& r = records[i];
+    out.push_back({r.seq, r.timestamp, r.stock_locate, r.flags, char(r.side), r.px, r.qty});
+  }
+  return out;
+}
+}  // namespace
+
+TEST(LevelChangeSlots, ReadBackAsTheFormatSays) {
+  const std::vector<uint8_t> slots = example_slots();
+  const uint64_t n = slots.size() / 16;
+  std::vector<logfmt::LevelChangeRecord> out(n);
+  SlotAnchor a;
+  const SlotsRead r = read_level_change_slots(slots.data(), n, a, out.data());
+  EXPECT_EQ(r.fault, SlotFault::kNone);
+  EXPECT_EQ(r.consumed, n);
+  EXPECT_EQ(changes_of(out, r.records), kExampleRead);
+}
+
+TEST(LevelChangeSlots, ReadAPartAtATimeAsWhole) {
+  // Every part size: parts with no anchor of their own (the last one carried), a part ending in a high-shares slot
+  // (left for the next part, as a reader carries it), parts of anchors alone.
+  const std::vector<uint8_t> slots = example_slots();
+  const uint64_t n = slots.size() / 16;
+  for (uint64_t part = 1; part <= n; ++part) {
+    SlotAnchor a;
+    std::vector<Change> read;
+    for (uint64_t at = 0; at < n;) {
+      std::vector<logfmt::LevelChangeRecord> out(part + 1);
+      SlotsRead r = read_level_change_slots(slots.data() + at * 16, std::min(part, n - at), a, out.data());
+      if (r.consumed == 0)  // a part of one high-shares slot: read again with the slot after it, as a reader carries it
+        r = read_level_change_slots(slots.data() + at * 16, std::min(part + 1, n - at), a, out.data());
+      ASSERT_EQ(r.fault, SlotFault::kNone) << "part " << part << " at " << at;
+      ASSERT_GT(r.consumed, 0u);
+      for (const Change& c : changes_of(out, r.records)) read.push_back(c);
+      at += r.consumed;
+    }
+    EXPECT_EQ(read, kExampleRead) << "part " << part;
+  }
+}
+
+TEST(LevelChangeSlots, AHighSharesSlotThatEndsThemIsLeftForTheNext) {
+  std::vector<uint8_t> slots;
+  anchor(slots, 5, 100);
+  change(slots, 1, 1, 0, 1, 0, 0x80);
+  high(slots, 3);
+  std::vector<logfmt::LevelChangeRecord> out(3);
+  SlotAnchor a;
+  const SlotsRead r = read_level_change_slots(slots.data(), 3, a, out.data());
+  EXPECT_EQ(r.fault, SlotFault::kNone);
+  EXPECT_EQ(r.records, 1u);
+  EXPECT_EQ(r.consumed, 2u);
+}
+
+TEST(LevelChangeSlots, SlotsOutOfTheirOrderAreRefusedWithTheSlotNamed) {
+  struct Case {
+    std::vector<uint8_t> slots;
+    SlotFault fault;
+    uint64_t at;
+  };
+  std::vector<Case> cases(4);
+  change(cases[0].slots, 1, 1, 0, 1, 0, 0x80);  // no anchor before it
+  anchor(cases[0].slots, 5, 0);
+  cases[0].fault = SlotFault::kNoAnchor;
+  cases[0].at = 0;
+  anchor(cases[1].slots, 5, 0);  // a high-shares slot, then an anchor
+  high(cases[1].slots, 1);
+  anchor(cases[1].slots, 6, 0);
+  change(cases[1].slots, 1, 1, 0, 1, 0, 0x80);
+  cases[1].fault = SlotFault::kHighSharesAlone;
+  cases[1].at = 1;
+  anchor(cases[2].slots, 5, 0);  // a flag bit no kind has
+  change(cases[2].slots, 1, 1, 0, 1, 0, 0x80 | 0x40);
+  cases[2].fault = SlotFault::kFlags;
+  cases[2].at = 1;
+  anchor(cases[3].slots, 5, 0);  // the kind bits both set
+  change(cases[3].slots, 1, 1, 0, 1, 0, 0x80 | 0x30);
+  cases[3].fault = SlotFault::kFlags;
+  cases[3].at = 1;
+  for (const Case& c : cases) {
+    const uint64_t n = c.slots.size() / 16;
+    std::vector<logfmt::LevelChangeRecord> out(n);
+    SlotAnchor a;
+    const SlotsRead r = read_level_change_slots(c.slots.data(), n, a, out.data());
+    EXPECT_EQ(r.fault, c.fault);
+    EXPECT_EQ(r.fault_at, c.at);
+  }
 }

@@ -27,6 +27,16 @@ class CompactState(ctypes.Structure):
         super().__init__(next_seq, prev_origin, base)
 
 
+class SlotAnchor(ctypes.Structure):
+    """The last anchor of a version-3 depth log's slots read so far (held 0: none yet)."""
+    _fields_ = [("seq", ctypes.c_uint64), ("timestamp", ctypes.c_uint64), ("held", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint32)]
+
+
+# read_level_change_slots's faults (gateway/log/level_change_slots.hpp SlotFault).
+SLOT_FAULT_FLAGS, SLOT_FAULT_NO_ANCHOR, SLOT_FAULT_HIGH_SHARES_ALONE = 1, 2, 3
+
+
 @functools.lru_cache(maxsize=1)
 def _library() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(paths.library("libitchlog.so")))
@@ -43,6 +53,10 @@ def _library() -> ctypes.CDLL:
                                                ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64]
     lib.itchlog_depth_events_free.restype = None
     lib.itchlog_depth_events_free.argtypes = [ctypes.c_void_p]
+    lib.itchlog_read_level_change_slots.restype = ctypes.c_int64
+    lib.itchlog_read_level_change_slots.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.POINTER(SlotAnchor),
+                                                    ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
+                                                    ctypes.POINTER(ctypes.c_uint32)]
     lib.itchlog_parse_plain_csv.restype = ctypes.c_int64
     lib.itchlog_parse_plain_csv.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32,
                                             ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64,
@@ -61,6 +75,19 @@ def decode_compact(slots: np.ndarray, stages: int, line: ClockLine | None, state
                                                  ctypes.byref(line) if line is not None else None,
                                                  ctypes.byref(state), out.ctypes.data, ctypes.byref(consumed))
     return int(written), int(consumed.value)
+
+
+def read_level_change_slots(slots: np.ndarray, anchor: SlotAnchor, out: np.ndarray) -> tuple[int, int, int]:
+    """A version-3 depth log's slots (contiguous, 16 bytes each) read back into level change records at out (room
+    for as many), from anchor, which is moved past them (gateway/log/level_change_slots.hpp). Returns (records,
+    slots consumed, 0): all of them, or all but a high-shares slot that ends them; or (-1, the slot refused, its
+    SLOT_FAULT_*)."""
+    assert slots.flags.c_contiguous and out.flags.c_contiguous and len(out) >= len(slots)
+    assert slots.dtype.itemsize == 16 and out.dtype.itemsize == 32
+    consumed, fault = ctypes.c_uint64(0), ctypes.c_uint32(0)
+    n = _library().itchlog_read_level_change_slots(slots.ctypes.data, len(slots), ctypes.byref(anchor),
+                                                   out.ctypes.data, ctypes.byref(consumed), ctypes.byref(fault))
+    return int(n), int(consumed.value), int(fault.value)
 
 
 class DepthEvents:
