@@ -198,6 +198,9 @@ def test_a_complete_runs_event_log_changed_in_its_middle_is_refused(run_dir, tmp
     assert itchbench_main(["compare", str(run_dir), str(copy), "--out", str(tmp_path / "cmp"),
                            "--no-instructions"]) == 2
     assert f"head {copy}: its logs no longer hold the events the run recorded (bbo.bbo" in capsys.readouterr().err
+    # Nor is a document made from it, which would say the run's verdict and digest.
+    assert itchbench_main(["doc", str(copy), "--out", str(tmp_path / "doc")]) == 2
+    assert f"{copy}: its logs no longer hold the events" in capsys.readouterr().err and not (tmp_path / "doc").exists()
     assert itchbench_main(["report", str(run_dir)]) == 0  # the run as it was still rebuilds
     capsys.readouterr()
 

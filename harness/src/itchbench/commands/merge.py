@@ -14,8 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Read the shard records (shard-K-of-N.json) in the directories given, check that they are "
         "every part of one sharded run exactly once (same scenario, same inputs' digests, same machine class), "
         "and list the runs in plan order with their verdicts. Refuses, naming it, a missing, duplicated or "
-        "foreign shard, or a run whose logs were cut after it ended (exit 2). `itchbench doc` takes the same "
-        "directories. docs/sharding.md")
+        "foreign shard, or a run whose logs were cut or changed after it ended (exit 2). `itchbench doc` takes the "
+        "same directories. docs/sharding.md")
     m.add_argument("dirs", nargs="+", metavar="DIR", help="directories holding shard records and their runs")
     m.add_argument("--out", type=given_path, metavar="FILE",
                    help="also write the merged list (JSON: shards, runs) here")

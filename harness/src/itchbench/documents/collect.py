@@ -72,6 +72,9 @@ def collect(paths: list[Path]) -> list[Configuration]:
                 why = logs.not_whole(d, seen[key].summary)
                 if why:
                     raise DocumentError(f"{why}; no document is made from part of a run")
+                changed = logs.changed_since_run(d, seen[key].summary)
+                if changed:
+                    raise DocumentError(f"{changed}; a document would vouch for its run's verdict over them")
     runs = sorted(seen.values(), key=lambda r: r.order)
     # Runs of different gateways (or of different builds of one) are never repetitions of one configuration: their
     # labels carry the gateway when the runs hold more than one.

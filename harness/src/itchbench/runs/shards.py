@@ -187,9 +187,10 @@ def merge(dirs: Sequence[Path]) -> Merged:
             d = p.parent / run["run_dir"]
             if not (d / "summary.json").is_file():
                 raise ShardError(f"{p} lists {run['run_dir']}, which is not a finished run directory beside it")
-            why = logs.not_whole(d, rundir.read_json(d / "summary.json"))
+            summary = rundir.read_json(d / "summary.json")
+            why = logs.not_whole(d, summary) or logs.changed_since_run(d, summary)
             if why:
-                raise ShardError(f"{p} lists {why}; a merge takes whole runs only")
+                raise ShardError(f"{p} lists {why}; a merge takes whole runs, as their runs left them")
             by_unit[tuple(run["unit"])] = d
     plan = [tuple(u) for u in records[0][1]["plan"]]
     absent = [u for u in plan if u not in by_unit]
