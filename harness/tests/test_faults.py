@@ -140,6 +140,24 @@ def test_faults_onto_a_pipe_are_refused_and_leave_it(tmp_path, capsys):
     assert stat.S_ISFIFO(fifo.stat().st_mode) and [p.name for p in tmp_path.iterdir()] == ["out.pcap"]
 
 
+def test_faults_on_a_binary_itch_file_are_refused_with_the_way_to_a_pcap(tmp_path, capsys):
+    """A binary ITCH file holds messages and no packets: itch-faults said only that it could not read it (unknown
+    file format). The messages of a pcap's packets, length-prefixed, make one."""
+    itch = tmp_path / "day.itch"
+    itch.write_bytes(b"".join(struct.pack(">H", len(m)) + m for _, _, msgs in (mold(p) for p in packets(DAY))
+                              for m in msgs))
+    assert itchbench_main(["faults", "--seed", "1", "--drop", "0.1", str(itch), str(tmp_path / "out.pcap")]) == 2
+    err = capsys.readouterr().err
+    assert f"{itch}: a binary ITCH file" in err and "itch2pcap" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["day.itch"]
+    # A scenario's [faults] on it: refused before a run exists (it failed inside the run, on the tool's words).
+    toml = tmp_path / "faulted.toml"
+    toml.write_text(f'name = "f"\ntransport = "sim"\ncapture = "{itch}"\n[faults]\nseed = 1\ndrop = 0.01\n')
+    assert itchbench_main(["run", str(toml), "--out", str(tmp_path / "runs")]) == 2
+    assert f"{itch}: a binary ITCH file" in capsys.readouterr().err
+    assert not list((tmp_path / "runs").rglob("manifest.json"))
+
+
 def test_messages_named_to_be_rejected_are_damaged_and_nothing_else(tmp_path):
     # The first message of the capture, two inside packets and the last: each type byte a digit, every other byte
     # of every message as it was; the simulation rejects exactly those four as of an unknown type.

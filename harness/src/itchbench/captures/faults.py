@@ -27,6 +27,7 @@ from ..analysis import logs
 from ..tools import run_tool
 from .compressed import plain_copy
 from .fixtures import sha256_of
+from .inspect import CaptureError, capture_kind
 from .loopback import cache_dir
 
 SIDECAR_SUFFIX = ".faults.json"
@@ -46,7 +47,12 @@ def inject(src: Path, dst: Path, *, seed: int, drop: float = 0, duplicate: float
            reorder_window: int = 4, truncate: float = 0, corrupt: float = 0,
            burst_drop: str | None = None, reject: np.ndarray | None = None) -> dict[str, Any]:
     """Write dst (and its sidecar) from src; returns the sidecar. reject: sequence numbers of messages to damage
-    so that they are rejected (their type byte a digit), besides what is drawn."""
+    so that they are rejected (their type byte a digit), besides what is drawn. CaptureError for a binary ITCH
+    file, whose messages are in no packets (itch-faults said only that it could not read it)."""
+    if capture_kind(src) == "itch":
+        raise CaptureError(f"{src}: a binary ITCH file, whose messages travel in no packets: faults are put on "
+                           "MoldUDP64 packets; packetize it first (build/replay/itch2pcap IN --out IN.pcap) and "
+                           "fault the pcap")
     args: list[str | Path] = [src, dst, "--seed", str(seed), "--drop", str(drop), "--duplicate", str(duplicate),
                               "--reorder", str(reorder), "--reorder-window", str(reorder_window),
                               "--truncate", str(truncate), "--corrupt", str(corrupt)]
