@@ -160,10 +160,16 @@ def test_a_file_without_a_header_row_keeps_its_first_latency(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["count"] == 3
 
 
+def test_a_row_without_the_columns_value_is_said_as_such_not_as_a_blank_line(tmp_path, capsys):
+    p = write_csv(tmp_path, "a,b\n1,2\n3\n4,\n5,6\n")
+    assert itchbench_main(["stats", str(p), "--column", "b"]) == 0
+    assert "column 'b': 2 latencies (ns) (2 rows with no value skipped)" in capsys.readouterr().out
+
+
 def test_blank_lines_are_skipped_and_said(tmp_path, capsys):
     p = write_csv(tmp_path, "ns\n5\n\n1\n \n3\n")
     assert itchbench_main(["stats", str(p)]) == 0
-    assert "3 latencies (ns) (2 blank lines skipped)" in capsys.readouterr().out
+    assert "3 latencies (ns) (2 rows with no value skipped)" in capsys.readouterr().out
     assert itchbench_main(["stats", str(p), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["count"] == 3 and out["p50"] == 3 and out["min"] == 1

@@ -90,7 +90,9 @@ def _all_numbers(fields: list[str]) -> bool:
 
 def format_table(s: ExternalStats) -> str:
     f = s.figures
-    blank = f" ({s.blank_lines:,} blank line{'s' if s.blank_lines != 1 else ''} skipped)" if s.blank_lines else ""
+    # A row with nothing in the column: a blank line, or a row of other columns without this one's value.
+    rows = f"{s.blank_lines:,} row{'s' if s.blank_lines != 1 else ''}"
+    blank = f" ({rows} with no value skipped)" if s.blank_lines else ""
     where = f"column '{s.column}'" if s.header else "(no header row: its first line is a latency)"
     lines = [f"{s.path} {where}: {f['count']:,} latencies (ns){blank}, percentiles by "
              f"{stats.method_text(s.method)}; stddev: population"]
