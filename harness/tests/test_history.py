@@ -134,6 +134,17 @@ def test_an_empty_store_is_a_clear_error(tmp_path, capsys):
     assert "holds no results store" in capsys.readouterr().err
 
 
+def test_a_store_that_is_a_file_is_a_clear_error_and_left_as_it_was(runs, tmp_path, capsys):
+    # Appended to, it was "[Errno 20] Not a directory: '…/metrics/scenario=…'", exit 1, from deep in a write.
+    store_file = tmp_path / "store.parquet"
+    store_file.write_bytes(b"not a store")
+    assert itchbench_main(["history", str(store_file), "--append", str(runs[0])]) == 2
+    assert f"history: {store_file} is a file, not a results store (a directory)" in capsys.readouterr().err
+    assert itchbench_main(["history", str(store_file)]) == 2
+    assert "is a file, not a results store" in capsys.readouterr().err
+    assert store_file.read_bytes() == b"not a store"
+
+
 def test_appending_what_is_not_a_run_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert itchbench_main(["history", str(tmp_path / "store"), "--append", str(tmp_path / "empty")]) == 2

@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     from .. import rundir
     from ..history import page, store
 
+    if args.store.exists() and not args.store.is_dir():
+        raise UserError(f"history: {args.store} is a file, not a results store (a directory)")
     if args.append:
         runs = [d for a in args.append for d in rundir.find_run_dirs(a)]
         if not runs:
