@@ -6,6 +6,7 @@ never a hang, and leaves nothing running."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -134,6 +135,28 @@ def test_a_brought_gateways_run_whose_output_is_gone_is_not_comparable(capture, 
     assert itchbench_main(["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--out",
                            str(tmp_path / "cmp")]) == 2
     assert f"{adapter.BBO_FILE} ({lines:,} BBO events) no longer there" in capsys.readouterr().err
+
+
+@needs_root
+def test_a_brought_gateways_run_whose_output_changed_since_is_not_judged_again(capture, tmp_path, capsys):
+    # One event's bid size changed in the collector's file after the run: compared, it was the head build's output
+    # that differed (BBO OUTPUT DIFFERS); rebuilt, its report said the run's verdict. Both now refuse it.
+    run, s = _run(capture, EXAMPLE, "udp", tmp_path)
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    for side in ("base", "head"):
+        shutil.copytree(run, tmp_path / side / run.name)
+    out = tmp_path / "head" / run.name / adapter.BBO_FILE
+    lines = out.read_text().splitlines()
+    fields = lines[len(lines) // 2].split(",")
+    fields[3] = str(int(fields[3]) + 1)
+    lines[len(lines) // 2] = ",".join(fields)
+    out.write_text("\n".join(lines) + "\n")
+    now = "sha256:" + hashlib.sha256(out.read_bytes()).hexdigest()
+    assert itchbench_main(["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--out",
+                           str(tmp_path / "cmp")]) == 2
+    assert f"{adapter.BBO_FILE}: its bytes' digest is {now}, the run recorded sha256:" in capsys.readouterr().err
+    assert itchbench_main(["report", str(out.parent)]) == 2
+    assert "its logs no longer hold the events the run recorded" in capsys.readouterr().err
 
 
 @needs_root

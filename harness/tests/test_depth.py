@@ -403,6 +403,7 @@ def test_compare_holds_a_brought_gateways_level_changes_change_by_change(tmp_pat
     seq, _, _, _, shares = lines[99].split(" ")[-1].split(",")
     lines[99] = lines[99].removesuffix(shares) + str(int(shares) + 1)
     output.write_text("\n".join(lines) + "\n")
+    as_written_by_its_run(runs["head"])
     capsys.readouterr()
     assert itchbench_main(["compare", str(tmp_path / "base"), str(tmp_path / "head"), "--bbo-only", "--out",
                            str(tmp_path / "cmp")]) == 1
@@ -558,10 +559,14 @@ def as_version_2(path: Path, rec: np.ndarray) -> None:
 
 
 def as_written_by_its_run(run: Path) -> None:
-    """A run whose depth log a test rewrote made one whose gateway wrote it: its summary's depth digest that of the
-    events the log now holds (compare refuses a run directory whose log changed since its run)."""
+    """A run whose depth log or brought gateway's output a test rewrote made one whose gateway wrote it: its
+    summary's digests those of what the log or output now holds (compare refuses a run directory whose log or output
+    changed since its run)."""
     summary = rundir.read_json(run / "summary.json")
-    summary["depth"]["digest"] = logs.depth_summary(logs.read_depth(run / "depth.dep")).digest
+    if (run / "depth.dep").is_file():
+        summary["depth"]["digest"] = logs.depth_summary(logs.read_depth(run / "depth.dep")).digest
+    if summary["bbo"].get("output_sha256"):
+        summary["bbo"]["output_sha256"] = logs.file_digest(run / summary["bbo"]["output"])
     rundir.write_json(run / "summary.json", summary)
 
 

@@ -685,12 +685,24 @@ def cut_since_complete(run_dir: Path, summary: dict) -> str:
     return f"{run_dir}: the run ended complete, and its logs no longer read whole ({'; '.join(cut)})" if cut else ""
 
 
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read now."""
+    with open(path, "rb") as f:
+        return "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
+
+
 def changed_since_run(run_dir: Path, summary: dict) -> str:
     """'' when the built-in gateway's BBO and depth logs still hold the events whose digests the run recorded
-    (summary); else which do not, and how: a log whose middle changed after the run (a bad copy, a disk's fault, an
-    edit) reads whole, and a report rebuilt over it would vouch, under the run's verdict, for events it no longer
-    holds. One pass over each log (a BBO log's 1 M events: 0.04 s; a depth log's 1 M level changes: 0.1 s)."""
+    (summary), and a brought gateway's output the bytes it had when judged; else which do not, and how: a log whose
+    middle changed after the run (a bad copy, a disk's fault, an edit) reads whole, and a report rebuilt over it
+    would vouch, under the run's verdict, for events it no longer holds. One pass over each (a BBO log's 1 M events:
+    0.04 s; a depth log's 1 M level changes: 0.1 s)."""
     changed = []
+    output, recorded_bytes = (summary.get("bbo") or {}).get("output"), (summary.get("bbo") or {}).get("output_sha256")
+    if output and recorded_bytes and (Path(run_dir) / output).is_file():  # one gone: compare.outputs_gone says so
+        now = file_digest(Path(run_dir) / output)
+        if now != recorded_bytes:
+            changed.append(f"{output}: its bytes' digest is {now}, the run recorded {recorded_bytes}")
     for name, key in (("bbo.bbo", "bbo"), ("depth.dep", "depth")):
         recorded, path = (summary.get(key) or {}).get("digest"), Path(run_dir) / name
         if not recorded or not path.is_file():
