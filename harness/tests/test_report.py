@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import math
@@ -222,6 +224,22 @@ def test_a_depth_runs_depth_log_changed_in_its_middle_is_refused(tmp_path, capsy
     err = capsys.readouterr().err
     assert "its logs no longer hold the events the run recorded (depth.dep: its events' digest is sha256:" in err
     assert f", the run recorded {recorded})" in err and "not rebuilt" in err
+
+
+def test_an_index_set_aside_is_said_on_one_line(run_dir, tmp_path):
+    # The latency log's index damaged (its first block's slot count): the report is rebuilt from the log itself, and
+    # says so as itchbench says its errors, not with Python's file, line and source line of the warning.
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    idx = bytearray((copy / "latency.idx").read_bytes())
+    idx[logs.HEADER_SIZE + 8:logs.HEADER_SIZE + 16] = b"\xff" * 8
+    (copy / "latency.idx").write_bytes(bytes(idx))
+    done = subprocess.run([sys.executable, "-m", "itchbench.cli", "report", str(copy)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (f"itchbench: warning: {copy / 'latency.idx'} set aside: {copy / 'latency.lat'}: its "
+                           "index's block 0 does not follow the block before it\n")
+    assert (copy / "report.md").read_bytes() == (run_dir / "report.md").read_bytes()
 
 
 def test_a_run_whose_output_is_gone_is_not_compared_as_one_that_published_nothing(tmp_path, capsys):

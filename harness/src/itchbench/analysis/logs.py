@@ -698,7 +698,8 @@ def changed_since_run(run_dir: Path, summary: dict) -> str:
     would vouch, under the run's verdict, for events it no longer holds. One pass over each (a BBO log's 1 M events:
     0.04 s; a depth log's 1 M level changes: 0.1 s)."""
     changed = []
-    output, recorded_bytes = (summary.get("bbo") or {}).get("output"), (summary.get("bbo") or {}).get("output_sha256")
+    bbo = summary.get("bbo") or {}
+    output, recorded_bytes = bbo.get("output"), bbo.get("output_sha256")
     if output and recorded_bytes and (Path(run_dir) / output).is_file():  # one gone: compare.outputs_gone says so
         now = file_digest(Path(run_dir) / output)
         if now != recorded_bytes:
