@@ -26,10 +26,11 @@ def run(args: argparse.Namespace) -> int:
     if not (run_dir / "manifest.json").is_file():
         raise UserError(f"{run_dir} is not a run directory (no manifest.json)")
     summary = run_dir / "summary.json"
-    cut = logs.cut_since_complete(run_dir, rundir.read_json(summary)) if summary.is_file() else ""
+    recorded = rundir.read_json(summary) if summary.is_file() else None
+    cut = logs.cut_since_complete(run_dir, recorded) if recorded is not None else ""
     if cut:
         raise UserError(f"{cut}: its report is not rebuilt from part of them (the report as it was is kept)")
-    changed = logs.changed_since_run(run_dir, rundir.read_json(summary)) if summary.is_file() else ""
+    changed = logs.changed_since_run(run_dir, recorded) if recorded is not None else ""
     if changed:
         raise UserError(f"{changed}: its report is not rebuilt (the report as it was is kept)")
     print(report.build(run_dir, method=args.method, csv=args.csv, closing=runner.closing_sections))
