@@ -1,12 +1,28 @@
-"""TOML's names for the Python types tomllib reads it into: what a contract or scenario file's error says a
-key expected and got, in the words of the file the user wrote (an integer, not <class 'int'>)."""
+"""The TOML files a user writes (a contract, a scenario, a store's thresholds) read with one error for bytes
+that are not UTF-8 or not TOML, and TOML's names for the Python types tomllib reads it into: what such a file's
+error says a key expected and got, in the words of the file the user wrote (an integer, not <class 'int'>)."""
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
 from typing import Any
 
 _NAMES = {bool: "a boolean (true or false)", int: "an integer", float: "a float", str: "a string", list: "an array",
           dict: "a table"}
+
+
+def read(path: Path, error: type[Exception]) -> tuple[str, dict[str, Any]]:
+    """A TOML file's text and its tables; error naming the path when it is not UTF-8 text (as TOML must be) or not
+    TOML."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{path}: not UTF-8 text, as TOML must be (byte {e.start}: {e.object[e.start]:#04x})") from e
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise error(f"{path}: not valid TOML: {e}") from e
 
 
 def expected(typ: type | tuple[type, ...]) -> str:

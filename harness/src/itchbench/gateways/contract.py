@@ -9,7 +9,6 @@ import math
 import re
 import shlex
 import string
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,11 +142,7 @@ def load(path: Path | str) -> Contract:
         path = path / FILE_NAME
     if not path.is_file():
         raise ContractError(f"gateway contract not found: {path}")
-    text = path.read_text()
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ContractError(f"{path}: not valid TOML: {e}") from e
+    text, raw = toml_types.read(path, ContractError)
     lines = _lines_of(text)
 
     def where(key: str) -> str:

@@ -34,13 +34,13 @@ commit's tell how far the machine itself moved between the two times, and are sa
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from .. import toml_types
 from ..runs.verdict import EXIT
 from . import store
 
@@ -110,10 +110,7 @@ def stored_thresholds(store_dir: Path) -> list[tuple[dict[str, str], dict[str, A
     path = store_dir / THRESHOLDS_FILE
     if not path.is_file():
         return []
-    try:
-        tables = tomllib.loads(path.read_text()).get("threshold", [])
-    except tomllib.TOMLDecodeError as e:
-        raise ThresholdError(f"{path}: {e}") from e
+    tables = toml_types.read(path, ThresholdError)[1].get("threshold", [])
     names = {f.name: f.type for f in fields(Threshold)}
     out = []
     for i, table in enumerate(tables, 1):

@@ -16,7 +16,6 @@ import ipaddress
 import itertools
 import math
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -524,10 +523,7 @@ def load(path: Path | str) -> list[Configuration]:
     path = Path(path)
     if not path.is_file():
         raise ScenarioError(f"scenario not found: {path}")
-    try:
-        raw = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"{path}: not valid TOML: {e}") from e
+    raw = toml_types.read(path, ScenarioError)[1]
     entries = _configuration_entries(raw.pop("configurations", None), path)
     matrix = raw.pop("matrix", {})
     if not isinstance(matrix, dict):
