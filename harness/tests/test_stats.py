@@ -180,3 +180,18 @@ def test_stats_command_missing_file(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
     assert itchbench_main(["stats", str(tmp_path)]) == 2
     assert f"{tmp_path}: a directory; a CSV file of figures is wanted" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("data, at", [
+    (b"\xff\xfe1\n2\n", 0),  # UTF-16's byte-order mark: a file saved as UTF-16
+    (b"ns\n" + b"100\n" * 300_000 + b"1\xe92\n", 3 + 4 * 300_000 + 1),  # Latin-1's "é", far past pandas' first block
+    # A character of two bytes cut by the 1 MiB block in which the bad byte is looked for, a bad byte after it.
+    (b"ns\n" + b"1" * ((1 << 20) - 4) + b"\xc3\xa9\xff", (1 << 20) + 1),
+])
+def test_a_csv_that_is_not_utf8_is_refused_naming_its_first_bad_byte(tmp_path, capsys, data, at):
+    # pandas' UnicodeDecodeError had ended the command in a traceback, its place within the block it read.
+    p = tmp_path / "lat.csv"
+    p.write_bytes(data)
+    assert itchbench_main(["stats", str(p)]) == 2
+    assert capsys.readouterr().err == (f"itchbench: {p}: not UTF-8 text (byte {at}: {data[at]:#04x}); a CSV of "
+                                       "latencies is wanted\n")

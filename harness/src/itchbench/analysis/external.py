@@ -4,6 +4,7 @@ log, a CSV with one latency in nanoseconds per row, under a header row or none
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,8 @@ def stats_of_csv(path: Path, column: str | None, method: str = stats.DEFAULT_MET
         header = pd.read_csv(path, nrows=0, header=0 if has_header else None)
     except pd.errors.EmptyDataError as e:
         raise StatsError(f"{path}: empty file, expected a CSV of latencies") from e
+    except UnicodeDecodeError as e:
+        raise _not_utf8(path) from e
     columns = [str(c) for c in header.columns]
     if not has_header:
         if column is not None:
@@ -54,8 +57,11 @@ def stats_of_csv(path: Path, column: str | None, method: str = stats.DEFAULT_MET
         raise StatsError(f"{path}: no column '{column}' (columns: {', '.join(columns)})")
     # Blank lines kept as rows, so that row i is line i + first_line of the file in what is said.
     first_line = 2 if has_header else 1
-    raw = pd.read_csv(path, usecols=[column] if has_header else [0], header=0 if has_header else None, dtype=str,
-                      keep_default_na=False, skip_blank_lines=False).iloc[:, 0]
+    try:
+        raw = pd.read_csv(path, usecols=[column] if has_header else [0], header=0 if has_header else None, dtype=str,
+                          keep_default_na=False, skip_blank_lines=False).iloc[:, 0]
+    except UnicodeDecodeError as e:
+        raise _not_utf8(path) from e
     named = f"'{column}'" if has_header else "the file"
     text = raw.fillna("").str.strip()
     blank = (text == "").to_numpy()
@@ -78,6 +84,24 @@ def stats_of_csv(path: Path, column: str | None, method: str = stats.DEFAULT_MET
         raise StatsError(f"{path}: no values in {named}")
     figures = stats.describe(values, method)
     return ExternalStats(path, column or "", method, figures, int(blank.sum()), has_header)
+
+
+def _not_utf8(path: Path) -> StatsError:
+    """The error for a file pandas could not read as UTF-8, naming its first byte that is not (pandas' own error
+    gives a place in the block it was reading)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            pending = len(decoder.getstate()[0])  # a character's first bytes, left from the block before
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as e:
+                at = offset - pending + e.start
+                return StatsError(f"{path}: not UTF-8 text (byte {at}: {e.object[e.start]:#04x}); a CSV of latencies "
+                                  "is wanted")
+            offset += len(block)
+    return StatsError(f"{path}: not UTF-8 text; a CSV of latencies is wanted")
 
 
 def _all_numbers(fields: list[str]) -> bool:
