@@ -32,6 +32,10 @@ CaptureFormat detect_capture(const std::string& path, bool itch_expected) {
   if (::stat(path.c_str(), &st) != 0)
     throw CaptureError(path + ": " + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) throw CaptureError(path + ": is a directory, not a capture");
+  // A pipe or a device has no size to go by (/dev/zero's is 0): it would be said to be an empty capture.
+  if (!S_ISREG(st.st_mode))
+    throw CaptureError(path + ": not a regular file (a pipe or a device): a capture is read more than once, so it "
+                       "must be a file; a .gz or .zst file is read as it is");
   if (st.st_size == 0) throw CaptureError(path + ": empty capture (0 bytes)");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw CaptureError(path + ": " + std::strerror(errno));

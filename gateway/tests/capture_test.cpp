@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -242,6 +244,9 @@ TEST(Capture, ClearErrorsForBadInputs) {
   itchbench::testing::write_bytes(dir.file("badhdr.pcap"), {0xd4, 0xc3, 0xb2, 0xa1, 1, 2});
   expect_error(dir.file("badhdr.pcap"), "not a readable capture");
   expect_error(dir.file(""), "is a directory");
+  expect_error("/dev/zero", "not a regular file (a pipe or a device)");  // not "empty capture (0 bytes)"
+  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  expect_error(dir.file("fifo"), "not a regular file (a pipe or a device)");
 }
 
 TEST(Capture, WhatIsNotTheFeedIsCountedByKindNotDelivered) {
