@@ -294,6 +294,32 @@ def test_a_run_that_has_not_ended_is_said_so_not_called_no_run(run_dir, tmp_path
             in err, err
 
 
+@pytest.mark.parametrize("name", ["manifest.json", "summary.json", "gateway.json"])
+@pytest.mark.parametrize("content, said", [
+    (b"[]", "a JSON array where an object ({...}) is written"),
+    (b"null", "a JSON null where an object ({...}) is written"),
+    (b'"x"', "a JSON string where an object ({...}) is written"),
+    (b"\xff{}", "not UTF-8 text, as JSON must be (byte 0: 0xff)"),
+])
+def test_a_runs_json_file_that_is_no_object_is_refused_by_every_reader(run_dir, tmp_path, capfd, name, content,
+                                                                       said):
+    # A run's JSON files are objects; one damaged into valid JSON of another type, or into bytes that are not
+    # UTF-8, had ended report, dump, export, doc and history in a traceback (a list "has no attribute 'get'").
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    (run / name).write_bytes(content)
+    for command in (["report", str(run)], ["dump", "bbo", str(run)], ["export", str(run), "--out",
+                    str(tmp_path / "x.csv")], ["doc", str(run), "--out", str(tmp_path / "doc")],
+                    ["history", str(tmp_path / "store"), "--append", str(run)]):
+        code = itchbench_main(command)
+        err = capfd.readouterr().err
+        assert "Traceback" not in err, (command, err)
+        # A command that needs the file refuses the run and says why; one that does not (dump, of the manifest)
+        # does its work. report reads all three.
+        assert (code == 2 and f"{run / name}: {said}" in err) or (code == 0 and command[0] != "report"), \
+            (command, code, err)
+
+
 def test_receive_words_say_how_many_kernel_stamps_were_not_placed():
     xdp = {"attach_mode": "skb", "bind_mode": "copy", "hook_stamps": 7001, "hook_stamps_unplaced": 0}
     assert report._receive_words({"gateway": {"af_xdp": xdp}}, "af_xdp").endswith(

@@ -129,9 +129,10 @@ def set_report_not_written(run_dir: Path, why: str | None) -> None:
     write_json(run_dir / "summary.json", summary)
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path) -> dict[str, Any]:
+    """A run's JSON file (each is an object); RunDirError for one missing, not UTF-8, not JSON or not an object."""
     try:
-        return json.loads(Path(path).read_text())
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as e:
         run = Path(path).parent
         if (run / "manifest.json").is_file() and not (run / "summary.json").is_file():
@@ -140,8 +141,17 @@ def read_json(path: Path) -> Any:
             raise RunDirError(f"{run} is a run that has not ended ({missing} not written): it is still running, "
                               "or it was killed before its end") from e
         raise RunDirError(f"{run} is not a run directory: {path.name} is missing") from e
+    except UnicodeDecodeError as e:
+        raise RunDirError(f"{path}: not UTF-8 text, as JSON must be (byte {e.start}: {e.object[e.start]:#04x})") from e
     except json.JSONDecodeError as e:
         raise RunDirError(f"{path}: not valid JSON ({e})") from e
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: a JSON {_json_type(data)} where an object ({{...}}) is written")
+    return data
+
+
+def _json_type(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "null")
 
 
 def is_run_dir(path: Path) -> bool:

@@ -21,13 +21,13 @@ only the intended time still sees the whole stall.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import rundir
 from . import logs
 from .histogram import KeyedHistogram, describe_counts
 from .trend import Trend
@@ -138,7 +138,7 @@ def to_monotonic(stamps: np.ndarray, clock: dict[str, Any]) -> np.ndarray:
 
 def gateway_clock(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / "gateway.json"
-    return json.loads(path.read_text()).get("clock", {}) if path.is_file() else {}
+    return rundir.read_json(path).get("clock", {}) if path.is_file() else {}
 
 
 class ChainReader:
