@@ -272,6 +272,30 @@ def test_with_nothing_lost_no_event_may_be_flagged_stale(tmp_path):
         assert checks == {"no BBO event flagged stale (nothing lost)": False}
 
 
+@pytest.mark.parametrize("damage, said", [
+    (lambda d: b'{"seed": 4, "dropped', "not JSON (Unterminated string"),
+    (lambda d: b"[]", "not a JSON object"),
+    (lambda d: {**d, "dropped_messages": "57"}, "'dropped_messages' is '57', not a whole number 0 or more"),
+    (lambda d: {**d, "duplicated_messages": True}, "'duplicated_messages' is True, not a whole number 0 or more"),
+    (lambda d: {k: v for k, v in d.items() if k != "messages_in"}, "'messages_in' is missing"),
+    (lambda d: {**d, "sequences": {**d["sequences"], "dropped": [5, "6"]}},
+     "sequences.dropped is missing or not a list of sequence numbers"),
+    (lambda d: {**d, "source": "day.pcap"}, "'source' is not an object with a path and a sha256"),
+])
+def test_a_damaged_sidecar_is_refused_before_any_run(tmp_path, capsys, damage, said):
+    # A sidecar that is not one had ended the run in a traceback (JSONDecodeError, KeyError) or, with a count of
+    # another type, been held to.
+    out = tmp_path / "faulty.pcap"
+    faults.inject(DAY, out, seed=4, drop=0.05)
+    side = faults.sidecar_path(out)
+    damaged = damage(json.loads(side.read_text()))
+    side.write_bytes(damaged if isinstance(damaged, bytes) else json.dumps(damaged).encode())
+    assert itchbench_main(["sim", str(out), "--out", str(tmp_path / "run"), "--no-latency-log"]) == 2
+    err = capsys.readouterr().err
+    assert f"itchbench: {side}: not a fault sidecar: {said}" in err and "Traceback" not in err, err
+    assert not (tmp_path / "run").exists()
+
+
 def test_sidecar_that_does_not_match_is_not_balanced(tmp_path):
     out = tmp_path / "faulty.pcap"
     faults.inject(DAY, out, seed=4, drop=0.05)

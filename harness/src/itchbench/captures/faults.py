@@ -38,9 +38,54 @@ def sidecar_path(capture: Path) -> Path:
     return capture.with_name(capture.name + SIDECAR_SUFFIX)
 
 
+# What a sidecar holds (docs/faults.md, "The sidecar"): its counts, whole numbers 0 or more; `sequences`, lists of
+# sequence numbers; `source`, when there, the capture it was made from.
+COUNTS = ("seed", "packets_in", "packets_out", "messages_in", "passed_unparsed", "dropped_packets", "dropped_messages",
+          "duplicated_packets", "duplicated_messages", "reordered_packets", "reordered_messages", "truncated_packets",
+          "truncated_messages", "corrupted_packets", "corrupted_messages_rejected", "corrupted_messages_decoded")
+SEQUENCES = ("dropped", "duplicated", "reordered", "truncated", "corrupted_rejected", "corrupted_decoded")
+
+
 def sidecar_of(capture: Path) -> dict[str, Any] | None:
+    """The fault sidecar beside capture, None when there is none. CaptureError for one that is not a sidecar (not
+    JSON, a count or a list of sequence numbers missing or of another type): a run held to it would hold the
+    gateway to nothing, or end in a traceback."""
     path = sidecar_path(capture)
-    return json.loads(path.read_text()) if path.is_file() else None
+    if not path.is_file():
+        return None
+    try:
+        sidecar = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        wrong = f"not JSON ({e})"
+    else:
+        wrong = _not_a_sidecar(sidecar)
+    if wrong:
+        raise CaptureError(f"{path}: not a fault sidecar: {wrong}; make {capture.name} again with itchbench faults, "
+                           "or remove the sidecar to run it as a capture of its own")
+    return sidecar
+
+
+def _not_a_sidecar(sidecar: Any) -> str:
+    """What makes a JSON value no sidecar ("" when it is one)."""
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    if not isinstance(sidecar, dict):
+        return "not a JSON object"
+    for key in COUNTS:
+        if not whole(sidecar.get(key)):
+            return f"'{key}' is {'missing' if key not in sidecar else repr(sidecar[key])}, not a whole number 0 or more"
+    seqs = sidecar.get("sequences")
+    if not isinstance(seqs, dict):
+        return "'sequences' is missing or not an object"
+    for key in SEQUENCES:
+        if not (isinstance(seqs.get(key), list) and all(whole(v) for v in seqs[key])):
+            return f"sequences.{key} is missing or not a list of sequence numbers"
+    source = sidecar.get("source")
+    if source is not None and not (isinstance(source, dict) and isinstance(source.get("path"), str)
+                                   and isinstance(source.get("sha256"), str)):
+        return "'source' is not an object with a path and a sha256"
+    return ""
 
 
 def inject(src: Path, dst: Path, *, seed: int, drop: float = 0, duplicate: float = 0, reorder: float = 0,
