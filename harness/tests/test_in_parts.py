@@ -19,7 +19,7 @@ from itchbench.analysis import logs
 from itchbench.compare import outputs
 from itchbench.depth_levels import ALL_LEVELS, Levels
 from itchbench.gateways import blackbox, in_parts
-from itchbench.runs import join
+from itchbench.runs import join, verdict
 
 SAMPLE = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"
 
@@ -489,3 +489,40 @@ def test_the_buckets_disk_is_looked_at_again_as_they_fill_it(tmp_path, monkeypat
         for _ in range(40):
             buckets.add(block)
     buckets.close()
+
+
+def test_an_output_repeating_one_event_is_a_flood_read_no_further(tmp_path, monkeypatch):
+    # A gateway stuck re-sending one event: a window of seqs holds a seq's events whole, so all it sent was held at
+    # once (a 30 s loop of a Python gateway: 2.4 GB of output, 9.4 GB of harness). Past ONE_SEQ_MOST events of one
+    # seq still going, the output is judged up to that seq and read no further.
+    monkeypatch.setattr(in_parts, "ONE_SEQ_MOST", 50)
+    lines = _lines(0)
+    seqs = [int(line.split(",")[0]) for line in lines]
+    at = next(i for i in range(len(lines) // 2, len(lines)) if seqs[i + 1] != seqs[i])  # its seq's last event
+    seq = seqs[at]
+    looped = lines[:at + 1] + [lines[at]] * 5000 + lines[at + 1:]
+    text = "".join(line + "\n" for line in looped)
+    judged = _judged(tmp_path, text)
+    assert judged.flood is not None and not judged.equal
+    assert judged.flood["seq"] == seq and judged.flood["most"] == 50
+    # Read no further than the part that passed the most (parts of 257 bytes, a line under 64): the first part
+    # beyond 50 events of the seq. Every one of them past the reference's own is extra; no event after it judged.
+    same = seqs.count(seq)
+    assert 50 < judged.flood["events_of_seq"] <= 50 + 257 // 10 + same
+    assert judged.counts == {"missing": 0, "extra": judged.flood["events_of_seq"] - same, "wrong": 0,
+                             "out_of_order": 0}
+    before = sum(1 for s in seqs if s < seq)
+    assert judged.events == before + judged.flood["events_of_seq"] and judged.reference_events == before + same
+    # What was read is whole lines, those judged: the rest of the file is the bytes said unread.
+    read = text[:len(text) - judged.flood["bytes_not_read"]]
+    assert judged.flood["bytes_not_read"] > 0 and read.endswith("\n") and read.count("\n") == judged.events
+    assert judged.first is not None and judged.first["kind"] == "extra" and judged.first["seq"] == seq
+    words = verdict.difference_words({**judged.counts, "reference_events": judged.reference_events,
+                                      "first_difference": judged.first, "flood": judged.flood})
+    assert words.endswith(f"; judged up to seq {seq:,} only: the output then held {judged.flood['events_of_seq']:,} "
+                          f"events of that one seq (more than 50, a flood) and was read no further, "
+                          f"{judged.flood['bytes_not_read']:,} bytes unread")
+    # Repeated fewer times than the most: judged whole, each copy an extra event, nothing called a flood.
+    monkeypatch.setattr(in_parts, "ONE_SEQ_MOST", 6000)
+    judged = _judged(tmp_path, text)
+    assert judged.flood is None and judged.counts["extra"] == 5000 and judged.events == len(looped)

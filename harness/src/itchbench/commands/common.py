@@ -112,6 +112,9 @@ def run_line(summary: dict[str, Any]) -> str:
                      f"(simulation); {check['missing']:,} missing, {check['extra']:,} extra, {check['wrong']:,} wrong, "
                      f"{check.get('out_of_order', 0):,} out of order, "
                      f"{check['malformed_lines']:,} malformed lines")
+        if check.get("flood"):  # the figures above are of the events up to its seq
+            parts.append(f"judged up to seq {check['flood']['seq']:,} only, a flood of "
+                         f"{check['flood']['events_of_seq']:,} events of that seq, read no further")
         res, perf = summary.get("resources") or {}, summary.get("performance") or {}
         if perf.get("messages_per_s"):
             parts.append(f"{perf['elapsed_s'] * 1e3:,.1f} ms start to exit, {perf['messages_per_s']:,.0f} messages/s")

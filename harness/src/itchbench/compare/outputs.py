@@ -195,8 +195,10 @@ def _held(base: _EventParts | None, head: _EventParts | None, digests: tuple[str
     if judged is None:
         return None
     out.update({"base_events": judged.reference_events, "head_events": judged.events, **judged.counts,
-                "differing_events": sum(judged.counts.values()), "first_difference": judged.first})
-    check = {**judged.counts, "reference_events": judged.reference_events, "first_difference": judged.first}
+                "differing_events": sum(judged.counts.values()), "first_difference": judged.first,
+                **({"flood": judged.flood} if judged.flood else {})})
+    check = {**judged.counts, "reference_events": judged.reference_events, "first_difference": judged.first,
+             "flood": judged.flood}
     out["difference_words"] = difference_words(check).replace("reference events", "base events")
     return out
 

@@ -46,6 +46,11 @@ BUCKETS_PREFIX = "itchbench-by-stock-"
 # Room left on the buckets' disk: below it, buckets are not written and the whole check judges the output.
 DISK_LEFT_FREE = 1 << 30
 DISK_LOOK_BYTES = 64 << 20  # the buckets' disk is looked at again after this much is written to it
+# Events of one seq an output may hold before it is judged a flood and read no further: this many, or FLOOD_TIMES the
+# reference's events of that seq if more (a late join's snapshot gives one seq an event a stock). A window of seqs
+# holds a seq's events whole: a gateway repeating one event in a loop (2.4 GB of one seq from a Python one in 30 s)
+# had the harness hold them all, 9.4 GB of it.
+ONE_SEQ_MOST, FLOOD_TIMES = 1 << 22, 4
 
 
 @dataclass(frozen=True)
@@ -61,10 +66,13 @@ class Judged:
     malformed: int       # lines that are not an event
     examples: list[str]  # the first of them
     cut_by: str          # "seq": windows of whole seqs of both streams; "stock": buckets of stocks
+    # Set when the output flooded one seq (ONE_SEQ_MOST): that seq, its events read, the most a seq may hold, and the
+    # bytes of the output left unread (-1: not known). Nothing after that seq was judged, in either stream.
+    flood: dict[str, int] | None = None
 
     @property
     def equal(self) -> bool:
-        return not any(self.counts.values())
+        return not any(self.counts.values()) and self.flood is None
 
 
 # One stream to hold to another, read afresh from its start at each call (a judgement cut by stock reads both
@@ -157,11 +165,17 @@ def _by_seq(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackbox
                 first = first or difference
             streams[0].taken(len(mine))
             streams[1].taken(len(theirs))
+            if streams[0].flooded:
+                break
     except logs.LogFormatError:
         return None  # a log that does not read back: the whole check says what it holds
+    flood = None
+    if streams[0].flooded:
+        flood = {"seq": streams[0].last_seq, "events_of_seq": streams[0].flooded, "most": streams[0].most,
+                 "bytes_not_read": text.bytes_not_read() if text else -1}
     return Judged(streams[0].before, streams[1].before, counts, first, streams[0].last_seq, streams[1].last_seq,
                   np.concatenate(stamps) if stamps else np.zeros((0, 2), np.int64),
-                  text.malformed if text else 0, text.examples if text else [], "seq")
+                  text.malformed if text else 0, text.examples if text else [], "seq", flood)
 
 
 def _own(parts: Parts, width: int) -> Iterator[np.ndarray]:
@@ -319,6 +333,7 @@ class _Stream:
         self._parts, self.ended, self.goes_back = parts, False, False
         self.ahead = np.zeros((0, width), np.int64)  # a part's width once one is read (the output's: then t_recv)
         self.before, self.last_seq = 0, 0  # events judged; the last judged event's seq
+        self.flooded = self.most = 0  # events of the one seq that flooded it, and the most it could hold (_window)
 
     @property
     def last_read(self) -> int:
@@ -362,6 +377,26 @@ def _window(streams: list[_Stream]) -> tuple[np.ndarray, np.ndarray] | None:
         for s in streams:
             if not s.ended and s.last_read == bound:
                 s.read()
+        flood = _flood(streams, bound)
+        if flood is not None:
+            return flood
+
+
+def _flood(streams: list[_Stream], seq: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """When the first stream (the output) holds more of seq's events than a seq may (ONE_SEQ_MOST, or FLOOD_TIMES
+    the second's), and goes on: the last window, those events and the second stream's up to seq, the first marked
+    flooded. Else None. Only looked at while the first's events ahead are all of seq."""
+    mine, theirs = streams
+    if mine.ended or mine.last_read != seq or len(mine.ahead) <= ONE_SEQ_MOST:  # ahead: all of seq, going on
+        return None
+    while not theirs.ended and len(theirs.ahead) and theirs.last_read == seq:  # all the reference's events of seq
+        theirs.read()
+    upto = int(np.searchsorted(theirs.ahead[:, 0], seq, side="right")) if len(theirs.ahead) else 0
+    most = max(ONE_SEQ_MOST, FLOOD_TIMES * int(np.count_nonzero(theirs.ahead[:upto, 0] == seq)))
+    if len(mine.ahead) <= most:
+        return None
+    mine.flooded, mine.most = len(mine.ahead), most
+    return mine.ahead, theirs.ahead[:upto]
 
 
 def output_parts(output: Path, bbo: dict[str, object], symbols: dict[str, int], stale: bool = False,
@@ -412,6 +447,10 @@ class TextParts:
         self.path, self.fmt, self.cols, self.stamped, self.symbols, self.read = path, fmt, cols, stamped, symbols, read
         self.malformed = 0
         self.examples: list[str] = []
+        self.done = 0  # bytes of the file read into parts so far
+
+    def bytes_not_read(self) -> int:
+        return max(0, self.path.stat().st_size - self.done)
 
     def __iter__(self) -> Iterator[np.ndarray]:
         buf = np.empty(OUTPUT_BYTES_AT_ONCE, np.uint8)
@@ -431,6 +470,7 @@ class TextParts:
                 self.malformed += int(bad.size)
                 self.examples = (self.examples + blackbox.examples_of(bad))[:3]
                 done += cut
+                self.done = done
                 if self.read is not None:
                     self.read(done)
                 yield rows

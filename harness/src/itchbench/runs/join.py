@@ -117,7 +117,8 @@ def _in_parts(got: in_parts.Parts, from_snapshot: Callable[[np.ndarray], np.ndar
     if held is None:
         return None
     after = {"mode": "exact", "reference_events": held.reference_events, "events": held.events, **held.counts,
-             "equal": held.equal, **({"first_difference": held.first} if held.first else {})}
+             "equal": held.equal, **({"first_difference": held.first} if held.first else {}),
+             **({"flood": held.flood} if held.flood else {})}
     at_join = (_levels_at_join if levels == ALL_LEVELS else _books_at_join)(kept["ref"], kept["got"], cols[2:],
                                                                             bool(levels))
     return {"through": through, "after_join": after, "snapshot_events": counted["snapshot"], **at_join,

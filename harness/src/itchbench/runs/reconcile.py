@@ -760,6 +760,8 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
                      **judged.counts, "equal": judged.equal, "read_in_parts": True, "cut_by": judged.cut_by}
         if judged.first is not None:
             bbo_check["first_difference"] = judged.first
+        if judged.flood is not None:
+            bbo_check["flood"] = judged.flood
         malformed, examples = judged.malformed, judged.examples
         event_count, reference_events = judged.events, judged.reference_events
         last, reached = judged.reference_last_seq, judged.last_seq
@@ -881,7 +883,8 @@ def _judged_in_parts(run: "Run", out: Path, bbo_cfg: dict[str, Any], reference: 
         meter.finish(how="not to be cut into parts (a log that does not read back, no room for buckets): read whole")
     else:
         meter.finish(how=("the simulation's events" if judged.equal else "differs")
-                     + (f", {judged.malformed:,} malformed lines" if judged.malformed else ""))
+                     + (f", {judged.malformed:,} malformed lines" if judged.malformed else "")
+                     + (f", not read past seq {judged.flood['seq']:,} (a flood)" if judged.flood else ""))
     return judged
 
 

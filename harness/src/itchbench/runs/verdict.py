@@ -297,6 +297,11 @@ def difference_words(check: dict[str, Any]) -> str:
         text += (f"; first at seq {f['seq']:,} (message {f['message']}), stock {f['stock']}, {f['stream']} event "
                  f"#{f['event']:,}: {f['kind']}: " + (f"{f['level']}; " if f.get("level") else "")
                  + f"expected {f['expected']}, got {f['got']}")
+    flood = check.get("flood")
+    if flood:
+        unread = f", {flood['bytes_not_read']:,} bytes" if flood["bytes_not_read"] >= 0 else ""
+        text += (f"; judged up to seq {flood['seq']:,} only: the output then held {flood['events_of_seq']:,} events "
+                 f"of that one seq (more than {flood['most']:,}, a flood) and was read no further{unread} unread")
     return text
 
 
