@@ -1136,6 +1136,22 @@ def test_a_bbo_file_left_by_an_earlier_run_is_not_judged_as_the_next_runs(captur
     assert s["verdict"]["headline"].endswith("the gateway's BBO output bbo.bbo is missing")
 
 
+@pytest.mark.parametrize("leaves, what", [
+    ("mkfifo {out}/bbo.bbo", "a FIFO"),  # read, it held the harness forever
+    ("ln -s /dev/zero {out}/bbo.bbo", "a character device"),  # read, it filled the memory: killed by the kernel
+    ("mkdir {out}/bbo.bbo", "a directory"),  # read, "INCOMPLETE (defect): reconciliation failed: IsADirectoryError"
+])
+def test_a_gateway_whose_output_is_no_file_is_incomplete_and_its_output_not_read(capture, tmp_path, leaves, what):
+    gateway = _built_in_as_black_box(tmp_path, run="true {capture}", then=f"; {leaves}")
+    values = {**config(capture, "sim"), "gateway_file": str(gateway), "subscribers": 0}
+    run = runner.execute(values, "no-file", root=tmp_path / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
+    assert s["verdict"]["status"] == "incomplete" and s["verdict"]["exit_status"] == 1, s["verdict"]
+    assert s["verdict"]["headline"] == (f"INCOMPLETE (gateway_failed): the gateway's BBO output "
+                                        f"{run / 'gateway-out' / 'bbo.bbo'} is {what}, not a file: not read")
+    assert "output_sha256" not in s["bbo"]
+
+
 def test_a_black_box_reading_the_capture_itself_is_told_what_its_bbo_stream_cannot_show(tool, tmp_path):
     # The built-in gateway brought as a black box that reads the capture itself and writes its BBO log to a file.
     # The last messages of a nasdaq-day session move no BBO: nothing in a BBO stream says whether it read them, so

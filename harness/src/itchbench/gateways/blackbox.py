@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -256,13 +257,29 @@ def read_events(path: Path, fmt: str, stamped: bool, symbols: dict[str, int] | N
         cut = own_log_not_whole(path, {"format": fmt, "via": "file"})
         bad = (1, [cut]) if cut else (0, [])
         if levels:
-            rec = logs.read_log(path, logs.KIND_DEPTH, quiet=True).records if path.exists() else \
+            rec = logs.read_log(path, logs.KIND_DEPTH, quiet=True).records if path.is_file() else \
                 np.zeros(0, logs.depth_dtype(levels))
             return depth_frame(rec).assign(t_recv=0).astype(np.int64), *bad
-        rec = logs.read_log(path, logs.KIND_BBO, quiet=True).records if path.exists() else np.zeros(0, logs.BBO_DTYPE)
+        rec = logs.read_log(path, logs.KIND_BBO, quiet=True).records if path.is_file() else np.zeros(0, logs.BBO_DTYPE)
         return pd.DataFrame(event_block(rec, stale=True), columns=[*COLUMNS, STALE]).assign(t_recv=0), *bad
-    rows, bad = events_of(path.read_bytes() if path.exists() else b"", fmt, cols, stamped, symbols)
+    rows, bad = events_of(path.read_bytes() if path.is_file() else b"", fmt, cols, stamped, symbols)
     return pd.DataFrame(rows, columns=[*cols, "t_recv"], copy=False), int(bad.size), examples_of(bad)
+
+
+def not_a_file(path: Path) -> str:
+    """'' when path is a regular file (itself, or through links) or is not there; else what it is: a gateway's output
+    that is no file is not read (a FIFO would hold its reader forever, a link to /dev/zero fill the memory: the
+    harness was killed by the kernel at 23 GB)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "" if not path.is_symlink() else "a link to nothing"
+    for test, what in ((stat.S_ISREG, ""), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a file"
 
 
 def own_log_not_whole(path: Path, bbo: dict[str, Any]) -> str:

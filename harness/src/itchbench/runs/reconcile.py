@@ -738,6 +738,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         checks[CAPTURE_OPENED] = opened["by_gateway"] > 0 or opened["unplaced"] > 0
     output = run.extras.get("bbo_output", adapter.BBO_FILE)
     out = run.dir / output
+    other = blackbox.not_a_file(out)  # read as no output at all, and the run said incomplete (below)
     server, lines, recovering = _recovery_setting(run)
     joined = run.extras.get("join")
     recovering = recovering or bool(joined)
@@ -821,7 +822,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
                                                                  "max_earlier_ns", "median_earlier_ns",
                                                                  "events_stamp_unknown")}
     summary.update({
-        "complete": failure is None and out.exists(),
+        "complete": failure is None and out.is_file(),
         "balanced": rec["balanced"],
         "lossless": loss["lossless"] and bbo_check["equal"] and malformed == 0,
         "bbo": {"events": event_count, "reference_events": reference_events, "levels": levels,
@@ -839,7 +840,11 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
                     "log" if not c.get("white_box") else "",
         "not_seen_tail": verdict.unseen_tail_words(bbo_check.get("unseen_tail")),
     })
-    if not summary["complete"] and not failure:
+    if other and not failure:
+        summary["failure"] = {"kind": "gateway_failed", "message": f"the gateway's BBO output {out} is {other}, not a "
+                                                                   "file: not read"}
+        summary["error"] = summary["failure"]["message"]
+    elif not summary["complete"] and not failure:
         summary["error"] = f"the gateway's BBO output {out.name} is missing"
     # What itchbench has of it: a file the gateway wrote, or what the collector received (a collector killed, or a
     # connection that never came, says nothing of what the gateway wrote).
