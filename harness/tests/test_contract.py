@@ -108,6 +108,52 @@ def test_a_scenario_whose_gateway_cannot_take_its_transport_is_refused(tmp_path)
         load(scen)
 
 
+def test_a_gateways_output_is_looked_at_as_it_grows_and_only_its_end_read_for_its_last_lines(tmp_path, monkeypatch):
+    # Its stdout and stderr were read whole at each look of the ready wait (every 10 ms): a gateway that logged
+    # 1.2 GB before it was ready took the harness to 2.4 GB; read a part at a time since, 0.12 GB.
+    from itchbench.gateways import adapter
+    from itchbench.gateways.adapter import OutputSeen, last_output
+    monkeypatch.setattr(OutputSeen, "LONGEST_LINE", 64)  # parts of 64 bytes: every line below is read in pieces
+    reads: list[int] = []  # what each read of the files returned
+
+    class Counted:
+        def __init__(self, f):
+            self.f = f
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def read(self, n=-1):
+            got = self.f.read(n)
+            reads.append(len(got))
+            return got
+    monkeypatch.setattr(adapter, "open", lambda *a, **k: Counted(open(*a, **k)), raising=False)
+    out, err = tmp_path / "gateway.stdout", tmp_path / "gateway.stderr"
+    out.write_bytes(b"")
+    seen = OutputSeen((out, err), (r"^READY$", r"subscribers on port (\d+)", ""))
+    assert seen.match(r"^READY$") is None  # stderr not there yet: nothing to look at
+    err.write_bytes(b"debug: " + b"x" * 1000 + b"\nsubscribers on po")  # a line written in two halves
+    assert seen.match(r"subscribers on port (\d+)") is None
+    with open(err, "ab") as f:
+        f.write(b"rt 4711\nREA")
+    assert seen.match(r"subscribers on port (\d+)")[1] == "4711" and seen.match(r"^READY$") is None
+    with open(out, "ab") as f:
+        f.write(b"READY\n")
+    assert seen.match(r"^READY$") is not None
+    assert max(reads) == 64 and sum(reads) == out.stat().st_size + err.stat().st_size  # each byte read once
+    # The last lines, from the end of each file alone (its start, here 1 MiB of one line, is not read).
+    err.write_bytes(b"s" * (1 << 20) + b"\nfirst\nlast\n")
+    reads.clear()
+    assert last_output((out, err), 2) == "first\nlast"
+    assert reads == [out.stat().st_size, adapter.LAST_OUTPUT_BYTES]
+
+
 @pytest.fixture(scope="session")
 def capture(tmp_path_factory) -> Path:
     return make_capture(tmp_path_factory.mktemp("contract"), "seed.pcap", "--messages", "1500")
@@ -289,7 +335,7 @@ if mode.endswith("helper"):  # a helper of its own, deaf to SIGTERM, never stopp
                       "time.sleep(600)", "itchbench_bad_helper"])
 if mode == "never_ready":
     time.sleep(600)
-out = socket.create_connection(("127.0.0.1", int(bbo)))
+out = socket.create_connection(("127.0.0.1", int(bbo))) if mode != "never_connects" else None
 if mode == "handoff":  # its BBO connection handed to a process it did not start (argv[4]'s), which keeps it open
     holder = socket.socket(socket.AF_UNIX)
     holder.connect(sys.argv[4])
@@ -315,7 +361,8 @@ if mode.startswith("hang"):
 
 
 def _bad_gateway(tmp_path: Path, mode: str, *args: Path) -> Path:
-    """The contract of BAD in mode (args after its ports), over UDP, quick to give up."""
+    """The contract of BAD in mode (args after its ports), over UDP, quick to give up; ready when its BBO connection
+    comes (never_connects: when its feed socket is bound)."""
     (tmp_path / "itchbench_bad_gateway.py").write_text(BAD)
     after = shlex.join(map(str, args))
     return _contract(tmp_path, f'''\
@@ -323,6 +370,7 @@ def _bad_gateway(tmp_path: Path, mode: str, *args: Path) -> Path:
         inputs = ["udp"]
         command = "exec python3 {{worktree}}/itchbench_bad_gateway.py {mode} {{feed_port}} {{bbo_port}} {after}"
         [ready]
+        when = "{'udp_bound' if mode == 'never_connects' else 'tcp_connected'}"
         timeout_s = 2
         [stop]
         drain_ms = 200
@@ -339,6 +387,10 @@ def _bad_gateway(tmp_path: Path, mode: str, *args: Path) -> Path:
     ("silent", "bbo_differs", "BBO DIFFERS (exact): "),
     ("hang", "incomplete", "did not stop within 1 s of SIGTERM: killed (SIGKILL)"),
     ("quits", "incomplete", "INCOMPLETE (gateway_stopped_early): the gateway ended by itself (exited with status 0)"),
+    # Ready by its feed socket, it never connects to its BBO port: said so, not "kept its BBO connection open".
+    ("never_connects", "incomplete", "INCOMPLETE (gateway_failed): the gateway ended by itself (exited with status "
+                                     "0), but it never connected to its BBO port (TCP); no BBO event of it was "
+                                     "received"),
     # Its helper outlives it, whether it ends by itself or is killed: named, and killed too.
     ("helper", "incomplete", "INCOMPLETE (gateway_failed): the gateway stopped by SIGTERM after the drain, but it "
                              "left 1 process running 1 s after its own end, killed then (SIGKILL): pid "),

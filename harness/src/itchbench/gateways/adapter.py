@@ -111,6 +111,66 @@ class Started:
     values: dict[str, object]
 
 
+# The end of each of its stdout and stderr read for its last output: a gateway that logs gigabytes is read no more.
+LAST_OUTPUT_BYTES = 64 << 10
+
+
+class OutputSeen:
+    """What a gateway's stdout and stderr have said, looked for as they grow: each look reads only the lines that are
+    new, and the first match of each pattern is kept (read whole at every look, every 10 ms while the ready wait
+    went on, a gateway that logged 1.2 GB before it was ready took the harness to 2.4 GB). A pattern is a line's
+    (re.MULTILINE); a line longer than LONGEST_LINE is looked at in pieces of that."""
+
+    LONGEST_LINE = 1 << 20
+
+    def __init__(self, files: tuple[Path, ...], patterns: tuple[str, ...]) -> None:
+        self._files, self._patterns = files, [p for p in patterns if p]
+        self._read = [0] * len(files)
+        self._rest = [b""] * len(files)
+        self._found: dict[str, re.Match[str]] = {}
+
+    def match(self, pattern: str) -> re.Match[str] | None:
+        """The first line matching pattern (one of those given) so far."""
+        self._look()
+        return self._found.get(pattern)
+
+    def _look(self) -> None:
+        for i, path in enumerate(self._files):
+            try:
+                f = open(path, "rb")
+            except OSError:
+                continue
+            with f:
+                f.seek(self._read[i])
+                while new := f.read(self.LONGEST_LINE):  # a part at a time: what is new may be gigabytes
+                    self._read[i] += len(new)
+                    self._take(i, new)
+
+    def _take(self, i: int, new: bytes) -> None:
+        data = self._rest[i] + new
+        end = data.rfind(b"\n") + 1
+        if not end and len(data) > self.LONGEST_LINE:
+            end = len(data)
+        self._rest[i] = data[end:]
+        text = data[:end].decode(errors="replace")
+        for pattern in self._patterns:
+            if pattern not in self._found and (m := re.search(pattern, text, re.MULTILINE)):
+                self._found[pattern] = m
+
+
+def last_output(files: tuple[Path, ...], lines: int = 8) -> str:
+    """The last lines of the gateway's stdout and stderr (of the last LAST_OUTPUT_BYTES of each)."""
+    ends = []
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - LAST_OUTPUT_BYTES))
+                ends.append(f.read().decode(errors="replace"))
+        except OSError:
+            continue
+    return tail("\n".join(ends), lines, 800)
+
+
 class ContractGateway:
     """One run of one gateway through its contract."""
 
@@ -127,6 +187,7 @@ class ContractGateway:
         self.out_dir = run_dir if c.white_box == "run-files" else run_dir / rundir.GATEWAY_OUT
         self.out_dir.mkdir(exist_ok=True)
         self.started: Started | None = None
+        self._seen = OutputSeen((), ())  # what its output has said: its files are given when it starts
         self.how_it_ended = ""
         self.usage_file = run_dir / USAGE_FILE
         self._on_port: Callable[[int, int | None], None] | None = None
@@ -212,31 +273,27 @@ class ContractGateway:
         gw = self.group.start("gateway", self.wrap([*meter, *self.under, "bash", "-c", cmd]), stdout=out, stderr=err,
                               env=env, cwd=self.worktree)
         self.started = Started(gw, collector, stdout, stderr, values)
+        self._seen = OutputSeen((stdout, stderr), (self.c.ready_pattern if self.c.ready_when == "output" else "",
+                                                   self.c.subscriber_port, self.c.depth_port))
         self._on_port = on_port if self.c.subscriber_port else None
         if input_kind != "file":
             self._wait_ready()
         return self.started
 
-    def _output_text(self) -> str:
-        s = self.started
-        assert s is not None
-        return "\n".join(p.read_text(errors="replace") for p in (s.stdout, s.stderr) if p.exists())
-
     def _subscriber_port_seen(self) -> None:
         """Hand the subscriber port to on_port once its output names it."""
         if self._on_port is None:
             return
-        text = self._output_text()
-        m = re.search(self.c.subscriber_port, text, re.MULTILINE)
+        m = self._seen.match(self.c.subscriber_port)
         if m:
-            depth = re.search(self.c.depth_port, text, re.MULTILINE) if self.c.depth_port else None
+            depth = self._seen.match(self.c.depth_port) if self.c.depth_port else None
             on_port, self._on_port = self._on_port, None
             on_port(int(m.group(1)), int(depth.group(1)) if depth else None)
 
     def last_output(self, lines: int = 8) -> str:
         if self.started is None:
             return ""
-        return tail(self._output_text(), lines, 800) or "(no output)"
+        return last_output((self.started.stdout, self.started.stderr), lines) or "(no output)"
 
     def _ready_now(self, started_at: float) -> bool:
         s = self.started
@@ -251,7 +308,7 @@ class ContractGateway:
             except TimeoutError:
                 return False
         if when == "output":
-            return re.search(self.c.ready_pattern, self._output_text(), re.MULTILINE) is not None
+            return self._seen.match(self.c.ready_pattern) is not None
         # udp_bound: the namespace's own UDP table, seen through the gateway's /proc entry.
         port = f":{int(s.values['feed_port']):04X} "
         try:
@@ -457,12 +514,22 @@ class ContractGateway:
             return "", ""
         except subprocess.TimeoutExpired:
             pass
-        if not told and self.group.stop(s.collector) == 0:  # it stops on SIGTERM: it was waiting on an open stream
+        if not told and self.group.stop(s.collector) == 0:  # it stops on SIGTERM: it waited on a stream, or for one
+            if not self._collector_connected():  # ready by its output or a delay, it need never have connected
+                return "never connected to its BBO port (TCP)", ""
             return (f"kept its BBO connection (TCP) open {COLLECTOR_END_S:g} s after its end: the collector was "
                     "stopped there, and what it received may not be the whole output"), ""
         self.group.stop(s.collector, timeout=0)
         return "", ("the BBO collector (itchbench's receiving end of the gateway's output) did not stop when told "
                     "(SIGTERM) after the gateway's end: killed")
+
+    def _collector_connected(self) -> bool:
+        """Whether the gateway connected to the TCP collector (its CONNECTED line, read now or by the ready wait)."""
+        try:
+            self._collector_lines.wait_for("CONNECTED", 0)
+        except TimeoutError:
+            pass
+        return any(line.startswith("CONNECTED") for line in self._collector_lines.lines)
 
     def watch_testbench(self, name: str, proc: subprocess.Popen) -> None:
         """A process of itchbench's own on the gateway's way (its BBO collector, the serial line's relay), named by
