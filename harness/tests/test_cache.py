@@ -307,6 +307,36 @@ def test_a_packages_version_is_remembered_per_version_of_dpkgs_status(tmp_path, 
     assert len(asked) == 2
 
 
+def test_the_gateways_build_is_remembered_per_binary_and_a_failure_never(tmp_path, monkeypatch):
+    """A run's manifest says how the gateway was built (its --build-info, asked here of the binary itself): asked
+    once a version of the binary; an answer that did not come is asked again once and then given as unknown, never
+    remembered (one run of a compare recorded with no build type had the compare refused as not comparable)."""
+    import json
+    import shutil
+
+    from itchbench.captures import remembered
+    from itchbench.runs import environment
+
+    binary = tmp_path / "itch-gateway"
+    shutil.copy2(paths.tool("itch-gateway"), binary)
+    expected = json.loads(subprocess.run([binary, "--build-info"], capture_output=True, text=True,
+                                         check=True).stdout)
+    monkeypatch.setattr(paths, "cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setenv(paths.GATEWAY_OVERRIDE, str(binary))
+    monkeypatch.setattr(remembered, "RACY_S", 0.0)  # a binary just copied is remembered as an old one
+    asked: list[list[str]] = []
+    failing = [True, True]  # the next asks fail (a spawn refused, a time-out)
+    real_run = environment._run
+    monkeypatch.setattr(environment, "_run", lambda cmd, cwd=None: asked.append(cmd) or (
+        None if failing and failing.pop() else real_run(cmd, cwd)))
+    assert environment.gateway_build() == {} and len(asked) == 2  # asked twice, then unknown
+    assert environment.gateway_build() == expected and len(asked) == 3  # not remembered: asked again
+    assert environment.gateway_build() == expected and len(asked) == 3  # remembered
+    time.sleep(0.01)
+    binary.write_bytes(binary.read_bytes())  # a rebuilt binary: asked again
+    assert environment.gateway_build() == expected and len(asked) == 4
+
+
 def test_a_process_holding_entries_ends_without_an_unclosed_file_warning(tmp_path):
     """Held until the process ends, the entries' locks are closed as it ends: Python's development mode says each
     file left to the interpreter's teardown (a ResourceWarning at the end of every test run's output)."""

@@ -58,9 +58,29 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+class _NotSaid(Exception):
+    """The gateway binary did not say how it was built."""
+
+
 def gateway_build() -> dict[str, Any]:
-    out = _run([str(paths.tool("itch-gateway")), "--build-info"])
-    return json.loads(out) if out else {}
+    """How the gateway binary was built (its --build-info), remembered per version of the binary; {} when it does not
+    say. Asked anew before every run, it once left one run of a compare with no build type at all, and the compare
+    refused as not comparable ('Release' vs None): a failure is asked again once, and never remembered."""
+    try:
+        binary = paths.tool("itch-gateway")
+    except paths.ToolMissing:
+        return {}
+
+    def ask() -> dict[str, Any]:
+        for _ in range(2):
+            out = _run([str(binary), "--build-info"])
+            if out:
+                return json.loads(out)
+        raise _NotSaid()
+    try:
+        return dict(sorted(remembered(binary, "build-info", ask).items()))  # one order, asked or read back
+    except _NotSaid:
+        return {}
 
 
 def _version_of(cmd: list[str], line: int = 0) -> str | None:
