@@ -487,3 +487,22 @@ def test_revisions_outside_a_repository_are_refused_up_front(tmp_path, capsys):
         assert f"itchbench: {said}{tmp_path} is not in a git repository: run from the gateway's repository, or " \
                "name it with --repo" in err, err
     assert not out.exists()
+
+
+def test_an_identity_a_run_did_not_record_is_said_unknown_not_different(tmp_path):
+    # A run whose gateway did not say how it was built recorded no build type: "differs ('Release' vs None)" said
+    # the builds were not the same, which nothing had shown.
+    from itchbench.compare import session
+
+    def side(name: str, build: dict) -> session.Side:
+        run = tmp_path / name
+        run.mkdir()
+        (run / "manifest.json").write_text(json.dumps({"scenario_hash": "s", "capture_sha256": "c", "environment": {
+            "cpu_model": "m", "kernel": "k", "build": build}}))
+        return session.Side(name, name, runs={"udp": [run]})
+
+    release = {"build_type": "Release", "cxx_flags": "-O3"}
+    assert session.identity_differences(side("base", release), side("head", {"cxx_flags": "-O3"})) == [
+        "udp: build_type not recorded by head's run (the other: 'Release'), so not known to be the same"]
+    assert session.identity_differences(side("b2", {**release, "cxx_flags": "-O2"}), side("h2", release)) == [
+        "udp: cxx_flags differs ('-O2' vs '-O3')"]

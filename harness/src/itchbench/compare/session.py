@@ -211,7 +211,11 @@ def identity_differences(base: Side, head: Side) -> list[str]:
             for k in keys:
                 va = va.get(k) if isinstance(va, dict) else None
                 vb = vb.get(k) if isinstance(vb, dict) else None
-            if va != vb:
+            if va != vb and None in (va, vb):  # unknown is not another value: the run could not say
+                side = "base" if va is None else "head"
+                diffs.append(f"{label}: {name} not recorded by {side}'s run (the other: {va if vb is None else vb!r}),"
+                             " so not known to be the same")
+            elif va != vb:
                 diffs.append(f"{label}: {name} differs ({va!r} vs {vb!r})")
     return diffs
 
