@@ -526,3 +526,29 @@ def test_an_output_repeating_one_event_is_a_flood_read_no_further(tmp_path, monk
     monkeypatch.setattr(in_parts, "ONE_SEQ_MOST", 6000)
     judged = _judged(tmp_path, text)
     assert judged.flood is None and judged.counts["extra"] == 5000 and judged.events == len(looped)
+
+
+def test_an_output_replaying_its_last_events_in_a_loop_is_a_flood_by_stock_too(tmp_path, monkeypatch):
+    # Its seqs go back, so it is judged in buckets of stocks, each read whole: a gateway replaying its last events
+    # in a loop would fill one. Past FLOOD_TIMES the simulation's events and ONE_SEQ_MOST more, it is read no further.
+    monkeypatch.setattr(in_parts, "ONE_SEQ_MOST", 50)
+    lines = _lines(0)
+    looped = lines + lines[-100:] * 300
+    text = "".join(line + "\n" for line in looped)
+    judged = _judged(tmp_path, text)
+    most = in_parts.FLOOD_TIMES * len(lines) + 50
+    assert judged.cut_by == "stock" and not judged.equal
+    assert judged.flood is not None and {k: judged.flood[k] for k in ("events", "reference_events")} == {
+        "events": most, "reference_events": len(lines)}
+    assert judged.events == most and judged.reference_events == len(lines)
+    # Every reference event is among the first `most`; the rest of those are the loop's copies.
+    assert judged.counts["missing"] == 0 and judged.counts["wrong"] == 0
+    assert judged.counts["extra"] + judged.counts["out_of_order"] == most - len(lines), judged.counts
+    judged_bytes = len("".join(line + "\n" for line in looped[:most]))
+    assert 0 < judged.flood["bytes_not_read"] <= len(text) - judged_bytes
+    assert verdict.flood_words(judged.flood).startswith(
+        f"judged on its first {most:,} events only: an output of more (the simulation's {len(lines):,} four times "
+        "over, and more) is a flood, read no further, ")
+    # Fewer copies: all judged, nothing called a flood.
+    judged = _judged(tmp_path, "".join(line + "\n" for line in lines + lines[-100:] * 3))
+    assert judged.cut_by == "stock" and judged.flood is None and judged.events == len(lines) + 300

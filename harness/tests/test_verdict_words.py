@@ -208,8 +208,9 @@ def test_a_black_box_runs_line_names_the_events_its_contract_publishes():
     # A flood (gateways/in_parts.py): the counts are of the events up to its seq, which the line says.
     flood = {**check, "flood": {"seq": 4_001, "events_of_seq": 4_200_000, "most": 4_194_304, "bytes_not_read": 9}}
     assert run_line({**s, "bbo": {"levels": 0}, "reconciliation": {**s["reconciliation"], "bbo_check": flood}}) \
-        .endswith("1 missing, 0 extra, 0 wrong, 0 out of order, 0 malformed lines; judged up to seq 4,001 only, a "
-                  "flood of 4,200,000 events of that seq, read no further")
+        .endswith("1 missing, 0 extra, 0 wrong, 0 out of order, 0 malformed lines; judged up to seq 4,001 only: the "
+                  "output then held 4,200,000 events of that one seq (more than 4,194,304, a flood) and was read no "
+                  "further, 9 bytes unread")
 
 
 def test_a_loss_offered_again_is_said_to_be_the_gateways():

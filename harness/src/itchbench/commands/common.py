@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .. import rundir
-from ..runs.verdict import black_box_events, messages_verb
+from ..runs.verdict import black_box_events, flood_words, messages_verb
 
 
 class UserError(RuntimeError):
@@ -112,9 +112,8 @@ def run_line(summary: dict[str, Any]) -> str:
                      f"(simulation); {check['missing']:,} missing, {check['extra']:,} extra, {check['wrong']:,} wrong, "
                      f"{check.get('out_of_order', 0):,} out of order, "
                      f"{check['malformed_lines']:,} malformed lines")
-        if check.get("flood"):  # the figures above are of the events up to its seq
-            parts.append(f"judged up to seq {check['flood']['seq']:,} only, a flood of "
-                         f"{check['flood']['events_of_seq']:,} events of that seq, read no further")
+        if check.get("flood"):  # the figures above are of what was judged of it
+            parts.append(flood_words(check["flood"]))
         res, perf = summary.get("resources") or {}, summary.get("performance") or {}
         if perf.get("messages_per_s"):
             parts.append(f"{perf['elapsed_s'] * 1e3:,.1f} ms start to exit, {perf['messages_per_s']:,.0f} messages/s")

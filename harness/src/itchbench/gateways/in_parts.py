@@ -66,8 +66,10 @@ class Judged:
     malformed: int       # lines that are not an event
     examples: list[str]  # the first of them
     cut_by: str          # "seq": windows of whole seqs of both streams; "stock": buckets of stocks
-    # Set when the output flooded one seq (ONE_SEQ_MOST): that seq, its events read, the most a seq may hold, and the
-    # bytes of the output left unread (-1: not known). Nothing after that seq was judged, in either stream.
+    # Set when the output flooded: in windows of seqs, the seq that held more events than one may (ONE_SEQ_MOST), its
+    # events read, the most, and the bytes of the output left unread (-1: not known), nothing after that seq judged
+    # in either stream; in buckets of stocks, more events than the whole output may hold: its first `events`
+    # judged against the whole reference.
     flood: dict[str, int] | None = None
 
     @property
@@ -207,6 +209,9 @@ def _by_stock(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackb
     open_at_most = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     count = int(np.clip(-(-size // BUCKET_BYTES), 1, max(1, min(MOST_BUCKETS, (open_at_most - 128) // 2))))
     stamps: list[np.ndarray] = []
+    # Its seqs go back, so a flood is known by the whole output's events: more than FLOOD_TIMES the reference's and
+    # ONE_SEQ_MOST (a stock's bucket is judged whole: a gateway replaying its last events in a loop would fill it).
+    flood: dict[str, int] | None = None
     # Named after the process: a run killed while judging leaves gigabytes, removed by the next judgement there.
     blackbox.remove_left_behind(spill, BUCKETS_PREFIX)
     with tempfile.TemporaryDirectory(prefix=f"{BUCKETS_PREFIX}{os.getpid()}-", dir=spill) as folder:
@@ -216,9 +221,18 @@ def _by_stock(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackb
             with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="reference-buckets") as pool:
                 reference_written = pool.submit(lambda: [theirs.add(block[:, :width]) for block in ref()[0]])
                 for block in parts:
+                    if mine.events + len(block) > FLOOD_TIMES * theirs.events + ONE_SEQ_MOST:
+                        reference_written.result()  # the reference's whole count, before the output is called a flood
+                        most = FLOOD_TIMES * theirs.events + ONE_SEQ_MOST
+                        if mine.events + len(block) > most:
+                            block = block[:most - mine.events]
+                            flood = {"events": most, "reference_events": theirs.events,
+                                     "bytes_not_read": text.bytes_not_read() if text else -1}
                     if keep_stamps and text is not None and text.stamped:
                         stamps.append(block[block[:, -1] > 0][:, [0, -1]])
                     mine.add(block[:, :width])
+                    if flood:
+                        break
                 reference_written.result()
         except (logs.LogFormatError, _DiskFull):
             return None  # as held (or no room for the buckets): the whole check says what it holds
@@ -240,7 +254,7 @@ def _by_stock(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackb
                                                               fields, key, kinds, mode)[1]
     return Judged(mine.events, theirs.events, counts, named, mine.highest_seq, theirs.highest_seq,
                   np.concatenate(stamps) if stamps else np.zeros((0, 2), np.int64),
-                  text.malformed if text else 0, text.examples if text else [], "stock")
+                  text.malformed if text else 0, text.examples if text else [], "stock", flood)
 
 
 def _bucket_judged(got: tuple[np.ndarray, np.ndarray], ref: tuple[np.ndarray, np.ndarray], names: list[str],

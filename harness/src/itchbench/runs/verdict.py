@@ -297,12 +297,19 @@ def difference_words(check: dict[str, Any]) -> str:
         text += (f"; first at seq {f['seq']:,} (message {f['message']}), stock {f['stock']}, {f['stream']} event "
                  f"#{f['event']:,}: {f['kind']}: " + (f"{f['level']}; " if f.get("level") else "")
                  + f"expected {f['expected']}, got {f['got']}")
-    flood = check.get("flood")
-    if flood:
-        unread = f", {flood['bytes_not_read']:,} bytes" if flood["bytes_not_read"] >= 0 else ""
-        text += (f"; judged up to seq {flood['seq']:,} only: the output then held {flood['events_of_seq']:,} events "
-                 f"of that one seq (more than {flood['most']:,}, a flood) and was read no further{unread} unread")
+    if check.get("flood"):
+        text += f"; {flood_words(check['flood'])}"
     return text
+
+
+def flood_words(flood: dict[str, int]) -> str:
+    """How much of a flooding output was judged (gateways/in_parts.py)."""
+    unread = f", {flood['bytes_not_read']:,} bytes unread" if flood["bytes_not_read"] >= 0 else ""
+    if "seq" in flood:
+        return (f"judged up to seq {flood['seq']:,} only: the output then held {flood['events_of_seq']:,} events of "
+                f"that one seq (more than {flood['most']:,}, a flood) and was read no further{unread}")
+    return (f"judged on its first {flood['events']:,} events only: an output of more (the simulation's "
+            f"{flood['reference_events']:,} four times over, and more) is a flood, read no further{unread}")
 
 
 def _recovery_words(r: dict[str, Any], black_box: bool = False) -> str:
