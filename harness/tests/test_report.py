@@ -205,6 +205,20 @@ def test_a_complete_runs_event_log_changed_in_its_middle_is_refused(run_dir, tmp
     assert f"{copy}: its logs no longer hold the events" in capsys.readouterr().err and not (tmp_path / "doc").exists()
     assert itchbench_main(["report", str(run_dir)]) == 0  # the run as it was still rebuilds
     capsys.readouterr()
+    # Dumped or exported, its events are written as they are now, and said not to be the run's (exit 1): they had
+    # been handed on, exit 0, as the run's.
+    changed = (f"its logs no longer hold the events the run recorded (bbo.bbo: its events' digest is "
+               f"sha256:{hashlib.sha256(raw[128:]).hexdigest()}, the run recorded {recorded})")
+    assert itchbench_main(["dump", "bbo", str(copy)]) == 1
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 1 + (len(raw) - 128) // 48 and f"itchbench: the CSV is not the run's: {copy}: " \
+        f"{changed}" in err, err
+    assert itchbench_main(["export", str(copy), "--bbo", "--out", str(tmp_path / "bbo.csv")]) == 1
+    assert f"itchbench: {tmp_path / 'bbo.csv'} is not the run's: {copy}: {changed}" in capsys.readouterr().err
+    # Its latency log is as it was, and so is the run it was copied from.
+    assert itchbench_main(["export", str(copy), "--out", str(tmp_path / "latency.csv")]) == 0
+    assert itchbench_main(["dump", "bbo", str(run_dir)]) == 0
+    capsys.readouterr()
 
 
 def test_a_depth_runs_depth_log_changed_in_its_middle_is_refused(tmp_path, capsys):
@@ -224,6 +238,12 @@ def test_a_depth_runs_depth_log_changed_in_its_middle_is_refused(tmp_path, capsy
     err = capsys.readouterr().err
     assert "its logs no longer hold the events the run recorded (depth.dep: its events' digest is sha256:" in err
     assert f", the run recorded {recorded})" in err and "not rebuilt" in err
+    # Its depth dumped: written, and said not to be the run's; its BBO log, unchanged, dumps as the run's.
+    assert itchbench_main(["dump", "depth", str(run)]) == 1
+    err = capsys.readouterr().err
+    assert "itchbench: the CSV is not the run's: " in err and f", the run recorded {recorded})" in err, err
+    assert itchbench_main(["dump", "bbo", str(run)]) == 0
+    capsys.readouterr()
 
 
 def test_an_index_set_aside_is_said_on_one_line(run_dir, tmp_path):

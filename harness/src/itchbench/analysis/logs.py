@@ -691,22 +691,22 @@ def file_digest(path: Path) -> str:
         return "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def changed_since_run(run_dir: Path, summary: dict) -> str:
+def changed_since_run(run_dir: Path, summary: dict, only: str = "") -> str:
     """'' when the built-in gateway's BBO and depth logs still hold the events whose digests the run recorded
     (summary), and a brought gateway's output the bytes it had when judged; else which do not, and how: a log whose
     middle changed after the run (a bad copy, a disk's fault, an edit) reads whole, and a report rebuilt over it
     would vouch, under the run's verdict, for events it no longer holds. One pass over each (a BBO log's 1 M events:
-    0.04 s; a depth log's 1 M level changes: 0.1 s)."""
+    0.04 s; a depth log's 1 M level changes: 0.1 s). only: "bbo" or "depth", that log alone."""
     changed = []
     bbo = summary.get("bbo") or {}
     output, recorded_bytes = bbo.get("output"), bbo.get("output_sha256")
-    if output and recorded_bytes and (Path(run_dir) / output).is_file():  # one gone: compare.outputs_gone says so
+    if output and recorded_bytes and not only and (Path(run_dir) / output).is_file():  # gone: outputs_gone says so
         now = file_digest(Path(run_dir) / output)
         if now != recorded_bytes:
             changed.append(f"{output}: its bytes' digest is {now}, the run recorded {recorded_bytes}")
     for name, key in (("bbo.bbo", "bbo"), ("depth.dep", "depth")):
         recorded, path = (summary.get(key) or {}).get("digest"), Path(run_dir) / name
-        if not recorded or not path.is_file():
+        if not recorded or not path.is_file() or only not in ("", key):
             continue
         try:
             # quiet: a crashed run's log read as it left it (its digest was taken of that)

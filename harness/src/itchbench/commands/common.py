@@ -71,12 +71,19 @@ def logs_not_whole() -> Iterator[list[str]]:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
-def partial_output(cut: list[str], what: str) -> int:
-    """Exit status 1, each reason said, when `what` was made from logs not read whole; 0 otherwise: an output
-    made from part of a log is never handed on as the whole."""
+def partial_output(cut: list[str], what: str, run_dir: Path | None = None, log: str = "") -> int:
+    """Exit status 1, each reason said, when `what` was made from logs not read whole, or (run_dir and log, "bbo"
+    or "depth", given) from a log that no longer holds the events its run recorded; 0 otherwise: an output made from
+    part of a log, or from another log than the run's, is never handed on as the run's whole."""
     for reason in dict.fromkeys(cut):
         print(f"itchbench: {what} is partial: {reason}", file=sys.stderr)
-    return 1 if cut else 0
+    from ..analysis import logs
+    summary = run_dir / "summary.json" if run_dir is not None else None
+    changed = logs.changed_since_run(run_dir, rundir.read_json(summary), only=log) \
+        if log and summary is not None and summary.is_file() and not cut else ""
+    if changed:
+        print(f"itchbench: {what} is not the run's: {changed}", file=sys.stderr)
+    return 1 if cut or changed else 0
 
 
 def _no_socket_words(hop: dict[str, Any]) -> str:

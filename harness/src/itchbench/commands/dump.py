@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
                         "or all (itchbench sim CAPTURE --levels N, or the scenario key levels)")
     with logs_not_whole() as cut:
         (dump.dump_depth if args.what == "depth" else dump.dump_bbo)(run_dir, sys.stdout)
-    return partial_output(cut, "the CSV")
+    return partial_output(cut, "the CSV", run_dir, args.what)
 
 
 def _no_logs(run_dir: Path) -> str:

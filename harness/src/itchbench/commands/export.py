@@ -55,4 +55,4 @@ def run(args: argparse.Namespace) -> int:
     print(f"{rows:,} rows -> {written}" + (f" (not {out}: the name says it is partial)" if written != out else ""),
           file=sys.stderr)
     print(written)
-    return partial_output(cut, str(written))
+    return partial_output(cut, str(written), args.run_dir, "bbo" if args.bbo else "")
