@@ -6,6 +6,7 @@ outputs from the unsharded run of the same scenario.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -112,6 +113,27 @@ def test_merge_names_a_foreign_shard(sharded, tmp_path, capsys):
     assert itchbench_main(["merge", *map(str, sharded["shards"][:2]), str(tmp_path / "foreign")]) == 2
     err = capsys.readouterr().err
     assert "foreign" in err and "shard-2-of-3.json" in err
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda r: r.pop("shard"), "its shard is None, not one of 0 to 2"),
+    (lambda r: r.update(shard="2"), "its shard is '2', not one of 0 to 2"),
+    (lambda r: r.update(shard=True), "its shard is True, not one of 0 to 2"),
+    (lambda r: r.update(count=0), "its count is 0, not a number of shards"),
+    (lambda r: r.pop("runs"), "its runs are not a list of run directories and units"),
+    (lambda r: r.update(runs=[{}]), "its runs are not a list of run directories and units"),
+    (lambda r: r.update(plan=None), "its plan is not a list of units"),
+])
+def test_merge_names_a_shard_record_that_is_not_one(sharded, tmp_path, capsys, edit, said):
+    # Edited or damaged, a record's missing or mistyped field had ended merge in a traceback (KeyError: 'shard').
+    damaged = tmp_path / "damaged"
+    shutil.copytree(sharded["shards"][2], damaged)
+    record = rundir.read_json(damaged / "shard-2-of-3.json")
+    edit(record)
+    (damaged / "shard-2-of-3.json").write_text(json.dumps(record))
+    assert itchbench_main(["merge", *map(str, sharded["shards"][:2]), str(damaged)]) == 2
+    err = capsys.readouterr().err
+    assert f"{damaged / 'shard-2-of-3.json'}: not a shard record: {said}" in err and "Traceback" not in err, err
 
 
 def test_merge_names_a_run_whose_log_was_cut_since(sharded, tmp_path, capsys):

@@ -151,9 +151,13 @@ def load_together(dirs: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
     records = []
     for p in paths:
         try:
-            records.append((p, rundir.read_json(p)))
-        except (OSError, ValueError) as e:
+            record = rundir.read_json(p)
+        except (OSError, ValueError, rundir.RunDirError) as e:
             raise ShardError(f"{p}: not a readable shard record: {e}") from e
+        wrong = _not_a_record(record)
+        if wrong:
+            raise ShardError(f"{p}: not a shard record: {wrong}")
+        records.append((p, record))
     first_path, first = records[0]
     for p, r in records[1:]:
         for key, what in (("scenario_sha256", "scenario"), ("inputs", "inputs' digests"), ("count", "shard count"),
@@ -176,6 +180,23 @@ def load_together(dirs: Sequence[Path]) -> list[tuple[Path, dict[str, Any]]]:
         raise ShardError(f"shard {', '.join(f'{k}/{count}' for k in missing)} missing: found only "
                          f"{', '.join(f'{k}/{count}' for k in sorted(seen))}")
     return records
+
+
+def _not_a_record(r: dict[str, Any]) -> str:
+    """What makes a shard record's JSON no record ("" when it is one): the fields merge reads, of their types."""
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if not (whole(r.get("count")) and r["count"] >= 1):
+        return f"its count is {r.get('count')!r}, not a number of shards"
+    if not (whole(r.get("shard")) and 0 <= r["shard"] < r["count"]):
+        return f"its shard is {r.get('shard')!r}, not one of 0 to {r['count'] - 1}"
+    if not (isinstance(r.get("plan"), list) and all(isinstance(u, list) for u in r["plan"])):
+        return "its plan is not a list of units"
+    if not (isinstance(r.get("runs"), list) and all(isinstance(run, dict) and isinstance(run.get("run_dir"), str)
+                                                    and isinstance(run.get("unit"), list) for run in r["runs"])):
+        return "its runs are not a list of run directories and units"
+    return ""
 
 
 def merge(dirs: Sequence[Path]) -> Merged:
