@@ -1204,6 +1204,24 @@ def test_a_gateway_whose_output_is_no_file_is_incomplete_and_its_output_not_read
     assert "output_sha256" not in s["bbo"]
 
 
+def test_a_chatty_gateway_reading_a_file_has_its_first_lines_said_and_the_rest_left_in_its_stderr(capture, tmp_path,
+                                                                                                     capsys):
+    # Each line of its own it wrote to stderr while it read the capture was echoed to the console, and its stderr
+    # read whole at each look: a gateway logging each message would have had its day's log echoed, and held.
+    chatter = "for i in $(seq 0 99); do echo chatter $i >&2; done"
+    gateway_cmd = f"{shlex.quote(str(paths.tool('itch-gateway')))} --source sim --capture {{capture}} --out {{out}} " \
+                  "--no-latency-log"
+    gateway = _built_in_as_black_box(tmp_path, run=f"{gateway_cmd}; {chatter}", then="; true")
+    values = {**config(capture, "sim"), "gateway_file": str(gateway), "subscribers": 0}
+    run = runner.execute(values, "chatty", root=tmp_path / "runs", echo=True)
+    out = capsys.readouterr().err  # where a run says what it does
+    assert rundir.read_json(run / "summary.json")["verdict"]["status"] == "lossless"
+    said = [line.strip() for line in out.splitlines() if line.strip().startswith("chatter ")]
+    assert said == [f"chatter {i}" for i in range(20)], out
+    assert f"(the gateway's further lines: {run / 'gateway.stderr'})" in out
+    assert (run / "gateway.stderr").read_text().count("chatter ") == 100
+
+
 def test_a_black_box_reading_the_capture_itself_is_told_what_its_bbo_stream_cannot_show(tool, tmp_path):
     # The built-in gateway brought as a black box that reads the capture itself and writes its BBO log to a file.
     # The last messages of a nasdaq-day session move no BBO: nothing in a BBO stream says whether it read them, so

@@ -418,20 +418,36 @@ class ContractGateway:
             pidfd = os.pidfd_open(s.gateway.pid)
         except ProcessLookupError:  # it ended and was reaped (a poll elsewhere) before this wait began
             s.gateway.wait()
+            if progress is not None:
+                self._said_since(seen, progress)
             return
         try:
             while s.gateway.poll() is None and time.monotonic() < deadline:
                 select.select([pidfd], [], [], 0.05)
-                if progress is not None and s.stderr.exists() and s.stderr.stat().st_size > seen:
-                    with open(s.stderr, "rb") as f:
-                        f.seek(seen)
-                        chunk = f.read()
-                    complete = chunk[:chunk.rfind(b"\n") + 1]
-                    seen += len(complete)
-                    for line in complete.decode(errors="replace").splitlines():
-                        progress(line)
+                if progress is not None:
+                    seen = self._said_since(seen, progress)
+            if progress is not None:  # what it wrote between the last look and its end
+                self._said_since(seen, progress)
         finally:
             os.close(pidfd)
+
+    def _said_since(self, seen: int, progress: Callable[[str], None]) -> int:
+        """The whole lines of its stderr after byte `seen`, a part at a time (a gateway may log gigabytes), handed to
+        progress; where the next look begins."""
+        s = self.started
+        assert s is not None
+        try:
+            with open(s.stderr, "rb") as f:
+                f.seek(seen)
+                chunk = f.read(OutputSeen.LONGEST_LINE)
+        except OSError:
+            return seen
+        end = chunk.rfind(b"\n") + 1
+        if not end and len(chunk) == OutputSeen.LONGEST_LINE:  # a line too long to be progress: passed over
+            return seen + len(chunk)
+        for line in chunk[:end].decode(errors="replace").splitlines():
+            progress(line)
+        return seen + end
 
     def resources(self) -> dict[str, float]:
         """What its process used, as process-meter measured it from its own small parent: wall time from start

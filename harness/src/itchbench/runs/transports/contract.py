@@ -356,6 +356,9 @@ def _profile(run: "Run", group: "ProcessGroup", driver: adapter.ContractGateway)
 
 
 PROGRESS_LINE = re.compile(r"^itch-gateway: progress (\d+) messages")
+# The lines of its own a gateway reading a file writes to stderr, said as they come: the first this many (a gateway
+# that logs each message would have had a day's log echoed to the console).
+SAID_LINES_MOST = 20
 
 
 def _gateway_progress(run: "Run", driver: adapter.ContractGateway
@@ -377,13 +380,19 @@ def _gateway_progress(run: "Run", driver: adapter.ContractGateway
             except inspect.CaptureError:
                 total, estimated = progress.estimated_itch_messages(capture), True
     meter = progress.Progress("gateway", total, estimated=estimated, say=run.say, log=run.dir / "progress.log")
+    said = 0
 
     def feed(line: str) -> None:
+        nonlocal said
         m = PROGRESS_LINE.match(line)
         if m:
             meter.update(int(m.group(1)))
-        else:
+            return
+        said += 1
+        if said <= SAID_LINES_MOST:
             run.say(line)
+        if said == SAID_LINES_MOST:
+            run.say(f"(the gateway's further lines: {run.dir / 'gateway.stderr'})")
 
     return feed, meter
 
