@@ -5,6 +5,7 @@ signal. The figures come from the log read back and the capture's own size, neve
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -69,3 +70,19 @@ def test_tcpreplay_s_usual_notices_are_not_given_as_the_reason_it_failed():
     assert udp._said_on_failure(chatter) == ""
     assert udp._said_on_failure(chatter + "Fatal Error: Unable to send packet: No buffer space available\n") == \
         "Fatal Error: Unable to send packet: No buffer space available"
+
+
+def test_serial_replay_stopped_while_its_line_is_full_still_ends_and_says_what_it_sent(tmp_path):
+    # A gateway that never reads its serial line: the pty fills and serial-replay's write waits for room. A signal
+    # then ends that write short (bytes were taken), not with EINTR, and it went on waiting: the run's deadline
+    # found it never ending (killed, no report) and said "serial-replay sent 0 lines" of a sender that had sent 462.
+    log, report = tmp_path / "send.log", tmp_path / "report.json"
+    reader, line = os.openpty()  # the reader's end is never read
+    try:
+        r = _stopped([str(paths.tool("serial-replay")), str(SAMPLE), "--device", os.ttyname(line), "--baud",
+                      "4000000", "--send-log", str(log), "--report", str(report)], report)
+    finally:
+        os.close(reader)
+        os.close(line)
+    assert r["stopped_by_signal"] == signal.SIGTERM and 0 < r["lines"] < 8000
+    assert r["lines"] + r["messages_not_sent"] == 8000 and _closed_log_records(log) == r["lines"]

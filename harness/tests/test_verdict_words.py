@@ -205,6 +205,12 @@ def test_a_black_box_runs_line_names_the_events_its_contract_publishes():
             "0 out of order, 1,234 malformed lines") in run_line({**s, "bbo": {"levels": 0},
                                                                  "reconciliation": {**s["reconciliation"],
                                                                                     "bbo_check": day}})
+    # serial-replay ended without its report (killed): what it sent is not known, not 0 lines.
+    serial = {**s, "transport": "serial", "bbo": {"levels": 0},
+              "reconciliation": {**s["reconciliation"], "serial": {"lines_sent": None}}}
+    assert "; serial-replay did not say what it sent; " in run_line(serial)
+    serial["reconciliation"]["serial"]["lines_sent"] = 462
+    assert "; serial-replay sent 462 lines; " in run_line(serial)
     # A flood (gateways/in_parts.py): the counts are of the events up to its seq, which the line says.
     flood = {**check, "flood": {"seq": 4_001, "events_of_seq": 4_200_000, "most": 4_194_304, "bytes_not_read": 9}}
     assert run_line({**s, "bbo": {"levels": 0}, "reconciliation": {**s["reconciliation"], "bbo_check": flood}}) \

@@ -139,6 +139,9 @@ int main(int argc, char** argv) {
           throw std::runtime_error(args.get("device") + ": write: " + std::strerror(errno));
         }
         off += size_t(w);
+        // A signal that comes while a write waits for room ends it short, not with EINTR: asked to stop, the rest
+        // of the line is not waited for (the pty's reader may never read again).
+        if (off < n && stop_requested().load()) return false;
       }
       line_free_at = end;
       bytes += n;

@@ -114,7 +114,8 @@ def run_line(summary: dict[str, Any]) -> str:
             parts.append(f"{hop['sender']} sent {hop['sender_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
                          f"dropped {hop['kernel_dropped']:,}{_no_socket_words(hop)}")
         if transport == "serial" and hop:
-            parts.append(f"serial-replay sent {hop['lines_sent']:,} lines")
+            parts.append(f"serial-replay sent {hop['lines_sent']:,} lines" if hop["lines_sent"] is not None else
+                         "serial-replay did not say what it sent")
         parts.append(f"{black_box_events(summary, check)} received of {check['reference_events']:,} "
                      f"(simulation); {check['missing']:,} missing, {check['extra']:,} extra, {check['wrong']:,} wrong, "
                      f"{check.get('out_of_order', 0):,} out of order, "

@@ -267,9 +267,12 @@ def _af_xdp(run: "Run", xdp: dict[str, Any], facts: dict[str, Any], checks: dict
 
 def _serial_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
     """The way to any gateway over the serial line: serial-replay sent every message of the capture."""
-    sr = run.extras.get("serial_replay", {})
-    lines_sent = int(sr.get("lines", 0))
-    checks["serial-replay sent every message"] = lines_sent + int(sr.get("not_sent_oversize", 0)) == facts["messages"]
+    sr = run.extras.get("serial_replay")
+    # None: it said nothing of what it sent (killed, or never started), which is not 0 lines.
+    lines_sent = int(sr["lines"]) if sr is not None else None
+    checks["serial-replay sent every message"] = sr is not None and \
+        lines_sent + int(sr.get("not_sent_oversize", 0)) == facts["messages"]
+    sr = sr or {}
     return {
         "expected_messages": facts["messages"], "lines_sent": lines_sent,
         "not_sent_oversize": int(sr.get("not_sent_oversize", 0)),

@@ -55,8 +55,11 @@ def replay_serial(run: "Run", group: "ProcessGroup", replay_end: Path,
               "--garbage-every", str(s["garbage_every"]), "--corrupt-every", str(s["corrupt_every"]),
               *(["--feed", run.values["feed"]] if run.values["feed"] else [])]
     sr = group.start("serial-replay", off_the_gateway_cpu(run, cmd_sr), stdout=subprocess.DEVNULL, stderr=err)
-    wait_for_sender(run, group, sr, "serial-replay", expected_s, gateway_gone)
+    try:
+        wait_for_sender(run, group, sr, "serial-replay", expected_s, gateway_gone)
+    finally:  # stopped before its end (a deadline, a gateway gone), it still says what it sent
+        if report.is_file():
+            run.extras["serial_replay"] = json.loads(report.read_text())
     if sr.returncode != 0:
         text = (run.dir / "serial-replay.stderr").read_text(errors="replace").strip()
         raise RunError("sender_failed", f"serial-replay {describe_exit(sr.returncode)}: {text[-500:] or 'no output'}")
-    run.extras["serial_replay"] = json.loads(report.read_text())
