@@ -478,13 +478,24 @@ def test_thresholds_kept_in_the_store_apply_per_gateway_and_machine_and_the_comm
         '[[threshold]]\ncpu_model = "another cpu"\ntest = "percentage"\nlimit = 0.5\n\n'
         '[[threshold]]\ngateway = "team"\nmetric = "receive_to_book.p50"\ntest = "percentage"\nlimit = 0.30\n\n'
         '[[threshold]]\ngateway = "team"\ntest = "percentage"\nlimit = 0.01\n')
-    assert itchbench_main(["history", str(three), "--check"]) == 0
+    # The table for another machine matches no series of this store: said, as a mistyped name would be (it had
+    # been in force for nothing, unsaid); the two for this gateway are not.
+    with pytest.warns(alerts.ThresholdWarning) as said:
+        assert itchbench_main(["history", str(three), "--check"]) == 0
+    assert [str(w.message) for w in said if w.category is alerts.ThresholdWarning] == [
+        f"{three / 'thresholds.toml'}: threshold 1 (cpu_model = 'another cpu') matches no series in the store: it "
+        "applies to nothing"]
     capsys.readouterr()
-    assert itchbench_main(["history", str(three), "--check", "--limit", "10"]) == 1  # the command line wins
+    with pytest.warns(alerts.ThresholdWarning):
+        assert itchbench_main(["history", str(three), "--check", "--limit", "10"]) == 1  # the command line wins
     capsys.readouterr()
     (three / "thresholds.toml").write_text('[[threshold]]\nwindow_size = 3\n')
     assert itchbench_main(["history", str(three), "--check"]) == 2
     assert "unknown key(s) ['window_size']" in capsys.readouterr().err
+    # A series named by a number had been matched as the string "5": nothing, unsaid.
+    (three / "thresholds.toml").write_text('[[threshold]]\ngateway = 5\nlimit = 0.5\n')
+    assert itchbench_main(["history", str(three), "--check"]) == 2
+    assert "threshold 1: gateway: expected a string, got an integer (5)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("table, flags, said", [

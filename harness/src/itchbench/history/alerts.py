@@ -34,6 +34,7 @@ commit's tell how far the machine itself moved between the two times, and are sa
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -119,8 +120,33 @@ def stored_thresholds(store_dir: Path) -> list[tuple[dict[str, str], dict[str, A
             raise ThresholdError(f"{path}: threshold {i}: unknown key(s) {sorted(unknown)} (series: {SERIES}; "
                                  f"settings: {sorted(names)})")
         sets = checked_settings({k: v for k, v in table.items() if k in names}, f"{path}: threshold {i}")
-        out.append(({k: str(v) for k, v in table.items() if k in SERIES}, sets))
+        for k, v in table.items():  # a series is named by strings: 5 would have been "5", matching nothing, unsaid
+            if k in SERIES and not isinstance(v, str):
+                raise ThresholdError(f"{path}: threshold {i}: {k}: expected {toml_types.expected(str)}, got "
+                                     f"{toml_types.got(v)}")
+        out.append(({k: v for k, v in table.items() if k in SERIES}, sets))
     return out
+
+
+class ThresholdWarning(UserWarning):
+    """A stored threshold applies to no series of the store."""
+
+
+def _warn_unmatched(store_dir: Path, stored: list[tuple[dict[str, str], dict[str, Any]]]) -> None:
+    """Each stored threshold that matches no series of the store, said: one whose name was mistyped (a metric
+    `throughput` for `throughput_msg_s`) was in force for nothing, with no word of it."""
+    if not stored:
+        return
+    all_series = store.query(store_dir, "SELECT DISTINCT gateway, cpu_model, scenario, configuration, metric FROM runs")
+    all_series["gateway"] = all_series["gateway"].fillna(store.BUILT_IN)
+    for i, (match, _) in enumerate(stored, 1):
+        hits = np.ones(len(all_series), bool)
+        for k, v in match.items():
+            hits &= (all_series[k].astype(str) == v).to_numpy()
+        if not hits.any():
+            named = ", ".join(f"{k} = {v!r}" for k, v in match.items()) or "every series"
+            warnings.warn(f"{store_dir / THRESHOLDS_FILE}: threshold {i} ({named}) matches no series in the store: "
+                          "it applies to nothing", ThresholdWarning, stacklevel=3)
 
 
 def threshold_for(series: dict[str, str], stored: list[tuple[dict[str, str], dict[str, Any]]],
@@ -253,6 +279,7 @@ def check(store_dir: Path, threshold: Threshold = Threshold(), metrics: tuple[st
     # messages, or made a wrong BBO): its timings are left out, and it is an alert of its own.
     passed = df["verdict"].fillna("").isin(PASSED)
     stored = stored_thresholds(store_dir)
+    _warn_unmatched(store_dir, stored)
     out: list[dict[str, Any]] = []
     for key, g in df.groupby(SERIES, sort=True, dropna=False):
         order = commit_order(g)
