@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -338,6 +339,43 @@ def test_a_runs_json_file_that_is_no_object_is_refused_by_every_reader(run_dir, 
         # does its work. report reads all three.
         assert (code == 2 and f"{run / name}: {said}" in err) or (code == 0 and command[0] != "report"), \
             (command, code, err)
+
+
+@pytest.mark.parametrize("name, key", [("manifest.json", "scenario"), ("manifest.json", "capture_sha256"),
+                                       ("summary.json", "verdict"), ("summary.json", "complete")])
+def test_a_runs_json_file_without_a_key_every_run_has_is_refused(run_dir, tmp_path, capfd, name, key):
+    # Written by another version of itchbench, or edited: report, doc and history had ended in a KeyError.
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    data = json.loads((run / name).read_text())
+    del data[key]
+    (run / name).write_text(json.dumps(data))
+    # Every reader needs the run's scenario and verdict; a report or a document, its capture's digest and whether
+    # it ended complete too. A reader that needs the key refuses the run, naming it; one that does not, reads it.
+    every = key in ("scenario", "verdict")
+    for command in (["report", str(run)], ["doc", str(run), "--out", str(tmp_path / "doc")],
+                    ["history", str(tmp_path / "store"), "--append", str(run)]):
+        code = itchbench_main(command)
+        err = capfd.readouterr().err
+        assert "Traceback" not in err, (command, err)
+        if every or command[0] != "history":
+            assert code == 2 and f"{run / name}: no '{key}', which every run's has (written by another version of " \
+                "itchbench, or edited since): not read as a run's" in err, (command, code, err)
+        else:
+            assert code == 0, (command, code, err)
+
+
+def test_a_summary_without_its_bbo_digest_says_so_in_the_report(run_dir, tmp_path):
+    # A run whose reconciliation failed recorded no BBO digest; the report's counts section had ended in
+    # KeyError: 'bbo' rather than say that none was recorded.
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    data = json.loads((run / "summary.json").read_text())
+    del data["bbo"]
+    (run / "summary.json").write_text(json.dumps(data))
+    assert itchbench_main(["report", str(run)]) == 0
+    text = (run / "report.md").read_text()
+    assert "BBO digest: not recorded." in text and "BBO digest `" not in text
 
 
 def test_receive_words_say_how_many_kernel_stamps_were_not_placed():

@@ -129,8 +129,9 @@ def set_report_not_written(run_dir: Path, why: str | None) -> None:
     write_json(run_dir / "summary.json", summary)
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    """A run's JSON file (each is an object); RunDirError for one missing, not UTF-8, not JSON or not an object."""
+def read_json(path: Path, needs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A run's JSON file (each is an object); RunDirError for one missing, not UTF-8, not JSON or not an object, or
+    without one of the keys `needs` (what the caller reads of it: REPORT_NEEDS, HISTORY_NEEDS)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as e:
@@ -147,7 +148,20 @@ def read_json(path: Path) -> dict[str, Any]:
         raise RunDirError(f"{path}: not valid JSON ({e})") from e
     if not isinstance(data, dict):
         raise RunDirError(f"{path}: a JSON {_json_type(data)} where an object ({{...}}) is written")
+    missing = [key for key in needs if key not in data]
+    if missing:
+        raise RunDirError(f"{path}: no {', '.join(map(repr, missing))}, which every run's has (written by another "
+                          "version of itchbench, or edited since): not read as a run's")
     return data
+
+
+# Keys every run's manifest and summary hold, whatever its end, that a results store (HISTORY_NEEDS) and a report or
+# document (REPORT_NEEDS) read: one without them (written by another version, or edited) ended report, doc and
+# history in a KeyError.
+HISTORY_NEEDS = {"manifest.json": ("run_id", "label", "created_utc", "scenario"),
+                 "summary.json": ("transport", "verdict")}
+REPORT_NEEDS = {"manifest.json": (*HISTORY_NEEDS["manifest.json"], "environment", "scenario_hash", "capture_sha256"),
+                "summary.json": (*HISTORY_NEEDS["summary.json"], "complete")}
 
 
 def _json_type(value: Any) -> str:

@@ -311,8 +311,8 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
 
 def _build(run_dir: Path, method: str, csv: bool, closing: Closing | None, say: Callable[[str], None] | None,
            followed: Callable[[], latency_pass.Followed | None] | None) -> Path:
-    manifest = rundir.read_json(run_dir / "manifest.json")
-    summary = rundir.read_json(run_dir / "summary.json")
+    manifest, summary = (rundir.read_json(run_dir / name, rundir.REPORT_NEEDS[name])
+                         for name in ("manifest.json", "summary.json"))
     scen = manifest["scenario"]
     if summary.get("reconciliation", {}).get("black_box") or (scen.get("gateway_file") and "reconciliation"
                                                                 not in summary):
@@ -498,7 +498,9 @@ def _build(run_dir: Path, method: str, csv: bool, closing: Closing | None, say: 
             md.append(f"- subscriber `{sub['file']}` ({sub['mode']}): {sub['frames']:,} frames, "
                       f"{sub['frames_dropped']:,} dropped to it, identical to the {log} log: "
                       f"{sub['identical_to_' + log.lower() + '_log']}")
-        md += ["", f"BBO digest `{summary['bbo']['digest']}` over {summary['bbo']['events']:,} events.", ""]
+        bbo = summary.get("bbo") or {}  # a run whose reconciliation failed recorded none
+        md += ["", f"BBO digest `{bbo['digest']}` over {bbo['events']:,} events." if "digest" in bbo else
+               "BBO digest: not recorded.", ""]
         md += blackbox_report.recovery_section(rec.get("recovery"))
         md += blackbox_report.join_section(rec.get("join"))
 

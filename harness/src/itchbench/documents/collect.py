@@ -68,7 +68,8 @@ def collect(paths: list[Path]) -> list[Configuration]:
         for d in run_dirs(path):
             key = d.resolve()
             if key not in seen:
-                seen[key] = RunRecord(d, rundir.read_json(d / "manifest.json"), rundir.read_json(d / "summary.json"))
+                seen[key] = RunRecord(d, *(rundir.read_json(d / name, rundir.REPORT_NEEDS[name])
+                                           for name in ("manifest.json", "summary.json")))
                 why = logs.not_whole(d, seen[key].summary)
                 if why:
                     raise DocumentError(f"{why}; no document is made from part of a run")
