@@ -193,5 +193,5 @@ def test_a_csv_that_is_not_utf8_is_refused_naming_its_first_bad_byte(tmp_path, c
     p = tmp_path / "lat.csv"
     p.write_bytes(data)
     assert itchbench_main(["stats", str(p)]) == 2
-    assert capsys.readouterr().err == (f"itchbench: {p}: not UTF-8 text (byte {at}: {data[at]:#04x}); a CSV of "
-                                       "latencies is wanted\n")
+    assert capsys.readouterr().err == (f"itchbench: {p}: not UTF-8 text, as a CSV of latencies must be "
+                                       f"(byte {at}: {data[at]:#04x})\n")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import atomic
+from .utf8 import not_utf8
 
 
 # A gateway brought through its contract writes in this folder of the run directory ({out}), so that nothing it
@@ -143,7 +144,7 @@ def read_json(path: Path, needs: tuple[str, ...] = ()) -> dict[str, Any]:
                               "or it was killed before its end") from e
         raise RunDirError(f"{run} is not a run directory: {path.name} is missing") from e
     except UnicodeDecodeError as e:
-        raise RunDirError(f"{path}: not UTF-8 text, as JSON must be (byte {e.start}: {e.object[e.start]:#04x})") from e
+        raise RunDirError(not_utf8(path, e, "JSON")) from e
     except json.JSONDecodeError as e:
         raise RunDirError(f"{path}: not valid JSON ({e})") from e
     if not isinstance(data, dict):

@@ -8,6 +8,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from .utf8 import not_utf8
+
 _NAMES = {bool: "a boolean (true or false)", int: "an integer", float: "a float", str: "a string", list: "an array",
           dict: "a table"}
 
@@ -18,7 +20,7 @@ def read(path: Path, error: type[Exception]) -> tuple[str, dict[str, Any]]:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        raise error(f"{path}: not UTF-8 text, as TOML must be (byte {e.start}: {e.object[e.start]:#04x})") from e
+        raise error(not_utf8(path, e, "TOML")) from e
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -13,6 +13,7 @@ import pandas as pd
 
 from . import stats
 from .stats import StatsError
+from ..utf8 import not_utf8
 
 _INEXACT_FROM = float(2**53)  # every whole number below it is a double
 
@@ -97,11 +98,9 @@ def _not_utf8(path: Path) -> StatsError:
             try:
                 decoder.decode(block)
             except UnicodeDecodeError as e:
-                at = offset - pending + e.start
-                return StatsError(f"{path}: not UTF-8 text (byte {at}: {e.object[e.start]:#04x}); a CSV of latencies "
-                                  "is wanted")
+                return StatsError(not_utf8(path, e, "a CSV of latencies", offset - pending))
             offset += len(block)
-    return StatsError(f"{path}: not UTF-8 text; a CSV of latencies is wanted")
+    return StatsError(f"{path}: not UTF-8 text, as a CSV of latencies must be")
 
 
 def _all_numbers(fields: list[str]) -> bool:
