@@ -229,6 +229,17 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("duplicated-event", "events of a seq divisible by 97 sent twice", PY,
            _py((_EMIT, _EMIT + "            if seq % 97 == 0:  # MUTANT\n                pending.append(pending[-1])\n")),
            "udp", "bbo_differs"),
+    # A gateway stuck in a loop, repeating itself: judged up to that seq and read no further (gateways/in_parts.py),
+    # the harness's memory not growing with the output.
+    Mutant("flood", "its first event from seq 2,000 on sent again 4,500,000 times, as a loop that never ends would",
+           PY, _py((_PENDING, _PENDING + "    flooded: list[int] = []  # MUTANT\n"),
+                   (_EMIT, _EMIT + "            if seq >= 2000 and not flooded:  # MUTANT\n"
+                                   "                flooded.append(seq)  # MUTANT\n"
+                                   "                line = pending[-1].encode()  # MUTANT\n"
+                                   "                flush()  # MUTANT\n"
+                                   "                for _ in range(450):  # MUTANT\n"
+                                   "                    send(line * 10_000)  # MUTANT\n")),
+           "udp", "bbo_differs"),
     Mutant("out-of-order", "a packet's events sent last first (a stock's older quote after its newer one)", PY,
            _py((_FLUSH, '            send("".join(reversed(pending)).encode())  # MUTANT\n')), "udp", "bbo_differs",
            quick=True),
