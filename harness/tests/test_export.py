@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -129,3 +130,29 @@ def test_the_format_follows_the_output_name_and_a_clash_is_refused(run_dir, tmp_
     other = tmp_path / "z.data"  # a suffix naming no format: --format (or its default) decides
     assert itchbench_main(["export", str(run_dir), "--bbo", "--format", "csv", "--out", str(other)]) == 0
     assert other.read_text().startswith("\"seq\",")
+
+
+def test_two_exports_to_one_file_at_once_each_write_their_own_and_leave_it_whole(run_dir, tmp_path, monkeypatch):
+    """Both had written through out.partial: the second truncated the file the first was writing, the first renamed
+    it into place unfinished and said it wrote every row, the second then failed on its rename. Export A is held
+    after its first chunk (by the progress it says) while export B writes the whole file; then A goes on."""
+    out = tmp_path / "lat.csv"
+    monkeypatch.setattr(export, "Progress", functools.partial(export.Progress, interval_s=0.0))
+    held, go = threading.Event(), threading.Event()
+
+    def hold(_: str) -> None:
+        held.set()
+        go.wait(60)
+
+    a: list[tuple[int, Path]] = []
+    first = threading.Thread(target=lambda: a.append(export.export(run_dir, out, fmt="csv", chunk_rows=3000,
+                                                                   say=hold)))
+    first.start()
+    assert held.wait(60)
+    b = export.export(run_dir, out, fmt="csv")
+    assert pd.read_csv(out)["seq"].tolist() == list(range(1, 8001))  # B's file, whole, under A's write
+    go.set()
+    first.join(60)
+    assert a == [(8000, out)] and b == (8000, out)
+    assert pd.read_csv(out)["seq"].tolist() == list(range(1, 8001)) and sorted(p.name for p in tmp_path.iterdir()) \
+        == ["lat.csv"]

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from .. import atomic
 from ..progress import Progress
 from ..vocabulary import EXPORT_FORMATS
 from . import dump, hops, logs
@@ -121,9 +122,9 @@ def partial_csv_path(out: Path) -> Path:
 
 def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
            chunk_rows: int = CHUNK_ROWS, say: Callable[[str], None] | None = None) -> tuple[int, Path]:
-    """Write the table to out (through out.partial, renamed when written); returns the rows written and the file
-    they are in: out, or for a CSV from logs not read whole partial_csv_path(out) (a Parquet file says it in its
-    metadata, PARTIAL_KEY). With say, the rows written so far every few seconds (a day's 50 M rows take about
+    """Write the table to out (through a partial file beside it, renamed when written); returns the rows written and
+    the file they are in: out, or for a CSV from logs not read whole partial_csv_path(out) (a Parquet file says it in
+    its metadata, PARTIAL_KEY). With say, the rows written so far every few seconds (a day's 50 M rows take about
     20 s)."""
     run_dir = Path(run_dir)
     if fmt not in EXPORT_FORMATS:
@@ -133,7 +134,9 @@ def export(run_dir: Path, out: Path, *, fmt: str = "parquet", bbo: bool = False,
         raise ExportError(f"{run_dir}: no {source.name}" + ("" if bbo else " (the run recorded no latency log)"))
     schema = BBO_SCHEMA if bbo else LATENCY_SCHEMA
     chunks = _bbo_chunks(run_dir, chunk_rows) if bbo else _latency_chunks(run_dir, chunk_rows)
-    partial = out.with_name(out.name + ".partial")
+    # This process's own partial name: two exports to one out at once had shared one, and the first to finish
+    # renamed into place a file the other was still writing.
+    partial = atomic.partial_name(out)
     rows = 0
     log = logs.read_log(source, logs.KIND_BBO if bbo else logs.KIND_LATENCY, header_only=True, quiet=True)
     # A compact latency log counts its slots, a message's and its escapes': about one a message.
