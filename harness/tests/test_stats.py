@@ -180,6 +180,10 @@ def test_stats_command_missing_file(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
     assert itchbench_main(["stats", str(tmp_path)]) == 2
     assert f"{tmp_path}: a directory; a CSV file of figures is wanted" in capsys.readouterr().err
+    # A device is there, and is no file of figures: it had been said to be missing.
+    assert itchbench_main(["stats", "/dev/null"]) == 2
+    assert capsys.readouterr().err == ("itchbench: /dev/null: not a regular file (a device or a pipe); a CSV file of "
+                                       "figures is wanted\n")
 
 
 @pytest.mark.parametrize("data, at", [

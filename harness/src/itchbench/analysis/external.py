@@ -31,7 +31,8 @@ class ExternalStats:
 def stats_of_csv(path: Path, column: str | None, method: str = stats.DEFAULT_METHOD) -> ExternalStats:
     if not path.is_file():
         raise StatsError(f"{path}: " + ("a directory; a CSV file of figures is wanted" if path.is_dir() else
-                                        "no such file"))
+                                        "not a regular file (a device or a pipe); a CSV file of figures is wanted"
+                                        if path.exists() else "no such file"))
     with path.open("rb") as f:
         first = f.readline().decode("utf-8-sig", errors="replace").strip()  # a BOM is no part of the first field
     # A first line of numbers is the first latency, not names: read as a header, it would be silently dropped.
