@@ -138,17 +138,20 @@ PcapWriter::PcapWriter(const std::string& path, int linktype, int snaplen)
   require_regular_output(path);
   dead_ = pcap_open_dead_with_tstamp_precision(linktype, snaplen, PCAP_TSTAMP_PRECISION_NANO);
   if (!dead_) throw std::runtime_error("pcap_open_dead failed");
-  file_ = std::fopen(tmp_path_.c_str(), "wb");
-  if (!file_) {
+  try {
+    file_ = open_temporary(tmp_path_, path_);
+  } catch (...) {
     pcap_close(dead_);
-    throw std::runtime_error(tmp_path_ + ": " + std::strerror(errno));
+    throw;
   }
   std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
   dumper_ = pcap_dump_fopen(dead_, file_);
   if (!dumper_) {
+    const std::string why = pcap_geterr(dead_);  // the handle's own buffer: read before it is closed
     std::fclose(file_);
+    std::remove(tmp_path_.c_str());
     pcap_close(dead_);
-    throw std::runtime_error(tmp_path_ + ": " + pcap_geterr(dead_));
+    throw std::runtime_error(path_ + ": " + why);
   }
 }
 

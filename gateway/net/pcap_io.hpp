@@ -90,7 +90,7 @@ class PcapReader {
   std::string error_;
 };
 
-// Writes a nanosecond pcap to PATH.tmp and renames it to PATH on commit(),
+// Writes a nanosecond pcap to PATH.PID.tmp and renames it to PATH on commit(),
 // so a crashed or failed writer never leaves a partial file under the final
 // name. Destroyed without commit(), it removes the temporary file.
 class PcapWriter {

@@ -10,6 +10,7 @@
 #include "protocol/endian.hpp"
 #include "source/capture_file.hpp"
 #include "test_files.hpp"
+#include "util/atomic_file.hpp"
 
 // Its names kept to itself: the test binary is compiled as unity sources (CMakeLists.txt).
 namespace capture_test {
@@ -203,7 +204,7 @@ TEST(Pcap, UncommittedWriterLeavesNothing) {
     w.write(1, udp_frame({1}).data(), udp_frame({1}).size());
   }  // destroyed without commit, as when a writer fails half way
   EXPECT_FALSE(std::filesystem::exists(path));
-  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(temporary_path(path)));
 }
 
 TEST(Pcap, TruncatedRecordIsAnExplainedErrorAfterTheGoodOnes) {

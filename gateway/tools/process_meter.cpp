@@ -157,7 +157,7 @@ std::vector<Left> clear_left_behind(Cpu& cpu) {
   return left;
 }
 
-// Written whole or not at all (through PATH.tmp, removed on failure): a reader never sees half a file. Throws
+// Written whole or not at all (through PATH.PID.tmp, removed on failure): a reader never sees half a file. Throws
 // std::runtime_error saying why it could not be written.
 void write_usage(const std::string& path, double wall_s, const Cpu& cpu, long max_rss_kib, int status,
                  long floor_kib, const std::vector<Left>& left) {

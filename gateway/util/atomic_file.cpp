@@ -29,6 +29,12 @@ void require_regular_output(const std::string& path) {
   if (taken_by_other_than_a_file(path)) throw std::runtime_error(not_a_file(path));
 }
 
+std::FILE* open_temporary(const std::string& tmp, const std::string& path) {
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw std::runtime_error(path + ": cannot be written: " + std::strerror(errno));
+  return f;
+}
+
 void commit_temporary(const std::string& tmp, const std::string& path, bool write_ok) {
   if (!write_ok || taken_by_other_than_a_file(path)) {
     std::remove(tmp.c_str());

@@ -45,7 +45,7 @@ class Args {
   const std::vector<std::string>& positionals() const { return positional_values_; }
 
   [[noreturn]] void fail(const std::string& message) const;  // exit 2
-  // Fails (exit 2) when output names the file input is: written through output.tmp and renamed, it would
+  // Fails (exit 2) when output names the file input is: written through output.PID.tmp and renamed, it would
   // replace the input it is made from (a hard link or another spelling of the path included).
   void refuse_overwriting(const std::string& input, const std::string& output) const;
   std::string help() const;

@@ -84,7 +84,7 @@ def test_pcap_feed_refuses_a_binary_itch_file_and_writes_nothing(tool, tmp_path)
     out = tmp_path / "feed.pcap"
     r = tool("pcap-feed", itch, "--out", out)
     assert r.returncode == 2 and "binary ITCH file" in r.stderr, r.stderr
-    assert not out.exists() and not Path(str(out) + ".tmp").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.itch"]  # no feed.pcap, no temporary file of it
 
 
 def test_itchbench_help(capsys):
@@ -143,7 +143,19 @@ def test_synth_rejects_bad_values_without_leaving_output(tool, tmp_path):
         r = tool("itch-synth", *bad, "--out", out)
         assert r.returncode != 0, bad
         assert r.stderr.strip(), bad
-        assert not out.exists() and not Path(str(out) + ".tmp").exists(), bad
+        assert not list(tmp_path.iterdir()), bad  # neither x.pcap nor a temporary file of it
+
+
+def test_a_writer_leaves_another_writers_temporary_file_alone(tool, tmp_path):
+    # Every writer had used OUT.tmp: two at once to one file (`itchbench faults` twice) shared it, one truncating the
+    # file the other renamed into place. What another process is writing there now stays its own.
+    out = tmp_path / "s.itch"
+    (tmp_path / "s.itch.tmp").write_bytes(b"another writer's")
+    assert tool("itch-synth", "--messages", "100", "--format", "itch", "--out", out).returncode == 0
+    assert (tmp_path / "s.itch.tmp").read_bytes() == b"another writer's"
+    assert tool("itch-synth", "--messages", "100", "--format", "itch", "--out", tmp_path / "t.itch").returncode == 0
+    assert out.read_bytes() == (tmp_path / "t.itch").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.itch", "s.itch.tmp", "t.itch"]
 
 
 def test_itch2pcap_round_trip(tool, tmp_path):
@@ -267,7 +279,7 @@ def test_bad_values_are_refused_with_the_reason(tool, name, args, message):
     ("latency-log-compact", ["{in}", "{in}"]),
 ])
 def test_a_tool_refuses_to_write_over_its_own_input(tool, tmp_path, name, args):
-    # Written through OUT.tmp and renamed, the output would replace the file it is made from: the bundled
+    # Written through OUT.PID.tmp and renamed, the output would replace the file it is made from: the bundled
     # fixture was lost so (itchbench faults IN IN). Refused, and the input left as it was.
     src = tmp_path / "in" / "input"
     src.parent.mkdir()

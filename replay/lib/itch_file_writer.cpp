@@ -11,8 +11,7 @@ namespace itchbench::replay {
 
 ItchFileWriter::ItchFileWriter(const std::string& path) : path_(path), tmp_path_(temporary_path(path)) {
   require_regular_output(path);
-  file_ = std::fopen(tmp_path_.c_str(), "wb");
-  if (!file_) throw std::runtime_error(tmp_path_ + ": " + std::strerror(errno));
+  file_ = open_temporary(tmp_path_, path_);
   std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
 }
 

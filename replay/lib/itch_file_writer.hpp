@@ -1,5 +1,5 @@
 // Writes a NASDAQ binary ITCH file (2-byte big-endian length + message) to
-// PATH.tmp, renamed to PATH on commit(): never a partial file under the name.
+// PATH.PID.tmp, renamed to PATH on commit(): never a partial file under the name.
 #pragma once
 #include <cstdint>
 #include <cstdio>

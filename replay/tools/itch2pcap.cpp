@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
                  "A malformed input stops the conversion with its offset and reason, and no\n"
                  "output file is left behind.");
   args.positional("ITCH_FILE", "binary ITCH 5.0 file");
-  args.option("out", "PCAP", "output pcap (written as PCAP.tmp, renamed when complete)");
+  args.option("out", "PCAP", "output pcap (written as PCAP.PID.tmp, renamed when complete)");
   const PacketizerDefaults defaults{16, 50000, "", ""};
   add_packetizer_options(args, defaults);
   args.parse(argc, argv);

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
       "                 spread over 1..65,535, prices $0.10 to $199,000 ($0.0001 ticks below $1),\n"
       "                 blocks of up to 50 M shares, levels of more than 2^32 shares, symbols of\n"
       "                 5 to 8 characters; 20,000 messages, 200 symbols, every message type");
-  args.option("out", "FILE", "output file (written as FILE.tmp, renamed when complete)");
+  args.option("out", "FILE", "output file (written as FILE.PID.tmp, renamed when complete)");
   args.option("profile", "NAME", "seed-workload, nasdaq-day, deep-book or wide-fields", "seed-workload");
   args.option("seed", "N", "random seed", "1");
   args.option("messages", "N", "total messages, preamble included (default: the profile's)");
