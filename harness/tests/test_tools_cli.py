@@ -114,16 +114,19 @@ def test_help_and_usage_errors_load_no_analysis_stack(argv):
 
 
 def test_an_out_that_is_in_the_way_is_said_without_a_traceback(tmp_path, capsys):
-    """doc --out naming a file (a folder is made there) ended in a FileExistsError traceback; a path in the way, or
-    not the user's to write, is said on one line."""
+    """doc --out naming a file (a folder is made there) ended in a FileExistsError traceback, then in a bare "[Errno
+    17] File exists"; a path in the way is said on one line, as a usage error, before anything runs."""
     in_the_way = tmp_path / "a-file"
     in_the_way.write_text("kept\n")
     run = tmp_path / "run"
     assert itchbench_main(["sim", str(paths.repo_root() / "fixtures" / "seed-workload.pcap"), "--out", str(run)]) == 0
     capsys.readouterr()
-    assert itchbench_main(["doc", str(run), "--out", str(in_the_way)]) == 1
+    with pytest.raises(SystemExit) as refused:
+        itchbench_main(["doc", str(run), "--out", str(in_the_way)])
     err = capsys.readouterr().err
-    assert err.startswith("itchbench: ") and "File exists" in err and "Traceback" not in err, err
+    assert refused.value.code == 2 and "Traceback" not in err, err
+    assert err.endswith(f"itchbench doc: error: argument --out: {in_the_way}: not a folder (a file is there); name a "
+                        "folder, or one to make\n"), err
     assert in_the_way.read_text() == "kept\n"
 
 

@@ -55,6 +55,15 @@ def given_path(text: str) -> Path:
     return Path(text)
 
 
+def folder_path(text: str) -> Path:
+    """given_path for a folder an output goes into: refused when something other than a folder is there (a file in
+    the way had ended some commands in a bare errno line, others only once their first run was made)."""
+    path = given_path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: not a folder (a file is there); name a folder, or one to make")
+    return path
+
+
 @contextmanager
 def logs_not_whole() -> Iterator[list[str]]:
     """What the logs read inside did not hold whole (a tail cut off, a log never closed: TruncatedLogWarning),

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import paths
-from .common import given_path, percentage
+from .common import folder_path, percentage
 
 if TYPE_CHECKING:
     from ..compare import session
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "twice --repetitions; equal to --repetitions: none)")
     c.add_argument("--threshold", type=percentage(), default=5.0, metavar="PCT",
                    help="smallest timing change that counts, in percent (default %(default)s)")
-    c.add_argument("--out", type=given_path, help="output folder (default reports/compare/STAMP)")
+    c.add_argument("--out", type=folder_path, help="output folder (default reports/compare/STAMP)")
     c.add_argument("--repo", type=Path, default=Path.cwd(), help="the git repository (default: the current folder)")
     c.add_argument("--no-instructions", action="store_true", help="skip the callgrind instruction counts")
     c.add_argument("--profile", action="store_true",

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from .. import paths
-from .common import UserError, given_path, percentage
+from .common import UserError, folder_path, percentage
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "the journey document is written. See docs/documents.md.")
     d.add_argument("runs", nargs="*", metavar="RUNS|REVS", help="run directories or folders of them; with "
                    "--journey, git revisions or a range A..B")
-    d.add_argument("--out", type=given_path, help="output folder (default: reports/docs/NAME)")
+    d.add_argument("--out", type=folder_path, help="output folder (default: reports/docs/NAME)")
     d.add_argument("--title", help="document title")
     d.add_argument("--baseline", metavar="LABEL", help="configuration the others are compared with (default: the "
                    "first configuration run)")

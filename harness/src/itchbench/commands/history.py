@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .common import UserError, given_path, percentage
+from .common import UserError, folder_path, percentage
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a metric to draw, or with --check to judge (repeat; default: receive_to_book.p50, "
                         "receive_to_book.p99, throughput_msg_s, wire_to_wire.p50; with --check, 'all': every metric "
                         "the store holds); names as in docs/history.md")
-    h.add_argument("--out", type=given_path, default=None, help="where the page goes (default: STORE/html)")
+    h.add_argument("--out", type=folder_path, default=None, help="the folder the page goes into (default: STORE/html)")
     h.add_argument("--check", action="store_true",
                    help="alerts instead of the page: each series' newest commit against the trailing window of the "
                         "commits before it (and against the window's oldest commit: a slow creep); one line an "

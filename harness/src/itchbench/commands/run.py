@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..runs.verdict import EXIT_HELP
-from .common import given_path, run_line, verdict_of
+from .common import folder_path, run_line, verdict_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "scenario's [targets] (TARGET MISSED, UNDECIDED, NOT MEASURED: exit 1) and count the verdicts; "
                        "exit 0 only when every run's is and every target is met. " + EXIT_HELP)
     r.add_argument("scenario", help="scenario file (TOML), e.g. scenarios/udp-baseline.toml")
-    r.add_argument("--out", type=given_path, metavar="DIR", help="where run directories go (default: reports/runs)")
+    r.add_argument("--out", type=folder_path, metavar="DIR", help="where run directories go (default: reports/runs)")
     r.add_argument("--gateway", metavar="FILE",
                    help="the gateway under test: its contract file itchbench.toml, or the repository that holds "
                         "one at its root (docs/gateway-contract.md); overrides the scenario's gateway_file")

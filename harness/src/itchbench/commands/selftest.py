@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import UserError, given_path
+from .common import UserError, folder_path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="a subset, one mutant of each kind of input (about a minute)")
     p.add_argument("--mutant", action="append", metavar="NAME", help="only this mutant (again for more)")
     p.add_argument("--list", action="store_true", help="list the zoo and exit")
-    p.add_argument("--out", type=given_path, metavar="DIR", help="where the runs go (default: reports/selftest)")
+    p.add_argument("--out", type=folder_path, metavar="DIR", help="where the runs go (default: reports/selftest)")
     p.set_defaults(func=run)
 
 
