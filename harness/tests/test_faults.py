@@ -328,7 +328,9 @@ def test_bad_fault_options_are_clear_errors(tmp_path, capsys):
     out = tmp_path / "x.pcap"
     # Refused by itch-faults (its exit 2): the user's bad argument, so a usage error of itchbench's too.
     assert itchbench_main(["faults", str(DAY), str(out), "--seed", "1", "--burst-drop", "nonsense"]) == 2
-    assert "LEN@P" in capsys.readouterr().err
+    # Said as the user's argument refused, not as a tool's failure the user never ran ("itch-faults failed (exit
+    # 2): itch-faults: … (see itch-faults --help)", as it had been).
+    assert capsys.readouterr().err == ("itchbench: --burst-drop takes LEN@P, e.g. 5@0.001 (LEN >= 1, 0 <= P <= 1)\n")
     assert not out.exists()
 
 

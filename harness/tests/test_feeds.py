@@ -156,6 +156,13 @@ def test_a_feed_that_is_not_in_the_capture_is_refused(tap):
         check_capture(tap.path, f"{FEED[0]}:9")
 
 
+def test_a_feed_that_is_no_address_is_said_as_the_users_argument(tap, capsys):
+    # itch-inspect's refusal had been passed on with its own pointer, "(see itch-inspect --help)", a tool the user
+    # never ran.
+    assert itchbench_main(["sim", str(tap.path), "--feed", "127.0.0.1:0"]) == 2
+    assert capsys.readouterr().err == "itchbench: --feed '127.0.0.1:0': port must be 1..65535\n"
+
+
 def test_the_cli_takes_feed_and_explains_two_sessions(two_sessions):
     path, sessions = two_sessions
     cli = [sys.executable, "-m", "itchbench.cli"]

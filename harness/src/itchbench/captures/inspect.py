@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .. import paths
+from .. import paths, tools
 from ..tools import run_tool
 from .remembered import remembered
 
@@ -54,7 +54,7 @@ def no_feed(not_feed: dict[str, int]) -> str:
 def _kind(capture: str, mtime_ns: int) -> str:
     proc = subprocess.run([str(paths.tool("itch-inspect")), capture, "--check"], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise CaptureError(proc.stderr.strip().replace("itch-inspect: ", ""))
+        raise CaptureError(tools.said("itch-inspect", proc.stderr))
     return proc.stdout.strip()
 
 
@@ -73,7 +73,7 @@ def inspect_capture(capture: Path, feed: str = "") -> dict[str, Any]:
         args += ["--feed", feed]
     proc = subprocess.run([str(paths.tool("itch-inspect")), *map(str, args)], capture_output=True, text=True)
     if proc.returncode not in (0, 1):
-        raise CaptureError((proc.stderr or proc.stdout).strip().replace("itch-inspect: ", ""))
+        raise CaptureError(tools.said("itch-inspect", proc.stderr or proc.stdout))
     return json.loads(proc.stdout)
 
 
