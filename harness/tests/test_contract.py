@@ -1098,6 +1098,29 @@ def test_the_example_gateway_writes_its_bbo_through_a_broker(capture, tmp_path, 
     assert leftover_processes() == []
 
 
+@needs_root
+def test_a_gateway_writing_back_on_its_serial_line_does_not_jam_it(capture, tmp_path):
+    """A UART's transmitter never waits for the far end to read. On the pty pair it did: the example writing each
+    line back, socat blocked relaying it to a sender that never read it, stopped relaying the sender's lines, and
+    the run ended "INCOMPLETE (deadline): serial-replay did not finish" at line 938 of 8,000. serial-replay now
+    takes what comes back and drops it, as a line would: the run is judged on the gateway's BBO, and its line says
+    what came back."""
+    copy = tmp_path / "echoing"
+    shutil.copytree(EXAMPLE.parent, copy)  # the linked white-box writer copied as a file
+    source = (copy / "gateway.py").read_text()
+    reading = "            fd = os.open(args.serial, os.O_RDONLY | os.O_NOCTTY)\n"
+    read = "                chunk = os.read(fd, 65536)\n"
+    assert source.count(reading) == 1 and source.count(read) == 1
+    (copy / "gateway.py").write_text(source.replace(reading, reading.replace("O_RDONLY", "O_RDWR")).replace(
+        read, read + "                os.write(fd, chunk)  # every byte read, written back\n"))
+    run, s = _run(capture, copy / "itchbench.toml", "serial", tmp_path)
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    sent = json.loads((run / "serial-replay.json").read_text())["bytes"]
+    said = re.search(r"the gateway wrote ([\d,]+) bytes back on its line \(dropped", run_line(s))
+    back = int(said[1].replace(",", ""))
+    assert 0 < back <= sent  # what it wrote back while the sender ran: at most every byte it was sent
+
+
 def _example_via(tmp_path: Path, via: str, flags: str = "", bbo: str = "") -> Path:
     """The Python example's contract with its BBO output in UDP datagrams or through the run's broker (udp, mqtt,
     kafka), ready once its feed port is bound; flags: its own, bbo: a [bbo] key beside via."""

@@ -8,7 +8,9 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
+import tty
 import warnings
 from pathlib import Path
 
@@ -86,3 +88,33 @@ def test_serial_replay_stopped_while_its_line_is_full_still_ends_and_says_what_i
         os.close(line)
     assert r["stopped_by_signal"] == signal.SIGTERM and 0 < r["lines"] < 8000
     assert r["lines"] + r["messages_not_sent"] == 8000 and _closed_log_records(log) == r["lines"]
+
+
+def test_serial_replay_takes_what_comes_back_on_its_line_and_counts_it(tmp_path):
+    # The far end writes back every byte it reads, as a gateway writing on its serial line would. serial-replay had
+    # never read its end: what came back filled it, the far end's writes waited, it stopped reading, and the line
+    # jammed. Now it runs to its end and counts what came back, at most what the far end wrote.
+    report = tmp_path / "report.json"
+    far, line = os.openpty()
+    tty.setraw(line)  # bytes as they are: no echo, no newline translation
+    echoed = [0]
+
+    def echo() -> None:
+        while True:
+            try:
+                chunk = os.read(far, 65536)
+            except OSError:  # the line's end closed
+                return
+            echoed[0] += os.write(far, chunk)
+
+    echoing = threading.Thread(target=echo, daemon=True)
+    echoing.start()
+    try:
+        done = subprocess.run([str(paths.tool("serial-replay")), str(SAMPLE), "--device", os.ttyname(line), "--baud",
+                               "4000000", "--report", str(report)], capture_output=True, text=True, timeout=120)
+    finally:
+        os.close(line)
+    assert done.returncode == 0, done.stderr
+    r = json.loads(report.read_text())
+    assert r["lines"] == 8000 and 0 < r["bytes_written_back"] <= echoed[0] <= r["bytes"]
+    os.close(far)

@@ -2,6 +2,7 @@
 // pty, paced like a UART at a baud rate (8N1: 10 bits a byte) and/or at the
 // capture's timing times a multiplier, against absolute deadlines.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "pipeline/mold_framer.hpp"
 #include "replay/lib/capture_schedule.hpp"
 #include "replay/lib/deadline.hpp"
+#include "replay/lib/line_return.hpp"
 #include "replay/lib/report_output.hpp"
 #include "source/feed_option.hpp"
 #include "protocol/itch.hpp"
@@ -94,8 +96,12 @@ int main(int argc, char** argv) {
     if (args.has("send-log"))
       log.emplace(args.get("send-log"), logfmt::Kind::kSend,
                   LogIdentity{logfmt::StageClock::kMonotonic, logfmt::OriginClock::kNone, "", ""});
-    const int fd = ::open(args.get("device").c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    // A terminal (a pty, a serial port) is opened to read too: what the gateway writes back is taken (LineReturn).
+    struct stat device {};
+    const bool terminal = ::stat(args.get("device").c_str(), &device) == 0 && S_ISCHR(device.st_mode);
+    const int fd = ::open(args.get("device").c_str(), (terminal ? O_RDWR : O_WRONLY) | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) throw std::runtime_error(args.get("device") + ": " + std::strerror(errno));
+    replay::LineReturn written_back(fd);
 
     const double ns_per_byte = 10.0 * 1e9 / double(baud);
     uint8_t line[serial::kMaxLine + 64];
@@ -170,6 +176,7 @@ int main(int argc, char** argv) {
     const bool stopped = stop_requested().load();
     if (eos == "yes" && !stopped) send(nullptr, 0, messages.empty() ? 1 : messages.back().seq + 1, 0);
     const uint64_t finished = monotonic_ns();
+    written_back.stop();
     ::close(fd);
     if (log) log->close();
 
@@ -186,6 +193,7 @@ int main(int argc, char** argv) {
     j.field("late_lines", late).field("max_late_ns", max_late_ns);
     j.field("garbage_bursts", garbage_every ? lines / garbage_every : 0);
     j.field("corrupted_lines", corrupt_every ? lines / corrupt_every : 0);
+    j.field("bytes_written_back", written_back.bytes());  // by the gateway on its line: taken and dropped
     // Asked to stop before the end (0: it was not): the messages it then never sent.
     j.field("stopped_by_signal", stop_signal().load()).field("messages_not_sent", uint64_t(messages.size() - taken));
     j.end_object();

@@ -101,6 +101,13 @@ def _no_socket_words(hop: dict[str, Any]) -> str:
     return f", no socket {n:,}" if n else ""
 
 
+def _written_back_words(hop: dict[str, Any]) -> str:
+    """What the gateway wrote back on its serial line, when it wrote any (serial-replay took it and dropped it)."""
+    back = hop.get("bytes_written_back", 0)
+    return (f"; the gateway wrote {back:,} bytes back on its line (dropped, as a serial line's unread receiver "
+            "drops them)") if back else ""
+
+
 def run_line(summary: dict[str, Any]) -> str:
     """The counts of a run, hop by hop, on one line."""
     rec = summary.get("reconciliation") or {}
@@ -123,8 +130,8 @@ def run_line(summary: dict[str, Any]) -> str:
             parts.append(f"{hop['sender']} sent {hop['sender_sent']:,} / kernel delivered {hop['kernel_delivered']:,} "
                          f"dropped {hop['kernel_dropped']:,}{_no_socket_words(hop)}")
         if transport == "serial" and hop:
-            parts.append(f"serial-replay sent {hop['lines_sent']:,} lines" if hop["lines_sent"] is not None else
-                         "serial-replay did not say what it sent")
+            parts.append((f"serial-replay sent {hop['lines_sent']:,} lines" if hop["lines_sent"] is not None else
+                          "serial-replay did not say what it sent") + _written_back_words(hop))
         parts.append(f"{black_box_events(summary, check)} received of {check['reference_events']:,} "
                      f"(simulation); {check['missing']:,} missing, {check['extra']:,} extra, {check['wrong']:,} wrong, "
                      f"{check.get('out_of_order', 0):,} out of order, "
@@ -147,7 +154,7 @@ def run_line(summary: dict[str, Any]) -> str:
     if transport == "serial" and hop:
         util = hop.get("line_utilisation")
         parts.append(f"{hop['lines_good']:,} good lines, {hop['lines_bad']} bad"
-                     + (f", line utilisation {util * 100:.2f}%" if util is not None else ""))
+                     + (f", line utilisation {util * 100:.2f}%" if util is not None else "") + _written_back_words(hop))
     if rec:
         parts.append(f"{rec.get('missing', 0)} missing, {rec.get('rejected', 0)} rejected, "
                      f"{rec.get('duplicates', 0)} duplicates")

@@ -279,6 +279,8 @@ def _serial_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -> 
         "line_utilisation": sr.get("line_utilisation"), "late_lines": sr.get("late_lines"),
         "timestamps_backwards": sr.get("timestamps_backwards", 0),
         "corrupted_lines": int(sr.get("corrupted_lines", 0)),
+        # What the gateway wrote back on the line while serial-replay ran (taken and dropped: LineReturn).
+        "bytes_written_back": int(sr.get("bytes_written_back", 0)),
         "sender_stopped": bool(run.extras.get("sender_stopped")),  # before its end, with a run that failed
     }
 
