@@ -1121,6 +1121,29 @@ def test_a_gateway_writing_back_on_its_serial_line_does_not_jam_it(capture, tmp_
     assert 0 < back <= sent  # what it wrote back while the sender ran: at most every byte it was sent
 
 
+@needs_root
+def test_a_gateway_reading_stdin_gets_its_end_however_itchbench_was_started(capture, tmp_path):
+    """The gateway's stdin had been itchbench's own: one that read it (here, its command waits for a byte or the
+    end) waited on the user's terminal and was never ready, where under CI's /dev/null the same build ran LOSSLESS.
+    itchbench's stdin is made a pipe left open here, as a terminal is: the gateway's is /dev/null all the same."""
+    copy = tmp_path / "reading"
+    shutil.copytree(EXAMPLE.parent, copy)
+    text = (copy / "itchbench.toml").read_text()
+    assert text.count('udp = "exec python3') == 1
+    (copy / "itchbench.toml").write_text(text.replace('udp = "exec python3',
+                                                       'udp = "head -c1 >/dev/null; exec python3'))
+    read, write = os.pipe()
+    stdin = os.dup(0)
+    os.dup2(read, 0)
+    try:
+        run, s = _run(capture, copy / "itchbench.toml", "udp", tmp_path)
+    finally:
+        os.dup2(stdin, 0)
+        for fd in (stdin, read, write):
+            os.close(fd)
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+
+
 def _example_via(tmp_path: Path, via: str, flags: str = "", bbo: str = "") -> Path:
     """The Python example's contract with its BBO output in UDP datagrams or through the run's broker (udp, mqtt,
     kafka), ready once its feed port is bound; flags: its own, bbo: a [bbo] key beside via."""

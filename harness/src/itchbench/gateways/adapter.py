@@ -51,8 +51,9 @@ def build(c: Contract, worktree: Path, *, commit: str, build_dir: Path, log: Pat
             cmd = contract_mod.fill(template, values)
             out.write(f"$ {cmd}\n".encode())
             out.flush()
-            proc = subprocess.run(["bash", "-c", cmd], cwd=worktree, stdout=out, stderr=subprocess.STDOUT,
-                                  env={**users_environment(), **_env(values), **cached})
+            # stdin /dev/null, as the gateway's (procs.popen): a build that reads it gets the same end everywhere.
+            proc = subprocess.run(["bash", "-c", cmd], cwd=worktree, stdin=subprocess.DEVNULL, stdout=out,
+                                  stderr=subprocess.STDOUT, env={**users_environment(), **_env(values), **cached})
             if proc.returncode != 0:
                 text = log.read_text(errors="replace")
                 raise RunError("setup", f"the gateway's build failed ({describe_exit(proc.returncode)}): {cmd}\n"

@@ -38,7 +38,10 @@ _forker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefi
 
 
 def popen(cmd: list[str], **kwargs) -> subprocess.Popen:
-    """A child that dies with this process (PR_SET_PDEATHSIG), forked off a thread that lives as long as it does."""
+    """A child that dies with this process (PR_SET_PDEATHSIG), forked off a thread that lives as long as it does.
+    Its stdin is /dev/null unless given: inherited, a gateway reading it had waited on the user's terminal (never
+    ready) where, under CI's /dev/null, the same build ran LOSSLESS."""
+    kwargs.setdefault("stdin", subprocess.DEVNULL)
     if threading.current_thread() is threading.main_thread():
         return subprocess.Popen(cmd, preexec_fn=_die_with_parent, **kwargs)
     return _forker.submit(subprocess.Popen, cmd, preexec_fn=_die_with_parent, **kwargs).result()
