@@ -1005,11 +1005,12 @@ def test_doc_writes_a_black_box_document(capture, tmp_path):
 def test_a_command_may_take_every_value_from_the_environment(capture, tmp_path):
     # No placeholder at all: ITCHBENCH_FEED_PORT and ITCHBENCH_BBO_PORT; ready when the feed port is bound.
     (tmp_path / "gateway.py").write_text((EXAMPLE.parent / "gateway.py").read_text())
-    # It also tells what of the harness's own environment reached it: nothing (OPENBLAS_NUM_THREADS is the harness's).
+    # It also tells what of the harness's own environment reached it: nothing (OPENBLAS_NUM_THREADS and PYTHONUTF8
+    # are the harness's).
     gw = _contract(tmp_path, '''\
         name = "env"
         inputs = ["udp"]
-        command = """printenv OPENBLAS_NUM_THREADS ITCHBENCH_SET_FOR_ITSELF > seen-env; \\
+        command = """printenv OPENBLAS_NUM_THREADS PYTHONUTF8 ITCHBENCH_SET_FOR_ITSELF > seen-env; \\
           exec python3 gateway.py --udp 127.0.0.1:$ITCHBENCH_FEED_PORT --bbo 127.0.0.1:$ITCHBENCH_BBO_PORT"""
         [ready]
         when = "udp_bound"

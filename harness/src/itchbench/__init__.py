@@ -12,7 +12,9 @@ __version__ = "0.1.0"
 # what the harness set, so that an itchbench started by itchbench (a Slurm shard, selftest) knows it too.
 _SET_FOR_ITSELF = "ITCHBENCH_SET_FOR_ITSELF"
 _set_here = set(os.environ.get(_SET_FOR_ITSELF, "").split())
-for _name, _value in {"OPENBLAS_NUM_THREADS": "1"}.items():
+# PYTHONUTF8: the Pythons the harness starts (its helpers, an itchbench of its own) read and write UTF-8 whatever
+# the locale, as it does itself (cli._in_utf8_mode).
+for _name, _value in {"OPENBLAS_NUM_THREADS": "1", "PYTHONUTF8": "1"}.items():
     if _name not in os.environ:
         os.environ[_name] = _value
         _set_here.add(_name)

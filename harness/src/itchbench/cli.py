@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import errno
 import gc
+import locale
+import os
 import signal
 import sys
 import warnings
@@ -97,10 +100,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130 if not isinstance(e, Interrupted) else 143
 
 
+def _in_utf8_mode() -> None:
+    """Started again in Python's UTF-8 mode (PEP 540) when the locale's encoding is another: its files, pipes and
+    console are then read and written as UTF-8, as the harness's are everywhere else. Under en_US.ISO-8859-1 every
+    report had failed ("REPORT NOT WRITTEN (UnicodeEncodeError: 'latin-1' codec can't encode character '\\u2014'")
+    and so every run, and compare refused them. The Pythons it starts get the mode from PYTHONUTF8 (__init__.py)."""
+    if sys.flags.utf8_mode or codecs.lookup(locale.getpreferredencoding(False)).name == "utf-8":
+        return
+    os.execv(sys.executable, [sys.executable, "-X", "utf8", "-m", "itchbench.cli", *sys.argv[1:]])
+
+
 def entry() -> None:
     """The `itchbench` command: main(), then the exit. The interpreter's last act is a full collection that walks
     every object left (pandas and matplotlib make that 0.2 s); frozen first, they are skipped and freed as their
     references go, as they would be anyway."""
+    _in_utf8_mode()
     code = main()
     gc.freeze()
     sys.exit(code)
