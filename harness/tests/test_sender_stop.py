@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -14,9 +15,14 @@ import tty
 import warnings
 from pathlib import Path
 
-from itchbench import paths
-from itchbench.analysis import logs
+import pytest
 
+from itchbench import paths, rundir
+from itchbench.analysis import logs
+from itchbench.runs import runner
+from live_helpers import config, kill_when_running
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 SAMPLE = paths.repo_root() / "fixtures" / "nasdaq-day-sample.pcap"  # 8,000 messages in 2,102 packets
 
 
@@ -118,3 +124,21 @@ def test_serial_replay_takes_what_comes_back_on_its_line_and_counts_it(tmp_path)
     r = json.loads(report.read_text())
     assert r["lines"] == 8000 and 0 < r["bytes_written_back"] <= echoed[0] <= r["bytes"]
     os.close(far)
+
+
+@needs_root
+@pytest.mark.parametrize("transport", ["udp", "serial"])
+def test_a_sender_stopped_from_outside_the_run_is_an_interruption_not_its_failure(transport, tmp_path):
+    """A Ctrl-C reaches every process of the terminal's process group, the run's sender too; and the harness, started
+    with SIGINT ignored (a background job of a script), did not stop: the sender's 130 was said as "INCOMPLETE
+    (sender_failed): udp-replay exited with status 130". The sender, paced to take seconds, is stopped here by a
+    SIGINT of the test's own once it runs."""
+    sender = "udp-replay" if transport == "udp" else "serial-replay"
+    tables = {"replay": {"sender": "udp-replay", "rate": "pps", "pps": 300}} if transport == "udp" else \
+        {"serial": {"baud": 115_200}}
+    killer = kill_when_running(rf"(^|/){sender} .*{re.escape(str(SAMPLE))}", signal.SIGINT, 0.5)
+    run = runner.execute({**config(SAMPLE, transport, **tables), "subscribers": 0}, f"outside-{transport}",
+                         root=tmp_path, echo=False)
+    killer.join()
+    verdict = rundir.read_json(run / "summary.json")["verdict"]
+    assert verdict["headline"] == f"INCOMPLETE (interrupted): {sender} was stopped by SIGINT, sent from outside the run"

@@ -35,6 +35,21 @@ def describe_exit(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
+def stopped_from_outside(sender: str, report: dict) -> RunError | None:
+    """An interruption, when itchbench's own sender says it was stopped by a signal (its report's
+    stopped_by_signal) that the run never sent: the run stops its sender only when the gateway has failed, and
+    says so first. A Ctrl-C that reached the whole process group, a job cancelled, had been said as the sender's
+    failure ("udp-replay exited with status 130")."""
+    sig = int(report.get("stopped_by_signal") or 0)
+    if not sig:
+        return None
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    return RunError("interrupted", f"{sender} was stopped by {name}, sent from outside the run")
+
+
 def tail(text: str, lines: int = 12, chars: int = 2000) -> str:
     """The last lines of a child's stderr, for a verdict."""
     return "\n".join(text.strip().splitlines()[-lines:])[-chars:]

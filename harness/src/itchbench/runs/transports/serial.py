@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 from ... import paths
 from ...captures.inspect import facts_of
 from ..deadlines import serial_sender_seconds
-from ..failure import RunError, describe_exit
+from ..failure import RunError, describe_exit, stopped_from_outside
 from .live import off_the_gateway_cpu, wait_for_sender
 
 if TYPE_CHECKING:
@@ -61,5 +61,8 @@ def replay_serial(run: "Run", group: "ProcessGroup", replay_end: Path,
         if report.is_file():
             run.extras["serial_replay"] = json.loads(report.read_text())
     if sr.returncode != 0:
+        outside = stopped_from_outside("serial-replay", run.extras.get("serial_replay", {}))
+        if outside is not None:
+            raise outside
         text = (run.dir / "serial-replay.stderr").read_text(errors="replace").strip()
         raise RunError("sender_failed", f"serial-replay {describe_exit(sr.returncode)}: {text[-500:] or 'no output'}")

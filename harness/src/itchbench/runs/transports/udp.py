@@ -17,7 +17,7 @@ from ... import paths
 from ...captures.inspect import facts_of
 from ...captures.loopback import RewriteError, loopback_capture
 from ..deadlines import udp_sender_seconds
-from ..failure import RunError, describe_exit
+from ..failure import RunError, describe_exit, stopped_from_outside
 from ..netns import NetnsError, PrivateNetns
 from .live import off_the_gateway_cpu, wait_for_sender
 
@@ -166,6 +166,9 @@ def replay_udp(run: "Run", group: "ProcessGroup", ns: PrivateNetns,
             pass
     if tr.returncode != 0:
         ur = run.extras.get("udp_replay", {})
+        outside = stopped_from_outside(sender, ur)
+        if outside is not None:
+            raise outside
         said = _said_on_failure(text) or (f"{ur['failed']:,} of {ur['packets']:,} packets not sent (first error: "
                                        f"{ur.get('first_error') or 'none named'})" if ur.get("failed") else
                                        "nothing said but its usual notices" if text.strip() else "no output")
