@@ -83,10 +83,13 @@ int run_live(const GatewayOptions& o) {
   Grant mlock{o.mlockall, o.mlockall ? lock_all_memory() : ""};
   Grant pin{o.cpu >= 0, o.cpu >= 0 ? pin_current_thread(o.cpu) : ""};
   Grant fifo{o.sched_fifo > 0, o.sched_fifo > 0 ? set_sched_fifo(o.sched_fifo) : ""};
+  // The publishers pin themselves on their own threads; a CPU the process may not use is refused here, with the
+  // rest (it had been recorded as not granted while the run went on and passed).
+  Grant publisher_cpu{o.publisher_cpu >= 0, o.publisher_cpu >= 0 ? cpu_unavailable(o.publisher_cpu) : ""};
   int64_t rt_runtime_us = -1, rt_period_us = -1;
   const bool throttled = rt_throttling(rt_runtime_us, rt_period_us);
   const bool rt_yield = o.busy_poll && fifo.requested && fifo.error.empty() && throttled;
-  for (const Grant* g : {&mlock, &pin, &fifo})
+  for (const Grant* g : {&mlock, &pin, &fifo, &publisher_cpu})
     if (!g->error.empty()) {
       std::fprintf(stderr, "itch-gateway: %s\n", g->error.c_str());
       return 2;

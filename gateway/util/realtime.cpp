@@ -36,14 +36,17 @@ bool rt_throttling(int64_t& runtime_us, int64_t& period_us) {
   return runtime_us >= 0 && period_us > 0 && runtime_us < period_us;
 }
 
-std::string pin_current_thread(int cpu) {
+std::string cpu_unavailable(int cpu) {
   const cpu_set_t& allowed = kProcessCpus;
-  if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) {
-    std::string list;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &allowed)) list += (list.empty() ? "" : ",") + std::to_string(c);
-    return "cpu " + std::to_string(cpu) + " is not available to this process (allowed: " + list + ")";
-  }
+  if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &allowed)) return "";
+  std::string list;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) list += (list.empty() ? "" : ",") + std::to_string(c);
+  return "cpu " + std::to_string(cpu) + " is not available to this process (allowed: " + list + ")";
+}
+
+std::string pin_current_thread(int cpu) {
+  if (std::string unavailable = cpu_unavailable(cpu); !unavailable.empty()) return unavailable;
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);

@@ -7,6 +7,8 @@
 namespace itchbench {
 
 std::string pin_current_thread(int cpu);
+// Why the process may not run on cpu ("": it may): a thread's pin, checked before the thread is made.
+std::string cpu_unavailable(int cpu);
 std::string set_sched_fifo(int priority);  // current thread
 std::string lock_all_memory();             // mlockall, locking pages as they are touched
 // For helper threads (log provisioning, the publisher): a thread inherits
