@@ -1122,6 +1122,27 @@ def test_a_gateway_writing_back_on_its_serial_line_does_not_jam_it(capture, tmp_
     assert 0 < back <= sent  # what it wrote back while the sender ran: at most every byte it was sent
 
 
+@pytest.mark.parametrize("transport, gateway, asked", [
+    ("udp", {"cpu": 1, "sched_fifo": 80, "mlockall": True}, "cpu = 1, sched_fifo = 80, mlockall = true"),
+    ("udp", {"busy_poll": True, "source": "af_xdp"}, 'busy_poll = true, source = "af_xdp"'),
+    ("serial", {"publisher_cpu": 0}, "publisher_cpu = 0"),
+], ids=["real time", "busy poll and AF_XDP", "serial publisher"])
+def test_a_configuration_asking_what_the_gateway_is_never_given_is_refused(capture, tmp_path, transport, gateway,
+                                                                         asked):
+    """scenarios/udp-rt.toml with the Python example, whose commands take no {itchbench_flags}: its CPU, SCHED_FIFO
+    and mlockall went nowhere, and the run passed as "udp-rt", LOSSLESS. Refused before the gateway is built."""
+    tables = {"serial": {"baud": 2_000_000}} if transport == "serial" else {"replay": {"sender": "udp-replay"}}
+    values = config(capture, transport, **tables)
+    values = {**values, "gateway": {**values["gateway"], **gateway}, "gateway_file": str(EXAMPLE), "subscribers": 0}
+    run = runner.execute(values, "asked", root=tmp_path / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
+    assert s["verdict"]["headline"] == (
+        f"INCOMPLETE (setup): {EXAMPLE}: the scenario's [gateway] {asked} reach a gateway in {{itchbench_flags}} "
+        f"alone, which its {transport} command does not take: none would be applied. Give the command "
+        "{itchbench_flags}, or place the gateway's threads with [placement] (docs/host.md)")
+    assert not (run / "build.log").exists()  # refused before the build
+
+
 @needs_root
 def test_a_gateway_reading_stdin_gets_its_end_however_itchbench_was_started(capture, tmp_path):
     """The gateway's stdin had been itchbench's own: one that read it (here, its command waits for a byte or the

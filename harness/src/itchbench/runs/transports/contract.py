@@ -37,7 +37,7 @@ from .. import placement
 from ..profiler import Profiler
 from ..failure import RunError
 from . import exchange_server, rerequest, snapshot, subscribers
-from .gateway import itchbench_flags
+from .gateway import asked_in_flags_alone, itchbench_flags
 from .live import gateway_cpus
 from .serial import pty_pair, replay_serial
 from .udp import UDP_PORT, line_b, private_netns, replay_udp
@@ -183,6 +183,13 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
     env = _built_in_binary(run)
     if not env:  # a brought gateway: which build of it runs, on record before anything else happens
         _record_provenance(run, c, worktree)
+    asked = asked_in_flags_alone(run, input_kind)
+    if asked and "itchbench_flags" not in c.commands.get(input_kind, ""):
+        # Run without them, the configuration would pass for the one it names (udp-rt, a journey's step).
+        raise RunError("setup", f"{c.path}: the scenario's [gateway] {', '.join(asked)} reach a gateway in "
+                                f"{{itchbench_flags}} alone, which its {input_kind} command does not take: none would "
+                                "be applied. Give the command {itchbench_flags}, or place the gateway's threads with "
+                                "[placement] (docs/host.md)")
     if not under.get("prebuilt") and not env and c.build:
         run.say(f"  building {c.name} in {worktree}")
         try:

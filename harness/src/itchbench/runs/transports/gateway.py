@@ -39,6 +39,23 @@ def recovery_flags(values: dict) -> list[str]:
     return args
 
 
+def asked_in_flags_alone(run: "Run", input_kind: str) -> list[str]:
+    """The scenario's [gateway] settings for input_kind that make a configuration what it is (pinned, real time,
+    busy polling, AF_XDP) and reach a gateway in {itchbench_flags} alone: of a contract whose command does not take
+    them, none is applied."""
+    g = run.values["gateway"]
+    asked = [f"cpu = {g['cpu']}"] if g["cpu"] >= 0 else []
+    if input_kind == "file":
+        return asked
+    asked += [f"publisher_cpu = {g['publisher_cpu']}"] if g["publisher_cpu"] >= 0 else []
+    asked += [f"sched_fifo = {g['sched_fifo']}"] if g["sched_fifo"] > 0 else []
+    asked += ["mlockall = true"] if g["mlockall"] else []
+    if input_kind == "udp":
+        asked += ["busy_poll = true"] if g["busy_poll"] else []
+        asked += [f'source = "{g["source"]}"'] if g["source"] != "udp" else []
+    return asked
+
+
 def itchbench_flags(run: "Run", input_kind: str) -> list[str]:
     """Flags for input_kind (udp, serial, file), each named only when the scenario asks for it where it can:
     the gateways of older revisions (compare, bisect) know fewer flags."""
