@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,25 @@ if TYPE_CHECKING:
     from .run import Run
 
 PERF_END_S = 15.0  # perf writes its data after the gateway ends; a large profile takes a few seconds
+# perf takes a moment to start and open its events on the gateway's threads; the feed waits for it that long at
+# most. Not waited for, a busy machine had it attach after a short run's gateway had done its work: no sample.
+PERF_ATTACH_S = 30.0
 TOP = 20
+
+
+def _perf_events_open(pid: int) -> bool:
+    """Whether process pid holds a perf event (perf record has opened its events on its target)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]":
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _perf_script(data: Path, fields: str) -> list[str]:
@@ -60,6 +79,11 @@ class Profiler:
         self.group.on_close(self.err.close)
         self.proc = self.group.start("perf", cmd, stdout=subprocess.DEVNULL, stderr=self.err)
         self.run.say(f"  profiling the gateway (pid {self.target}): perf record -e {p['event']} -F {p['frequency']}")
+        deadline = time.monotonic() + PERF_ATTACH_S
+        while not _perf_events_open(self.proc.pid) and self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not _perf_events_open(self.proc.pid):  # said in the profile's error, if nothing is recorded then
+            self.run.say(f"  perf has not attached to the gateway within {PERF_ATTACH_S:g} s; the feed goes on")
 
     def finish(self) -> None:
         """After the gateway ended: perf's end, then the folded stacks, the flame graph and the table; the
