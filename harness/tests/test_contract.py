@@ -1144,6 +1144,20 @@ def test_a_configuration_asking_what_the_gateway_is_never_given_is_refused(captu
 
 
 @needs_root
+def test_subscribers_asked_of_a_gateway_with_no_subscriber_port_are_said_not_served(capture, tmp_path):
+    """The scenario asked for two subscribers; the example's contract names no subscriber port. The run was LOSSLESS
+    and said nothing of them: its line and report read as those of a run whose fan-out had been measured."""
+    values = {**config(capture, "udp", replay={"sender": "udp-replay"}), "gateway_file": str(EXAMPLE), "subscribers": 2}
+    run = runner.execute(values, "unserved", root=tmp_path / "runs", echo=False)
+    s = rundir.read_json(run / "summary.json")
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    said = "the gateway's contract names no subscriber port ([subscribers])"
+    assert f"; subscribers none served: {said}; " in run_line(s)
+    report = (run / "report.md").read_text()
+    assert f"## Subscribers\n\nNone served: {said}; no hop to a subscriber is measured." in report
+
+
+@needs_root
 def test_a_gateway_reading_stdin_gets_its_end_however_itchbench_was_started(capture, tmp_path):
     """The gateway's stdin had been itchbench's own: one that read it (here, its command waits for a byte or the
     end) waited on the user's terminal and was never ready, where under CI's /dev/null the same build ran LOSSLESS.

@@ -198,6 +198,9 @@ def build(run_dir: Path, manifest: dict[str, Any], summary: dict[str, Any], nois
                    + why, ""]
     md += recovery_section(rec.get("recovery"))
     md += join_section(rec.get("join"))
+    not_served = (summary.get("transport_details") or {}).get("subscribers_not_served")
+    if not_served:  # the scenario's subscribers: none to measure, said rather than left out in silence
+        md += ["## Subscribers", "", f"None served: {not_served}; no hop to a subscriber is measured.", ""]
     md += speed_section(summary)
     w2w = summary.get("wire_to_wire")
     md += ["## Latency, wire to wire", ""]

@@ -132,6 +132,9 @@ def run_line(summary: dict[str, Any]) -> str:
         if transport == "serial" and hop:
             parts.append((f"serial-replay sent {hop['lines_sent']:,} lines" if hop["lines_sent"] is not None else
                           "serial-replay did not say what it sent") + _written_back_words(hop))
+        not_served = (summary.get("transport_details") or {}).get("subscribers_not_served")
+        if not_served:
+            parts.append(f"subscribers none served: {not_served}")
         parts.append(f"{black_box_events(summary, check)} received of {check['reference_events']:,} "
                      f"(simulation); {check['missing']:,} missing, {check['extra']:,} extra, {check['wrong']:,} wrong, "
                      f"{check.get('out_of_order', 0):,} out of order, "
