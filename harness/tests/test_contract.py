@@ -1123,21 +1123,26 @@ def test_a_gateway_writing_back_on_its_serial_line_does_not_jam_it(capture, tmp_
 
 
 @pytest.mark.parametrize("transport, gateway, asked", [
-    ("udp", {"cpu": 1, "sched_fifo": 80, "mlockall": True}, "cpu = 1, sched_fifo = 80, mlockall = true"),
-    ("udp", {"busy_poll": True, "source": "af_xdp"}, 'busy_poll = true, source = "af_xdp"'),
-    ("serial", {"publisher_cpu": 0}, "publisher_cpu = 0"),
-], ids=["real time", "busy poll and AF_XDP", "serial publisher"])
+    ("udp", {"cpu": 1, "sched_fifo": 80, "mlockall": True},
+     "gateway.cpu = 1, gateway.sched_fifo = 80, gateway.mlockall = true"),
+    ("udp", {"busy_poll": True, "source": "af_xdp"}, 'gateway.busy_poll = true, gateway.source = "af_xdp"'),
+    ("serial", {"publisher_cpu": 0}, "gateway.publisher_cpu = 0"),
+    ("udp", {"loops": 2}, "replay.loops = 2 (--ignore-end-of-session)"),
+], ids=["real time", "busy poll and AF_XDP", "serial publisher", "looped"])
 def test_a_configuration_asking_what_the_gateway_is_never_given_is_refused(capture, tmp_path, transport, gateway,
                                                                          asked):
     """scenarios/udp-rt.toml with the Python example, whose commands take no {itchbench_flags}: its CPU, SCHED_FIFO
     and mlockall went nowhere, and the run passed as "udp-rt", LOSSLESS. Refused before the gateway is built."""
     tables = {"serial": {"baud": 2_000_000}} if transport == "serial" else {"replay": {"sender": "udp-replay"}}
     values = config(capture, transport, **tables)
-    values = {**values, "gateway": {**values["gateway"], **gateway}, "gateway_file": str(EXAMPLE), "subscribers": 0}
+    gateway = dict(gateway)
+    replay = {**values["replay"], **({"loops": gateway.pop("loops")} if "loops" in gateway else {})}
+    values = {**values, "gateway": {**values["gateway"], **gateway}, "replay": replay, "gateway_file": str(EXAMPLE),
+              "subscribers": 0}
     run = runner.execute(values, "asked", root=tmp_path / "runs", echo=False)
     s = rundir.read_json(run / "summary.json")
     assert s["verdict"]["headline"] == (
-        f"INCOMPLETE (setup): {EXAMPLE}: the scenario's [gateway] {asked} reach a gateway in {{itchbench_flags}} "
+        f"INCOMPLETE (setup): {EXAMPLE}: the scenario's {asked} reach a gateway in {{itchbench_flags}} "
         f"alone, which its {transport} command does not take: none would be applied. Give the command "
         "{itchbench_flags}, or place the gateway's threads with [placement] (docs/host.md)")
     assert not (run / "build.log").exists()  # refused before the build

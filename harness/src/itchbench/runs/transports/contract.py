@@ -186,7 +186,7 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
     asked = asked_in_flags_alone(run, input_kind)
     if asked and "itchbench_flags" not in c.commands.get(input_kind, ""):
         # Run without them, the configuration would pass for the one it names (udp-rt, a journey's step).
-        raise RunError("setup", f"{c.path}: the scenario's [gateway] {', '.join(asked)} reach a gateway in "
+        raise RunError("setup", f"{c.path}: the scenario's {', '.join(asked)} reach a gateway in "
                                 f"{{itchbench_flags}} alone, which its {input_kind} command does not take: none would "
                                 "be applied. Give the command {itchbench_flags}, or place the gateway's threads with "
                                 "[placement] (docs/host.md)")

@@ -40,19 +40,21 @@ def recovery_flags(values: dict) -> list[str]:
 
 
 def asked_in_flags_alone(run: "Run", input_kind: str) -> list[str]:
-    """The scenario's [gateway] settings for input_kind that make a configuration what it is (pinned, real time,
-    busy polling, AF_XDP) and reach a gateway in {itchbench_flags} alone: of a contract whose command does not take
-    them, none is applied."""
+    """The scenario's settings for input_kind that make a configuration what it is (pinned, real time, busy
+    polling, AF_XDP; the capture looped, its ends of session to be gone through) and reach a gateway in
+    {itchbench_flags} alone: of a contract whose command does not take them, none is applied."""
     g = run.values["gateway"]
-    asked = [f"cpu = {g['cpu']}"] if g["cpu"] >= 0 else []
+    asked = [f"gateway.cpu = {g['cpu']}"] if g["cpu"] >= 0 else []
     if input_kind == "file":
         return asked
-    asked += [f"publisher_cpu = {g['publisher_cpu']}"] if g["publisher_cpu"] >= 0 else []
-    asked += [f"sched_fifo = {g['sched_fifo']}"] if g["sched_fifo"] > 0 else []
-    asked += ["mlockall = true"] if g["mlockall"] else []
+    asked += [f"gateway.publisher_cpu = {g['publisher_cpu']}"] if g["publisher_cpu"] >= 0 else []
+    asked += [f"gateway.sched_fifo = {g['sched_fifo']}"] if g["sched_fifo"] > 0 else []
+    asked += ["gateway.mlockall = true"] if g["mlockall"] else []
     if input_kind == "udp":
-        asked += ["busy_poll = true"] if g["busy_poll"] else []
-        asked += [f'source = "{g["source"]}"'] if g["source"] != "udp" else []
+        asked += ["gateway.busy_poll = true"] if g["busy_poll"] else []
+        asked += [f'gateway.source = "{g["source"]}"'] if g["source"] != "udp" else []
+        loops = run.values["replay"]["loops"]
+        asked += [f"replay.loops = {loops} (--ignore-end-of-session)"] if loops > 1 else []
     return asked
 
 
