@@ -248,6 +248,16 @@ def test_the_example_gateway_reproduces_the_simulation(capture, transport, tmp_p
     assert dumped.returncode == 2 and not dumped.stdout
     assert f"is a run of py-gateway, which wrote no itchbench BBO log: what it published is {run / 'bbo.received'}" \
         in dumped.stderr
+    # A run whose gateway published nothing (it never connected, say): said so, not "the run ended before its
+    # gateway wrote one" of a log such a gateway never writes.
+    ended = tmp_path / "ended-early"
+    shutil.copytree(run, ended)
+    (ended / "bbo.received").unlink()
+    dumped = subprocess.run([sys.executable, "-m", "itchbench.cli", "dump", "bbo", str(ended)], capture_output=True,
+                            text=True)
+    assert dumped.returncode == 2 and dumped.stderr == (
+        f"itchbench: {ended} is a run of py-gateway, which writes no itchbench BBO log, and what it published is not "
+        f"there ({ended / 'bbo.received'}): the run ended before it published anything (its summary says why)\n")
 
 
 @needs_root

@@ -41,8 +41,15 @@ def _no_logs(run_dir: Path) -> str:
     if not manifest.is_file():
         return f"{run_dir} is not a run directory (no manifest.json)"
     under = rundir.read_json(manifest).get("gateway_under_test") or {}
-    if (run_dir / BBO_FILE).is_file():
-        return (f"{run_dir} is a run of {under.get('name', 'a brought gateway')}, which wrote no itchbench BBO log: "
-                f"what it published is {run_dir / BBO_FILE}, as it sent it (its contract's bbo.format); dump reads "
-                "the built-in gateway's logs")
-    return f"{run_dir} holds no BBO log (no bbo.bbo): the run ended before its gateway wrote one"
+    if not under:
+        return f"{run_dir} holds no BBO log (no bbo.bbo): the run ended before its gateway wrote one"
+    # A brought gateway's: where the run took what it published (the collector's file, or its own file output).
+    summary = run_dir / "summary.json"
+    details = (rundir.read_json(summary).get("transport_details") or {}) if summary.is_file() else {}
+    published = run_dir / details.get("bbo_output", BBO_FILE)
+    name = under.get("name", "a brought gateway")
+    if published.is_file():
+        return (f"{run_dir} is a run of {name}, which wrote no itchbench BBO log: what it published is {published}, "
+                "as it sent it (its contract's bbo.format); dump reads the built-in gateway's logs")
+    return (f"{run_dir} is a run of {name}, which writes no itchbench BBO log, and what it published is not there "
+            f"({published}): the run ended before it published anything (its summary says why)")
