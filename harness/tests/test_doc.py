@@ -218,6 +218,28 @@ def test_a_configuration_with_a_run_not_lossless_is_marked_where_its_figures_are
     assert "| default-index (baseline) | 3 |" in md  # its runs are all lossless: no mark
 
 
+def test_a_figure_the_baseline_lacks_is_given_not_said_unmeasured(runs, tmp_path, capsys):
+    """Every run of the baseline failed before its latency was measured: the other configuration's figures were
+    measured (its table gives them), and its summary line said "mean not measured; p50 not measured; …" of them."""
+    copy = tmp_path / "runs"
+    shutil.copytree(runs, copy)
+    p50s = []
+    for p in sorted(copy.glob("*/summary.json")):
+        s = json.loads(p.read_text())
+        if s["label"] == "small-index":
+            p50s.append(s["latency"]["stages"]["receive_to_book"]["p50"])
+            continue
+        s.pop("latency")
+        s["verdict"] = {**s["verdict"], "status": "incomplete", "exit_status": 1,
+                        "headline": "INCOMPLETE (interrupted): interrupted by SIGINT (Ctrl-C)"}
+        p.write_text(json.dumps(s))
+    assert itchbench_main(["doc", str(copy), "--out", str(tmp_path / "d"), "--baseline", "default-index"]) == 0
+    md = (tmp_path / "d" / "report.md").read_text()
+    line = next(x for x in md.splitlines() if x.startswith("- **small-index**"))
+    assert f"p50 {statistics.median(p50s):,.0f} ns (not compared: the baseline has none)" in line, line
+    assert "not measured" not in line
+
+
 def test_unknown_baseline_names_the_configurations(runs, tmp_path, capsys):
     assert itchbench_main(["doc", str(runs), "--out", str(tmp_path / "d"), "--baseline", "nope"]) == 2
     err = capsys.readouterr().err
