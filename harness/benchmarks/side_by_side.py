@@ -41,27 +41,34 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import isolated
 from itchbench import paths
+from itchbench.captures.inspect import inspect_capture
 from settle import settle
 
+# A command's rate is of the whole file only if the file at that rate fits in the time the command ran, with room
+# for the clock's reading and a rate rounded in its print.
+WALL_SLACK = 1.02
 # Digits with thousands separators too: "15,000,000 msg/s" was read as its last group, 0 msg/s.
 DEFAULT_PEER_RATE = r"(?<![\d,.])((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?) msg/s"
 
 
-def _run(cmd: list[str], cpu: int | None) -> tuple[str, int]:
-    """(stdout, peak RSS KiB). Called in a fresh Python child (_isolated): RUSAGE_CHILDREN's high-water mark is
-    then the largest process this one command ran, a wrapper script's children included."""
+def _run(cmd: list[str], cpu: int | None) -> tuple[str, int, float]:
+    """(stdout, peak RSS KiB, wall seconds). Called in a fresh Python child (_isolated): RUSAGE_CHILDREN's
+    high-water mark is then the largest process this one command ran, a wrapper script's children included."""
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu), *cmd]
+    started = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - started
     if proc.returncode != 0:
         ended = (f"was killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
                  else f"exited with {proc.returncode}")
         raise SystemExit(f"side_by_side: {shlex.join(cmd)} {ended}: {proc.stderr.strip()[-500:]}")
-    return proc.stdout, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return proc.stdout, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, wall
 
 
 def main() -> int:
@@ -93,6 +100,8 @@ def main() -> int:
     record: dict = {"ours": args.ours or str(paths.tool("itch-gateway")), "peer": args.peer, "cpu": args.cpu,
                     "latency_log": args.latency_log, "gateway_flags": args.gateway_flags, "files": []}
     for f in args.files:
+        # What a command's rate must be of (command_once); an empty file stands in for a capture in the tests.
+        messages = int(inspect_capture(f)["messages"]) if f.stat().st_size else 0
         print(f"\n{f.name}: {args.rounds} rounds, alternating order")
         print(f"{'round':>5} {'ours msg/s':>14} {'peer msg/s':>14} {'ratio':>7} {'ours RSS MiB':>16} {'peer RSS MiB':>13}")
         ratios, gws, peers, gw_rss, peer_rss = [], [], [], [], []
@@ -100,7 +109,7 @@ def main() -> int:
             order = ("gw", "peer") if r % 2 else ("peer", "gw")
             results = {}
             for who in order:
-                results[who] = _isolated(who, f, args)
+                results[who] = _isolated(who, f, args, messages)
             g, gr = results["gw"]
             pr, prss = results["peer"]
             gws.append(g)
@@ -123,10 +132,11 @@ def main() -> int:
     return 0
 
 
-def _isolated(who: str, capture: Path, args: argparse.Namespace) -> tuple[float, int]:
+def _isolated(who: str, capture: Path, args: argparse.Namespace, messages: int) -> tuple[float, int]:
     """One measurement in a fresh Python child, so that its peak RSS is that process's own."""
     value, rss = isolated.call("side_by_side", {
-        "who": who, "file": str(capture), "cpu": args.cpu, "latency_log": args.latency_log, "peer": args.peer,
+        "who": who, "file": str(capture), "messages": messages, "cpu": args.cpu, "latency_log": args.latency_log,
+        "peer": args.peer,
         "rate": args.peer_rate, "ours": args.ours, "ours_rate": args.ours_rate, "gateway_flags": args.gateway_flags})
     return value, rss
 
@@ -138,7 +148,7 @@ def measure(a: dict) -> tuple[float, int]:
     if a["who"] == "gw" and not a["ours"]:
         return gateway_once(capture, a["cpu"], a["latency_log"], shlex.split(a["gateway_flags"]))
     template, rate = (a["ours"], a["ours_rate"]) if a["who"] == "gw" else (a["peer"], a["rate"])
-    return command_once(template, capture, a["cpu"], re.compile(rate))
+    return command_once(template, capture, a["cpu"], re.compile(rate), a["messages"])
 
 
 def gateway_once(capture: Path, cpu: int | None, latency_log: bool, flags: list[str]) -> tuple[float, int]:
@@ -146,14 +156,18 @@ def gateway_once(capture: Path, cpu: int | None, latency_log: bool, flags: list[
         cmd = [str(paths.tool("itch-gateway")), "--source", "sim", "--capture", str(capture), "--out", tmp, *flags]
         if not latency_log:
             cmd.append("--no-latency-log")
-        _, rss = _run(cmd, cpu)
+        _, rss, _ = _run(cmd, cpu)
         gw = json.loads((Path(tmp) / "gateway.json").read_text())
         return float(gw["messages_per_s"]), rss
 
 
-def command_once(template: str, capture: Path, cpu: int | None, rate: re.Pattern[str]) -> tuple[float, int]:
+def command_once(template: str, capture: Path, cpu: int | None, rate: re.Pattern[str],
+                 messages: int) -> tuple[float, int]:
+    """A command's rate, parsed from its output; refused when the file's messages at that rate would take longer
+    than the command ran: a rate of part of the file, or a number the pattern took for one (a rate too low would
+    inflate every ratio taken over it)."""
     cmd = shlex.split(template.replace("{file}", shlex.quote(str(capture))))
-    out, rss = _run(cmd, cpu)
+    out, rss, wall = _run(cmd, cpu)
     m = rate.search(out)
     if not m:
         raise SystemExit(f"side_by_side: no rate matching {rate.pattern!r} in the output of {template}:\n{out[-500:]}")
@@ -161,6 +175,10 @@ def command_once(template: str, capture: Path, cpu: int | None, rate: re.Pattern
     value = float(m.group(1).replace(",", "")) * scale
     if not value > 0:  # a ratio over no rate at all is no figure
         raise SystemExit(f"side_by_side: {m.group(0)!r} in the output of {template} is no rate")
+    if messages / value > wall * WALL_SLACK:
+        raise SystemExit(f"side_by_side: {m.group(0)!r} in the output of {template} is no rate of the whole file: "
+                         f"its {messages:,} messages at that rate take {messages / value:,.2f} s, and the command "
+                         f"ran {wall:,.2f} s")
     return value, rss
 
 

@@ -16,7 +16,10 @@ from itchbench.cli import main as itchbench_main
 from itchbench.documents.performance import missed_by
 from itchbench.runs import environment
 
-PEER = "sh -c 'echo 2000000 msg/s' {file}"  # a stand-in peer: a fixed rate, so the ratio is ours / 2 M
+# A stand-in peer: a fixed rate, so the ratio is ours / 2 M; it runs as long as the largest file it is given (the
+# peer command's check, 200,000 messages) takes at that rate: side_by_side refuses a rate the file could not be read
+# at in the time its command ran.
+PEER = "sh -c 'sleep 0.12; echo 2000000 msg/s' {file}"
 
 
 def test_the_document_shows_what_the_benchmarks_measured(tmp_path):
@@ -165,7 +168,8 @@ def test_a_failing_benchmark_leaves_the_document_as_it_was(tmp_path):
 
 
 # Gives a rate for every file but the deep-book one: it passes the check of the peer command made up front.
-PEER_FAILING_ON_DEEP_BOOKS = "sh -c 'case $0 in *deep-book*) echo no rate here;; *) echo 2000000 msg/s;; esac' {file}"
+PEER_FAILING_ON_DEEP_BOOKS = ("sh -c 'case $0 in *deep-book*) echo no rate here;; *) sleep 0.12; echo 2000000 msg/s;; "
+                              "esac' {file}")
 
 
 def test_a_peer_command_that_gives_no_rate_is_refused_before_the_files_are_made(tmp_path):

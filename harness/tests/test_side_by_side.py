@@ -84,3 +84,14 @@ def test_a_rate_with_thousands_separators_is_read_whole_and_no_rate_is_refused(t
     proc = subprocess.run([sys.executable, str(SCRIPT), str(capture), "--rounds", "1", "--ours", "echo 5 msg/s",
                            "--peer", "echo 0 msg/s"], capture_output=True, text=True)
     assert proc.returncode != 0 and "'0 msg/s' in the output of echo 0 msg/s is no rate" in proc.stderr, proc.stderr
+
+
+def test_a_rate_the_file_could_not_be_read_at_in_the_time_the_command_ran_is_refused(tmp_path):
+    # The seed workload's 7,000 messages at 5 msg/s take 1,400 s; `echo` ran for a moment: whatever it printed is not
+    # a rate of the whole file, and a ratio over it would have made ours look 10^5 times faster.
+    capture = paths.repo_root() / "fixtures" / "seed-workload.pcap"
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(capture), "--rounds", "1", "--ours", "echo 5 msg/s",
+                           "--peer", "echo 5 msg/s"], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "'5 msg/s' in the output of echo 5 msg/s is no rate of the whole file: its 7,000 messages at that rate " \
+           "take 1,400.00 s, and the command ran " in proc.stderr, proc.stderr
