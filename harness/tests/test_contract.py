@@ -1086,6 +1086,19 @@ def test_a_gateway_whose_build_fails_gives_an_incomplete_run_with_the_builds_out
     assert run_line(s) == "the gateway did not run"
 
 
+def test_a_long_build_is_said_as_it_goes_with_its_last_line(tmp_path, monkeypatch):
+    """A gateway's build ran in silence however long it took: minutes of a compiler read as a hang. Every
+    BUILD_NOTE_S (here 0.2 s, against a build of at least 0.8 s) it is said, with its time and last line."""
+    monkeypatch.setattr(adapter, "BUILD_NOTE_S", 0.2)
+    gw = _contract(tmp_path, GOOD + 'build = ["echo compiling book.o; sleep 0.8"]\n')
+    said: list[str] = []
+    adapter.build(contract.load(gw), tmp_path, commit="WORKTREE", build_dir=tmp_path / "b", log=tmp_path / "build.log",
+                  say=said.append)
+    assert said and all(re.fullmatch(r"  still building: \d+ s of `echo compiling book.o; sleep 0.8`; its last line: "
+                                     rf"compiling book.o \(all of it: {re.escape(str(tmp_path / 'build.log'))}\)", line)
+                        for line in said), said
+
+
 @needs_root
 @pytest.mark.parametrize("via", ["mqtt", "kafka"])
 @pytest.mark.parametrize("held_back", [False, True], ids=["collector keeping up", "collector held back"])

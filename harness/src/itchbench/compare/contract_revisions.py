@@ -70,7 +70,8 @@ def _prepare_in(repo: Path, rev: revisions.Revision, contract_rel: Path, say: Ca
             raise revisions.RevisionError(f"{rev.label}: {e}") from e
         say(f"  {rev.label}: building {c.name} ({rev.subject[:60]})")
         try:
-            adapter.build(c, gateway_dir, commit=rev.commit, build_dir=home / "build", log=home / "build.log")
+            adapter.build(c, gateway_dir, commit=rev.commit, build_dir=home / "build", log=home / "build.log",
+                          say=say)
         except RunError as e:
             raise revisions.BuildFailed(f"{rev.label} does not build: {e}") from e
         if not rev.dirty:

@@ -39,8 +39,14 @@ LEFT_GRACE_S = 1.0  # process-meter's kLeftGraceS: how long what a gateway start
 LEFT_NAMED = 3  # of the processes a gateway left running, named in its verdict
 
 
-def build(c: Contract, worktree: Path, *, commit: str, build_dir: Path, log: Path) -> None:
-    """Run the contract's build commands in worktree; a failing one is a RunError('setup') with the log's tail."""
+# A build that runs longer than this says so, and again as often: minutes of a compiler in silence read as a hang.
+BUILD_NOTE_S = 15.0
+
+
+def build(c: Contract, worktree: Path, *, commit: str, build_dir: Path, log: Path,
+          say: Callable[[str], None] = lambda _: None) -> None:
+    """Run the contract's build commands in worktree; a failing one is a RunError('setup') with the log's tail. A
+    long one is said every BUILD_NOTE_S, with its time so far and the last line it wrote."""
     build_dir.mkdir(parents=True, exist_ok=True)
     values = {"commit": commit, "worktree": worktree, "build_dir": build_dir}
     cached = compiler_cache.command_environment(Path(worktree))
@@ -52,8 +58,22 @@ def build(c: Contract, worktree: Path, *, commit: str, build_dir: Path, log: Pat
             out.write(f"$ {cmd}\n".encode())
             out.flush()
             # stdin /dev/null, as the gateway's (procs.popen): a build that reads it gets the same end everywhere.
-            proc = subprocess.run(["bash", "-c", cmd], cwd=worktree, stdin=subprocess.DEVNULL, stdout=out,
-                                  stderr=subprocess.STDOUT, env={**users_environment(), **_env(values), **cached})
+            proc = subprocess.Popen(["bash", "-c", cmd], cwd=worktree, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, env={**users_environment(), **_env(values), **cached})
+            started = time.monotonic()
+            try:
+                while True:
+                    try:
+                        proc.wait(BUILD_NOTE_S)
+                        break
+                    except subprocess.TimeoutExpired:
+                        last = tail(log.read_text(errors="replace"), 1, 160)
+                        say(f"  still building: {time.monotonic() - started:.0f} s of `{cmd[:80]}`"
+                            + (f"; its last line: {last}" if last else "") + f" (all of it: {log})")
+            except BaseException:  # interrupted: the build goes with the run, as subprocess.run would take it
+                proc.kill()
+                proc.wait()
+                raise
             if proc.returncode != 0:
                 text = log.read_text(errors="replace")
                 raise RunError("setup", f"the gateway's build failed ({describe_exit(proc.returncode)}): {cmd}\n"

@@ -194,7 +194,7 @@ def run_contract(run: "Run", group: "ProcessGroup") -> None:
         run.say(f"  building {c.name} in {worktree}")
         try:
             adapter.build(c, worktree, commit=str(under.get("commit") or "WORKTREE"),
-                          build_dir=run.dir / "gateway-build", log=run.dir / "build.log")
+                          build_dir=run.dir / "gateway-build", log=run.dir / "build.log", say=run.say)
         finally:
             _record_provenance(run, c, worktree)
     live = transport != "sim"
