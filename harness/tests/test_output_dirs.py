@@ -43,19 +43,20 @@ def test_every_commands_out_refuses_an_empty_path(capsys):
 
 
 def test_every_commands_out_folder_refuses_a_file_in_its_place(tmp_path, capsys):
-    """A file where an output folder is named: compare, doc and history had ended in "[Errno 17] File exists", run
-    and selftest only once their first run was under way. Each command whose --out is a folder to write into (sim's
-    is the run directory it makes, refused then as taken) refuses it before anything runs."""
+    """A file where an output folder is named: compare, doc, history and performance (--work) had ended in "[Errno
+    17] File exists", run and selftest only once their first run was under way. Each option naming a folder to write
+    into (sim's --out is the run directory it makes, refused then as taken) refuses it before anything runs."""
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    folders = sorted(name for name, p in sub.choices.items() for a in p._actions if "--out" in a.option_strings
-                     and a.type is folder_path)
-    assert folders == ["compare", "doc", "history", "run", "selftest"], folders
+    folders = sorted((name, a.option_strings[0]) for name, p in sub.choices.items() for a in p._actions
+                     if a.type is folder_path)
+    assert folders == [("compare", "--out"), ("doc", "--out"), ("history", "--out"), ("performance", "--work"),
+                       ("run", "--out"), ("selftest", "--out")], folders
     taken = tmp_path / "a-file"
     taken.write_text("mine")
-    for name in folders:
+    for name, option in folders:
         with pytest.raises(SystemExit) as e:
-            parser.parse_args([name, "--out", str(taken), "x", "y"])
+            parser.parse_args([name, option, str(taken), "x", "y"])
         assert e.value.code == 2
-        assert f"argument --out: {taken}: not a folder (a file is there)" in capsys.readouterr().err, name
+        assert f"argument {option}: {taken}: not a folder (a file is there)" in capsys.readouterr().err, name
     assert taken.read_text() == "mine"

@@ -6,9 +6,8 @@ import argparse
 import os
 import shlex
 import sys
-from pathlib import Path
 
-from .common import UserError, given_path
+from .common import UserError, folder_path, given_path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="CPU for each run against the peer (its whole process) and each recording run's hot thread; "
                         "-1: not pinned (default: 1)")
     p.add_argument("--out", type=given_path, default=None, help="the document (default: docs/performance.md)")
-    p.add_argument("--work", type=Path, default=None,
+    p.add_argument("--work", type=folder_path, default=None,
                    help="generated files and raw figures (default: build/performance)")
     p.set_defaults(func=run)
 
