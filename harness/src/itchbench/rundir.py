@@ -165,6 +165,13 @@ REPORT_NEEDS = {"manifest.json": (*HISTORY_NEEDS["manifest.json"], "environment"
                 "summary.json": (*HISTORY_NEEDS["summary.json"], "complete")}
 
 
+def read_run(run_dir: Path, needs: dict[str, tuple[str, ...]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A finished run's manifest and summary, each read_json'd with the keys its reader needs (HISTORY_NEEDS,
+    REPORT_NEEDS)."""
+    return (read_json(Path(run_dir) / "manifest.json", needs["manifest.json"]),
+            read_json(Path(run_dir) / "summary.json", needs["summary.json"]))
+
+
 def _json_type(value: Any) -> str:
     return {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "null")
 

@@ -311,8 +311,7 @@ def build(run_dir: Path, *, method: str = stats.DEFAULT_METHOD, csv: bool = Fals
 
 def _build(run_dir: Path, method: str, csv: bool, closing: Closing | None, say: Callable[[str], None] | None,
            followed: Callable[[], latency_pass.Followed | None] | None) -> Path:
-    manifest, summary = (rundir.read_json(run_dir / name, rundir.REPORT_NEEDS[name])
-                         for name in ("manifest.json", "summary.json"))
+    manifest, summary = rundir.read_run(run_dir, rundir.REPORT_NEEDS)
     scen = manifest["scenario"]
     if summary.get("reconciliation", {}).get("black_box") or (scen.get("gateway_file") and "reconciliation"
                                                                 not in summary):

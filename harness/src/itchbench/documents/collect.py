@@ -68,8 +68,7 @@ def collect(paths: list[Path]) -> list[Configuration]:
         for d in run_dirs(path):
             key = d.resolve()
             if key not in seen:
-                seen[key] = RunRecord(d, *(rundir.read_json(d / name, rundir.REPORT_NEEDS[name])
-                                           for name in ("manifest.json", "summary.json")))
+                seen[key] = RunRecord(d, *rundir.read_run(d, rundir.REPORT_NEEDS))
                 why = logs.not_whole(d, seen[key].summary)
                 if why:
                     raise DocumentError(f"{why}; no document is made from part of a run")

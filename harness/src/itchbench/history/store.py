@@ -133,7 +133,7 @@ def append(store: Path, run_dir: Path, *, messages: bool = True, say: Callable[[
     run_dir = Path(run_dir).resolve()
     if not (run_dir / "summary.json").is_file():
         raise ValueError(f"{run_dir}: not a finished run directory (no summary.json)")
-    m, s = (rundir.read_json(run_dir / name, rundir.HISTORY_NEEDS[name]) for name in ("manifest.json", "summary.json"))
+    m, s = rundir.read_run(run_dir, rundir.HISTORY_NEEDS)
     missing = rundir.report_missing(run_dir, s)
     if missing:
         raise ValueError(f"{missing}: nothing stored, its figures not there")
