@@ -57,6 +57,12 @@ MmapLog::MmapLog(const std::string& path, logfmt::Kind kind, size_t record_size,
       errno = grow_error_;
       fail(path, "growing the file");
     }
+    // The chunks the provisioner would keep ahead, grown before the next log is opened: left to this log's
+    // provisioner, they raced the next log's first chunk, and on a nearly full disk a run failed at its start or
+    // dropped records later by the threads' timing. A chunk that cannot be grown here is the writer's drop later.
+    if (provisioned)
+      while (size_t(mapped_end_ - cursor_) < provisioning_ahead(0, chunk_bytes_) && grow_locked()) {
+      }
   }
   ready_end_cached_ = ready_end_.load();
 
