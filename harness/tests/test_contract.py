@@ -900,19 +900,19 @@ def test_bisect_by_bbo_runs_a_commit_again_when_its_run_lost_messages(planted, u
     good = revisions.resolve(planted, "HEAD~4")
     made: list[Path] = []
     assert measure(good) == outputs.bbo_digest(made[1])[0] and len(made) == 2  # the lost run was run again
-    assert any("the run lost messages (LOST: 80 datagrams dropped by the kernel); running it again" in s
-               for s in said)
+    assert any("no output to judge in the run (it lost messages: LOST: 80 datagrams dropped by the kernel); running "
+               "it again" in s for s in said)
     made.clear()
     # Every run lost: a commit that cannot be judged, which --cannot-run decides on (skip: stepped over).
-    with pytest.raises(bisect.CouldNotRun, match=rf"{good.label}: the gateway could not run: each of 3 runs lost "
-                                                  r"messages, so its BBO digest would judge what they lost: LOST: 80 "
-                                                  r"datagrams"):
+    with pytest.raises(bisect.CouldNotRun, match=rf"{good.label}: the gateway could not run: no output to judge in "
+                                                  r"each of 3 runs, so its BBO digest would judge what they lost: it "
+                                                  r"lost messages: LOST: 80 datagrams"):
         measure(good)
     assert len(made) == 3
     made.clear()
     assert bisect.measured_or_untestable(measure, good, "skip") == {
-        bisect.UNTESTABLE: "could not run (each of 3 runs lost messages, so its BBO digest would judge what they "
-                           f"lost: LOST: 80 datagrams dropped by the kernel ({made[0]}))"}
+        bisect.UNTESTABLE: "could not run (no output to judge in each of 3 runs, so its BBO digest would judge what "
+                           f"they lost: it lost messages: LOST: 80 datagrams dropped by the kernel ({made[0]}))"}
 
 
 @pytest.mark.alone

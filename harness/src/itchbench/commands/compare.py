@@ -285,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
     depth_differs = [label for label, o in outs.items() if o.get("depth") and not o["depth"]["equal"]]
     differ = bbo_differs + depth_differs
     same = ("BBO output SAME" if not not_compared else
-            f"BBO output not compared on {', '.join(not_compared)} (every run of a side LOST messages)"
+            f"BBO output not compared on {', '.join(not_compared)} ({session.NOT_COMPARED_WHY})"
             + (", SAME elsewhere" if outs else ""))
     # A workload on which no speed metric was judged (nothing timed, too few runs, no instructions) says nothing
     # about speed: never a pass.
@@ -313,6 +313,9 @@ def run(args: argparse.Namespace) -> int:
         headline = (f"NOT COMPARABLE: no speed metric judged on {', '.join(unmeasured)} ({same}; "
                     "judge the output alone with --bbo-only)" + few_runs)
         status = 2
+    elif unjudged_output := [label for label in unmeasured if label in not_compared]:
+        # --bbo-only, and the output not compared either: nothing at all was judged there.
+        headline, status = f"NOT COMPARABLE: nothing judged on {', '.join(unjudged_output)} ({same})" + few_runs, 2
     elif undecided:
         headline = (f"INCONCLUSIVE: {same}, no regression shown; {listing(undecided, 3)} — "
                     + "; ".join(inconclusive_words(metrics)))

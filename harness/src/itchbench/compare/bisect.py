@@ -174,14 +174,16 @@ def contract_measure(repo: Path, contract_rel: Path, metric: str, values: dict[s
             if s["verdict"]["status"] == "incomplete":
                 raise CouldNotRun(rev.label, f"{s['verdict']['headline']} ({run_dir})")
             if metric == "bbo":
-                # A run that lost messages published what the loss left: its digest would judge the loss.
-                if session.run_not_lost([run_dir]):
+                # A run that lost messages, or recorded less than the gateway published, holds what the loss left:
+                # its digest would judge the loss.
+                unjudged = session.output_unjudged(run_dir)
+                if not unjudged:
                     return outputs.bbo_digest(run_dir)[0]
-                lost.append(f"{s['verdict']['headline']} ({run_dir})")
+                lost.append(f"{unjudged} ({run_dir})")
                 if len(lost) == BBO_ATTEMPTS:  # a commit that cannot be judged: --cannot-run says what then
-                    raise CouldNotRun(rev.label, f"each of {BBO_ATTEMPTS} runs lost messages, so its BBO digest "
-                                                 f"would judge what they lost: {lost[0]}")
-                say(f"{rev.label}: the run lost messages ({s['verdict']['headline'][:80]}); running it again")
+                    raise CouldNotRun(rev.label, f"no output to judge in each of {BBO_ATTEMPTS} runs, so its BBO "
+                                                 f"digest would judge what they lost: {lost[0]}")
+                say(f"{rev.label}: no output to judge in the run ({unjudged[:100]}); running it again")
                 continue
             if not (s.get("wire_to_wire") or {}).get("from_intended"):
                 raise BisectError(f"{rev.label}: no wire-to-wire latency (a sender that stamps: udp-replay, serial)")

@@ -103,7 +103,8 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
         unseen = result["outputs_not_compared"].get(label)
         if unseen:
             md += ["", f"**BBO output not compared**: {unseen}; a run that lost messages published what the loss "
-                   "left, whatever the build."]
+                   "left, and one that recorded less than its gateway published holds what the recording left, "
+                   "whatever the build."]
         if out:
             bbo = out["bbo"]
             if bbo["equal"]:

@@ -422,27 +422,39 @@ def noise_differences(base: Side, head: Side) -> dict[str, str]:
     return out
 
 
-def run_not_lost(runs: list[Path]) -> Path | None:
-    """The first of a workload's runs that did not end LOST: one that lost messages (on the way, or never brought
-    back) published what the loss left, whatever the build. Any other verdict is the gateway's own doing."""
-    for run in runs:
-        summary = rundir.read_json(run / "summary.json") if (run / "summary.json").is_file() else {}
-        if summary.get("verdict", {}).get("status") != "lost":
-            return run
-    return None
+# Why a workload's output was not compared, in a headline.
+NOT_COMPARED_WHY = ("no run of a side has an output to judge: it lost messages, or recorded less than its gateway "
+                    "published")
+
+
+def output_unjudged(run: Path) -> str:
+    """Why a run's output says nothing of its build, or "" when it does. One that lost messages (on the way, or
+    never brought back) published what the loss left, whatever the build; one that recorded less of its output
+    than the gateway published (a log full, a collector's socket overrun: runs/reconcile.py output_unrecorded)
+    holds what the recording left. Any other verdict is the gateway's own doing."""
+    summary = rundir.read_json(run / "summary.json") if (run / "summary.json").is_file() else {}
+    if summary.get("verdict", {}).get("status") == "lost":
+        return f"it lost messages: {summary['verdict']['headline']}"
+    unrecorded = summary.get("reconciliation", {}).get("output_unrecorded")
+    return f"it recorded less of the output than the gateway published: {'; '.join(unrecorded)}" if unrecorded else ""
+
+
+def run_output_judged(runs: list[Path]) -> Path | None:
+    """The first of a workload's runs whose output is the build's to judge (output_unjudged)."""
+    return next((run for run in runs if not output_unjudged(run)), None)
 
 
 def output_differences(base: Side, head: Side) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """Per workload, head's output against base's, each side's first run that did not end LOST; and the workloads
-    whose output was not compared, with why: a side all of whose runs lost messages (its output would differ by
-    what they lost, on a build that changed nothing)."""
+    """Per workload, head's output against base's, each side's first run whose output is the build's
+    (output_unjudged); and the workloads whose output was not compared, with why: a side none of whose runs has
+    (compared, its output would differ by what was lost, on a build that changed nothing)."""
     out, not_compared = {}, {}
     for label in sorted(set(base.runs) & set(head.runs)):
-        ra, rb = run_not_lost(base.runs[label]), run_not_lost(head.runs[label])
+        ra, rb = run_output_judged(base.runs[label]), run_output_judged(head.runs[label])
         if ra is None or rb is None:
             sides = [s for s, r in ((base, ra), (head, rb)) if r is None]
-            not_compared[label] = "; ".join(f"every one of {s.name}'s {len(s.runs[label])} runs lost messages "
-                                            f"(first: {s.failed.get(label, 'no verdict')})" for s in sides)
+            not_compared[label] = "; ".join(f"none of {s.name}'s {len(s.runs[label])} run(s) has an output to judge "
+                                            f"(the first: {output_unjudged(s.runs[label][0])})" for s in sides)
             continue
         black_box = not (ra / "gateway.json").is_file()
         out[label] = {"bbo": outputs.compare_bbo(ra, rb),

@@ -155,7 +155,7 @@ def step_lines(j: Journey) -> list[str]:
         unseen = judged["outputs_not_compared"]
         return (f"{name}: {moved}"
                 + (f"; BBO DIFFERENT on {', '.join(differ)}" if differ else "; BBO SAME" if judged["outputs"] else "")
-                + (f"; BBO not compared on {', '.join(unseen)} (every run of a side LOST messages)" if unseen else ""))
+                + (f"; BBO not compared on {', '.join(unseen)} ({session.NOT_COMPARED_WHY})" if unseen else ""))
     out = [line(f"step {i} {b.revision.label if b.revision else b.spec} "
                 f"{b.revision.subject[:50] if b.revision else ''}", judged)
            for i, (judged, b) in enumerate(zip(j.steps, j.sides[1:]), 1)]

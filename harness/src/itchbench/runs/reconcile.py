@@ -32,6 +32,23 @@ if TYPE_CHECKING:
     from .run import Run
 
 
+# The checks that what the run recorded of the gateway's output is all it published: its BBO and depth logs took
+# every record, and itchbench's receiving end of a brought gateway's output took every datagram and read all a broker
+# held for it. One that fails leaves the stream recorded short through no doing of the build (a full disk, a busy
+# machine): its digest is no build's, and compare and bisect judge no output from the run
+# (reconciliation.output_unrecorded).
+LOG_DROPPED = "no {} log record dropped"
+COLLECTOR_SOCKET = "the collector's socket dropped none of the gateway's BBO datagrams"
+COLLECTOR_READ = "the collector read what the {} broker held for it to its end"
+_RECORDING = (LOG_DROPPED.format("bbo"), LOG_DROPPED.format("depth"), COLLECTOR_SOCKET,
+              COLLECTOR_READ.partition("{}")[0])
+
+
+def output_unrecorded(checks: dict[str, bool]) -> list[str]:
+    """The recording checks that failed, as named."""
+    return [name for name, ok in checks.items() if not ok and name.startswith(_RECORDING)]
+
+
 def _depth(run: "Run", gw: dict[str, Any], checks: dict[str, bool]) -> dict[str, Any]:
     """The run's depth events (levels = N): their count, N and digest (of the events read back whole: the same
     whatever version of the log holds them); every event and record the gateway counted is in its log, whole (else
@@ -54,9 +71,9 @@ def _depth(run: "Run", gw: dict[str, Any], checks: dict[str, bool]) -> dict[str,
         return {"levels": logs.levels_of(log.dtype), "events": 0, "digest": "", "refused": str(e)}
     meter.finish(summary.changes)
     checks["depth log holds together (its records rebuild every event)"] = True
-    checks["depth events logged = the gateway's count, none dropped"] = (
+    checks["depth events logged = the gateway's count"] = (
         summary.changes == gw["logs"].get("depth_records", 0) and summary.events == gw.get("depth_events", -1)
-        and gw["logs"].get("depth_dropped", 0) == 0 and log.complete)
+        and log.complete)
     return {"levels": logs.levels_of(log.dtype), "events": summary.events, "digest": summary.digest}
 
 
@@ -117,10 +134,12 @@ def _gateway(gw: dict[str, Any], latency_records: int | None, bbo_records: int,
     if latency_records is not None:
         checks["one latency record per message"] = latency_records == received
     checks["one BBO record per event"] = bbo_records == gw["bbo_events"]
-    for log in ("latency", "bbo"):
+    for log in ("latency", "bbo", "depth"):
+        if f"{log}_dropped" not in gw["logs"]:  # no depth log (levels not asked)
+            continue
         dropped = gw["logs"][f"{log}_dropped"]
         why = gw["logs"].get(f"{log}_drop_reason") or "no reason given"
-        name = f"no {log} log record dropped" + (f" ({dropped:,} dropped: {why})" if dropped else "")
+        name = LOG_DROPPED.format(log) + (f" ({dropped:,} dropped: {why})" if dropped else "")
         checks[name] = dropped == 0
     seq, mold = gw["sequence"], gw["mold"]
     packet_reasons = {why: mold.get(f"rejected_{key}", 0) for key, why in _PACKET_REJECTIONS}
@@ -168,9 +187,8 @@ def _udp_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool], *, ker
     delivered = kernel.get("UdpInDatagrams", 0)
     bbo, bbo_dropped = _collector_datagrams(run)
     if bbo_dropped is not None:  # the collector's socket's own drops are the BBO output's, not the feed's
-        checks["the collector's socket dropped none of the gateway's BBO datagrams"
-               + (f": it dropped {bbo_dropped:,} (its receive buffer full): the BBO output judged is not what the "
-                  "gateway sent" if bbo_dropped else "")] = bbo_dropped == 0
+        checks[COLLECTOR_SOCKET + (f": it dropped {bbo_dropped:,} (its receive buffer full): the BBO output judged is "
+                                   "not what the gateway sent" if bbo_dropped else "")] = bbo_dropped == 0
     dropped = kernel.get("UdpInErrors", 0) - (bbo_dropped or 0)
     # The gateway's conversation with the re-request server crosses the same kernel: its requests (read, left
     # unread at the stop, or dropped at the server's socket) and the server's answer packets.
@@ -511,8 +529,7 @@ def _collector_read_the_topic(run: "Run", bbo_cfg: dict[str, Any], checks: dict[
     left = _collector_ended(run).get("left_unread")
     words = ("not known: it could not learn where the output ends" if left is None else
              f"it left {left:,} records unread" if left else "")
-    checks[f"the collector read what the {BROKER_NAMES[via]} broker held for it to its end"
-           + (f": {words}" if words else "")] = left == 0
+    checks[COLLECTOR_READ.format(BROKER_NAMES[via]) + (f": {words}" if words else "")] = left == 0
 
 
 def _broker_gateway_checks(gw: dict[str, Any], checks: dict[str, bool]) -> None:
@@ -805,7 +822,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     if latency:
         checks.update(blackbox.after_the_send(latency))
     rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,
-           "bbo_check": bbo_check, "black_box": True}
+           "bbo_check": bbo_check, "black_box": True, "output_unrecorded": output_unrecorded(checks)}
     if corrupted.size:
         rec["faults"] = {"source": "serial-replay", "corrupted_lines": int(corrupted.size),
                          "first_seq": int(corrupted[0]), "held_to": session.name}
@@ -1093,6 +1110,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
                 depth["digest"] == sim_depth(session, depth["levels"], run.values["feed"])[0]
     rec["checks"] = checks
     rec["balanced"] = all(checks.values())
+    rec["output_unrecorded"] = output_unrecorded(checks)
     complete = bool(gw["complete"]) and bbo.complete and not failure
     gw_error = gw.get("error", "") or "; ".join(bbo.notes)
     summary.update({
