@@ -324,6 +324,37 @@ def test_udp_counters_equal_the_sidecar_through_a_scenario(tmp_path, source):
     assert leftover_processes() == []
 
 
+def test_a_capture_missing_messages_of_its_own_loses_them_on_every_path(tmp_path, capsys):
+    """A capture whose session lacks messages (a recording that missed packets: here the injector's drops, its
+    sidecar removed). In simulation the built-in gateway was LOST; the same gateway over UDP and serial was NOT
+    BALANCED, blaming its own stale flags, which were right ("no BBO event flagged stale (nothing lost or
+    rejected)"); a brought gateway over UDP was LOSSLESS, and `itchbench inspect` said nothing of the gaps, exit 0.
+    Now each path is LOST by the messages the capture lacks (the sidecar's count, before it was removed), said as
+    missing from the capture itself, and inspect says them, exit 1."""
+    gapped = tmp_path / "gapped.pcap"
+    faults.inject(DAY, gapped, seed=5, drop=0.01)
+    dropped = json.loads(faults.sidecar_path(gapped).read_text())["dropped_messages"]
+    faults.sidecar_path(gapped).unlink()
+    assert dropped > 0
+    capsys.readouterr()
+    assert itchbench_main(["inspect", str(gapped)]) == 1
+    assert f": MISSING {dropped:,} message(s) in " in capsys.readouterr().out
+    brought = str(paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml")
+    for transport, tables in (("sim", {}), ("udp", {"replay": {"rate": "pps", "pps": 20000}}),
+                              ("serial", {"serial": {"baud": 2_000_000}}),
+                              ("udp", {"replay": {"rate": "pps", "pps": 20000}, "gateway_file": brought,
+                                       "subscribers": 0})):
+        run = runner.execute(config(gapped, transport, **tables), transport, root=tmp_path, echo=False)
+        s = summary_of(run)
+        loss = s["reconciliation"]["loss"]
+        assert s["verdict"]["status"] == "lost", (transport, tables, s["verdict"])
+        assert loss["capture_missing_messages"] == dropped and not loss["lossless"], loss
+        said = (f"{dropped:,} messages missing from the capture itself" if "gateway_file" in tables else
+                f"{dropped:,} messages in sequence gaps, all missing from the capture itself")
+        assert said in s["verdict"]["headline"], s["verdict"]["headline"]
+    assert leftover_processes() == []
+
+
 def test_bad_fault_options_are_clear_errors(tmp_path, capsys):
     out = tmp_path / "x.pcap"
     # Refused by itch-faults (its exit 2): the user's bad argument, so a usage error of itchbench's too.

@@ -9,7 +9,10 @@ from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    i = sub.add_parser("inspect", help="per-type message counts and framing accounting of a capture")
+    i = sub.add_parser("inspect", help="per-type message counts and framing accounting of a capture",
+                       description="Per-type message counts, the feed's flows, rejections and sequence gaps of a "
+                                   "capture. Exit 0: clean; 1: the capture has errors, rejections or messages of its "
+                                   "session missing (its own sequence gaps), or no feed.")
     i.add_argument("capture", help="pcap/pcapng of MoldUDP64 over UDP, or a binary ITCH 5.0 file")
     i.add_argument("--feed", metavar="ADDR:PORT", default="",
                    help="the feed flow (default: the flow with the most MoldUDP64 messages)")
@@ -55,8 +58,25 @@ def run(args: argparse.Namespace) -> int:
         print(type_table({Path(args.capture).name: report}))
         rej = {k: v for k, v in rejections(report).items() if v}
         print(f"rejected: {rej or 'none'}")
+        if report["kind"] == "pcap" and report["messages"]:
+            print(sequence_line(report))
         if not report["complete"]:
             print(f"ERROR: {report['error']}")
         if feedless:
             print(f"NO FEED: {no_feed(report['capture_stats']['not_feed'])}")
-    return 0 if report["complete"] and report["rejected"] == 0 and not feedless else 1
+    missing = report["sequence"]["missing_messages"] if report["kind"] == "pcap" else 0
+    return 0 if report["complete"] and report["rejected"] == 0 and not feedless and not missing else 1
+
+
+def sequence_line(report: dict[str, Any]) -> str:
+    """The feed's sequence numbers, and the messages of its session the capture does not hold (a run of it loses
+    them: docs/verdicts.md)."""
+    seq = report["sequence"]
+    line = f"sequence {report['first_sequence']:,}..{report['last_sequence']:,}: "
+    if seq["missing_messages"]:
+        line += (f"MISSING {seq['missing_messages']:,} message(s) in {seq['gap_events']:,} gap(s): the capture "
+                 "itself does not hold them")
+    else:
+        line += "no gap"
+    extra = [f"{seq[k]:,} {k.split('_')[0]}" for k in ("duplicate_messages", "reordered_messages") if seq[k]]
+    return line + (f"; {', '.join(extra)}" if extra else "")

@@ -88,8 +88,22 @@ _LOSS_WORDS = [
 ]
 
 
+def _own_gaps_words(loss: dict[str, Any]) -> str:
+    """The messages missing from the capture itself, said as such: its session numbered them, nothing sent them."""
+    n = loss.get("capture_missing_messages", 0)
+    return f"{count(n, 'message')} missing from the capture itself (its own sequence gaps)" if n else ""
+
+
 def _lost_clause(loss: dict[str, Any]) -> str:
     where = [words.format(count(loss[key], unit)) for key, unit, words in _LOSS_WORDS if loss[key]]
+    own = loss.get("capture_missing_messages", 0)
+    said = [key for key, _, _ in _LOSS_WORDS if loss[key]]
+    if own and "sequence_gap_messages" in said:  # among the gateway's sequence gaps
+        where[said.index("sequence_gap_messages")] += (
+            ", all missing from the capture itself" if own == loss["sequence_gap_messages"] else
+            f" ({own:,} of them missing from the capture itself)")
+    elif own:
+        where.insert(0, _own_gaps_words(loss))
     where += [f"{name} missed {count(n, frame_noun(loss, name))}"
               for name, n in loss["subscriber_frames_dropped"].items()]
     n = loss["messages_not_applied"]
@@ -381,7 +395,9 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
                          f"{count(loss['kernel_no_socket_datagrams'], 'datagram')} sent up to the session's last "
                          "message (the gateway's feed socket not bound, or the group not joined, when they came, "
                          "though it was ready)")
-        status, headline = "lost", f"LOST: {'; '.join(where)} on the way to the gateway; accounting balanced"
+        on_the_way = f"{'; '.join(where)} on the way to the gateway" if where else ""
+        status, headline = "lost", f"LOST: {'; '.join(filter(None, (_own_gaps_words(loss), on_the_way)))}; " \
+                                   "accounting balanced"
     elif not check["equal"] or check["malformed_lines"]:
         malformed = (f"; {count(check['malformed_lines'], 'malformed line')} (e.g. "
                      f"{malformed_example(check)})" if check["malformed_lines"] else "")
