@@ -324,33 +324,38 @@ def test_udp_counters_equal_the_sidecar_through_a_scenario(tmp_path, source):
     assert leftover_processes() == []
 
 
-def test_a_capture_missing_messages_of_its_own_loses_them_on_every_path(tmp_path, capsys):
-    """A capture whose session lacks messages (a recording that missed packets: here the injector's drops, its
-    sidecar removed). In simulation the built-in gateway was LOST; the same gateway over UDP and serial was NOT
-    BALANCED, blaming its own stale flags, which were right ("no BBO event flagged stale (nothing lost or
-    rejected)"); a brought gateway over UDP was LOSSLESS, and `itchbench inspect` said nothing of the gaps, exit 0.
-    Now each path is LOST by the messages the capture lacks (the sidecar's count, before it was removed), said as
-    missing from the capture itself, and inspect says them, exit 1."""
-    gapped = tmp_path / "gapped.pcap"
-    faults.inject(DAY, gapped, seed=5, drop=0.01)
-    dropped = json.loads(faults.sidecar_path(gapped).read_text())["dropped_messages"]
-    faults.sidecar_path(gapped).unlink()
-    assert dropped > 0
+@pytest.mark.parametrize("fault, counted, key, built_in, brought", [
+    ("drop", "dropped_messages", "capture_missing_messages", "in sequence gaps, all missing from the capture itself",
+     "missing from the capture itself"),
+    ("reorder", "reordered_messages", "capture_late_messages",
+     "arrived late (discarded), all out of order in the capture itself", "out of order in the capture itself")])
+def test_what_a_capture_lacks_or_holds_late_is_lost_on_every_path(fault, counted, key, built_in, brought, tmp_path,
+                                                                  capsys):
+    """A capture whose session lacks messages (a recording that missed packets), or holds some after later ones:
+    here the injector's drops or moves, its sidecar removed. In simulation the built-in gateway was LOST; the same
+    gateway over UDP was NOT BALANCED, blaming its own stale flags, which were right ("no BBO event flagged stale
+    (nothing lost or rejected)"); a brought gateway over UDP was LOSSLESS, and `itchbench inspect` said nothing of
+    the gaps, exit 0. Now each path is LOST by those messages (the sidecar's count, before it was removed), said as
+    the capture's own, and inspect says them, exit 1."""
+    faulty = tmp_path / "faulty.pcap"
+    faults.inject(DAY, faulty, seed=5, **{fault: 0.01})
+    n = json.loads(faults.sidecar_path(faulty).read_text())[counted]
+    faults.sidecar_path(faulty).unlink()
+    assert n > 0
     capsys.readouterr()
-    assert itchbench_main(["inspect", str(gapped)]) == 1
-    assert f": MISSING {dropped:,} message(s) in " in capsys.readouterr().out
-    brought = str(paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml")
+    assert itchbench_main(["inspect", str(faulty)]) == 1
+    assert (f": MISSING {n:,} message(s) of its session: " if fault == "drop" else f"no gap; {n:,} out of order") in \
+        capsys.readouterr().out
+    gateway = str(paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml")
     for transport, tables in (("sim", {}), ("udp", {"replay": {"rate": "pps", "pps": 20000}}),
-                              ("serial", {"serial": {"baud": 2_000_000}}),
-                              ("udp", {"replay": {"rate": "pps", "pps": 20000}, "gateway_file": brought,
+                              ("udp", {"replay": {"rate": "pps", "pps": 20000}, "gateway_file": gateway,
                                        "subscribers": 0})):
-        run = runner.execute(config(gapped, transport, **tables), transport, root=tmp_path, echo=False)
+        run = runner.execute(config(faulty, transport, **tables), transport, root=tmp_path, echo=False)
         s = summary_of(run)
         loss = s["reconciliation"]["loss"]
         assert s["verdict"]["status"] == "lost", (transport, tables, s["verdict"])
-        assert loss["capture_missing_messages"] == dropped and not loss["lossless"], loss
-        said = (f"{dropped:,} messages missing from the capture itself" if "gateway_file" in tables else
-                f"{dropped:,} messages in sequence gaps, all missing from the capture itself")
+        assert loss[key] == n and not loss["lossless"], loss
+        said = f"{n:,} messages {brought if 'gateway_file' in tables else built_in}"
         assert said in s["verdict"]["headline"], s["verdict"]["headline"]
     assert leftover_processes() == []
 

@@ -100,7 +100,7 @@ def message_sequences(capture: Path) -> list[int]:
 
 @functools.lru_cache(maxsize=32)
 def _facts(capture: str, mtime_ns: int, feed: str) -> dict[str, Any]:
-    return remembered(Path(capture), f"inspect-v3-{feed}", lambda: _read_facts(Path(capture), feed),
+    return remembered(Path(capture), f"inspect-v4-{feed}", lambda: _read_facts(Path(capture), feed),
                       tool=paths.tool("itch-inspect"))
 
 
@@ -117,9 +117,11 @@ def _read_facts(capture: Path, feed: str) -> dict[str, Any]:
         # Packets that carry no message: what may follow a session's last message (a binary ITCH file has none).
         "heartbeats": rep["mold"]["heartbeats"] if rep["kind"] == "pcap" else 0,
         "ends_of_session": rep["mold"]["end_of_session"] if rep["kind"] == "pcap" else 0,
-        # Messages its session numbered that the capture does not hold (its own sequence gaps; a binary ITCH file's
-        # numbers are positions: none).
+        # Messages its session numbered that the capture does not hold (its own sequence gaps), and those it holds
+        # after a later one (late: a sequencer reading it in order discards them). A binary ITCH file's numbers are
+        # positions: none of either.
         "missing_messages": rep["sequence"]["missing_messages"] if rep["kind"] == "pcap" else 0,
+        "late_messages": rep["sequence"]["reordered_messages"] if rep["kind"] == "pcap" else 0,
         "linktype": rep["capture_stats"]["linktype"],
         "complete": rep["complete"],
         "first_timestamp_ns": rep["first_timestamp_ns"],

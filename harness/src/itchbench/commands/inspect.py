@@ -11,8 +11,8 @@ from typing import Any
 def register(sub: argparse._SubParsersAction) -> None:
     i = sub.add_parser("inspect", help="per-type message counts and framing accounting of a capture",
                        description="Per-type message counts, the feed's flows, rejections and sequence gaps of a "
-                                   "capture. Exit 0: clean; 1: the capture has errors, rejections or messages of its "
-                                   "session missing (its own sequence gaps), or no feed.")
+                                   "capture. Exit 0: clean; 1: the capture has errors, rejections, messages of its "
+                                   "session missing (its own sequence gaps) or out of order, or no feed.")
     i.add_argument("capture", help="pcap/pcapng of MoldUDP64 over UDP, or a binary ITCH 5.0 file")
     i.add_argument("--feed", metavar="ADDR:PORT", default="",
                    help="the feed flow (default: the flow with the most MoldUDP64 messages)")
@@ -64,19 +64,22 @@ def run(args: argparse.Namespace) -> int:
             print(f"ERROR: {report['error']}")
         if feedless:
             print(f"NO FEED: {no_feed(report['capture_stats']['not_feed'])}")
-    missing = report["sequence"]["missing_messages"] if report["kind"] == "pcap" else 0
-    return 0 if report["complete"] and report["rejected"] == 0 and not feedless and not missing else 1
+    # Messages of its session a run cannot apply: those it does not hold, and those it holds after a later one.
+    unapplied = (report["sequence"]["missing_messages"] + report["sequence"]["reordered_messages"]
+                 if report["kind"] == "pcap" else 0)
+    return 0 if report["complete"] and report["rejected"] == 0 and not feedless and not unapplied else 1
 
 
 def sequence_line(report: dict[str, Any]) -> str:
-    """The feed's sequence numbers, and the messages of its session the capture does not hold (a run of it loses
-    them: docs/verdicts.md)."""
+    """The feed's sequence numbers, the messages of its session the capture does not hold, and those it holds out of
+    order (a run of it loses both: docs/verdicts.md)."""
     seq = report["sequence"]
     line = f"sequence {report['first_sequence']:,}..{report['last_sequence']:,}: "
     if seq["missing_messages"]:
-        line += (f"MISSING {seq['missing_messages']:,} message(s) in {seq['gap_events']:,} gap(s): the capture "
-                 "itself does not hold them")
+        line += f"MISSING {seq['missing_messages']:,} message(s) of its session: the capture itself does not hold them"
     else:
         line += "no gap"
-    extra = [f"{seq[k]:,} {k.split('_')[0]}" for k in ("duplicate_messages", "reordered_messages") if seq[k]]
+    extra = [f"{seq[k]:,} {words}" for k, words in (("duplicate_messages", "duplicated"),
+                                                    ("reordered_messages", "out of order (late: a run discards "
+                                                                           "them)")) if seq[k]]
     return line + (f"; {', '.join(extra)}" if extra else "")

@@ -125,13 +125,14 @@ def _feed_facts(capture: Path, feed: str) -> dict[str, Any]:
     return {"address": facts["feed"], "not_feed": facts["not_feed"], "flows": facts["flows"]}
 
 
-def _capture_missing(capture: Path, feed: str, recovering: bool) -> int:
-    """The messages the capture's session numbered that it does not hold (its own sequence gaps), when nothing
-    else accounts for them: a fault sidecar declares its capture's gaps, and a recovering run is held to the whole
-    session."""
+def _capture_unapplied(capture: Path, feed: str, recovering: bool) -> tuple[int, int]:
+    """What of the capture's session is not applied by reading it in order, when nothing else accounts for it: the
+    messages it does not hold (its own sequence gaps) and those it holds after a later one (late). A fault sidecar
+    declares its capture's; a recovering run is held to the whole session."""
     if recovering or faults.sidecar_of(capture) is not None:
-        return 0
-    return int(facts_of(capture, feed).get("missing_messages", 0))
+        return 0, 0
+    facts = facts_of(capture, feed)
+    return int(facts.get("missing_messages", 0)), int(facts.get("late_messages", 0))
 
 
 def _gateway(gw: dict[str, Any], latency_records: int | None, bbo_records: int,
@@ -556,20 +557,24 @@ def _broker_gateway_checks(gw: dict[str, Any], checks: dict[str, bool]) -> None:
             checks[f"{named}: the broker acknowledged every message sent{unacked}"] = b["acked"] == b["sent"]
 
 
-def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]]) -> dict[str, Any]:
-    """What did not arrive, hop by hop, in messages (datagrams where so named)."""
+def _loss(transport: str, rec: dict[str, Any], subs: list[dict[str, Any]],
+          capture_unapplied: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+    """What did not arrive, hop by hop, in messages (datagrams where so named). capture_unapplied: what of the
+    capture's session reading it in order does not apply (_capture_unapplied)."""
     hop = rec.get(transport, {})
-    # A path's expected messages are the capture's; the messages its session numbered and it does not hold were
-    # never sent, and are lost all the same: the gateway's book lacks them, as in simulation, where its gaps count.
-    own_gaps = rec.get("capture_missing", 0)
-    expected = (hop["expected_messages"] + own_gaps * hop.get("loops", 1) if "expected_messages" in hop
+    # A path's expected messages are those the capture's sequencer applies; the messages its session numbered and
+    # it does not hold were never sent, and those it holds late are discarded: lost all the same, the gateway's book
+    # lacks them, as in simulation, where its gaps and late messages count.
+    own_missing, own_late = capture_unapplied
+    expected = (hop["expected_messages"] + (own_missing + own_late) * hop.get("loops", 1) if "expected_messages" in hop
                 else rec["received"] + rec["missing"] + rec["reordered"])
     not_applied = max(0, expected - rec["received"])
     loss = {
         "expected_messages": expected,
         "messages_not_applied": not_applied,
         "sequence_gap_messages": rec["missing"],
-        "capture_missing_messages": own_gaps,
+        "capture_missing_messages": own_missing,
+        "capture_late_messages": own_late,
         "late_messages_discarded": rec["reordered"],
         "undetected_messages": max(0, not_applied - rec["missing"] - rec["reordered"]),
         "duplicate_messages": rec["duplicates"],
@@ -818,14 +823,14 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         # Reading the capture itself, a black box shows how far it read only through its BBO stream: the messages
         # after the simulation's last event leave no trace there, whether it read them or not.
         bbo_check["unseen_tail"] = {"after_seq": last, "messages": reference.messages_after(last)}
-    own_gaps = _capture_missing(capture, feed, recovering)
-    loss = {"expected_messages": hop["expected_messages"] + own_gaps * hop.get("loops", 1),
-            "capture_missing_messages": own_gaps,
+    own_missing, own_late = _capture_unapplied(capture, feed, recovering)
+    loss = {"expected_messages": hop["expected_messages"] + (own_missing + own_late) * hop.get("loops", 1),
+            "capture_missing_messages": own_missing, "capture_late_messages": own_late,
             "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
             "kernel_dropped_datagrams": hop.get("kernel_dropped", 0),
             "kernel_no_socket_datagrams": _no_socket(hop, lines, recovering, lambda: _after_last_message(
                 run.dir / "send.log", facts_of(capture, feed), hop))}
-    loss["lossless"] = not (own_gaps or loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"]
+    loss["lossless"] = not (own_missing or own_late or loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"]
                             or loss["kernel_no_socket_datagrams"])
     own_log = None
     injected = faults.sidecar_of(capture)
@@ -1097,8 +1102,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     _broker_gateway_checks(gw, checks)
     if transport != "sim":
         rec["subscribers"] = subs
-    rec["capture_missing"] = _capture_missing(capture, run.values["feed"], recovering)
-    rec["loss"] = _loss(transport, rec, subs)
+    rec["loss"] = _loss(transport, rec, subs, _capture_unapplied(capture, run.values["feed"], recovering))
     if lat_path.exists():
         checks.update(_stamped_after_sent(run, lat_path))
     injected = faults.sidecar_of(capture)

@@ -88,22 +88,28 @@ _LOSS_WORDS = [
 ]
 
 
-def _own_gaps_words(loss: dict[str, Any]) -> str:
-    """The messages missing from the capture itself, said as such: its session numbered them, nothing sent them."""
-    n = loss.get("capture_missing_messages", 0)
-    return f"{count(n, 'message')} missing from the capture itself (its own sequence gaps)" if n else ""
+# What of the capture's own session reading it in order does not apply (reconcile._capture_unapplied): the loss
+# key, the gateway's key it is part of, and where it is.
+_OWN_WORDS = [("capture_missing_messages", "sequence_gap_messages", "missing from the capture itself"),
+              ("capture_late_messages", "late_messages_discarded", "out of order in the capture itself")]
+
+
+def _own_words(loss: dict[str, Any]) -> list[str]:
+    """The capture's own losses, as a gateway seen from outside is told them: its session numbered them, and no
+    path could apply them."""
+    return [f"{count(loss[key], 'message')} {words}" for key, _, words in _OWN_WORDS if loss.get(key)]
 
 
 def _lost_clause(loss: dict[str, Any]) -> str:
     where = [words.format(count(loss[key], unit)) for key, unit, words in _LOSS_WORDS if loss[key]]
-    own = loss.get("capture_missing_messages", 0)
     said = [key for key, _, _ in _LOSS_WORDS if loss[key]]
-    if own and "sequence_gap_messages" in said:  # among the gateway's sequence gaps
-        where[said.index("sequence_gap_messages")] += (
-            ", all missing from the capture itself" if own == loss["sequence_gap_messages"] else
-            f" ({own:,} of them missing from the capture itself)")
-    elif own:
-        where.insert(0, _own_gaps_words(loss))
+    for key, gateway_key, words in _OWN_WORDS:  # each among the gateway's own count of its kind
+        own = loss.get(key, 0)
+        if own and gateway_key in said:
+            where[said.index(gateway_key)] += (f", all {words}" if own == loss[gateway_key] else
+                                               f" ({own:,} of them {words})")
+        elif own:
+            where.insert(0, f"{count(own, 'message')} {words}")
     where += [f"{name} missed {count(n, frame_noun(loss, name))}"
               for name, n in loss["subscriber_frames_dropped"].items()]
     n = loss["messages_not_applied"]
@@ -396,7 +402,7 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
                          "message (the gateway's feed socket not bound, or the group not joined, when they came, "
                          "though it was ready)")
         on_the_way = f"{'; '.join(where)} on the way to the gateway" if where else ""
-        status, headline = "lost", f"LOST: {'; '.join(filter(None, (_own_gaps_words(loss), on_the_way)))}; " \
+        status, headline = "lost", f"LOST: {'; '.join(_own_words(loss) + ([on_the_way] if on_the_way else []))}; " \
                                    "accounting balanced"
     elif not check["equal"] or check["malformed_lines"]:
         malformed = (f"; {count(check['malformed_lines'], 'malformed line')} (e.g. "
