@@ -84,10 +84,22 @@ def test_a_udp_replay_sends_only_the_feed_and_balances(tap, sender, tmp_path):
     run = runner.execute(values, f"tap-{sender}", root=tmp_path, echo=False)
     s = rundir.read_json(run / "summary.json")
     assert s["verdict"]["exit_status"] == 0 and s["balanced"] and s["lossless"], s["verdict"]["headline"]
+    assert f"; {sum(tap.not_feed.values()):,} frames not of the feed skipped" in s["verdict"]["headline"]
     udp = s["reconciliation"]["udp"]
     assert udp["sender_sent"] == tap.feed_datagrams and udp["kernel_delivered"] == tap.feed_datagrams
     assert s["bbo"]["digest"] == SEED.golden["bbo_digest"]
     assert s["reconciliation"]["checks"]["BBO digest = simulation's digest"]
+
+
+@pytest.mark.skipif(not ROOT, reason="network namespaces need root")
+def test_a_brought_gateway_is_told_what_of_the_capture_was_skipped(tap, tmp_path):
+    """The same capture into a brought gateway: LOSSLESS, its headline without the frames that are not the feed,
+    which the built-in gateway's says. Now both say them."""
+    gateway = Path(__file__).resolve().parents[2] / "examples" / "py-gateway" / "itchbench.toml"
+    values = config(tap.path, "udp", replay={"rate": "pps", "pps": 20000}, subscribers=0, gateway_file=str(gateway))
+    s = rundir.read_json(runner.execute(values, "tap-brought", root=tmp_path, echo=False) / "summary.json")
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    assert s["verdict"]["headline"].endswith(f"; {sum(tap.not_feed.values()):,} frames not of the feed skipped")
 
 
 def test_two_sessions_are_refused_by_name_before_any_run(two_sessions, tmp_path):

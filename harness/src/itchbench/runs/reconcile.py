@@ -872,6 +872,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
                 # What its output held when judged: a file changed since is not judged again (logs.changed_since_run).
                 **({"output": out.name, "output_sha256": logs.file_digest(out)} if out.is_file() else {})},
         "reconciliation": rec,
+        "feed": _feed_facts(capture, feed),
         "wire_to_wire": latency,
         **({"capture_opens": opened} if opened else {}),
         "latency": {"method": "higher", "stages": {stage: latency[key] for stage, (key, _) in blackbox.STAGES.items()

@@ -130,12 +130,15 @@ def _rejected_clause(loss: dict[str, Any], received: int) -> str:
     return " and ".join(parts)
 
 
+def _skipped_clause(summary: dict[str, Any]) -> str:
+    """The capture's frames that are not its feed (other flows, not UDP, ...): counted, skipped by every path."""
+    skipped = sum((summary.get("feed") or {}).get("not_feed", {}).values())
+    return f"{count(skipped, 'frame')} not of the feed skipped" if skipped else ""
+
+
 def _other_clauses(summary: dict[str, Any], loss: dict[str, Any]) -> str:
     """Skipped and duplicated: counted, said, never loss."""
-    parts = []
-    skipped = sum((summary.get("feed") or {}).get("not_feed", {}).values())
-    if skipped:
-        parts.append(f"{count(skipped, 'frame')} not of the feed skipped")
+    parts = [_skipped_clause(summary)] if _skipped_clause(summary) else []
     if loss.get("duplicate_messages"):
         parts.append(f"{count(loss['duplicate_messages'], 'duplicate message')} ignored")
     for name, n in loss.get("subscriber_duplicates", {}).items():
@@ -382,6 +385,7 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
     if summary.get("failure") or not summary.get("complete") or rec is None:
         return _incomplete(summary)
     loss, check = rec["loss"], rec["bbo_check"]
+    skipped = f"; {_skipped_clause(summary)}" if _skipped_clause(summary) else ""
     w2w = summary.get("wire_to_wire") or {}
     perf = summary.get("performance") or {}
     unknown = stamp_counts(w2w)[0]
@@ -403,7 +407,7 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
                          "though it was ready)")
         on_the_way = f"{'; '.join(where)} on the way to the gateway" if where else ""
         status, headline = "lost", f"LOST: {'; '.join(_own_words(loss) + ([on_the_way] if on_the_way else []))}; " \
-                                   "accounting balanced"
+                                   f"accounting balanced{skipped}"
     elif not check["equal"] or check["malformed_lines"]:
         malformed = (f"; {count(check['malformed_lines'], 'malformed line')} (e.g. "
                      f"{malformed_example(check)})" if check["malformed_lines"] else "")
@@ -448,7 +452,7 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
         # gateway reading the capture itself had none.
         balanced = ", balanced" if rec["checks"] else ""
         headline = (f"LOSSLESS: {count(loss['expected_messages'], 'message')} {messages_verb(summary['transport'])}, "
-                    f"{black_box_events(summary, check)} = simulation ({check['mode']}){balanced}{timing}"
+                    f"{black_box_events(summary, check)} = simulation ({check['mode']}){balanced}{timing}{skipped}"
                     + (f"; not seen: {unseen}" if unseen else ""))
     return {"status": status, "headline": headline, "exit_status": EXIT[status]}
 
