@@ -482,19 +482,22 @@ class ContractGateway:
                 "cpu_s": used["cpu_user_s"] + used["cpu_system_s"], "max_rss_kib": used["max_rss_kib"],
                 "rss_floor_kib": used["rss_floor_kib"]}
 
-    def stop(self, within_s: float | None = None, progress: Callable[[str], None] | None = None) -> None:
+    def stop(self, within_s: float | None = None, progress: Callable[[str], None] | None = None,
+             drain: bool = True) -> None:
         """After the feed's end: the drain, then SIGTERM, then SIGKILL after the grace. The drain is its own exit
         for file input (within within_s) and for a gateway that ends by itself (within drain_ms); otherwise no
-        new BBO for drain_ms. Records how it ended; a crash, a failure, a gateway that had to be killed or
-        that did not end by itself when it should have is a RunError."""
+        new BBO for drain_ms. Without drain (the feed failed: no end of session is coming, and a gateway that
+        ends by itself would be waited for the whole drain_ms), SIGTERM at once. Records how it ended; a crash, a
+        failure, a gateway that had to be killed or that did not end by itself when it should have is a
+        RunError."""
         s = self.started
         assert s is not None
         gw = s.gateway
-        ends_itself = self.c.exits_at_end or s.values["input"] == "file"
+        ends_itself = drain and (self.c.exits_at_end or s.values["input"] == "file")
         wait_s = within_s if within_s is not None and s.values["input"] == "file" else self.c.drain_ms / 1000
         if ends_itself:
             self._wait_exit(wait_s, progress)
-        else:
+        elif drain:
             self._quiet_drain()
         killed = overdue = False
         if gw.poll() is None:
@@ -503,7 +506,8 @@ class ContractGateway:
             try:
                 gw.wait(self.c.term_grace_s)
                 self.how_it_ended = (f"did not end by itself within {wait_s:g} s: stopped by SIGTERM" if overdue
-                                     else "stopped by SIGTERM after the drain")
+                                     else "stopped by SIGTERM after the drain" if drain else
+                                     "stopped by SIGTERM when the feed failed")
             except subprocess.TimeoutExpired:
                 self._meter_killed = _kill_command(gw)
                 killed = True

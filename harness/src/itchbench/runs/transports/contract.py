@@ -343,8 +343,9 @@ def _feed(run: "Run", group: "ProcessGroup", c: contract.Contract, driver: adapt
     except RunError:
         # The feed's failure is the run's (a gateway that crashed in it, a sender that failed); the stop still
         # records how the gateway ended, what it used and how far its output reached, and its own word is dropped.
+        # No drain: no end of session is coming (a sender that failed at its start kept every run 35 s here).
         with contextlib.suppress(RunError):
-            _stop(run, group, driver)
+            _stop(run, group, driver, drain=False)
         raise
     finally:
         faults_done()
@@ -416,12 +417,13 @@ def _stopped_by_signal(run: "Run") -> int | None:
     return _gateway_messages(run) if _gateway_report(run).get("stopped_by_signal") else None
 
 
-def _stop(run: "Run", group: "ProcessGroup", driver: adapter.ContractGateway, within_s: float | None = None) -> None:
-    """The contract's stop; then the profile and the subscribers, whose results are kept even when the stop
-    failed."""
+def _stop(run: "Run", group: "ProcessGroup", driver: adapter.ContractGateway, within_s: float | None = None,
+          drain: bool = True) -> None:
+    """The contract's stop (drain: ContractGateway.stop's); then the profile and the subscribers, whose results are
+    kept even when the stop failed."""
     feed, meter = _gateway_progress(run, driver)
     try:
-        driver.stop(within_s, progress=feed)
+        driver.stop(within_s, progress=feed, drain=drain)
     except RunError as e:
         stopped = _stopped_by_signal(run)
         if stopped is None:
