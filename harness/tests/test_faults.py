@@ -360,6 +360,28 @@ def test_what_a_capture_lacks_or_holds_late_is_lost_on_every_path(fault, counted
     assert leftover_processes() == []
 
 
+def test_a_capture_cut_short_ends_every_path_as_its_own_end(tmp_path):
+    """The sample's pcap cut inside its last record (a capture whose writer was killed). Its simulation ended
+    INCOMPLETE (input_ended_early); the same capture over UDP or serial ended INCOMPLETE (sender_failed), as if
+    the sender were at fault, built-in or brought gateway alike, or (tcpreplay) INCOMPLETE (setup), its copy for
+    the loopback not made. Now every path names the capture's own end, at the record its reader stopped on (counted
+    here from the file's record headers)."""
+    data = DAY.read_bytes()
+    records = len(packets(DAY))
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[:-10])
+    gateway = str(paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml")
+    udp_replay = {"sender": "udp-replay", "rate": "pps", "pps": 20000}
+    for transport, tables in (("sim", {}), ("udp", {"replay": udp_replay}),
+                              ("udp", {"replay": {"sender": "tcpreplay"}}), ("serial", {"serial": {"baud": 2_000_000}}),
+                              ("udp", {"replay": udp_replay, "gateway_file": gateway, "subscribers": 0})):
+        s = summary_of(runner.execute(config(cut, transport, **tables), transport, root=tmp_path, echo=False))
+        headline = s["verdict"]["headline"]
+        assert headline.startswith("INCOMPLETE (input_ended_early): "), (transport, tables, headline)
+        assert f"{cut}: record {records}: truncated dump file" in headline, headline
+    assert leftover_processes() == []
+
+
 def test_bad_fault_options_are_clear_errors(tmp_path, capsys):
     out = tmp_path / "x.pcap"
     # Refused by itch-faults (its exit 2): the user's bad argument, so a usage error of itchbench's too.

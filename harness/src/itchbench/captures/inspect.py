@@ -100,7 +100,7 @@ def message_sequences(capture: Path) -> list[int]:
 
 @functools.lru_cache(maxsize=32)
 def _facts(capture: str, mtime_ns: int, feed: str) -> dict[str, Any]:
-    return remembered(Path(capture), f"inspect-v4-{feed}", lambda: _read_facts(Path(capture), feed),
+    return remembered(Path(capture), f"inspect-v5-{feed}", lambda: _read_facts(Path(capture), feed),
                       tool=paths.tool("itch-inspect"))
 
 
@@ -124,6 +124,7 @@ def _read_facts(capture: Path, feed: str) -> dict[str, Any]:
         "late_messages": rep["sequence"]["reordered_messages"] if rep["kind"] == "pcap" else 0,
         "linktype": rep["capture_stats"]["linktype"],
         "complete": rep["complete"],
+        "error": rep["error"],  # where and why it ends early (complete false)
         "first_timestamp_ns": rep["first_timestamp_ns"],
         "max_timestamp_ns": rep["max_timestamp_ns"],
     }

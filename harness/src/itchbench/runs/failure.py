@@ -10,7 +10,7 @@ class RunError(RuntimeError):
     failed (docs/verdicts.md); the message says what happened."""
 
     KINDS = ("setup", "gateway_failed", "gateway_crashed", "gateway_stopped_early", "sender_failed",
-             "testbench_failed", "deadline", "interrupted", "microbench_failed", "defect")
+             "input_ended_early", "testbench_failed", "deadline", "interrupted", "microbench_failed", "defect")
 
     def __init__(self, kind: str, message: str) -> None:
         assert kind in self.KINDS, kind

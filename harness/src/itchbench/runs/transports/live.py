@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..deadlines import within
 from ..failure import RunError
@@ -20,6 +20,20 @@ from ..failure import RunError
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
     from ..run import Run
+
+
+def capture_ended_early(facts: dict[str, Any], then: str) -> RunError | None:
+    """The capture's own early end (itch-inspect's facts of it: cut short, or malformed), where every path stops
+    as the simulation's run of it does (`input_ended_early`), with what the path did then; None for a whole
+    capture."""
+    if facts.get("complete", True):
+        return None
+    return RunError("input_ended_early", f"the capture ends early: {facts.get('error') or 'no reason given'}; {then}")
+
+
+def sender_failure(sender: str, facts: dict[str, Any], words: str) -> RunError:
+    """Why a sender failed: the capture's own early end, or else the sender's failure, in its words."""
+    return capture_ended_early(facts, f"{sender} failed on it") or RunError("sender_failed", words)
 
 
 def gateway_cpus(run: "Run") -> set[int]:

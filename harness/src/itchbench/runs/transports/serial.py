@@ -14,7 +14,7 @@ from ... import paths
 from ...captures.inspect import facts_of
 from ..deadlines import serial_sender_seconds
 from ..failure import RunError, describe_exit, stopped_from_outside
-from .live import off_the_gateway_cpu, wait_for_sender
+from .live import off_the_gateway_cpu, sender_failure, wait_for_sender
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
@@ -65,4 +65,5 @@ def replay_serial(run: "Run", group: "ProcessGroup", replay_end: Path,
         if outside is not None:
             raise outside
         text = (run.dir / "serial-replay.stderr").read_text(errors="replace").strip()
-        raise RunError("sender_failed", f"serial-replay {describe_exit(sr.returncode)}: {text[-500:] or 'no output'}")
+        raise sender_failure("serial-replay", facts,
+                             f"serial-replay {describe_exit(sr.returncode)}: {text[-500:] or 'no output'}")

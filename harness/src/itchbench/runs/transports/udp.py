@@ -19,7 +19,7 @@ from ...captures.loopback import RewriteError, loopback_capture
 from ..deadlines import udp_sender_seconds
 from ..failure import RunError, describe_exit, stopped_from_outside
 from ..netns import NetnsError, PrivateNetns
-from .live import off_the_gateway_cpu, wait_for_sender
+from .live import capture_ended_early, off_the_gateway_cpu, sender_failure, wait_for_sender
 
 if TYPE_CHECKING:
     from ..procs import ProcessGroup
@@ -124,11 +124,12 @@ def replay_udp(run: "Run", group: "ProcessGroup", ns: PrivateNetns,
     capture = Path(run.values["capture"])
     replay = run.values["replay"]
     tcpreplay = replay["sender"] == "tcpreplay"
+    facts = facts_of(capture, run.values["feed"])
     try:
         rewritten = loopback_capture(capture, UDP_PORT, run.values["feed"]) if tcpreplay else capture
     except RewriteError as e:
-        raise RunError("setup", str(e)) from e
-    facts = facts_of(capture, run.values["feed"])
+        raise capture_ended_early(facts, "tcpreplay's copy of it could not be made: nothing sent") or \
+            RunError("setup", str(e)) from e
     if tcpreplay and facts["kind"] != "pcap":  # a binary ITCH file goes as the packets itch2pcap made of it
         facts = {**facts, "datagrams": facts_of(rewritten)["datagrams"]}
     run.extras["replayed_datagrams"] = facts["datagrams"]
@@ -172,4 +173,4 @@ def replay_udp(run: "Run", group: "ProcessGroup", ns: PrivateNetns,
         said = _said_on_failure(text) or (f"{ur['failed']:,} of {ur['packets']:,} packets not sent (first error: "
                                        f"{ur.get('first_error') or 'none named'})" if ur.get("failed") else
                                        "nothing said but its usual notices" if text.strip() else "no output")
-        raise RunError("sender_failed", f"{sender} {describe_exit(tr.returncode)}: {said}")
+        raise sender_failure(sender, facts, f"{sender} {describe_exit(tr.returncode)}: {said}")
