@@ -51,11 +51,6 @@ def within(expected_s: float) -> float:
     return 2 * expected_s + MARGIN_S
 
 
-def gateway_drain_seconds(values: dict[str, Any]) -> float:
-    """After the sender is done: the gateway's idle exit, then its shutdown."""
-    return values["gateway"]["idle_exit_ms"] / 1000 + MARGIN_S
-
-
 def sim_seconds(capture_bytes: int, compressed: bool) -> float:
     """From the capture's size, without reading it (a full day needs no pass of its own): every message takes 14
     bytes or more of a plain file, and gzip or zstd shrink ITCH far less than COMPRESSION_BOUND times."""
