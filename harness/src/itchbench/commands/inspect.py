@@ -76,7 +76,9 @@ def sequence_line(report: dict[str, Any]) -> str:
     seq = report["sequence"]
     line = f"sequence {report['first_sequence']:,}..{report['last_sequence']:,}: "
     if seq["missing_messages"]:
-        line += f"MISSING {seq['missing_messages']:,} message(s) of its session: the capture itself does not hold them"
+        line += (f"MISSING {seq['missing_messages']:,} message(s) of its session: the capture itself does not hold "
+                 "them" + (" whole (some in the malformed packets above)" if report["mold"] and any(
+                     v for k, v in report["mold"].items() if k.startswith("rejected_")) else ""))
     else:
         line += "no gap"
     extra = [f"{seq[k]:,} {words}" for k, words in (("duplicate_messages", "duplicated"),
