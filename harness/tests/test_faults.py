@@ -382,6 +382,24 @@ def test_a_capture_cut_short_ends_every_path_as_its_own_end(tmp_path):
     assert leftover_processes() == []
 
 
+MIXED = {"drop": 0.01, "reorder": 0.01, "duplicate": 0.01, "truncate": 0.01, "corrupt": 0.01, "burst_drop": "3@0.005"}
+
+
+def test_a_serial_line_is_held_to_a_sidecar_as_it_carries_the_capture(tmp_path):
+    """Every kind of fault on the sample, over a serial line. serial-replay reads the capture in sequence order: a
+    late message, a duplicate, a malformed packet never reach the line, and the gateway sees a late one as a gap.
+    The sidecar's checks held the line's gateway to UDP's counters (late discards = reordered messages): the
+    built-in gateway, right, was NOT BALANCED. Now the line's own rule: FAULTS ACCOUNTED, the built-in gateway
+    and a brought one."""
+    faulty = tmp_path / "faulty.pcap"
+    faults.inject(DAY, faulty, seed=7, **MIXED)
+    gateway = str(paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml")
+    for tables in ({}, {"gateway_file": gateway, "subscribers": 0}):
+        values = config(faulty, "serial", serial={"baud": 2_000_000}, **tables)
+        s = summary_of(runner.execute(values, "serial", root=tmp_path, echo=False))
+        assert s["verdict"]["status"] == "faults_accounted", (tables, s["verdict"]["headline"])
+
+
 def test_bad_fault_options_are_clear_errors(tmp_path, capsys):
     out = tmp_path / "x.pcap"
     # Refused by itch-faults (its exit 2): the user's bad argument, so a usage error of itchbench's too.

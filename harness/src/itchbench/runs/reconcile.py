@@ -1115,7 +1115,7 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
         rec["recovery"]["time_to_recover_ns"] = recovery.time_to_recover(recovery.gap_ends(injected, lines), lat_path)
         rec["recovery"]["gateway"] = gw.get("recovery")
     elif injected is not None:
-        rec["faults"] = faults.reconcile(injected, rec, checks)
+        rec["faults"] = faults.reconcile(injected, rec, checks, transport)
         rec["stale"] = _stale_flags(bbo, faults.stale_from(injected), "sidecar", checks, stale_seen)
     elif transport == "serial" and run.values["serial"]["corrupt_every"]:
         rec["faults"] = faults.reconcile_serial(rec, checks)
