@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
   args.positional("CAPTURE", "capture file");
   args.option("feed", "ADDR:PORT", kFeedOptionHelp);
   args.flag("json", "print one JSON object instead of a table");
-  args.flag("list", "print one line per message: sequence and type, nothing else");
+  args.flag("list", "print one line per message handed on in sequence order: its sequence and type, and "
+                    "'rejected' when it fails validation");
   args.flag("check", "only check that CAPTURE is a readable capture; print its kind (pcap or itch)");
   args.parse(argc, argv);
 
@@ -75,7 +76,9 @@ int main(int argc, char** argv) {
       if (!extent.any) extent.first_seq = seq;
       extent.any = true;
       extent.last_seq = seq;
-      if (list) listing += std::to_string(seq) + " " + (len ? std::string(1, char(m[0])) : "-") + "\n";
+      if (list)
+        listing += std::to_string(seq) + " " + (len ? std::string(1, char(m[0])) : "-") +
+                   (st == itch::DecodeStatus::kOk ? "\n" : " rejected\n");
     };
     const bool clean = reader.run(
         [&](uint64_t ts, const uint8_t* p, size_t n) {

@@ -400,6 +400,45 @@ def test_a_serial_line_is_held_to_a_sidecar_as_it_carries_the_capture(tmp_path):
         assert s["verdict"]["status"] == "faults_accounted", (tables, s["verdict"]["headline"])
 
 
+def test_a_capture_declares_its_own_faults_and_every_path_is_held_to_them(tmp_path, capsys):
+    """A capture with faults of its own (a recording's: here the injector's, its sidecar set aside) is LOST on
+    every path. `itchbench inspect --declare` writes the sidecar of what the capture itself holds — counted by the
+    gateway's own sequence accounting in itch-inspect, checked here against the injector's sidecar —, and every
+    path is then FAULTS ACCOUNTED, exactly; a gateway broken on purpose (a duplicate applied again, a cut packet
+    applied to its cut) is still BBO DIFFERS."""
+    from itchbench.selftest import zoo
+
+    capture = tmp_path / "own.pcap"
+    faults.inject(DAY, capture, seed=7, **MIXED)
+    drawn = json.loads(faults.sidecar_path(capture).read_text())
+    faults.sidecar_path(capture).unlink()
+    capsys.readouterr()
+    assert itchbench_main(["inspect", str(capture), "--declare"]) == 0
+    assert "the capture's own: " in capsys.readouterr().out
+    declared = faults.sidecar_of(capture)
+    assert declared is not None
+    # What it does not hold whole is what the injector dropped and cut; the rest as drawn.
+    assert declared["dropped_messages"] == drawn["dropped_messages"] + drawn["truncated_messages"]
+    for key in ("messages_in", "reordered_messages", "duplicated_messages", "truncated_packets",
+                "corrupted_messages_rejected"):
+        assert declared[key] == drawn[key], key
+    assert faults.stale_from(declared) == faults.stale_from(drawn)
+    assert itchbench_main(["inspect", str(capture), "--declare"]) == 2  # declared once
+    gateway = paths.repo_root() / "examples" / "py-gateway"
+    udp = {"replay": {"sender": "udp-replay", "rate": "pps", "pps": 20000}}
+    for transport, tables in (("sim", {}), ("udp", udp), ("serial", {"serial": {"baud": 2_000_000}}),
+                              ("udp", {**udp, "gateway_file": str(gateway / "itchbench.toml"), "subscribers": 0})):
+        s = summary_of(runner.execute(config(capture, transport, **tables), transport, root=tmp_path, echo=False))
+        assert s["verdict"]["status"] == "faults_accounted", (transport, tables, s["verdict"]["headline"])
+    for name in ("copy-applied-twice", "cut-packet-applied"):
+        mutant = next(m for m in zoo.MUTANTS if m.name == name)
+        copy = zoo.materialise(mutant.example, mutant.edits, tmp_path / name)
+        values = config(capture, "udp", **udp, gateway_file=str(copy / "itchbench.toml"), subscribers=0)
+        s = summary_of(runner.execute(values, name, root=tmp_path, echo=False))
+        assert s["verdict"]["status"] == "bbo_differs", (name, s["verdict"]["headline"])
+    assert leftover_processes() == []
+
+
 def test_bad_fault_options_are_clear_errors(tmp_path, capsys):
     out = tmp_path / "x.pcap"
     # Refused by itch-faults (its exit 2): the user's bad argument, so a usage error of itchbench's too.

@@ -121,6 +121,50 @@ def inject(src: Path, dst: Path, *, seed: int, drop: float = 0, duplicate: float
     return sidecar
 
 
+def declare(capture: Path, feed: str = "") -> dict[str, Any] | None:
+    """Write the sidecar of a capture's own faults (`itchbench inspect --declare`): what reading it in order does
+    not apply — messages of its session it does not hold (its gaps, and the messages of its malformed packets),
+    those it holds late —, the duplicates it holds, its malformed packets and messages. Counted by itch-inspect,
+    whose sequence accounting is the gateway's own code, so a gateway's counters can equal them exactly; the
+    sequence numbers listed (the first one lost or rejected starts the stale flag) from the messages it hands on in
+    order: `dropped` lists every number of its range not applied (missing or late), `corrupted_rejected` those that
+    fail validation; duplicates are counted, not listed. None when there is nothing to declare. CaptureError for a
+    capture that has a sidecar already, ends early, or is a binary ITCH file (no packets, no gaps)."""
+    from .inspect import inspect_capture, listed_messages
+    side = sidecar_path(capture)
+    if side.exists():
+        raise CaptureError(f"{side} exists: a capture's faults are declared once (remove it to declare them again)")
+    if capture_kind(capture) == "itch":
+        raise CaptureError(f"{capture}: a binary ITCH file numbers its messages by their place: it has no gaps, "
+                           "duplicates or late messages to declare")
+    rep = inspect_capture(capture, feed)
+    if not rep["complete"]:
+        raise CaptureError(f"{capture}: it ends early ({rep['error']}): no run reaches its end to be accounted")
+    seq, mold, dec = rep["sequence"], rep["mold"], rep["decode"]
+    rejected_packets = sum(v for k, v in mold.items() if k.startswith("rejected_"))
+    rejected_messages = dec["rejected_unknown_type"] + dec["rejected_wrong_length"] + dec["rejected_empty"]
+    if not (seq["gap_messages"] or seq["duplicate_messages"] or rejected_packets or rejected_messages):
+        return None
+    # What it hands on in order: the rest of its range was not applied (missing, or late: the list cannot tell
+    # them apart, and need not: the first of either starts the stale flag).
+    seqs, rejected = listed_messages(capture)
+    unapplied = np.setdiff1d(np.arange(rep["first_sequence"], rep["last_sequence"] + 1, dtype=np.int64), seqs) \
+        if seqs.size else np.zeros(0, dtype=np.int64)
+    counts = {key: 0 for key in COUNTS}
+    counts.update(
+        packets_in=rep["capture_stats"]["udp_datagrams"], packets_out=rep["capture_stats"]["udp_datagrams"],
+        messages_in=rep["messages"] + rejected_messages + seq["missing_messages"] + seq["reordered_messages"],
+        dropped_messages=seq["missing_messages"], duplicated_messages=seq["duplicate_messages"],
+        reordered_messages=seq["reordered_messages"], truncated_packets=rejected_packets,
+        corrupted_messages_rejected=rejected_messages)
+    sidecar = {**counts, "sequences": {"dropped": unapplied.tolist(), "duplicated": [], "reordered": [],
+                                       "truncated": [], "corrupted_rejected": seqs[rejected].tolist(),
+                                       "corrupted_decoded": []},
+               "declared": {"by": "itchbench inspect --declare", "capture_sha256": sha256_of(capture)}}
+    atomic.write_text(side, json.dumps(sidecar, indent=1) + "\n")
+    return sidecar
+
+
 def whole_session(capture: Path, sidecar: dict[str, Any]) -> tuple[Path | None, str]:
     """(the capture a faulted one was made from, "") when its sidecar names it and it is there unchanged; else
     (None, why not)."""
@@ -194,7 +238,13 @@ def reconcile(injected: dict[str, Any], rec: dict[str, Any], checks: dict[str, b
 
 
 def summary_of(injected: dict[str, Any]) -> str:
-    """The faults a sidecar says were drawn, in a few words."""
+    """The faults a sidecar says were drawn (or, declared, the capture holds of its own), in a few words."""
+    if injected.get("declared"):
+        own = ", ".join(f"{injected[k]:,} {words}" for k, words in (
+            ("dropped_messages", "messages missing"), ("reordered_messages", "late"),
+            ("duplicated_messages", "duplicated"), ("truncated_packets", "malformed packets"),
+            ("corrupted_messages_rejected", "malformed messages")) if injected[k])
+        return f"the capture's own: {own}"
     drawn = ", ".join(f"{injected[k]:,} {k.replace('_', ' ')}" for k in
                       ("dropped_packets", "duplicated_packets", "reordered_packets", "truncated_packets",
                        "corrupted_packets") if injected[k])

@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import paths, tools
 from ..tools import run_tool
 from .remembered import remembered
@@ -93,9 +95,17 @@ def rejections(report: dict[str, Any]) -> dict[str, int]:
 
 
 def message_sequences(capture: Path) -> list[int]:
-    """Sequence number of every message, in capture order."""
+    """Sequence number of every message handed on in sequence order, in capture order."""
+    return listed_messages(capture)[0].tolist()
+
+
+def listed_messages(capture: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Every message itch-inspect hands on in sequence order (late and duplicated ones are not): its sequence
+    number, and whether it failed validation."""
     proc = run_tool("itch-inspect", [capture, "--list"], ok_codes=(0, 1))
-    return [int(line.split()[0]) for line in proc.stdout.splitlines()]
+    lines = proc.stdout.splitlines()
+    return (np.array([line.split(" ", 1)[0] for line in lines], dtype=np.int64),
+            np.array([line.endswith(" rejected") for line in lines], dtype=bool))
 
 
 @functools.lru_cache(maxsize=32)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--feed", metavar="ADDR:PORT", default="",
                    help="the feed flow (default: the flow with the most MoldUDP64 messages)")
     i.add_argument("--json", action="store_true", help="print the full JSON report")
+    i.add_argument("--declare", action="store_true",
+                   help="write CAPTURE.faults.json declaring the capture's own faults (its gaps, late and duplicated "
+                        "messages, malformed packets and messages): runs of it are then held to them exactly, "
+                        "FAULTS ACCOUNTED, rather than LOST (docs/faults.md)")
     i.set_defaults(func=run)
 
 
@@ -47,6 +52,8 @@ def flow_table(report: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ..captures.inspect import inspect_capture, no_feed, rejections
+    if args.declare:
+        return declare(Path(args.capture), args.feed)
     report = inspect_capture(Path(args.capture), args.feed)
     # A pcap of no UDP datagram has no feed: nothing in it is ITCH, which a table of zeros would not say.
     feedless = report["kind"] == "pcap" and not report["flows"]
@@ -85,3 +92,19 @@ def sequence_line(report: dict[str, Any]) -> str:
                                                     ("reordered_messages", "out of order (late: a run discards "
                                                                            "them)")) if seq[k]]
     return line + (f"; {', '.join(extra)}" if extra else "")
+
+
+def declare(capture: Path, feed: str) -> int:
+    """--declare: the sidecar of the capture's own faults written, and said."""
+    from ..captures import faults
+    from ..captures.inspect import CaptureError
+    try:
+        sidecar = faults.declare(capture, feed)
+    except CaptureError as e:
+        print(f"itchbench: {e}", file=sys.stderr)
+        return 2
+    if sidecar is None:
+        print(f"{capture}: nothing to declare: no gap, late or duplicated message, no malformed packet or message")
+        return 0
+    print(f"{faults.sidecar_path(capture)}: {faults.summary_of(sidecar)}; runs of {capture.name} are held to it")
+    return 0

@@ -181,8 +181,10 @@ def judge(summary: dict[str, Any]) -> dict[str, Any]:
         # Only what was injected: a drop by the sender, the kernel or on the way to a subscriber is no declared
         # fault, and makes the run LOST below whatever the fault accounting says.
         status = "faults_accounted"
+        each = ("each a fault its sidecar declares" if rec["faults"].get("injected", {}).get("declared")
+                else "each an injected fault")
         headline = (f"FAULTS ACCOUNTED: {loss['messages_not_applied']:,} of "
-                    f"{count(loss['expected_messages'], 'message')} not applied, each an injected fault "
+                    f"{count(loss['expected_messages'], 'message')} not applied, {each} "
                     f"({rec['faults']['summary']}); balanced")
     elif lost:
         status = "lost"
