@@ -382,6 +382,26 @@ def test_a_capture_cut_short_ends_every_path_as_its_own_end(tmp_path):
     assert leftover_processes() == []
 
 
+def test_a_capture_holding_messages_twice_is_said_so_on_every_path(tmp_path):
+    """A capture with second copies of some packets (its sidecar set aside): the built-in gateway over UDP said
+    "127 duplicate messages ignored"; over serial, where serial-replay sends each message once, and of a brought
+    gateway over UDP, which was sent them, nothing was said. Now each path says what became of them (the count
+    the injector drew)."""
+    capture = tmp_path / "twice.pcap"
+    twice = faults.inject(DAY, capture, seed=3, duplicate=0.02)["duplicated_messages"]
+    faults.sidecar_path(capture).unlink()
+    gateway = str(paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml")
+    udp = {"replay": {"sender": "udp-replay", "rate": "pps", "pps": 20000}}
+    for transport, tables, said in (
+            ("udp", udp, f"; {twice:,} duplicate messages ignored"),
+            ("serial", {"serial": {"baud": 2_000_000}},
+             f"; {twice:,} duplicated messages of the capture not sent (a line carries each message once)"),
+            ("udp", {**udp, "gateway_file": gateway, "subscribers": 0},
+             f"; {twice:,} duplicated messages of the capture sent twice")):
+        s = summary_of(runner.execute(config(capture, transport, **tables), transport, root=tmp_path, echo=False))
+        assert s["verdict"]["status"] == "lossless" and said in s["verdict"]["headline"], s["verdict"]["headline"]
+
+
 MIXED = {"drop": 0.01, "reorder": 0.01, "duplicate": 0.01, "truncate": 0.01, "corrupt": 0.01, "burst_drop": "3@0.005"}
 
 

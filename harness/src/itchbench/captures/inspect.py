@@ -110,7 +110,7 @@ def listed_messages(capture: Path) -> tuple[np.ndarray, np.ndarray]:
 
 @functools.lru_cache(maxsize=32)
 def _facts(capture: str, mtime_ns: int, feed: str) -> dict[str, Any]:
-    return remembered(Path(capture), f"inspect-v5-{feed}", lambda: _read_facts(Path(capture), feed),
+    return remembered(Path(capture), f"inspect-v6-{feed}", lambda: _read_facts(Path(capture), feed),
                       tool=paths.tool("itch-inspect"))
 
 
@@ -132,6 +132,7 @@ def _read_facts(capture: Path, feed: str) -> dict[str, Any]:
         # positions: none of either.
         "missing_messages": rep["sequence"]["missing_messages"] if rep["kind"] == "pcap" else 0,
         "late_messages": rep["sequence"]["reordered_messages"] if rep["kind"] == "pcap" else 0,
+        "duplicate_messages": rep["sequence"]["duplicate_messages"] if rep["kind"] == "pcap" else 0,
         "linktype": rep["capture_stats"]["linktype"],
         "complete": rep["complete"],
         "error": rep["error"],  # where and why it ends early (complete false)

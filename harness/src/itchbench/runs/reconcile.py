@@ -304,6 +304,8 @@ def _serial_path(run: "Run", facts: dict[str, Any], checks: dict[str, bool]) -> 
     return {
         "expected_messages": facts["messages"], "lines_sent": lines_sent,
         "not_sent_oversize": int(sr.get("not_sent_oversize", 0)),
+        # The capture's second copies: a line carries each message once (serial-replay reads it in order).
+        "duplicates_not_sent": int(facts.get("duplicate_messages", 0)),
         "line_utilisation": sr.get("line_utilisation"), "late_lines": sr.get("late_lines"),
         "timestamps_backwards": sr.get("timestamps_backwards", 0),
         "corrupted_lines": int(sr.get("corrupted_lines", 0)),
@@ -826,6 +828,9 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     own_missing, own_late = _capture_unapplied(capture, feed, recovering)
     loss = {"expected_messages": hop["expected_messages"] + (own_missing + own_late) * hop.get("loops", 1),
             "capture_missing_messages": own_missing, "capture_late_messages": own_late,
+            # Sent as the capture holds them: a black box's duplicates are seen only as the capture's.
+            "capture_duplicates_sent": int(facts_of(capture, feed).get("duplicate_messages", 0))
+            if run.values["transport"] == "udp" else 0,
             "sender_failed_packets": hop.get("sender_failed", 0) + hop.get("not_sent_oversize", 0),
             "kernel_dropped_datagrams": hop.get("kernel_dropped", 0),
             "kernel_no_socket_datagrams": _no_socket(hop, lines, recovering, lambda: _after_last_message(

@@ -131,9 +131,13 @@ def _rejected_clause(loss: dict[str, Any], received: int) -> str:
 
 
 def _skipped_clause(summary: dict[str, Any]) -> str:
-    """The capture's frames that are not its feed (other flows, not UDP, ...): counted, skipped by every path."""
+    """The capture's frames that are not its feed (other flows, not UDP, ...), counted and skipped by every path;
+    and on a serial line, the capture's duplicated messages, which the line carries once."""
     skipped = sum((summary.get("feed") or {}).get("not_feed", {}).values())
-    return f"{count(skipped, 'frame')} not of the feed skipped" if skipped else ""
+    twice = ((summary.get("reconciliation") or {}).get("serial") or {}).get("duplicates_not_sent", 0)
+    return "; ".join(([f"{count(skipped, 'frame')} not of the feed skipped"] if skipped else [])
+                     + ([f"{count(twice, 'duplicated message')} of the capture not sent (a line carries each message "
+                         "once)"] if twice else []))
 
 
 def _other_clauses(summary: dict[str, Any], loss: dict[str, Any]) -> str:
@@ -387,7 +391,10 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
     if summary.get("failure") or not summary.get("complete") or rec is None:
         return _incomplete(summary)
     loss, check = rec["loss"], rec["bbo_check"]
-    skipped = f"; {_skipped_clause(summary)}" if _skipped_clause(summary) else ""
+    twice = loss.get("capture_duplicates_sent", 0)
+    skipped = "".join(f"; {words}" for words in (
+        _skipped_clause(summary), f"{count(twice, 'duplicated message')} of the capture sent twice" if twice else "")
+        if words)
     w2w = summary.get("wire_to_wire") or {}
     perf = summary.get("performance") or {}
     unknown = stamp_counts(w2w)[0]
