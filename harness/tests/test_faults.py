@@ -382,6 +382,25 @@ def test_a_capture_cut_short_ends_every_path_as_its_own_end(tmp_path):
     assert leftover_processes() == []
 
 
+def test_what_a_capture_lacks_no_b_line_brings_back(tmp_path):
+    """The capture with messages missing, sent on an A and a B line: the B line carries the same recording, so
+    nothing of what it lacks comes back. The built-in gateway, which gave them up, and a brought one were LOSSLESS,
+    "= the simulation of the whole session" — a session the run never had whole. Now LOST by what the capture
+    lacks, and not said to have been offered again on the other line."""
+    capture = tmp_path / "gapped.pcap"
+    missing = faults.inject(DAY, capture, seed=5, drop=0.01)["dropped_messages"]
+    faults.sidecar_path(capture).unlink()
+    gateway = str(paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml")
+    lines = {"replay": {"sender": "udp-replay", "rate": "pps", "pps": 20000}, "lines": {"b": True}}
+    for tables in (lines, {**lines, "gateway_file": gateway, "subscribers": 0}):
+        s = summary_of(runner.execute(config(capture, "udp", **tables), "ab", root=tmp_path, echo=False))
+        headline = s["verdict"]["headline"]
+        assert s["verdict"]["status"] == "lost", headline
+        assert s["reconciliation"]["loss"]["capture_missing_messages"] == missing
+        assert f"{missing:,} messages" in headline and "missing from the capture itself" in headline, headline
+        assert "offered again" not in headline, headline
+
+
 def test_a_capture_holding_messages_twice_is_said_so_on_every_path(tmp_path):
     """A capture with second copies of some packets (its sidecar set aside): the built-in gateway over UDP said
     "127 duplicate messages ignored"; over serial, where serial-replay sends each message once, and of a brought

@@ -125,13 +125,18 @@ def _feed_facts(capture: Path, feed: str) -> dict[str, Any]:
     return {"address": facts["feed"], "not_feed": facts["not_feed"], "flows": facts["flows"]}
 
 
-def _capture_unapplied(capture: Path, feed: str, recovering: bool) -> tuple[int, int]:
-    """What of the capture's session is not applied by reading it in order, when nothing else accounts for it: the
-    messages it does not hold (its own sequence gaps) and those it holds after a later one (late). A fault sidecar
-    declares its capture's; a recovering run is held to the whole session."""
-    if recovering or faults.sidecar_of(capture) is not None:
+def _capture_unapplied(capture: Path, feed: str, session: Path, recovering: bool, joined: bool) -> tuple[int, int]:
+    """What of the session reading it in order does not apply, when nothing else accounts for it: the messages the
+    capture does not hold (its own sequence gaps) and those it holds after a later one (late). A fault sidecar
+    declares its capture's. A recovering run is held to the whole session it was made from (`session`): what that
+    lacks no line and no server can bring back (a B line carries the same recording). A late join is held to the
+    session after the join point alone: not counted here."""
+    if joined:
         return 0, 0
-    facts = facts_of(capture, feed)
+    source = session if recovering else capture
+    if source == capture and faults.sidecar_of(capture) is not None:
+        return 0, 0
+    facts = facts_of(source, feed)
     return int(facts.get("missing_messages", 0)), int(facts.get("late_messages", 0))
 
 
@@ -786,6 +791,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     joined = run.extras.get("join")
     recovering = recovering or bool(joined)
     session = Path(run.values.get("source_capture") or capture) if recovering else capture
+    whole = session  # the session as recorded, before the corrupted lines' messages are taken out of it
     corrupted = _corrupted_lines(run)
     kinds = None
     if corrupted.size:  # what a gateway checking each line's checksum can apply: the rest of the capture
@@ -825,7 +831,7 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         # Reading the capture itself, a black box shows how far it read only through its BBO stream: the messages
         # after the simulation's last event leave no trace there, whether it read them or not.
         bbo_check["unseen_tail"] = {"after_seq": last, "messages": reference.messages_after(last)}
-    own_missing, own_late = _capture_unapplied(capture, feed, recovering)
+    own_missing, own_late = _capture_unapplied(capture, feed, whole, recovering, bool(joined))
     loss = {"expected_messages": hop["expected_messages"] + (own_missing + own_late) * hop.get("loops", 1),
             "capture_missing_messages": own_missing, "capture_late_messages": own_late,
             # Sent as the capture holds them: a black box's duplicates are seen only as the capture's.
@@ -1108,7 +1114,8 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     _broker_gateway_checks(gw, checks)
     if transport != "sim":
         rec["subscribers"] = subs
-    rec["loss"] = _loss(transport, rec, subs, _capture_unapplied(capture, run.values["feed"], recovering))
+    rec["loss"] = _loss(transport, rec, subs, _capture_unapplied(capture, run.values["feed"], session, recovering,
+                                                                   bool(joined)))
     if lat_path.exists():
         checks.update(_stamped_after_sent(run, lat_path))
     injected = faults.sidecar_of(capture)

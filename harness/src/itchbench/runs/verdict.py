@@ -362,7 +362,9 @@ def _offered_again_words(loss: dict[str, Any], r: dict[str, Any]) -> str:
     """The messages the built-in gateway did not apply though the run offered them again (on the other line, or in
     the server's answer): its own loss, which the words for the wire's do not say. Empty when there are none, or
     when the sender or the kernel lost datagrams too (a line's copy dropped there is not offered)."""
-    missed = loss["messages_not_applied"] - r["never_answered"]
+    # Neither is what the capture itself lacks or holds late: no line and no server carries it again.
+    missed = (loss["messages_not_applied"] - r["never_answered"] - loss.get("capture_missing_messages", 0)
+              - loss.get("capture_late_messages", 0))
     again = " or ".join(w for w, on in (("on the other line", r["lines"] > 1), ("by the server", r["server"])) if on)
     if missed <= 0 or not again or loss["sender_failed_packets"] or loss["kernel_dropped_datagrams"]:
         return ""
