@@ -130,7 +130,7 @@ def declare(capture: Path, feed: str = "") -> dict[str, Any] | None:
     order: `dropped` lists every number of its range not applied (missing or late), `corrupted_rejected` those that
     fail validation; duplicates are counted, not listed. None when there is nothing to declare. CaptureError for a
     capture that has a sidecar already, ends early, or is a binary ITCH file (no packets, no gaps)."""
-    from .inspect import inspect_capture, listed_messages
+    from .inspect import inspect_capture, listed_messages, rejections
     side = sidecar_path(capture)
     if side.exists():
         raise CaptureError(f"{side} exists: a capture's faults are declared once (remove it to declare them again)")
@@ -140,9 +140,9 @@ def declare(capture: Path, feed: str = "") -> dict[str, Any] | None:
     rep = inspect_capture(capture, feed)
     if not rep["complete"]:
         raise CaptureError(f"{capture}: it ends early ({rep['error']}): no run reaches its end to be accounted")
-    seq, mold, dec = rep["sequence"], rep["mold"], rep["decode"]
-    rejected_packets = sum(v for k, v in mold.items() if k.startswith("rejected_"))
-    rejected_messages = dec["rejected_unknown_type"] + dec["rejected_wrong_length"] + dec["rejected_empty"]
+    seq, rejected_by = rep["sequence"], rejections(rep)
+    rejected_packets = sum(n for why, n in rejected_by.items() if why.startswith("mold_"))
+    rejected_messages = rejected_by["unknown_type"] + rejected_by["wrong_length"] + rejected_by["empty_message"]
     if not (seq["gap_messages"] or seq["duplicate_messages"] or rejected_packets or rejected_messages):
         return None
     # What it hands on in order: the rest of its range was not applied (missing, or late: the list cannot tell

@@ -80,12 +80,13 @@ def run(args: argparse.Namespace) -> int:
 def sequence_line(report: dict[str, Any]) -> str:
     """The feed's sequence numbers, the messages of its session the capture does not hold, and those it holds out of
     order (a run of it loses both: docs/verdicts.md)."""
+    from ..captures.inspect import rejections
     seq = report["sequence"]
     line = f"sequence {report['first_sequence']:,}..{report['last_sequence']:,}: "
     if seq["missing_messages"]:
         line += (f"MISSING {seq['missing_messages']:,} message(s) of its session: the capture itself does not hold "
-                 "them" + (" whole (some in the malformed packets above)" if report["mold"] and any(
-                     v for k, v in report["mold"].items() if k.startswith("rejected_")) else ""))
+                 "them" + (" whole (some in the malformed packets above)" if any(
+                     n for why, n in rejections(report).items() if why.startswith("mold_")) else ""))
     else:
         line += "no gap"
     extra = [f"{seq[k]:,} {words}" for k, words in (("duplicate_messages", "duplicated"),
