@@ -401,6 +401,25 @@ def test_what_a_capture_lacks_no_b_line_brings_back(tmp_path):
         assert "offered again" not in headline, headline
 
 
+def test_what_cannot_be_declared_is_refused_and_nothing_is_written(tmp_path, capsys):
+    """--declare of a binary ITCH file (numbered by place: nothing to declare there), of a capture cut short (no run
+    reaches its end), and of a whole capture (nothing to declare): each said, and no sidecar left beside it."""
+    itch = tmp_path / "day.itch"
+    itch.write_bytes(b"".join(struct.pack(">H", len(m)) + m for _, _, msgs in (mold(p) for p in packets(DAY))
+                              for m in msgs))
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(DAY.read_bytes()[:-10])
+    whole = tmp_path / "whole.pcap"
+    whole.write_bytes(DAY.read_bytes())
+    capsys.readouterr()
+    for capture, code, said in ((itch, 2, f"{itch}: a binary ITCH file numbers its messages by their place"),
+                                (cut, 2, f"{cut}: it ends early ("), (whole, 0, f"{whole}: nothing to declare")):
+        assert itchbench_main(["inspect", str(capture), "--declare"]) == code, capture
+        out = capsys.readouterr()
+        assert said in out.out + out.err, out
+        assert not faults.sidecar_path(capture).exists()
+
+
 def test_a_capture_holding_messages_twice_is_said_so_on_every_path(tmp_path):
     """A capture with second copies of some packets (its sidecar set aside): the built-in gateway over UDP said
     "127 duplicate messages ignored"; over serial, where serial-replay sends each message once, and of a brought
