@@ -381,6 +381,8 @@ int run_live(const GatewayOptions& o) {
     j.field("port", uint64_t(udp_source->port())).field("datagrams", us.datagrams).field("bytes", us.bytes);
     j.field("truncated", us.truncated).field("kernel_timestamps", us.kernel_timestamps);
     j.field("kernel_timestamps_unplaced", us.kernel_timestamps_unplaced);
+    j.field("kernel_timestamps_across_step", us.kernel_timestamps_across_step);
+    j.field("realtime_steps", us.realtime_steps).field("realtime_largest_step_ns", us.realtime_largest_step_ns);
     j.field("rcvbuf_requested", o.rcvbuf_bytes).field("rcvbuf_granted", us.rcvbuf_granted);
     j.field("unread_at_stop", us.unread_at_stop);
     j.field("multicast_group", o.join_group);

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "net/receive_buffer.hpp"
+#include "source/kernel_stamps.hpp"
 #include "source/stop_flag.hpp"
 #include "source/stop_timer.hpp"
 
@@ -32,14 +33,6 @@ struct UdpSource::Impl {
   alignas(64) uint8_t buffer[65536];
   alignas(8) uint8_t control[256];
 };
-
-namespace {
-uint64_t realtime_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-}  // namespace
 
 namespace {
 // Binds a feed socket: on 127.0.0.1:port, or — joining `group` on the loopback interface — on the wildcard
@@ -110,7 +103,12 @@ bool UdpSource::send_request(const uint8_t* data, size_t len) {
 UdpSource::~UdpSource() { delete impl_; }
 
 void UdpSource::run(const StageClock& clock, const OnDatagram& on_datagram, const OnTick& on_tick) {
-  receive(clock, on_datagram, on_tick);
+  KernelStamps kernel_stamps(clock, realtime_ns);
+  receive(clock, kernel_stamps, on_datagram, on_tick);
+  stats_.kernel_timestamps_unplaced = kernel_stamps.unplaced();
+  stats_.kernel_timestamps_across_step = kernel_stamps.across_step();
+  stats_.realtime_steps = kernel_stamps.steps();
+  stats_.realtime_largest_step_ns = kernel_stamps.largest_step_ns();
   close_reading_what_is_left();
 }
 
@@ -123,7 +121,8 @@ void UdpSource::close_reading_what_is_left() {
   }
 }
 
-void UdpSource::receive(const StageClock& clock, const OnDatagram& on_datagram, const OnTick& on_tick) {
+void UdpSource::receive(const StageClock& clock, RealtimeKernelStamps& kernel_stamps, const OnDatagram& on_datagram,
+                        const OnTick& on_tick) {
   Impl& im = *impl_;
   const bool line_b = im.socket_b.is_open();
   const bool server = im.server.sin_port != 0;
@@ -141,19 +140,20 @@ void UdpSource::receive(const StageClock& clock, const OnDatagram& on_datagram, 
       msg.msg_control = im.control;
       msg.msg_controllen = sizeof im.control;
       const ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
-      if (n < 0) return true;  // EAGAIN: nothing more now
+      if (n < 0) {  // EAGAIN: nothing more now
+        kernel_stamps.emptied(line);
+        return true;
+      }
       logfmt::Arrival arrival;
       arrival.t_read = clock.now();
       for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
           timespec ts;
           std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-          // The kernel stamps in CLOCK_REALTIME.
           const uint64_t kernel = uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-          const uint64_t placed = clock.from_other_clock(kernel, realtime_ns);
+          const uint64_t placed = kernel_stamps.place(line, kernel);
           arrival.t_kernel = placed ? std::min(arrival.t_read, placed) : 0;
           ++stats_.kernel_timestamps;
-          if (!placed) ++stats_.kernel_timestamps_unplaced;
         }
       }
       ++stats_.datagrams;

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "source/feed_line.hpp"
+#include "source/kernel_stamps.hpp"
 #include "util/stage_clock.hpp"
 
 namespace itchbench {
@@ -40,6 +41,9 @@ struct UdpSourceStats {
   uint64_t truncated = 0;          // datagrams larger than the buffer (MSG_TRUNC)
   uint64_t kernel_timestamps = 0;  // datagrams that carried SO_TIMESTAMPNS
   uint64_t kernel_timestamps_unplaced = 0;  // of those, ones not put on the stage clock (t_kernel left 0)
+  uint64_t kernel_timestamps_across_step = 0;  // of those, ones that may have waited across a step
+  uint64_t realtime_steps = 0;            // times CLOCK_REALTIME was seen set (kernel_stamps.hpp)
+  uint64_t realtime_largest_step_ns = 0;  // the largest of those steps, either way
   uint64_t rt_yields = 0;          // times the busy poll gave the CPU back (rt_yield)
   uint64_t per_line[kLines] = {};  // datagrams by the way they came (A, B, the server's answers)
   int rcvbuf_granted = 0;          // what the kernel gave (it doubles the request)
@@ -71,7 +75,8 @@ class UdpSource {
   const UdpSourceStats& stats() const { return stats_; }
 
  private:
-  void receive(const StageClock& clock, const OnDatagram& on_datagram, const OnTick& on_tick);
+  void receive(const StageClock& clock, RealtimeKernelStamps& kernel_stamps, const OnDatagram& on_datagram,
+               const OnTick& on_tick);
   void close_reading_what_is_left();
   struct Impl;
   Impl* impl_;

@@ -63,22 +63,32 @@ class StageClock {
   }
   // The stamp ns nanoseconds before `stamp`, no earlier than the line's origin.
   uint64_t earlier(uint64_t stamp, uint64_t ns) const;
-  // The stamp of then_ns, an instant on another clock (a kernel's arrival stamp) whose now is other_now(): its
-  // age on that clock, read between two stamps close together, taken back from their midpoint. A preemption
-  // between the reads would misplace it by its length, hundreds of µs on a busy VM (a kernel stamp put before
-  // its datagram was sent), so a bracket wider than kMaxBracketNs is read again, up to 4 times; 0 (no stamp)
-  // when none was that close.
+  // Another clock read between two stamps close together: the stamp at the bracket's middle, and that clock's
+  // value then. A preemption between the reads would misplace what is put on the stage clock by it by its length,
+  // hundreds of µs on a busy VM (a kernel stamp put before its datagram was sent), so a bracket wider than
+  // kMaxBracketNs is read again, up to 4 times; {0, 0} when none was that close.
   static constexpr uint64_t kMaxBracketNs = 2000;  // a clock_gettime between two TSC reads takes ~40 ns
+  struct OtherReading {
+    uint64_t stamp = 0, other_ns = 0;
+  };
   template <class OtherNow>
-  uint64_t from_other_clock(uint64_t then_ns, OtherNow other_now) const {
+  OtherReading read_other(OtherNow other_now) const {
     for (int attempt = 0; attempt < 4; ++attempt) {
       const uint64_t before = now();
       const uint64_t other = other_now();
       const uint64_t after = now();
-      if (to_ns(after) - to_ns(before) < kMaxBracketNs)
-        return earlier(before + (after - before) / 2, other > then_ns ? other - then_ns : 0);
+      if (to_ns(after) - to_ns(before) < kMaxBracketNs) return {before + (after - before) / 2, other};
     }
-    return 0;
+    return {};
+  }
+  // The stamp of then_ns, an instant on the other clock (a kernel's arrival stamp): its age on that clock at the
+  // reading, taken back from the reading's stamp; 0 (no stamp) for no reading.
+  uint64_t place(const OtherReading& r, uint64_t then_ns) const {
+    return r.stamp ? earlier(r.stamp, r.other_ns > then_ns ? r.other_ns - then_ns : 0) : 0;
+  }
+  template <class OtherNow>
+  uint64_t from_other_clock(uint64_t then_ns, OtherNow other_now) const {
+    return place(read_other(other_now), then_ns);
   }
 
   logfmt::StageClock source() const { return tsc_ ? logfmt::StageClock::kTscTicks : logfmt::StageClock::kMonotonic; }

@@ -391,6 +391,18 @@ def test_receive_words_say_how_many_kernel_stamps_were_not_placed():
     udp["kernel_timestamps_unplaced"] = 2
     assert report._receive_words({"gateway": {"udp": udp}}, "") == (
         "; 2 of the kernel's receive stamps not placed on the gateway's clock (left out)")
+    # CLOCK_REALTIME set during the run (gateway/source/kernel_stamps.hpp): the stamps that may have waited across
+    # it are among those left out, and the words say so; set with none waiting, that is said alone.
+    udp.update(kernel_timestamps_unplaced=5, kernel_timestamps_across_step=3, realtime_steps=2,
+               realtime_largest_step_ns=501_200)
+    assert report._receive_words({"gateway": {"udp": udp}}, "") == (
+        "; 5 of the kernel's receive stamps not placed on the gateway's clock (left out; 3 of them may have waited "
+        "across a step: CLOCK_REALTIME, which the kernel stamps on, was set 2 times during the run (by up to "
+        "501.2 µs))")
+    udp.update(kernel_timestamps_unplaced=0, kernel_timestamps_across_step=0, realtime_steps=1)
+    assert report._receive_words({"gateway": {"udp": udp}}, "") == (
+        "; CLOCK_REALTIME, which the kernel stamps on, was set 1 time during the run (by up to 501.2 µs), no stamp "
+        "waiting across it")
 
 
 def test_a_run_whose_latency_log_is_gone_is_not_stored_as_one_without_messages(run_dir, tmp_path, capsys):

@@ -120,6 +120,14 @@ def lookup(keys: np.ndarray, table_keys: np.ndarray, values: np.ndarray) -> np.n
     return out
 
 
+def span_words(ns: int) -> str:
+    """A time difference in words: ns, µs, ms or s, whichever reads best."""
+    for unit, size in (("s", 10**9), ("ms", 10**6), ("µs", 10**3)):
+        if ns >= size:
+            return f"{ns / size:,.1f} {unit}"
+    return f"{ns:,} ns"
+
+
 GATEWAY_STAMPS = ("t_kernel", "t_read", "t_decoded", "t_book", "t_published")
 
 

@@ -256,9 +256,15 @@ def _receive_words(summary: dict[str, Any], source: str) -> str:
     kernel stamps (the hook's, or the socket's) not placed on its clock (StageClock::from_other_clock), if any."""
     gateway = summary.get("gateway") or {}
     if source != "af_xdp":
-        unplaced = (gateway.get("udp") or {}).get("kernel_timestamps_unplaced", 0)
-        return (f"; {unplaced:,} of the kernel's receive stamps not placed on the gateway's clock (left out)"
-                if unplaced else "")
+        udp = gateway.get("udp") or {}
+        unplaced, across = udp.get("kernel_timestamps_unplaced", 0), udp.get("kernel_timestamps_across_step", 0)
+        steps = udp.get("realtime_steps", 0)
+        set_words = (f"CLOCK_REALTIME, which the kernel stamps on, was set {steps:,} time{'s' if steps != 1 else ''} "
+                     f"during the run (by up to {hops.span_words(udp.get('realtime_largest_step_ns', 0))})")
+        if not unplaced:
+            return f"; {set_words}, no stamp waiting across it" if steps else ""
+        return (f"; {unplaced:,} of the kernel's receive stamps not placed on the gateway's clock (left out"
+                + (f"; {across:,} of them may have waited across a step: {set_words}" if across else "") + ")")
     x = gateway.get("af_xdp") or {}
     unplaced = x.get("hook_stamps_unplaced", 0)
     return (f"; received with AF_XDP at the loopback's XDP hook ({x.get('attach_mode', '?')} mode, "

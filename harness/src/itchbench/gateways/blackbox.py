@@ -982,7 +982,7 @@ def after_the_send(w2w: dict[str, Any]) -> dict[str, bool]:
     if not early["events"]:
         return {AFTER_THE_SEND: True}
     return {f"{AFTER_THE_SEND}: {early['events']:,} of {w2w['events']:,} events received before their message was "
-            f"sent (first: seq {early['first_seq']:,}, {white_box.span_words(early['first_by_ns'])} before): not "
+            f"sent (first: seq {early['first_seq']:,}, {hops.span_words(early['first_by_ns'])} before): not "
             f"made from the feed it was sent": False}
 
 

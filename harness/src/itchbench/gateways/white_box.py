@@ -142,19 +142,11 @@ def on_the_clock(log: logs.LogFile, run: RunStamps, moved: Callable[[np.ndarray]
     faults = []
     if early:
         faults.append(f"{early:,} record{'s' if early != 1 else ''} stamped before its message was sent (first: seq "
-                      f"{first_early[0]:,}, {span_words(first_early[1])} before)")
+                      f"{first_early[0]:,}, {hops.span_words(first_early[1])} before)")
     if late:
         faults.append(f"{late:,} record{'s' if late != 1 else ''} stamped after its BBO event arrived (first: seq "
-                      f"{first_late[0]:,}, {span_words(first_late[1])} after)")
+                      f"{first_late[0]:,}, {hops.span_words(first_late[1])} after)")
     return {f"{name}: {'; '.join(faults)}" if faults else name: not faults}
-
-
-def span_words(ns: int) -> str:
-    """A time difference in words: ns, µs, ms or s, whichever reads best."""
-    for unit, size in (("s", 10**9), ("ms", 10**6), ("µs", 10**3)):
-        if ns >= size:
-            return f"{ns / size:,.1f} {unit}"
-    return f"{ns:,} ns"
 
 
 def _one_a_message(log: logs.LogFile, reference: logs.LogFile) -> dict[str, bool]:

@@ -500,9 +500,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("kernel-stamp-age-scaled", "the kernel's arrival stamp placed 1,000 times its age before the read (the "
            "built-in gateway, patched): every wake-up hop 1,000 times too long", BUILT_IN,
            _built_in("gateway/util/stage_clock.hpp",
-                     ("        return earlier(before + (after - before) / 2, other > then_ns ? other - then_ns : 0);\n",
-                      "        return earlier(before + (after - before) / 2,\n"
-                      "                       other > then_ns ? (other - then_ns) * 1000 : 0);  // MUTANT\n")),
+                     ("    return r.stamp ? earlier(r.stamp, r.other_ns > then_ns ? r.other_ns - then_ns : 0) : 0;\n",
+                      "    return r.stamp ? earlier(r.stamp,  // MUTANT\n"
+                      "                             r.other_ns > then_ns ? (r.other_ns - then_ns) * 1000 : 0)\n"
+                      "                   : 0;\n")),
            "udp-depth", "unbalanced"),
     Mutant("depth-frames-unsent", "every depth event of a seq divisible by 97 logged but never handed to the TCP "
            "depth publisher (the built-in gateway, patched)", BUILT_IN,
