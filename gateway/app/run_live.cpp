@@ -402,7 +402,7 @@ int run_live(const GatewayOptions& o) {
     j.field("datagrams", xs.datagrams).field("bytes", xs.bytes).field("not_udp", xs.not_udp);
     j.field("hook_stamps", xs.hook_stamps).field("hook_stamps_unplaced", xs.hook_stamps_unplaced);
     j.field("hook_feed_frames", xs.hook_feed_frames).field("hook_redirected", xs.hook_redirected);
-    j.field("hook_no_socket", xs.hook_no_socket).field("hook_no_stamp", xs.hook_no_stamp);
+    j.field("hook_no_socket", xs.hook_no_socket);
     j.field("hook_other_frames", xs.hook_other);
     j.field("rx_dropped", xs.rx_dropped).field("rx_ring_full", xs.rx_ring_full);
     j.field("rx_fill_ring_empty", xs.rx_fill_ring_empty).field("rx_invalid_descs", xs.rx_invalid_descs);

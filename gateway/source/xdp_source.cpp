@@ -222,11 +222,9 @@ void XdpSource::run(const StageClock& clock, const OnDatagram& on_datagram) {
       uint8_t* frame = static_cast<uint8_t*>(xsk_umem__get_data(im.umem_area, d->addr));
       logfmt::Arrival arrival;
       arrival.t_read = clock.now();
-      // The hook's stamp (bpf_ktime_get_ns: CLOCK_MONOTONIC), in the metadata just before the frame; zeroed once
-      // read, so that a frame the hook could not stamp (hook_no_stamp) reads 0 rather than an earlier frame's stamp.
+      // The hook's stamp (bpf_ktime_get_ns: CLOCK_MONOTONIC), over the frame's first 8 bytes.
       uint64_t hook_ns = 0;
-      std::memcpy(&hook_ns, frame - sizeof hook_ns, sizeof hook_ns);
-      std::memset(frame - sizeof hook_ns, 0, sizeof hook_ns);
+      std::memcpy(&hook_ns, frame, sizeof hook_ns);
       if (hook_ns) {
         const uint64_t placed = clock.from_other_clock(hook_ns, monotonic_ns);
         arrival.t_kernel = placed ? std::min(arrival.t_read, placed) : 0;
@@ -265,7 +263,7 @@ const XdpSourceStats& XdpSource::stats() {
   if (cpus > 0) {
     std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus));
     uint64_t* fields[XDP_FEED_COUNTERS] = {&stats_.hook_feed_frames, &stats_.hook_redirected, &stats_.hook_no_socket,
-                                           &stats_.hook_no_stamp, &stats_.hook_other};
+                                           &stats_.hook_other};
     for (uint32_t k = 0; k < XDP_FEED_COUNTERS; ++k)
       if (bpf_map_lookup_elem(im.counters_fd, &k, per_cpu.data()) == 0) {
         *fields[k] = 0;

@@ -2,8 +2,8 @@
 // interface (our own program, source/xdp/feed_redirect.bpf.c, redirects
 // only the feed's port; ARP and everything else go on to the kernel) and
 // read from an AF_XDP socket's receive ring, past the kernel's IP and UDP
-// stacks. Each frame carries the hook's CLOCK_MONOTONIC stamp in its
-// metadata: the run's "kernel receive" stamp, as SO_TIMESTAMPNS is for
+// stacks. Each frame carries the hook's CLOCK_MONOTONIC stamp over its
+// first 8 bytes: the run's "kernel receive" stamp, as SO_TIMESTAMPNS is for
 // the udp source, so both read the same in the hop table.
 //
 // Attach mode (native driver or generic skb) and bind mode (zero-copy or
@@ -42,7 +42,7 @@ struct XdpSourceStats {
   uint64_t hook_stamps_unplaced = 0;  // of those, ones not put on the stage clock (t_kernel left 0)
   uint64_t rt_yields = 0;
   // The program's counters, summed over CPUs, read at the end.
-  uint64_t hook_feed_frames = 0, hook_redirected = 0, hook_no_socket = 0, hook_no_stamp = 0, hook_other = 0;
+  uint64_t hook_feed_frames = 0, hook_redirected = 0, hook_no_socket = 0, hook_other = 0;
   // The socket's (XDP_STATISTICS).
   uint64_t rx_dropped = 0, rx_ring_full = 0, rx_fill_ring_empty = 0, rx_invalid_descs = 0;
   std::string attach_granted;    // drv | skb

@@ -6,7 +6,6 @@ enum {
   XDP_FEED_FRAMES = 0,      // frames of the feed seen at the hook
   XDP_FEED_REDIRECTED = 1,  // of those, handed to the socket's queue (it may still drop them: ring full)
   XDP_FEED_NO_SOCKET = 2,   // of those, no socket bound on their queue: passed to the kernel
-  XDP_FEED_NO_STAMP = 3,    // of those, no room for the metadata stamp
-  XDP_OTHER_FRAMES = 4,     // everything else, passed to the kernel
-  XDP_FEED_COUNTERS = 5,
+  XDP_OTHER_FRAMES = 3,     // everything else, passed to the kernel
+  XDP_FEED_COUNTERS = 4,
 };
