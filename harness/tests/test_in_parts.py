@@ -528,6 +528,31 @@ def test_an_output_repeating_one_event_is_a_flood_read_no_further(tmp_path, monk
     assert judged.flood is None and judged.counts["extra"] == 5000 and judged.events == len(looped)
 
 
+def test_a_flood_is_one_however_the_parts_fall(tmp_path, monkeypatch):
+    # 60 copies of an event past a most of 50, read in parts of 257 bytes, 4,099, or all at once: the part that
+    # passes the most may hold where the flood ended too (the CI test command of 2026-12-07: a flood of 4,500,001
+    # read whole, by its stamps' digits), and it is a flood all the same, the events read after it counted.
+    monkeypatch.setattr(in_parts, "ONE_SEQ_MOST", 50)
+    lines = _lines(0)
+    seqs = [int(line.split(",")[0]) for line in lines]
+    at = next(i for i in range(len(lines) // 2, len(lines)) if seqs[i + 1] != seqs[i])
+    seq, same = seqs[at], seqs.count(seqs[at])
+    text = "".join(line + "\n" for line in lines[:at + 1] + [lines[at]] * 60 + lines[at + 1:])
+    for part_bytes in (257, 4099, 1 << 20):
+        monkeypatch.setattr(in_parts, "OUTPUT_BYTES_AT_ONCE", part_bytes)
+        judged = _judged(tmp_path, text)
+        assert judged.flood is not None and judged.flood["seq"] == seq, part_bytes
+        assert 50 < judged.flood["events_of_seq"] <= 60 + same, part_bytes
+        assert judged.counts["extra"] == judged.flood["events_of_seq"] - same, part_bytes
+    # Read in one part: the whole flood judged, every event after it read and not judged, no byte unread.
+    assert judged.flood["events_of_seq"] == 60 + same
+    assert judged.flood["events_read_after"] == len(lines) - at - 1 and judged.flood["bytes_not_read"] == 0
+    words = verdict.flood_words(judged.flood)
+    assert words == (f"judged up to seq {seq:,} only: the output then held {60 + same:,} events of that one seq "
+                     f"(more than 50, a flood) and was judged no further, {len(lines) - at - 1:,} events read after "
+                     "them, 0 bytes unread")
+
+
 def test_an_output_replaying_its_last_events_in_a_loop_is_a_flood_by_stock_too(tmp_path, monkeypatch):
     # Its seqs go back, so it is judged in buckets of stocks, each read whole: a gateway replaying its last events
     # in a loop would fill one. Past FLOOD_TIMES the simulation's events and ONE_SEQ_MOST more, it is read no further.

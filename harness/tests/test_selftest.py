@@ -111,12 +111,14 @@ HEADLINES = {
     "sequence-in-32-bits": _wide("past_2_32", "missing"),
     "cpp-shares-summed-in-32-bits": _wide("over_2_32_shares", "wrong"),
     # Its one seq's events past 2^22 (gateways/in_parts.py ONE_SEQ_MOST) are a flood: judged up to that seq, where its
-    # first difference is, and read no further, the bytes left unread said. Of the 4,500,001 copies of that event,
+    # first difference is, and judged no further, what was read after it and the bytes left unread said (where the
+    # output's parts fall, by its stamps' digits, decides which). Of the 4,500,001 copies of that event,
     # all but the one expected are extra, and no more than were sent are read.
     "flood": lambda h: (said := re.fullmatch(
         r"BBO DIFFERS \(exact\): 0 missing, ([\d,]+) extra, 0 wrong of [\d,]+ reference events; first at seq ([\d,]+) "
         r".*; judged up to seq \2 only: the output then held ([\d,]+) events of that one seq \(more than 4,194,304, a "
-        r"flood\) and was read no further, [1-9][\d,]* bytes unread", h)) is not None
+        r"flood\) and was (?:read no further|judged no further, [1-9][\d,]* events read after them), [\d,]+ bytes "
+        r"unread", h)) is not None
     and 4_194_304 < int(said[3].replace(",", "")) == int(said[1].replace(",", "")) + 1 <= 4_500_001,
     # The out-of-order mutant's headline counts only out-of-order events.
     "out-of-order": lambda h: "0 missing, 0 extra, 0 wrong," in h and "out of order (after a later event" in h,

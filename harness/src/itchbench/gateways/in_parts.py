@@ -174,6 +174,7 @@ def _by_seq(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackbox
     flood = None
     if streams[0].flooded:
         flood = {"seq": streams[0].last_seq, "events_of_seq": streams[0].flooded, "most": streams[0].most,
+                 "events_read_after": streams[0].read_after_flood,
                  "bytes_not_read": text.bytes_not_read() if text else -1}
     return Judged(streams[0].before, streams[1].before, counts, first, streams[0].last_seq, streams[1].last_seq,
                   np.concatenate(stamps) if stamps else np.zeros((0, 2), np.int64),
@@ -348,6 +349,7 @@ class _Stream:
         self.ahead = np.zeros((0, width), np.int64)  # a part's width once one is read (the output's: then t_recv)
         self.before, self.last_seq = 0, 0  # events judged; the last judged event's seq
         self.flooded = self.most = 0  # events of the one seq that flooded it, and the most it could hold (_window)
+        self.read_after_flood = 0  # events read after those, not judged
 
     @property
     def last_read(self) -> int:
@@ -382,11 +384,11 @@ def _window(streams: list[_Stream]) -> tuple[np.ndarray, np.ndarray] | None:
             return None
         going = [s.last_read for s in streams if not s.ended]
         if not going:
-            return streams[0].ahead, streams[1].ahead
+            return _flood_within(streams, len(streams[0].ahead), len(streams[1].ahead))
         bound = min(going)
         cut = [int(np.searchsorted(s.ahead[:, 0], bound)) for s in streams]
         if any(cut):
-            return streams[0].ahead[:cut[0]], streams[1].ahead[:cut[1]]
+            return _flood_within(streams, *cut)
         # Every event ahead is of the bound's seq, which may go on in the next part: read it.
         for s in streams:
             if not s.ended and s.last_read == bound:
@@ -396,21 +398,46 @@ def _window(streams: list[_Stream]) -> tuple[np.ndarray, np.ndarray] | None:
             return flood
 
 
+def _flood_within(streams: list[_Stream], mine_cut: int, theirs_cut: int) -> tuple[np.ndarray, np.ndarray]:
+    """The window of the first mine_cut and theirs_cut events ahead, whose seqs are whole in both; or, when one of
+    the output's seqs there has more events than a seq may (as _flood says), the window up to that seq's last, the
+    output marked flooded: a flood read within one part is one as much as a flood that outran its parts."""
+    mine, theirs = streams
+    window = mine.ahead[:mine_cut, 0]
+    if mine_cut > ONE_SEQ_MOST:
+        starts = np.r_[0, np.flatnonzero(np.diff(window)) + 1]
+        runs = np.diff(np.r_[starts, mine_cut])
+        for at in np.flatnonzero(runs > ONE_SEQ_MOST):
+            seq, end = int(window[starts[at]]), int(starts[at] + runs[at])
+            upto = int(np.searchsorted(theirs.ahead[:theirs_cut, 0], seq, side="right"))
+            most = max(ONE_SEQ_MOST, FLOOD_TIMES * int(np.count_nonzero(theirs.ahead[:upto, 0] == seq)))
+            if runs[at] > most:
+                mine.flooded, mine.most, mine.read_after_flood = int(runs[at]), most, len(mine.ahead) - end
+                return mine.ahead[:end], theirs.ahead[:upto]
+    return mine.ahead[:mine_cut], theirs.ahead[:theirs_cut]
+
+
 def _flood(streams: list[_Stream], seq: int) -> tuple[np.ndarray, np.ndarray] | None:
     """When the first stream (the output) holds more of seq's events than a seq may (ONE_SEQ_MOST, or FLOOD_TIMES
-    the second's), and goes on: the last window, those events and the second stream's up to seq, the first marked
-    flooded. Else None. Only looked at while the first's events ahead are all of seq."""
+    the second's): the last window, those events and the second stream's up to seq, the first marked flooded (and
+    the events after them it read, judged no further, counted). Else None. Looked at when the first's events ahead
+    began with seq and one more part was read: however the output's parts fall, the flood is seen by the count of
+    its seq, whether or not the part that passed the most also holds where it ended (line lengths moved that
+    boundary: the same output a flood, or read whole, by the machine's uptime in its stamps' digits)."""
     mine, theirs = streams
-    if mine.ended or mine.last_read != seq or len(mine.ahead) <= ONE_SEQ_MOST:  # ahead: all of seq, going on
+    if mine.goes_back or not len(mine.ahead):
+        return None
+    of_seq = int(np.searchsorted(mine.ahead[:, 0], seq, side="right"))  # ahead from seq on, in order
+    if of_seq <= ONE_SEQ_MOST:
         return None
     while not theirs.ended and len(theirs.ahead) and theirs.last_read == seq:  # all the reference's events of seq
         theirs.read()
     upto = int(np.searchsorted(theirs.ahead[:, 0], seq, side="right")) if len(theirs.ahead) else 0
     most = max(ONE_SEQ_MOST, FLOOD_TIMES * int(np.count_nonzero(theirs.ahead[:upto, 0] == seq)))
-    if len(mine.ahead) <= most:
+    if of_seq <= most:
         return None
-    mine.flooded, mine.most = len(mine.ahead), most
-    return mine.ahead, theirs.ahead[:upto]
+    mine.flooded, mine.most, mine.read_after_flood = of_seq, most, len(mine.ahead) - of_seq
+    return mine.ahead[:of_seq], theirs.ahead[:upto]
 
 
 def output_parts(output: Path, bbo: dict[str, object], symbols: dict[str, int], stale: bool = False,

@@ -335,8 +335,10 @@ def flood_words(flood: dict[str, int]) -> str:
     """How much of a flooding output was judged (gateways/in_parts.py)."""
     unread = f", {flood['bytes_not_read']:,} bytes unread" if flood["bytes_not_read"] >= 0 else ""
     if "seq" in flood:
+        after = flood.get("events_read_after", 0)
         return (f"judged up to seq {flood['seq']:,} only: the output then held {flood['events_of_seq']:,} events of "
-                f"that one seq (more than {flood['most']:,}, a flood) and was read no further{unread}")
+                f"that one seq (more than {flood['most']:,}, a flood) and was "
+                + (f"judged no further, {after:,} events read after them" if after else "read no further") + unread)
     return (f"judged on its first {flood['events']:,} events only: an output of more (the simulation's "
             f"{flood['reference_events']:,} four times over, and more) is a flood, read no further{unread}")
 
