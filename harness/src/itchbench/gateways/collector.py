@@ -26,7 +26,10 @@ read began (when none did); the last read's last line too, as the stream's
 end may have come with it. FILE.json counts them (`events_earlier_than_stamp`)
 with the most that bound allows (`max_earlier_ns`; `median_earlier_ns` of
 the reads counted), and the lines the kernel gave no stamp for, or a stamp
-that cannot be their arrival, stamped when read (`events_stamp_unknown`).
+that cannot be their arrival, stamped when read (`events_stamp_unknown`);
+and those whose stamp a set of CLOCK_REALTIME may have moved, stamped 0
+and so left out of wire to wire (`events_across_clock_set`, with
+`clock_sets` and `largest_clock_set_ns`; class Arrivals).
 The kernel turns stamps on a moment after the first socket asks: the
 collector says LISTENING only once a datagram of its own came back stamped
 before it was read.
@@ -37,6 +40,7 @@ from __future__ import annotations
 import argparse
 import array
 import fcntl
+import functools
 import json
 import os
 import signal
@@ -46,7 +50,7 @@ import sys
 import termios
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 # Datagrams read after SIGTERM at most: 8 MiB of socket buffer holds fewer (each costs ~700 bytes or more).
 QUEUED_MOST = 200_000
@@ -109,11 +113,12 @@ class _Output:
         self.lines_cut = self.bytes_cut = 0
         self.reads = self.bytes = 0
         self.earlier = self.max_earlier_ns = self.unknown = self.last_exact = self.last_bound = 0
+        self.left_out = 0  # lines stamped 0: their arrival left out for a set of the clock (Arrivals)
         self.bounds = array.array("q")  # each counted read's bound, ns
 
     def take(self, data: bytes, t: int, earlier_ns: int | None = 0) -> None:
-        """A read's bytes, stamped t (the arrival of its last bytes). earlier_ns: how much earlier than t its other
-        lines may have come (0: all came at t; None: t is the read's time, not an arrival)."""
+        """A read's bytes, stamped t (the arrival of its last bytes; 0: left out). earlier_ns: how much earlier than t
+        its other lines may have come (0: all came at t; None: t is the read's time, not an arrival)."""
         self.reads += 1
         self.bytes += len(data)
         lines = 0
@@ -148,6 +153,8 @@ class _Output:
         self.last_bound = earlier_ns or 0
         if earlier_ns is None:
             self.unknown += lines
+        elif t == 0:
+            self.left_out += lines
         elif earlier_ns > 0 and lines:
             # The last bytes end the last whole line, unless they begin a line not yet whole.
             self.last_exact = 0 if self.pending else 1
@@ -202,9 +209,16 @@ def stamp_counts(w2w: dict[str, Any] | None) -> tuple[int, int, int, int]:
 def stamp_words(w2w: dict[str, Any] | None) -> str:
     """What the collector's stamps leave uncertain, in words; "" when every event has its own arrival stamp."""
     unknown, earlier, most, median = stamp_counts(w2w)
-    if not (unknown or earlier) or not w2w:
+    c = (w2w or {}).get("collector") or {}
+    left, sets = int(c.get("events_across_clock_set") or 0), int(c.get("clock_sets") or 0)
+    if not (unknown or earlier or left) or not w2w:
         return ""
     words = []
+    if left:
+        words.append(f"{left:,} events were left out of these figures: CLOCK_REALTIME, which the kernel stamps "
+                     f"arrivals on, was set {sets:,} time{'s' if sets != 1 else ''} during the run (by up to "
+                     f"{int(c.get('largest_clock_set_ns') or 0) / 1000:,.1f} µs) while they may have waited to be "
+                     "read, and their stamps would be off by it")
     if unknown:
         words.append(f"{unknown:,} of its {w2w['events']:,} events were stamped when the collector read them (the "
                      "kernel gave no arrival stamp): late by the collector's wait, of a length not known, which wire "
@@ -224,36 +238,78 @@ def queued_bytes(sock: socket.socket) -> int:
     return n[0]
 
 
-AHEAD_KEPT_NS = 10_000_000  # CLOCK_REALTIME's lead is measured again after this: slewed, it moves ~µs a second
-_ahead = [0, 0]              # when last measured (CLOCK_MONOTONIC), and what
+# CLOCK_REALTIME's lead over CLOCK_MONOTONIC moves only when the clock is set (a slew changes both clocks' rate
+# alike). A set beyond CLOCK_SET_NS is one; a quick look at the lead this far off has it measured closely again.
+CLOCK_SET_NS = 20_000
+LOOKS_MOVED_NS = 5_000
 
 
-def _realtime_ahead() -> int:
-    """CLOCK_REALTIME minus CLOCK_MONOTONIC, ns, measured at most AHEAD_KEPT_NS ago: of five reads of one between two
-    of the other, the closest pair (a read interrupted between its clocks would be off by the interruption)."""
-    now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-    if _ahead[0] and now - _ahead[0] < AHEAD_KEPT_NS:
-        return _ahead[1]
-    best = None
-    for _ in range(5):
-        before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        real = time.clock_gettime_ns(time.CLOCK_REALTIME)
-        after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        if best is None or after - before < best[0]:
-            best = (after - before, real - (before + after) // 2)
-    assert best is not None
-    _ahead[:] = [now, best[1]]
-    return best[1]
-
-
-def _arrival(ancillary: list[tuple[int, int, bytes]]) -> int | None:
-    """The kernel's arrival stamp in a read's ancillary data (CLOCK_REALTIME), moved onto CLOCK_MONOTONIC; None
-    when it gave none."""
+def _kernel_stamp(ancillary: list[tuple[int, int, bytes]]) -> int | None:
+    """The kernel's arrival stamp in a read's ancillary data (CLOCK_REALTIME, ns); None when it gave none."""
     for level, kind, value in ancillary:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= TIMESPEC.size:
             sec, nsec = TIMESPEC.unpack_from(value)
-            return sec * 1_000_000_000 + nsec - _realtime_ahead()
+            return sec * 1_000_000_000 + nsec
     return None
+
+
+class Arrivals:
+    """The kernel's arrival stamps (CLOCK_REALTIME) moved onto CLOCK_MONOTONIC by CLOCK_REALTIME's lead, looked at
+    with every read. A set of the clock while bytes waited to be read (a VM's time kept in steps: +500 µs sets in
+    one CI test command) moves their stamp by the set (gateway/source/kernel_stamps.hpp, for the gateway's own):
+    of the read that sees a set, a stamp is kept only when one of the leads before and after puts it within the read
+    (after it began, if nothing waited then); and until a read begins with nothing waiting, stamps are left out —
+    0, counted, and left out of wire to wire — rather than given a time off by the set."""
+
+    def __init__(self, monotonic: Callable[[], int] = functools.partial(time.clock_gettime_ns, time.CLOCK_MONOTONIC),
+                 realtime: Callable[[], int] = functools.partial(time.clock_gettime_ns, time.CLOCK_REALTIME)) -> None:
+        self.monotonic, self.realtime = monotonic, realtime
+        self.lead, self.measured = 0, False
+        self.sets = self.largest_set_ns = 0
+        self.after_set = False  # a set was seen, and no read since began with nothing waiting
+
+    def _measure(self) -> int:
+        """The lead: of five reads of one clock between two of the other, the closest pair (a read interrupted
+        between its clocks would be off by the interruption)."""
+        best = None
+        for _ in range(5):
+            before, real, after = self.monotonic(), self.realtime(), self.monotonic()
+            if best is None or after - before < best[0]:
+                best = (after - before, real - (before + after) // 2)
+        assert best is not None
+        return best[1]
+
+    def _look(self) -> int | None:
+        """The lead before this look if the clock was set since, else None."""
+        quick = self.realtime() - self.monotonic()
+        if self.measured and abs(quick - self.lead) < LOOKS_MOVED_NS:
+            return None
+        lead = self._measure()
+        before, moved, was_measured = self.lead, abs(lead - self.lead), self.measured
+        self.lead, self.measured = lead, True
+        if was_measured and moved > CLOCK_SET_NS:
+            self.sets += 1
+            self.largest_set_ns = max(self.largest_set_ns, moved)
+            self.after_set = True
+            return before
+        return None
+
+    def of(self, ancillary: list[tuple[int, int, bytes]], began: int | None, returned: int) -> int | None:
+        """A read's arrival on CLOCK_MONOTONIC; 0 when left out for a set of the clock; None when the kernel gave no
+        stamp. began: when the read began, if nothing waited then (its bytes all came after), else None;
+        returned: when it returned."""
+        stamp = _kernel_stamp(ancillary)
+        if stamp is None:
+            return None
+        before = self._look()
+        if before is None and (began is not None or not self.after_set):
+            self.after_set = self.after_set and began is None
+            return stamp - self.lead
+        if before is None:
+            return 0
+        low = began if began is not None else -1
+        fits = [t for t in (stamp - before, stamp - self.lead) if low <= t <= returned]
+        return fits[0] if len(fits) == 1 else 0
 
 
 def _read(sock: socket.socket) -> tuple[bytes, list[tuple[int, int, bytes]]]:
@@ -283,8 +339,8 @@ def stamps_on() -> socket.socket:
                 client.sendall(b"?")
                 sent = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
                 _, ancillary, _, _ = sock.recvmsg(1, socket.CMSG_SPACE(TIMESPEC.size))
-                t = _arrival(ancillary)
-                if t is not None and t <= sent:
+                t = _arrivals.of(ancillary, None, time.clock_gettime_ns(time.CLOCK_MONOTONIC))
+                if t and t <= sent:
                     return sock
     print(f"itchbench-collector: the kernel gave no receive stamps within {STAMPS_ON_WITHIN_S:g} s: lines are "
           "stamped when read", file=sys.stderr, flush=True)
@@ -293,14 +349,19 @@ def stamps_on() -> socket.socket:
 
 
 _stamps_trusted = [True]  # False: the kernel was not seen stamping (stamps_on gave up), so no stamp is an arrival
+_arrivals = Arrivals()
 
 
 def read_datagram(sock: socket.socket) -> tuple[bytes, int, int | None]:
     """A datagram, its arrival, and how much earlier than that its lines came: 0, or None when the kernel gave no
     stamp (then the read's time stands for it)."""
+    # Whether anything waited matters only after a set of the clock (Arrivals): asked then alone.
+    began = (time.clock_gettime_ns(time.CLOCK_MONOTONIC) if _arrivals.after_set and queued_bytes(sock) == 0
+             else None)
     data, ancillary, _, _ = sock.recvmsg(DATAGRAM_MOST, socket.CMSG_SPACE(TIMESPEC.size))
-    t = _arrival(ancillary) if _stamps_trusted[0] else None
-    return (data, t, 0) if t is not None else (data, time.clock_gettime_ns(time.CLOCK_MONOTONIC), None)
+    returned = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    t = _arrivals.of(ancillary, began, returned) if _stamps_trusted[0] else None
+    return (data, t, 0) if t is not None else (data, returned, None)
 
 
 def _take_queued(sock: socket.socket, output: _Output) -> None:
@@ -329,15 +390,15 @@ def _read_stream(source: socket.socket, output: _Output, listening: int) -> None
         except TimeoutError:
             continue
         returned = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        t = _arrival(ancillary) if _stamps_trusted[0] else None
-        if t is not None and t > returned:  # no arrival can come after the read that took it
+        t = _arrivals.of(ancillary, None if waited else began, returned) if _stamps_trusted[0] else None
+        if t and t > returned:  # no arrival can come after the read that took it
             t = None
         if not data:  # the stream's end
             output.ended()
             return
         since = last if waited else began
         last = returned
-        output.take(data, t, max(0, t - since)) if t is not None else output.take(data, returned, None)
+        output.take(data, t, max(0, t - since) if t else 0) if t is not None else output.take(data, returned, None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -393,7 +454,9 @@ def main(argv: list[str] | None = None) -> int:
         info = {"ended": ended, "reads": output.reads, "bytes": output.bytes, "partial_tail_bytes": tail,
                 "events_earlier_than_stamp": output.earlier, "max_earlier_ns": output.max_earlier_ns,
                 "median_earlier_ns": output.median_earlier_ns(),
-                "events_stamp_unknown": output.unknown, "long_lines_cut": output.lines_cut,
+                "events_stamp_unknown": output.unknown, "events_across_clock_set": output.left_out,
+                "clock_sets": _arrivals.sets, "largest_clock_set_ns": _arrivals.largest_set_ns,
+                "long_lines_cut": output.lines_cut,
                 "long_line_bytes_dropped": output.bytes_cut}
         if args.via == "udp":
             info["socket_drops"] = socket_drops(sock)

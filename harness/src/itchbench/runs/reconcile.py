@@ -874,7 +874,8 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         ended = _collector_ended(run)
         latency["collector"] = {key: ended.get(key) for key in ("reads", "events_earlier_than_stamp",
                                                                  "max_earlier_ns", "median_earlier_ns",
-                                                                 "events_stamp_unknown")}
+                                                                 "events_stamp_unknown", "events_across_clock_set",
+                                                                 "clock_sets", "largest_clock_set_ns")}
     summary.update({
         "complete": failure is None and out.is_file(),
         "balanced": rec["balanced"],
