@@ -18,6 +18,8 @@ import pytest
 from itchbench import rundir
 from itchbench.captures import fixtures
 from itchbench.runs import runner
+from itchbench.selftest import runner as zoo_runner
+from itchbench.selftest import zoo
 
 from live_helpers import config
 
@@ -84,3 +86,16 @@ def test_a_brought_gateways_collector_leaves_out_the_stamps_a_set_may_have_moved
     collected = s["wire_to_wire"]["collector"]
     assert collected["clock_sets"] > 0 and 1_500_000 < collected["largest_clock_set_ns"] < 5_000_000
     assert s["wire_to_wire"]["events"] + collected["events_across_clock_set"] <= s["bbo"]["events"]
+
+
+def test_a_gateway_that_publishes_from_a_recording_is_never_lossless_across_sets(tmp_path):
+    # The zoo's mutant that publishes its whole output at start, before the feed: read in one burst across a set,
+    # every event's stamp was left out and nothing held it to its send: LOSSLESS. Now caught by its early events,
+    # or, every stamp left out, the check said not made.
+    mutants, _ = zoo.select(quick=False, names=["output-from-a-recording"])
+    with clock_set_ahead_and_back(500_000, 0.01) as made:
+        (outcome,) = zoo_runner.run(mutants, [], tmp_path / "runs", say=lambda _: None)
+    assert made[0] > 0
+    assert outcome.got == "unbalanced" and outcome.headline.startswith(
+        "NOT BALANCED: failed: each BBO event received after its message was sent (itchbench's stamps on both "
+        "sides): "), outcome.headline

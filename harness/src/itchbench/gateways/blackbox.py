@@ -986,6 +986,14 @@ def after_the_send(w2w: dict[str, Any]) -> dict[str, bool]:
             f"made from the feed it was sent": False}
 
 
+def after_the_send_unchecked(left_out: int) -> dict[str, bool]:
+    """That check, not made: no event kept an arrival stamp, some left out by the collector (CLOCK_REALTIME set while
+    they waited: gateways/collector.py Arrivals), so none could be held to its send. A gateway that published from a
+    recording before the feed came, read in one burst across a set, passed as LOSSLESS."""
+    return {f"{AFTER_THE_SEND}: not checked: no event kept an arrival stamp to hold to its send ({left_out:,} left "
+            f"out by the collector: CLOCK_REALTIME was set while they waited)": False}
+
+
 def wire_to_wire(events: pd.DataFrame, send_log: Path, after: int = 0) -> dict[str, Any] | None:
     """Per BBO event: collector receive − the send of the packet (or line) that carried its seq, from the
     intended time (free of coordinated omission) and from the actual send; ns percentiles. Its hops add up:
