@@ -87,6 +87,13 @@ def _stamps(out: Path) -> list[int]:
     return [int(row.split(" ", 1)[0]) for row in out.read_text().splitlines()]
 
 
+def _given(stamps: list[int], ended: dict) -> list[int]:
+    """The stamps given, once those left out (0: a set of CLOCK_REALTIME may have moved them, collector.Arrivals)
+    are seen to be exactly those its figures count."""
+    assert stamps.count(0) == ended["events_across_clock_set"]
+    return [t for t in stamps if t]
+
+
 def test_what_waits_for_the_collector_when_it_is_told_to_stop_is_taken(tmp_path):
     out = tmp_path / "bbo.received"
     proc, port = _collector(out)
@@ -96,8 +103,8 @@ def test_what_waits_for_the_collector_when_it_is_told_to_stop_is_taken(tmp_path)
     received = [line.split(" ", 1)[1] + "\n" for line in out.read_text().splitlines()]
     assert received == [line.decode() for line in lines]
     # Stamped with each datagram's arrival, all before the collector was continued and read them: never late.
-    stamps = _stamps(out)
-    assert stamps == sorted(stamps) and stamps[-1] < continued
+    stamps = _given(_stamps(out), ended)
+    assert stamps == sorted(stamps) and all(t < continued for t in stamps)
     assert ended["events_earlier_than_stamp"] == ended["events_stamp_unknown"] == 0
 
 
@@ -128,11 +135,15 @@ def test_a_stream_is_stamped_with_its_arrival_and_lines_read_together_are_bounde
     assert [row.split(" ", 1)[1] for row in out.read_text().splitlines()] == \
         [line(seq).decode().rstrip("\n") for seq in range(1, 4201)]
     stamps = _stamps(out)
+    _given(stamps, ended)
     # Each paced line after its send and before the next; the burst's first read, of bytes queued while the
-    # collector was stopped, at their arrival: before it was continued.
-    assert all(sent[i] < stamps[i] < sent[i + 1] for i in range(199)) and stamps[200] < continued
-    # Of the burst only (each paced line its own read), all of it when every read of it ends inside a line.
-    assert 0 < ended["events_earlier_than_stamp"] <= 4000 and ended["max_earlier_ns"] > 0
+    # collector was stopped, at their arrival: before it was continued (a stamp left out is 0).
+    assert all(not stamps[i] or sent[i] < stamps[i] < sent[i + 1] for i in range(199)) and stamps[200] < continued
+    # Of the burst only (each paced line its own read), all of it when every read of it ends inside a line; some,
+    # unless a read of it had its stamp left out.
+    earlier = ended["events_earlier_than_stamp"]
+    assert earlier <= 4000 and (earlier > 0 or not all(stamps[200:]))
+    assert (ended["max_earlier_ns"] > 0) == (earlier > 0)
 
 
 def test_what_a_gateway_sent_before_the_collector_took_its_connection_is_stamped_on_arrival(tmp_path):
@@ -148,9 +159,12 @@ def test_what_a_gateway_sent_before_the_collector_took_its_connection_is_stamped
         proc.send_signal(signal.SIGCONT)
         _until(lambda: _waiting_for_data(proc, port), proc)  # read before the end comes (its FIN has a stamp too)
     ended = _ended(proc)
-    assert _stamps(out)[0] == _stamps(out)[1] < continued
-    # Both may have come earlier than their stamp: the first, read with the second; the second, read last.
-    assert ended["events_stamp_unknown"] == 0 and ended["events_earlier_than_stamp"] == 2
+    stamps = _stamps(out)
+    _given(stamps, ended)
+    assert stamps[0] == stamps[1] < continued
+    # Both may have come earlier than their stamp: the first, read with the second; the second, read last (unless
+    # their read's stamp was left out).
+    assert ended["events_stamp_unknown"] == 0 and ended["events_earlier_than_stamp"] == (2 if stamps[0] else 0)
 
 
 def test_datagrams_its_full_socket_dropped_are_counted(tmp_path):
