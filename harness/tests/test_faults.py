@@ -497,6 +497,34 @@ def test_a_capture_declares_its_own_faults_and_every_path_is_held_to_them(tmp_pa
     assert leftover_processes() == []
 
 
+def test_a_sidecar_left_beside_another_capture_is_refused_not_held_to_it(tmp_path, capsys):
+    """A capture's faults declared, then the capture recorded again (here: the whole sample put in its place) with
+    the old sidecar still beside it. Every run of it was held to the faults of the capture before: the built-in
+    gateway, right, NOT BALANCED by counters the new capture never had. So for a faulted capture replaced by one of
+    another seed. Each is now refused before a run exists (exit 2), the sidecar and the way out named; the same
+    capture back in place runs as before."""
+    declared = tmp_path / "own.pcap"
+    faults.inject(DAY, declared, seed=7, drop=0.01, duplicate=0.01)
+    kept = declared.read_bytes()
+    faults.sidecar_path(declared).unlink()
+    assert itchbench_main(["inspect", str(declared), "--declare"]) == 0
+    faulted, other = tmp_path / "faulted.pcap", tmp_path / "other.pcap"
+    faults.inject(DAY, faulted, seed=7, drop=0.01)
+    faults.inject(DAY, other, seed=8, drop=0.01)
+    declared.write_bytes(DAY.read_bytes())
+    faulted.write_bytes(other.read_bytes())
+    capsys.readouterr()
+    for capture, again in ((declared, "declare its faults again"), (faulted, "make it again with itchbench faults")):
+        out = tmp_path / f"run-{capture.stem}"
+        assert itchbench_main(["sim", str(capture), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"{faults.sidecar_path(capture)} describes another capture than {capture.name} is now" in err, err
+        assert again in err and not out.exists()
+    declared.write_bytes(kept)
+    s = summary_of(runner.execute(config(declared, "sim"), "sim", root=tmp_path, echo=False))
+    assert s["verdict"]["status"] == "faults_accounted", s["verdict"]["headline"]
+
+
 def test_bad_fault_options_are_clear_errors(tmp_path, capsys):
     out = tmp_path / "x.pcap"
     # Refused by itch-faults (its exit 2): the user's bad argument, so a usage error of itchbench's too.

@@ -39,7 +39,8 @@ def sidecar_path(capture: Path) -> Path:
 
 
 # What a sidecar holds (docs/faults.md, "The sidecar"): its counts, whole numbers 0 or more; `sequences`, lists of
-# sequence numbers; `source`, when there, the capture it was made from.
+# sequence numbers; `source`, when there, the capture it was made from; `capture_sha256` (a faulted capture's) or
+# `declared.capture_sha256` (a declared one's), when there, the capture it describes.
 COUNTS = ("seed", "packets_in", "packets_out", "messages_in", "passed_unparsed", "dropped_packets", "dropped_messages",
           "duplicated_packets", "duplicated_messages", "reordered_packets", "reordered_messages", "truncated_packets",
           "truncated_messages", "corrupted_packets", "corrupted_messages_rejected", "corrupted_messages_decoded")
@@ -85,7 +86,27 @@ def _not_a_sidecar(sidecar: Any) -> str:
     if source is not None and not (isinstance(source, dict) and isinstance(source.get("path"), str)
                                    and isinstance(source.get("sha256"), str)):
         return "'source' is not an object with a path and a sha256"
+    declared = sidecar.get("declared", {})
+    if not (isinstance(declared, dict) and isinstance(sidecar.get("capture_sha256", ""), str)
+            and isinstance(declared.get("capture_sha256", ""), str)):
+        return "the digest of the capture it describes is not a string"
     return ""
+
+
+def check_describes(capture: Path, sidecar: dict[str, Any]) -> None:
+    """CaptureError when the sidecar names the capture it describes by its digest and the capture is not that one
+    any more (recorded again, or faulted again without its sidecar): a run would be held to another capture's
+    faults, and a right gateway judged NOT BALANCED by them. A sidecar that names no digest (written by itch-faults
+    itself, or before itchbench recorded one) is not checked."""
+    declared = sidecar.get("declared", {})
+    described = sidecar.get("capture_sha256") or declared.get("capture_sha256")
+    if not described or (now := sha256_of(capture)) == described:
+        return
+    again = ("declare its faults again: remove the sidecar, then itchbench inspect --declare" if declared else
+             "make it again with itchbench faults, or remove the sidecar to run it as a capture of its own")
+    raise CaptureError(f"{sidecar_path(capture)} describes another capture than {capture.name} is now (sha256 "
+                       f"{described[:16]}…, the capture's {now[:16]}…): a run would be held to another capture's "
+                       f"faults; {again}")
 
 
 def inject(src: Path, dst: Path, *, seed: int, drop: float = 0, duplicate: float = 0, reorder: float = 0,
@@ -117,6 +138,7 @@ def inject(src: Path, dst: Path, *, seed: int, drop: float = 0, duplicate: float
     assert sidecar is not None, "itch-faults wrote no sidecar"
     # The whole session it was made from: what a re-request server or a snapshot serves in a run of dst.
     sidecar["source"] = {"path": str(src.resolve()), "sha256": sha256_of(src)}
+    sidecar["capture_sha256"] = sha256_of(dst)  # what it describes: a run of dst changed since is refused
     atomic.write_text(sidecar_path(dst), json.dumps(sidecar, indent=1) + "\n")
     return sidecar
 

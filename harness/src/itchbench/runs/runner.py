@@ -146,6 +146,7 @@ def execute(values: dict[str, Any], label: str, *, run_dir: Path | None = None, 
         values = {**values, "source_capture": values["capture"],
                   "capture": str(faults.faulted_capture(Path(values["capture"]), values["faults"]))}
     elif (side := faults.sidecar_of(Path(values["capture"]))) is not None:
+        faults.check_describes(Path(values["capture"]), side)
         # Faulted beforehand (itchbench faults): what recovers is held to, and served from, the whole session.
         whole, why_not = faults.whole_session(Path(values["capture"]), side)
         if whole is not None:
