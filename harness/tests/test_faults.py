@@ -440,6 +440,41 @@ def test_a_capture_holding_messages_twice_is_said_so_on_every_path(tmp_path):
         assert s["verdict"]["status"] == "lossless" and said in s["verdict"]["headline"], s["verdict"]["headline"]
 
 
+def test_a_capture_holding_malformed_messages_is_rejected_whichever_gateway_reads_it(tmp_path):
+    """A capture with malformed messages of its own (its sidecar set aside): the built-in gateway's run of it was
+    REJECTED (exit 1), a brought gateway's LOSSLESS (exit 0), the messages unsaid, its BBO equal to a simulation
+    that skips them. Now both REJECTED, the count the injector drew said. Of a capture with malformed packets, a
+    brought gateway's LOST said only the messages missing; now its malformed packets too, as the built-in's does."""
+    from itchbench.selftest import zoo
+
+    corrupt, cut = tmp_path / "corrupt.pcap", tmp_path / "cut.pcap"
+    rejected = faults.inject(DAY, corrupt, seed=3, corrupt=0.01)["corrupted_messages_rejected"]
+    drawn = faults.inject(DAY, cut, seed=3, truncate=0.01)
+    for capture in (corrupt, cut):
+        faults.sidecar_path(capture).unlink()
+    assert rejected and drawn["truncated_packets"]
+    gateway = str(paths.repo_root() / "examples" / "py-gateway" / "itchbench.toml")
+    udp = {"replay": {"sender": "udp-replay", "rate": "pps", "pps": 20000}}
+    for tables, said in (({}, f"REJECTED: {rejected:,} of 8,000 messages malformed ("),
+                         ({"gateway_file": gateway, "subscribers": 0},
+                          f"REJECTED: {rejected:,} of 8,000 messages malformed (")):
+        s = summary_of(runner.execute(config(corrupt, "udp", **udp, **tables), "udp", root=tmp_path, echo=False))
+        assert s["verdict"]["status"] == "rejected" and said in s["verdict"]["headline"], s["verdict"]["headline"]
+        assert s["verdict"]["exit_status"] == 1 and not s["lossless"]
+    # A gateway broken on purpose is still caught first: the zoo's that ends a packet at a message of a type it does
+    # not know, losing the packet's messages after it.
+    mutant = next(m for m in zoo.MUTANTS if m.name == "unknown-type-ends-packet")
+    copy = zoo.materialise(mutant.example, mutant.edits, tmp_path / mutant.name)
+    values = config(corrupt, "udp", **udp, gateway_file=str(copy / "itchbench.toml"), subscribers=0)
+    s = summary_of(runner.execute(values, mutant.name, root=tmp_path, echo=False))
+    assert s["verdict"]["status"] == "bbo_differs", s["verdict"]["headline"]
+    values = config(cut, "udp", **udp, gateway_file=gateway, subscribers=0)
+    s = summary_of(runner.execute(values, "udp", root=tmp_path, echo=False))
+    assert s["verdict"]["status"] == "lost", s["verdict"]["headline"]
+    assert (f"; {drawn['truncated_packets']:,} of {drawn['packets_out']:,} packets malformed ("
+            in s["verdict"]["headline"]), s["verdict"]["headline"]
+
+
 MIXED = {"drop": 0.01, "reorder": 0.01, "duplicate": 0.01, "truncate": 0.01, "corrupt": 0.01, "burst_drop": "3@0.005"}
 
 

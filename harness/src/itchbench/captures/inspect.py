@@ -110,7 +110,7 @@ def listed_messages(capture: Path) -> tuple[np.ndarray, np.ndarray]:
 
 @functools.lru_cache(maxsize=32)
 def _facts(capture: str, mtime_ns: int, feed: str) -> dict[str, Any]:
-    return remembered(Path(capture), f"inspect-v6-{feed}", lambda: _read_facts(Path(capture), feed),
+    return remembered(Path(capture), f"inspect-v7-{feed}", lambda: _read_facts(Path(capture), feed),
                       tool=paths.tool("itch-inspect"))
 
 
@@ -133,6 +133,13 @@ def _read_facts(capture: Path, feed: str) -> dict[str, Any]:
         "missing_messages": rep["sequence"]["missing_messages"] if rep["kind"] == "pcap" else 0,
         "late_messages": rep["sequence"]["reordered_messages"] if rep["kind"] == "pcap" else 0,
         "duplicate_messages": rep["sequence"]["duplicate_messages"] if rep["kind"] == "pcap" else 0,
+        # What of it fails validation, every gateway's to reject, counted by the gateway's own keys (gateway.json's
+        # decode.rejected_* and mold.rejected_*); the messages of a rejected packet are among the missing ones.
+        "rejected_messages": {k.removeprefix("rejected_"): n for k, n in rep["decode"].items()
+                              if k.startswith("rejected_")},
+        "rejected_packets": {k.removeprefix("rejected_"): n for k, n in rep["mold"].items()
+                             if k.startswith("rejected_")} if rep["kind"] == "pcap" else {},
+        "packets": rep["mold"]["packets"] if rep["kind"] == "pcap" else 0,
         "linktype": rep["capture_stats"]["linktype"],
         "complete": rep["complete"],
         "error": rep["error"],  # where and why it ends early (complete false)

@@ -125,19 +125,24 @@ def _feed_facts(capture: Path, feed: str) -> dict[str, Any]:
     return {"address": facts["feed"], "not_feed": facts["not_feed"], "flows": facts["flows"]}
 
 
-def _capture_unapplied(capture: Path, feed: str, session: Path, recovering: bool, joined: bool) -> tuple[int, int]:
-    """What of the session reading it in order does not apply, when nothing else accounts for it: the messages the
-    capture does not hold (its own sequence gaps) and those it holds after a later one (late). A fault sidecar
-    declares its capture's. A recovering run is held to the whole session it was made from (`session`): what that
-    lacks no line and no server can bring back (a B line carries the same recording). A late join is held to the
-    session after the join point alone: not counted here."""
+def _capture_own(capture: Path, feed: str, session: Path, recovering: bool, joined: bool) -> dict[str, Any]:
+    """What the session a run is held to holds, itch-inspect's facts, for what of it reading it in order does not
+    apply (the messages the capture does not hold, its own sequence gaps; those it holds after a later one, late)
+    or rejects (its malformed messages and packets), when nothing else accounts for it: {} when something does. A
+    fault sidecar declares its capture's. A recovering run is held to the whole session it was made from
+    (`session`): what that lacks no line and no server can bring back (a B line carries the same recording). A late
+    join is held to the session after the join point alone: not counted here."""
     if joined:
-        return 0, 0
+        return {}
     source = session if recovering else capture
     if source == capture and faults.sidecar_of(capture) is not None:
-        return 0, 0
-    facts = facts_of(source, feed)
-    return int(facts.get("missing_messages", 0)), int(facts.get("late_messages", 0))
+        return {}
+    return facts_of(source, feed)
+
+
+def _capture_unapplied(own: dict[str, Any]) -> tuple[int, int]:
+    """Of the session's own facts (_capture_own), the messages it does not hold and those it holds late."""
+    return int(own.get("missing_messages", 0)), int(own.get("late_messages", 0))
 
 
 def _gateway(gw: dict[str, Any], latency_records: int | None, bbo_records: int,
@@ -831,9 +836,19 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         # Reading the capture itself, a black box shows how far it read only through its BBO stream: the messages
         # after the simulation's last event leave no trace there, whether it read them or not.
         bbo_check["unseen_tail"] = {"after_seq": last, "messages": reference.messages_after(last)}
-    own_missing, own_late = _capture_unapplied(capture, feed, whole, recovering, bool(joined))
+    own = _capture_own(capture, feed, whole, recovering, bool(joined))
+    own_missing, own_late = _capture_unapplied(own)
+    # What the capture holds malformed, a gateway seen from outside is held to rejecting as the simulation does (its
+    # BBO equal to one that skipped them): REJECTED, as the built-in gateway's run of the capture is.
+    own_rejected = {why: int(own.get("rejected_messages", {}).get(key, 0)) for key, why in _MESSAGE_REJECTIONS}
+    own_rejected_packets = {why: int(own.get("rejected_packets", {}).get(key, 0)) for key, why in _PACKET_REJECTIONS}
     loss = {"expected_messages": hop["expected_messages"] + (own_missing + own_late) * hop.get("loops", 1),
             "capture_missing_messages": own_missing, "capture_late_messages": own_late,
+            "capture_rejected_messages": sum(own_rejected.values()),
+            "capture_rejected_message_reasons": {why: n for why, n in own_rejected.items() if n},
+            "capture_rejected_packets": sum(own_rejected_packets.values()),
+            "capture_rejected_packet_reasons": {why: n for why, n in own_rejected_packets.items() if n},
+            "capture_packets": int(own.get("packets", 0)),
             # Sent as the capture holds them: a black box's duplicates are seen only as the capture's.
             "capture_duplicates_sent": int(facts_of(capture, feed).get("duplicate_messages", 0))
             if run.values["transport"] == "udp" else 0,
@@ -885,7 +900,8 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
     summary.update({
         "complete": failure is None and out.is_file(),
         "balanced": rec["balanced"],
-        "lossless": loss["lossless"] and bbo_check["equal"] and malformed == 0,
+        "lossless": (loss["lossless"] and bbo_check["equal"] and malformed == 0
+                     and not (loss["capture_rejected_messages"] or loss["capture_rejected_packets"])),
         "bbo": {"events": event_count, "reference_events": reference_events, "levels": levels,
                 # What its output held when judged: a file changed since is not judged again (logs.changed_since_run).
                 **({"output": out.name, "output_sha256": logs.file_digest(out)} if out.is_file() else {})},
@@ -1121,8 +1137,8 @@ def _reconcile(run: "Run", failure: RunError | None, summary: dict[str, Any]) ->
     _broker_gateway_checks(gw, checks)
     if transport != "sim":
         rec["subscribers"] = subs
-    rec["loss"] = _loss(transport, rec, subs, _capture_unapplied(capture, run.values["feed"], session, recovering,
-                                                                   bool(joined)))
+    rec["loss"] = _loss(transport, rec, subs, _capture_unapplied(
+        _capture_own(capture, run.values["feed"], session, recovering, bool(joined))))
     if lat_path.exists():
         checks.update(_stamped_after_sent(run, lat_path))
     injected = faults.sidecar_of(capture)

@@ -100,6 +100,19 @@ def _own_words(loss: dict[str, Any]) -> list[str]:
     return [f"{count(loss[key], 'message')} {words}" for key, _, words in _OWN_WORDS if loss.get(key)]
 
 
+def _own_rejected_clause(loss: dict[str, Any]) -> str:
+    """What the capture holds malformed, as a gateway seen from outside is told it (itch-inspect's count): "" when
+    nothing."""
+    parts = []
+    if loss.get("capture_rejected_messages"):
+        parts.append(f"{loss['capture_rejected_messages']:,} of {count(loss['expected_messages'], 'message')} "
+                     f"malformed ({_reasons(loss['capture_rejected_message_reasons'])})")
+    if loss.get("capture_rejected_packets"):
+        parts.append(f"{loss['capture_rejected_packets']:,} of {count(loss['capture_packets'], 'packet')} malformed "
+                     f"({_reasons(loss['capture_rejected_packet_reasons'])})")
+    return f"{' and '.join(parts)} in the capture itself" if parts else ""
+
+
 def _lost_clause(loss: dict[str, Any]) -> str:
     where = [words.format(count(loss[key], unit)) for key, unit, words in _LOSS_WORDS if loss[key]]
     said = [key for key, _, _ in _LOSS_WORDS if loss[key]]
@@ -419,8 +432,9 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
                          "message (the gateway's feed socket not bound, or the group not joined, when they came, "
                          "though it was ready)")
         on_the_way = f"{'; '.join(where)} on the way to the gateway" if where else ""
+        rejected = _own_rejected_clause(loss)
         status, headline = "lost", f"LOST: {'; '.join(_own_words(loss) + ([on_the_way] if on_the_way else []))}; " \
-                                   f"accounting balanced{skipped}"
+                                   f"{f'{rejected}; ' if rejected else ''}accounting balanced{skipped}"
     elif not check["equal"] or check["malformed_lines"]:
         malformed = (f"; {count(check['malformed_lines'], 'malformed line')} (e.g. "
                      f"{malformed_example(check)})" if check["malformed_lines"] else "")
@@ -458,6 +472,12 @@ def judge_black_box(summary: dict[str, Any]) -> dict[str, Any]:
             f"the capture's declared faults ({f['summary']}; its sidecar), "
             f"{count(loss['expected_messages'], 'message')} {messages_verb(summary['transport'])}, {events} = the "
             f"simulation of the capture as its faults left it") + f" ({check['mode']}); balanced{timing}")
+    elif rejected := _own_rejected_clause(loss):
+        # As the built-in gateway's run of the capture is REJECTED: its BBO equal to the simulation's, which skips
+        # what fails validation, is all a black box shows of rejecting it.
+        status = "rejected"
+        headline = (f"REJECTED: {rejected}; {black_box_events(summary, check)} = simulation ({check['mode']}), "
+                    f"which rejects them too; none lost{', balanced' if rec['checks'] else ''}{timing}{skipped}")
     else:
         status = "lossless"
         unseen = unseen_tail_words(check.get("unseen_tail"))
