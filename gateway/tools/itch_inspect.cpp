@@ -2,6 +2,7 @@
 // prints what it holds: per-type message counts, MoldUDP64 framing and
 // sequence accounting, and every rejection by reason.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <string>
 
@@ -36,6 +37,17 @@ struct Extent {
   bool any = false;
 };
 
+// A listed message's type, one word whatever its byte: a damaged capture's type byte may be a space, a newline or
+// not ASCII, which as itself would break the line it is listed on (the harness read a newline there as a line with
+// no sequence number, and failed).
+std::string listed_type(const uint8_t* m, size_t len) {
+  if (len == 0) return "-";
+  if (std::isgraph(m[0])) return std::string(1, char(m[0]));
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02X", unsigned(m[0]));
+  return hex;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,7 +61,8 @@ int main(int argc, char** argv) {
   args.positional("CAPTURE", "capture file");
   args.option("feed", "ADDR:PORT", kFeedOptionHelp);
   args.flag("json", "print one JSON object instead of a table");
-  args.flag("list", "print one line per message handed on in sequence order: its sequence and type, and "
+  args.flag("list", "print one line per message handed on in sequence order: its sequence and type (its "
+                    "type byte as a character when printable, else as 0xNN; '-' for an empty message), and "
                     "'rejected' when it fails validation");
   args.flag("check", "only check that CAPTURE is a readable capture; print its kind (pcap or itch)");
   args.parse(argc, argv);
@@ -77,7 +90,7 @@ int main(int argc, char** argv) {
       extent.any = true;
       extent.last_seq = seq;
       if (list)
-        listing += std::to_string(seq) + " " + (len ? std::string(1, char(m[0])) : "-") +
+        listing += std::to_string(seq) + " " + listed_type(m, len) +
                    (st == itch::DecodeStatus::kOk ? "\n" : " rejected\n");
     };
     const bool clean = reader.run(

@@ -532,6 +532,35 @@ def test_a_capture_declares_its_own_faults_and_every_path_is_held_to_them(tmp_pa
     assert leftover_processes() == []
 
 
+def test_a_capture_whose_type_bytes_are_a_newline_a_space_or_not_ascii_is_declared(tmp_path, capsys):
+    """A damaged capture whose messages' type bytes are a newline, a space and 0xFF: `inspect --declare` failed
+    with a traceback (ValueError: itch-inspect --list wrote the newline as itself, and the harness read a line with
+    no sequence number). Now each is listed as one word (0x0A, 0x20, 0xFF), declared rejected with its sequence
+    number (read here from the packets' MoldUDP64 headers), and a run of the capture is FAULTS ACCOUNTED."""
+    data = bytearray(DAY.read_bytes())
+    damaged: dict[int, int] = {}  # sequence number -> the type byte written
+    off, index = 24, 0
+    while off + 16 <= len(data) and len(damaged) < 3:
+        incl = struct.unpack_from("<I", data, off + 8)[0]
+        payload = off + 16 + 14 + (data[off + 16 + 14] & 0x0F) * 4 + 8
+        seq, n = struct.unpack_from(">QH", data, payload + 10)
+        if 0 < n < 0xFFFF and index % 400 == 399:  # the first message's type byte, after its 2-byte length
+            data[payload + 22] = (0x0A, 0x20, 0xFF)[len(damaged)]
+            damaged[seq] = data[payload + 22]
+        off, index = off + 16 + incl, index + 1
+    capture = tmp_path / "odd.pcap"
+    capture.write_bytes(bytes(data))
+    listing = subprocess.run([str(paths.tool("itch-inspect")), str(capture), "--list"], capture_output=True).stdout
+    for seq, byte in damaged.items():
+        assert f"\n{seq} 0x{byte:02X} rejected\n".encode() in listing, (seq, byte)
+    assert itchbench_main(["inspect", str(capture), "--declare"]) == 0
+    declared = faults.sidecar_of(capture)
+    assert declared is not None and declared["corrupted_messages_rejected"] == 3
+    assert declared["sequences"]["corrupted_rejected"] == sorted(damaged)
+    s = summary_of(runner.execute(config(capture, "sim"), "sim", root=tmp_path, echo=False))
+    assert s["verdict"]["status"] == "faults_accounted", s["verdict"]["headline"]
+
+
 def test_a_sidecar_left_beside_another_capture_is_refused_not_held_to_it(tmp_path, capsys):
     """A capture's faults declared, then the capture recorded again (here: the whole sample put in its place) with
     the old sidecar still beside it. Every run of it was held to the faults of the capture before: the built-in

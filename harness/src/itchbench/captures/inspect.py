@@ -5,7 +5,9 @@ before any run directory exists."""
 
 from __future__ import annotations
 
+import csv
 import functools
+import io
 import json
 import subprocess
 from pathlib import Path
@@ -102,10 +104,17 @@ def message_sequences(capture: Path) -> list[int]:
 def listed_messages(capture: Path) -> tuple[np.ndarray, np.ndarray]:
     """Every message itch-inspect hands on in sequence order (late and duplicated ones are not): its sequence
     number, and whether it failed validation."""
+    import pandas as pd
+
     proc = run_tool("itch-inspect", [capture, "--list"], ok_codes=(0, 1))
-    lines = proc.stdout.splitlines()
-    return (np.array([line.split(" ", 1)[0] for line in lines], dtype=np.int64),
-            np.array([line.endswith(" rejected") for line in lines], dtype=bool))
+    if not proc.stdout:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    # One line a message, "SEQ TYPE" or "SEQ TYPE rejected", its type one word whatever the byte: read by the
+    # C parser (a day lists tens of millions), no quoting.
+    listed = pd.read_csv(io.StringIO(proc.stdout), sep=" ", header=None, names=["seq", "type", "flag"],
+                         dtype={"seq": np.int64, "type": str, "flag": str}, quoting=csv.QUOTE_NONE,
+                         keep_default_na=False)
+    return listed["seq"].to_numpy(), (listed["flag"] == "rejected").to_numpy()
 
 
 @functools.lru_cache(maxsize=32)
