@@ -25,7 +25,7 @@ void write_pipeline_counters(JsonWriter& j, const Gateway<Publisher>& gw, const 
   j.key("symbols").begin_object();
   for (size_t locate = 0; locate < OrderBook::kStocks; ++locate)
     if (gw.symbols().has(uint16_t(locate)))
-      j.field(std::to_string(locate), gw.symbols().name(uint16_t(locate)).trimmed());
+      j.field(std::to_string(locate), gw.symbols().name(uint16_t(locate)).printable());
   j.end_object();
 }
 

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "protocol/endian.hpp"
@@ -33,6 +34,22 @@ struct Alpha {
     size_t n = N;
     while (n > 0 && chars[n - 1] == ' ') --n;
     return std::string_view(chars.data(), n);
+  }
+  // trimmed(), each byte that is not printable ASCII, or a backslash, written \xNN: the spec's fields are
+  // printable, and a damaged capture's symbol so shown stays one line of text wherever it goes (gateway.json, a
+  // dump's CSV, a report's table), where a carriage return, a newline or a NUL had broken the CSV's rows.
+  std::string printable() const {
+    std::string out;
+    for (const char c : trimmed()) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte >= 0x20 && byte < 0x7F && c != '\\') {
+        out += c;
+      } else {
+        static constexpr char kHex[] = "0123456789ABCDEF";
+        out += {'\\', 'x', kHex[byte >> 4], kHex[byte & 15]};
+      }
+    }
+    return out;
   }
   bool operator==(const Alpha& o) const { return chars == o.chars; }
   bool operator!=(const Alpha& o) const { return !(*this == o); }

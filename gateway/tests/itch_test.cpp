@@ -118,6 +118,17 @@ TEST(Itch, AddOrderKnownBytes) {
   EXPECT_EQ(AddOrderView(wire).stock().trimmed(), "AAPL");
 }
 
+TEST(Itch, ASymbolIsShownAsOneLineOfPrintableText) {
+  // The spec's Alpha fields are printable ASCII, right-padded with spaces: shown as they are, trimmed. A damaged
+  // capture's bytes (a newline, a carriage return, a NUL, not ASCII) and the backslash that escapes them are written
+  // \xNN, so that the name never breaks the line or the CSV row it is written in.
+  EXPECT_EQ(alpha8::from("AAPL").printable(), "AAPL");
+  EXPECT_EQ(alpha8::from("BRK A").printable(), "BRK A");
+  EXPECT_EQ(alpha8::from("A,B\"C\n").printable(), "A,B\"C\\x0A");
+  EXPECT_EQ(alpha8::from(std::string_view("x\ty\rz\0\\\xFF", 8)).printable(), "x\\x09y\\x0Dz\\x00\\x5C\\xFF");
+  EXPECT_EQ(alpha8::from("        ").printable(), "");
+}
+
 TEST(Itch, TheHeaderTimestampIsTheSixBytesAfterTheTrackingNumber) {
   // The spec's header: type, locate (2), tracking number (2), timestamp (6, ns since midnight). A tracking number of
   // all ones and the largest timestamp of a day show that neither spills into the other.

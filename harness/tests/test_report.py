@@ -417,3 +417,40 @@ def test_a_run_whose_latency_log_is_gone_is_not_stored_as_one_without_messages(r
     plain = tmp_path / "plain"
     assert itchbench_main(["sim", str(fixtures.load_manifest()[1].path), "--no-latency-log", "--out", str(plain)]) == 0
     assert itchbench_main(["history", str(tmp_path / "store2"), "--append", str(plain)]) == 0
+
+
+def test_a_damaged_capture_s_symbols_stay_one_field_and_one_cell(tmp_path, capsys):
+    """The stock directory's symbols of a capture whose bytes were damaged (a comma, a quote and a newline; a tab,
+    a carriage return; NULs; bytes not ASCII; a pipe): `dump bbo` wrote them as they were, so a carriage return
+    split a CSV row in two, and a run's report put a pipe in its by-symbol table, splitting the row's cells. Each
+    now stays one field (printable ASCII, the rest written \\xNN) and one cell (the pipe escaped); the names
+    expected are written here from the bytes put in."""
+    import csv
+    import io
+    import struct
+
+    put = [b'A,B"C\n  ', b"x\ty\rz   ", b"\0" * 8, b"\xff\xfeXY    ", b"a|b|c   "]
+    shown = ['A,B"C\\x0A', "x\\x09y\\x0Dz", "\\x00" * 8, "\\xFF\\xFEXY", "a|b|c"]
+    data = bytearray(fixtures.load_manifest()[1].path.read_bytes())
+    off, named = 24, 0
+    while off + 16 <= len(data):  # each stock directory (R) message's symbol, 11 bytes in, in turn
+        incl = struct.unpack_from("<I", data, off + 8)[0]
+        payload = off + 16 + 14 + (data[off + 16 + 14] & 0x0F) * 4 + 8
+        count, at = struct.unpack_from(">H", data, payload + 18)[0], payload + 20
+        for _ in range(count if count != 0xFFFF else 0):
+            length = struct.unpack_from(">H", data, at)[0]
+            if data[at + 2] == ord("R"):
+                data[at + 2 + 11: at + 2 + 19] = put[named % len(put)]
+                named += 1
+            at += 2 + length
+        off += 16 + incl
+    capture = tmp_path / "symbols.pcap"
+    capture.write_bytes(bytes(data))
+    run = sim.run_sim(capture, tmp_path / "run", echo=False)
+    capsys.readouterr()
+    assert itchbench_main(["dump", "bbo", str(run)]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out, newline="")))
+    assert {len(row) for row in rows} == {7}
+    assert set(shown) <= {row[1] for row in rows[1:]}
+    table = [line for line in (run / "report.md").read_text().splitlines() if line.startswith("| a\\|b\\|c |")]
+    assert table and all(len(line.replace("\\|", "").split("|")) == 13 for line in table), table

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .. import atomic, progress, rundir
+from .. import atomic, markdown_table, progress, rundir
 from ..host import facts as host_facts
 from . import blackbox_report, drawing, dump, hlog, hops, latency_pass, stats
 from .switches import Switches
@@ -44,7 +44,8 @@ def _table(frame: pd.DataFrame, label: str, names: dict[str, str] | None = None)
     lines = [head, "|" + "---|" * (len(cols) + 1)]
     for name, row in frame.iterrows():
         cells = [f"{int(row['count']):,}", _num(row["mean"])] + [_ns(row[c]) for c in cols[2:-1]] + [_num(row["stddev"])]
-        lines.append(f"| {names.get(str(name), str(name)) if names else name} | " + " | ".join(cells) + " |")
+        shown = markdown_table.cell(names.get(str(name), str(name)) if names else name)
+        lines.append(f"| {shown} | " + " | ".join(cells) + " |")
     return lines
 
 

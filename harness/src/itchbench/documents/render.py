@@ -13,7 +13,7 @@ from typing import Any
 import jinja2
 from markdown_it import MarkdownIt
 
-from .. import atomic
+from .. import atomic, markdown_table
 from .aggregate import Factor, Spread, times
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -38,11 +38,6 @@ def _factor(f: Factor | None) -> str:
     return "—" if f is None else f.cell()
 
 
-def _cell(text: Any) -> str:
-    """Safe inside a pipe table."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def _quote(text: Any) -> str:
     """A Markdown block quote of the text, line by line (a commit message's body under its subject)."""
     return "\n".join(f"> {line}".rstrip() for line in str(text).splitlines())
@@ -51,7 +46,7 @@ def _quote(text: Any) -> str:
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
-    env.filters.update(num=_num, spread=_spread, factor=_factor, cell=_cell, quote=_quote,
+    env.filters.update(num=_num, spread=_spread, factor=_factor, cell=markdown_table.cell, quote=_quote,
                        factor_only=lambda v: times(v) if v >= 1 else f"{times(1 / v)} slower",
                        med=lambda s: s.median if s is not None else None)
     return env
