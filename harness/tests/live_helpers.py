@@ -13,9 +13,15 @@ from typing import Any
 
 from itchbench import paths, rundir
 from itchbench.runs import scenario
+from itchbench.selftest import zoo
 
 MARKERS = ["itch-gateway", "bbo-shm-subscriber", "bbo-mqtt-subscriber", "bbo-kafka-subscriber", "mosquitto -c",
            "kafka.Kafka", "serial-replay", "udp-replay", "tcpreplay", "itchbench.runs.subscriber", "socat pty", "sleep infinity"]
+
+
+# The Python example made to hold every event until its end, then publish them in one burst (zoo.materialise).
+EVENTS_HELD_TO_THE_END = zoo.Edit("                flush()  # a packet's events go out with it\n",
+                                  "                pass  # held\n")
 
 
 def make_capture(tmp: Path, name: str, *args: str) -> Path:

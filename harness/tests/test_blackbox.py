@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from itchbench.analysis import native
+from itchbench.analysis import hops, native
 from itchbench.gateways import blackbox
 from itchbench.runs.verdict import difference_words
 
@@ -460,15 +460,40 @@ def test_an_event_received_before_its_message_was_sent_is_counted_and_named(tmp_
     # before line A's; 13: 0.4 ms before its send, within the slack a slewed clock is allowed.
     events["t_recv"] = [1_000_050_000, 998_000_000, 1_009_500_000, 1_009_600_000]
     w2w = blackbox.wire_to_wire(events, log)
-    assert w2w["before_sent"] == {"events": 1, "first_seq": 11, "first_by_ns": 2_000_000}
+    assert w2w["before_sent"] == {"events": 1, "held": 4, "first_seq": 11, "first_by_ns": 2_000_000}
     assert w2w["from_sent"]["min"] == -2_000_000 and w2w["events"] == 4
-    (name, ok), = blackbox.after_the_send(w2w).items()
+    (name, ok), = blackbox.after_the_send(w2w["before_sent"]).items()
     assert not ok and name == (f"{blackbox.AFTER_THE_SEND}: 1 of 4 events received before their message was sent "
                                "(first: seq 11, 2.0 ms before): not made from the feed it was sent")
     # A late join's snapshot made the events of seq 11 and below: not made by a message sent, left out.
     joined = blackbox.wire_to_wire(events, log, after=11)
-    assert joined["events"] == 2 and joined["before_sent"] == {"events": 0}
-    assert blackbox.after_the_send(joined) == {blackbox.AFTER_THE_SEND: True}
+    assert joined["events"] == 2 and joined["before_sent"] == {"events": 0, "held": 2}
+    assert blackbox.after_the_send(joined["before_sent"]) == {blackbox.AFTER_THE_SEND: True}
     # 1.5 ms late instead: no event before its send.
     events["t_recv"] = events["t_recv"].where(events["seq"] != 11, 1_001_500_000)
-    assert blackbox.wire_to_wire(events, log)["before_sent"] == {"events": 0}
+    assert blackbox.wire_to_wire(events, log)["before_sent"] == {"events": 0, "held": 4}
+
+
+def test_an_event_whose_arrival_was_left_out_is_held_to_its_send_by_when_it_was_read(tmp_path: Path):
+    """An event whose kernel stamp the collector left out (CLOCK_REALTIME set while it waited) is stamped minus when
+    its read returned, which it came before: it is in no wire-to-wire figure, and held to its send by that bound.
+    With every stamp left out, a gateway publishing from a recording, read in one burst before the feed was sent,
+    had no event held and passed; a right gateway publishing at its end, read after the sends, was said not
+    checked. Now the first is early by its reads, the second held and passing."""
+    log = _send_log(tmp_path / "send.log", [(10, 2, 1_000_000_000), (12, 2, 1_010_000_000)])
+    events = _events(REF.values.tolist())
+    events["t_recv"] = [-990_000_000] * 4  # all read 10 ms before the first send: a recording played back
+    assert blackbox.wire_to_wire(events, log) is None  # no arrival: no figure
+    before = blackbox.before_the_send(events, hops.send_stamps(log))
+    assert before == {"events": 4, "held": 4, "first_seq": 10, "first_by_ns": 10_000_000, "held_by_read": 4}
+    (name, ok), = blackbox.after_the_send(before).items()
+    assert not ok and name == (
+        f"{blackbox.AFTER_THE_SEND}: 4 of 4 events received before their message was sent (first: seq 10, 10.0 ms "
+        "before): not made from the feed it was sent (4 of the 4 events held by when the collector read them: "
+        "CLOCK_REALTIME was set while they waited)")
+    events["t_recv"] = [1_000_050_000, -1_020_000_000, -1_020_000_000, -1_020_000_000]  # read 10 ms after the sends
+    w2w = blackbox.wire_to_wire(events, log)
+    assert w2w["events"] == 1 and w2w["before_sent"] == {"events": 0, "held": 4, "held_by_read": 3}
+    assert blackbox.after_the_send(w2w["before_sent"]) == {
+        f"{blackbox.AFTER_THE_SEND} (3 of the 4 events held by when the collector read them: CLOCK_REALTIME was set "
+        "while they waited)": True}

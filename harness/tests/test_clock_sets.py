@@ -7,6 +7,7 @@ and undo every set they make."""
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from itchbench.runs import runner
 from itchbench.selftest import runner as zoo_runner
 from itchbench.selftest import zoo
 
-from live_helpers import config
+from live_helpers import EVENTS_HELD_TO_THE_END, config, our_processes
 
 pytestmark = [pytest.mark.alone,
               pytest.mark.skipif(os.geteuid() != 0, reason="setting the clock and network namespaces need root")]
@@ -91,7 +92,7 @@ def test_a_brought_gateways_collector_leaves_out_the_stamps_a_set_may_have_moved
 def test_a_gateway_that_publishes_from_a_recording_is_never_lossless_across_sets(tmp_path):
     # The zoo's mutant that publishes its whole output at start, before the feed: read in one burst across a set,
     # every event's stamp was left out and nothing held it to its send: LOSSLESS. Now caught by its early events,
-    # or, every stamp left out, the check said not made.
+    # each held to its send by its arrival, or by when it was read where its arrival was left out.
     mutants, _ = zoo.select(quick=False, names=["output-from-a-recording"])
     with clock_set_ahead_and_back(500_000, 0.01) as made:
         (outcome,) = zoo_runner.run(mutants, [], tmp_path / "runs", say=lambda _: None)
@@ -99,3 +100,63 @@ def test_a_gateway_that_publishes_from_a_recording_is_never_lossless_across_sets
     assert outcome.got == "unbalanced" and outcome.headline.startswith(
         "NOT BALANCED: failed: each BBO event received after its message was sent (itchbench's stamps on both "
         "sides): "), outcome.headline
+
+
+def _running(*markers: str) -> list[int]:
+    """Our live processes (live_helpers.our_processes: not a zombie) whose command line holds every marker."""
+    return [pid for pid, args in our_processes() if all(marker in args for marker in markers)]
+
+
+def test_a_right_gateway_publishing_at_its_end_is_held_to_its_send_across_a_set(tmp_path):
+    """The example holding every event until its end, its whole output read in one burst after a set of the clock:
+    the collector left out every arrival stamp, and with none kept the run was NOT BALANCED (the check that events
+    came after their send "not checked"): a right gateway failed by the machine's clock. Now each event is held to
+    its send by when it was read: LOSSLESS. Made so in order, not by timing: the collector is stopped once the feed
+    is being sent (the gateway connected to it), the clock set 2 ms ahead once the gateway has ended (its output
+    waiting), then it goes on, and the clock is set back once it has read to the end."""
+    gateway = zoo.materialise(zoo.PY, (EVENTS_HELD_TO_THE_END,), tmp_path / "held")
+    values = config(SEED.path, "udp", replay={"sender": "udp-replay", "rate": "pps", "pps": 20000}, subscribers=0,
+                    gateway_file=str(gateway / "itchbench.toml"))
+    done = threading.Event()
+
+    def hold_the_collector_across_a_set() -> None:
+        # The feed's sending begins once the gateway is ready: connected to the collector, which took it.
+        while not any(tmp_path.glob("*/send.log")) and not done.wait(0.01):
+            pass
+        collector = ("itchbench.gateways.collector", str(tmp_path))
+        held = (str(gateway / "gateway.py"), "--bbo")
+        collectors = _running(*collector)
+        if done.is_set() or not collectors or not _running(*held):
+            return
+        os.kill(collectors[0], signal.SIGSTOP)
+        ns, set_ahead = 2_000_000, False  # past the 1 ms a stamp is allowed
+        try:
+            while _running(*held) and not done.wait(0.01):
+                pass
+            time.clock_settime_ns(time.CLOCK_REALTIME, time.clock_gettime_ns(time.CLOCK_REALTIME) + ns)
+            set_ahead = True
+            os.kill(collectors[0], signal.SIGCONT)
+            while _running(*collector) and not done.wait(0.01):  # it reads the burst, to its end
+                pass
+        finally:
+            if _running(*collector):
+                os.kill(collectors[0], signal.SIGCONT)
+            if set_ahead:
+                time.clock_settime_ns(time.CLOCK_REALTIME, time.clock_gettime_ns(time.CLOCK_REALTIME) - ns)
+
+    holder = threading.Thread(target=hold_the_collector_across_a_set, name="collector-holder")
+    holder.start()
+    try:
+        run = runner.execute(values, "held-across-a-set", root=tmp_path, echo=False)
+    finally:
+        done.set()
+        holder.join()
+    s = rundir.read_json(run / "summary.json")
+    assert s["verdict"]["status"] == "lossless", s["verdict"]["headline"]
+    collected = rundir.read_json(run / "bbo.received.json")
+    assert collected["clock_sets"] >= 1 and collected["events_across_clock_set"] == s["bbo"]["events"] > 0
+    assert s["wire_to_wire"] is None  # no arrival kept: no figure, and the check made by when they were read
+    check = next(name for name in s["reconciliation"]["checks"] if name.startswith(
+        "each BBO event received after its message was sent"))
+    assert check.endswith(f"({s['bbo']['events']:,} of the {s['bbo']['events']:,} events held by when the collector "
+                          "read them: CLOCK_REALTIME was set while they waited)"), check

@@ -92,10 +92,11 @@ def test_a_lead_that_creeps_is_no_set_and_no_stamp_is_left_out():
 
 def test_the_lines_left_out_are_counted_and_said():
     out = collector._Output("/dev/null", "csv", "tcp")
-    out.take(b"1,1,100,1,101,1\n2,1,100,2,101,1\n", 0, 0)
+    out.take(b"1,1,100,1,101,1\n2,1,100,2,101,1\n", collector.left_out(4_000), 0)
     out.take(b"3,1,100,3,101,1\n", 5_000, 0)
     assert out.left_out == 2 and out.unknown == 0
     w2w = {"events": 1, "collector": {"events_across_clock_set": 2, "clock_sets": 1, "largest_clock_set_ns": 500_400}}
     assert collector.stamp_words(w2w) == (
         "2 events were left out of these figures: CLOCK_REALTIME, which the kernel stamps arrivals on, was set 1 time "
-        "during the run (by up to 500.4 µs) while they may have waited to be read, and their stamps would be off by it")
+        "during the run (by up to 500.4 µs) while they may have waited to be read, and their stamps would be off by "
+        "it; each was held to its send by when it was read")

@@ -974,24 +974,44 @@ RECEIVED_EARLY_SLACK_NS = 1_000_000
 AFTER_THE_SEND = "each BBO event received after its message was sent (itchbench's stamps on both sides)"
 
 
-def after_the_send(w2w: dict[str, Any]) -> dict[str, bool]:
-    """The check of a run's balance that its BBO events came after what makes them (wire_to_wire's before_sent):
-    an event received before its message was sent was not made from the feed the run sent — a recorded output
-    played back, the capture read from disk — and its latency is not the gateway's. Named as NOT BALANCED says it."""
-    early = w2w.get("before_sent") or {"events": 0}
-    if not early["events"]:
-        return {AFTER_THE_SEND: True}
-    return {f"{AFTER_THE_SEND}: {early['events']:,} of {w2w['events']:,} events received before their message was "
-            f"sent (first: seq {early['first_seq']:,}, {hops.span_words(early['first_by_ns'])} before): not "
-            f"made from the feed it was sent": False}
+def after_the_send(before: dict[str, Any]) -> dict[str, bool]:
+    """The check of a run's balance that its BBO events came after what makes them (before_the_send's count): an
+    event received before its message was sent was not made from the feed the run sent — a recorded output played
+    back, the capture read from disk — and its latency is not the gateway's. Named as NOT BALANCED says it."""
+    by_read = before.get("held_by_read", 0)
+    how = (f" ({by_read:,} of the {before['held']:,} events held by when the collector read them: CLOCK_REALTIME was "
+           "set while they waited)" if by_read else "")
+    if not before["events"]:
+        return {AFTER_THE_SEND + how: True}
+    return {f"{AFTER_THE_SEND}: {before['events']:,} of {before['held']:,} events received before their message was "
+            f"sent (first: seq {before['first_seq']:,}, {hops.span_words(before['first_by_ns'])} before): not made "
+            f"from the feed it was sent{how}": False}
 
 
-def after_the_send_unchecked(left_out: int) -> dict[str, bool]:
-    """That check, not made: no event kept an arrival stamp, some left out by the collector (CLOCK_REALTIME set while
-    they waited: gateways/collector.py Arrivals), so none could be held to its send. A gateway that published from a
-    recording before the feed came, read in one burst across a set, passed as LOSSLESS."""
-    return {f"{AFTER_THE_SEND}: not checked: no event kept an arrival stamp to hold to its send ({left_out:,} left "
-            f"out by the collector: CLOCK_REALTIME was set while they waited)": False}
+def before_the_send(events: pd.DataFrame, stamps: tuple[np.ndarray, np.ndarray, np.ndarray],
+                    after: int = 0) -> dict[str, Any] | None:
+    """Of the events that can be held to the send of what makes them (stamps: hops.send_stamps), those received
+    before it was sent: an event stamped with its arrival by that; one whose arrival the collector left out (a set
+    of CLOCK_REALTIME while it waited: stamped minus when its read returned, collector.left_out) by that bound,
+    which it came before — never wrongly early, and early whenever it was read before the send. {events (early),
+    first_seq, first_by_ns, held, held_by_read (when some)}; None when no event can be held (none stamped or none
+    of a message sent). after: as wire_to_wire's."""
+    seq, _, sent = stamps
+    e = events[(events["t_recv"] != 0) & (events["seq"] > after)]
+    event_seq = e["seq"].to_numpy()
+    at = np.searchsorted(seq, event_seq)
+    found = (at < seq.size) & (seq[np.minimum(at, seq.size - 1)] == event_seq)
+    if not found.any():
+        return None
+    t = e["t_recv"].to_numpy()[found]
+    called = sent[at[found]]
+    early = (np.abs(t) - called) < -RECEIVED_EARLY_SLACK_NS
+    by_read = int((t < 0).sum())
+    first = int(np.argmax(early))
+    return {"events": int(early.sum()), "held": int(found.sum()),
+            **({"first_seq": int(event_seq[found][first]), "first_by_ns": int(called[first] - abs(t[first]))}
+               if early.any() else {}),
+            **({"held_by_read": by_read} if by_read else {})}
 
 
 def wire_to_wire(events: pd.DataFrame, send_log: Path, after: int = 0) -> dict[str, Any] | None:
@@ -1001,7 +1021,8 @@ def wire_to_wire(events: pd.DataFrame, send_log: Path, after: int = 0) -> dict[s
     whose events (seq at or below it) were made by the snapshot, not by a message sent: left out."""
     if not send_log.is_file() or events.empty or not (events["t_recv"] > 0).any():
         return None
-    seq, intended, sent = hops.send_stamps(send_log)
+    stamps = hops.send_stamps(send_log)
+    seq, intended, sent = stamps
     e = events[(events["t_recv"] > 0) & (events["seq"] > after)]
     event_seq = e["seq"].to_numpy()
     at = np.searchsorted(seq, event_seq)
@@ -1011,11 +1032,8 @@ def wire_to_wire(events: pd.DataFrame, send_log: Path, after: int = 0) -> dict[s
     trend, served = Trend(), Trend()  # latency growth from the intended and from the actual send, against due
     trend.add(due, t - due)
     served.add(due, t - called)
-    early = (t - called) < -RECEIVED_EARLY_SLACK_NS
-    first = int(np.argmax(early))
-    before = ({"events": int(early.sum()), "first_seq": int(event_seq[found][first]),
-               "first_by_ns": int(called[first] - t[first])} if early.any() else {"events": 0})
-    return {"events": int(found.sum()), "not_matched": int((~found).sum()), "before_sent": before,
+    return {"events": int(found.sum()), "not_matched": int((~found).sum()),
+            "before_sent": before_the_send(events, stamps, after),
             "from_intended": {**_stats(t - due), **trend.result()},
             "from_sent": {**_stats(t - called), **served.result()},
             "first_due_ns": int(intended.min()) if intended.size else 0, "last_received_ns": int(t.max()) if t.size else 0,

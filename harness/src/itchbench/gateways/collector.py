@@ -27,9 +27,11 @@ end may have come with it. FILE.json counts them (`events_earlier_than_stamp`)
 with the most that bound allows (`max_earlier_ns`; `median_earlier_ns` of
 the reads counted), and the lines the kernel gave no stamp for, or a stamp
 that cannot be their arrival, stamped when read (`events_stamp_unknown`);
-and those whose stamp a set of CLOCK_REALTIME may have moved, stamped 0
-and so left out of wire to wire (`events_across_clock_set`, with
-`clock_sets` and `largest_clock_set_ns`; class Arrivals).
+and those whose stamp a set of CLOCK_REALTIME may have moved, stamped
+minus the time their read returned (CLOCK_MONOTONIC: they came before it),
+so left out of wire to wire and held to their send by that bound alone
+(`events_across_clock_set`, with `clock_sets` and `largest_clock_set_ns`;
+class Arrivals).
 The kernel turns stamps on a moment after the first socket asks: the
 collector says LISTENING only once a datagram of its own came back stamped
 before it was read.
@@ -113,12 +115,13 @@ class _Output:
         self.lines_cut = self.bytes_cut = 0
         self.reads = self.bytes = 0
         self.earlier = self.max_earlier_ns = self.unknown = self.last_exact = self.last_bound = 0
-        self.left_out = 0  # lines stamped 0: their arrival left out for a set of the clock (Arrivals)
+        self.left_out = 0  # lines stamped -returned: their arrival left out for a set of the clock (Arrivals)
         self.bounds = array.array("q")  # each counted read's bound, ns
 
     def take(self, data: bytes, t: int, earlier_ns: int | None = 0) -> None:
-        """A read's bytes, stamped t (the arrival of its last bytes; 0: left out). earlier_ns: how much earlier than t
-        its other lines may have come (0: all came at t; None: t is the read's time, not an arrival)."""
+        """A read's bytes, stamped t (the arrival of its last bytes; negative: left out, minus when the read returned,
+        which they came before). earlier_ns: how much earlier than t its other lines may have come (0: all came at t;
+        None: t is the read's time, not an arrival)."""
         self.reads += 1
         self.bytes += len(data)
         lines = 0
@@ -153,7 +156,7 @@ class _Output:
         self.last_bound = earlier_ns or 0
         if earlier_ns is None:
             self.unknown += lines
-        elif t == 0:
+        elif t < 0:
             self.left_out += lines
         elif earlier_ns > 0 and lines:
             # The last bytes end the last whole line, unless they begin a line not yet whole.
@@ -218,7 +221,7 @@ def stamp_words(w2w: dict[str, Any] | None) -> str:
         words.append(f"{left:,} events were left out of these figures: CLOCK_REALTIME, which the kernel stamps "
                      f"arrivals on, was set {sets:,} time{'s' if sets != 1 else ''} during the run (by up to "
                      f"{int(c.get('largest_clock_set_ns') or 0) / 1000:,.1f} µs) while they may have waited to be "
-                     "read, and their stamps would be off by it")
+                     "read, and their stamps would be off by it; each was held to its send by when it was read")
     if unknown:
         words.append(f"{unknown:,} of its {w2w['events']:,} events were stamped when the collector read them (the "
                      "kernel gave no arrival stamp): late by the collector's wait, of a length not known, which wire "
@@ -259,7 +262,8 @@ class Arrivals:
     one CI test command) moves their stamp by the set (gateway/source/kernel_stamps.hpp, for the gateway's own):
     of the read that sees a set, a stamp is kept only when one of the leads before and after puts it within the read
     (after it began, if nothing waited then); and until a read begins with nothing waiting, stamps are left out —
-    0, counted, and left out of wire to wire — rather than given a time off by the set."""
+    counted, left out of wire to wire, the lines held to their send by when their read returned alone (left_out) —
+    rather than given a time off by the set."""
 
     def __init__(self, monotonic: Callable[[], int] = functools.partial(time.clock_gettime_ns, time.CLOCK_MONOTONIC),
                  realtime: Callable[[], int] = functools.partial(time.clock_gettime_ns, time.CLOCK_REALTIME)) -> None:
@@ -312,6 +316,13 @@ class Arrivals:
         return fits[0] if len(fits) == 1 else 0
 
 
+def left_out(returned: int) -> int:
+    """The stamp of lines whose arrival was left out (Arrivals.of's 0): minus when their read returned, on
+    CLOCK_MONOTONIC, which they came before. Negative, so that no figure takes it for an arrival; an event shown
+    received before its send by it was (blackbox.before_the_send)."""
+    return -returned
+
+
 def _read(sock: socket.socket) -> tuple[bytes, list[tuple[int, int, bytes]]]:
     """One read of a stream: its bytes and ancillary data."""
     n, ancillary, _, _ = sock.recvmsg_into([_READ_BUFFER], socket.CMSG_SPACE(TIMESPEC.size))
@@ -361,7 +372,7 @@ def read_datagram(sock: socket.socket) -> tuple[bytes, int, int | None]:
     data, ancillary, _, _ = sock.recvmsg(DATAGRAM_MOST, socket.CMSG_SPACE(TIMESPEC.size))
     returned = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     t = _arrivals.of(ancillary, began, returned) if _stamps_trusted[0] else None
-    return (data, t, 0) if t is not None else (data, returned, None)
+    return (data, t or left_out(returned), 0) if t is not None else (data, returned, None)
 
 
 def _take_queued(sock: socket.socket, output: _Output) -> None:
@@ -398,7 +409,10 @@ def _read_stream(source: socket.socket, output: _Output, listening: int) -> None
             return
         since = last if waited else began
         last = returned
-        output.take(data, t, max(0, t - since) if t else 0) if t is not None else output.take(data, returned, None)
+        if t is None:
+            output.take(data, returned, None)
+        else:
+            output.take(data, t or left_out(returned), max(0, t - since) if t else 0)
 
 
 def main(argv: list[str] | None = None) -> int:

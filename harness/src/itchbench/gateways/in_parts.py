@@ -62,7 +62,8 @@ class Judged:
     first: dict[str, Any] | None      # the first difference, in stream order (blackbox.check's first_difference)
     last_seq: int            # the output's last event's (0: no event): its highest
     reference_last_seq: int  # the reference's
-    stamps: np.ndarray   # (seq, t_recv) of the events received with a stamp, when asked for: int64, 2 columns
+    stamps: np.ndarray   # (seq, t_recv) of the events received with a stamp (negative: collector.left_out), when
+    #                      asked for: int64, 2 columns
     malformed: int       # lines that are not an event
     examples: list[str]  # the first of them
     cut_by: str          # "seq": windows of whole seqs of both streams; "stock": buckets of stocks
@@ -157,7 +158,7 @@ def _by_seq(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackbox
             if not len(mine) and not len(theirs):
                 break
             if keep_stamps and stamped and len(mine):
-                stamps.append(mine[mine[:, -1] > 0][:, [0, -1]].copy())
+                stamps.append(mine[mine[:, -1] != 0][:, [0, -1]].copy())
             body = mine[:, :width]
             if len(body) != len(theirs) or not np.array_equal(body, theirs):
                 found, difference = blackbox.exact(pd.DataFrame(body, columns=names),
@@ -230,7 +231,7 @@ def _by_stock(got: Parts, ref: Parts, levels: Levels, stale: bool, kinds: blackb
                             flood = {"events": most, "reference_events": theirs.events,
                                      "bytes_not_read": text.bytes_not_read() if text else -1}
                     if keep_stamps and text is not None and text.stamped:
-                        stamps.append(block[block[:, -1] > 0][:, [0, -1]])
+                        stamps.append(block[block[:, -1] != 0][:, [0, -1]])
                     mine.add(block[:, :width])
                     if flood:
                         break

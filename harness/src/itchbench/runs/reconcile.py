@@ -865,15 +865,16 @@ def _reconcile_contract(run: "Run", failure: RunError | None, summary: dict[str,
         own_log = white_box.checks(run.dir / rundir.GATEWAY_OUT, reference.latency_log, every_message=once,
                                    run=_run_stamps(run, events))
         checks.update(own_log)
-    latency = blackbox.wire_to_wire(events, run.dir / "send.log", after=joined["through"] if joined else 0)
-    if latency:
-        checks.update(blackbox.after_the_send(latency))
-    elif (run.dir / "send.log").is_file() and bbo_cfg.get("via") in ("tcp", "udp"):
-        # No event with a stamp (events here are those with one, when judged in parts): none could be held to its
-        # send, and when the collector left their stamps out that is said, not passed.
-        left_out = int(_collector_ended(run).get("events_across_clock_set") or 0)
-        if left_out:
-            checks.update(blackbox.after_the_send_unchecked(left_out))
+    after = joined["through"] if joined else 0
+    latency = blackbox.wire_to_wire(events, run.dir / "send.log", after=after)
+    # Held to the send of what makes them: the events stamped with their arrival and, with no figure, those whose
+    # arrival the collector left out (a set of CLOCK_REALTIME), by when they were read. An output read in one burst
+    # across a set has only those (a gateway publishing from a recording before the feed came: LOSSLESS, unheld).
+    before = (latency["before_sent"] if latency else
+              blackbox.before_the_send(events, hops.send_stamps(run.dir / "send.log"), after)
+              if (run.dir / "send.log").is_file() and not events.empty else None)
+    if before is not None:
+        checks.update(blackbox.after_the_send(before))
     rec = {run.values["transport"]: hop, "checks": checks, "balanced": all(checks.values()), "loss": loss,
            "bbo_check": bbo_check, "black_box": True, "output_unrecorded": output_unrecorded(checks)}
     if corrupted.size:
