@@ -67,8 +67,13 @@ def test_udp_run_matches_simulation_and_reconciles(short_day, tmp_path):
     log = logs.read_latency(run / "latency.lat")
     assert log.header["stages"] == list(logs.STAGE_STAMPS)  # UDP: the kernel's stamp and every stage, 64 bytes
     lat = log.records
-    # The kernel's stamp, moved onto the stage clock, comes before the read returned, which comes before decoding.
-    assert (lat["t_kernel"] > 0).all() and (lat["t_kernel"] <= lat["t_read"]).all()
+    # The kernel's stamp, moved onto the stage clock, comes before the read returned, which comes before decoding;
+    # but those the gateway left out (a bracket too wide, a set of CLOCK_REALTIME: gateway/source/kernel_stamps.hpp),
+    # 0 for each of their datagram's messages: one at least, at most all the capture's past one a datagram.
+    kept = lat["t_kernel"] > 0
+    unplaced, missing = s["gateway"]["udp"]["kernel_timestamps_unplaced"], int((~kept).sum())
+    assert unplaced <= missing <= unplaced + len(lat) - udp["gateway_datagrams"] and (missing == 0) == (unplaced == 0)
+    assert (lat["t_kernel"][kept] <= lat["t_read"][kept]).all()
     assert (lat["t_read"] <= lat["t_decoded"]).all()
 
 
