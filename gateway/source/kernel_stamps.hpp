@@ -37,6 +37,33 @@ class KernelStamps {
       ++unplaced_;
       return 0;
     }
+    observe(r);
+    if (waiting_across_step_[size_t(line)]) {
+      ++across_step_;
+      ++unplaced_;
+      return 0;
+    }
+    return clock_.place(r, then_ns);
+  }
+  // A reading with no datagram: at the start (else a set while the first datagram waited had no reading before it
+  // to be seen against: its stamp hundreds of µs before its send) and now and then while idle, so that a set and
+  // its undoing while a datagram waits are seen apart, not taken for no set at all.
+  void look() {
+    const StageClock::OtherReading r = clock_.read_other(other_now_);
+    if (r.stamp) observe(r);
+  }
+  // The line's socket was found empty: whatever it holds next arrived after every step seen so far.
+  void emptied(Line line) { waiting_across_step_[size_t(line)] = false; }
+
+  uint64_t unplaced() const { return unplaced_; }        // left out, for either reason
+  uint64_t across_step() const { return across_step_; }  // of those, read after a step on a socket not yet emptied
+  uint64_t steps() const { return steps_; }
+  uint64_t largest_step_ns() const { return largest_step_ns_; }
+
+ private:
+  // The offset at this reading against the last: a jump is a set, and every socket may hold a datagram that waited
+  // across it.
+  void observe(const StageClock::OtherReading& r) {
     const uint64_t at = clock_.to_ns(r.stamp);
     const int64_t offset = int64_t(r.other_ns - at);
     if (read_before_) {
@@ -51,22 +78,8 @@ class KernelStamps {
     read_before_ = true;
     offset_ = offset;
     at_ = at;
-    if (waiting_across_step_[size_t(line)]) {
-      ++across_step_;
-      ++unplaced_;
-      return 0;
-    }
-    return clock_.place(r, then_ns);
   }
-  // The line's socket was found empty: whatever it holds next arrived after every step seen so far.
-  void emptied(Line line) { waiting_across_step_[size_t(line)] = false; }
 
-  uint64_t unplaced() const { return unplaced_; }        // left out, for either reason
-  uint64_t across_step() const { return across_step_; }  // of those, read after a step on a socket not yet emptied
-  uint64_t steps() const { return steps_; }
-  uint64_t largest_step_ns() const { return largest_step_ns_; }
-
- private:
   const StageClock& clock_;
   OtherNow other_now_;
   bool read_before_ = false;

@@ -171,6 +171,10 @@ void UdpSource::receive(const StageClock& clock, RealtimeKernelStamps& kernel_st
     return drain(im.socket, Line::kA) && (!line_b || drain(im.socket_b, Line::kB)) &&
            (!server || drain(im.socket_requests, Line::kAnswer));
   };
+  // CLOCK_REALTIME looked at before anything is read, then every 20 ms (the stop timer's period) or 4,096 spins
+  // (KernelStamps::look): a set while the first datagram waits is seen, and, while idle, a set and its undoing
+  // are seen apart; what waited across a set is left out by the read after.
+  kernel_stamps.look();
   auto tick = [&]() -> bool {
     if (!on_tick || on_tick()) return true;
     stats_.stop_reason = "end of session";
@@ -202,6 +206,7 @@ void UdpSource::receive(const StageClock& clock, RealtimeKernelStamps& kernel_st
     while (!done) {
       if (!drain_all()) break;
       if ((++spins & 0xFFF) == 0) {
+        kernel_stamps.look();
         if (should_stop() || !tick()) break;
         if (options_.rt_yield && Clock::now() - slice_start >= kRtSpinSlice) {
           pollfd p[3] = {{im.socket.native_handle(), POLLIN, 0},
@@ -242,7 +247,13 @@ void UdpSource::receive(const StageClock& clock, RealtimeKernelStamps& kernel_st
     });
   };
   if (on_tick) arm_tick();
-  arm_stop_timer(im.timer, [&] { return done || should_stop(); }, finish);
+  arm_stop_timer(
+      im.timer,
+      [&] {
+        kernel_stamps.look();
+        return done || should_stop();
+      },
+      finish);
   im.io.run();
 }
 

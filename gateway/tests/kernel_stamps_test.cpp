@@ -23,11 +23,16 @@ using kernel_stamps_test::gap;
 using kernel_stamps_test::kEpoch;
 using kernel_stamps_test::SteppedClock;
 
-TEST(KernelStamps, AStampTakenBeforeAStepIsLeftOutUntilItsSocketWasEmptied) {
+// The stage clock, the other clock (stepped through offset) and the stamps placed between them.
+class KernelStampsTest : public ::testing::Test {
+ protected:
   const StageClock clock = StageClock::monotonic();
   int64_t offset = kEpoch;
   const SteppedClock realtime{&offset};
-  KernelStamps stamps(clock, realtime);
+  KernelStamps<SteppedClock> stamps{clock, realtime};
+};
+
+TEST_F(KernelStampsTest, AStampTakenBeforeAStepIsLeftOutUntilItsSocketWasEmptied) {
   const uint64_t first = monotonic_ns();
   ASSERT_LT(gap(stamps.place(Line::kA, realtime()), first), 50'000u);  // before any step: placed where it was taken
 
@@ -54,11 +59,7 @@ TEST(KernelStamps, AStampTakenBeforeAStepIsLeftOutUntilItsSocketWasEmptied) {
   EXPECT_EQ(stamps.steps(), 1u);
 }
 
-TEST(KernelStamps, AStepBackIsOneToo) {
-  const StageClock clock = StageClock::monotonic();
-  int64_t offset = kEpoch;
-  const SteppedClock realtime{&offset};
-  KernelStamps stamps(clock, realtime);
+TEST_F(KernelStampsTest, AStepBackIsOneToo) {
   ASSERT_NE(stamps.place(Line::kA, realtime()), 0u);
   const uint64_t queued = realtime();
   offset -= 300'000;  // its age, read now, would be 300 µs short
@@ -67,11 +68,7 @@ TEST(KernelStamps, AStepBackIsOneToo) {
   EXPECT_LT(gap(stamps.largest_step_ns(), 300'000), 20'000u);
 }
 
-TEST(KernelStamps, DriftWithinTheLinesAllowanceIsNoStep) {
-  const StageClock clock = StageClock::monotonic();
-  int64_t offset = kEpoch;
-  const SteppedClock realtime{&offset};
-  KernelStamps stamps(clock, realtime);
+TEST_F(KernelStampsTest, DriftWithinTheLinesAllowanceIsNoStep) {
   // 5 µs a reading, readings close together: a creep the fit and NTP could give, never a jump.
   for (int i = 0; i < 100; ++i, offset += 5'000) ASSERT_NE(stamps.place(Line::kA, realtime()), 0u);
   ASSERT_NE(stamps.place(Line::kA, realtime()), 0u);  // the last creep read: the line's last reading, here
@@ -84,4 +81,31 @@ TEST(KernelStamps, DriftWithinTheLinesAllowanceIsNoStep) {
   offset += 100'000;
   EXPECT_EQ(stamps.place(Line::kA, realtime()), 0u);
   EXPECT_EQ(stamps.steps(), 1u);
+}
+
+TEST_F(KernelStampsTest, TheFirstDatagramIsHeldToALookBeforeIt) {
+  // A look when the source starts, before anything is read: a set while the first datagram waits is seen (with no
+  // reading before it, its stamp was placed by its age alone, 400 µs before it was taken).
+  KernelStamps<SteppedClock> unlooked(clock, realtime);
+  stamps.look();
+  const uint64_t first = realtime();
+  offset += 400'000;
+  EXPECT_EQ(stamps.place(Line::kA, first), 0u);
+  EXPECT_EQ(stamps.steps(), 1u);
+  EXPECT_GT(gap(unlooked.place(Line::kA, first), first - uint64_t(kEpoch)), 350'000u);
+  EXPECT_EQ(unlooked.steps(), 0u);
+}
+
+TEST_F(KernelStampsTest, ALookWhileIdleSeesASetThatASecondOneUndoes) {
+  // Set back, then ahead again, while a datagram waits after an idle spell: its read sees the offset of the last
+  // reading again, and its stamp, taken while the clock was behind, would be placed 500 µs early. A look between
+  // the two sets (the gateway looks every 20 ms) sees the first; the datagram read after the second is left out.
+  ASSERT_NE(stamps.place(Line::kA, realtime()), 0u);
+  stamps.emptied(Line::kA);
+  offset -= 500'000;
+  stamps.look();
+  const uint64_t waiting = realtime();
+  offset += 500'000;
+  EXPECT_EQ(stamps.place(Line::kA, waiting), 0u);
+  EXPECT_EQ(stamps.steps(), 2u);
 }
