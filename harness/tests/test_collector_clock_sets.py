@@ -92,7 +92,7 @@ def test_a_lead_that_creeps_is_no_set_and_no_stamp_is_left_out():
 
 def test_the_lines_left_out_are_counted_and_said():
     out = collector._Output("/dev/null", "csv", "tcp")
-    out.take(b"1,1,100,1,101,1\n2,1,100,2,101,1\n", collector.left_out(4_000), 0)
+    out.take(b"1,1,100,1,101,1\n2,1,100,2,101,1\n", collector.left_out_stamp(4_000), 0)
     out.take(b"3,1,100,3,101,1\n", 5_000, 0)
     assert out.left_out == 2 and out.unknown == 0
     w2w = {"events": 1, "collector": {"events_across_clock_set": 2, "clock_sets": 1, "largest_clock_set_ns": 500_400}}

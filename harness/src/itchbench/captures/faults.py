@@ -86,11 +86,15 @@ def _not_a_sidecar(sidecar: Any) -> str:
     if source is not None and not (isinstance(source, dict) and isinstance(source.get("path"), str)
                                    and isinstance(source.get("sha256"), str)):
         return "'source' is not an object with a path and a sha256"
-    declared = sidecar.get("declared", {})
-    if not (isinstance(declared, dict) and isinstance(sidecar.get("capture_sha256", ""), str)
-            and isinstance(declared.get("capture_sha256", ""), str)):
+    if not isinstance(sidecar.get("declared", {}), dict) or not isinstance(_described(sidecar) or "", str):
         return "the digest of the capture it describes is not a string"
     return ""
+
+
+def _described(sidecar: dict[str, Any]) -> Any:
+    """The digest of the capture a sidecar describes: a faulted capture's, or a declared one's; None when it names
+    none."""
+    return sidecar.get("capture_sha256") or (sidecar.get("declared") or {}).get("capture_sha256")
 
 
 def check_describes(capture: Path, sidecar: dict[str, Any]) -> None:
@@ -98,11 +102,11 @@ def check_describes(capture: Path, sidecar: dict[str, Any]) -> None:
     any more (recorded again, or faulted again without its sidecar): a run would be held to another capture's
     faults, and a right gateway judged NOT BALANCED by them. A sidecar that names no digest (written by itch-faults
     itself, or before itchbench recorded one) is not checked."""
-    declared = sidecar.get("declared", {})
-    described = sidecar.get("capture_sha256") or declared.get("capture_sha256")
+    described = _described(sidecar)
     if not described or (now := sha256_of(capture)) == described:
         return
-    again = ("declare its faults again: remove the sidecar, then itchbench inspect --declare" if declared else
+    again = ("declare its faults again: remove the sidecar, then itchbench inspect --declare"
+             if sidecar.get("declared") else
              "make it again with itchbench faults, or remove the sidecar to run it as a capture of its own")
     raise CaptureError(f"{sidecar_path(capture)} describes another capture than {capture.name} is now (sha256 "
                        f"{described[:16]}…, the capture's {now[:16]}…): a run would be held to another capture's "

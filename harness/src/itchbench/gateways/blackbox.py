@@ -992,7 +992,7 @@ def before_the_send(events: pd.DataFrame, stamps: tuple[np.ndarray, np.ndarray, 
                     after: int = 0) -> dict[str, Any] | None:
     """Of the events that can be held to the send of what makes them (stamps: hops.send_stamps), those received
     before it was sent: an event stamped with its arrival by that; one whose arrival the collector left out (a set
-    of CLOCK_REALTIME while it waited: stamped minus when its read returned, collector.left_out) by that bound,
+    of CLOCK_REALTIME while it waited: stamped minus when its read returned, collector.left_out_stamp) by that bound,
     which it came before — never wrongly early, and early whenever it was read before the send. {events (early),
     first_seq, first_by_ns, held, held_by_read (when some)}; None when no event can be held (none stamped or none
     of a message sent). after: as wire_to_wire's."""

@@ -262,7 +262,8 @@ class Arrivals:
     one CI test command) moves their stamp by the set (gateway/source/kernel_stamps.hpp, for the gateway's own):
     of the read that sees a set, a stamp is kept only when one of the leads before and after puts it within the read
     (after it began, if nothing waited then); and until a read begins with nothing waiting, stamps are left out —
-    counted, left out of wire to wire, the lines held to their send by when their read returned alone (left_out) —
+    counted, left out of wire to wire, the lines held to their send by when their read returned alone
+    (left_out_stamp) —
     rather than given a time off by the set."""
 
     def __init__(self, monotonic: Callable[[], int] = functools.partial(time.clock_gettime_ns, time.CLOCK_MONOTONIC),
@@ -316,7 +317,7 @@ class Arrivals:
         return fits[0] if len(fits) == 1 else 0
 
 
-def left_out(returned: int) -> int:
+def left_out_stamp(returned: int) -> int:
     """The stamp of lines whose arrival was left out (Arrivals.of's 0): minus when their read returned, on
     CLOCK_MONOTONIC, which they came before. Negative, so that no figure takes it for an arrival; an event shown
     received before its send by it was (blackbox.before_the_send)."""
@@ -372,7 +373,7 @@ def read_datagram(sock: socket.socket) -> tuple[bytes, int, int | None]:
     data, ancillary, _, _ = sock.recvmsg(DATAGRAM_MOST, socket.CMSG_SPACE(TIMESPEC.size))
     returned = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     t = _arrivals.of(ancillary, began, returned) if _stamps_trusted[0] else None
-    return (data, t or left_out(returned), 0) if t is not None else (data, returned, None)
+    return (data, t or left_out_stamp(returned), 0) if t is not None else (data, returned, None)
 
 
 def _take_queued(sock: socket.socket, output: _Output) -> None:
@@ -412,7 +413,7 @@ def _read_stream(source: socket.socket, output: _Output, listening: int) -> None
         if t is None:
             output.take(data, returned, None)
         else:
-            output.take(data, t or left_out(returned), max(0, t - since) if t else 0)
+            output.take(data, t or left_out_stamp(returned), max(0, t - since) if t else 0)
 
 
 def main(argv: list[str] | None = None) -> int:

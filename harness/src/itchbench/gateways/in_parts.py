@@ -62,7 +62,7 @@ class Judged:
     first: dict[str, Any] | None      # the first difference, in stream order (blackbox.check's first_difference)
     last_seq: int            # the output's last event's (0: no event): its highest
     reference_last_seq: int  # the reference's
-    stamps: np.ndarray   # (seq, t_recv) of the events received with a stamp (negative: collector.left_out), when
+    stamps: np.ndarray   # (seq, t_recv) of the events received with a stamp (negative: collector.left_out_stamp), when
     #                      asked for: int64, 2 columns
     malformed: int       # lines that are not an event
     examples: list[str]  # the first of them
