@@ -119,6 +119,7 @@ def test_a_complete_runs_log_cut_afterwards_is_refused_and_its_report_kept(run_d
     lat = copy / "latency.lat"
     log = logs.read_latency(lat)
     size = int(log.header["record_size"])
+    escapes = len(log.stored) - 8000
     os.truncate(lat, lat.stat().st_size - 1000 * size - 7)
     kept_records = _message_slots(lat, log.header_size, size)
     before = digest_tree(copy)
@@ -154,6 +155,8 @@ def test_a_complete_runs_log_cut_afterwards_is_refused_and_its_report_kept(run_d
     out, err = capsys.readouterr()
     assert out.strip() == str(tmp_path / "latency.partial.csv") and f"(not {whole_csv}: the name says" in err
     assert "latency.partial.csv is partial: " in err and "latency.lat: file ends mid-record" in err
+    # Its header's count is of slots, escapes among them, and said so: the rows are the messages.
+    assert f"the file holds {8000 + escapes - 1001:,}: read" in err and "slots, the file holds" in err, err
     assert whole_csv.read_text() == whole_text
     kept = (tmp_path / "latency.partial.csv").read_text().splitlines()
     assert kept[0] == whole_text.splitlines()[0] and len(kept) - 1 == kept_records and 6999 <= kept_records < 8000

@@ -353,6 +353,8 @@ def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: b
         return LogFile(path, name, header, raw[head:head].view(dtype), finalized, [], head, line,
                        stages if compact else None, depth_levels)
     notes: list[str] = []
+    # A compact latency log's or a version-3 depth log's header counts slots, escapes and anchors among them.
+    unit = "slots" if compact or (kind, version) == (KIND_DEPTH, DEPTH_SLOTS_VERSION) else "records"
     body = raw.size - head
     whole = body // dtype.itemsize
     if body % dtype.itemsize:
@@ -361,15 +363,15 @@ def read_log(path: Path | str, expect_kind: int | None = None, *, header_only: b
     if finalized:
         count = int(hdr["record_count"])
         if count < whole:
-            notes.append(f"{whole - count:,} records beyond the header's count of {count:,} ignored")
+            notes.append(f"{whole - count:,} {unit} beyond the header's count of {count:,} ignored")
             records = records[:count]
         elif count > whole:
-            notes.append(f"header counts {count:,} records, the file holds {whole:,}: read {whole:,}")
+            notes.append(f"header counts {count:,} {unit}, the file holds {whole:,}: read {whole:,}")
     else:
         unwritten = np.flatnonzero((records["flags"] & WRITTEN) == 0)
         n = int(unwritten[0]) if unwritten.size else whole
         records = records[:n]
-        notes.append(f"log was never closed (writer crashed or still running): read {n:,} whole records")
+        notes.append(f"log was never closed (writer crashed or still running): read {n:,} whole {unit}")
     if notes and not quiet:
         warnings.warn(f"{path}: " + "; ".join(notes), TruncatedLogWarning, stacklevel=2)
 
