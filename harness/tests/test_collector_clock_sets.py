@@ -35,28 +35,28 @@ def test_bytes_that_waited_across_a_set_are_left_out_until_a_read_begins_with_no
     clocks = Clocks()
     arrivals = collector.Arrivals(clocks.monotonic, clocks.realtime)
     came = clocks.t
-    assert arrivals.of(clocks.kernel(came), None) == came  # no set: the arrival, exactly
+    assert arrivals.of(clocks.kernel(came), True) == came  # no set: the arrival, exactly
     # Two reads' bytes come, then the clock is set 500 µs ahead before they are read: by the lead after the set,
     # the first would be put 500 µs early; it is left out, and so is the next read's (bytes waited for it too).
     first, second = clocks.t, clocks.t + 1_000
     stamp_first, stamp_second = clocks.kernel(first), clocks.kernel(second)
     clocks.offset += 500_000
     clocks.t += 2_000
-    assert arrivals.of(stamp_first, None) == 0
+    assert arrivals.of(stamp_first, True) == 0
     assert arrivals.sets == 1 and abs(arrivals.largest_set_ns - 500_000) <= 20
-    assert arrivals.of(stamp_second, None) == 0
+    assert arrivals.of(stamp_second, True) == 0
     # A read that began with nothing waiting: its bytes came after the set, and keep their stamp.
     began = clocks.t
     came = clocks.t + 3_000
     clocks.t += 5_000
-    assert arrivals.of(clocks.kernel(came), began) == came
+    assert arrivals.of(clocks.kernel(came), False) == came
     assert not arrivals.after_set and arrivals.sets == 1
 
 
 def test_the_read_that_sees_a_set_leaves_its_stamp_out_for_it_may_have_been_several():
     clocks = Clocks()
     arrivals = collector.Arrivals(clocks.monotonic, clocks.realtime)
-    assert arrivals.of(clocks.kernel(clocks.t), None) != 0
+    assert arrivals.of(clocks.kernel(clocks.t), True) != 0
     # Two sets of 2 ms between looks, the bytes coming between them: by the lead before the first they would be put
     # 2 ms after they came, by the lead after the second 2 ms before. A look sees one move of 4 ms. (Kept when one
     # lead put it within its read, the stamp went in 2 ms early: the lead before put it after the read returned.)
@@ -65,7 +65,7 @@ def test_the_read_that_sees_a_set_leaves_its_stamp_out_for_it_may_have_been_seve
     stamp = clocks.kernel(came)
     clocks.offset += 2_000_000
     clocks.t += 100_000
-    assert arrivals.of(stamp, None) == 0
+    assert arrivals.of(stamp, True) == 0
     assert arrivals.sets == 1 and abs(arrivals.largest_set_ns - 4_000_000) <= 20
     # One set, the bytes coming after it within a read that began with nothing waiting: left out too, as the look
     # cannot tell one set from several.
@@ -74,13 +74,13 @@ def test_the_read_that_sees_a_set_leaves_its_stamp_out_for_it_may_have_been_seve
     came = began + 1_000
     stamp = clocks.kernel(came)
     clocks.t += 2_000
-    assert arrivals.of(stamp, began) == 0
+    assert arrivals.of(stamp, False) == 0
     assert arrivals.sets == 2
     # The next read that began with nothing waiting keeps its arrival, exactly.
     began = clocks.t
     came = began + 1_000
     clocks.t += 2_000
-    assert arrivals.of(clocks.kernel(came), began) == came
+    assert arrivals.of(clocks.kernel(came), False) == came
     assert not arrivals.after_set
 
 
@@ -89,7 +89,7 @@ def test_a_lead_that_creeps_is_no_set_and_no_stamp_is_left_out():
     arrivals = collector.Arrivals(clocks.monotonic, clocks.realtime)
     for _ in range(1_000):  # 3 µs a read, 3 ms in all: each look within LOOKS_MOVED_NS, measured again when not
         clocks.offset += 3_000
-        assert arrivals.of(clocks.kernel(clocks.t - 100), None) != 0
+        assert arrivals.of(clocks.kernel(clocks.t - 100), True) != 0
     assert arrivals.sets == 0 and not arrivals.after_set
 
 

@@ -299,13 +299,13 @@ class Arrivals:
             return True
         return False
 
-    def of(self, ancillary: list[tuple[int, int, bytes]], began: int | None) -> int | None:
+    def of(self, ancillary: list[tuple[int, int, bytes]], waited: bool) -> int | None:
         """A read's arrival on CLOCK_MONOTONIC; 0 when left out for a set of the clock; None when the kernel gave no
-        stamp. began: when the read began, if nothing waited then (its bytes all came after), else None."""
+        stamp. waited: bytes waited as the read began (else its bytes all came after it began)."""
         stamp = _kernel_stamp(ancillary)
         if stamp is None:
             return None
-        if self._look() or (began is None and self.after_set):
+        if self._look() or (waited and self.after_set):
             return 0
         self.after_set = False
         return stamp - self.lead
@@ -345,7 +345,7 @@ def stamps_on() -> socket.socket:
                 client.sendall(b"?")
                 sent = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
                 _, ancillary, _, _ = sock.recvmsg(1, socket.CMSG_SPACE(TIMESPEC.size))
-                t = _arrivals.of(ancillary, None)
+                t = _arrivals.of(ancillary, True)
                 if t and t <= sent:
                     return sock
     print(f"itchbench-collector: the kernel gave no receive stamps within {STAMPS_ON_WITHIN_S:g} s: lines are "
@@ -362,11 +362,10 @@ def read_datagram(sock: socket.socket) -> tuple[bytes, int, int | None]:
     """A datagram, its arrival, and how much earlier than that its lines came: 0, or None when the kernel gave no
     stamp (then the read's time stands for it)."""
     # Whether anything waited matters only after a set of the clock (Arrivals): asked then alone.
-    began = (time.clock_gettime_ns(time.CLOCK_MONOTONIC) if _arrivals.after_set and queued_bytes(sock) == 0
-             else None)
+    waited = _arrivals.after_set and queued_bytes(sock) > 0
     data, ancillary, _, _ = sock.recvmsg(DATAGRAM_MOST, socket.CMSG_SPACE(TIMESPEC.size))
     returned = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-    t = _arrivals.of(ancillary, began) if _stamps_trusted[0] else None
+    t = _arrivals.of(ancillary, waited) if _stamps_trusted[0] else None
     return (data, t or left_out_stamp(returned), 0) if t is not None else (data, returned, None)
 
 
@@ -396,7 +395,7 @@ def _read_stream(source: socket.socket, output: _Output, listening: int) -> None
         except TimeoutError:
             continue
         returned = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-        t = _arrivals.of(ancillary, None if waited else began) if _stamps_trusted[0] else None
+        t = _arrivals.of(ancillary, waited) if _stamps_trusted[0] else None
         if t and t > returned:  # no arrival can come after the read that took it
             t = None
         if not data:  # the stream's end
