@@ -506,3 +506,36 @@ def test_an_identity_a_run_did_not_record_is_said_unknown_not_different(tmp_path
         "udp: build_type not recorded by head's run (the other: 'Release'), so not known to be the same"]
     assert session.identity_differences(side("b2", {**release, "cxx_flags": "-O2"}), side("h2", release)) == [
         "udp: cxx_flags differs ('-O2' vs '-O3')"]
+
+
+def test_runs_of_one_session_kept_in_two_folders_are_compared_and_a_changed_key_is_named(tmp_path, capsys):
+    """Two run directories of the same capture, one read from a copy in another folder (another clone, another CI
+    workspace): compare said NOT COMPARABLE, `scenario_hash differs ('sha256:…' vs 'sha256:…')`, naming neither the
+    folder nor anything else. The capture's content is what must be equal; a key that changes the run is named."""
+    fixture = paths.repo_root() / "fixtures" / "seed-workload.pcap"
+    copy = tmp_path / "elsewhere" / fixture.name
+    copy.parent.mkdir()
+    copy.write_bytes(fixture.read_bytes())
+    runs = {}
+    for name, capture, levels in (("here", fixture, "5"), ("copy", copy, "5"), ("deeper", copy, "10")):
+        assert itchbench_main(["sim", str(capture), "--levels", levels, "--out", str(tmp_path / name)]) == 0
+        runs[name] = str(tmp_path / name)
+    capsys.readouterr()
+    assert itchbench_main(["compare", runs["here"], runs["copy"], "--bbo-only", "--out", str(tmp_path / "c1")]) == 0
+    result = json.loads((tmp_path / "c1" / "compare.json").read_text())
+    assert not result["headline"].startswith("NOT COMPARABLE"), result["headline"]
+    assert result["outputs"]["sim"]["depth"]["equal"] and result["outputs"]["sim"]["bbo"]["equal"], result["outputs"]
+    assert itchbench_main(["compare", runs["here"], runs["deeper"], "--bbo-only", "--out", str(tmp_path / "c2")]) == 2
+    result = json.loads((tmp_path / "c2" / "compare.json").read_text())
+    assert result["headline"] == "NOT COMPARABLE: sim: the scenario differs (levels 5 vs 10)"
+
+
+def test_what_says_where_a_workload_lies_is_no_difference_of_it():
+    from itchbench import rundir
+    a = {"name": "udp", "capture": "/a/s.pcap", "gateway_file": "/a/itchbench.toml", "description": "one",
+         "repetitions": 3, "levels": 0, "targets": {"p99_us": 5}, "replay": {"pps": 1000, "sender": "udp-replay"}}
+    b = {**a, "capture": "/b/s.pcap", "gateway_file": "/b/itchbench.toml", "description": "two", "repetitions": 9,
+         "targets": {"p99_us": 7}}
+    assert rundir.workload_differences(a, b) == []
+    c = {**b, "levels": 5, "replay": {"pps": 2000, "sender": "udp-replay"}}
+    assert rundir.workload_differences(a, c) == [("levels", None, 5), ("replay.pps", 1000, 2000)]

@@ -39,9 +39,39 @@ IDENTITY_ONLY_WHEN_SET = {"levels": 0, "lines.wait_us": 0}
 
 
 def scenario_hash(resolved: dict[str, Any]) -> str:
-    shaping = {k: _unset_left_out(k, v) for k, v in resolved.items()
-               if k not in NOT_IDENTITY and not (k in IDENTITY_ONLY_WHEN_SET and v == IDENTITY_ONLY_WHEN_SET[k])}
-    return "sha256:" + hashlib.sha256(canonical_json(shaping).encode()).hexdigest()
+    return "sha256:" + hashlib.sha256(canonical_json(_shaping(resolved)).encode()).hexdigest()
+
+
+# Keys of a resolved scenario that say where its parts are, or describe it, rather than how a run goes: two runs
+# that differ only there ran one workload, and are compared (the capture's content is the manifest's
+# capture_sha256, so the same session copied to another folder or clone is the same; the gateway's contract is
+# what a comparison is of; repetitions is how many runs, not how each goes). Their scenario hashes still differ.
+NOT_WORKLOAD = ("capture", "gateway_file", "description", "repetitions")
+
+
+def workload_differences(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """The keys (`table.key`) of two runs' resolved scenarios that shape a run, those scenario_hash covers less
+    NOT_WORKLOAD, whose values differ: (key, a's value, b's); a key one of them lacks (made by another itchbench)
+    has None there."""
+    flat_a, flat_b = (_flat({k: v for k, v in _shaping(s).items() if k not in NOT_WORKLOAD}) for s in (a, b))
+    return [(k, flat_a.get(k), flat_b.get(k)) for k in sorted(flat_a.keys() | flat_b.keys())
+            if flat_a.get(k) != flat_b.get(k)]
+
+
+def _shaping(resolved: dict[str, Any]) -> dict[str, Any]:
+    """What of a resolved scenario is a run's identity (NOT_IDENTITY and IDENTITY_ONLY_WHEN_SET)."""
+    return {k: _unset_left_out(k, v) for k, v in resolved.items()
+            if k not in NOT_IDENTITY and not (k in IDENTITY_ONLY_WHEN_SET and v == IDENTITY_ONLY_WHEN_SET[k])}
+
+
+def _flat(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in table.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def _unset_left_out(table: str, value: Any) -> Any:

@@ -206,7 +206,11 @@ def identity_differences(base: Side, head: Side) -> list[str]:
     for label in sorted(set(base.runs) & set(head.runs)):
         ma = rundir.read_json(base.runs[label][0] / "manifest.json")
         mb = rundir.read_json(head.runs[label][0] / "manifest.json")
+        scenarios = ma.get("scenario"), mb.get("scenario")
         for name, keys in IDENTITY.items():
+            if name == "scenario_hash" and all(isinstance(s, dict) for s in scenarios):
+                diffs += _workload_differences(label, *scenarios)
+                continue
             va, vb = ma, mb
             for k in keys:
                 va = va.get(k) if isinstance(va, dict) else None
@@ -218,6 +222,21 @@ def identity_differences(base: Side, head: Side) -> list[str]:
             elif va != vb:
                 diffs.append(f"{label}: {name} differs ({va!r} vs {vb!r})")
     return diffs
+
+
+# Of a workload's keys that differ, this many are named.
+KEYS_NAMED = 5
+
+
+def _workload_differences(label: str, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """The workload's keys that differ between two runs' scenarios, named with both values (the first KEYS_NAMED),
+    as one difference; none when they ran the same workload wherever its capture lay (rundir.workload_differences)."""
+    differ = rundir.workload_differences(a, b)
+    if not differ:
+        return []
+    named = "; ".join(f"{key} {va!r} vs {vb!r}" for key, va, vb in differ[:KEYS_NAMED])
+    more = f"; and {len(differ) - KEYS_NAMED} more" if len(differ) > KEYS_NAMED else ""
+    return [f"{label}: the scenario differs ({named}{more})"]
 
 
 def host_differences(base: Side, head: Side) -> list[str]:
