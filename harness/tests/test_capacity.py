@@ -160,7 +160,7 @@ def test_scenarios_expand_sweeps_and_refuse_what_cannot_be_judged(tmp_path):
                                              '[[configurations]]\nlabel = "plain"\nsweep = { key = "" }\n'))
     assert [(c.label, c.step) for c in mixed] == [("swept-symbols=3", 0), ("plain", None)]
     with pytest.raises(scenario.ScenarioError, match="mixes are key"):
-        scenario.load(_scenario(tmp_path, 'transport = "sim"\n[sweep]\nkey = "subscribers"\nsteps = ["A=1"]\n'))
+        scenario.load(_scenario(tmp_path, 'transport = "udp"\n[sweep]\nkey = "subscribers"\nsteps = ["A=1"]\n'))
     plain = scenario.load(_scenario(tmp_path, 'transport = "sim"\n'))[0]
     judged = scenario.load(_scenario(tmp_path, 'transport = "sim"\n[targets]\np99_us = 5\n'))[0]
     assert plain.hash() == judged.hash()  # a target judges the workload; it is not another one

@@ -74,6 +74,28 @@ def test_defaults_and_resolution(tmp_path):
     (BASE + "feed = '233.54.12.111:0'\n", "must be ADDR:PORT"),
     (BASE + "[gateway]\nstamps = 'book,bogus'\n", "gateway.stamps: 'book,bogus' must be all, or a comma-separated"),
     (BASE + "[gateway]\nstamps = ''\n", "gateway.stamps"),
+    # A key that paces nothing without its companion was taken and ignored: the run went at the capture's timing.
+    (BASE + "[replay]\npps = 500\n", 's.toml: replay.pps takes effect only with replay.rate = "pps" (here '
+     '"capture"): set that, or leave replay.pps out'),
+    (BASE + "[replay]\nrate = 'pps'\nmultiplier = 4.0\n", 'replay.multiplier takes effect only with replay.rate = '
+     '"multiplier" (here "pps")'),
+    (BASE + "[replay]\nbatch = 8\n", 'replay.batch takes effect only with replay.sender = "udp-replay" (here '
+     '"tcpreplay")'),
+    (BASE.replace("udp", "serial") + "[serial]\nmultiplier = 2.0\n", 'serial.multiplier takes effect only with '
+     'serial.timing = "capture" (here "baud")'),
+    (BASE + "[[configurations]]\nlabel = 'fast'\nreplay = { multiplier = 2.0 }\n",
+     's.toml [fast]: replay.multiplier takes effect only with replay.rate = "multiplier"'),
+    (BASE + "[matrix]\n'replay.pps' = [1000, 2000]\n", 's.toml [replay.pps=1000]: replay.pps takes effect only'),
+    # A sweep of the offered rate at the capture's timing: the same run at each "rate", drawn as a curve.
+    (BASE + "[replay]\nsender = 'udp-replay'\n[sweep]\nkey = 'replay.pps'\nsteps = [1000, 2000]\n",
+     'replay.pps takes effect only with replay.rate = "pps" (here "capture")'),
+    (BASE.replace("udp", "sim") + "[sweep]\nkey = 'subscribers'\nsteps = [1, 10]\n",
+     "sweep.key = 'subscribers' shapes live runs, and transport = 'sim' takes none of it: each step would be the "
+     "same run"),
+    (BASE.replace("udp", "serial") + "[replay]\nrate = 'pps'\n[sweep]\nkey = 'replay.pps'\nsteps = [1, 10]\n",
+     "sweep.key = 'replay.pps' shapes udp runs, and transport = 'serial' takes none of it"),
+    (BASE + "[sweep]\nkey = 'mqtt.subscribers'\nsteps = [1, 4]\n", "sweep.key = 'mqtt.subscribers' steps the mqtt "
+     "broker's subscribers, and publish = ['tcp'] has no mqtt: each step would be the same run"),
 ])
 def test_mistakes_are_reported(tmp_path, text, message):
     with pytest.raises(scenario.ScenarioError) as e:
@@ -84,6 +106,18 @@ def test_mistakes_are_reported(tmp_path, text, message):
 def test_missing_scenario_file(tmp_path):
     with pytest.raises(scenario.ScenarioError, match="scenario not found"):
         scenario.load(tmp_path / "absent.toml")
+
+
+def test_a_key_given_at_the_top_need_only_be_taken_by_some_configuration(tmp_path):
+    # The rate for all but one configuration, which runs at the capture's timing: the others take replay.pps.
+    text = BASE + "[replay]\nrate = 'pps'\npps = 500\n[[configurations]]\nlabel = 'paced'\n" \
+                  "[[configurations]]\nlabel = 'as-captured'\nreplay = { rate = 'capture' }\n"
+    configs = scenario.load(write(tmp_path, text))
+    assert [(c.label, c.values["replay"]["rate"], c.values["replay"]["pps"]) for c in configs] == \
+        [("paced", "pps", 500), ("as-captured", "capture", 500)]
+    with pytest.raises(scenario.ScenarioError, match=r's.toml: replay.pps takes effect only with replay.rate = "pps", '
+                       r"which no configuration sets: set it, or leave replay.pps out"):
+        scenario.load(write(tmp_path, text.replace("rate = 'pps'\n", "")))
 
 
 def test_matrix_expands_to_every_combination(tmp_path):

@@ -537,13 +537,26 @@ def load(path: Path | str) -> list[Configuration]:
 
     configs = []
     keys = list(matrix)
+    # Keys that act only beside another's value (_IN_EFFECT_WITH): one given at the top must be taken by some
+    # configuration (the others may set the value that leaves it out); one a configuration, the matrix or the sweep
+    # gives, by every run it makes.
+    at_top, taken = _given(raw) & _IN_EFFECT_WITH.keys(), set()
     for entry_label, overrides in entries:
-        base = _resolve(_merged(raw, overrides), f"{path}" + (f" [configuration {entry_label}]" if entry_label else ""))
+        merged = _merged(raw, overrides)
+        base = _resolve(merged, f"{path}" + (f" [configuration {entry_label}]" if entry_label else ""))
+        own = _given(overrides) | set(keys) | ({base["sweep"]["key"]} if base["sweep"]["key"] else set())
         for combo in itertools.product(*(matrix[k] for k in keys)) if keys else [()]:
             values = copy.deepcopy(base)
             for key, value in zip(keys, combo):
                 _set_path(values, key, value)
-            values = _resolve(values, f"{path} [{', '.join([entry_label] + [f'{k}={v}' for k, v in zip(keys, combo)])}]")
+            named = [part for part in [entry_label] + [f"{k}={v}" for k, v in zip(keys, combo)] if part]
+            where = f"{path}" + (f" [{', '.join(named)}]" if named else "")
+            values = _resolve(values, where)
+            for key in sorted(own & _IN_EFFECT_WITH.keys()):
+                if why := _ignored(values, key):
+                    raise ScenarioError(f"{where}: {why}")
+            _sweep_in_effect(values, where)
+            taken |= {key for key in at_top if not _ignored(values, key)}
             capture = (path.parent / values["capture"]).resolve()
             if not capture.is_file():
                 raise ScenarioError(f"{path}: capture not found: {capture}")
@@ -555,7 +568,50 @@ def load(path: Path | str) -> list[Configuration]:
             label = (entry_label or values["name"]) + "".join(f"-{k.split('.')[-1]}={_label_value(k, v)}"
                                                               for k, v in zip(keys, combo))
             configs.extend(_sweep_steps(Configuration(values["name"], label, values, path.resolve()), str(path)))
+    for key in sorted(at_top - taken):
+        if len(entries) == 1:
+            raise ScenarioError(f"{path}: {_ignored(configs[0].values, key)}")
+        needs, value = _IN_EFFECT_WITH[key]
+        raise ScenarioError(f'{path}: {key} takes effect only with {needs} = "{value}", which no configuration '
+                            f"sets: set it, or leave {key} out")
     return configs
+
+
+# Keys that shape a run only beside another key's value. Given (in the file, a matrix or a sweep) without it, the
+# runs would go as though they were not there, under labels, and in a sweep's curve, that say they were: a sweep of
+# replay.pps at the capture's timing made the same run at each "offered rate".
+_IN_EFFECT_WITH = {"replay.pps": ("replay.rate", "pps"), "replay.multiplier": ("replay.rate", "multiplier"),
+                   "replay.batch": ("replay.sender", "udp-replay"),
+                   "serial.multiplier": ("serial.timing", "capture")}
+
+
+def _given(table: dict[str, Any]) -> set[str]:
+    """The `table.key` names a scenario (or a configuration's changes) gives in its tables."""
+    return {f"{name}.{key}" for name, value in table.items() if isinstance(value, dict) for key in value}
+
+
+def _ignored(values: dict[str, Any], key: str) -> str:
+    """Why a key of _IN_EFFECT_WITH changes nothing in a run of these values; "" when it takes effect."""
+    needs, value = _IN_EFFECT_WITH[key]
+    table, name = needs.split(".")
+    if values[table][name] == value:
+        return ""
+    return (f'{key} takes effect only with {needs} = "{value}" (here "{values[table][name]}"): set that, or leave '
+            f"{key} out")
+
+
+def _sweep_in_effect(values: dict[str, Any], origin: str) -> None:
+    """Refuses a sweep of a key its transport, or its publish list, does not take (the simulation serves no
+    subscriber; only udp has a sender's pacing): each step would be the same run."""
+    swept, transport = values["sweep"]["key"], values["transport"]
+    live = swept not in capacity_sweep.GENERATED
+    if swept and ((live and transport == "sim") or (swept.startswith("replay.") and transport != "udp")):
+        raise ScenarioError(f"{origin}: sweep.key = {swept!r} shapes {'udp' if swept.startswith('replay.') else 'live'}"
+                            f" runs, and transport = {transport!r} takes none of it: each step would be the same run")
+    broker = swept.split(".")[0]
+    if broker in ("mqtt", "kafka") and broker not in values["publish"]:
+        raise ScenarioError(f"{origin}: sweep.key = {swept!r} steps the {broker} broker's subscribers, and publish = "
+                            f"{values['publish']} has no {broker}: each step would be the same run")
 
 
 def _name_problem(text: str) -> str:
