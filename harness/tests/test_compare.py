@@ -528,6 +528,13 @@ def test_runs_of_one_session_kept_in_two_folders_are_compared_and_a_changed_key_
     assert itchbench_main(["compare", runs["here"], runs["deeper"], "--bbo-only", "--out", str(tmp_path / "c2")]) == 2
     result = json.loads((tmp_path / "c2" / "compare.json").read_text())
     assert result["headline"] == "NOT COMPARABLE: sim: the scenario differs (levels 5 vs 10)"
+    # Sharding splits the runs still to make: run directories have none. It said "needs two revisions that build: "
+    # and nothing after, and left an empty --out.
+    capsys.readouterr()
+    assert itchbench_main(["compare", runs["here"], runs["copy"], "--shard", "0/2", "--out", str(tmp_path / "c3")]) == 2
+    assert f"{runs['here']} and {runs['copy']} are run directories, whose runs are made: compare them without " \
+           "--shard" in capsys.readouterr().err
+    assert not (tmp_path / "c3").exists()
 
 
 def test_what_says_where_a_workload_lies_is_no_difference_of_it():

@@ -193,6 +193,12 @@ def run(args: argparse.Namespace) -> int:
     except shards.ShardError as e:
         print(f"itchbench: {e}", file=sys.stderr)
         return 2
+    folders = [spec for spec in (args.base, args.head) if _is_run_folder(spec)]
+    if shard and folders and not args.merge:  # refused before an --out is made: nothing was to be run
+        print(f"itchbench: a sharded compare runs two revisions a part at a time, and {' and '.join(folders)} "
+              f"{'is a run directory' if len(folders) == 1 else 'are run directories'}, whose runs are made: "
+              "compare them without --shard", file=sys.stderr)
+        return 2
     if not args.merge and not (_is_run_folder(args.base) and _is_run_folder(args.head)):
         from ..gateways import revisions
         try:  # refused before a report is written: there is nothing to compare
