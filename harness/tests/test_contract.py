@@ -93,6 +93,13 @@ def _contract(tmp_path: Path, text: str) -> Path:
     (GOOD + "[bbo]\nlevels = 5.0\n", r"itchbench.toml:5: bbo.levels: expected an integer or a string, got a float \(5.0\)"),
     (GOOD + "[stop]\nexits_at_end = \"yes\"\n",
      r"itchbench.toml:5: stop.exits_at_end: expected a boolean \(true or false\), got a string \('yes'\)"),
+    # Taken and ignored: the run waited for the BBO connection, or read the collector, whatever these said.
+    (GOOD + "[ready]\npattern = \"READY\"\n", r'itchbench.toml:5: ready.pattern: takes effect only with ready.when = '
+     r'"output" \(here "tcp_connected"\): set that, or leave ready.pattern out'),
+    (GOOD + "[ready]\nwhen = \"udp_bound\"\ndelay_ms = 500\n", r'itchbench.toml:6: ready.delay_ms: takes effect '
+     r'only with ready.when = "delay" \(here "udp_bound"\)'),
+    (GOOD + "[bbo]\nfile = \"{out}/bbo.csv\"\n", r'itchbench.toml:5: bbo.file: takes effect only with bbo.via = '
+     r'"file" \(here "tcp"\)'),
 ])
 def test_a_wrong_contract_is_refused_naming_the_key_and_line(tmp_path, text, error):
     with pytest.raises(contract.ContractError, match=error):

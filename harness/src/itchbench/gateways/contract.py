@@ -230,6 +230,15 @@ def load(path: Path | str) -> Contract:
                                  ("stop.term_grace_s", stop["term_grace_s"], "0 or more")):
         if not math.isfinite(value) or value < 0 or (least == "above 0" and value == 0):
             raise ContractError(f"{where(dotted)}: {value!r}; a time {least}, and finite")
+    # A key that acts only beside another's value, given without it, would be ignored: the gateway then waited for
+    # and read as though its file did not say it.
+    for dotted, needs, value in (("ready.pattern", "ready.when", "output"), ("ready.delay_ms", "ready.when", "delay"),
+                                 ("bbo.file", "bbo.via", "file")):
+        table, key = dotted.split(".")
+        have = values[table][needs.split(".")[1]]
+        if key in raw.get(table, {}) and have != value:
+            raise ContractError(f'{where(dotted)}: takes effect only with {needs} = "{value}" (here "{have}"): set '
+                                f"that, or leave {dotted} out")
     if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 256 for x in stop["ok_exits"]):
         raise ContractError(f"{where('stop.ok_exits')}: must list exit statuses (integers 0-255)")
     for key in ("port_pattern", "depth_port_pattern"):
