@@ -69,6 +69,7 @@ def test_defaults_and_resolution(tmp_path):
     (BASE + "configurations = 3\n", "must be a non-empty list of tables"),
     (BASE + "[microbench]\nbinaries = ['fast_bench']\n", "unknown benchmark binaries ['fast_bench']"),
     (BASE.replace("udp", "sim") + "[gateway]\nsched_fifo = 80\n", "apply to live transports"),
+    (BASE.replace("udp", "sim") + "[gateway]\nbusy_poll = true\n", "mlockall and busy_poll apply to live transports"),
     (BASE + "feed = '233.54.12.111'\n", "feed: '233.54.12.111' must be ADDR:PORT"),
     (BASE + "feed = '233.54.12.300:26477'\n", "must be ADDR:PORT"),
     (BASE + "feed = '233.54.12.111:0'\n", "must be ADDR:PORT"),

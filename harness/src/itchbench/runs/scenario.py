@@ -402,9 +402,9 @@ def _resolve(raw: dict[str, Any], origin: str) -> dict[str, Any]:
         else:
             out[key] = copy.deepcopy(spec[1])
     g = out["gateway"]
-    if out["transport"] == "sim" and (g["publisher_cpu"] >= 0 or g["sched_fifo"] or g["mlockall"]):
-        raise ScenarioError(f"{origin}: gateway.publisher_cpu, sched_fifo and mlockall apply to live transports; "
-                            "simulation has no publisher thread and no receive wait (gateway.cpu pins it)")
+    if out["transport"] == "sim" and (g["publisher_cpu"] >= 0 or g["sched_fifo"] or g["mlockall"] or g["busy_poll"]):
+        raise ScenarioError(f"{origin}: gateway.publisher_cpu, sched_fifo, mlockall and busy_poll apply to live "
+                            "transports; simulation has no publisher thread and no receive wait (gateway.cpu pins it)")
     if g["source"] == "af_xdp" and out["transport"] != "udp":
         raise ScenarioError(f"{origin}: gateway.source = \"af_xdp\" receives the udp transport's packets; "
                             f"transport is {out['transport']}")
