@@ -1111,6 +1111,21 @@ def test_a_long_build_is_said_as_it_goes_with_its_last_line(tmp_path, monkeypatc
                         for line in said), said
 
 
+def test_a_build_gets_the_contracts_env_as_its_gateway_does(tmp_path):
+    """The contract's env reached the gateway and not its build, which the contract page says it gets too: a
+    `CXXFLAGS` or `RUSTFLAGS` set there built nothing differently. A PATH of its own keeps ccache's links first."""
+    (tmp_path / "tools").mkdir()
+    gw = _contract(tmp_path, GOOD + 'build = ["echo flags=$CXXFLAGS commit=$ITCHBENCH_COMMIT path=$PATH > built.txt"]\n'
+                             f'env = {{ CXXFLAGS = "-O1 -g", PATH = "{tmp_path / "tools"}:/usr/bin:/bin" }}\n')
+    adapter.build(contract.load(gw), tmp_path, commit="abc123", build_dir=tmp_path / "b", log=tmp_path / "build.log")
+    said = (tmp_path / "built.txt").read_text().split()
+    assert said[:2] == ["flags=-O1", "-g"] and said[2] == "commit=abc123", said
+    path = said[3].removeprefix("path=").split(":")
+    from itchbench.gateways import compiler_cache
+    links = [str(compiler_cache.LINKS)] if compiler_cache.command_environment(tmp_path) else []
+    assert path == [*links, str(tmp_path / "tools"), "/usr/bin", "/bin"], path
+
+
 @needs_root
 @pytest.mark.parametrize("via", ["mqtt", "kafka"])
 @pytest.mark.parametrize("held_back", [False, True], ids=["collector keeping up", "collector held back"])

@@ -49,7 +49,9 @@ def build(c: Contract, worktree: Path, *, commit: str, build_dir: Path, log: Pat
     long one is said every BUILD_NOTE_S, with its time so far and the last line it wrote."""
     build_dir.mkdir(parents=True, exist_ok=True)
     values = {"commit": commit, "worktree": worktree, "build_dir": build_dir}
-    cached = compiler_cache.command_environment(Path(worktree))
+    # As the gateway's: the user's environment, the contract's env on top, then the placeholders' values.
+    env = {**users_environment(), **c.env, **_env(values)}
+    cached = compiler_cache.command_environment(Path(worktree), env.get("PATH"))
     with open(log, "ab") as out:
         if cached:
             out.write(f"# compilers called by name go through ccache ({cached['CCACHE_DIR']})\n".encode())
@@ -59,7 +61,7 @@ def build(c: Contract, worktree: Path, *, commit: str, build_dir: Path, log: Pat
             out.flush()
             # stdin /dev/null, as the gateway's (procs.popen): a build that reads it gets the same end everywhere.
             proc = subprocess.Popen(["bash", "-c", cmd], cwd=worktree, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, env={**users_environment(), **_env(values), **cached})
+                                    stderr=subprocess.STDOUT, env={**env, **cached})
             started = time.monotonic()
             try:
                 while True:

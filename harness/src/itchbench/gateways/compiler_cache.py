@@ -33,10 +33,10 @@ def cmake_options() -> list[str]:
     return ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if installed() else []
 
 
-def command_environment(basedir: Path) -> dict[str, str]:
-    """environment(basedir), and PATH with ccache's compiler links first: for build commands that are not ours
-    (a brought gateway's make, cargo or go build). Only a compile is cached: a command that compiles and links in
-    one goes to the compiler as it is."""
+def command_environment(basedir: Path, path: str | None = None) -> dict[str, str]:
+    """environment(basedir), and PATH (path, else this process's) with ccache's compiler links first: for build
+    commands that are not ours (a brought gateway's make, cargo or go build). Only a compile is cached: a command
+    that compiles and links in one goes to the compiler as it is."""
     if not installed() or not LINKS.is_dir():
         return {}
-    return {**environment(basedir), "PATH": f"{LINKS}{os.pathsep}{os.environ.get('PATH', os.defpath)}"}
+    return {**environment(basedir), "PATH": f"{LINKS}{os.pathsep}{path or os.environ.get('PATH', os.defpath)}"}
