@@ -88,6 +88,8 @@ def _contract(tmp_path: Path, text: str) -> Path:
     (GOOD.replace('name = "g"', 'name = "  "'), r"itchbench.toml:1: name: empty"),
     (GOOD + "env = { A = true }\n", r"itchbench.toml:4: env: env.A: expected a string \(or a number\), got a boolean"),
     (GOOD + "env = { A = { B = 'x' } }\n", r"env.A: expected a string \(or a number\), got a table"),
+    (GOOD + "env = { ITCHBENCH_FEED_PORT = 9000 }\n", r"itchbench.toml:4: env: env.ITCHBENCH_FEED_PORT: itchbench "
+     r"sets it for each run to \{feed_port\}'s value, over the contract's env: leave it out"),
     (GOOD.replace('inputs = ["udp"]', 'inputs = ["udp", "udp"]'), r"itchbench.toml:2: inputs: 'udp' listed 2 times"),
     (GOOD + "[ready]\nwhen = \"output\"\n", r"itchbench.toml:5: ready.when: ready.when = \"output\" needs ready.pattern"),
     (GOOD + "[bbo]\nlevels = 5.0\n", r"itchbench.toml:5: bbo.levels: expected an integer or a string, got a float \(5.0\)"),

@@ -194,6 +194,11 @@ def load(path: Path | str) -> Contract:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise ContractError(f"{where('env')}: env.{key}: expected a string (or a number), got "
                                 f"{toml_types.got(value)}")
+        # itchbench sets these for each run (or build) after the contract's env: one set here would be ignored.
+        name = key.removeprefix("ITCHBENCH_").lower()
+        if key.startswith("ITCHBENCH_") and name in (*RUN_PLACEHOLDERS, *BUILD_PLACEHOLDERS):
+            raise ContractError(f"{where('env')}: env.{key}: itchbench sets it for each run to {{{name}}}'s value, "
+                                "over the contract's env: leave it out")
     one_of("bbo.format", bbo["format"], BBO_FORMATS)
     one_of("bbo.via", bbo["via"], BBO_VIA)
     one_of("bbo.check", bbo["check"], CHECKS)
