@@ -361,3 +361,30 @@ def test_a_document_of_black_box_runs_that_measured_nothing_names_their_own_meas
     assert aggregate.headline_stage([Configuration("a", black)]) == "wire_to_wire"
     assert aggregate.headline_stage([Configuration("a", built_in)]) == aggregate.STAGE
     assert aggregate.headline_stage([Configuration("a", black + built_in)]) == aggregate.STAGE
+
+
+def test_runs_of_one_label_and_two_workloads_are_two_configurations(tmp_path, capsys):
+    """`itchbench sim` labels every run sim: a document of runs on two captures, or with and without depth, pooled
+    them as repetitions of one configuration, its figures a mix of workloads and its workload row the first run's.
+    The same capture copied under another name is the same workload."""
+    seed = SEED
+    day = next(fx for fx in fixtures.load_manifest() if fx.name == "nasdaq-day-sample").path
+    renamed, misnamed = tmp_path / "renamed.pcap", tmp_path / "elsewhere" / seed.name  # another session, seed's name
+    misnamed.parent.mkdir()
+    shutil.copyfile(seed, renamed)
+    shutil.copyfile(day, misnamed)
+    made = [("a", seed, "0"), ("b", renamed, "0"), ("c", seed, "5"), ("d", day, "0"), ("e", misnamed, "5")]
+    for name, capture, levels in made:
+        assert itchbench_main(["sim", str(capture), "--levels", levels, "--out", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    assert itchbench_main(["doc", *(str(tmp_path / name) for name, _, _ in made), "--out", str(tmp_path / "doc")]) == 0
+    md = (tmp_path / "doc" / "report.md").read_text()
+    rows: dict[str, str] = {}  # the first table's: configuration, runs
+    for line in md.splitlines():
+        if line.startswith("| sim ("):
+            rows.setdefault(line.split(" | ")[0].removeprefix("| "), line.split(" | ")[1])
+    summary = {label: runs for label, runs in rows.items() if runs.isdigit()}
+    seeds, days = (f"seed-workload.pcap (sha256 {fixtures.sha256_of(path)[:12]})" for path in (seed, day))
+    assert summary == {f"sim (capture {seeds}, levels 0) (baseline)": "2", f"sim (capture {seeds}, levels 5)": "1",
+                       "sim (capture nasdaq-day-sample.pcap, levels 0)": "1", f"sim (capture {days}, levels 5)": "1"}, \
+        rows

@@ -9,7 +9,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +49,44 @@ def scenario_hash(resolved: dict[str, Any]) -> str:
 NOT_WORKLOAD = ("capture", "gateway_file", "description", "repetitions")
 
 
+def workload(resolved: dict[str, Any]) -> dict[str, Any]:
+    """A run's resolved scenario as the workload it ran: the keys scenario_hash covers less NOT_WORKLOAD, flat
+    (`table.key`)."""
+    return _flat({k: v for k, v in _shaping(resolved).items() if k not in NOT_WORKLOAD})
+
+
+def run_workload(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What a run ran, as two runs are repetitions of one workload when equal: workload() of its scenario, and its
+    capture by its content (`capture`: its sha256), wherever the file lay and whatever its name."""
+    return {**workload(manifest.get("scenario") or {}), "capture": manifest.get("capture_sha256")}
+
+
+# Of the keys in which workloads differ, this many are named to tell them apart.
+KEYS_NAMED = 3
+
+
+def told_apart(workloads: dict[str, dict[str, Any]],
+               said: Callable[[str, str], str | None] = lambda _, __: None) -> dict[str, str]:
+    """For workloads by name (run_workload's), the words that tell each from the others: its values of the keys
+    that differ (the capture first, then by name; at most KEYS_NAMED), as `key value, key value`; a key a
+    workload lacks stands at its "as before" value (IDENTITY_ONLY_WHEN_SET). said(name, key) may word a key's
+    value itself (None: as it is; a capture as the start of its digest)."""
+    keys = sorted({k for w in workloads.values() for k in w}, key=lambda k: (k != "capture", k))
+    differ = [k for k in keys if len({canonical_json(w.get(k)) for w in workloads.values()}) > 1][:KEYS_NAMED]
+
+    def value(name: str, key: str) -> str:
+        given = said(name, key)
+        if given is not None:
+            return given
+        v = workloads[name].get(key, IDENTITY_ONLY_WHEN_SET.get(key))
+        return f"sha256 {str(v)[:12]}" if key == "capture" else str(v)
+    return {name: ", ".join(f"{k} {value(name, k)}" for k in differ) for name in workloads}
+
+
 def workload_differences(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """The keys (`table.key`) of two runs' resolved scenarios that shape a run, those scenario_hash covers less
-    NOT_WORKLOAD, whose values differ: (key, a's value, b's); a key one of them lacks (made by another itchbench)
-    has None there."""
-    flat_a, flat_b = (_flat({k: v for k, v in _shaping(s).items() if k not in NOT_WORKLOAD}) for s in (a, b))
+    """The keys of two runs' workloads (workload()) whose values differ: (key, a's value, b's); a key one of them
+    lacks (made by another itchbench) has None there."""
+    flat_a, flat_b = workload(a), workload(b)
     return [(k, flat_a.get(k), flat_b.get(k)) for k in sorted(flat_a.keys() | flat_b.keys())
             if flat_a.get(k) != flat_b.get(k)]
 

@@ -224,18 +224,16 @@ def identity_differences(base: Side, head: Side) -> list[str]:
     return diffs
 
 
-# Of a workload's keys that differ, this many are named.
-KEYS_NAMED = 5
-
-
 def _workload_differences(label: str, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """The workload's keys that differ between two runs' scenarios, named with both values (the first KEYS_NAMED),
-    as one difference; none when they ran the same workload wherever its capture lay (rundir.workload_differences)."""
+    """The workload's keys that differ between two runs' scenarios, named with both values (the first
+    rundir.KEYS_NAMED), as one difference; none when they ran the same workload wherever its capture lay
+    (rundir.workload_differences)."""
     differ = rundir.workload_differences(a, b)
     if not differ:
         return []
-    named = "; ".join(f"{key} {va!r} vs {vb!r}" for key, va, vb in differ[:KEYS_NAMED])
-    more = f"; and {len(differ) - KEYS_NAMED} more" if len(differ) > KEYS_NAMED else ""
+    shown = rundir.KEYS_NAMED
+    named = "; ".join(f"{key} {va!r} vs {vb!r}" for key, va, vb in differ[:shown])
+    more = f"; and {len(differ) - shown} more" if len(differ) > shown else ""
     return [f"{label}: the scenario differs ({named}{more})"]
 
 

@@ -82,7 +82,34 @@ def collect(paths: list[Path]) -> list[Configuration]:
     by_label: dict[str, list[RunRecord]] = {}
     for r in runs:
         by_label.setdefault(f"{gateway_of(r)} {r.label}" if several else r.label, []).append(r)
-    return [Configuration(label, rs) for label, rs in by_label.items()]
+    return [config for label, rs in by_label.items() for config in _by_workload(label, rs)]
+
+
+def _by_workload(label: str, runs: list[RunRecord]) -> list[Configuration]:
+    """The runs of one label as configurations of one workload each: runs of two captures, or with levels 5 and 10
+    (two `itchbench sim` runs are both labelled sim), are not repetitions of one configuration, and were pooled as
+    such. Where they differ, each label says its values of the keys that differ (rundir.told_apart)."""
+    kinds: dict[str, list[RunRecord]] = {}
+    shapes: dict[str, dict[str, Any]] = {}
+    for r in runs:
+        shape = rundir.run_workload(r.manifest)
+        key = rundir.canonical_json(shape)
+        kinds.setdefault(key, []).append(r)
+        shapes[key] = shape
+    if len(kinds) == 1:
+        return [Configuration(label, runs)]
+    # A capture by its file's name (its first run's), and its digest too where two of them share a name.
+    names = {key: Path(str((rs[0].manifest.get("scenario") or {}).get("capture", ""))).name
+             for key, rs in kinds.items()}
+
+    def capture(key: str, k: str) -> str | None:
+        if k != "capture":
+            return None
+        shared = any(names[other] == names[key] and shapes[other]["capture"] != shapes[key]["capture"]
+                     for other in kinds)
+        return names[key] + (f" (sha256 {str(shapes[key]['capture'])[:12]})" if shared else "")
+    words = rundir.told_apart(shapes, capture)
+    return [Configuration(f"{label} ({words[key]})", rs) for key, rs in kinds.items()]
 
 
 def gateway_of(r: RunRecord) -> str:
