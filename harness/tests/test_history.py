@@ -186,11 +186,12 @@ def test_a_brought_gateways_runs_carry_its_own_commits_time_and_depth(tmp_path):
 
 def _synthetic_store(root: Path, commits: list[list[float]], metric: str = "receive_to_book.p50",
                      ids: list[str] | None = None, sources: list[str] | None = None,
-                     testbench: list[str] | None = None, verdicts: dict[int, list[str]] | None = None) -> Path:
+                     testbench: list[str] | None = None, verdicts: dict[int, list[str]] | None = None,
+                     workloads: list[str | None] | None = None) -> Path:
     """A store of hand-made runs: commit i (at day i of 2026-01; named ids[i], or its number in hex) with the given
     values, one run each value, made by itchbench testbench[i] (else "x"), each lossless or as verdicts[i] says;
-    with sources, commit i's sources_id is sources[i] (files of the current schema), else files of schema version 2
-    (no commit_subject, no sources_id)."""
+    with sources, commit i's sources_id is sources[i] and its workload workloads[i] (files of the current schema),
+    else files of schema version 2 (no commit_subject, sources_id or workload)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     for i, values in enumerate(commits):
@@ -208,11 +209,12 @@ def _synthetic_store(root: Path, commits: list[list[float]], metric: str = "rece
         part.mkdir(parents=True, exist_ok=True)
         if sources:
             cols.update(schema_version=[store.SCHEMA_VERSION] * n, commit_subject=[""] * n,
-                        sources_id=[sources[i]] * n)
+                        sources_id=[sources[i]] * n, workload=[workloads[i] if workloads else None] * n)
             pq.write_table(pa.table(cols, schema=store.METRICS_SCHEMA), part / f"c{i}.parquet")
             continue
         # Files of schema version 2 (no commit_subject, no sources_id): a store written before them still reads.
-        version_2 = pa.schema([f for f in store.METRICS_SCHEMA if f.name not in ("commit_subject", "sources_id")])
+        version_2 = pa.schema([f for f in store.METRICS_SCHEMA
+                               if f.name not in ("commit_subject", "sources_id", "workload")])
         pq.write_table(pa.table(cols, schema=version_2), part / f"c{i}.parquet")
     return root
 
@@ -642,3 +644,29 @@ def test_a_gateway_20us_a_message_slower_is_alerted_and_drawn_where_a_hover_name
     assert len(steps) == 1 and steps[0].startswith("SLOWER ×")  # none from the third to the fourth: one build
     assert commits[2] in hover and "20 us a message slower" in hover and "msg/s" in hover
     assert axis == "throughput_msg_s (msg/s)"
+
+
+def test_a_configuration_that_ran_two_workloads_is_a_series_for_each(tmp_path, capsys):
+    """Every `itchbench sim` run is scenario sim, configuration sim: a nightly replay of each new day's capture, or
+    a scenario edited between commits, put two workloads in one series, and the gate judged the second's latency
+    as the build's step (REGRESSION of an unchanged build). Each workload is now a series of its own, named by the
+    keys that differ; runs stored before the workload was (schema 4) go with the one workload stored beside them."""
+    same = [100 + x for x in NOISE]
+    small, big = ({"levels": 5, "capture": "aa" * 32}, {"levels": 5, "capture": "bb" * 32})
+    ids = [rundir.canonical_json(w) for w in (small, big)]
+    sources = [f"src-{i}" for i in range(5)]  # a build a commit
+    mixed = _synthetic_store(tmp_path / "mixed", [same] * 4 + [[200 + x for x in NOISE]], sources=sources,
+                             workloads=[ids[0]] * 4 + [ids[1]])
+    assert itchbench_main(["history", str(mixed), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        f"NOT JUDGED team on cpu: s/c (capture sha256 {'bb' * 6}) receive_to_book.p50 at {'04' * 6}: no commit before "
+        "it", "0 alert(s); 1 series judged, 1 not judged (below the minimum sample)"], out
+    # Before the upgrade one workload was stored, after it the same: one series, its newest commit judged.
+    upgraded = _synthetic_store(tmp_path / "upgraded", [same] * 5, sources=sources, workloads=[None] * 3 + [ids[0]] * 2)
+    assert itchbench_main(["history", str(upgraded), "--check"]) == 0
+    assert capsys.readouterr().out.strip().endswith("0 alert(s); 1 series judged, 0 not judged (below the minimum "
+                                                    "sample)")
+    drawn = page.series(mixed)
+    assert sorted({s.configuration for s in drawn}) == [f"c (capture sha256 {'aa' * 6})",
+                                                        f"c (capture sha256 {'bb' * 6})"]

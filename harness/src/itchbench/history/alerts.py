@@ -270,11 +270,12 @@ def check(store_dir: Path, threshold: Threshold = Threshold(), metrics: tuple[st
     if metrics:
         where = "WHERE metric IN (" + ", ".join("'" + m.replace("'", "''") + "'" for m in metrics) + ")"
     df = store.query(store_dir, "SELECT gateway, cpu_model, scenario, configuration, metric, commit, commit_time, "
-                                "commit_depth, sources_id, itchbench_commit, value, verdict, run_dir "
+                                "commit_depth, sources_id, itchbench_commit, value, verdict, run_dir, workload "
                                 f"FROM runs {where}")
     if df.empty:
         return []
     df["gateway"] = df["gateway"].fillna(store.BUILT_IN)
+    store.told_apart_by_workload(df)
     # A run that did not pass measured something other than the workload (a gateway that crashed part-way, lost
     # messages, or made a wrong BBO): its timings are left out, and it is an alert of its own.
     passed = df["verdict"].fillna("").isin(PASSED)
@@ -296,9 +297,11 @@ def check(store_dir: Path, threshold: Threshold = Threshold(), metrics: tuple[st
                 rows = [{**r, "same_sources_through": commit} for r in rows]
                 rows += _machine_drift(timed, order, start, commit, series, t)
             out += rows
+    # Every run, whatever it measured.
     runs = store.query(store_dir, "SELECT DISTINCT gateway, cpu_model, scenario, configuration, commit, commit_time, "
-                                  "commit_depth, verdict, run_dir FROM runs")  # every run, whatever it measured
+                                  "commit_depth, verdict, run_dir, workload FROM runs")
     runs["gateway"] = runs["gateway"].fillna(store.BUILT_IN)
+    store.told_apart_by_workload(runs)
     return _runs_not_passing(runs, commits) + out
 
 

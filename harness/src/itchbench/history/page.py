@@ -67,11 +67,12 @@ def series(store_dir: Path, metrics: tuple[str, ...] = DEFAULT_METRICS) -> list[
     """Every (gateway, machine, scenario, configuration, metric) series in the store, commits in commit order."""
     names = ", ".join("'" + m.replace("'", "''") + "'" for m in metrics)
     df = store.query(store_dir, "SELECT gateway, cpu_model, scenario, configuration, metric, commit, "
-                                "commit_subject, commit_time, sources_id, value, verdict, run_dir FROM runs "
+                                "commit_subject, commit_time, sources_id, value, verdict, run_dir, workload FROM runs "
                                 f"WHERE metric IN ({names}) "
                                 "ORDER BY commit_time, commit_depth NULLS LAST, commit, run_dir")
     df[["gateway", "cpu_model", "commit_subject", "verdict"]] = \
         df[["gateway", "cpu_model", "commit_subject", "verdict"]].fillna("")
+    store.told_apart_by_workload(df)
     out = []
     for key, g in df.groupby(list(DIMENSIONS), sort=True):
         gateway, cpu, scen, conf, metric = map(str, key)

@@ -14,6 +14,7 @@ skipped, never fatal.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import warnings
@@ -27,8 +28,8 @@ import pyarrow.parquet as pq
 from .. import atomic, paths, rundir
 from ..depth_levels import ALL_LEVELS
 
-# 2: gateway and itchbench_commit; 3: commit_subject; 4: sources_id (older files read with them null)
-SCHEMA_VERSION = 4
+# 2: gateway and itchbench_commit; 3: commit_subject; 4: sources_id; 5: workload (older files read with them null)
+SCHEMA_VERSION = 5
 # One row per (run, metric): new metrics add rows, never columns.
 METRICS_SCHEMA = pa.schema([
     ("schema_version", pa.int32()), ("run_id", pa.string()), ("repetition", pa.int32()),
@@ -38,7 +39,7 @@ METRICS_SCHEMA = pa.schema([
     ("cpu_model", pa.string()), ("cpu_count", pa.int32()), ("kernel", pa.string()),
     ("metric", pa.string()), ("value", pa.float64()), ("run_dir", pa.string()),
     ("gateway", pa.string()), ("itchbench_commit", pa.string()), ("commit_subject", pa.string()),
-    ("sources_id", pa.string()),
+    ("sources_id", pa.string()), ("workload", pa.string()),
 ])
 BUILT_IN = "itchbench built-in"
 PARTITIONS = ("scenario", "configuration", "commit_date")
@@ -180,6 +181,7 @@ def append(store: Path, run_dir: Path, *, messages: bool = True, say: Callable[[
         "commit_subject": [str(under.get("commit_subject") or under.get("subject") or "") or _commit_subject(commit)]
         * n,
         "sources_id": [_sources_id(under, env.get("git") or {}, commit)] * n,
+        "workload": [rundir.canonical_json(rundir.run_workload(m))] * n,
     }
     name = path_safe(m["run_id"])
     written = _write(pa.table(columns, schema=METRICS_SCHEMA), key.path(store, "metrics"), name)
@@ -193,6 +195,24 @@ def append(store: Path, run_dir: Path, *, messages: bool = True, say: Callable[[
         with atomic.replaced_when_whole(directory / f"{name}.parquet") as partial:
             export.export(run_dir, partial, fmt="parquet", say=say)
     return written
+
+
+def told_apart_by_workload(rows: Any) -> None:
+    """In place, on rows of the store (gateway, cpu_model, scenario, configuration, workload): a configuration
+    whose runs ran more than one workload is one series a workload, its name followed by the keys that differ
+    (`c (levels 5)`, rundir.told_apart; `c (workload not recorded)` for runs stored before schema 5). Every
+    `itchbench sim` run is scenario sim, configuration sim: a day's capture against another's, or a scenario edited
+    between commits, was judged as the build's step. Runs stored before schema 5 beside runs of one workload are
+    taken as of it: a store keeps its series across the upgrade."""
+    base = ["gateway", "cpu_model", "scenario", "configuration"]
+    for _, g in rows.groupby(base, sort=False, dropna=False):
+        kinds = g["workload"].dropna().unique()
+        if len(kinds) < 2:
+            continue
+        words = rundir.told_apart({k: json.loads(k) for k in kinds})
+        name = str(g["configuration"].iloc[0])
+        rows.loc[g.index, "configuration"] = [f"{name} ({words[w]})" if isinstance(w, str) else
+                                              f"{name} (workload not recorded)" for w in g["workload"]]
 
 
 def readable_files(store: Path, table: str) -> list[Path]:
