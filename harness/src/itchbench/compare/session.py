@@ -24,8 +24,9 @@ from . import contract_revisions, instructions, outputs, verdicts
 GENERATED_SESSION = ["--profile", "nasdaq-day", "--seed", "1", "--messages", "300000"]
 STAGES = ("receive_to_book", "decode", "book", "publish")
 PERCENTILES = ("p50", "p90", "p99", "p999", "max")
-# What must be equal for runs to be compared at all.
-IDENTITY = {"scenario_hash": ("scenario_hash",), "capture_sha256": ("capture_sha256",),
+# What must be equal for runs to be compared at all, besides the workload their scenarios describe
+# (_scenario_differences).
+IDENTITY = {"capture_sha256": ("capture_sha256",),
             "cpu_model": ("environment", "cpu_model"), "kernel": ("environment", "kernel"),
             "build_type": ("environment", "build", "build_type"), "cxx_flags": ("environment", "build", "cxx_flags")}
 
@@ -206,28 +207,34 @@ def identity_differences(base: Side, head: Side) -> list[str]:
     for label in sorted(set(base.runs) & set(head.runs)):
         ma = rundir.read_json(base.runs[label][0] / "manifest.json")
         mb = rundir.read_json(head.runs[label][0] / "manifest.json")
-        scenarios = ma.get("scenario"), mb.get("scenario")
+        diffs += _scenario_differences(label, ma, mb)
         for name, keys in IDENTITY.items():
-            if name == "scenario_hash" and all(isinstance(s, dict) for s in scenarios):
-                diffs += _workload_differences(label, *scenarios)
-                continue
             va, vb = ma, mb
             for k in keys:
                 va = va.get(k) if isinstance(va, dict) else None
                 vb = vb.get(k) if isinstance(vb, dict) else None
-            if va != vb and None in (va, vb):  # unknown is not another value: the run could not say
-                side = "base" if va is None else "head"
-                diffs.append(f"{label}: {name} not recorded by {side}'s run (the other: {va if vb is None else vb!r}),"
-                             " so not known to be the same")
-            elif va != vb:
-                diffs.append(f"{label}: {name} differs ({va!r} vs {vb!r})")
+            diffs += _field_differences(label, name, va, vb)
     return diffs
 
 
-def _workload_differences(label: str, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+def _field_differences(label: str, name: str, va: Any, vb: Any) -> list[str]:
+    """An identity field's values on the two sides: [] when equal; one not recorded is said unknown, not other."""
+    if va == vb:
+        return []
+    if None in (va, vb):  # unknown is not another value: the run could not say
+        side = "base" if va is None else "head"
+        return [f"{label}: {name} not recorded by {side}'s run (the other: {va if vb is None else vb!r}), so not "
+                "known to be the same"]
+    return [f"{label}: {name} differs ({va!r} vs {vb!r})"]
+
+
+def _scenario_differences(label: str, ma: dict[str, Any], mb: dict[str, Any]) -> list[str]:
     """The workload's keys that differ between two runs' scenarios, named with both values (the first
     rundir.KEYS_NAMED), as one difference; none when they ran the same workload wherever its capture lay
-    (rundir.workload_differences)."""
+    (rundir.workload_differences). Of manifests that do not both hold their scenario: their scenario hashes."""
+    a, b = ma.get("scenario"), mb.get("scenario")
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return _field_differences(label, "scenario_hash", ma.get("scenario_hash"), mb.get("scenario_hash"))
     differ = rundir.workload_differences(a, b)
     if not differ:
         return []
