@@ -36,3 +36,9 @@ def expected(typ: type | tuple[type, ...]) -> str:
 def got(value: Any) -> str:
     """A value as TOML says what it is: "a float (5.0)"."""
     return f"{_NAMES.get(type(value), type(value).__name__)} ({value!r})"
+
+
+def only_beside(key: str, needs: str, value: str, have: Any) -> str:
+    """Why a key given in a file changes nothing: it takes effect only where another key (`needs`) has `value`,
+    and here it has `have`. Said after the key's own name."""
+    return f'takes effect only with {needs} = "{value}" (here "{have}"): set that, or leave {key} out'

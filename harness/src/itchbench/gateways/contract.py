@@ -240,10 +240,9 @@ def load(path: Path | str) -> Contract:
     for dotted, needs, value in (("ready.pattern", "ready.when", "output"), ("ready.delay_ms", "ready.when", "delay"),
                                  ("bbo.file", "bbo.via", "file")):
         table, key = dotted.split(".")
-        have = values[table][needs.split(".")[1]]
+        have = values[needs.split(".")[0]][needs.split(".")[1]]
         if key in raw.get(table, {}) and have != value:
-            raise ContractError(f'{where(dotted)}: takes effect only with {needs} = "{value}" (here "{have}"): set '
-                                f"that, or leave {dotted} out")
+            raise ContractError(f"{where(dotted)}: {toml_types.only_beside(dotted, needs, value, have)}")
     if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 256 for x in stop["ok_exits"]):
         raise ContractError(f"{where('stop.ok_exits')}: must list exit statuses (integers 0-255)")
     for key in ("port_pattern", "depth_port_pattern"):

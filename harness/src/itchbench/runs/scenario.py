@@ -596,8 +596,7 @@ def _ignored(values: dict[str, Any], key: str) -> str:
     table, name = needs.split(".")
     if values[table][name] == value:
         return ""
-    return (f'{key} takes effect only with {needs} = "{value}" (here "{values[table][name]}"): set that, or leave '
-            f"{key} out")
+    return f"{key} {toml_types.only_beside(key, needs, value, values[table][name])}"
 
 
 def _sweep_in_effect(values: dict[str, Any], origin: str) -> None:
