@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
+from itchbench import rundir
 from itchbench.captures import fixtures
 from itchbench.cli import main as itchbench_main
 
@@ -78,10 +79,10 @@ def document(runs) -> Path:
 
 def test_runs_are_interleaved_across_configurations(runs):
     labels = [json.loads(p.read_text())["label"] for p in sorted(runs.glob("*/manifest.json"))]
-    order = sorted((json.loads((runs / p.parent.name / "manifest.json").read_text())["created_utc"], p.parent.name)
-                   for p in runs.glob("*/manifest.json"))
+    made = {p.parent.name: json.loads(p.read_text()) for p in runs.glob("*/manifest.json")}
+    order = sorted((m["created_utc"], m["created_ns"], name) for name, m in made.items())
     assert sorted(labels) == sorted(list(CONFIGS) * 3)
-    firsts = [name for _, name in order][:2]
+    firsts = [name for _, _, name in order][:2]
     assert {("small-index" in n) for n in firsts} == {True, False}  # one of each before any repeats
 
 
@@ -376,6 +377,11 @@ def test_runs_of_one_label_and_two_workloads_are_two_configurations(tmp_path, ca
     made = [("a", seed, "0"), ("b", renamed, "0"), ("c", seed, "5"), ("d", day, "0"), ("e", misnamed, "5")]
     for name, capture, levels in made:
         assert itchbench_main(["sim", str(capture), "--levels", levels, "--out", str(tmp_path / name)]) == 0
+    # a and b made within one second, b's id the lesser: a is still the first made, whose capture names the two.
+    a, b = (json.loads((tmp_path / name / "manifest.json").read_text()) for name in "ab")
+    b["created_utc"], a["run_id"], b["run_id"] = a["created_utc"], a["run_id"] + "-ffff", a["run_id"] + "-0000"
+    for name, m in zip("ab", (a, b)):
+        rundir.write_json(tmp_path / name / "manifest.json", m)
     capsys.readouterr()
     assert itchbench_main(["doc", *(str(tmp_path / name) for name, _, _ in made), "--out", str(tmp_path / "doc")]) == 0
     md = (tmp_path / "doc" / "report.md").read_text()

@@ -31,8 +31,9 @@ class RunRecord:
         return str(self.manifest.get("label", self.run_id))
 
     @property
-    def order(self) -> tuple[str, str]:
-        return (str(self.manifest.get("created_utc", "")), self.run_id)
+    def order(self) -> tuple[str, int, str]:
+        """When the run was made: to the second, then (itchbench since 2026-12-07) to the nanosecond."""
+        return (str(self.manifest.get("created_utc", "")), int(self.manifest.get("created_ns") or 0), self.run_id)
 
     def stage(self, stage: str) -> dict[str, Any] | None:
         return self.summary.get("latency", {}).get("stages", {}).get(stage)

@@ -94,10 +94,14 @@ def _start(run_dir: Path, run_id: str, values: dict[str, Any], label: str, *, ec
         if counted is not None:
             counted.exception()
         env = snapshot.result()
+    created_ns = time.time_ns()
     manifest = {
         "run_id": run_id,
         "label": label,
-        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created_ns // 10**9)),
+        # Runs made within one second (a quick sim, two configurations back to back) were ordered by the random
+        # tail of their ids: a document's configurations and labels changed from one build of it to the next.
+        "created_ns": created_ns,
         "command": command,
         "origin": origin or {},
         "scenario": values,
