@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import rundir
+from ..compare.statistics import EXACT_MAX
 from ..compare.verdicts import undecided_workloads
 from ..gateways import revisions
 from ..runs import runner, scenario
@@ -34,11 +35,12 @@ from . import zoo
 # leave room for runs lost to the machine or blurred by its neighbours (with 8, a noisy host once left the
 # half-speed mutant "too noisy to decide": p90 +281 %, its ratio's 95 % CI 1.06-6.94, ~10 a side asked for).
 COMPARE_RUNS = 10
-# Timings still undecided then get more runs, in batches of half as many, up to twice as many: what compare gives a
-# change of two builds (--max-repetitions; commands/compare.py add_runs_while_undecided). With 10 a side only, a
-# busy CI host left the half-speed mutant NO REGRESSION, its p90 +67.7 % "too noisy" (CI 1.13-1.81, p 0.0068;
-# ~12 a side asked for).
-COMPARE_MOST = 2 * COMPARE_RUNS
+# Timings still undecided then get more runs, in batches of half as many, up to as many as the exact U test takes: what
+# compare gives a change of two builds (--max-repetitions; commands/compare.py add_runs_while_undecided). With 10 a
+# side only, a busy CI host left the half-speed mutant NO REGRESSION, its p90 +67.7 % "too noisy" (CI 1.13-1.81, p
+# 0.0068; ~12 a side asked for); with 20, a VM whose neighbours had slowed the whole suite 1.4x left it so again (p90
+# +93 %, CI 0.16-27.28, p 0.068; run again at once, 10 a side decided it): more runs outlast a burst of noise.
+COMPARE_MOST = EXACT_MAX
 
 
 @dataclass
