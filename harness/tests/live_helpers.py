@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -50,6 +52,16 @@ def config(capture: Path, transport: str, **tables: dict[str, Any]) -> dict[str,
         else:
             values[table] = entries
     return values
+
+
+def another_run(run: Path, to: Path) -> Path:
+    """A copy of a run standing for another run (another build's, whose output a test then edits): its own run_id,
+    told by where it lies, as compare refuses a run on both sides."""
+    shutil.copytree(run, to)
+    manifest = rundir.read_json(to / "manifest.json")
+    manifest["run_id"] += "-copy-" + hashlib.sha256(str(to.resolve()).encode()).hexdigest()[:8]
+    rundir.write_json(to / "manifest.json", manifest)
+    return to
 
 
 def summary_of(run: Path) -> dict[str, Any]:

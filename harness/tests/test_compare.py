@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -535,6 +536,21 @@ def test_runs_of_one_session_kept_in_two_folders_are_compared_and_a_changed_key_
     assert f"{runs['here']} and {runs['copy']} are run directories, whose runs are made: compare them without " \
            "--shard" in capsys.readouterr().err
     assert not (tmp_path / "c3").exists()
+
+
+def test_a_run_on_both_sides_is_refused_not_judged_against_itself(tmp_path, capsys):
+    """The same runs given as base and head (a folder twice, a run and a folder holding it, or a run and a copy of
+    it) were judged against themselves: NO REGRESSION, exit 0, where no second build had been measured."""
+    run, copy = tmp_path / "runs" / "one", tmp_path / "copied" / "one"
+    assert itchbench_main(["sim", str(SEED_FIXTURE), "--out", str(run)]) == 0
+    shutil.copytree(run, copy)
+    run_id = json.loads((run / "manifest.json").read_text())["run_id"]
+    for base, head, where in ((run, run, f"{run}"), (run.parent, run, f"{run}"), (run, copy, f"{run} and {copy}")):
+        capsys.readouterr()
+        out = tmp_path / f"compare-{base.name}"
+        assert itchbench_main(["compare", str(base), str(head), "--bbo-only", "--out", str(out)]) == 2
+        assert f"not comparable: 1 run is on both sides (the first: {run_id}, {where})" in capsys.readouterr().err
+        assert not out.exists()
 
 
 def test_what_says_where_a_workload_lies_is_no_difference_of_it():

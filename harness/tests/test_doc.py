@@ -21,6 +21,7 @@ from itchbench.captures import fixtures
 from itchbench.cli import main as itchbench_main
 
 from browser import headless_chromium
+from live_helpers import another_run
 
 SEED = next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path
 CONFIGS = ("small-index", "default-index")
@@ -254,23 +255,24 @@ def test_a_folder_without_runs_is_refused(tmp_path, capsys):
 
 
 def test_compare_judges_micro_benchmarks_with_the_same_statistics(runs, tmp_path, capsys):
-    # Two folders holding the same configuration's three runs, three copies each: nine a side (a timing verdict
-    # needs at least seven), the same samples on both sides.
+    # Two folders holding the same configuration's three runs, three copies each, each copy a run of its own: nine
+    # a side (a timing verdict needs at least seven), the same samples on both sides.
     a, b = tmp_path / "a", tmp_path / "b"
     for side in (a, b):
         for copy in range(3):
             for p in sorted(runs.glob("*default-index*")):
-                shutil.copytree(p, side / f"copy{copy}" / p.name)
+                another_run(p, side / f"copy{copy}" / p.name)
     rc = itchbench_main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp"), "--no-instructions"])
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     metric = result["metrics"]["default-index"]["microbench.BM_StageClockNow.real_time_ns"]
     assert metric["n"] == [9, 9] and metric["verdict"] == "unchanged" and metric["ratio"] == 1.0
     assert rc == 0
     # Three a side cannot reach the test's threshold: shown, not judged.
-    three = tmp_path / "three"
+    three = {side: tmp_path / "three" / side for side in ("a", "b")}
     for p in sorted(runs.glob("*default-index*")):
-        shutil.copytree(p, three / p.name)
-    itchbench_main(["compare", str(three), str(three), "--out", str(tmp_path / "cmp3"), "--no-instructions"])
+        for side in three.values():
+            another_run(p, side / p.name)
+    itchbench_main(["compare", str(three["a"]), str(three["b"]), "--out", str(tmp_path / "cmp3"), "--no-instructions"])
     few = json.loads((tmp_path / "cmp3" / "compare.json").read_text())
     assert few["metrics"]["default-index"]["microbench.BM_StageClockNow.real_time_ns"]["verdict"] == "not comparable"
     assert "timings not judged" in few["headline"]

@@ -232,6 +232,9 @@ def run(args: argparse.Namespace) -> int:
             else:
                 base = _side("base", args.base, args.repo, say, benchmarks, args.gateway)
                 head = _side("head", args.head, args.repo, say, benchmarks, args.gateway)
+                shared = session.runs_on_both_sides(base, head)
+                if shared:
+                    raise session.NotComparable(shared)
         except session.NotComparable as e:
             return not_comparable(e)
     to_run = [s for s in (base, head) if s.gateway is not None or s.prepared is not None]

@@ -103,6 +103,23 @@ def load_run_dirs(side: Side, path: Path) -> None:
         add_run(side, rundir.read_json(d / "manifest.json")["label"], d)
 
 
+def runs_on_both_sides(base: Side, head: Side) -> str:
+    """Why two sides of run directories cannot be compared because some run is on both (a folder given twice, one
+    inside the other, or a copy of a run: its run_id), or "": a run is one build's measurement, and judged against
+    itself it showed NO REGRESSION where nothing had been compared."""
+    def ids(side: Side) -> dict[str, Path]:
+        return {str(rundir.read_json(d / "manifest.json")["run_id"]): d for runs in side.runs.values() for d in runs}
+    in_base, in_head = ids(base), ids(head)
+    both = sorted(in_base.keys() & in_head.keys())
+    if not both:
+        return ""
+    first = both[0]
+    where = (str(in_base[first]) if in_base[first].resolve() == in_head[first].resolve()
+             else f"{in_base[first]} and {in_head[first]}")
+    return (f"{len(both)} run{' is' if len(both) == 1 else 's are'} on both sides (the first: {first}, {where}): a "
+            "run is one build's measurement, never its own base")
+
+
 def add_run(side: Side, label: str, run_dir: Path) -> None:
     """A kept run of the side's workload `label`. One that ended without passing (lost, rejected, not balanced,
     not joined) measured something other than the workload: it is compared, and remembered, so the compare
