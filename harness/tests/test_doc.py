@@ -366,6 +366,17 @@ def test_a_document_of_black_box_runs_that_measured_nothing_names_their_own_meas
     assert aggregate.headline_stage([Configuration("a", black + built_in)]) == aggregate.STAGE
 
 
+def test_a_run_and_a_copy_of_it_are_one_repetition(tmp_path, capsys):
+    """A folder of runs and a copy of it (an artifact downloaded back, a backup) given together: each run counted
+    twice, its one measurement two repetitions of its configuration."""
+    assert itchbench_main(["sim", str(SEED), "--out", str(tmp_path / "runs" / "one")]) == 0
+    shutil.copytree(tmp_path / "runs", tmp_path / "copies")
+    capsys.readouterr()
+    assert itchbench_main(["doc", str(tmp_path / "runs"), str(tmp_path / "copies"), "--out", str(tmp_path / "d")]) == 0
+    rows = [line for line in (tmp_path / "d" / "report.md").read_text().splitlines() if line.startswith("| sim ")]
+    assert rows[0].startswith("| sim (baseline) | 1 | "), rows[0]
+
+
 def test_runs_of_one_label_and_two_workloads_are_two_configurations(tmp_path, capsys):
     """`itchbench sim` labels every run sim: a document of runs on two captures, or with and without depth, pooled
     them as repetitions of one configuration, its figures a mix of workloads and its workload row the first run's.
