@@ -551,6 +551,15 @@ def test_a_run_on_both_sides_is_refused_not_judged_against_itself(tmp_path, caps
         assert itchbench_main(["compare", str(base), str(head), "--bbo-only", "--out", str(out)]) == 2
         assert f"not comparable: 1 run is on both sides (the first: {run_id}, {where})" in capsys.readouterr().err
         assert not out.exists()
+    # Nor is a run and its copy on one side two repetitions: it is one run there (3 a side are needed to show the
+    # speed metrics a compare judges, and none is).
+    other = tmp_path / "other" / "one"
+    assert itchbench_main(["sim", str(SEED_FIXTURE), "--out", str(other)]) == 0
+    shutil.copytree(run, tmp_path / "runs" / "one-copied")
+    assert itchbench_main(["compare", str(run.parent), str(other.parent), "--bbo-only", "--out",
+                           str(tmp_path / "once")]) == 0
+    result = json.loads((tmp_path / "once" / "compare.json").read_text())
+    assert result["runs"] == {"base": {"sim": [str(run)]}, "head": {"sim": [str(other)]}}, result["runs"]
 
 
 def test_what_says_where_a_workload_lies_is_no_difference_of_it():

@@ -250,3 +250,12 @@ def find_run_dirs(path: Path) -> list[Path]:
     if is_run_dir(path):
         return [path]
     return sorted(p.parent for p in path.rglob("manifest.json") if is_run_dir(p.parent))
+
+
+def distinct_runs(dirs: list[Path]) -> list[Path]:
+    """dirs less each that holds a run an earlier one holds (the same folder, or a copy of it: its run_id): one
+    measurement counted twice was two repetitions, its intervals narrowed on nothing."""
+    kept: dict[str, Path] = {}
+    for d in dirs:
+        kept.setdefault(str(read_json(Path(d) / "manifest.json", ("run_id",))["run_id"]), d)
+    return list(kept.values())

@@ -83,8 +83,8 @@ def scenario_workloads(path: Path) -> list[Workload]:
 
 
 def load_run_dirs(side: Side, path: Path) -> None:
-    """A run directory, or a folder of them (grouped by their label)."""
-    dirs = rundir.find_run_dirs(path)
+    """A run directory, or a folder of them (grouped by their label), each run once (rundir.distinct_runs)."""
+    dirs = rundir.distinct_runs(rundir.find_run_dirs(path))
     if not dirs:
         raise NotComparable(f"{side.name} {path}: neither a git revision nor a folder of run directories")
     for d in dirs:

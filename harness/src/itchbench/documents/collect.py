@@ -65,24 +65,17 @@ def collect(paths: list[Path]) -> list[Configuration]:
     """Configurations in the order of their first run; runs of a label in the
     order they were made; the same run given twice, or a copy of it (its
     run_id), counts once: counted twice, one measurement was two repetitions."""
-    read: set[Path] = set()
-    seen: dict[str, RunRecord] = {}
-    for path in paths:
-        for d in run_dirs(path):
-            if d.resolve() in read:
-                continue
-            read.add(d.resolve())
-            record = RunRecord(d, *rundir.read_run(d, rundir.REPORT_NEEDS))
-            if record.run_id in seen:
-                continue
-            why = logs.not_whole(d, record.summary)
-            if why:
-                raise DocumentError(f"{why}; no document is made from part of a run")
-            changed = logs.changed_since_run(d, record.summary)
-            if changed:
-                raise DocumentError(f"{changed}; a document would vouch for its run's verdict over them")
-            seen[record.run_id] = record
-    runs = sorted(seen.values(), key=lambda r: r.order)
+    runs: list[RunRecord] = []
+    for d in rundir.distinct_runs([d for path in paths for d in run_dirs(path)]):
+        record = RunRecord(d, *rundir.read_run(d, rundir.REPORT_NEEDS))
+        why = logs.not_whole(d, record.summary)
+        if why:
+            raise DocumentError(f"{why}; no document is made from part of a run")
+        changed = logs.changed_since_run(d, record.summary)
+        if changed:
+            raise DocumentError(f"{changed}; a document would vouch for its run's verdict over them")
+        runs.append(record)
+    runs.sort(key=lambda r: r.order)
     # Runs of different gateways (or of different builds of one) are never repetitions of one configuration: their
     # labels carry the gateway when the runs hold more than one.
     several = len({gateway_of(r) for r in runs}) > 1
