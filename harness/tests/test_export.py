@@ -118,6 +118,21 @@ def test_an_export_onto_a_pipe_or_a_folder_is_refused_and_leaves_it(run_dir, tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "folder"]
 
 
+def test_an_export_into_a_folder_not_yet_made_makes_it(run_dir, tmp_path, capsys):
+    """An --out in a folder not yet there failed, exit 1, naming the temporary file the export writes first
+    (`Failed to open local file '…/.x.parquet.27276-a92c5e.partial'`). The folder is made, as every --out's is; one
+    that cannot be (a file in its place) is said with the path given."""
+    out = tmp_path / "new" / "deeper" / "x.csv"
+    assert itchbench_main(["export", str(run_dir), "--bbo", "--out", str(out)]) == 0
+    assert out.read_text().startswith("\"seq\",")
+    (tmp_path / "a-file").write_text("")
+    blocked = tmp_path / "a-file" / "x.csv"
+    capsys.readouterr()
+    assert itchbench_main(["export", str(run_dir), "--bbo", "--out", str(blocked)]) == 2
+    err = capsys.readouterr().err
+    assert f"{blocked}: its folder cannot be made (a file lies at {blocked.parent} or above it)" in err, err
+
+
 def test_the_format_follows_the_output_name_and_a_clash_is_refused(run_dir, tmp_path, capsys):
     """`--out x.csv` without --format wrote Parquet into x.csv, and `--format csv --out x.parquet` a CSV that every
     Parquet reader fails on. The suffix now names the format; a --format that says otherwise is refused."""

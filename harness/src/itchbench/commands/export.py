@@ -46,6 +46,13 @@ def run(args: argparse.Namespace) -> int:
     if out.is_file() and (logs.is_log(out) or (out.resolve().parent == args.run_dir.resolve()
                                            and out.suffix not in (".parquet", ".csv"))):
         raise UserError(f"{out} is one of the run's own files: an export there would replace it; write elsewhere")
+    # Its folder made, as every --out's is: missing, the error named the temporary file the export writes first.
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as e:
+        raise UserError(f"{out}: its folder cannot be made (a file lies at {out.parent} or above it)") from e
+    except OSError as e:
+        raise UserError(f"{out}: its folder cannot be made ({e.strerror or e})") from e
     try:
         with logs_not_whole() as cut:
             rows, written = export.export(args.run_dir, out, fmt=args.format, bbo=args.bbo,
