@@ -109,7 +109,9 @@ def _compare_one(m: zoo.Mutant, work: Path, out: Path) -> tuple[str, str, str, i
         except (OSError, ValueError):
             return ("error", f"compare exited {proc.returncode}: {proc.stderr.strip()[-300:]}", str(judged),
                     proc.returncode)
-        if result["exit_status"] != 0 or made >= COMPARE_MOST or not undecided_workloads(result["metrics"]):
+        # INCONCLUSIVE exits 1 too, but more runs may decide it, as compare itself adds them while it is.
+        if (result["headline"].startswith("REGRESSION") or made >= COMPARE_MOST
+                or not undecided_workloads(result["metrics"])):
             break
     headline = result["headline"]
     status, _, said = headline.partition(":")
