@@ -252,10 +252,18 @@ def find_run_dirs(path: Path) -> list[Path]:
     return sorted(p.parent for p in path.rglob("manifest.json") if is_run_dir(p.parent))
 
 
+def run_identity(run_dir: Path) -> str:
+    """What one run is wherever it lies (a copy of it is the same run): its run_id, and the nanosecond it was made
+    where recorded, since two runs of one label made in one second share an id's first part and may its 4 random
+    hex digits."""
+    manifest = read_json(Path(run_dir) / "manifest.json", ("run_id",))
+    return f"{manifest['run_id']}@{manifest.get('created_ns', '')}"
+
+
 def distinct_runs(dirs: list[Path]) -> list[Path]:
-    """dirs less each that holds a run an earlier one holds (the same folder, or a copy of it: its run_id): one
+    """dirs less each that holds a run an earlier one holds (the same folder, or a copy of it: run_identity): one
     measurement counted twice was two repetitions, its intervals narrowed on nothing."""
     kept: dict[str, Path] = {}
     for d in dirs:
-        kept.setdefault(str(read_json(Path(d) / "manifest.json", ("run_id",))["run_id"]), d)
+        kept.setdefault(run_identity(d), d)
     return list(kept.values())

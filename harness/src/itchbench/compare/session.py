@@ -108,15 +108,15 @@ def runs_on_both_sides(base: Side, head: Side) -> str:
     inside the other, or a copy of a run: its run_id), or "": a run is one build's measurement, and judged against
     itself it showed NO REGRESSION where nothing had been compared."""
     def ids(side: Side) -> dict[str, Path]:
-        return {str(rundir.read_json(d / "manifest.json")["run_id"]): d for runs in side.runs.values() for d in runs}
+        return {rundir.run_identity(d): d for runs in side.runs.values() for d in runs}
     in_base, in_head = ids(base), ids(head)
     both = sorted(in_base.keys() & in_head.keys())
     if not both:
         return ""
-    first = both[0]
-    where = (str(in_base[first]) if in_base[first].resolve() == in_head[first].resolve()
-             else f"{in_base[first]} and {in_head[first]}")
-    return (f"{len(both)} run{' is' if len(both) == 1 else 's are'} on both sides (the first: {first}, {where}): a "
+    a, b = in_base[both[0]], in_head[both[0]]
+    run_id = rundir.read_json(a / "manifest.json")["run_id"]
+    where = str(a) if a.resolve() == b.resolve() else f"{a} and {b}"
+    return (f"{len(both)} run{' is' if len(both) == 1 else 's are'} on both sides (the first: {run_id}, {where}): a "
             "run is one build's measurement, never its own base")
 
 
