@@ -5,6 +5,7 @@ every 1000th message, a build-flag change — and a commit against itself."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import re
@@ -22,6 +23,7 @@ from itchbench.gateways import revisions
 
 SEED_FIXTURE = next(fx for fx in fixtures.load_manifest() if fx.name == "seed-workload").path
 GATEWAY_HPP = "gateway/pipeline/gateway.hpp"
+BOOK_TEST = "gateway/tests/order_book_test.cpp"
 ON_MESSAGE = "  void on_message(uint64_t seq, const uint8_t* msg, size_t len, const logfmt::Arrival& arrival) {\n"
 
 
@@ -51,6 +53,7 @@ def scratch(tmp_path_factory) -> Path:
     plant(repo, "drop", GATEWAY_HPP, ON_MESSAGE, ON_MESSAGE + "    if (seq % 1000 == 0) return;\n")
     plant(repo, "flags", "CMakeLists.txt", "set(ITCHBENCH_EXTRA_FLAGS -Wall -Wextra)",
           "set(ITCHBENCH_EXTRA_FLAGS -Wall -Wextra -fno-omit-frame-pointer)")
+    plant(repo, "test-only", BOOK_TEST, "#include", "// A test's comment: a change beside the gateway.\n#include")
     return repo
 
 
@@ -80,6 +83,23 @@ def test_a_commit_against_itself(scratch, workload, tmp_path):
         assert "inlines it into the message path" in table[f"instructions.{stage}"]["reason"]
     assert result["outputs"]["seed"]["bbo"]["equal"]
     assert (tmp_path / "compare.md").is_file() and (tmp_path / "percentiles.png").is_file()
+    # Every run names the executable it ran, by its digest: the revision's build.
+    binary = revisions.build(scratch, revisions.resolve(scratch, "base"), lambda _: None)
+    ran = {json.loads(m.read_text())["gateway_under_test"]["executable_sha256"]
+           for m in (tmp_path / "runs").glob("*/seed/*/manifest.json")}
+    assert ran == {hashlib.sha256(binary.read_bytes()).hexdigest()}
+
+
+def test_a_head_that_changed_only_a_test_beside_the_gateway_builds_the_same_executable(scratch):
+    # gateway/ is the built-in gateway's sources, so such a head is a build of its own by its sources; the binary its
+    # runs execute is the base's byte for byte, which compare takes as one build (test_compare_statistics.py), its
+    # timings the machine's. A change to the message path is another executable.
+    def executable(rev: str) -> str:
+        return hashlib.sha256(revisions.build(scratch, revisions.resolve(scratch, rev), lambda _: None)
+                              .read_bytes()).hexdigest()
+    assert revisions.measured_sources(scratch, revisions.resolve(scratch, "test-only")) != \
+        revisions.measured_sources(scratch, revisions.resolve(scratch, "base"))
+    assert executable("test-only") == executable("base") != executable("spin")
 
 
 def test_a_spin_loop_in_the_message_path_is_a_regression(scratch, workload, tmp_path):

@@ -118,10 +118,11 @@ def test_each_subscribers_last_hop_is_a_metric_named_by_how_it_received():
 
 
 def _runs(root, name: str, n: int, *, stages: bool, messages: int = 7000, slower: float = 1.0,
-          wire: dict | None = None, sources: str | None = None) -> list:
+          wire: dict | None = None, sources: str | None = None, executable: str | None = None) -> list:
     """n run directories with a hand-written summary: throughput, and (stages) the book stage's percentiles
     over `messages` messages; with wire, wire to wire too (the same percentiles, its collector's counts wire);
-    with sources, the manifest names the build measured (its sources_id)."""
+    with sources, the manifest names the build measured (its sources_id); with executable, the digest of the binary
+    its runs executed."""
     import json
 
     from itchbench import rundir
@@ -139,7 +140,8 @@ def _runs(root, name: str, n: int, *, stages: bool, messages: int = 7000, slower
                                  "from_intended": {"count": messages, "p50": 100 * slower + i, "p90": 200 * slower + i,
                                                    "p99": 400 * slower + i, "p999": 900 * slower + i, "max": 5000.0}}
         (d / "summary.json").write_text(json.dumps(s))
-        (d / "manifest.json").write_text(json.dumps({"label": "w", "gateway_under_test": {"sources_id": sources}}))
+        (d / "manifest.json").write_text(json.dumps({"label": "w", "gateway_under_test": {
+            "sources_id": sources, "executable_sha256": executable}}))
         assert rundir.read_json(d / "summary.json")["verdict"]["status"] == "lossless"
         out.append(d)
     return out
@@ -204,7 +206,7 @@ def test_timings_of_one_build_are_shown_as_the_machines_never_judged(tmp_path):
     assert session.same_build(base, head) is None
     assert session.metric_verdicts(base, head, 0.05, 1)["w"]["book.p50"]["verdict"] == verdicts.WORSE
     head.runs["w"] = _runs(tmp_path / "c", "c", 7, stages=True, slower=3.0, sources="src-1")
-    assert session.same_build(base, head) == "src-1"
+    assert session.same_build(base, head) == "sources src-1"
     row = session.metric_verdicts(base, head, 0.05, 1)["w"]["book.p50"]
     assert row["verdict"] == verdicts.SHOWN and row["machine"]
     assert row["reason"] == ("SLOWER by the statistics, but base and head are one build (sources src-1): the "
@@ -212,6 +214,19 @@ def test_timings_of_one_build_are_shown_as_the_machines_never_judged(tmp_path):
     # A side whose runs name no build, or two, is not one build with anything.
     head.runs["w"] = _runs(tmp_path / "d", "d", 7, stages=True, slower=3.0)
     assert session.same_build(base, head) is None
+    # Other sources, the same executable byte for byte (a head that changed only a test beside the gateway): one
+    # build too. Another executable of other sources is judged.
+    exe, other = "ab" * 32, "cd" * 32
+    base.runs["w"] = _runs(tmp_path / "e", "e", 7, stages=True, sources="src-1", executable=exe)
+    head.runs["w"] = _runs(tmp_path / "f", "f", 7, stages=True, slower=3.0, sources="src-2", executable=exe)
+    assert session.same_build(base, head) == f"the same executable, sha256 {exe[:16]}…"
+    row = session.metric_verdicts(base, head, 0.05, 1)["w"]["book.p50"]
+    assert row["verdict"] == verdicts.SHOWN and row["machine"]
+    assert row["reason"].startswith(f"SLOWER by the statistics, but base and head are one build (the same executable, "
+                                    f"sha256 {exe[:16]}…): the difference is the machine's")
+    head.runs["w"] = _runs(tmp_path / "g", "g", 7, stages=True, slower=3.0, sources="src-2", executable=other)
+    assert session.same_build(base, head) is None
+    assert session.metric_verdicts(base, head, 0.05, 1)["w"]["book.p50"]["verdict"] == verdicts.WORSE
 
 
 def test_an_estimate_of_millions_of_runs_is_said_as_none_affordable():

@@ -361,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
     machine = sum(1 for t in metrics.values() for v in t.values() if v.get("machine"))
     one_build = session.same_build(base, head) if not problems else None
     if one_build:
-        headline += (f" (base and head are one build, sources {one_build}: "
+        headline += (f" (base and head are one build, {one_build}: "
                      + (f"{machine} timing difference(s) the statistics found are the machine's, shown and not judged)"
                         if machine else "none of its timings called slower or faster)"))
     if noise:

@@ -18,7 +18,7 @@ from ..captures.generated import session as generated_session
 from ..runs import runner, scenario
 from ..gateways import collector, contract
 from ..host import differences as host
-from ..gateways import revisions
+from ..gateways import provenance, revisions
 from . import contract_revisions, instructions, outputs, verdicts
 
 GENERATED_SESSION = ["--profile", "nasdaq-day", "--seed", "1", "--messages", "300000"]
@@ -56,6 +56,7 @@ class Side:
     failed: dict[str, str] = field(default_factory=dict)  # workload label -> the first verdict that did not pass
     prepared: contract_revisions.Prepared | None = None  # a contract gateway's worktree (gateway stays None)
     sources_id: str | None = None            # the built-in gateway's: what its runs measured (measured_sources)
+    executable_sha256: str | None = None     # the built-in gateway's: the digest of the binary its runs executed
 
     @property
     def runnable(self) -> bool:
@@ -146,6 +147,7 @@ def prepare_revision(side: Side, repo: Path, say: Callable[[str], None], *, benc
         else:
             side.gateway = revisions.build(repo, side.revision, say, benchmarks=benchmarks)
             side.sources_id = revisions.measured_sources(repo, side.revision)
+            side.executable_sha256 = provenance.file_sha256(side.gateway)
     except revisions.RevisionError as e:
         side.problem = str(e)
 
@@ -181,7 +183,7 @@ def run_interleaved(sides: list[Side], workloads: list[Workload], repetitions: i
             assert side.gateway is not None
             # The revision measured, for whoever reads the run later (a results store orders runs by it).
             measured = {"commit": side.revision.commit, "dirty": side.revision.dirty, "sources_id": side.sources_id,
-                        "prebuilt": True} if side.revision else None
+                        "executable_sha256": side.executable_sha256, "prebuilt": True} if side.revision else None
             with paths.gateway_override(side.gateway):
                 run_dir = runner.execute(w.values, w.label, root=root, echo=False, command="itchbench compare",
                                          under_test=measured)
@@ -363,19 +365,32 @@ def distribution_metrics(summary: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def sources_of(side: Side) -> str | None:
-    """What the side's runs measured, as their manifests name it (gateway_under_test.sources_id): one build's id,
-    or None when a run does not name one or two runs name different ones."""
-    ids = {(rundir.read_json(r / "manifest.json").get("gateway_under_test") or {}).get("sources_id")
+def _one_of(side: Side, key: str) -> str | None:
+    """What every run of the side names as its gateway_under_test's key, or None when a run names none or two runs
+    name different ones."""
+    ids = {(rundir.read_json(r / "manifest.json").get("gateway_under_test") or {}).get(key)
            for runs in side.runs.values() for r in runs}
     return ids.pop() if len(ids) == 1 and None not in ids else None
 
 
+def sources_of(side: Side) -> str | None:
+    """What the side's runs measured, as their manifests name it (gateway_under_test.sources_id): one build's id,
+    or None when a run does not name one or two runs name different ones."""
+    return _one_of(side, "sources_id")
+
+
 def same_build(base: Side, head: Side) -> str | None:
-    """The sources id both sides built the gateway from, when they are one build (an A/A compare, or a head that
-    changed only files the gateway's build does not read); else None."""
+    """How base and head are one build, when they are: the same sources (an A/A compare, or a head that changed
+    only files the gateway's build does not read), or the same executable, byte for byte (a head that changed a
+    comment, or a test or tool beside the gateway: its sources differ, the binary its runs executed does not); else
+    None."""
     ids = sources_of(base), sources_of(head)
-    return ids[0] if ids[0] is not None and ids[0] == ids[1] else None
+    if ids[0] is not None and ids[0] == ids[1]:
+        return f"sources {ids[0]}"
+    binaries = _one_of(base, "executable_sha256"), _one_of(head, "executable_sha256")
+    if binaries[0] is not None and binaries[0] == binaries[1]:
+        return f"the same executable, sha256 {binaries[0][:16]}…"
+    return None
 
 
 def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict[str, dict[str, dict[str, Any]]]:
@@ -404,7 +419,7 @@ def metric_verdicts(base: Side, head: Side, threshold: float, seed: int) -> dict
             thin = _stamped_when_read(name, run_dirs) or _thin_tail(name, populations)
             if one_build and table[name]["verdict"] in (verdicts.WORSE, verdicts.BETTER):
                 thin = (f"{verdicts.words(name, table[name]['verdict'])} by the statistics, but base and head are "
-                        f"one build (sources {one_build}): the difference is the machine's, not the code's (shown, "
+                        f"one build ({one_build}): the difference is the machine's, not the code's (shown, "
                         "not judged)")
                 table[name]["machine"] = True
             if name.endswith(".max") and table[name]["verdict"] != verdicts.NOT_COMPARABLE:
