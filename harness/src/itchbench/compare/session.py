@@ -365,18 +365,12 @@ def distribution_metrics(summary: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _one_of(side: Side, key: str) -> str | None:
-    """What every run of the side names as its gateway_under_test's key, or None when a run names none or two runs
-    name different ones."""
+def _named_by_every_run(side: Side, key: str) -> str | None:
+    """What every run of the side names as its gateway_under_test's key (its sources_id, its executable_sha256), or
+    None when a run names none or two runs name different ones."""
     ids = {(rundir.read_json(r / "manifest.json").get("gateway_under_test") or {}).get(key)
            for runs in side.runs.values() for r in runs}
     return ids.pop() if len(ids) == 1 and None not in ids else None
-
-
-def sources_of(side: Side) -> str | None:
-    """What the side's runs measured, as their manifests name it (gateway_under_test.sources_id): one build's id,
-    or None when a run does not name one or two runs name different ones."""
-    return _one_of(side, "sources_id")
 
 
 def same_build(base: Side, head: Side) -> str | None:
@@ -384,12 +378,10 @@ def same_build(base: Side, head: Side) -> str | None:
     only files the gateway's build does not read), or the same executable, byte for byte (a head that changed a
     comment, or a test or tool beside the gateway: its sources differ, the binary its runs executed does not); else
     None."""
-    ids = sources_of(base), sources_of(head)
-    if ids[0] is not None and ids[0] == ids[1]:
-        return f"sources {ids[0]}"
-    binaries = _one_of(base, "executable_sha256"), _one_of(head, "executable_sha256")
-    if binaries[0] is not None and binaries[0] == binaries[1]:
-        return f"the same executable, sha256 {binaries[0][:16]}…"
+    for key, said in (("sources_id", "sources {}"), ("executable_sha256", "the same executable, sha256 {:.16}…")):
+        ids = _named_by_every_run(base, key), _named_by_every_run(head, key)
+        if ids[0] is not None and ids[0] == ids[1]:
+            return said.format(ids[0])
     return None
 
 
